@@ -1,0 +1,3 @@
+from annotated_transformer.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""Multi-head attention (paper section 3.2) with a fused fast path and an explicit path.
+
+The fast path calls `F.scaled_dot_product_attention`, which picks flash / memory-efficient kernels
+on GPUs and a fused kernel on CPUs, and never materialises the weights. Pictures need the weights,
+so `explicit_attention` computes the same function step by step; a module only takes it when
+someone has asked for the weights (`MultiHeadAttention.record`), so training never pays for it.
+
+Masks are boolean with True meaning "may attend". Boolean masks never add a large negative
+constant, so nothing overflows in bf16/fp16, and a query whose every key is masked returns zeros
+instead of the NaN a softmax over nothing would give.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def _guard_fully_masked(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Unmask rows with no allowed key (so no NaN appears) and return which rows were empty."""
+    if mask is None:
+        return None, None
+    has_key = mask.any(dim=-1, keepdim=True)
+    if bool(has_key.all()):
+        return mask, None
+    return mask | ~has_key, has_key
+
+
+def explicit_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, is_causal: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(Q K^T / sqrt(d_k)) V, returning (output, weights); shapes (..., T, d) as for SDPA."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if is_causal:
+        causal = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+        mask = causal if mask is None else mask & causal
+    empty = None
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)
+        scores = scores.masked_fill(~mask, float("-inf"))
+        scores = scores.masked_fill(~has_key, 0.0)  # any finite value: the row is zeroed below
+        empty = ~has_key
+    weights = scores.softmax(dim=-1)
+    if empty is not None:
+        weights = weights.masked_fill(empty, 0.0)
+    return weights @ v, weights
+
+
+def fused_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, is_causal: bool = False
+) -> torch.Tensor:
+    """The same function as `explicit_attention` through PyTorch's fused kernel."""
+    if is_causal and mask is not None:
+        causal = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+        mask, is_causal = mask & causal, False
+    mask, has_key = _guard_fully_masked(mask)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+    if has_key is not None:
+        out = out.masked_fill(~has_key, 0.0)
+    return out
+
+
+class KVCache:
+    """Keys and values of one self-attention layer during incremental decoding.
+
+    Buffers are allocated once for the longest output and filled one step at a time, so a step
+    costs one write instead of a concatenation of the whole prefix. Beam search reorders the rows.
+    """
+
+    def __init__(self, batch_size: int, n_heads: int, max_len: int, d_k: int, d_v: int, *, device, dtype):
+        self.k = torch.empty(batch_size, n_heads, max_len, d_k, device=device, dtype=dtype)
+        self.v = torch.empty(batch_size, n_heads, max_len, d_v, device=device, dtype=dtype)
+        self.length = 0
+
+    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        t = k.size(-2)
+        if self.length + t > self.k.size(-2):
+            raise ValueError(f"KV cache holds {self.k.size(-2)} positions; cannot add {t} more to {self.length}")
+        self.k[:, :, self.length : self.length + t] = k
+        self.v[:, :, self.length : self.length + t] = v
+        self.length += t
+        return self.k[:, :, : self.length], self.v[:, :, : self.length]
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.k = self.k.index_select(0, index)
+        self.v = self.v.index_select(0, index)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with one fused projection: QKV for self-attention, KV for cross-attention.
+
+    Args:
+        d_model: width of the residual stream.
+        n_heads: number of heads h.
+        d_k, d_v: per-head query/key and value widths (the paper uses d_model / h for both).
+        self_attention: project queries, keys and values from one input with a single matmul.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, *, self_attention: bool):
+        super().__init__()
+        self.n_heads, self.d_k, self.d_v = n_heads, d_k, d_v
+        self.self_attention = self_attention
+        if self_attention:
+            self.qkv_proj = nn.Linear(d_model, n_heads * (2 * d_k + d_v))
+        else:
+            self.q_proj = nn.Linear(d_model, n_heads * d_k)
+            self.kv_proj = nn.Linear(d_model, n_heads * (d_k + d_v))
+        self.out_proj = nn.Linear(n_heads * d_v, d_model)
+        # When a list, the explicit path runs and appends its (batch, heads, q, k) weights here.
+        self.record: list[torch.Tensor] | None = None
+
+    def _heads(self, x: torch.Tensor, d: int) -> torch.Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.n_heads, d).transpose(1, 2)  # (B, h, T, d)
+
+    def project_kv(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values of the encoder output: computed once per source when decoding."""
+        k, v = self.kv_proj(memory).split([self.n_heads * self.d_k, self.n_heads * self.d_v], dim=-1)
+        return self._heads(k, self.d_k), self._heads(v, self.d_v)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        *,
+        mask: torch.Tensor | None = None,
+        is_causal: bool = False,
+        cache: KVCache | None = None,
+        memory_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """x: (B, T, d_model). Self-attention when memory and memory_kv are None.
+
+        mask broadcasts to (B, h, T, S) with True = may attend; is_causal adds the decoder's
+        "no peeking ahead" mask; cache appends this step's keys/values to earlier ones.
+        """
+        h, dk, dv = self.n_heads, self.d_k, self.d_v
+        if self.self_attention:
+            q, k, v = self.qkv_proj(x).split([h * dk, h * dk, h * dv], dim=-1)
+            q, k, v = self._heads(q, dk), self._heads(k, dk), self._heads(v, dv)
+            if cache is not None:
+                # Cached decoding feeds only new positions; they may see every cached one.
+                k, v = cache.update(k, v)
+                if q.size(-2) == 1:
+                    is_causal = False
+                elif cache.length != q.size(-2):
+                    raise ValueError("a multi-token step is only supported on an empty cache")
+        else:
+            q = self._heads(self.q_proj(x), dk)
+            k, v = memory_kv if memory_kv is not None else self.project_kv(memory)
+        if self.record is not None:
+            out, weights = explicit_attention(q, k, v, mask, is_causal)
+            self.record.append(weights.detach())
+        else:
+            out = fused_attention(q, k, v, mask, is_causal)
+        b, _, t, _ = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(b, t, h * dv))

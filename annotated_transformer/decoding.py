@@ -1,0 +1,156 @@
+"""Greedy decoding and batched beam search with a KV cache (paper section 6.1).
+
+Both functions encode each source once, precompute the encoder keys and values of every
+decoder layer, and then feed one token per step through cached self-attention. Passing
+`use_cache=False` recomputes the whole prefix at every step instead: slower, and kept so tests
+can prove the cache changes nothing.
+
+Output format: a LongTensor (batch, length) whose rows start with bos, end at eos (or at the
+length limit) and hold pad after it.
+"""
+from __future__ import annotations
+
+import torch
+
+from .model import Transformer
+
+
+def _banned_tokens(model: Transformer) -> list[int]:
+    # A hypothesis may never emit padding or a second beginning-of-sentence.
+    return [model.config.pad_id, model.config.bos_id]
+
+
+def _source_lengths(model: Transformer, src: torch.Tensor) -> torch.Tensor:
+    return (src != model.config.pad_id).sum(dim=1)
+
+
+def _step_logits(model, tokens, memory, src_mask, state, use_cache: bool) -> torch.Tensor:
+    """Logits (rows, vocab) for the next token after `tokens` (rows, t)."""
+    if use_cache:
+        return model.decode(tokens[:, -1:], None, src_mask, state)[:, -1]
+    return model.decode(tokens, memory, src_mask)[:, -1]
+
+
+@torch.no_grad()
+def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, *, use_cache: bool = True) -> torch.Tensor:
+    """The most probable next token at every step, up to `max_len` generated tokens per row."""
+    c = model.config
+    was_training = model.training
+    model.eval()
+    try:
+        memory, state = model.start_decoding(src, max_len + 1)
+        src_mask = state.src_mask
+        batch = src.size(0)
+        tokens = torch.full((batch, 1), c.bos_id, dtype=torch.long, device=src.device)
+        finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        banned = _banned_tokens(model)
+        for _ in range(max_len):
+            logits = _step_logits(model, tokens, memory, src_mask, state, use_cache).float()
+            logits[:, banned] = float("-inf")
+            next_token = logits.argmax(dim=-1)
+            next_token = next_token.masked_fill(finished, c.pad_id)
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+            finished |= next_token == c.eos_id
+            if bool(finished.all()):
+                break
+        return tokens
+    finally:
+        model.train(was_training)
+
+
+def length_penalty(length: int | torch.Tensor, alpha: float):
+    """GNMT's ((5 + |Y|) / 6) ** alpha, by which a hypothesis' log-probability is divided."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src: torch.Tensor,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    max_len_a: float = 1.0,
+    max_len_b: int = 50,
+    *,
+    use_cache: bool = True,
+    return_scores: bool = False,
+):
+    """Batched beam search; the best hypothesis per source under the GNMT length penalty.
+
+    Each source may generate at most `max_len_a * source_length + max_len_b` tokens (eos
+    included); the paper uses a=1, b=50. A source stops as soon as it holds `beam_size` finished
+    hypotheses, and the search stops when every source has stopped.
+    """
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    c = model.config
+    was_training = model.training
+    model.eval()
+    try:
+        batch, k = src.size(0), beam_size
+        device = src.device
+        limits = (max_len_a * _source_lengths(model, src).float() + max_len_b).long().clamp(min=1).tolist()
+        longest = max(limits)
+        # Every source is repeated k times: rows b*k .. b*k+k-1 are its beams.
+        src_rows = src.repeat_interleave(k, dim=0)
+        memory, state = model.start_decoding(src_rows, longest + 1)
+        src_mask = state.src_mask
+        tokens = torch.full((batch * k, 1), c.bos_id, dtype=torch.long, device=device)
+        scores = torch.full((batch, k), float("-inf"), device=device)
+        scores[:, 0] = 0.0  # one live beam at the start, so the k beams do not start as copies
+        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
+        done = [False] * batch
+        banned = _banned_tokens(model)
+        row_base = (torch.arange(batch, device=device) * k)[:, None]
+        for step in range(1, longest + 1):
+            logits = _step_logits(model, tokens, memory, src_mask, state, use_cache).float()
+            logits[:, banned] = float("-inf")
+            log_probs = logits.log_softmax(dim=-1)  # (batch*k, V)
+            vocab = log_probs.size(-1)
+            candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)
+            n_cand = min(2 * k, k * vocab)
+            cand_scores, cand_index = candidates.topk(n_cand, dim=-1)  # (batch, 2k)
+            cand_beam, cand_token = cand_index // vocab, cand_index % vocab
+            is_eos = cand_token == c.eos_id
+            # Finished hypotheses: eos among the k best candidates of a source still searching.
+            eos_hits = (is_eos[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
+            for b, j in eos_hits:
+                if done[b]:
+                    continue
+                row = b * k + int(cand_beam[b, j])
+                hyp = tokens[row, 1:].tolist() + [c.eos_id]
+                finished[b].append((float(cand_scores[b, j]) / length_penalty(step, alpha), hyp))
+            # The k best candidates that do not end go on as the new beams.
+            open_scores = cand_scores.masked_fill(is_eos, float("-inf"))
+            new_scores, pick = open_scores.topk(k, dim=-1)
+            parent = (row_base + cand_beam.gather(1, pick)).view(-1)
+            next_token = cand_token.gather(1, pick).view(-1)
+            tokens = torch.cat([tokens.index_select(0, parent), next_token[:, None]], dim=1)
+            scores = new_scores
+            if use_cache:
+                state.reorder(parent)
+            for b in range(batch):
+                if done[b]:
+                    continue
+                if len(finished[b]) >= k:
+                    done[b] = True
+                elif step >= limits[b]:
+                    # At the length limit the open beams end without eos.
+                    for j in range(k):
+                        if torch.isfinite(scores[b, j]):
+                            hyp = tokens[b * k + j, 1:].tolist()
+                            finished[b].append((float(scores[b, j]) / length_penalty(step, alpha), hyp))
+                    done[b] = True
+            if all(done):
+                break
+        best = [max(f, key=lambda item: item[0]) for f in finished]
+        width = 1 + max(len(hyp) for _, hyp in best)
+        out = torch.full((batch, width), c.pad_id, dtype=torch.long, device=device)
+        out[:, 0] = c.bos_id
+        for b, (_, hyp) in enumerate(best):
+            out[b, 1 : 1 + len(hyp)] = torch.tensor(hyp, dtype=torch.long, device=device)
+        if return_scores:
+            return out, torch.tensor([s for s, _ in best])
+        return out
+    finally:
+        model.train(was_training)

@@ -1,0 +1,102 @@
+"""The building blocks of the encoder and decoder stacks (paper sections 3.1, 3.3-3.5)."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+
+from .attention import KVCache, MultiHeadAttention
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, the same at every position (two kernel-size-1 convolutions)."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then FFN, each as LayerNorm(x + Dropout(Sublayer(x))) (post-norm, section 3.1/5.4)."""
+
+    def __init__(self, d_model: int, d_ff: int, n_heads: int, d_k: int, d_v: int, dropout: float):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=True)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
+        x = self.norm1(x + self.dropout(self.self_attn(x, mask=src_mask)))
+        return self.norm2(x + self.dropout(self.ffn(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, attention over the encoder output, then FFN; post-norm residuals."""
+
+    def __init__(self, d_model: int, d_ff: int, n_heads: int, d_k: int, d_v: int, dropout: float):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=True)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=False)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None,
+        src_mask: torch.Tensor | None,
+        *,
+        cache: KVCache | None = None,
+        memory_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        x = self.norm1(x + self.dropout(self.self_attn(x, is_causal=True, cache=cache)))
+        x = self.norm2(x + self.dropout(self.cross_attn(x, memory, mask=src_mask, memory_kv=memory_kv)))
+        return self.norm3(x + self.dropout(self.ffn(x)))
+
+
+def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) as a (length, d_model) table."""
+    position = torch.arange(length, dtype=torch.float64).unsqueeze(1)
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(length, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(position * inv_freq)
+    pe[:, 1::2] = torch.cos(position * inv_freq[: d_model // 2])
+    return pe.float()
+
+
+class PositionalEncoding(nn.Module):
+    """Adds positions to scaled token embeddings: fixed sinusoids or a learned table (Table 3 row E)."""
+
+    def __init__(self, d_model: int, max_len: int, kind: str):
+        super().__init__()
+        self.kind, self.d_model, self.max_len = kind, d_model, max_len
+        if kind == "learned":
+            self.table = nn.Embedding(max_len, d_model)
+            nn.init.normal_(self.table.weight, std=d_model**-0.5)
+        else:
+            # Not a parameter and not saved: sinusoids are recomputed, and can be extended
+            # past max_len, which is the paper's argument for them (section 3.5).
+            self.register_buffer("table", sinusoidal_positions(max_len, d_model), persistent=False)
+
+    def positions(self, start: int, length: int) -> torch.Tensor:
+        end = start + length
+        if self.kind == "learned":
+            if end > self.max_len:
+                raise ValueError(f"learned positions stop at max_len={self.max_len}; got a sequence reaching {end}")
+            return self.table.weight[start:end]
+        if end > self.table.size(0):
+            self.table = sinusoidal_positions(max(end, 2 * self.table.size(0)), self.d_model).to(self.table.device)
+        return self.table[start:end]
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        return x + self.positions(start, x.size(1)).to(x.dtype)

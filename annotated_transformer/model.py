@@ -1,0 +1,203 @@
+"""The Transformer of "Attention Is All You Need" (section 3, Figure 1)."""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+
+from .attention import KVCache, MultiHeadAttention
+from .config import TransformerConfig
+from .layers import DecoderLayer, EncoderLayer, PositionalEncoding
+
+
+@dataclass
+class DecoderState:
+    """What incremental decoding carries from one step to the next."""
+
+    src_mask: torch.Tensor
+    memory_kv: list[tuple[torch.Tensor, torch.Tensor]]
+    caches: list[KVCache]
+    length: int = 0
+    extra: dict = field(default_factory=dict)
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Follow beam search's choice of parent beams (rows of the batch)."""
+        for cache in self.caches:
+            cache.reorder(index)
+        self.src_mask = self.src_mask.index_select(0, index)
+        self.memory_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.memory_kv]
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer with post-norm layers and three-way weight tying (section 3.4).
+
+    `model(src, tgt_in)` returns logits (batch, tgt_len, tgt_vocab). Padding in `src` is
+    `config.pad_id`; the decoder is causal, so target padding needs no mask (it only follows
+    real tokens, and the loss ignores it).
+    """
+
+    def __init__(
+        self, config: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int, share_embeddings: bool = True
+    ):
+        super().__init__()
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError(
+                f"share_embeddings needs one shared vocabulary, got src_vocab_size={src_vocab_size} "
+                f"and tgt_vocab_size={tgt_vocab_size}"
+            )
+        for name, size in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
+            if size <= max(config.pad_id, config.bos_id, config.eos_id, config.unk_id):
+                raise ValueError(f"{name}={size} must exceed every special id of the config")
+        self.config = config
+        c = config
+        self.share_embeddings = share_embeddings
+        self.src_embed = nn.Embedding(src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.src_positions = PositionalEncoding(c.d_model, c.max_len, c.positional)
+        # Learned positions are per stack; sinusoids are the same function, shared.
+        self.tgt_positions = (
+            PositionalEncoding(c.d_model, c.max_len, c.positional) if c.positional == "learned" else self.src_positions
+        )
+        self.dropout = nn.Dropout(c.dropout)
+        dk, dv = c.head_dim_k, c.head_dim_v
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout) for _ in range(c.encoder_layers)
+        )
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout) for _ in range(c.decoder_layers)
+        )
+        self.generator = nn.Linear(c.d_model, tgt_vocab_size, bias=False)
+        self._reset_parameters()
+        self.generator.weight = self.tgt_embed.weight  # pre-softmax projection tied to the embeddings
+
+    def _reset_parameters(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        # With the sqrt(d_model) scale of section 3.4, std d_model^-0.5 gives unit-variance inputs.
+        for emb in {self.src_embed, self.tgt_embed}:
+            nn.init.normal_(emb.weight, std=self.config.d_model**-0.5)
+            with torch.no_grad():
+                emb.weight[self.config.pad_id].zero_()
+
+    # ------------------------------------------------------------------ encoder
+    def source_mask(self, src: torch.Tensor) -> torch.Tensor:
+        """(B, 1, 1, S) boolean, True where the key is a real token."""
+        return (src != self.config.pad_id)[:, None, None, :]
+
+    def embed(self, tokens: torch.Tensor, embedding: nn.Embedding, positions: PositionalEncoding, start: int = 0):
+        x = embedding(tokens) * math.sqrt(self.config.d_model)
+        return self.dropout(positions(x, start))
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Encoder output (B, S, d_model) for source ids (B, S)."""
+        if src_mask is None:
+            src_mask = self.source_mask(src)
+        x = self.embed(src, self.src_embed, self.src_positions)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return x
+
+    # ------------------------------------------------------------------ decoder
+    def decode(
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor | None,
+        src_mask: torch.Tensor,
+        state: DecoderState | None = None,
+    ) -> torch.Tensor:
+        """Logits for target ids (B, T). With `state`, tgt_in holds only the new positions."""
+        start = state.length if state is not None else 0
+        x = self.embed(tgt_in, self.tgt_embed, self.tgt_positions, start)
+        for i, layer in enumerate(self.decoder_layers):
+            if state is None:
+                x = layer(x, memory, src_mask)
+            else:
+                x = layer(x, None, state.src_mask, cache=state.caches[i], memory_kv=state.memory_kv[i])
+        if state is not None:
+            state.length += tgt_in.size(1)
+        return self.generator(x)
+
+    def start_decoding(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, DecoderState]:
+        """Encode once and precompute every layer's encoder keys/values for incremental decoding."""
+        src_mask = self.source_mask(src)
+        memory = self.encode(src, src_mask)
+        memory_kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder_layers]
+        c = self.config
+        caches = [
+            KVCache(src.size(0), c.n_heads, max_len, c.head_dim_k, c.head_dim_v, device=memory.device, dtype=memory.dtype)
+            for _ in self.decoder_layers
+        ]
+        return memory, DecoderState(src_mask=src_mask, memory_kv=memory_kv, caches=caches)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        src_mask = self.source_mask(src)
+        memory = self.encode(src, src_mask)
+        return self.decode(tgt_in, memory, src_mask)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters, each tied tensor counted once."""
+    seen, total = set(), 0
+    for p in model.parameters():  # parameters() already yields a shared tensor once
+        if p.requires_grad and id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    return total
+
+
+def expected_parameter_count(config: TransformerConfig, vocab_size: int) -> int:
+    """The closed-form count of this architecture with a shared vocabulary and tied embeddings."""
+    d, f, h = config.d_model, config.d_ff, config.n_heads
+    dk, dv = config.head_dim_k, config.head_dim_v
+    self_attn = d * h * (2 * dk + dv) + h * (2 * dk + dv) + h * dv * d + d
+    cross_attn = (d * h * dk + h * dk) + (d * h * (dk + dv) + h * (dk + dv)) + h * dv * d + d
+    ffn = d * f + f + f * d + d
+    norm = 2 * d
+    encoder = config.encoder_layers * (self_attn + ffn + 2 * norm)
+    decoder = config.decoder_layers * (self_attn + cross_attn + ffn + 3 * norm)
+    embeddings = vocab_size * d
+    positions = 2 * config.max_len * d if config.positional == "learned" else 0
+    return encoder + decoder + embeddings + positions
+
+
+@contextlib.contextmanager
+def recording_attention(model: Transformer):
+    """Within the block every attention module takes the explicit path and keeps its weights."""
+    modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    for m in modules:
+        m.record = []
+    try:
+        yield modules
+    finally:
+        for m in modules:
+            m.record = None
+
+
+@torch.no_grad()
+def attention_maps(model: Transformer, src: torch.Tensor, tgt: torch.Tensor | None = None) -> dict:
+    """Every layer's and head's attention weights, for pictures.
+
+    Returns {"encoder": [L x (B, h, S, S)], "decoder_self": [L x (B, h, T, T)],
+    "decoder_cross": [L x (B, h, T, S)]}; the decoder entries are present only when `tgt` (the
+    decoder input, starting with bos) is given. Runs in eval mode, so dropout is off.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        with recording_attention(model):
+            src_mask = model.source_mask(src)
+            memory = model.encode(src, src_mask)
+            maps = {"encoder": [layer.self_attn.record[0] for layer in model.encoder_layers]}
+            if tgt is not None:
+                model.decode(tgt, memory, src_mask)
+                maps["decoder_self"] = [layer.self_attn.record[0] for layer in model.decoder_layers]
+                maps["decoder_cross"] = [layer.cross_attn.record[0] for layer in model.decoder_layers]
+    finally:
+        model.train(was_training)
+    return maps

@@ -1,0 +1,134 @@
+"""Incremental decoding equals recomputation; beam search is exact where it can be checked."""
+import itertools
+
+import pytest
+import torch
+
+from annotated_transformer import Transformer, beam_search, greedy_decode, preset
+from annotated_transformer.decoding import length_penalty
+
+
+def random_model(vocab=40, **overrides):
+    model = Transformer(preset("tiny", dropout=0.0, **overrides), vocab, vocab).eval()
+    with torch.no_grad():  # sharpen the random model so its outputs are not near-uniform ties
+        for p in model.parameters():
+            p.mul_(3.0)
+    return model
+
+
+def sources(vocab=40):
+    src = torch.randint(4, vocab, (3, 8))
+    src[1, 5:] = 0  # a padded source
+    src[2, 3:] = 0
+    src[torch.arange(3), torch.tensor([7, 4, 2])] = 2
+    return src
+
+
+def check_format(out, model):
+    c = model.config
+    assert (out[:, 0] == c.bos_id).all()
+    for row in out.tolist():
+        if c.eos_id in row:
+            end = row.index(c.eos_id)
+            assert all(t == c.pad_id for t in row[end + 1:])
+            assert c.pad_id not in row[1:end]
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+def test_greedy_kv_cache_equals_recomputation(positional):
+    model = random_model(positional=positional)
+    src = sources()
+    cached = greedy_decode(model, src, max_len=20)
+    full = greedy_decode(model, src, max_len=20, use_cache=False)
+    assert torch.equal(cached, full)
+    check_format(cached, model)
+
+
+def test_greedy_matches_step_by_step_argmax():
+    model = random_model()
+    src = sources()[:1]
+    out = greedy_decode(model, src, max_len=10)
+    prefix = out[:, :1]
+    for t in range(1, out.size(1)):
+        logits = model(src, prefix)[:, -1]
+        logits[:, [0, 1]] = float("-inf")
+        nxt = logits.argmax(-1, keepdim=True)
+        assert nxt.item() == out[0, t].item()
+        prefix = torch.cat([prefix, nxt], 1)
+        if nxt.item() == 2:
+            break
+
+
+@pytest.mark.parametrize("beam_size", [2, 4])
+def test_beam_kv_cache_equals_recomputation(beam_size):
+    model = random_model()
+    src = sources()
+    cached, s1 = beam_search(model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, return_scores=True)
+    full, s2 = beam_search(model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, use_cache=False,
+                           return_scores=True)
+    assert torch.equal(cached, full)
+    torch.testing.assert_close(s1, s2)
+    check_format(cached, model)
+
+
+def test_beam_of_one_is_greedy():
+    model = random_model()
+    src = sources()
+    src[:, :] = torch.randint(4, 40, src.shape)  # equal source lengths: one length limit for all rows
+    src[:, -1] = 2
+    beam = beam_search(model, src, beam_size=1, alpha=0.6, max_len_a=0.0, max_len_b=12)
+    greedy = greedy_decode(model, src, max_len=12)
+    width = max(beam.size(1), greedy.size(1))
+    pad = lambda t: torch.nn.functional.pad(t, (0, width - t.size(1)))
+    assert torch.equal(pad(beam), pad(greedy))
+
+
+def sequence_log_prob(model, src, hyp):
+    """log p(hyp | src) by running the full model once on the whole hypothesis."""
+    tokens = torch.tensor([[1, *hyp]])
+    logits = model(src, tokens[:, :-1]).float()
+    logits[..., [0, 1]] = float("-inf")
+    log_probs = logits.log_softmax(-1)
+    return log_probs[0, torch.arange(len(hyp)), torch.tensor(hyp)].sum().item()
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_beam_search_finds_the_exhaustive_optimum_on_a_tiny_vocabulary(alpha):
+    """With room for every prefix, beam search must return the best of all hypotheses."""
+    vocab, max_len = 7, 3  # tokens that may be emitted: eos, unk and 3 others
+    model = random_model(vocab=vocab)
+    src = torch.tensor([[4, 5, 6, 2]])
+    emit = [2, 3, 4, 5, 6]
+    best_score, best_hyp = float("-inf"), None
+    for length in range(1, max_len + 1):
+        for body in itertools.product([t for t in emit if t != 2], repeat=length - 1):
+            for last in emit:
+                hyp = [*body, last]
+                if len(hyp) < max_len and last != 2:
+                    continue  # an unfinished hypothesis shorter than the limit is not an answer
+                score = sequence_log_prob(model, src, hyp) / length_penalty(len(hyp), alpha)
+                if score > best_score:
+                    best_score, best_hyp = score, hyp
+    n_prefixes = 4 ** (max_len - 1)
+    out, score = beam_search(model, src, beam_size=n_prefixes * 5, alpha=alpha, max_len_a=0.0, max_len_b=max_len,
+                             return_scores=True)
+    got = [t for t in out[0, 1:].tolist() if t != 0]
+    assert got == best_hyp
+    assert score.item() == pytest.approx(best_score, abs=1e-4)
+
+
+def test_beam_search_respects_length_limits():
+    model = random_model()
+    src = sources()
+    out = beam_search(model, src, beam_size=3, max_len_a=0.5, max_len_b=2)
+    src_len = (src != 0).sum(1)
+    for row, n in zip(out.tolist(), src_len.tolist()):
+        generated = [t for t in row[1:] if t != 0]
+        assert len(generated) <= int(0.5 * n + 2)
+
+
+def test_decoding_restores_training_mode():
+    model = random_model().train()
+    greedy_decode(model, sources(), max_len=3)
+    beam_search(model, sources(), beam_size=2, max_len_b=3)
+    assert model.training
