@@ -1,0 +1,307 @@
+"""Subword tokenizer: sentencepiece BPE with one vocabulary shared by source and target (paper, section 5.1).
+
+A shared vocabulary is what lets the model tie its embedding matrices (section 3.4). The tokenizer of a
+corpus is trained on its training split only, so no dev or test sentence shapes the vocabulary, and is
+cached under a key of everything that changes the result (the files' sha256, vocabulary size, model type,
+lowercasing, trainer options), so the second call only loads a few hundred kilobytes. The serialized model
+is small enough to travel inside every checkpoint (`to_bytes` / `from_bytes`).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import sentencepiece as spm
+
+from .corpora import _corpus_info, _sha256_of, cache_dir, load_parallel, split_files
+
+logger = logging.getLogger(__name__)
+
+# Must equal TransformerConfig's pad_id, bos_id, eos_id, unk_id: the model pads and starts with these ids.
+SPECIAL_IDS = {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
+_CACHE_FORMAT = 1  # bump when the training recipe changes, so old cached models are not reused
+
+
+class Tokenizer:
+    """A trained sentencepiece model with the project's special ids (pad 0, bos 1, eos 2, unk 3)."""
+
+    def __init__(self, processor: spm.SentencePieceProcessor):
+        found = {"pad": processor.pad_id(), "bos": processor.bos_id(), "eos": processor.eos_id(), "unk": processor.unk_id()}
+        if found != SPECIAL_IDS:
+            raise ValueError(
+                f"sentencepiece model has special ids {found}, the model expects {SPECIAL_IDS}: retrain it with "
+                "train_tokenizer (which sets pad_id=0, bos_id=1, eos_id=2, unk_id=3)"
+            )
+        self._processor = processor
+
+    # -- construction and serialization ------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, model_proto: bytes) -> "Tokenizer":
+        """Rebuild from `to_bytes()` output, e.g. the copy stored in a checkpoint."""
+        return cls(spm.SentencePieceProcessor(model_proto=bytes(model_proto)))
+
+    def to_bytes(self) -> bytes:
+        """The serialized model proto: all that is needed to rebuild this exact tokenizer."""
+        return self._processor.serialized_model_proto()
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Tokenizer":
+        return cls.from_bytes(Path(path).read_bytes())
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the model file atomically (a reader never sees half a file)."""
+        return _atomic_write_bytes(Path(path), self.to_bytes())
+
+    def __reduce__(self):
+        # DataLoader workers and multiprocessing pickle the tokenizer; the C++ object itself cannot be.
+        return (Tokenizer.from_bytes, (self.to_bytes(),))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tokenizer) and self.to_bytes() == other.to_bytes()
+
+    def __hash__(self) -> int:
+        return hash(self.to_bytes())
+
+    # -- vocabulary --------------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        return self._processor.get_piece_size()
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    pad_id = property(lambda self: SPECIAL_IDS["pad"])
+    bos_id = property(lambda self: SPECIAL_IDS["bos"])
+    eos_id = property(lambda self: SPECIAL_IDS["eos"])
+    unk_id = property(lambda self: SPECIAL_IDS["unk"])
+
+    def id_to_piece(self, token_id: int) -> str:
+        return self._processor.id_to_piece(int(token_id))
+
+    def piece_to_id(self, piece: str) -> int:
+        return self._processor.piece_to_id(piece)
+
+    # -- text <-> ids ------------------------------------------------------------------------------
+    def encode(self, text: str) -> list[int]:
+        """Subword ids of text, without bos/eos (the collate function adds them where the model needs them)."""
+        return self._processor.encode(text, out_type=int)
+
+    def encode_batch(self, texts: Sequence[str], num_threads: int = -1) -> list[list[int]]:
+        """encode() for many sentences at once, in sentencepiece's C++ threads (much faster than a loop)."""
+        return self._processor.encode(list(texts), out_type=int, num_threads=num_threads)
+
+    def pieces(self, text: str) -> list[str]:
+        """The subword strings of text, to show how BPE splits words."""
+        return self._processor.encode(text, out_type=str)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ids, stopping at the first eos and ignoring pad and bos (so a model's output row, padded
+        after its eos, decodes to just the sentence). Accepts lists, tuples, numpy arrays and 1-D tensors."""
+        if hasattr(ids, "tolist"):
+            ids = ids.tolist()
+        kept = []
+        for token_id in ids:
+            token_id = int(token_id)
+            if token_id == self.eos_id:
+                break
+            if token_id in (self.pad_id, self.bos_id):
+                continue
+            if not 0 <= token_id < self.vocab_size:
+                raise ValueError(f"token id {token_id} is outside the vocabulary [0, {self.vocab_size})")
+            kept.append(token_id)
+        return self._processor.decode(kept)
+
+    def decode_batch(self, rows: Iterable[Iterable[int]]) -> list[str]:
+        """decode() of each row of a (batch, length) tensor or list of lists."""
+        if hasattr(rows, "tolist"):
+            rows = rows.tolist()
+        return [self.decode(row) for row in rows]
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(vocab_size={self.vocab_size})"
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    finally:
+        Path(tmp_name).unlink(missing_ok=True)
+    return path
+
+
+def _trainer_options(
+    vocab_size: int,
+    model_type: str,
+    lowercase: bool,
+    character_coverage: float,
+    input_sentence_size: int,
+) -> dict:
+    """Everything that changes the trained model; also the tokenizer's cache key."""
+    if model_type not in ("bpe", "unigram", "char", "word"):
+        raise ValueError(f"model_type must be 'bpe', 'unigram', 'char' or 'word', got {model_type!r}")
+    if vocab_size <= len(SPECIAL_IDS):
+        raise ValueError(f"vocab_size must exceed the {len(SPECIAL_IDS)} special ids, got {vocab_size}")
+    return {
+        "model_type": model_type,
+        "vocab_size": int(vocab_size),
+        # nmt_nfkc_cf = NFKC plus case folding; the corpora are NFC already, NFKC also unifies look-alikes.
+        "normalization_rule_name": "nmt_nfkc_cf" if lowercase else "nmt_nfkc",
+        "character_coverage": float(character_coverage),
+        # Sample at most this many sentences (WMT14 has 9M): BPE on 2M sentences is already stable.
+        "input_sentence_size": int(input_sentence_size),
+        "shuffle_input_sentence": True,
+        "pad_id": SPECIAL_IDS["pad"],
+        "bos_id": SPECIAL_IDS["bos"],
+        "eos_id": SPECIAL_IDS["eos"],
+        "unk_id": SPECIAL_IDS["unk"],
+    }
+
+
+def _train_model_bytes(sentences: Iterable[str], options: dict, seed: int, num_threads: int | None) -> bytes:
+    # The seed drives the sampling of input_sentence_size sentences; BPE merges themselves are deterministic.
+    spm.set_random_generator_seed(seed)
+    model = io.BytesIO()
+    threads = num_threads or min(os.cpu_count() or 1, 8)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences), model_writer=model, num_threads=threads, minloglevel=2, **options
+        )
+    except RuntimeError as error:
+        raise ValueError(
+            f"sentencepiece could not train a {options['model_type']} model of {options['vocab_size']} pieces: "
+            f"{error}. Use a smaller vocab_size or more text."
+        ) from error
+    return model.getvalue()
+
+
+def train_tokenizer(
+    sentences: Iterable[str],
+    vocab_size: int = 8000,
+    *,
+    model_type: str = "bpe",
+    lowercase: bool = False,
+    character_coverage: float = 1.0,
+    input_sentence_size: int = 2_000_000,
+    seed: int = 0,
+    num_threads: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    cache_name: str = "tokenizer",
+) -> Tokenizer:
+    """Train a sentencepiece model on sentences (pass source and target sentences together for a shared
+    vocabulary). With cache_dir, the model is stored under a key of the text and the options and reused.
+
+    character_coverage=1.0 keeps every character seen (fine for Latin scripts); num_threads=None uses up
+    to 8 cores.
+    """
+    options = _trainer_options(vocab_size, model_type, lowercase, character_coverage, input_sentence_size)
+    if cache_dir is None:
+        return Tokenizer.from_bytes(_train_model_bytes(_non_empty(sentences), options, seed, num_threads))
+
+    sentences = list(sentences)
+    key = hashlib.sha256(json.dumps({"format": _CACHE_FORMAT, "seed": seed, **options}, sort_keys=True).encode())
+    for sentence in sentences:
+        key.update(sentence.encode("utf-8") + b"\n")
+    path = Path(cache_dir) / f"{cache_name}-{model_type}{vocab_size}-{key.hexdigest()[:16]}.model"
+    if path.is_file():
+        return Tokenizer.load(path)
+    tokenizer = Tokenizer.from_bytes(_train_model_bytes(_non_empty(sentences), options, seed, num_threads))
+    tokenizer.save(path)
+    return tokenizer
+
+
+def _non_empty(sentences: Iterable[str]) -> Iterable[str]:
+    """The same sentences, after checking there is at least one (sentencepiece's own error is cryptic)."""
+    iterator = iter(sentences)
+    first = next(iterator, None)
+    if first is None:
+        raise ValueError("no sentences to train a tokenizer on: pass a non-empty list of sentences")
+    return itertools.chain([first], iterator)
+
+
+def tokenizer_cache_path(
+    corpus: str,
+    vocab_size: int = 8000,
+    *,
+    split: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    model_type: str = "bpe",
+    lowercase: bool = False,
+    cache_dir: str | os.PathLike | None = None,
+    download: bool = True,
+) -> Path:
+    """Where tokenizer_for_corpus keeps (or will keep) this tokenizer; the name carries a hash of the
+    training files' sha256 and the options, so a changed file or option never reuses a stale model."""
+    info = _corpus_info(corpus)
+    split = info.canonical_split(split or info.training_splits[0])
+    if split not in info.training_splits:
+        raise ValueError(
+            f"{split!r} is not a training split of {info.title} ({', '.join(info.training_splits)}): a tokenizer "
+            "learned on dev or test text would leak them into the model's vocabulary"
+        )
+    files = split_files(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
+    options = _trainer_options(vocab_size, model_type, lowercase, 1.0, 2_000_000)
+    key = {
+        "format": _CACHE_FORMAT,
+        "corpus": info.name,
+        "split": split,
+        "files_sha256": [_sha256_of(path) for path in files],
+        "seed": 0,
+        **options,
+    }
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    folder = Path(cache_dir) if cache_dir is not None else _default_tokenizer_dir()
+    lower = "-lc" if lowercase else ""
+    return folder / f"{info.name}-{split}-{model_type}{vocab_size}{lower}-{digest}.model"
+
+
+def _default_tokenizer_dir() -> Path:
+    return cache_dir() / "tokenizers"
+
+
+def tokenizer_for_corpus(
+    corpus: str,
+    vocab_size: int = 8000,
+    *,
+    split: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    model_type: str = "bpe",
+    lowercase: bool = False,
+    cache_dir: str | os.PathLike | None = None,
+    download: bool = True,
+) -> Tokenizer:
+    """The shared-vocabulary tokenizer of a corpus, trained on both sides of its training split once and
+    then loaded from the cache (cache_dir, default $AT_CACHE_DIR/tokenizers or
+    ~/.cache/annotated_transformer/tokenizers). split picks among training splits only (WMT14:
+    "train" or "train_sample")."""
+    path = tokenizer_cache_path(
+        corpus, vocab_size, split=split, data_dir=data_dir, model_type=model_type, lowercase=lowercase,
+        cache_dir=cache_dir, download=download,
+    )
+    if path.is_file():
+        return Tokenizer.load(path)
+    info = _corpus_info(corpus)
+    split = info.canonical_split(split or info.training_splits[0])
+    started = time.perf_counter()
+    pairs = load_parallel(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
+    options = _trainer_options(vocab_size, model_type, lowercase, 1.0, 2_000_000)
+    tokenizer = Tokenizer.from_bytes(_train_model_bytes(pairs.src + pairs.tgt, options, seed=0, num_threads=None))
+    tokenizer.save(path)
+    logger.info(
+        "trained a %d-piece %s tokenizer on %s (%d sentences) in %.1f s -> %s",
+        vocab_size, model_type, pairs.name, 2 * len(pairs), time.perf_counter() - started, path,
+    )
+    return tokenizer

@@ -1,0 +1,175 @@
+"""The shared BPE tokenizer: special ids the model expects, lossless round trips, training on train only,
+and a cache that makes the second call cheap and identical."""
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import time
+import unicodedata
+
+import pytest
+import sentencepiece as spm
+import torch
+
+from annotated_transformer.config import TransformerConfig
+from annotated_transformer.data import corpora, tokenizer as tokenizer_module
+from annotated_transformer.data.tokenizer import (
+    SPECIAL_IDS,
+    Tokenizer,
+    tokenizer_cache_path,
+    tokenizer_for_corpus,
+    train_tokenizer,
+)
+
+STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
+needs_staged_data = pytest.mark.skipif(
+    not STAGED_DATA_DIR, reason="AT_DATA_DIR is unset: point it at the staged corpora (see data/README.md)"
+)
+
+WORDS = "the a dog cat runs sits on in red blue small big house garden ball water man woman child".split()
+
+
+def toy_sentences(n: int = 400, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 9))).capitalize() + "." for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def toy_tokenizer() -> Tokenizer:
+    return train_tokenizer(toy_sentences(), vocab_size=80, num_threads=1)
+
+
+@pytest.fixture(scope="module")
+def multi30k_tokenizer(tmp_path_factory):
+    """Multi30k's 8k tokenizer, trained once for this module, recording which splits training read."""
+    if not STAGED_DATA_DIR:
+        pytest.skip("AT_DATA_DIR is unset: point it at the staged corpora (see data/README.md)")
+    cache = tmp_path_factory.mktemp("tokenizers")
+    splits_read = []
+    real_load = tokenizer_module.load_parallel
+
+    def recording_load(corpus, split, *args, **kwargs):
+        splits_read.append((corpus, split))
+        return real_load(corpus, split, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tokenizer_module, "load_parallel", recording_load)
+        started = time.perf_counter()
+        trained = tokenizer_for_corpus("multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache)
+        seconds = time.perf_counter() - started
+    return {"tokenizer": trained, "cache": cache, "splits_read": splits_read, "seconds": seconds}
+
+
+def test_special_ids_match_the_model_config(toy_tokenizer):
+    config = TransformerConfig()
+    assert SPECIAL_IDS == {"pad": config.pad_id, "bos": config.bos_id, "eos": config.eos_id, "unk": config.unk_id}
+    assert (toy_tokenizer.pad_id, toy_tokenizer.bos_id, toy_tokenizer.eos_id, toy_tokenizer.unk_id) == (0, 1, 2, 3)
+    assert [toy_tokenizer.id_to_piece(i) for i in range(4)] == ["<pad>", "<s>", "</s>", "<unk>"]
+
+
+def test_encode_adds_no_specials_and_decode_round_trips(toy_tokenizer):
+    for sentence in toy_sentences(50, seed=1):
+        ids = toy_tokenizer.encode(sentence)
+        assert ids and not set(ids) & {0, 1, 2}
+        assert toy_tokenizer.decode(ids) == sentence
+
+
+def test_decode_stops_at_eos_and_skips_pad_and_bos(toy_tokenizer):
+    ids = toy_tokenizer.encode("The dog runs.")
+    model_output = torch.tensor([1, *ids, 2, *toy_tokenizer.encode("garbage after eos"), 0, 0])
+    assert toy_tokenizer.decode(model_output) == "The dog runs."
+    assert toy_tokenizer.decode_batch(torch.tensor([[1, *ids, 2], [1, *ids, 0]])) == ["The dog runs."] * 2
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        toy_tokenizer.decode([toy_tokenizer.vocab_size])
+
+
+def test_bytes_and_pickle_rebuild_the_same_tokenizer(toy_tokenizer, tmp_path):
+    rebuilt = Tokenizer.from_bytes(toy_tokenizer.to_bytes())
+    assert rebuilt == toy_tokenizer and rebuilt.encode("A red ball.") == toy_tokenizer.encode("A red ball.")
+    assert pickle.loads(pickle.dumps(toy_tokenizer)) == toy_tokenizer  # DataLoader workers pickle it
+    assert Tokenizer.load(toy_tokenizer.save(tmp_path / "m.model")) == toy_tokenizer
+
+
+def test_training_is_reproducible(toy_tokenizer):
+    assert train_tokenizer(toy_sentences(), vocab_size=80, num_threads=1) == toy_tokenizer
+
+
+def test_models_with_other_special_ids_are_rejected():
+    import io
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(toy_sentences()), model_writer=model, vocab_size=60, minloglevel=2
+    )  # sentencepiece's defaults: unk=0, bos=1, eos=2, no pad
+    with pytest.raises(ValueError, match="special ids .*retrain it with train_tokenizer"):
+        Tokenizer.from_bytes(model.getvalue())
+
+
+def test_impossible_vocab_size_and_empty_text_are_clear_errors():
+    with pytest.raises(ValueError, match="Use a smaller vocab_size"):
+        train_tokenizer(toy_sentences(20), vocab_size=5000)
+    with pytest.raises(ValueError, match="no sentences"):
+        train_tokenizer([], vocab_size=50)
+    with pytest.raises(ValueError, match="vocab_size must exceed"):
+        train_tokenizer(toy_sentences(), vocab_size=4)
+
+
+def test_lowercase_option_folds_case():
+    lowered = train_tokenizer(toy_sentences(), vocab_size=80, lowercase=True, num_threads=1)
+    assert lowered.decode(lowered.encode("The Dog RUNS.")) == "the dog runs."
+
+
+def test_train_tokenizer_cache_is_keyed_by_text_and_options(tmp_path):
+    first = train_tokenizer(toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    assert len(list(tmp_path.glob("*.model"))) == 1
+    again = train_tokenizer(toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    assert again == first and len(list(tmp_path.glob("*.model"))) == 1
+    train_tokenizer(toy_sentences(seed=5), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    train_tokenizer(toy_sentences(), vocab_size=70, cache_dir=tmp_path, num_threads=1)
+    assert len(list(tmp_path.glob("*.model"))) == 3
+    assert not list(tmp_path.glob("*.part"))  # atomic writes leave no temp files
+
+
+def test_corpus_tokenizer_refuses_evaluation_splits(tmp_path):
+    with pytest.raises(ValueError, match="not a training split .*leak"):
+        tokenizer_for_corpus("multi30k", 1000, split="val", cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="not a training split"):
+        tokenizer_for_corpus("wmt14", 1000, split="test", cache_dir=tmp_path)
+
+
+@needs_staged_data
+def test_multi30k_tokenizer_reads_only_the_training_split(multi30k_tokenizer):
+    assert multi30k_tokenizer["splits_read"] == [("multi30k", "train")]
+    assert multi30k_tokenizer["tokenizer"].vocab_size == 8000
+    assert multi30k_tokenizer["seconds"] < 30  # about 1 s on two cores; generous for a busy machine
+
+
+@needs_staged_data
+def test_multi30k_tokenizer_round_trips_unseen_text(multi30k_tokenizer):
+    tokenizer = multi30k_tokenizer["tokenizer"]
+    val = corpora.load_parallel("multi30k", "val", data_dir=STAGED_DATA_DIR)
+    # NFKC normalization (sentencepiece's default) maps e.g. a no-break space to a space; other text is kept.
+    sentences = [s for s in val.src + val.tgt if unicodedata.normalize("NFKC", s) == s]
+    assert len(sentences) >= 2000
+    ids = tokenizer.encode_batch(sentences)
+    assert [tokenizer.decode(row) for row in ids] == sentences
+    assert sum(row.count(tokenizer.unk_id) for row in ids) == 0
+
+
+@needs_staged_data
+def test_multi30k_tokenizer_second_call_is_cached_fast_and_identical(multi30k_tokenizer, monkeypatch):
+    cache = multi30k_tokenizer["cache"]
+    path = tokenizer_cache_path("multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache)
+    assert path.is_file() and path.name.startswith("multi30k-train-bpe8000-")
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a cached tokenizer must not be retrained")
+
+    monkeypatch.setattr(tokenizer_module, "_train_model_bytes", no_training)
+    started = time.perf_counter()
+    again = tokenizer_for_corpus("multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache)
+    assert time.perf_counter() - started < 2.0  # a sha256 of 1.2 MB and a 370 kB load
+    assert again == multi30k_tokenizer["tokenizer"]
+    other = tokenizer_cache_path("multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache, lowercase=True)
+    assert other != path  # every option that changes the model changes the key
