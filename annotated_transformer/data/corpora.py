@@ -17,13 +17,14 @@ import hashlib
 import itertools
 import logging
 import os
-import shutil
 import tarfile
 import tempfile
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Literal
+
+from tqdm import tqdm
 
 logger = logging.getLogger(__name__)
 
@@ -463,7 +464,12 @@ def download_file(url: str, dest: str | os.PathLike, sha256: str | None, *, time
 
     def fill(out) -> None:
         with _open_url(url, timeout) as response:
-            shutil.copyfileobj(response, out, 1 << 20)
+            size = getattr(response, "headers", {}).get("Content-Length")
+            # The WMT14 archives are 1.6 GB together: show progress on a terminal (tqdm stays quiet elsewhere).
+            with tqdm(total=int(size) if size else None, unit="B", unit_scale=True, desc=dest.name, disable=None) as bar:
+                while block := response.read(1 << 20):
+                    out.write(block)
+                    bar.update(len(block))
 
     return _atomic_write(dest, fill, sha256, url)
 
