@@ -149,11 +149,22 @@ def layer_flops(kind: str, n: int, d: int, *, kernel_size: int = 3) -> int:
 
 
 def counted_flops(layer: nn.Module, x: torch.Tensor) -> int:
-    """FLOPs of `layer(x)` as PyTorch's dispatcher sees them (matmuls, convolutions, attention)."""
+    """FLOPs of `layer(x)` as PyTorch's dispatcher sees them (matmuls, convolutions, attention).
+
+    Attention is counted on its textbook path: the FLOP counter knows the GPU attention kernels but
+    not every CPU one, and the textbook path performs the same matrix products on any device.
+    """
     from torch.utils.flop_counter import FlopCounterMode
 
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        layer(x)
+    fused = [m for m in layer.modules() if isinstance(m, SelfAttentionLayer) and m.fused]
+    for m in fused:
+        m.fused = False
+    try:
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            layer(x)
+    finally:
+        for m in fused:
+            m.fused = True
     return int(counter.get_total_flops())
 
 

@@ -1,0 +1,614 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1. Attention (section 3.2)
+#
+# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/01_attention.ipynb)
+#
+# In the Transformer, attention is the only operation that moves information from one position of
+# a sentence to another; everything else happens at each position on its own. This chapter
+# builds it from its formula {cite:p}`vaswani2017attention`: the scaled dot product and the reason
+# for its scale, the masks that hide padding and the future, the multi-head version and what it
+# costs, the three places the model uses it, and the two code paths of the package (a fused
+# kernel for speed, an explicit one that keeps the weights for pictures).
+#
+# Every idea below comes as a few lines of plain PyTorch, then the package's version, then an
+# assertion that the two agree, then a table or a chart.
+
+# %% tags=["hide-input"]
+# Colab or a fresh environment: install the package when it is missing. In a clone, use the
+# clone's package (the book runner and `pip install -e .` make this a no-op).
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+if importlib.util.find_spec("annotated_transformer") is None:
+    clone = pathlib.Path.cwd().parent
+    if (clone / "annotated_transformer").is_dir():
+        sys.path.insert(0, str(clone))
+    else:
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
+                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+
+# %%
+import math
+import time
+
+import altair as alt
+import pandas as pd
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from IPython.display import HTML, Markdown, display
+from torch.utils.flop_counter import FlopCounterMode
+
+from annotated_transformer import Transformer, attention_maps, preset, results, viz
+from annotated_transformer.attention import MultiHeadAttention, explicit_attention, fused_attention
+from annotated_transformer.profiles import profile_settings, resolve_device
+
+# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below
+device = "auto"  # "auto" picks CUDA when a GPU is visible; used for the timing comparisons
+seed = 0  # every random tensor of the chapter follows from it
+
+# %%
+settings = profile_settings(profile)
+device = resolve_device(device)
+chapter_start = time.perf_counter()
+torch.manual_seed(seed)
+
+# Sizes of this chapter's experiments. Everything here is cheap; the profile only decides how many
+# samples the statistics average over and how large the timed inputs are.
+SIZES = {
+    "smoke": dict(samples=4_000, d_ks=(4, 16, 64, 256, 512), n_keys=32, time_batch=4, time_len=64, repeats=3),
+    "cpu": dict(samples=20_000, d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64,
+                time_batch=16, time_len=256, repeats=5),
+}
+SIZES["gpu"] = SIZES["paper"] = dict(SIZES["cpu"], time_batch=64, time_len=1024)
+size = SIZES[profile]
+print(f"profile {profile!r} on {device}: {size}")
+
+
+def show_table(df: pd.DataFrame, **formats) -> None:
+    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
+    styled = df.copy()
+    for column, fmt in formats.items():
+        styled[column] = styled[column].map(lambda v, f=fmt: f.format(v))
+    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
+
+
+# %% [markdown]
+# ## 1.1 Scaled dot-product attention
+#
+# Think of every position as asking a question and offering an answer. The question is a *query*
+# vector $q$, the label under which a position can be found is a *key* vector $k$, and what it
+# hands over when found is a *value* vector $v$. A query is compared with every key by a dot
+# product; a softmax over the keys turns the comparisons into positive weights that sum to one; the
+# output is the weighted average of the values. With the queries as the rows of $Q$, the keys as
+# the rows of $K$ and the values as the rows of $V$, all positions are served at once by two matrix
+# products and a softmax:
+#
+# $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V,$$
+#
+# where $d_k$ is the width of queries and keys. The division by $\sqrt{d_k}$ is the "scaled" of the
+# name; section 1.2 measures why it is there. Here it is in plain PyTorch; the optional boolean
+# `allowed` matrix (True where a query may look at a key) is the subject of section 1.3.
+
+# %%
+def attention(q, k, v, allowed=None):
+    """softmax(q k^T / sqrt(d_k)) v, and the weights; q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., n_q, n_k)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))  # a masked key gets exp(-inf) = 0
+    weights = scores.softmax(dim=-1)  # each row sums to one
+    return weights @ v, weights
+
+
+q, k, v = torch.randn(2, 5, 16), torch.randn(2, 7, 16), torch.randn(2, 7, 8)
+out, weights = attention(q, k, v)
+print("output", tuple(out.shape), "weights", tuple(weights.shape))
+
+# %% [markdown]
+# The package has the same function twice: `explicit_attention` writes the steps out and returns
+# the weights (for pictures), and `fused_attention` calls PyTorch's
+# `F.scaled_dot_product_attention`, which on a GPU runs a flash-attention style kernel
+# {cite:p}`dao2022flashattention` that never stores the weight matrix. All three agree:
+
+# %%
+package_explicit, package_weights = explicit_attention(q, k, v)
+package_fused = fused_attention(q, k, v)
+# float32 kernels that sum in different orders agree to a few units in the last place.
+torch.testing.assert_close(package_explicit, out, atol=1e-6, rtol=1e-5)
+torch.testing.assert_close(package_weights, weights, atol=1e-6, rtol=1e-5)
+torch.testing.assert_close(package_fused, out, atol=1e-5, rtol=1e-5)
+torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
+print("plain PyTorch, explicit_attention and fused_attention agree")
+
+# %% [markdown]
+# To see what the weights mean, give six words random vectors and let each word query all six with
+# its own vector ($Q = K = V$, which is what self-attention does before any learned projection).
+# A vector is most similar to itself, so the diagonal dominates; the two copies of "the" share a
+# vector and so split their weight between each other.
+
+# %%
+words = ["the", "cat", "sat", "on", "the", "mat"]
+vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
+word_vectors = torch.randn(len(vocabulary), 16)
+x = word_vectors[[vocabulary[w] for w in words]]  # (6, 16)
+_, self_weights = attention(x, x, x)
+assert self_weights.argmax(-1).tolist() in ([0, 1, 2, 3, 0, 5], [4, 1, 2, 3, 4, 5])  # itself or its twin
+torch.testing.assert_close(self_weights[0, 0], self_weights[0, 4])  # the twins are indistinguishable
+viz.show(viz.heatmap(self_weights, x_labels=words, y_labels=words, title="Self-attention weights of six words",
+                     x_title="key", y_title="query", value_title="weight", scheme="blues", domain=(0, 1)))
+
+# %% [markdown]
+# ## 1.2 Why divide by $\sqrt{d_k}$
+#
+# Suppose the components of a query and a key are independent, with mean 0 and variance 1. Their
+# dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ adds $d_k$ independent terms of variance 1, so
+# its variance is $d_k$ and its typical size $\sqrt{d_k}$. The wider the heads, the more spread out
+# the scores, and a softmax of widely spread scores gives nearly all the weight to the largest one.
+# Such a softmax is almost flat as a function of its inputs: its gradient, $p \odot (g - p \cdot g)$
+# for an incoming gradient $g$, vanishes when $p$ is one-hot. Dividing the scores by $\sqrt{d_k}$
+# brings their variance back to 1 for every width.
+#
+# First the variance, measured on random vectors:
+
+# %%
+def dot_product_variance(d_k: int, samples: int) -> tuple[float, float]:
+    """Sample variance of q . k and of q . k / sqrt(d_k) for standard normal q and k."""
+    q, k = torch.randn(samples, d_k, dtype=torch.float64), torch.randn(samples, d_k, dtype=torch.float64)
+    dots = (q * k).sum(-1)
+    return dots.var().item(), (dots / math.sqrt(d_k)).var().item()
+
+
+variance = pd.DataFrame(
+    [dict(d_k=d, unscaled=u, scaled=s) for d in size["d_ks"] for u, s in [dot_product_variance(d, size["samples"])]]
+)
+# The sample variance of `samples` draws has a relative standard error near sqrt(2 / samples),
+# about 2% for the smoke profile's 4,000: 10% is several standard errors.
+for row in variance.itertuples():
+    assert abs(row.unscaled / row.d_k - 1) < 0.1, row
+    assert abs(row.scaled - 1) < 0.1, row
+show_table(variance, unscaled="{:.1f}", scaled="{:.3f}")
+
+# %%
+variance_long = variance.melt("d_k", var_name="scores", value_name="variance")
+viz.show(viz.line_chart(variance_long, "d_k", "variance", "scores", log_x=True, log_y=True, points=True,
+                        title="Variance of q.k: grows like d_k unless scaled by 1/sqrt(d_k)"))
+
+# %% [markdown]
+# Now the softmax. For each width, draw a query and a row of keys, compute the attention weights
+# with and without the scale, and measure two things: how much weight the largest entry takes
+# (1.0 means the softmax has collapsed onto one key) and the size of the gradient that flows back
+# into the scores for a random upstream gradient. The gradient's distribution over trials is
+# heavy-tailed (the occasional row with two close top scores keeps a sizeable gradient), so the
+# table reports its median: the gradient of a typical row.
+
+# %%
+def softmax_saturation(d_k: int, n_keys: int, trials: int, scale: bool) -> tuple[float, float]:
+    """Mean largest weight and median gradient norm (w.r.t. the scores) of softmax(q K^T [/ sqrt(d_k)])."""
+    q, keys = torch.randn(trials, 1, d_k), torch.randn(trials, n_keys, d_k)
+    scores = (q @ keys.transpose(-2, -1)).squeeze(1)  # (trials, n_keys)
+    if scale:
+        scores = scores / math.sqrt(d_k)
+    scores.requires_grad_(True)
+    weights = scores.softmax(-1)
+    upstream = torch.randn_like(weights)  # stands in for the gradient from the rest of the network
+    (weights * upstream).sum().backward()
+    return weights.max(-1).values.mean().item(), scores.grad.norm(dim=-1).median().item()
+
+
+trials = max(200, size["samples"] // 20)
+saturation = []
+for d_k in size["d_ks"]:
+    for scale in (True, False):
+        peak, grad = softmax_saturation(d_k, size["n_keys"], trials, scale)
+        saturation.append(dict(d_k=d_k, scores="scaled" if scale else "unscaled", largest_weight=peak, gradient_norm=grad))
+saturation = pd.DataFrame(saturation)
+wide = saturation.pivot(index="d_k", columns="scores", values=["largest_weight", "gradient_norm"])
+widest = max(size["d_ks"])
+grad_ratio = wide.loc[widest, ("gradient_norm", "scaled")] / wide.loc[widest, ("gradient_norm", "unscaled")]
+# Unscaled scores at the widest d_k have standard deviation sqrt(d_k) >= 22: the softmax is all
+# but one-hot and its gradient is at least an order of magnitude smaller than with the scale.
+assert wide.loc[widest, ("largest_weight", "unscaled")] > 0.9
+assert grad_ratio > 10
+show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
+
+# %%
+saturation_charts = alt.hconcat(
+    viz.line_chart(saturation, "d_k", "largest_weight", "scores", log_x=True, points=True, width=300,
+                   height=240, title="Largest softmax weight", y_title="mean largest weight"),
+    viz.line_chart(saturation, "d_k", "gradient_norm", "scores", log_x=True, log_y=True, points=True,
+                   width=300, height=240, title="Gradient reaching the scores", y_title="median gradient norm"),
+)
+viz.show(saturation_charts)
+
+# %%
+smallest = min(size["d_ks"])
+display(Markdown(
+    f"With the scale, the largest weight stays near "
+    f"{wide.loc[widest, ('largest_weight', 'scaled')]:.2f} at every width, and the gradient keeps its size. "
+    f"Without it, at $d_k = {widest}$ the softmax gives on average "
+    f"{wide.loc[widest, ('largest_weight', 'unscaled')]:.1%} of its weight to a single key out of "
+    f"{size['n_keys']}, and the gradient reaching the scores of a typical row is {grad_ratio:,.0f} times smaller than with the "
+    f"scale (at $d_k = {smallest}$ that ratio is "
+    f"{wide.loc[smallest, ('gradient_norm', 'scaled')] / wide.loc[smallest, ('gradient_norm', 'unscaled')]:.1f})."
+    " The paper's heads have $d_k = 64$; its single-head variant in Table 3 has $d_k = 512$."
+))
+
+# %% [markdown]
+# ## 1.3 Masks: padding and the future
+#
+# Two things must be hidden from a query. **Padding**: a batch holds sentences of different lengths,
+# filled up to the longest with a padding token that is not a word, and no query should take
+# information from it. **The future**: the decoder learns to predict word $t+1$ from words $1..t$,
+# and during training it reads the whole target sentence at once, so position $t$ must be blocked
+# from every later position; otherwise it could copy the answer.
+#
+# Both are boolean matrices with True where a query may look at a key, and they combine with `&`.
+# Masked scores become $-\infty$ before the softmax, so their weights are exactly zero.
+
+# %%
+lengths = torch.tensor([7, 4])  # two sentences, padded to 7 positions
+T = 7
+padding = torch.arange(T)[None, :] < lengths[:, None]  # (B, T): True at real tokens
+padding_mask = padding[:, None, :]  # (B, 1, T): the same for every query
+causal_mask = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T): query i sees keys 0..i
+combined = padding_mask & causal_mask  # (B, T, T), by broadcasting
+
+q, k, v = torch.randn(2, T, 16), torch.randn(2, T, 16), torch.randn(2, T, 8)
+out, weights = attention(q, k, v, combined)
+assert (weights[~combined] == 0).all()  # masked keys get exactly zero weight
+
+# Changing the future, or what sits in the padding, changes nothing before it.
+v_changed = v.clone()
+v_changed[:, 4:] = torch.randn(2, T - 4, 8)  # positions 4.. of both rows; row 1 is padding from 4 on
+out_changed, _ = attention(q, k, v_changed, combined)
+torch.testing.assert_close(out_changed[:, :4], out[:, :4])
+print("queries 0-3 are unchanged when keys 4-6 change")
+
+# %%
+viz.show(alt.hconcat(
+    viz.mask_chart(causal_mask, title="Causal mask (decoder self-attention)"),
+    viz.mask_chart(combined[1], title="Causal and padding, a sentence of 4 tokens"),
+))
+
+# %% [markdown]
+# The package takes the same boolean convention (it is the one of `F.scaled_dot_product_attention`)
+# and the decoder asks for the causal part with `is_causal=True`, so the causal mask is never
+# built in memory on the fused path. Masks have shape (batch, heads, queries, keys) or anything
+# that broadcasts to it: the model's source mask is (B, 1, 1, S).
+
+# %%
+mask4 = padding[:, None, None, :]  # (B, 1, 1, T): padding, broadcast over heads and queries
+out_package = fused_attention(q[:, None], k[:, None], v[:, None], mask4, is_causal=True)[:, 0]
+out_explicit, w_explicit = explicit_attention(q[:, None], k[:, None], v[:, None], mask4, is_causal=True)
+torch.testing.assert_close(out_package, out, atol=1e-5, rtol=1e-5)
+torch.testing.assert_close(out_explicit[:, 0], out, atol=1e-6, rtol=1e-5)
+torch.testing.assert_close(w_explicit[:, 0], weights, atol=1e-6, rtol=1e-5)
+print("the package's fused and explicit paths apply the same masks")
+
+# %% [markdown]
+# ### Masks in low precision, and a query with nothing to see
+#
+# Two common ways of writing a mask break in ways that are easy to miss. Filling masked scores with
+# a large negative constant such as $-10^9$ cannot even be written in float16, whose largest
+# magnitude is 65504. Filling them with $-\infty$ works until a query has *no* allowed key: the
+# softmax of a row of $-\infty$ is $0/0$, a NaN that then spreads through the whole batch. Such
+# rows are not exotic: the padded queries of a short sentence in cross-attention over an empty
+# source, or a left-padded prefix under a causal mask, have them. And a finite constant hides
+# the NaN without fixing anything: the row becomes a uniform average over padding.
+#
+# The package keeps masks boolean all the way into the kernel (no constant to overflow in bf16 or
+# fp16) and returns zeros for a query that may see nothing. The table runs each recipe on the same
+# scores, with one query whose keys are all masked:
+
+# %%
+scores = torch.randn(2, 4)
+allowed = torch.tensor([[True, True, False, False], [False, False, False, False]])  # query 1 sees nothing
+values = torch.randn(4, 3)
+
+
+def outcome(fn) -> str:
+    try:
+        out = fn()
+    except RuntimeError as exc:
+        return f"error: {str(exc).splitlines()[0][:60]}"
+    if torch.isnan(out).any():
+        return "NaN"
+    return "zeros" if (out[1] == 0).all() else "average of masked values"
+
+
+recipes = {
+    "add -1e9, float32": lambda: ((scores + (~allowed) * -1e9).softmax(-1)) @ values,
+    "masked_fill(-1e9), float16": lambda: scores.half().masked_fill(~allowed, -1e9).softmax(-1) @ values.half(),
+    "masked_fill(-inf), float32": lambda: scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ values,
+}
+qkv4 = (torch.randn(1, 1, 2, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 3))
+for dtype in (torch.float32, torch.bfloat16, torch.float16):
+    qd, kd, vd = (t.to(dtype) for t in qkv4)
+    name = str(dtype).replace("torch.", "")
+    recipes[f"package fused_attention, {name}"] = lambda qd=qd, kd=kd, vd=vd: fused_attention(qd, kd, vd, allowed)[0, 0]
+    recipes[f"package explicit_attention, {name}"] = lambda qd=qd, kd=kd, vd=vd: explicit_attention(qd, kd, vd, allowed)[0][0, 0]
+
+recipe_table = pd.DataFrame([dict(recipe=name, **{"row with nothing to see": outcome(fn)}) for name, fn in recipes.items()])
+assert all(recipe_table[recipe_table.recipe.str.startswith("package")]["row with nothing to see"] == "zeros")
+assert recipe_table.set_index("recipe").loc["masked_fill(-inf), float32"].item() == "NaN"
+show_table(recipe_table)
+
+# %% [markdown]
+# ## 1.4 Multi-head attention
+#
+# One attention gives each query one weighted average, so one notion of "relevant" per layer. The
+# paper instead runs $h$ attentions side by side. Each *head* $i$ has its own projections
+# $W_i^Q, W_i^K \in \mathbb{R}^{d_\text{model} \times d_k}$ and $W_i^V \in \mathbb{R}^{d_\text{model}
+# \times d_v}$ that map the layer's inputs to narrow queries, keys and values; the $h$ outputs are
+# concatenated and mixed back to $d_\text{model}$ by $W^O$. Because the heads are narrow
+# ($d_k = d_v = d_\text{model}/h$, 64 for the base model's 8 heads of 512), the whole layer costs
+# about what one full-width head would. Written with an explicit loop over the heads:
+
+# %%
+d_model, h = 32, 4
+d_k = d_v = d_model // h
+W_q = [torch.randn(d_model, d_k) / math.sqrt(d_model) for _ in range(h)]
+W_k = [torch.randn(d_model, d_k) / math.sqrt(d_model) for _ in range(h)]
+W_v = [torch.randn(d_model, d_v) / math.sqrt(d_model) for _ in range(h)]
+W_o = torch.randn(h * d_v, d_model) / math.sqrt(h * d_v)
+
+
+def multi_head(x_query, x_memory, allowed=None):
+    """Concat_i(Attention(x_query W_i^Q, x_memory W_i^K, x_memory W_i^V)) W^O, one head at a time."""
+    heads = [attention(x_query @ W_q[i], x_memory @ W_k[i], x_memory @ W_v[i], allowed)[0] for i in range(h)]
+    return torch.cat(heads, dim=-1) @ W_o
+
+
+x = torch.randn(2, 6, d_model)
+loop_out = multi_head(x, x)
+
+# %% [markdown]
+# The package's `MultiHeadAttention` computes the same thing with one matrix product for all the
+# heads' queries, keys and values (section 1.6) and a reshape that puts the heads in a batch
+# dimension. Its fused projection stacks the heads' $W^Q$ column blocks, then the $W^K$ blocks, then
+# the $W^V$ blocks; loading our matrices into it gives the same output:
+
+# %%
+mha = MultiHeadAttention(d_model, h, d_k, d_v, self_attention=True)
+with torch.no_grad():
+    # nn.Linear stores weight as (out, in), so each (d_model, d_k) block enters transposed.
+    mha.qkv_proj.weight.copy_(torch.cat([*W_q, *W_k, *W_v], dim=1).T)
+    mha.qkv_proj.bias.zero_()
+    mha.out_proj.weight.copy_(W_o.T)
+    mha.out_proj.bias.zero_()
+torch.testing.assert_close(mha(x), loop_out, atol=1e-5, rtol=1e-5)
+print("the loop over heads and the package's MultiHeadAttention agree")
+
+# %% [markdown]
+# ### Eight heads for the price of one
+#
+# Why is this not $h$ times dearer? The projections of $h$ heads of width $d_\text{model}/h$ are
+# column blocks of one $d_\text{model} \times d_\text{model}$ matrix, so they hold the same number
+# of parameters and cost the same multiplications as one full-width head. The scores $QK^\top$ and
+# the weighted sum cost $2 n^2 d_k$ multiply-adds per head, $2 n^2 d_\text{model}$ for all $h$
+# heads together: again the same. What does grow with $h$ is the number of score entries (one
+# $n \times n$ matrix per head) and so the work of the softmax, which is small next to the matrix
+# products. The table counts all of this on the package's module with PyTorch's FLOP counter,
+# running the module's explicit path (the counter does not know every CPU attention kernel; the
+# explicit path performs the same matrix products on any device):
+
+# %%
+def attention_cost(d_model: int, heads: int, n: int) -> dict:
+    module = MultiHeadAttention(d_model, heads, d_model // heads, d_model // heads, self_attention=True)
+    x = torch.randn(1, n, d_model)
+    module.record = []  # the explicit path, whose matrix products the counter sees on every device
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        module(x)
+    return dict(heads=heads, d_k=d_model // heads, parameters=sum(p.numel() for p in module.parameters()),
+                flops=counter.get_total_flops(), score_entries=heads * n * n)
+
+
+cost_d_model, cost_n = 512, 64
+head_costs = pd.DataFrame([attention_cost(cost_d_model, heads, cost_n) for heads in (1, 2, 4, 8, 16, 32)])
+# The closed forms: 4 d^2 weights + 4 d biases; projections 8 n d^2 FLOPs, scores and sum 4 n^2 d.
+assert (head_costs.parameters == 4 * cost_d_model**2 + 4 * cost_d_model).all()
+assert (head_costs.flops == 8 * cost_n * cost_d_model**2 + 4 * cost_n**2 * cost_d_model).all()
+show_table(head_costs, parameters="{:,}", flops="{:,}", score_entries="{:,}")
+
+# %%
+head_costs_long = head_costs.assign(**{
+    "parameters (relative to 1 head)": head_costs.parameters / head_costs.parameters[0],
+    "matrix-product FLOPs (relative)": head_costs.flops / head_costs.flops[0],
+    "softmax entries (relative)": head_costs.score_entries / head_costs.score_entries[0],
+}).melt("heads", value_vars=["parameters (relative to 1 head)", "matrix-product FLOPs (relative)",
+                             "softmax entries (relative)"], var_name="quantity", value_name="relative cost")
+viz.show(viz.line_chart(head_costs_long, "heads", "relative cost", "quantity", log_x=True, log_y=True, points=True,
+                        title=f"Cost of h heads of width {cost_d_model}/h against one head (n = {cost_n})"))
+
+# %% [markdown]
+# ## 1.5 Queries, keys and values in the three uses
+#
+# The model attends in three places, and they differ only in where $Q$, $K$ and $V$ come from:
+#
+# * **Encoder self-attention**: queries, keys and values all come from the previous encoder layer,
+#   so every source position can look at every (non-padding) source position.
+# * **Decoder self-attention**: all three come from the previous decoder layer, with the causal mask,
+#   so a target position sees itself and what came before it.
+# * **Encoder-decoder attention**: queries come from the decoder, keys and values from the output of
+#   the encoder's last layer, so every target position can read the whole source sentence.
+#
+# A small untrained model from the package shows the three weight matrices for one sentence pair
+# (the source has two padding positions at the end). Untrained weights are nearly uniform; what
+# matters here is the shape of each matrix and where it is exactly zero. (Chapter 08 shows what a
+# trained model does with them.)
+
+# %%
+tiny = preset("tiny", dropout=0.0)
+model = Transformer(tiny, 40, 40).eval()
+src = torch.tensor([[5, 9, 12, 7, 8, 3, tiny.pad_id, tiny.pad_id]])  # 6 tokens + 2 padding
+tgt = torch.tensor([[tiny.bos_id, 14, 6, 22, 30]])
+maps = attention_maps(model, src, tgt)
+S, T_tgt, src_real = src.size(1), tgt.size(1), src[0] != tiny.pad_id
+
+uses = pd.DataFrame([
+    dict(use="encoder self-attention", queries="encoder (source)", keys_and_values="encoder (source)",
+         weights=tuple(maps["encoder"][0].shape), mask="source padding"),
+    dict(use="decoder self-attention", queries="decoder (target)", keys_and_values="decoder (target)",
+         weights=tuple(maps["decoder_self"][0].shape), mask="causal"),
+    dict(use="encoder-decoder attention", queries="decoder (target)", keys_and_values="encoder output",
+         weights=tuple(maps["decoder_cross"][0].shape), mask="source padding"),
+])
+assert maps["encoder"][0].shape == (1, tiny.n_heads, S, S)
+assert maps["decoder_self"][0].shape == (1, tiny.n_heads, T_tgt, T_tgt)
+assert maps["decoder_cross"][0].shape == (1, tiny.n_heads, T_tgt, S)
+for layer in range(tiny.n_layers):
+    assert (maps["encoder"][layer][..., ~src_real] == 0).all()  # nobody reads source padding
+    assert (maps["decoder_cross"][layer][..., ~src_real] == 0).all()
+    assert (maps["decoder_self"][layer].triu(1) == 0).all()  # nobody reads the future
+show_table(uses)
+
+# %%
+src_labels = [f"s{i}" if real else "pad" for i, real in enumerate(src_real.tolist())]
+tgt_labels = ["bos"] + [f"t{i}" for i in range(1, T_tgt)]
+heat = dict(value_title="weight", scheme="blues", domain=(0, 1), cell=22)
+viz.show(alt.hconcat(
+    viz.heatmap(maps["encoder"][0][0, 0], src_labels, src_labels, title="Encoder self-attention",
+                x_title="key (source)", y_title="query (source)", **heat),
+    viz.heatmap(maps["decoder_self"][0][0, 0], tgt_labels, tgt_labels, title="Decoder self-attention",
+                x_title="key (target)", y_title="query (target)", **heat),
+    viz.heatmap(maps["decoder_cross"][0][0, 0], src_labels, tgt_labels, title="Encoder-decoder attention",
+                x_title="key (source)", y_title="query (target)", **heat),
+).resolve_scale(color="shared"))
+
+# %% [markdown]
+# ## 1.6 One projection instead of three
+#
+# In self-attention, $Q$, $K$ and $V$ are three linear maps of the same input. Three maps of one
+# input are one map into the concatenated output, so the package multiplies once by a
+# $d_\text{model} \times 3 d_\text{model}$ matrix and splits the result: one larger matrix product
+# instead of three smaller ones, which keeps a GPU busier and launches fewer kernels. (PyTorch's
+# own `nn.MultiheadAttention` stores its weights the same way, in `in_proj_weight`.) Cross-attention
+# fuses only $K$ and $V$, which share the encoder output as input.
+
+# %%
+d = 64
+three = nn.ModuleList(nn.Linear(d, d) for _ in range(3))
+fused = nn.Linear(d, 3 * d)
+with torch.no_grad():
+    fused.weight.copy_(torch.cat([m.weight for m in three]))  # stack the output rows
+    fused.bias.copy_(torch.cat([m.bias for m in three]))
+x = torch.randn(4, 10, d)
+q_fused, k_fused, v_fused = fused(x).split(d, dim=-1)
+for a, b in zip((q_fused, k_fused, v_fused), three):
+    torch.testing.assert_close(a, b(x), atol=1e-6, rtol=1e-5)  # same products, summed in the same order
+print("one fused projection equals three separate ones")
+
+
+# %%
+@torch.no_grad()
+def median_time(fn, repeats: int) -> float:
+    fn()  # warm-up
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+d = 512
+three_dev, fused_dev = nn.ModuleList(nn.Linear(d, d) for _ in range(3)).to(device), nn.Linear(d, 3 * d).to(device)
+x = torch.randn(size["time_batch"], size["time_len"], d, device=device)
+projection_times = pd.DataFrame([
+    dict(projection="three nn.Linear(512, 512)", ms=1e3 * median_time(lambda: [m(x) for m in three_dev], size["repeats"])),
+    dict(projection="one nn.Linear(512, 1536), split", ms=1e3 * median_time(lambda: fused_dev(x).split(d, -1), size["repeats"])),
+])
+print(f"input {tuple(x.shape)} on {device}; median of {size['repeats']} runs (not asserted: timings vary with the machine)")
+show_table(projection_times, ms="{:.3f}")
+
+# %% [markdown]
+# ## 1.7 The package's two paths: fused and explicit
+#
+# During training and decoding, `MultiHeadAttention` calls the fused kernel and never forms the
+# $n \times n$ weight matrices. When someone wants the weights for a picture, setting the module's
+# `record` to a list switches it to the explicit path, which appends each call's weights
+# (`attention_maps` does that for every layer of a model). Both compute the same function:
+
+# %%
+d_model, heads = 512, 8
+mha = MultiHeadAttention(d_model, heads, d_model // heads, d_model // heads, self_attention=True).to(device).eval()
+x = torch.randn(size["time_batch"], size["time_len"], d_model, device=device)
+lengths = torch.randint(size["time_len"] // 2, size["time_len"] + 1, (size["time_batch"],), device=device)
+mask = (torch.arange(size["time_len"], device=device)[None, :] < lengths[:, None])[:, None, None, :]
+
+with torch.no_grad():
+    fused_out = mha(x, mask=mask)
+    mha.record = []
+    explicit_out = mha(x, mask=mask)
+    recorded = mha.record.pop()
+    mha.record = None
+torch.testing.assert_close(fused_out, explicit_out, atol=1e-4, rtol=1e-4)  # float32, different summation order
+assert recorded.shape == (size["time_batch"], heads, size["time_len"], size["time_len"])
+
+
+def run_explicit():
+    mha.record = []
+    mha(x, mask=mask)
+    mha.record = None
+
+
+path_times = pd.DataFrame([
+    dict(path="fused (F.scaled_dot_product_attention)", ms=1e3 * median_time(lambda: mha(x, mask=mask), size["repeats"]),
+         weights_kept_MB=0.0),
+    dict(path="explicit (records the weights)", ms=1e3 * median_time(run_explicit, size["repeats"]),
+         weights_kept_MB=recorded.numel() * recorded.element_size() / 2**20),
+])
+show_table(path_times, ms="{:.2f}", weights_kept_MB="{:.1f}")
+display(Markdown(
+    f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} on a batch of "
+    f"{size['time_batch']} sequences of {size['time_len']} positions ({device}). The explicit path keeps "
+    f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they grow with the square of the "
+    "length, which is why training never records them."
+))
+
+# %% [markdown]
+# ## What this chapter wrote
+#
+# The measurements above go to `results/<profile>/attention.json`, with the run's provenance, so
+# that other pages can cite them without retyping numbers.
+
+# %%
+metrics = {
+    "dot_product_variance": {int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled} for r in variance.itertuples()},
+    "softmax_saturation": {
+        int(d): {"largest_weight_unscaled": wide.loc[d, ("largest_weight", "unscaled")],
+                 "largest_weight_scaled": wide.loc[d, ("largest_weight", "scaled")],
+                 "gradient_norm_unscaled": wide.loc[d, ("gradient_norm", "unscaled")],
+                 "gradient_norm_scaled": wide.loc[d, ("gradient_norm", "scaled")]}
+        for d in wide.index
+    },
+    "gradient_ratio_at_widest_d_k": {"d_k": int(widest), "scaled_over_unscaled": float(grad_ratio)},
+    "multi_head_cost": head_costs.to_dict(orient="records"),
+    "projection_ms": projection_times.set_index("projection").ms.to_dict(),
+    "attention_path_ms": path_times.set_index("path").ms.to_dict(),
+    "sizes": size,
+}
+path = results.write_result("attention", metrics, profile=profile, device=device,
+                            wall_time_s=round(time.perf_counter() - chapter_start, 2))
+print(f"wrote {path.parent.name}/{path.name} under the results folder")
