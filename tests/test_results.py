@@ -1,0 +1,103 @@
+"""Results files: written with provenance, read back unchanged, summarised without invented numbers."""
+import json
+
+import pytest
+
+from annotated_transformer import results
+from annotated_transformer.config import preset
+
+
+def test_written_result_reads_back_with_provenance(tmp_path):
+    path = results.write_result("translation", {"bleu_tokenized": 27.1, "rows": {"base": {"ppl": 4.9}}},
+                                profile="cpu", config=preset("tiny"), wall_time_s=12.5, device="cpu",
+                                root=tmp_path)
+    assert path == tmp_path / "cpu" / "translation.json"
+    record = results.read_result("translation", "cpu", root=tmp_path)
+    assert record["metrics"] == {"bleu_tokenized": 27.1, "rows": {"base": {"ppl": 4.9}}}
+    assert record["profile"] == "cpu" and record["wall_time_s"] == 12.5
+    assert record["config"]["d_model"] == preset("tiny").d_model
+    prov = record["provenance"]
+    for key in ("git_commit", "git_dirty", "torch", "python", "device", "device_name", "date"):
+        assert key in prov, key
+    assert prov["device"] == "cpu" and prov["torch"]
+    assert "T" in prov["date"] and prov["date"].endswith("+00:00")  # ISO 8601, UTC
+
+
+def test_numpy_and_torch_values_become_plain_json(tmp_path):
+    import numpy as np
+    import torch
+
+    results.write_result("x", {"a": np.float32(1.5), "b": torch.tensor([1, 2]), "c": np.arange(2)},
+                         profile="smoke", device="cpu", root=tmp_path)
+    metrics = json.loads((tmp_path / "smoke" / "x.json").read_text())["metrics"]
+    assert metrics == {"a": 1.5, "b": [1, 2], "c": [0, 1]}
+
+
+def test_missing_result_is_none_and_bad_names_are_refused(tmp_path):
+    assert results.read_result("translation", "gpu", root=tmp_path) is None
+    with pytest.raises(ValueError, match="plain file stem"):
+        results.results_path("../escape", "cpu", root=tmp_path)
+    with pytest.raises(TypeError, match="metrics must be a dict"):
+        results.write_result("x", [1, 2], profile="cpu", root=tmp_path)
+
+
+def test_corrupt_result_names_the_file(tmp_path):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "training.json").write_text("{not json")
+    with pytest.raises(ValueError, match="training.json is not valid JSON"):
+        results.read_result("training", "cpu", root=tmp_path)
+
+
+def test_results_root_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path))
+    assert results.results_path("a", "cpu") == tmp_path / "cpu" / "a.json"
+
+
+def test_lookup_follows_dotted_keys():
+    metrics = {"rows": {"A1": {"bleu": 24.9}}}
+    assert results.lookup(metrics, "rows.A1.bleu") == 24.9
+    assert results.lookup(metrics, "rows.B1.bleu", default=None) is None
+    with pytest.raises(KeyError, match="B1"):
+        results.lookup(metrics, "rows.B1.bleu")
+
+
+def test_summary_says_not_run_yet_instead_of_inventing_numbers(tmp_path):
+    table = results.summary_table("smoke", root=tmp_path)
+    measured = [results.profile_column(p) for p in ("smoke", "gpu", "paper")]
+    assert list(table.columns) == ["claim", "in the paper", *measured, "chapter"]
+    assert len(table) == len(results.CLAIMS)
+    assert (table[measured] == results.NOT_RUN).all().all()
+
+
+def test_summary_keeps_profiles_apart(tmp_path):
+    results.write_result("translation", {"bleu_tokenized": 31.25}, profile="gpu", device="cpu", root=tmp_path)
+    table = results.summary_table("cpu", root=tmp_path).set_index("claim")
+    row = table.loc["EN-DE BLEU, base, tokenized"]
+    assert row["gpu run"] == "31.2"  # formatted with the claim's format
+    assert row["cpu run"] == results.NOT_RUN  # a GPU number never shows up as the executing profile's
+    assert row["paper run"] == results.NOT_RUN
+    # The file exists but this key is not in it: say so rather than "not run yet".
+    assert table.loc["EN-DE sacreBLEU, base", "gpu run"] == "not in translation.json"
+
+
+def test_executing_committed_profile_is_not_listed_twice(tmp_path):
+    table = results.summary_table("gpu", root=tmp_path)
+    assert [c for c in table.columns if c.endswith(" run")] == ["gpu run", "paper run"]
+
+
+def test_provenance_table_and_description(tmp_path):
+    results.write_result("training", {"step_time_s": 0.5, "dataset": "multi30k"}, profile="cpu",
+                         wall_time_s=3.0, device="cpu", root=tmp_path)
+    table = results.provenance_table(["cpu", "gpu"], root=tmp_path)
+    assert table.to_dict("records")[0]["dataset"] == "multi30k"
+    assert len(table) == 1
+    text = results.describe_provenance(results.read_result("training", "cpu", root=tmp_path))
+    assert text.startswith("measured on ") and " on 20" in text
+
+
+def test_committed_results_are_valid_records():
+    """Whatever sits in results/gpu and results/paper must be readable by the summary."""
+    for profile in results.COMMITTED_PROFILES:
+        for record in results.list_results(profile):
+            assert record["profile"] == profile
+            assert record["provenance"].get("date"), record["name"]
