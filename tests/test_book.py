@@ -1,0 +1,341 @@
+"""The book: chapter pairs in sync, every chapter runs under the smoke profile, the site builds from
+the executed notebooks without missing pages, and a headless Chromium sees its charts drawn."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from annotated_transformer import book, results
+from annotated_transformer.profiles import PROFILE_NAMES, profile_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "book").glob(book.CHAPTER_GLOB))
+CHAPTER_IDS = [c.stem for c in CHAPTERS]
+# Pages of the book's own infrastructure (as opposed to chapters written elsewhere).
+INFRA_PAGES = ("00_introduction", "04_training", "05_translation_results", "06_model_variations",
+               "07_constituency_parsing", "08_attention_visualizations", "references")
+CHART_PAGE = "00_introduction"
+
+
+# ----------------------------------------------------------------------------------------------
+# Chapter sources
+
+@pytest.mark.parametrize("source", CHAPTERS, ids=CHAPTER_IDS)
+def test_chapter_pair_is_in_sync(source):
+    """book/NN.py is the source of truth; its .ipynb twin must hold the same cells and no outputs."""
+    twin = source.with_suffix(".ipynb")
+    assert twin.is_file(), f"{twin.name} is missing: run `python -m annotated_transformer book --sync --chapters {source.stem}`"
+    py_cells = jupytext.read(str(source)).cells
+    nb = nbformat.read(str(twin), as_version=4)
+    hint = f"{twin.name} drifted from {source.name}: run `python -m annotated_transformer book --sync --chapters {source.stem}`"
+    assert [c.cell_type for c in nb.cells] == [c.cell_type for c in py_cells], hint
+    for index, (a, b) in enumerate(zip(py_cells, nb.cells)):
+        assert a.source == b.source, f"{hint} (cell {index} differs)"
+        assert a.metadata.get("tags", []) == b.metadata.get("tags", []), f"{hint} (tags of cell {index})"
+    assert nb.metadata.get("jupytext", {}).get("formats") == "ipynb,py:percent", "pairing config missing"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not cell.outputs and cell.execution_count is None, f"{twin.name} is committed with outputs"
+
+
+@pytest.mark.parametrize("source", CHAPTERS, ids=CHAPTER_IDS)
+def test_chapter_takes_the_profile_as_parameters(source):
+    nb = jupytext.read(str(source))
+    index = book.parameters_cell_index(nb)
+    code = nb.cells[index].source
+    for name in ("profile", "device"):
+        assert f"{name} =" in code, f"{source.name}: the parameters cell must set {name}"
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert "find_spec(\"annotated_transformer\")" in first_code.source, \
+        f"{source.name}: the first code cell must install the package when it is missing (Colab)"
+
+
+def test_profile_settings_know_the_four_profiles():
+    assert PROFILE_NAMES == ("smoke", "cpu", "gpu", "paper")
+    assert profile_settings("smoke").max_steps < profile_settings("cpu").max_steps < profile_settings("gpu").max_steps
+    assert profile_settings("cpu", max_steps=7, beam_size=None).max_steps == 7  # None keeps the default
+    with pytest.raises(ValueError, match="unknown profile 'laptop'"):
+        profile_settings("laptop")
+    with pytest.raises(ValueError, match="unknown knobs"):
+        profile_settings("cpu", max_stpes=3)
+
+
+def test_toc_lists_every_chapter_of_the_design():
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = book._toc_files(toc)
+    expected = ["book/00_introduction", "book/01_attention", "book/02_model", "book/03_why_self_attention",
+                "book/04_training", "book/05_translation_results", "book/06_model_variations",
+                "book/07_constituency_parsing", "book/08_attention_visualizations"]
+    assert [f for f in files if f.startswith("book/")] == expected
+    assert "references" in files
+    for source in CHAPTERS:
+        assert f"book/{source.stem}" in files, f"{source.name} is not in _toc.yml"
+
+
+def test_config_builds_offline_from_executed_notebooks():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "off"
+    js = config["sphinx"]["config"]["html_js_files"]
+    assert js[:3] == ["vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js"]
+    for name in js:
+        assert (ROOT / "_static" / name).is_file(), name
+    assert config["launch_buttons"]["colab_url"].startswith("https://colab.research.google.com")
+    assert "intersphinx" not in json.dumps(config)
+
+
+def test_cli_help_lists_the_options():
+    out = subprocess.run([sys.executable, "-m", "annotated_transformer", "book", "--help"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for option in ("--profile", "--chapters", "--no-build", "--output-dir"):
+        assert option in out.stdout
+
+
+def test_selecting_an_unknown_chapter_names_the_choices():
+    with pytest.raises(ValueError, match="no chapter matches '99'"):
+        book.select_chapters(CHAPTERS, ["99"])
+    assert book.select_chapters(CHAPTERS, ["00", "book/00_introduction.py"]) == [ROOT / "book" / "00_introduction.py"]
+
+
+def test_toc_filter_drops_missing_pages_and_empty_parts():
+    toc = {"root": "a", "parts": [{"caption": "x", "chapters": [{"file": "b"}, {"file": "c"}]},
+                                  {"caption": "y", "chapters": [{"file": "d"}]}]}
+    kept = book._filter_toc(toc, lambda f: f in {"a", "b"})
+    assert kept == {"root": "a", "parts": [{"caption": "x", "chapters": [{"file": "b"}]}]}
+
+
+# ----------------------------------------------------------------------------------------------
+# Executing chapters
+
+@pytest.mark.book
+def test_failing_cell_names_the_chapter_and_the_cell(tmp_path):
+    chapter = tmp_path / "book" / "01_broken.py"
+    chapter.parent.mkdir()
+    chapter.write_text(
+        '# %% [markdown]\n# # Broken\n\n'
+        '# %% tags=["parameters"]\nprofile = "cpu"\ndevice = "auto"\n\n'
+        '# %%\nx = 1\n\n'
+        '# %%\nvalue = {"a": 1}\nvalue["missing"]\n'
+    )
+    jupyter_dir = tmp_path / "jupyter"
+    kernel = book.register_kernel(jupyter_dir)
+    with book.book_environment(ROOT, "smoke", jupyter_dir, tmp_path / "results"):
+        run = book.execute_chapter(chapter, tmp_path / "out" / "01_broken.ipynb", profile="smoke", kernel_name=kernel)
+    assert run.status == "failed"
+    assert run.cell_index == 3  # counted in the chapter's own cells, markdown included
+    assert "chapter 01_broken failed in cell 3" in run.error
+    assert "value = {\"a\": 1}" in run.error and "KeyError" in run.error
+    assert run.notebook.is_file()  # kept, with the traceback, for reading
+
+
+@pytest.fixture(scope="session")
+def smoke_book(tmp_path_factory):
+    """Every chapter executed once under the smoke profile, then the site built from the copies."""
+    out = tmp_path_factory.mktemp("book")
+    lines = []
+    started = time.perf_counter()
+    run = book.run_book("smoke", output_dir=out, build=False, log=lines.append)
+    site = None
+    if any(c.status == "ok" for c in run.chapters):
+        # Build even if a chapter failed: its own test reports it, the site test checks the rest.
+        book.stage_site(run.executed_dir, log=lines.append)
+        site = book.build_site(run.executed_dir, out / "html", log=lines.append)
+    print("\n".join(lines), f"\nsmoke book: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return {c.chapter: c for c in run.chapters}, site, out, run
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("source", CHAPTERS, ids=CHAPTER_IDS)
+def test_chapter_runs_under_smoke_profile(smoke_book, source):
+    chapters, _, _, _ = smoke_book
+    run = chapters[source.stem]
+    assert run.status == "ok", run.error
+    executed = nbformat.read(str(run.notebook), as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and 'profile = "smoke"' in injected[0].source
+
+
+@pytest.mark.book
+def test_book_run_is_recorded_with_provenance(smoke_book):
+    _, _, _, run = smoke_book
+    record = json.loads(run.record.read_text())
+    assert record["profile"] == "smoke"
+    for name in CHAPTER_IDS:
+        entry = record["metrics"]["chapters"][name]
+        assert entry["status"] in ("ok", "failed") and entry["wall_time_s"] >= 0
+    for key in ("git_commit", "torch", "device", "date"):
+        assert key in record["provenance"]
+
+
+@pytest.mark.book
+def test_site_builds_without_missing_pages(smoke_book):
+    _, site, out, _ = smoke_book
+    assert site is not None and site.ok, f"the site did not build; see {site and site.log_path}"
+    assert not site.missing_file_warnings, "\n".join(site.missing_file_warnings)
+    ours = [w for w in site.warnings if any(f"{page}." in w or f"{page}:" in w for page in INFRA_PAGES)]
+    assert not ours, "\n".join(ours)
+    for source in CHAPTERS:
+        assert (out / "html" / "book" / f"{source.stem}.html").is_file(), f"no page for {source.name}"
+    assert (out / "html" / "references.html").is_file()
+    for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js"):
+        assert (out / "html" / "_static" / "vendor" / name).is_file()
+    page = (out / "html" / "book" / f"{CHART_PAGE}.html").read_text()
+    assert "at-vega-chart" in page and "_static/vendor/vega-embed.min.js" in page
+    assert "https://cdn.jsdelivr.net/npm/vega" not in page
+
+
+# ----------------------------------------------------------------------------------------------
+# A real browser draws the charts
+
+def _find_chromium() -> str | None:
+    for name in (os.environ.get("AT_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+_CHART_STATE = """(() => ({
+  ready: document.readyState,
+  charts: Array.from(document.querySelectorAll("div.at-vega-chart")).map(div => ({
+    id: div.id,
+    drawn: div.getAttribute("data-drawn"),
+    svg: div.querySelectorAll("svg").length,
+    canvas: div.querySelectorAll("canvas").length,
+    marks: div.querySelectorAll("g.role-mark > *").length,
+    text: div.textContent.slice(0, 200),
+  })),
+}))()"""
+
+_CHART_BOX = """(() => {
+  const div = document.querySelector("div.at-vega-chart");
+  div.scrollIntoView({block: "center"});
+  const r = div.getBoundingClientRect();
+  return {x: r.left, y: r.top, width: r.width, height: r.height};
+})()"""
+
+
+async def _inspect_page(ws_url: str, url: str, screenshot: Path, timeout: float) -> dict:
+    """Open `url` over the DevTools protocol, wait for the charts to settle, screenshot the first."""
+    from tornado.websocket import websocket_connect
+
+    conn = await websocket_connect(ws_url, max_message_size=256 * 1024 * 1024)
+    ids = itertools.count(1)
+
+    async def call(method, **params):
+        msg_id = next(ids)
+        await conn.write_message(json.dumps({"id": msg_id, "method": method, "params": params}))
+        while True:
+            raw = await conn.read_message()
+            if raw is None:
+                raise RuntimeError("Chromium closed the DevTools connection")
+            msg = json.loads(raw)
+            if msg.get("id") == msg_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg["result"]
+
+    async def evaluate(expression):
+        result = await call("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result["result"].get("value")
+
+    await call("Page.enable")
+    await call("Page.navigate", url=url)
+    deadline = time.monotonic() + timeout
+    state = {}
+    while time.monotonic() < deadline:
+        state = await evaluate(_CHART_STATE) or {}
+        charts = state.get("charts", [])
+        if state.get("ready") == "complete" and charts and all(c["drawn"] in ("ok", "error") for c in charts):
+            break
+        await asyncio.sleep(0.25)
+    if state.get("charts"):
+        await evaluate(_CHART_BOX)
+        await asyncio.sleep(0.5)  # let the scroll settle before measuring
+        box = await evaluate(_CHART_BOX)
+        # The box is relative to the viewport; the clip wants page coordinates (as Puppeteer does).
+        viewport = (await call("Page.getLayoutMetrics"))["cssVisualViewport"]
+        pad = 16
+        clip = {"x": max(0, viewport["pageX"] + box["x"] - pad), "y": max(0, viewport["pageY"] + box["y"] - pad),
+                "width": box["width"] + 2 * pad, "height": box["height"] + 2 * pad, "scale": 1}
+        shot = await call("Page.captureScreenshot", format="png", clip=clip)
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        screenshot.write_bytes(base64.b64decode(shot["data"]))
+    conn.close()
+    return state
+
+
+def check_page_charts(chromium: str, page: Path, screenshot: Path, timeout: float = 45.0) -> dict:
+    """Chart states of a built page in headless Chromium, offline, plus a screenshot of its first chart."""
+    with tempfile.TemporaryDirectory() as profile_dir:
+        proc = subprocess.Popen(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--no-first-run", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+             f"--user-data-dir={profile_dir}", "--remote-debugging-port=0", "--window-size=1280,1000",
+             "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            port_file = Path(profile_dir) / "DevToolsActivePort"
+            deadline = time.monotonic() + 30
+            while not (port_file.is_file() and port_file.read_text().strip()):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"Chromium did not open its DevTools port (exit code {proc.poll()})")
+                time.sleep(0.1)
+            port = int(port_file.read_text().split()[0])
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
+                targets = json.load(response)
+            ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
+            return asyncio.run(_inspect_page(ws_url, page.resolve().as_uri(), screenshot, timeout))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.mark.book
+def test_built_page_draws_its_charts_offline(smoke_book):
+    chromium = _find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium or Chrome on PATH (set AT_CHROMIUM to its path) for the browser check")
+    _, site, out, _ = smoke_book
+    assert site is not None and site.ok, "the site did not build"
+    page = out / "html" / "book" / f"{CHART_PAGE}.html"
+    screenshot = results.results_root() / "smoke" / "screenshots" / f"{CHART_PAGE}.png"
+    state = check_page_charts(chromium, page, screenshot)
+    charts = state.get("charts", [])
+    assert charts, f"no chart div on {page.name}"
+    for chart in charts:
+        assert chart["drawn"] == "ok", f"chart {chart['id']} not drawn: {chart['text']}"
+        assert chart["svg"] + chart["canvas"] >= 1, f"chart {chart['id']} has no svg or canvas"
+        assert chart["marks"] > 0, f"chart {chart['id']} has an empty plot"
+    png = screenshot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") > 300 and int.from_bytes(png[20:24], "big") > 200
+
+
+def test_chapter_without_parameters_cell_fails_with_the_fix(tmp_path):
+    chapter = tmp_path / "02_plain.py"
+    chapter.write_text("# %%\nx = 1\n")
+    run = book.execute_chapter(chapter, tmp_path / "out.ipynb", profile="smoke")
+    assert run.status == "failed"
+    assert "chapter 02_plain cannot take a profile" in run.error and 'tags=["parameters"]' in run.error
