@@ -1,0 +1,593 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 2. The model (sections 3.1, 3.3-3.5, Figure 1)
+#
+# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/02_model.ipynb)
+#
+# Chapter 01 built attention. This chapter assembles the rest of the Transformer
+# {cite:p}`vaswani2017attention` around it: the encoder and decoder stacks of Figure 1, the
+# residual connection and layer normalisation around every sub-layer, the feed-forward network
+# applied at each position, the embeddings and their shared weights, and the sinusoids that tell
+# positions apart. It ends by counting parameters for every model of Table 3 and comparing the
+# counts with the paper's.
+
+# %% tags=["hide-input"]
+# Colab or a fresh environment: install the package when it is missing. In a clone, use the
+# clone's package (the book runner and `pip install -e .` make this a no-op).
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+if importlib.util.find_spec("annotated_transformer") is None:
+    clone = pathlib.Path.cwd().parent
+    if (clone / "annotated_transformer").is_dir():
+        sys.path.insert(0, str(clone))
+    else:
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
+                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+
+# %%
+import math
+import statistics
+import time
+
+import altair as alt
+import pandas as pd
+import torch
+import torch.nn as nn
+from IPython.display import HTML, Markdown, display
+from torch.utils.flop_counter import FlopCounterMode
+
+from annotated_transformer import Transformer, count_parameters, expected_parameter_count, preset, results, viz
+from annotated_transformer.config import PAPER_TABLE3, TABLE3_ROWS
+from annotated_transformer.layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward, sinusoidal_positions
+from annotated_transformer.profiles import profile_settings, resolve_device
+
+# %% tags=["parameters"]
+profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the checks below
+device = "auto"  # this chapter counts and compares; it runs on the CPU whatever the device
+seed = 0  # every random tensor of the chapter follows from it
+vocab_size = 37_000  # the paper's shared BPE vocabulary, as rounded in section 5.1
+
+# %%
+settings = profile_settings(profile)
+device = resolve_device(device)
+chapter_start = time.perf_counter()
+torch.manual_seed(seed)
+
+# The profile only changes how many positions and shifts the positional-encoding checks cover.
+SIZES = {
+    "smoke": dict(positions=256, shifts=(1, 2, 5, 17, 50)),
+    "cpu": dict(positions=2048, shifts=(1, 2, 3, 5, 8, 17, 50, 100, 333, 1000)),
+}
+SIZES["gpu"] = SIZES["paper"] = SIZES["cpu"]
+size = SIZES[profile]
+print(f"profile {profile!r}: {size}")
+
+
+def show_table(df: pd.DataFrame, **formats) -> None:
+    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
+    styled = df.copy()
+    for column, fmt in formats.items():
+        styled[column] = styled[column].map(lambda v, f=fmt: f.format(v))
+    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
+
+
+# %% [markdown]
+# ## 2.1 The shape of the model (Figure 1)
+#
+# The Transformer is an encoder-decoder. The **encoder** turns the source sentence into one vector
+# per source token: embeddings plus positional encodings go through $N = 6$ identical layers, each
+# a self-attention sub-layer followed by a feed-forward sub-layer. The **decoder** produces the
+# target one token at a time: its $N = 6$ layers have a masked self-attention sub-layer over the
+# target prefix, an attention sub-layer whose keys and values are the encoder's output, and a
+# feed-forward sub-layer. A linear map and a softmax turn the decoder's last vectors into a
+# distribution over the next token. Every sub-layer and embedding produces vectors of the same
+# width, $d_\text{model} = 512$, so the sub-layers can be chained and added to their inputs.
+#
+# The package's `Transformer` follows that plan. The base model, built on PyTorch's `meta` device
+# (shapes without memory, so even the big model costs nothing to build), has this structure; one
+# encoder layer and one decoder layer print as:
+
+# %%
+base = preset("base")
+with torch.device("meta"):
+    base_model = Transformer(base, vocab_size, vocab_size)
+print(base_model.encoder_layers[0])
+print(base_model.decoder_layers[0])
+assert len(base_model.encoder_layers) == len(base_model.decoder_layers) == base.n_layers == 6
+
+
+# %% [markdown]
+# Figure 1 redrawn from the model object: each box is a module of the package, labelled with its
+# parameter count in the base model (the frames repeat $N$ times; the arrow carries the encoder's
+# output into every decoder layer).
+
+# %%
+def n_params(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+enc, dec = base_model.encoder_layers[0], base_model.decoder_layers[0]
+embedding_params = n_params(base_model.src_embed)
+boxes = [
+    # side, row (bottom up), label, kind, parameters
+    ("encoder", 0, "input embedding x sqrt(d_model)", "embedding", embedding_params),
+    ("encoder", 1, "+ positional encoding", "position", 0),
+    ("encoder", 2, "multi-head self-attention", "attention", n_params(enc.self_attn)),
+    ("encoder", 3, "add & norm", "norm", n_params(enc.norm1)),
+    ("encoder", 4, "feed-forward", "feed-forward", n_params(enc.ffn)),
+    ("encoder", 5, "add & norm", "norm", n_params(enc.norm2)),
+    ("decoder", 0, "output embedding x sqrt(d_model)", "embedding", 0),  # tied: counted once, on the left
+    ("decoder", 1, "+ positional encoding", "position", 0),
+    ("decoder", 2, "masked multi-head self-attention", "attention", n_params(dec.self_attn)),
+    ("decoder", 3, "add & norm", "norm", n_params(dec.norm1)),
+    ("decoder", 4, "encoder-decoder attention", "attention", n_params(dec.cross_attn)),
+    ("decoder", 5, "add & norm", "norm", n_params(dec.norm2)),
+    ("decoder", 6, "feed-forward", "feed-forward", n_params(dec.ffn)),
+    ("decoder", 7, "add & norm", "norm", n_params(dec.norm3)),
+    ("decoder", 8, "linear (tied to the embedding)", "output", 0),
+    ("decoder", 9, "softmax", "output", 0),
+]
+figure1 = pd.DataFrame(boxes, columns=["side", "row", "label", "kind", "parameters"])
+figure1["x"] = figure1["side"].map({"encoder": 0.0, "decoder": 2.6})
+figure1["x2"] = figure1.x + 2.0
+figure1["y"], figure1["y2"] = figure1.row + 0.1, figure1.row + 0.9
+figure1["text"] = [
+    f"{label}\n{p / 1e6:.2f}M parameters" if p >= 1e5 else (f"{label}\n{p:,} parameters" if p else label)
+    for label, p in zip(figure1.label, figure1.parameters)
+]
+figure1.loc[figure1.label.str.contains("output embedding"), "text"] += "\n(the input embedding's matrix)"
+figure1["cx"], figure1["cy"] = figure1.x + 1.0, figure1.row + 0.5
+frames = pd.DataFrame([
+    dict(x=-0.1, x2=2.1, y=1.95, y2=6.05, text=f"x {len(base_model.encoder_layers)}", tx=-0.3),
+    dict(x=2.5, x2=4.7, y=1.95, y2=8.05, text=f"x {len(base_model.decoder_layers)}", tx=4.95),
+])
+arrow = pd.DataFrame([dict(x=1.0, y=6.0, order=0), dict(x=1.0, y=6.5, order=1), dict(x=2.3, y=6.5, order=2),
+                      dict(x=2.3, y=4.5, order=3), dict(x=2.6, y=4.5, order=4)])
+X = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.6, 5.2]))
+Y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=[-0.2, 10.2]))
+figure1_chart = alt.layer(
+    alt.Chart(frames).mark_rect(fillOpacity=0, stroke="#888", strokeDash=[4, 3]).encode(X, x2="x2", y=Y, y2="y2"),
+    alt.Chart(frames).mark_text(fontSize=13, fontWeight="bold").encode(
+        x=alt.X("tx:Q", axis=None), y=alt.Y("y2:Q", axis=None), text="text"),
+    alt.Chart(figure1).mark_rect(cornerRadius=4, opacity=0.85).encode(
+        X, x2="x2", y=Y, y2="y2",
+        color=alt.Color("kind:N", title="module", scale=alt.Scale(
+            domain=["embedding", "position", "attention", "norm", "feed-forward", "output"],
+            range=["#f4d6a0", "#f0f0f0", "#f6b7a8", "#fbf3b5", "#a8d5f6", "#c9e7c1"])),
+        tooltip=["side", "label", alt.Tooltip("parameters:Q", format=",")]),
+    alt.Chart(figure1).mark_text(fontSize=10, lineBreak="\n").encode(
+        x=alt.X("cx:Q", axis=None), y=alt.Y("cy:Q", axis=None), text="text"),
+    alt.Chart(arrow).mark_line(color="#555", strokeWidth=1.5).encode(X, Y, order="order:Q"),
+    alt.Chart(arrow.tail(1)).mark_point(shape="triangle-right", filled=True, color="#555", size=60).encode(X, Y),
+).properties(width=620, height=520, title="Figure 1 of the paper, rebuilt from the base model's modules")
+viz.show(figure1_chart)
+
+# %% [markdown]
+# ## 2.2 Sub-layers: a residual connection, then layer normalisation
+#
+# Every sub-layer (attention or feed-forward) is wrapped the same way: its output, after dropout,
+# is added to its input, and the sum is normalised,
+# $\mathrm{LayerNorm}(x + \mathrm{Dropout}(\mathrm{Sublayer}(x)))$. The addition
+# {cite:p}`he2016residual` gives gradients a path around every sub-layer; the normalisation
+# {cite:p}`ba2016layernorm` keeps each position's vector at zero mean and unit variance across its
+# $d_\text{model}$ components (then rescales it with a learned gain and bias). Normalising after
+# the addition is called *post-norm*; it is what the paper does, and what the package does. Here is
+# an encoder layer written out with the package's weights and compared with `EncoderLayer`:
+
+# %%
+d_model, d_ff, n_heads = 64, 256, 4
+layer = EncoderLayer(d_model, d_ff, n_heads, d_model // n_heads, d_model // n_heads, dropout=0.0).eval()
+with torch.no_grad():
+    for p in layer.parameters():  # move norms and biases away from their trivial initial values
+        p.normal_(0, 0.3)
+
+
+def encoder_layer_by_hand(x, keep):
+    """Post-norm: LayerNorm(x + SelfAttention(x)), then LayerNorm(x + FFN(x)) (dropout off)."""
+    attn = layer.self_attn
+    q, k, v = attn.qkv_proj(x).split(d_model, dim=-1)
+    heads = lambda t: t.view(*t.shape[:2], n_heads, -1).transpose(1, 2)  # (B, h, T, d_k)
+    scores = heads(q) @ heads(k).transpose(-2, -1) / math.sqrt(d_model // n_heads)
+    scores = scores.masked_fill(~keep[:, None, None, :], float("-inf"))
+    mixed = (scores.softmax(-1) @ heads(v)).transpose(1, 2).reshape(x.shape)
+    x = nn.functional.layer_norm(x + attn.out_proj(mixed), (d_model,), layer.norm1.weight, layer.norm1.bias)
+    ffn = layer.ffn.linear2(torch.relu(layer.ffn.linear1(x)))
+    return nn.functional.layer_norm(x + ffn, (d_model,), layer.norm2.weight, layer.norm2.bias)
+
+
+x = torch.randn(3, 6, d_model)
+keep = torch.tensor([6, 3, 5])[:, None] > torch.arange(6)  # three sentences of 6, 3 and 5 tokens
+ours = layer(x, keep[:, None, None, :])
+torch.testing.assert_close(ours, encoder_layer_by_hand(x, keep), atol=1e-5, rtol=1e-5)
+print("EncoderLayer = LayerNorm(x + attention), then LayerNorm(x + FFN)")
+
+# %% [markdown]
+# PyTorch ships the same layers as `nn.TransformerEncoderLayer` and `nn.TransformerDecoderLayer`
+# (with `norm_first=False`, its default, for post-norm). Copying our weights into them gives the
+# same outputs; the test suite proves this too (`tests/test_model.py`). PyTorch stores its
+# query, key and value projections stacked in one matrix, exactly like the package's fused
+# projection, so the copy is direct.
+
+# %%
+def copy_attention(theirs: nn.MultiheadAttention, ours_attn, fused: bool) -> None:
+    if fused:
+        weight, bias = ours_attn.qkv_proj.weight, ours_attn.qkv_proj.bias
+    else:  # cross-attention keeps Q apart from the fused K,V projection
+        weight = torch.cat([ours_attn.q_proj.weight, ours_attn.kv_proj.weight])
+        bias = torch.cat([ours_attn.q_proj.bias, ours_attn.kv_proj.bias])
+    theirs.in_proj_weight.copy_(weight)
+    theirs.in_proj_bias.copy_(bias)
+    theirs.out_proj.load_state_dict(ours_attn.out_proj.state_dict())
+
+
+torch_encoder = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True).eval()
+with torch.no_grad():
+    copy_attention(torch_encoder.self_attn, layer.self_attn, fused=True)
+    for a, b in ((layer.ffn.linear1, torch_encoder.linear1), (layer.ffn.linear2, torch_encoder.linear2),
+                 (layer.norm1, torch_encoder.norm1), (layer.norm2, torch_encoder.norm2)):
+        b.load_state_dict(a.state_dict())
+theirs = torch_encoder(x, src_key_padding_mask=~keep)
+# PyTorch's inference fast path may zero the rows of padded queries; compare the real tokens.
+torch.testing.assert_close(ours[keep], theirs[keep], atol=1e-5, rtol=1e-5)
+
+dec_layer = DecoderLayer(d_model, d_ff, n_heads, d_model // n_heads, d_model // n_heads, dropout=0.0).eval()
+torch_decoder = nn.TransformerDecoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True).eval()
+with torch.no_grad():
+    for p in dec_layer.parameters():
+        p.normal_(0, 0.3)
+    copy_attention(torch_decoder.self_attn, dec_layer.self_attn, fused=True)
+    copy_attention(torch_decoder.multihead_attn, dec_layer.cross_attn, fused=False)
+    for a, b in ((dec_layer.ffn.linear1, torch_decoder.linear1), (dec_layer.ffn.linear2, torch_decoder.linear2),
+                 (dec_layer.norm1, torch_decoder.norm1), (dec_layer.norm2, torch_decoder.norm2),
+                 (dec_layer.norm3, torch_decoder.norm3)):
+        b.load_state_dict(a.state_dict())
+y, memory = torch.randn(3, 5, d_model), x
+ours_dec = dec_layer(y, memory, keep[:, None, None, :])
+theirs_dec = torch_decoder(y, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(5),
+                           memory_key_padding_mask=~keep)
+torch.testing.assert_close(ours_dec, theirs_dec, atol=1e-5, rtol=1e-5)
+show_table(pd.DataFrame([
+    dict(layer="encoder layer", pytorch="nn.TransformerEncoderLayer", max_abs_difference=(ours - theirs)[keep].abs().max().item()),
+    dict(layer="decoder layer", pytorch="nn.TransformerDecoderLayer", max_abs_difference=(ours_dec - theirs_dec).abs().max().item()),
+]), max_abs_difference="{:.1e}")
+
+# %% [markdown]
+# ## 2.3 The position-wise feed-forward network
+#
+# The second sub-layer of every layer is a two-layer network with a ReLU between,
+# $\mathrm{FFN}(x) = \max(0, x W_1 + b_1) W_2 + b_2$, with $W_1 \in \mathbb{R}^{d_\text{model}
+# \times d_{ff}}$ and $d_{ff} = 2048$. "Position-wise" means that it is applied to each position
+# separately, with the same weights at every position (and different weights in every layer).
+# Attention mixes information across positions; the feed-forward network transforms each
+# position's vector on its own.
+#
+# Applying the same matrix at every position of a sequence is exactly what a one-dimensional
+# convolution with a kernel of size 1 does: the kernel slides along the positions and sees one
+# position at a time. Three ways of computing the same function:
+
+# %%
+ffn = PositionwiseFeedForward(d_model, d_ff)
+x = torch.randn(2, 9, d_model)
+
+
+def ffn_by_hand(x):
+    return torch.relu(x @ ffn.linear1.weight.T + ffn.linear1.bias) @ ffn.linear2.weight.T + ffn.linear2.bias
+
+
+conv1 = nn.Conv1d(d_model, d_ff, kernel_size=1)
+conv2 = nn.Conv1d(d_ff, d_model, kernel_size=1)
+with torch.no_grad():  # a Linear's (out, in) weight is a kernel-size-1 Conv1d's (out, in, 1) weight
+    conv1.weight.copy_(ffn.linear1.weight[:, :, None])
+    conv1.bias.copy_(ffn.linear1.bias)
+    conv2.weight.copy_(ffn.linear2.weight[:, :, None])
+    conv2.bias.copy_(ffn.linear2.bias)
+as_convolution = conv2(torch.relu(conv1(x.transpose(1, 2)))).transpose(1, 2)  # Conv1d wants (B, d, T)
+
+torch.testing.assert_close(ffn(x), ffn_by_hand(x), atol=1e-5, rtol=1e-5)
+torch.testing.assert_close(ffn(x), as_convolution, atol=1e-5, rtol=1e-5)
+# Position-wise: position by position gives the same result, and shuffling positions commutes with it.
+one_at_a_time = torch.stack([ffn(x[:, t]) for t in range(x.size(1))], dim=1)
+torch.testing.assert_close(ffn(x), one_at_a_time, atol=1e-6, rtol=1e-5)
+shuffle = torch.randperm(x.size(1))
+torch.testing.assert_close(ffn(x[:, shuffle]), ffn(x)[:, shuffle])
+print("FFN = written-out formula = two kernel-size-1 Conv1d = one position at a time")
+
+# %% [markdown]
+# ### Why widen to $4 \times d_\text{model}$?
+#
+# The paper does not argue for the factor of four; it reports that a wider feed-forward network
+# helps (rows C6 and C7 of Table 3 halve and double $d_{ff}$). What the factor decides is how a
+# layer's budget is split. Per position, the attention sub-layer's four projections cost
+# $4 d_\text{model}^2$ parameters, and its scores and weighted sum add $4 n d_\text{model}$ FLOPs
+# for a sentence of $n$ tokens; the feed-forward network costs $2 d_\text{model} d_{ff}$ parameters
+# and $4 d_\text{model} d_{ff}$ FLOPs. At $d_{ff} = 4 d_\text{model}$ it holds two thirds of an
+# encoder layer's parameters. The FLOP counter measures the split on the package's encoder layer:
+
+# %%
+def layer_split(d_model: int, d_ff: int, n: int) -> dict:
+    layer = EncoderLayer(d_model, d_ff, 8, d_model // 8, d_model // 8, dropout=0.0)
+    layer.self_attn.record = []  # the explicit path: the FLOP counter sees its matrix products on any device
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        layer(torch.randn(1, n, d_model), None)
+    flops = counter.get_flop_counts()
+    attention_flops = sum(flops.get("EncoderLayer.self_attn", {}).values())
+    ffn_flops = sum(flops.get("EncoderLayer.ffn", {}).values())
+    assert ffn_flops == 4 * n * d_model * d_ff and attention_flops == 8 * n * d_model**2 + 4 * n * n * d_model
+    return dict(d_ff_over_d_model=d_ff // d_model, n=n, ffn_parameter_share=n_params(layer.ffn) / n_params(layer),
+                ffn_flop_share=ffn_flops / (ffn_flops + attention_flops))
+
+
+split = pd.DataFrame([layer_split(512, ratio * 512, n) for ratio in (1, 2, 4, 8) for n in (32, 128, 512)])
+show_table(split, ffn_parameter_share="{:.1%}", ffn_flop_share="{:.1%}")
+
+# %%
+split_chart = viz.line_chart(
+    split.assign(n=split.n.map(lambda n: f"n = {n} tokens")), "d_ff_over_d_model", "ffn_flop_share", "n",
+    log_x=True, points=True, title="Share of an encoder layer's FLOPs spent in the feed-forward network (d_model = 512)",
+    x_title="d_ff / d_model", y_title="feed-forward share of FLOPs")
+viz.show(split_chart)
+at4 = split[(split.d_ff_over_d_model == 4)].set_index("n")
+display(Markdown(
+    f"At the paper's ratio the feed-forward network holds {at4.ffn_parameter_share.iloc[0]:.0%} of an encoder "
+    f"layer's parameters and does {at4.ffn_flop_share.loc[32]:.0%} of its FLOPs on a {32}-token sentence "
+    f"({at4.ffn_flop_share.loc[512]:.0%} at 512 tokens, where attention's $n^2$ term grows). In Table 3, "
+    f"halving $d_{{ff}}$ (row C6) moved dev perplexity from {PAPER_TABLE3['base']['ppl']} to "
+    f"{PAPER_TABLE3['C6']['ppl']} and doubling it (C7) to {PAPER_TABLE3['C7']['ppl']}: the position-wise "
+    "network is where most of each layer's capacity lives."
+))
+
+# %% [markdown]
+# ## 2.4 Embeddings, their scale, and one shared matrix
+#
+# Tokens enter as learned embedding vectors of width $d_\text{model}$. Three matrices in the model
+# have one row per vocabulary entry: the source embedding, the target embedding, and the output
+# projection before the softmax (which scores every vocabulary entry against the decoder's last
+# vector). With a source-target vocabulary shared by byte-pair encoding, the paper uses one matrix
+# for all three {cite:p}`press2017tying`. The embeddings are multiplied by $\sqrt{d_\text{model}}$
+# before the positional encodings are added.
+#
+# Why the scale? The package initialises embedding entries with standard deviation
+# $d_\text{model}^{-1/2}$, so each embedding vector has a norm near 1 and the same matrix, used as
+# the output projection, gives logits of a sensible size. Multiplied by $\sqrt{d_\text{model}}$,
+# the entries have unit variance, comparable with the sinusoids they are added to (whose entries
+# have mean square $1/2$): neither signal drowns the other.
+
+# %%
+tiny = preset("tiny", dropout=0.0)
+model = Transformer(tiny, 100, 100).eval()
+tokens = torch.randint(4, 100, (2, 12))
+
+# By hand: look up, scale, add the positions (dropout is off in eval mode).
+by_hand = model.src_embed.weight[tokens] * math.sqrt(tiny.d_model) + sinusoidal_positions(12, tiny.d_model)
+torch.testing.assert_close(model.embed(tokens, model.src_embed, model.src_positions), by_hand)
+
+# Three-way tying: one Parameter object, counted once.
+assert model.src_embed.weight is model.tgt_embed.weight is model.generator.weight
+untied = Transformer(tiny, 100, 100, share_embeddings=False)
+assert untied.src_embed.weight is not untied.tgt_embed.weight  # the output projection stays tied to the target side
+
+with torch.device("meta"):
+    untied_base = Transformer(base, vocab_size, vocab_size, share_embeddings=False)
+    # share_embeddings=False still ties the target embedding to the output projection (the two-way
+    # tying of press2017tying); give the projection its own matrix too, for three separate ones.
+    untied_base.generator.weight = nn.Parameter(torch.empty(vocab_size, base.d_model))
+assert untied_base.generator.weight is not untied_base.tgt_embed.weight
+
+scale_check = pd.DataFrame([
+    dict(quantity="embedding entries, std", value=model.src_embed.weight[4:].std().item()),
+    dict(quantity="scaled embedding entries, std", value=(model.src_embed.weight[4:] * math.sqrt(tiny.d_model)).std().item()),
+    dict(quantity="positional encoding entries, root mean square",
+         value=sinusoidal_positions(512, tiny.d_model).pow(2).mean().sqrt().item()),
+])
+show_table(scale_check, value="{:.3f}")
+saved = count_parameters(untied_base) - count_parameters(base_model)
+assert saved == 2 * vocab_size * base.d_model  # two of the three matrices disappear
+display(Markdown(
+    f"In the base model with a {vocab_size:,}-token vocabulary, one shared matrix instead of three saves "
+    f"{saved / 1e6:.1f}M parameters: {count_parameters(untied_base) / 1e6:.1f}M with three separate matrices, "
+    f"{count_parameters(base_model) / 1e6:.1f}M shared. That is {saved / count_parameters(untied_base):.0%} of the "
+    "untied model, for a constraint that also makes sense: a token's input vector and the vector its "
+    "output score is measured against live in the same space."
+))
+
+# %% [markdown]
+# ## 2.5 Positional encoding
+#
+# Attention treats its keys as a set: permute the source words and each output is permuted the
+# same way, with no change in value. Word order has to be written into the vectors themselves. The
+# paper adds to each embedding a vector of sinusoids of the position $pos$,
+#
+# $$PE_{(pos, 2i)} = \sin\!\left(pos / 10000^{2i/d_\text{model}}\right), \qquad
+#   PE_{(pos, 2i+1)} = \cos\!\left(pos / 10000^{2i/d_\text{model}}\right),$$
+#
+# a sine and a cosine for each of $d_\text{model}/2$ frequencies, whose wavelengths grow
+# geometrically from $2\pi$ to $10000 \cdot 2\pi$. First the claim that attention ignores order:
+
+# %%
+attn = model.encoder_layers[0].self_attn
+x = torch.randn(1, 7, tiny.d_model)
+perm = torch.randperm(7)
+with torch.no_grad():
+    torch.testing.assert_close(attn(x[:, perm]), attn(x)[:, perm], atol=1e-5, rtol=1e-5)
+print("self-attention without positions is permutation-equivariant: order is invisible to it")
+
+# %% [markdown]
+# The formula in a few lines, and the package's table:
+
+# %%
+def positional_encoding(length: int, d_model: int) -> torch.Tensor:
+    pos = torch.arange(length, dtype=torch.float64)[:, None]  # (length, 1)
+    i = torch.arange(0, d_model, 2, dtype=torch.float64)  # the even dimensions 2i
+    angle = pos / 10000 ** (i / d_model)  # (length, d_model / 2)
+    pe = torch.empty(length, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return pe
+
+
+pe = positional_encoding(size["positions"], base.d_model)
+torch.testing.assert_close(sinusoidal_positions(size["positions"], base.d_model), pe.float(), atol=1e-6, rtol=0)
+wavelengths = 2 * math.pi * 10000 ** (torch.arange(0, base.d_model, 2, dtype=torch.float64) / base.d_model)
+print(f"{base.d_model // 2} wavelengths from {wavelengths[0]:.3f} (2 pi) to {wavelengths[-1]:,.0f} positions "
+      f"(the last is 10000^({base.d_model - 2}/{base.d_model}) x 2 pi)")
+viz.show(viz.positional_encoding_chart(pe, dims=(4, 5, 20, 21, 60), max_positions=100))
+
+# %% [markdown]
+# ### $PE(pos + k)$ is a rotation of $PE(pos)$
+#
+# The paper chose sinusoids partly because a fixed shift in position is a fixed linear map of the
+# encoding, which attention could learn to use for relative positions. The trigonometric addition
+# formulas make this exact. For one frequency $\omega$, the pair $(\sin \omega p, \cos \omega p)$
+# at $p = pos + k$ is
+#
+# $$\begin{pmatrix} \sin \omega(pos+k) \\ \cos \omega(pos+k) \end{pmatrix} =
+#   \begin{pmatrix} \cos \omega k & \sin \omega k \\ -\sin \omega k & \cos \omega k \end{pmatrix}
+#   \begin{pmatrix} \sin \omega\, pos \\ \cos \omega\, pos \end{pmatrix},$$
+#
+# a rotation by the angle $\omega k$ that depends on $k$ but not on $pos$. Stacking one such
+# $2 \times 2$ block per frequency gives a block-diagonal matrix $M_k$ with
+# $PE(pos + k) = M_k\, PE(pos)$ for every $pos$. Built and checked:
+
+# %%
+def shift_matrix(k: int, d_model: int) -> torch.Tensor:
+    """Block-diagonal M_k with PE(pos + k) = M_k @ PE(pos): one 2x2 rotation per frequency."""
+    omega = 1.0 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    c, s = torch.cos(omega * k), torch.sin(omega * k)
+    blocks = [torch.stack([torch.stack([ci, si]), torch.stack([-si, ci])]) for ci, si in zip(c, s)]
+    return torch.block_diag(*blocks)
+
+
+package_pe = sinusoidal_positions(size["positions"] + max(size["shifts"]), base.d_model).double()
+shift_errors = []
+for k in size["shifts"]:
+    M = shift_matrix(k, base.d_model)
+    predicted = package_pe[: size["positions"]] @ M.T  # row pos becomes M_k @ PE(pos)
+    actual = package_pe[k : k + size["positions"]]
+    # The package's table is float32 (about 6e-8 relative); the rotation adds no error of its own.
+    torch.testing.assert_close(predicted, actual, atol=1e-6, rtol=0)
+    torch.testing.assert_close(M @ M.T, torch.eye(base.d_model, dtype=torch.float64))  # a rotation
+    shift_errors.append(dict(k=k, positions_checked=size["positions"], max_abs_error=(predicted - actual).abs().max().item()))
+show_table(pd.DataFrame(shift_errors), max_abs_error="{:.1e}")
+
+# %% [markdown]
+# Because each $M_k$ is a rotation, it preserves dot products, so $PE(pos) \cdot PE(pos + k)$
+# depends only on the offset $k$: the curves below, for several starting positions, lie on top of
+# each other. The similarity is largest at $k = 0$ and falls off with distance, a built-in notion
+# of nearness.
+
+# %%
+offsets = list(range(0, 101))
+similarity = pd.DataFrame([
+    dict(offset=k, start=f"pos = {p}", dot_product=float(package_pe[p] @ package_pe[p + k]))
+    for p in (0, 17, 100) if p + max(offsets) < package_pe.size(0) for k in offsets
+])
+by_offset = similarity.pivot(index="offset", columns="start", values="dot_product")
+assert (by_offset.max(axis=1) - by_offset.min(axis=1)).max() < 1e-3  # the same curve whatever the start
+viz.show(viz.line_chart(similarity, "offset", "dot_product", "start", x_title="offset k",
+                        y_title="PE(pos) . PE(pos + k)", title="Dot product of two encodings depends only on their offset"))
+
+# %% [markdown]
+# ## 2.6 Counting parameters: every model of Table 3
+#
+# The package's `expected_parameter_count` adds up the closed form (embeddings, and per layer the
+# attention projections, the feed-forward matrices, biases and layer-norm gains); `count_parameters`
+# counts the actual tensors of a built model, tied weights once. Both agree for every row, and the
+# table sets them beside the paper's column (which the paper rounds to millions and leaves empty
+# where a row does not change the size).
+
+# %%
+rows = ["base", *TABLE3_ROWS, "big"]
+counts = []
+for row in rows:
+    config = preset(row)
+    with torch.device("meta"):  # shapes only: building the big model costs no memory
+        built = Transformer(config, vocab_size, vocab_size)
+    counted = count_parameters(built)
+    assert counted == expected_parameter_count(config, vocab_size), row
+    counts.append(dict(row=row, N=config.n_layers, d_model=config.d_model, d_ff=config.d_ff, h=config.n_heads,
+                       d_k=config.head_dim_k, d_v=config.head_dim_v, ours_m=counted / 1e6,
+                       paper_m=PAPER_TABLE3[row]["params_m"]))
+counts = pd.DataFrame(counts)
+counts["gap_m"] = counts.paper_m - counts.ours_m
+# How many extra vocabulary rows of width d_model would close each gap.
+counts["gap_in_vocabulary_rows"] = counts.gap_m * 1e6 / counts.d_model
+blank_if_missing = lambda fmt: (lambda v: "" if pd.isna(v) else fmt.format(v))
+shown = counts.copy()
+for column, fmt in dict(ours_m="{:.1f}", paper_m="{:.0f}", gap_m="{:+.1f}", gap_in_vocabulary_rows="{:+,.0f}").items():
+    shown[column] = shown[column].map(blank_if_missing(fmt))
+display(HTML(shown.to_html(index=False, classes="at-summary", border=0)))
+
+# %%
+listed = counts.dropna(subset=["paper_m"])
+compare = listed.melt(id_vars=["row"], value_vars=["ours_m", "paper_m"], var_name="source", value_name="millions")
+compare["source"] = compare.source.map({"ours_m": f"ours (vocabulary {vocab_size:,})", "paper_m": "paper, Table 3"})
+params_chart = alt.Chart(compare).mark_bar().encode(
+    x=alt.X("row:N", sort=list(listed.row), title="Table 3 row"),
+    xOffset=alt.XOffset("source:N"),
+    y=alt.Y("millions:Q", title="parameters (millions)"),
+    color=alt.Color("source:N", title=None),
+    tooltip=["row", "source", alt.Tooltip("millions:Q", format=".1f")],
+).properties(width=560, height=260, title="Parameters: our count against the paper's column")
+gap_chart = alt.Chart(listed).mark_point(filled=True, size=70).encode(
+    x=alt.X("row:N", sort=list(listed.row), title="Table 3 row"),
+    y=alt.Y("gap_in_vocabulary_rows:Q", title="(paper - ours) / d_model"),
+    color=alt.Color("d_model:N", title="d_model"),
+    tooltip=["row", "d_model", alt.Tooltip("gap_m:Q", format=".2f"), alt.Tooltip("gap_in_vocabulary_rows:Q", format=",.0f")],
+).properties(width=560, height=200, title="The gap, in rows of width d_model")
+viz.show(alt.vconcat(params_chart, gap_chart))
+
+# %%
+gaps = listed.set_index("row").gap_in_vocabulary_rows
+positive = gaps[gaps > 0]
+median_gap = statistics.median(positive)
+# The paper rounds to whole millions: each gap is uncertain by 0.5M / d_model rows.
+display(Markdown(
+    f"Our counts fall short of the paper's in {len(positive)} of the {len(gaps)} rows that list one, by a "
+    f"median of {median_gap:,.0f} rows of width $d_\\text{{model}}$ (from {positive.min():,.0f} to "
+    f"{positive.max():,.0f}; rounding the paper's counts to millions alone moves a row by up to "
+    f"{0.5e6 / 512:,.0f} rows at $d_\\text{{model}} = 512$). A gap measured in rows of the embedding matrix, "
+    f"and roughly the same across depths, widths of the feed-forward network and numbers of heads, points at "
+    f"the one matrix whose size we had to guess: the vocabulary. Section 5.1 rounds it to about "
+    f"{vocab_size:,} tokens; the counts suggest one nearer {round(vocab_size + median_gap, -3):,.0f}. "
+    + (f"The exception is the big model, {-gaps['big']:,.0f} rows *above* the paper's "
+       f"{PAPER_TABLE3['big']['params_m']}M; with the same vocabulary as the others it would be further above, "
+       "so its count in the paper seems to use a different convention we could not pin down."
+       if gaps.get("big", 0) < 0 else "")
+))
+
+# %% [markdown]
+# ## What this chapter wrote
+#
+# The parameter counts go to `results/<profile>/model.json`; the introduction's reproduction summary
+# reads the base and big counts from there.
+
+# %%
+metrics = {
+    "vocab_size": vocab_size,
+    "params_m": {r.row: r.ours_m for r in counts.itertuples()},
+    "paper_params_m": {r.row: r.paper_m for r in listed.itertuples()},
+    "gap_in_vocabulary_rows": {r: float(v) for r, v in gaps.items()},
+    "median_gap_in_vocabulary_rows": float(median_gap),
+    "ffn_share_at_4x": {"parameters": float(at4.ffn_parameter_share.iloc[0]),
+                        "flops_by_n": {int(n): float(v) for n, v in at4.ffn_flop_share.items()}},
+    "positional_shift_max_abs_error": max(e["max_abs_error"] for e in shift_errors),
+    "tying_saves_m": saved / 1e6,
+}
+path = results.write_result("model", metrics, profile=profile, device="cpu",
+                            wall_time_s=round(time.perf_counter() - chapter_start, 2))
+print(f"wrote {path.parent.name}/{path.name} under the results folder")
