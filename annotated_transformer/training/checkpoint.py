@@ -1,0 +1,189 @@
+"""Checkpoints: atomic writes, exact-resume state, and averaging of the last k (paper section 6.1).
+
+Two kinds of file, both self-contained (config and tokenizer inside, so `translate` needs nothing else):
+
+- the *resume* checkpoint (`last.pt`): model, optimizer, scheduler, every RNG state and the position in
+  the data, so an interrupted run continues bit for bit;
+- *snapshots* (`checkpoints/step_00001234.pt`): model weights only, written every few minutes or steps,
+  which `average_checkpoints` merges as the paper did for its reported models (last 5 for base, 20 for big).
+
+Every write goes to a temporary file in the same folder and is moved into place with `os.replace`, so a
+crash mid-write (power cut, out of disk, Ctrl-C twice) leaves the previous file intact.
+"""
+from __future__ import annotations
+
+import os
+import random
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import torch
+
+CHECKPOINT_FORMAT = 1
+RESUME_NAME = "last.pt"
+SNAPSHOT_DIR = "checkpoints"
+_SNAPSHOT_PATTERN = re.compile(r"^step_(\d+)\.pt$")
+
+
+# ------------------------------------------------------------------------------------------ writing
+def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
+    """torch.save through a temporary file and os.replace: readers see the old file or the new one, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(obj, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    finally:
+        Path(tmp_name).unlink(missing_ok=True)
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+    """Read a checkpoint written by this module, with a clear message for a missing or foreign file."""
+    path = Path(path)
+    if path.is_dir():
+        resume = path / RESUME_NAME
+        if not resume.is_file():
+            raise FileNotFoundError(f"{path} is a folder without {RESUME_NAME}: pass a .pt file or a training --out folder")
+        path = resume
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}: train one with `python -m annotated_transformer train` first")
+    # weights_only: a checkpoint holds tensors, numbers, strings and bytes only, so no code runs on load.
+    state = torch.load(path, map_location=map_location, weights_only=True)
+    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT or "model" not in state:
+        raise ValueError(f"{path} is not a checkpoint of this package (format {CHECKPOINT_FORMAT}); was it written by `train`?")
+    return state
+
+
+# ------------------------------------------------------------------------------------------ RNG
+def capture_rng_state() -> dict:
+    """Every random generator a training step may touch, in a form torch.load(weights_only=True) accepts."""
+    np_kind, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state()
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": _to_plain(random.getstate()),
+        "numpy": {"kind": np_kind, "keys": torch.from_numpy(np_keys.astype(np.int64)), "pos": int(np_pos),
+                  "has_gauss": int(np_has_gauss), "gauss": float(np_gauss)},
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict) -> None:
+    """Put back what `capture_rng_state` saved (a CUDA state is restored only where CUDA is present)."""
+    torch.set_rng_state(state["torch"])
+    random.setstate(_to_tuple(state["python"]))
+    np_state = state["numpy"]
+    np.random.set_state((np_state["kind"], np_state["keys"].numpy().astype(np.uint32), np_state["pos"],
+                         np_state["has_gauss"], np_state["gauss"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _to_plain(value):
+    return [_to_plain(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def _to_tuple(value):
+    return tuple(_to_tuple(v) for v in value) if isinstance(value, list) else value
+
+
+# ------------------------------------------------------------------------------------------ snapshots
+def snapshot_path(out_dir: str | os.PathLike, step: int) -> Path:
+    return Path(out_dir) / SNAPSHOT_DIR / f"step_{step:08d}.pt"
+
+
+def list_snapshots(out_dir: str | os.PathLike) -> list[Path]:
+    """Snapshots under `out_dir/checkpoints/` (or `out_dir` itself), oldest first by step."""
+    folder = Path(out_dir)
+    if (folder / SNAPSHOT_DIR).is_dir():
+        folder = folder / SNAPSHOT_DIR
+    found = [(int(m.group(1)), p) for p in folder.glob("step_*.pt") if (m := _SNAPSHOT_PATTERN.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def prune_snapshots(out_dir: str | os.PathLike, keep: int) -> list[Path]:
+    """Delete all but the newest `keep` snapshots; returns what was deleted."""
+    snapshots = list_snapshots(out_dir)
+    doomed = snapshots[:-keep] if keep > 0 else snapshots
+    for path in doomed:
+        path.unlink(missing_ok=True)
+    return doomed
+
+
+# ------------------------------------------------------------------------------------------ averaging
+def average_state_dicts(state_dicts: Iterable[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of floating-point tensors (summed in float64 so 20 checkpoints lose nothing);
+    integer tensors (counters, buffers) are taken from the last state dict."""
+    total: dict[str, torch.Tensor] = {}
+    last: dict[str, torch.Tensor] = {}
+    count = 0
+    for state in state_dicts:
+        if count and state.keys() != last.keys():
+            missing = sorted(set(last) ^ set(state))
+            raise ValueError(f"cannot average checkpoints of different models: keys differ ({missing[:5]} ...)")
+        for name, tensor in state.items():
+            if tensor.is_floating_point():
+                acc = tensor.detach().to(torch.float64)
+                total[name] = acc.clone() if count == 0 else total[name].add_(acc)
+        last = state
+        count += 1
+    if count == 0:
+        raise ValueError("no checkpoints to average")
+    return {
+        name: (total[name] / count).to(tensor.dtype) if tensor.is_floating_point() else tensor.clone()
+        for name, tensor in last.items()
+    }
+
+
+def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
+    """One checkpoint whose weights are the mean of `paths`' weights (section 6.1); the config, tokenizer and
+    step come from the newest (last) one, and `averaged_from` records the inputs."""
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("no checkpoints to average: train longer, or lower --last")
+    checkpoints = [load_checkpoint(p) for p in paths]
+    newest = checkpoints[-1]
+    for path, checkpoint in zip(paths, checkpoints):
+        if checkpoint.get("config") != newest.get("config"):
+            raise ValueError(f"{path} has another model configuration than {paths[-1]}: average runs of one model only")
+    merged = {key: value for key, value in newest.items() if key not in ("optimizer", "scheduler", "rng", "model")}
+    merged["model"] = average_state_dicts(c["model"] for c in checkpoints)
+    merged["averaged_from"] = [p.name for p in paths]
+    return merged
+
+
+def average_last(out_dir: str | os.PathLike, k: int) -> tuple[dict, list[Path]]:
+    """Average the newest `k` snapshots of a training folder; returns (checkpoint, the paths used)."""
+    snapshots = list_snapshots(out_dir)
+    if not snapshots:
+        raise FileNotFoundError(
+            f"no snapshots (checkpoints/step_*.pt) under {out_dir}: is it a `train --out` folder?"
+        )
+    chosen = snapshots[-k:]
+    return average_checkpoints(chosen), chosen
+
+
+# ------------------------------------------------------------------------------------------ loading for use
+def model_from_checkpoint(checkpoint: dict | str | os.PathLike, device: str | torch.device = "cpu"):
+    """(model in eval mode, tokenizer) rebuilt from a checkpoint alone."""
+    from ..config import TransformerConfig
+    from ..data.tokenizer import Tokenizer
+    from ..model import Transformer
+
+    if not isinstance(checkpoint, dict):
+        checkpoint = load_checkpoint(checkpoint)
+    config = TransformerConfig.from_dict(checkpoint["config"])
+    vocab = checkpoint["vocab"]
+    model = Transformer(config, vocab["src_vocab_size"], vocab["tgt_vocab_size"], share_embeddings=vocab["share_embeddings"])
+    model.load_state_dict(checkpoint["model"])
+    tokenizer = Tokenizer.from_bytes(checkpoint["tokenizer"])
+    return model.to(device).eval(), tokenizer

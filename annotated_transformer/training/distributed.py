@@ -1,0 +1,99 @@
+"""Several processes (GPUs or machines) through torchrun + DistributedDataParallel.
+
+`torchrun --nproc_per_node=8 -m annotated_transformer train --profile paper` starts 8 processes; each reads
+RANK, WORLD_SIZE and LOCAL_RANK from its environment, and `init_distributed` joins them into one group
+(nccl between GPUs, gloo on CPUs). Every rank computes the gradient of its share of each global batch and
+DDP averages them, which the trainer compensates for so that N ranks take exactly the step one process
+would take with N times the gradient accumulation.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistributedContext:
+    """Who this process is in the job (rank 0 of 1 when not distributed) and its device."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0 alone prints, logs and writes files."""
+        return self.rank == 0
+
+
+def launched_by_torchrun() -> bool:
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def init_distributed(device: str = "auto", backend: str | None = None, timeout_minutes: float = 30.0) -> DistributedContext:
+    """Join the process group torchrun describes (or return a single-process context when not launched by it).
+
+    device "auto" takes this process's GPU (cuda:LOCAL_RANK) when CUDA is present, else the CPU; the backend
+    defaults to nccl for GPUs and gloo for CPUs.
+    """
+    if not launched_by_torchrun() or int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        return DistributedContext(device=torch.device(_pick_device(device, 0)))
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    chosen = torch.device(_pick_device(device, local_rank))
+    if chosen.type == "cuda":
+        torch.cuda.set_device(chosen)
+    backend = backend or ("nccl" if chosen.type == "cuda" else "gloo")
+    if not dist.is_initialized():
+        dist.init_process_group(backend=backend, timeout=datetime.timedelta(minutes=timeout_minutes))
+    return DistributedContext(rank=rank, world_size=world_size, local_rank=local_rank, device=chosen)
+
+
+def _pick_device(device: str, local_rank: int) -> str:
+    if device == "auto":
+        return f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and torch.cuda.is_available():
+        return f"cuda:{local_rank}"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} was asked for but CUDA is not available: pass --device cpu or auto")
+    return device
+
+
+def shutdown_distributed() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def barrier(context: DistributedContext) -> None:
+    if context.is_distributed:
+        dist.barrier()
+
+
+def all_reduce_sum(tensor: torch.Tensor, context: DistributedContext) -> torch.Tensor:
+    """Sum over ranks, in place (a no-op in a single process)."""
+    if context.is_distributed:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def max_over_ranks(value: int, context: DistributedContext) -> int:
+    """The largest of the ranks' values: one rank's Ctrl-C or time limit then stops every rank at the same step."""
+    if not context.is_distributed:
+        return value
+    tensor = torch.tensor([float(value)], device=context.device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return int(tensor.item())
+
+
+def rank_share(batch_indices: list, context: DistributedContext) -> list:
+    """This rank's micro-batches of one global step: rank r takes r, r + N, r + 2N, ... ."""
+    return batch_indices[context.rank :: context.world_size]

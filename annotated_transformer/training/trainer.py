@@ -1,0 +1,474 @@
+"""The training loop of section 5: Adam with the warm-up schedule, label smoothing, token-count batches.
+
+What it adds to the paper is what makes a run trustworthy on any hardware:
+
+- one optimizer step = one *global batch* of `accumulation x world_size` micro-batches, fixed by the data
+  and the seed alone, so one process with accumulation N and N processes (DDP) take the same step;
+- the loss of a step is summed over the global batch's target tokens and divided by their count, so
+  micro-batches of different sizes weigh exactly as in one big batch;
+- bf16 autocast where the hardware computes in bf16 (the loss itself stays in float32);
+- a resume checkpoint after every snapshot and on Ctrl-C / SIGTERM, holding everything down to the RNG
+  states and the position inside the epoch, so a resumed run ends with bit-identical parameters;
+- limits by steps, epochs or minutes, whichever comes first; metrics as JSON lines; a progress bar.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from ..data.batching import EncodedPairs, TokenBatchSampler, collate_pairs
+from .checkpoint import (
+    CHECKPOINT_FORMAT,
+    RESUME_NAME,
+    atomic_torch_save,
+    capture_rng_state,
+    load_checkpoint,
+    prune_snapshots,
+    restore_rng_state,
+    snapshot_path,
+)
+from .distributed import DistributedContext, all_reduce_sum, barrier, max_over_ranks
+from .loss import label_smoothed_cross_entropy
+from .recipes import TrainingRecipe
+from .schedule import NoamSchedule, peak_lr
+
+logger = logging.getLogger(__name__)
+
+METRICS_NAME = "metrics.jsonl"
+
+
+# ------------------------------------------------------------------------------------------ precision
+def cpu_supports_bf16() -> bool:
+    """True when the CPU multiplies bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is emulated and slow."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool({"avx512_bf16", "amx_bf16"} & flags)
+    except OSError:
+        pass
+    capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()
+    return "AMX" in str(capability).upper()
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """"auto" -> "bf16" on GPUs with bf16 and CPUs with AVX512-BF16/AMX, else "fp32"."""
+    if precision not in ("auto", "bf16", "fp32"):
+        raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {precision!r}")
+    if precision != "auto":
+        return precision
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    if device.type == "cpu":
+        return "bf16" if cpu_supports_bf16() else "fp32"
+    return "fp32"
+
+
+def autocast_context(device: torch.device, precision: str):
+    """bf16 autocast for matrix multiplies; a no-op context for fp32."""
+    if precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+# ------------------------------------------------------------------------------------------ optimizer
+def build_optimizer(model: nn.Module, recipe: TrainingRecipe, device: torch.device) -> torch.optim.Adam:
+    """Adam(beta1=0.9, beta2=0.98, eps=1e-9) of section 5.3; fused kernels on GPU, foreach on CPU."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    kernel = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    return torch.optim.Adam(params, lr=1.0, betas=tuple(recipe.adam_betas), eps=recipe.adam_eps, **kernel)
+
+
+def schedule_factor(recipe: TrainingRecipe, d_model: int) -> float:
+    """Scale of the paper's curve: 1.0 for the paper, or whatever makes its top equal recipe.peak_lr."""
+    if recipe.peak_lr is None:
+        return 1.0
+    return recipe.peak_lr / peak_lr(d_model, recipe.warmup_steps, 1.0)
+
+
+# ------------------------------------------------------------------------------------------ progress
+@dataclass
+class TrainingProgress:
+    """Where a run is: saved in the resume checkpoint so the run continues at the next global batch."""
+
+    step: int = 0  # optimizer updates done
+    epoch: int = 0
+    batch_cursor: int = 0  # global batches of `epoch` already consumed
+    target_tokens: int = 0  # real target tokens trained on so far
+    train_time_s: float = 0.0  # wall time inside the training loop, over all sessions
+    last_snapshot_time_s: float = 0.0
+    last_valid: dict = field(default_factory=dict)
+
+
+@dataclass
+class TrainResult:
+    out_dir: Path
+    progress: TrainingProgress
+    stopped_by: str  # "max_steps" | "max_epochs" | "time_budget" | "interrupted"
+    valid: dict
+
+
+class _StopRequest:
+    """Ctrl-C or SIGTERM set a flag the loop checks after each step; a second Ctrl-C aborts at once."""
+
+    def __init__(self):
+        self.requested = False
+        self.reason = ""
+        self._previous: dict = {}
+
+    def _handle(self, signum, frame):
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = True
+        self.reason = signal.Signals(signum).name
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
+
+
+# ------------------------------------------------------------------------------------------ trainer
+class Trainer:
+    """Trains `model` on `train_data` following `recipe`; writes metrics and checkpoints under `out_dir`.
+
+    Args:
+        model: a Transformer on its device (not wrapped: the trainer adds DDP and torch.compile itself).
+        tokenizer: stored in every checkpoint (anything with `to_bytes()`), so checkpoints are self-contained.
+        train_data, valid_data: encoded pairs (see `annotated_transformer.data.EncodedPairs`).
+        recipe: the run's settings.
+        out_dir: `metrics.jsonl`, `last.pt` (resume) and `checkpoints/step_*.pt` (snapshots) go here.
+        context: rank, world size and device (default: one process on the model's device).
+        show_progress: draw a tqdm bar on rank 0.
+        on_step: called as on_step(trainer) after every optimizer step (tests use it to interrupt a run).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer,
+        train_data: EncodedPairs,
+        valid_data: EncodedPairs | None,
+        recipe: TrainingRecipe,
+        out_dir: str | os.PathLike,
+        context: DistributedContext | None = None,
+        *,
+        show_progress: bool = True,
+        on_step: Callable[["Trainer"], None] | None = None,
+    ):
+        self.model = model
+        self.config = model.config
+        self.tokenizer = tokenizer
+        self.train_data, self.valid_data = train_data, valid_data
+        self.recipe = recipe
+        self.out_dir = Path(out_dir)
+        device = next(model.parameters()).device
+        self.context = context or DistributedContext(device=device)
+        self.device = self.context.device
+        self.precision = resolve_precision(recipe.precision, self.device)
+        self.show_progress = show_progress
+        self.on_step = on_step
+        self.progress = TrainingProgress()
+        self._stop = _StopRequest()
+
+        self.optimizer = build_optimizer(model, recipe, self.device)
+        self.scheduler = NoamSchedule(
+            self.optimizer, self.config.d_model, recipe.warmup_steps, schedule_factor(recipe, self.config.d_model)
+        )
+        # One global batch = accumulation micro-batches on each of world_size ranks; the sampler makes the
+        # number of micro-batches per epoch a multiple of that, so the plan does not depend on how the
+        # product is split between ranks and accumulation.
+        self.micro_batches_per_step = recipe.accumulation * self.context.world_size
+        self.sampler = TokenBatchSampler(
+            train_data.src_lengths, train_data.tgt_lengths, recipe.batch_tokens,
+            shuffle=True, seed=recipe.seed, world_size=self.micro_batches_per_step, skip_too_long=True,
+        )
+        self._tgt_label_counts = np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1  # tokens + eos
+
+        forward_model: nn.Module = model
+        if recipe.compile:
+            forward_model = torch.compile(forward_model)
+        if self.context.is_distributed:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            forward_model = DistributedDataParallel(forward_model, device_ids=ids)
+        self.forward_model = forward_model
+
+    # -------------------------------------------------------------------------------------- state
+    def state_dict(self) -> dict:
+        """The resume checkpoint: everything needed to continue this run exactly."""
+        return {
+            **self.snapshot_dict(),
+            "kind": "resume",
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "rng": capture_rng_state(),
+            "progress": asdict(self.progress),
+        }
+
+    def snapshot_dict(self) -> dict:
+        """Model weights with what is needed to use them (config, vocabulary sizes, tokenizer, recipe)."""
+        model = self.model
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "kind": "snapshot",
+            "model": {k: v.detach().clone() for k, v in model.state_dict().items()},
+            "config": self.config.to_dict(),
+            "vocab": {
+                "src_vocab_size": model.src_embed.num_embeddings,
+                "tgt_vocab_size": model.tgt_embed.num_embeddings,
+                "share_embeddings": model.share_embeddings,
+            },
+            "tokenizer": self.tokenizer.to_bytes() if self.tokenizer is not None else b"",
+            "recipe": self.recipe.to_dict(),
+            "step": self.progress.step,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("kind") != "resume":
+            raise ValueError("this checkpoint holds weights only (a snapshot or an average): resume from the run's last.pt")
+        if state["config"] != self.config.to_dict():
+            raise ValueError("the checkpoint's model configuration differs from this run's: resume with the same --profile and options")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.progress = TrainingProgress(**state["progress"])
+        restore_rng_state(state["rng"])
+
+    def resume_from(self, path: str | os.PathLike) -> None:
+        """Continue from a resume checkpoint (a `last.pt` or the `--out` folder holding it)."""
+        self.load_state_dict(load_checkpoint(path, map_location="cpu"))
+        self._log({"kind": "resume", "step": self.progress.step, "from": str(path)})
+
+    def save_resume_checkpoint(self) -> Path | None:
+        path = self.out_dir / RESUME_NAME
+        if self.context.is_main:
+            atomic_torch_save(self.state_dict(), path)
+        barrier(self.context)
+        return path
+
+    def save_snapshot(self) -> Path | None:
+        path = snapshot_path(self.out_dir, self.progress.step)
+        if self.context.is_main:
+            atomic_torch_save(self.snapshot_dict(), path)
+            prune_snapshots(self.out_dir, self.recipe.keep_snapshots)
+        return path
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Stop after the current step, saving a resume checkpoint first (what Ctrl-C does)."""
+        self._stop.requested, self._stop.reason = True, reason
+
+    # -------------------------------------------------------------------------------------- logging
+    def _log(self, record: dict) -> None:
+        if not self.context.is_main:
+            return
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.out_dir / METRICS_NAME, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    # -------------------------------------------------------------------------------------- one step
+    def _to_device(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.device.type == "cuda":
+            return tensor.pin_memory().to(self.device, non_blocking=True)
+        return tensor.to(self.device)
+
+    def train_step(self, global_batch: list[list[int]]) -> torch.Tensor:
+        """One optimizer update on this rank's share of `global_batch`; returns (loss_sum, nll_sum, tokens)."""
+        mine = global_batch[self.context.rank :: self.context.world_size]
+        global_tokens = int(sum(self._tgt_label_counts[b].sum() for b in map(np.asarray, global_batch)))
+        # DDP averages gradients over ranks; multiplying by world_size turns that average into the sum.
+        scale = self.context.world_size / global_tokens
+        sums = torch.zeros(3, device=self.device, dtype=torch.float64)
+        self.forward_model.train()
+        for i, indices in enumerate(mine):
+            src, tgt = collate_pairs([self.train_data[j] for j in indices], self.config.pad_id, self.config.bos_id, self.config.eos_id)
+            src, tgt = self._to_device(src), self._to_device(tgt)
+            last = i == len(mine) - 1
+            sync = contextlib.nullcontext() if (last or not self.context.is_distributed) else self.forward_model.no_sync()
+            with sync:
+                with autocast_context(self.device, self.precision):
+                    logits = self.forward_model(src, tgt[:, :-1])
+                parts = label_smoothed_cross_entropy(logits, tgt[:, 1:], self.config.label_smoothing, self.config.pad_id)
+                (parts.loss * scale).backward()
+            sums += torch.stack([parts.loss.detach().double(), parts.nll.detach().double(), parts.tokens.double()])
+        if self.recipe.clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.recipe.clip_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return sums
+
+    # -------------------------------------------------------------------------------------- validation
+    def validate(self) -> dict:
+        from ..evaluation import teacher_forced_loss
+
+        if self.valid_data is None or len(self.valid_data) == 0:
+            return {}
+        result = teacher_forced_loss(
+            self.model, self.valid_data, batch_tokens=self.recipe.eval_batch_tokens, precision=self.precision,
+            context=self.context,
+        )
+        self.progress.last_valid = {**result, "step": self.progress.step}
+        self._log({"kind": "valid", "step": self.progress.step, "epoch": self.progress.epoch, **result})
+        return result
+
+    # -------------------------------------------------------------------------------------- the loop
+    def _limit_reached(self) -> str | None:
+        r, p = self.recipe, self.progress
+        if r.max_steps is not None and p.step >= r.max_steps:
+            return "max_steps"
+        if r.max_epochs is not None and p.epoch >= r.max_epochs:
+            return "max_epochs"
+        if r.time_budget_minutes is not None and p.train_time_s >= 60.0 * r.time_budget_minutes:
+            return "time_budget"
+        return None
+
+    def _snapshot_due(self) -> bool:
+        r, p = self.recipe, self.progress
+        if r.save_every_steps and p.step % r.save_every_steps == 0:
+            return True
+        if r.save_every_minutes and p.train_time_s - p.last_snapshot_time_s >= 60.0 * r.save_every_minutes:
+            return True
+        return False
+
+    def _next_global_batch(self) -> list[list[int]] | None:
+        """The next step's micro-batches, moving to the next epoch when this one is used up."""
+        while True:
+            batches = self.sampler.global_batches(self.progress.epoch)
+            steps_in_epoch = len(batches) // self.micro_batches_per_step
+            if self.progress.batch_cursor < steps_in_epoch:
+                start = self.progress.batch_cursor * self.micro_batches_per_step
+                return batches[start : start + self.micro_batches_per_step]
+            self.progress.epoch += 1
+            self.progress.batch_cursor = 0
+            if self._limit_reached() == "max_epochs":
+                return None
+
+    def train(self) -> TrainResult:
+        """Run until a limit (steps, epochs, minutes) or a stop request; always leaves a resume checkpoint."""
+        r, p = self.recipe, self.progress
+        if r.max_steps is None and r.max_epochs is None and r.time_budget_minutes is None:
+            raise ValueError("the recipe sets no limit: give max_steps, max_epochs or time_budget_minutes")
+        if self.context.is_main:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._log({"kind": "start", "step": p.step, "world_size": self.context.world_size,
+                       "precision": self.precision, "device": str(self.device), "recipe": r.to_dict(),
+                       "padding_fraction": round(self.sampler.padding_fraction(p.epoch), 4)})
+        bar = self._progress_bar()
+        window = torch.zeros(3, device=self.device, dtype=torch.float64)
+        window_start, window_steps = time.perf_counter(), 0
+        stopped_by = self._limit_reached()
+        with self._stop:
+            session_start = time.perf_counter()
+            time_before = p.train_time_s
+            while stopped_by is None:
+                global_batch = self._next_global_batch()
+                if global_batch is None:
+                    stopped_by = "max_epochs"
+                    break
+                window += self.train_step(global_batch)
+                p.step += 1
+                p.batch_cursor += 1
+                window_steps += 1
+                p.train_time_s = time_before + (time.perf_counter() - session_start)
+                if self.on_step is not None:
+                    self.on_step(self)
+                if p.step % r.log_every == 0:
+                    window_start = self._report(window, window_start, window_steps, bar)
+                    window.zero_()
+                    window_steps = 0
+                elif bar is not None:
+                    bar.update(1)
+                if r.eval_every and p.step % r.eval_every == 0:
+                    self.validate()
+                if self._snapshot_due():
+                    p.last_snapshot_time_s = p.train_time_s
+                    self.save_snapshot()
+                    self.save_resume_checkpoint()
+                stopped_by = self._limit_reached()
+                # Every rank stops at the same step, whichever rank saw the signal or the clock.
+                urgency = max_over_ranks(2 if self._stop.requested else 1 if stopped_by == "time_budget" else 0, self.context)
+                if urgency == 2:
+                    stopped_by = "interrupted"
+                elif urgency == 1:
+                    stopped_by = "time_budget"
+            if bar is not None:
+                bar.close()
+            if window_steps:
+                self._report(window, window_start, window_steps, None)
+            if stopped_by != "interrupted":
+                just_validated = bool(r.eval_every) and p.step % r.eval_every == 0 and p.last_valid.get("step") == p.step
+                valid = p.last_valid if just_validated else self.validate()
+                if not (r.save_every_steps and p.step % r.save_every_steps == 0 and self._snapshot_exists()):
+                    self.save_snapshot()
+            else:
+                valid = p.last_valid
+            self.save_resume_checkpoint()
+        self._log({"kind": "stop", "step": p.step, "stopped_by": stopped_by, "train_time_s": round(p.train_time_s, 2),
+                   "reason": self._stop.reason})
+        return TrainResult(out_dir=self.out_dir, progress=p, stopped_by=stopped_by, valid=valid)
+
+    def _snapshot_exists(self) -> bool:
+        return snapshot_path(self.out_dir, self.progress.step).is_file()
+
+    def _progress_bar(self):
+        if not (self.show_progress and self.context.is_main):
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=self.recipe.max_steps, initial=self.progress.step, unit="step", dynamic_ncols=True,
+                    desc=f"train {self.recipe.profile}")
+
+    def _report(self, window: torch.Tensor, window_start: float, steps: int, bar) -> float:
+        """Log the mean loss of the last steps (summed over ranks) with speed and learning rate."""
+        totals = all_reduce_sum(window.clone(), self.context).tolist()
+        loss_sum, nll_sum, tokens = totals
+        now = time.perf_counter()
+        seconds = max(now - window_start, 1e-9)
+        tokens = max(tokens, 1.0)
+        self.progress.target_tokens += int(tokens)
+        record = {
+            "kind": "train",
+            "step": self.progress.step,
+            "epoch": self.progress.epoch,
+            "loss": loss_sum / tokens,
+            "nll": nll_sum / tokens,
+            "ppl": math.exp(min(nll_sum / tokens, 50.0)),
+            "lr": self.scheduler.get_last_lr()[0],
+            "target_tokens_per_s": tokens / seconds,
+            "target_tokens": self.progress.target_tokens,
+            "train_time_s": round(self.progress.train_time_s, 2),
+        }
+        self._log(record)
+        if bar is not None:
+            postfix = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}", "tok/s": f"{record['target_tokens_per_s']:.0f}"}
+            budget = self.recipe.time_budget_minutes
+            if budget is not None:
+                left = max(0.0, 60.0 * budget - self.progress.train_time_s)
+                postfix["left"] = f"{int(left // 60)}:{int(left % 60):02d}"
+            if self.progress.last_valid:
+                postfix["val_ppl"] = f"{self.progress.last_valid['ppl']:.2f}"
+            bar.set_postfix(postfix, refresh=False)
+            bar.update(1)
+        return now
