@@ -33,8 +33,8 @@ CHAPTER_GLOB = "[0-9][0-9]_*.py"
 KERNEL_NAME = "python3"
 # Chapters that summarise the others' results run last, so their tables show this run.
 SUMMARY_CHAPTERS = ("00_introduction",)
-# Files at the book root that the site needs besides the chapters.
-SITE_FILES = ("_config.yml", "references.md", "references.bib")
+# Files at the book root that the site needs besides the pages of the toc.
+SITE_FILES = ("_config.yml", "references.bib")
 # Sphinx warnings that mean a page or a file the toc promises is missing.
 MISSING_FILE_WARNINGS = re.compile(
     r"nonexisting document|isn't included in any toctree|not included in any toctree|"
@@ -465,22 +465,29 @@ def stage_site(
     present = set()
     for entry in _toc_files(toc):
         rel = Path(entry)
-        if (stage / rel.with_suffix(".md")).is_file():
+        page = root / rel.with_suffix(".md")
+        if page.is_file():  # a plain page (references): copied as it is
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(page, stage / rel.with_suffix(".md"))
             present.add(entry)
             continue
         executed = stage / rel.with_suffix(".ipynb")
         source = root / rel.with_suffix(".py")
-        if executed.is_file():
-            meta = _read_meta(executed)
-            if source.is_file() and meta.get("source_sha256") not in (None, _source_digest(source)):
-                notes.append(f"{entry}: executed before its source last changed; rerun it to refresh the page")
-            present.add(entry)
-        elif source.is_file():
-            jupytext.write(jupytext.read(str(source)), str(executed), fmt="ipynb")
-            notes.append(f"{entry}: not executed under this profile yet; the site shows it without outputs")
-            present.add(entry)
-        else:
+        if not source.is_file():
             notes.append(f"{entry}: listed in _toc.yml but {rel.with_suffix('.py')} does not exist yet; left out")
+            continue
+        meta = _read_meta(executed) if executed.is_file() else {}
+        if meta.get("status") in ("ok", "failed"):  # written by execute_chapter
+            if meta["status"] == "failed":
+                notes.append(f"{entry}: its last execution failed; the page shows the error")
+            if meta.get("source_sha256") != _source_digest(source):
+                notes.append(f"{entry}: executed before its source last changed; rerun it to refresh the page")
+        else:
+            nb = jupytext.read(str(source))
+            nb.metadata["annotated_transformer"] = {"status": "not executed", "source": f"book/{source.name}"}
+            jupytext.write(nb, str(executed), fmt="ipynb")
+            notes.append(f"{entry}: not executed under this profile yet; the site shows it without outputs")
+        present.add(entry)
     if toc.get("root") not in present:
         raise FileNotFoundError(f"the book's root page {toc.get('root')} is missing from {stage}")
     filtered = _filter_toc(toc, lambda f: f in present)

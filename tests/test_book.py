@@ -284,7 +284,7 @@ async def _inspect_page(ws_url: str, url: str, screenshot: Path, timeout: float)
 
 def check_page_charts(chromium: str, page: Path, screenshot: Path, timeout: float = 45.0) -> dict:
     """Chart states of a built page in headless Chromium, offline, plus a screenshot of its first chart."""
-    with tempfile.TemporaryDirectory() as profile_dir:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile_dir:
         proc = subprocess.Popen(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--no-first-run", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
