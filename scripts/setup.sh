@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Set up everything the project needs in ./.venv: torch (if absent), the package, the book's
+# tools, and (where apt is available as root) Debian's Chromium for the browser test.
+# Safe to run again: each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+# Install the torch build for your hardware first to keep it; otherwise this spec is used.
+TORCH_SPEC=${TORCH_SPEC:-torch>=2.2}
+
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv with $($PYTHON --version)"
+  "$PYTHON" -m venv .venv
+fi
+PY=.venv/bin/python
+"$PY" -m pip install --quiet --upgrade pip >/dev/null
+
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "[setup] installing $TORCH_SPEC"
+  "$PY" -m pip install --quiet "$TORCH_SPEC"
+fi
+echo "[setup] torch $("$PY" -c 'import torch; print(torch.__version__)')"
+
+echo "[setup] installing requirements and the package (editable)"
+"$PY" -m pip install --quiet -r requirements.txt
+"$PY" -m pip install --quiet --no-deps -e .
+
+# The papermill runner executes chapters with this venv's interpreter.
+"$PY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (annotated-transformer)" >/dev/null
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] installing Debian's chromium for the browser test"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "[setup] could not install chromium: the browser test will be skipped"
+  else
+    echo "[setup] chromium not found (install it to run the browser test; it is skipped otherwise)"
+  fi
+fi
+echo "[setup] done"
