@@ -1,0 +1,168 @@
+"""The training loop does what section 5 says, and a stopped run continues exactly where it stopped."""
+import json
+import math
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch
+
+from annotated_transformer import Transformer, preset
+from annotated_transformer.data import EncodedPairs
+from annotated_transformer.training.loss import label_smoothed_cross_entropy
+from annotated_transformer.training.recipes import RECIPES, TrainingRecipe, recipe_for
+from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
+from annotated_transformer.training.trainer import Trainer, resolve_precision, schedule_factor
+
+VOCAB = 24
+
+
+class FakeTokenizer:
+    """Checkpoints store the tokenizer's bytes; synthetic runs need nothing more."""
+
+    def to_bytes(self) -> bytes:
+        return b"synthetic"
+
+
+def copy_pairs(n: int, seed: int) -> EncodedPairs:
+    """Copy-task pairs of 3..9 tokens drawn from the ids after the specials."""
+    rng = np.random.default_rng(seed)
+    seqs = [rng.integers(4, VOCAB, size=int(rng.integers(3, 10))).tolist() for _ in range(n)]
+    return EncodedPairs(seqs, seqs)
+
+
+def tiny_recipe(**overrides) -> TrainingRecipe:
+    base = dict(profile="test", description="unit test", preset="tiny",
+                model_overrides=dict(d_model=32, d_ff=64, n_heads=2, n_layers=1, dropout=0.1, max_len=32),
+                batch_tokens=96, accumulation=2, peak_lr=3e-3, warmup_steps=5, max_steps=12, log_every=3,
+                eval_every=4, save_every_steps=4, save_every_minutes=None, keep_snapshots=3, precision="fp32",
+                eval_batch_tokens=200, seed=3)
+    dropout = overrides.pop("dropout", None)
+    base.update(overrides)
+    if dropout is not None:
+        base["model_overrides"] = {**base["model_overrides"], "dropout": dropout}
+    return TrainingRecipe(**base)
+
+
+def make_trainer(recipe, out_dir, on_step=None, model_seed=0):
+    torch.manual_seed(model_seed)
+    model = Transformer(recipe.model_config(), VOCAB, VOCAB)
+    torch.manual_seed(recipe.seed)
+    return Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), recipe, out_dir,
+                   show_progress=False, on_step=on_step)
+
+
+# ------------------------------------------------------------------------------------------ loss
+def test_label_smoothing_equals_hand_computed_value():
+    # V = 4, logits (0, ln 2, 0, 0): probabilities (1, 2, 1, 1) / 5, target 1, eps = 0.1.
+    #   nll     = -ln(2/5)                              = 0.916291
+    #   uniform = -(3 ln(1/5) + ln(2/5)) / 4            = 1.436151
+    #   loss    = 0.9 * 0.916291 + 0.1 * 1.436151       = 0.968277
+    logits = torch.tensor([[[0.0, math.log(2.0), 0.0, 0.0], [5.0, 1.0, 2.0, 3.0]]])
+    target = torch.tensor([[1, 0]])  # the second position is padding and must not count
+    parts = label_smoothed_cross_entropy(logits, target, smoothing=0.1, pad_id=0)
+    assert parts.tokens.item() == 1
+    assert parts.nll.item() == pytest.approx(0.916291, abs=1e-6)
+    assert parts.loss.item() == pytest.approx(0.968277, abs=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ schedule
+def test_schedule_equals_formula_and_resumes_from_state_dict():
+    d_model, warmup = 512, 400
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([param], lr=1.0)
+    schedule = NoamSchedule(optimizer, d_model, warmup)
+    seen = {}
+    for step in range(1, 801):
+        seen[step] = optimizer.param_groups[0]["lr"]  # the rate used by update number `step`
+        optimizer.step()
+        schedule.step()
+    for step in (1, 100, 399, 400, 401, 800):
+        by_hand = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+        assert seen[step] == pytest.approx(by_hand, rel=1e-12)
+    assert max(seen.values()) == pytest.approx(peak_lr(d_model, warmup), rel=1e-12)
+    assert peak_lr(512, 4000) == pytest.approx(7.0e-4, rel=2e-3)  # the paper's base model
+
+    resumed_optimizer = torch.optim.Adam([param], lr=1.0)
+    resumed = NoamSchedule(resumed_optimizer, d_model, warmup)
+    resumed.load_state_dict(schedule.state_dict())
+    resumed_optimizer.param_groups[0]["lr"] = resumed.get_last_lr()[0]
+    assert resumed_optimizer.param_groups[0]["lr"] == pytest.approx(noam_lr(801, d_model, warmup), rel=1e-12)
+
+
+def test_recipe_peak_lr_sets_the_top_of_the_curve():
+    recipe = tiny_recipe(peak_lr=2e-3, warmup_steps=400)
+    factor = schedule_factor(recipe, 256)
+    assert noam_lr(400, 256, 400, factor) == pytest.approx(2e-3)
+    assert schedule_factor(tiny_recipe(peak_lr=None), 256) == 1.0
+
+
+def test_every_profile_builds_a_valid_model_config():
+    for name in RECIPES:
+        recipe_for(name).model_config()
+    with pytest.raises(ValueError, match="unknown profile"):
+        recipe_for("laptop")
+
+
+def test_precision_auto_is_fp32_without_hardware_bf16(monkeypatch):
+    from annotated_transformer.training import trainer
+
+    monkeypatch.setattr(trainer, "cpu_supports_bf16", lambda: False)
+    assert resolve_precision("auto", torch.device("cpu")) == "fp32"
+    monkeypatch.setattr(trainer, "cpu_supports_bf16", lambda: True)
+    assert resolve_precision("auto", torch.device("cpu")) == "bf16"
+    assert resolve_precision("fp32", torch.device("cpu")) == "fp32"
+
+
+# ------------------------------------------------------------------------------------------ the loop
+def test_a_run_learns_and_logs_metrics(tmp_path):
+    trainer = make_trainer(tiny_recipe(max_steps=30, peak_lr=5e-3, eval_every=10, dropout=0.0), tmp_path)
+    before = trainer.validate()["loss"]
+    result = trainer.train()
+    assert result.stopped_by == "max_steps" and result.progress.step == 30
+    assert result.valid["loss"] < before - 0.3
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    kinds = {r["kind"] for r in records}
+    assert {"start", "train", "valid", "stop"} <= kinds
+    train = [r for r in records if r["kind"] == "train"]
+    assert all(r["target_tokens_per_s"] > 0 and r["lr"] > 0 for r in train)
+    assert (tmp_path / "last.pt").is_file()
+    assert len(list((tmp_path / "checkpoints").glob("step_*.pt"))) == 3  # keep_snapshots
+
+
+def test_interrupted_and_resumed_run_ends_bit_identical(tmp_path):
+    # Dropout is on, so the RNG states must be restored too; accumulation 2 and an epoch boundary
+    # (about 8 steps per epoch here) are crossed after the interruption.
+    recipe = tiny_recipe()
+    uninterrupted = make_trainer(recipe, tmp_path / "straight")
+    uninterrupted.train()
+
+    def interrupt_at_step_5(trainer):
+        if trainer.progress.step == 5:
+            os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C does
+
+    first = make_trainer(recipe, tmp_path / "stopped", on_step=interrupt_at_step_5)
+    result = first.train()
+    assert result.stopped_by == "interrupted" and result.progress.step == 5
+
+    torch.manual_seed(1234)  # whatever state the new process is in, the checkpoint's wins
+    second = make_trainer(recipe, tmp_path / "stopped", model_seed=99)
+    second.resume_from(tmp_path / "stopped" / "last.pt")
+    result = second.train()
+    assert result.progress.step == recipe.max_steps and result.progress.epoch >= 1
+    for (name, a), (_, b) in zip(uninterrupted.model.state_dict().items(), second.model.state_dict().items()):
+        assert torch.equal(a, b), f"{name} differs after resume"
+
+
+def test_time_budget_stops_the_run(tmp_path):
+    trainer = make_trainer(tiny_recipe(max_steps=None, time_budget_minutes=1e-6), tmp_path)
+    result = trainer.train()
+    assert result.stopped_by == "time_budget" and result.progress.step == 1
+
+
+def test_resume_refuses_a_weights_only_checkpoint(tmp_path):
+    trainer = make_trainer(tiny_recipe(max_steps=4), tmp_path)
+    trainer.train()
+    with pytest.raises(ValueError, match="weights only"):
+        make_trainer(tiny_recipe(), tmp_path / "other").resume_from(tmp_path / "checkpoints" / "step_00000004.pt")
