@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from annotated_transformer.profiles import PROFILE_NAMES, profile_settings, resolve_device  # noqa: F401
+from annotated_transformer.profiles import PROFILE_NAMES, profile_settings, resolve_device
 
 CHAPTER_GLOB = "[0-9][0-9]_*.py"
 KERNEL_NAME = "python3"

@@ -97,13 +97,15 @@ display(HTML(profiles_table.to_html(index=False, classes="at-summary", border=0)
 # %% [markdown]
 # ## How to run it
 #
-# From a clone, install the dependencies and the package, then run the book or the tests:
+# From a clone, the README's two commands set everything up in `./.venv` (install the `torch`
+# build for your hardware first to keep it), then run the book or the tests:
 #
 # ```bash
-# pip install torch                      # the build for your hardware (CPU, CUDA or ROCm)
-# pip install -r requirements.txt && pip install -e .
-# python -m annotated_transformer book --profile cpu    # execute every chapter, build the site
-# pytest                                                # unit tests, chapter smoke runs, site build
+# # execute every chapter with the cpu profile and build the site
+# bash scripts/setup.sh && .venv/bin/python -m annotated_transformer book --profile cpu
+#
+# # unit tests, chapter smoke runs, the site build and the browser check
+# bash scripts/setup.sh && .venv/bin/python -m pytest
 # ```
 #
 # The book command executes each chapter with [papermill](https://papermill.readthedocs.io),
