@@ -182,20 +182,28 @@ def _sync(device: torch.device) -> None:
 
 
 @torch.no_grad()
-def time_layer(layer: nn.Module, x: torch.Tensor, *, repeats: int = 3, warmup: int = 1) -> float:
-    """Median wall-clock seconds of one forward pass (after `warmup` untimed calls)."""
+def time_layer(
+    layer: nn.Module, x: torch.Tensor, *, repeats: int = 3, warmup: int = 1, min_time: float = 0.05,
+    max_repeats: int = 200,
+) -> float:
+    """Fastest wall-clock seconds of one forward pass over at least `repeats` timed calls.
+
+    Calls continue until they have taken `min_time` seconds in all (at most `max_repeats`), so
+    small inputs get many samples. The minimum, not the mean, is reported: on a shared machine
+    other processes only ever add time, so the fastest run is the best estimate of the layer's own.
+    """
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     for _ in range(warmup):
         layer(x)
     _sync(x.device)
-    times = []
-    for _ in range(repeats):
+    times: list[float] = []
+    while len(times) < repeats or (sum(times) < min_time and len(times) < max_repeats):
         start = time.perf_counter()
         layer(x)
         _sync(x.device)
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
 def saved_activation_bytes(layer: nn.Module, x: torch.Tensor) -> int:
@@ -221,7 +229,7 @@ def saved_activation_bytes(layer: nn.Module, x: torch.Tensor) -> int:
 
 @dataclass
 class Measurement:
-    """One (kind, n, d) point: FLOPs counted and by formula, median forward time, saved bytes."""
+    """One (kind, n, d) point: FLOPs counted and by formula, fastest forward time, saved bytes."""
 
     kind: str
     n: int
@@ -246,9 +254,13 @@ def measure_layer(
     repeats: int = 3,
     device: str | torch.device = "cpu",
     memory: bool = True,
+    flops: bool = True,
     seed: int = 0,
 ) -> Measurement:
-    """Build one `kind` layer of width d and measure it on a random (batch, n, d) input."""
+    """Build one `kind` layer of width d and measure it on a random (batch, n, d) input.
+
+    `memory=False` and `flops=False` skip those measurements (reported as 0) when only time matters.
+    """
     device = torch.device(device)
     torch.manual_seed(seed)
     layer = make_layer(kind, d, kernel_size=kernel_size).to(device).eval()
@@ -258,7 +270,7 @@ def measure_layer(
         n=n,
         d=d,
         batch=batch,
-        flops=counted_flops(layer, x),
+        flops=counted_flops(layer, x) if flops else 0,
         formula_flops=batch * layer_flops(kind, n, d, kernel_size=kernel_size),
         seconds=time_layer(layer, x, repeats=repeats),
         saved_bytes=saved_activation_bytes(layer, x) if memory else 0,
@@ -433,6 +445,62 @@ def max_path_length(kind: str, n: int, *, kernel_size: int = 3) -> int:
             new.append(bits)
         reach, depth = new, depth + 1
     return max(depth, 1)
+
+
+def path_lengths_to_last(kind: str, n: int, *, kernel_size: int = 3) -> list[int]:
+    """For each input position i, the path length from input i to the last output position n-1.
+
+    Same graphs as `max_path_length`: recurrent steps along the chain for a recurrent layer, and
+    for stacked layers the number of layers a stack needs before i reaches n-1. The largest entry
+    is `max_path_length(kind, n)`.
+    """
+    last = 1 << (n - 1)
+    lengths: list[int | None] = [None] * n
+
+    def record(bits: int, level: int) -> None:
+        for i in range(n):
+            if bits >> i & 1 and lengths[i] is None:
+                lengths[i] = level
+
+    if kind == "recurrent":
+        n_nodes, edges, sources, targets = recurrent_graph(n)
+        successors: list[list[int]] = [[] for _ in range(n_nodes)]
+        for u, v in edges:
+            successors[u].append(v)
+        reached = [0] * n_nodes
+        for bit, s in enumerate(sources):
+            reached[s] = 1 << bit
+        frontier, level, target = dict(enumerate(reached[:n])), 0, targets[-1]
+        while frontier:
+            level += 1
+            gained: dict[int, int] = {}
+            for u, bits in frontier.items():
+                for v in successors[u]:
+                    new = bits & ~reached[v]
+                    if new:
+                        reached[v] |= new
+                        gained[v] = gained.get(v, 0) | new
+            if target in gained:
+                record(gained[target], level)
+            frontier = gained
+    else:
+        reach, depth = [1 << j for j in range(n)], 0
+        while reach[n - 1] != (last << 1) - 1:
+            if depth > n:
+                raise RuntimeError(f"{kind!r} with kernel_size={kernel_size} never connects {n} positions")
+            inputs = layer_inputs(kind, n, kernel_size=kernel_size, depth=depth)
+            new = []
+            for srcs in inputs:
+                bits = 0
+                for i in srcs:
+                    bits |= reach[i]
+                new.append(bits)
+            depth += 1
+            record(new[n - 1] & ~reach[n - 1] if depth > 1 else new[n - 1], depth)
+            reach = new
+        if n == 1:
+            lengths[0] = 1
+    return [int(x) for x in lengths]
 
 
 def path_length_formula(kind: str, n: int, *, kernel_size: int = 3) -> int:

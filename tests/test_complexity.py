@@ -84,6 +84,16 @@ def test_path_lengths_grow_as_table_1_says():
     assert C.max_path_length("convolutional", n, kernel_size=3) == (n - 1) // 2
 
 
+@pytest.mark.parametrize("kind", C.PATH_KINDS)
+def test_path_lengths_to_the_last_position(kind):
+    for n in (1, 2, 9, 28):
+        lengths = C.path_lengths_to_last(kind, n, kernel_size=3)
+        assert len(lengths) == n and lengths[-1] == 1
+        assert max(lengths) == C.max_path_length(kind, n, kernel_size=3)
+        assert all(a >= b for a, b in zip(lengths, lengths[1:]))  # farther inputs never have shorter paths
+    assert C.path_lengths_to_last("recurrent", 5) == [5, 4, 3, 2, 1]
+
+
 def test_only_the_recurrent_layer_is_sequential():
     for n in (1, 7, 30):
         assert C.sequential_operations("recurrent", n) == n
