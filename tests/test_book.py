@@ -339,3 +339,25 @@ def test_chapter_without_parameters_cell_fails_with_the_fix(tmp_path):
     run = book.execute_chapter(chapter, tmp_path / "out.ipynb", profile="smoke")
     assert run.status == "failed"
     assert "chapter 02_plain cannot take a profile" in run.error and 'tags=["parameters"]' in run.error
+
+
+def test_sync_writes_the_notebook_from_the_source_without_outputs(tmp_path):
+    source = tmp_path / "05_demo.py"
+    source.write_text('# %% [markdown]\n# # Demo\n\n# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nprint(1)\n')
+    (target,) = book.sync_notebooks([source])
+    nb = nbformat.read(str(target), as_version=4)
+    assert [c.source for c in nb.cells] == ["# Demo", 'profile = "cpu"', "print(1)"]
+    assert [c.id for c in nb.cells] == ["cell-0", "cell-1", "cell-2"]  # stable ids, small diffs
+    first = target.read_text()
+    book.sync_notebooks([source])
+    assert target.read_text() == first  # idempotent
+    with pytest.raises(ValueError, match="not a chapter source"):
+        book.sync_notebooks([target])
+
+
+def test_cli_parameters_are_python_literals_or_words():
+    assert book._parse_param("max_steps=50") == ("max_steps", 50)
+    assert book._parse_param("data_dir=/data/x") == ("data_dir", "/data/x")
+    assert book._parse_param("beam_size=None") == ("beam_size", None)
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        book._parse_param("max_steps")
