@@ -61,6 +61,7 @@ class TrainingRecipe:
     # engineering
     precision: str = "auto"  # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
     compile: bool = False
+    threads: int | None = None  # CPU threads for torch (None: torch's default, one per core)
     seed: int = 1
     log_every: int = 50
     eval_every: int = 500  # steps between validation loss measurements (0: only at the end)
