@@ -35,6 +35,8 @@ KERNEL_NAME = "python3"
 SUMMARY_CHAPTERS = ("00_introduction",)
 # Files at the book root that the site needs besides the pages of the toc.
 SITE_FILES = ("_config.yml", "references.bib")
+# _static: CSS, the chart drawer, Vega; _extra: MathJax, copied to the site's root.
+SITE_FOLDERS = ("_static", "_extra")
 # Sphinx warnings that mean a page or a file the toc promises is missing.
 MISSING_FILE_WARNINGS = re.compile(
     r"nonexisting document|isn't included in any toctree|not included in any toctree|"
@@ -451,8 +453,9 @@ def stage_site(
     for name in SITE_FILES:
         if (root / name).is_file():
             shutil.copy2(root / name, stage / name)
-    if (root / "_static").is_dir():
-        shutil.copytree(root / "_static", stage / "_static", dirs_exist_ok=True)
+    for folder in SITE_FOLDERS:
+        if (root / folder).is_dir():
+            shutil.copytree(root / folder, stage / folder, dirs_exist_ok=True)
     # Pictures and other files the chapters link to (not sources: those become notebooks).
     for path in (root / "book").rglob("*"):
         rel = path.relative_to(root / "book")

@@ -97,6 +97,9 @@ def test_config_builds_offline_from_executed_notebooks():
     assert js[:3] == ["vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js"]
     for name in js:
         assert (ROOT / "_static" / name).is_file(), name
+    # Sphinx puts mathjax_path under _static/; "../" leads to the root, where _extra/ is copied.
+    assert config["sphinx"]["config"]["mathjax_path"].startswith("../")
+    assert (ROOT / "_extra" / config["sphinx"]["config"]["mathjax_path"][3:]).is_file()
     assert config["launch_buttons"]["colab_url"].startswith("https://colab.research.google.com")
     assert "intersphinx" not in json.dumps(config)
 
@@ -200,6 +203,7 @@ def test_site_builds_without_missing_pages(smoke_book):
     page = (out / "html" / "book" / f"{CHART_PAGE}.html").read_text()
     assert "at-vega-chart" in page and "_static/vendor/vega-embed.min.js" in page
     assert "https://cdn.jsdelivr.net/npm/vega" not in page
+    assert "cdn.jsdelivr.net/npm/mathjax" not in page and (out / "html" / "mathjax" / "tex-svg-full.js").is_file()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -214,6 +218,8 @@ def _find_chromium() -> str | None:
 
 _CHART_STATE = """(() => ({
   ready: document.readyState,
+  mathSources: document.querySelectorAll(".math").length,
+  mathTypeset: document.querySelectorAll("mjx-container").length,
   charts: Array.from(document.querySelectorAll("div.at-vega-chart")).map(div => ({
     id: div.id,
     drawn: div.getAttribute("data-drawn"),
@@ -263,7 +269,9 @@ async def _inspect_page(ws_url: str, url: str, screenshot: Path, timeout: float)
     while time.monotonic() < deadline:
         state = await evaluate(_CHART_STATE) or {}
         charts = state.get("charts", [])
-        if state.get("ready") == "complete" and charts and all(c["drawn"] in ("ok", "error") for c in charts):
+        math_done = state.get("mathSources", 0) == 0 or state.get("mathTypeset", 0) > 0
+        if state.get("ready") == "complete" and charts and all(c["drawn"] in ("ok", "error") for c in charts) \
+                and math_done:
             break
         await asyncio.sleep(0.25)
     if state.get("charts"):
@@ -328,6 +336,8 @@ def test_built_page_draws_its_charts_offline(smoke_book):
         assert chart["drawn"] == "ok", f"chart {chart['id']} not drawn: {chart['text']}"
         assert chart["svg"] + chart["canvas"] >= 1, f"chart {chart['id']} has no svg or canvas"
         assert chart["marks"] > 0, f"chart {chart['id']} has an empty plot"
+    # MathJax is served from the site too (_extra/mathjax), so formulas typeset offline.
+    assert state["mathSources"] > 0 and state["mathTypeset"] > 0, "MathJax did not typeset the page's formulas"
     png = screenshot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(png[16:20], "big") > 300 and int.from_bytes(png[20:24], "big") > 200
