@@ -115,6 +115,8 @@ def train_translation(
             "epochs": result.progress.epoch + result.progress.batch_cursor / max(1, len(trainer.sampler.global_batches(result.progress.epoch)) // trainer.micro_batches_per_step),
             "stopped_by": result.stopped_by,
             "train_time_s": round(result.progress.train_time_s, 1),
+            "train_cpu_s_per_thread": round(result.progress.train_cpu_s, 1),
+            "threads": torch.get_num_threads(),
             "target_tokens": result.progress.target_tokens,
             "target_tokens_per_s": round(result.progress.target_tokens / max(result.progress.train_time_s, 1e-9), 1),
             "valid": result.valid,
@@ -227,6 +229,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-steps", type=int)
     g.add_argument("--max-epochs", type=int)
     g.add_argument("--minutes", type=float, dest="time_budget_minutes", help="stop after this much training time")
+    g.add_argument("--budget-clock", choices=("wall", "cpu"),
+                   help="what --minutes counts: wall time, or this process's CPU time per thread (fair on a shared machine)")
     g.add_argument("--max-train-pairs", type=int)
     g.add_argument("--precision", choices=("auto", "bf16", "fp32"))
     g.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None, help="torch.compile the model")
@@ -242,7 +246,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 _MODEL_FLAGS = {"layers": "n_layers", "d_model": "d_model", "d_ff": "d_ff", "heads": "n_heads",
                 "dropout": "dropout", "label_smoothing": "label_smoothing"}
 _RECIPE_FLAGS = ("corpus", "src_lang", "tgt_lang", "vocab_size", "preset", "batch_tokens", "accumulation", "peak_lr",
-                 "warmup_steps", "max_steps", "max_epochs", "time_budget_minutes", "max_train_pairs", "precision",
+                 "warmup_steps", "max_steps", "max_epochs", "time_budget_minutes", "budget_clock", "max_train_pairs", "precision",
                  "compile", "threads", "seed", "save_every_minutes", "save_every_steps", "eval_every", "average_last", "beam_size")
 
 

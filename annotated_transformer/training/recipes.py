@@ -58,6 +58,9 @@ class TrainingRecipe:
     max_steps: int | None = None
     max_epochs: int | None = None
     time_budget_minutes: float | None = None
+    # "wall": minutes on the clock. "cpu": CPU time of this process divided by its threads, i.e. the wall
+    # time the run would take alone on that many cores: fair on a machine shared with other jobs.
+    budget_clock: str = "wall"
     # engineering
     precision: str = "auto"  # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
     compile: bool = False

@@ -110,6 +110,7 @@ class TrainingProgress:
     batch_cursor: int = 0  # global batches of `epoch` already consumed
     target_tokens: int = 0  # real target tokens trained on so far
     train_time_s: float = 0.0  # wall time inside the training loop, over all sessions
+    train_cpu_s: float = 0.0  # CPU time of this process inside the loop, divided by its threads
     last_snapshot_time_s: float = 0.0
     last_valid: dict = field(default_factory=dict)
 
@@ -340,15 +341,19 @@ class Trainer:
             return "max_steps"
         if r.max_epochs is not None and p.epoch >= r.max_epochs:
             return "max_epochs"
-        if r.time_budget_minutes is not None and p.train_time_s >= 60.0 * r.time_budget_minutes:
+        if r.time_budget_minutes is not None and self.budget_seconds_used() >= 60.0 * r.time_budget_minutes:
             return "time_budget"
         return None
+
+    def budget_seconds_used(self) -> float:
+        """Seconds spent so far on the recipe's budget clock (wall, or CPU time per thread)."""
+        return self.progress.train_cpu_s if self.recipe.budget_clock == "cpu" else self.progress.train_time_s
 
     def _snapshot_due(self) -> bool:
         r, p = self.recipe, self.progress
         if r.save_every_steps and p.step % r.save_every_steps == 0:
             return True
-        if r.save_every_minutes and p.train_time_s - p.last_snapshot_time_s >= 60.0 * r.save_every_minutes:
+        if r.save_every_minutes and self.budget_seconds_used() - p.last_snapshot_time_s >= 60.0 * r.save_every_minutes:
             return True
         return False
 
@@ -380,8 +385,11 @@ class Trainer:
         window_start, window_steps = time.perf_counter(), 0
         stopped_by = self._limit_reached()
         with self._stop:
-            session_start = time.perf_counter()
-            time_before = p.train_time_s
+            if r.budget_clock not in ("wall", "cpu"):
+                raise ValueError(f"budget_clock must be 'wall' or 'cpu', got {r.budget_clock!r}")
+            session_start, cpu_start = time.perf_counter(), time.process_time()
+            time_before, cpu_before = p.train_time_s, p.train_cpu_s
+            threads = max(1, torch.get_num_threads())
             while stopped_by is None:
                 global_batch = self._next_global_batch()
                 if global_batch is None:
@@ -392,6 +400,7 @@ class Trainer:
                 p.batch_cursor += 1
                 window_steps += 1
                 p.train_time_s = time_before + (time.perf_counter() - session_start)
+                p.train_cpu_s = cpu_before + (time.process_time() - cpu_start) / threads
                 if self.on_step is not None:
                     self.on_step(self)
                 if p.step % r.log_every == 0:
@@ -403,7 +412,7 @@ class Trainer:
                 if r.eval_every and p.step % r.eval_every == 0:
                     self.validate()
                 if self._snapshot_due():
-                    p.last_snapshot_time_s = p.train_time_s
+                    p.last_snapshot_time_s = self.budget_seconds_used()
                     self.save_snapshot()
                     self.save_resume_checkpoint()
                 stopped_by = self._limit_reached()
@@ -459,13 +468,14 @@ class Trainer:
             "target_tokens_per_s": tokens / seconds,
             "target_tokens": self.progress.target_tokens,
             "train_time_s": round(self.progress.train_time_s, 2),
+            "train_cpu_s": round(self.progress.train_cpu_s, 2),
         }
         self._log(record)
         if bar is not None:
             postfix = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}", "tok/s": f"{record['target_tokens_per_s']:.0f}"}
             budget = self.recipe.time_budget_minutes
             if budget is not None:
-                left = max(0.0, 60.0 * budget - self.progress.train_time_s)
+                left = max(0.0, 60.0 * budget - self.budget_seconds_used())
                 postfix["left"] = f"{int(left // 60)}:{int(left % 60):02d}"
             if self.progress.last_valid:
                 postfix["val_ppl"] = f"{self.progress.last_valid['ppl']:.2f}"

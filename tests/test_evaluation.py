@@ -1,0 +1,74 @@
+"""BLEU the way sacreBLEU and the paper compute it, perplexity per subword, order-preserving decoding."""
+import math
+
+import pytest
+import torch
+
+from annotated_transformer import Transformer, preset
+from annotated_transformer.data import EncodedPairs, train_tokenizer
+from annotated_transformer.evaluation import (
+    sacrebleu_score,
+    split_compounds,
+    teacher_forced_loss,
+    tokenize_for_bleu,
+    tokenized_bleu,
+    translate,
+)
+from annotated_transformer.flops import mfu, peak_flops_by_name, training_flops_per_target_token
+
+
+def test_compound_splitting_follows_tensor2tensor():
+    assert split_compounds("die Arbeits-Markt") == "die Arbeits ##AT##-##AT## Markt"
+    # One non-overlapping pass, like the perl one-liner behind the published scores.
+    assert split_compounds("a-b-c d-e") == "a ##AT##-##AT## b-c d ##AT##-##AT## e"
+    assert split_compounds("a - b") == "a - b"  # a free-standing dash is not a compound
+
+
+def test_tokenized_bleu_rewards_compound_parts_and_sacrebleu_has_a_signature():
+    refs = ["Ein Mann fährt Fahrrad auf der Bundes-Straße.", "Zwei Hunde spielen im Schnee."]
+    assert tokenized_bleu(refs, refs)["score"] == pytest.approx(100.0)
+    hyps = ["Ein Mann fährt Fahrrad auf der Landes-Straße.", "Zwei Hunde spielen im Schnee."]
+    split, unsplit = tokenized_bleu(hyps, refs), tokenized_bleu(hyps, refs, compound_splitting=False)
+    assert split["precisions"][0] > unsplit["precisions"][0]  # "Straße" now matches on its own
+    sacre = sacrebleu_score(refs, refs)
+    assert sacre["score"] == pytest.approx(100.0) and "tok:13a" in sacre["signature"]
+    assert tokenize_for_bleu("Hallo, Welt!") == "Hallo , Welt !"
+    with pytest.raises(ValueError, match="pair line by line"):
+        sacrebleu_score(refs, refs[:1])
+
+
+def test_a_model_that_knows_nothing_has_perplexity_equal_to_the_vocabulary():
+    vocab = 40
+    model = Transformer(preset("tiny", dropout=0.0), vocab, vocab)
+    with torch.no_grad():
+        model.src_embed.weight.zero_()  # tied with the output projection: every logit is 0
+    pairs = EncodedPairs([[5, 6, 7], [8, 9]], [[10, 11], [12, 13, 14, 15]])
+    result = teacher_forced_loss(model, pairs, label_smoothing=0.0)
+    assert result["tokens"] == 3 + 5  # subwords + eos per target
+    assert result["ppl"] == pytest.approx(vocab, rel=1e-5)
+    assert result["nll"] == pytest.approx(math.log(vocab), rel=1e-6)
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer():
+    words = "a man dog cat runs sits in on the park house red blue small big".split()
+    sentences = [" ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 7)) for i in range(300)]
+    return train_tokenizer(sentences, vocab_size=40)
+
+
+def test_batched_translation_keeps_the_input_order(tiny_tokenizer):
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny", dropout=0.0), tiny_tokenizer.vocab_size, tiny_tokenizer.vocab_size).eval()
+    sentences = ["a man runs in the park", "dog", "the big red house on the small blue park", "cat sits"]
+    together = translate(model, tiny_tokenizer, sentences, beam_size=2, max_len_b=5, batch_tokens=60)
+    alone = [translate(model, tiny_tokenizer, [s], beam_size=2, max_len_b=5)[0] for s in sentences]
+    assert together == alone
+
+
+def test_flops_and_mfu():
+    config = preset("base")
+    per_token = training_flops_per_target_token(config, 37000, 27.0, 28.0)
+    # 6 x (non-embedding parameters + output projection) per token, roughly: 6 * (44M + 19M) ~ 3.8e8.
+    assert 3e8 < per_token < 5e8
+    assert peak_flops_by_name("NVIDIA H100 80GB HBM3") == 989e12
+    assert mfu(1e12, "cpu") is None  # no known peak for CPUs
