@@ -90,6 +90,20 @@ def show_table(df: pd.DataFrame, **formats) -> None:
     display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
 
 
+def tighten(chart):
+    """End log axes at the data instead of rounding them out to powers of ten, and tick the x
+    values that were measured (log axes otherwise crowd their labels)."""
+    for channel in ("x", "y"):
+        encoding = getattr(chart.encoding, channel, alt.Undefined)
+        scale = getattr(encoding, "scale", alt.Undefined)
+        if scale is not alt.Undefined and getattr(scale, "type", None) == "log":
+            encoding.scale = alt.Scale(type="log", nice=False)
+            values = sorted(chart.data[encoding.field].unique()) if channel == "x" else []
+            if 1 < len(values) <= 12:
+                encoding.axis = alt.Axis(values=[float(v) for v in values])
+    return chart
+
+
 # %% [markdown]
 # ## 1.1 Scaled dot-product attention
 #
@@ -187,8 +201,8 @@ show_table(variance, unscaled="{:.1f}", scaled="{:.3f}")
 
 # %%
 variance_long = variance.melt("d_k", var_name="scores", value_name="variance")
-viz.show(viz.line_chart(variance_long, "d_k", "variance", "scores", log_x=True, log_y=True, points=True,
-                        title="Variance of q.k: grows like d_k unless scaled by 1/sqrt(d_k)"))
+viz.show(tighten(viz.line_chart(variance_long, "d_k", "variance", "scores", log_x=True, log_y=True, points=True,
+                                title="Variance of q.k: grows like d_k unless scaled by 1/sqrt(d_k)")))
 
 # %% [markdown]
 # Now the softmax. For each width, draw a query and a row of keys, compute the attention weights
@@ -230,11 +244,12 @@ show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
 
 # %%
 saturation_charts = alt.hconcat(
-    viz.line_chart(saturation, "d_k", "largest_weight", "scores", log_x=True, points=True, width=300,
-                   height=240, title="Largest softmax weight", y_title="mean largest weight"),
-    viz.line_chart(saturation, "d_k", "gradient_norm", "scores", log_x=True, log_y=True, points=True,
-                   width=300, height=240, title="Gradient reaching the scores", y_title="median gradient norm"),
-)
+    tighten(viz.line_chart(saturation, "d_k", "largest_weight", "scores", log_x=True, points=True, width=270,
+                           height=240, title="Largest softmax weight", y_title="mean largest weight")),
+    tighten(viz.line_chart(saturation, "d_k", "gradient_norm", "scores", log_x=True, log_y=True, points=True,
+                           width=270, height=240, title="Gradient reaching the scores",
+                           y_title="median gradient norm")),
+).configure_legend(orient="bottom")
 viz.show(saturation_charts)
 
 # %%
@@ -434,8 +449,11 @@ head_costs_long = head_costs.assign(**{
     "softmax entries (relative)": head_costs.score_entries / head_costs.score_entries[0],
 }).melt("heads", value_vars=["parameters (relative to 1 head)", "matrix-product FLOPs (relative)",
                              "softmax entries (relative)"], var_name="quantity", value_name="relative cost")
-viz.show(viz.line_chart(head_costs_long, "heads", "relative cost", "quantity", log_x=True, log_y=True, points=True,
-                        title=f"Cost of h heads of width {cost_d_model}/h against one head (n = {cost_n})"))
+head_chart = tighten(viz.line_chart(head_costs_long, "heads", "relative cost", "quantity", log_x=True, log_y=True,
+                                    points=True)).properties(title=alt.TitleParams(
+    f"Cost of h heads of width {cost_d_model}/h against one head (n = {cost_n})",
+    subtitle="parameters and matrix-product FLOPs stay at 1 (their lines overlap); only the softmax grows"))
+viz.show(head_chart.configure_legend(orient="bottom"))
 
 # %% [markdown]
 # ## 1.5 Queries, keys and values in the three uses
@@ -482,7 +500,7 @@ show_table(uses)
 # %%
 src_labels = [f"s{i}" if real else "pad" for i, real in enumerate(src_real.tolist())]
 tgt_labels = ["bos"] + [f"t{i}" for i in range(1, T_tgt)]
-heat = dict(value_title="weight", scheme="blues", domain=(0, 1), cell=22)
+heat = dict(value_title="weight", scheme="blues", domain=(0, 1), cell=18)
 viz.show(alt.hconcat(
     viz.heatmap(maps["encoder"][0][0, 0], src_labels, src_labels, title="Encoder self-attention",
                 x_title="key (source)", y_title="query (source)", **heat),

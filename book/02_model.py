@@ -87,6 +87,20 @@ def show_table(df: pd.DataFrame, **formats) -> None:
     display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
 
 
+def tighten(chart):
+    """End log axes at the data instead of rounding them out to powers of ten, and tick the x
+    values that were measured (log axes otherwise crowd their labels)."""
+    for channel in ("x", "y"):
+        encoding = getattr(chart.encoding, channel, alt.Undefined)
+        scale = getattr(encoding, "scale", alt.Undefined)
+        if scale is not alt.Undefined and getattr(scale, "type", None) == "log":
+            encoding.scale = alt.Scale(type="log", nice=False)
+            values = sorted(chart.data[encoding.field].unique()) if channel == "x" else []
+            if 1 < len(values) <= 12:
+                encoding.axis = alt.Axis(values=[float(v) for v in values])
+    return chart
+
+
 # %% [markdown]
 # ## 2.1 The shape of the model (Figure 1)
 #
@@ -176,7 +190,7 @@ figure1_chart = alt.layer(
     alt.Chart(arrow).mark_line(color="#555", strokeWidth=1.5).encode(X, Y, order="order:Q"),
     alt.Chart(arrow.tail(1)).mark_point(shape="triangle-right", filled=True, color="#555", size=60).encode(X, Y),
 ).properties(width=620, height=520, title="Figure 1 of the paper, rebuilt from the base model's modules")
-viz.show(figure1_chart)
+viz.show(figure1_chart.configure_view(stroke=None))
 
 # %% [markdown]
 # ## 2.2 Sub-layers: a residual connection, then layer normalisation
@@ -337,10 +351,10 @@ split = pd.DataFrame([layer_split(512, ratio * 512, n) for ratio in (1, 2, 4, 8)
 show_table(split, ffn_parameter_share="{:.1%}", ffn_flop_share="{:.1%}")
 
 # %%
-split_chart = viz.line_chart(
+split_chart = tighten(viz.line_chart(
     split.assign(n=split.n.map(lambda n: f"n = {n} tokens")), "d_ff_over_d_model", "ffn_flop_share", "n",
     log_x=True, points=True, title="Share of an encoder layer's FLOPs spent in the feed-forward network (d_model = 512)",
-    x_title="d_ff / d_model", y_title="feed-forward share of FLOPs")
+    x_title="d_ff / d_model", y_title="feed-forward share of FLOPs"))
 viz.show(split_chart)
 at4 = split[(split.d_ff_over_d_model == 4)].set_index("n")
 display(Markdown(

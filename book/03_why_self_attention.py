@@ -116,6 +116,20 @@ def show_table(df: pd.DataFrame, **formats) -> None:
     display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
 
 
+def tighten(chart):
+    """End log axes at the data instead of rounding them out to powers of ten, and tick the x
+    values that were measured (log axes otherwise crowd their labels)."""
+    for channel in ("x", "y"):
+        encoding = getattr(chart.encoding, channel, alt.Undefined)
+        scale = getattr(encoding, "scale", alt.Undefined)
+        if scale is not alt.Undefined and getattr(scale, "type", None) == "log":
+            encoding.scale = alt.Scale(type="log", nice=False)
+            values = sorted(chart.data[encoding.field].unique()) if channel == "x" else []
+            if 1 < len(values) <= 12:
+                encoding.axis = alt.Axis(values=[float(v) for v in values])
+    return chart
+
+
 # %% [markdown]
 # ## 3.1 Three ways to mix a sequence
 #
@@ -225,12 +239,13 @@ def loglog_with_reference(df, x, y, exponents, title, y_title):
             reference.append({"kind": kind, x: value, y: anchor[y] * (value / anchor[x]) ** exponents[kind]})
     color = alt.Color("kind:N", title="layer", sort=list(complexity.LAYER_KINDS))
     measured = alt.Chart(df).mark_line(point=True).encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log"), title=x),
-        y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log"), title=y_title),
+        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", nice=False), title=x,
+                axis=alt.Axis(values=sorted(float(v) for v in df[x].unique()))),
+        y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
         color=color, tooltip=["kind", x, alt.Tooltip(f"{y}:Q", format=".3g")])
     paper = alt.Chart(pd.DataFrame(reference)).mark_line(strokeDash=[5, 4], opacity=0.6).encode(
         x=f"{x}:Q", y=f"{y}:Q", color=color)
-    return (paper + measured).properties(width=300, height=260, title=title)
+    return (paper + measured).properties(width=270, height=260, title=title)
 
 
 started = time.perf_counter()
@@ -243,9 +258,11 @@ exp_n = {k: v["n"] for k, v in complexity.PAPER_EXPONENTS.items()}
 exp_d = {k: v["d"] for k, v in complexity.PAPER_EXPONENTS.items()}
 memory_exp_n = {"self-attention": 2, "recurrent": 1, "convolutional": 1}  # n x n weights vs n x d states
 time_charts = alt.hconcat(
-    loglog_with_reference(by_n, "n", "seconds", exp_n, f"Time against n (d = {size['by_n']['d']})", "seconds per forward pass"),
-    loglog_with_reference(by_d, "d", "seconds", exp_d, f"Time against d (n = {size['by_d']['n']})", "seconds per forward pass"),
-).resolve_scale(y="independent")
+    loglog_with_reference(by_n, "n", "seconds", exp_n, f"Time against n (d = {size['by_n']['d']})",
+                          "seconds per forward pass"),
+    loglog_with_reference(by_d, "d", "seconds", exp_d, f"Time against d (n = {size['by_d']['n']})",
+                          "seconds per forward pass"),
+).resolve_scale(y="independent").configure_legend(orient="bottom")
 viz.show(time_charts)
 
 # %%
@@ -321,7 +338,8 @@ show_table(sequential)
 #   {cite:p}`kalchbrenner2016bytenet`, need about $\log_k n$.
 #
 # `complexity.max_path_length` runs a breadth-first search on these graphs; its answers match the
-# closed forms for every $n$ tried:
+# closed forms for every $n$ tried. (With $r = k$, restricted self-attention has exactly the
+# connectivity of a contiguous convolution, so their lines coincide in the charts.)
 
 # %%
 path_rows = []
@@ -339,9 +357,9 @@ path_table = paths[paths.n == largest].assign(paper=lambda df: df.kind.map(paper
 show_table(path_table)
 
 # %%
-path_chart = viz.line_chart(paths, "n", "max_path_length", "kind", log_x=True, log_y=True, points=True,
-                            title=f"Maximum path length against n (k = r = {kernel_size})",
-                            y_title="maximum path length", width=300, height=260)
+path_chart = tighten(viz.line_chart(paths, "n", "max_path_length", "kind", log_x=True, log_y=True, points=True,
+                                    title=f"Maximum path length against n (k = r = {kernel_size})",
+                                    y_title="maximum path length", width=270, height=260))
 example_n = size["path_example_n"]
 to_last = pd.DataFrame([
     dict(kind=kind, input_position=i, path_length=length)
@@ -350,8 +368,8 @@ to_last = pd.DataFrame([
 ])
 to_last_chart = viz.line_chart(to_last, "input_position", "path_length", "kind", points=True,
                                title=f"Path length from each input to the last output (n = {example_n})",
-                               x_title="input position", y_title="path length", width=300, height=260)
-viz.show(alt.hconcat(path_chart, to_last_chart))
+                               x_title="input position", y_title="path length", width=270, height=260)
+viz.show(alt.hconcat(path_chart, to_last_chart).configure_legend(orient="bottom", columns=3))
 
 # %% [markdown]
 # ## 3.6 When is self-attention cheaper? The $n < d$ crossover
@@ -380,23 +398,24 @@ flops_curve = pd.DataFrame([
     dict(n=n, kind=kind, flops=cross["batch"] * complexity.layer_flops(kind, n, cross["d"]))
     for n in cross["ns"] for kind in ("self-attention", "recurrent")
 ])
-marks = pd.DataFrame([dict(n=flop_crossover, what=f"FLOPs equal (n = d = {cross['d']})")]
-                     + ([dict(n=measured_crossover, what=f"times equal (n = {measured_crossover:,.0f})")]
+marks = pd.DataFrame([dict(n=flop_crossover, what=f"n = d = {cross['d']}", row=12)]
+                     + ([dict(n=measured_crossover, what=f"measured: n = {measured_crossover:,.0f}", row=26)]
                         if measured_crossover is not None else []))
 color = alt.Color("kind:N", title="layer", sort=["self-attention", "recurrent"])
 rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3], color="#444").encode(x="n:Q", tooltip=["what"])
-rule_text = alt.Chart(marks).mark_text(align="left", dx=4, dy=-4, fontSize=10, color="#444").encode(
-    x="n:Q", y=alt.value(12), text="what")
+rule_text = alt.Chart(marks).mark_text(align="left", dx=4, fontSize=10, color="#444").encode(
+    x="n:Q", y=alt.Y("row:Q", scale=None), text="what")
+n_axis = alt.Axis(values=[float(n) for n in cross["ns"]])
 time_panel = alt.Chart(crossover_times).mark_line(point=True).encode(
-    x=alt.X("n:Q", scale=alt.Scale(type="log")), y=alt.Y("seconds:Q", scale=alt.Scale(type="log"),
-                                                            title="seconds per forward pass"), color=color)
+    x=alt.X("n:Q", scale=alt.Scale(type="log", nice=False), axis=n_axis),
+    y=alt.Y("seconds:Q", scale=alt.Scale(type="log", nice=False), title="seconds per forward pass"), color=color)
 flops_panel = alt.Chart(flops_curve).mark_line(point=True).encode(
-    x=alt.X("n:Q", scale=alt.Scale(type="log")), y=alt.Y("flops:Q", scale=alt.Scale(type="log"), title="FLOPs"),
-    color=color)
+    x=alt.X("n:Q", scale=alt.Scale(type="log", nice=False), axis=n_axis),
+    y=alt.Y("flops:Q", scale=alt.Scale(type="log", nice=False), title="FLOPs"), color=color)
 viz.show(alt.hconcat(
-    (flops_panel + rules + rule_text).properties(width=300, height=260, title=f"FLOPs, d = {cross['d']}"),
-    (time_panel + rules + rule_text).properties(width=300, height=260, title=f"Measured time, d = {cross['d']}"),
-))
+    (flops_panel + rules + rule_text).properties(width=270, height=260, title=f"FLOPs, d = {cross['d']}"),
+    (time_panel + rules + rule_text).properties(width=270, height=260, title=f"Measured time, d = {cross['d']}"),
+).configure_legend(orient="bottom"))
 
 # %%
 full_layer_always_dearer = all(
