@@ -231,7 +231,8 @@ print(f"base Transformer: {transformer_base['flops_en_de']:.1e} FLOPs, "
 
 # %%
 summary = results.summary_table(profile)
-display(HTML(summary.to_html(index=False, classes="at-summary", border=0)))
+shown_summary = summary.assign(chapter=summary["chapter"].str[:2])  # the number is enough on the page
+display(HTML(shown_summary.to_html(index=False, classes="at-summary", border=0)))
 
 # %%
 # Every cell comes from a results file or says that the file is missing: no number is typed in.
