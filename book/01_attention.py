@@ -73,7 +73,8 @@ torch.manual_seed(seed)
 # Sizes of this chapter's experiments. Everything here is cheap; the profile only decides how many
 # samples the statistics average over and how large the timed inputs are.
 SIZES = {
-    "smoke": dict(samples=4_000, d_ks=(4, 16, 64, 256, 512), n_keys=32, time_batch=4, time_len=64, repeats=3),
+    "smoke": dict(samples=4_000, d_ks=(4, 16, 64, 256, 512), n_keys=32,
+                  time_batch=4, time_len=64, repeats=3),
     "cpu": dict(samples=20_000, d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64,
                 time_batch=16, time_len=256, repeats=5),
 }
@@ -123,7 +124,7 @@ def tighten(chart):
 
 # %%
 def attention(q, k, v, allowed=None):
-    """softmax(q k^T / sqrt(d_k)) v, and the weights; q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v)."""
+    """softmax(q k^T / sqrt(d_k)) v and the weights; q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v)."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., n_q, n_k)
     if allowed is not None:
         scores = scores.masked_fill(~allowed, float("-inf"))  # a masked key gets exp(-inf) = 0
@@ -165,8 +166,9 @@ x = word_vectors[[vocabulary[w] for w in words]]  # (6, 16)
 _, self_weights = attention(x, x, x)
 assert self_weights.argmax(-1).tolist() in ([0, 1, 2, 3, 0, 5], [4, 1, 2, 3, 4, 5])  # itself or its twin
 torch.testing.assert_close(self_weights[0, 0], self_weights[0, 4])  # the twins are indistinguishable
-viz.show(viz.heatmap(self_weights, x_labels=words, y_labels=words, title="Self-attention weights of six words",
-                     x_title="key", y_title="query", value_title="weight", scheme="blues", domain=(0, 1)))
+viz.show(viz.heatmap(self_weights, x_labels=words, y_labels=words, x_title="key", y_title="query",
+                     title="Self-attention weights of six words", value_title="weight",
+                     scheme="blues", domain=(0, 1)))
 
 # %% [markdown]
 # ## 1.2 Why divide by $\sqrt{d_k}$
@@ -189,9 +191,10 @@ def dot_product_variance(d_k: int, samples: int) -> tuple[float, float]:
     return dots.var().item(), (dots / math.sqrt(d_k)).var().item()
 
 
-variance = pd.DataFrame(
-    [dict(d_k=d, unscaled=u, scaled=s) for d in size["d_ks"] for u, s in [dot_product_variance(d, size["samples"])]]
-)
+variance = pd.DataFrame([
+    dict(d_k=d, unscaled=u, scaled=s)
+    for d in size["d_ks"] for u, s in [dot_product_variance(d, size["samples"])]
+])
 # The sample variance of `samples` draws has a relative standard error near sqrt(2 / samples),
 # about 2% for the smoke profile's 4,000: 10% is several standard errors.
 for row in variance.itertuples():
@@ -201,8 +204,9 @@ show_table(variance, unscaled="{:.1f}", scaled="{:.3f}")
 
 # %%
 variance_long = variance.melt("d_k", var_name="scores", value_name="variance")
-viz.show(tighten(viz.line_chart(variance_long, "d_k", "variance", "scores", log_x=True, log_y=True, points=True,
-                                title="Variance of q.k: grows like d_k unless scaled by 1/sqrt(d_k)")))
+viz.show(tighten(viz.line_chart(
+    variance_long, "d_k", "variance", "scores", log_x=True, log_y=True, points=True,
+    title="Variance of q.k: grows like d_k unless scaled by 1/sqrt(d_k)")))
 
 # %% [markdown]
 # Now the softmax. For each width, draw a query and a row of keys, compute the attention weights
@@ -231,7 +235,8 @@ saturation = []
 for d_k in size["d_ks"]:
     for scale in (True, False):
         peak, grad = softmax_saturation(d_k, size["n_keys"], trials, scale)
-        saturation.append(dict(d_k=d_k, scores="scaled" if scale else "unscaled", largest_weight=peak, gradient_norm=grad))
+        saturation.append(dict(d_k=d_k, scores="scaled" if scale else "unscaled",
+                               largest_weight=peak, gradient_norm=grad))
 saturation = pd.DataFrame(saturation)
 wide = saturation.pivot(index="d_k", columns="scores", values=["largest_weight", "gradient_norm"])
 widest = max(size["d_ks"])
@@ -244,24 +249,25 @@ show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
 
 # %%
 saturation_charts = alt.hconcat(
-    tighten(viz.line_chart(saturation, "d_k", "largest_weight", "scores", log_x=True, points=True, width=270,
-                           height=240, title="Largest softmax weight", y_title="mean largest weight")),
-    tighten(viz.line_chart(saturation, "d_k", "gradient_norm", "scores", log_x=True, log_y=True, points=True,
-                           width=270, height=240, title="Gradient reaching the scores",
+    tighten(viz.line_chart(saturation, "d_k", "largest_weight", "scores", log_x=True, points=True,
+                           width=270, height=240, title="Largest softmax weight",
+                           y_title="mean largest weight")),
+    tighten(viz.line_chart(saturation, "d_k", "gradient_norm", "scores", log_x=True, log_y=True,
+                           points=True, width=270, height=240, title="Gradient reaching the scores",
                            y_title="median gradient norm")),
 ).configure_legend(orient="bottom")
 viz.show(saturation_charts)
 
 # %%
 smallest = min(size["d_ks"])
+small_ratio = wide.loc[smallest, ("gradient_norm", "scaled")] / wide.loc[smallest, ("gradient_norm", "unscaled")]
 display(Markdown(
     f"With the scale, the largest weight stays near "
-    f"{wide.loc[widest, ('largest_weight', 'scaled')]:.2f} at every width, and the gradient keeps its size. "
-    f"Without it, at $d_k = {widest}$ the softmax gives on average "
+    f"{wide.loc[widest, ('largest_weight', 'scaled')]:.2f} at every width, and the gradient keeps "
+    f"its size. Without it, at $d_k = {widest}$ the softmax gives on average "
     f"{wide.loc[widest, ('largest_weight', 'unscaled')]:.1%} of its weight to a single key out of "
-    f"{size['n_keys']}, and the gradient reaching the scores of a typical row is {grad_ratio:,.0f} times smaller than with the "
-    f"scale (at $d_k = {smallest}$ that ratio is "
-    f"{wide.loc[smallest, ('gradient_norm', 'scaled')] / wide.loc[smallest, ('gradient_norm', 'unscaled')]:.1f})."
+    f"{size['n_keys']}, and the gradient reaching the scores of a typical row is {grad_ratio:,.0f} "
+    f"times smaller than with the scale (at $d_k = {smallest}$ that ratio is {small_ratio:.1f})."
     " The paper's heads have $d_k = 64$; its single-head variant in Table 3 has $d_k = 512$."
 ))
 
@@ -350,19 +356,23 @@ def outcome(fn) -> str:
 
 recipes = {
     "add -1e9, float32": lambda: ((scores + (~allowed) * -1e9).softmax(-1)) @ values,
-    "masked_fill(-1e9), float16": lambda: scores.half().masked_fill(~allowed, -1e9).softmax(-1) @ values.half(),
+    "masked_fill(-1e9), float16":
+        lambda: scores.half().masked_fill(~allowed, -1e9).softmax(-1) @ values.half(),
     "masked_fill(-inf), float32": lambda: scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ values,
 }
 qkv4 = (torch.randn(1, 1, 2, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 3))
 for dtype in (torch.float32, torch.bfloat16, torch.float16):
     qd, kd, vd = (t.to(dtype) for t in qkv4)
     name = str(dtype).replace("torch.", "")
-    recipes[f"package fused_attention, {name}"] = lambda qd=qd, kd=kd, vd=vd: fused_attention(qd, kd, vd, allowed)[0, 0]
-    recipes[f"package explicit_attention, {name}"] = lambda qd=qd, kd=kd, vd=vd: explicit_attention(qd, kd, vd, allowed)[0][0, 0]
+    recipes[f"package fused_attention, {name}"] = \
+        lambda qd=qd, kd=kd, vd=vd: fused_attention(qd, kd, vd, allowed)[0, 0]
+    recipes[f"package explicit_attention, {name}"] = \
+        lambda qd=qd, kd=kd, vd=vd: explicit_attention(qd, kd, vd, allowed)[0][0, 0]
 
-recipe_table = pd.DataFrame([dict(recipe=name, **{"row with nothing to see": outcome(fn)}) for name, fn in recipes.items()])
-assert all(recipe_table[recipe_table.recipe.str.startswith("package")]["row with nothing to see"] == "zeros")
+recipe_table = pd.DataFrame([dict(recipe=name, outcome=outcome(fn)) for name, fn in recipes.items()])
+assert all(recipe_table[recipe_table.recipe.str.startswith("package")].outcome == "zeros")
 assert recipe_table.set_index("recipe").loc["masked_fill(-inf), float32"].item() == "NaN"
+recipe_table = recipe_table.rename(columns={"outcome": "query with nothing to see gets"})
 show_table(recipe_table)
 
 # %% [markdown]
@@ -387,7 +397,8 @@ W_o = torch.randn(h * d_v, d_model) / math.sqrt(h * d_v)
 
 def multi_head(x_query, x_memory, allowed=None):
     """Concat_i(Attention(x_query W_i^Q, x_memory W_i^K, x_memory W_i^V)) W^O, one head at a time."""
-    heads = [attention(x_query @ W_q[i], x_memory @ W_k[i], x_memory @ W_v[i], allowed)[0] for i in range(h)]
+    heads = [attention(x_query @ W_q[i], x_memory @ W_k[i], x_memory @ W_v[i], allowed)[0]
+             for i in range(h)]
     return torch.cat(heads, dim=-1) @ W_o
 
 
@@ -449,8 +460,8 @@ head_costs_long = head_costs.assign(**{
     "softmax entries (relative)": head_costs.score_entries / head_costs.score_entries[0],
 }).melt("heads", value_vars=["parameters (relative to 1 head)", "matrix-product FLOPs (relative)",
                              "softmax entries (relative)"], var_name="quantity", value_name="relative cost")
-head_chart = tighten(viz.line_chart(head_costs_long, "heads", "relative cost", "quantity", log_x=True, log_y=True,
-                                    points=True)).properties(title=alt.TitleParams(
+head_chart = tighten(viz.line_chart(head_costs_long, "heads", "relative cost", "quantity",
+                                    log_x=True, log_y=True, points=True)).properties(title=alt.TitleParams(
     f"Cost of h heads of width {cost_d_model}/h against one head (n = {cost_n})",
     subtitle="parameters and matrix-product FLOPs stay at 1 (their lines overlap); only the softmax grows"))
 viz.show(head_chart.configure_legend(orient="bottom"))
@@ -551,13 +562,17 @@ def median_time(fn, repeats: int) -> float:
 
 
 d = 512
-three_dev, fused_dev = nn.ModuleList(nn.Linear(d, d) for _ in range(3)).to(device), nn.Linear(d, 3 * d).to(device)
+three_dev = nn.ModuleList(nn.Linear(d, d) for _ in range(3)).to(device)
+fused_dev = nn.Linear(d, 3 * d).to(device)
 x = torch.randn(size["time_batch"], size["time_len"], d, device=device)
 projection_times = pd.DataFrame([
-    dict(projection="three nn.Linear(512, 512)", ms=1e3 * median_time(lambda: [m(x) for m in three_dev], size["repeats"])),
-    dict(projection="one nn.Linear(512, 1536), split", ms=1e3 * median_time(lambda: fused_dev(x).split(d, -1), size["repeats"])),
+    dict(projection="three nn.Linear(512, 512)",
+         ms=1e3 * median_time(lambda: [m(x) for m in three_dev], size["repeats"])),
+    dict(projection="one nn.Linear(512, 1536), split",
+         ms=1e3 * median_time(lambda: fused_dev(x).split(d, -1), size["repeats"])),
 ])
-print(f"input {tuple(x.shape)} on {device}; median of {size['repeats']} runs (not asserted: timings vary with the machine)")
+print(f"input {tuple(x.shape)} on {device}; median of {size['repeats']} runs "
+      "(not asserted: timings vary with the machine)")
 show_table(projection_times, ms="{:.3f}")
 
 # %% [markdown]
@@ -570,7 +585,8 @@ show_table(projection_times, ms="{:.3f}")
 
 # %%
 d_model, heads = 512, 8
-mha = MultiHeadAttention(d_model, heads, d_model // heads, d_model // heads, self_attention=True).to(device).eval()
+mha = MultiHeadAttention(d_model, heads, d_model // heads, d_model // heads, self_attention=True)
+mha = mha.to(device).eval()
 x = torch.randn(size["time_batch"], size["time_len"], d_model, device=device)
 lengths = torch.randint(size["time_len"] // 2, size["time_len"] + 1, (size["time_batch"],), device=device)
 mask = (torch.arange(size["time_len"], device=device)[None, :] < lengths[:, None])[:, None, None, :]
@@ -581,7 +597,8 @@ with torch.no_grad():
     explicit_out = mha(x, mask=mask)
     recorded = mha.record.pop()
     mha.record = None
-torch.testing.assert_close(fused_out, explicit_out, atol=1e-4, rtol=1e-4)  # float32, different summation order
+# float32 kernels with different summation orders
+torch.testing.assert_close(fused_out, explicit_out, atol=1e-4, rtol=1e-4)
 assert recorded.shape == (size["time_batch"], heads, size["time_len"], size["time_len"])
 
 
@@ -592,8 +609,8 @@ def run_explicit():
 
 
 path_times = pd.DataFrame([
-    dict(path="fused (F.scaled_dot_product_attention)", ms=1e3 * median_time(lambda: mha(x, mask=mask), size["repeats"]),
-         weights_kept_MB=0.0),
+    dict(path="fused (F.scaled_dot_product_attention)",
+         ms=1e3 * median_time(lambda: mha(x, mask=mask), size["repeats"]), weights_kept_MB=0.0),
     dict(path="explicit (records the weights)", ms=1e3 * median_time(run_explicit, size["repeats"]),
          weights_kept_MB=recorded.numel() * recorded.element_size() / 2**20),
 ])
@@ -601,8 +618,8 @@ show_table(path_times, ms="{:.2f}", weights_kept_MB="{:.1f}")
 display(Markdown(
     f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} on a batch of "
     f"{size['time_batch']} sequences of {size['time_len']} positions ({device}). The explicit path keeps "
-    f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they grow with the square of the "
-    "length, which is why training never records them."
+    f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they grow with the "
+    "square of the length, which is why training never records them."
 ))
 
 # %% [markdown]
@@ -613,7 +630,8 @@ display(Markdown(
 
 # %%
 metrics = {
-    "dot_product_variance": {int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled} for r in variance.itertuples()},
+    "dot_product_variance": {int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled}
+                             for r in variance.itertuples()},
     "softmax_saturation": {
         int(d): {"largest_weight_unscaled": wide.loc[d, ("largest_weight", "unscaled")],
                  "largest_weight_scaled": wide.loc[d, ("largest_weight", "scaled")],

@@ -52,9 +52,11 @@ import torch.nn as nn
 from IPython.display import HTML, Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import Transformer, count_parameters, expected_parameter_count, preset, results, viz
+from annotated_transformer import (Transformer, count_parameters, expected_parameter_count, preset,
+                                   results, viz)
 from annotated_transformer.config import PAPER_TABLE3, TABLE3_ROWS
-from annotated_transformer.layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward, sinusoidal_positions
+from annotated_transformer.layers import (DecoderLayer, EncoderLayer, PositionwiseFeedForward,
+                                          sinusoidal_positions)
 from annotated_transformer.profiles import profile_settings, resolve_device
 
 # %% tags=["parameters"]
@@ -176,7 +178,8 @@ arrow = pd.DataFrame([dict(x=1.0, y=6.0, order=0), dict(x=1.0, y=6.5, order=1), 
 X = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.6, 5.2]))
 Y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=[-0.2, 10.2]))
 figure1_chart = alt.layer(
-    alt.Chart(frames).mark_rect(fillOpacity=0, stroke="#888", strokeDash=[4, 3]).encode(X, x2="x2", y=Y, y2="y2"),
+    alt.Chart(frames).mark_rect(fillOpacity=0, stroke="#888", strokeDash=[4, 3]).encode(
+        X, x2="x2", y=Y, y2="y2"),
     alt.Chart(frames).mark_text(fontSize=13, fontWeight="bold").encode(
         x=alt.X("tx:Q", axis=None), y=alt.Y("y2:Q", axis=None), text="text"),
     alt.Chart(figure1).mark_rect(cornerRadius=4, opacity=0.85).encode(
@@ -188,7 +191,8 @@ figure1_chart = alt.layer(
     alt.Chart(figure1).mark_text(fontSize=10, lineBreak="\n").encode(
         x=alt.X("cx:Q", axis=None), y=alt.Y("cy:Q", axis=None), text="text"),
     alt.Chart(arrow).mark_line(color="#555", strokeWidth=1.5).encode(X, Y, order="order:Q"),
-    alt.Chart(arrow.tail(1)).mark_point(shape="triangle-right", filled=True, color="#555", size=60).encode(X, Y),
+    alt.Chart(arrow.tail(1)).mark_point(shape="triangle-right", filled=True, color="#555",
+                                        size=60).encode(X, Y),
 ).properties(width=620, height=520, title="Figure 1 of the paper, rebuilt from the base model's modules")
 viz.show(figure1_chart.configure_view(stroke=None))
 
@@ -267,7 +271,8 @@ with torch.no_grad():
         p.normal_(0, 0.3)
     copy_attention(torch_decoder.self_attn, dec_layer.self_attn, fused=True)
     copy_attention(torch_decoder.multihead_attn, dec_layer.cross_attn, fused=False)
-    for a, b in ((dec_layer.ffn.linear1, torch_decoder.linear1), (dec_layer.ffn.linear2, torch_decoder.linear2),
+    for a, b in ((dec_layer.ffn.linear1, torch_decoder.linear1),
+                 (dec_layer.ffn.linear2, torch_decoder.linear2),
                  (dec_layer.norm1, torch_decoder.norm1), (dec_layer.norm2, torch_decoder.norm2),
                  (dec_layer.norm3, torch_decoder.norm3)):
         b.load_state_dict(a.state_dict())
@@ -277,8 +282,10 @@ theirs_dec = torch_decoder(y, memory, tgt_mask=nn.Transformer.generate_square_su
                            memory_key_padding_mask=~keep)
 torch.testing.assert_close(ours_dec, theirs_dec, atol=1e-5, rtol=1e-5)
 show_table(pd.DataFrame([
-    dict(layer="encoder layer", pytorch="nn.TransformerEncoderLayer", max_abs_difference=(ours - theirs)[keep].abs().max().item()),
-    dict(layer="decoder layer", pytorch="nn.TransformerDecoderLayer", max_abs_difference=(ours_dec - theirs_dec).abs().max().item()),
+    dict(layer="encoder layer", pytorch="nn.TransformerEncoderLayer",
+         max_abs_difference=(ours - theirs)[keep].abs().max().item()),
+    dict(layer="decoder layer", pytorch="nn.TransformerDecoderLayer",
+         max_abs_difference=(ours_dec - theirs_dec).abs().max().item()),
 ]), max_abs_difference="{:.1e}")
 
 # %% [markdown]
@@ -343,7 +350,8 @@ def layer_split(d_model: int, d_ff: int, n: int) -> dict:
     attention_flops = sum(flops.get("EncoderLayer.self_attn", {}).values())
     ffn_flops = sum(flops.get("EncoderLayer.ffn", {}).values())
     assert ffn_flops == 4 * n * d_model * d_ff and attention_flops == 8 * n * d_model**2 + 4 * n * n * d_model
-    return dict(d_ff_over_d_model=d_ff // d_model, n=n, ffn_parameter_share=n_params(layer.ffn) / n_params(layer),
+    return dict(d_ff_over_d_model=d_ff // d_model, n=n,
+                ffn_parameter_share=n_params(layer.ffn) / n_params(layer),
                 ffn_flop_share=ffn_flops / (ffn_flops + attention_flops))
 
 
@@ -353,7 +361,8 @@ show_table(split, ffn_parameter_share="{:.1%}", ffn_flop_share="{:.1%}")
 # %%
 split_chart = tighten(viz.line_chart(
     split.assign(n=split.n.map(lambda n: f"n = {n} tokens")), "d_ff_over_d_model", "ffn_flop_share", "n",
-    log_x=True, points=True, title="Share of an encoder layer's FLOPs spent in the feed-forward network (d_model = 512)",
+    log_x=True, points=True,
+    title="Share of an encoder layer's FLOPs spent in the feed-forward network (d_model = 512)",
     x_title="d_ff / d_model", y_title="feed-forward share of FLOPs"))
 viz.show(split_chart)
 at4 = split[(split.d_ff_over_d_model == 4)].set_index("n")
@@ -394,7 +403,8 @@ torch.testing.assert_close(model.embed(tokens, model.src_embed, model.src_positi
 # Three-way tying: one Parameter object, counted once.
 assert model.src_embed.weight is model.tgt_embed.weight is model.generator.weight
 untied = Transformer(tiny, 100, 100, share_embeddings=False)
-assert untied.src_embed.weight is not untied.tgt_embed.weight  # the output projection stays tied to the target side
+# Untied, the output projection still shares the target embedding's matrix.
+assert untied.src_embed.weight is not untied.tgt_embed.weight
 
 with torch.device("meta"):
     untied_base = Transformer(base, vocab_size, vocab_size, share_embeddings=False)
@@ -405,7 +415,8 @@ assert untied_base.generator.weight is not untied_base.tgt_embed.weight
 
 scale_check = pd.DataFrame([
     dict(quantity="embedding entries, std", value=model.src_embed.weight[4:].std().item()),
-    dict(quantity="scaled embedding entries, std", value=(model.src_embed.weight[4:] * math.sqrt(tiny.d_model)).std().item()),
+    dict(quantity="scaled embedding entries, std",
+         value=(model.src_embed.weight[4:] * math.sqrt(tiny.d_model)).std().item()),
     dict(quantity="positional encoding entries, root mean square",
          value=sinusoidal_positions(512, tiny.d_model).pow(2).mean().sqrt().item()),
 ])
@@ -455,7 +466,8 @@ def positional_encoding(length: int, d_model: int) -> torch.Tensor:
 
 
 pe = positional_encoding(size["positions"], base.d_model)
-torch.testing.assert_close(sinusoidal_positions(size["positions"], base.d_model), pe.float(), atol=1e-6, rtol=0)
+torch.testing.assert_close(sinusoidal_positions(size["positions"], base.d_model), pe.float(),
+                           atol=1e-6, rtol=0)
 wavelengths = 2 * math.pi * 10000 ** (torch.arange(0, base.d_model, 2, dtype=torch.float64) / base.d_model)
 print(f"{base.d_model // 2} wavelengths from {wavelengths[0]:.3f} (2 pi) to {wavelengths[-1]:,.0f} positions "
       f"(the last is 10000^({base.d_model - 2}/{base.d_model}) x 2 pi)")
@@ -495,7 +507,8 @@ for k in size["shifts"]:
     # The package's table is float32 (about 6e-8 relative); the rotation adds no error of its own.
     torch.testing.assert_close(predicted, actual, atol=1e-6, rtol=0)
     torch.testing.assert_close(M @ M.T, torch.eye(base.d_model, dtype=torch.float64))  # a rotation
-    shift_errors.append(dict(k=k, positions_checked=size["positions"], max_abs_error=(predicted - actual).abs().max().item()))
+    shift_errors.append(dict(k=k, positions_checked=size["positions"],
+                             max_abs_error=(predicted - actual).abs().max().item()))
 show_table(pd.DataFrame(shift_errors), max_abs_error="{:.1e}")
 
 # %% [markdown]
@@ -513,7 +526,8 @@ similarity = pd.DataFrame([
 by_offset = similarity.pivot(index="offset", columns="start", values="dot_product")
 assert (by_offset.max(axis=1) - by_offset.min(axis=1)).max() < 1e-3  # the same curve whatever the start
 viz.show(viz.line_chart(similarity, "offset", "dot_product", "start", x_title="offset k",
-                        y_title="PE(pos) . PE(pos + k)", title="Dot product of two encodings depends only on their offset"))
+                        y_title="PE(pos) . PE(pos + k)",
+                        title="Dot product of two encodings depends only on their offset"))
 
 # %% [markdown]
 # ## 2.6 Counting parameters: every model of Table 3
@@ -542,14 +556,17 @@ counts["gap_m"] = counts.paper_m - counts.ours_m
 counts["gap_in_vocabulary_rows"] = counts.gap_m * 1e6 / counts.d_model
 blank_if_missing = lambda fmt: (lambda v: "" if pd.isna(v) else fmt.format(v))
 shown = counts.copy()
-for column, fmt in dict(ours_m="{:.1f}", paper_m="{:.0f}", gap_m="{:+.1f}", gap_in_vocabulary_rows="{:+,.0f}").items():
+formats = dict(ours_m="{:.1f}", paper_m="{:.0f}", gap_m="{:+.1f}", gap_in_vocabulary_rows="{:+,.0f}")
+for column, fmt in formats.items():
     shown[column] = shown[column].map(blank_if_missing(fmt))
 display(HTML(shown.to_html(index=False, classes="at-summary", border=0)))
 
 # %%
 listed = counts.dropna(subset=["paper_m"])
-compare = listed.melt(id_vars=["row"], value_vars=["ours_m", "paper_m"], var_name="source", value_name="millions")
-compare["source"] = compare.source.map({"ours_m": f"ours (vocabulary {vocab_size:,})", "paper_m": "paper, Table 3"})
+compare = listed.melt(id_vars=["row"], value_vars=["ours_m", "paper_m"], var_name="source",
+                      value_name="millions")
+compare["source"] = compare.source.map({"ours_m": f"ours (vocabulary {vocab_size:,})",
+                                        "paper_m": "paper, Table 3"})
 params_chart = alt.Chart(compare).mark_bar().encode(
     x=alt.X("row:N", sort=list(listed.row), title="Table 3 row"),
     xOffset=alt.XOffset("source:N"),
@@ -561,7 +578,8 @@ gap_chart = alt.Chart(listed).mark_point(filled=True, size=70).encode(
     x=alt.X("row:N", sort=list(listed.row), title="Table 3 row"),
     y=alt.Y("gap_in_vocabulary_rows:Q", title="(paper - ours) / d_model"),
     color=alt.Color("d_model:N", title="d_model"),
-    tooltip=["row", "d_model", alt.Tooltip("gap_m:Q", format=".2f"), alt.Tooltip("gap_in_vocabulary_rows:Q", format=",.0f")],
+    tooltip=["row", "d_model", alt.Tooltip("gap_m:Q", format=".2f"),
+             alt.Tooltip("gap_in_vocabulary_rows:Q", format=",.0f")],
 ).properties(width=560, height=200, title="The gap, in rows of width d_model")
 viz.show(alt.vconcat(params_chart, gap_chart))
 
