@@ -48,7 +48,7 @@ def prepare_data(recipe: TrainingRecipe, data_dir=None, context=None, max_len: i
         return EncodedPairs(src_ids, tgt_ids)
 
     train = encode(recipe.train_split, recipe.max_train_pairs)
-    valid = encode(recipe.valid_split, None)
+    valid = encode(recipe.valid_split, recipe.max_valid_pairs)
     return tokenizer, train, valid
 
 

@@ -39,6 +39,7 @@ class TrainingRecipe:
     valid_split: str = "valid"
     test_split: str = "test"
     max_train_pairs: int | None = None  # None: the whole training split
+    max_valid_pairs: int | None = None  # None: the whole validation split (its loss is measured every eval_every)
     max_sentence_words: int | None = 250  # pairs longer than this (either side, in words) are skipped
     vocab_size: int = 8000
     # model
@@ -106,7 +107,7 @@ RECIPES: dict[str, TrainingRecipe] = {
     "smoke": TrainingRecipe(
         profile="smoke",
         description="seconds on a CPU: a tiny model on 2,000 Multi30k pairs, to prove the pipeline end to end",
-        max_train_pairs=2000, vocab_size=1000, preset="tiny",
+        max_train_pairs=2000, max_valid_pairs=200, vocab_size=1000, preset="tiny",
         model_overrides=dict(dropout=0.1), batch_tokens=1024, peak_lr=2e-3, warmup_steps=50,
         max_steps=60, log_every=10, eval_every=30, save_every_steps=20, save_every_minutes=None,
         keep_snapshots=3, average_last=2, beam_size=2, eval_max_sentences=32, eval_batch_tokens=2000,

@@ -1,0 +1,84 @@
+"""The commands a newcomer types: --help explains, translate round-trips through stdin, average writes."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from annotated_transformer import Transformer, preset
+from annotated_transformer.cli import main
+from annotated_transformer.data import EncodedPairs, train_tokenizer
+from annotated_transformer.training.checkpoint import list_snapshots, load_checkpoint
+from annotated_transformer.training.trainer import Trainer
+
+from test_training import tiny_recipe
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("command,expected", [
+    ("train", ["--profile", "--resume", "torchrun", "--minutes"]),
+    ("translate", ["--checkpoint", "--beam", "--input"]),
+    ("evaluate", ["--checkpoint", "sacreBLEU", "--profile"]),
+    ("average", ["--last", "last 5"]),
+])
+def test_help_explains_each_command(command, expected, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for word in expected:
+        assert word in text, f"`{command} --help` should mention {word}"
+
+
+def test_profile_picks_defaults_and_flags_override_them():
+    from annotated_transformer.training.commands_train import add_arguments, recipe_from_args
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--profile", "smoke", "--lr", "1e-3", "--layers", "1", "--minutes", "2"])
+    recipe = recipe_from_args(args)
+    assert recipe.profile == "smoke" and recipe.peak_lr == 1e-3 and recipe.time_budget_minutes == 2
+    assert recipe.model_config().n_layers == 1
+    assert recipe.vocab_size == 1000  # untouched: the smoke profile's own value
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A run folder with a few snapshots of a tiny model trained for a few steps with a real tokenizer."""
+    out = tmp_path_factory.mktemp("run")
+    words = "a man dog cat runs sits in on the park house red blue small big".split()
+    rng = np.random.default_rng(0)
+    sentences = [" ".join(rng.choice(words, size=int(rng.integers(2, 8)))) for _ in range(200)]
+    tokenizer = train_tokenizer(sentences, vocab_size=40)
+    ids = tokenizer.encode_batch(sentences)
+    recipe = tiny_recipe(max_steps=6, save_every_steps=2, keep_snapshots=5)
+    torch.manual_seed(0)
+    model = Transformer(recipe.model_config(), tokenizer.vocab_size, tokenizer.vocab_size)
+    Trainer(model, tokenizer, EncodedPairs(ids, ids), None, recipe, out, show_progress=False).train()
+    return out
+
+
+def test_translate_round_trips_through_stdin(tiny_run):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "annotated_transformer", "translate", "--checkpoint", str(tiny_run / "last.pt"),
+         "--beam", "2", "--max-len-b", "4", "--device", "cpu"],
+        input="a man runs in the park\n\nthe red dog sits\n", capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split("\n")
+    assert len(lines) == 4 and lines[3] == ""  # three answers, each ending in a newline
+    assert lines[1] == ""  # an empty input line stays an empty output line
+
+
+def test_average_command_writes_the_mean_of_the_last_snapshots(tiny_run, capsys):
+    assert len(list_snapshots(tiny_run)) == 3
+    assert main(["average", "--run", str(tiny_run), "--last", "2"]) == 0
+    averaged = load_checkpoint(tiny_run / "averaged.pt")
+    assert averaged["averaged_from"] == ["step_00000004.pt", "step_00000006.pt"]
+    assert "averaged 2 checkpoints" in capsys.readouterr().out
