@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     device = torch.device(_pick_device(args.device, 0))
     started = time.perf_counter()
     path = Path(args.checkpoint)
-    if path.is_dir() and not (path / "last.pt").is_file() or (path.is_dir() and args.average_last):
+    if path.is_dir():
         checkpoint, used = average_last(path, recipe.average_last)
         source = f"average of {', '.join(p.name for p in used)}"
     else:

@@ -175,6 +175,9 @@ def write_run_results(summary: dict, recipe: TrainingRecipe, config, name: str |
     name = name or f"translation_{recipe.corpus}_{recipe.src_lang}_{recipe.tgt_lang}"
     profile = recipe.profile.split("-")[0]
     metrics = {k: v for k, v in summary.items() if k not in ("out_dir", "wall_time_s")}
+    for key in ("sacrebleu", "bleu_tokenized", "ppl", "sacrebleu_signature"):  # flat keys the summary table reads
+        if key in summary.get("test", {}):
+            metrics[key] = summary["test"][key]
     record_config = {"model": config.to_dict(), "recipe": recipe.to_dict()}
     path = write_result(name, metrics, profile=profile, config=record_config,
                         wall_time_s=summary.get("wall_time_s"), device=device)
