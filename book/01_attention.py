@@ -95,13 +95,15 @@ def tighten(chart):
     """End log axes at the data instead of rounding them out to powers of ten, and tick the x
     values that were measured (log axes otherwise crowd their labels)."""
     for channel in ("x", "y"):
-        encoding = getattr(chart.encoding, channel, alt.Undefined)
-        scale = getattr(encoding, "scale", alt.Undefined)
-        if scale is not alt.Undefined and getattr(scale, "type", None) == "log":
-            encoding.scale = alt.Scale(type="log", nice=False)
-            values = sorted(chart.data[encoding.field].unique()) if channel == "x" else []
-            if 1 < len(values) <= 12:
-                encoding.axis = alt.Axis(values=[float(v) for v in values])
+        encoding = chart.encoding[channel]
+        scale = encoding["scale"]
+        if scale is alt.Undefined or scale["type"] != "log":
+            continue
+        encoding["scale"] = alt.Scale(type="log", nice=False)
+        field = encoding["field"] if encoding["field"] is not alt.Undefined else encoding["shorthand"]
+        values = sorted(chart.data[field.split(":")[0]].unique()) if channel == "x" else []
+        if 1 < len(values) <= 12:
+            encoding["axis"] = alt.Axis(values=[float(v) for v in values])
     return chart
 
 

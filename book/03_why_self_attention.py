@@ -120,13 +120,15 @@ def tighten(chart):
     """End log axes at the data instead of rounding them out to powers of ten, and tick the x
     values that were measured (log axes otherwise crowd their labels)."""
     for channel in ("x", "y"):
-        encoding = getattr(chart.encoding, channel, alt.Undefined)
-        scale = getattr(encoding, "scale", alt.Undefined)
-        if scale is not alt.Undefined and getattr(scale, "type", None) == "log":
-            encoding.scale = alt.Scale(type="log", nice=False)
-            values = sorted(chart.data[encoding.field].unique()) if channel == "x" else []
-            if 1 < len(values) <= 12:
-                encoding.axis = alt.Axis(values=[float(v) for v in values])
+        encoding = chart.encoding[channel]
+        scale = encoding["scale"]
+        if scale is alt.Undefined or scale["type"] != "log":
+            continue
+        encoding["scale"] = alt.Scale(type="log", nice=False)
+        field = encoding["field"] if encoding["field"] is not alt.Undefined else encoding["shorthand"]
+        values = sorted(chart.data[field.split(":")[0]].unique()) if channel == "x" else []
+        if 1 < len(values) <= 12:
+            encoding["axis"] = alt.Axis(values=[float(v) for v in values])
     return chart
 
 
@@ -213,7 +215,9 @@ show_table(pd.DataFrame(flop_rows), counted_flops="{:,}", closed_form="{:,}")
 # time), and it records the activation memory the layer keeps for its backward pass, by listing
 # every tensor autograd saves (the layer's weights, which exist anyway, are not counted). The
 # slopes of the lines on log-log axes are the measured exponents; the dashed lines have the
-# exponents of Table 1, drawn through each layer's largest measurement.
+# exponents of Table 1, drawn through each layer's largest measurement. (Table 1 has no memory
+# column; for memory the dashed lines follow the leading terms of the textbook algorithms:
+# attention keeps an $n \times n$ weight matrix, the other two a few $n \times d$ tensors.)
 #
 # Small sizes are dominated by fixed costs (launching an operation, one loop iteration of the
 # recurrent layer), so exponents are fitted on the larger half of the sizes.
@@ -256,7 +260,10 @@ print(f"measured {len(by_n) + len(by_d)} points in {time.perf_counter() - starte
 # %%
 exp_n = {k: v["n"] for k, v in complexity.PAPER_EXPONENTS.items()}
 exp_d = {k: v["d"] for k, v in complexity.PAPER_EXPONENTS.items()}
-memory_exp_n = {"self-attention": 2, "recurrent": 1, "convolutional": 1}  # n x n weights vs n x d states
+# Memory has no column in Table 1; the reference lines are the textbook algorithms' leading terms:
+# attention keeps n x n weights (n^2, and n x d inputs, d^1), the others a few n x d tensors.
+memory_exp_n = {"self-attention": 2, "recurrent": 1, "convolutional": 1}
+memory_exp_d = {"self-attention": 1, "recurrent": 1, "convolutional": 1}
 time_charts = alt.hconcat(
     loglog_with_reference(by_n, "n", "seconds", exp_n, f"Time against n (d = {size['by_n']['d']})",
                           "seconds per forward pass"),
@@ -266,16 +273,23 @@ time_charts = alt.hconcat(
 viz.show(time_charts)
 
 # %%
-viz.show(loglog_with_reference(by_n.assign(MB=by_n.saved_bytes / 2**20), "n", "MB", memory_exp_n,
-                               f"Activation memory kept for backward against n (d = {size['by_n']['d']})",
-                               "MB saved for backward").properties(width=560))
+memory_charts = alt.hconcat(
+    loglog_with_reference(by_n.assign(MB=by_n.saved_bytes / 2**20), "n", "MB", memory_exp_n,
+                          f"Memory kept for backward against n (d = {size['by_n']['d']})",
+                          "MB saved for backward"),
+    loglog_with_reference(by_d.assign(MB=by_d.saved_bytes / 2**20), "d", "MB", memory_exp_d,
+                          f"Memory kept for backward against d (n = {size['by_d']['n']})",
+                          "MB saved for backward"),
+).resolve_scale(y="independent").configure_legend(orient="bottom")
+viz.show(memory_charts)
 
 # %%
 slopes = pd.DataFrame([
     dict(kind=kind, paper=complexity.PAPER_TABLE1[kind]["complexity"],
          time_vs_n=fitted_slope(by_n, "n", "seconds", kind), paper_n=exp_n[kind],
          time_vs_d=fitted_slope(by_d, "d", "seconds", kind), paper_d=exp_d[kind],
-         memory_vs_n=fitted_slope(by_n, "n", "saved_bytes", kind))
+         memory_vs_n=fitted_slope(by_n, "n", "saved_bytes", kind),
+         memory_vs_d=fitted_slope(by_d, "d", "saved_bytes", kind))
     for kind in complexity.LAYER_KINDS
 ])
 # Memory is deterministic (it counts bytes), so it is checked; the times are only reported.
@@ -283,7 +297,7 @@ memory_slopes = slopes.set_index("kind").memory_vs_n
 # The recurrent and convolutional layers keep a few (n, d) tensors: linear in n, up to a constant.
 assert abs(memory_slopes["recurrent"] - 1) < 0.05, memory_slopes
 assert abs(memory_slopes["convolutional"] - 1) < 0.05, memory_slopes
-show_table(slopes, time_vs_n="{:.2f}", time_vs_d="{:.2f}", memory_vs_n="{:.2f}")
+show_table(slopes, time_vs_n="{:.2f}", time_vs_d="{:.2f}", memory_vs_n="{:.2f}", memory_vs_d="{:.2f}")
 
 # %%
 s = slopes.set_index("kind")
@@ -492,7 +506,8 @@ metrics = {
     "crossover_n_flops": flop_crossover,
     "lstm_crossover_n_flops_with_projections": lstm_crossover,
     "slopes": {r.kind: {"time_vs_n": r.time_vs_n, "time_vs_d": r.time_vs_d, "memory_vs_n": r.memory_vs_n,
-                        "paper_n": r.paper_n, "paper_d": r.paper_d} for r in slopes.itertuples()},
+                        "memory_vs_d": r.memory_vs_d, "paper_n": r.paper_n, "paper_d": r.paper_d}
+               for r in slopes.itertuples()},
     "max_path_length": {kind: {int(r.n): int(r.max_path_length)
                                for r in paths[paths.kind == kind].itertuples()}
                         for kind in complexity.PATH_KINDS},
