@@ -173,7 +173,7 @@ viz.show(viz.heatmap(self_weights, x_labels=words, y_labels=words, x_title="key"
                      scheme="blues", domain=(0, 1)))
 
 # %% [markdown]
-# ## 1.2 Why divide by $\sqrt{d_k}$
+# ## 1.2 Why scale by 1/√d_k
 #
 # Suppose the components of a query and a key are independent, with mean 0 and variance 1. Their
 # dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ adds $d_k$ independent terms of variance 1, so
@@ -332,9 +332,10 @@ print("the package's fused and explicit paths apply the same masks")
 # a large negative constant such as $-10^9$ cannot even be written in float16, whose largest
 # magnitude is 65504. Filling them with $-\infty$ works until a query has *no* allowed key: the
 # softmax of a row of $-\infty$ is $0/0$, a NaN that then spreads through the whole batch. Such
-# rows are not exotic: the padded queries of a short sentence in cross-attention over an empty
-# source, or a left-padded prefix under a causal mask, have them. And a finite constant hides
-# the NaN without fixing anything: the row becomes a uniform average over padding.
+# rows are not exotic: an empty source sentence in a batch leaves every cross-attention query of
+# that row with nothing to read, and a left-padded sequence under a causal mask leaves its first
+# positions with no visible key. And a finite constant hides the NaN without fixing anything: the
+# row becomes a uniform average over padding.
 #
 # The package keeps masks boolean all the way into the kernel (no constant to overflow in bf16 or
 # fp16) and returns zeros for a query that may see nothing. The table runs each recipe on the same
@@ -580,8 +581,9 @@ show_table(projection_times, ms="{:.3f}")
 # %% [markdown]
 # ## 1.7 The package's two paths: fused and explicit
 #
-# During training and decoding, `MultiHeadAttention` calls the fused kernel and never forms the
-# $n \times n$ weight matrices. When someone wants the weights for a picture, setting the module's
+# During training and decoding, `MultiHeadAttention` calls the fused kernel, which does not hand
+# the $n \times n$ weight matrices back (and on a GPU never stores them). When someone wants the
+# weights for a picture, setting the module's
 # `record` to a list switches it to the explicit path, which appends each call's weights
 # (`attention_maps` does that for every layer of a model). Both compute the same function:
 

@@ -514,10 +514,11 @@ for k in size["shifts"]:
 show_table(pd.DataFrame(shift_errors), max_abs_error="{:.1e}")
 
 # %% [markdown]
-# Because each $M_k$ is a rotation, it preserves dot products, so $PE(pos) \cdot PE(pos + k)$
-# depends only on the offset $k$: the curves below, for several starting positions, lie on top of
-# each other. The similarity is largest at $k = 0$ and falls off with distance, a built-in notion
-# of nearness.
+# The same matrices also make the similarity of two encodings a function of their distance
+# alone: $PE(pos) = M_{pos}\, PE(0)$, and a rotation preserves dot products, so
+# $PE(pos) \cdot PE(pos + k) = PE(0) \cdot PE(k)$ whatever $pos$ is. The curves below, for several
+# starting positions, lie on top of each other. The similarity is largest at $k = 0$ and falls
+# off, with ripples, as the offset grows: a built-in notion of nearness.
 
 # %%
 offsets = list(range(0, 101))

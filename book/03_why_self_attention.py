@@ -353,7 +353,8 @@ show_table(sequential)
 # of $r$ positions, the last row of Table 1) layers are stacked until every pair is connected:
 #
 # * self-attention connects every pair in one layer: path length 1;
-# * a recurrent layer connects input $i$ to output $j$ through $j - i$ steps of its chain;
+# * a recurrent layer connects input $i$ to output $j$ through the step into $h_i$ and then the
+#   $j - i$ steps of its chain, $n$ edges for the farthest pair;
 # * contiguous convolutions of width $k$ widen the window by $k - 1$ per layer: about $n / (k-1)$
 #   layers; dilated convolutions, whose dilation multiplies by $k$ per layer as in ByteNet
 #   {cite:p}`kalchbrenner2016bytenet`, need about $\log_k n$.
@@ -398,8 +399,9 @@ viz.show(alt.hconcat(path_chart, to_last_chart).configure_legend(orient="bottom"
 # Self-attention costs $4 n^2 d$ FLOPs and a recurrent layer $4 n d^2$, so in FLOPs the two are
 # equal exactly at $n = d$, and self-attention is the cheaper one for shorter sequences. With the
 # base model's $d = 512$ and sentences of a few dozen subword tokens, translation sits far on the
-# cheap side. The measured crossover differs, because FLOPs are not time: a recurrent step is a
-# small matrix product that cannot be batched across positions, and each step pays a fixed cost.
+# cheap side. The measured crossover can sit elsewhere, because FLOPs are not time: a recurrent
+# step is a small matrix product that cannot be batched across positions, and each step pays a
+# fixed cost, while attention's large matrix products run near the hardware's peak.
 
 # %%
 cross = size["crossover"]
