@@ -48,6 +48,7 @@ from .schedule import NoamSchedule, peak_lr
 logger = logging.getLogger(__name__)
 
 METRICS_NAME = "metrics.jsonl"
+STOP_CHECK_EVERY = 10  # steps between the ranks' agreement on Ctrl-C / time limits under DDP
 
 
 # ------------------------------------------------------------------------------------------ precision
@@ -349,13 +350,29 @@ class Trainer:
         """Seconds spent so far on the recipe's budget clock (wall, or CPU time per thread)."""
         return self.progress.train_cpu_s if self.recipe.budget_clock == "cpu" else self.progress.train_time_s
 
+    def _stop_decision(self) -> str | None:
+        """Why to stop after this step, if at all; the same answer on every rank.
+
+        Step and epoch limits are the same everywhere; a signal or the clock may reach one rank first, so
+        ranks agree on those through an all-reduce, every step in one process and every
+        `STOP_CHECK_EVERY` steps with DDP (a GPU sync per step would cost more than a few extra steps).
+        """
+        limit = self._limit_reached()
+        if limit in ("max_steps", "max_epochs"):
+            return limit
+        if self.context.is_distributed and self.progress.step % STOP_CHECK_EVERY:
+            return None
+        urgency = max_over_ranks(2 if self._stop.requested else 1 if limit == "time_budget" else 0, self.context)
+        return {2: "interrupted", 1: "time_budget"}.get(urgency)
+
     def _snapshot_due(self) -> bool:
+        """A snapshot every save_every_steps steps or save_every_minutes minutes (ranks agree on the clock)."""
         r, p = self.recipe, self.progress
-        if r.save_every_steps and p.step % r.save_every_steps == 0:
-            return True
-        if r.save_every_minutes and self.budget_seconds_used() - p.last_snapshot_time_s >= 60.0 * r.save_every_minutes:
-            return True
-        return False
+        by_steps = bool(r.save_every_steps) and p.step % r.save_every_steps == 0
+        by_time = bool(r.save_every_minutes) and self.budget_seconds_used() - p.last_snapshot_time_s >= 60.0 * r.save_every_minutes
+        if self.context.is_distributed:  # rank 0 writes, then all ranks meet at a barrier: all must decide alike
+            by_time = p.step % STOP_CHECK_EVERY == 0 and bool(max_over_ranks(int(by_time), self.context))
+        return by_steps or by_time
 
     def _next_global_batch(self) -> list[list[int]] | None:
         """The next step's micro-batches, moving to the next epoch when this one is used up."""
@@ -415,13 +432,7 @@ class Trainer:
                     p.last_snapshot_time_s = self.budget_seconds_used()
                     self.save_snapshot()
                     self.save_resume_checkpoint()
-                stopped_by = self._limit_reached()
-                # Every rank stops at the same step, whichever rank saw the signal or the clock.
-                urgency = max_over_ranks(2 if self._stop.requested else 1 if stopped_by == "time_budget" else 0, self.context)
-                if urgency == 2:
-                    stopped_by = "interrupted"
-                elif urgency == 1:
-                    stopped_by = "time_budget"
+                stopped_by = self._stop_decision()
             if bar is not None:
                 bar.close()
             if window_steps:
