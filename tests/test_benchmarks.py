@@ -1,0 +1,163 @@
+"""The benchmark is fair and runs: the reference computes our function, the script writes valid JSON.
+
+No timing is asserted here (the machines are shared and noisy); `benchmarks/README.md` holds
+the measured numbers and `results/benchmarks/cpu.json` the run that made them.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn as nn
+
+from annotated_transformer import Transformer, greedy_decode, preset
+from annotated_transformer.model import count_parameters
+from annotated_transformer.training import label_smoothed_cross_entropy
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_model  # noqa: E402
+import reference_transformer as ref_lib  # noqa: E402
+
+V = 50
+
+
+def pair(dropout: float = 0.0):
+    torch.manual_seed(0)
+    config = preset("tiny", dropout=dropout)
+    ours = Transformer(config, V, V)
+    with torch.no_grad():  # not the init's structure: every weight matters for the comparison
+        for p in ours.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    reference = ref_lib.make_model_like(config, V)
+    ref_lib.load_from_ours(reference, ours)
+    return ours, reference
+
+
+def batch():
+    g = torch.Generator().manual_seed(1)
+    src = torch.randint(4, V, (3, 7), generator=g)
+    src[1, 5:] = 0
+    tgt = torch.randint(4, V, (3, 6), generator=g)
+    tgt[:, 0] = 1
+    tgt[2, 4:] = 0
+    return src, tgt[:, :-1], tgt[:, 1:]
+
+
+def matching_parameters(ours, reference):
+    """(our tensor slice, reference tensor) for every weight, following load_from_ours' layout."""
+    cfg = ours.config
+    hk = cfg.n_heads * cfg.head_dim_k
+    out = [(lambda: ours.src_embed.weight.grad, lambda: reference.src_embed[0].lut.weight.grad)]
+    for o, r in zip(ours.encoder_layers, reference.encoder.layers):
+        g = lambda o=o: o.self_attn.qkv_proj.weight.grad  # noqa: E731
+        out += [(lambda g=g: g()[:hk], lambda r=r: r.self_attn.linear_q.weight.grad),
+                (lambda g=g: g()[hk:2 * hk], lambda r=r: r.self_attn.linear_k.weight.grad),
+                (lambda g=g: g()[2 * hk:], lambda r=r: r.self_attn.linear_v.weight.grad),
+                (lambda o=o: o.ffn.linear2.bias.grad, lambda r=r: r.feed_forward.w_2.bias.grad),
+                (lambda o=o: o.norm1.weight.grad, lambda r=r: r.sublayer[0].norm.weight.grad)]
+    for o, r in zip(ours.decoder_layers, reference.decoder.layers):
+        kv = lambda o=o: o.cross_attn.kv_proj.weight.grad  # noqa: E731
+        out += [(lambda o=o: o.cross_attn.q_proj.weight.grad, lambda r=r: r.src_attn.linear_q.weight.grad),
+                (lambda kv=kv: kv()[:hk], lambda r=r: r.src_attn.linear_k.weight.grad),
+                (lambda kv=kv: kv()[hk:], lambda r=r: r.src_attn.linear_v.weight.grad),
+                (lambda o=o: o.norm3.bias.grad, lambda r=r: r.sublayer[2].norm.bias.grad)]
+    return out
+
+
+def test_reference_has_our_parameters():
+    ours, reference = pair()
+    assert count_parameters(ours) == count_parameters(reference)
+    linears = [m for m in reference.modules() if isinstance(m, nn.Linear)]
+    # Four separate projections per attention: the classic layout, not our fused one.
+    assert len(linears) == 2 * (4 + 2) + 2 * (4 + 4 + 2) + 1
+
+
+def test_reference_computes_our_function_loss_and_gradients():
+    ours, reference = pair()
+    src, tgt_in, tgt_out = batch()
+    ours_logits = ours(src, tgt_in)
+    ref_log_probs = reference.log_probs(src, tgt_in)
+    real = tgt_out != 0  # the reference masks target padding too; only real positions are compared
+    torch.testing.assert_close(ours_logits.log_softmax(-1)[real], ref_log_probs[real], atol=1e-5, rtol=1e-5)
+    ours_loss = label_smoothed_cross_entropy(ours_logits, tgt_out, 0.1, 0).loss
+    ref_loss = ref_lib.LabelSmoothing(V, 0, 0.1)(ref_log_probs, tgt_out)
+    torch.testing.assert_close(ours_loss, ref_loss, atol=1e-4, rtol=1e-5)
+    ours_loss.backward()
+    ref_loss.backward()
+    for ours_grad, ref_grad in matching_parameters(ours, reference):
+        torch.testing.assert_close(ours_grad(), ref_grad(), atol=1e-5, rtol=1e-4)
+
+
+def test_reference_puts_dropout_where_we_do():
+    """Same seed, same dropout masks: equal outputs in training mode mean equal dropout placement."""
+    ours, reference = pair(dropout=0.3)
+    src, tgt_in, tgt_out = batch()
+    ours.train(), reference.train()
+    torch.manual_seed(5)
+    a = ours(src, tgt_in).log_softmax(-1)
+    torch.manual_seed(5)
+    b = reference.log_probs(src, tgt_in)
+    real = tgt_out != 0
+    torch.testing.assert_close(a[real], b[real], atol=1e-5, rtol=1e-5)
+
+
+def test_reference_greedy_decoding_gives_our_tokens():
+    ours, reference = pair()
+    src, _, _ = batch()
+    c = ours.config
+    expected = greedy_decode(ours, src, 12)
+    got = ref_lib.greedy_decode(reference, src, 12, c.bos_id, c.eos_id, banned=(c.pad_id, c.bos_id))
+    assert torch.equal(expected, got)
+
+
+def test_fused_loss_candidate_equals_the_package_loss():
+    torch.manual_seed(0)
+    logits = torch.randn(4, 5, 40, requires_grad=True)
+    target = torch.randint(4, 40, (4, 5))
+    target[0, 3:] = 0
+    want = label_smoothed_cross_entropy(logits, target, 0.1, 0)
+    got = bench_model.fused_smoothed_ce(logits, target, 0.1, 0)
+    torch.testing.assert_close(got[0], want.loss)
+    torch.testing.assert_close(got[1], want.nll)
+    assert int(got[2]) == int(want.tokens)
+    g_want, = torch.autograd.grad(want.loss, logits)
+    g_got, = torch.autograd.grad(got[0], logits)
+    torch.testing.assert_close(g_got, g_want)
+
+
+def test_flop_count_covers_every_weight_matrix():
+    """With as many source as target tokens, the weight term is 6 x (all projection weights) x tokens."""
+    config = preset("tiny")
+    model = Transformer(config, V, V)
+    b = bench_model.make_batch(4, 6, 6, V, "cpu")
+    b.tgt_out = b.tgt_out[:, : b.src.size(1)]
+    b.target_tokens = int((b.tgt_out != 0).sum())
+    assert b.target_tokens == b.source_tokens
+    weights = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear) and m is not model.generator)
+    flops = bench_model.model_flops_per_step(config, V, b)
+    assert flops["weights"] == 6 * weights * b.source_tokens
+    assert flops["logits"] == 6 * config.d_model * V * b.target_tokens
+
+
+def test_benchmark_script_quick_run_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_model.py"), "--quick", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    prov = result["provenance"]
+    for key in ("git_commit", "torch", "cpu_model", "threads", "date"):
+        assert key in prov
+    m = result["measurements"]
+    tiny = m["training"]["tiny"]
+    assert tiny["steps"]["reference_fp32"]["tokens_per_s"] > 0 and tiny["steps"]["ours_fp32"]["tokens_per_s"] > 0
+    assert tiny["ratios"]["ours_fp32_vs_reference_fp32"] > 0
+    assert m["decoding"]["same_tokens_all_three"] is True
+    assert m["decoding"]["ratios"]["kv_cache_vs_reference"] > 0
+    assert all(a["loss_rel_diff"] < 1e-4 for a in m["loss"]["agreement_with_ours"].values())
+    assert m["profile"]["tiny_fp32"]["top_ops"]
+    assert "targets_met" in result["headline"]
