@@ -176,9 +176,11 @@ class OursStep:
     backward, optimizer); on a CPU that costs nothing, on a GPU it adds synchronisations.
     """
 
-    def __init__(self, model: Transformer, optimizer, batch: Batch, amp_dtype=None, smoothing=0.1, loss_fn=None):
+    def __init__(self, model: Transformer, optimizer, batch: Batch, amp_dtype=None, smoothing=0.1, loss_fn=None,
+                 real_rows: bool = False):
         self.model, self.opt, self.batch, self.amp_dtype, self.smoothing = model, optimizer, batch, amp_dtype, smoothing
         self.loss_fn = loss_fn or label_smoothed_cross_entropy
+        self.real_rows = real_rows
         self.device = batch.src.device
         self.phases: list[dict[str, float]] | None = None
 
@@ -196,9 +198,12 @@ class OursStep:
         m.train()
         t = time.perf_counter()
         with autocast(self.device, self.amp_dtype):
-            logits = m(b.src, b.tgt_in)
+            if self.real_rows:
+                logits, target = forward_real_rows(m, b.src, b.tgt_in, b.tgt_out)
+            else:
+                logits, target = m(b.src, b.tgt_in), b.tgt_out
             t = self._mark(rec, "forward", t)
-            loss = self.loss_fn(logits, b.tgt_out, self.smoothing, m.config.pad_id)[0] / b.target_tokens
+            loss = self.loss_fn(logits, target, self.smoothing, m.config.pad_id)[0] / b.target_tokens
         t = self._mark(rec, "loss_forward", t)
         loss.backward()
         t = self._mark(rec, "backward", t)
@@ -207,6 +212,21 @@ class OursStep:
         self._mark(rec, "optimizer", t)
         if rec is not None:
             self.phases.append(rec)
+
+
+def forward_real_rows(model: Transformer, src, tgt_in, tgt_out) -> tuple[torch.Tensor, torch.Tensor]:
+    """Our forward with the vocabulary projection on real target positions only: (n_real, V) logits.
+
+    A candidate for the package (measured here): the tied generator is a quarter of a base step's
+    FLOPs at V=37,000, and padded positions only feed a loss that ignores them.
+    """
+    src_mask = model.source_mask(src)
+    memory = model.encode(src, src_mask)
+    x = model.embed(tgt_in, model.tgt_embed, model.tgt_positions)
+    for layer in model.decoder_layers:
+        x = layer(x, memory, src_mask)
+    keep = tgt_out != model.config.pad_id
+    return model.generator(x[keep]), tgt_out[keep]
 
 
 class ReferenceStep:
@@ -243,13 +263,14 @@ def fair_pair(config, vocab: int, device, seed: int = 0):
     return ours, reference
 
 
-# Our step's variants: (autocast dtype or None, Adam kind, loss function name).
+# Our step's variants: (autocast dtype or None, Adam kind, loss function name, generator on real rows only).
 OUR_VARIANTS = {
-    "ours_fp32": (None, "default", "package"),
-    "ours_fp32_fused_adam": (None, "fused", "package"),
-    "ours_fp32_proposed": (None, "fused", "fused"),  # fused Adam + the fused loss below
-    "ours_bf16": ("bf16", "default", "package"),
-    "ours_bf16_proposed": ("bf16", "fused", "fused"),
+    "ours_fp32": (None, "default", "package", False),
+    "ours_fp32_fused_adam": (None, "fused", "package", False),
+    "ours_fp32_proposed": (None, "fused", "fused", False),  # fused Adam + the fused loss below
+    "ours_fp32_proposed_real_rows": (None, "fused", "fused", True),  # ... + no logits for padding
+    "ours_bf16": ("bf16", "default", "package", False),
+    "ours_bf16_proposed": ("bf16", "fused", "fused", False),
 }
 
 
@@ -263,9 +284,9 @@ def bench_training(size: str, vocab: int, batch_shape: tuple[int, int, int], dev
         "reference_fp32": ReferenceStep(reference, adam(reference.parameters()), batch, vocab)}
     # Variants share our model (each with its own optimizer state), so they cost no second copy of weights.
     for name in variants:
-        amp, opt_kind, loss_name = OUR_VARIANTS[name]
+        amp, opt_kind, loss_name, real_rows = OUR_VARIANTS[name]
         steps[name] = OursStep(ours, adam(ours.parameters(), opt_kind), batch,
-                               torch.bfloat16 if amp else None, loss_fn=LOSSES[loss_name])
+                               torch.bfloat16 if amp else None, loss_fn=LOSSES[loss_name], real_rows=real_rows)
     for name, step in steps.items():
         if isinstance(step, OursStep) and device.type == "cpu":
             step.phases = []
@@ -633,42 +654,49 @@ def retain_freed_memory() -> bool:
         return False
 
 
-def child_steps(size: str, vocab: int, shape: tuple[int, int, int], mode: str, steps: int) -> dict:
-    """Run in a fresh process: our fp32 step under one allocator mode; seconds per step after a warm-up."""
-    applied = retain_freed_memory() if mode == "retain" else None
-    torch.manual_seed(0)
-    model = Transformer(preset(size), vocab, vocab)
-    batch = make_batch(*shape, vocab=vocab, device="cpu")
-    step = OursStep(model, adam(model.parameters()), batch)
-    step()
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return {"mode": mode, "applied": applied, "times_s": times}
+ALLOCATOR_VARIANTS = ["ours_fp32", "ours_fp32_proposed_real_rows"]
 
 
-def bench_allocator(size: str, vocab: int, shape, rounds: int, steps: int) -> dict:
-    """Our fp32 step with glibc's default allocator vs freed memory retained, alternating fresh processes.
+def child_training(spec: dict) -> dict:
+    """Run in a fresh process: `bench_training` under one allocator mode (the reference included)."""
+    applied = retain_freed_memory() if spec["mode"] == "retain" else None
+    r = bench_training(spec["size"], spec["vocab"], tuple(spec["shape"]), torch.device("cpu"), spec["repeats"], 1,
+                       ALLOCATOR_VARIANTS)
+    return {"mode": spec["mode"], "applied": applied, "samples": {k: v["samples_s"] for k, v in r["steps"].items()},
+            "target_tokens": r["batch"]["target_tokens"]}
+
+
+def bench_allocator(size: str, vocab: int, shape, rounds: int, repeats: int, threads: int) -> dict:
+    """Training steps with glibc's default allocator vs freed memory retained, in alternating fresh processes.
 
     Heap state cannot be switched back within one process (a retained heap keeps serving big
-    blocks), so each mode runs in its own process, alternated to share the machine's load.
+    blocks), so each mode runs in its own process; modes alternate to share the machine's load.
+    Inside each process the reference and our variants are interleaved as in `bench_training`.
     """
-    samples: dict[str, list[float]] = {"default": [], "retain": []}
-    applied = None
+    samples: dict[str, dict[str, list[float]]] = {"default": {}, "retain": {}}
+    applied, tokens = None, None
     for _ in range(rounds):
         for mode in samples:
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--child-step",
-                   json.dumps({"size": size, "vocab": vocab, "shape": list(shape), "mode": mode, "steps": steps})]
+            spec = {"size": size, "vocab": vocab, "shape": list(shape), "mode": mode, "repeats": repeats}
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--threads", str(threads), "--child-training", json.dumps(spec)]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
             r = json.loads(proc.stdout.strip().splitlines()[-1])
-            samples[mode] += r["times_s"]
+            for name, values in r["samples"].items():
+                samples[mode].setdefault(name, []).extend(values)
             applied = r["applied"] if mode == "retain" else applied
-    times = {k: summarize(v) for k, v in samples.items()}
-    return {"config": size, "vocab": vocab, "batch": list(shape), "rounds": rounds, "steps_per_process": steps,
-            "mallopt_applied": applied, "times": times,
-            "retain_speedup": times["default"]["median_s"] / times["retain"]["median_s"]}
+            tokens = r["target_tokens"]
+    times = {mode: {name: summarize(v) for name, v in by_name.items()} for mode, by_name in samples.items()}
+    med = {mode: {name: t["median_s"] for name, t in by_name.items()} for mode, by_name in times.items()}
+    ratios = {f"retain_vs_default_{name}": med["default"][name] / med["retain"][name] for name in med["default"]}
+    for mode in med:
+        for name in ALLOCATOR_VARIANTS:
+            ratios[f"{mode}_{name}_vs_reference_fp32"] = med[mode]["reference_fp32"] / med[mode][name]
+    ratios["retain_ours_fp32_proposed_real_rows_vs_default_reference_fp32"] = (
+        med["default"]["reference_fp32"] / med["retain"]["ours_fp32_proposed_real_rows"])
+    return {"config": size, "vocab": vocab, "batch": list(shape), "target_tokens": tokens, "rounds": rounds,
+            "repeats_per_process": repeats, "threads": threads, "mallopt_applied": applied, "times": times,
+            "tokens_per_s": {mode: {n: tokens / v for n, v in by_name.items()} for mode, by_name in med.items()},
+            "ratios": ratios}
 
 
 # ---------------------------------------------------------------------------------- main
@@ -690,11 +718,12 @@ def plan(args, device: torch.device) -> dict:
     """
     bf16_base = fast_bf16(device) or args.bf16_base
     if args.quick:
-        return dict(train=[("tiny", 64, (8, 5, 8), ["ours_fp32", "ours_fp32_proposed", "ours_bf16"], 2)], warmup=1,
+        return dict(train=[("tiny", 64, (8, 5, 8), ["ours_fp32", "ours_fp32_proposed", "ours_fp32_proposed_real_rows", "ours_bf16"], 2)], warmup=1,
                     loss=(256, 64), adam=("tiny", 64), matmul=3, decode=[("tiny", 64, 6, 1, 8, ALL_DECODERS, 2)],
-                    profile=[("tiny", 64, (8, 5, 8), None)], gpu=("tiny", 64, (8, 5, 8)), allocator=("tiny", 64, (8, 5, 8)))
-    tiny_variants = ["ours_fp32", "ours_fp32_fused_adam", "ours_fp32_proposed", "ours_bf16", "ours_bf16_proposed"]
-    base_variants = ["ours_fp32", "ours_fp32_fused_adam", "ours_fp32_proposed"] + (["ours_bf16", "ours_bf16_proposed"] if bf16_base else [])
+                    profile=[("tiny", 64, (8, 5, 8), None)], gpu=("tiny", 64, (8, 5, 8)), allocator=[("tiny", 64, (8, 5, 8), 1, 1)])
+    tiny_variants = ["ours_fp32", "ours_fp32_fused_adam", "ours_fp32_proposed", "ours_fp32_proposed_real_rows",
+                     "ours_bf16", "ours_bf16_proposed"]
+    base_variants = ["ours_fp32", "ours_fp32_fused_adam", "ours_fp32_proposed", "ours_fp32_proposed_real_rows"] + (["ours_bf16", "ours_bf16_proposed"] if bf16_base else [])
     if device.type == "cuda":
         return dict(train=[("tiny", 8000, (256, 20, 30), tiny_variants, 10), ("base", 37000, (400, 25, 30), base_variants, 10)],
                     warmup=3, loss=(12000, 37000), adam=("base", 37000), matmul=10,
@@ -705,9 +734,9 @@ def plan(args, device: torch.device) -> dict:
                ("base", 37000, (80, 20, 30), None)] + ([("base", 37000, (80, 20, 30), torch.bfloat16)] if bf16_base else [])
     return dict(train=[("tiny", 8000, (100, 20, 30), tiny_variants, 5), ("base", 37000, (80, 20, 30), base_variants, 3)],
                 warmup=1, loss=(2000, 37000), adam=("base", 37000), matmul=3,
-                decode=[("base", 37000, 25, 1, 100, ALL_DECODERS, 3),
-                        ("base", 37000, 25, 8, 100, ["reference_prefix_recompute", "ours_kv_cache"], 2)],
-                profile=profile, gpu=None, allocator=("base", 37000, (80, 20, 30)))
+                decode=[("base", 37000, 25, b, 100, ALL_DECODERS if b == 1 else ALL_DECODERS[:2], 3 if b == 1 else 2)
+                        for b in args.decode_batches],
+                profile=profile, gpu=None, allocator=[("tiny", 8000, (100, 20, 30), 2, 3), ("base", 37000, (80, 20, 30), 2, 2)])
 
 
 def headline(m: dict) -> dict:
@@ -717,6 +746,7 @@ def headline(m: dict) -> dict:
         ratios = r["ratios"]
         out[f"train_{size}_fp32_ours_vs_reference"] = ratios["ours_fp32_vs_reference_fp32"]
         for key in ("ours_fp32_proposed_vs_reference_fp32", "ours_fp32_proposed_vs_ours_fp32", "ours_bf16_vs_ours_fp32",
+                    "ours_fp32_proposed_real_rows_vs_reference_fp32", "ours_fp32_proposed_real_rows_vs_ours_fp32",
                     "ours_fp32_fused_adam_vs_ours_fp32", "ours_bf16_proposed_vs_ours_fp32"):
             if key in ratios:
                 out[f"train_{size}_{key}"] = ratios[key]
@@ -743,13 +773,16 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--out", type=Path, default=None, help="JSON path (default results/benchmarks/<device>.json)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     p.add_argument("--bf16-base", action="store_true", help="measure bf16 at base even on a CPU without fast bf16")
+    p.add_argument("--decode-batches", type=lambda text: [int(x) for x in text.split(",")], default=[1, 8],
+                   help="batch sizes for greedy decoding on the CPU, comma-separated (default 1,8)")
     p.add_argument("--only", choices=["train", "components", "decode", "profile", "gpu", "allocator"], action="append",
                    help="run only these parts (repeatable); default all but allocator")
-    p.add_argument("--child-step", help=argparse.SUPPRESS)  # internal: one allocator-mode process
+    p.add_argument("--child-training", help=argparse.SUPPRESS)  # internal: one allocator-mode process
     args = p.parse_args(argv)
-    if args.child_step:
-        spec = json.loads(args.child_step)
-        print(json.dumps(child_steps(spec["size"], spec["vocab"], tuple(spec["shape"]), spec["mode"], spec["steps"])))
+    if args.child_training:
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        print(json.dumps(child_training(json.loads(args.child_training))))
         return {}
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -810,10 +843,11 @@ def main(argv: list[str] | None = None) -> dict:
             m["profile"][key] = prof = profile_step(size, vocab, shape, device, dtype, steps=1 if size == "base" else 3)
             log("  " + ", ".join(f"{k} {v}%" for k, v in prof["grouped_percent"].items()))
     if "allocator" in parts and device.type == "cpu":
-        size, vocab, shape = cfg["allocator"]
-        log(f"allocator: default vs retained heap, {size}, alternating processes")
-        m["allocator"] = bench_allocator(size, vocab, shape, rounds=2 if args.quick else 3, steps=1 if args.quick else 2)
-        log(f"  retain vs default: {m['allocator']['retain_speedup']:.2f}x")
+        m["allocator"] = {}
+        for size, vocab, shape, rounds, reps in cfg["allocator"]:
+            log(f"allocator: default vs retained heap, {size}, alternating processes")
+            m["allocator"][size] = a = bench_allocator(size, vocab, shape, rounds, reps, torch.get_num_threads())
+            log("  " + ", ".join(f"{k}={v:.2f}x" for k, v in a["ratios"].items()))
     if "gpu" in parts and device.type == "cuda":
         size, vocab, shape = cfg["gpu"]
         log(f"GPU {size} bf16 eager vs torch.compile")

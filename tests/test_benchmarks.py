@@ -129,6 +129,19 @@ def test_fused_loss_candidate_equals_the_package_loss():
     torch.testing.assert_close(g_got, g_want)
 
 
+def test_real_rows_candidate_gives_the_package_loss_and_gradients():
+    ours, _ = pair()
+    src, tgt_in, tgt_out = batch()
+    want = label_smoothed_cross_entropy(ours(src, tgt_in), tgt_out, 0.1, 0).loss
+    want_grads = torch.autograd.grad(want, list(ours.parameters()))
+    logits, target = bench_model.forward_real_rows(ours, src, tgt_in, tgt_out)
+    assert logits.shape == (int((tgt_out != 0).sum()), V)
+    got = bench_model.fused_smoothed_ce(logits, target, 0.1, 0)[0]
+    torch.testing.assert_close(got, want)
+    for g, w in zip(torch.autograd.grad(got, list(ours.parameters())), want_grads):
+        torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-4)
+
+
 def test_no_cache_last_only_candidate_gives_the_package_tokens():
     ours, _ = pair()
     src, _, _ = batch()
