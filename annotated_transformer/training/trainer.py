@@ -88,9 +88,13 @@ def autocast_context(device: torch.device, precision: str):
 
 # ------------------------------------------------------------------------------------------ optimizer
 def build_optimizer(model: nn.Module, recipe: TrainingRecipe, device: torch.device) -> torch.optim.Adam:
-    """Adam(beta1=0.9, beta2=0.98, eps=1e-9) of section 5.3; fused kernels on GPU, foreach on CPU."""
+    """Adam(beta1=0.9, beta2=0.98, eps=1e-9) of section 5.3 with PyTorch's fused kernel (CPU and GPU).
+
+    Fused was 1.14x faster than foreach for a whole base training step on a 2-core CPU
+    (results/benchmarks/cpu.json); other devices fall back to foreach.
+    """
     params = [p for p in model.parameters() if p.requires_grad]
-    kernel = {"fused": True} if device.type == "cuda" else {"foreach": True}
+    kernel = {"fused": True} if device.type in ("cuda", "cpu") else {"foreach": True}
     return torch.optim.Adam(params, lr=1.0, betas=tuple(recipe.adam_betas), eps=recipe.adam_eps, **kernel)
 
 
