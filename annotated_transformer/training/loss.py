@@ -13,44 +13,6 @@ class LossParts(NamedTuple):
     tokens: torch.Tensor  # number of non-padding target tokens
 
 
-def _at_least_float32(x: torch.Tensor) -> torch.Tensor:
-    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
-
-
-class _SmoothedCrossEntropy(torch.autograd.Function):
-    """Forward keeps one logsumexp per row; backward writes softmax - smoothed target in one tensor.
-
-    Chaining log_softmax, gather and mean under autograd allocates and sweeps several (N, V)
-    tensors in the backward pass; with a 37k vocabulary that made the loss the slowest part of a
-    base training step on a CPU (benchmarks/README.md). This is the same function and gradient.
-    """
-
-    @staticmethod
-    def forward(ctx, logits, target, smoothing: float, pad_id: int):
-        x = _at_least_float32(logits)
-        lse = torch.logsumexp(x, dim=-1)
-        nll = lse - x.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-        uniform = lse - x.mean(dim=-1)  # -mean(log_softmax(x))
-        keep = target != pad_id
-        zero = torch.zeros((), device=x.device)
-        loss = torch.where(keep, (1.0 - smoothing) * nll + smoothing * uniform, zero).sum()
-        ctx.save_for_backward(logits, target, lse, keep)
-        ctx.smoothing = smoothing
-        nll_sum = torch.where(keep, nll, zero).sum()
-        ctx.mark_non_differentiable(nll_sum)
-        return loss, nll_sum
-
-    @staticmethod
-    def backward(ctx, grad_loss, _grad_nll):
-        logits, target, lse, keep = ctx.saved_tensors
-        eps, vocab = ctx.smoothing, logits.size(-1)
-        # d loss / d x = softmax(x) - ((1 - eps) * one_hot(target) + eps / V), zero on padding rows
-        grad = torch.sub(_at_least_float32(logits), lse.unsqueeze(-1)).exp_().sub_(eps / vocab)
-        grad.scatter_add_(-1, target.unsqueeze(-1), torch.full_like(lse, eps - 1.0).unsqueeze(-1))
-        grad.mul_((keep.to(grad.dtype) * grad_loss).unsqueeze(-1))
-        return grad.to(logits.dtype), None, None, None
-
-
 def label_smoothed_cross_entropy(
     logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.1, pad_id: int = 0
 ) -> LossParts:
@@ -62,9 +24,18 @@ def label_smoothed_cross_entropy(
     """
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
+    log_probs = logits.float().log_softmax(dim=-1).flatten(0, -2)
     target = target.reshape(-1)
-    loss, nll = _SmoothedCrossEntropy.apply(logits.flatten(0, -2), target, smoothing, pad_id)
-    return LossParts(loss=loss, nll=nll, tokens=(target != pad_id).sum())
+    keep = target != pad_id
+    nll = -log_probs.gather(1, target.unsqueeze(1)).squeeze(1)
+    uniform = -log_probs.mean(dim=-1)
+    loss = (1.0 - smoothing) * nll + smoothing * uniform
+    zero = torch.zeros((), device=loss.device)
+    return LossParts(
+        loss=torch.where(keep, loss, zero).sum(),
+        nll=torch.where(keep, nll, zero).sum(),
+        tokens=keep.sum(),
+    )
 
 
 class LabelSmoothedCrossEntropy(nn.Module):
