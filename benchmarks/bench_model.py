@@ -78,7 +78,8 @@ def _git(*args: str) -> str | None:
 def provenance(device: torch.device) -> dict:
     info = {
         "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": bool(_git("status", "--porcelain", "--", "annotated_transformer", "benchmarks")),
+        # Uncommitted changes to the code that ran (documentation edits do not count).
+        "git_dirty": bool(_git("status", "--porcelain", "--", "annotated_transformer/*.py", "benchmarks/*.py")),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
