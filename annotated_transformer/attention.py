@@ -19,11 +19,16 @@ import torch.nn.functional as F
 
 
 def _guard_fully_masked(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """Unmask rows with no allowed key (so no NaN appears) and return which rows were empty."""
+    """Unmask rows with no allowed key (so no NaN appears) and return which rows were empty.
+
+    On the CPU, asking whether any row is empty costs nothing and usually saves the fix-up. On a GPU
+    (or inside torch.compile) that question is a host sync (a graph break when compiled), so there
+    the fix-up is always applied: two cheap elementwise passes instead of a stall per attention call.
+    """
     if mask is None:
         return None, None
     has_key = mask.any(dim=-1, keepdim=True)
-    if bool(has_key.all()):
+    if mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(has_key.all()):
         return mask, None
     return mask | ~has_key, has_key
 

@@ -212,8 +212,12 @@ class Trainer:
         self._tgt_label_counts = np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1  # tokens + eos
 
         forward_model: nn.Module = model
+        self.loss_fn = label_smoothed_cross_entropy
         if recipe.compile:
             forward_model = torch.compile(forward_model)
+            # A graph of its own: log-softmax, gather and mean fuse instead of several float32 passes
+            # over the (tokens x vocabulary) logits.
+            self.loss_fn = torch.compile(label_smoothed_cross_entropy)
         if self.context.is_distributed:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -315,7 +319,7 @@ class Trainer:
             with sync:
                 with autocast_context(self.device, self.precision):
                     logits = self.forward_model(src, tgt[:, :-1])
-                parts = label_smoothed_cross_entropy(logits, tgt[:, 1:], self.config.label_smoothing, self.config.pad_id)
+                parts = self.loss_fn(logits, tgt[:, 1:], self.config.label_smoothing, self.config.pad_id)
                 (parts.loss * scale).backward()
             sums += torch.stack([parts.loss.detach().double(), parts.nll.detach().double(), parts.tokens.double()])
         if self.recipe.clip_norm is not None:
