@@ -101,7 +101,8 @@ class TrainingRecipe:
 
 
 # The cpu recipe is the best of the tuning runs in results/tuning_multi30k_cpu.md (2-core CPU, 15 minutes).
-_CPU_MODEL = dict(n_layers=3, d_model=256, d_ff=1024, n_heads=4, dropout=0.1, max_len=256)
+# Dropout 0: in 3.5-4 epochs nothing overfits yet, and dropout cost 20% of the tokens/s (r2 vs r3 there).
+_CPU_MODEL = dict(n_layers=3, d_model=256, d_ff=1024, n_heads=4, dropout=0.0, max_len=256)
 
 RECIPES: dict[str, TrainingRecipe] = {
     "smoke": TrainingRecipe(
@@ -116,7 +117,8 @@ RECIPES: dict[str, TrainingRecipe] = {
         profile="cpu",
         description="Multi30k EN->DE in 15 minutes on a 2-core CPU (goal: sacreBLEU >= 33 on test2016 flickr)",
         vocab_size=8000, preset="base", model_overrides=_CPU_MODEL,
-        batch_tokens=2048, accumulation=1, peak_lr=2e-3, warmup_steps=400,
+        # 1,024-token batches: twice the updates of 2,048 in the same 15 minutes, the biggest single gain.
+        batch_tokens=1024, accumulation=1, peak_lr=2e-3, warmup_steps=400,
         time_budget_minutes=15.0, log_every=25, eval_every=300,
         save_every_steps=None, save_every_minutes=1.0, keep_snapshots=10, average_last=5,
         beam_size=4, eval_batch_tokens=3000,
