@@ -816,6 +816,8 @@ def main(argv: list[str] | None = None) -> dict:
                    help="batch sizes for greedy decoding on the CPU, comma-separated (default 1,8)")
     p.add_argument("--only", choices=["train", "components", "decode", "profile", "gpu", "allocator"], action="append",
                    help="run only these parts (repeatable); default all but allocator")
+    p.add_argument("--gpu-sequences", type=int, default=None,
+                   help="sequences in the GPU compile/MFU batch (default 768, about 22k target tokens)")
     p.add_argument("--child-training", help=argparse.SUPPRESS)  # internal: one allocator-mode process
     args = p.parse_args(argv)
     if args.child_training:
@@ -889,6 +891,8 @@ def main(argv: list[str] | None = None) -> dict:
             log("  " + ", ".join(f"{k}={v:.2f}x" for k, v in a["ratios"].items()))
     if "gpu" in parts and device.type == "cuda":
         size, vocab, shape = cfg["gpu"]
+        if args.gpu_sequences:
+            shape = (args.gpu_sequences, *shape[1:])
         log(f"GPU {size} bf16 eager vs torch.compile")
         m["gpu_bf16_compile"] = bench_gpu_compile(size, vocab, shape, device, 10 if not args.quick else 2, cfg["warmup"])
     log("done")
