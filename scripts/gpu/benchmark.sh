@@ -4,5 +4,5 @@
 set -uo pipefail
 python=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
-$python benchmarks/bench_model.py --device cuda --only gpu --out results/gpu/bench_compile.json
-$python benchmarks/bench_model.py --device cuda --only train --only decode --out results/gpu/bench_train_decode.json
+$python benchmarks/bench_model.py --device cuda --only gpu --out results/benchmarks/gpu_compile.json
+$python benchmarks/bench_model.py --device cuda --only train --only decode --out results/benchmarks/gpu_train_decode.json
