@@ -6,6 +6,9 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
+# torch.compiler.is_compiling exists from torch 2.3; on 2.2 the eager branch is taken, correct under compile too.
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
 
 class LossParts(NamedTuple):
     loss: torch.Tensor  # the label-smoothed loss, summed over real tokens (what is optimised)
@@ -67,7 +70,7 @@ def label_smoothed_cross_entropy(
     target = target.reshape(-1)
     logits = logits.flatten(0, -2)
     keep = target != pad_id
-    if not torch.compiler.is_compiling():
+    if not _is_compiling():
         loss, nll = _SmoothedCrossEntropy.apply(logits, target, smoothing, pad_id)
         return LossParts(loss=loss, nll=nll, tokens=keep.sum())
     log_probs = _at_least_float32(logits).log_softmax(dim=-1)
