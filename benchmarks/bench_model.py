@@ -38,7 +38,7 @@ import reference_transformer as ref_lib  # noqa: E402
 
 from annotated_transformer import Transformer, greedy_decode, preset  # noqa: E402
 from annotated_transformer.model import count_parameters  # noqa: E402
-from annotated_transformer.training.loss import label_smoothed_cross_entropy  # noqa: E402
+from annotated_transformer.training.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy  # noqa: E402
 
 # Dense bf16 peak (no sparsity) of GPUs we may meet, in FLOP/s, for MFU.
 GPU_BF16_PEAK = {"H100 SXM": 989e12, "H100 PCIe": 756e12, "H100 NVL": 835e12, "H200": 989e12, "A100": 312e12}
@@ -266,11 +266,11 @@ def fair_pair(config, vocab: int, device, seed: int = 0):
 
 # Our step's variants: (autocast dtype or None, Adam kind, loss function name, generator on real rows only).
 OUR_VARIANTS = {
-    # (autocast, Adam kernel, loss, logits for real rows only)
-    "ours_fp32": (None, "fused", "package", False),  # what the trainer runs: fused Adam, the package's loss
-    "ours_fp32_default_adam": (None, "default", "package", False),  # torch.optim.Adam's own choice (for-loop on CPU)
-    "ours_fp32_real_rows": (None, "fused", "package", True),  # candidate: no logits for padded positions
-    "ours_bf16": ("bf16", "fused", "package", False),
+    # (autocast, Adam kernel, logits for real rows only); every variant uses the package's loss
+    "ours_fp32": (None, "fused", False),  # what the trainer runs
+    "ours_fp32_default_adam": (None, "default", False),  # torch.optim.Adam's own choice (for-loop on CPU)
+    "ours_fp32_real_rows": (None, "fused", True),  # candidate: no logits for padded positions
+    "ours_bf16": ("bf16", "fused", False),
 }
 
 
@@ -284,9 +284,9 @@ def bench_training(size: str, vocab: int, batch_shape: tuple[int, int, int], dev
         "reference_fp32": ReferenceStep(reference, adam(reference.parameters()), batch, vocab)}
     # Variants share our model (each with its own optimizer state), so they cost no second copy of weights.
     for name in variants:
-        amp, opt_kind, loss_name, real_rows = OUR_VARIANTS[name]
+        amp, opt_kind, real_rows = OUR_VARIANTS[name]
         steps[name] = OursStep(ours, adam(ours.parameters(), opt_kind), batch,
-                               torch.bfloat16 if amp else None, loss_fn=LOSSES[loss_name], real_rows=real_rows)
+                               torch.bfloat16 if amp else None, real_rows=real_rows)
     for name, step in steps.items():
         if isinstance(step, OursStep) and device.type == "cpu":
             step.phases = []
@@ -324,51 +324,7 @@ def bench_training(size: str, vocab: int, batch_shape: tuple[int, int, int], dev
     return result
 
 
-# ---------------------------------------------------------------------------------- loss variants
-class _FusedSmoothedCE(torch.autograd.Function):
-    """Label-smoothed cross-entropy with a hand-written backward: one (N, V) tensor for the gradient.
-
-    A candidate for the package (measured here, not used by it). The package's version chains
-    log_softmax, gather and mean; their backwards allocate and sweep several (N, V) tensors (a
-    zero tensor for gather's scatter, an expanded division for the mean, their sum, then
-    log_softmax's backward). Here the forward keeps only logsumexp per row, and the backward
-    writes softmax - smoothed target in one fresh tensor, updated in place.
-    """
-
-    @staticmethod
-    def forward(ctx, logits, target, smoothing: float, pad_id: int):
-        x = logits.float()
-        lse = torch.logsumexp(x, dim=-1)
-        picked = x.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-        keep = target != pad_id
-        nll = lse - picked
-        uniform = lse - x.mean(dim=-1)
-        zero = torch.zeros((), device=x.device)
-        loss = torch.where(keep, (1.0 - smoothing) * nll + smoothing * uniform, zero).sum()
-        ctx.save_for_backward(logits, target, lse, keep)
-        ctx.smoothing = smoothing
-        ctx.mark_non_differentiable(nll)
-        return loss, torch.where(keep, nll, zero).sum()
-
-    @staticmethod
-    def backward(ctx, grad_loss, _grad_nll):
-        logits, target, lse, keep = ctx.saved_tensors
-        eps, vocab = ctx.smoothing, logits.size(-1)
-        grad = torch.sub(logits.float(), lse.unsqueeze(-1)).exp_().sub_(eps / vocab)
-        grad.scatter_add_(-1, target.unsqueeze(-1), torch.full_like(lse, eps - 1.0).unsqueeze(-1))
-        grad.mul_((keep.to(grad.dtype) * grad_loss).unsqueeze(-1))
-        return grad.to(logits.dtype), None, None, None
-
-
-def fused_smoothed_ce(logits, target, smoothing=0.1, pad_id=0):
-    """(loss, nll, tokens) summed over non-pad targets, like the package's function."""
-    target = target.reshape(-1)
-    loss, nll = _FusedSmoothedCE.apply(logits.flatten(0, -2), target, smoothing, pad_id)
-    return loss, nll, (target != pad_id).sum()
-
-
-LOSSES = {"package": label_smoothed_cross_entropy, "fused": fused_smoothed_ce}
-
+# ---------------------------------------------------------------------------------- the loss alone
 
 def bench_loss(n_tokens: int, vocab: int, device, repeats: int, warmup: int) -> dict:
     """Forward + backward of the loss alone on (n_tokens, vocab) float32 logits."""
@@ -382,7 +338,7 @@ def bench_loss(n_tokens: int, vocab: int, device, repeats: int, warmup: int) -> 
         "ours": lambda: label_smoothed_cross_entropy(logits, target, 0.1, 0).loss,
         "torch_cross_entropy": lambda: torch.nn.functional.cross_entropy(
             logits, target, ignore_index=0, label_smoothing=0.1, reduction="sum"),
-        "fused_custom_backward": lambda: fused_smoothed_ce(logits, target)[0],
+        "ours_composite_autograd": lambda: composite_smoothed_cross_entropy(logits, target, 0.1, 0).loss,
     }
     # The candidates must agree with ours before their times mean anything.
     base_loss = fns["ours"]()
