@@ -222,7 +222,8 @@ print(f"base Transformer: {transformer_base['flops_en_de']:.1e} FLOPs, "
 # %% [markdown]
 # ## Reproduction summary
 #
-# One row per number of the paper that the book measures. The column "in the paper" quotes the
+# One row per number of the paper that the book measures, and one for the Multi30k check that each
+# profile's `train` recipe runs (not a number of the paper). The column "in the paper" quotes the
 # paper; the column of the profile being executed (e.g. "cpu run") holds what this profile's runs
 # wrote to `results/<profile>/`; the "gpu run" and "paper run" columns hold the committed results
 # of the large runs. A cell says "not run yet" when no run has written that file. Mind the scale: the `smoke`
