@@ -37,3 +37,45 @@ def test_bf16_logits_give_a_float32_loss_and_bf16_gradient():
     assert parts.loss.dtype == torch.float32
     parts.loss.backward()
     assert logits.grad.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_row_blocks_and_inplace_backward_give_the_same_loss_and_gradient(monkeypatch, inplace):
+    """Blocks of 2-3 rows (as the CPU path cuts a 37k vocabulary into ~56-row blocks) change nothing."""
+    import annotated_transformer.training.loss as loss_module
+
+    monkeypatch.setattr(loss_module, "_CPU_BLOCK_ELEMENTS", 25)  # 2 rows of 11 per block, and a last row
+    x = torch.randn(3, 5, 11, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(1, 11, (3, 5))
+    target[2, 2:] = 0
+    logits = x * 1.0  # a non-leaf, as a model's output is
+    parts = label_smoothed_cross_entropy(logits, target, 0.1, pad_id=0, inplace_backward=inplace)
+    expected = F.cross_entropy(x.detach().reshape(-1, 11), target.reshape(-1), ignore_index=0,
+                               label_smoothing=0.1, reduction="sum")
+    torch.testing.assert_close(parts.loss, expected)
+    before = logits.detach().clone()
+    parts.loss.backward()
+    x_ref = x.detach().clone().requires_grad_()
+    F.cross_entropy(x_ref.reshape(-1, 11), target.reshape(-1), ignore_index=0, label_smoothing=0.1,
+                    reduction="sum").backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    if inplace:  # the logits' storage now holds the gradient, as documented
+        torch.testing.assert_close(logits.detach(), x_ref.grad)
+    else:
+        assert torch.equal(logits.detach(), before)
+
+
+def test_bf16_gradient_matches_float32_arithmetic_on_the_same_logits(monkeypatch):
+    import annotated_transformer.training.loss as loss_module
+
+    monkeypatch.setattr(loss_module, "_CPU_BLOCK_ELEMENTS", 100)
+    x = torch.randn(9, 50).bfloat16()
+    target = torch.randint(1, 50, (9,))
+    for inplace in (False, True):
+        logits = x.clone().requires_grad_()
+        out = logits * 1.0
+        label_smoothed_cross_entropy(out, target, 0.1, inplace_backward=inplace).loss.backward()
+        wide = x.float().requires_grad_()
+        F.cross_entropy(wide, target, ignore_index=0, label_smoothing=0.1, reduction="sum").backward()
+        assert logits.grad.dtype == torch.bfloat16
+        torch.testing.assert_close(logits.grad.float(), wide.grad, atol=4e-3, rtol=1e-2)

@@ -14,6 +14,7 @@ What it adds to the paper is what makes a run trustworthy on any hardware:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -213,7 +214,8 @@ class Trainer:
         self._tgt_label_counts = np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1  # tokens + eos
 
         forward_model: nn.Module = model
-        self.loss_fn = label_smoothed_cross_entropy
+        # The step reads nothing of the logits after backward, so their storage can take the gradient.
+        self.loss_fn = functools.partial(label_smoothed_cross_entropy, inplace_backward=True)
         if recipe.compile:
             forward_model = torch.compile(forward_model)
             # A graph of its own: log-softmax, gather and mean fuse instead of several float32 passes
