@@ -63,9 +63,11 @@ def teacher_forced_loss(
         for indices in batches[rank::world]:
             src, tgt = collate_pairs([data[i] for i in indices], config.pad_id, config.bos_id, config.eos_id)
             src, tgt = src.to(device), tgt.to(device)
+            target = tgt[:, 1:]
+            real = target != config.pad_id
             with autocast_context(device, precision):
-                logits = model(src, tgt[:, :-1])
-            parts = label_smoothed_cross_entropy(logits, tgt[:, 1:], smoothing, config.pad_id)
+                logits = model(src, tgt[:, :-1], only_at=real)  # no logits for padding
+            parts = label_smoothed_cross_entropy(logits, target[real], smoothing, config.pad_id)
             sums += torch.stack([parts.loss.double(), parts.nll.double(), parts.tokens.double()])
     finally:
         model.train(was_training)

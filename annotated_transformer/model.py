@@ -36,7 +36,9 @@ class Transformer(nn.Module):
 
     `model(src, tgt_in)` returns logits (batch, tgt_len, tgt_vocab). Padding in `src` is
     `config.pad_id`; the decoder is causal, so target padding needs no mask (it only follows
-    real tokens, and the loss ignores it).
+    real tokens, and the loss ignores it). `model(src, tgt_in, only_at=tgt_out != pad_id)` returns
+    (n, tgt_vocab) logits for the True positions only, in row-major order: the output projection
+    is the largest matrix product of a step at a 37k vocabulary, and padded positions feed nothing.
     """
 
     def __init__(
@@ -110,8 +112,12 @@ class Transformer(nn.Module):
         memory: torch.Tensor | None,
         src_mask: torch.Tensor,
         state: DecoderState | None = None,
+        only_at: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits for target ids (B, T). With `state`, tgt_in holds only the new positions."""
+        """Logits for target ids (B, T). With `state`, tgt_in holds only the new positions.
+
+        `only_at`, a boolean (B, T), keeps the positions where it is True: (n, V) logits.
+        """
         start = state.length if state is not None else 0
         x = self.embed(tgt_in, self.tgt_embed, self.tgt_positions, start)
         for i, layer in enumerate(self.decoder_layers):
@@ -121,6 +127,11 @@ class Transformer(nn.Module):
                 x = layer(x, None, state.src_mask, cache=state.caches[i], memory_kv=state.memory_kv[i])
         if state is not None:
             state.length += tgt_in.size(1)
+        if only_at is not None:
+            if only_at.shape != tgt_in.shape or only_at.dtype != torch.bool:
+                raise ValueError(f"only_at must be a boolean tensor shaped like tgt_in {tuple(tgt_in.shape)}, "
+                                 f"got {only_at.dtype} {tuple(only_at.shape)}")
+            x = x[only_at]
         return self.generator(x)
 
     def start_decoding(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, DecoderState]:
@@ -135,10 +146,10 @@ class Transformer(nn.Module):
         ]
         return memory, DecoderState(src_mask=src_mask, memory_kv=memory_kv, caches=caches)
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, only_at: torch.Tensor | None = None) -> torch.Tensor:
         src_mask = self.source_mask(src)
         memory = self.encode(src, src_mask)
-        return self.decode(tgt_in, memory, src_mask)
+        return self.decode(tgt_in, memory, src_mask, only_at=only_at)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -102,6 +102,26 @@ def test_source_padding_cannot_leak(positional):
     torch.testing.assert_close(model(src, tgt)[..., 1:], model(padded, tgt)[..., 1:], atol=1e-5, rtol=1e-5)
 
 
+def test_logits_only_at_real_positions_equal_the_full_logits_there():
+    """The trainer's `only_at` path: same logits and the same gradients as masking the full output."""
+    torch.manual_seed(0)
+    model = tiny_model().eval()  # dropout off: the two calls must see the same network
+    src = torch.randint(4, 50, (3, 6))
+    tgt = torch.randint(4, 50, (3, 5))
+    real = torch.rand(3, 5) > 0.3
+    full = model(src, tgt)
+    picked = model(src, tgt, only_at=real)
+    assert picked.shape == (int(real.sum()), 50)
+    torch.testing.assert_close(picked, full[real])
+    (g_full,) = torch.autograd.grad(full[real].square().sum(), model.src_embed.weight)
+    (g_picked,) = torch.autograd.grad(picked.square().sum(), model.src_embed.weight)
+    torch.testing.assert_close(g_picked, g_full)
+    with pytest.raises(ValueError, match="only_at"):
+        model(src, tgt, only_at=real[:, :4])
+    with pytest.raises(ValueError, match="only_at"):
+        model(src, tgt, only_at=real.long())
+
+
 def test_three_way_weight_tying():
     model = tiny_model()
     assert model.src_embed.weight is model.tgt_embed.weight is model.generator.weight

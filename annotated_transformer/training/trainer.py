@@ -216,6 +216,9 @@ class Trainer:
         forward_model: nn.Module = model
         # The step reads nothing of the logits after backward, so their storage can take the gradient.
         self.loss_fn = functools.partial(label_smoothed_cross_entropy, inplace_backward=True)
+        # Eagerly, logits only for real target tokens (the output projection skips padding); compiled
+        # graphs keep static shapes, and the boolean selection would break them.
+        self.real_rows_only = not recipe.compile
         if recipe.compile:
             forward_model = torch.compile(forward_model)
             # A graph of its own: log-softmax, gather and mean fuse instead of several float32 passes
@@ -320,9 +323,14 @@ class Trainer:
             last = i == len(mine) - 1
             sync = contextlib.nullcontext() if (last or not self.context.is_distributed) else self.forward_model.no_sync()
             with sync:
+                target = tgt[:, 1:]
                 with autocast_context(self.device, self.precision):
-                    logits = self.forward_model(src, tgt[:, :-1])
-                parts = self.loss_fn(logits, tgt[:, 1:], self.config.label_smoothing, self.config.pad_id)
+                    if self.real_rows_only:
+                        real = target != self.config.pad_id
+                        logits, target = self.forward_model(src, tgt[:, :-1], only_at=real), target[real]
+                    else:
+                        logits = self.forward_model(src, tgt[:, :-1])
+                parts = self.loss_fn(logits, target, self.config.label_smoothing, self.config.pad_id)
                 (parts.loss * scale).backward()
             sums += torch.stack([parts.loss.detach().double(), parts.nll.detach().double(), parts.tokens.double()])
         if self.recipe.clip_norm is not None:
