@@ -486,6 +486,8 @@ def profile_step(size: str, vocab: int, batch_shape, device, amp_dtype, steps: i
         "matmul (mm/addmm/bmm/linear)": ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "aten::matmul", "aten::_addmm_activation", "mkldnn"),
         "attention kernel (sdpa)": ("aten::_scaled_dot_product", "aten::scaled_dot_product"),
         "softmax / log_softmax (+backward)": ("aten::_log_softmax", "aten::_softmax", "aten::log_softmax", "aten::softmax"),
+        # the package's loss, eagerly: row max, exp, subtract, log, the target's scatter
+        "loss (amax / exp / sub / log / scatter)": ("aten::amax", "aten::exp", "aten::sub", "aten::log", "aten::scatter_add"),
         "embedding backward": ("aten::embedding_dense_backward", "aten::embedding_backward", "aten::index_add", "aten::sort"),
         "casts and copies": ("aten::copy_", "aten::to", "aten::_to_copy", "aten::clone", "aten::contiguous"),
         "Adam and other in-place elementwise": ("aten::_fused_adam", "aten::_foreach", "aten::addcmul_", "aten::addcdiv_", "aten::lerp_", "aten::sqrt", "aten::div_", "aten::mul_", "aten::add_"),
