@@ -17,8 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# torch.compiler.is_compiling exists from torch 2.3; on 2.2 the eager branch is taken, correct under compile too.
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+from ._compat import is_compiling
 
 
 def _guard_fully_masked(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
@@ -31,7 +30,7 @@ def _guard_fully_masked(mask: torch.Tensor | None) -> tuple[torch.Tensor | None,
     if mask is None:
         return None, None
     has_key = mask.any(dim=-1, keepdim=True)
-    if mask.device.type == "cpu" and not _is_compiling() and bool(has_key.all()):
+    if mask.device.type == "cpu" and not is_compiling() and bool(has_key.all()):
         return mask, None
     return mask | ~has_key, has_key
 

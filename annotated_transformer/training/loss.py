@@ -6,8 +6,7 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
-# torch.compiler.is_compiling exists from torch 2.3; on 2.2 the eager branch is taken, correct under compile too.
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+from .._compat import is_compiling
 
 
 class LossParts(NamedTuple):
@@ -105,7 +104,7 @@ def label_smoothed_cross_entropy(
     target = target.reshape(-1)
     logits = logits.flatten(0, -2)
     keep = target != pad_id
-    if not _is_compiling():
+    if not is_compiling():
         loss, nll = _SmoothedCrossEntropy.apply(logits, target, smoothing, pad_id, inplace_backward)
         return LossParts(loss=loss, nll=nll, tokens=keep.sum())
     return composite_smoothed_cross_entropy(logits, target, smoothing, pad_id)
