@@ -118,6 +118,9 @@ class Transformer(nn.Module):
 
         `only_at`, a boolean (B, T), keeps the positions where it is True: (n, V) logits.
         """
+        if only_at is not None and (only_at.shape != tgt_in.shape or only_at.dtype != torch.bool):
+            raise ValueError(f"only_at must be a boolean tensor shaped like tgt_in {tuple(tgt_in.shape)}, "
+                             f"got {only_at.dtype} {tuple(only_at.shape)}")
         start = state.length if state is not None else 0
         x = self.embed(tgt_in, self.tgt_embed, self.tgt_positions, start)
         for i, layer in enumerate(self.decoder_layers):
@@ -128,9 +131,6 @@ class Transformer(nn.Module):
         if state is not None:
             state.length += tgt_in.size(1)
         if only_at is not None:
-            if only_at.shape != tgt_in.shape or only_at.dtype != torch.bool:
-                raise ValueError(f"only_at must be a boolean tensor shaped like tgt_in {tuple(tgt_in.shape)}, "
-                                 f"got {only_at.dtype} {tuple(only_at.shape)}")
             x = x[only_at]
         return self.generator(x)
 

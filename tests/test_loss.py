@@ -39,13 +39,14 @@ def test_bf16_logits_give_a_float32_loss_and_bf16_gradient():
     assert logits.grad.dtype == torch.bfloat16
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("inplace", [False, True])
-def test_row_blocks_and_inplace_backward_give_the_same_loss_and_gradient(monkeypatch, inplace):
+def test_row_blocks_and_inplace_backward_give_the_same_loss_and_gradient(monkeypatch, inplace, dtype):
     """Blocks of 2-3 rows (as the CPU path cuts a 37k vocabulary into ~56-row blocks) change nothing."""
     import annotated_transformer.training.loss as loss_module
 
     monkeypatch.setattr(loss_module, "_CPU_BLOCK_ELEMENTS", 25)  # 2 rows of 11 per block, and a last row
-    x = torch.randn(3, 5, 11, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(3, 5, 11, dtype=dtype, requires_grad=True)
     target = torch.randint(1, 11, (3, 5))
     target[2, 2:] = 0
     logits = x * 1.0  # a non-leaf, as a model's output is
@@ -79,3 +80,33 @@ def test_bf16_gradient_matches_float32_arithmetic_on_the_same_logits(monkeypatch
         F.cross_entropy(wide, target, ignore_index=0, label_smoothing=0.1, reduction="sum").backward()
         assert logits.grad.dtype == torch.bfloat16
         torch.testing.assert_close(logits.grad.float(), wide.grad, atol=4e-3, rtol=1e-2)
+
+
+def test_no_real_rows_give_zero_loss_and_zero_gradient():
+    """An all-padding selection (`only_at` all False) yields (0, V) logits: nothing to learn, nothing breaks."""
+    weight = torch.randn(11, 4, requires_grad=True)
+    logits = torch.randn(0, 4) @ weight.t()
+    parts = label_smoothed_cross_entropy(logits, torch.zeros(0, dtype=torch.long), 0.1, inplace_backward=True)
+    assert parts.loss.item() == 0.0 and parts.tokens.item() == 0
+    parts.loss.backward()
+    assert torch.equal(weight.grad, torch.zeros_like(weight))
+
+
+def test_mismatched_target_names_the_shapes():
+    with pytest.raises(ValueError, match="target has 3 tokens but logits have 4 rows"):
+        label_smoothed_cross_entropy(torch.randn(4, 7), torch.tensor([1, 2, 3]))
+
+
+def test_inplace_backward_refuses_a_second_backward_instead_of_using_overwritten_logits():
+    x = torch.randn(4, 7, requires_grad=True)
+    target = torch.tensor([1, 0, 5, 6])
+    loss = label_smoothed_cross_entropy(x * 1.0, target, 0.1, inplace_backward=True).loss
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="inplace"):
+        loss.backward()
+    # without the flag the retained graph still gives the same gradient twice
+    y = torch.randn(4, 7, requires_grad=True)
+    plain = label_smoothed_cross_entropy(y * 1.0, target, 0.1).loss
+    (first,) = torch.autograd.grad(plain, y, retain_graph=True)
+    (second,) = torch.autograd.grad(plain, y)
+    torch.testing.assert_close(first, second)

@@ -36,10 +36,12 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
 
     Under autograd, log_softmax, gather and mean allocate and sweep several (N, V) tensors; with a
     37k vocabulary that made the loss the slowest part of an eager `base` step on a CPU
-    (benchmarks/README.md). Here the forward allocates nothing of size (N, V) and the backward one
-    gradient, or none with `inplace`: the gradient then overwrites the logits, which nothing else
-    reads once the loss exists (the output projection's backward needs its input, not its output).
-    Same function, same gradient (tests/test_loss.py).
+    (benchmarks/README.md). On a CPU the forward here allocates nothing of size (N, V) beyond
+    8 MB blocks, and the backward one gradient, or none with `inplace`: the gradient then overwrites
+    the logits, which nothing else reads once the loss exists (the output projection's backward
+    needs its input, not its output). On a GPU it is one block, so the forward makes one float32
+    (N, V) temporary, as `torch.logsumexp` does. Same function, same gradient (tests/test_loss.py).
+    Not twice differentiable.
     """
 
     @staticmethod
@@ -65,6 +67,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         return loss, nll_sum
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_loss, _grad_nll):
         logits, target, lse, keep = ctx.saved_tensors
         eps, vocab = ctx.smoothing, logits.size(-1)
@@ -97,12 +100,18 @@ def label_smoothed_cross_entropy(
 
     `inplace_backward=True` lets the backward write the gradient over `logits` (eager only): one
     (tokens x vocabulary) tensor less per step. Only for callers that do not read the logits after
-    `backward()`, as the trainer does not.
+    `backward()`, as the trainer does not. Misuse fails loudly rather than silently: a second
+    backward through the same graph (`retain_graph=True`), or another op that saved the logits for
+    its own backward, raises autograd's "modified by an inplace operation" error; logits that are
+    an expanded view cannot be written and raise too. Leaf logits are overwritten like any others.
     """
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")
     target = target.reshape(-1)
     logits = logits.flatten(0, -2)
+    if target.numel() != logits.size(0):
+        raise ValueError(f"target has {target.numel()} tokens but logits have {logits.size(0)} rows "
+                         f"(logits {tuple(logits.shape)}); they must match one to one")
     keep = target != pad_id
     if not is_compiling():
         loss, nll = _SmoothedCrossEntropy.apply(logits, target, smoothing, pad_id, inplace_backward)

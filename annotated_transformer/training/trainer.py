@@ -216,8 +216,9 @@ class Trainer:
         forward_model: nn.Module = model
         # The step reads nothing of the logits after backward, so their storage can take the gradient.
         self.loss_fn = functools.partial(label_smoothed_cross_entropy, inplace_backward=True)
-        # Eagerly, logits only for real target tokens (the output projection skips padding); compiled
-        # graphs keep static shapes, and the boolean selection would break them.
+        # Eagerly, logits only for real target tokens (the output projection skips padding). Compiled
+        # training keeps all rows: a boolean selection's output size depends on the data, which breaks
+        # the graph (and on a GPU costs a host sync).
         self.real_rows_only = not recipe.compile
         if recipe.compile:
             forward_model = torch.compile(forward_model)
@@ -332,6 +333,7 @@ class Trainer:
                         logits = self.forward_model(src, tgt[:, :-1])
                 parts = self.loss_fn(logits, target, self.config.label_smoothing, self.config.pad_id)
                 (parts.loss * scale).backward()
+                del logits  # now the gradient (written in place): free it before the next micro-batch
             sums += torch.stack([parts.loss.detach().double(), parts.nll.detach().double(), parts.tokens.double()])
         if self.recipe.clip_norm is not None:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.recipe.clip_norm)
