@@ -6,8 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
-# Install the torch build for your hardware first to keep it; otherwise this spec is used.
-TORCH_SPEC=${TORCH_SPEC:-torch>=2.2}
+# Install the torch build for your hardware first to keep it (or set TORCH_SPEC); otherwise a Linux
+# machine without an NVIDIA driver gets PyTorch's CPU-only wheel (a few hundred MB instead of several GB
+# of CUDA libraries), and every other machine the default build of this spec.
+TORCH_SPEC=${TORCH_SPEC:-}
+TORCH_DEFAULT_SPEC="torch>=2.2"
+CPU_WHEELS=https://download.pytorch.org/whl/cpu
 
 if [ ! -x .venv/bin/python ]; then
   echo "[setup] creating .venv with $($PYTHON --version)"
@@ -17,8 +21,18 @@ PY=.venv/bin/python
 "$PY" -m pip install --quiet --upgrade pip >/dev/null
 
 if ! "$PY" -c "import torch" 2>/dev/null; then
-  echo "[setup] installing $TORCH_SPEC"
-  "$PY" -m pip install --quiet "$TORCH_SPEC"
+  if [ -n "$TORCH_SPEC" ]; then
+    echo "[setup] installing $TORCH_SPEC"
+    "$PY" -m pip install --quiet "$TORCH_SPEC"
+  elif [ "$(uname -s)" = "Linux" ] && ! command -v nvidia-smi >/dev/null 2>&1; then
+    echo "[setup] no NVIDIA driver found: installing PyTorch's CPU-only build from $CPU_WHEELS"
+    "$PY" -m pip install --quiet --retries 1 --timeout 30 "$TORCH_DEFAULT_SPEC" --index-url "$CPU_WHEELS" \
+      || { echo "[setup] $CPU_WHEELS is unreachable: installing $TORCH_DEFAULT_SPEC from the default index"
+           "$PY" -m pip install --quiet "$TORCH_DEFAULT_SPEC"; }
+  else
+    echo "[setup] installing $TORCH_DEFAULT_SPEC"
+    "$PY" -m pip install --quiet "$TORCH_DEFAULT_SPEC"
+  fi
 fi
 echo "[setup] torch $("$PY" -c 'import torch; print(torch.__version__)')"
 
