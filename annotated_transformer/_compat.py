@@ -4,7 +4,6 @@ from __future__ import annotations
 import torch
 
 
-
 def _is_compiling_fallback() -> bool:
     try:  # torch 2.2: dynamo's own flag
         import torch._dynamo

@@ -25,6 +25,7 @@ import torch.nn as nn
 
 from .data.batching import EncodedPairs, TokenBatchSampler, collate_pairs
 from .decoding import beam_search, greedy_decode
+from .model import logits_at_real_targets
 
 _COMPOUND = re.compile(r"(\S)-(\S)")
 
@@ -63,11 +64,9 @@ def teacher_forced_loss(
         for indices in batches[rank::world]:
             src, tgt = collate_pairs([data[i] for i in indices], config.pad_id, config.bos_id, config.eos_id)
             src, tgt = src.to(device), tgt.to(device)
-            target = tgt[:, 1:]
-            real = target != config.pad_id
-            with autocast_context(device, precision):
-                logits = model(src, tgt[:, :-1], only_at=real)  # no logits for padding
-            parts = label_smoothed_cross_entropy(logits, target[real], smoothing, config.pad_id)
+            with autocast_context(device, precision):  # no logits for padding
+                logits, target = logits_at_real_targets(model, src, tgt[:, :-1], tgt[:, 1:], config.pad_id)
+            parts = label_smoothed_cross_entropy(logits, target, smoothing, config.pad_id)
             sums += torch.stack([parts.loss.double(), parts.nll.double(), parts.tokens.double()])
     finally:
         model.train(was_training)

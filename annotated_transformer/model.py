@@ -152,6 +152,17 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, memory, src_mask, only_at=only_at)
 
 
+def logits_at_real_targets(
+    model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n, V) logits and their (n,) targets for the non-padding positions of `tgt_out`.
+
+    Calls `model(...)` itself, so a DistributedDataParallel or compiled wrapper works as well.
+    """
+    real = tgt_out != pad_id
+    return model(src, tgt_in, only_at=real), tgt_out[real]
+
+
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters, each tied tensor counted once."""
     seen, total = set(), 0

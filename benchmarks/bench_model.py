@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 import reference_transformer as ref_lib  # noqa: E402
 
 from annotated_transformer import Transformer, greedy_decode, preset  # noqa: E402
-from annotated_transformer.model import count_parameters  # noqa: E402
+from annotated_transformer.model import count_parameters, logits_at_real_targets  # noqa: E402
 from annotated_transformer.training.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy  # noqa: E402
 
 # Dense bf16 peak (no sparsity) of GPUs we may meet, in FLOP/s, for MFU.
@@ -201,8 +201,7 @@ class OursStep:
         t = time.perf_counter()
         with autocast(self.device, self.amp_dtype):
             if self.real_rows:
-                real = b.tgt_out != m.config.pad_id
-                logits, target = m(b.src, b.tgt_in, only_at=real), b.tgt_out[real]
+                logits, target = logits_at_real_targets(m, b.src, b.tgt_in, b.tgt_out, m.config.pad_id)
             else:
                 logits, target = m(b.src, b.tgt_in), b.tgt_out
             t = self._mark(rec, "forward", t)

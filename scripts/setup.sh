@@ -27,7 +27,7 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
   elif [ "$(uname -s)" = "Linux" ] && ! command -v nvidia-smi >/dev/null 2>&1; then
     echo "[setup] no NVIDIA driver found: installing PyTorch's CPU-only build from $CPU_WHEELS"
     "$PY" -m pip install --quiet --retries 1 --timeout 30 "$TORCH_DEFAULT_SPEC" --index-url "$CPU_WHEELS" \
-      || { echo "[setup] $CPU_WHEELS is unreachable: installing $TORCH_DEFAULT_SPEC from the default index"
+      || { echo "[setup] could not install from $CPU_WHEELS: installing $TORCH_DEFAULT_SPEC from the default index"
            "$PY" -m pip install --quiet "$TORCH_DEFAULT_SPEC"; }
   else
     echo "[setup] installing $TORCH_DEFAULT_SPEC"

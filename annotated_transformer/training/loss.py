@@ -45,7 +45,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, logits, target, smoothing: float, pad_id: int, inplace: bool):
+    def forward(ctx, logits, target, keep, smoothing: float, inplace: bool):
         stat_dtype = torch.float64 if logits.dtype == torch.float64 else torch.float32
         lse = torch.empty(logits.size(0), device=logits.device, dtype=stat_dtype)
         mean = torch.empty_like(lse)
@@ -57,7 +57,6 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         picked = _at_least_float32(logits.gather(-1, target.unsqueeze(-1)).squeeze(-1))
         nll = lse - picked
         uniform = lse - mean  # -mean(log_softmax(x))
-        keep = target != pad_id
         zero = torch.zeros((), device=lse.device, dtype=lse.dtype)
         loss = torch.where(keep, (1.0 - smoothing) * nll + smoothing * uniform, zero).sum()
         ctx.save_for_backward(logits, target, lse, keep)
@@ -114,7 +113,7 @@ def label_smoothed_cross_entropy(
                          f"(logits {tuple(logits.shape)}); they must match one to one")
     keep = target != pad_id
     if not is_compiling():
-        loss, nll = _SmoothedCrossEntropy.apply(logits, target, smoothing, pad_id, inplace_backward)
+        loss, nll = _SmoothedCrossEntropy.apply(logits, target, keep, smoothing, inplace_backward)
         return LossParts(loss=loss, nll=nll, tokens=keep.sum())
     return composite_smoothed_cross_entropy(logits, target, smoothing, pad_id)
 

@@ -31,6 +31,7 @@ import torch
 import torch.nn as nn
 
 from ..data.batching import EncodedPairs, TokenBatchSampler, collate_pairs
+from ..model import logits_at_real_targets
 from .checkpoint import (
     CHECKPOINT_FORMAT,
     RESUME_NAME,
@@ -328,8 +329,7 @@ class Trainer:
                 target = tgt[:, 1:]
                 with autocast_context(self.device, self.precision):
                     if self.real_rows_only:
-                        real = target != self.config.pad_id
-                        logits, target = self.forward_model(src, tgt[:, :-1], only_at=real), target[real]
+                        logits, target = logits_at_real_targets(self.forward_model, src, tgt[:, :-1], target, self.config.pad_id)
                     else:
                         logits = self.forward_model(src, tgt[:, :-1])
                 parts = self.loss_fn(logits, target, self.config.label_smoothing, self.config.pad_id)
