@@ -1,0 +1,75 @@
+"""Which device to run on, and what the machine is: the one place that reads /proc/cpuinfo.
+
+Training, evaluation, the commands and the results' provenance all ask the same questions ("auto"
+means which device? does this CPU multiply bf16 natively? what is it called?), so the answers live
+here, below all of them.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+
+def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
+    """"auto" is this process's GPU (cuda:local_rank) when CUDA is visible, else the CPU; "cuda" gets the
+    local rank's index under torchrun; anything else passes through.
+
+    Raises:
+        RuntimeError: a CUDA device was asked for on a machine without CUDA.
+    """
+    device = str(device)
+    if device == "auto":
+        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {device!r} was asked for but CUDA is not available: pass --device cpu or auto")
+    if device == "cuda":
+        return torch.device(f"cuda:{local_rank}")
+    return torch.device(device)
+
+
+@functools.lru_cache(maxsize=1)
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo (empty where there is none, as on macOS)."""
+    fields: dict[str, str] = {}
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return fields
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor is enough: the fields we read are the same on every core
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+def cpu_name() -> str:
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine()
+
+
+def cpu_flags() -> frozenset[str]:
+    return frozenset(_cpuinfo().get("flags", "").split())
+
+
+def cpu_supports_bf16() -> bool:
+    """True when the CPU multiplies bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is emulated and slow."""
+    if {"avx512_bf16", "amx_bf16"} & cpu_flags():
+        return True
+    capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()
+    return "AMX" in str(capability).upper()
+
+
+def device_name(device: str | torch.device = "auto") -> str:
+    """A human-readable name: "NVIDIA H100 80GB HBM3", "2 x NVIDIA A100", or "<CPU model> (2 cores)"."""
+    device = resolve_device(str(device))
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device.index or 0)
+        count = torch.cuda.device_count()
+        return name if count == 1 else f"{count} x {name}"
+    if device.type == "cpu":
+        return f"{cpu_name()} ({os.cpu_count()} cores)"
+    return str(device)

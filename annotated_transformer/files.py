@@ -1,0 +1,40 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half of either.
+
+Every file the package writes that a later step trusts (checkpoints, tokenizers, downloaded corpora,
+results) goes through `atomic_write`: the bytes land in a temporary file in the destination folder,
+are flushed to disk, and only then `os.replace` moves them into place. A crash, a full disk or a
+second Ctrl-C mid-write leaves the previous file intact and no `.part` file behind.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+
+def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> Path:
+    """Call `fill(handle)` on a temporary binary file next to `path`, then move it into place.
+
+    If `fill` raises (a checksum that does not match, say), nothing is moved and the error propagates.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            fill(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    finally:
+        Path(tmp_name).unlink(missing_ok=True)
+    return path
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    return atomic_write(path, lambda handle: handle.write(data))
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write_bytes(path, text.encode("utf-8"))
