@@ -12,21 +12,16 @@ import logging
 import os
 import tarfile
 import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from annotated_transformer.data import corpora
-from annotated_transformer.data.corpora import (
-    ArchiveMembers,
-    ChecksumError,
-    CorpusInfo,
-    DataNotFoundError,
-    download_file,
-    load_parallel,
-    read_parallel_files,
-    verify_checksums,
-)
+from annotated_transformer.data import fetch, registry
+from annotated_transformer.data.fetch import ChecksumError, download_file, verify_checksums
+from annotated_transformer.data.locate import DataNotFoundError, corpus_path, treebank_zip_path
+from annotated_transformer.data.reading import load_parallel, read_parallel_files
+from annotated_transformer.data.registry import ArchiveMembers, CorpusInfo
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 needs_staged_data = pytest.mark.skipif(
@@ -44,7 +39,7 @@ def offline_and_private_cache(monkeypatch, tmp_path):
     def no_network(url, timeout):
         raise urllib.error.URLError("network blocked in tests")
 
-    monkeypatch.setattr(corpora, "_open_url", no_network)
+    monkeypatch.setattr(fetch, "_open_url", no_network)
 
 
 def write_lines(path: Path, lines: list[bytes], gzipped: bool | None = None) -> Path:
@@ -59,7 +54,7 @@ def write_lines(path: Path, lines: list[bytes], gzipped: bool | None = None) -> 
 def serve_files(monkeypatch, files_by_url_name: dict[str, Path]) -> list[str]:
     """Answer fetches from local files chosen by the URL's last component, through real file:// URLs."""
     fetched: list[str] = []
-    real_open = corpora.urllib.request.urlopen
+    real_open = urllib.request.urlopen
 
     def fake_open(url, timeout):
         fetched.append(url)
@@ -68,7 +63,7 @@ def serve_files(monkeypatch, files_by_url_name: dict[str, Path]) -> list[str]:
             raise urllib.error.URLError(f"no such test file: {url}")
         return real_open(local.resolve().as_uri(), timeout=timeout)
 
-    monkeypatch.setattr(corpora, "_open_url", fake_open)
+    monkeypatch.setattr(fetch, "_open_url", fake_open)
     return fetched
 
 
@@ -79,7 +74,10 @@ def test_missing_files_error_names_all_three_ways():
     message = str(caught.value)
     assert "no Multi30k files" in message and "train.en" in message and "train.de" in message
     assert "$AT_DATA_DIR/multi30k (AT_DATA_DIR is unset)" in message
-    assert "pass data_dir=..., set AT_DATA_DIR, or connect to the network to download them" in message
+    assert (
+        "pass --data-dir (or data_dir= in Python), set AT_DATA_DIR, or connect to the network to download them"
+        in message
+    )
     assert "network blocked in tests" in message  # the download's own reason is kept
     assert isinstance(caught.value, FileNotFoundError)
 
@@ -115,8 +113,8 @@ def test_bad_pairs_are_skipped_counted_and_logged(tmp_path, caplog):
     german = [b"Ein Hund rennt.", b"Leer.", b"Auch leer.", b"kurz", b"Gut.", b"\tGut."]
     write_lines(tmp_path / "multi30k" / "train.en.gz", english)
     write_lines(tmp_path / "multi30k" / "train.de.gz", german)
-    with caplog.at_level(logging.WARNING, logger="annotated_transformer.data.corpora"):
-        corpus = load_parallel("multi30k", "train", data_dir=tmp_path, max_len=5)
+    with caplog.at_level(logging.WARNING, logger="annotated_transformer.data.reading"):
+        corpus = load_parallel("multi30k", "train", data_dir=tmp_path, max_words=5)
     assert corpus.src == ["A dog runs.", "Ok."]  # stray whitespace stripped
     assert corpus.tgt == ["Ein Hund rennt.", "Gut."]
     assert corpus.skipped == {"empty": 2, "over_long": 1, "undecodable": 1}
@@ -125,11 +123,13 @@ def test_bad_pairs_are_skipped_counted_and_logged(tmp_path, caplog):
     assert list(corpus) == list(zip(corpus.src, corpus.tgt)) and corpus[1] == ("Ok.", "Gut.")
 
 
-def test_over_long_can_count_characters(tmp_path):
-    write_lines(tmp_path / "s.txt", [b"abcdef", b"abc"])
-    write_lines(tmp_path / "t.txt", [b"x", b"y"])
-    corpus = read_parallel_files(tmp_path / "s.txt", tmp_path / "t.txt", max_len=4, length_unit="chars")
-    assert corpus.src == ["abc"] and corpus.skipped["over_long"] == 1
+def test_over_long_counts_words_on_either_side(tmp_path):
+    write_lines(tmp_path / "s.txt", [b"a b c d e", b"a b c", b"a b"])
+    write_lines(tmp_path / "t.txt", [b"x", b"x y z", b"v w x y z"])
+    corpus = read_parallel_files(tmp_path / "s.txt", tmp_path / "t.txt", max_words=3)
+    assert corpus.src == ["a b c"] and corpus.skipped["over_long"] == 2
+    with pytest.raises(ValueError, match="max_words must be >= 1"):
+        read_parallel_files(tmp_path / "s.txt", tmp_path / "t.txt", max_words=0)
 
 
 def test_unicode_line_separators_do_not_break_alignment(tmp_path):
@@ -178,7 +178,7 @@ def test_resolution_order_explicit_then_env_then_cache(monkeypatch, tmp_path):
     assert load_parallel("multi30k", "val").src == ["env"]
     monkeypatch.delenv("AT_DATA_DIR")
     assert load_parallel("multi30k", "valid").src == ["cache"]  # "valid" is an alias of "val"
-    assert corpora.corpus_path("multi30k", "val") == tmp_path / "cache" / "multi30k"
+    assert corpus_path("multi30k", "val") == tmp_path / "cache" / "multi30k"
 
 
 def test_direction_defaults_and_reversal(tmp_path):
@@ -192,8 +192,8 @@ def test_direction_defaults_and_reversal(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- downloads
 def use_real_urlopen(monkeypatch) -> None:
-    real_open = corpora.urllib.request.urlopen
-    monkeypatch.setattr(corpora, "_open_url", lambda url, timeout: real_open(url, timeout=timeout))
+    real_open = urllib.request.urlopen
+    monkeypatch.setattr(fetch, "_open_url", lambda url, timeout: real_open(url, timeout=timeout))
 
 
 def test_download_via_file_url_checks_sha256(monkeypatch, tmp_path):
@@ -223,7 +223,7 @@ def test_interrupted_download_leaves_no_file(monkeypatch, tmp_path):
                 raise ConnectionResetError("connection cut")
             return super().read(4)
 
-    monkeypatch.setattr(corpora, "_open_url", lambda url, timeout: CutConnection(b"partial data"))
+    monkeypatch.setattr(fetch, "_open_url", lambda url, timeout: CutConnection(b"partial data"))
     with pytest.raises(ConnectionResetError):
         download_file("https://example.invalid/f", tmp_path / "f", None)
     assert list(tmp_path.iterdir()) == []
@@ -285,7 +285,7 @@ def test_archive_members_are_extracted_and_concatenated(monkeypatch, tmp_path):
             for lang in ("en", "de")
         },
     )
-    monkeypatch.setitem(corpora.CORPORA, "fakewmt", fake)
+    monkeypatch.setitem(registry.CORPORA, "fakewmt", fake)
     fetched = serve_files(monkeypatch, {"a.tgz": tmp_path / "a.tgz", "b.tgz": tmp_path / "b.tgz"})
     corpus = load_parallel("fakewmt", "train")
     assert corpus.src == ["a1", "a2", "b1"]  # b's last line had no newline: it still gets its own line
@@ -300,7 +300,7 @@ def test_wrong_archive_checksum_saves_nothing(monkeypatch, tmp_path):
         splits={"train": "train"}, training_splits=("train",),
         sources={f"train.{l}": ArchiveMembers((("https://example.invalid/a.tgz", "f" * 64, f"a.{l}"),)) for l in ("en", "de")},
     )
-    monkeypatch.setitem(corpora.CORPORA, "fakewmt", fake)
+    monkeypatch.setitem(registry.CORPORA, "fakewmt", fake)
     serve_files(monkeypatch, {"a.tgz": tmp_path / "a.tgz"})
     with pytest.raises(ChecksumError):
         load_parallel("fakewmt", "train")
@@ -308,8 +308,23 @@ def test_wrong_archive_checksum_saves_nothing(monkeypatch, tmp_path):
     assert leftovers == []
 
 
+def test_file_without_a_source_is_not_fetched_and_the_error_says_so(monkeypatch):
+    fake = CorpusInfo(
+        name="nosource", title="NoSource", languages=("en", "de"), default_direction=("en", "de"),
+        splits={"train": "train"}, training_splits=("train",),
+    )
+    monkeypatch.setitem(registry.CORPORA, "nosource", fake)
+    fetched = serve_files(monkeypatch, {})
+    with pytest.raises(DataNotFoundError) as caught:
+        load_parallel("nosource", "train")
+    assert fetched == []
+    assert str(caught.value).endswith(
+        "train.en, train.de has no download source: pass --data-dir (or data_dir= in Python) or set AT_DATA_DIR"
+    )
+
+
 def test_registry_downloads_from_the_commits_source_md_names():
-    sources = {name: info.sources for name, info in corpora.CORPORA.items()}
+    sources = {name: info.sources for name, info in registry.CORPORA.items()}
     assert sources["multi30k"]["train.en.gz"].url.endswith(
         "multi30k/dataset/raw/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/train.en.gz"
     )
@@ -317,7 +332,7 @@ def test_registry_downloads_from_the_commits_source_md_names():
     assert sources["iwslt14"]["train.de"].sha256 is None  # never staged: no checksum published
     assert sources["wmt14"]["train_sample.en"].url.endswith("97111d97551c24857076a4102eabdb468b35cff4/data/src-train.txt")
     assert sources["ptb_sample"]["treebank.zip"].sha256.startswith("9da92d76")
-    checked = [s for info in sources.values() for s in info.values() if isinstance(s, corpora.Download) and s.sha256]
+    checked = [s for info in sources.values() for s in info.values() if isinstance(s, registry.Download) and s.sha256]
     assert len(checked) == 6 + 4 + 6 + 1  # every staged file's download is checksummed
 
 
@@ -351,5 +366,5 @@ def test_staged_files_match_source_md_checksums():
 def test_wmt14_sample_drops_its_one_empty_line_and_treebank_resolves():
     sample = load_parallel("wmt14", "train_sample", data_dir=STAGED_DATA_DIR)
     assert len(sample) == 9_999 and sample.skipped["empty"] == 1
-    assert corpora.treebank_zip_path(STAGED_DATA_DIR).name == "treebank.zip"
-    assert corpora.treebank_zip_path(STAGED_DATA_DIR).is_file()
+    assert treebank_zip_path(STAGED_DATA_DIR).name == "treebank.zip"
+    assert treebank_zip_path(STAGED_DATA_DIR).is_file()

@@ -13,7 +13,7 @@ import sentencepiece as spm
 import torch
 
 from annotated_transformer.config import TransformerConfig
-from annotated_transformer.data import corpora, tokenizer as tokenizer_module
+from annotated_transformer.data import load_parallel, tokenizer as tokenizer_module
 from annotated_transformer.data.tokenizer import (
     SPECIAL_IDS,
     Tokenizer,
@@ -148,7 +148,7 @@ def test_multi30k_tokenizer_reads_only_the_training_split(multi30k_tokenizer):
 @needs_staged_data
 def test_multi30k_tokenizer_round_trips_unseen_text(multi30k_tokenizer):
     tokenizer = multi30k_tokenizer["tokenizer"]
-    val = corpora.load_parallel("multi30k", "val", data_dir=STAGED_DATA_DIR)
+    val = load_parallel("multi30k", "val", data_dir=STAGED_DATA_DIR)
     # NFKC normalization (sentencepiece's default) maps e.g. a no-break space to a space; other text is kept.
     sentences = [s for s in val.src + val.tgt if unicodedata.normalize("NFKC", s) == s]
     assert len(sentences) >= 2000

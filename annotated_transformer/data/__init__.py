@@ -12,26 +12,17 @@ Typical use (English -> German Multi30k, as the `cpu` profile trains)::
     loader = torch.utils.data.DataLoader(pairs, batch_sampler=sampler, collate_fn=collate_pairs)
 """
 from .batching import EncodedPairs, TokenBatchSampler, collate_pairs, padding_fraction
-from .corpora import (
-    CORPORA,
-    ChecksumError,
-    DataNotFoundError,
-    ParallelCorpus,
-    cache_dir,
-    corpus_path,
-    download_file,
-    load_parallel,
-    read_parallel_files,
-    split_files,
-    treebank_zip_path,
-    verify_checksums,
-)
+from .fetch import ChecksumError, download_file, verify_checksums
+from .locate import DataNotFoundError, cache_dir, corpus_path, split_files, treebank_zip_path
+from .reading import ParallelCorpus, load_parallel, read_parallel_files
+from .registry import CORPORA, CorpusInfo, corpus_info
 from .synthetic import synthetic_batch
 from .tokenizer import SPECIAL_IDS, Tokenizer, tokenizer_cache_path, tokenizer_for_corpus, train_tokenizer
 
 __all__ = [
     "CORPORA",
     "ChecksumError",
+    "CorpusInfo",
     "DataNotFoundError",
     "EncodedPairs",
     "ParallelCorpus",
@@ -40,6 +31,7 @@ __all__ = [
     "Tokenizer",
     "cache_dir",
     "collate_pairs",
+    "corpus_info",
     "corpus_path",
     "download_file",
     "load_parallel",

@@ -14,14 +14,17 @@ import itertools
 import json
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
-from .corpora import _corpus_info, _sha256_of, cache_dir, load_parallel, split_files
+from ..files import atomic_write_bytes
+from .fetch import sha256_of
+from .locate import cache_dir, split_files
+from .reading import load_parallel
+from .registry import corpus_info
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +61,7 @@ class Tokenizer:
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the model file atomically (a reader never sees half a file)."""
-        return _atomic_write_bytes(Path(path), self.to_bytes())
+        return atomic_write_bytes(path, self.to_bytes())
 
     def __reduce__(self):
         # DataLoader workers and multiprocessing pickle the tokenizer; the C++ object itself cannot be.
@@ -127,20 +130,6 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size})"
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
-    return path
 
 
 def _trainer_options(
@@ -245,7 +234,7 @@ def tokenizer_cache_path(
 ) -> Path:
     """Where tokenizer_for_corpus keeps (or will keep) this tokenizer; the name carries a hash of the
     training files' sha256 and the options, so a changed file or option never reuses a stale model."""
-    info = _corpus_info(corpus)
+    info = corpus_info(corpus)
     split = info.canonical_split(split or info.training_splits[0])
     if split not in info.training_splits:
         raise ValueError(
@@ -258,7 +247,7 @@ def tokenizer_cache_path(
         "format": _CACHE_FORMAT,
         "corpus": info.name,
         "split": split,
-        "files_sha256": [_sha256_of(path) for path in files],
+        "files_sha256": [sha256_of(path) for path in files],
         "seed": 0,
         **options,
     }
@@ -293,7 +282,7 @@ def tokenizer_for_corpus(
     )
     if path.is_file():
         return Tokenizer.load(path)
-    info = _corpus_info(corpus)
+    info = corpus_info(corpus)
     split = info.canonical_split(split or info.training_splits[0])
     started = time.perf_counter()
     pairs = load_parallel(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
