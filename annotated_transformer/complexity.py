@@ -14,7 +14,8 @@ d-dimensional vectors. This module builds one layer of each kind with the same i
 The self-attention layer here is the part Table 1 counts, softmax(X X^T / sqrt(d)) X: the Q, K, V
 and output projections are position-wise matrix products, O(n d^2) like a feed-forward layer, and
 are left out of the table's comparison (`attention_flops(..., projections=True)` adds them).
-Graphs are causal (output j may depend on inputs 0..j), as in the decoder.
+Graphs are causal (output j may depend on inputs 0..j), as in the decoder. What the paper prints in
+Table 1 is `paper.TABLE1`.
 """
 from __future__ import annotations
 
@@ -35,21 +36,6 @@ PATH_KINDS: tuple[str, ...] = (
     "convolutional",
     "dilated convolutional",
 )
-
-# Table 1 of the paper as it prints it (k: kernel size, r: neighbourhood of restricted attention).
-PAPER_TABLE1: dict[str, dict[str, str]] = {
-    "self-attention": dict(complexity="O(n^2 d)", sequential="O(1)", path="O(1)"),
-    "recurrent": dict(complexity="O(n d^2)", sequential="O(n)", path="O(n)"),
-    "convolutional": dict(complexity="O(k n d^2)", sequential="O(1)", path="O(log_k n)"),
-    "restricted self-attention": dict(complexity="O(r n d)", sequential="O(1)", path="O(n/r)"),
-}
-
-# Exponents of n and d in the complexity column, for comparing with fitted log-log slopes.
-PAPER_EXPONENTS: dict[str, dict[str, int]] = {
-    "self-attention": dict(n=2, d=1),
-    "recurrent": dict(n=1, d=2),
-    "convolutional": dict(n=1, d=2),
-}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -3,54 +3,55 @@
 Counting convention (as nanoGPT and the PaLM paper): a multiply-add is 2 FLOPs, the backward pass costs
 twice the forward, so training = 3 x forward. Only matrix multiplies are counted (they are >95% of the
 work); softmax, layer norm and dropout are left out. Attention's score and weighted-sum products are
-counted over the full (unmasked) length, which is what the kernels compute.
+counted over the full (unmasked) length, which is what the kernels compute. The matrices' sizes come
+from `model.layer_weights`, the closed form that the parameter count uses too.
 
-The paper's Table 2 estimates training cost as time x GPUs x sustained TFLOPS; `training_flops` here
-counts the model's arithmetic instead, so the two can be compared.
+The paper's Table 2 estimates training cost as time x GPUs x sustained TFLOPS;
+`training_flops_per_target_token` counts the model's arithmetic instead, so the two can be compared.
 """
 from __future__ import annotations
 
 import torch
 
 from .config import TransformerConfig
+from .model import layer_weights
 
-# Dense (no sparsity) peak FLOP/s by device name substring: (bf16/fp16 tensor cores, fp32).
-# Sources: NVIDIA data sheets (H100 SXM 989 TFLOPS bf16 dense, A100 312, V100 125 fp16, T4 65 fp16).
+# Dense (no sparsity) peak FLOP/s by device-name substring, most specific first (the first match wins):
+# (bf16/fp16 tensor cores, fp32 without tensor cores). Sources: NVIDIA data sheets (H100 SXM 989 TFLOP/s
+# bf16 dense, PCIe 756, NVL 835; A100 312; V100 125 fp16; T4 65 fp16). An H100 named neither PCIe nor NVL
+# is the SXM part ("NVIDIA H100 80GB HBM3").
 PEAK_FLOPS: dict[str, tuple[float, float]] = {
-    "H200": (989e12, 67e12),
+    "H100 PCIe": (756e12, 51e12),
+    "H100 NVL": (835e12, 60e12),
     "H100": (989e12, 67e12),
+    "H200": (989e12, 67e12),
     "A100": (312e12, 19.5e12),
     "A10G": (125e12, 31.2e12),
     "L4": (121e12, 30.3e12),
     "V100": (125e12, 15.7e12),
     "T4": (65e12, 8.1e12),
-    "P100": (18.7e12, 9.3e12),  # fp16; the paper's GPU (it assumed 9.5 TFLOPS sustained fp32)
+    "P100": (18.7e12, 9.3e12),  # fp16; the paper's GPU (see paper.TABLE2_SUSTAINED_FLOPS for its estimate)
 }
 
 
 def encoder_flops_per_source_token(config: TransformerConfig, mean_src_len: float) -> float:
     """Forward FLOPs the encoder spends per source token."""
-    d, f, h = config.d_model, config.d_ff, config.n_heads
-    dk, dv = config.head_dim_k, config.head_dim_v
-    projections = 2 * d * h * (2 * dk + dv) + 2 * h * dv * d  # Q, K, V and output
+    h, dk, dv = config.n_heads, config.head_dim_k, config.head_dim_v
     attention = 2 * mean_src_len * h * (dk + dv)  # scores and weighted sum
-    ffn = 2 * 2 * d * f
-    return config.encoder_layers * (projections + attention + ffn)
+    return config.encoder_layers * (2 * layer_weights(config).encoder_matrices + attention)
 
 
 def decoder_flops_per_target_token(config: TransformerConfig, vocab_size: int, mean_src_len: float, mean_tgt_len: float) -> float:
     """Forward FLOPs the decoder spends per target token, the output softmax projection included."""
-    d, f, h = config.d_model, config.d_ff, config.n_heads
-    dk, dv = config.head_dim_k, config.head_dim_v
-    self_attention = 2 * d * h * (2 * dk + dv) + 2 * h * dv * d + 2 * mean_tgt_len * h * (dk + dv)
-    cross_attention = 2 * d * h * dk + 2 * h * dv * d + 2 * mean_src_len * h * (dk + dv)
-    ffn = 2 * 2 * d * f
-    return config.decoder_layers * (self_attention + cross_attention + ffn) + 2 * d * vocab_size
+    h, dk, dv = config.n_heads, config.head_dim_k, config.head_dim_v
+    attention = 2 * (mean_tgt_len + mean_src_len) * h * (dk + dv)  # self- and cross-attention
+    matrices = 2 * layer_weights(config).decoder_target_matrices
+    return config.decoder_layers * (matrices + attention) + 2 * config.d_model * vocab_size
 
 
 def cross_kv_flops_per_source_token(config: TransformerConfig) -> float:
     """Each decoder layer projects the encoder output to keys and values once per source token."""
-    return config.decoder_layers * 2 * config.d_model * config.n_heads * (config.head_dim_k + config.head_dim_v)
+    return config.decoder_layers * 2 * layer_weights(config).decoder_source_matrices
 
 
 def forward_flops(config: TransformerConfig, vocab_size: int, src_tokens: float, tgt_tokens: float,
@@ -77,11 +78,19 @@ def peak_flops(device: torch.device | str, precision: str = "bf16") -> float | N
     return peak_flops_by_name(name, precision)
 
 
-def peak_flops_by_name(device_name: str, precision: str = "bf16") -> float | None:
+def peak_flops_entry(device_name: str) -> tuple[str, float, float] | None:
+    """(the `PEAK_FLOPS` key that matches, bf16 and fp32 dense FLOP/s), or None for an unknown device."""
     for key, (half, single) in PEAK_FLOPS.items():
         if key.lower() in device_name.lower():
-            return half if precision in ("bf16", "fp16") else single
+            return key, half, single
     return None
+
+
+def peak_flops_by_name(device_name: str, precision: str = "bf16") -> float | None:
+    entry = peak_flops_entry(device_name)
+    if entry is None:
+        return None
+    return entry[1] if precision in ("bf16", "fp16") else entry[2]
 
 
 def mfu(achieved_flops_per_s: float, device: torch.device | str, precision: str = "bf16") -> float | None:

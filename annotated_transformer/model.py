@@ -173,18 +173,47 @@ def count_parameters(model: nn.Module) -> int:
     return total
 
 
-def expected_parameter_count(config: TransformerConfig, vocab_size: int) -> int:
-    """The closed-form count of this architecture with a shared vocabulary and tied embeddings."""
+@dataclass(frozen=True)
+class LayerWeights:
+    """Parameters of one encoder layer and one decoder layer, in closed form.
+
+    The weight matrices are grouped by the positions they multiply, because FLOP counts charge each
+    matrix entry 2 FLOPs per position it is applied to, and the groups see different positions:
+    """
+
+    encoder_matrices: int  # self-attention Q, K, V, output and the FFN's two matrices; at source positions
+    encoder_vectors: int  # biases and layer-norm gains and shifts
+    decoder_target_matrices: int  # self-attention Q, K, V, output, cross-attention Q and output, FFN; at target positions
+    decoder_source_matrices: int  # cross-attention K and V, applied to the encoder output (source positions)
+    decoder_vectors: int
+
+
+def layer_weights(config: TransformerConfig) -> LayerWeights:
+    """`LayerWeights` of `config`: the one closed form that parameter and FLOP counts share."""
     d, f, h = config.d_model, config.d_ff, config.n_heads
     dk, dv = config.head_dim_k, config.head_dim_v
-    self_attn = d * h * (2 * dk + dv) + h * (2 * dk + dv) + h * dv * d + d
-    cross_attn = (d * h * dk + h * dk) + (d * h * (dk + dv) + h * (dk + dv)) + h * dv * d + d
-    ffn = d * f + f + f * d + d
+    self_attn = d * h * (2 * dk + dv) + h * dv * d  # fused Q, K, V projection and the output projection
+    ffn = 2 * d * f
+    self_attn_bias = h * (2 * dk + dv) + d
+    cross_attn_bias = h * dk + h * (dk + dv) + d
+    ffn_bias = f + d
     norm = 2 * d
-    encoder = config.encoder_layers * (self_attn + ffn + 2 * norm)
-    decoder = config.decoder_layers * (self_attn + cross_attn + ffn + 3 * norm)
-    embeddings = vocab_size * d
-    positions = 2 * config.max_len * d if config.positional == "learned" else 0
+    return LayerWeights(
+        encoder_matrices=self_attn + ffn,
+        encoder_vectors=self_attn_bias + ffn_bias + 2 * norm,
+        decoder_target_matrices=self_attn + d * h * dk + h * dv * d + ffn,
+        decoder_source_matrices=d * h * (dk + dv),
+        decoder_vectors=self_attn_bias + cross_attn_bias + ffn_bias + 3 * norm,
+    )
+
+
+def expected_parameter_count(config: TransformerConfig, vocab_size: int) -> int:
+    """The closed-form count of this architecture with a shared vocabulary and tied embeddings."""
+    w = layer_weights(config)
+    encoder = config.encoder_layers * (w.encoder_matrices + w.encoder_vectors)
+    decoder = config.decoder_layers * (w.decoder_target_matrices + w.decoder_source_matrices + w.decoder_vectors)
+    embeddings = vocab_size * config.d_model  # one matrix: both embeddings and the output projection
+    positions = 2 * config.max_len * config.d_model if config.positional == "learned" else 0
     return encoder + decoder + embeddings + positions
 
 

@@ -7,26 +7,27 @@ A run writes `results/<profile>/<name>.json`:
      "device", "device_name", "date", ...}}
 
 `smoke` and `cpu` results are regenerated on every run (git-ignored); `gpu` and `paper` results are
-committed because CI cannot rerun them. The introduction's summary table reads the files listed in
-`CLAIMS`, so a chapter that wants a row there writes the named file and key.
+committed because CI cannot rerun them. This module only writes and reads the files; the
+introduction's summary of them is `summary.py`, and what the paper reports is `paper.py`.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
 import json
-import math
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+
+import torch
+
+from .devices import device_name, resolve_device
+from .files import atomic_write_text
 
 SCHEMA_VERSION = 1
 RESULTS_ENV = "AT_RESULTS_DIR"
-NOT_RUN = "not run yet"
-COMMITTED_PROFILES = ("gpu", "paper")
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -72,38 +73,13 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def device_description(device: Any = None) -> tuple[str, str]:
-    """(device, human-readable name): ("cuda", "NVIDIA H100 80GB HBM3") or ("cpu", "<model> (2 cores)")."""
-    import torch
-
-    from annotated_transformer.profiles import resolve_device
-
-    device = resolve_device(str(device) if device is not None else "auto")
-    if device.startswith("cuda") and torch.cuda.is_available():
-        index = torch.device(device).index or 0
-        count = torch.cuda.device_count()
-        name = torch.cuda.get_device_name(index)
-        return device, name if count == 1 else f"{count} x {name}"
-    if device.startswith("cpu"):
-        return device, f"{_cpu_name()} ({os.cpu_count()} cores)"
-    return device, device
-
-
 def provenance(device: Any = None) -> dict:
-    """Who made a number: git commit (and whether the tree had edits), torch, device, date (UTC)."""
-    import torch
+    """Who made a number: git commit (and whether the tree had edits), torch, device, date (UTC).
 
-    dev, dev_name = device_description(device)
+    "device" is the device type ("cuda", "cpu"), "device_name" the hardware (`devices.device_name`);
+    `device` None means what "auto" picks.
+    """
+    resolved = resolve_device(str(device) if device is not None else "auto")
     commit = _git("rev-parse", "HEAD")
     dirty = None
     if commit is not None:
@@ -116,8 +92,8 @@ def provenance(device: Any = None) -> dict:
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
-        "device": dev,
-        "device_name": dev_name,
+        "device": resolved.type,
+        "device_name": device_name(resolved),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -161,7 +137,7 @@ def write_result(
     """Write `results/<profile>/<name>.json` atomically, stamped with `provenance(device)`.
 
     Args:
-        name: the file stem (e.g. "translation"); see `CLAIMS` for names the summary reads.
+        name: the file stem (e.g. "translation"); see `summary.CLAIMS` for names the summary reads.
         metrics: the numbers, nested dicts allowed (e.g. {"bleu_tokenized": 27.1, "rows": {...}}).
         profile: the profile that produced them; keeps CI numbers apart from GPU ones.
         config: the model or run configuration (a dict or a dataclass), for reproducing the run.
@@ -185,11 +161,7 @@ def write_result(
         "provenance": provenance(device),
     }
     text = json.dumps(record, indent=2, default=_jsonable)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)  # readers never see half a file
-    return path
+    return atomic_write_text(path, text + "\n")
 
 
 def read_result(name: str, profile: str, root: str | os.PathLike | None = None) -> dict | None:
@@ -241,135 +213,3 @@ def describe_provenance(record: dict) -> str:
     if commit:
         text += f" at commit {commit[:7]}" + (" (with local edits)" if prov.get("git_dirty") else "")
     return text
-
-
-# ----------------------------------------------------------------------------------------------
-# What the paper reports, and the summary table the introduction prints
-
-# Table 2 of the paper (newstest2014): BLEU and training cost in FLOPs; None where the paper is empty.
-PAPER_TABLE2: tuple[dict, ...] = (
-    dict(model="ByteNet", ensemble=False, bleu_en_de=23.75, bleu_en_fr=None, flops_en_de=None, flops_en_fr=None),
-    dict(model="Deep-Att + PosUnk", ensemble=False, bleu_en_de=None, bleu_en_fr=39.2, flops_en_de=None, flops_en_fr=1.0e20),
-    dict(model="GNMT + RL", ensemble=False, bleu_en_de=24.6, bleu_en_fr=39.92, flops_en_de=2.3e19, flops_en_fr=1.4e20),
-    dict(model="ConvS2S", ensemble=False, bleu_en_de=25.16, bleu_en_fr=40.46, flops_en_de=9.6e18, flops_en_fr=1.5e20),
-    dict(model="MoE", ensemble=False, bleu_en_de=26.03, bleu_en_fr=40.56, flops_en_de=2.0e19, flops_en_fr=1.2e20),
-    dict(model="Deep-Att + PosUnk", ensemble=True, bleu_en_de=None, bleu_en_fr=40.4, flops_en_de=None, flops_en_fr=8.0e20),
-    dict(model="GNMT + RL", ensemble=True, bleu_en_de=26.30, bleu_en_fr=41.16, flops_en_de=1.8e20, flops_en_fr=1.1e21),
-    dict(model="ConvS2S", ensemble=True, bleu_en_de=26.36, bleu_en_fr=41.29, flops_en_de=7.7e19, flops_en_fr=1.2e21),
-    dict(model="Transformer (base)", ensemble=False, bleu_en_de=27.3, bleu_en_fr=38.1, flops_en_de=3.3e18, flops_en_fr=3.3e18),
-    dict(model="Transformer (big)", ensemble=False, bleu_en_de=28.4, bleu_en_fr=41.8, flops_en_de=2.3e19, flops_en_fr=2.3e19),
-)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One row of the reproduction summary: a number of the paper and where ours is written.
-
-    Attributes:
-        label: what is compared.
-        paper: the paper's value as it prints it (text, because some are ranges or conditions).
-        result: results file stem, read from `results/<profile>/<result>.json`.
-        key: dotted path inside that file's "metrics".
-        chapter: the chapter that computes it.
-        fmt: how to print our number.
-    """
-
-    label: str
-    paper: str
-    result: str
-    key: str
-    chapter: str
-    fmt: str = "{:.2f}"
-
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim("Parameters, base model (millions)", "65", "model", "params_m.base", "02_model", "{:.1f}"),
-    Claim("Parameters, big model (millions)", "213", "model", "params_m.big", "02_model", "{:.1f}"),
-    Claim("Sequence length below which self-attention is cheaper than a recurrent layer (d = 512)",
-          "n < d", "why_self_attention", "crossover_n", "03_why_self_attention", "{:.0f}"),
-    Claim("Training step time, base model (seconds per step)", "0.4 (8 P100)", "training", "step_time_s",
-          "04_training", "{:.3f}"),
-    Claim("EN-DE BLEU, base, tokenized", "27.3 (newstest2014)", "translation", "bleu_tokenized",
-          "05_translation_results", "{:.1f}"),
-    Claim("EN-DE sacreBLEU, base", "not reported", "translation", "sacrebleu", "05_translation_results", "{:.1f}"),
-    Claim("Training cost, base (FLOPs)", "3.3e18", "translation", "training_flops", "05_translation_results", "{:.2g}"),
-    # Not a claim of the paper: the small-data check every profile can afford (`train --profile cpu|gpu`).
-    Claim("Multi30k EN-DE test2016 sacreBLEU (the profile's train recipe)", "not in the paper",
-          "translation_multi30k_en_de", "sacrebleu", "05_translation_results", "{:.2f}"),
-    Claim("Dev perplexity per subword, base (Table 3)", "4.92", "model_variations", "rows.base.ppl",
-          "06_model_variations", "{:.2f}"),
-    Claim("Dev BLEU of one head (row A1) minus base", "-0.9", "model_variations", "rows.A1.bleu_minus_base",
-          "06_model_variations", "{:+.1f}"),
-    Claim("Constituency parsing F1, WSJ only (Table 4)", "91.3", "constituency_parsing", "f1",
-          "07_constituency_parsing", "{:.1f}"),
-)
-
-
-def _format_claim(claim: Claim, record: dict | None) -> str:
-    if record is None:
-        return NOT_RUN
-    value = lookup(record["metrics"], claim.key, default=None)
-    if value is None:
-        return f"not in {claim.result}.json"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if isinstance(value, float) and math.isnan(value):
-            return "nan"
-        return claim.fmt.format(value)
-    return str(value)
-
-
-def summary_table(
-    profile: str,
-    *,
-    committed: Iterable[str] = COMMITTED_PROFILES,
-    claims: Iterable[Claim] = CLAIMS,
-    root: str | os.PathLike | None = None,
-):
-    """The reproduction summary as a pandas DataFrame: one row per claim, one column per profile
-    (named by `profile_column`, e.g. "smoke run"), plus the paper's value and the chapter.
-
-    The executing profile comes first and the committed GPU and paper results beside it, never
-    merged: each cell is read from that profile's own results file, or says "not run yet".
-    """
-    import pandas as pd
-
-    claims = tuple(claims)
-    profiles = [profile] + [p for p in committed if p != profile]
-    columns = {prof: profile_column(prof) for prof in profiles}
-    cache: dict[tuple[str, str], dict | None] = {}
-    rows = []
-    for claim in claims:
-        row = {"claim": claim.label, "in the paper": claim.paper}
-        for prof in profiles:
-            if (claim.result, prof) not in cache:
-                cache[(claim.result, prof)] = read_result(claim.result, prof, root)
-            row[columns[prof]] = _format_claim(claim, cache[(claim.result, prof)])
-        row["chapter"] = claim.chapter
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["claim", "in the paper", *columns.values(), "chapter"])
-
-
-def profile_column(profile: str) -> str:
-    """Summary-table column of a profile's measurements ("gpu run"), apart from "in the paper"."""
-    return f"{profile} run"
-
-
-def provenance_table(profiles: Iterable[str], root: str | os.PathLike | None = None):
-    """One row per results file of `profiles`: where and when it was measured, and how long it took."""
-    import pandas as pd
-
-    rows = []
-    for prof in profiles:
-        for record in list_results(prof, root):
-            prov = record.get("provenance") or {}
-            metrics = record.get("metrics") or {}
-            rows.append({
-                "profile": prof,
-                "result": record.get("name"),
-                "dataset": metrics.get("dataset", "") if isinstance(metrics, dict) else "",
-                "device": prov.get("device_name") or prov.get("device"),
-                "date": (prov.get("date") or "")[:10],
-                "commit": (prov.get("git_commit") or "")[:7],
-                "wall time (s)": record.get("wall_time_s"),
-            })
-    return pd.DataFrame(rows, columns=["profile", "result", "dataset", "device", "date", "commit", "wall time (s)"])

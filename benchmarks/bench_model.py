@@ -38,30 +38,19 @@ sys.path.insert(0, str(REPO))
 import reference_transformer as ref_lib  # noqa: E402
 
 from annotated_transformer import Transformer, greedy_decode, preset  # noqa: E402
-from annotated_transformer.model import count_parameters, logits_at_real_targets  # noqa: E402
+from annotated_transformer.devices import cpu_flags, cpu_name  # noqa: E402
+from annotated_transformer.flops import peak_flops_entry  # noqa: E402
+from annotated_transformer.model import count_parameters, layer_weights, logits_at_real_targets  # noqa: E402
 from annotated_transformer.training.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy  # noqa: E402
-
-# Dense bf16 peak (no sparsity) of GPUs we may meet, in FLOP/s, for MFU.
-GPU_BF16_PEAK = {"H100 SXM": 989e12, "H100 PCIe": 756e12, "H100 NVL": 835e12, "H200": 989e12, "A100": 312e12}
 
 
 # ---------------------------------------------------------------------------------- provenance
 def _cpu_info() -> dict:
     """CPU model and the instruction-set flags that decide whether bf16 can be fast."""
-    model, flags = platform.processor() or "unknown", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and model in ("unknown", "", platform.processor()):
-                    model = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
+    flags = cpu_flags()
     wanted = ("avx2", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16", "amx_tile")
     return {
-        "cpu_model": model,
+        "cpu_model": cpu_name(),
         "cpu_flags": {name: name in flags for name in wanted},
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "onednn_bf16_supported": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
@@ -531,12 +520,11 @@ def model_flops_per_step(config, vocab: int, batch: Batch) -> dict:
     weights x V, full squares even where causal). `with_logits` adds the tied output projection,
     6 * d_model * V per target token.
     """
-    d, f, h = config.d_model, config.d_ff, config.n_heads
-    dk, dv = config.head_dim_k, config.head_dim_v
-    self_w = d * h * (2 * dk + dv) + h * dv * d
-    enc_w = config.encoder_layers * (self_w + 2 * d * f)
-    dec_target_w = config.decoder_layers * (self_w + d * h * dk + h * dv * d + 2 * d * f)
-    dec_source_w = config.decoder_layers * d * h * (dk + dv)
+    d, h, dk = config.d_model, config.n_heads, config.head_dim_k
+    w = layer_weights(config)
+    enc_w = config.encoder_layers * w.encoder_matrices
+    dec_target_w = config.decoder_layers * w.decoder_target_matrices
+    dec_source_w = config.decoder_layers * w.decoder_source_matrices
     s_len = (batch.src != config.pad_id).sum(1).double()
     t_len = (batch.tgt_out != config.pad_id).sum(1).double()
     weights = 6 * (enc_w * batch.source_tokens + dec_source_w * batch.source_tokens + dec_target_w * batch.target_tokens)
@@ -547,30 +535,18 @@ def model_flops_per_step(config, vocab: int, batch: Batch) -> dict:
             "total": float(weights) + attn, "total_with_logits": float(weights) + attn + logits}
 
 
-def _gpu_peak(name: str) -> tuple[str, float] | None:
-    if "H100" in name:
-        for key in ("PCIe", "NVL"):
-            if key in name:
-                return f"H100 {key}", GPU_BF16_PEAK[f"H100 {key}"]
-        return "H100 SXM", GPU_BF16_PEAK["H100 SXM"]
-    for key in ("H200", "A100"):
-        if key in name:
-            return key, GPU_BF16_PEAK[key]
-    return None
-
-
 def bench_gpu_compile(size: str, vocab: int, batch_shape, device, repeats: int, warmup: int) -> dict:
     """Training step in bf16 autocast with fused Adam, eager and under torch.compile, interleaved; tokens/s, MFU.
 
-    Variants: eager; the model compiled (what `train --compile` did first); the model and the loss compiled
-    as two graphs (the trainer's `--compile` now: the loss's log-softmax, gather and mean fuse into a few
-    kernels instead of several float32 passes over the (tokens x vocabulary) logits); model and loss in one
-    compiled function.
+    Variants: eager; the model compiled; the model and the loss compiled as two graphs (as the trainer's
+    `--compile`: the loss's log-softmax, gather and mean fuse into a few kernels instead of several float32
+    passes over the (tokens x vocabulary) logits); model and loss in one compiled function. MFU is against
+    `flops.PEAK_FLOPS`, the table the package's own MFU uses.
     """
     config = preset(size)
     batch = make_batch(*batch_shape, vocab=vocab, device=device)
     flops = model_flops_per_step(config, vocab, batch)
-    peak = _gpu_peak(torch.cuda.get_device_name(device))
+    peak = peak_flops_entry(torch.cuda.get_device_name(device))
     out = {"config": size, "vocab": vocab, "target_tokens": batch.target_tokens, "source_tokens": batch.source_tokens,
            "flops_per_step": flops, "peak": {"name": peak[0], "bf16_dense_flops": peak[1]} if peak else None, "steps": {}}
     compiled_loss = torch.compile(label_smoothed_cross_entropy)

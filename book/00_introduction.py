@@ -48,7 +48,7 @@ import altair as alt
 import pandas as pd
 from IPython.display import HTML, display
 
-from annotated_transformer import results, viz
+from annotated_transformer import paper, results, summary, viz
 from annotated_transformer.profiles import PROFILES, profile_settings, resolve_device
 
 # %% tags=["parameters"]
@@ -181,7 +181,7 @@ display(HTML(profiles_table.to_html(index=False, classes="at-summary", border=0)
 # other system, ensembles included.
 
 # %%
-table2 = pd.DataFrame(results.PAPER_TABLE2).dropna(subset=["bleu_en_de", "flops_en_de"])
+table2 = pd.DataFrame(paper.TABLE2).dropna(subset=["bleu_en_de", "flops_en_de"])
 table2["system"] = table2["model"] + table2["ensemble"].map({True: " ensemble", False: ""})
 table2["family"] = table2["model"].map(lambda m: "Transformer" if m.startswith("Transformer") else "earlier systems")
 
@@ -231,21 +231,21 @@ print(f"base Transformer: {transformer_base['flops_en_de']:.1e} FLOPs, "
 # the paper's claims; the table lists which corpus and device produced each file.
 
 # %%
-summary = results.summary_table(profile)
-shown_summary = summary.assign(chapter=summary["chapter"].str[:2])  # the number is enough on the page
+claims_table = summary.summary_table(profile)
+shown_summary = claims_table.assign(chapter=claims_table["chapter"].str[:2])  # the number is enough on the page
 display(HTML(shown_summary.to_html(index=False, classes="at-summary", border=0)))
 
 # %%
 # Every cell comes from a results file or says that the file is missing: no number is typed in.
-shown = [profile] + [p for p in results.COMMITTED_PROFILES if p != profile]
-for claim in results.CLAIMS:
-    row = summary[summary["claim"] == claim.label].iloc[0]
+shown = [profile] + [p for p in summary.COMMITTED_PROFILES if p != profile]
+for claim in summary.CLAIMS:
+    row = claims_table[claims_table["claim"] == claim.label].iloc[0]
     for prof in shown:
         missing = results.read_result(claim.result, prof) is None
-        assert (row[results.profile_column(prof)] == results.NOT_RUN) == missing, (claim.label, prof)
+        assert (row[summary.profile_column(prof)] == summary.NOT_RUN) == missing, (claim.label, prof)
 
 # %%
-sources = results.provenance_table(shown)
+sources = summary.provenance_table(shown)
 if sources.empty:
     print(f"No results files yet for the profiles {', '.join(shown)}: "
           f"run `python -m annotated_transformer book --profile {profile}` to write them.")

@@ -54,7 +54,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import (Transformer, count_parameters, expected_parameter_count, preset,
                                    results, viz)
-from annotated_transformer.config import PAPER_TABLE3, TABLE3_ROWS
+from annotated_transformer.config import TABLE3_ROWS
+from annotated_transformer.paper import TABLE3 as PAPER_TABLE3
 from annotated_transformer.layers import (DecoderLayer, EncoderLayer, PositionwiseFeedForward,
                                           sinusoidal_positions)
 from annotated_transformer.profiles import profile_settings, resolve_device
@@ -372,8 +373,8 @@ display(Markdown(
     f"At the paper's ratio the feed-forward network holds {at4.ffn_parameter_share.iloc[0]:.0%} of an encoder "
     f"layer's parameters and does {at4.ffn_flop_share.loc[32]:.0%} of its FLOPs on a {32}-token sentence "
     f"({at4.ffn_flop_share.loc[512]:.0%} at 512 tokens, where attention's $n^2$ term grows). In Table 3, "
-    f"halving $d_{{ff}}$ (row C6) moved dev perplexity from {PAPER_TABLE3['base']['ppl']} to "
-    f"{PAPER_TABLE3['C6']['ppl']} and doubling it (C7) to {PAPER_TABLE3['C7']['ppl']}: the position-wise "
+    f"halving $d_{{ff}}$ (row C6) moved dev perplexity from {PAPER_TABLE3['base'].ppl} to "
+    f"{PAPER_TABLE3['C6'].ppl} and doubling it (C7) to {PAPER_TABLE3['C7'].ppl}: the position-wise "
     "network is where most of each layer's capacity lives."
 ))
 
@@ -552,7 +553,7 @@ for row in rows:
     assert counted == expected_parameter_count(config, vocab_size), row
     counts.append(dict(row=row, N=config.n_layers, d_model=config.d_model, d_ff=config.d_ff, h=config.n_heads,
                        d_k=config.head_dim_k, d_v=config.head_dim_v, ours_m=counted / 1e6,
-                       paper_m=PAPER_TABLE3[row]["params_m"]))
+                       paper_m=PAPER_TABLE3[row].params_m))
 counts = pd.DataFrame(counts)
 counts["gap_m"] = counts.paper_m - counts.ours_m
 # How many extra vocabulary rows of width d_model would close each gap.
@@ -600,7 +601,7 @@ display(Markdown(
     f"the one matrix whose size we had to guess: the vocabulary. Section 5.1 rounds it to about "
     f"{vocab_size:,} tokens; the counts suggest one nearer {round(vocab_size + median_gap, -3):,.0f}. "
     + (f"The exception is the big model, {-gaps['big']:,.0f} rows *above* the paper's "
-       f"{PAPER_TABLE3['big']['params_m']}M; with the same vocabulary as the others it would be further above, "
+       f"{PAPER_TABLE3['big'].params_m}M; with the same vocabulary as the others it would be further above, "
        "so its count in the paper seems to use a different convention we could not pin down."
        if gaps.get("big", 0) < 0 else "")
 ))

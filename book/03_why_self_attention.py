@@ -60,9 +60,9 @@ import torch.nn.functional as F
 from IPython.display import HTML, Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import complexity, results, viz
+from annotated_transformer import complexity, paper, results, viz
 from annotated_transformer.profiles import profile_settings, resolve_device
-from annotated_transformer.results import device_description
+from annotated_transformer.devices import device_name
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes measured below
@@ -103,7 +103,7 @@ SIZES = {
 }
 SIZES["paper"] = SIZES["gpu"]
 size = SIZES[profile]
-where = device_description(device)[1]
+where = device_name(device)
 print(f"profile {profile!r}, timings on {where}"
       + (f" with {torch.get_num_threads()} thread(s)" if device == "cpu" else ""))
 
@@ -203,7 +203,7 @@ for n, d in ((16, 64), (64, 64), (256, 64), (64, 256)):
         formula = complexity.layer_flops(kind, n, d, kernel_size=kernel_size)
         assert counted == formula, (kind, n, d)
         flop_rows.append(dict(kind=kind, n=n, d=d, counted_flops=counted, closed_form=formula,
-                              paper=complexity.PAPER_TABLE1[kind]["complexity"]))
+                              paper=paper.TABLE1[kind].complexity))
 show_table(pd.DataFrame(flop_rows), counted_flops="{:,}", closed_form="{:,}")
 
 
@@ -258,8 +258,8 @@ by_d = measure((size["by_d"]["n"],), size["by_d"]["ds"], size["by_d"]["batch"])
 print(f"measured {len(by_n) + len(by_d)} points in {time.perf_counter() - started:.1f} s")
 
 # %%
-exp_n = {k: v["n"] for k, v in complexity.PAPER_EXPONENTS.items()}
-exp_d = {k: v["d"] for k, v in complexity.PAPER_EXPONENTS.items()}
+exp_n = {k: paper.TABLE1[k].n_exponent for k in complexity.LAYER_KINDS}
+exp_d = {k: paper.TABLE1[k].d_exponent for k in complexity.LAYER_KINDS}
 # Memory has no column in Table 1; the reference lines are the textbook algorithms' leading terms:
 # attention keeps n x n weights (n^2, and n x d inputs, d^1), the others a few n x d tensors.
 memory_exp_n = {"self-attention": 2, "recurrent": 1, "convolutional": 1}
@@ -285,7 +285,7 @@ viz.show(memory_charts)
 
 # %%
 slopes = pd.DataFrame([
-    dict(kind=kind, paper=complexity.PAPER_TABLE1[kind]["complexity"],
+    dict(kind=kind, paper=paper.TABLE1[kind].complexity,
          time_vs_n=fitted_slope(by_n, "n", "seconds", kind), paper_n=exp_n[kind],
          time_vs_d=fitted_slope(by_d, "d", "seconds", kind), paper_d=exp_d[kind],
          memory_vs_n=fitted_slope(by_n, "n", "saved_bytes", kind),
@@ -334,7 +334,7 @@ display(Markdown(
 # %%
 sequential = pd.DataFrame([
     dict(kind=kind, **{f"n = {n}": complexity.sequential_operations(kind, n, kernel_size=kernel_size)
-                       for n in (8, 64, 512)}, paper=complexity.PAPER_TABLE1[kind]["sequential"])
+                       for n in (8, 64, 512)}, paper=paper.TABLE1[kind].sequential)
     for kind in complexity.LAYER_KINDS
 ])
 counts = sequential.set_index("kind")[["n = 8", "n = 64", "n = 512"]]
@@ -371,7 +371,7 @@ for n in size["path_ns"]:
         assert computed == complexity.path_length_formula(kind, n, kernel_size=kernel_size), (kind, n)
         path_rows.append(dict(kind=kind, n=n, max_path_length=computed))
 paths = pd.DataFrame(path_rows)
-paper_path = {**{k: v["path"] for k, v in complexity.PAPER_TABLE1.items()},
+paper_path = {**{k: v.path for k, v in paper.TABLE1.items()},
               "convolutional": "O(n/k) contiguous", "dilated convolutional": "O(log_k n)",
               "restricted self-attention": "O(n/r)"}
 largest = max(size["path_ns"])

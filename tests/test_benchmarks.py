@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 
 from annotated_transformer import Transformer, greedy_decode, preset
+from annotated_transformer.flops import peak_flops_entry
 from annotated_transformer.model import count_parameters
 from annotated_transformer.training import label_smoothed_cross_entropy
 from annotated_transformer.training.loss import composite_smoothed_cross_entropy
@@ -169,6 +170,16 @@ def test_flop_count_covers_every_weight_matrix():
 
     n, length = b.source_tokens, b.src.size(1)
     assert flops["total_with_logits"] == pytest.approx(3 * forward_flops(config, V, n, n, length, length), rel=1e-9)
+
+
+@pytest.mark.parametrize("name, key, bf16", [
+    ("NVIDIA H100 80GB HBM3", "H100", 989e12),
+    ("NVIDIA H100 PCIe", "H100 PCIe", 756e12),
+    ("NVIDIA H100 NVL", "H100 NVL", 835e12),
+    ("NVIDIA A100-SXM4-80GB", "A100", 312e12),
+])
+def test_mfu_peaks_tell_the_h100_variants_apart(name, key, bf16):
+    assert peak_flops_entry(name)[:2] == (key, bf16)
 
 
 def test_benchmark_script_quick_run_writes_json(tmp_path):

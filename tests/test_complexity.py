@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from annotated_transformer import complexity as C
+from annotated_transformer import paper
 
 
 @pytest.mark.parametrize("kind", C.LAYER_KINDS)
@@ -20,6 +21,15 @@ def test_counted_flops_equal_the_closed_forms(kind, n, d):
     layer = C.make_layer(kind, d, kernel_size=3)
     x = torch.randn(3, n, d)
     assert C.counted_flops(layer, x) == 3 * C.layer_flops(kind, n, d, kernel_size=3)
+
+
+@pytest.mark.parametrize("kind", C.LAYER_KINDS)
+def test_closed_forms_grow_with_the_exponents_of_table_1(kind):
+    ns, ds = (64, 128, 256), (32, 64, 128)
+    by_n = [C.layer_flops(kind, n, 64) for n in ns]
+    by_d = [C.layer_flops(kind, 64, d) for d in ds]
+    assert C.loglog_slope(ns, by_n) == pytest.approx(paper.TABLE1[kind].n_exponent)
+    assert C.loglog_slope(ds, by_d) == pytest.approx(paper.TABLE1[kind].d_exponent)
 
 
 def test_attention_projections_add_what_table_1_leaves_out():

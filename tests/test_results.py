@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from annotated_transformer import results
+from annotated_transformer import results, summary
 from annotated_transformer.config import preset
 
 
@@ -62,33 +62,33 @@ def test_lookup_follows_dotted_keys():
 
 
 def test_summary_says_not_run_yet_instead_of_inventing_numbers(tmp_path):
-    table = results.summary_table("smoke", root=tmp_path)
-    measured = [results.profile_column(p) for p in ("smoke", "gpu", "paper")]
+    table = summary.summary_table("smoke", root=tmp_path)
+    measured = [summary.profile_column(p) for p in ("smoke", "gpu", "paper")]
     assert list(table.columns) == ["claim", "in the paper", *measured, "chapter"]
-    assert len(table) == len(results.CLAIMS)
-    assert (table[measured] == results.NOT_RUN).all().all()
+    assert len(table) == len(summary.CLAIMS)
+    assert (table[measured] == summary.NOT_RUN).all().all()
 
 
 def test_summary_keeps_profiles_apart(tmp_path):
     results.write_result("translation", {"bleu_tokenized": 31.25}, profile="gpu", device="cpu", root=tmp_path)
-    table = results.summary_table("cpu", root=tmp_path).set_index("claim")
+    table = summary.summary_table("cpu", root=tmp_path).set_index("claim")
     row = table.loc["EN-DE BLEU, base, tokenized"]
     assert row["gpu run"] == "31.2"  # formatted with the claim's format
-    assert row["cpu run"] == results.NOT_RUN  # a GPU number never shows up as the executing profile's
-    assert row["paper run"] == results.NOT_RUN
+    assert row["cpu run"] == summary.NOT_RUN  # a GPU number never shows up as the executing profile's
+    assert row["paper run"] == summary.NOT_RUN
     # The file exists but this key is not in it: say so rather than "not run yet".
     assert table.loc["EN-DE sacreBLEU, base", "gpu run"] == "not in translation.json"
 
 
 def test_executing_committed_profile_is_not_listed_twice(tmp_path):
-    table = results.summary_table("gpu", root=tmp_path)
+    table = summary.summary_table("gpu", root=tmp_path)
     assert [c for c in table.columns if c.endswith(" run")] == ["gpu run", "paper run"]
 
 
 def test_provenance_table_and_description(tmp_path):
     results.write_result("training", {"step_time_s": 0.5, "dataset": "multi30k"}, profile="cpu",
                          wall_time_s=3.0, device="cpu", root=tmp_path)
-    table = results.provenance_table(["cpu", "gpu"], root=tmp_path)
+    table = summary.provenance_table(["cpu", "gpu"], root=tmp_path)
     assert table.to_dict("records")[0]["dataset"] == "multi30k"
     assert len(table) == 1
     text = results.describe_provenance(results.read_result("training", "cpu", root=tmp_path))
@@ -97,7 +97,7 @@ def test_provenance_table_and_description(tmp_path):
 
 def test_committed_results_are_valid_records():
     """Whatever sits in results/gpu and results/paper must be readable by the summary."""
-    for profile in results.COMMITTED_PROFILES:
+    for profile in summary.COMMITTED_PROFILES:
         for record in results.list_results(profile):
             assert record["profile"] == profile
             assert record["provenance"].get("date"), record["name"]
