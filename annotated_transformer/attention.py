@@ -76,9 +76,9 @@ class KVCache:
     costs one write instead of a concatenation of the whole prefix. Beam search reorders the rows.
     """
 
-    def __init__(self, batch_size: int, n_heads: int, max_len: int, d_k: int, d_v: int, *, device, dtype):
-        self.k = torch.empty(batch_size, n_heads, max_len, d_k, device=device, dtype=dtype)
-        self.v = torch.empty(batch_size, n_heads, max_len, d_v, device=device, dtype=dtype)
+    def __init__(self, batch_size: int, n_heads: int, capacity: int, d_k: int, d_v: int, *, device, dtype):
+        self.k = torch.empty(batch_size, n_heads, capacity, d_k, device=device, dtype=dtype)
+        self.v = torch.empty(batch_size, n_heads, capacity, d_v, device=device, dtype=dtype)
         self.length = 0
 
     def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from annotated_transformer.profiles import PROFILE_NAMES, profile_settings, resolve_device
+from annotated_transformer.devices import resolve_device
+from annotated_transformer.profiles import PROFILE_NAMES, get_profile
 
 CHAPTER_GLOB = "[0-9][0-9]_*.py"
 KERNEL_NAME = "python3"
@@ -300,7 +301,7 @@ def _write_book_record(profile: str, runs: Sequence[ChapterRun], device: str, re
     metrics = {
         "chapters": chapters,
         "ok": all(c.get("status") == "ok" for c in chapters.values()),
-        "settings": profile_settings(profile).to_dict(),
+        "profile": get_profile(profile).to_dict(),
     }
     return results.write_result("book_run", metrics, profile=profile, device=device,
                                 wall_time_s=round(wall_time_s, 2), root=results_dir)
@@ -333,7 +334,7 @@ def run_book(
     """
     from annotated_transformer import results
 
-    profile_settings(profile)  # unknown profiles fail before any work
+    get_profile(profile)  # unknown profiles fail before any work
     root = book_root(root)
     output_dir = Path(output_dir) if output_dir else root / "_build"
     results_dir = Path(results_dir) if results_dir else (

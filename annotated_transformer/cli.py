@@ -1,7 +1,7 @@
 """`python -m annotated_transformer <command>`: one entry point for every job.
 
-Each command lives in the module of its idea and exposes `add_arguments(parser)` and
-`run(args) -> int`; this file only wires them together, importing a module when its command
+Each command's module (commands/, or the module of its idea for `copy` and `book`) exposes
+`add_arguments(parser)` and `run(args) -> int`; this file only wires them together, importing a module when its command
 is used so that `--help` stays fast.
 """
 from __future__ import annotations
@@ -13,11 +13,10 @@ import sys
 # command -> (module, one-line help)
 COMMANDS = {
     "copy": ("annotated_transformer.copy_task", "train the copy task on synthetic data and report its accuracy"),
-    "train": ("annotated_transformer.training.commands_train", "train a translation model (resumable)"),
-    "translate": ("annotated_transformer.training.commands_translate", "translate stdin or a file with a checkpoint"),
-    "evaluate": ("annotated_transformer.training.commands_evaluate", "BLEU and perplexity of a checkpoint on a test set"),
-    "average": ("annotated_transformer.training.commands_average", "average the last k checkpoints (paper section 6.1)"),
-    "attention": ("annotated_transformer.viz", "export attention pictures of a checkpoint"),
+    "train": ("annotated_transformer.commands.train", "train a translation model (resumable), then score it"),
+    "translate": ("annotated_transformer.commands.translate", "translate stdin or a file with a checkpoint"),
+    "evaluate": ("annotated_transformer.commands.evaluate", "BLEU and perplexity of a checkpoint on a test set"),
+    "average": ("annotated_transformer.commands.average", "average the last k checkpoints (paper section 6.1)"),
     "book": ("annotated_transformer.book", "execute the chapters with papermill and build the site"),
 }
 

@@ -12,13 +12,13 @@ from .config import preset
 from .data.synthetic import synthetic_batch
 from .decoding import greedy_decode
 from .model import Transformer
-from .training.loss import label_smoothed_cross_entropy
+from .loss import label_smoothed_cross_entropy
 from .training.schedule import NoamSchedule
 
 
 def sequence_accuracy(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> float:
     """Fraction of sources whose greedy output equals the target exactly (eos included)."""
-    out = greedy_decode(model, src, max_len=tgt.size(1) - 1)
+    out = greedy_decode(model, src, max_new_tokens=tgt.size(1) - 1)
     width = max(out.size(1), tgt.size(1))
     out = torch.nn.functional.pad(out, (0, width - out.size(1)))
     tgt = torch.nn.functional.pad(tgt, (0, width - tgt.size(1)))

@@ -31,20 +31,30 @@ def _step_logits(model, tokens, memory, src_mask, state, use_cache: bool) -> tor
     return model.decode(tokens, memory, src_mask)[:, -1]
 
 
+def longest_source(max_positions: int, max_len_a: float = 1.0, max_len_b: int = 50) -> int:
+    """The most source subwords (eos included) whose output limit, max_len_a * length + max_len_b tokens
+    after bos, still fits the model's `max_positions` positions."""
+    room = max_positions - 1 - max_len_b
+    if room < 1:
+        raise ValueError(f"max_len_b={max_len_b} leaves no room for a source in {max_positions} positions: "
+                         f"use max_len_b < {max_positions - 2}")
+    return min(max_positions, int(room / max(max_len_a, 1e-9)))
+
+
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, *, use_cache: bool = True) -> torch.Tensor:
-    """The most probable next token at every step, up to `max_len` generated tokens per row."""
+def greedy_decode(model: Transformer, src: torch.Tensor, max_new_tokens: int, *, use_cache: bool = True) -> torch.Tensor:
+    """The most probable next token at every step, up to `max_new_tokens` generated tokens per row (eos included)."""
     c = model.config
     was_training = model.training
     model.eval()
     try:
-        memory, state = model.start_decoding(src, max_len + 1)
+        memory, state = model.start_decoding(src, max_new_tokens + 1)
         src_mask = state.src_mask
         batch = src.size(0)
         tokens = torch.full((batch, 1), c.bos_id, dtype=torch.long, device=src.device)
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         banned = _banned_tokens(model)
-        for _ in range(max_len):
+        for _ in range(max_new_tokens):
             logits = _step_logits(model, tokens, memory, src_mask, state, use_cache).float()
             logits[:, banned] = float("-inf")
             next_token = logits.argmax(dim=-1)
@@ -58,7 +68,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int, *, use_ca
         model.train(was_training)
 
 
-def length_penalty(length: int | torch.Tensor, alpha: float):
+def gnmt_length_penalty(length: int | torch.Tensor, alpha: float):
     """GNMT's ((5 + |Y|) / 6) ** alpha, by which a hypothesis' log-probability is divided."""
     return ((5.0 + length) / 6.0) ** alpha
 
@@ -119,7 +129,7 @@ def beam_search(
                     continue
                 row = b * k + int(cand_beam[b, j])
                 hyp = tokens[row, 1:].tolist() + [c.eos_id]
-                finished[b].append((float(cand_scores[b, j]) / length_penalty(step, alpha), hyp))
+                finished[b].append((float(cand_scores[b, j]) / gnmt_length_penalty(step, alpha), hyp))
             # The k best candidates that do not end go on as the new beams.
             open_scores = cand_scores.masked_fill(is_eos, float("-inf"))
             new_scores, pick = open_scores.topk(k, dim=-1)
@@ -139,7 +149,7 @@ def beam_search(
                     for j in range(k):
                         if torch.isfinite(scores[b, j]):
                             hyp = tokens[b * k + j, 1:].tolist()
-                            finished[b].append((float(scores[b, j]) / length_penalty(step, alpha), hyp))
+                            finished[b].append((float(scores[b, j]) / gnmt_length_penalty(step, alpha), hyp))
                     done[b] = True
             if all(done):
                 break

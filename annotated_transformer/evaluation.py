@@ -11,76 +11,30 @@ Two BLEUs, because they are not the same number:
   "Arbeits ##AT##-##AT## Markt", so each part can match), and BLEU is computed on the tokens. It is
   usually higher than sacreBLEU, more so for German.
 
-Perplexity is per subword (teacher forcing, no label smoothing), like the paper's Table 3.
+Perplexity is per subword (teacher forcing, no label smoothing, `teacher_forcing.py`), like the paper's Table 3.
 """
 from __future__ import annotations
 
-import math
+import logging
 import re
+import time
 from typing import Sequence
 
-import numpy as np
+import sacrebleu
 import torch
 import torch.nn as nn
+from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
+from tqdm.auto import tqdm
 
-from .data.batching import EncodedPairs, TokenBatchSampler, collate_pairs
-from .decoding import beam_search, greedy_decode
-from .model import logits_at_real_targets
+from .data.batching import SRC_SPECIALS, EncodedPairs, collate_sources, pack_by_tokens
+from .decoding import beam_search, greedy_decode, longest_source
+from .precision import autocast_context
+from .teacher_forcing import teacher_forced_loss
+
+logger = logging.getLogger(__name__)
 
 _COMPOUND = re.compile(r"(\S)-(\S)")
-
-
-# ------------------------------------------------------------------------------------------ perplexity
-@torch.no_grad()
-def teacher_forced_loss(
-    model: nn.Module,
-    data: EncodedPairs,
-    *,
-    batch_tokens: int = 4000,
-    precision: str = "fp32",
-    context=None,
-    label_smoothing: float | None = None,
-) -> dict:
-    """Mean label-smoothed loss, NLL and perplexity per target subword (eos included) over `data`.
-
-    With a DistributedContext the batches are shared out over ranks and the sums added up, so every rank
-    returns the same numbers. `label_smoothing` defaults to the model's own, for the `loss` entry; `nll`
-    and `ppl` never smooth.
-    """
-    from .training.distributed import all_reduce_sum
-    from .training.loss import label_smoothed_cross_entropy
-    from .training.trainer import autocast_context
-
-    config = model.config
-    device = next(model.parameters()).device
-    smoothing = config.label_smoothing if label_smoothing is None else label_smoothing
-    sampler = TokenBatchSampler(data.src_lengths, data.tgt_lengths, batch_tokens, shuffle=False, skip_too_long=True)
-    batches = sampler.global_batches(0)
-    rank, world = (context.rank, context.world_size) if context is not None else (0, 1)
-    was_training = model.training
-    model.eval()
-    sums = torch.zeros(3, dtype=torch.float64, device=device)
-    try:
-        for indices in batches[rank::world]:
-            src, tgt = collate_pairs([data[i] for i in indices], config.pad_id, config.bos_id, config.eos_id)
-            src, tgt = src.to(device), tgt.to(device)
-            with autocast_context(device, precision):  # no logits for padding
-                logits, target = logits_at_real_targets(model, src, tgt[:, :-1], tgt[:, 1:], config.pad_id)
-            parts = label_smoothed_cross_entropy(logits, target, smoothing, config.pad_id)
-            sums += torch.stack([parts.loss.double(), parts.nll.double(), parts.tokens.double()])
-    finally:
-        model.train(was_training)
-    if context is not None:
-        all_reduce_sum(sums, context)
-    loss_sum, nll_sum, tokens = sums.tolist()
-    tokens = max(tokens, 1.0)
-    return {"loss": loss_sum / tokens, "nll": nll_sum / tokens, "ppl": math.exp(min(nll_sum / tokens, 50.0)),
-            "tokens": int(tokens)}
-
-
-def perplexity(model: nn.Module, data: EncodedPairs, batch_tokens: int = 4000, precision: str = "fp32") -> float:
-    """Per-subword perplexity exp(NLL / tokens) under teacher forcing."""
-    return teacher_forced_loss(model, data, batch_tokens=batch_tokens, precision=precision)["ppl"]
 
 
 # ------------------------------------------------------------------------------------------ decoding
@@ -91,7 +45,7 @@ def translate(
     sentences: Sequence[str],
     *,
     beam_size: int = 4,
-    length_penalty: float = 0.6,
+    alpha: float = 0.6,
     max_len_a: float = 1.0,
     max_len_b: int = 50,
     batch_tokens: int = 4000,
@@ -102,49 +56,38 @@ def translate(
 
     Sentences are sorted by length and decoded in batches of about `batch_tokens` source tokens (counting
     each beam), so short sentences are not padded to long ones; beam_size=1 is greedy decoding. Each output
-    may be up to max_len_a * source length + max_len_b subwords long (section 6.1: a=1, b=50).
+    may be up to max_len_a * source length + max_len_b subwords long (section 6.1: a=1, b=50); a source
+    too long for that to fit the model's positions is cut, with a warning.
     """
-    from .training.trainer import autocast_context
-
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1 (1 is greedy decoding), got {beam_size}")
     if not sentences:
         return []
     config = model.config
     device = next(model.parameters()).device
-    # Positions beyond max_len do not exist: keep source + output inside the model's range.
-    longest_source = max(1, int((config.max_len - 2 - max_len_b) / max(max_len_a, 1e-9)))
-    encoded = [ids[: longest_source - 1] + [config.eos_id] for ids in tokenizer.encode_batch(list(sentences))]
+    keep = longest_source(config.max_len, max_len_a, max_len_b) - SRC_SPECIALS
+    encoded = tokenizer.encode_batch(list(sentences))
+    cut = sum(len(ids) > keep for ids in encoded)
+    if cut:
+        logger.warning("cut %d of %d sources to %d subwords: longer ones leave no room for their output in the "
+                       "model's %d positions", cut, len(encoded), keep, config.max_len)
+        encoded = [ids[:keep] for ids in encoded]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    widths = [(len(ids) + SRC_SPECIALS) * beam_size for ids in encoded]
+    batches = pack_by_tokens(order, [widths], batch_tokens)
     outputs: list[str] = [""] * len(encoded)
-    batches, current, width = [], [], 0
-    for index in order:
-        new_width = max(width, len(encoded[index]))
-        if current and new_width * (len(current) + 1) * beam_size > batch_tokens:
-            batches.append(current)
-            current, new_width = [], len(encoded[index])
-        current.append(index)
-        width = new_width
-    if current:
-        batches.append(current)
-    iterator = batches
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(batches, desc=f"beam {beam_size}" if beam_size > 1 else "greedy", unit="batch")
     was_training = model.training
     model.eval()
     try:
-        for batch in iterator:
-            width = max(len(encoded[i]) for i in batch)
-            src = torch.full((len(batch), width), config.pad_id, dtype=torch.long)
-            for row, i in enumerate(batch):
-                src[row, : len(encoded[i])] = torch.tensor(encoded[i])
-            src = src.to(device)
+        for batch in tqdm(batches, desc=f"beam {beam_size}" if beam_size > 1 else "greedy", unit="batch",
+                          disable=not progress):
+            src = collate_sources([encoded[i] for i in batch], config.pad_id, config.eos_id).to(device)
             with autocast_context(device, precision):
                 if beam_size > 1:
-                    out = beam_search(model, src, beam_size=beam_size, alpha=length_penalty,
+                    out = beam_search(model, src, beam_size=beam_size, alpha=alpha,
                                       max_len_a=max_len_a, max_len_b=max_len_b)
                 else:
-                    out = greedy_decode(model, src, max_len=int(max_len_a * width + max_len_b))
+                    out = greedy_decode(model, src, max_new_tokens=int(max_len_a * src.size(1) + max_len_b))
             for row, text in zip(batch, tokenizer.decode_batch(out.cpu())):
                 outputs[row] = text
     finally:
@@ -155,8 +98,6 @@ def translate(
 # ------------------------------------------------------------------------------------------ BLEU
 def sacrebleu_score(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a") -> dict:
     """sacreBLEU on detokenized text: {"score", "signature", "precisions", "bp", "sys_len", "ref_len"}."""
-    import sacrebleu
-
     _check_lengths(hypotheses, references)
     metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
     result = metric.corpus_score(list(hypotheses), [list(references)])
@@ -175,9 +116,6 @@ def split_compounds(tokenized: str) -> str:
 
 def tokenize_for_bleu(text: str, tokenizer: str = "13a") -> str:
     """Text tokenized like the paper's references (Moses-like: punctuation split off, words kept)."""
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-    from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
-
     tok = {"13a": Tokenizer13a, "intl": TokenizerV14International}.get(tokenizer)
     if tok is None:
         raise ValueError(f"tokenizer must be '13a' or 'intl', got {tokenizer!r}")
@@ -188,8 +126,6 @@ def tokenized_bleu(
     hypotheses: Sequence[str], references: Sequence[str], *, compound_splitting: bool = True, tokenizer: str = "13a"
 ) -> dict:
     """The paper's kind of BLEU: tokenize both sides, split compounds (German), then BLEU on the tokens."""
-    import sacrebleu
-
     _check_lengths(hypotheses, references)
 
     def prepare(text: str) -> str:
@@ -217,7 +153,7 @@ def evaluate_translation(
     references: Sequence[str],
     *,
     beam_size: int = 4,
-    length_penalty: float = 0.6,
+    alpha: float = 0.6,
     max_len_a: float = 1.0,
     max_len_b: int = 50,
     batch_tokens: int = 4000,
@@ -230,20 +166,17 @@ def evaluate_translation(
     Returns {"sacrebleu", "sacrebleu_signature", "bleu_tokenized", "bleu_tokenized_signature", "ppl",
     "sentences", "hypotheses"}; compound splitting applies when the target language is German.
     """
-    import time
-
     _check_lengths(sources, references)
     started = time.perf_counter()
-    hypotheses = translate(model, tokenizer, sources, beam_size=beam_size, length_penalty=length_penalty,
+    hypotheses = translate(model, tokenizer, sources, beam_size=beam_size, alpha=alpha,
                            max_len_a=max_len_a, max_len_b=max_len_b, batch_tokens=batch_tokens,
                            precision=precision, progress=progress)
     decode_s = time.perf_counter() - started
     sacre = sacrebleu_score(hypotheses, references)
     tokenized = tokenized_bleu(hypotheses, references, compound_splitting=target_language == "de")
-    pairs = EncodedPairs.from_texts(tokenizer, list(sources), list(references))
-    keep = [i for i in range(len(pairs)) if len(pairs[i][0]) + 2 <= model.config.max_len and len(pairs[i][1]) + 2 <= model.config.max_len]
-    if len(keep) < len(pairs):
-        pairs = EncodedPairs([pairs[i][0] for i in keep], [pairs[i][1] for i in keep])
+    pairs, too_long = EncodedPairs.from_texts(tokenizer, list(sources), list(references)).fitting(model.config.max_len)
+    if too_long:
+        logger.warning("perplexity leaves out %d pairs longer than the model's %d positions", too_long, model.config.max_len)
     loss = teacher_forced_loss(model, pairs, batch_tokens=batch_tokens, precision=precision)
     return {
         "sacrebleu": round(sacre["score"], 2),
@@ -254,14 +187,8 @@ def evaluate_translation(
         "nll_per_subword": round(loss["nll"], 4),
         "sentences": len(hypotheses),
         "beam_size": beam_size,
-        "length_penalty": length_penalty,
+        "length_penalty_alpha": alpha,
         "decode_seconds": round(decode_s, 1),
         "hypotheses": hypotheses,
     }
 
-
-def mean_length_ratio(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Words of output per word of reference: a quick check that decoding does not stop short."""
-    hyp = np.sum([len(h.split()) for h in hypotheses])
-    ref = np.sum([len(r.split()) for r in references])
-    return float(hyp / max(ref, 1))

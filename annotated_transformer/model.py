@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -21,7 +21,6 @@ class DecoderState:
     memory_kv: list[tuple[torch.Tensor, torch.Tensor]]
     caches: list[KVCache]
     length: int = 0
-    extra: dict = field(default_factory=dict)
 
     def reorder(self, index: torch.Tensor) -> None:
         """Follow beam search's choice of parent beams (rows of the batch)."""
@@ -134,14 +133,14 @@ class Transformer(nn.Module):
             x = x[only_at]
         return self.generator(x)
 
-    def start_decoding(self, src: torch.Tensor, max_len: int) -> tuple[torch.Tensor, DecoderState]:
-        """Encode once and precompute every layer's encoder keys/values for incremental decoding."""
+    def start_decoding(self, src: torch.Tensor, cache_size: int) -> tuple[torch.Tensor, DecoderState]:
+        """Encode once and precompute every layer's encoder keys/values; caches hold `cache_size` decoder tokens."""
         src_mask = self.source_mask(src)
         memory = self.encode(src, src_mask)
         memory_kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder_layers]
         c = self.config
         caches = [
-            KVCache(src.size(0), c.n_heads, max_len, c.head_dim_k, c.head_dim_v, device=memory.device, dtype=memory.dtype)
+            KVCache(src.size(0), c.n_heads, cache_size, c.head_dim_k, c.head_dim_v, device=memory.device, dtype=memory.dtype)
             for _ in self.decoder_layers
         ]
         return memory, DecoderState(src_mask=src_mask, memory_kv=memory_kv, caches=caches)

@@ -1,121 +1,222 @@
-"""The four run profiles of the book (smoke, cpu, gpu, paper) and the knobs each one sets.
+"""Profiles: one word that decides every default of a run, for the commands and the book alike.
 
-A chapter's `parameters` cell names a profile; `profile_settings(profile)` turns it into concrete
-defaults, so one notebook runs in seconds under CI and for days on eight GPUs without edits.
-Chapters may override any knob from their parameters cell (None keeps the profile's value).
+A profile is one record: what to train (corpus, direction, vocabulary, model), how (batch, schedule,
+precision), for how long (steps, epochs or minutes), how to evaluate (beam, length penalty, checkpoint
+averaging), and the scales of the book's other experiments (Table 3 rows, parsing). `train --profile P`
+and `book --profile P` read the same record, so chapter 04 trains exactly what the command trains and
+the number the README quotes is the number the book shows. Any field can be overridden for one run
+(`get_profile("cpu", max_steps=100)`, or a flag of `train`); None keeps the profile's value.
+
+Variants are names of their own (`gpu-iwslt14`, `paper-big`) and write to a results folder of their own.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 
-PROFILE_NAMES: tuple[str, ...] = ("smoke", "cpu", "gpu", "paper")
+from .config import TransformerConfig, preset
+
+TABLE3_ROWS_ALL: tuple[str, ...] = (
+    "base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4", "C5", "C6", "C7",
+    "D1", "D2", "D3", "D4", "E", "big",
+)
 
 
 @dataclass(frozen=True)
-class ProfileSettings:
-    """Scale of one run of the book. Fields are defaults; chapters read what they need.
+class BookScales:
+    """How much of the book's other experiments a profile affords.
 
     Attributes:
-        name: the profile's name.
-        description: where it runs and what for, shown in the introduction.
-        preset: model preset for translation runs (see `annotated_transformer.config.preset`).
-        dataset: translation corpus ("multi30k", "iwslt14", "wmt14").
-        max_steps: optimizer steps of the main training run.
-        batch_tokens: target tokens per optimizer step (after gradient accumulation).
-        max_train_sentences: cap on training pairs (None: the whole corpus).
-        eval_sentences: sentences decoded for BLEU (None: the whole test set).
-        beam_size: beam width for translation (section 6.1 uses 4).
-        variation_rows: Table 3 rows trained by chapter 06.
-        variation_steps: optimizer steps per Table 3 row.
+        table3_rows: the Table 3 rows chapter 06 trains, in the table's order.
+        table3_steps: optimizer steps per Table 3 row.
         parsing_steps: optimizer steps of the parsing model (chapter 07).
-        time_budget_s: what the whole book should take under this profile, in seconds.
+        minutes: what the whole book should take under this profile.
+    """
+
+    table3_rows: tuple[str, ...]
+    table3_steps: int
+    parsing_steps: int
+    minutes: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Everything a run needs besides where the data is and where to write.
+
+    Learning rate: the paper's schedule (section 5.3) is lr = d_model^-0.5 * min(step^-0.5, step *
+    warmup^-1.5); `peak_lr` rescales that curve so its top (at step == warmup_steps) is the given rate,
+    and None keeps the paper's own scale (7.0e-4 for base with 4000 warm-up steps).
     """
 
     name: str
     description: str
-    preset: str
-    dataset: str
-    max_steps: int
-    batch_tokens: int
-    max_train_sentences: int | None
-    eval_sentences: int | None
-    beam_size: int
-    variation_rows: tuple[str, ...]
-    variation_steps: int
-    parsing_steps: int
-    time_budget_s: float
-    extra: dict = field(default_factory=dict)
+    book: BookScales
+    # data
+    corpus: str = "multi30k"
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    train_split: str = "train"
+    valid_split: str = "valid"
+    test_split: str = "test"
+    max_train_pairs: int | None = None  # None: the whole training split
+    max_valid_pairs: int | None = None  # None: the whole validation split
+    max_sentence_words: int | None = 250  # pairs with a longer side (in words of raw text) are skipped
+    vocab_size: int = 8000
+    # model: a named preset with overrides (config field -> value)
+    preset: str = "base"
+    model_overrides: dict = field(default_factory=dict)
+    # batching: `batch_tokens` padded target (and source) slots per micro-batch; an optimizer step takes
+    # `accumulation` micro-batches per rank, about batch_tokens * accumulation * world_size tokens.
+    batch_tokens: int = 4096
+    accumulation: int = 1
+    # optimisation (section 5.3)
+    peak_lr: float | None = None
+    warmup_steps: int = 4000
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    adam_eps: float = 1e-9
+    clip_norm: float | None = None  # the paper clips nothing
+    # length of training: whichever limit comes first (None: no limit of that kind)
+    max_steps: int | None = None
+    max_epochs: int | None = None
+    time_budget_minutes: float | None = None
+    # "wall": minutes on the clock. "cpu": CPU time of this process divided by its threads, i.e. the wall
+    # time the run would take alone on that many cores: fair on a machine shared with other jobs.
+    budget_clock: str = "wall"
+    # engineering
+    precision: str = "auto"  # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
+    compile: bool = False
+    threads: int | None = None  # CPU threads for torch (None: torch's default, one per core)
+    seed: int = 1
+    log_every: int = 50
+    eval_every: int = 500  # steps between validation losses (0: only at the end)
+    save_every_steps: int | None = None  # snapshot for averaging every so many steps
+    save_every_minutes: float | None = 10.0  # ... or minutes (section 6.1: every 10 minutes)
+    keep_snapshots: int = 20
+    # evaluation (section 6.1)
+    average_last: int = 5
+    beam_size: int = 4
+    length_penalty_alpha: float = 0.6
+    max_len_a: float = 1.0  # outputs may be max_len_a * source length + max_len_b subwords long
+    max_len_b: int = 50
+    eval_batch_tokens: int = 4000
+    eval_max_sentences: int | None = None  # None: the whole test set
 
-    def replace(self, **overrides) -> "ProfileSettings":
+    @property
+    def results_folder(self) -> str:
+        """`results/<this>/`: each profile, variants included, keeps its numbers apart."""
+        return self.name
+
+    def model_config(self) -> TransformerConfig:
+        """The model configuration: the named preset with this profile's overrides."""
+        return preset(self.preset, **{"warmup_steps": self.warmup_steps, **self.model_overrides})
+
+    def replace(self, **overrides) -> "Profile":
         return dataclasses.replace(self, **overrides)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, values: dict) -> "Profile":
+        """Rebuild from `to_dict()` (as stored in checkpoints and results); unknown keys are ignored."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in values.items() if k in known}
+        if "adam_betas" in values:
+            values["adam_betas"] = tuple(values["adam_betas"])
+        if isinstance(values.get("book"), dict):
+            book = dict(values["book"])
+            book["table3_rows"] = tuple(book.get("table3_rows", ()))
+            values["book"] = BookScales(**book)
+        return cls(**values)
 
-_ALL_ROWS = ("base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4", "C5", "C6", "C7",
-             "D1", "D2", "D3", "D4", "E", "big")
 
-PROFILES: dict[str, ProfileSettings] = {
-    "smoke": ProfileSettings(
+# The cpu profile is the best of the tuning runs in results/tuning_multi30k_cpu.md (2-core CPU, 15
+# minutes). Dropout 0: in 3.5-4 epochs nothing overfits yet, and dropout costs a fifth of the tokens/s.
+_CPU_MODEL = dict(n_layers=3, d_model=256, d_ff=1024, n_heads=4, dropout=0.0, max_len=256)
+# The gpu profile's "Transformer-tiny" shape (4+4 layers, d_model 128, d_ff 256, 4 heads, dropout 0.3)
+# is what small-data studies of Multi30k found best; on one H100 it beat d_model 256 and two d_model 512
+# models, which overfit 29k pairs (results/gpu/README.md).
+_GPU_MODEL = dict(n_layers=4, d_model=128, d_ff=256, n_heads=4, dropout=0.3, max_len=256)
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile(
         name="smoke",
-        description="CI and tests: every chapter end to end on tiny settings (whole book <= 10 min on 2 cores)",
-        preset="tiny", dataset="multi30k", max_steps=20, batch_tokens=1024,
-        max_train_sentences=2000, eval_sentences=16, beam_size=2,
-        variation_rows=("base", "A1", "C1"), variation_steps=5, parsing_steps=10,
-        time_budget_s=600,
+        description="CI and tests: a tiny model on 2,000 Multi30k pairs, every chapter in minutes on 2 cores",
+        book=BookScales(table3_rows=("base", "A1", "C1"), table3_steps=5, parsing_steps=10, minutes=10),
+        max_train_pairs=2000, max_valid_pairs=200, vocab_size=1000, preset="tiny",
+        model_overrides=dict(dropout=0.1), batch_tokens=1024, peak_lr=2e-3, warmup_steps=50,
+        max_steps=60, log_every=10, eval_every=30, save_every_steps=20, save_every_minutes=None,
+        keep_snapshots=3, average_last=2, beam_size=2, eval_max_sentences=32, eval_batch_tokens=2000,
     ),
-    "cpu": ProfileSettings(
+    "cpu": Profile(
         name="cpu",
-        description="a laptop: real Multi30k EN->DE training, Table 3 rows at tiny scale (whole book <= 30 min on 2 cores)",
-        preset="tiny", dataset="multi30k", max_steps=1500, batch_tokens=4096,
-        max_train_sentences=None, eval_sentences=500, beam_size=4,
-        variation_rows=_ALL_ROWS, variation_steps=150, parsing_steps=600,
-        time_budget_s=1800,
+        description="a laptop or a 2-core machine: Multi30k EN->DE in 15 minutes of training",
+        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=150, parsing_steps=600, minutes=45),
+        vocab_size=8000, preset="base", model_overrides=_CPU_MODEL,
+        # 1,024-token batches: twice the updates of 2,048 in the same 15 minutes, the biggest single gain.
+        batch_tokens=1024, accumulation=1, peak_lr=2e-3, warmup_steps=400,
+        time_budget_minutes=15.0, log_every=25, eval_every=300,
+        save_every_steps=None, save_every_minutes=1.0, keep_snapshots=10, average_last=5,
+        beam_size=4, eval_batch_tokens=3000,
     ),
-    "gpu": ProfileSettings(
+    "gpu": Profile(
         name="gpu",
-        description="one GPU or Colab: Multi30k and IWSLT14 to convergence, Table 3 rows at IWSLT scale (hours, resumable)",
-        preset="base", dataset="iwslt14", max_steps=40_000, batch_tokens=25_000,
-        max_train_sentences=None, eval_sentences=None, beam_size=4,
-        variation_rows=_ALL_ROWS, variation_steps=20_000, parsing_steps=20_000,
-        time_budget_s=12 * 3600,
+        description="one GPU or Colab: Multi30k EN->DE, 100 epochs (about 7 minutes on an H100)",
+        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=20_000, parsing_steps=20_000, minutes=90),
+        vocab_size=8000, preset="base", model_overrides=_GPU_MODEL,
+        # 134 steps per epoch at 4k tokens.
+        batch_tokens=4096, accumulation=1, peak_lr=5e-3, warmup_steps=2000,
+        time_budget_minutes=10.0, max_epochs=100, log_every=50, eval_every=250,
+        save_every_steps=300, save_every_minutes=None, keep_snapshots=10, average_last=5,
+        precision="auto", compile=True, eval_batch_tokens=20_000,
     ),
-    "paper": ProfileSettings(
+    "paper": Profile(
         name="paper",
-        description="8 GPUs with torchrun: WMT14 EN-DE base and big with the paper's schedule (12 h / 3.5 days on P100s)",
-        preset="base", dataset="wmt14", max_steps=100_000, batch_tokens=25_000,
-        max_train_sentences=None, eval_sentences=None, beam_size=4,
-        variation_rows=_ALL_ROWS, variation_steps=100_000, parsing_steps=100_000,
-        time_budget_s=4 * 24 * 3600,
+        description="8 GPUs with torchrun: WMT14 EN->DE, Transformer base with the paper's schedule (100k steps)",
+        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=100_000, parsing_steps=100_000, minutes=4 * 24 * 60),
+        corpus="wmt14", train_split="train", valid_split="newstest2013", test_split="newstest2014",
+        vocab_size=37000, preset="base", model_overrides=dict(max_len=1024),
+        # 8 ranks x 1 micro-batch of 3,584 padded slots ~ 25,000 real tokens per side per step (section 5.1);
+        # on one GPU, --accumulation 8 takes the same steps.
+        batch_tokens=3584, accumulation=1, peak_lr=None, warmup_steps=4000,
+        max_steps=100_000, log_every=100, eval_every=2000,
+        save_every_steps=None, save_every_minutes=10.0, keep_snapshots=25, average_last=5,
+        precision="auto", compile=True, eval_batch_tokens=20_000,
     ),
 }
+PROFILES["gpu-iwslt14"] = PROFILES["gpu"].replace(
+    name="gpu-iwslt14",
+    description="one GPU: IWSLT14 DE->EN (fairseq's small-data recipe: 10k joint BPE, dropout 0.3); downloads the training text",
+    corpus="iwslt14", src_lang="de", tgt_lang="en", valid_split="valid", test_split="test", vocab_size=10_000,
+    model_overrides=dict(dropout=0.3, d_ff=1024, n_heads=4, max_len=512), batch_tokens=8192, peak_lr=5e-4,
+    warmup_steps=4000, time_budget_minutes=None, max_steps=60_000, max_epochs=None,
+    save_every_steps=2000, keep_snapshots=10, average_last=5,
+)
+PROFILES["paper-big"] = PROFILES["paper"].replace(
+    name="paper-big",
+    description="8 GPUs with torchrun: WMT14 EN->DE, Transformer big, 300k steps, average of the last 20 snapshots",
+    preset="big", model_overrides=dict(max_len=1024), max_steps=300_000, average_last=20,
+)
+
+PROFILE_NAMES: tuple[str, ...] = tuple(PROFILES)
 
 
-def profile_settings(profile: str, **overrides) -> ProfileSettings:
-    """The settings of `profile`, with every override that is not None applied.
+def get_profile(name: str, **overrides) -> Profile:
+    """The profile called `name` with every override that is not None applied.
 
-    Chapters pass their parameters cell straight through, e.g.
-    `profile_settings(profile, max_steps=max_steps)`: a None knob keeps the profile's default.
+    Chapters pass their parameters cell straight through (`get_profile(profile, max_steps=max_steps)`),
+    so a knob left at None keeps the profile's value.
 
     Raises:
-        ValueError: for an unknown profile or an override that is not a field.
+        ValueError: an unknown profile, a field that does not exist, or a model override that makes an
+            invalid configuration (the config's own message).
     """
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_NAMES)}")
-    settings = PROFILES[profile]
-    known = {f.name for f in dataclasses.fields(ProfileSettings)} - {"name", "description"}
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}")
+    known = {f.name for f in dataclasses.fields(Profile)} - {"name", "description"}
     unknown = sorted(set(overrides) - known)
     if unknown:
-        raise ValueError(f"profile_settings got unknown knobs {unknown}; known: {', '.join(sorted(known))}")
-    return settings.replace(**{k: v for k, v in overrides.items() if v is not None})
-
-
-def resolve_device(device: str = "auto") -> str:
-    """"auto" becomes "cuda" when a GPU is visible, else "cpu"; anything else passes through."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+        raise ValueError(f"unknown profile fields {unknown}; known: {', '.join(sorted(known))}")
+    profile = PROFILES[name].replace(**{k: v for k, v in overrides.items() if v is not None})
+    profile.model_config()
+    return profile

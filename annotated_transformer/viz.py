@@ -345,27 +345,3 @@ def mask_chart(
         tooltip=["query", "key", "state"],
     )
     return chart.properties(width=size * n_cols, height=size * n_rows, title=title)
-
-
-# ----------------------------------------------------------------------------------------------
-# `python -m annotated_transformer attention`
-
-def add_arguments(parser) -> None:
-    """Options of the `attention` command (exporting Figures 3-5 from a checkpoint)."""
-    parser.add_argument("--checkpoint", help="trained checkpoint to read attention weights from")
-    parser.add_argument("--sentence", help="source sentence to show")
-    parser.add_argument("--output", default="figures/attention", help="path stem of the exported files")
-    parser.add_argument("--formats", nargs="+", default=list(EXPORT_FORMATS), choices=EXPORT_FORMATS)
-
-
-def run(args) -> int:
-    """Not there yet: the checkpoint side lands with chapter 08; say so instead of failing obscurely."""
-    import sys
-
-    print(
-        "error: the attention export arrives with the attention-figures issue (chapter 08, "
-        "book/08_attention_visualizations). Until then, export any chart from Python with "
-        "annotated_transformer.viz.export(chart, 'path/stem').",
-        file=sys.stderr,
-    )
-    return 2

@@ -17,7 +17,6 @@ import contextlib
 import datetime as dt
 import functools
 import json
-import math
 import os
 import platform
 import statistics
@@ -41,7 +40,7 @@ from annotated_transformer import Transformer, greedy_decode, preset  # noqa: E4
 from annotated_transformer.devices import cpu_flags, cpu_name  # noqa: E402
 from annotated_transformer.flops import peak_flops_entry  # noqa: E402
 from annotated_transformer.model import count_parameters, layer_weights, logits_at_real_targets  # noqa: E402
-from annotated_transformer.training.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy  # noqa: E402
+from annotated_transformer.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------- provenance

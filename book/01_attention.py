@@ -57,7 +57,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import Transformer, attention_maps, preset, results, viz
 from annotated_transformer.attention import MultiHeadAttention, explicit_attention, fused_attention
-from annotated_transformer.profiles import profile_settings, resolve_device
+from annotated_transformer.devices import resolve_device
+from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below
@@ -65,7 +66,7 @@ device = "auto"  # "auto" picks CUDA when a GPU is visible; used for the timing 
 seed = 0  # every random tensor of the chapter follows from it
 
 # %%
-settings = profile_settings(profile)
+settings = get_profile(profile)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)

@@ -58,7 +58,8 @@ from annotated_transformer.config import TABLE3_ROWS
 from annotated_transformer.paper import TABLE3 as PAPER_TABLE3
 from annotated_transformer.layers import (DecoderLayer, EncoderLayer, PositionwiseFeedForward,
                                           sinusoidal_positions)
-from annotated_transformer.profiles import profile_settings, resolve_device
+from annotated_transformer.devices import resolve_device
+from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the checks below
@@ -67,7 +68,7 @@ seed = 0  # every random tensor of the chapter follows from it
 vocab_size = 37_000  # the paper's shared BPE vocabulary, as rounded in section 5.1
 
 # %%
-settings = profile_settings(profile)
+settings = get_profile(profile)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)

@@ -61,8 +61,8 @@ from IPython.display import HTML, Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import complexity, paper, results, viz
-from annotated_transformer.profiles import profile_settings, resolve_device
-from annotated_transformer.devices import device_name
+from annotated_transformer.devices import device_name, resolve_device
+from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes measured below
@@ -72,7 +72,7 @@ kernel_size = 3  # k of the convolutional layer
 seed = 0
 
 # %%
-settings = profile_settings(profile)
+settings = get_profile(profile)
 device = resolve_device(device)
 if device == "cpu" and threads is not None:
     torch.set_num_threads(threads)

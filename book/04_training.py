@@ -60,7 +60,8 @@ if importlib.util.find_spec("annotated_transformer") is None:
                                "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
 
 # %%
-from annotated_transformer.profiles import profile_settings, resolve_device
+from annotated_transformer.devices import resolve_device
+from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -69,6 +70,11 @@ max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download
 
 # %%
-settings = profile_settings(profile, max_steps=max_steps)
-print(f"under profile {settings.name!r} this chapter will train the {settings.preset!r} preset on {settings.dataset} "
-      f"for {settings.max_steps} steps of about {settings.batch_tokens} target tokens, on {resolve_device(device)}")
+settings = get_profile(profile, max_steps=max_steps)
+budget = [f"{settings.max_steps} steps"] if settings.max_steps else []
+budget += [f"{settings.max_epochs} epochs"] if settings.max_epochs else []
+budget += [f"{settings.time_budget_minutes:g} minutes"] if settings.time_budget_minutes else []
+print(f"under profile {settings.name!r} this chapter will train the {settings.preset!r} preset "
+      f"({settings.model_overrides}) on {settings.corpus} {settings.src_lang}->{settings.tgt_lang} for "
+      f"{' or '.join(budget)}, whichever comes first, with batches of about {settings.batch_tokens} tokens, "
+      f"on {resolve_device(device)}")

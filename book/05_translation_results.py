@@ -54,7 +54,8 @@ if importlib.util.find_spec("annotated_transformer") is None:
                                "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
 
 # %%
-from annotated_transformer.profiles import profile_settings, resolve_device
+from annotated_transformer.devices import resolve_device
+from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -64,6 +65,6 @@ data_dir = None  # None: $AT_DATA_DIR, then a download
 beam_size = None  # None: the profile's beam (4 outside the smoke profile)
 
 # %%
-settings = profile_settings(profile, max_steps=max_steps, beam_size=beam_size)
+settings = get_profile(profile, max_steps=max_steps, beam_size=beam_size)
 print(f"under profile {settings.name!r} this chapter will translate "
-      f"{settings.eval_sentences or 'all'} test sentences of {settings.dataset} with beam {settings.beam_size}")
+      f"{settings.eval_max_sentences or 'all'} test sentences of {settings.corpus} with beam {settings.beam_size}")

@@ -54,7 +54,8 @@ if importlib.util.find_spec("annotated_transformer") is None:
                                "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
 
 # %%
-from annotated_transformer.profiles import profile_settings, resolve_device
+from annotated_transformer.devices import resolve_device
+from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -64,6 +65,7 @@ data_dir = None  # None: $AT_DATA_DIR, then a download
 variation_steps = None  # None: the profile's steps per Table 3 row
 
 # %%
-settings = profile_settings(profile, max_steps=max_steps, variation_steps=variation_steps)
-print(f"under profile {settings.name!r} this chapter will train {len(settings.variation_rows)} rows "
-      f"({', '.join(settings.variation_rows)}) for {settings.variation_steps} steps each")
+settings = get_profile(profile, max_steps=max_steps)
+rows, steps_per_row = settings.book.table3_rows, variation_steps or settings.book.table3_steps
+print(f"under profile {settings.name!r} this chapter will train {len(rows)} rows ({', '.join(rows)}) "
+      f"for {steps_per_row} steps each")

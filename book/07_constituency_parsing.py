@@ -53,7 +53,8 @@ if importlib.util.find_spec("annotated_transformer") is None:
                                "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
 
 # %%
-from annotated_transformer.profiles import profile_settings, resolve_device
+from annotated_transformer.devices import resolve_device
+from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -63,5 +64,6 @@ data_dir = None  # None: $AT_DATA_DIR, then a download
 parsing_steps = None  # None: the profile's training steps for the parser
 
 # %%
-settings = profile_settings(profile, max_steps=max_steps, parsing_steps=parsing_steps)
-print(f"under profile {settings.name!r} this chapter will train the parser for {settings.parsing_steps} steps")
+settings = get_profile(profile, max_steps=max_steps)
+print(f"under profile {settings.name!r} this chapter will train the parser for "
+      f"{parsing_steps or settings.book.parsing_steps} steps")

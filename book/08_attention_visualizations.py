@@ -54,7 +54,8 @@ if importlib.util.find_spec("annotated_transformer") is None:
                                "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
 
 # %%
-from annotated_transformer.profiles import profile_settings, resolve_device
+from annotated_transformer.devices import resolve_device
+from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -62,6 +63,6 @@ device = "auto"  # "auto" picks CUDA when a GPU is visible
 checkpoint = None  # None: the checkpoint chapter 04 trained under this profile
 
 # %%
-settings = profile_settings(profile)
-print(f"under profile {settings.name!r} this chapter will read the {settings.preset!r} model trained on {settings.dataset}"
+settings = get_profile(profile)
+print(f"under profile {settings.name!r} this chapter will read the {settings.preset!r} model trained on {settings.corpus}"
       + (f" from {checkpoint}" if checkpoint else ""))

@@ -15,8 +15,8 @@ import torch.nn as nn
 from annotated_transformer import Transformer, greedy_decode, preset
 from annotated_transformer.flops import peak_flops_entry
 from annotated_transformer.model import count_parameters
-from annotated_transformer.training import label_smoothed_cross_entropy
-from annotated_transformer.training.loss import composite_smoothed_cross_entropy
+from annotated_transformer.loss import label_smoothed_cross_entropy
+from annotated_transformer.loss import composite_smoothed_cross_entropy
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from annotated_transformer import book, results
-from annotated_transformer.profiles import PROFILE_NAMES, profile_settings
+from annotated_transformer.profiles import PROFILE_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob(book.CHAPTER_GLOB))
@@ -64,14 +64,19 @@ def test_chapter_takes_the_profile_as_parameters(source):
         f"{source.name}: the first code cell must install the package when it is missing (Colab)"
 
 
-def test_profile_settings_know_the_four_profiles():
-    assert PROFILE_NAMES == ("smoke", "cpu", "gpu", "paper")
-    assert profile_settings("smoke").max_steps < profile_settings("cpu").max_steps < profile_settings("gpu").max_steps
-    assert profile_settings("cpu", max_steps=7, beam_size=None).max_steps == 7  # None keeps the default
-    with pytest.raises(ValueError, match="unknown profile 'laptop'"):
-        profile_settings("laptop")
-    with pytest.raises(ValueError, match="unknown knobs"):
-        profile_settings("cpu", max_stpes=3)
+def test_book_and_train_choose_from_one_profile_record():
+    import argparse
+
+    from annotated_transformer import book
+    from annotated_transformer.commands import train
+
+    def profile_choices(add_arguments) -> tuple:
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)
+        return tuple(next(a for a in parser._actions if a.dest == "profile").choices)
+
+    assert profile_choices(book.add_arguments) == profile_choices(train.add_arguments) == PROFILE_NAMES
+    assert {"smoke", "cpu", "gpu", "paper", "gpu-iwslt14", "paper-big"} <= set(PROFILE_NAMES)
 
 
 def test_toc_lists_every_chapter_of_the_design():

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from annotated_transformer import Transformer, preset
+from annotated_transformer import Transformer
 from annotated_transformer.cli import main
 from annotated_transformer.data import EncodedPairs, train_tokenizer
 from annotated_transformer.training.checkpoint import list_snapshots, load_checkpoint
 from annotated_transformer.training.trainer import Trainer
 
-from test_training import tiny_recipe
+from test_training import tiny_profile
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,16 +35,17 @@ def test_help_explains_each_command(command, expected, capsys):
 
 
 def test_profile_picks_defaults_and_flags_override_them():
-    from annotated_transformer.training.commands_train import add_arguments, recipe_from_args
     import argparse
+
+    from annotated_transformer.commands.train import add_arguments, profile_from_args
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["--profile", "smoke", "--lr", "1e-3", "--layers", "1", "--minutes", "2"])
-    recipe = recipe_from_args(args)
-    assert recipe.profile == "smoke" and recipe.peak_lr == 1e-3 and recipe.time_budget_minutes == 2
-    assert recipe.model_config().n_layers == 1
-    assert recipe.vocab_size == 1000  # untouched: the smoke profile's own value
+    profile = profile_from_args(args)
+    assert profile.name == "smoke" and profile.peak_lr == 1e-3 and profile.time_budget_minutes == 2
+    assert profile.model_config().n_layers == 1
+    assert profile.vocab_size == 1000  # untouched: the smoke profile's own value
 
 
 @pytest.fixture(scope="module")
@@ -56,10 +57,10 @@ def tiny_run(tmp_path_factory):
     sentences = [" ".join(rng.choice(words, size=int(rng.integers(2, 8)))) for _ in range(200)]
     tokenizer = train_tokenizer(sentences, vocab_size=40)
     ids = tokenizer.encode_batch(sentences)
-    recipe = tiny_recipe(max_steps=6, save_every_steps=2, keep_snapshots=5)
+    profile = tiny_profile(max_steps=6, save_every_steps=2, keep_snapshots=5)
     torch.manual_seed(0)
-    model = Transformer(recipe.model_config(), tokenizer.vocab_size, tokenizer.vocab_size)
-    Trainer(model, tokenizer, EncodedPairs(ids, ids), None, recipe, out, show_progress=False).train()
+    model = Transformer(profile.model_config(), tokenizer.vocab_size, tokenizer.vocab_size)
+    Trainer(model, tokenizer, EncodedPairs(ids, ids), None, profile, out, show_progress=False).train()
     return out
 
 

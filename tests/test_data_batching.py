@@ -1,5 +1,5 @@
 """Token-count batches: the budget holds, every pair is seen once per epoch, batches depend only on
-(seed, epoch), DDP ranks split each epoch evenly, and the collated tensors have the layout the model reads."""
+(seed, epoch), an epoch divides into whole steps, and the collated tensors have the layout the model reads."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,15 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from annotated_transformer.data.batching import EncodedPairs, TokenBatchSampler, collate_pairs, padding_fraction
+from annotated_transformer.data.batching import (
+    EncodedPairs,
+    TokenBatcher,
+    collate_pairs,
+    collate_sources,
+    pack_by_tokens,
+    padding_fraction,
+    pair_fits,
+)
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 
@@ -33,85 +41,64 @@ def assert_within_budget(batches, src, tgt, max_tokens):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_batches_fit_the_budget_and_cover_every_pair_once(max_tokens, seed):
     src, tgt = random_lengths()
-    sampler = TokenBatchSampler(src, tgt, max_tokens, seed=seed, skip_too_long=True)
+    batcher = TokenBatcher(src, tgt, max_tokens, seed=seed, skip_too_long=True)
     for epoch in range(3):
-        sampler.set_epoch(epoch)
-        batches = list(sampler)
+        batches = batcher.epoch_batches(epoch)
         assert_within_budget(batches, src, tgt, max_tokens)
         seen = sorted(i for batch in batches for i in batch)
-        assert seen == sorted(set(range(len(src))) - set(sampler.too_long))
-        assert len(batches) == len(sampler)
+        assert seen == sorted(set(range(len(src))) - set(batcher.too_long))
 
 
 def test_batches_depend_only_on_seed_and_epoch():
     src, tgt = random_lengths()
-    first = TokenBatchSampler(src, tgt, 2000, seed=7)
-    resumed = TokenBatchSampler(src, tgt, 2000, seed=7)  # a fresh process after a restart
-    first.set_epoch(3)
-    resumed.set_epoch(3)
-    assert list(first) == list(resumed)
-    first.set_epoch(4)
-    assert list(first) != list(resumed)  # each epoch reshuffles
-    other_seed = TokenBatchSampler(src, tgt, 2000, seed=8)
-    other_seed.set_epoch(3)
-    assert list(other_seed) != list(resumed)
+    first = TokenBatcher(src, tgt, 2000, seed=7)
+    resumed = TokenBatcher(src, tgt, 2000, seed=7)  # a fresh process after a restart
+    assert first.epoch_batches(3) == resumed.epoch_batches(3)
+    assert first.epoch_batches(4) != resumed.epoch_batches(3)  # each epoch reshuffles
+    assert TokenBatcher(src, tgt, 2000, seed=8).epoch_batches(3) != resumed.epoch_batches(3)
 
 
-def test_resume_inside_an_epoch_continues_with_the_next_batch():
-    src, tgt = random_lengths()
-    sampler = TokenBatchSampler(src, tgt, 2000, seed=1)
-    sampler.set_epoch(2)
-    full = list(sampler)
-    sampler.set_epoch(2, start_step=5)
-    assert list(sampler) == full[5:] and len(sampler) == len(full) - 5
-
-
-@pytest.mark.parametrize("world_size", [2, 3, 4, 7])
-def test_ddp_ranks_partition_each_epoch_and_step_together(world_size):
+@pytest.mark.parametrize("batches_per_step", [2, 3, 4, 7])
+def test_an_epoch_divides_into_whole_steps_without_losing_a_pair(batches_per_step):
     src, tgt = random_lengths(1000)
-    samplers = [TokenBatchSampler(src, tgt, 1500, seed=3, rank=r, world_size=world_size) for r in range(world_size)]
+    batcher = TokenBatcher(src, tgt, 1500, seed=3, batches_per_step=batches_per_step)
     for epoch in (0, 1):
-        for sampler in samplers:
-            sampler.set_epoch(epoch)
-        per_rank = [list(sampler) for sampler in samplers]
-        assert len({len(batches) for batches in per_rank}) == 1  # every rank takes the same number of steps
-        everything = [i for batches in per_rank for batch in batches for i in batch]
-        assert sorted(everything) == list(range(len(src)))  # disjoint and complete
-        global_batches = samplers[0].global_batches()
-        for rank, batches in enumerate(per_rank):
-            assert batches == global_batches[rank::world_size]  # step s = global batches s*W .. s*W+W-1
-            assert_within_budget(batches, src, tgt, 1500)
+        batches = batcher.epoch_batches(epoch)
+        assert len(batches) % batches_per_step == 0  # every rank and accumulation slot gets a batch
+        assert batcher.steps_per_epoch(epoch) == len(batches) // batches_per_step
+        assert sorted(i for batch in batches for i in batch) == list(range(len(src)))  # disjoint and complete
+        assert_within_budget(batches, src, tgt, 1500)
 
 
-def test_one_process_sees_the_same_global_batches_as_n_ranks():
-    src, tgt = random_lengths(1000)
-    four_ranks = [TokenBatchSampler(src, tgt, 1500, seed=3, rank=r, world_size=4) for r in range(4)]
-    emulated = TokenBatchSampler(src, tgt, 1500, seed=3, world_size=4)  # rank 0, reads all via global_batches
-    steps = emulated.global_batches()
-    for step, group in enumerate(zip(*[list(s) for s in four_ranks])):
-        assert list(group) == steps[4 * step : 4 * step + 4]
+def test_an_item_too_wide_for_the_budget_gets_a_batch_of_its_own():
+    assert pack_by_tokens([0, 1, 2, 3], [[2, 2, 9, 2]], max_tokens=4) == [[0, 1], [2], [3]]
+    assert pack_by_tokens([0, 1, 2], [[1, 1, 1], [1, 1, 5]], max_tokens=4) == [[0, 1], [2]]  # every side counts
+
+
+def test_a_pair_fits_when_each_side_and_its_special_token_fit_the_positions():
+    assert pair_fits(9, 9, 10) and not pair_fits(10, 9, 10) and not pair_fits(9, 10, 10)
 
 
 def test_too_long_pairs_raise_unless_skipped():
     src = np.array([5, 50, 6])
     tgt = np.array([5, 5, 7])
     with pytest.raises(ValueError, match=r"1 pairs do not fit max_tokens=40 .*needs 51 .*skip_too_long=True"):
-        TokenBatchSampler(src, tgt, 40)
-    sampler = TokenBatchSampler(src, tgt, 40, skip_too_long=True)
-    assert sampler.too_long == [1]
-    assert sorted(i for batch in sampler for i in batch) == [0, 2]
+        TokenBatcher(src, tgt, 40)
+    batcher = TokenBatcher(src, tgt, 40, skip_too_long=True)
+    assert batcher.too_long == [1]
+    assert sorted(i for batch in batcher.epoch_batches(0) for i in batch) == [0, 2]
 
 
 def test_sorted_batches_pad_far_less_than_random_ones():
     src, tgt = random_lengths()
-    sampler = TokenBatchSampler(src, tgt, 3000, seed=0)
-    batches = sampler.global_batches()
+    batcher = TokenBatcher(src, tgt, 3000, seed=0)
+    batches = batcher.epoch_batches(0)
     shuffled = np.random.default_rng(0).permutation(len(src))
     random_batches, start = [], 0
     for batch in batches:  # the same batch sizes, filled at random
         random_batches.append(shuffled[start : start + len(batch)].tolist())
         start += len(batch)
-    sorted_padding = sampler.padding_fraction()
+    sorted_padding = batcher.padding_fraction()
     random_padding = padding_fraction(random_batches, src + 1, tgt + 2)
     assert sorted_padding < random_padding / 2  # 0.19 vs 0.58 here; on Multi30k 0.065
 
@@ -124,8 +111,7 @@ def test_padding_fraction_counts_padding_slots():
 
 def test_max_pairs_caps_the_batch_size_and_no_shuffle_is_sorted():
     src, tgt = random_lengths(500)
-    sampler = TokenBatchSampler(src, tgt, 100_000, shuffle=False, max_pairs=32)
-    batches = list(sampler)
+    batches = TokenBatcher(src, tgt, 100_000, shuffle=False, max_pairs=32).epoch_batches(0)
     assert max(len(b) for b in batches) == 32
     widths = [tgt[i] for batch in batches for i in batch]
     assert widths == sorted(widths)  # no shuffle: ascending target length, for evaluation
@@ -138,6 +124,10 @@ def test_collate_layout_matches_teacher_forcing():
     assert tgt.tolist() == [[1, 8, 2, 0, 0], [1, 10, 11, 12, 2]]
     decoder_input, labels = tgt[:, :-1], tgt[:, 1:]
     assert decoder_input[1].tolist() == [1, 10, 11, 12] and labels[1].tolist() == [10, 11, 12, 2]
+
+
+def test_sources_collate_as_the_encoder_reads_them():
+    assert collate_sources([[5, 6, 7], [9]], pad_id=0, eos_id=2).tolist() == [[5, 6, 7, 2], [9, 2, 0, 0]]
 
 
 def test_collate_accepts_numpy_and_empty_sequences():
@@ -153,9 +143,9 @@ def test_encoded_pairs_feed_a_dataloader():
     tgt_ids = [rng.integers(4, 100, rng.integers(1, 20)).tolist() for _ in range(300)]
     pairs = EncodedPairs(src_ids, tgt_ids)
     assert len(pairs) == 300 and pairs[7][0].tolist() == src_ids[7] and pairs[7][1].tolist() == tgt_ids[7]
-    sampler = TokenBatchSampler(pairs.src_lengths, pairs.tgt_lengths, 400, seed=0)
+    batches = TokenBatcher(pairs.src_lengths, pairs.tgt_lengths, 400, seed=0).epoch_batches(0)
     seen = 0
-    for src, tgt in DataLoader(pairs, batch_sampler=sampler, collate_fn=collate_pairs):
+    for src, tgt in DataLoader(pairs, batch_sampler=batches, collate_fn=collate_pairs):
         assert src.numel() <= 400 and tgt.numel() <= 400
         seen += src.shape[0]
     assert seen == 300
@@ -170,6 +160,6 @@ def test_multi30k_batches_of_4000_tokens_pad_little():
     # Word counts stand in for subword counts here: the test is about packing, not the tokenizer.
     src = np.array([len(s.split()) for s in train.src])
     tgt = np.array([len(t.split()) for t in train.tgt])
-    sampler = TokenBatchSampler(src, tgt, 4000, seed=0)
-    assert_within_budget(sampler.global_batches(), src, tgt, 4000)
-    assert sampler.padding_fraction() < 0.10
+    batcher = TokenBatcher(src, tgt, 4000, seed=0)
+    assert_within_budget(batcher.epoch_batches(0), src, tgt, 4000)
+    assert batcher.padding_fraction() < 0.10

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from annotated_transformer import Transformer, beam_search, greedy_decode, preset
-from annotated_transformer.decoding import length_penalty
+from annotated_transformer.decoding import gnmt_length_penalty
 
 
 def random_model(vocab=40, **overrides):
@@ -38,8 +38,8 @@ def check_format(out, model):
 def test_greedy_kv_cache_equals_recomputation(positional):
     model = random_model(positional=positional)
     src = sources()
-    cached = greedy_decode(model, src, max_len=20)
-    full = greedy_decode(model, src, max_len=20, use_cache=False)
+    cached = greedy_decode(model, src, max_new_tokens=20)
+    full = greedy_decode(model, src, max_new_tokens=20, use_cache=False)
     assert torch.equal(cached, full)
     check_format(cached, model)
 
@@ -47,7 +47,7 @@ def test_greedy_kv_cache_equals_recomputation(positional):
 def test_greedy_matches_step_by_step_argmax():
     model = random_model()
     src = sources()[:1]
-    out = greedy_decode(model, src, max_len=10)
+    out = greedy_decode(model, src, max_new_tokens=10)
     prefix = out[:, :1]
     for t in range(1, out.size(1)):
         logits = model(src, prefix)[:, -1]
@@ -77,7 +77,7 @@ def test_beam_of_one_is_greedy():
     src[:, :] = torch.randint(4, 40, src.shape)  # equal source lengths: one length limit for all rows
     src[:, -1] = 2
     beam = beam_search(model, src, beam_size=1, alpha=0.6, max_len_a=0.0, max_len_b=12)
-    greedy = greedy_decode(model, src, max_len=12)
+    greedy = greedy_decode(model, src, max_new_tokens=12)
     width = max(beam.size(1), greedy.size(1))
     pad = lambda t: torch.nn.functional.pad(t, (0, width - t.size(1)))
     assert torch.equal(pad(beam), pad(greedy))
@@ -106,7 +106,7 @@ def test_beam_search_finds_the_exhaustive_optimum_on_a_tiny_vocabulary(alpha):
                 hyp = [*body, last]
                 if len(hyp) < max_len and last != 2:
                     continue  # an unfinished hypothesis shorter than the limit is not an answer
-                score = sequence_log_prob(model, src, hyp) / length_penalty(len(hyp), alpha)
+                score = sequence_log_prob(model, src, hyp) / gnmt_length_penalty(len(hyp), alpha)
                 if score > best_score:
                     best_score, best_hyp = score, hyp
     n_prefixes = 4 ** (max_len - 1)
@@ -129,6 +129,6 @@ def test_beam_search_respects_length_limits():
 
 def test_decoding_restores_training_mode():
     model = random_model().train()
-    greedy_decode(model, sources(), max_len=3)
+    greedy_decode(model, sources(), max_new_tokens=3)
     beam_search(model, sources(), beam_size=2, max_len_b=3)
     assert model.training

@@ -8,26 +8,26 @@ import torch
 import torch.multiprocessing as mp
 
 from annotated_transformer import Transformer
-from annotated_transformer.training.distributed import init_distributed, shutdown_distributed
+from annotated_transformer.distributed import init_distributed, shutdown_distributed
 from annotated_transformer.training.trainer import Trainer
 
-from test_training import VOCAB, FakeTokenizer, copy_pairs, tiny_recipe
+from test_training import VOCAB, FakeTokenizer, copy_pairs, tiny_profile
 
 STEPS = 6
 
 
-def recipe_for_world(world_size: int):
+def profile_for_world(world_size: int):
     # The same global batch either way: 2 micro-batches per step, split over ranks or accumulated.
     # Dropout is off, because two processes draw different dropout masks than one process does.
-    return tiny_recipe(accumulation=2 // world_size, max_steps=STEPS, dropout=0.0, log_every=1, eval_every=3,
+    return tiny_profile(accumulation=2 // world_size, max_steps=STEPS, dropout=0.0, log_every=1, eval_every=3,
                        save_every_steps=None)
 
 
 def train_one(out_dir, context=None):
-    recipe = recipe_for_world(context.world_size if context else 1)
+    profile = profile_for_world(context.world_size if context else 1)
     torch.manual_seed(0)
-    model = Transformer(recipe.model_config(), VOCAB, VOCAB)
-    trainer = Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), recipe, out_dir, context,
+    model = Transformer(profile.model_config(), VOCAB, VOCAB)
+    trainer = Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), profile, out_dir, context,
                       show_progress=False)
     result = trainer.train()
     return trainer, result

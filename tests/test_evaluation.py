@@ -6,14 +6,15 @@ import torch
 
 from annotated_transformer import Transformer, preset
 from annotated_transformer.data import EncodedPairs, train_tokenizer
+from annotated_transformer.data import collate_pairs
 from annotated_transformer.evaluation import (
     sacrebleu_score,
     split_compounds,
-    teacher_forced_loss,
     tokenize_for_bleu,
     tokenized_bleu,
     translate,
 )
+from annotated_transformer.teacher_forcing import batch_loss, teacher_forced_loss
 from annotated_transformer.flops import mfu, peak_flops_by_name, training_flops_per_target_token
 
 
@@ -49,6 +50,19 @@ def test_a_model_that_knows_nothing_has_perplexity_equal_to_the_vocabulary():
     assert result["nll"] == pytest.approx(math.log(vocab), rel=1e-6)
 
 
+def test_loss_at_real_rows_equals_the_loss_over_all_logits():
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny", dropout=0.0), 40, 40).eval()
+    src, tgt = collate_pairs([([5, 6, 7], [10, 11]), ([8, 9], [12, 13, 14, 15, 16])])
+    with torch.no_grad():
+        real = batch_loss(model, src, tgt, smoothing=0.1, pad_id=0, real_rows_only=True)
+        full = batch_loss(model, src, tgt, smoothing=0.1, pad_id=0, real_rows_only=False)
+    assert int(real.tokens) == int(full.tokens) == 3 + 6  # padding is never scored
+    # Same values up to float32 summation order over different row sets.
+    torch.testing.assert_close(real.loss, full.loss, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(real.nll, full.nll, rtol=1e-5, atol=1e-5)
+
+
 @pytest.fixture(scope="module")
 def tiny_tokenizer():
     words = "a man dog cat runs sits in on the park house red blue small big".split()
@@ -63,6 +77,19 @@ def test_batched_translation_keeps_the_input_order(tiny_tokenizer):
     together = translate(model, tiny_tokenizer, sentences, beam_size=2, max_len_b=5, batch_tokens=60)
     alone = [translate(model, tiny_tokenizer, [s], beam_size=2, max_len_b=5)[0] for s in sentences]
     assert together == alone
+
+
+def test_a_source_too_long_for_the_positions_is_cut_with_a_warning(tiny_tokenizer, caplog):
+    torch.manual_seed(0)
+    config = preset("tiny", dropout=0.0, max_len=24)
+    model = Transformer(config, tiny_tokenizer.vocab_size, tiny_tokenizer.vocab_size).eval()
+    long_sentence = " ".join(["a man runs in the park"] * 10)
+    with caplog.at_level("WARNING"):
+        (out,) = translate(model, tiny_tokenizer, [long_sentence], beam_size=1, max_len_b=4)
+    assert "cut 1 of 1 sources" in caplog.text
+    assert isinstance(out, str)
+    with pytest.raises(ValueError, match="leaves no room"):
+        translate(model, tiny_tokenizer, ["a man"], beam_size=1, max_len_b=23)
 
 
 def test_flops_and_mfu():

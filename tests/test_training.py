@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from annotated_transformer import Transformer, preset
+from annotated_transformer import Transformer
 from annotated_transformer.data import EncodedPairs
-from annotated_transformer.training.loss import label_smoothed_cross_entropy
-from annotated_transformer.training.recipes import RECIPES, TrainingRecipe, recipe_for
+from annotated_transformer.loss import label_smoothed_cross_entropy
+from annotated_transformer.precision import resolve_precision
+from annotated_transformer.profiles import PROFILES, Profile, get_profile
 from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
-from annotated_transformer.training.trainer import Trainer, resolve_precision, schedule_factor
+from annotated_transformer.training.trainer import Trainer, schedule_factor
 
 VOCAB = 24
 
@@ -32,8 +33,8 @@ def copy_pairs(n: int, seed: int) -> EncodedPairs:
     return EncodedPairs(seqs, seqs)
 
 
-def tiny_recipe(**overrides) -> TrainingRecipe:
-    base = dict(profile="test", description="unit test", preset="tiny",
+def tiny_profile(**overrides) -> Profile:
+    base = dict(name="test", description="unit test", book=PROFILES["smoke"].book, preset="tiny",
                 model_overrides=dict(d_model=32, d_ff=64, n_heads=2, n_layers=1, dropout=0.1, max_len=32),
                 batch_tokens=96, accumulation=2, peak_lr=3e-3, warmup_steps=5, max_steps=12, log_every=3,
                 eval_every=4, save_every_steps=4, save_every_minutes=None, keep_snapshots=3, precision="fp32",
@@ -42,14 +43,14 @@ def tiny_recipe(**overrides) -> TrainingRecipe:
     base.update(overrides)
     if dropout is not None:
         base["model_overrides"] = {**base["model_overrides"], "dropout": dropout}
-    return TrainingRecipe(**base)
+    return Profile(**base)
 
 
-def make_trainer(recipe, out_dir, on_step=None, model_seed=0):
+def make_trainer(profile, out_dir, on_step=None, model_seed=0):
     torch.manual_seed(model_seed)
-    model = Transformer(recipe.model_config(), VOCAB, VOCAB)
-    torch.manual_seed(recipe.seed)
-    return Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), recipe, out_dir,
+    model = Transformer(profile.model_config(), VOCAB, VOCAB)
+    torch.manual_seed(profile.seed)
+    return Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), profile, out_dir,
                    show_progress=False, on_step=on_step)
 
 
@@ -91,33 +92,50 @@ def test_schedule_equals_formula_and_resumes_from_state_dict():
     assert resumed_optimizer.param_groups[0]["lr"] == pytest.approx(noam_lr(801, d_model, warmup), rel=1e-12)
 
 
-def test_recipe_peak_lr_sets_the_top_of_the_curve():
-    recipe = tiny_recipe(peak_lr=2e-3, warmup_steps=400)
-    factor = schedule_factor(recipe, 256)
+def test_profile_peak_lr_sets_the_top_of_the_curve():
+    profile = tiny_profile(peak_lr=2e-3, warmup_steps=400)
+    factor = schedule_factor(profile, 256)
     assert noam_lr(400, 256, 400, factor) == pytest.approx(2e-3)
-    assert schedule_factor(tiny_recipe(peak_lr=None), 256) == 1.0
+    assert schedule_factor(tiny_profile(peak_lr=None), 256) == 1.0
 
 
 def test_every_profile_builds_a_valid_model_config():
-    for name in RECIPES:
-        recipe_for(name).model_config()
+    for name in PROFILES:
+        assert get_profile(name).model_config().max_len >= 256
     with pytest.raises(ValueError, match="unknown profile"):
-        recipe_for("laptop")
+        get_profile("laptop")
+    with pytest.raises(ValueError, match="unknown profile fields"):
+        get_profile("cpu", max_stpes=3)
+
+
+def test_profile_overrides_apply_only_when_given():
+    assert get_profile("cpu", max_steps=7, beam_size=None).max_steps == 7
+    assert get_profile("cpu", beam_size=None).beam_size == PROFILES["cpu"].beam_size
+
+
+def test_profile_round_trips_through_its_dict():
+    for profile in PROFILES.values():
+        assert Profile.from_dict(profile.to_dict()) == profile
+
+
+def test_variants_keep_their_own_results_folder():
+    assert get_profile("gpu-iwslt14").results_folder == "gpu-iwslt14"
+    assert get_profile("paper-big").results_folder == "paper-big"
 
 
 def test_precision_auto_is_fp32_without_hardware_bf16(monkeypatch):
-    from annotated_transformer.training import trainer
+    from annotated_transformer import precision
 
-    monkeypatch.setattr(trainer, "cpu_supports_bf16", lambda: False)
+    monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: False)
     assert resolve_precision("auto", torch.device("cpu")) == "fp32"
-    monkeypatch.setattr(trainer, "cpu_supports_bf16", lambda: True)
+    monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: True)
     assert resolve_precision("auto", torch.device("cpu")) == "bf16"
     assert resolve_precision("fp32", torch.device("cpu")) == "fp32"
 
 
 # ------------------------------------------------------------------------------------------ the loop
 def test_a_run_learns_and_logs_metrics(tmp_path):
-    trainer = make_trainer(tiny_recipe(max_steps=30, peak_lr=5e-3, eval_every=10, dropout=0.0), tmp_path)
+    trainer = make_trainer(tiny_profile(max_steps=30, peak_lr=5e-3, eval_every=10, dropout=0.0), tmp_path)
     before = trainer.validate()["loss"]
     result = trainer.train()
     assert result.stopped_by == "max_steps" and result.progress.step == 30
@@ -134,35 +152,35 @@ def test_a_run_learns_and_logs_metrics(tmp_path):
 def test_interrupted_and_resumed_run_ends_bit_identical(tmp_path):
     # Dropout is on, so the RNG states must be restored too; accumulation 2 and an epoch boundary
     # (about 8 steps per epoch here) are crossed after the interruption.
-    recipe = tiny_recipe()
-    uninterrupted = make_trainer(recipe, tmp_path / "straight")
+    profile = tiny_profile()
+    uninterrupted = make_trainer(profile, tmp_path / "straight")
     uninterrupted.train()
 
     def interrupt_at_step_5(trainer):
         if trainer.progress.step == 5:
             os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C does
 
-    first = make_trainer(recipe, tmp_path / "stopped", on_step=interrupt_at_step_5)
+    first = make_trainer(profile, tmp_path / "stopped", on_step=interrupt_at_step_5)
     result = first.train()
     assert result.stopped_by == "interrupted" and result.progress.step == 5
 
     torch.manual_seed(1234)  # whatever state the new process is in, the checkpoint's wins
-    second = make_trainer(recipe, tmp_path / "stopped", model_seed=99)
+    second = make_trainer(profile, tmp_path / "stopped", model_seed=99)
     second.resume_from(tmp_path / "stopped" / "last.pt")
     result = second.train()
-    assert result.progress.step == recipe.max_steps and result.progress.epoch >= 1
+    assert result.progress.step == profile.max_steps and result.progress.epoch >= 1
     for (name, a), (_, b) in zip(uninterrupted.model.state_dict().items(), second.model.state_dict().items()):
         assert torch.equal(a, b), f"{name} differs after resume"
 
 
 def test_time_budget_stops_the_run(tmp_path):
-    trainer = make_trainer(tiny_recipe(max_steps=None, time_budget_minutes=1e-6), tmp_path)
+    trainer = make_trainer(tiny_profile(max_steps=None, time_budget_minutes=1e-6), tmp_path)
     result = trainer.train()
     assert result.stopped_by == "time_budget" and result.progress.step == 1
 
 
 def test_resume_refuses_a_weights_only_checkpoint(tmp_path):
-    trainer = make_trainer(tiny_recipe(max_steps=4), tmp_path)
+    trainer = make_trainer(tiny_profile(max_steps=4), tmp_path)
     trainer.train()
     with pytest.raises(ValueError, match="weights only"):
-        make_trainer(tiny_recipe(), tmp_path / "other").resume_from(tmp_path / "checkpoints" / "step_00000004.pt")
+        make_trainer(tiny_profile(), tmp_path / "other").resume_from(tmp_path / "checkpoints" / "step_00000004.pt")

@@ -127,12 +127,3 @@ def test_export_writes_files_that_open(tmp_path):
     assert '<script src="http' not in page and "<script src='http" not in page
     with pytest.raises(ValueError, match="unknown export format"):
         viz.export(chart, tmp_path / "x", formats=("gif",))
-
-
-def test_attention_command_says_when_it_arrives(capsys):
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    viz.add_arguments(parser)
-    assert viz.run(parser.parse_args([])) == 2
-    assert "attention-figures issue" in capsys.readouterr().err

@@ -3,15 +3,16 @@
 Typical use (English -> German Multi30k, as the `cpu` profile trains)::
 
     from annotated_transformer.data import load_parallel, tokenizer_for_corpus, EncodedPairs
-    from annotated_transformer.data import TokenBatchSampler, collate_pairs
+    from annotated_transformer.data import TokenBatcher, collate_pairs
 
     train = load_parallel("multi30k", "train")
     tokenizer = tokenizer_for_corpus("multi30k", vocab_size=8000)
     pairs = EncodedPairs.from_corpus(tokenizer, train)
-    sampler = TokenBatchSampler(pairs.src_lengths, pairs.tgt_lengths, max_tokens=4000, seed=0)
-    loader = torch.utils.data.DataLoader(pairs, batch_sampler=sampler, collate_fn=collate_pairs)
+    batcher = TokenBatcher(pairs.src_lengths, pairs.tgt_lengths, max_tokens=4000, seed=0)
+    for indices in batcher.epoch_batches(epoch=0):
+        src, tgt = collate_pairs([pairs[i] for i in indices])
 """
-from .batching import EncodedPairs, TokenBatchSampler, collate_pairs, padding_fraction
+from .batching import EncodedPairs, TokenBatcher, collate_pairs, collate_sources, pack_by_tokens, padding_fraction, pair_fits
 from .fetch import ChecksumError, download_file, verify_checksums
 from .locate import DataNotFoundError, cache_dir, corpus_path, split_files, treebank_zip_path
 from .reading import ParallelCorpus, load_parallel, read_parallel_files
@@ -27,15 +28,18 @@ __all__ = [
     "EncodedPairs",
     "ParallelCorpus",
     "SPECIAL_IDS",
-    "TokenBatchSampler",
+    "TokenBatcher",
     "Tokenizer",
     "cache_dir",
     "collate_pairs",
+    "collate_sources",
     "corpus_info",
     "corpus_path",
     "download_file",
     "load_parallel",
+    "pack_by_tokens",
     "padding_fraction",
+    "pair_fits",
     "read_parallel_files",
     "split_files",
     "synthetic_batch",

@@ -3,17 +3,16 @@ sentence pairs containing approximately 25000 source tokens and 25000 target tok
 
 A fixed number of sentences per batch would waste most of a batch on padding when lengths vary; instead
 pairs of similar length are packed until the padded tensor would exceed `max_tokens`. The batch order is
-shuffled from (seed, epoch) alone, so a resumed run sees exactly the batches it would have seen, and the
-batches of one global step are dealt out to DDP ranks so that all ranks take the same number of steps.
+shuffled from (seed, epoch) alone, so a resumed run sees exactly the batches it would have seen.
 """
 from __future__ import annotations
 
 import logging
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, Sampler
+from torch.utils.data import Dataset
 
 logger = logging.getLogger(__name__)
 
@@ -22,23 +21,58 @@ SRC_SPECIALS = 1
 TGT_SPECIALS = 2
 
 
-class TokenBatchSampler(Sampler[list[int]]):
-    """Yield lists of pair indices whose padded size fits `max_tokens` on both sides.
+def pair_fits(src_length: int, tgt_length: int, max_positions: int) -> bool:
+    """Whether a pair of `src_length` and `tgt_length` subwords fits a model with `max_positions` positions.
+
+    The encoder reads the source plus eos, the decoder bos plus the target (and predicts the target plus
+    eos), so each side needs its length + 1 positions. The one rule training and evaluation both apply.
+    """
+    return src_length + SRC_SPECIALS <= max_positions and tgt_length + TGT_SPECIALS - 1 <= max_positions
+
+
+def pack_by_tokens(order: Sequence[int], widths: Sequence[Sequence[int]], max_tokens: int,
+                   max_pairs: int | None = None) -> list[list[int]]:
+    """Pack items, in `order`, into consecutive batches whose padded size fits `max_tokens` on every side.
+
+    A batch of n items costs max(width) * n slots per side (`widths` holds one sequence of widths per side,
+    indexed by item). An item that does not fit even alone gets a batch of its own; callers that must not
+    see such batches leave those items out first (TokenBatcher does).
+    """
+    sides = [np.asarray(side, dtype=np.int64).tolist() for side in widths]
+    batches: list[list[int]] = []
+    current: list[int] = []
+    widest = [0] * len(sides)
+    for index in order:
+        index = int(index)
+        new = [max(w, side[index]) for w, side in zip(widest, sides)]
+        n = len(current) + 1
+        if current and (any(w * n > max_tokens for w in new) or (max_pairs is not None and n > max_pairs)):
+            batches.append(current)
+            current, new = [], [side[index] for side in sides]
+        current.append(index)
+        widest = new
+    if current:
+        batches.append(current)
+    return batches
+
+
+class TokenBatcher:
+    """The batches of each epoch: lists of pair indices whose padded size fits `max_tokens` on both sides.
 
     A batch of n pairs costs max(len(src) + 1) * n source slots and max(len(tgt) + 2) * n target slots
     (the + 1 / + 2 are the eos / bos + eos that `collate_pairs` adds); neither may exceed max_tokens.
     Pairs are sorted by length (ties broken at random per epoch when shuffling) and packed greedily, which
-    keeps padding low; then the batch order is shuffled. Every pair is in exactly one batch per epoch.
+    keeps padding low; then the batch order is shuffled. Every pair is in exactly one batch per epoch, and
+    the batches are a function of (lengths, max_tokens, seed, epoch) alone, so a resumed run sees exactly
+    the batches it would have seen.
 
     Pairs that do not fit the budget even alone raise ValueError by default; with skip_too_long=True they
     are left out of every epoch instead and listed in `.too_long` (and logged once).
 
-    DDP: with world_size > 1 the epoch's batches are dealt out so that rank r takes global batches
-    r, r + world_size, ... (global step s = batches s*world_size .. s*world_size + world_size - 1). The
-    number of batches is made a multiple of world_size by halving the batches with the most pairs (halves
-    still fit the budget), so every rank takes the same number of steps and no pair is dropped or repeated.
-    A single process reproduces an N-rank run by building the sampler with world_size=N and reading
-    `global_batches()` in groups of N (gradient accumulation).
+    One optimizer step reads `batches_per_step` consecutive batches (gradient accumulation x DDP ranks):
+    the number of batches per epoch is made a multiple of it by halving the batches with the most pairs
+    (halves still fit the budget), so no pair is dropped or repeated and one process with accumulation N
+    takes the steps that N ranks take.
     """
 
     def __init__(
@@ -49,31 +83,25 @@ class TokenBatchSampler(Sampler[list[int]]):
         *,
         shuffle: bool = True,
         seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
+        batches_per_step: int = 1,
         max_pairs: int | None = None,
         skip_too_long: bool = False,
-        src_specials: int = SRC_SPECIALS,
-        tgt_specials: int = TGT_SPECIALS,
     ):
         if len(src_lengths) != len(tgt_lengths):
             raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        if world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"rank must lie in [0, world_size) and world_size >= 1, got rank={rank}, world_size={world_size}")
+        if batches_per_step < 1:
+            raise ValueError(f"batches_per_step must be >= 1, got {batches_per_step}")
         if max_pairs is not None and max_pairs < 1:
             raise ValueError(f"max_pairs must be >= 1 or None, got {max_pairs}")
-        self.src_widths = np.asarray(src_lengths, dtype=np.int64) + src_specials
-        self.tgt_widths = np.asarray(tgt_lengths, dtype=np.int64) + tgt_specials
+        self.src_widths = np.asarray(src_lengths, dtype=np.int64) + SRC_SPECIALS
+        self.tgt_widths = np.asarray(tgt_lengths, dtype=np.int64) + TGT_SPECIALS
         self.max_tokens = int(max_tokens)
         self.shuffle = shuffle
         self.seed = int(seed)
-        self.rank = rank
-        self.world_size = world_size
+        self.batches_per_step = batches_per_step
         self.max_pairs = max_pairs
-        self.epoch = 0
-        self.start_step = 0
         self._cached: tuple[int, list[list[int]]] | None = None
 
         too_long = np.flatnonzero((self.src_widths > max_tokens) | (self.tgt_widths > max_tokens))
@@ -84,24 +112,18 @@ class TokenBatchSampler(Sampler[list[int]]):
                 raise ValueError(
                     f"{len(self.too_long)} pairs do not fit max_tokens={max_tokens} even alone (the longest needs "
                     f"{worst} slots with bos/eos): raise max_tokens to at least {worst}, drop long pairs when "
-                    "loading (load_parallel(..., max_len=...)), or pass skip_too_long=True"
+                    "loading (load_parallel(..., max_words=...)), or pass skip_too_long=True"
                 )
             logger.warning("left out %d pairs longer than max_tokens=%d (longest: %d)", len(too_long), max_tokens, worst)
         keep = np.ones(len(self.src_widths), dtype=bool)
         keep[too_long] = False
         self._kept = np.flatnonzero(keep)
-        if len(self._kept) < world_size:
-            raise ValueError(f"{len(self._kept)} usable pairs cannot feed {world_size} ranks a batch each")
+        if len(self._kept) < batches_per_step:
+            raise ValueError(f"{len(self._kept)} usable pairs cannot fill the {batches_per_step} batches of one step")
 
-    def set_epoch(self, epoch: int, start_step: int = 0) -> None:
-        """Choose the epoch whose batches to make (call before each epoch, as with DistributedSampler);
-        start_step > 0 resumes inside it, skipping this rank's first start_step batches."""
-        self.epoch = int(epoch)
-        self.start_step = int(start_step)
-
-    def global_batches(self, epoch: int | None = None) -> list[list[int]]:
-        """All ranks' batches of an epoch, in step order; a function of (lengths, max_tokens, seed, epoch)."""
-        epoch = self.epoch if epoch is None else int(epoch)
+    def epoch_batches(self, epoch: int) -> list[list[int]]:
+        """All batches of `epoch`, in the order the steps read them."""
+        epoch = int(epoch)
         if self._cached is not None and self._cached[0] == epoch:
             return self._cached[1]
         rng = np.random.default_rng([self.seed, epoch])
@@ -110,31 +132,15 @@ class TokenBatchSampler(Sampler[list[int]]):
             order = rng.permutation(order)
         # Stable sort by target then source width: equal lengths keep their (random) order.
         order = order[np.lexsort((self.src_widths[order], self.tgt_widths[order]))]
-        batches = self._pack(order)
-        batches = self._split_to_multiple(batches, self.world_size)
+        batches = pack_by_tokens(order, (self.src_widths, self.tgt_widths), self.max_tokens, self.max_pairs)
+        batches = self._split_to_multiple(batches, self.batches_per_step)
         if self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         self._cached = (epoch, batches)
         return batches
 
-    def _pack(self, order: np.ndarray) -> list[list[int]]:
-        batches: list[list[int]] = []
-        current: list[int] = []
-        max_src = max_tgt = 0
-        src_widths, tgt_widths = self.src_widths.tolist(), self.tgt_widths.tolist()
-        limit, max_pairs = self.max_tokens, self.max_pairs
-        for index in order.tolist():
-            new_src = max(max_src, src_widths[index])
-            new_tgt = max(max_tgt, tgt_widths[index])
-            n = len(current) + 1
-            if current and (new_src * n > limit or new_tgt * n > limit or (max_pairs is not None and n > max_pairs)):
-                batches.append(current)
-                current, new_src, new_tgt = [], src_widths[index], tgt_widths[index]
-            current.append(index)
-            max_src, max_tgt = new_src, new_tgt
-        if current:
-            batches.append(current)
-        return batches
+    def steps_per_epoch(self, epoch: int) -> int:
+        return len(self.epoch_batches(epoch)) // self.batches_per_step
 
     @staticmethod
     def _split_to_multiple(batches: list[list[int]], multiple: int) -> list[list[int]]:
@@ -143,21 +149,14 @@ class TokenBatchSampler(Sampler[list[int]]):
             largest = max(range(len(batches)), key=lambda i: (len(batches[i]), -i))
             batch = batches[largest]
             if len(batch) < 2:
-                raise ValueError(f"cannot split {len(batches)} single-pair batches evenly over {multiple} ranks")
+                raise ValueError(f"cannot split {len(batches)} single-pair batches into a multiple of {multiple}")
             half = len(batch) // 2
             batches[largest : largest + 1] = [batch[:half], batch[half:]]
         return batches
 
-    def __iter__(self) -> Iterator[list[int]]:
-        mine = self.global_batches()[self.rank :: self.world_size]
-        return iter(mine[self.start_step :])
-
-    def __len__(self) -> int:
-        return max(0, len(self.global_batches()) // self.world_size - self.start_step)
-
-    def padding_fraction(self, epoch: int | None = None) -> float:
+    def padding_fraction(self, epoch: int = 0) -> float:
         """Share of the epoch's source and target tensor slots that are padding."""
-        return padding_fraction(self.global_batches(epoch), self.src_widths, self.tgt_widths)
+        return padding_fraction(self.epoch_batches(epoch), self.src_widths, self.tgt_widths)
 
 
 def padding_fraction(batches: Sequence[Sequence[int]], *lengths: Sequence[int]) -> float:
@@ -175,6 +174,17 @@ def padding_fraction(batches: Sequence[Sequence[int]], *lengths: Sequence[int]) 
     return 0.0 if padded == 0 else 1.0 - real / padded
 
 
+def collate_sources(sources: Sequence[Sequence[int]], pad_id: int = 0, eos_id: int = 2) -> torch.Tensor:
+    """A (batch, width) LongTensor of source ids + eos, padded with pad_id: what the encoder reads."""
+    if len(sources) == 0:
+        raise ValueError("cannot collate an empty batch")
+    src = np.full((len(sources), max(len(ids) for ids in sources) + SRC_SPECIALS), pad_id, dtype=np.int64)
+    for row, ids in enumerate(sources):
+        src[row, : len(ids)] = ids
+        src[row, len(ids)] = eos_id
+    return torch.from_numpy(src)
+
+
 def collate_pairs(
     pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
     pad_id: int = 0,
@@ -185,20 +195,14 @@ def collate_pairs(
     pad_id. The decoder reads tgt[:, :-1] and learns to predict tgt[:, 1:] (teacher forcing)."""
     if len(pairs) == 0:
         raise ValueError("cannot collate an empty batch")
-    src_width = max(len(src) for src, _ in pairs) + 1
-    tgt_width = max(len(tgt) for _, tgt in pairs) + 2
+    src = collate_sources([src_ids for src_ids, _ in pairs], pad_id, eos_id)
     # Filled in numpy and handed over without a copy: per-row torch indexing costs ~10x more.
-    src = np.full((len(pairs), src_width), pad_id, dtype=np.int64)
-    tgt = np.full((len(pairs), tgt_width), pad_id, dtype=np.int64)
+    tgt = np.full((len(pairs), max(len(ids) for _, ids in pairs) + TGT_SPECIALS), pad_id, dtype=np.int64)
     tgt[:, 0] = bos_id
-    for row, (src_ids, tgt_ids) in enumerate(pairs):
-        n_src, n_tgt = len(src_ids), len(tgt_ids)
-        src[row, :n_src] = src_ids
-        src[row, n_src] = eos_id
-        tgt[row, 1 : n_tgt + 1] = tgt_ids
-        tgt[row, n_tgt + 1] = eos_id
-    src, tgt = torch.from_numpy(src), torch.from_numpy(tgt)
-    return src, tgt
+    for row, (_, tgt_ids) in enumerate(pairs):
+        tgt[row, 1 : len(tgt_ids) + 1] = tgt_ids
+        tgt[row, len(tgt_ids) + 1] = eos_id
+    return src, torch.from_numpy(tgt)
 
 
 class EncodedPairs(Dataset):
@@ -225,7 +229,7 @@ class EncodedPairs(Dataset):
 
     @classmethod
     def from_corpus(cls, tokenizer, corpus) -> "EncodedPairs":
-        """Encode a ParallelCorpus (see corpora.load_parallel)."""
+        """Encode a ParallelCorpus (see reading.load_parallel)."""
         return cls.from_texts(tokenizer, corpus.src, corpus.tgt)
 
     def __len__(self) -> int:
@@ -235,6 +239,17 @@ class EncodedPairs(Dataset):
         s0, s1 = self._src_offsets[index], self._src_offsets[index + 1]
         t0, t1 = self._tgt_offsets[index], self._tgt_offsets[index + 1]
         return self._src_flat[s0:s1], self._tgt_flat[t0:t1]
+
+    def subset(self, indices: Sequence[int]) -> "EncodedPairs":
+        return EncodedPairs([self[i][0] for i in indices], [self[i][1] for i in indices])
+
+    def fitting(self, max_positions: int) -> tuple["EncodedPairs", int]:
+        """(the pairs that fit a model of `max_positions` positions, how many did not); see `pair_fits`."""
+        keep = [i for i, (s, t) in enumerate(zip(self.src_lengths.tolist(), self.tgt_lengths.tolist()))
+                if pair_fits(s, t, max_positions)]
+        if len(keep) == len(self):
+            return self, 0
+        return self.subset(keep), len(self) - len(keep)
 
     @property
     def src_lengths(self) -> np.ndarray:

@@ -15,12 +15,16 @@ from __future__ import annotations
 import os
 import random
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import torch
+
+from ..config import TransformerConfig
+from ..data.tokenizer import Tokenizer
+from ..files import atomic_write
+from ..model import Transformer
 
 CHECKPOINT_FORMAT = 1
 RESUME_NAME = "last.pt"
@@ -30,19 +34,8 @@ _SNAPSHOT_PATTERN = re.compile(r"^step_(\d+)\.pt$")
 
 # ------------------------------------------------------------------------------------------ writing
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
-    """torch.save through a temporary file and os.replace: readers see the old file or the new one, never half."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(obj, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
-    return path
+    """torch.save through `files.atomic_write`: readers see the old file or the new one, never half."""
+    return atomic_write(path, lambda handle: torch.save(obj, handle))
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
@@ -175,10 +168,6 @@ def average_last(out_dir: str | os.PathLike, k: int) -> tuple[dict, list[Path]]:
 # ------------------------------------------------------------------------------------------ loading for use
 def model_from_checkpoint(checkpoint: dict | str | os.PathLike, device: str | torch.device = "cpu"):
     """(model in eval mode, tokenizer) rebuilt from a checkpoint alone."""
-    from ..config import TransformerConfig
-    from ..data.tokenizer import Tokenizer
-    from ..model import Transformer
-
     if not isinstance(checkpoint, dict):
         checkpoint = load_checkpoint(checkpoint)
     config = TransformerConfig.from_dict(checkpoint["config"])

@@ -29,9 +29,15 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel
+from tqdm.auto import tqdm
 
-from ..data.batching import EncodedPairs, TokenBatchSampler, collate_pairs
-from ..model import logits_at_real_targets
+from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
+from ..distributed import DistributedContext, all_reduce_sum, barrier, max_over_ranks
+from ..loss import label_smoothed_cross_entropy
+from ..precision import resolve_precision
+from ..profiles import Profile
+from ..teacher_forcing import batch_loss, teacher_forced_loss
 from .checkpoint import (
     CHECKPOINT_FORMAT,
     RESUME_NAME,
@@ -42,9 +48,6 @@ from .checkpoint import (
     restore_rng_state,
     snapshot_path,
 )
-from .distributed import DistributedContext, all_reduce_sum, barrier, max_over_ranks
-from .loss import label_smoothed_cross_entropy
-from .recipes import TrainingRecipe
 from .schedule import NoamSchedule, peak_lr
 
 logger = logging.getLogger(__name__)
@@ -53,59 +56,24 @@ METRICS_NAME = "metrics.jsonl"
 STOP_CHECK_EVERY = 10  # steps between the ranks' agreement on Ctrl-C / time limits under DDP
 
 
-# ------------------------------------------------------------------------------------------ precision
-def cpu_supports_bf16() -> bool:
-    """True when the CPU multiplies bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is emulated and slow."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool({"avx512_bf16", "amx_bf16"} & flags)
-    except OSError:
-        pass
-    capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()
-    return "AMX" in str(capability).upper()
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """"auto" -> "bf16" on GPUs with bf16 and CPUs with AVX512-BF16/AMX, else "fp32"."""
-    if precision not in ("auto", "bf16", "fp32"):
-        raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {precision!r}")
-    if precision != "auto":
-        return precision
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-    if device.type == "cpu":
-        return "bf16" if cpu_supports_bf16() else "fp32"
-    return "fp32"
-
-
-def autocast_context(device: torch.device, precision: str):
-    """bf16 autocast for matrix multiplies; a no-op context for fp32."""
-    if precision == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
 # ------------------------------------------------------------------------------------------ optimizer
-def build_optimizer(model: nn.Module, recipe: TrainingRecipe, device: torch.device) -> torch.optim.Adam:
+def build_optimizer(model: nn.Module, profile: Profile, device: torch.device) -> torch.optim.Adam:
     """Adam(beta1=0.9, beta2=0.98, eps=1e-9) of section 5.3 with PyTorch's fused kernel (CPU and GPU).
 
-    On a 2-core CPU the fused update of a `base` step took 0.07 s against 0.47 s for PyTorch's default
-    (results/benchmarks/cpu_train.json), a small part of an 8-9 s step; on GPUs it is one kernel launch
-    instead of many. Other devices fall back to foreach.
+    On a 2-core CPU the fused update of a `base` step is several times faster than PyTorch's default
+    (results/benchmarks/cpu_train.json); on GPUs it is one kernel launch instead of many. Other devices
+    fall back to foreach.
     """
     params = [p for p in model.parameters() if p.requires_grad]
     kernel = {"fused": True} if device.type in ("cuda", "cpu") else {"foreach": True}
-    return torch.optim.Adam(params, lr=1.0, betas=tuple(recipe.adam_betas), eps=recipe.adam_eps, **kernel)
+    return torch.optim.Adam(params, lr=1.0, betas=tuple(profile.adam_betas), eps=profile.adam_eps, **kernel)
 
 
-def schedule_factor(recipe: TrainingRecipe, d_model: int) -> float:
-    """Scale of the paper's curve: 1.0 for the paper, or whatever makes its top equal recipe.peak_lr."""
-    if recipe.peak_lr is None:
+def schedule_factor(profile: Profile, d_model: int) -> float:
+    """Scale of the paper's curve: 1.0 for the paper, or whatever makes its top equal profile.peak_lr."""
+    if profile.peak_lr is None:
         return 1.0
-    return recipe.peak_lr / peak_lr(d_model, recipe.warmup_steps, 1.0)
+    return profile.peak_lr / peak_lr(d_model, profile.warmup_steps, 1.0)
 
 
 # ------------------------------------------------------------------------------------------ progress
@@ -159,13 +127,13 @@ class _StopRequest:
 
 # ------------------------------------------------------------------------------------------ trainer
 class Trainer:
-    """Trains `model` on `train_data` following `recipe`; writes metrics and checkpoints under `out_dir`.
+    """Trains `model` on `train_data` following `profile`; writes metrics and checkpoints under `out_dir`.
 
     Args:
         model: a Transformer on its device (not wrapped: the trainer adds DDP and torch.compile itself).
         tokenizer: stored in every checkpoint (anything with `to_bytes()`), so checkpoints are self-contained.
         train_data, valid_data: encoded pairs (see `annotated_transformer.data.EncodedPairs`).
-        recipe: the run's settings.
+        profile: the run's settings.
         out_dir: `metrics.jsonl`, `last.pt` (resume) and `checkpoints/step_*.pt` (snapshots) go here.
         context: rank, world size and device (default: one process on the model's device).
         show_progress: draw a tqdm bar on rank 0.
@@ -178,7 +146,7 @@ class Trainer:
         tokenizer,
         train_data: EncodedPairs,
         valid_data: EncodedPairs | None,
-        recipe: TrainingRecipe,
+        profile: Profile,
         out_dir: str | os.PathLike,
         context: DistributedContext | None = None,
         *,
@@ -189,28 +157,28 @@ class Trainer:
         self.config = model.config
         self.tokenizer = tokenizer
         self.train_data, self.valid_data = train_data, valid_data
-        self.recipe = recipe
+        self.profile = profile
         self.out_dir = Path(out_dir)
         device = next(model.parameters()).device
         self.context = context or DistributedContext(device=device)
         self.device = self.context.device
-        self.precision = resolve_precision(recipe.precision, self.device)
+        self.precision = resolve_precision(profile.precision, self.device)
         self.show_progress = show_progress
         self.on_step = on_step
         self.progress = TrainingProgress()
         self._stop = _StopRequest()
 
-        self.optimizer = build_optimizer(model, recipe, self.device)
+        self.optimizer = build_optimizer(model, profile, self.device)
         self.scheduler = NoamSchedule(
-            self.optimizer, self.config.d_model, recipe.warmup_steps, schedule_factor(recipe, self.config.d_model)
+            self.optimizer, self.config.d_model, profile.warmup_steps, schedule_factor(profile, self.config.d_model)
         )
-        # One global batch = accumulation micro-batches on each of world_size ranks; the sampler makes the
+        # One global batch = accumulation micro-batches on each of world_size ranks; the batcher makes the
         # number of micro-batches per epoch a multiple of that, so the plan does not depend on how the
         # product is split between ranks and accumulation.
-        self.micro_batches_per_step = recipe.accumulation * self.context.world_size
-        self.sampler = TokenBatchSampler(
-            train_data.src_lengths, train_data.tgt_lengths, recipe.batch_tokens,
-            shuffle=True, seed=recipe.seed, world_size=self.micro_batches_per_step, skip_too_long=True,
+        self.micro_batches_per_step = profile.accumulation * self.context.world_size
+        self.batcher = TokenBatcher(
+            train_data.src_lengths, train_data.tgt_lengths, profile.batch_tokens,
+            shuffle=True, seed=profile.seed, batches_per_step=self.micro_batches_per_step, skip_too_long=True,
         )
         self._tgt_label_counts = np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1  # tokens + eos
 
@@ -221,15 +189,13 @@ class Trainer:
         # (4% of a `base` step, results/benchmarks/cpu_train.json). Compiled training keeps all rows: a
         # boolean selection's output size depends on the data, which breaks the graph; and on a GPU it
         # costs a host sync per micro-batch, unmeasured against what it saves, so GPUs keep all rows too.
-        self.real_rows_only = not recipe.compile and self.device.type == "cpu"
-        if recipe.compile:
+        self.real_rows_only = not profile.compile and self.device.type == "cpu"
+        if profile.compile:
             forward_model = torch.compile(forward_model)
             # A graph of its own: log-softmax, gather and mean fuse instead of several float32 passes
             # over the (tokens x vocabulary) logits.
             self.loss_fn = torch.compile(label_smoothed_cross_entropy)
         if self.context.is_distributed:
-            from torch.nn.parallel import DistributedDataParallel
-
             ids = [self.device.index] if self.device.type == "cuda" else None
             forward_model = DistributedDataParallel(forward_model, device_ids=ids)
         self.forward_model = forward_model
@@ -247,7 +213,7 @@ class Trainer:
         }
 
     def snapshot_dict(self) -> dict:
-        """Model weights with what is needed to use them (config, vocabulary sizes, tokenizer, recipe)."""
+        """Model weights with what is needed to use them (config, vocabulary sizes, tokenizer, profile)."""
         model = self.model
         return {
             "format": CHECKPOINT_FORMAT,
@@ -260,7 +226,7 @@ class Trainer:
                 "share_embeddings": model.share_embeddings,
             },
             "tokenizer": self.tokenizer.to_bytes() if self.tokenizer is not None else b"",
-            "recipe": self.recipe.to_dict(),
+            "profile": self.profile.to_dict(),
             "step": self.progress.step,
         }
 
@@ -291,8 +257,13 @@ class Trainer:
         path = snapshot_path(self.out_dir, self.progress.step)
         if self.context.is_main:
             atomic_torch_save(self.snapshot_dict(), path)
-            prune_snapshots(self.out_dir, self.recipe.keep_snapshots)
+            prune_snapshots(self.out_dir, self.profile.keep_snapshots)
         return path
+
+    def epochs_done(self) -> float:
+        """Epochs trained, the current one counted by its share of steps taken."""
+        p = self.progress
+        return p.epoch + p.batch_cursor / max(1, self.batcher.steps_per_epoch(p.epoch))
 
     def request_stop(self, reason: str = "requested") -> None:
         """Stop after the current step, saving a resume checkpoint first (what Ctrl-C does)."""
@@ -326,18 +297,14 @@ class Trainer:
             last = i == len(mine) - 1
             sync = contextlib.nullcontext() if (last or not self.context.is_distributed) else self.forward_model.no_sync()
             with sync:
-                target = tgt[:, 1:]
-                with autocast_context(self.device, self.precision):
-                    if self.real_rows_only:
-                        logits, target = logits_at_real_targets(self.forward_model, src, tgt[:, :-1], target, self.config.pad_id)
-                    else:
-                        logits = self.forward_model(src, tgt[:, :-1])
-                parts = self.loss_fn(logits, target, self.config.label_smoothing, self.config.pad_id)
+                parts = batch_loss(self.forward_model, src, tgt, smoothing=self.config.label_smoothing,
+                                   pad_id=self.config.pad_id, precision=self.precision,
+                                   real_rows_only=self.real_rows_only, loss_fn=self.loss_fn)
+                # The logits' storage now holds their gradient (inplace_backward) and is freed with the graph.
                 (parts.loss * scale).backward()
-                del logits  # now the gradient (written in place): free it before the next micro-batch
             sums += torch.stack([parts.loss.detach().double(), parts.nll.detach().double(), parts.tokens.double()])
-        if self.recipe.clip_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.recipe.clip_norm)
+        if self.profile.clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.profile.clip_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -345,12 +312,10 @@ class Trainer:
 
     # -------------------------------------------------------------------------------------- validation
     def validate(self) -> dict:
-        from ..evaluation import teacher_forced_loss
-
         if self.valid_data is None or len(self.valid_data) == 0:
             return {}
         result = teacher_forced_loss(
-            self.model, self.valid_data, batch_tokens=self.recipe.eval_batch_tokens, precision=self.precision,
+            self.model, self.valid_data, batch_tokens=self.profile.eval_batch_tokens, precision=self.precision,
             context=self.context,
         )
         self.progress.last_valid = {**result, "step": self.progress.step}
@@ -359,7 +324,7 @@ class Trainer:
 
     # -------------------------------------------------------------------------------------- the loop
     def _limit_reached(self) -> str | None:
-        r, p = self.recipe, self.progress
+        r, p = self.profile, self.progress
         if r.max_steps is not None and p.step >= r.max_steps:
             return "max_steps"
         if r.max_epochs is not None and p.epoch >= r.max_epochs:
@@ -369,8 +334,8 @@ class Trainer:
         return None
 
     def budget_seconds_used(self) -> float:
-        """Seconds spent so far on the recipe's budget clock (wall, or CPU time per thread)."""
-        return self.progress.train_cpu_s if self.recipe.budget_clock == "cpu" else self.progress.train_time_s
+        """Seconds spent so far on the profile's budget clock (wall, or CPU time per thread)."""
+        return self.progress.train_cpu_s if self.profile.budget_clock == "cpu" else self.progress.train_time_s
 
     def _stop_decision(self) -> str | None:
         """Why to stop after this step, if at all; the same answer on every rank.
@@ -389,7 +354,7 @@ class Trainer:
 
     def _snapshot_due(self) -> bool:
         """A snapshot every save_every_steps steps or save_every_minutes minutes (ranks agree on the clock)."""
-        r, p = self.recipe, self.progress
+        r, p = self.profile, self.progress
         by_steps = bool(r.save_every_steps) and p.step % r.save_every_steps == 0
         by_time = bool(r.save_every_minutes) and self.budget_seconds_used() - p.last_snapshot_time_s >= 60.0 * r.save_every_minutes
         if self.context.is_distributed:  # rank 0 writes, then all ranks meet at a barrier: all must decide alike
@@ -399,7 +364,7 @@ class Trainer:
     def _next_global_batch(self) -> list[list[int]] | None:
         """The next step's micro-batches, moving to the next epoch when this one is used up."""
         while True:
-            batches = self.sampler.global_batches(self.progress.epoch)
+            batches = self.batcher.epoch_batches(self.progress.epoch)
             steps_in_epoch = len(batches) // self.micro_batches_per_step
             if self.progress.batch_cursor < steps_in_epoch:
                 start = self.progress.batch_cursor * self.micro_batches_per_step
@@ -411,14 +376,14 @@ class Trainer:
 
     def train(self) -> TrainResult:
         """Run until a limit (steps, epochs, minutes) or a stop request; always leaves a resume checkpoint."""
-        r, p = self.recipe, self.progress
+        r, p = self.profile, self.progress
         if r.max_steps is None and r.max_epochs is None and r.time_budget_minutes is None:
-            raise ValueError("the recipe sets no limit: give max_steps, max_epochs or time_budget_minutes")
+            raise ValueError("the profile sets no limit: give max_steps, max_epochs or time_budget_minutes")
         if self.context.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             self._log({"kind": "start", "step": p.step, "world_size": self.context.world_size,
-                       "precision": self.precision, "device": str(self.device), "recipe": r.to_dict(),
-                       "padding_fraction": round(self.sampler.padding_fraction(p.epoch), 4)})
+                       "precision": self.precision, "device": str(self.device), "profile": r.to_dict(),
+                       "padding_fraction": round(self.batcher.padding_fraction(p.epoch), 4)})
         bar = self._progress_bar()
         window = torch.zeros(3, device=self.device, dtype=torch.float64)
         window_start, window_steps = time.perf_counter(), 0
@@ -477,10 +442,8 @@ class Trainer:
     def _progress_bar(self):
         if not (self.show_progress and self.context.is_main):
             return None
-        from tqdm.auto import tqdm
-
-        return tqdm(total=self.recipe.max_steps, initial=self.progress.step, unit="step", dynamic_ncols=True,
-                    desc=f"train {self.recipe.profile}")
+        return tqdm(total=self.profile.max_steps, initial=self.progress.step, unit="step", dynamic_ncols=True,
+                    desc=f"train {self.profile.name}")
 
     def _report(self, window: torch.Tensor, window_start: float, steps: int, bar) -> float:
         """Log the mean loss of the last steps (summed over ranks) with speed and learning rate."""
@@ -506,7 +469,7 @@ class Trainer:
         self._log(record)
         if bar is not None:
             postfix = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}", "tok/s": f"{record['target_tokens_per_s']:.0f}"}
-            budget = self.recipe.time_budget_minutes
+            budget = self.profile.time_budget_minutes
             if budget is not None:
                 left = max(0.0, 60.0 * budget - self.budget_seconds_used())
                 postfix["left"] = f"{int(left // 60)}:{int(left % 60):02d}"

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from .devices import resolve_device
+
 
 @dataclass(frozen=True)
 class DistributedContext:
@@ -46,26 +48,16 @@ def init_distributed(device: str = "auto", backend: str | None = None, timeout_m
     defaults to nccl for GPUs and gloo for CPUs.
     """
     if not launched_by_torchrun() or int(os.environ.get("WORLD_SIZE", "1")) == 1:
-        return DistributedContext(device=torch.device(_pick_device(device, 0)))
+        return DistributedContext(device=resolve_device(device))
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    chosen = torch.device(_pick_device(device, local_rank))
+    chosen = resolve_device(device, local_rank)
     if chosen.type == "cuda":
         torch.cuda.set_device(chosen)
     backend = backend or ("nccl" if chosen.type == "cuda" else "gloo")
     if not dist.is_initialized():
         dist.init_process_group(backend=backend, timeout=datetime.timedelta(minutes=timeout_minutes))
     return DistributedContext(rank=rank, world_size=world_size, local_rank=local_rank, device=chosen)
-
-
-def _pick_device(device: str, local_rank: int) -> str:
-    if device == "auto":
-        return f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and torch.cuda.is_available():
-        return f"cuda:{local_rank}"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} was asked for but CUDA is not available: pass --device cpu or auto")
-    return device
 
 
 def shutdown_distributed() -> None:
@@ -92,8 +84,3 @@ def max_over_ranks(value: int, context: DistributedContext) -> int:
     tensor = torch.tensor([float(value)], device=context.device)
     dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
     return int(tensor.item())
-
-
-def rank_share(batch_indices: list, context: DistributedContext) -> list:
-    """This rank's micro-batches of one global step: rank r takes r, r + N, r + 2N, ... ."""
-    return batch_indices[context.rank :: context.world_size]

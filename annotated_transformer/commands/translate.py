@@ -4,7 +4,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-import torch
+from ..devices import resolve_device
+from ..evaluation import translate
+from ..precision import resolve_precision
+from ..training.checkpoint import model_from_checkpoint
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,12 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..evaluation import translate
-    from .checkpoint import model_from_checkpoint
-    from .distributed import _pick_device
-    from .trainer import resolve_precision
-
-    device = torch.device(_pick_device(args.device, 0))
+    device = resolve_device(args.device)
     model, tokenizer = model_from_checkpoint(args.checkpoint, device)
     if args.input:
         with open(args.input, encoding="utf-8") as handle:
@@ -43,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     # Empty lines stay empty, so output line i always answers input line i.
     wanted = [i for i, line in enumerate(lines) if line.strip()]
     translated = translate(model, tokenizer, [lines[i].strip() for i in wanted], beam_size=args.beam,
-                           length_penalty=args.alpha, max_len_b=args.max_len_b, batch_tokens=args.batch_tokens,
+                           alpha=args.alpha, max_len_b=args.max_len_b, batch_tokens=args.batch_tokens,
                            precision=resolve_precision("auto", device))
     outputs = [""] * len(lines)
     for i, text in zip(wanted, translated):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..training.checkpoint import atomic_torch_save, average_checkpoints, average_last
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -20,8 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .checkpoint import atomic_torch_save, average_checkpoints, average_last
-
     if bool(args.checkpoints) == bool(args.run):
         raise SystemExit("average: give either checkpoint files or --run FOLDER (one of the two)")
     if args.run:

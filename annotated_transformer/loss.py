@@ -4,9 +4,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
-import torch.nn as nn
 
-from .._compat import is_compiling
+from ._compat import is_compiling
 
 
 class LossParts(NamedTuple):
@@ -135,15 +134,3 @@ def composite_smoothed_cross_entropy(
         nll=torch.where(keep, nll, zero).sum(),
         tokens=keep.sum(),
     )
-
-
-class LabelSmoothedCrossEntropy(nn.Module):
-    """Module form of `label_smoothed_cross_entropy`, returning the mean over real tokens."""
-
-    def __init__(self, smoothing: float = 0.1, pad_id: int = 0):
-        super().__init__()
-        self.smoothing, self.pad_id = smoothing, pad_id
-
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        parts = label_smoothed_cross_entropy(logits, target, self.smoothing, self.pad_id)
-        return parts.loss / parts.tokens.clamp(min=1)

@@ -6,9 +6,11 @@ import json
 import time
 from pathlib import Path
 
-import torch
-
-from .commands_train import add_recipe_arguments
+from .. import pipeline
+from ..devices import resolve_device
+from ..profiles import get_profile
+from ..results import write_result
+from .train import add_profile_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--checkpoint", required=True,
                         help="a .pt file, or a run folder (its snapshots are averaged, see --average-last)")
-    add_recipe_arguments(parser)
+    add_profile_arguments(parser)
     parser.add_argument("--split", default=None, help="test split (default: the profile's, e.g. test_2016_flickr)")
     parser.add_argument("--beam", type=int, default=None, help="beam width (default: the profile's, 4)")
     parser.add_argument("--alpha", type=float, default=None, help="length penalty (default: the profile's, 0.6)")
@@ -33,44 +35,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data import load_parallel
-    from ..evaluation import evaluate_translation
-    from .checkpoint import average_last, load_checkpoint, model_from_checkpoint
-    from .distributed import _pick_device
-    from .recipes import recipe_for
-    from .trainer import resolve_precision
-
-    recipe = recipe_for(args.profile, beam_size=args.beam, length_penalty=args.alpha, average_last=args.average_last)
-    device = torch.device(_pick_device(args.device, 0))
+    profile = get_profile(args.profile, beam_size=args.beam, length_penalty_alpha=args.alpha,
+                          average_last=args.average_last)
+    device = resolve_device(args.device)
     started = time.perf_counter()
-    path = Path(args.checkpoint)
-    if path.is_dir():
-        checkpoint, used = average_last(path, recipe.average_last)
-        source = f"average of {', '.join(p.name for p in used)}"
-    else:
-        checkpoint, source = load_checkpoint(path), str(path)
-    model, tokenizer = model_from_checkpoint(checkpoint, device)
-    split = args.split or recipe.test_split
-    test = load_parallel(recipe.corpus, split, recipe.src_lang, recipe.tgt_lang, args.data_dir)
-    n = args.max_sentences
-    sources, references = (test.src[:n], test.tgt[:n]) if n else (test.src, test.tgt)
-    scores = evaluate_translation(
-        model, tokenizer, sources, references, beam_size=recipe.beam_size, length_penalty=recipe.length_penalty,
-        max_len_a=recipe.max_len_a, max_len_b=recipe.max_len_b, batch_tokens=recipe.eval_batch_tokens,
-        precision=resolve_precision(recipe.precision, device), target_language=recipe.tgt_lang, progress=True,
-    )
+    checkpoint, source = pipeline.load_for_evaluation(args.checkpoint, profile.average_last)
+    split = args.split or profile.test_split
+    scores = pipeline.evaluate(checkpoint, profile, data_dir=args.data_dir, device=device, split=split,
+                               max_sentences=args.max_sentences, progress=True)
     hypotheses = scores.pop("hypotheses")
     if args.hypotheses:
         Path(args.hypotheses).write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
-    scores.update(test_set=test.name, checkpoint=source, step=checkpoint.get("step"))
-    try:
-        from ..results import write_result
-
-        name = args.name or f"evaluation_{recipe.corpus}_{split}"
-        out = write_result(name, scores, profile=recipe.profile.split("-")[0], config=checkpoint.get("config"),
-                           wall_time_s=round(time.perf_counter() - started, 1), device=device)
-        print(f"results -> {out}")
-    except ImportError:
-        pass
+    scores["checkpoint"] = source
+    name = args.name or f"evaluation_{profile.corpus}_{split}"
+    out = write_result(name, scores, profile=profile.results_folder, config=checkpoint.get("config"),
+                       wall_time_s=round(time.perf_counter() - started, 1), device=device)
     print(json.dumps(scores, indent=2))
+    print(f"results -> {out}")
     return 0
