@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from annotated_transformer import results
 from annotated_transformer.devices import resolve_device
 from annotated_transformer.profiles import PROFILE_NAMES, get_profile
 
@@ -90,6 +91,9 @@ def select_chapters(chapters: Sequence[Path], wanted: Iterable[str] | None) -> l
 
 def load_chapter(source: str | os.PathLike):
     """The chapter as a notebook, read from its jupytext .py (or an .ipynb)."""
+    # The book's tools (jupytext, nbformat, papermill, yaml) come with the `book` extra, not with the
+    # package: they are imported where a function needs them, so `import annotated_transformer.book`
+    # and the CLI's --help work without them.
     import jupytext
 
     return jupytext.read(str(source))
@@ -290,8 +294,6 @@ def _execution_order(chapters: Sequence[Path]) -> list[Path]:
 def _write_book_record(profile: str, runs: Sequence[ChapterRun], device: str, results_dir: Path,
                        wall_time_s: float) -> Path:
     """Merge this run's chapters into results/<profile>/book_run.json (others keep their entry)."""
-    from annotated_transformer import results
-
     old = results.read_result("book_run", profile, results_dir)
     chapters = dict((old or {}).get("metrics", {}).get("chapters", {}))
     commit = results.provenance(device).get("git_commit")
@@ -332,8 +334,6 @@ def run_book(
         results_dir: results root (default: $AT_RESULTS_DIR, else `<root>/results`).
         log: where progress lines go.
     """
-    from annotated_transformer import results
-
     get_profile(profile)  # unknown profiles fail before any work
     root = book_root(root)
     output_dir = Path(output_dir) if output_dir else root / "_build"

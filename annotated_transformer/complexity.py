@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
 
 LAYER_KINDS: tuple[str, ...] = ("self-attention", "recurrent", "convolutional")
 PATH_KINDS: tuple[str, ...] = (
@@ -140,8 +141,6 @@ def counted_flops(layer: nn.Module, x: torch.Tensor) -> int:
     Attention is counted on its textbook path: the FLOP counter knows the GPU attention kernels but
     not every CPU one, and the textbook path performs the same matrix products on any device.
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
     fused = [m for m in layer.modules() if isinstance(m, SelfAttentionLayer) and m.fused]
     for m in fused:
         m.fused = False

@@ -23,8 +23,8 @@ class TransformerConfig:
     bos_id: int = 1
     eos_id: int = 2
     unk_id: int = 3
-    # Not in the DESIGN's required list, but useful: encoder and decoder depth may differ
-    # (None means n_layers for both), and the warm-up of the learning-rate schedule.
+    # Encoder and decoder depth may differ (None means n_layers for both); the warm-up of the
+    # learning-rate schedule travels with the model so a checkpoint says how it was trained.
     n_encoder_layers: int | None = None
     n_decoder_layers: int | None = None
     warmup_steps: int = 4000

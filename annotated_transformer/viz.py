@@ -67,7 +67,7 @@ def mimebundle(chart: alt.TopLevelMixin) -> dict:
 
 def show(chart: alt.TopLevelMixin) -> None:
     """Display `chart`: offline-ready HTML under the book runner, altair's renderer elsewhere."""
-    from IPython.display import display
+    from IPython.display import display  # deferred: IPython is there in Jupyter, not in every script
 
     if in_book_build():
         display(mimebundle(chart), raw=True)

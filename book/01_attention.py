@@ -553,13 +553,13 @@ print("one fused projection equals three separate ones")
 @torch.no_grad()
 def median_time(fn, repeats: int) -> float:
     fn()  # warm-up
-    if device.startswith("cuda"):
+    if device.type == "cuda":
         torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
-        if device.startswith("cuda"):
+        if device.type == "cuda":
             torch.cuda.synchronize()
         times.append(time.perf_counter() - start)
     return sorted(times)[len(times) // 2]

@@ -74,7 +74,7 @@ seed = 0
 # %%
 settings = get_profile(profile)
 device = resolve_device(device)
-if device == "cpu" and threads is not None:
+if device.type == "cpu" and threads is not None:
     torch.set_num_threads(threads)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
@@ -105,7 +105,7 @@ SIZES["paper"] = SIZES["gpu"]
 size = SIZES[profile]
 where = device_name(device)
 print(f"profile {profile!r}, timings on {where}"
-      + (f" with {torch.get_num_threads()} thread(s)" if device == "cpu" else ""))
+      + (f" with {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""))
 
 
 def show_table(df: pd.DataFrame, **formats) -> None:
@@ -502,7 +502,7 @@ display(Markdown(
 # %%
 metrics = {
     "device_name": where,
-    "threads": torch.get_num_threads() if device == "cpu" else None,
+    "threads": torch.get_num_threads() if device.type == "cpu" else None,
     "crossover_d": cross["d"],
     "crossover_n": measured_crossover if measured_crossover is not None else f"above {max(cross['ns'])}",
     "crossover_n_flops": flop_crossover,

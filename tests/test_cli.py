@@ -83,3 +83,12 @@ def test_average_command_writes_the_mean_of_the_last_snapshots(tiny_run, capsys)
     averaged = load_checkpoint(tiny_run / "averaged.pt")
     assert averaged["averaged_from"] == ["step_00000004.pt", "step_00000006.pt"]
     assert "averaged 2 checkpoints" in capsys.readouterr().out
+
+
+def test_readme_profile_table_lists_every_profile():
+    from annotated_transformer.profiles import PROFILE_NAMES
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("**Profiles.**"):]
+    for name in PROFILE_NAMES:
+        assert f"| `{name}` |" in table, f"README's profile table has no row for {name}"
