@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from .training.trainer import TrainingDiverged
 
 # command -> (module, one-line help)
 COMMANDS = {
@@ -26,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m annotated_transformer",
         description="The Transformer of 'Attention Is All You Need', reproduced.",
     )
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     requested = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():
@@ -37,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Errors a user can act on (a missing corpus, a damaged checkpoint, a busy run folder, a diverged run,
+# an invalid setting): their message names the problem and the fix, so the traceback is noise.
+KNOWN_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, TrainingDiverged)
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
@@ -45,7 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    return int(args._run(args) or 0)
+    try:
+        return int(args._run(args) or 0)
+    except KNOWN_ERRORS as error:
+        if args.debug or os.environ.get("AT_DEBUG", "").strip().lower() in ("1", "true", "yes"):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        print("(run with --debug, or AT_DEBUG=1, for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

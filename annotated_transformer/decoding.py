@@ -31,20 +31,12 @@ def _step_logits(model, tokens, memory, src_mask, state, use_cache: bool) -> tor
     return model.decode(tokens, memory, src_mask)[:, -1]
 
 
-def longest_source(max_positions: int, max_len_a: float = 1.0, max_len_b: int = 50) -> int:
-    """The most source subwords (eos included) whose output limit, max_len_a * length + max_len_b tokens
-    after bos, still fits the model's `max_positions` positions."""
-    room = max_positions - 1 - max_len_b
-    if room < 1:
-        raise ValueError(f"max_len_b={max_len_b} leaves no room for a source in {max_positions} positions: "
-                         f"use max_len_b < {max_positions - 2}")
-    return min(max_positions, int(room / max(max_len_a, 1e-9)))
-
-
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, max_new_tokens: int, *, use_cache: bool = True) -> torch.Tensor:
-    """The most probable next token at every step, up to `max_new_tokens` generated tokens per row (eos included)."""
+    """The most probable next token at every step, up to `max_new_tokens` generated tokens per row (eos
+    included), and never more than the model's positions can hold."""
     c = model.config
+    max_new_tokens = max(1, min(max_new_tokens, c.max_len - 1))
     was_training = model.training
     model.eval()
     try:
@@ -88,7 +80,7 @@ def beam_search(
     """Batched beam search; the best hypothesis per source under the GNMT length penalty.
 
     Each source may generate at most `max_len_a * source_length + max_len_b` tokens (eos
-    included); the paper uses a=1, b=50. A source stops as soon as it holds `beam_size` finished
+    included; the paper uses a=1, b=50), and at most `max_len - 1`, what the positions hold. A source stops as soon as it holds `beam_size` finished
     hypotheses, and the search stops when every source has stopped.
     """
     if beam_size < 1:
@@ -99,7 +91,8 @@ def beam_search(
     try:
         batch, k = src.size(0), beam_size
         device = src.device
-        limits = (max_len_a * _source_lengths(model, src).float() + max_len_b).long().clamp(min=1).tolist()
+        # Outputs stop where the model's positions end, whatever a and b ask for.
+        limits = (max_len_a * _source_lengths(model, src).float() + max_len_b).long().clamp(1, c.max_len - 1).tolist()
         longest = max(limits)
         # Every source is repeated k times: rows b*k .. b*k+k-1 are its beams.
         src_rows = src.repeat_interleave(k, dim=0)

@@ -28,7 +28,7 @@ from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
 from tqdm.auto import tqdm
 
 from .data.batching import SRC_SPECIALS, EncodedPairs, collate_sources, pack_by_tokens
-from .decoding import beam_search, greedy_decode, longest_source
+from .decoding import beam_search, greedy_decode
 from .precision import autocast_context
 from .teacher_forcing import teacher_forced_loss
 
@@ -52,30 +52,32 @@ def translate(
     precision: str = "fp32",
     progress: bool = False,
 ) -> list[str]:
-    """Detokenized translations of `sentences`, in their order.
+    """Detokenized translations of `sentences`, in their order; an empty sentence gets "".
 
     Sentences are sorted by length and decoded in batches of about `batch_tokens` source tokens (counting
     each beam), so short sentences are not padded to long ones; beam_size=1 is greedy decoding. Each output
-    may be up to max_len_a * source length + max_len_b subwords long (section 6.1: a=1, b=50); a source
-    too long for that to fit the model's positions is cut, with a warning.
+    may be up to max_len_a * source length + max_len_b subwords long (section 6.1: a=1, b=50), clamped to
+    what the model's positions hold. A source longer than the positions is cut, with a warning naming it.
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1 (1 is greedy decoding), got {beam_size}")
-    if not sentences:
-        return []
+    outputs: list[str] = [""] * len(sentences)
+    wanted = [i for i, text in enumerate(sentences) if text.strip()]
+    if not wanted:
+        return outputs
     config = model.config
     device = next(model.parameters()).device
-    keep = longest_source(config.max_len, max_len_a, max_len_b) - SRC_SPECIALS
-    encoded = tokenizer.encode_batch(list(sentences))
-    cut = sum(len(ids) > keep for ids in encoded)
+    longest = config.max_len - SRC_SPECIALS
+    encoded = tokenizer.encode_batch([sentences[i].strip() for i in wanted])
+    cut = [(wanted[j], len(ids)) for j, ids in enumerate(encoded) if len(ids) > longest]
     if cut:
-        logger.warning("cut %d of %d sources to %d subwords: longer ones leave no room for their output in the "
-                       "model's %d positions", cut, len(encoded), keep, config.max_len)
-        encoded = [ids[:keep] for ids in encoded]
+        named = ", ".join(f"{i + 1} ({n} subwords)" for i, n in cut[:10]) + (" ..." if len(cut) > 10 else "")
+        logger.warning("sentence %s: longer than the model's %d positions hold; cut to the first %d subwords",
+                       named, config.max_len, longest)
+        encoded = [ids[:longest] for ids in encoded]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     widths = [(len(ids) + SRC_SPECIALS) * beam_size for ids in encoded]
     batches = pack_by_tokens(order, [widths], batch_tokens)
-    outputs: list[str] = [""] * len(encoded)
     was_training = model.training
     model.eval()
     try:
@@ -89,7 +91,7 @@ def translate(
                 else:
                     out = greedy_decode(model, src, max_new_tokens=int(max_len_a * src.size(1) + max_len_b))
             for row, text in zip(batch, tokenizer.decode_batch(out.cpu())):
-                outputs[row] = text
+                outputs[wanted[row]] = text
     finally:
         model.train(was_training)
     return outputs

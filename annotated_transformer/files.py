@@ -38,3 +38,17 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def remove_partial_writes(folder: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files of `atomic_write`s that a killed process left in `folder`.
+
+    Only safe while no other process writes there: callers hold the folder's lock.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    leftovers = [path for path in folder.glob(".*.part") if path.is_file()]
+    for path in leftovers:
+        path.unlink(missing_ok=True)
+    return leftovers

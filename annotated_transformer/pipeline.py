@@ -11,6 +11,7 @@ test set (evaluation.py, decoding.py) and scores it; `write_results` stamps prov
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -22,11 +23,13 @@ from . import flops
 from .data import EncodedPairs, Tokenizer, load_parallel, tokenizer_for_corpus
 from .distributed import DistributedContext, barrier, init_distributed, shutdown_distributed
 from .evaluation import evaluate_translation
+from .files import atomic_write_text
 from .model import Transformer, count_parameters
 from .precision import resolve_precision
 from .profiles import Profile
 from .results import write_result
 from .training.checkpoint import RESUME_NAME, atomic_torch_save, average_last, load_checkpoint, model_from_checkpoint
+from .training.run_folder import claim_run_folder
 from .training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
@@ -90,7 +93,8 @@ def train(
 ) -> dict:
     """Train (or resume) under `profile` into `out_dir`; returns a summary of the run.
 
-    resume: True continues from `out_dir/last.pt` when it exists; a path names another checkpoint.
+    resume: True continues from `out_dir/last.pt`; a path names another checkpoint to continue from.
+    The caller makes sure the folder is this run's (`run` does, through `claim_run_folder`).
     """
     if profile.threads:
         # On a busy machine one thread per process beats two that wait for each other.
@@ -101,14 +105,12 @@ def train(
     torch.manual_seed(profile.seed * 1000 + context.rank)  # dropout differs between ranks, as it should
     trainer = Trainer(model, data.tokenizer, data.train, data.valid, profile, out_dir, context,
                       show_progress=show_progress, on_step=on_step)
-    resumed = False
+    resumed = bool(resume)
     if resume:
         path = out_dir / RESUME_NAME if isinstance(resume, bool) else Path(resume)
-        if path.exists():
-            trainer.resume_from(path)
-            resumed = True
-        elif not isinstance(resume, bool):
+        if not path.exists():
             raise FileNotFoundError(f"--resume {path}: no such checkpoint")
+        trainer.resume_from(path)
     if context.is_main:
         print(f"training {count_parameters(model) / 1e6:.1f}M parameters on {len(data.train)} pairs "
               f"({profile.corpus} {profile.src_lang}->{profile.tgt_lang}), {trainer.precision} on {context.device}, "
@@ -205,12 +207,25 @@ def write_results(summary: dict, profile: Profile, name: str | None = None, devi
 
 
 # ------------------------------------------------------------------------------------------ all of it
+@contextlib.contextmanager
+def _this_runs_folder(out_dir: Path, context: DistributedContext, *, resume: bool, overwrite: bool):
+    """Rank 0 claims the folder (lock, no mixing of runs); the other ranks wait until it has."""
+    if not context.is_main:
+        barrier(context)
+        yield
+        return
+    with claim_run_folder(out_dir, resume=resume, overwrite=overwrite):
+        barrier(context)
+        yield
+
+
 def run(
     profile: Profile,
     out_dir: str | Path | None = None,
     *,
     data_dir=None,
     resume: bool | str | Path = False,
+    overwrite: bool = False,
     device: str = "auto",
     evaluate_test: bool = True,
     results_name: str | None = None,
@@ -219,23 +234,26 @@ def run(
 ) -> dict:
     """Train, average the last snapshots, score the test set and write the results file.
 
-    Returns the training summary, with "test" (the scores) and "results_path" when evaluated. An
-    interrupted run (Ctrl-C, SIGTERM) is neither averaged nor scored: resume it first.
+    The run folder must hold no other run (`overwrite=True` clears it first; `resume=True` continues
+    the one there), and no other process may be writing into it. Returns the training summary, with
+    "test" (the scores) and "results_path" when evaluated. An interrupted run (Ctrl-C, SIGTERM) is
+    neither averaged nor scored: resume it first.
     """
     started = time.perf_counter()
     out_dir = Path(out_dir) if out_dir is not None else Path("runs") / profile.name
     context = init_distributed(device)
     try:
-        summary = train(profile, out_dir, data_dir=data_dir, resume=resume, context=context,
-                        show_progress=show_progress, on_step=on_step)
-        if evaluate_test and summary["stopped_by"] != "interrupted" and context.is_main:
-            averaged, used = average(out_dir, profile.average_last)
-            scores = evaluate(averaged, profile, data_dir=data_dir, device=context.device, progress=show_progress)
-            (out_dir / TRANSLATIONS_NAME).write_text("\n".join(scores.pop("hypotheses")) + "\n", encoding="utf-8")
-            scores["averaged_checkpoints"] = [p.name for p in used]
-            summary["test"] = scores
-            summary["wall_time_s"] = round(time.perf_counter() - started, 1)
-            summary["results_path"] = str(write_results(summary, profile, results_name, context.device))
+        with _this_runs_folder(out_dir, context, resume=resume is True, overwrite=overwrite):
+            summary = train(profile, out_dir, data_dir=data_dir, resume=resume, context=context,
+                            show_progress=show_progress, on_step=on_step)
+            if evaluate_test and summary["stopped_by"] != "interrupted" and context.is_main:
+                averaged, used = average(out_dir, profile.average_last)
+                scores = evaluate(averaged, profile, data_dir=data_dir, device=context.device, progress=show_progress)
+                atomic_write_text(out_dir / TRANSLATIONS_NAME, "\n".join(scores.pop("hypotheses")) + "\n")
+                scores["averaged_checkpoints"] = [p.name for p in used]
+                summary["test"] = scores
+                summary["wall_time_s"] = round(time.perf_counter() - started, 1)
+                summary["results_path"] = str(write_results(summary, profile, results_name, context.device))
         return summary
     finally:
         shutdown_distributed()

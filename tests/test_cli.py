@@ -77,6 +77,33 @@ def test_translate_round_trips_through_stdin(tiny_run):
     assert lines[1] == ""  # an empty input line stays an empty output line
 
 
+def test_translate_keeps_one_output_line_per_input_line_whatever_the_characters(tiny_run, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    lines = ["a man runs", "a dog\u2028sits in the park", "the cat\x85runs", "red\x0cblue house", "big dog"]
+    raw = ("\n".join(lines[:3]) + "\n").encode("utf-8") + b"bad \xff byte\n" + ("\n".join(lines[3:]) + "\n").encode("utf-8")
+    (tmp_path / "in.txt").write_bytes(raw)
+    done = subprocess.run(
+        [sys.executable, "-m", "annotated_transformer", "translate", "--checkpoint", str(tiny_run / "last.pt"),
+         "--beam", "2", "--max-len-b", "4", "--device", "cpu", "--input", str(tmp_path / "in.txt"),
+         "--output", str(tmp_path / "out.txt")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = (tmp_path / "out.txt").read_bytes().split(b"\n")
+    assert len(out) == 6 + 1 and out[-1] == b""  # six input lines, six output lines
+    assert out[3] == b"" and "line 4: not valid UTF-8" in done.stderr
+
+
+def test_translate_checks_its_output_path_before_decoding(tiny_run, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "annotated_transformer", "translate", "--checkpoint", str(tiny_run / "last.pt"),
+         "--device", "cpu", "--output", str(tmp_path / "missing" / "out.txt")],
+        input="a man runs\n", capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert done.returncode == 1 and "does not exist" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_average_command_writes_the_mean_of_the_last_snapshots(tiny_run, capsys):
     assert len(list_snapshots(tiny_run)) == 3
     assert main(["average", "--run", str(tiny_run), "--last", "2"]) == 0

@@ -87,9 +87,19 @@ def test_missing_files_with_downloads_off_never_fetches(monkeypatch, tmp_path):
     monkeypatch.setenv("AT_DATA_DIR", str(tmp_path / "empty"))
     fetched = serve_files(monkeypatch, {})
     with pytest.raises(DataNotFoundError, match=r"downloads are off .*set AT_DATA_DIR") as caught:
-        load_parallel("wmt14", "newstest2013", data_dir=tmp_path / "also_empty")
+        load_parallel("wmt14", "newstest2013")
     assert fetched == []
-    assert "data_dir=" in str(caught.value) and f"(AT_DATA_DIR={tmp_path / 'empty'})" in str(caught.value)
+    assert f"(AT_DATA_DIR={tmp_path / 'empty'})" in str(caught.value)
+
+
+def test_an_explicit_data_dir_is_used_alone(monkeypatch, tmp_path):
+    make_tiny_multi30k(tmp_path / "env" / "multi30k", "env")
+    monkeypatch.setenv("AT_DATA_DIR", str(tmp_path / "env"))
+    fetched = serve_files(monkeypatch, {})
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(DataNotFoundError, match=r"val\.en, val\.de, plain or \.gz\) under --data-dir .*mine") as caught:
+        load_parallel("multi30k", "val", data_dir=tmp_path / "mine")  # the split is in $AT_DATA_DIR, not here
+    assert fetched == [] and "leave --data-dir out" in str(caught.value)
 
 
 def test_mismatched_line_counts_name_both_files(tmp_path):

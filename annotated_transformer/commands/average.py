@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..training.checkpoint import atomic_torch_save, average_checkpoints, average_last
+from .arguments import positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("checkpoints", nargs="*", help="checkpoint files to average (instead of --run)")
     parser.add_argument("--run", default=None, help="a `train --out` folder: average its newest snapshots")
-    parser.add_argument("--last", type=int, default=5, help="how many of the newest snapshots (default: %(default)s)")
+    parser.add_argument("--last", type=positive_int, default=5, help="how many of the newest snapshots (default: %(default)s)")
     parser.add_argument("--output", default=None, help="where to write (default: <run>/averaged.pt)")
 
 

@@ -10,6 +10,7 @@ from .. import pipeline
 from ..devices import resolve_device
 from ..profiles import get_profile
 from ..results import write_result
+from .arguments import non_negative_float, positive_int
 from .train import add_profile_arguments
 
 
@@ -26,10 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a .pt file, or a run folder (its snapshots are averaged, see --average-last)")
     add_profile_arguments(parser)
     parser.add_argument("--split", default=None, help="test split (default: the profile's, e.g. test_2016_flickr)")
-    parser.add_argument("--beam", type=int, default=None, help="beam width (default: the profile's, 4)")
-    parser.add_argument("--alpha", type=float, default=None, help="length penalty (default: the profile's, 0.6)")
-    parser.add_argument("--average-last", type=int, default=None, help="with a run folder: snapshots to average")
-    parser.add_argument("--max-sentences", type=int, default=None, help="score only the first N sentences")
+    parser.add_argument("--beam", type=positive_int, default=None, help="beam width (default: the profile's, 4)")
+    parser.add_argument("--alpha", type=non_negative_float, default=None, help="length penalty (default: the profile's, 0.6)")
+    parser.add_argument("--average-last", type=positive_int, default=None, help="with a run folder: snapshots to average")
+    parser.add_argument("--max-sentences", type=positive_int, default=None, help="score only the first N sentences")
     parser.add_argument("--name", default=None, help="results file stem (default: evaluation_<corpus>_<split>)")
     parser.add_argument("--hypotheses", default=None, help="also write the translations to this file")
 

@@ -1,7 +1,8 @@
 """Where a corpus's files are taken from, so that every loader agrees on one order and one error.
 
-A split is looked for under an explicit data dir (``--data-dir`` / ``data_dir=``), then under
-``$AT_DATA_DIR/<corpus>/``, then in the download cache (``$AT_CACHE_DIR`` or
+An explicit data dir (``--data-dir`` / ``data_dir=``) is used alone: a split missing from it is an
+error naming the files, never quietly read from elsewhere, so one run cannot mix two data folders.
+Without one, a split is looked for under ``$AT_DATA_DIR/<corpus>/``, then in the download cache (``$AT_CACHE_DIR`` or
 ``~/.cache/annotated_transformer``), and is finally made in that cache (see `fetch`) unless downloads
 are off (``download=False`` or ``AT_OFFLINE=1``). Both files of a pair always come from one folder, so
 a pair is never mixed from two copies. When every place fails, the one error names the places searched,
@@ -60,7 +61,18 @@ def _resolve(
     what: str,
 ) -> list[Path]:
     """Paths of `names`, all from one folder: search the folders in order, else make them in the cache."""
-    for directory in _candidate_dirs(info, data_dir):
+    if data_dir is not None:
+        root = Path(data_dir).expanduser()
+        for directory in (root / info.name, root):
+            found = [find_plain_or_gz(directory, name) for name in names]
+            if all(found):
+                return found  # type: ignore[return-value]
+        raise DataNotFoundError(
+            f"no {info.title} files for {what} ({', '.join(names)}, plain or .gz) under --data-dir "
+            f"{os.fspath(data_dir)} (looked in {root / info.name} and {root}): fix the path, or leave "
+            "--data-dir out to use $AT_DATA_DIR or the download cache"
+        )
+    for directory in _candidate_dirs(info, None):
         found = [find_plain_or_gz(directory, name) for name in names]
         if all(found):
             return found  # type: ignore[return-value]
@@ -84,8 +96,6 @@ def _resolve(
     env_dir = os.environ.get("AT_DATA_DIR")
     env_text = f"(AT_DATA_DIR={env_dir})" if env_dir else "(AT_DATA_DIR is unset)"
     places = []
-    if data_dir is not None:
-        places.append(f"data_dir={os.fspath(data_dir)}")
     places.append(f"$AT_DATA_DIR/{info.name} {env_text}")
     places.append(f"the download cache {target}")
     raise DataNotFoundError(

@@ -32,6 +32,10 @@ SNAPSHOT_DIR = "checkpoints"
 _SNAPSHOT_PATTERN = re.compile(r"^step_(\d+)\.pt$")
 
 
+class CheckpointError(ValueError):
+    """A file that should be a checkpoint of this package cannot be used as one."""
+
+
 # ------------------------------------------------------------------------------------------ writing
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
     """torch.save through `files.atomic_write`: readers see the old file or the new one, never half."""
@@ -49,9 +53,16 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}: train one with `python -m annotated_transformer train` first")
     # weights_only: a checkpoint holds tensors, numbers, strings and bytes only, so no code runs on load.
-    state = torch.load(path, map_location=map_location, weights_only=True)
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as error:  # torch raises RuntimeError, EOFError, UnpicklingError, ... for a damaged file
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint ({type(error).__name__}: {first_line[:200]}): it is damaged, "
+            "truncated or not a file this package wrote; use another snapshot (checkpoints/step_*.pt) or retrain"
+        ) from error
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT or "model" not in state:
-        raise ValueError(f"{path} is not a checkpoint of this package (format {CHECKPOINT_FORMAT}); was it written by `train`?")
+        raise CheckpointError(f"{path} is not a checkpoint of this package (format {CHECKPOINT_FORMAT}); was it written by `train`?")
     return state
 
 

@@ -48,11 +48,11 @@ from .checkpoint import (
     restore_rng_state,
     snapshot_path,
 )
+from .run_folder import METRICS_NAME
 from .schedule import NoamSchedule, peak_lr
 
 logger = logging.getLogger(__name__)
 
-METRICS_NAME = "metrics.jsonl"
 STOP_CHECK_EVERY = 10  # steps between the ranks' agreement on Ctrl-C / time limits under DDP
 
 
@@ -97,6 +97,10 @@ class TrainResult:
     progress: TrainingProgress
     stopped_by: str  # "max_steps" | "max_epochs" | "time_budget" | "interrupted"
     valid: dict
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss or the weights stopped being finite numbers; nothing from that point on was saved."""
 
 
 class _StopRequest:
@@ -246,7 +250,34 @@ class Trainer:
         self.load_state_dict(load_checkpoint(path, map_location="cpu"))
         self._log({"kind": "resume", "step": self.progress.step, "from": str(path)})
 
+    def _stop_if_diverged(self, step_sums: torch.Tensor) -> None:
+        """Raise TrainingDiverged once the step's loss is not finite (NaN or inf).
+
+        Every step on a CPU; on other devices every STOP_CHECK_EVERY steps (each check waits for the
+        device) and, through `_weights_are_finite`, before anything is saved. Ranks decide together.
+        """
+        if self.device.type != "cpu" and self.progress.step % STOP_CHECK_EVERY:
+            return
+        bad = int(not bool(torch.isfinite(step_sums[:2]).all()))
+        if max_over_ranks(bad, self.context):
+            self._raise_diverged(f"the loss is {float(step_sums[0]):g}")
+
+    def _weights_are_finite(self) -> bool:
+        norms = torch.stack([p.detach().float().norm() for p in self.model.parameters()])
+        return bool(torch.isfinite(norms).all())
+
+    def _raise_diverged(self, what: str) -> None:
+        last_good = self.out_dir / RESUME_NAME
+        kept = f"the last good checkpoint is {last_good}" if last_good.is_file() else "no checkpoint was written"
+        message = (f"training diverged at step {self.progress.step}: {what} (learning rate "
+                   f"{self.scheduler.get_last_lr()[0]:.2e}). Nothing from this point was saved; {kept}. Lower the "
+                   "peak learning rate (--lr) or lengthen the warm-up (--warmup), then --resume or --overwrite")
+        self._log({"kind": "diverged", "step": self.progress.step, "message": message})
+        raise TrainingDiverged(message)
+
     def save_resume_checkpoint(self) -> Path | None:
+        if not self._weights_are_finite():
+            self._raise_diverged("the weights are no longer finite")
         path = self.out_dir / RESUME_NAME
         if self.context.is_main:
             atomic_torch_save(self.state_dict(), path)
@@ -254,6 +285,8 @@ class Trainer:
         return path
 
     def save_snapshot(self) -> Path | None:
+        if not self._weights_are_finite():
+            self._raise_diverged("the weights are no longer finite")
         path = snapshot_path(self.out_dir, self.progress.step)
         if self.context.is_main:
             atomic_torch_save(self.snapshot_dict(), path)
@@ -399,12 +432,14 @@ class Trainer:
                 if global_batch is None:
                     stopped_by = "max_epochs"
                     break
-                window += self.train_step(global_batch)
+                step_sums = self.train_step(global_batch)
+                window += step_sums
                 p.step += 1
                 p.batch_cursor += 1
                 window_steps += 1
                 p.train_time_s = time_before + (time.perf_counter() - session_start)
                 p.train_cpu_s = cpu_before + (time.process_time() - cpu_start) / threads
+                self._stop_if_diverged(step_sums)
                 if self.on_step is not None:
                     self.on_step(self)
                 if p.step % r.log_every == 0:
