@@ -171,6 +171,7 @@ class Trainer:
         self.on_step = on_step
         self.progress = TrainingProgress()
         self._stop = _StopRequest()
+        self._bar = None
 
         self.optimizer = build_optimizer(model, profile, self.device)
         self.scheduler = NoamSchedule(
@@ -268,10 +269,15 @@ class Trainer:
 
     def _raise_diverged(self, what: str) -> None:
         last_good = self.out_dir / RESUME_NAME
-        kept = f"the last good checkpoint is {last_good}" if last_good.is_file() else "no checkpoint was written"
+        if last_good.is_file():
+            kept, then = f"the last good checkpoint is {last_good}", "continue from it with --resume or start afresh with --overwrite"
+        else:
+            kept, then = "no checkpoint was written", "start afresh with --overwrite"
         message = (f"training diverged at step {self.progress.step}: {what} (learning rate "
                    f"{self.scheduler.get_last_lr()[0]:.2e}). Nothing from this point was saved; {kept}. Lower the "
-                   "peak learning rate (--lr) or lengthen the warm-up (--warmup), then --resume or --overwrite")
+                   f"peak learning rate (--lr) or lengthen the warm-up (--warmup), then {then}")
+        if self._bar is not None:
+            self._bar.close()
         self._log({"kind": "diverged", "step": self.progress.step, "message": message})
         raise TrainingDiverged(message)
 
@@ -417,7 +423,7 @@ class Trainer:
             self._log({"kind": "start", "step": p.step, "world_size": self.context.world_size,
                        "precision": self.precision, "device": str(self.device), "profile": r.to_dict(),
                        "padding_fraction": round(self.batcher.padding_fraction(p.epoch), 4)})
-        bar = self._progress_bar()
+        bar = self._bar = self._progress_bar()
         window = torch.zeros(3, device=self.device, dtype=torch.float64)
         window_start, window_steps = time.perf_counter(), 0
         stopped_by = self._limit_reached()
