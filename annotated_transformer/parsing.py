@@ -87,7 +87,9 @@ def read_treebank(path: str | os.PathLike) -> dict[str, list[Tree]]:
 
     `path` is NLTK's Penn Treebank sample (``treebank.zip``, whose ``combined/*.mrg`` are read) or a
     folder searched recursively for ``.mrg`` files, such as the LDC release's ``parsed/mrg/wsj``.
-    The file id is the file's stem (``wsj_0001``): the split (`split_by_file`) goes by it.
+    The file id is the file's stem (``wsj_0001``): the split (`split_by_file`) goes by it. Trees are
+    parsed with `nltk.Tree.fromstring`; NLTK's `BracketParseCorpusReader` is not used because recent
+    NLTK releases refuse corpus roots outside NLTK's own data folders, such as a zip under AT_DATA_DIR.
     """
     path = Path(path)
     files: dict[str, list[Tree]] = {}

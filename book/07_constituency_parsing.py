@@ -267,8 +267,8 @@ def f1_by_hand(gold_trees, test_trees) -> float:
 
 
 # %% [markdown]
-# A parse of the example with one mistake: the last phrase gets the wrong label. One bracket of
-# the gold tree's is missed and one of the parse's is wrong, so precision and recall both lose one
+# A parse of the example with one mistake: the last phrase gets the wrong label. One of the gold
+# tree's brackets is missed and one of the parse's is wrong, so precision and recall both lose one
 # bracket out of the tree's count:
 
 # %%
