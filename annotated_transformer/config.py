@@ -18,6 +18,10 @@ class TransformerConfig:
     dropout: float = 0.1
     label_smoothing: float = 0.1
     positional: str = "sinusoidal"  # or "learned" (Table 3 row E)
+    # "post": LayerNorm(x + Sublayer(x)), the paper's (section 3.1). "pre": x + Sublayer(LayerNorm(x)) with
+    # a final LayerNorm on each stack's output, the later choice (Xiong et al. 2020; the 2018/2022
+    # Annotated Transformer) that trains without warm-up.
+    norm_position: str = "post"
     max_len: int = 512
     pad_id: int = 0
     bos_id: int = 1
@@ -51,6 +55,9 @@ class TransformerConfig:
                 raise ValueError(f"TransformerConfig.{fname} must lie in [0, 1), got {value!r}")
         if self.positional not in ("sinusoidal", "learned"):
             raise ValueError(f"TransformerConfig.positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+        if self.norm_position not in ("post", "pre"):
+            raise ValueError(f"TransformerConfig.norm_position must be 'post' (the paper's) or 'pre', "
+                             f"got {self.norm_position!r}")
         ids = {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id, "unk_id": self.unk_id}
         for fname, value in ids.items():
             if not isinstance(value, int) or value < 0:

@@ -21,26 +21,46 @@ class PositionwiseFeedForward(nn.Module):
         return self.linear2(torch.relu(self.linear1(x)))
 
 
-class EncoderLayer(nn.Module):
-    """Self-attention then FFN, each as LayerNorm(x + Dropout(Sublayer(x))) (post-norm, section 3.1/5.4)."""
+NORM_POSITIONS = ("post", "pre")
 
-    def __init__(self, d_model: int, d_ff: int, n_heads: int, d_k: int, d_v: int, dropout: float):
+
+def _check_norm_position(norm_position: str) -> str:
+    if norm_position not in NORM_POSITIONS:
+        raise ValueError(f"norm_position must be 'post' (the paper's) or 'pre', got {norm_position!r}")
+    return norm_position
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then FFN, each as LayerNorm(x + Dropout(Sublayer(x))) (post-norm, section 3.1/5.4).
+
+    norm_position="pre" computes x + Dropout(Sublayer(LayerNorm(x))) instead: the residual path carries
+    the input unnormalised, and the stack's output needs a final LayerNorm (the model adds it).
+    """
+
+    def __init__(self, d_model: int, d_ff: int, n_heads: int, d_k: int, d_v: int, dropout: float,
+                 *, norm_position: str = "post"):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=True)
         self.ffn = PositionwiseFeedForward(d_model, d_ff)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
+        self.pre_norm = _check_norm_position(norm_position) == "pre"
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None) -> torch.Tensor:
+        if self.pre_norm:
+            x = x + self.dropout(self.self_attn(self.norm1(x), mask=src_mask))
+            return x + self.dropout(self.ffn(self.norm2(x)))
         x = self.norm1(x + self.dropout(self.self_attn(x, mask=src_mask)))
         return self.norm2(x + self.dropout(self.ffn(x)))
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, attention over the encoder output, then FFN; post-norm residuals."""
+    """Masked self-attention, attention over the encoder output, then FFN; post-norm residuals
+    (or pre-norm with norm_position="pre", as in `EncoderLayer`)."""
 
-    def __init__(self, d_model: int, d_ff: int, n_heads: int, d_k: int, d_v: int, dropout: float):
+    def __init__(self, d_model: int, d_ff: int, n_heads: int, d_k: int, d_v: int, dropout: float,
+                 *, norm_position: str = "post"):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=True)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=False)
@@ -49,6 +69,7 @@ class DecoderLayer(nn.Module):
         self.norm2 = nn.LayerNorm(d_model)
         self.norm3 = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
+        self.pre_norm = _check_norm_position(norm_position) == "pre"
 
     def forward(
         self,
@@ -59,6 +80,12 @@ class DecoderLayer(nn.Module):
         cache: KVCache | None = None,
         memory_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
+        if self.pre_norm:
+            # The cache holds keys and values of the normalised inputs; LayerNorm acts on each position
+            # alone, so the positions cached earlier are what a full recomputation would give.
+            x = x + self.dropout(self.self_attn(self.norm1(x), is_causal=True, cache=cache))
+            x = x + self.dropout(self.cross_attn(self.norm2(x), memory, mask=src_mask, memory_kv=memory_kv))
+            return x + self.dropout(self.ffn(self.norm3(x)))
         x = self.norm1(x + self.dropout(self.self_attn(x, is_causal=True, cache=cache)))
         x = self.norm2(x + self.dropout(self.cross_attn(x, memory, mask=src_mask, memory_kv=memory_kv)))
         return self.norm3(x + self.dropout(self.ffn(x)))

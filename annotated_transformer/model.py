@@ -33,6 +33,8 @@ class DecoderState:
 class Transformer(nn.Module):
     """Encoder-decoder Transformer with post-norm layers and three-way weight tying (section 3.4).
 
+    `config.norm_position="pre"` builds pre-norm layers instead, with a final LayerNorm on each stack.
+
     `model(src, tgt_in)` returns logits (batch, tgt_len, tgt_vocab). Padding in `src` is
     `config.pad_id`; the decoder is causal, so target padding needs no mask (it only follows
     real tokens, and the loss ignores it). `model(src, tgt_in, only_at=tgt_out != pad_id)` returns
@@ -64,12 +66,18 @@ class Transformer(nn.Module):
         )
         self.dropout = nn.Dropout(c.dropout)
         dk, dv = c.head_dim_k, c.head_dim_v
+        norm = dict(norm_position=c.norm_position)
         self.encoder_layers = nn.ModuleList(
-            EncoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout) for _ in range(c.encoder_layers)
+            EncoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout, **norm) for _ in range(c.encoder_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            DecoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout) for _ in range(c.decoder_layers)
+            DecoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout, **norm) for _ in range(c.decoder_layers)
         )
+        # Pre-norm layers add to an unnormalised residual stream, so each stack ends in a LayerNorm;
+        # post-norm layers end in one already (Identity keeps post-norm state dicts as they were).
+        pre = c.norm_position == "pre"
+        self.encoder_norm = nn.LayerNorm(c.d_model) if pre else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(c.d_model) if pre else nn.Identity()
         self.generator = nn.Linear(c.d_model, tgt_vocab_size, bias=False)
         self._reset_parameters()
         self.generator.weight = self.tgt_embed.weight  # pre-softmax projection tied to the embeddings
@@ -102,7 +110,7 @@ class Transformer(nn.Module):
         x = self.embed(src, self.src_embed, self.src_positions)
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
-        return x
+        return self.encoder_norm(x)
 
     # ------------------------------------------------------------------ decoder
     def decode(
@@ -131,7 +139,7 @@ class Transformer(nn.Module):
             state.length += tgt_in.size(1)
         if only_at is not None:
             x = x[only_at]
-        return self.generator(x)
+        return self.generator(self.decoder_norm(x))
 
     def start_decoding(self, src: torch.Tensor, cache_size: int) -> tuple[torch.Tensor, DecoderState]:
         """Encode once and precompute every layer's encoder keys/values; caches hold `cache_size` decoder tokens."""
@@ -213,7 +221,8 @@ def expected_parameter_count(config: TransformerConfig, vocab_size: int) -> int:
     decoder = config.decoder_layers * (w.decoder_target_matrices + w.decoder_source_matrices + w.decoder_vectors)
     embeddings = vocab_size * config.d_model  # one matrix: both embeddings and the output projection
     positions = 2 * config.max_len * config.d_model if config.positional == "learned" else 0
-    return encoder + decoder + embeddings + positions
+    final_norms = 2 * 2 * config.d_model if config.norm_position == "pre" else 0  # pre-norm's last LayerNorms
+    return encoder + decoder + embeddings + positions + final_norms
 
 
 @contextlib.contextmanager
