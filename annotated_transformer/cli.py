@@ -20,6 +20,8 @@ COMMANDS = {
     "translate": ("annotated_transformer.commands.translate", "translate stdin or a file with a checkpoint"),
     "evaluate": ("annotated_transformer.commands.evaluate", "BLEU and perplexity of a checkpoint on a test set"),
     "average": ("annotated_transformer.commands.average", "average the last k checkpoints (paper section 6.1)"),
+    "attention": ("annotated_transformer.commands.attention",
+                  "draw a checkpoint's attention (paper Figures 3-5, or the explorer) as HTML, SVG or PNG"),
     "book": ("annotated_transformer.book", "execute the chapters with papermill and build the site"),
 }
 

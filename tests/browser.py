@@ -1,0 +1,114 @@
+"""A headless Chromium driven over the DevTools protocol, for the tests that click and type in a page.
+
+Synchronous on purpose: a test reads as steps (open, evaluate, wait for, screenshot).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+
+def find_chromium() -> str | None:
+    for name in (os.environ.get("AT_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "chrome"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+class Browser:
+    """`with Browser(path) as page: page.open(url); page.evaluate("...")`."""
+
+    def __init__(self, chromium: str, window: str = "1280,1000"):
+        self.chromium, self.window = chromium, window
+
+    def __enter__(self):
+        self._profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
+        self._proc = subprocess.Popen(
+            [self.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--no-first-run", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+             f"--user-data-dir={self._profile.name}", "--remote-debugging-port=0",
+             f"--window-size={self.window}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        port_file = Path(self._profile.name) / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.is_file() and port_file.read_text().strip()):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__(None, None, None)
+                raise RuntimeError(f"Chromium did not open its DevTools port (exit code {self._proc.poll()})")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
+            targets = json.load(response)
+        ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
+        self._loop = asyncio.new_event_loop()
+        from tornado.websocket import websocket_connect
+
+        async def connect():
+            return await websocket_connect(ws_url, max_message_size=256 * 1024 * 1024)
+
+        self._conn = self._loop.run_until_complete(connect())
+        self._ids = itertools.count(1)
+        self.call("Page.enable")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if getattr(self, "_conn", None) is not None:
+            self._conn.close()
+            self._loop.close()
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+        self._profile.cleanup()
+
+    def call(self, method: str, **params):
+        async def _call():
+            msg_id = next(self._ids)
+            await self._conn.write_message(json.dumps({"id": msg_id, "method": method, "params": params}))
+            while True:
+                raw = await self._conn.read_message()
+                if raw is None:
+                    raise RuntimeError("Chromium closed the DevTools connection")
+                msg = json.loads(raw)
+                if msg.get("id") == msg_id:
+                    if "error" in msg:
+                        raise RuntimeError(f"{method}: {msg['error']}")
+                    return msg["result"]
+        return self._loop.run_until_complete(_call())
+
+    def open(self, url: str) -> None:
+        self.call("Page.navigate", url=url)
+
+    def evaluate(self, expression: str, await_promise: bool = False):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=await_promise)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"page error: {result['exceptionDetails'].get('exception', {}).get('description')}")
+        return result["result"].get("value")
+
+    def wait_for(self, expression: str, timeout: float = 20.0, interval: float = 0.1):
+        """The first truthy value of `expression`, polled until `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"waited {timeout} s for: {expression}")
+            time.sleep(interval)
+
+    def screenshot(self, path: Path) -> Path:
+        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(shot["data"]))
+        return path
