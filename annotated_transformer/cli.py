@@ -22,6 +22,8 @@ COMMANDS = {
     "average": ("annotated_transformer.commands.average", "average the last k checkpoints (paper section 6.1)"),
     "attention": ("annotated_transformer.commands.attention",
                   "draw a checkpoint's attention (paper Figures 3-5, or the explorer) as HTML, SVG or PNG"),
+    "export-onnx": ("annotated_transformer.commands.export_onnx",
+                    "export a checkpoint to ONNX plus its tokenizer, for translation in a web page"),
     "book": ("annotated_transformer.book", "execute the chapters with papermill and build the site"),
 }
 

@@ -1,0 +1,33 @@
+"""`python -m annotated_transformer export-onnx`: a checkpoint as the files chapter 08's live page loads."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..onnx_export import export_onnx
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = (
+        "Export a trained checkpoint to ONNX for translation in a web page with onnxruntime-web:\n"
+        "encoder.onnx, decoder.onnx (the whole prefix each step, greedy decoding), tokenizer.json (the\n"
+        "sentencepiece pieces and scores) and model.json. Needs `pip install onnx`.\n\n"
+        "  python -m annotated_transformer export-onnx --checkpoint runs/cpu/averaged.pt --out web-model/"
+    )
+    parser.add_argument("--checkpoint", required=True, help="a .pt file written by `train` or `average`")
+    parser.add_argument("--out", required=True, help="folder to write (created when missing)")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {out} is a file: name a folder")
+    try:
+        import onnx  # noqa: F401  (torch's exporter needs it)
+    except ImportError:
+        raise OSError("export-onnx needs the onnx package: pip install onnx onnxruntime") from None
+    written = export_onnx(args.checkpoint, out)
+    for path in written.values():
+        print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    return 0
