@@ -1,0 +1,119 @@
+"""Translation in a static web page: onnxruntime-web's files, the exported model, and the page's widget.
+
+onnxruntime-web comes from the npm registry without npm: the package's tarball is downloaded once,
+checked against the registry's published sha512 (pinned below, so a changed file is refused), and
+only the WebAssembly runtime is kept (`ort.wasm.min.js`, its `.mjs` loader and the `.wasm` binary,
+about 14 MB) under `.cache/onnxruntime-web-<version>/` in the clone. Offline and without that
+folder, `onnxruntime_web_files` says how to get it.
+
+The widget itself is `_static/live-translate.js`: a sentencepiece BPE encoder over the exported
+pieces and scores, greedy decoding with the encoder and decoder graphs, and a Vega-Lite heatmap of
+the encoder-decoder attention.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import os
+import shutil
+import tarfile
+import urllib.request
+from pathlib import Path
+
+ORT_WEB_VERSION = "1.30.0"
+# The registry's dist.integrity for that version (`npm view onnxruntime-web@1.30.0 dist.integrity`).
+ORT_WEB_INTEGRITY = "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ=="
+ORT_WEB_URL = f"https://registry.npmjs.org/onnxruntime-web/-/onnxruntime-web-{ORT_WEB_VERSION}.tgz"
+# The WebAssembly backend only (no WebGPU or WebGL builds): one script, its loader and the binary.
+ORT_WEB_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+
+SCRIPT_NAME = "live-translate.js"
+SITE_RUNTIME = "vendor/onnxruntime-web"  # under the site's _static
+SITE_MODEL = "live-model"  # under the site's _static
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def ort_cache_dir() -> Path:
+    return Path(os.environ.get("AT_ORT_WEB_DIR") or _repo_root() / ".cache" / f"onnxruntime-web-{ORT_WEB_VERSION}")
+
+
+def _integrity(data: bytes) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+def onnxruntime_web_files(download: bool = True) -> Path:
+    """The folder holding ORT_WEB_FILES, downloaded and checked on first use."""
+    folder = ort_cache_dir()
+    if all((folder / name).is_file() for name in ORT_WEB_FILES):
+        return folder
+    if not download:
+        raise FileNotFoundError(f"onnxruntime-web {ORT_WEB_VERSION} is not in {folder}: run scripts/setup.sh "
+                                "(or fetch it with annotated_transformer.live_page.onnxruntime_web_files())")
+    try:
+        with urllib.request.urlopen(ORT_WEB_URL, timeout=60) as response:
+            data = response.read()
+    except OSError as error:
+        raise OSError(f"onnxruntime-web {ORT_WEB_VERSION} is not in {folder} and could not be downloaded from "
+                      f"{ORT_WEB_URL} ({error}): connect to the network once, or copy the files "
+                      f"{', '.join(ORT_WEB_FILES)} of that npm package there") from None
+    if _integrity(data) != ORT_WEB_INTEGRITY:
+        raise OSError(f"{ORT_WEB_URL} does not match the pinned sha512 ({ORT_WEB_INTEGRITY[:24]}...): "
+                      "refusing to use it")
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        for name in ORT_WEB_FILES:
+            member = archive.extractfile(f"package/dist/{name}")
+            if member is None:
+                raise OSError(f"{ORT_WEB_URL} has no dist/{name}")
+            tmp = folder / f".{name}.tmp"
+            tmp.write_bytes(member.read())
+            tmp.replace(folder / name)
+    (folder / "VERSION").write_text(f"onnxruntime-web {ORT_WEB_VERSION} (MIT license), from {ORT_WEB_URL}\n"
+                                    f"{ORT_WEB_INTEGRITY}\n")
+    return folder
+
+
+def stage_live_assets(static_dir: str | os.PathLike, model_dir: str | os.PathLike | None,
+                      *, download: bool = True) -> dict[str, int]:
+    """Copy the widget's script, onnxruntime-web and (when given) an `export_onnx` folder into a
+    site's `_static`; returns the bytes of each part, which is what a reader downloads."""
+    static = Path(static_dir)
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(_repo_root() / "_static" / SCRIPT_NAME, static / SCRIPT_NAME)
+    runtime = static / SITE_RUNTIME
+    runtime.mkdir(parents=True, exist_ok=True)
+    source = onnxruntime_web_files(download=download)
+    for name in (*ORT_WEB_FILES, "VERSION"):
+        if (source / name).is_file():
+            shutil.copy2(source / name, runtime / name)
+    sizes = {"script": (static / SCRIPT_NAME).stat().st_size,
+             "onnxruntime-web": sum((runtime / n).stat().st_size for n in ORT_WEB_FILES)}
+    if model_dir is not None:
+        target = static / SITE_MODEL
+        shutil.copytree(model_dir, target, dirs_exist_ok=True)
+        for path in target.iterdir():
+            path.chmod(0o644)  # the export writes private files; a web server must read them
+        sizes["model"] = sum(p.stat().st_size for p in target.iterdir())
+    return sizes
+
+
+def widget_html(static_url: str = "../_static", example: str = "A man in a blue shirt is playing a guitar.") -> str:
+    """The page's translation box; `static_url` is the site's `_static` seen from the page."""
+    static_url = static_url.rstrip("/")
+    return (
+        f'<div class="at-live" data-static="{html.escape(static_url)}" '
+        f'data-model="{html.escape(static_url)}/{SITE_MODEL}/" '
+        f'data-runtime="{html.escape(static_url)}/{SITE_RUNTIME}/">'
+        f'<input class="at-live-input" type="text" size="60" value="{html.escape(example)}" '
+        'aria-label="English sentence">'
+        '<button class="at-live-go" type="button">Translate</button>'
+        '<div class="at-live-status">loading the model...</div>'
+        '<div class="at-live-output" lang="de"></div>'
+        '<div class="at-live-chart"></div></div>\n'
+        f'<script src="{html.escape(static_url)}/{SCRIPT_NAME}"></script>'
+    )

@@ -1,0 +1,86 @@
+"""The live page: its sentencepiece encoder in JavaScript gives sentencepiece's ids, and a sentence
+typed into the page comes back translated, token for token as the PyTorch model translates it."""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from browser import Browser, find_chromium
+from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
+
+from annotated_transformer import live_page
+from annotated_transformer.decoding import greedy_decode
+from annotated_transformer.training.checkpoint import model_from_checkpoint
+
+pytest.importorskip("onnx", reason="the ONNX export needs `pip install onnx onnxruntime`")
+from annotated_transformer.onnx_export import export_onnx
+
+REPO = Path(__file__).resolve().parents[1]
+VENDOR = REPO / "_static" / "vendor"
+TOKENIZER_SENTENCES = [*SENTENCES, "  Spaces   around,  and ÉLAN: naïve café (1,2)! ", "Ein Mädchen läuft über die Straße.",
+                       "x", "unknown ☃ symbols ✓ here"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A one-page site: the widget, the Vega scripts, onnxruntime-web and a tiny model's export."""
+    if find_chromium() is None:
+        pytest.skip("no Chromium or Chrome on PATH (set AT_CHROMIUM to its path)")
+    try:
+        live_page.onnxruntime_web_files(download=False)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    root = tmp_path_factory.mktemp("site")
+    checkpoint = write_tiny_checkpoint(root / "tiny.pt", seed=3)
+    export_onnx(checkpoint, root / "export")
+    static = root / "_static"
+    live_page.stage_live_assets(static, root / "export", download=False)
+    for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js"):
+        shutil.copy2(VENDOR / name, static / name)
+    scripts = "".join(f'<script src="_static/{n}"></script>' for n in ("vega.min.js", "vega-lite.min.js",
+                                                                        "vega-embed.min.js"))
+    (root / "index.html").write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'>{scripts}</head><body>"
+                                     f"{live_page.widget_html('_static', SENTENCES[1])}</body></html>")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield root, checkpoint, f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    server.shutdown()
+
+
+def test_live_page_translates_a_typed_sentence(site):
+    root, checkpoint, url = site
+    model, tokenizer = model_from_checkpoint(checkpoint)
+    with Browser(find_chromium()) as page:
+        page.open(url)
+        page.wait_for("document.querySelector('.at-live')?.getAttribute('data-state') === 'ready'", timeout=30)
+        # The JavaScript encoder against sentencepiece itself.
+        encoded = page.evaluate(f"""(async () => {{
+            const t = await document.querySelector('.at-live').atTranslator;
+            return {json.dumps(TOKENIZER_SENTENCES)}.map(s => t.tokenizer.encode(s));
+        }})()""", await_promise=True)
+        assert encoded == [tokenizer.encode(s) for s in TOKENIZER_SENTENCES]
+        sentence = "A girl in a red coat walks her dog."
+        page.evaluate(f"""(() => {{
+            const input = document.querySelector('.at-live-input');
+            input.value = {json.dumps(sentence)};
+            document.querySelector('.at-live-go').click();
+        }})()""")
+        start = time.monotonic()
+        page.wait_for("document.querySelector('.at-live')?.getAttribute('data-state') === 'done'", timeout=30)
+        seconds = time.monotonic() - start
+        text = page.evaluate("document.querySelector('.at-live-output').textContent")
+        page_ms = float(page.evaluate("document.querySelector('.at-live').getAttribute('data-ms')"))
+        page.screenshot(REPO / "results" / "smoke" / "screenshots" / "live_translation_test.png")
+    ids = tokenizer.encode(sentence) + [tokenizer.eos_id]
+    expected = greedy_decode(model, torch.tensor([ids]), len(ids) + 50)[0]
+    assert text == tokenizer.decode(expected)
+    assert page_ms / 1000 <= seconds + 1
