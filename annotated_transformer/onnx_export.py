@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -95,7 +96,11 @@ def export_onnx(checkpoint: str | os.PathLike | dict, out_dir: str | os.PathLike
     src = torch.tensor([tokenizer.encode("A dog runs.") + [tokenizer.eos_id]])
     prefix = torch.tensor([[tokenizer.bos_id, 5, 6]])
     written = {}
-    with recording_attention(model):
+    # The tracer warns about Python numbers taken from shapes (the head size, the position table's
+    # length): both are fixed by the model, so the constants it records are right for every input.
+    with recording_attention(model), warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         memory = model.encode(src)
         torch.onnx.export(
             _EncoderGraph(model), (src,), out / ENCODER_FILE, input_names=["src"],

@@ -13,29 +13,25 @@
 # ---
 
 # %% [markdown]
-# # Attention visualizations
+# # 8. Attention visualizations (appendix, Figures 3-5)
 #
 # [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/08_attention_visualizations.ipynb)
 #
-# ```{note}
-# This chapter is a placeholder: its content arrives with the **attention-figures** issue. The
-# cells below only read the run's parameters, so the book runner and the tests treat it like any
-# other chapter.
-# ```
+# The pictures readers remember from the paper {cite:p}`vaswani2017attention` are in its appendix:
+# the encoder self-attention of layer 5 (of 6) of the big English-German model on two sentences
+# from news text. Figure 3 follows the word "making" to the distant "more difficult" that completes
+# its phrase; Figure 4 shows two heads that send "its" sharply to "Law", the noun it refers to;
+# Figure 5 puts two heads of one layer side by side, each with a different pattern over the whole
+# sentence.
 #
-# What the trained heads look at, drawn again from a model this book trained. It follows the
-# appendix of the paper, Figures 3 to 5. When written, it will show:
+# This chapter draws the same figures from the model chapter 04 trained under this profile, on the
+# paper's sentences and on captions of the Multi30k test set, and adds what a picture does not
+# say by itself: one number per head, the entropy of its attention and the distance it looks. The
+# model is smaller than the paper's and was trained on image captions, not on news; the numbers
+# below say how much of the paper's reading survives that.
 #
-# - Figure 3: attention from one word to a distant one (a long-distance dependency), one colour
-#   per head;
-# - Figure 4: two heads that resolve an anaphora, sharply;
-# - Figure 5: heads of one layer whose patterns follow the structure of the sentence, each with
-#   its own job;
-# - an interactive explorer over layers and heads, and the export of every figure to HTML, SVG and
-#   PNG with `python -m annotated_transformer attention`.
-#
-# It will write exported figures and no summary numbers, which the introduction's reproduction
-# summary reads.
+# Then the model leaves Python: exported to ONNX, it translates in this page, in your browser,
+# with no server, and draws its attention while it does.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. In a clone, use the
@@ -54,15 +50,347 @@ if importlib.util.find_spec("annotated_transformer") is None:
                                "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
 
 # %%
-from annotated_transformer.devices import resolve_device
+import inspect
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+from IPython.display import HTML, Markdown, display
+
+from annotated_transformer import attention_figures as af
+from annotated_transformer import live_page, results, viz
+from annotated_transformer.attention import explicit_attention
+from annotated_transformer.data import load_parallel
+from annotated_transformer.decoding import greedy_decode
+from annotated_transformer.model import attention_maps
 from annotated_transformer.profiles import get_profile
+from annotated_transformer.training.checkpoint import model_from_checkpoint
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
-device = "auto"  # "auto" picks CUDA when a GPU is visible
-checkpoint = None  # None: the checkpoint chapter 04 trained under this profile
+device = "auto"  # the pictures are computed on the CPU whatever this says: one sentence at a time
+data_dir = None  # None: $AT_DATA_DIR, then a download
+checkpoint = None  # None: the averaged checkpoint chapter 04 trained under this profile
+compare_checkpoint = None  # None: the gpu profile's checkpoint, when this clone has trained it
+test_sentences = None  # None: how many test captions the per-head measures average over (64)
 
 # %%
 settings = get_profile(profile)
-print(f"under profile {settings.name!r} this chapter will read the {settings.preset!r} model trained on {settings.corpus}"
-      + (f" from {checkpoint}" if checkpoint else ""))
+chapter_start = time.perf_counter()
+repo = results.repo_root() or pathlib.Path.cwd()
+run_dir = repo / "runs" / f"book-{settings.name}"
+checkpoint = pathlib.Path(checkpoint) if checkpoint else run_dir / "averaged.pt"
+if not checkpoint.is_file():
+    raise FileNotFoundError(f"no checkpoint at {checkpoint}: run chapter 04 under profile {settings.name!r} "
+                            "first, or pass checkpoint=<a .pt file written by train>")
+model, tokenizer = model_from_checkpoint(checkpoint, "cpu")
+config = model.config
+n_test = int(test_sentences or 64)
+print(f"{checkpoint.relative_to(repo) if checkpoint.is_relative_to(repo) else checkpoint}: "
+      f"{config.encoder_layers} encoder and {config.decoder_layers} decoder layers, {config.n_heads} heads, "
+      f"d_model={config.d_model}, {tokenizer.vocab_size} shared pieces")
+
+
+def show_table(df: pd.DataFrame, **formats) -> None:
+    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
+    styled = df.copy()
+    for column, fmt in formats.items():
+        styled[column] = styled[column].map(lambda v, f=fmt: f.format(v))
+    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
+
+
+def show_source(obj) -> None:
+    """The package's own source of a function or class, as the reader would open it."""
+    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
+
+
+# %% [markdown]
+# ## 8.1 Where the weights come from
+#
+# Every picture in this chapter draws $\mathrm{softmax}(QK^\top/\sqrt{d_k})$ for one sentence: the
+# weights each query spreads over the keys, one row per query, in every head of every layer. Training
+# never computes them as a matrix: the fused kernel (chapter 01) goes from $Q$, $K$, $V$ to the output
+# without keeping them. `attention_maps` switches every attention module to the explicit path for one
+# forward pass and collects what it computed:
+
+# %%
+show_source(attention_maps)
+show_source(explicit_attention)
+
+# %% [markdown]
+# Three properties hold for every weight drawn below, and are checked here on two sentences of
+# different lengths batched together (so the shorter one is padded): each row is a probability
+# distribution, padding receives nothing, and a decoder position sees no later position.
+
+# %%
+pair = ["A man in a blue shirt is playing a guitar.", "Two dogs run."]
+ids = [tokenizer.encode(s) + [tokenizer.eos_id] for s in pair]
+width = max(map(len, ids))
+src = torch.tensor([row + [tokenizer.pad_id] * (width - len(row)) for row in ids])
+tgt = torch.tensor([[tokenizer.bos_id] + tokenizer.encode("Ein Mann spielt Gitarre.")] * 2)
+maps = attention_maps(model, src, tgt)
+for kind, layers in maps.items():
+    for w in layers:
+        assert torch.allclose(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5), kind
+        if kind != "decoder_self":
+            assert w[1, ..., len(ids[1]):].abs().max() == 0, "padding received attention"
+for w in maps["decoder_self"]:
+    assert torch.equal(w, w.tril()), "a decoder position saw a later one"
+print({kind: tuple(layers[0].shape) for kind, layers in maps.items()}, "(batch, heads, queries, keys) per layer")
+
+# %% [markdown]
+# `annotated_transformer.attention_figures.sentence_attention` runs this on one sentence (the
+# source ends in `</s>` as in training; the decoder reads the model's own greedy translation) and
+# keeps the weights as arrays of shape (layers, heads, queries, keys).
+#
+# ## 8.2 Figure 3: one word, every head
+#
+# The paper's sentence is news text. Our tokenizer learned its pieces from Multi30k captions, so
+# words that captions never use are spelled out of several pieces, and the model has never seen
+# them in context. The number of pieces per word says how foreign a sentence is to the model:
+
+# %%
+FIGURE3 = ("It is in this spirit that a majority of American governments have passed new laws since "
+           "2009 making the registration or voting process more difficult.")
+FIGURE4 = ("The Law will never be perfect, but its application should be just - this is what we are "
+           "missing, in my opinion.")
+test = load_parallel(settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang, data_dir)
+captions = list(test.src[:n_test])
+
+
+def pieces_per_word(sentences) -> float:
+    return sum(len(tokenizer.encode(s)) for s in sentences) / sum(len(s.split()) for s in sentences)
+
+
+domain = pd.DataFrame([
+    {"text": "Figure 3's sentence", "pieces per word": pieces_per_word([FIGURE3])},
+    {"text": "Figure 4's sentence", "pieces per word": pieces_per_word([FIGURE4])},
+    {"text": f"{len(captions)} test captions", "pieces per word": pieces_per_word(captions)},
+])
+show_table(domain, **{"pieces per word": "{:.2f}"})
+
+# %% [markdown]
+# The figure draws a line from the query on the left to each key on the right, one colour per
+# head, as opaque as the weight. The paper draws layer 5 of 6; the dropdown picks the layer, and
+# the last one is shown first. Multi-piece words are followed from their first piece.
+
+# %%
+paper3 = af.sentence_attention(model, tokenizer, FIGURE3)
+making = af.find_word(paper3.source_tokens, "making")
+viz.show(af.figure3(paper3, "making"))
+
+# %% [markdown]
+# How much of the weight of "making" lands on "more difficult", head by head, in the last layer,
+# beside what a head that spread its weight evenly over the sentence would give:
+
+# %%
+target = [i for i, t in enumerate(paper3.source_tokens)
+          if i >= af.find_word(paper3.source_tokens, "more") and i < af.find_word(paper3.source_tokens, ".")]
+last = paper3.layers - 1
+share = paper3.weights["encoder"][last][:, making][:, target].sum(-1)  # one value per head
+uniform = len(target) / len(paper3.source_tokens)
+show_table(pd.DataFrame({"head": range(1, paper3.heads + 1), "weight on 'more difficult'": share}),
+           **{"weight on 'more difficult'": "{:.3f}"})
+print(f"an even spread would give {uniform:.3f}; the heads' mean is {share.mean():.3f} "
+      f"and their largest {share.max():.3f} (paper: most heads of layer 5 put most of it there)")
+
+# %% [markdown]
+# ## 8.3 Figure 4: an anaphora, two heads
+#
+# The paper's Figure 4 shows heads 5 and 6 sending "its" to "Law". Our heads are numbered by
+# training, not by role, so this chapter picks its two heads by measurement: the two heads of the
+# last layer that put the most weight from "its" on "Law". Left, the first of them over the whole
+# sentence; right, "its" alone in each.
+
+# %%
+paper4 = af.sentence_attention(model, tokenizer, FIGURE4)
+its, law = af.find_word(paper4.source_tokens, "its"), af.find_word(paper4.source_tokens, "Law")
+on_law = paper4.weights["encoder"][last, :, its, law]
+chosen = [int(h) + 1 for h in np.argsort(-on_law)[:2]]
+viz.show(af.figure4(paper4, "its", heads=chosen))
+print(f"weight from 'its' to the first piece of 'Law', last layer, heads 1..{paper4.heads}: "
+      + ", ".join(f"{w:.3f}" for w in on_law) + f"; an even spread gives {1 / len(paper4.source_tokens):.3f}")
+
+# %% [markdown]
+# ## 8.4 Figure 5: two heads of one layer
+#
+# The paper's point in Figure 5 is that heads of one layer learn different jobs. The two heads shown
+# here are those of the last layer with the lowest and the highest entropy on Figure 4's sentence
+# (entropy in bits of a query's weights, averaged over the queries: 0 for a head that looks at one
+# word, $\log_2 n$ for one that spreads evenly over $n$).
+
+# %%
+stats4 = af.head_statistics(paper4)
+last_layer = stats4[(stats4.kind == "encoder") & (stats4.layer == paper4.layers)]
+sharp = int(last_layer.loc[last_layer["entropy (bits)"].idxmin(), "head"])
+broad = int(last_layer.loc[last_layer["entropy (bits)"].idxmax(), "head"])
+pair5 = (sharp, broad) if sharp != broad else (1, min(2, paper4.heads))
+viz.show(af.figure5(paper4, heads=pair5))
+print(f"entropy of heads {pair5[0]} and {pair5[1]}: "
+      + " and ".join(f"{last_layer.set_index('head').loc[h, 'entropy (bits)']:.2f}" for h in pair5)
+      + f" bits; an even spread over {len(paper4.source_tokens)} pieces is "
+      f"{math.log2(len(paper4.source_tokens)):.2f} bits")
+
+# %% [markdown]
+# ## 8.5 One number per head, over the test set
+#
+# A picture is one sentence; a measure can average many. For each head of each kind of attention,
+# over the first test captions: the entropy of its weights, and for self-attention the mean
+# distance it looks, $\sum_k w_{qk}\,|q-k|$ in pieces. The decoder reads the model's own greedy
+# translation of each caption.
+
+# %%
+frames = []
+for caption in captions:
+    one = af.sentence_attention(model, tokenizer, caption)
+    stats = af.head_statistics(one)
+    stats["even spread (bits)"] = [math.log2(len(one.tokens(k, "key"))) for k in stats["kind"]]
+    frames.append(stats)
+per_head = pd.concat(frames).groupby(["kind", "layer", "head"], sort=False).mean().reset_index()
+viz.show(af.head_statistics_chart(per_head))
+viz.show(af.head_statistics_chart(per_head, "mean distance"))
+
+# %%
+summary = per_head.groupby("kind", sort=False).agg(
+    heads=("head", "size"),
+    lowest_entropy=("entropy (bits)", "min"), highest_entropy=("entropy (bits)", "max"),
+    even_spread=("even spread (bits)", "mean"), mean_distance=("mean distance", "mean"),
+).reset_index()
+show_table(summary, lowest_entropy="{:.2f}", highest_entropy="{:.2f}", even_spread="{:.2f}",
+           mean_distance="{:.2f}")
+sharpest = per_head.loc[per_head["entropy (bits)"].idxmin()]
+assert (per_head["entropy (bits)"] <= per_head["even spread (bits)"] + 1e-6).all()  # no head beats uniform
+print(f"sharpest head: {sharpest['kind']} layer {sharpest['layer']} head {sharpest['head']}, "
+      f"{sharpest['entropy (bits)']:.2f} bits against {sharpest['even spread (bits)']:.2f} for an even spread")
+
+# %% [markdown]
+# How to read these numbers. A head whose entropy sits well below the even spread attends to a few
+# pieces; one close to it averages the sentence. A short mean distance marks a local head (the
+# neighbouring pieces, which in a BPE vocabulary are often the rest of the same word); a long one
+# looks across the sentence. What the paper shows, heads that resolve a pronoun or link a verb to
+# a distant complement, needs a model that has learned syntax from a large corpus of long
+# sentences. Multi30k captions are short (a dozen words) and rarely hold a pronoun whose referent
+# is far away, and the profile's model is small and briefly trained, so this chapter states the
+# measured shares and entropies above and claims no head's role beyond them. Under the `smoke`
+# profile the model has trained for a few dozen steps, and its heads are close to the even spread.
+#
+# ## 8.6 The explorer
+#
+# Every kind of attention, layer and head of one test caption, with the values on hover. It is
+# a single Vega-Lite chart: it needs no kernel, so it works here, in Jupyter, in Colab, and in
+# the static site. All heads of all layers of a long sentence are more rows than altair's 5,000
+# default and, as one JSON record per weight, megabytes of page. The explorer's data has one row
+# per (kind, layer, head, query) holding that query's weights as integer thousandths; the
+# dropdowns filter rows first and Vega's `flatten` unfolds only those, and the tokens travel once,
+# in a small lookup table.
+
+# %%
+example = af.sentence_attention(model, tokenizer, captions[0])
+explorer = af.explorer(example)
+viz.show(explorer)
+explorer_bytes = af.spec_size(explorer)
+pairs = sum(w.size for w in example.weights.values())
+print(f"'{captions[0]}': {pairs:,} weights in {explorer_bytes / 1024:.0f} KB of spec "
+      f"({explorer_bytes / pairs:.1f} bytes a weight)")
+
+# %% [markdown]
+# Any of these figures for any sentence and any checkpoint, as a self-contained HTML page, an SVG
+# or a PNG, offline:
+#
+# ```bash
+# python -m annotated_transformer attention --checkpoint runs/book-cpu/averaged.pt \
+#     --sentence "A man in a blue shirt is playing a guitar." --figure 3 --word guitar --out fig3.html
+# python -m annotated_transformer attention --checkpoint runs/book-cpu/averaged.pt \
+#     --sentence "Two dogs run through the snow." --figure explorer --out explorer.html
+# ```
+#
+# ## 8.7 The `gpu` model, when it exists
+#
+# The `gpu` profile trains the same architecture longer, on a GPU. When this clone holds its
+# checkpoint, its Figure 3 and its per-head entropies are drawn here as well.
+
+# %%
+other = pathlib.Path(compare_checkpoint) if compare_checkpoint else repo / "runs" / "book-gpu" / "averaged.pt"
+compared = None
+if settings.name != "gpu" and other.is_file():
+    gpu_model, gpu_tokenizer = model_from_checkpoint(other, "cpu")
+    gpu3 = af.sentence_attention(gpu_model, gpu_tokenizer, FIGURE3)
+    viz.show(af.figure3(gpu3, "making"))
+    gpu_stats = af.head_statistics(gpu3)
+    compared = float(gpu_stats[gpu_stats.kind == "encoder"]["entropy (bits)"].mean())
+    print(f"{other.name} of the gpu run: mean encoder entropy on Figure 3's sentence {compared:.2f} bits")
+else:
+    shown = other.relative_to(repo) if other.is_relative_to(repo) else other
+    print(f"no other checkpoint to compare ({shown} is absent, or this is the gpu profile)")
+
+# %% [markdown]
+# ## 8.8 Translation in this page
+#
+# `python -m annotated_transformer export-onnx` writes the model as two ONNX graphs: the encoder,
+# and one decoder step. The step recomputes the whole German prefix each time instead of carrying a
+# key-value cache: a cache would add two inputs and two outputs per layer and a position offset,
+# while recomputation is the same function the decoding tests already check against the cache
+# (`use_cache=False`), and for a caption of twenty pieces it costs milliseconds. Both graphs also
+# output their attention weights, which the page draws.
+#
+# Before the page uses them, the exported graphs translate test captions with onnxruntime in
+# Python, and must produce the PyTorch model's tokens exactly:
+
+# %%
+from annotated_transformer.onnx_export import OnnxTranslator, export_onnx  # needs `pip install onnx`
+
+web_dir = run_dir / "web"
+written = export_onnx(checkpoint, web_dir)
+translator = OnnxTranslator(web_dir)
+checked = captions[: min(8, len(captions))]
+for caption in checked:
+    src_ids = tokenizer.encode(caption) + [tokenizer.eos_id]
+    limit = len(src_ids) + 50
+    expected = greedy_decode(model, torch.tensor([src_ids]), limit)[0].tolist()
+    expected = [t for t in expected if t != tokenizer.pad_id]
+    assert translator.greedy(src_ids, limit) == expected, caption
+model_bytes = sum(p.stat().st_size for p in written.values())
+print(f"the ONNX model gives the PyTorch tokens on {len(checked)} test captions; "
+      f"its files: {model_bytes / 1e6:.1f} MB ("
+      + ", ".join(f"{p.name} {p.stat().st_size / 1e6:.2f} MB" for p in written.values()) + ")")
+
+# %% [markdown]
+# The page runs those graphs with onnxruntime-web's WebAssembly build (served from the site, about
+# 14 MB, fetched once by the browser), encodes the English with the tokenizer's pieces and scores
+# (sentencepiece's BPE rule, written in JavaScript in `_static/live-translate.js` and tested against
+# sentencepiece), and decodes greedily. Type a sentence and press Enter. The picture under the
+# translation is the encoder-decoder attention of the layer and head you pick. In a notebook the
+# widget has nothing to load its files from; it runs on the built site (`python -m
+# annotated_transformer book` copies the model next to the page).
+
+# %%
+if viz.in_book_build():
+    display(HTML(live_page.widget_html("../_static", captions[0])))
+else:
+    print("the live translation runs on the built site; here, the same model through onnxruntime:")
+    print(tokenizer.decode(translator.greedy(tokenizer.encode(captions[0]) + [tokenizer.eos_id], 60)))
+
+# %% [markdown]
+# ## 8.9 Results
+
+# %%
+metrics = {
+    "checkpoint": str(checkpoint.name),
+    "figure3_share_on_more_difficult": {"mean": float(share.mean()), "max": float(share.max()),
+                                        "even_spread": uniform},
+    "figure4_weight_its_to_law": [float(w) for w in on_law],
+    "figure4_heads": chosen, "figure5_heads": list(pair5),
+    "pieces_per_word": dict(zip(domain["text"], domain["pieces per word"].astype(float))),
+    "test_captions": len(captions),
+    "per_head": per_head.to_dict(orient="records"),
+    "explorer_spec_bytes": explorer_bytes,
+    "onnx_model_bytes": model_bytes,
+    "gpu_mean_entropy_figure3": compared,
+}
+results.write_result("attention_figures", metrics, profile=settings.name, config=config,
+                     wall_time_s=time.perf_counter() - chapter_start, device="cpu")
+back = results.read_result("attention_figures", settings.name)["metrics"]
+assert back["figure4_heads"] == chosen and back["explorer_spec_bytes"] == explorer_bytes
+print(f"wrote results/{settings.name}/attention_figures.json in {time.perf_counter() - chapter_start:.0f} s")
