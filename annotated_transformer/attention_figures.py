@@ -31,6 +31,7 @@ KIND_TITLES = {"encoder": "encoder self-attention", "decoder_self": "decoder sel
                "decoder_cross": "encoder-decoder attention"}
 FIGURES = ("3", "4", "5", "explorer")
 _HEAD_COLOURS = "category10"
+_SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
 
 
 @dataclass
@@ -138,13 +139,17 @@ def _check_heads(data: SentenceAttention, heads: Sequence[int]) -> list[int]:
 
 
 def find_word(tokens: Sequence[str], word: str) -> int:
-    """Index of the first piece that is `word` or starts it (pieces carry sentencepiece's "▁")."""
+    """Index of the first piece of `word` in a sentence's pieces.
+
+    A word is the run of pieces from one that starts with sentencepiece's "▁" to the next such
+    piece; `word` matches it with surrounding punctuation ignored ("Law" matches "▁La", "w", ",").
+    """
     wanted = word.strip().lstrip("▁")
-    for i, piece in enumerate(tokens):
-        if piece.lstrip("▁") == wanted:
-            return i
-    for i, piece in enumerate(tokens):
-        if wanted and piece.lstrip("▁") and wanted.startswith(piece.lstrip("▁")) and piece.startswith("▁"):
+    starts = [i for i, piece in enumerate(tokens) if piece.startswith("▁") or piece in _SPECIAL_PIECES] or [0]
+    for n, i in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(tokens)
+        text = "".join(tokens[i:end]).lstrip("▁")
+        if wanted and (text == wanted or text.strip(".,;:!?'\"()-") == wanted):
             return i
     shown = " ".join(t.lstrip("▁") for t in tokens)
     raise ValueError(f"the word {word!r} is not in the sentence's pieces: {shown}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from annotated_transformer import results
+from annotated_transformer import live_page, results
 from annotated_transformer.devices import resolve_device
 from annotated_transformer.profiles import PROFILE_NAMES, get_profile
 
@@ -377,6 +377,9 @@ def run_book(
         return book
     if build:
         stage_site(executed_dir, root=root, log=log, notes=book.notes)
+        for note in live_page.stage_for_site(executed_dir, profile, root):  # chapter 08's model and runtime
+            log(f"site: {note}")
+            book.notes.append(note)
         book.site = build_site(executed_dir, output_dir / "html", log=log)
     return book
 

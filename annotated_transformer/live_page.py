@@ -117,3 +117,20 @@ def widget_html(static_url: str = "../_static", example: str = "A man in a blue 
         '<div class="at-live-chart"></div></div>\n'
         f'<script src="{html.escape(static_url)}/{SCRIPT_NAME}"></script>'
     )
+
+
+def stage_for_site(stage_dir: str | os.PathLike, profile: str, root: str | os.PathLike) -> list[str]:
+    """Put chapter 08's live translation into a staged site: the export that chapter wrote under
+    `runs/book-<profile>/web/`, onnxruntime-web and the widget's script. Returns notes for the
+    build's log (what was copied and its size, or why the page's widget will not load)."""
+    export = Path(root) / "runs" / f"book-{profile}" / "web"
+    if not (export / "model.json").is_file():
+        return [(f"live translation: no export in {export} (chapter 08 writes it under this profile); "
+                 "the page's widget will say it cannot load its model")]
+    try:
+        sizes = stage_live_assets(Path(stage_dir) / "_static", export)
+    except OSError as error:
+        return [f"live translation left out of the site: {error}"]
+    total = sum(sizes.values())
+    return [f"live translation: {total / 1e6:.1f} MB in _static (" +
+            ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in sizes.items()) + ")"]

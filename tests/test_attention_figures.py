@@ -170,3 +170,11 @@ def test_explorer_dropdown_redraws_in_chromium(checkpoint, tmp_path):
         assert after != before
         shot = REPO / "results" / "smoke" / "screenshots" / "attention_explorer.png"
         page.screenshot(shot)
+
+
+def test_find_word_follows_whole_words_not_prefixes():
+    pieces = ["▁ma", "j", "ority", "▁ma", "king", "▁the", "▁La", "w", ",", "▁its"]
+    assert af.find_word(pieces, "making") == 3
+    assert af.find_word(pieces, "Law") == 6 and af.find_word(pieces, "its") == 9
+    with pytest.raises(ValueError, match="not in the sentence"):
+        af.find_word(pieces, "ma")
