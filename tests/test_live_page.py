@@ -57,7 +57,7 @@ def site(tmp_path_factory):
 
 
 def test_live_page_translates_a_typed_sentence(site):
-    root, checkpoint, url = site
+    _, checkpoint, url = site
     model, tokenizer = model_from_checkpoint(checkpoint)
     with Browser(find_chromium()) as page:
         page.open(url)
@@ -84,3 +84,27 @@ def test_live_page_translates_a_typed_sentence(site):
     expected = greedy_decode(model, torch.tensor([ids]), len(ids) + 50)[0]
     assert text == tokenizer.decode(expected)
     assert page_ms / 1000 <= seconds + 1
+
+
+def test_missing_runtime_offline_fails_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("AT_ORT_WEB_DIR", str(tmp_path / "empty"))
+    monkeypatch.setattr(live_page, "ORT_WEB_URL", "http://127.0.0.1:9/onnxruntime-web.tgz")  # nothing listens
+    with pytest.raises(FileNotFoundError, match="run scripts/setup.sh"):
+        live_page.onnxruntime_web_files(download=False)
+    with pytest.raises(OSError, match="could not be downloaded .* connect to the network once"):
+        live_page.onnxruntime_web_files()
+
+
+def test_a_changed_tarball_is_refused(tmp_path, monkeypatch):
+    tarball = tmp_path / "ort.tgz"
+    tarball.write_bytes(b"not the published package")
+    monkeypatch.setenv("AT_ORT_WEB_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(live_page, "ORT_WEB_URL", tarball.as_uri())
+    with pytest.raises(OSError, match="does not match the pinned sha512"):
+        live_page.onnxruntime_web_files()
+    assert not (tmp_path / "cache").exists()
+
+
+def test_site_without_export_gets_a_note(tmp_path):
+    notes = live_page.stage_for_site(tmp_path / "stage", "nosuchprofile", tmp_path)
+    assert len(notes) == 1 and "no export" in notes[0]
