@@ -80,3 +80,15 @@ def test_export_refuses_a_file_as_folder(exported, tmp_path, capsys):
     file.write_text("x")
     assert main(["export-onnx", "--checkpoint", str(checkpoint), "--out", str(file)]) == 1
     assert "is a file: name a folder" in capsys.readouterr().err
+
+
+def test_quantized_export_is_smaller_and_decodes(exported, tmp_path):
+    checkpoint, folder = exported
+    small = tmp_path / "int8"
+    assert main(["export-onnx", "--checkpoint", str(checkpoint), "--out", str(small), "--quantize"]) == 0
+    for name in ("encoder.onnx", "decoder.onnx"):
+        assert (small / name).stat().st_size < (folder / name).stat().st_size
+    assert not list(small.glob("*.float32.onnx"))
+    _, tokenizer = model_from_checkpoint(checkpoint)
+    tokens = OnnxTranslator(small).greedy(tokenizer.encode(SENTENCES[1]) + [tokenizer.eos_id], 20)
+    assert tokens[0] == tokenizer.bos_id and len(tokens) >= 2

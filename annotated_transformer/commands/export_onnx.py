@@ -17,6 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--checkpoint", required=True, help="a .pt file written by `train` or `average`")
     parser.add_argument("--out", required=True, help="folder to write (created when missing)")
+    parser.add_argument("--quantize", action="store_true",
+                        help="int8 weight matrices: about 4x smaller files; tokens may differ from PyTorch's")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         import onnx  # noqa: F401  (torch's exporter needs it)
     except ImportError:
         raise OSError("export-onnx needs the onnx package: pip install onnx onnxruntime") from None
-    written = export_onnx(args.checkpoint, out)
+    written = export_onnx(args.checkpoint, out, quantize=args.quantize)
     for path in written.values():
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     return 0
