@@ -243,7 +243,7 @@ def figure3(data: SentenceAttention, word: str, *, kind: str = "encoder", layer:
         x=alt.X("x:Q", scale=x), y=alt.Y("i:Q", scale=y, sort="descending"), text="token:N")
     return alt.layer(rules, left_text, right_text).properties(
         width=260, height=16 * n,
-        title=f"Figure 3: attention of '{queries[q].replace('▁', '')}' in every head ({KIND_TITLES[kind]})")
+        title=f"Figure 3: attention of '{word}' in every head ({KIND_TITLES[kind]})")
 
 
 def figure4(data: SentenceAttention, word: str, *, kind: str = "encoder", layer: int | None = None,
@@ -258,7 +258,7 @@ def figure4(data: SentenceAttention, word: str, *, kind: str = "encoder", layer:
     w = data.weights[kind][li]
     full = lines_chart(w, queries, keys, [h[0]], title=f"layer {li + 1}, head {h[0] + 1}: every word")
     alone = [lines_chart(w, queries, keys, [head], queries=[q], threshold=0.0, width=160,
-                         title=f"head {head + 1}: '{queries[q].replace('▁', '')}' only") for head in h]
+                         title=f"head {head + 1}: '{word}' only") for head in h]
     return alt.hconcat(full, *alone).resolve_scale(color="shared").properties(
         title=f"Figure 4: {KIND_TITLES[kind]}, layer {li + 1}")
 

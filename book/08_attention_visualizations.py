@@ -86,14 +86,14 @@ repo = results.repo_root() or pathlib.Path.cwd()
 run_dir = repo / "runs" / f"book-{settings.name}"
 checkpoint = pathlib.Path(checkpoint) if checkpoint else run_dir / "averaged.pt"
 if not checkpoint.is_file():
-    raise FileNotFoundError(f"no checkpoint at {checkpoint}: run chapter 04 under profile {settings.name!r} "
-                            "first, or pass checkpoint=<a .pt file written by train>")
+    raise FileNotFoundError(f"no checkpoint at {checkpoint}: run chapter 04 under profile "
+                            f"{settings.name!r} first, or pass checkpoint=<a .pt file from train>")
 model, tokenizer = model_from_checkpoint(checkpoint, "cpu")
 config = model.config
 n_test = int(test_sentences or 64)
 print(f"{checkpoint.relative_to(repo) if checkpoint.is_relative_to(repo) else checkpoint}: "
-      f"{config.encoder_layers} encoder and {config.decoder_layers} decoder layers, {config.n_heads} heads, "
-      f"d_model={config.d_model}, {tokenizer.vocab_size} shared pieces")
+      f"{config.encoder_layers} encoder and {config.decoder_layers} decoder layers, "
+      f"{config.n_heads} heads, d_model={config.d_model}, {tokenizer.vocab_size} shared pieces")
 
 
 def show_table(df: pd.DataFrame, **formats) -> None:
@@ -141,7 +141,8 @@ for kind, layers in maps.items():
             assert w[1, ..., len(ids[1]):].abs().max() == 0, "padding received attention"
 for w in maps["decoder_self"]:
     assert torch.equal(w, w.tril()), "a decoder position saw a later one"
-print({kind: tuple(layers[0].shape) for kind, layers in maps.items()}, "(batch, heads, queries, keys) per layer")
+print({kind: tuple(layers[0].shape) for kind, layers in maps.items()},
+      "(batch, heads, queries, keys) per layer")
 
 # %% [markdown]
 # `annotated_transformer.attention_figures.sentence_attention` runs this on one sentence (the
@@ -155,11 +156,12 @@ print({kind: tuple(layers[0].shape) for kind, layers in maps.items()}, "(batch, 
 # them in context. The number of pieces per word says how foreign a sentence is to the model:
 
 # %%
-FIGURE3 = ("It is in this spirit that a majority of American governments have passed new laws since "
-           "2009 making the registration or voting process more difficult.")
-FIGURE4 = ("The Law will never be perfect, but its application should be just - this is what we are "
-           "missing, in my opinion.")
-test = load_parallel(settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang, data_dir)
+FIGURE3 = ("It is in this spirit that a majority of American governments have passed new laws "
+           "since 2009 making the registration or voting process more difficult.")
+FIGURE4 = ("The Law will never be perfect, but its application should be just - this is what we "
+           "are missing, in my opinion.")
+test = load_parallel(settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang,
+                     data_dir)
 captions = list(test.src[:n_test])
 
 
@@ -190,7 +192,8 @@ viz.show(af.figure3(paper3, "making"))
 
 # %%
 more = af.find_word(paper3.source_tokens, "more")  # "more difficult" runs to the final full stop
-target = [i for i in range(more, len(paper3.source_tokens) - 1) if paper3.source_tokens[i].strip("▁") != "."]
+target = [i for i in range(more, len(paper3.source_tokens) - 1)
+          if paper3.source_tokens[i].strip("▁") != "."]
 last = paper3.layers - 1
 share = paper3.weights["encoder"][last][:, making][:, target].sum(-1)  # one value per head
 uniform = len(target) / len(paper3.source_tokens)
@@ -214,7 +217,8 @@ on_law = paper4.weights["encoder"][last, :, its, law]
 chosen = [int(h) + 1 for h in np.argsort(-on_law)[:2]]
 viz.show(af.figure4(paper4, "its", heads=chosen))
 print(f"weight from 'its' to the first piece of 'Law', last layer, heads 1..{paper4.heads}: "
-      + ", ".join(f"{w:.3f}" for w in on_law) + f"; an even spread gives {1 / len(paper4.source_tokens):.3f}")
+      + ", ".join(f"{w:.3f}" for w in on_law)
+      + f"; an even spread gives {1 / len(paper4.source_tokens):.3f}")
 
 # %% [markdown]
 # ## 8.4 Figure 5: two heads of one layer
@@ -264,9 +268,11 @@ summary = per_head.groupby("kind", sort=False).agg(
 show_table(summary, lowest_entropy="{:.2f}", highest_entropy="{:.2f}", even_spread="{:.2f}",
            mean_distance="{:.2f}")
 sharpest = per_head.loc[per_head["entropy (bits)"].idxmin()]
-assert (per_head["entropy (bits)"] <= per_head["even spread (bits)"] + 1e-6).all()  # no head beats uniform
+# no head can spread wider than uniform
+assert (per_head["entropy (bits)"] <= per_head["even spread (bits)"] + 1e-6).all()
 print(f"sharpest head: {sharpest['kind']} layer {sharpest['layer']} head {sharpest['head']}, "
-      f"{sharpest['entropy (bits)']:.2f} bits against {sharpest['even spread (bits)']:.2f} for an even spread")
+      f"{sharpest['entropy (bits)']:.2f} bits against {sharpest['even spread (bits)']:.2f} "
+      "for an even spread")
 
 # %% [markdown]
 # How to read these numbers. A head whose entropy sits well below the even spread attends to a few
@@ -303,10 +309,13 @@ print(f"'{captions[0]}': {pairs:,} weights in {explorer_bytes / 1024:.0f} KB of 
 # or a PNG, offline:
 #
 # ```bash
-# python -m annotated_transformer attention --checkpoint runs/book-cpu/averaged.pt \
-#     --sentence "A man in a blue shirt is playing a guitar." --figure 3 --word guitar --out fig3.html
-# python -m annotated_transformer attention --checkpoint runs/book-cpu/averaged.pt \
-#     --sentence "Two dogs run through the snow." --figure explorer --out explorer.html
+# CKPT=runs/book-cpu/averaged.pt
+# python -m annotated_transformer attention --checkpoint $CKPT \
+#     --sentence "A man in a blue shirt is playing a guitar." \
+#     --figure 3 --word guitar --out fig3.html
+# python -m annotated_transformer attention --checkpoint $CKPT \
+#     --sentence "Two dogs run through the snow." --figure explorer --out explorer.svg
+# python -m annotated_transformer export-onnx --checkpoint $CKPT --out web-model/
 # ```
 #
 # ## 8.7 The `gpu` model, when it exists
@@ -315,7 +324,8 @@ print(f"'{captions[0]}': {pairs:,} weights in {explorer_bytes / 1024:.0f} KB of 
 # checkpoint, its Figure 3 and its per-head entropies are drawn here as well.
 
 # %%
-other = pathlib.Path(compare_checkpoint) if compare_checkpoint else repo / "runs" / "book-gpu" / "averaged.pt"
+other = repo / "runs" / "book-gpu" / "averaged.pt"
+other = pathlib.Path(compare_checkpoint) if compare_checkpoint else other
 compared = None
 if settings.name != "gpu" and other.is_file():
     gpu_model, gpu_tokenizer = model_from_checkpoint(other, "cpu")
@@ -323,7 +333,8 @@ if settings.name != "gpu" and other.is_file():
     viz.show(af.figure3(gpu3, "making"))
     gpu_stats = af.head_statistics(gpu3)
     compared = float(gpu_stats[gpu_stats.kind == "encoder"]["entropy (bits)"].mean())
-    print(f"{other.name} of the gpu run: mean encoder entropy on Figure 3's sentence {compared:.2f} bits")
+    print(f"{other.name} of the gpu run: mean encoder entropy on Figure 3's sentence "
+          f"{compared:.2f} bits")
 else:
     shown = other.relative_to(repo) if other.is_relative_to(repo) else other
     print(f"no other checkpoint to compare ({shown} is absent, or this is the gpu profile)")
@@ -342,7 +353,8 @@ else:
 # Python, and must produce the PyTorch model's tokens exactly:
 
 # %%
-from annotated_transformer.onnx_export import OnnxTranslator, export_onnx  # needs `pip install onnx`
+# needs `pip install onnx onnxruntime`
+from annotated_transformer.onnx_export import OnnxTranslator, export_onnx
 
 web_dir = run_dir / "web"
 written = export_onnx(checkpoint, web_dir)
@@ -371,10 +383,11 @@ small_translator = OnnxTranslator(small_dir)
 agree = 0
 for caption in checked:
     src_ids = tokenizer.encode(caption) + [tokenizer.eos_id]
-    agree += small_translator.greedy(src_ids, len(src_ids) + 50) == translator.greedy(src_ids, len(src_ids) + 50)
+    limit = len(src_ids) + 50
+    agree += small_translator.greedy(src_ids, limit) == translator.greedy(src_ids, limit)
 small_bytes = sum(p.stat().st_size for p in small.values())
-print(f"int8: {small_bytes / 1e6:.1f} MB against {model_bytes / 1e6:.1f} MB; the same tokens as float32 on "
-      f"{agree} of {len(checked)} captions. The page below loads the float32 export.")
+print(f"int8: {small_bytes / 1e6:.1f} MB against {model_bytes / 1e6:.1f} MB; the same tokens as "
+      f"float32 on {agree} of {len(checked)} captions. The page below loads the float32 export.")
 
 # %% [markdown]
 # The page runs those graphs with onnxruntime-web's WebAssembly build (served from the site, about
@@ -390,7 +403,8 @@ if viz.in_book_build():
     display(HTML(live_page.widget_html("../_static", captions[0])))
 else:
     print("the live translation runs on the built site; here, the same model through onnxruntime:")
-    print(tokenizer.decode(translator.greedy(tokenizer.encode(captions[0]) + [tokenizer.eos_id], 60)))
+    first = tokenizer.encode(captions[0]) + [tokenizer.eos_id]
+    print(tokenizer.decode(translator.greedy(first, len(first) + 50)))
 
 # %% [markdown]
 # ## 8.9 Results
@@ -414,4 +428,5 @@ results.write_result("attention_figures", metrics, profile=settings.name, config
                      wall_time_s=time.perf_counter() - chapter_start, device="cpu")
 back = results.read_result("attention_figures", settings.name)["metrics"]
 assert back["figure4_heads"] == chosen and back["explorer_spec_bytes"] == explorer_bytes
-print(f"wrote results/{settings.name}/attention_figures.json in {time.perf_counter() - chapter_start:.0f} s")
+elapsed = time.perf_counter() - chapter_start
+print(f"wrote results/{settings.name}/attention_figures.json in {elapsed:.0f} s")
