@@ -213,7 +213,7 @@
       input.addEventListener("keydown", function (e) { if (e.key === "Enter") go(); });
     }).catch(function (err) {
       status.textContent = "the model could not be loaded: " + err +
-        " (the page must be served over http(s), with the files of `export-onnx` in _static/live-model/)";
+        " (the page must be served over http(s), with the files of `export-onnx` in the site's live/model/)";
       box.setAttribute("data-state", "error");
     });
   }

@@ -6,7 +6,8 @@ only the WebAssembly runtime is kept (`ort.wasm.min.js`, its `.mjs` loader and t
 about 14 MB) under `.cache/onnxruntime-web-<version>/` in the clone. Offline and without that
 folder, `onnxruntime_web_files` says how to get it.
 
-The widget itself is `_static/live-translate.js`: a sentencepiece BPE encoder over the exported
+In a built site the runtime and the model sit in `live/` at the site's root, and the widget
+itself is `_static/live-translate.js`: a sentencepiece BPE encoder over the exported
 pieces and scores, greedy decoding with the encoder and decoder graphs, and a Vega-Lite heatmap of
 the encoder-decoder attention.
 """
@@ -29,9 +30,12 @@ ORT_WEB_URL = f"https://registry.npmjs.org/onnxruntime-web/-/onnxruntime-web-{OR
 # The WebAssembly backend only (no WebGPU or WebGL builds): one script, its loader and the binary.
 ORT_WEB_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 
-SCRIPT_NAME = "live-translate.js"
-SITE_RUNTIME = "vendor/onnxruntime-web"  # under the site's _static
-SITE_MODEL = "live-model"  # under the site's _static
+SCRIPT_NAME = "live-translate.js"  # in the site's _static
+# The runtime and the model go to the site's root folder `live/` (through `_extra`), not to
+# `_static`: Jupyter Book puts every .js under _static into every page's head.
+SITE_LIVE = "live"
+SITE_RUNTIME = "onnxruntime-web"  # under live/
+SITE_MODEL = "model"  # under live/
 
 
 def _repo_root() -> Path:
@@ -78,14 +82,14 @@ def onnxruntime_web_files(download: bool = True) -> Path:
     return folder
 
 
-def stage_live_assets(static_dir: str | os.PathLike, model_dir: str | os.PathLike | None,
-                      *, download: bool = True) -> dict[str, int]:
-    """Copy the widget's script, onnxruntime-web and (when given) an `export_onnx` folder into a
-    site's `_static`; returns the bytes of each part, which is what a reader downloads."""
-    static = Path(static_dir)
+def stage_live_assets(static_dir: str | os.PathLike, live_dir: str | os.PathLike,
+                      model_dir: str | os.PathLike | None, *, download: bool = True) -> dict[str, int]:
+    """Copy the widget's script into `static_dir`, and onnxruntime-web and (when given) an
+    `export_onnx` folder into `live_dir`; returns the bytes of each part, what a reader downloads."""
+    static, live = Path(static_dir), Path(live_dir)
     static.mkdir(parents=True, exist_ok=True)
     shutil.copy2(_repo_root() / "_static" / SCRIPT_NAME, static / SCRIPT_NAME)
-    runtime = static / SITE_RUNTIME
+    runtime = live / SITE_RUNTIME
     runtime.mkdir(parents=True, exist_ok=True)
     source = onnxruntime_web_files(download=download)
     for name in (*ORT_WEB_FILES, "VERSION"):
@@ -94,7 +98,7 @@ def stage_live_assets(static_dir: str | os.PathLike, model_dir: str | os.PathLik
     sizes = {"script": (static / SCRIPT_NAME).stat().st_size,
              "onnxruntime-web": sum((runtime / n).stat().st_size for n in ORT_WEB_FILES)}
     if model_dir is not None:
-        target = static / SITE_MODEL
+        target = live / SITE_MODEL
         shutil.copytree(model_dir, target, dirs_exist_ok=True)
         for path in target.iterdir():
             path.chmod(0o644)  # the export writes private files; a web server must read them
@@ -102,20 +106,21 @@ def stage_live_assets(static_dir: str | os.PathLike, model_dir: str | os.PathLik
     return sizes
 
 
-def widget_html(static_url: str = "../_static", example: str = "A man in a blue shirt is playing a guitar.") -> str:
-    """The page's translation box; `static_url` is the site's `_static` seen from the page."""
-    static_url = static_url.rstrip("/")
+def widget_html(static_url: str = "../_static", live_url: str = f"../{SITE_LIVE}",
+                example: str = "A man in a blue shirt is playing a guitar.") -> str:
+    """The page's translation box; `static_url` and `live_url` are the site's `_static` and
+    `live` folders seen from the page."""
+    static_url, live_url = html.escape(static_url.rstrip("/")), html.escape(live_url.rstrip("/"))
     return (
-        f'<div class="at-live" data-static="{html.escape(static_url)}" '
-        f'data-model="{html.escape(static_url)}/{SITE_MODEL}/" '
-        f'data-runtime="{html.escape(static_url)}/{SITE_RUNTIME}/">'
+        f'<div class="at-live" data-model="{live_url}/{SITE_MODEL}/" '
+        f'data-runtime="{live_url}/{SITE_RUNTIME}/">'
         f'<input class="at-live-input" type="text" size="60" value="{html.escape(example)}" '
         'aria-label="English sentence">'
         '<button class="at-live-go" type="button">Translate</button>'
         '<div class="at-live-status">loading the model...</div>'
         '<div class="at-live-output" lang="de"></div>'
         '<div class="at-live-chart"></div></div>\n'
-        f'<script src="{html.escape(static_url)}/{SCRIPT_NAME}"></script>'
+        f'<script src="{static_url}/{SCRIPT_NAME}"></script>'
     )
 
 
@@ -128,9 +133,9 @@ def stage_for_site(stage_dir: str | os.PathLike, profile: str, root: str | os.Pa
         return [(f"live translation: no export in {export} (chapter 08 writes it under this profile); "
                  "the page's widget will say it cannot load its model")]
     try:
-        sizes = stage_live_assets(Path(stage_dir) / "_static", export)
+        sizes = stage_live_assets(Path(stage_dir) / "_static", Path(stage_dir) / "_extra" / SITE_LIVE, export)
     except OSError as error:
         return [f"live translation left out of the site: {error}"]
     total = sum(sizes.values())
-    return [f"live translation: {total / 1e6:.1f} MB in _static (" +
+    return [f"live translation: {total / 1e6:.1f} MB in _static and {SITE_LIVE}/ (" +
             ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in sizes.items()) + ")"]
