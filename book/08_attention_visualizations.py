@@ -400,7 +400,7 @@ print(f"int8: {small_bytes / 1e6:.1f} MB against {model_bytes / 1e6:.1f} MB; the
 
 # %%
 if viz.in_book_build():
-    display(HTML(live_page.widget_html("../_static", captions[0])))
+    display(HTML(live_page.widget_html("../_static", "../live", captions[0])))
 else:
     print("the live translation runs on the built site; here, the same model through onnxruntime:")
     first = tokenizer.encode(captions[0]) + [tokenizer.eos_id]
