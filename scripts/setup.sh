@@ -43,6 +43,11 @@ echo "[setup] installing requirements and the package (editable)"
 # The papermill runner executes chapters with this venv's interpreter.
 "$PY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (annotated-transformer)" >/dev/null
 
+# onnxruntime-web's WebAssembly runtime for chapter 08's live page, from the npm registry (no npm needed),
+# checked against its pinned sha512 into .cache/; the book build fetches it too when it is missing.
+"$PY" -c "from annotated_transformer.live_page import onnxruntime_web_files as f; print('[setup] onnxruntime-web in', f())" \
+  || echo "[setup] could not fetch onnxruntime-web: chapter 08's live translation and its test will be skipped"
+
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "[setup] installing Debian's chromium for the browser test"
