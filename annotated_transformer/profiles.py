@@ -31,12 +31,21 @@ class BookScales:
         table3_steps: optimizer steps per Table 3 row.
         parsing_steps: optimizer steps of the parsing model (chapter 07).
         minutes: what the whole book should take under this profile.
+        table3_seeds: seeds (training runs) per Table 3 row.
+        table3_width_divisor, table3_depth_divisor: the Table 3 rows are the paper's configurations with
+            every width (d_model, d_ff, d_k, d_v) and every depth divided by these (1 and 1: the paper's).
+        table3_batch_tokens, table3_vocab_size: the rows' batches and shared vocabulary (None: the profile's).
     """
 
     table3_rows: tuple[str, ...]
     table3_steps: int
     parsing_steps: int
     minutes: float
+    table3_seeds: int = 1
+    table3_width_divisor: int = 1
+    table3_depth_divisor: int = 1
+    table3_batch_tokens: int | None = None
+    table3_vocab_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +151,9 @@ PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
         description="CI and tests: a tiny model on 2,000 Multi30k pairs, every chapter in minutes on 2 cores",
-        book=BookScales(table3_rows=("base", "A1", "C1"), table3_steps=5, parsing_steps=10, minutes=10),
+        book=BookScales(table3_rows=("base", "A1", "C1"), table3_steps=5, parsing_steps=10, minutes=10,
+                        table3_seeds=2, table3_width_divisor=8, table3_depth_divisor=2,
+                        table3_batch_tokens=256),
         max_train_pairs=2000, max_valid_pairs=200, vocab_size=1000, preset="tiny",
         model_overrides=dict(dropout=0.1), batch_tokens=1024, peak_lr=2e-3, warmup_steps=50,
         max_steps=60, log_every=10, eval_every=30, save_every_steps=20, save_every_minutes=None,
@@ -151,7 +162,11 @@ PROFILES: dict[str, Profile] = {
     "cpu": Profile(
         name="cpu",
         description="a laptop or a 2-core machine: Multi30k EN->DE in 15 minutes of training",
-        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=150, parsing_steps=600, minutes=45),
+        # Table 3 (chapter 06): 40 runs in about 6 minutes of the chapter's 8: widths / 8 and depths / 2
+        # (base: 3 layers, d_model 64), a 2,000-piece vocabulary and small batches (more updates per second).
+        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=200, parsing_steps=600, minutes=45,
+                        table3_seeds=2, table3_width_divisor=8, table3_depth_divisor=2,
+                        table3_batch_tokens=256, table3_vocab_size=2000),
         vocab_size=8000, preset="base", model_overrides=_CPU_MODEL,
         # 1,024-token batches: twice the updates of 2,048 in the same 15 minutes, the biggest single gain.
         batch_tokens=1024, accumulation=1, peak_lr=2e-3, warmup_steps=400,
@@ -162,7 +177,9 @@ PROFILES: dict[str, Profile] = {
     "gpu": Profile(
         name="gpu",
         description="one GPU or Colab: Multi30k EN->DE, 100 epochs (about 7 minutes on an H100)",
-        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=20_000, parsing_steps=20_000, minutes=90),
+        # Table 3: 40 runs of 3,000 steps at half the paper's widths and depths (base: 3 layers, d_model 256).
+        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=3_000, parsing_steps=20_000, minutes=90,
+                        table3_seeds=2, table3_width_divisor=2, table3_depth_divisor=2),
         vocab_size=8000, preset="base", model_overrides=_GPU_MODEL,
         # 134 steps per epoch at 4k tokens.
         batch_tokens=4096, accumulation=1, peak_lr=5e-3, warmup_steps=2000,

@@ -13,29 +13,36 @@
 # ---
 
 # %% [markdown]
-# # Model variations
+# # 6. Model variations (section 6.2, Table 3)
 #
 # [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/06_model_variations.ipynb)
 #
-# ```{note}
-# This chapter is a placeholder: its content arrives with the **model-variations** issue. The
-# cells below only read the run's parameters, so the book runner and the tests treat it like any
-# other chapter.
-# ```
+# Which of the Transformer's design choices matter? Section 6.2 of the paper
+# {cite:p}`vaswani2017attention` answers with an ablation: starting from the base model, it changes
+# one thing at a time and reports, for each variant, the perplexity per subword and the BLEU score
+# on the English-German development set (newstest2013), and the parameter count. Table 3 has twenty
+# rows in six groups:
 #
-# Which design choices matter: every row of Table 3, trained at the profile's scale. It follows
-# section 6.2 and Table 3 of the paper. When written, it will show:
+# - **(A)** the number of heads $h$, keeping $h \cdot d_k = d_\text{model}$ so the attention costs the
+#   same;
+# - **(B)** a smaller key size $d_k$ with $h$ fixed;
+# - **(C)** depth $N$, width $d_\text{model}$ and the feed-forward size $d_{ff}$;
+# - **(D)** dropout $P_{drop}$ and label smoothing $\epsilon_{ls}$;
+# - **(E)** learned positional embeddings instead of sinusoids;
+# - **big**, the large model of Table 2.
 #
-# - each variation of Table 3 (heads and key size, depth, width, feed-forward size, dropout, label
-#   smoothing, learned positions, the big model), built from the package's presets;
-# - perplexity per subword, BLEU and parameter count for every row, in a table beside the paper's
-#   numbers;
-# - charts of the trends the paper reports (one head is worse, too many heads hurt, smaller keys
-#   hurt, bigger is better, dropout helps), and whether our small-scale runs show them.
+# From the table the paper reads six findings: one head is worse than eight; too many heads hurt
+# too; small keys hurt; bigger models are better; dropout helps; learned and sinusoidal positions
+# tie. Each row cost the paper 100,000 steps on eight GPUs. This chapter trains every row on
+# Multi30k under the profile's budget, and checks each finding with a written rule against the
+# spread between seeds. It
 #
-# It will write `results/<profile>/model_variations.json` (`rows.<row>.ppl`, `rows.<row>.bleu`,
-# `rows.<row>.params_m`, `rows.<row>.bleu_minus_base`), which the introduction's reproduction
-# summary reads.
+# 1. turns each row into a configuration change applied to a scaled-down base, keeping every ratio
+#    the row changes;
+# 2. trains all rows with the same data, steps and batches, with more than one seed each;
+# 3. sets perplexity, BLEU and parameters beside the paper's, with the rank correlation between the
+#    two orderings of the rows;
+# 4. gives each finding a verdict: holds, does not hold, or cannot tell at this scale.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. In a clone, use the
@@ -54,18 +61,423 @@ if importlib.util.find_spec("annotated_transformer") is None:
                                "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
 
 # %%
+import inspect
+import math
+import time
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import torch
+from IPython.display import HTML, Markdown, display
+from tqdm.auto import tqdm
+
+from annotated_transformer import paper, pipeline, results, variations, viz
+from annotated_transformer.data import load_parallel
 from annotated_transformer.devices import resolve_device
+from annotated_transformer.model import Transformer, count_parameters
 from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # "auto" picks CUDA when a GPU is visible
-max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download
 variation_steps = None  # None: the profile's steps per Table 3 row
+seeds = None  # None: the profile's number of seeds per row
+bleu_sentences = None  # None: the first sentences of the validation split that the profile affords
 
 # %%
-settings = get_profile(profile, max_steps=max_steps)
-rows, steps_per_row = settings.book.table3_rows, variation_steps or settings.book.table3_steps
-print(f"under profile {settings.name!r} this chapter will train {len(rows)} rows ({', '.join(rows)}) "
-      f"for {steps_per_row} steps each")
+settings = get_profile(profile)
+scales = settings.book
+rows = list(scales.table3_rows)
+steps = int(variation_steps or scales.table3_steps)
+n_seeds = int(seeds or scales.table3_seeds)
+scale = variations.VariationScale(width=scales.table3_width_divisor,
+                                  depth=scales.table3_depth_divisor)
+# The data of every row: the profile's corpus, with the Table 3 vocabulary and batches where set.
+row_settings = settings.replace(vocab_size=scales.table3_vocab_size or settings.vocab_size,
+                                batch_tokens=scales.table3_batch_tokens or settings.batch_tokens)
+# Greedy BLEU on the first validation sentences: 16 under smoke, 100 on a CPU, all on a GPU.
+BLEU_SENTENCES = {"smoke": 16, "cpu": 100}
+bleu_sentences = bleu_sentences or BLEU_SENTENCES.get(settings.name)
+torch_device = resolve_device(device)
+if settings.threads:
+    torch.set_num_threads(settings.threads)
+chapter_start = time.perf_counter()
+print(f"under profile {settings.name!r} this chapter trains {len(rows)} rows ({', '.join(rows)}) "
+      f"x {n_seeds} seeds for {steps} steps each, at widths / {scale.width} and depths / "
+      f"{scale.depth}, on {torch_device}")
+
+
+def show_table(df: pd.DataFrame, **formats) -> None:
+    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
+    styled = df.copy()
+    for column, fmt in formats.items():
+        styled[column] = styled[column].map(lambda v, f=fmt: "" if pd.isna(v) else f.format(v))
+    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
+
+
+def show_source(obj) -> None:
+    """The package's own source of a function or class, as the reader would open it."""
+    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
+
+
+# %% [markdown]
+# ## 6.1 Each row as a change to base
+#
+# The paper's base model has $N = 6$ layers in each stack, $d_\text{model} = 512$,
+# $d_{ff} = 2048$, $h = 8$ heads of $d_k = d_v = 64$, dropout 0.1 and label smoothing 0.1. Every
+# other row lists only what it changes. `variations.changes` reads those changes from the package's
+# presets (`config.py`, the same presets chapter 02 counts parameters for):
+
+# %%
+def listed(change: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in change.items()) or "(base)"
+
+
+paper_changes = pd.DataFrame([dict(row=row, changes=listed(variations.changes(row)))
+                              for row in variations.ROWS])
+show_table(paper_changes)
+
+# %% [markdown]
+# At the paper's size one row takes a GPU-day at least, so we shrink the base model and keep what
+# each row does *relative to base*. A `VariationScale` divides every width of every row
+# ($d_\text{model}$, $d_{ff}$, $d_k$, $d_v$) by one number and every depth by another. Because the
+# division is the same for all rows, every ratio survives: A1 still has one head whose key is the
+# whole model width, A4 still has $h \cdot d_k = d_\text{model}$, B1 still has a quarter of base's
+# key size, C3 still has four thirds of base's layers, big still has twice base's width and
+# feed-forward size. Head counts, dropout, label smoothing and the kind of positions are not sizes
+# and stay as the paper has them. This is the whole rule:
+
+# %%
+show_source(variations.VariationScale.config)
+
+# %% [markdown]
+# Under this profile the rows become the following (the paper's values in brackets where they
+# differ), with each model's parameter count beside the paper's:
+
+# %%
+def scaled_row(row: str) -> dict:
+    ours, theirs = scale.config(row), variations.paper_config(row)
+    cells = {}
+    for field in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout",
+                  "label_smoothing", "positional"):
+        a, b = getattr(ours, field), getattr(theirs, field)
+        cells[field] = f"{a}" if a == b else f"{a} ({b})"
+    return cells
+
+
+vocab_size = row_settings.vocab_size  # parameter counts need only the vocabulary's size
+params = {}
+for row in rows:
+    config = scale.config(row, max_len=row_settings.model_config().max_len)
+    model = Transformer(config, vocab_size, vocab_size, share_embeddings=True)
+    params[row] = count_parameters(model)
+config_table = pd.DataFrame([dict(row=row, **scaled_row(row), params_m=params[row] / 1e6,
+                                  paper_params_m=paper.TABLE3[row].params_m) for row in rows])
+show_table(config_table, params_m="{:.2f}", paper_params_m="{:.0f}")
+
+# The rows apply the paper's change at the scaled size.
+base_config = scale.config("base")
+if "A1" in rows:
+    a1 = scale.config("A1")
+    assert a1.n_heads == 1 and a1.head_dim_k == base_config.d_model
+for row in ("A2", "A3", "A4"):
+    if row in rows:
+        c = scale.config(row)
+        assert c.n_heads * c.head_dim_k == base_config.d_model == c.d_model
+for row in ("B1", "B2"):
+    if row in rows:
+        ratio = variations.paper_config(row).head_dim_k / variations.paper_config("base").head_dim_k
+        assert scale.config(row).head_dim_k == ratio * base_config.head_dim_k
+# Parameters move the way the paper's do, wherever the paper reports them.
+for row in rows:
+    theirs = paper.TABLE3[row].params_m
+    if row != "base" and theirs is not None and theirs != paper.TABLE3["base"].params_m:
+        assert (params[row] > params["base"]) == (theirs > paper.TABLE3["base"].params_m), row
+b = base_config
+print(f"base at this scale: {b.n_layers} layers, d_model {b.d_model}, d_ff {b.d_ff}, "
+      f"{b.n_heads} heads of d_k {b.head_dim_k}; {params['base'] / 1e6:.2f}M parameters "
+      f"with a {vocab_size:,}-piece vocabulary")
+
+# %% [markdown]
+# Our counts are not the paper's divided by a constant: the embedding matrix (vocabulary x
+# $d_\text{model}$) is a larger share of a small model, so rows that change only the layers move
+# the total less than in the paper. What matters is that every row moves it in the paper's
+# direction, which the cell asserts.
+#
+# ## 6.2 Training every row
+#
+# All rows share one data preparation: the profile's corpus (Multi30k English to German), one
+# shared BPE vocabulary trained on the training split, the same encoded pairs and the same token
+# batches (`pipeline.prepare_data`, prepared once). Each row is then trained by chapter 04's
+# `Trainer` for the same number of steps with the same batches; a seed sets the initial weights,
+# the order of the batches and the dropout masks. Two things follow the row rather than the
+# profile:
+#
+# - the learning rate follows the paper's rule $lr \propto d_\text{model}^{-0.5}$ (section 5.3),
+#   anchored so that a model as wide as the profile's own gets the profile's peak rate; the
+#   warm-up is a quarter of the steps;
+# - dropout and label smoothing are the row's (base: 0.1 and 0.1, as in the paper), not the
+#   profile's.
+#
+# After training, `train_row` measures what Table 3 reports: perplexity per subword on the
+# whole validation split (eos included, no smoothing), BLEU, and the parameter count. The paper's
+# BLEU comes from beam search on the full development set; ours is sacreBLEU of **greedy**
+# translations of the first sentences of the validation split, which is cheaper and enough to
+# compare rows with one another.
+
+# %%
+show_source(variations.row_profile)
+
+# %%
+data = pipeline.prepare_data(row_settings, data_dir)
+valid_text = load_parallel(settings.corpus, settings.valid_split, settings.src_lang,
+                           settings.tgt_lang, data_dir)
+limit = bleu_sentences or len(valid_text.src)
+bleu_sources, bleu_references = valid_text.src[:limit], valid_text.tgt[:limit]
+assert data.tokenizer.vocab_size == vocab_size
+print(f"{len(data.train):,} training pairs, {len(data.valid):,} validation pairs for perplexity, "
+      f"the first {len(bleu_sources):,} validation sentences for BLEU; batches of about "
+      f"{row_settings.batch_tokens:,} tokens")
+
+# %% [markdown]
+# The long cell: every row, every seed. Under the `cpu` profile this is most of the chapter's
+# time (a few minutes); the bar counts runs. On a CPU the rows train on one thread: their matrices
+# are too small for a second thread to pay, and on a machine shared with other jobs two threads that
+# wait for each other made a step ten times slower in our measurements, where one thread lost
+# almost nothing.
+
+# %%
+runs = []
+plan = [(row, seed) for seed in range(1, n_seeds + 1) for row in rows]
+threads = torch.get_num_threads()
+if torch_device.type == "cpu":
+    torch.set_num_threads(1)
+train_start = time.perf_counter()
+try:
+    for row, seed in tqdm(plan, desc="Table 3 rows", unit="run"):
+        runs.append(variations.train_row(row, data, row_settings, scale, steps=steps, seed=seed,
+                                         device=torch_device, bleu_sources=bleu_sources,
+                                         bleu_references=bleu_references))
+finally:
+    torch.set_num_threads(threads)
+train_seconds = time.perf_counter() - train_start
+measured = pd.DataFrame([r.to_dict() for r in runs])
+assert len(measured) == len(rows) * n_seeds and (measured.steps == steps).all()
+assert np.isfinite(measured.ppl).all() and (measured.ppl > 1).all()
+assert all(measured[measured.row == row].params.nunique() == 1 for row in rows)
+seconds = measured.groupby("row", sort=False)[["train_s", "train_cpu_s", "eval_s"]].mean()
+print(f"{len(runs)} runs in {train_seconds:.0f} s; per run, training took "
+      f"{seconds.train_s.min():.1f}-{seconds.train_s.max():.1f} s (the cheapest row: "
+      f"{seconds.train_s.idxmin()}, the dearest: {seconds.train_s.idxmax()})")
+
+# %% [markdown]
+# ## 6.3 Beside Table 3
+#
+# For each row: the mean over seeds of perplexity and BLEU, their range over seeds, the difference
+# from base, and the paper's numbers. Lower perplexity is better, higher BLEU is better.
+
+# %%
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    stats = frame.groupby("row", sort=False).agg(
+        ppl=("ppl", "mean"), ppl_min=("ppl", "min"), ppl_max=("ppl", "max"),
+        bleu=("bleu", "mean"), bleu_min=("bleu", "min"), bleu_max=("bleu", "max"),
+        params=("params", "first"))
+    stats = stats.loc[rows].reset_index()
+    stats["ppl_minus_base"] = stats.ppl - stats.set_index("row").loc["base", "ppl"]
+    stats["bleu_minus_base"] = stats.bleu - stats.set_index("row").loc["base", "bleu"]
+    stats["paper_ppl"] = [paper.TABLE3[r].ppl for r in stats.row]
+    stats["paper_bleu"] = [paper.TABLE3[r].bleu for r in stats.row]
+    stats["paper_params_m"] = [paper.TABLE3[r].params_m for r in stats.row]
+    stats["paper_ppl_minus_base"] = stats.paper_ppl - paper.TABLE3["base"].ppl
+    stats["paper_bleu_minus_base"] = stats.paper_bleu - paper.TABLE3["base"].bleu
+    return stats
+
+
+table = summarize(measured)
+shown = table.assign(
+    params_m=table.params / 1e6,
+    ppl_range=[f"{a:.1f}-{b:.1f}" for a, b in zip(table.ppl_min, table.ppl_max)],
+    bleu_range=[f"{a:.2f}-{b:.2f}" for a, b in zip(table.bleu_min, table.bleu_max)])
+show_table(shown[["row", "ppl", "ppl_range", "ppl_minus_base", "paper_ppl", "bleu", "bleu_range",
+                  "bleu_minus_base", "paper_bleu", "params_m", "paper_params_m"]],
+           ppl="{:.2f}", ppl_minus_base="{:+.2f}", paper_ppl="{:.2f}", bleu="{:.2f}",
+           bleu_minus_base="{:+.2f}", paper_bleu="{:.1f}", params_m="{:.2f}",
+           paper_params_m="{:.0f}")
+assert table.row.tolist() == rows
+assert (table.ppl_min <= table.ppl).all() and (table.ppl <= table.ppl_max).all()
+
+# %% [markdown]
+# The numbers live on different scales (the paper's perplexities are near 5 after 100,000 steps
+# on 4.5 million sentence pairs; ours come from a few hundred small steps), so the chart compares
+# *differences from base*: each row's change of perplexity and of BLEU, ours beside the paper's.
+# The whiskers on our bars span the differences between seeds: from the row's lowest seed minus
+# base's highest to its highest minus base's lowest. Rows whose whisker crosses zero are within
+# seed noise of base.
+
+# %%
+base_row = table.set_index("row").loc["base"]
+long = []
+for r in table.itertuples():
+    if r.row == "base":
+        continue
+    long += [
+        dict(row=r.row, metric="perplexity (lower is better)", who="ours", diff=r.ppl_minus_base,
+             low=r.ppl_min - base_row.ppl_max, high=r.ppl_max - base_row.ppl_min),
+        dict(row=r.row, metric="perplexity (lower is better)", who="paper",
+             diff=r.paper_ppl_minus_base, low=None, high=None),
+        dict(row=r.row, metric="BLEU (higher is better)", who="ours", diff=r.bleu_minus_base,
+             low=r.bleu_min - base_row.bleu_max, high=r.bleu_max - base_row.bleu_min),
+        dict(row=r.row, metric="BLEU (higher is better)", who="paper", diff=r.paper_bleu_minus_base,
+             low=None, high=None),
+    ]
+differences = pd.DataFrame(long)
+
+
+def difference_chart(metric: str) -> alt.LayerChart:
+    part = differences[differences.metric == metric]
+    bars = alt.Chart(part).mark_bar().encode(
+        x=alt.X("row:N", sort=rows, title=None), xOffset=alt.XOffset("who:N"),
+        y=alt.Y("diff:Q", title=f"{metric.split(' (')[0]} minus base"),
+        color=alt.Color("who:N", title=None, scale=alt.Scale(domain=["ours", "paper"],
+                                                              range=["#f58518", "#4c78a8"])),
+        tooltip=["row", "who", alt.Tooltip("diff:Q", format="+.2f")],
+    )
+    whiskers = alt.Chart(part[part.who == "ours"]).mark_rule(color="black").encode(
+        x=alt.X("row:N", sort=rows),
+        xOffset=alt.XOffset("who:N", scale=alt.Scale(domain=["ours", "paper"])),
+        y="low:Q", y2="high:Q")
+    return alt.layer(bars, whiskers).properties(width=560, height=200, title=metric)
+
+
+viz.show(alt.vconcat(difference_chart("perplexity (lower is better)"),
+                     difference_chart("BLEU (higher is better)")).resolve_scale(y="independent"))
+
+# %% [markdown]
+# ## 6.4 Do the rows come in the same order?
+#
+# Differences of size aside, the question a small run can answer is whether the rows *rank* as in
+# the paper: Spearman's rank correlation between our mean perplexities and the paper's, over the
+# rows trained here. It is Pearson's correlation of the ranks: +1 when the two orderings agree
+# exactly, 0 when they are unrelated, -1 when one is the other reversed. The package computes it
+# with no statistics library; here it is checked against pandas' ranking:
+
+# %%
+show_source(variations.spearman)
+
+# %%
+rho_ppl = variations.spearman(table.ppl, table.paper_ppl)
+rho_bleu = variations.spearman(table.bleu, table.paper_bleu)
+ranked = table[["ppl", "paper_ppl"]].rank()
+assert math.isclose(rho_ppl, ranked.ppl.corr(ranked.paper_ppl), abs_tol=1e-12)
+print(f"Spearman rank correlation over {len(rows)} rows: perplexity {rho_ppl:+.2f}, "
+      f"BLEU {rho_bleu:+.2f}")
+
+# %% [markdown]
+# A correlation near +1 would say that at our scale the rows already rank as in the paper; near 0,
+# that the ordering seen after a few hundred small steps tells little about the ordering after
+# 100,000 large ones. With twenty rows, a correlation must be about 0.45 or more in size before
+# chance alone (unrelated orderings) becomes unlikely (p < 0.05).
+#
+# ## 6.5 The paper's findings, one verdict each
+#
+# Each finding is a set of comparisons of perplexity between rows (one head: A1 against base; too
+# many heads: A4 against base; small keys: B1 against base; bigger is better: the smallest against
+# the largest model of each size that the C rows vary, C1 against C3, C4 against C5, C6 against C7;
+# dropout: D1, without dropout, against base; positions: E against base). Perplexity decides,
+# because it is measured on the whole validation split and varies less between seeds than BLEU on a
+# hundred sentences. The rule, in the package:
+
+# %%
+show_source(variations.compare)
+
+# %%
+ppl_by_row = {row: measured[measured.row == row].sort_values("seed").ppl.tolist() for row in rows}
+verdicts = [variations.verdict(finding, ppl_by_row) for finding in variations.FINDINGS]
+verdict_table = pd.DataFrame([dict(finding=v["finding"], verdict=v["verdict"], evidence=v["reason"])
+                              for v in verdicts])
+show_table(verdict_table)
+kinds = (variations.HOLDS, variations.DOES_NOT_HOLD, variations.CANNOT_TELL)
+assert all(v["verdict"] in kinds for v in verdicts)
+counts = verdict_table.verdict.value_counts()
+print(", ".join(f"{counts.get(k, 0)} {k}" for k in kinds))
+
+# %% [markdown]
+# How to read the verdicts:
+#
+# - **holds**: every comparison goes the paper's way by more than the seeds disagree with one
+#   another;
+# - **does not hold**: at least one comparison goes against the paper by more than the seed spread;
+#   at this scale the finding is contradicted, which says something about small models trained
+#   briefly, not that the paper is wrong at its own scale;
+# - **cannot tell at this scale**: the difference is smaller than the seed noise (or a row was not
+#   trained under this profile), so the run cannot decide.
+#
+# Why scale changes the answers: a few hundred steps of a few hundred tokens is a small part of one
+# pass over Multi30k, where the paper took 100,000 steps of 25,000 tokens. Early in training a model
+# is limited by how fast it learns, not by how well it can fit: a wider model with the paper's
+# learning-rate rule learns at a different pace, and depth or width may help or hurt for reasons
+# that have nothing to do with capacity. Regularisers such as dropout {cite:p}`srivastava2014dropout`
+# pay off only once a model starts to fit its training data too well; before that they only add
+# noise to the gradients, so "dropout helps" is a claim about long training that a short run is not
+# placed to confirm. Label smoothing {cite:p}`szegedy2016labelsmoothing` raises perplexity by design
+# (the model is taught to be less sure). And the big model was trained 300,000 steps in the paper,
+# three times longer than the other rows; here it has the same steps as every other row. A verdict is
+# a statement about this scale; the `gpu` profile runs the same cells with wider models for
+# longer.
+
+# %% [markdown]
+# ## What this chapter wrote
+#
+# `results/<profile>/model_variations.json` holds, for every row, the mean perplexity and BLEU,
+# their values per seed, the differences from base and the parameter count (the introduction's
+# reproduction summary reads `rows.base.ppl` and `rows.A1.bleu_minus_base`), the scaled
+# configurations, the rank correlations and the verdicts.
+
+# %%
+def by_seed(row: str, column: str) -> list:
+    return measured[measured.row == row].sort_values("seed")[column].tolist()
+
+
+metrics = {
+    "rows": {
+        r.row: {
+            "ppl": round(r.ppl, 3), "ppl_min": round(r.ppl_min, 3), "ppl_max": round(r.ppl_max, 3),
+            "ppl_seeds": [round(x, 3) for x in by_seed(r.row, "ppl")],
+            "bleu": round(r.bleu, 2), "bleu_min": round(r.bleu_min, 2),
+            "bleu_max": round(r.bleu_max, 2),
+            "bleu_seeds": [round(x, 2) for x in by_seed(r.row, "bleu")],
+            "ppl_minus_base": round(r.ppl_minus_base, 3),
+            "bleu_minus_base": round(r.bleu_minus_base, 2),
+            "params_m": round(r.params / 1e6, 4),
+            "config": scale.config(r.row).to_dict(),
+            "train_s": round(float(seconds.loc[r.row, "train_s"]), 2),
+        } for r in table.itertuples()
+    },
+    "spearman_ppl": rho_ppl,
+    "spearman_bleu": rho_bleu,
+    "verdicts": {v["finding"]: {"verdict": v["verdict"], "reason": v["reason"]} for v in verdicts},
+    "steps": steps,
+    "seeds": n_seeds,
+    "scale": {"width_divisor": scale.width, "depth_divisor": scale.depth},
+    "batch_tokens": row_settings.batch_tokens,
+    "vocab_size": vocab_size,
+    "bleu": f"sacreBLEU, greedy translations of the first {len(bleu_sources)} validation sentences",
+    "ppl": f"per subword on all {len(data.valid)} pairs of the validation split",
+    "train_seconds": round(train_seconds, 1),
+}
+path = results.write_result("model_variations", metrics, profile=settings.name,
+                            config=row_settings, device=torch_device,
+                            wall_time_s=round(time.perf_counter() - chapter_start, 1))
+record = results.read_result("model_variations", settings.name)
+assert record is not None
+assert results.lookup(record["metrics"], "rows.base.ppl") == metrics["rows"]["base"]["ppl"]
+assert set(record["metrics"]["rows"]) == set(rows)
+assert len(record["metrics"]["verdicts"]) == len(variations.FINDINGS)
+if "A1" in rows:
+    assert math.isclose(results.lookup(record["metrics"], "rows.A1.bleu_minus_base"),
+                        round(table.set_index("row").loc["A1", "bleu_minus_base"], 2))
+print(f"wrote {path.parent.name}/{path.name} under the results folder (chapter: "
+      f"{time.perf_counter() - chapter_start:.0f} s, of which {train_seconds:.0f} s training and "
+      f"scoring rows)")
