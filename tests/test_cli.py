@@ -24,6 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
     ("translate", ["--checkpoint", "--beam", "--input"]),
     ("evaluate", ["--checkpoint", "sacreBLEU", "--profile"]),
     ("average", ["--last", "last 5"]),
+    ("attention", ["--checkpoint", "--figure", "explorer", "--layer"]),
+    ("export-onnx", ["--checkpoint", "--out", "--quantize"]),
 ])
 def test_help_explains_each_command(command, expected, capsys):
     with pytest.raises(SystemExit) as exit_info:
