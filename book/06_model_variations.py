@@ -39,7 +39,8 @@
 #
 # 1. turns each row into a configuration change applied to a scaled-down base, keeping every ratio
 #    the row changes;
-# 2. trains all rows with the same data, steps and batches, with more than one seed each;
+# 2. trains all rows with the same data, steps and batches, each with several seeds (two under the
+#    `smoke`, `cpu` and `gpu` profiles);
 # 3. sets perplexity, BLEU and parameters beside the paper's, with the rank correlation between the
 #    two orderings of the rows;
 # 4. gives each finding a verdict: holds, does not hold, or cannot tell at this scale.
@@ -385,9 +386,10 @@ print(f"Spearman rank correlation over {len(rows)} rows: perplexity {rho_ppl:+.2
 # Each finding is a set of comparisons of perplexity between rows (one head: A1 against base; too
 # many heads: A4 against base; small keys: B1 against base; bigger is better: the smallest against
 # the largest model of each size that the C rows vary, C1 against C3, C4 against C5, C6 against C7;
-# dropout: D1, without dropout, against base; positions: E against base). Perplexity decides,
-# because it is measured on the whole validation split and varies less between seeds than BLEU on a
-# hundred sentences. The rule, in the package:
+# dropout: D1, without dropout, against base; positions: E against base). Perplexity decides: it is
+# measured on the whole validation split, and it is what training lowers first, long before
+# greedy translations score much BLEU; BLEU is in the table and the chart beside it. The rule, in
+# the package:
 
 # %%
 show_source(variations.compare)
