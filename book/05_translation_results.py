@@ -351,12 +351,11 @@ print(f"averaging {int(averaging_gain.name)} snapshots against the last alone: t
 
 # %% [markdown]
 # How much averaging helps depends on where the snapshots are. Late in a long run, with the learning
-# rate decayed, the last snapshots differ little and their average is a modest, reliable gain (the
-# paper reports no ablation; fairseq's and tensor2tensor's users typically saw a few tenths of a
-# BLEU point). In a short run, still improving fast, the oldest snapshots in the average are
-# clearly worse models, and averaging too many of them can cost more than it gains: the sweep above
-# measures where this run stands. Under `smoke` the snapshots are a few dozen steps apart in a model
-# that has barely started learning, and the numbers say little.
+# rate decayed, the last snapshots differ little and their average is usually a modest gain (the
+# paper reports no ablation of it). In a short run, still improving fast, the oldest snapshots in
+# the average are clearly worse models, and averaging too many of them can cost more than it gains:
+# the sweep above measures where this run stands. Under `smoke` the snapshots are a few dozen
+# steps apart in a model that has barely started learning, and the numbers say little.
 #
 # ## 5.4 Two BLEUs
 #
@@ -400,10 +399,10 @@ print(f"{len(hyphenated)} of {len(references)} references hold a hyphen")
 # On Multi30k the two agree closely: the references are plain captions with few hyphenated
 # compounds (the count is printed above), and this package tokenizes both sides with the same `13a`
 # rules sacreBLEU uses, so compound splitting is the only difference. On WMT14 news text, with
-# Moses tokenization and many more compounds, the tokenized score of the time is typically several
-# tenths of a point to a point higher than sacreBLEU of the same output {cite:p}`post2018sacrebleu`:
-# the paper's 27.3 and 28.4 are tokenized BLEU and are not directly comparable with sacreBLEU
-# numbers. The package's version of the paper's BLEU:
+# Moses tokenization and many more compounds, the tokenized score of the time comes out higher than
+# sacreBLEU of the same output, and {cite:t}`post2018sacrebleu` shows how far such choices alone move
+# a score: the paper's 27.3 and 28.4 are tokenized BLEU and are not directly comparable with
+# sacreBLEU numbers. The package's version of the paper's BLEU:
 
 # %%
 show_source(tokenized_bleu)
