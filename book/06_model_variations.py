@@ -312,22 +312,30 @@ assert (table.ppl_min <= table.ppl).all() and (table.ppl <= table.ppl_max).all()
 # %% [markdown]
 # The numbers live on different scales (the paper's perplexities are near 5 after 100,000 steps
 # on 4.5 million sentence pairs; ours come from a few hundred small steps), so the chart compares
-# *differences from base*: each row's change of perplexity and of BLEU, ours beside the paper's.
-# The whiskers on our bars span the differences between seeds: from the row's lowest seed minus
-# base's highest to its highest minus base's lowest. Rows whose whisker crosses zero are within
-# seed noise of base.
+# *differences from base*, ours beside the paper's: for perplexity the change in percent of base's
+# (a perplexity of 200 moves by more points than one of 5 for the same relative change), for BLEU
+# the change in points. The whiskers on our bars span the differences between seeds: from the
+# row's lowest seed against base's highest to its highest against base's lowest. Rows whose
+# whisker crosses zero are within seed noise of base.
 
 # %%
 base_row = table.set_index("row").loc["base"]
+PPL = "perplexity (lower is better)"
+
+
+def percent(ppl, base_ppl):
+    return 100 * (ppl / base_ppl - 1)
+
+
 long = []
 for r in table.itertuples():
     if r.row == "base":
         continue
     long += [
-        dict(row=r.row, metric="perplexity (lower is better)", who="ours", diff=r.ppl_minus_base,
-             low=r.ppl_min - base_row.ppl_max, high=r.ppl_max - base_row.ppl_min),
-        dict(row=r.row, metric="perplexity (lower is better)", who="paper",
-             diff=r.paper_ppl_minus_base, low=None, high=None),
+        dict(row=r.row, metric=PPL, who="ours", diff=percent(r.ppl, base_row.ppl),
+             low=percent(r.ppl_min, base_row.ppl_max), high=percent(r.ppl_max, base_row.ppl_min)),
+        dict(row=r.row, metric=PPL, who="paper", low=None, high=None,
+             diff=percent(r.paper_ppl, paper.TABLE3["base"].ppl)),
         dict(row=r.row, metric="BLEU (higher is better)", who="ours", diff=r.bleu_minus_base,
              low=r.bleu_min - base_row.bleu_max, high=r.bleu_max - base_row.bleu_min),
         dict(row=r.row, metric="BLEU (higher is better)", who="paper", diff=r.paper_bleu_minus_base,
@@ -340,7 +348,7 @@ def difference_chart(metric: str) -> alt.LayerChart:
     part = differences[differences.metric == metric]
     bars = alt.Chart(part).mark_bar().encode(
         x=alt.X("row:N", sort=rows, title=None), xOffset=alt.XOffset("who:N"),
-        y=alt.Y("diff:Q", title=f"{metric.split(' (')[0]} minus base"),
+        y=alt.Y("diff:Q", title="% change from base" if metric == PPL else "points minus base"),
         color=alt.Color("who:N", title=None, scale=alt.Scale(domain=["ours", "paper"],
                                                               range=["#f58518", "#4c78a8"])),
         tooltip=["row", "who", alt.Tooltip("diff:Q", format="+.2f")],
@@ -352,7 +360,7 @@ def difference_chart(metric: str) -> alt.LayerChart:
     return alt.layer(bars, whiskers).properties(width=560, height=200, title=metric)
 
 
-viz.show(alt.vconcat(difference_chart("perplexity (lower is better)"),
+viz.show(alt.vconcat(difference_chart(PPL),
                      difference_chart("BLEU (higher is better)")).resolve_scale(y="independent"))
 
 # %% [markdown]
