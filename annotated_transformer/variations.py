@@ -256,3 +256,56 @@ def verdict(finding: Finding, ppl: dict[str, Sequence[float]]) -> dict:
         + (f"seed noise {p['noise']:.2f}" if p["noise"] is not None else "one seed, no noise measure")
         for p in pairs)
     return {"finding": finding.name, "verdict": overall, "pairs": pairs, "reason": reason}
+
+
+# ------------------------------------------------------------------------------------------ many rows
+_WORKER: dict = {}
+
+
+def _start_worker(profile: Profile, data_dir) -> None:
+    """A worker process: one thread, and the data prepared once (the tokenizer comes from the cache)."""
+    from .pipeline import prepare_data
+
+    torch.set_num_threads(1)
+    _WORKER["data"] = prepare_data(profile, data_dir)
+
+
+def _train_in_worker(arguments: dict) -> RowRun:
+    return train_row(data=_WORKER["data"], **arguments)
+
+
+def train_rows(
+    plan: Sequence[tuple[str, int]],
+    data,
+    profile: Profile,
+    scale: VariationScale,
+    *,
+    steps: int,
+    workers: int = 1,
+    data_dir=None,
+    device: torch.device | str = "cpu",
+    bleu_sources: Sequence[str] = (),
+    bleu_references: Sequence[str] = (),
+):
+    """Train every (row, seed) of `plan`, yielding each `RowRun` as it finishes (in any order).
+
+    On a CPU with workers > 1, that many processes of one thread each train rows side by side (each
+    prepares the same data from the tokenizer cache once): models this small keep one core busy but
+    gain little from a second thread, so two processes do about twice the work of one. Otherwise the
+    rows train one after another in this process, on `data`.
+    """
+    common = {"profile": profile, "scale": scale, "steps": steps, "device": str(device),
+              "bleu_sources": list(bleu_sources), "bleu_references": list(bleu_references)}
+    if workers <= 1 or torch.device(device).type != "cpu":
+        for row, seed in plan:
+            yield train_row(row, data, seed=seed, **common)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's threads
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                             initargs=(profile, data_dir)) as pool:
+        futures = [pool.submit(_train_in_worker, {"row": row, "seed": seed, **common}) for row, seed in plan]
+        for future in as_completed(futures):
+            yield future.result()

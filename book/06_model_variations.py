@@ -64,6 +64,7 @@ if importlib.util.find_spec("annotated_transformer") is None:
 # %%
 import inspect
 import math
+import os
 import time
 
 import altair as alt
@@ -86,6 +87,7 @@ data_dir = None  # None: $AT_DATA_DIR, then a download
 variation_steps = None  # None: the profile's steps per Table 3 row
 seeds = None  # None: the profile's number of seeds per row
 bleu_sentences = None  # None: the first sentences of the validation split that the profile affords
+workers = None  # processes training rows side by side on a CPU; None: one per core (1 on a GPU)
 
 # %%
 settings = get_profile(profile)
@@ -244,23 +246,30 @@ print(f"{len(data.train):,} training pairs, {len(data.valid):,} validation pairs
 
 # %% [markdown]
 # The long cell: every row, every seed. Under the `cpu` profile this is most of the chapter's
-# time (a few minutes); the bar counts runs. On a CPU the rows train on one thread: their matrices
-# are too small for a second thread to pay, and on a machine shared with other jobs two threads that
-# wait for each other made a step ten times slower in our measurements, where one thread lost
-# almost nothing.
+# time (a few minutes); the bar counts finished runs. On a CPU each row trains on one thread, in
+# one process per core: the matrices of these models are too small for a second thread to pay (on
+# a machine shared with other jobs, two threads that wait for each other made a step ten times
+# slower in our measurements), so two processes side by side do about twice the work of one.
+# `variations.train_rows` hands the runs out:
 
 # %%
-runs = []
+show_source(variations.train_rows)
+
+# %%
 plan = [(row, seed) for seed in range(1, n_seeds + 1) for row in rows]
+if workers is None:
+    workers = (os.cpu_count() or 1) if torch_device.type == "cpu" else 1
+workers = max(1, min(int(workers), len(plan)))
 threads = torch.get_num_threads()
 if torch_device.type == "cpu":
     torch.set_num_threads(1)
 train_start = time.perf_counter()
 try:
-    for row, seed in tqdm(plan, desc="Table 3 rows", unit="run"):
-        runs.append(variations.train_row(row, data, row_settings, scale, steps=steps, seed=seed,
-                                         device=torch_device, bleu_sources=bleu_sources,
-                                         bleu_references=bleu_references))
+    runs = list(tqdm(variations.train_rows(plan, data, row_settings, scale, steps=steps,
+                                           workers=workers, data_dir=data_dir, device=torch_device,
+                                           bleu_sources=bleu_sources,
+                                           bleu_references=bleu_references),
+                     total=len(plan), desc="Table 3 rows", unit="run"))
 finally:
     torch.set_num_threads(threads)
 train_seconds = time.perf_counter() - train_start
@@ -269,7 +278,7 @@ assert len(measured) == len(rows) * n_seeds and (measured.steps == steps).all()
 assert np.isfinite(measured.ppl).all() and (measured.ppl > 1).all()
 assert all(measured[measured.row == row].params.nunique() == 1 for row in rows)
 seconds = measured.groupby("row", sort=False)[["train_s", "train_cpu_s", "eval_s"]].mean()
-print(f"{len(runs)} runs in {train_seconds:.0f} s; per run, training took "
+print(f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es); per run, training took "
       f"{seconds.train_s.min():.1f}-{seconds.train_s.max():.1f} s (the cheapest row: "
       f"{seconds.train_s.idxmin()}, the dearest: {seconds.train_s.idxmax()})")
 

@@ -152,3 +152,18 @@ def test_two_rows_train_to_finite_perplexities(data_dir):
     for run in runs:
         assert run.steps == 3 and math.isfinite(run.ppl) and run.ppl > 1 and 0.0 <= run.bleu <= 100.0
     assert runs[1].params < runs[0].params
+
+
+def test_rows_trained_in_two_processes_match_one_process(data_dir):
+    from annotated_transformer import pipeline
+
+    profile = get_profile("smoke", max_train_pairs=200, max_valid_pairs=20, batch_tokens=256)
+    data = pipeline.prepare_data(profile, data_dir)
+    plan = [("base", 1), ("C1", 1)]
+    alone = {r.row: r for r in variations.train_rows(plan, data, profile, SCALE, steps=2)}
+    side_by_side = {r.row: r for r in variations.train_rows(plan, data, profile, SCALE, steps=2, workers=2,
+                                                            data_dir=data_dir)}
+    assert set(side_by_side) == {"base", "C1"}
+    for row in alone:
+        assert math.isclose(alone[row].ppl, side_by_side[row].ppl, rel_tol=1e-4)
+        assert alone[row].params == side_by_side[row].params
