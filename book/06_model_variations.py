@@ -156,7 +156,7 @@ show_table(paper_changes)
 show_source(variations.VariationScale.config)
 
 # %% [markdown]
-# Under this profile the rows become the following (the paper's values in brackets where they
+# Under this profile the rows become the following (the paper's values in parentheses where they
 # differ), with each model's parameter count beside the paper's:
 
 # %%
