@@ -345,3 +345,232 @@ def mask_chart(
         tooltip=["query", "key", "state"],
     )
     return chart.properties(width=size * n_cols, height=size * n_rows, title=title)
+
+
+# ----------------------------------------------------------------------------------------------
+# Page helpers: tables, the package's source, tidier axes
+
+TABLE_CLASS = "at-summary"
+
+
+def table_html(df: pd.DataFrame, na_rep: str = "", **formats: str) -> str:
+    """`df` as a compact HTML table; `formats` maps column names to format strings ("{:.2f}").
+
+    Missing values print as `na_rep`. The site's stylesheet lets a wide table scroll sideways
+    instead of being clipped.
+    """
+    styled = df.copy()
+    for column, fmt in formats.items():
+        styled[column] = styled[column].map(lambda v, f=fmt: na_rep if _missing(v) else f.format(v))
+    table = styled.to_html(index=False, classes=TABLE_CLASS, border=0, na_rep=na_rep)
+    return f'<div class="at-table">{table}</div>'
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # lists, tuples: never "missing"
+        return False
+
+
+def show_table(df: pd.DataFrame, na_rep: str = "", **formats: str) -> None:
+    """Display `df` as `table_html` does: one line in a chapter instead of a styling block."""
+    from IPython.display import HTML, display
+
+    display(HTML(table_html(df, na_rep=na_rep, **formats)))
+
+
+def show_source(obj: Any) -> None:
+    """The package's own source of a function, method or class, as a reader would open it."""
+    import inspect
+
+    from IPython.display import Markdown, display
+
+    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
+
+
+def tighten(chart: alt.Chart) -> alt.Chart:
+    """End log axes at the data instead of rounding them out to powers of ten, and tick the x
+    values that were measured (log axes otherwise crowd their labels). Returns `chart`."""
+    for channel in ("x", "y"):
+        encoding = chart.encoding[channel]
+        scale = encoding["scale"]
+        if scale is alt.Undefined or scale["type"] != "log":
+            continue
+        encoding["scale"] = alt.Scale(type="log", nice=False)
+        field = encoding["field"] if encoding["field"] is not alt.Undefined else encoding["shorthand"]
+        values = sorted(chart.data[field.split(":")[0]].unique()) if channel == "x" else []
+        if 1 < len(values) <= 12:
+            encoding["axis"] = alt.Axis(values=[float(v) for v in values])
+    return chart
+
+
+def legend_below(chart: alt.TopLevelMixin, columns: int | None = None) -> alt.TopLevelMixin:
+    """Put the legend under the chart, where it does not eat the page's width."""
+    return chart.configure_legend(orient="bottom", **({"columns": columns} if columns else {}))
+
+
+# ----------------------------------------------------------------------------------------------
+# Charts of the introduction and of chapter 02
+
+def cost_quality_chart(
+    table2: pd.DataFrame,
+    *,
+    cost: str = "flops_en_de",
+    quality: str = "bleu_en_de",
+    title: str = "Paper, Table 2: BLEU against training cost (EN-DE)",
+    label_sides: Mapping[str, str] | None = None,
+) -> alt.LayerChart:
+    """Table 2 as a picture: quality against training cost (log), one labelled point per system.
+
+    `table2` has the columns `system`, `family` ("Transformer" or "earlier systems"), `ensemble`,
+    `cost` and `quality`; `label_sides` moves a crowded label "left" or "below" (default right).
+    """
+    data = table2.assign(side=table2["system"].map(dict(label_sides or {})).fillna("right"))
+    low, high = data[cost].min(), data[cost].max()
+    domain = [10 ** np.floor(np.log10(low)), 10 ** np.ceil(np.log10(high))]
+    ticks = [float(10**e) for e in range(int(np.log10(domain[0])), int(np.log10(domain[1])) + 1)]
+    base = alt.Chart(data).encode(
+        x=alt.X(f"{cost}:Q", title="training cost (FLOPs, log scale)",
+                scale=alt.Scale(type="log", domain=domain), axis=alt.Axis(values=ticks, format=".0e")),
+        y=alt.Y(f"{quality}:Q", scale=alt.Scale(zero=False), title="BLEU"),
+    )
+    points = base.mark_point(filled=True, size=90).encode(
+        color=alt.Color("family:N", title=None, scale=alt.Scale(
+            domain=["earlier systems", "Transformer"], range=["#8a96a3", "#c0392b"])),
+        shape=alt.Shape("ensemble:N", title="ensemble"),
+        tooltip=["system", alt.Tooltip(f"{quality}:Q", title="BLEU"),
+                 alt.Tooltip(f"{cost}:Q", format=".2g", title="FLOPs")],
+    )
+    placements = {"right": {"align": "left", "dx": 8}, "left": {"align": "right", "dx": -8},
+                  "below": {"align": "center", "dy": 14}}
+    labels = [base.mark_text(fontSize=11, **placement).encode(text="system")
+              .transform_filter(f"datum.side == '{side}'") for side, placement in placements.items()]
+    return alt.layer(points, *labels).properties(width=520, height=320, title=title)
+
+
+def block_diagram(
+    boxes: pd.DataFrame,
+    frames: pd.DataFrame,
+    arrow: pd.DataFrame,
+    *,
+    colors: Mapping[str, str],
+    title: str,
+    width: int = 620,
+    height: int = 520,
+) -> alt.LayerChart:
+    """A stack-of-boxes diagram (Figure 1): labelled boxes, dashed frames, one arrow.
+
+    `boxes` has x, x2, y, y2, cx, cy, kind, text (lines split by "\\n") and any tooltip columns
+    side, label, parameters; `frames` has x, x2, y, y2, tx and text (a "x N" label at (tx, y2));
+    `arrow` has x, y and order, and ends in a triangle. `colors` maps each kind to its fill.
+    """
+    x_domain = [min(boxes.x.min(), frames.x.min(), frames.tx.min()) - 0.3,
+                max(boxes.x2.max(), frames.x2.max(), frames.tx.max()) + 0.3]
+    y_domain = [min(boxes.y.min(), frames.y.min()) - 0.3, max(boxes.y2.max(), frames.y2.max()) + 0.3]
+    X = alt.X("x:Q", axis=None, scale=alt.Scale(domain=x_domain))
+    Y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=y_domain))
+    tooltip = [c for c in ("side", "label") if c in boxes.columns]
+    if "parameters" in boxes.columns:
+        tooltip.append(alt.Tooltip("parameters:Q", format=","))
+    chart = alt.layer(
+        alt.Chart(frames).mark_rect(fillOpacity=0, stroke="#888", strokeDash=[4, 3]).encode(
+            X, x2="x2", y=Y, y2="y2"),
+        alt.Chart(frames).mark_text(fontSize=13, fontWeight="bold").encode(
+            x=alt.X("tx:Q", axis=None), y=alt.Y("y2:Q", axis=None), text="text"),
+        alt.Chart(boxes).mark_rect(cornerRadius=4, opacity=0.85).encode(
+            X, x2="x2", y=Y, y2="y2", tooltip=tooltip,
+            color=alt.Color("kind:N", title="module", scale=alt.Scale(
+                domain=list(colors), range=list(colors.values())))),
+        alt.Chart(boxes).mark_text(fontSize=10, lineBreak="\n").encode(
+            x=alt.X("cx:Q", axis=None), y=alt.Y("cy:Q", axis=None), text="text"),
+        alt.Chart(arrow).mark_line(color="#555", strokeWidth=1.5).encode(X, Y, order="order:Q"),
+        alt.Chart(arrow.tail(1)).mark_point(shape="triangle-right", filled=True, color="#555",
+                                            size=60).encode(X, Y),
+    )
+    return chart.properties(width=width, height=height, title=title).configure_view(stroke=None)
+
+
+def histogram(
+    df: pd.DataFrame,
+    value: str,
+    color: str | None = None,
+    *,
+    bins: int = 40,
+    rule_at: float | None = None,
+    rule_label: str | None = None,
+    title: str | None = None,
+    x_title: str | None = None,
+    width: int = 560,
+    height: int = 260,
+) -> alt.LayerChart:
+    """Share of rows per bin of `value` (bins shared by every group), one overlaid histogram per
+    value of `color`, with an optional dashed vertical rule (a threshold) at `rule_at`."""
+    values = df[value].to_numpy(dtype=float)
+    high = max(values.max(), rule_at or 0.0)
+    edges = np.linspace(0.0, high * 1.02 if high > 0 else 1.0, bins + 1)
+    groups = df.groupby(color, sort=False) if color else [(None, df)]
+    rows = []
+    for name, part in groups:
+        counts, _ = np.histogram(part[value].to_numpy(dtype=float), bins=edges)
+        for left, right, count in zip(edges[:-1], edges[1:], counts):
+            rows.append({"start": left, "end": right, "share": count / max(len(part), 1),
+                         **({color: name} if color else {})})
+    binned = pd.DataFrame(rows)
+    encoding = {
+        "x": alt.X("start:Q", title=x_title or value), "x2": "end:Q",
+        "y": alt.Y("share:Q", stack=None, title="share of sentences", axis=alt.Axis(format="%")),
+        "tooltip": [*([color] if color else []), alt.Tooltip("start:Q", format=".0f"),
+                    alt.Tooltip("end:Q", format=".0f"), alt.Tooltip("share:Q", format=".1%")],
+    }
+    if color:
+        encoding["color"] = alt.Color(f"{color}:N", title=None, sort=None)
+    layers = [alt.Chart(binned).mark_bar(opacity=0.55, binSpacing=0).encode(**encoding)]
+    if rule_at is not None:
+        rule = pd.DataFrame([{"at": rule_at, "what": rule_label or f"{rule_at:g}"}])
+        layers.append(alt.Chart(rule).mark_rule(color="#444", strokeDash=[4, 3]).encode(
+            x="at:Q", tooltip=["what"]))
+        layers.append(alt.Chart(rule).mark_text(align="right", dx=-4, dy=10, color="#444",
+                                                fontSize=10).encode(x="at:Q", y=alt.value(0),
+                                                                    text="what"))
+    return alt.layer(*layers).properties(width=width, height=height,
+                                         **({"title": title} if title else {}))
+
+
+# ----------------------------------------------------------------------------------------------
+# Tables of the profiles and of a chapter's sizes
+
+def profiles_table(profiles: Iterable[Any]) -> pd.DataFrame:
+    """One row per profile (`profiles.Profile`): corpus, model shape, batch, length, book budget."""
+    rows = []
+    for p in profiles:
+        c = p.model_config()
+        limits = [f"{p.max_steps:,} steps" if p.max_steps else "",
+                  f"{p.max_epochs} epochs" if p.max_epochs else "",
+                  f"{p.time_budget_minutes:g} min" if p.time_budget_minutes else ""]
+        rows.append({
+            "profile": p.name, "corpus": f"{p.corpus} {p.src_lang}-{p.tgt_lang}",
+            "layers": f"{c.n_layers}+{c.n_layers}", "d_model": c.d_model, "heads": c.n_heads,
+            "d_ff": c.d_ff, "BPE": p.vocab_size, "tokens per step": p.batch_tokens * p.accumulation,
+            "training": " or ".join(limit for limit in limits if limit), "beam": p.beam_size,
+            "Table 3 rows": len(p.book.table3_rows), "book budget (h)": round(p.book.minutes / 60, 2),
+        })
+    return pd.DataFrame(rows)
+
+
+def sizes_table(sizes: Mapping[str, Mapping[str, Any]], profile: str) -> pd.DataFrame:
+    """A chapter's per-profile sizes as one row per knob and one column per profile; the column of
+    the executing `profile` is marked "(this run)"."""
+    profiles = list(sizes)
+    knobs = list(dict.fromkeys(k for p in profiles for k in sizes[p]))
+
+    def cell(value: Any) -> str:
+        if isinstance(value, Mapping):
+            return "; ".join(f"{k} {cell(v)}" for k, v in value.items())
+        if isinstance(value, (tuple, list)):
+            return ", ".join(str(v) for v in value)
+        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+    rows = [{"knob": knob, **{(f"{p} (this run)" if p == profile else p): cell(sizes[p].get(knob, ""))
+                              for p in profiles}} for knob in knobs]
+    return pd.DataFrame(rows)
