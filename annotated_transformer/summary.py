@@ -127,6 +127,49 @@ def summary_table(
     return pd.DataFrame(rows, columns=["claim", "in the paper", *columns.values(), "chapter"])
 
 
+# The page shows a dash where the table says NOT_RUN: short cells keep the columns readable.
+SHOWN_NOT_RUN = "–"
+# Results whose data is not a corpus (no "dataset" in their metrics, no recipe in their config).
+DATASET_OF = {"attention": "random tensors", "model": "none (counts)", "book_run": "–"}
+
+
+def shown_summary(profile: str, **kwargs):
+    """`summary_table` as the introduction shows it: the chapter as its number, "not run yet"
+    as a dash, the claim column first and wide (the stylesheet keeps the other cells on one line)."""
+    table = summary_table(profile, **kwargs)
+    table["chapter"] = table["chapter"].str[:2]
+    measured = [c for c in table.columns if c.endswith(" run")]
+    table[measured] = table[measured].replace(NOT_RUN, SHOWN_NOT_RUN)
+    return table
+
+
+def dataset_of(record: dict) -> str:
+    """The data a results record was measured on: its metrics' "dataset", else its recipe's
+    corpus and languages, else what the book's chapters without a corpus use."""
+    metrics = record.get("metrics") if isinstance(record.get("metrics"), dict) else {}
+    if metrics.get("dataset"):
+        return str(metrics["dataset"])
+    recipe = (record.get("config") or {}).get("recipe") if isinstance(record.get("config"), dict) else None
+    if isinstance(recipe, dict) and recipe.get("corpus"):
+        return f"{recipe['corpus']} {recipe.get('src_lang', '')}-{recipe.get('tgt_lang', '')}".rstrip("-")
+    name = str(record.get("name", ""))
+    if name.startswith("translation_") and name.count("_") >= 3:  # translation_<corpus>_<src>_<tgt>
+        corpus, src, tgt = name[len("translation_"):].rsplit("_", 2)
+        return f"{corpus} {src}-{tgt}"
+    return DATASET_OF.get(name, "")
+
+
+def book_run_table(record: dict):
+    """The chapters of a `book_run` results record: status, wall time, date and commit."""
+    import pandas as pd  # deferred, as in `summary_table`
+
+    return pd.DataFrame([
+        {"chapter": name, "status": entry["status"], "wall time (s)": entry["wall_time_s"],
+         "date": entry["date"][:16].replace("T", " "), "commit": (entry.get("git_commit") or "")[:7]}
+        for name, entry in record["metrics"]["chapters"].items()
+    ])
+
+
 def provenance_table(profiles: Iterable[str], root: str | os.PathLike | None = None):
     """One row per results file of `profiles`: where and when it was measured, and how long it took."""
     import pandas as pd  # deferred, as in `summary_table`
@@ -135,11 +178,10 @@ def provenance_table(profiles: Iterable[str], root: str | os.PathLike | None = N
     for prof in profiles:
         for record in list_results(prof, root):
             prov = record.get("provenance") or {}
-            metrics = record.get("metrics") or {}
             rows.append({
                 "profile": prof,
                 "result": record.get("name"),
-                "dataset": metrics.get("dataset", "") if isinstance(metrics, dict) else "",
+                "dataset": dataset_of(record),
                 "device": prov.get("device_name") or prov.get("device"),
                 "date": (prov.get("date") or "")[:10],
                 "commit": (prov.get("git_commit") or "")[:7],
