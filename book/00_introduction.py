@@ -15,8 +15,6 @@
 # %% [markdown]
 # # The Annotated Transformer, reproduced
 #
-# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/00_introduction.ipynb)
-#
 # This book rebuilds "Attention Is All You Need" {cite:p}`vaswani2017attention` one section at a
 # time and checks every claim it can afford to check by running code. It follows the idea of the
 # Annotated Transformer {cite:p}`rush2018annotated`, with two changes: the code that does the work
@@ -28,25 +26,25 @@
 # write.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. In a clone, use the
-# clone's package (the book runner and `pip install -e .` make this a no-op).
+# Colab or a fresh environment: install the package when it is missing. A clone (this
+# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
+# of _config.yml, written here by `python -m annotated_transformer book --sync`.
 import importlib.util
 import pathlib
 import subprocess
 import sys
 
+REPOSITORY = "https://github.com/annotated-transformer/annotated-transformer"
 if importlib.util.find_spec("annotated_transformer") is None:
     clone = pathlib.Path.cwd().parent
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+        package = f"annotated-transformer @ git+{REPOSITORY}"
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
 # %%
-import altair as alt
 import pandas as pd
-from IPython.display import HTML, display
 
 from annotated_transformer import paper, results, summary, viz
 from annotated_transformer.devices import resolve_device
@@ -58,7 +56,7 @@ device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download
 
-# %%
+# %% tags=["hide-input"]
 settings = get_profile(profile, max_steps=max_steps)
 print(f"profile {settings.name!r} on {resolve_device(device)}: {settings.description}")
 
@@ -91,24 +89,7 @@ print(f"profile {settings.name!r} on {resolve_device(device)}: {settings.descrip
 # The knobs each profile sets, as the package defines them:
 
 # %%
-def training_length(p) -> str:
-    limits = [f"{p.max_steps:,} steps" if p.max_steps else "", f"{p.max_epochs} epochs" if p.max_epochs else "",
-              f"{p.time_budget_minutes:g} min" if p.time_budget_minutes else ""]
-    return " or ".join(limit for limit in limits if limit)
-
-
-def model_shape(p) -> str:
-    c = p.model_config()
-    return f"{c.n_layers}+{c.n_layers} layers, d {c.d_model}, {c.n_heads} heads, d_ff {c.d_ff}"
-
-
-profiles_table = pd.DataFrame([
-    {"profile": p.name, "corpus": f"{p.corpus} {p.src_lang}->{p.tgt_lang}", "model": model_shape(p),
-     "BPE": p.vocab_size, "tokens per step": p.batch_tokens * p.accumulation, "training": training_length(p),
-     "beam": p.beam_size, "Table 3 rows": len(p.book.table3_rows), "book budget (h)": round(p.book.minutes / 60, 2)}
-    for p in PROFILES.values()
-])
-display(HTML(profiles_table.to_html(index=False, classes="at-summary", border=0)))
+viz.show_table(viz.profiles_table(PROFILES.values()))
 
 # %% [markdown]
 # ## How to run it
@@ -145,9 +126,9 @@ display(HTML(profiles_table.to_html(index=False, classes="at-summary", border=0)
 #
 # **A GPU machine.** `python -m annotated_transformer book --profile gpu` runs the whole book on
 # one GPU; its long trainings resume from their last checkpoint when restarted. The `paper`
-# profile trains on eight GPUs with `torchrun`, as chapter 04 explains. Results of these two
-# profiles are committed to `results/gpu/` and `results/paper/`, because CI cannot rerun them;
-# the summary below shows them beside the profile being executed, never mixed with it.
+# profile trains on eight GPUs with `torchrun`, as chapter 04 explains. CI cannot rerun these
+# two profiles, so their results are committed (`results/gpu/` holds the GPU runs so far); the
+# summary below shows them beside the profile being executed, never mixed with it.
 
 # %% [markdown]
 # ## The paper in one page
@@ -175,9 +156,13 @@ display(HTML(profiles_table.to_html(index=False, classes="at-summary", border=0)
 # geometrically spaced wavelengths are added to the embeddings to tell positions apart
 # (chapter 02).
 #
-# **Why it works.** A self-attention layer connects any two positions in one step and does its
-# work as a few large matrix products, which is cheaper than a recurrent layer whenever the
-# sentence is shorter than the model width (chapter 03, Table 1 of the paper).
+# **Why it works.** A self-attention layer connects any two positions in one step, and none of
+# its work waits for the previous position: a recurrent layer needs $n$ steps in a row. In
+# arithmetic it is not always cheaper. Its mixing step alone ($4n^2d$ FLOPs) undercuts a plain
+# recurrent layer ($4nd^2$) only for sentences shorter than the model width; with its four
+# projections counted, a full attention sub-layer costs more than a plain recurrent layer at
+# every length, and less than an LSTM layer only while $n < 2d$ (chapter 03 counts both, and
+# measures where real sentences fall). The gain is parallel time, not fewer operations.
 #
 # **Training.** Sentence pairs batched by length to about 25,000 source and 25,000 target
 # tokens, a shared byte-pair vocabulary {cite:p}`sennrich2016bpe`, Adam
@@ -187,53 +172,44 @@ display(HTML(profiles_table.to_html(index=False, classes="at-summary", border=0)
 # 12 hours on eight P100 GPUs.
 #
 # **Results.** New best BLEU scores on WMT 2014 English-German (28.4) and English-French (41.8)
-# at a small fraction of the training cost of earlier systems (chapter 05), a study of which
-# design choices matter (Table 3, chapter 06), a constituency parser competitive with
-# specialised ones (chapter 07), and attention heads whose patterns follow the syntax of the
-# sentence (chapter 08).
+# (chapter 05), a study of which design choices matter (Table 3, chapter 06), a constituency
+# parser competitive with specialised ones (chapter 07), and attention heads whose patterns
+# follow the syntax of the sentence (chapter 08).
 #
 # The chart below is Table 2 of the paper as a picture: translation quality against the compute
-# spent on training, for English-German. The two Transformers sit up and to the left of every
-# other system, ensembles included.
+# spent on training, for English-German. The base Transformer sits to the left of every other
+# system and above every earlier single model: the cheapest to train and better than each of
+# them. The big Transformer sits above every system, ensembles included; its training cost is
+# that of the earlier single models (more than ConvS2S or MoE, the same as GNMT + RL) and less
+# than a third of any ensemble's.
 
 # %%
 table2 = pd.DataFrame(paper.TABLE2).dropna(subset=["bleu_en_de", "flops_en_de"])
-table2["system"] = table2["model"] + table2["ensemble"].map({True: " ensemble", False: ""})
-table2["family"] = table2["model"].map(lambda m: "Transformer" if m.startswith("Transformer") else "earlier systems")
-
-# The two ensembles sit close together: their labels go left and below instead of right.
-table2["label side"] = table2["system"].map({"ConvS2S ensemble": "left", "GNMT + RL ensemble": "below"}).fillna("right")
-base = alt.Chart(table2).encode(
-    x=alt.X("flops_en_de:Q", title="training cost (FLOPs, log scale)",
-            scale=alt.Scale(type="log", domain=[1e18, 1e21]),
-            axis=alt.Axis(values=[1e18, 1e19, 1e20, 1e21], format=".0e")),
-    y=alt.Y("bleu_en_de:Q", scale=alt.Scale(zero=False), title="BLEU, newstest2014 EN-DE"),
+table2["system"] = table2["model"] + table2["ensemble"].map(
+    {True: " ensemble", False: ""}
 )
-points = base.mark_point(filled=True, size=90).encode(
-    color=alt.Color("family:N", title=None,
-                    scale=alt.Scale(domain=["earlier systems", "Transformer"], range=["#8a96a3", "#c0392b"])),
-    shape=alt.Shape("ensemble:N", title="ensemble"),
-    tooltip=["system", alt.Tooltip("bleu_en_de:Q", title="BLEU"), alt.Tooltip("flops_en_de:Q", format=".2g", title="FLOPs")],
+is_transformer = table2["model"].str.startswith("Transformer")
+table2["family"] = is_transformer.map({True: "Transformer", False: "earlier systems"})
+# The two ensembles sit close together: their labels go left and below.
+viz.show(
+    viz.cost_quality_chart(
+        table2, label_sides={"ConvS2S ensemble": "left", "GNMT + RL ensemble": "below"}
+    )
 )
-labels = [
-    base.mark_text(fontSize=11, **placement).encode(text="system").transform_filter(f"datum['label side'] == '{side}'")
-    for side, placement in {"right": dict(align="left", dx=8), "left": dict(align="right", dx=-8),
-                            "below": dict(align="center", dy=14)}.items()
-]
-table2_chart = alt.layer(points, *labels).properties(
-    width=520, height=320, title="Paper, Table 2: BLEU against training cost (EN-DE)",
-).configure_legend(orient="bottom")
-viz.show(table2_chart)
 
-# %%
-# The claim of the picture, checked on the paper's own numbers: the base Transformer is both the
-# cheapest system to train and better than every earlier single model.
-transformer_base = table2.set_index("system").loc["Transformer (base)"]
-earlier = table2[table2["family"] == "earlier systems"]
-assert transformer_base["flops_en_de"] < earlier["flops_en_de"].min()
-assert transformer_base["bleu_en_de"] > earlier.loc[~earlier["ensemble"], "bleu_en_de"].max()
-print(f"base Transformer: {transformer_base['flops_en_de']:.1e} FLOPs, "
-      f"{earlier['flops_en_de'].min() / transformer_base['flops_en_de']:.1f}x less than the cheapest earlier system")
+# %% tags=["remove-cell"]
+# The sentences above, checked on the paper's own numbers.
+systems = table2.set_index("system")
+base, big = systems.loc["Transformer (base)"], systems.loc["Transformer (big)"]
+earlier = table2[~is_transformer]
+singles, ensembles = earlier[~earlier["ensemble"]], earlier[earlier["ensemble"]]
+assert base["flops_en_de"] < earlier["flops_en_de"].min()
+assert base["bleu_en_de"] > singles["bleu_en_de"].max()
+assert big["bleu_en_de"] > earlier["bleu_en_de"].max()
+for name in ("ConvS2S", "MoE"):
+    assert big["flops_en_de"] > systems.loc[name, "flops_en_de"]
+assert big["flops_en_de"] == systems.loc["GNMT + RL", "flops_en_de"]
+assert big["flops_en_de"] < ensembles["flops_en_de"].min() / 3
 
 # %% [markdown]
 # ## Reproduction summary
@@ -242,31 +218,37 @@ print(f"base Transformer: {transformer_base['flops_en_de']:.1e} FLOPs, "
 # profile's `train` recipe runs (not a number of the paper). The column "in the paper" quotes the
 # paper; the column of the profile being executed (e.g. "cpu run") holds what this profile's runs
 # wrote to `results/<profile>/`; the "gpu run" and "paper run" columns hold the committed results
-# of the large runs. A cell says "not run yet" when no run has written that file. Mind the scale: the `smoke`
-# and `cpu` profiles train tiny models on small corpora, so their numbers test the pipeline, not
-# the paper's claims; the table lists which corpus and device produced each file.
+# of the large runs; a dash means that no run of that profile has written the file yet. Mind the
+# scale: the `smoke` and `cpu` profiles train tiny models on small corpora, so their numbers
+# test the pipeline, not the paper's claims. The second table says which dataset, device and
+# commit produced each results file.
 
 # %%
+viz.show_table(summary.shown_summary(profile))
+
+# %% tags=["remove-cell"]
+# Every cell comes from a results file or says that the file is missing: no number is
+# typed in.
 claims_table = summary.summary_table(profile)
-shown_summary = claims_table.assign(chapter=claims_table["chapter"].str[:2])  # the number is enough on the page
-display(HTML(shown_summary.to_html(index=False, classes="at-summary", border=0)))
-
-# %%
-# Every cell comes from a results file or says that the file is missing: no number is typed in.
 shown = [profile] + [p for p in summary.COMMITTED_PROFILES if p != profile]
 for claim in summary.CLAIMS:
     row = claims_table[claims_table["claim"] == claim.label].iloc[0]
     for prof in shown:
         missing = results.read_result(claim.result, prof) is None
-        assert (row[summary.profile_column(prof)] == summary.NOT_RUN) == missing, (claim.label, prof)
+        assert (row[summary.profile_column(prof)] == summary.NOT_RUN) == missing, (
+            claim.label,
+            prof,
+        )
 
 # %%
 sources = summary.provenance_table(shown)
 if sources.empty:
-    print(f"No results files yet for the profiles {', '.join(shown)}: "
-          f"run `python -m annotated_transformer book --profile {profile}` to write them.")
+    print(
+        f"No results files yet for the profiles {', '.join(shown)}: run "
+        f"`python -m annotated_transformer book --profile {profile}` to write them."
+    )
 else:
-    display(HTML(sources.to_html(index=False, classes="at-summary", border=0, na_rep="")))
+    viz.show_table(sources, **{"wall time (s)": "{:,.0f}"})
 
 # %% [markdown]
 # ## This run of the book
@@ -280,10 +262,5 @@ record = results.read_result("book_run", profile)
 if record is None:
     print(f"No book run recorded for profile {profile!r} yet.")
 else:
-    chapters = pd.DataFrame([
-        {"chapter": name, "status": entry["status"], "wall time (s)": entry["wall_time_s"],
-         "date": entry["date"][:16].replace("T", " "), "commit": (entry.get("git_commit") or "")[:7]}
-        for name, entry in record["metrics"]["chapters"].items()
-    ])
     print(f"profile {profile}: {results.describe_provenance(record)}")
-    display(HTML(chapters.to_html(index=False, classes="at-summary", border=0)))
+    viz.show_table(summary.book_run_table(record), **{"wall time (s)": "{:,.1f}"})
