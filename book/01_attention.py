@@ -15,8 +15,6 @@
 # %% [markdown]
 # # 1. Attention (section 3.2)
 #
-# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/01_attention.ipynb)
-#
 # In the Transformer, attention is the only operation that moves information from one position of
 # a sentence to another; everything else happens at each position on its own. This chapter
 # builds it from its formula {cite:p}`vaswani2017attention`: the scaled dot product and the reason
@@ -28,20 +26,22 @@
 # assertion that the two agree, then a table or a chart.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. In a clone, use the
-# clone's package (the book runner and `pip install -e .` make this a no-op).
+# Colab or a fresh environment: install the package when it is missing. A clone (this
+# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
+# of _config.yml, written here by `python -m annotated_transformer book --sync`.
 import importlib.util
 import pathlib
 import subprocess
 import sys
 
+REPOSITORY = "https://github.com/annotated-transformer/annotated-transformer"
 if importlib.util.find_spec("annotated_transformer") is None:
     clone = pathlib.Path.cwd().parent
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+        package = f"annotated-transformer @ git+{REPOSITORY}"
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
 # %%
 import math
@@ -56,13 +56,19 @@ from IPython.display import HTML, Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import Transformer, attention_maps, preset, results, viz
-from annotated_transformer.attention import MultiHeadAttention, explicit_attention, fused_attention
+from annotated_transformer.attention import (
+    MultiHeadAttention,
+    explicit_attention,
+    fused_attention,
+)
 from annotated_transformer.devices import resolve_device
 from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below
-device = "auto"  # "auto" picks CUDA when a GPU is visible; used for the timing comparisons
+device = (
+    "auto"  # "auto" picks CUDA when a GPU is visible; used for the timing comparisons
+)
 seed = 0  # every random tensor of the chapter follows from it
 
 # %%
@@ -71,41 +77,29 @@ device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
 
-# Sizes of this chapter's experiments. Everything here is cheap; the profile only decides how many
-# samples the statistics average over and how large the timed inputs are.
+# Sizes of this chapter's experiments. Everything here is cheap; the profile only decides
+# how many samples the statistics average over and how large the timed inputs are.
 SIZES = {
-    "smoke": dict(samples=4_000, d_ks=(4, 16, 64, 256, 512), n_keys=32,
-                  time_batch=4, time_len=64, repeats=3),
-    "cpu": dict(samples=20_000, d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64,
-                time_batch=16, time_len=256, repeats=5),
+    "smoke": dict(
+        samples=4_000,
+        d_ks=(4, 16, 64, 256, 512),
+        n_keys=32,
+        time_batch=4,
+        time_len=64,
+        repeats=3,
+    ),
+    "cpu": dict(
+        samples=20_000,
+        d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+        n_keys=64,
+        time_batch=16,
+        time_len=256,
+        repeats=5,
+    ),
 }
 SIZES["gpu"] = SIZES["paper"] = dict(SIZES["cpu"], time_batch=64, time_len=1024)
 size = SIZES[profile]
-print(f"profile {profile!r} on {device}: {size}")
-
-
-def show_table(df: pd.DataFrame, **formats) -> None:
-    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
-    styled = df.copy()
-    for column, fmt in formats.items():
-        styled[column] = styled[column].map(lambda v, f=fmt: f.format(v))
-    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
-
-
-def tighten(chart):
-    """End log axes at the data instead of rounding them out to powers of ten, and tick the x
-    values that were measured (log axes otherwise crowd their labels)."""
-    for channel in ("x", "y"):
-        encoding = chart.encoding[channel]
-        scale = encoding["scale"]
-        if scale is alt.Undefined or scale["type"] != "log":
-            continue
-        encoding["scale"] = alt.Scale(type="log", nice=False)
-        field = encoding["field"] if encoding["field"] is not alt.Undefined else encoding["shorthand"]
-        values = sorted(chart.data[field.split(":")[0]].unique()) if channel == "x" else []
-        if 1 < len(values) <= 12:
-            encoding["axis"] = alt.Axis(values=[float(v) for v in values])
-    return chart
+viz.show_table(viz.sizes_table(SIZES, profile))
 
 
 # %% [markdown]
@@ -125,12 +119,15 @@ def tighten(chart):
 # name; section 1.2 measures why it is there. Here it is in plain PyTorch; the optional boolean
 # `allowed` matrix (True where a query may look at a key) is the subject of section 1.3.
 
+
 # %%
 def attention(q, k, v, allowed=None):
     """softmax(q k^T / sqrt(d_k)) v and the weights; q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v)."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., n_q, n_k)
     if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))  # a masked key gets exp(-inf) = 0
+        scores = scores.masked_fill(
+            ~allowed, float("-inf")
+        )  # a masked key gets exp(-inf) = 0
     weights = scores.softmax(dim=-1)  # each row sums to one
     return weights @ v, weights
 
@@ -153,13 +150,15 @@ torch.testing.assert_close(package_explicit, out, atol=1e-6, rtol=1e-5)
 torch.testing.assert_close(package_weights, weights, atol=1e-6, rtol=1e-5)
 torch.testing.assert_close(package_fused, out, atol=1e-5, rtol=1e-5)
 torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
-print("plain PyTorch, explicit_attention and fused_attention agree")
 
 # %% [markdown]
 # To see what the weights mean, give six words random vectors and let each word query all six with
 # its own vector ($Q = K = V$, which is what self-attention does before any learned projection).
-# A vector is most similar to itself, so the diagonal dominates; the two copies of "the" share a
-# vector and so split their weight between each other.
+# A dot product is not a similarity that puts a vector nearest to itself (a longer vector can
+# score higher against it), but for random vectors of width 16 the squared length on the
+# diagonal, about 16, usually beats the off-diagonal products, whose typical size is 4. In this
+# draw every word's largest weight falls on itself or on its twin (the cell checks it); the two
+# copies of "the" share a vector and so split their weight between each other.
 
 # %%
 words = ["the", "cat", "sat", "on", "the", "mat"]
@@ -167,11 +166,26 @@ vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
 word_vectors = torch.randn(len(vocabulary), 16)
 x = word_vectors[[vocabulary[w] for w in words]]  # (6, 16)
 _, self_weights = attention(x, x, x)
-assert self_weights.argmax(-1).tolist() in ([0, 1, 2, 3, 0, 5], [4, 1, 2, 3, 4, 5])  # itself or its twin
-torch.testing.assert_close(self_weights[0, 0], self_weights[0, 4])  # the twins are indistinguishable
-viz.show(viz.heatmap(self_weights, x_labels=words, y_labels=words, x_title="key", y_title="query",
-                     title="Self-attention weights of six words", value_title="weight",
-                     scheme="blues", domain=(0, 1)))
+assert self_weights.argmax(-1).tolist() in (
+    [0, 1, 2, 3, 0, 5],
+    [4, 1, 2, 3, 4, 5],
+)  # itself or its twin
+torch.testing.assert_close(
+    self_weights[0, 0], self_weights[0, 4]
+)  # the twins are indistinguishable
+viz.show(
+    viz.heatmap(
+        self_weights,
+        x_labels=words,
+        y_labels=words,
+        x_title="key",
+        y_title="query",
+        title="Self-attention weights of six words",
+        value_title="weight",
+        scheme="blues",
+        domain=(0, 1),
+    )
+)
 
 # %% [markdown]
 # ## 1.2 Why scale by 1/√d_k
@@ -186,30 +200,48 @@ viz.show(viz.heatmap(self_weights, x_labels=words, y_labels=words, x_title="key"
 #
 # First the variance, measured on random vectors:
 
+
 # %%
 def dot_product_variance(d_k: int, samples: int) -> tuple[float, float]:
     """Sample variance of q . k and of q . k / sqrt(d_k) for standard normal q and k."""
-    q, k = torch.randn(samples, d_k, dtype=torch.float64), torch.randn(samples, d_k, dtype=torch.float64)
+    q, k = (
+        torch.randn(samples, d_k, dtype=torch.float64),
+        torch.randn(samples, d_k, dtype=torch.float64),
+    )
     dots = (q * k).sum(-1)
     return dots.var().item(), (dots / math.sqrt(d_k)).var().item()
 
 
-variance = pd.DataFrame([
-    dict(d_k=d, unscaled=u, scaled=s)
-    for d in size["d_ks"] for u, s in [dot_product_variance(d, size["samples"])]
-])
-# The sample variance of `samples` draws has a relative standard error near sqrt(2 / samples),
-# about 2% for the smoke profile's 4,000: 10% is several standard errors.
+variance = pd.DataFrame(
+    [
+        dict(d_k=d, unscaled=u, scaled=s)
+        for d in size["d_ks"]
+        for u, s in [dot_product_variance(d, size["samples"])]
+    ]
+)
+# The sample variance of `samples` draws has a relative standard error near sqrt(2 /
+# samples), about 2% for the smoke profile's 4,000: 10% is several standard errors.
 for row in variance.itertuples():
     assert abs(row.unscaled / row.d_k - 1) < 0.1, row
     assert abs(row.scaled - 1) < 0.1, row
-show_table(variance, unscaled="{:.1f}", scaled="{:.3f}")
+viz.show_table(variance, unscaled="{:.1f}", scaled="{:.3f}")
 
 # %%
 variance_long = variance.melt("d_k", var_name="scores", value_name="variance")
-viz.show(tighten(viz.line_chart(
-    variance_long, "d_k", "variance", "scores", log_x=True, log_y=True, points=True,
-    title="Variance of q.k: grows like d_k unless scaled by 1/sqrt(d_k)")))
+viz.show(
+    viz.tighten(
+        viz.line_chart(
+            variance_long,
+            "d_k",
+            "variance",
+            "scores",
+            log_x=True,
+            log_y=True,
+            points=True,
+            title="Variance of q.k: grows like d_k unless scaled by 1/sqrt(d_k)",
+        )
+    )
+)
 
 # %% [markdown]
 # Now the softmax. For each width, draw a query and a row of keys, compute the attention weights
@@ -219,8 +251,11 @@ viz.show(tighten(viz.line_chart(
 # heavy-tailed (the occasional row with two close top scores keeps a sizeable gradient), so the
 # table reports its median: the gradient of a typical row.
 
+
 # %%
-def softmax_saturation(d_k: int, n_keys: int, trials: int, scale: bool) -> tuple[float, float]:
+def softmax_saturation(
+    d_k: int, n_keys: int, trials: int, scale: bool
+) -> tuple[float, float]:
     """Mean largest weight and median gradient norm (w.r.t. the scores) of softmax(q K^T [/ sqrt(d_k)])."""
     q, keys = torch.randn(trials, 1, d_k), torch.randn(trials, n_keys, d_k)
     scores = (q @ keys.transpose(-2, -1)).squeeze(1)  # (trials, n_keys)
@@ -228,7 +263,9 @@ def softmax_saturation(d_k: int, n_keys: int, trials: int, scale: bool) -> tuple
         scores = scores / math.sqrt(d_k)
     scores.requires_grad_(True)
     weights = scores.softmax(-1)
-    upstream = torch.randn_like(weights)  # stands in for the gradient from the rest of the network
+    upstream = torch.randn_like(
+        weights
+    )  # stands in for the gradient from the rest of the network
     (weights * upstream).sum().backward()
     return weights.max(-1).values.mean().item(), scores.grad.norm(dim=-1).median().item()
 
@@ -238,41 +275,81 @@ saturation = []
 for d_k in size["d_ks"]:
     for scale in (True, False):
         peak, grad = softmax_saturation(d_k, size["n_keys"], trials, scale)
-        saturation.append(dict(d_k=d_k, scores="scaled" if scale else "unscaled",
-                               largest_weight=peak, gradient_norm=grad))
+        saturation.append(
+            dict(
+                d_k=d_k,
+                scores="scaled" if scale else "unscaled",
+                largest_weight=peak,
+                gradient_norm=grad,
+            )
+        )
 saturation = pd.DataFrame(saturation)
-wide = saturation.pivot(index="d_k", columns="scores", values=["largest_weight", "gradient_norm"])
+wide = saturation.pivot(
+    index="d_k", columns="scores", values=["largest_weight", "gradient_norm"]
+)
 widest = max(size["d_ks"])
-grad_ratio = wide.loc[widest, ("gradient_norm", "scaled")] / wide.loc[widest, ("gradient_norm", "unscaled")]
-# Unscaled scores at the widest d_k have standard deviation sqrt(d_k) >= 22: the softmax is all
-# but one-hot and its gradient is at least an order of magnitude smaller than with the scale.
+grad_ratio = (
+    wide.loc[widest, ("gradient_norm", "scaled")]
+    / wide.loc[widest, ("gradient_norm", "unscaled")]
+)
+# Unscaled scores at the widest d_k have standard deviation sqrt(d_k) >= 22: the softmax
+# is all but one-hot and its gradient is at least an order of magnitude smaller than with
+# the scale.
 assert wide.loc[widest, ("largest_weight", "unscaled")] > 0.9
 assert grad_ratio > 10
-show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
+viz.show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
 
 # %%
 saturation_charts = alt.hconcat(
-    tighten(viz.line_chart(saturation, "d_k", "largest_weight", "scores", log_x=True, points=True,
-                           width=270, height=240, title="Largest softmax weight",
-                           y_title="mean largest weight")),
-    tighten(viz.line_chart(saturation, "d_k", "gradient_norm", "scores", log_x=True, log_y=True,
-                           points=True, width=270, height=240, title="Gradient reaching the scores",
-                           y_title="median gradient norm")),
+    viz.tighten(
+        viz.line_chart(
+            saturation,
+            "d_k",
+            "largest_weight",
+            "scores",
+            log_x=True,
+            points=True,
+            width=270,
+            height=240,
+            title="Largest softmax weight",
+            y_title="mean largest weight",
+        )
+    ),
+    viz.tighten(
+        viz.line_chart(
+            saturation,
+            "d_k",
+            "gradient_norm",
+            "scores",
+            log_x=True,
+            log_y=True,
+            points=True,
+            width=270,
+            height=240,
+            title="Gradient reaching the scores",
+            y_title="median gradient norm",
+        )
+    ),
 ).configure_legend(orient="bottom")
 viz.show(saturation_charts)
 
 # %%
 smallest = min(size["d_ks"])
-small_ratio = wide.loc[smallest, ("gradient_norm", "scaled")] / wide.loc[smallest, ("gradient_norm", "unscaled")]
-display(Markdown(
-    f"With the scale, the largest weight stays near "
-    f"{wide.loc[widest, ('largest_weight', 'scaled')]:.2f} at every width, and the gradient keeps "
-    f"its size. Without it, at $d_k = {widest}$ the softmax gives on average "
-    f"{wide.loc[widest, ('largest_weight', 'unscaled')]:.1%} of its weight to a single key out of "
-    f"{size['n_keys']}, and the gradient reaching the scores of a typical row is {grad_ratio:,.0f} "
-    f"times smaller than with the scale (at $d_k = {smallest}$ that ratio is {small_ratio:.1f})."
-    " The paper's heads have $d_k = 64$; its single-head variant in Table 3 has $d_k = 512$."
-))
+small_ratio = (
+    wide.loc[smallest, ("gradient_norm", "scaled")]
+    / wide.loc[smallest, ("gradient_norm", "unscaled")]
+)
+display(
+    Markdown(
+        f"With the scale, the largest weight stays near "
+        f"{wide.loc[widest, ('largest_weight', 'scaled')]:.2f} at every width, and the gradient keeps "
+        f"its size. Without it, at d_k = {widest} the softmax gives on average "
+        f"{wide.loc[widest, ('largest_weight', 'unscaled')]:.1%} of its weight to a single key out of "
+        f"{size['n_keys']}, and the gradient reaching the scores of a typical row is {grad_ratio:,.0f} "
+        f"times smaller than with the scale (at d_k = {smallest} that ratio is {small_ratio:.1f})."
+        " The paper's heads have d_k = 64; its single-head variant in Table 3 has d_k = 512."
+    )
+)
 
 # %% [markdown]
 # ## 1.3 Masks: padding and the future
@@ -300,31 +377,47 @@ assert (weights[~combined] == 0).all()  # masked keys get exactly zero weight
 
 # Changing the future, or what sits in the padding, changes nothing before it.
 v_changed = v.clone()
-v_changed[:, 4:] = torch.randn(2, T - 4, 8)  # positions 4.. of both rows; row 1 is padding from 4 on
+v_changed[:, 4:] = torch.randn(
+    2, T - 4, 8
+)  # positions 4.. of both rows; row 1 is padding from 4 on
 out_changed, _ = attention(q, k, v_changed, combined)
 torch.testing.assert_close(out_changed[:, :4], out[:, :4])
-print("queries 0-3 are unchanged when keys 4-6 change")
 
 # %%
-viz.show(alt.hconcat(
-    viz.mask_chart(causal_mask, title="Causal mask (decoder self-attention)"),
-    viz.mask_chart(combined[1], title="Causal and padding, a sentence of 4 tokens"),
-))
+viz.show(
+    alt.hconcat(
+        viz.mask_chart(causal_mask, title="Causal mask (decoder self-attention)"),
+        viz.mask_chart(combined[1], title="Causal and padding, a sentence of 4 tokens"),
+    )
+)
 
 # %% [markdown]
 # The package takes the same boolean convention (it is the one of `F.scaled_dot_product_attention`)
-# and the decoder asks for the causal part with `is_causal=True`, so the causal mask is never
-# built in memory on the fused path. Masks have shape (batch, heads, queries, keys) or anything
+# and the decoder asks for the causal part with `is_causal=True`. With no other mask, the fused
+# path hands that flag to the kernel and no $T \times T$ matrix is built; when a padding mask is
+# passed as well, the package builds the causal matrix and combines the two with `&`, since the
+# kernel takes one or the other. Masks have shape (batch, heads, queries, keys) or anything
 # that broadcasts to it: the model's source mask is (B, 1, 1, S).
+#
+# The decoder's self-attention needs no target padding mask. Target sentences are padded at the
+# end, so under the causal mask a real position only ever sees real positions before it; the
+# padded positions do see real ones and produce outputs, but the loss ignores them (chapter 04).
+# Here is the package's function:
 
 # %%
-mask4 = padding[:, None, None, :]  # (B, 1, 1, T): padding, broadcast over heads and queries
-out_package = fused_attention(q[:, None], k[:, None], v[:, None], mask4, is_causal=True)[:, 0]
-out_explicit, w_explicit = explicit_attention(q[:, None], k[:, None], v[:, None], mask4, is_causal=True)
+mask4 = padding[
+    :, None, None, :
+]  # (B, 1, 1, T): padding, broadcast over heads and queries
+out_package = fused_attention(q[:, None], k[:, None], v[:, None], mask4, is_causal=True)[
+    :, 0
+]
+out_explicit, w_explicit = explicit_attention(
+    q[:, None], k[:, None], v[:, None], mask4, is_causal=True
+)
 torch.testing.assert_close(out_package, out, atol=1e-5, rtol=1e-5)
 torch.testing.assert_close(out_explicit[:, 0], out, atol=1e-6, rtol=1e-5)
 torch.testing.assert_close(w_explicit[:, 0], weights, atol=1e-6, rtol=1e-5)
-print("the package's fused and explicit paths apply the same masks")
+viz.show_source(fused_attention)
 
 # %% [markdown]
 # ### Masks in low precision, and a query with nothing to see
@@ -344,7 +437,9 @@ print("the package's fused and explicit paths apply the same masks")
 
 # %%
 scores = torch.randn(2, 4)
-allowed = torch.tensor([[True, True, False, False], [False, False, False, False]])  # query 1 sees nothing
+allowed = torch.tensor(
+    [[True, True, False, False], [False, False, False, False]]
+)  # query 1 sees nothing
 values = torch.randn(4, 3)
 
 
@@ -360,24 +455,31 @@ def outcome(fn) -> str:
 
 recipes = {
     "add -1e9, float32": lambda: ((scores + (~allowed) * -1e9).softmax(-1)) @ values,
-    "masked_fill(-1e9), float16":
-        lambda: scores.half().masked_fill(~allowed, -1e9).softmax(-1) @ values.half(),
-    "masked_fill(-inf), float32": lambda: scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ values,
+    "masked_fill(-1e9), float16": lambda: (
+        scores.half().masked_fill(~allowed, -1e9).softmax(-1) @ values.half()
+    ),
+    "masked_fill(-inf), float32": lambda: (
+        scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ values
+    ),
 }
 qkv4 = (torch.randn(1, 1, 2, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 3))
 for dtype in (torch.float32, torch.bfloat16, torch.float16):
     qd, kd, vd = (t.to(dtype) for t in qkv4)
     name = str(dtype).replace("torch.", "")
-    recipes[f"package fused_attention, {name}"] = \
-        lambda qd=qd, kd=kd, vd=vd: fused_attention(qd, kd, vd, allowed)[0, 0]
-    recipes[f"package explicit_attention, {name}"] = \
-        lambda qd=qd, kd=kd, vd=vd: explicit_attention(qd, kd, vd, allowed)[0][0, 0]
+    recipes[f"package fused_attention, {name}"] = lambda qd=qd, kd=kd, vd=vd: (
+        fused_attention(qd, kd, vd, allowed)[0, 0]
+    )
+    recipes[f"package explicit_attention, {name}"] = lambda qd=qd, kd=kd, vd=vd: (
+        explicit_attention(qd, kd, vd, allowed)[0][0, 0]
+    )
 
-recipe_table = pd.DataFrame([dict(recipe=name, outcome=outcome(fn)) for name, fn in recipes.items()])
+recipe_table = pd.DataFrame(
+    [dict(recipe=name, outcome=outcome(fn)) for name, fn in recipes.items()]
+)
 assert all(recipe_table[recipe_table.recipe.str.startswith("package")].outcome == "zeros")
 assert recipe_table.set_index("recipe").loc["masked_fill(-inf), float32"].item() == "NaN"
 recipe_table = recipe_table.rename(columns={"outcome": "query with nothing to see gets"})
-show_table(recipe_table)
+viz.show_table(recipe_table)
 
 # %% [markdown]
 # ## 1.4 Multi-head attention
@@ -401,8 +503,10 @@ W_o = torch.randn(h * d_v, d_model) / math.sqrt(h * d_v)
 
 def multi_head(x_query, x_memory, allowed=None):
     """Concat_i(Attention(x_query W_i^Q, x_memory W_i^K, x_memory W_i^V)) W^O, one head at a time."""
-    heads = [attention(x_query @ W_q[i], x_memory @ W_k[i], x_memory @ W_v[i], allowed)[0]
-             for i in range(h)]
+    heads = [
+        attention(x_query @ W_q[i], x_memory @ W_k[i], x_memory @ W_v[i], allowed)[0]
+        for i in range(h)
+    ]
     return torch.cat(heads, dim=-1) @ W_o
 
 
@@ -418,13 +522,20 @@ loop_out = multi_head(x, x)
 # %%
 mha = MultiHeadAttention(d_model, h, d_k, d_v, self_attention=True)
 with torch.no_grad():
-    # nn.Linear stores weight as (out, in), so each (d_model, d_k) block enters transposed.
+    # nn.Linear stores weight as (out, in), so each (d_model, d_k) block enters
+    # transposed.
     mha.qkv_proj.weight.copy_(torch.cat([*W_q, *W_k, *W_v], dim=1).T)
     mha.qkv_proj.bias.zero_()
     mha.out_proj.weight.copy_(W_o.T)
     mha.out_proj.bias.zero_()
 torch.testing.assert_close(mha(x), loop_out, atol=1e-5, rtol=1e-5)
-print("the loop over heads and the package's MultiHeadAttention agree")
+
+# %% [markdown]
+# The loop and the module agree (the cell checks it). The module's forward pass, as the package
+# has it:
+
+# %%
+viz.show_source(MultiHeadAttention.forward)
 
 # %% [markdown]
 # ### Eight heads for the price of one
@@ -439,35 +550,72 @@ print("the loop over heads and the package's MultiHeadAttention agree")
 # running the module's explicit path (the counter does not know every CPU attention kernel; the
 # explicit path performs the same matrix products on any device):
 
+
 # %%
 def attention_cost(d_model: int, heads: int, n: int) -> dict:
-    module = MultiHeadAttention(d_model, heads, d_model // heads, d_model // heads, self_attention=True)
+    module = MultiHeadAttention(
+        d_model, heads, d_model // heads, d_model // heads, self_attention=True
+    )
     x = torch.randn(1, n, d_model)
     module.record = []  # the explicit path, whose matrix products the counter sees on every device
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         module(x)
-    return dict(heads=heads, d_k=d_model // heads, parameters=sum(p.numel() for p in module.parameters()),
-                flops=counter.get_total_flops(), score_entries=heads * n * n)
+    return dict(
+        heads=heads,
+        d_k=d_model // heads,
+        parameters=sum(p.numel() for p in module.parameters()),
+        flops=counter.get_total_flops(),
+        score_entries=heads * n * n,
+    )
 
 
 cost_d_model, cost_n = 512, 64
-head_costs = pd.DataFrame([attention_cost(cost_d_model, heads, cost_n) for heads in (1, 2, 4, 8, 16, 32)])
-# The closed forms: 4 d^2 weights + 4 d biases; projections 8 n d^2 FLOPs, scores and sum 4 n^2 d.
+head_costs = pd.DataFrame(
+    [attention_cost(cost_d_model, heads, cost_n) for heads in (1, 2, 4, 8, 16, 32)]
+)
+# The closed forms: 4 d^2 weights + 4 d biases; projections 8 n d^2 FLOPs, scores and sum
+# 4 n^2 d.
 assert (head_costs.parameters == 4 * cost_d_model**2 + 4 * cost_d_model).all()
-assert (head_costs.flops == 8 * cost_n * cost_d_model**2 + 4 * cost_n**2 * cost_d_model).all()
-show_table(head_costs, parameters="{:,}", flops="{:,}", score_entries="{:,}")
+assert (
+    head_costs.flops == 8 * cost_n * cost_d_model**2 + 4 * cost_n**2 * cost_d_model
+).all()
+viz.show_table(head_costs, parameters="{:,}", flops="{:,}", score_entries="{:,}")
 
 # %%
-head_costs_long = head_costs.assign(**{
-    "parameters (relative to 1 head)": head_costs.parameters / head_costs.parameters[0],
-    "matrix-product FLOPs (relative)": head_costs.flops / head_costs.flops[0],
-    "softmax entries (relative)": head_costs.score_entries / head_costs.score_entries[0],
-}).melt("heads", value_vars=["parameters (relative to 1 head)", "matrix-product FLOPs (relative)",
-                             "softmax entries (relative)"], var_name="quantity", value_name="relative cost")
-head_chart = tighten(viz.line_chart(head_costs_long, "heads", "relative cost", "quantity",
-                                    log_x=True, log_y=True, points=True)).properties(title=alt.TitleParams(
-    f"Cost of h heads of width {cost_d_model}/h against one head (n = {cost_n})",
-    subtitle="parameters and matrix-product FLOPs stay at 1 (their lines overlap); only the softmax grows"))
+head_costs_long = head_costs.assign(
+    **{
+        "parameters (relative to 1 head)": head_costs.parameters
+        / head_costs.parameters[0],
+        "matrix-product FLOPs (relative)": head_costs.flops / head_costs.flops[0],
+        "softmax entries (relative)": head_costs.score_entries
+        / head_costs.score_entries[0],
+    }
+).melt(
+    "heads",
+    value_vars=[
+        "parameters (relative to 1 head)",
+        "matrix-product FLOPs (relative)",
+        "softmax entries (relative)",
+    ],
+    var_name="quantity",
+    value_name="relative cost",
+)
+head_chart = viz.tighten(
+    viz.line_chart(
+        head_costs_long,
+        "heads",
+        "relative cost",
+        "quantity",
+        log_x=True,
+        log_y=True,
+        points=True,
+    )
+).properties(
+    title=alt.TitleParams(
+        f"Cost of h heads of width {cost_d_model}/h against one head (n = {cost_n})",
+        subtitle="parameters and matrix-product FLOPs stay at 1 (their lines overlap); only the softmax grows",
+    )
+)
 viz.show(head_chart.configure_legend(orient="bottom"))
 
 # %% [markdown]
@@ -490,40 +638,84 @@ viz.show(head_chart.configure_legend(orient="bottom"))
 # %%
 tiny = preset("tiny", dropout=0.0)
 model = Transformer(tiny, 40, 40).eval()
-src = torch.tensor([[5, 9, 12, 7, 8, 3, tiny.pad_id, tiny.pad_id]])  # 6 tokens + 2 padding
+src = torch.tensor(
+    [[5, 9, 12, 7, 8, 3, tiny.pad_id, tiny.pad_id]]
+)  # 6 tokens + 2 padding
 tgt = torch.tensor([[tiny.bos_id, 14, 6, 22, 30]])
 maps = attention_maps(model, src, tgt)
 S, T_tgt, src_real = src.size(1), tgt.size(1), src[0] != tiny.pad_id
 
-uses = pd.DataFrame([
-    dict(use="encoder self-attention", queries="encoder (source)", keys_and_values="encoder (source)",
-         weights=tuple(maps["encoder"][0].shape), mask="source padding"),
-    dict(use="decoder self-attention", queries="decoder (target)", keys_and_values="decoder (target)",
-         weights=tuple(maps["decoder_self"][0].shape), mask="causal"),
-    dict(use="encoder-decoder attention", queries="decoder (target)", keys_and_values="encoder output",
-         weights=tuple(maps["decoder_cross"][0].shape), mask="source padding"),
-])
+uses = pd.DataFrame(
+    [
+        dict(
+            use="encoder self-attention",
+            queries="encoder (source)",
+            keys_and_values="encoder (source)",
+            weights=tuple(maps["encoder"][0].shape),
+            mask="source padding",
+        ),
+        dict(
+            use="decoder self-attention",
+            queries="decoder (target)",
+            keys_and_values="decoder (target)",
+            weights=tuple(maps["decoder_self"][0].shape),
+            mask="causal",
+        ),
+        dict(
+            use="encoder-decoder attention",
+            queries="decoder (target)",
+            keys_and_values="encoder output",
+            weights=tuple(maps["decoder_cross"][0].shape),
+            mask="source padding",
+        ),
+    ]
+)
 assert maps["encoder"][0].shape == (1, tiny.n_heads, S, S)
 assert maps["decoder_self"][0].shape == (1, tiny.n_heads, T_tgt, T_tgt)
 assert maps["decoder_cross"][0].shape == (1, tiny.n_heads, T_tgt, S)
 for layer in range(tiny.n_layers):
-    assert (maps["encoder"][layer][..., ~src_real] == 0).all()  # nobody reads source padding
+    assert (
+        maps["encoder"][layer][..., ~src_real] == 0
+    ).all()  # nobody reads source padding
     assert (maps["decoder_cross"][layer][..., ~src_real] == 0).all()
     assert (maps["decoder_self"][layer].triu(1) == 0).all()  # nobody reads the future
-show_table(uses)
+viz.show_table(uses)
 
 # %%
 src_labels = [f"s{i}" if real else "pad" for i, real in enumerate(src_real.tolist())]
 tgt_labels = ["bos"] + [f"t{i}" for i in range(1, T_tgt)]
 heat = dict(value_title="weight", scheme="blues", domain=(0, 1), cell=18)
-viz.show(alt.hconcat(
-    viz.heatmap(maps["encoder"][0][0, 0], src_labels, src_labels, title="Encoder self-attention",
-                x_title="key (source)", y_title="query (source)", **heat),
-    viz.heatmap(maps["decoder_self"][0][0, 0], tgt_labels, tgt_labels, title="Decoder self-attention",
-                x_title="key (target)", y_title="query (target)", **heat),
-    viz.heatmap(maps["decoder_cross"][0][0, 0], src_labels, tgt_labels, title="Encoder-decoder attention",
-                x_title="key (source)", y_title="query (target)", **heat),
-).resolve_scale(color="shared"))
+viz.show(
+    alt.hconcat(
+        viz.heatmap(
+            maps["encoder"][0][0, 0],
+            src_labels,
+            src_labels,
+            title="Encoder self-attention",
+            x_title="key (source)",
+            y_title="query (source)",
+            **heat,
+        ),
+        viz.heatmap(
+            maps["decoder_self"][0][0, 0],
+            tgt_labels,
+            tgt_labels,
+            title="Decoder self-attention",
+            x_title="key (target)",
+            y_title="query (target)",
+            **heat,
+        ),
+        viz.heatmap(
+            maps["decoder_cross"][0][0, 0],
+            src_labels,
+            tgt_labels,
+            title="Encoder-decoder attention",
+            x_title="key (source)",
+            y_title="query (target)",
+            **heat,
+        ),
+    ).resolve_scale(color="shared")
+)
 
 # %% [markdown]
 # ## 1.6 One projection instead of three
@@ -545,8 +737,9 @@ with torch.no_grad():
 x = torch.randn(4, 10, d)
 q_fused, k_fused, v_fused = fused(x).split(d, dim=-1)
 for a, b in zip((q_fused, k_fused, v_fused), three):
-    torch.testing.assert_close(a, b(x), atol=1e-6, rtol=1e-5)  # same products, summed in the same order
-print("one fused projection equals three separate ones")
+    torch.testing.assert_close(
+        a, b(x), atol=1e-6, rtol=1e-5
+    )  # same products, summed in the same order
 
 
 # %%
@@ -569,15 +762,23 @@ d = 512
 three_dev = nn.ModuleList(nn.Linear(d, d) for _ in range(3)).to(device)
 fused_dev = nn.Linear(d, 3 * d).to(device)
 x = torch.randn(size["time_batch"], size["time_len"], d, device=device)
-projection_times = pd.DataFrame([
-    dict(projection="three nn.Linear(512, 512)",
-         ms=1e3 * median_time(lambda: [m(x) for m in three_dev], size["repeats"])),
-    dict(projection="one nn.Linear(512, 1536), split",
-         ms=1e3 * median_time(lambda: fused_dev(x).split(d, -1), size["repeats"])),
-])
-print(f"input {tuple(x.shape)} on {device}; median of {size['repeats']} runs "
-      "(not asserted: timings vary with the machine)")
-show_table(projection_times, ms="{:.3f}")
+projection_times = pd.DataFrame(
+    [
+        dict(
+            projection="three nn.Linear(512, 512)",
+            ms=1e3 * median_time(lambda: [m(x) for m in three_dev], size["repeats"]),
+        ),
+        dict(
+            projection="one nn.Linear(512, 1536), split",
+            ms=1e3 * median_time(lambda: fused_dev(x).split(d, -1), size["repeats"]),
+        ),
+    ]
+)
+print(
+    f"input {tuple(x.shape)} on {device}; median of {size['repeats']} runs "
+    "(not asserted: timings vary with the machine)"
+)
+viz.show_table(projection_times, ms="{:.3f}")
 
 # %% [markdown]
 # ## 1.7 The package's two paths: fused and explicit
@@ -590,11 +791,17 @@ show_table(projection_times, ms="{:.3f}")
 
 # %%
 d_model, heads = 512, 8
-mha = MultiHeadAttention(d_model, heads, d_model // heads, d_model // heads, self_attention=True)
+mha = MultiHeadAttention(
+    d_model, heads, d_model // heads, d_model // heads, self_attention=True
+)
 mha = mha.to(device).eval()
 x = torch.randn(size["time_batch"], size["time_len"], d_model, device=device)
-lengths = torch.randint(size["time_len"] // 2, size["time_len"] + 1, (size["time_batch"],), device=device)
-mask = (torch.arange(size["time_len"], device=device)[None, :] < lengths[:, None])[:, None, None, :]
+lengths = torch.randint(
+    size["time_len"] // 2, size["time_len"] + 1, (size["time_batch"],), device=device
+)
+mask = (torch.arange(size["time_len"], device=device)[None, :] < lengths[:, None])[
+    :, None, None, :
+]
 
 with torch.no_grad():
     fused_out = mha(x, mask=mask)
@@ -613,19 +820,29 @@ def run_explicit():
     mha.record = None
 
 
-path_times = pd.DataFrame([
-    dict(path="fused (F.scaled_dot_product_attention)",
-         ms=1e3 * median_time(lambda: mha(x, mask=mask), size["repeats"]), weights_kept_MB=0.0),
-    dict(path="explicit (records the weights)", ms=1e3 * median_time(run_explicit, size["repeats"]),
-         weights_kept_MB=recorded.numel() * recorded.element_size() / 2**20),
-])
-show_table(path_times, ms="{:.2f}", weights_kept_MB="{:.1f}")
-display(Markdown(
-    f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} on a batch of "
-    f"{size['time_batch']} sequences of {size['time_len']} positions ({device}). The explicit path keeps "
-    f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they grow with the "
-    "square of the length, which is why training never records them."
-))
+path_times = pd.DataFrame(
+    [
+        dict(
+            path="fused (F.scaled_dot_product_attention)",
+            ms=1e3 * median_time(lambda: mha(x, mask=mask), size["repeats"]),
+            weights_kept_MB=0.0,
+        ),
+        dict(
+            path="explicit (records the weights)",
+            ms=1e3 * median_time(run_explicit, size["repeats"]),
+            weights_kept_MB=recorded.numel() * recorded.element_size() / 2**20,
+        ),
+    ]
+)
+viz.show_table(path_times, ms="{:.2f}", weights_kept_MB="{:.1f}")
+display(
+    Markdown(
+        f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} on a batch of "
+        f"{size['time_batch']} sequences of {size['time_len']} positions ({device}). The explicit path keeps "
+        f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they grow with the "
+        "square of the length, which is why training never records them."
+    )
+)
 
 # %% [markdown]
 # ## What this chapter wrote
@@ -633,23 +850,36 @@ display(Markdown(
 # The measurements above go to `results/<profile>/attention.json`, with the run's provenance, so
 # that other pages can cite them without retyping numbers.
 
-# %%
+# %% tags=["remove-cell"]
 metrics = {
-    "dot_product_variance": {int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled}
-                             for r in variance.itertuples()},
+    "dot_product_variance": {
+        int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled}
+        for r in variance.itertuples()
+    },
     "softmax_saturation": {
-        int(d): {"largest_weight_unscaled": wide.loc[d, ("largest_weight", "unscaled")],
-                 "largest_weight_scaled": wide.loc[d, ("largest_weight", "scaled")],
-                 "gradient_norm_unscaled": wide.loc[d, ("gradient_norm", "unscaled")],
-                 "gradient_norm_scaled": wide.loc[d, ("gradient_norm", "scaled")]}
+        int(d): {
+            "largest_weight_unscaled": wide.loc[d, ("largest_weight", "unscaled")],
+            "largest_weight_scaled": wide.loc[d, ("largest_weight", "scaled")],
+            "gradient_norm_unscaled": wide.loc[d, ("gradient_norm", "unscaled")],
+            "gradient_norm_scaled": wide.loc[d, ("gradient_norm", "scaled")],
+        }
         for d in wide.index
     },
-    "gradient_ratio_at_widest_d_k": {"d_k": int(widest), "scaled_over_unscaled": float(grad_ratio)},
+    "gradient_ratio_at_widest_d_k": {
+        "d_k": int(widest),
+        "scaled_over_unscaled": float(grad_ratio),
+    },
     "multi_head_cost": head_costs.to_dict(orient="records"),
     "projection_ms": projection_times.set_index("projection").ms.to_dict(),
     "attention_path_ms": path_times.set_index("path").ms.to_dict(),
     "sizes": size,
 }
-path = results.write_result("attention", metrics, profile=profile, device=device,
-                            wall_time_s=round(time.perf_counter() - chapter_start, 2))
+metrics["dataset"] = "random tensors"
+path = results.write_result(
+    "attention",
+    metrics,
+    profile=profile,
+    device=device,
+    wall_time_s=round(time.perf_counter() - chapter_start, 2),
+)
 print(f"wrote {path.parent.name}/{path.name} under the results folder")
