@@ -15,8 +15,6 @@
 # %% [markdown]
 # # 3. Why self-attention (section 4, Table 1)
 #
-# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/03_why_self_attention.ipynb)
-#
 # Section 4 of the paper {cite:p}`vaswani2017attention` argues for self-attention by comparing one
 # layer of it with one recurrent layer {cite:p}`hochreiter1997lstm` and one convolutional layer
 # {cite:p}`kalchbrenner2016bytenet,gehring2017convs2s`, each mapping a sequence of $n$ vectors of
@@ -33,20 +31,22 @@
 # `annotated_transformer.complexity`.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. In a clone, use the
-# clone's package (the book runner and `pip install -e .` make this a no-op).
+# Colab or a fresh environment: install the package when it is missing. A clone (this
+# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
+# of _config.yml, written here by `python -m annotated_transformer book --sync`.
 import importlib.util
 import pathlib
 import subprocess
 import sys
 
+REPOSITORY = "https://github.com/annotated-transformer/annotated-transformer"
 if importlib.util.find_spec("annotated_transformer") is None:
     clone = pathlib.Path.cwd().parent
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+        package = f"annotated-transformer @ git+{REPOSITORY}"
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
 # %%
 import math
@@ -79,57 +79,42 @@ if device.type == "cpu" and threads is not None:
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
 
-# Sizes of the sweeps. `by_n` grows the length at a fixed width, `by_d` the width at a fixed
-# length, and `crossover` compares attention with recurrence at the base model's d = 512.
+# Sizes of the sweeps. `by_n` grows the length at a fixed width, `by_d` the width at a
+# fixed length, and `crossover` compares attention with recurrence at the base model's d =
+# 512.
 SIZES = {
     "smoke": dict(
         by_n=dict(ns=(32, 64, 128, 256, 512), d=64, batch=2),
         by_d=dict(n=64, ds=(32, 64, 128, 256, 512), batch=2),
         crossover=dict(d=512, ns=(128, 256, 512, 1024, 2048), batch=1),
-        repeats=2, path_ns=(2, 4, 8, 16, 32, 64, 128), path_example_n=32,
+        repeats=2,
+        path_ns=(2, 4, 8, 16, 32, 64, 128),
+        path_example_n=32,
     ),
     "cpu": dict(
         by_n=dict(ns=(32, 64, 128, 256, 512, 1024, 2048), d=128, batch=2),
         by_d=dict(n=256, ds=(32, 64, 128, 256, 512, 1024), batch=2),
-        crossover=dict(d=512, ns=(64, 128, 256, 512, 768, 1024, 1536, 2048, 3072), batch=1),
-        repeats=3, path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512), path_example_n=32,
+        crossover=dict(
+            d=512, ns=(64, 128, 256, 512, 768, 1024, 1536, 2048, 3072), batch=1
+        ),
+        repeats=3,
+        path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512),
+        path_example_n=32,
     ),
     "gpu": dict(
         by_n=dict(ns=(64, 128, 256, 512, 1024, 2048, 4096, 8192), d=256, batch=8),
         by_d=dict(n=1024, ds=(64, 128, 256, 512, 1024, 2048), batch=8),
         crossover=dict(d=512, ns=(256, 512, 1024, 2048, 4096, 8192, 16384), batch=8),
-        repeats=5, path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512), path_example_n=32,
+        repeats=5,
+        path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512),
+        path_example_n=32,
     ),
 }
 SIZES["paper"] = SIZES["gpu"]
 size = SIZES[profile]
 where = device_name(device)
-print(f"profile {profile!r}, timings on {where}"
-      + (f" with {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""))
-
-
-def show_table(df: pd.DataFrame, **formats) -> None:
-    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
-    styled = df.copy()
-    for column, fmt in formats.items():
-        styled[column] = styled[column].map(lambda v, f=fmt: f.format(v))
-    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
-
-
-def tighten(chart):
-    """End log axes at the data instead of rounding them out to powers of ten, and tick the x
-    values that were measured (log axes otherwise crowd their labels)."""
-    for channel in ("x", "y"):
-        encoding = chart.encoding[channel]
-        scale = encoding["scale"]
-        if scale is alt.Undefined or scale["type"] != "log":
-            continue
-        encoding["scale"] = alt.Scale(type="log", nice=False)
-        field = encoding["field"] if encoding["field"] is not alt.Undefined else encoding["shorthand"]
-        values = sorted(chart.data[field.split(":")[0]].unique()) if channel == "x" else []
-        if 1 < len(values) <= 12:
-            encoding["axis"] = alt.Axis(values=[float(v) for v in values])
-    return chart
+threads_note = f", {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""
+print(f"profile {profile!r}, timings on {where}{threads_note}")
 
 
 # %% [markdown]
@@ -152,6 +137,7 @@ def tighten(chart):
 #
 # Written out in plain PyTorch, then compared with the package's layers (`complexity.make_layer`):
 
+
 # %%
 def self_attention_plain(x):
     weights = (x @ x.transpose(1, 2) / math.sqrt(x.size(-1))).softmax(dim=-1)  # (B, n, n)
@@ -168,7 +154,9 @@ def recurrent_plain(x, W, U, b):
 
 def convolution_plain(x, weight, bias):
     k = weight.size(-1)  # weight: (d_out, d_in, k)
-    padded = F.pad(x, (0, 0, k // 2, k // 2))  # zeros before the first and after the last position
+    padded = F.pad(
+        x, (0, 0, k // 2, k // 2)
+    )  # zeros before the first and after the last position
     return sum(padded[:, j : j + x.size(1)] @ weight[:, :, j].T for j in range(k)) + bias
 
 
@@ -179,12 +167,24 @@ recurrent_layer = complexity.make_layer("recurrent", d)
 conv_layer = complexity.make_layer("convolutional", d, kernel_size=kernel_size)
 rnn = recurrent_layer.rnn
 with torch.no_grad():
-    torch.testing.assert_close(attention_layer(x), self_attention_plain(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        attention_layer(x), self_attention_plain(x), atol=1e-5, rtol=1e-5
+    )
     rnn_weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0 + rnn.bias_hh_l0)
-    torch.testing.assert_close(recurrent_layer(x), recurrent_plain(x, *rnn_weights), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        recurrent_layer(x), recurrent_plain(x, *rnn_weights), atol=1e-5, rtol=1e-5
+    )
     conv_weights = (conv_layer.conv.weight, conv_layer.conv.bias)
-    torch.testing.assert_close(conv_layer(x), convolution_plain(x, *conv_weights), atol=1e-5, rtol=1e-5)
-print("plain self-attention, tanh recurrence and convolution equal the package's layers")
+    torch.testing.assert_close(
+        conv_layer(x), convolution_plain(x, *conv_weights), atol=1e-5, rtol=1e-5
+    )
+
+# %% [markdown]
+# The three plain functions and the package's layers agree (the cell checks it). The package's
+# layers, as `annotated_transformer.complexity` defines them:
+
+# %%
+viz.show_source(complexity.make_layer)
 
 # %% [markdown]
 # ## 3.2 Counting the work
@@ -202,9 +202,17 @@ for n, d in ((16, 64), (64, 64), (256, 64), (64, 256)):
         counted = complexity.counted_flops(layer, torch.randn(1, n, d))
         formula = complexity.layer_flops(kind, n, d, kernel_size=kernel_size)
         assert counted == formula, (kind, n, d)
-        flop_rows.append(dict(kind=kind, n=n, d=d, counted_flops=counted, closed_form=formula,
-                              paper=paper.TABLE1[kind].complexity))
-show_table(pd.DataFrame(flop_rows), counted_flops="{:,}", closed_form="{:,}")
+        flop_rows.append(
+            dict(
+                kind=kind,
+                n=n,
+                d=d,
+                counted_flops=counted,
+                closed_form=formula,
+                paper=paper.TABLE1[kind].complexity,
+            )
+        )
+viz.show_table(pd.DataFrame(flop_rows), counted_flops="{:,}", closed_form="{:,}")
 
 
 # %% [markdown]
@@ -222,10 +230,22 @@ show_table(pd.DataFrame(flop_rows), counted_flops="{:,}", closed_form="{:,}")
 # Small sizes are dominated by fixed costs (launching an operation, one loop iteration of the
 # recurrent layer), so exponents are fitted on the larger half of the sizes.
 
+
 # %%
 def measure(ns, ds, batch, memory=True, flops=False, kinds=complexity.LAYER_KINDS):
-    return pd.DataFrame(complexity.sweep(kinds, ns=ns, ds=ds, batch=batch, kernel_size=kernel_size,
-                                         repeats=size["repeats"], device=device, memory=memory, flops=flops))
+    return pd.DataFrame(
+        complexity.sweep(
+            kinds,
+            ns=ns,
+            ds=ds,
+            batch=batch,
+            kernel_size=kernel_size,
+            repeats=size["repeats"],
+            device=device,
+            memory=memory,
+            flops=flops,
+        )
+    )
 
 
 def fitted_slope(df, x, y, kind):
@@ -240,15 +260,34 @@ def loglog_with_reference(df, x, y, exponents, title, y_title):
     for kind, part in df.groupby("kind"):
         anchor = part.sort_values(x).iloc[-1]
         for value in part[x]:
-            reference.append({"kind": kind, x: value, y: anchor[y] * (value / anchor[x]) ** exponents[kind]})
+            reference.append(
+                {
+                    "kind": kind,
+                    x: value,
+                    y: anchor[y] * (value / anchor[x]) ** exponents[kind],
+                }
+            )
     color = alt.Color("kind:N", title="layer", sort=list(complexity.LAYER_KINDS))
-    measured = alt.Chart(df).mark_line(point=True).encode(
-        x=alt.X(f"{x}:Q", scale=alt.Scale(type="log", nice=False), title=x,
-                axis=alt.Axis(values=sorted(float(v) for v in df[x].unique()))),
-        y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
-        color=color, tooltip=["kind", x, alt.Tooltip(f"{y}:Q", format=".3g")])
-    paper = alt.Chart(pd.DataFrame(reference)).mark_line(strokeDash=[5, 4], opacity=0.6).encode(
-        x=f"{x}:Q", y=f"{y}:Q", color=color)
+    measured = (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                f"{x}:Q",
+                scale=alt.Scale(type="log", nice=False),
+                title=x,
+                axis=alt.Axis(values=sorted(float(v) for v in df[x].unique())),
+            ),
+            y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
+            color=color,
+            tooltip=["kind", x, alt.Tooltip(f"{y}:Q", format=".3g")],
+        )
+    )
+    paper = (
+        alt.Chart(pd.DataFrame(reference))
+        .mark_line(strokeDash=[5, 4], opacity=0.6)
+        .encode(x=f"{x}:Q", y=f"{y}:Q", color=color)
+    )
     return (paper + measured).properties(width=270, height=260, title=title)
 
 
@@ -260,68 +299,122 @@ print(f"measured {len(by_n) + len(by_d)} points in {time.perf_counter() - starte
 # %%
 exp_n = {k: paper.TABLE1[k].n_exponent for k in complexity.LAYER_KINDS}
 exp_d = {k: paper.TABLE1[k].d_exponent for k in complexity.LAYER_KINDS}
-# Memory has no column in Table 1; the reference lines are the textbook algorithms' leading terms:
-# attention keeps n x n weights (n^2, and n x d inputs, d^1), the others a few n x d tensors.
+# Memory has no column in Table 1; the reference lines are the textbook algorithms'
+# leading terms: attention keeps n x n weights (n^2, and n x d inputs, d^1), the others a
+# few n x d tensors.
 memory_exp_n = {"self-attention": 2, "recurrent": 1, "convolutional": 1}
 memory_exp_d = {"self-attention": 1, "recurrent": 1, "convolutional": 1}
-time_charts = alt.hconcat(
-    loglog_with_reference(by_n, "n", "seconds", exp_n, f"Time against n (d = {size['by_n']['d']})",
-                          "seconds per forward pass"),
-    loglog_with_reference(by_d, "d", "seconds", exp_d, f"Time against d (n = {size['by_d']['n']})",
-                          "seconds per forward pass"),
-).resolve_scale(y="independent").configure_legend(orient="bottom")
+time_charts = (
+    alt.hconcat(
+        loglog_with_reference(
+            by_n,
+            "n",
+            "seconds",
+            exp_n,
+            f"Time against n (d = {size['by_n']['d']})",
+            "seconds per forward pass",
+        ),
+        loglog_with_reference(
+            by_d,
+            "d",
+            "seconds",
+            exp_d,
+            f"Time against d (n = {size['by_d']['n']})",
+            "seconds per forward pass",
+        ),
+    )
+    .resolve_scale(y="independent")
+    .configure_legend(orient="bottom")
+)
 viz.show(time_charts)
 
 # %%
-memory_charts = alt.hconcat(
-    loglog_with_reference(by_n.assign(MB=by_n.saved_bytes / 2**20), "n", "MB", memory_exp_n,
-                          f"Memory kept for backward against n (d = {size['by_n']['d']})",
-                          "MB saved for backward"),
-    loglog_with_reference(by_d.assign(MB=by_d.saved_bytes / 2**20), "d", "MB", memory_exp_d,
-                          f"Memory kept for backward against d (n = {size['by_d']['n']})",
-                          "MB saved for backward"),
-).resolve_scale(y="independent").configure_legend(orient="bottom")
+memory_charts = (
+    alt.hconcat(
+        loglog_with_reference(
+            by_n.assign(MB=by_n.saved_bytes / 2**20),
+            "n",
+            "MB",
+            memory_exp_n,
+            f"Memory kept for backward against n (d = {size['by_n']['d']})",
+            "MB saved for backward",
+        ),
+        loglog_with_reference(
+            by_d.assign(MB=by_d.saved_bytes / 2**20),
+            "d",
+            "MB",
+            memory_exp_d,
+            f"Memory kept for backward against d (n = {size['by_d']['n']})",
+            "MB saved for backward",
+        ),
+    )
+    .resolve_scale(y="independent")
+    .configure_legend(orient="bottom")
+)
 viz.show(memory_charts)
 
 # %%
-slopes = pd.DataFrame([
-    dict(kind=kind, paper=paper.TABLE1[kind].complexity,
-         time_vs_n=fitted_slope(by_n, "n", "seconds", kind), paper_n=exp_n[kind],
-         time_vs_d=fitted_slope(by_d, "d", "seconds", kind), paper_d=exp_d[kind],
-         memory_vs_n=fitted_slope(by_n, "n", "saved_bytes", kind),
-         memory_vs_d=fitted_slope(by_d, "d", "saved_bytes", kind))
-    for kind in complexity.LAYER_KINDS
-])
-# Memory is deterministic (it counts bytes), so it is checked; the times are only reported.
+slopes = pd.DataFrame(
+    [
+        dict(
+            kind=kind,
+            paper=paper.TABLE1[kind].complexity,
+            time_vs_n=fitted_slope(by_n, "n", "seconds", kind),
+            paper_n=exp_n[kind],
+            time_vs_d=fitted_slope(by_d, "d", "seconds", kind),
+            paper_d=exp_d[kind],
+            memory_vs_n=fitted_slope(by_n, "n", "saved_bytes", kind),
+            memory_vs_d=fitted_slope(by_d, "d", "saved_bytes", kind),
+        )
+        for kind in complexity.LAYER_KINDS
+    ]
+)
+# Memory is deterministic (it counts bytes), so it is checked; the times are only
+# reported.
 memory_slopes = slopes.set_index("kind").memory_vs_n
-# The recurrent and convolutional layers keep a few (n, d) tensors: linear in n, up to a constant.
+# The recurrent and convolutional layers keep a few (n, d) tensors: linear in n, up to a
+# constant.
 assert abs(memory_slopes["recurrent"] - 1) < 0.05, memory_slopes
 assert abs(memory_slopes["convolutional"] - 1) < 0.05, memory_slopes
-show_table(slopes, time_vs_n="{:.2f}", time_vs_d="{:.2f}", memory_vs_n="{:.2f}", memory_vs_d="{:.2f}")
+viz.show_table(
+    slopes,
+    time_vs_n="{:.2f}",
+    time_vs_d="{:.2f}",
+    memory_vs_n="{:.2f}",
+    memory_vs_d="{:.2f}",
+)
 
 # %%
 s = slopes.set_index("kind")
 longest_two = by_n[by_n.kind == "self-attention"].sort_values("n").tail(2)
 attention_memory_last = complexity.loglog_slope(longest_two.n, longest_two.saved_bytes)
-attention_memory = ("stores the $n \\times n$ attention weights for the backward pass"
-                    if s.loc["self-attention", "memory_vs_n"] > 1.5 else
-                    "does not store the $n \\times n$ weights on this device: its fused kernel recomputes them "
-                    "in the backward pass")
-display(Markdown(
-    f"Measured on {where}: self-attention's time grows like $n^{{{s.loc['self-attention', 'time_vs_n']:.2f}}}$ "
-    f"(Table 1: $n^2$) and like $d^{{{s.loc['self-attention', 'time_vs_d']:.2f}}}$ ($d^1$); the recurrent layer's "
-    f"like $n^{{{s.loc['recurrent', 'time_vs_n']:.2f}}}$ and $d^{{{s.loc['recurrent', 'time_vs_d']:.2f}}}$ "
-    f"($n^1$, $d^2$); the convolution's like $n^{{{s.loc['convolutional', 'time_vs_n']:.2f}}}$ and "
-    f"$d^{{{s.loc['convolutional', 'time_vs_d']:.2f}}}$ ($n^1$, $d^2$). Measured exponents drift from the "
-    "table's for three usual reasons: fixed costs per call or per step flatten the small sizes; caches make "
-    "a doubling cost more than twice once a working set stops fitting in them; and on a busy machine, other "
-    "processes add noise that the fastest-of-several timing reduces but cannot remove. In memory, "
-    f"self-attention grows like $n^{{{s.loc['self-attention', 'memory_vs_n']:.2f}}}$ over the larger half "
-    f"of the lengths and like $n^{{{attention_memory_last:.2f}}}$ between the two longest, heading for $n^2$ "
-    f"as the $n \\times n$ term outgrows the $n \\times d$ ones: the textbook computation {attention_memory}. "
-    "Flash-style kernels (Dao et al., 2022) avoid storing the weights on GPUs, which removes the quadratic "
-    "memory but not the quadratic time."
-))
+exponent = lambda kind, column: f"{s.loc[kind, column]:.2f}"
+display(
+    Markdown(
+        f"Measured on {where}, the fitted exponents of time against n are "
+        f"{exponent('self-attention', 'time_vs_n')} for self-attention (Table 1: 2), "
+        f"{exponent('recurrent', 'time_vs_n')} for the recurrent layer (1) and "
+        f"{exponent('convolutional', 'time_vs_n')} for the convolution (1); against d they are "
+        f"{exponent('self-attention', 'time_vs_d')} (1), {exponent('recurrent', 'time_vs_d')} (2) "
+        f"and {exponent('convolutional', 'time_vs_d')} (2). The memory that self-attention keeps "
+        f"for its backward pass grows with exponent {exponent('self-attention', 'memory_vs_n')} over "
+        f"the larger half of the lengths and {attention_memory_last:.2f} between the two longest."
+    )
+)
+
+# %% [markdown]
+# Measured exponents drift from the table's for three usual reasons: fixed costs per call or per
+# step flatten the small sizes; caches make a doubling cost more than twice once a working set
+# stops fitting in them; and on a busy machine other processes add noise that the
+# fastest-of-several timing reduces but cannot remove.
+#
+# Mind what the memory line measures. The self-attention layer here calls PyTorch's fused
+# `F.scaled_dot_product_attention`, not the textbook three steps; what it keeps for the backward
+# pass is the kernel's choice. The textbook computation stores the $n \times n$ weights, and a
+# flash-style kernel {cite:p}`dao2022flashattention` recomputes them instead, which removes the
+# quadratic memory but not the quadratic time: the $n^2$ dot products are computed either way.
+# So the time exponent is the one to read against Table 1; the memory exponent says which kind
+# of kernel ran on this device.
 
 # %% [markdown]
 # ## 3.4 Sequential operations
@@ -332,15 +425,25 @@ display(Markdown(
 # dependent steps inside one layer, on the same connectivity graphs as the next section:
 
 # %%
-sequential = pd.DataFrame([
-    dict(kind=kind, **{f"n = {n}": complexity.sequential_operations(kind, n, kernel_size=kernel_size)
-                       for n in (8, 64, 512)}, paper=paper.TABLE1[kind].sequential)
-    for kind in complexity.LAYER_KINDS
-])
+sequential = pd.DataFrame(
+    [
+        dict(
+            kind=kind,
+            **{
+                f"n = {n}": complexity.sequential_operations(
+                    kind, n, kernel_size=kernel_size
+                )
+                for n in (8, 64, 512)
+            },
+            paper=paper.TABLE1[kind].sequential,
+        )
+        for kind in complexity.LAYER_KINDS
+    ]
+)
 counts = sequential.set_index("kind")[["n = 8", "n = 64", "n = 512"]]
 assert counts.loc["recurrent"].tolist() == [8, 64, 512]
 assert (counts.drop("recurrent") == 1).all().all()
-show_table(sequential)
+viz.show_table(sequential)
 
 # %% [markdown]
 # ## 3.5 Maximum path length
@@ -356,8 +459,9 @@ show_table(sequential)
 # * a recurrent layer connects input $i$ to output $j$ through the step into $h_i$ and then the
 #   $j - i$ steps of its chain, $n$ edges for the farthest pair;
 # * contiguous convolutions of width $k$ widen the window by $k - 1$ per layer: about $n / (k-1)$
-#   layers; dilated convolutions, whose dilation multiplies by $k$ per layer as in ByteNet
-#   {cite:p}`kalchbrenner2016bytenet`, need about $\log_k n$.
+#   layers; dilated convolutions need about $\log_k n$ when the dilation multiplies by $k$ per
+#   layer, as it does here. (ByteNet {cite:p}`kalchbrenner2016bytenet` doubles its dilation per
+#   layer, whatever $k$, which gives $\log_2 n$ layers up to a constant.)
 #
 # `complexity.max_path_length` runs a breadth-first search on these graphs; its answers match the
 # closed forms for every $n$ tried. (With $r = k$, restricted self-attention has exactly the
@@ -368,30 +472,62 @@ path_rows = []
 for n in size["path_ns"]:
     for kind in complexity.PATH_KINDS:
         computed = complexity.max_path_length(kind, n, kernel_size=kernel_size)
-        assert computed == complexity.path_length_formula(kind, n, kernel_size=kernel_size), (kind, n)
+        assert computed == complexity.path_length_formula(
+            kind, n, kernel_size=kernel_size
+        ), (kind, n)
         path_rows.append(dict(kind=kind, n=n, max_path_length=computed))
 paths = pd.DataFrame(path_rows)
-paper_path = {**{k: v.path for k, v in paper.TABLE1.items()},
-              "convolutional": "O(n/k) contiguous", "dilated convolutional": "O(log_k n)",
-              "restricted self-attention": "O(n/r)"}
+paper_path = {
+    **{k: v.path for k, v in paper.TABLE1.items()},
+    "convolutional": "O(n/k) contiguous",
+    "dilated convolutional": "O(log_k n)",
+    "restricted self-attention": "O(n/r)",
+}
 largest = max(size["path_ns"])
 path_table = paths[paths.n == largest].assign(paper=lambda df: df.kind.map(paper_path))
-show_table(path_table)
+viz.show_table(path_table)
 
 # %%
-path_chart = tighten(viz.line_chart(paths, "n", "max_path_length", "kind", log_x=True, log_y=True,
-                                    points=True, y_title="maximum path length", width=270, height=260,
-                                    title=f"Maximum path length against n (k = r = {kernel_size})"))
+path_chart = viz.tighten(
+    viz.line_chart(
+        paths,
+        "n",
+        "max_path_length",
+        "kind",
+        log_x=True,
+        log_y=True,
+        points=True,
+        y_title="maximum path length",
+        width=270,
+        height=260,
+        title=f"Maximum path length against n (k = r = {kernel_size})",
+    )
+)
 example_n = size["path_example_n"]
-to_last = pd.DataFrame([
-    dict(kind=kind, input_position=i, path_length=length)
-    for kind in complexity.PATH_KINDS
-    for i, length in enumerate(complexity.path_lengths_to_last(kind, example_n, kernel_size=kernel_size))
-])
-to_last_chart = viz.line_chart(to_last, "input_position", "path_length", "kind", points=True,
-                               title=f"Path length from each input to the last output (n = {example_n})",
-                               x_title="input position", y_title="path length", width=270, height=260)
-viz.show(alt.hconcat(path_chart, to_last_chart).configure_legend(orient="bottom", columns=3))
+to_last = pd.DataFrame(
+    [
+        dict(kind=kind, input_position=i, path_length=length)
+        for kind in complexity.PATH_KINDS
+        for i, length in enumerate(
+            complexity.path_lengths_to_last(kind, example_n, kernel_size=kernel_size)
+        )
+    ]
+)
+to_last_chart = viz.line_chart(
+    to_last,
+    "input_position",
+    "path_length",
+    "kind",
+    points=True,
+    title=f"Path length from each input to the last output (n = {example_n})",
+    x_title="input position",
+    y_title="path length",
+    width=270,
+    height=260,
+)
+viz.show(
+    alt.hconcat(path_chart, to_last_chart).configure_legend(orient="bottom", columns=3)
+)
 
 # %% [markdown]
 # ## 3.6 When is self-attention cheaper? The $n < d$ crossover
@@ -406,51 +542,109 @@ viz.show(alt.hconcat(path_chart, to_last_chart).configure_legend(orient="bottom"
 # %%
 cross = size["crossover"]
 started = time.perf_counter()
-crossover_times = measure(cross["ns"], (cross["d"],), cross["batch"], memory=False,
-                          kinds=("self-attention", "recurrent"))
+crossover_times = measure(
+    cross["ns"],
+    (cross["d"],),
+    cross["batch"],
+    memory=False,
+    kinds=("self-attention", "recurrent"),
+)
 print(f"measured {len(crossover_times)} points in {time.perf_counter() - started:.1f} s")
 wide = crossover_times.pivot(index="n", columns="kind", values="seconds")
-measured_crossover = complexity.crossover(list(wide.index), list(wide["self-attention"]),
-                                          list(wide["recurrent"]))
+measured_crossover = complexity.crossover(
+    list(wide.index), list(wide["self-attention"]), list(wide["recurrent"])
+)
 flop_crossover = complexity.flop_crossover_n(cross["d"])
 n_equal = int(flop_crossover)
-assert complexity.attention_flops(n_equal, cross["d"]) == complexity.recurrent_flops(n_equal, cross["d"])
-show_table(wide.reset_index().rename(columns={"self-attention": "self-attention (s)",
-                                              "recurrent": "recurrent (s)"}),
-           **{"self-attention (s)": "{:.2e}", "recurrent (s)": "{:.2e}"})
+assert complexity.attention_flops(n_equal, cross["d"]) == complexity.recurrent_flops(
+    n_equal, cross["d"]
+)
+viz.show_table(
+    wide.reset_index().rename(
+        columns={"self-attention": "self-attention (s)", "recurrent": "recurrent (s)"}
+    ),
+    **{"self-attention (s)": "{:.2e}", "recurrent (s)": "{:.2e}"},
+)
 
 # %%
-flops_curve = pd.DataFrame([
-    dict(n=n, kind=kind, flops=cross["batch"] * complexity.layer_flops(kind, n, cross["d"]))
-    for n in cross["ns"] for kind in ("self-attention", "recurrent")
-])
-marks = pd.DataFrame([dict(n=flop_crossover, what=f"n = d = {cross['d']}", row=12)]
-                     + ([dict(n=measured_crossover, what=f"measured: n = {measured_crossover:,.0f}", row=26)]
-                        if measured_crossover is not None else []))
+flops_curve = pd.DataFrame(
+    [
+        dict(
+            n=n,
+            kind=kind,
+            flops=cross["batch"] * complexity.layer_flops(kind, n, cross["d"]),
+        )
+        for n in cross["ns"]
+        for kind in ("self-attention", "recurrent")
+    ]
+)
+marks = pd.DataFrame(
+    [dict(n=flop_crossover, what=f"n = d = {cross['d']}", row=12)]
+    + (
+        [
+            dict(
+                n=measured_crossover,
+                what=f"measured: n = {measured_crossover:,.0f}",
+                row=26,
+            )
+        ]
+        if measured_crossover is not None
+        else []
+    )
+)
 color = alt.Color("kind:N", title="layer", sort=["self-attention", "recurrent"])
-rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3], color="#444").encode(x="n:Q", tooltip=["what"])
-rule_text = alt.Chart(marks).mark_text(align="right", dx=-4, fontSize=10, color="#444").encode(
-    x="n:Q", y=alt.Y("row:Q", scale=None), text="what")
+rules = (
+    alt.Chart(marks)
+    .mark_rule(strokeDash=[4, 3], color="#444")
+    .encode(x="n:Q", tooltip=["what"])
+)
+rule_text = (
+    alt.Chart(marks)
+    .mark_text(align="right", dx=-4, fontSize=10, color="#444")
+    .encode(x="n:Q", y=alt.Y("row:Q", scale=None), text="what")
+)
 n_axis = alt.Axis(values=[float(n) for n in cross["ns"]])
-time_panel = alt.Chart(crossover_times).mark_line(point=True).encode(
-    x=alt.X("n:Q", scale=alt.Scale(type="log", nice=False), axis=n_axis),
-    y=alt.Y("seconds:Q", scale=alt.Scale(type="log", nice=False), title="seconds per forward pass"),
-    color=color)
-flops_panel = alt.Chart(flops_curve).mark_line(point=True).encode(
-    x=alt.X("n:Q", scale=alt.Scale(type="log", nice=False), axis=n_axis),
-    y=alt.Y("flops:Q", scale=alt.Scale(type="log", nice=False), title="FLOPs"), color=color)
-viz.show(alt.hconcat(
-    (flops_panel + rules + rule_text).properties(width=270, height=260, title=f"FLOPs, d = {cross['d']}"),
-    (time_panel + rules + rule_text).properties(width=270, height=260,
-                                                title=f"Measured time, d = {cross['d']}"),
-).configure_legend(orient="bottom"))
+time_panel = (
+    alt.Chart(crossover_times)
+    .mark_line(point=True)
+    .encode(
+        x=alt.X("n:Q", scale=alt.Scale(type="log", nice=False), axis=n_axis),
+        y=alt.Y(
+            "seconds:Q",
+            scale=alt.Scale(type="log", nice=False),
+            title="seconds per forward pass",
+        ),
+        color=color,
+    )
+)
+flops_panel = (
+    alt.Chart(flops_curve)
+    .mark_line(point=True)
+    .encode(
+        x=alt.X("n:Q", scale=alt.Scale(type="log", nice=False), axis=n_axis),
+        y=alt.Y("flops:Q", scale=alt.Scale(type="log", nice=False), title="FLOPs"),
+        color=color,
+    )
+)
+viz.show(
+    alt.hconcat(
+        (flops_panel + rules + rule_text).properties(
+            width=270, height=260, title=f"FLOPs, d = {cross['d']}"
+        ),
+        (time_panel + rules + rule_text).properties(
+            width=270, height=260, title=f"Measured time, d = {cross['d']}"
+        ),
+    ).configure_legend(orient="bottom")
+)
 
 # %%
 full_layer_always_dearer = all(
-    complexity.attention_flops(n, cross["d"], projections=True) > complexity.recurrent_flops(n, cross["d"])
-    for n in cross["ns"])
-# An LSTM step written out (PyTorch's CPU LSTM kernel is opaque to the FLOP counter), checked
-# against nn.LSTM and then counted.
+    complexity.attention_flops(n, cross["d"], projections=True)
+    > complexity.recurrent_flops(n, cross["d"])
+    for n in cross["ns"]
+)
+# An LSTM step written out (PyTorch's CPU LSTM kernel is opaque to the FLOP counter),
+# checked against nn.LSTM and then counted.
 lstm = nn.LSTM(cross["d"], cross["d"], batch_first=True)
 
 
@@ -458,7 +652,9 @@ def lstm_plain(x, W_ih, W_hh, b):
     h = c = x.new_zeros(x.size(0), W_hh.size(1))
     outputs = []
     for t in range(x.size(1)):
-        i, f, g, o = (x[:, t] @ W_ih.T + h @ W_hh.T + b).chunk(4, dim=-1)  # four gates at once
+        i, f, g, o = (x[:, t] @ W_ih.T + h @ W_hh.T + b).chunk(
+            4, dim=-1
+        )  # four gates at once
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
         outputs.append(h)
@@ -473,25 +669,42 @@ with torch.no_grad(), FlopCounterMode(display=False) as counter:
 lstm_flops_per_position = counter.get_total_flops() / x[..., 0].numel()
 # Four gates, each with an input and a recurrent matrix.
 assert lstm_flops_per_position == 16 * cross["d"] ** 2
-# A full attention sub-layer (with its projections) against an LSTM layer: 8nd^2 + 4n^2d < 16nd^2 <=> n < 2d.
-lstm_crossover = next((n for n in range(1, 100 * cross["d"])
-                       if complexity.attention_flops(n, cross["d"], projections=True)
-                       >= lstm_flops_per_position * n), None)
-crossover_text = (f"at $n \\approx$ {measured_crossover:,.0f}" if measured_crossover is not None
-                  else f"beyond the longest length measured, {max(cross['ns']):,}")
-display(Markdown(
-    f"On {where}, with batch {cross['batch']}, the two layers take the same time {crossover_text}, against "
-    f"$n = d = {cross['d']}$ in FLOPs. Two caveats make the comparison less tidy than the table. First, the "
-    "table counts only attention's mixing step; a real attention sub-layer also has four $d \\times d$ "
-    "projections, $8 n d^2$ FLOPs, which is already twice a plain recurrent layer, so "
-    + ("with them attention never wins on FLOPs against a tanh RNN (checked at every length measured here). "
-       if full_layer_always_dearer else "with them the crossover moves. ")
-    + "Second, the recurrent layers of 2017 were LSTMs, which cost "
-    f"{lstm_flops_per_position / cross['d'] ** 2:.0f} $d^2$ FLOPs per position (counted above on an LSTM "
-    "written out and checked against `nn.LSTM`); against one, the full attention sub-layer is cheaper "
-    f"for every $n$ below {lstm_crossover:,}, twice $d$. Either way the Transformer's real advantage is "
-    "the one section 3.4 counts: none of its work waits for the previous position."
-))
+# A full attention sub-layer (with its projections) against an LSTM layer: 8nd^2 + 4n^2d <
+# 16nd^2 <=> n < 2d.
+lstm_crossover = next(
+    (
+        n
+        for n in range(1, 100 * cross["d"])
+        if complexity.attention_flops(n, cross["d"], projections=True)
+        >= lstm_flops_per_position * n
+    ),
+    None,
+)
+assert full_layer_always_dearer  # the prose below says so
+assert lstm_crossover == 2 * cross["d"]
+crossover_text = (
+    f"at n = {measured_crossover:,.0f}"
+    if measured_crossover is not None
+    else f"beyond the longest length measured, {max(cross['ns']):,}"
+)
+display(
+    Markdown(
+        f"On {where}, with batch {cross['batch']}, the mixing steps take the same time {crossover_text}, "
+        f"against n = d = {cross['d']} in FLOPs. An LSTM costs "
+        f"{lstm_flops_per_position / cross['d'] ** 2:.0f} d^2 FLOPs per position, and the full attention "
+        f"sub-layer is cheaper than it for every n below {lstm_crossover:,}."
+    )
+)
+
+# %% [markdown]
+# Two caveats make the comparison less tidy than the table. First, the table counts only
+# attention's mixing step; a real attention sub-layer also has four $d \times d$ projections,
+# $8 n d^2$ FLOPs, already twice a plain recurrent layer, so with them attention never wins on
+# FLOPs against a tanh RNN (the cell checks it at every length measured). Second, the recurrent
+# layers of 2017 were LSTMs, at $16 d^2$ FLOPs per position (counted above on an LSTM written out
+# and checked against `nn.LSTM`); against one, the full attention sub-layer is cheaper while
+# $n < 2d$. Either way the Transformer's real advantage is the one section 3.4 counts: none of its
+# work waits for the previous position.
 
 # %% [markdown]
 # ## What this chapter wrote
@@ -499,25 +712,48 @@ display(Markdown(
 # The measurements go to `results/<profile>/why_self_attention.json`, with the device they ran
 # on; the introduction's reproduction summary reads the measured crossover from there.
 
-# %%
+# %% tags=["remove-cell"]
 metrics = {
     "device_name": where,
     "threads": torch.get_num_threads() if device.type == "cpu" else None,
     "crossover_d": cross["d"],
-    "crossover_n": measured_crossover if measured_crossover is not None else f"above {max(cross['ns'])}",
+    "crossover_n": measured_crossover
+    if measured_crossover is not None
+    else f"above {max(cross['ns'])}",
     "crossover_n_flops": flop_crossover,
     "lstm_crossover_n_flops_with_projections": lstm_crossover,
-    "slopes": {r.kind: {"time_vs_n": r.time_vs_n, "time_vs_d": r.time_vs_d, "memory_vs_n": r.memory_vs_n,
-                        "memory_vs_d": r.memory_vs_d, "paper_n": r.paper_n, "paper_d": r.paper_d}
-               for r in slopes.itertuples()},
-    "max_path_length": {kind: {int(r.n): int(r.max_path_length)
-                               for r in paths[paths.kind == kind].itertuples()}
-                        for kind in complexity.PATH_KINDS},
-    "timings": {"by_n": by_n.to_dict(orient="records"), "by_d": by_d.to_dict(orient="records"),
-                "crossover": crossover_times.to_dict(orient="records")},
+    "slopes": {
+        r.kind: {
+            "time_vs_n": r.time_vs_n,
+            "time_vs_d": r.time_vs_d,
+            "memory_vs_n": r.memory_vs_n,
+            "memory_vs_d": r.memory_vs_d,
+            "paper_n": r.paper_n,
+            "paper_d": r.paper_d,
+        }
+        for r in slopes.itertuples()
+    },
+    "max_path_length": {
+        kind: {
+            int(r.n): int(r.max_path_length)
+            for r in paths[paths.kind == kind].itertuples()
+        }
+        for kind in complexity.PATH_KINDS
+    },
+    "timings": {
+        "by_n": by_n.to_dict(orient="records"),
+        "by_d": by_d.to_dict(orient="records"),
+        "crossover": crossover_times.to_dict(orient="records"),
+    },
     "sizes": size,
     "kernel_size": kernel_size,
 }
-path = results.write_result("why_self_attention", metrics, profile=profile, device=device,
-                            wall_time_s=round(time.perf_counter() - chapter_start, 2))
+metrics["dataset"] = "random tensors"
+path = results.write_result(
+    "why_self_attention",
+    metrics,
+    profile=profile,
+    device=device,
+    wall_time_s=round(time.perf_counter() - chapter_start, 2),
+)
 print(f"wrote {path.parent.name}/{path.name} under the results folder")
