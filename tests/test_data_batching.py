@@ -153,7 +153,7 @@ def test_encoded_pairs_feed_a_dataloader():
 
 def test_multi30k_batches_of_4000_tokens_pad_little():
     if not STAGED_DATA_DIR:
-        pytest.skip("AT_DATA_DIR is unset: point it at the staged corpora (the README's section 'Training and evaluating a translation model')")
+        pytest.skip("AT_DATA_DIR is unset: see the README's data section")
     from annotated_transformer.data import load_parallel
 
     train = load_parallel("multi30k", "train", data_dir=STAGED_DATA_DIR)

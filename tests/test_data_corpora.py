@@ -25,7 +25,7 @@ from annotated_transformer.data.registry import ArchiveMembers, CorpusInfo
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 needs_staged_data = pytest.mark.skipif(
-    not STAGED_DATA_DIR, reason="AT_DATA_DIR is unset: point it at the staged corpora (the README's section 'Training and evaluating a translation model')"
+    not STAGED_DATA_DIR, reason="AT_DATA_DIR is unset: see the README's data section"
 )
 
 

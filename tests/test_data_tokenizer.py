@@ -24,7 +24,7 @@ from annotated_transformer.data.tokenizer import (
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 needs_staged_data = pytest.mark.skipif(
-    not STAGED_DATA_DIR, reason="AT_DATA_DIR is unset: point it at the staged corpora (the README's section 'Training and evaluating a translation model')"
+    not STAGED_DATA_DIR, reason="AT_DATA_DIR is unset: see the README's data section"
 )
 
 WORDS = "the a dog cat runs sits on in red blue small big house garden ball water man woman child".split()
@@ -44,7 +44,7 @@ def toy_tokenizer() -> Tokenizer:
 def multi30k_tokenizer(tmp_path_factory):
     """Multi30k's 8k tokenizer, trained once for this module, recording which splits training read."""
     if not STAGED_DATA_DIR:
-        pytest.skip("AT_DATA_DIR is unset: point it at the staged corpora (the README's section 'Training and evaluating a translation model')")
+        pytest.skip("AT_DATA_DIR is unset: see the README's data section")
     cache = tmp_path_factory.mktemp("tokenizers")
     splits_read = []
     real_load = tokenizer_module.load_parallel
