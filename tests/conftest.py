@@ -18,5 +18,5 @@ def data_dir():
     """The staged corpora ($AT_DATA_DIR); tests that need real data skip with a reason without it."""
     path = os.environ.get("AT_DATA_DIR")
     if not path or not os.path.isdir(path):
-        pytest.skip("real data needs AT_DATA_DIR : see the README's data section")
+        pytest.skip("real data needs AT_DATA_DIR: see the README's data section")
     return path
