@@ -70,6 +70,7 @@ from annotated_transformer.layers import (
 )
 from annotated_transformer.devices import resolve_device
 from annotated_transformer.profiles import get_profile
+from annotated_transformer.teacher_forcing import batch_loss
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the checks below
@@ -721,7 +722,45 @@ viz.show(
 )
 
 # %% [markdown]
-# ## 2.6 Counting parameters: every model of Table 3
+# ## 2.6 The whole model: shifted input, causal output
+#
+# During training the decoder reads the target sentence shifted right by one position: its input
+# is the beginning-of-sentence token followed by the target words, and at each position it must
+# predict the next word. The package writes the shift once, in `teacher_forcing.batch_loss`:
+
+# %%
+viz.show_source(batch_loss)
+
+# %% [markdown]
+# The model must not use the word it is asked to predict, nor any later one. The causal mask
+# inside every decoder layer is what guarantees it; here it is checked on the whole model: change
+# the target tokens after position $t$, and the logits at positions up to $t$ do not move.
+
+# %%
+torch.manual_seed(seed)
+tgt = torch.randint(4, 100, (2, 10))
+tgt[:, 0] = tiny.bos_id
+tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # the shift: read up to t, predict t + 1
+assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])
+src = torch.randint(4, 100, (2, 12))
+causality = []
+with torch.no_grad():
+    logits = model(src, tgt_in)
+    for t in range(0, tgt_in.size(1) - 1, 2):
+        changed = tgt_in.clone()
+        changed[:, t + 1 :] = torch.randint(4, 100, changed[:, t + 1 :].shape)
+        moved = (model(src, changed) - logits).abs().amax(dim=(0, 2))  # per position
+        assert moved[: t + 1].max() < 1e-5 and moved[t + 1 :].min() > 1e-3
+        causality.append(dict(t=t, up_to_t=moved[: t + 1].max().item(),
+                              after_t=moved[t + 1 :].min().item()))
+causality = pd.DataFrame(causality).rename(columns={
+    "t": "targets changed after position", "up_to_t": "largest change of logits up to it",
+    "after_t": "smallest change after it"})
+viz.show_table(causality, **{"largest change of logits up to it": "{:.1e}",
+                             "smallest change after it": "{:.2f}"})
+
+# %% [markdown]
+# ## 2.7 Counting parameters: every model of Table 3
 #
 # The package's `expected_parameter_count` adds up the closed form (embeddings, and per layer the
 # attention projections, the feed-forward matrices, biases and layer-norm gains); `count_parameters`
