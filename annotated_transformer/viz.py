@@ -514,17 +514,19 @@ def histogram(
     for name, part in groups:
         counts, _ = np.histogram(part[value].to_numpy(dtype=float), bins=edges)
         for left, right, count in zip(edges[:-1], edges[1:], counts):
-            rows.append({"start": left, "end": right, "share": count / max(len(part), 1),
+            rows.append({"start": left, "end": right, "share": count / max(len(part), 1), "zero": 0.0,
                          **({color: name} if color else {})})
     binned = pd.DataFrame(rows)
     encoding = {
         "x": alt.X("start:Q", title=x_title or value), "x2": "end:Q",
         "y": alt.Y("share:Q", stack=None, title="share of sentences", axis=alt.Axis(format="%")),
+        "y2": "zero:Q",
         "tooltip": [*([color] if color else []), alt.Tooltip("start:Q", format=".0f"),
                     alt.Tooltip("end:Q", format=".0f"), alt.Tooltip("share:Q", format=".1%")],
     }
     if color:
-        encoding["color"] = alt.Color(f"{color}:N", title=None, sort=None)
+        encoding["color"] = alt.Color(f"{color}:N", title=None, sort=None,
+                                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=0))
     layers = [alt.Chart(binned).mark_bar(opacity=0.55, binSpacing=0).encode(**encoding)]
     if rule_at is not None:
         rule = pd.DataFrame([{"at": rule_at, "what": rule_label or f"{rule_at:g}"}])
