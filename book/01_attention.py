@@ -363,6 +363,7 @@ display(
 # citation (Britz et al., 2017); the saturation measured above is the likely reason, since
 # the tanh keeps additive scores bounded whatever the width. Both, measured:
 
+
 # %%
 def additive_scores(q, k, W_q, W_k, w):
     """w^T tanh(W_q q + W_k k) for every (query, key) pair: a (n_q, n_k, d_k) hidden tensor."""
@@ -376,29 +377,46 @@ for d_k in (16, 64, 256):
     w = torch.randn(d_k) / math.sqrt(d_k)
     qa, ka = torch.randn(n_time, d_k), torch.randn(size["n_keys"] * 4, d_k)
     timed = {}
-    for name, fn in (("additive", lambda: additive_scores(qa, ka, W_q, W_k, w)),
-                     ("dot product", lambda: qa @ ka.T / math.sqrt(d_k))):
+    for name, fn in (
+        ("additive", lambda: additive_scores(qa, ka, W_q, W_k, w)),
+        ("dot product", lambda: qa @ ka.T / math.sqrt(d_k)),
+    ):
         fn()
         start = time.perf_counter()
         for _ in range(size["repeats"]):
             fn()
         timed[name] = (time.perf_counter() - start) / size["repeats"]
     q1, keys = torch.randn(trials, 1, d_k), torch.randn(trials, size["n_keys"], d_k)
-    additive_peak = additive_scores(q1, keys, W_q, W_k, w).softmax(-1).amax(-1).mean().item()
+    additive_peak = (
+        additive_scores(q1, keys, W_q, W_k, w).softmax(-1).amax(-1).mean().item()
+    )
     unscaled_peak = (q1 @ keys.transpose(-2, -1)).softmax(-1).amax(-1).mean().item()
-    additive_rows.append({"d_k": d_k, "additive (ms)": 1e3 * timed["additive"],
-                          "dot product (ms)": 1e3 * timed["dot product"],
-                          "largest weight, additive": additive_peak,
-                          "largest weight, unscaled dot product": unscaled_peak})
+    additive_rows.append(
+        {
+            "d_k": d_k,
+            "additive (ms)": 1e3 * timed["additive"],
+            "dot product (ms)": 1e3 * timed["dot product"],
+            "largest weight, additive": additive_peak,
+            "largest weight, unscaled dot product": unscaled_peak,
+        }
+    )
 additive = pd.DataFrame(additive_rows)
 widest_additive = additive.iloc[-1]
 # One matrix product against a (n_q, n_k, d_k) tanh: many times apart, not a close call.
 assert widest_additive["additive (ms)"] > 3 * widest_additive["dot product (ms)"]
-assert widest_additive["largest weight, additive"] < widest_additive[
-    "largest weight, unscaled dot product"]
-viz.show_table(additive, **{"additive (ms)": "{:.2f}", "dot product (ms)": "{:.3f}",
-                            "largest weight, additive": "{:.3f}",
-                            "largest weight, unscaled dot product": "{:.3f}"})
+assert (
+    widest_additive["largest weight, additive"]
+    < widest_additive["largest weight, unscaled dot product"]
+)
+viz.show_table(
+    additive,
+    **{
+        "additive (ms)": "{:.2f}",
+        "dot product (ms)": "{:.3f}",
+        "largest weight, additive": "{:.3f}",
+        "largest weight, unscaled dot product": "{:.3f}",
+    },
+)
 
 # %% [markdown]
 # The timings are of the profile's `time_len` queries against four times `n_keys` keys on this machine (the

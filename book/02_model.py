@@ -751,13 +751,27 @@ with torch.no_grad():
         changed[:, t + 1 :] = torch.randint(4, 100, changed[:, t + 1 :].shape)
         moved = (model(src, changed) - logits).abs().amax(dim=(0, 2))  # per position
         assert moved[: t + 1].max() < 1e-5 and moved[t + 1 :].min() > 1e-3
-        causality.append(dict(t=t, up_to_t=moved[: t + 1].max().item(),
-                              after_t=moved[t + 1 :].min().item()))
-causality = pd.DataFrame(causality).rename(columns={
-    "t": "targets changed after position", "up_to_t": "largest change of logits up to it",
-    "after_t": "smallest change after it"})
-viz.show_table(causality, **{"largest change of logits up to it": "{:.1e}",
-                             "smallest change after it": "{:.2f}"})
+        causality.append(
+            dict(
+                t=t,
+                up_to_t=moved[: t + 1].max().item(),
+                after_t=moved[t + 1 :].min().item(),
+            )
+        )
+causality = pd.DataFrame(causality).rename(
+    columns={
+        "t": "targets changed after position",
+        "up_to_t": "largest change of logits up to it",
+        "after_t": "smallest change after it",
+    }
+)
+viz.show_table(
+    causality,
+    **{
+        "largest change of logits up to it": "{:.1e}",
+        "smallest change after it": "{:.2f}",
+    },
+)
 
 # %% [markdown]
 # ## 2.7 Counting parameters: every model of Table 3

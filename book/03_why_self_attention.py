@@ -71,7 +71,9 @@ profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes measured below
 device = "auto"  # "auto" picks CUDA when a GPU is visible: the timings are of that device
 threads = 1  # CPU threads for the timings (1: steady on a shared machine; None: default)
 kernel_size = 3  # k of the convolutional layer
-data_dir = None  # None: $AT_DATA_DIR, then a download (section 3.8 reads Multi30k and WMT)
+data_dir = (
+    None  # None: $AT_DATA_DIR, then a download (section 3.8 reads Multi30k and WMT)
+)
 seed = 0
 
 # %%
@@ -722,13 +724,16 @@ display(
 # `unfold` (each position gets its window of $r$ keys), checked against full attention with a
 # band mask, counted, and timed as $n$ grows beside full self-attention:
 
+
 # %%
 def restricted_attention(x, r):
     """Each position attends to itself and the r - 1 positions before it: O(r n d)."""
     n, d = x.size(1), x.size(2)
     windows = F.pad(x, (0, 0, r - 1, 0)).unfold(1, r, 1).transpose(-1, -2)  # (B, n, r, d)
     scores = torch.einsum("bnd,bnrd->bnr", x, windows) / math.sqrt(d)
-    before_start = torch.arange(n)[:, None] - r + 1 + torch.arange(r)[None, :] < 0  # padding
+    before_start = (
+        torch.arange(n)[:, None] - r + 1 + torch.arange(r)[None, :] < 0
+    )  # padding
     scores = scores.masked_fill(before_start.to(x.device), float("-inf"))
     return torch.einsum("bnr,bnrd->bnd", scores.softmax(-1), windows)
 
@@ -736,10 +741,13 @@ def restricted_attention(x, r):
 r, d = 8, size["by_n"]["d"]
 x = torch.randn(2, 64, d)
 positions = torch.arange(64)
-band = (positions[None, :] <= positions[:, None]) & (positions[None, :] > positions[:, None] - r)
+band = (positions[None, :] <= positions[:, None]) & (
+    positions[None, :] > positions[:, None] - r
+)
 banded = (x @ x.transpose(1, 2) / math.sqrt(d)).masked_fill(~band, float("-inf"))
-torch.testing.assert_close(restricted_attention(x, r), banded.softmax(-1) @ x,
-                           atol=1e-5, rtol=1e-5)
+torch.testing.assert_close(
+    restricted_attention(x, r), banded.softmax(-1) @ x, atol=1e-5, rtol=1e-5
+)
 
 restricted_rows = []
 for n in size["by_n"]["ns"]:
@@ -749,7 +757,10 @@ for n in size["by_n"]["ns"]:
     assert counter.get_total_flops() == 4 * r * n * d * size["by_n"]["batch"]  # 2 einsums
     layer = complexity.make_layer("self-attention", d).to(device)
     timings = {}
-    for name, fn in (("restricted", lambda: restricted_attention(x, r)), ("full", lambda: layer(x))):
+    for name, fn in (
+        ("restricted", lambda: restricted_attention(x, r)),
+        ("full", lambda: layer(x)),
+    ):
         with torch.no_grad():
             fn()
             best = float("inf")
@@ -758,11 +769,17 @@ for n in size["by_n"]["ns"]:
                 fn()
                 best = min(best, time.perf_counter() - start)
         timings[name] = best
-    restricted_rows.append({"n": n, "restricted (s)": timings["restricted"],
-                            "full (s)": timings["full"],
-                            "max path, restricted": complexity.max_path_length(
-                                "restricted self-attention", n, kernel_size=r),
-                            "max path, full": complexity.max_path_length("self-attention", n)})
+    restricted_rows.append(
+        {
+            "n": n,
+            "restricted (s)": timings["restricted"],
+            "full (s)": timings["full"],
+            "max path, restricted": complexity.max_path_length(
+                "restricted self-attention", n, kernel_size=r
+            ),
+            "max path, full": complexity.max_path_length("self-attention", n),
+        }
+    )
 restricted = pd.DataFrame(restricted_rows)
 upper = restricted.iloc[len(restricted) // 2 :]
 restricted_slope = complexity.loglog_slope(upper.n, upper["restricted (s)"])
@@ -770,8 +787,10 @@ full_slope = complexity.loglog_slope(upper.n, upper["full (s)"])
 assert (restricted["max path, full"] == 1).all()
 assert restricted["max path, restricted"].is_monotonic_increasing
 viz.show_table(restricted, **{"restricted (s)": "{:.2e}", "full (s)": "{:.2e}"})
-print(f"r = {r}, d = {d}: time grows like n^{restricted_slope:.2f} restricted, "
-      f"n^{full_slope:.2f} full (fitted on the larger half of the lengths)")
+print(
+    f"r = {r}, d = {d}: time grows like n^{restricted_slope:.2f} restricted, "
+    f"n^{full_slope:.2f} full (fitted on the larger half of the lengths)"
+)
 
 # %% [markdown]
 # The FLOP counter confirms $4 r n d$ for the restricted layer at every length; the path column
@@ -782,6 +801,7 @@ print(f"r = {r}, d = {d}: time grows like n^{restricted_slope:.2f} restricted, "
 # (a $d \times d$ matrix at every position, $n d^2$). Section 4 notes that even with $k = n$ their
 # complexity, $O(k n d + n d^2)$, equals that of a self-attention layer plus a position-wise
 # feed-forward layer, the combination the Transformer uses. Counted:
+
 
 # %%
 def separable_convolution(d, k):
@@ -797,10 +817,19 @@ for n, d, k in ((64, 64, 3), (64, 256, 3), (256, 64, 3), (64, 64, 63)):
         conv(torch.randn(1, d, n))
     counted = counter.get_total_flops()
     assert counted == 2 * k * n * d + 2 * n * d * d
-    separable_rows.append({"n": n, "d": d, "k": k, "separable FLOPs": counted,
-                           "full convolution FLOPs": complexity.convolutional_flops(n, d, k)})
-viz.show_table(pd.DataFrame(separable_rows),
-               **{"separable FLOPs": "{:,}", "full convolution FLOPs": "{:,}"})
+    separable_rows.append(
+        {
+            "n": n,
+            "d": d,
+            "k": k,
+            "separable FLOPs": counted,
+            "full convolution FLOPs": complexity.convolutional_flops(n, d, k),
+        }
+    )
+viz.show_table(
+    pd.DataFrame(separable_rows),
+    **{"separable FLOPs": "{:,}", "full convolution FLOPs": "{:,}"},
+)
 
 # %% [markdown]
 # ## 3.8 Is $n < d$ for real sentences?
@@ -816,8 +845,12 @@ viz.show_table(pd.DataFrame(separable_rows),
 bpe = size["bpe"]
 multi30k = load_parallel("multi30k", "train", data_dir=data_dir)
 wmt_train = load_parallel("wmt14", "train_sample", data_dir=data_dir)
-bpe_text = [*multi30k.src[: bpe["lines"]], *multi30k.tgt[: bpe["lines"]],
-            *wmt_train.src[: bpe["lines"]], *wmt_train.tgt[: bpe["lines"]]]
+bpe_text = [
+    *multi30k.src[: bpe["lines"]],
+    *multi30k.tgt[: bpe["lines"]],
+    *wmt_train.src[: bpe["lines"]],
+    *wmt_train.tgt[: bpe["lines"]],
+]
 tokenizer = train_tokenizer(bpe_text, bpe["vocab"], num_threads=1)
 lengths = []
 for corpus, split in (("multi30k", "test"), ("wmt14", "newstest2014")):
@@ -827,15 +860,33 @@ for corpus, split in (("multi30k", "test"), ("wmt14", "newstest2014")):
             lengths.append({"corpus": f"{corpus} {split} ({lang})", "subwords": len(ids)})
 lengths = pd.DataFrame(lengths)
 d_model = 512
-below = lengths.assign(below=lengths.subwords < d_model).groupby("corpus", sort=False).agg(
-    sentences=("subwords", "size"), median=("subwords", "median"),
-    longest=("subwords", "max"), share_below_d=("below", "mean")).reset_index()
+below = (
+    lengths.assign(below=lengths.subwords < d_model)
+    .groupby("corpus", sort=False)
+    .agg(
+        sentences=("subwords", "size"),
+        median=("subwords", "median"),
+        longest=("subwords", "max"),
+        share_below_d=("below", "mean"),
+    )
+    .reset_index()
+)
 assert (below.share_below_d > 0.99).all()  # what the prose below says
-viz.show_table(below.rename(columns={"share_below_d": f"share with n < {d_model}"}),
-               **{f"share with n < {d_model}": "{:.2%}", "median": "{:.0f}"})
-viz.show(viz.histogram(lengths, "subwords", "corpus", rule_at=d_model,
-                       rule_label=f"d_model = {d_model}", x_title="sentence length (subwords)",
-                       title=f"Test sentences in subwords ({bpe['vocab']:,}-piece BPE)"))
+viz.show_table(
+    below.rename(columns={"share_below_d": f"share with n < {d_model}"}),
+    **{f"share with n < {d_model}": "{:.2%}", "median": "{:.0f}"},
+)
+viz.show(
+    viz.histogram(
+        lengths,
+        "subwords",
+        "corpus",
+        rule_at=d_model,
+        rule_label=f"d_model = {d_model}",
+        x_title="sentence length (subwords)",
+        title=f"Test sentences in subwords ({bpe['vocab']:,}-piece BPE)",
+    )
+)
 
 # %% [markdown]
 # Nearly every test sentence of both corpora is far shorter than $d_\text{model} = 512$ (the cell
@@ -887,8 +938,11 @@ metrics = {
 }
 metrics["dataset"] = "random tensors; multi30k and wmt14 test lengths"
 metrics["sentence_lengths"] = below.to_dict(orient="records")
-metrics["restricted_attention"] = {"r": r, "time_slope": restricted_slope,
-                                   "full_time_slope": full_slope}
+metrics["restricted_attention"] = {
+    "r": r,
+    "time_slope": restricted_slope,
+    "full_time_slope": full_slope,
+}
 path = results.write_result(
     "why_self_attention",
     metrics,
