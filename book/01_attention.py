@@ -122,7 +122,10 @@ viz.show_table(viz.sizes_table(SIZES, profile))
 
 # %%
 def attention(q, k, v, allowed=None):
-    """softmax(q k^T / sqrt(d_k)) v and the weights; q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v)."""
+    """softmax(q k^T / sqrt(d_k)) v and the weights.
+
+    q (..., n_q, d_k), k (..., n_k, d_k), v (..., n_k, d_v).
+    """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., n_q, n_k)
     if allowed is not None:
         scores = scores.masked_fill(
@@ -256,7 +259,8 @@ viz.show(
 def softmax_saturation(
     d_k: int, n_keys: int, trials: int, scale: bool
 ) -> tuple[float, float]:
-    """Mean largest weight and median gradient norm (w.r.t. the scores) of softmax(q K^T [/ sqrt(d_k)])."""
+    """Mean largest weight and median gradient norm (w.r.t. the scores) of
+    softmax(q K^T [/ sqrt(d_k)])."""
     q, keys = torch.randn(trials, 1, d_k), torch.randn(trials, n_keys, d_k)
     scores = (q @ keys.transpose(-2, -1)).squeeze(1)  # (trials, n_keys)
     if scale:
@@ -342,12 +346,17 @@ small_ratio = (
 display(
     Markdown(
         f"With the scale, the largest weight stays near "
-        f"{wide.loc[widest, ('largest_weight', 'scaled')]:.2f} at every width, and the gradient keeps "
+        f"{wide.loc[widest, ('largest_weight', 'scaled')]:.2f} at every width, and the "
+        f"gradient keeps "
         f"its size. Without it, at d_k = {widest} the softmax gives on average "
-        f"{wide.loc[widest, ('largest_weight', 'unscaled')]:.1%} of its weight to a single key out of "
-        f"{size['n_keys']}, and the gradient reaching the scores of a typical row is {grad_ratio:,.0f} "
-        f"times smaller than with the scale (at d_k = {smallest} that ratio is {small_ratio:.1f})."
-        " The paper's heads have d_k = 64; its single-head variant in Table 3 has d_k = 512."
+        f"{wide.loc[widest, ('largest_weight', 'unscaled')]:.1%} of its weight to a "
+        f"single key out of "
+        f"{size['n_keys']}, and the gradient reaching the scores of a typical row is "
+        f"{grad_ratio:,.0f} "
+        f"times smaller than with the scale (at d_k = {smallest} that ratio is "
+        f"{small_ratio:.1f})."
+        " The paper's heads have d_k = 64; its single-head variant in Table 3 has d_k = "
+        "512."
     )
 )
 
@@ -366,7 +375,7 @@ display(
 
 # %%
 def additive_scores(q, k, W_q, W_k, w):
-    """w^T tanh(W_q q + W_k k) for every (query, key) pair: a (n_q, n_k, d_k) hidden tensor."""
+    """w^T tanh(W_q q + W_k k) for every (query, key) pair: an (n_q, n_k, d_k) tanh."""
     return torch.tanh((q @ W_q)[..., :, None, :] + (k @ W_k)[..., None, :, :]) @ w
 
 
@@ -576,7 +585,7 @@ W_o = torch.randn(h * d_v, d_model) / math.sqrt(h * d_v)
 
 
 def multi_head(x_query, x_memory, allowed=None):
-    """Concat_i(Attention(x_query W_i^Q, x_memory W_i^K, x_memory W_i^V)) W^O, one head at a time."""
+    """Concat_i(Attention(x_q W_i^Q, x_m W_i^K, x_m W_i^V)) W^O, one head at a time."""
     heads = [
         attention(x_query @ W_q[i], x_memory @ W_k[i], x_memory @ W_v[i], allowed)[0]
         for i in range(h)
@@ -631,7 +640,8 @@ def attention_cost(d_model: int, heads: int, n: int) -> dict:
         d_model, heads, d_model // heads, d_model // heads, self_attention=True
     )
     x = torch.randn(1, n, d_model)
-    module.record = []  # the explicit path, whose matrix products the counter sees on every device
+    # the explicit path, whose matrix products the counter sees on every device
+    module.record = []
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         module(x)
     return dict(
@@ -687,7 +697,8 @@ head_chart = viz.tighten(
 ).properties(
     title=alt.TitleParams(
         f"Cost of h heads of width {cost_d_model}/h against one head (n = {cost_n})",
-        subtitle="parameters and matrix-product FLOPs stay at 1 (their lines overlap); only the softmax grows",
+        subtitle="parameters and matrix-product FLOPs stay at 1 (their lines overlap); "
+        "only the softmax grows",
     )
 )
 viz.show(head_chart.configure_legend(orient="bottom"))
@@ -911,9 +922,12 @@ path_times = pd.DataFrame(
 viz.show_table(path_times, ms="{:.2f}", weights_kept_MB="{:.1f}")
 display(
     Markdown(
-        f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} on a batch of "
-        f"{size['time_batch']} sequences of {size['time_len']} positions ({device}). The explicit path keeps "
-        f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they grow with the "
+        f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} "
+        f"on a batch of "
+        f"{size['time_batch']} sequences of {size['time_len']} positions ({device}). The "
+        f"explicit path keeps "
+        f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they "
+        f"grow with the "
         "square of the length, which is why training never records them."
     )
 )

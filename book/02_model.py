@@ -254,7 +254,10 @@ with torch.no_grad():
 
 
 def encoder_layer_by_hand(x, keep):
-    """Post-norm: LayerNorm(x + SelfAttention(x)), then LayerNorm(x + FFN(x)) (dropout off)."""
+    """Post-norm: LayerNorm(x + SelfAttention(x)), then LayerNorm(x + FFN(x)).
+
+    Dropout is off.
+    """
     attn = layer.self_attn
     q, k, v = attn.qkv_proj(x).split(d_model, dim=-1)
     heads = lambda t: t.view(*t.shape[:2], n_heads, -1).transpose(1, 2)  # (B, h, T, d_k)
@@ -441,7 +444,8 @@ torch.testing.assert_close(ffn(x[:, shuffle]), ffn(x)[:, shuffle])
 # %%
 def layer_split(d_model: int, d_ff: int, n: int) -> dict:
     layer = EncoderLayer(d_model, d_ff, 8, d_model // 8, d_model // 8, dropout=0.0)
-    layer.self_attn.record = []  # the explicit path: the FLOP counter sees its matrix products on any device
+    # the explicit path: the FLOP counter sees its matrix products on any device
+    layer.self_attn.record = []
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         layer(torch.randn(1, n, d_model), None)
     flops = counter.get_flop_counts()
@@ -473,7 +477,7 @@ split_chart = viz.tighten(
         "n",
         log_x=True,
         points=True,
-        title="Share of an encoder layer's FLOPs spent in the feed-forward network (d_model = 512)",
+        title="Feed-forward share of an encoder layer's FLOPs (d_model = 512)",
         x_title="d_ff / d_model",
         y_title="feed-forward share of FLOPs",
     )
@@ -482,9 +486,12 @@ viz.show(split_chart)
 at4 = split[(split.d_ff_over_d_model == 4)].set_index("n")
 display(
     Markdown(
-        f"At the paper's ratio the feed-forward network holds {at4.ffn_parameter_share.iloc[0]:.0%} of "
-        f"an encoder layer's parameters and does {at4.ffn_flop_share.loc[32]:.0%} of its FLOPs on a "
-        f"32-token sentence ({at4.ffn_flop_share.loc[512]:.0%} at 512 tokens, where attention's "
+        f"At the paper's ratio the feed-forward network holds "
+        f"{at4.ffn_parameter_share.iloc[0]:.0%} of "
+        f"an encoder layer's parameters and does {at4.ffn_flop_share.loc[32]:.0%} of its "
+        f"FLOPs on a "
+        f"32-token sentence ({at4.ffn_flop_share.loc[512]:.0%} at 512 tokens, where "
+        f"attention's "
         "n-squared term grows)."
     )
 )
@@ -556,13 +563,13 @@ scale_check = pd.DataFrame(
             value=sinusoidal_positions(512, tiny.d_model).pow(2).mean().sqrt().item(),
         ),
         dict(
-            quantity=f"N(0, 1) embedding x sqrt({base.d_model}), std (base model's width)",
+            quantity=f"N(0, 1) embedding x sqrt({base.d_model}), std (base width)",
             value=(torch.randn(1000, base.d_model) * math.sqrt(base.d_model))
             .std()
             .item(),
         ),
         dict(
-            quantity=f"positional encoding entries at d_model = {base.d_model}, root mean square",
+            quantity=f"positional encoding at d_model = {base.d_model}, root mean square",
             value=sinusoidal_positions(512, base.d_model).pow(2).mean().sqrt().item(),
         ),
     ]
@@ -575,10 +582,14 @@ saved = count_parameters(untied_base) - count_parameters(base_model)
 assert saved == 2 * vocab_size * base.d_model  # two of the three matrices disappear
 display(
     Markdown(
-        f"In the base model with a {vocab_size:,}-token vocabulary, one shared matrix instead of three saves "
-        f"{saved / 1e6:.1f}M parameters: {count_parameters(untied_base) / 1e6:.1f}M with three separate matrices, "
-        f"{count_parameters(base_model) / 1e6:.1f}M shared. That is {saved / count_parameters(untied_base):.0%} of the "
-        "untied model, for a constraint that also makes sense: a token's input vector and the vector its "
+        f"In the base model with a {vocab_size:,}-token vocabulary, one shared matrix "
+        f"instead of three saves "
+        f"{saved / 1e6:.1f}M parameters: {count_parameters(untied_base) / 1e6:.1f}M with "
+        f"three separate matrices, "
+        f"{count_parameters(base_model) / 1e6:.1f}M shared. That is "
+        f"{saved / count_parameters(untied_base):.0%} of the "
+        "untied model, for a constraint that also makes sense: a token's input vector "
+        "and the vector its "
         "output score is measured against live in the same space."
     )
 )
@@ -627,7 +638,8 @@ wavelengths = (
     * 10000 ** (torch.arange(0, base.d_model, 2, dtype=torch.float64) / base.d_model)
 )
 print(
-    f"{base.d_model // 2} wavelengths from {wavelengths[0]:.3f} (2 pi) to {wavelengths[-1]:,.0f} positions "
+    f"{base.d_model // 2} wavelengths from {wavelengths[0]:.3f} (2 pi) to "
+    f"{wavelengths[-1]:,.0f} positions "
     f"(the last is 10000^({base.d_model - 2}/{base.d_model}) x 2 pi)"
 )
 viz.show(viz.positional_encoding_chart(pe, dims=(4, 5, 20, 21, 60), max_positions=100))
@@ -651,7 +663,7 @@ viz.show(viz.positional_encoding_chart(pe, dims=(4, 5, 20, 21, 60), max_position
 
 # %%
 def shift_matrix(k: int, d_model: int) -> torch.Tensor:
-    """Block-diagonal M_k with PE(pos + k) = M_k @ PE(pos): one 2x2 rotation per frequency."""
+    """Block-diagonal M_k with PE(pos + k) = M_k @ PE(pos), a rotation per frequency."""
     omega = 1.0 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
     c, s = torch.cos(omega * k), torch.sin(omega * k)
     blocks = [
@@ -869,24 +881,24 @@ gaps = listed.set_index("row").gap_in_vocabulary_rows
 positive = gaps[gaps > 0]
 median_gap = statistics.median(positive)
 # The paper rounds to whole millions: each gap is uncertain by 0.5M / d_model rows.
-display(
-    Markdown(
-        f"Our counts fall short of the paper's in {len(positive)} of the {len(gaps)} rows that list one, by a "
-        f"median of {median_gap:,.0f} rows of width d_model (from {positive.min():,.0f} to "
-        f"{positive.max():,.0f}; rounding the paper's counts to millions alone moves a row by up to "
-        f"{0.5e6 / 512:,.0f} rows at d_model = 512). A gap measured in rows of the embedding matrix, "
-        f"and roughly the same across depths, widths of the feed-forward network and numbers of heads, points at "
-        f"the one matrix whose size we had to guess: the vocabulary. Section 5.1 rounds it to about "
-        f"{vocab_size:,} tokens; the counts suggest one nearer {round(vocab_size + median_gap, -3):,.0f}. "
-        + (
-            f"The exception is the big model, {-gaps['big']:,.0f} rows *above* the paper's "
-            f"{PAPER_TABLE3['big'].params_m}M; with the same vocabulary as the others it would be further above, "
-            "so its count in the paper seems to use a different convention we could not pin down."
-            if gaps.get("big", 0) < 0
-            else ""
-        )
-    )
-)
+assert gaps["big"] < 0 and len(positive) == len(gaps) - 1  # the exception the prose names
+display(Markdown(
+    f"Our counts fall short of the paper's in {len(positive)} of the {len(gaps)} rows "
+    f"that list one, by a median of {median_gap:,.0f} rows of width d_model (from "
+    f"{positive.min():,.0f} to {positive.max():,.0f}; rounding the paper's counts to "
+    f"millions alone moves a row by up to {0.5e6 / 512:,.0f} rows at d_model = 512). "
+    f"The suggested vocabulary is {round(vocab_size + median_gap, -3):,.0f} tokens. "
+    f"The big model is {-gaps['big']:,.0f} rows above the paper's "
+    f"{PAPER_TABLE3['big'].params_m}M."
+))
+
+# %% [markdown]
+# A gap measured in rows of the embedding matrix, and roughly the same across depths, widths
+# of the feed-forward network and numbers of heads, points at the one matrix whose size we had
+# to guess: the vocabulary. Section 5.1 rounds it to about 37,000 tokens; the counts above
+# suggest a somewhat larger one. The exception is the big model, whose count is above the
+# paper's: with the same vocabulary as the others it would be further above, so its count in
+# the paper seems to use a different convention we could not pin down.
 
 # %% [markdown]
 # ## What this chapter wrote

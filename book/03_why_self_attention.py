@@ -263,7 +263,8 @@ def fitted_slope(df, x, y, kind):
 
 
 def loglog_with_reference(df, x, y, exponents, title, y_title):
-    """Measured lines (solid) and lines of the paper's exponents through the largest point (dashed)."""
+    """Measured lines (solid) and lines of the paper's exponents through the largest
+    point (dashed)."""
     reference = []
     for kind, part in df.groupby("kind"):
         anchor = part.sort_values(x).iloc[-1]
@@ -402,11 +403,16 @@ display(
         f"Measured on {where}, the fitted exponents of time against n are "
         f"{exponent('self-attention', 'time_vs_n')} for self-attention (Table 1: 2), "
         f"{exponent('recurrent', 'time_vs_n')} for the recurrent layer (1) and "
-        f"{exponent('convolutional', 'time_vs_n')} for the convolution (1); against d they are "
-        f"{exponent('self-attention', 'time_vs_d')} (1), {exponent('recurrent', 'time_vs_d')} (2) "
-        f"and {exponent('convolutional', 'time_vs_d')} (2). The memory that self-attention keeps "
-        f"for its backward pass grows with exponent {exponent('self-attention', 'memory_vs_n')} over "
-        f"the larger half of the lengths and {attention_memory_last:.2f} between the two longest."
+        f"{exponent('convolutional', 'time_vs_n')} for the convolution (1); against d "
+        f"they are "
+        f"{exponent('self-attention', 'time_vs_d')} (1), "
+        f"{exponent('recurrent', 'time_vs_d')} (2) "
+        f"and {exponent('convolutional', 'time_vs_d')} (2). The memory that "
+        f"self-attention keeps "
+        f"for its backward pass grows with exponent "
+        f"{exponent('self-attention', 'memory_vs_n')} over "
+        f"the larger half of the lengths and {attention_memory_last:.2f} between the two "
+        f"longest."
     )
 )
 
@@ -697,9 +703,11 @@ crossover_text = (
 )
 display(
     Markdown(
-        f"On {where}, with batch {cross['batch']}, the mixing steps take the same time {crossover_text}, "
+        f"On {where}, with batch {cross['batch']}, the mixing steps take the same time "
+        f"{crossover_text}, "
         f"against n = d = {cross['d']} in FLOPs. An LSTM costs "
-        f"{lstm_flops_per_position / cross['d'] ** 2:.0f} d^2 FLOPs per position, and the full attention "
+        f"{lstm_flops_per_position / cross['d'] ** 2:.0f} d^2 FLOPs per position, and "
+        f"the full attention "
         f"sub-layer is cheaper than it for every n below {lstm_crossover:,}."
     )
 )
