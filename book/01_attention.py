@@ -51,8 +51,7 @@ import altair as alt
 import pandas as pd
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import Transformer, attention_maps, preset, results, viz

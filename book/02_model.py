@@ -49,7 +49,7 @@ import altair as alt
 import pandas as pd
 import torch
 import torch.nn as nn
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import (
@@ -820,14 +820,10 @@ counts = pd.DataFrame(counts)
 counts["gap_m"] = counts.paper_m - counts.ours_m
 # How many extra vocabulary rows of width d_model would close each gap.
 counts["gap_in_vocabulary_rows"] = counts.gap_m * 1e6 / counts.d_model
-blank_if_missing = lambda fmt: lambda v: "" if pd.isna(v) else fmt.format(v)
-shown = counts.copy()
-formats = dict(
-    ours_m="{:.1f}", paper_m="{:.0f}", gap_m="{:+.1f}", gap_in_vocabulary_rows="{:+,.0f}"
+viz.show_table(  # rows that do not change the size have no count in the paper: left blank
+    counts, ours_m="{:.1f}", paper_m="{:.0f}", gap_m="{:+.1f}",
+    gap_in_vocabulary_rows="{:+,.0f}",
 )
-for column, fmt in formats.items():
-    shown[column] = shown[column].map(blank_if_missing(fmt))
-display(HTML(shown.to_html(index=False, classes="at-summary", border=0)))
 
 # %%
 listed = counts.dropna(subset=["paper_m"])

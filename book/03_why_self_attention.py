@@ -57,7 +57,7 @@ import pandas as pd
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import complexity, paper, results, viz
