@@ -864,12 +864,13 @@ gap_chart = (
             alt.Tooltip("gap_in_vocabulary_rows:Q", format=",.0f"),
         ],
     )
-    .properties(width=560, height=200, title="The gap, in rows of width d_model")
+    .properties(width=520, height=200, title="The gap, in rows of width d_model")
 )
 viz.show(
     alt.vconcat(params_chart, gap_chart)
     .resolve_scale(color="independent")
     .resolve_legend(color="independent")
+    .configure_legend(orient="bottom", labelLimit=0)
 )
 
 # %%
