@@ -3,7 +3,7 @@
 # then each one's averaged checkpoint scored on Multi30k test2016. Used to pick the gpu recipe;
 # the runs share the GPU, so their speeds are lower bounds of a run alone.
 #
-#   AT_DATA_DIR=../shared/data bash scripts/gpu/sweep.sh MINUTES NAME "FLAGS" [NAME "FLAGS" ...]
+#   AT_DATA_DIR=/path/to/data bash scripts/gpu/sweep.sh MINUTES NAME "FLAGS" [NAME "FLAGS" ...]
 #
 # Writes runs/sweep_<NAME>/ and results/gpu/sweep_<NAME>.json; logs in ${LOG_DIR:-runs/sweep_logs}.
 set -uo pipefail
