@@ -361,9 +361,16 @@ def table_html(df: pd.DataFrame, na_rep: str = "", **formats: str) -> str:
     """
     styled = df.copy()
     for column, fmt in formats.items():
-        styled[column] = styled[column].map(lambda v, f=fmt: na_rep if _missing(v) else f.format(v))
+        styled[column] = styled[column].map(lambda v, f=fmt: _formatted(v, f, na_rep))
     table = styled.to_html(index=False, classes=TABLE_CLASS, border=0, na_rep=na_rep)
     return f'<div class="at-table">{table}</div>'
+
+
+def _formatted(value: Any, fmt: str, na_rep: str) -> str:
+    """A cell in `fmt`; text (e.g. "n/a" in a numeric column) and missing values as they are."""
+    if isinstance(value, str):
+        return value
+    return na_rep if _missing(value) else fmt.format(value)
 
 
 def _missing(value: Any) -> bool:

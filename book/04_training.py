@@ -15,8 +15,6 @@
 # %% [markdown]
 # # 4. Training (section 5)
 #
-# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/04_training.ipynb)
-#
 # Chapters 01 and 02 built the model. This chapter trains it, following section 5 of the paper
 # {cite:p}`vaswani2017attention` in its order: the shared subword vocabulary and the batches
 # filled by token count (5.1), the learning-rate schedule of the Adam optimizer (5.3), and label
@@ -29,24 +27,25 @@
 # sinusoidal positions of section 3.5 let a model handle sequences longer than it was trained on.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. In a clone, use the
-# clone's package (the book runner and `pip install -e .` make this a no-op).
+# Colab or a fresh environment: install the package when it is missing. A clone (this
+# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
+# of _config.yml, written here by `python -m annotated_transformer book --sync`.
 import importlib.util
 import pathlib
 import subprocess
 import sys
 
+REPOSITORY = "https://github.com/annotated-transformer/annotated-transformer"
 if importlib.util.find_spec("annotated_transformer") is None:
     clone = pathlib.Path.cwd().parent
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+        package = f"annotated-transformer @ git+{REPOSITORY}"
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
 # %%
 import collections
-import inspect
 import json
 import math
 import shutil
@@ -57,13 +56,12 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
 from annotated_transformer import Transformer, greedy_decode, paper, pipeline, preset, results, viz
 from annotated_transformer.copy_task import train_copy_task
-from annotated_transformer.data import (TokenBatcher, collate_pairs, load_parallel, pack_by_tokens,
-                                        padding_fraction, synthetic_batch, tokenizer_for_corpus,
+from annotated_transformer.data import (TokenBatcher, collate_pairs, load_parallel, padding_fraction, synthetic_batch, tokenizer_for_corpus,
                                         train_tokenizer)
 from annotated_transformer.devices import resolve_device
 from annotated_transformer.layers import EncoderLayer
@@ -105,19 +103,6 @@ SIZES = {
 size = SIZES.get(profile, dict(SIZES["cpu"], norm_steps=400))  # gpu, paper and their variants
 learns = profile != "smoke"  # whether the experiments run long enough to assert what they teach
 print(f"profile {profile!r}: {size}")
-
-
-def show_table(df: pd.DataFrame, **formats) -> None:
-    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
-    styled = df.copy()
-    for column, fmt in formats.items():
-        styled[column] = styled[column].map(lambda v, f=fmt: f.format(v))
-    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
-
-
-def show_source(obj) -> None:
-    """The package's own source of a function or class, as the reader would open it."""
-    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
 
 
 # %% [markdown]
@@ -217,7 +202,7 @@ assert tokenizer.vocab_size == settings.vocab_size
 assert (bpe_table.pieces_per_word >= 1).all()  # a word is one piece or several, never less
 assert (bpe_table[bpe_table.split == "train"].unknown_rate == 0).all()  # every training character is a piece
 print(f"{tokenizer.vocab_size:,} pieces shared by {settings.src_lang} and {settings.tgt_lang}")
-show_table(bpe_table, sentences="{:,}", words_per_sentence="{:.1f}", pieces_per_sentence="{:.1f}",
+viz.show_table(bpe_table, sentences="{:,}", words_per_sentence="{:.1f}", pieces_per_sentence="{:.1f}",
            pieces_per_word="{:.2f}", unknown_rate="{:.2e}")
 
 # %% [markdown]
@@ -231,7 +216,7 @@ examples = pd.DataFrame([dict(side=side, sentence=text, pieces=" ".join(tokenize
                                                                (settings.tgt_lang, test.tgt[i]))])
 for text in examples.sentence:
     assert tokenizer.decode(tokenizer.encode(text)) == text  # segmentation loses nothing
-show_table(examples)
+viz.show_table(examples)
 
 # %% [markdown]
 # ## 4.2 Batches by token count (section 5.1)
@@ -276,7 +261,7 @@ print(f"{len(ours)} batches of at most {settings.batch_tokens} tokens a side: th
 # shortest sentences). A resumed run can therefore rebuild exactly the batches it would have seen.
 
 # %%
-show_source(TokenBatcher.epoch_batches)
+viz.show_source(TokenBatcher.epoch_batches)
 
 # %% [markdown]
 # How much padding does this save? Against batches of a fixed number of sentences, the same number
@@ -306,7 +291,7 @@ padding = batching.set_index("batches").padding_fraction
 spread = batching.set_index("batches").target_tokens_cv
 assert padding.iloc[1] < padding.iloc[0] and padding.iloc[2] < padding.iloc[0]  # sorting pays ...
 assert spread.iloc[2] < spread.iloc[1]  # ... and a token budget evens out sorted batches
-show_table(batching, padding_fraction="{:.1%}", target_tokens_mean="{:,.0f}", target_tokens_cv="{:.2f}")
+viz.show_table(batching, padding_fraction="{:.1%}", target_tokens_mean="{:,.0f}", target_tokens_cv="{:.2f}")
 viz.show(alt.Chart(batching).mark_bar().encode(
     y=alt.Y("batches:N", sort=None, title=None, axis=alt.Axis(labelLimit=360)),
     x=alt.X("padding_fraction:Q", axis=alt.Axis(format="%"), title="padding fraction (source and target)"),
@@ -347,8 +332,8 @@ for step in range(1, 12_001):
     schedule.step()
 print(f"NoamSchedule gives lrate(step) at each of 12,000 steps; the base model's peak is "
       f"{peak_lr(512, 4000):.2e} at step 4000")
-show_source(NoamSchedule.get_lr)
-show_source(noam_lr)
+viz.show_source(NoamSchedule.get_lr)
+viz.show_source(noam_lr)
 
 # %% [markdown]
 # A profile may ask for another peak (`peak_lr`): the trainer keeps the paper's curve and scales it
@@ -374,7 +359,7 @@ if settings.peak_lr is not None:
 viz.show(viz.line_chart(schedule_df, "step", "learning_rate", "schedule", log_x=True,
                         title="Learning rate against step (section 5.3): linear warm-up, then 1/sqrt(step)",
                         y_title="learning rate").configure_legend(orient="bottom", labelLimit=400))
-show_table(pd.DataFrame([dict(schedule=name, warmup_steps=w, peak_learning_rate=noam_lr(w, d, w, f),
+viz.show_table(pd.DataFrame([dict(schedule=name, warmup_steps=w, peak_learning_rate=noam_lr(w, d, w, f),
                               rate_at_10x_warmup=noam_lr(10 * w, d, w, f))
                          for name, (d, w, f) in curves.items()]),
            peak_learning_rate="{:.2e}", rate_at_10x_warmup="{:.2e}")
@@ -435,7 +420,7 @@ package_grad, = torch.autograd.grad(label_smoothed_cross_entropy(logits, toy_tar
 torch.testing.assert_close(package_grad, ours_grad)
 print(f"loss {ours_loss.item():.6f}: the textbook formula, the package and F.cross_entropy agree, "
       f"gradients too; {int(package.tokens)} real tokens")
-show_source(composite_smoothed_cross_entropy)
+viz.show_source(composite_smoothed_cross_entropy)
 
 # %% [markdown]
 # The paper reports that smoothing "hurts perplexity, as the model learns to be more unsure, but
@@ -475,7 +460,7 @@ for e in (0.0, 0.1, 0.2):
 optima = pd.DataFrame(optima)
 assert optima.perplexity.is_monotonic_increasing  # smoothing costs perplexity ...
 assert (optima.likeliest_word == int(p_true.argmax())).all()  # ... and leaves the ranking alone
-show_table(optima, p_of_likeliest="{:.3f}", p_of_impossible="{:.4f}", perplexity="{:.3f}")
+viz.show_table(optima, p_of_likeliest="{:.3f}", p_of_impossible="{:.4f}", perplexity="{:.3f}")
 
 # %% [markdown]
 # The best smoothed model is less sure of the likeliest word and gives the impossible ones a little
@@ -498,9 +483,9 @@ one_hot = pd.DataFrame([dict(vocabulary=v, eps=e, optimum_perplexity=1 / (1 - e 
                              optimum_logit_gap=math.log1p((1 - e) * v / e) if e else math.inf)
                         for v in (settings.vocab_size, 37_000) for e in (0.0, 0.1, 0.2)])
 display(Markdown("**The paper, Table 3 (newstest2013):**"))
-show_table(smoothing_rows)
+viz.show_table(smoothing_rows)
 display(Markdown("**A context with one right answer, at the optimum:**"))
-show_table(one_hot, vocabulary="{:,}", optimum_perplexity="{:.3f}", optimum_logit_gap="{:.1f}")
+viz.show_table(one_hot, vocabulary="{:,}", optimum_perplexity="{:.3f}", optimum_logit_gap="{:.1f}")
 
 # %% [markdown]
 # ## 4.5 The copy task: the whole loop in a minute
@@ -559,7 +544,7 @@ print(f"held-out exact-sequence accuracy {copy_run['accuracy']:.1%} after {copy_
 viz.show(viz.line_chart(copy_history, "step", "loss", points=True, y_title="label-smoothed loss per token",
                         title=f"Copy task: training loss (held-out accuracy {copy_run['accuracy']:.1%})",
                         height=200))
-show_source(train_copy_task)
+viz.show_source(train_copy_task)
 
 # %% [markdown]
 # The loss cannot reach zero: with $\epsilon = 0.1$ its floor is the entropy of the smoothed target,
@@ -581,7 +566,7 @@ show_source(train_copy_task)
 # `--accumulation 8`).
 
 # %%
-show_source(pipeline.run)
+viz.show_source(pipeline.run)
 
 # %% [markdown]
 # The run goes to `runs/book-<profile>/` in the clone. When the kernel is restarted in the middle
@@ -672,7 +657,7 @@ run_table = pd.DataFrame([
     ("test tokenized BLEU (the paper's)", f"{test_scores['bleu_tokenized']:.2f}"),
     ("checkpoints averaged", ", ".join(test_scores["averaged_checkpoints"])),
 ], columns=["", f"profile {settings.name}"])
-show_table(run_table)
+viz.show_table(run_table)
 print("sacreBLEU signature:", test_scores["sacrebleu_signature"])
 
 # %% [markdown]
@@ -682,7 +667,7 @@ print("sacreBLEU signature:", test_scores["sacrebleu_signature"])
 
 # %%
 base_run = paper.TRAINING["base"]
-show_table(pd.DataFrame([
+viz.show_table(pd.DataFrame([
     dict(run=f"paper, base, {paper.TRAINING_HARDWARE}", seconds_per_step=base_run.step_time_s,
          target_tokens_per_step=PAPER_BATCH_TOKENS, target_tokens_per_s=PAPER_BATCH_TOKENS / base_run.step_time_s),
     dict(run=f"this run, profile {settings.name}, {torch_device}", seconds_per_step=step_time_s,
@@ -744,7 +729,7 @@ largest_difference = max((straight_weights[n].float() - resumed_weights[n].float
                          for n in straight_weights)
 assert largest_difference == 0.0
 assert straight["valid"]["loss"] == resumed["valid"]["loss"]
-show_table(pd.DataFrame([
+viz.show_table(pd.DataFrame([
     dict(run="straight through", steps=straight["steps"], stopped_by=straight["stopped_by"],
          validation_loss=straight["valid"]["loss"]),
     dict(run=f"stopped at step {stop_at}", steps=stopped["steps"], stopped_by=stopped["stopped_by"],
@@ -793,7 +778,7 @@ pre_model = Transformer(preset("tiny", norm_position="pre"), 40, 40)
 assert isinstance(pre_model.encoder_norm, torch.nn.LayerNorm) and isinstance(pre_model.decoder_norm, torch.nn.LayerNorm)
 assert isinstance(Transformer(preset("tiny"), 40, 40).encoder_norm, torch.nn.Identity)  # post-norm: nothing to add
 print("the pre-norm EncoderLayer is x + f(LayerNorm(x)); a pre-norm model ends each stack in a LayerNorm")
-show_source(EncoderLayer.forward)
+viz.show_source(EncoderLayer.forward)
 
 # %% [markdown]
 # The experiment: a six-layer model of width 64 on the profile's training pairs, post-norm and
@@ -852,7 +837,7 @@ viz.show(alt.Chart(gradients).mark_line(point=True).encode(
     color=alt.Color("norm:N", title=None), column=alt.Column("stack:N", title=None, sort=["encoder", "decoder"]),
     tooltip=["stack", "layer", "norm", alt.Tooltip("gradient_norm:Q", format=".3f")],
 ).properties(width=260, height=220, title="Gradient per layer before the first update"))
-show_table(pd.DataFrame([dict(norm=n, stack=s, top_layer_over_bottom_layer=v) for (n, s), v in top_over_bottom.items()]),
+viz.show_table(pd.DataFrame([dict(norm=n, stack=s, top_layer_over_bottom_layer=v) for (n, s), v in top_over_bottom.items()]),
            top_layer_over_bottom_layer="{:.2f}")
 
 # %% [markdown]
@@ -901,7 +886,7 @@ curves_chart = viz.line_chart(warmup_log, "step", "nll (running mean)", "run", y
 frequency_rule = alt.Chart(pd.DataFrame({"nll": [unigram_entropy]})).mark_rule(strokeDash=[4, 3], color="#888").encode(y="nll:Q")
 viz.show(alt.layer(curves_chart, frequency_rule))
 print(f"entropy of the target word frequencies (the loss of a model that ignores the context): {unigram_entropy:.3f}")
-show_table(final.rename(f"mean NLL of the last {tail} steps").reset_index(), **{f"mean NLL of the last {tail} steps": "{:.3f}"})
+viz.show_table(final.rename(f"mean NLL of the last {tail} steps").reset_index(), **{f"mean NLL of the last {tail} steps": "{:.3f}"})
 
 # %% [markdown]
 # Started at full rate, the post-norm model's first updates, largest where its gradients are
@@ -975,7 +960,7 @@ viz.show(alt.layer(
     data=long_format,
 ).properties(width=300, height=220).facet(column=alt.Column("measure:N", title=None)).properties(
     title=f"Copying sequences longer than the {L} tokens seen in training"))
-show_table(extrapolation[extrapolation.length.isin([L, L + 1, L + 2, 2 * L, 3 * L])]
+viz.show_table(extrapolation[extrapolation.length.isin([L, L + 1, L + 2, 2 * L, 3 * L])]
            .pivot(index="length", columns="positions", values="exact_sequence").rename_axis(columns=None).reset_index(),
            sinusoidal="{:.0%}", learned="{:.0%}")
 

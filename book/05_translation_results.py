@@ -15,8 +15,6 @@
 # %% [markdown]
 # # 5. Translation results (section 6.1, Table 2)
 #
-# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/05_translation_results.ipynb)
-#
 # Chapter 04 trained the profile's model. This chapter turns it into translations and scores them,
 # following section 6.1 of the paper {cite:p}`vaswani2017attention`: beam search with a beam of 4 and
 # the length penalty of {cite:t}`wu2016gnmt` ($\alpha = 0.6$), outputs up to the input length plus
@@ -34,20 +32,22 @@
 #    sample of WMT14 to show that its data path works.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. In a clone, use the
-# clone's package (the book runner and `pip install -e .` make this a no-op).
+# Colab or a fresh environment: install the package when it is missing. A clone (this
+# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
+# of _config.yml, written here by `python -m annotated_transformer book --sync`.
 import importlib.util
 import pathlib
 import subprocess
 import sys
 
+REPOSITORY = "https://github.com/annotated-transformer/annotated-transformer"
 if importlib.util.find_spec("annotated_transformer") is None:
     clone = pathlib.Path.cwd().parent
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+        package = f"annotated-transformer @ git+{REPOSITORY}"
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
 # %%
 import inspect
@@ -61,7 +61,6 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import HTML, Markdown, display
 
 from annotated_transformer import flops, paper, pipeline, results, viz
 from annotated_transformer.data import collate_sources, load_parallel
@@ -102,19 +101,6 @@ print(f"under profile {settings.name!r} this chapter translates "
       f"on {torch_device}")
 
 
-def show_table(df: pd.DataFrame, **formats) -> None:
-    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
-    styled = df.copy()
-    for column, fmt in formats.items():
-        styled[column] = styled[column].map(lambda v, f=fmt: v if isinstance(v, str) else f.format(v))
-    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
-
-
-def show_source(obj) -> None:
-    """The package's own source of a function or class, as the reader would open it."""
-    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
-
-
 def flops_text(value: float) -> str:
     """3.3e18 as the paper writes it."""
     return f"{value:.2g}".replace("e+", "e")
@@ -143,7 +129,7 @@ if trained_here:
     pipeline.run(settings, run_dir, data_dir=data_dir, device=device)
     run = finished_run(run_dir, settings)
 assert run is not None, f"{run_dir} still holds no finished run"
-show_table(pd.DataFrame([
+viz.show_table(pd.DataFrame([
     ("run folder", f"runs/{run_dir.name}/" + (" (trained by this chapter)" if trained_here else "")),
     ("steps, stopped by", f"{run.steps:,}, {run.stopped_by}"),
     ("training time", f"{run.train_time_s:,.1f} s on {run.device} ({run.precision})"),
@@ -218,7 +204,7 @@ print("the package's greedy_decode, which uses the key-value cache, writes the s
 # evaluation below calls (through `evaluation.translate`, which batches sentences by length):
 
 # %%
-show_source(beam_search)
+viz.show_source(beam_search)
 assert inspect.signature(beam_search).parameters["use_cache"].default is True
 assert "use_cache" not in inspect.getsource(translate)  # translate keeps the default: the cache
 
@@ -234,7 +220,7 @@ for use_cache in (True, False):
     cache_rows.append(dict(decoder="key-value cache" if use_cache else "whole prefix every step",
                            seconds=time.perf_counter() - started, tokens=out))
 assert torch.equal(cache_rows[0]["tokens"], cache_rows[1]["tokens"])
-show_table(pd.DataFrame(cache_rows).drop(columns="tokens").assign(sentences=few.size(0)),
+viz.show_table(pd.DataFrame(cache_rows).drop(columns="tokens").assign(sentences=few.size(0)),
            seconds="{:.2f}")
 
 # %% [markdown]
@@ -260,7 +246,7 @@ decoding = pd.DataFrame([
     for name, scores in (("greedy", greedy),
                          (f"beam {beam}, alpha {settings.length_penalty_alpha}", beamed))
 ])
-show_table(decoding, sacrebleu="{:.2f}", bleu_tokenized="{:.2f}", decode_seconds="{:.1f}",
+viz.show_table(decoding, sacrebleu="{:.2f}", bleu_tokenized="{:.2f}", decode_seconds="{:.1f}",
            sentences_per_s="{:.1f}")
 beam_gain = beamed["bleu_tokenized"] - greedy["bleu_tokenized"]
 print(f"beam search minus greedy: {beam_gain:+.2f} tokenized BLEU, "
@@ -284,7 +270,7 @@ same_run = run_scores.get("steps") == run.steps and \
     run_scores.get("test", {}).get("averaged_checkpoints") == list(averaged["averaged_from"])
 if same_run and torch_device.type == "cpu" and run_scores["test"]["beam_size"] == beam:
     assert abs(run_scores["sacrebleu"] - beamed["sacrebleu"]) <= 0.5, run_scores["sacrebleu"]
-show_table(pd.DataFrame([
+viz.show_table(pd.DataFrame([
     dict(scored_by="pipeline.run (chapter 04)",
          sacrebleu=run_scores["sacrebleu"] if same_run else "another run's file, or none"),
     dict(scored_by="this chapter", sacrebleu=beamed["sacrebleu"]),
@@ -330,7 +316,7 @@ for k, checkpoint, used in averaging_sweep(run_dir, sizes):
                            greedy_bleu_tokenized=scores["bleu_tokenized"]))
 sweep = pd.DataFrame(sweep_rows)
 assert sweep.k.tolist() == sizes and np.isfinite(sweep.test_ppl).all()
-show_table(sweep, test_ppl="{:.2f}", greedy_sacrebleu="{:.2f}", greedy_bleu_tokenized="{:.2f}")
+viz.show_table(sweep, test_ppl="{:.2f}", greedy_sacrebleu="{:.2f}", greedy_bleu_tokenized="{:.2f}")
 long_sweep = sweep.melt("k", ["test_ppl", "greedy_bleu_tokenized"], var_name="measure",
                         value_name="value")
 long_sweep["measure"] = long_sweep.measure.map({
@@ -387,10 +373,10 @@ bleus = pd.DataFrame([
                          ("tokenized with compound splitting (the paper's)", split))
 ])
 assert abs(split["score"] - sacre["score"]) <= 1.0  # same 13a tokens; only compound splitting differs
-show_table(bleus, score="{:.2f}")
+viz.show_table(bleus, score="{:.2f}")
 hyphenated = [r for r in references if "-" in r]
 example = hyphenated[0] if hyphenated else references[0]
-show_table(pd.DataFrame([("reference", example), ("13a tokens", tokenize_for_bleu(example)),
+viz.show_table(pd.DataFrame([("reference", example), ("13a tokens", tokenize_for_bleu(example)),
                          ("compounds split", split_compounds(tokenize_for_bleu(example)))],
                         columns=["", "one test reference"]))
 print(f"{len(hyphenated)} of {len(references)} references hold a hyphen")
@@ -405,7 +391,7 @@ print(f"{len(hyphenated)} of {len(references)} references hold a hyphen")
 # sacreBLEU numbers. The package's version of the paper's BLEU:
 
 # %%
-show_source(tokenized_bleu)
+viz.show_source(tokenized_bleu)
 
 # %% [markdown]
 # ## 5.5 Translations
@@ -416,7 +402,7 @@ show_source(tokenized_bleu)
 # %%
 samples = pd.DataFrame([dict(source=sources[i], reference=references[i], greedy=greedy["hypotheses"][i],
                              **{f"beam {beam}": hypotheses[i]}) for i in range(min(6, len(sources)))])
-show_table(samples)
+viz.show_table(samples)
 
 # %% [markdown]
 # ## 5.6 What the training cost (Table 2)
@@ -476,7 +462,7 @@ cost = pd.DataFrame([
      f"6 x {parameters:,} x {run.target_tokens:,} = {flops_text(rule_of_thumb)}"),
     ("counted / paper's way (model FLOPs utilisation)", f"{counted / our_paper_way:.1%}"),
 ], columns=["", f"profile {settings.name}"])
-show_table(cost)
+viz.show_table(cost)
 
 # %% [markdown]
 # The ratio of the two is the model FLOPs utilisation over the whole run: the share of the device's
@@ -527,7 +513,7 @@ viz.show(alt.layer(points, labels).properties(
     title=alt.TitleParams("Table 2: BLEU against training cost",
                           subtitle=["Cost is comparable across all points; BLEU is not: the paper's is",
                                     "newstest2014, ours Multi30k test2016 (short captions, much easier)."])))
-show_table(table2_points, bleu="{:.2f}", training_flops="{:.2e}")
+viz.show_table(table2_points, bleu="{:.2f}", training_flops="{:.2e}")
 counted_points = table2_points[table2_points.system.str.endswith("(counted)")]
 assert counted_points.training_flops.max() < table2.training_flops.min() / 100  # orders of magnitude
 gpu_points = table2_points.set_index("system").training_flops.filter(like="ours, gpu")
@@ -560,7 +546,7 @@ c = paper_config
 recipe_table.loc[len(recipe_table)] = (
     "model", f"{c.n_layers} layers, d_model {c.d_model}, d_ff {c.d_ff}, {c.n_heads} heads, "
              f"dropout {c.dropout}, label smoothing {c.label_smoothing}")
-show_table(recipe_table)
+viz.show_table(recipe_table)
 
 # %% [markdown]
 # Eight processes of 3,584 padded token slots each make about 25,000 real target tokens per step, the
@@ -598,7 +584,7 @@ recipe_cost = pd.DataFrame(
                      f"of peak, {how}",
             value=f"{device_hours(recipe_counted, h100_peak, fraction):.2f} GPU-hours")
        for how, fraction in fractions.items()])
-show_table(recipe_cost)
+viz.show_table(recipe_cost)
 implied_p100_utilisation = recipe_counted / base_estimate
 assert 0.2 < implied_p100_utilisation < 1 / 3, implied_p100_utilisation  # "a fifth to a third", below
 assert device_hours(recipe_counted, h100_peak, min(fractions.values())) < 8  # "a few hours" on one H100 ...
@@ -631,7 +617,7 @@ with tempfile.TemporaryDirectory() as folder:
 assert recipe_summary["steps"] == recipe_steps and recipe_summary["stopped_by"] == "max_steps"
 assert np.isfinite(recipe_log.loss).all() and math.isfinite(recipe_summary["valid"]["loss"])
 assert recipe_log.loss.iloc[0] < math.log(recipe_check.vocab_size) + 1  # about a uniform guess to start
-show_table(recipe_log[["step", "loss", "nll", "lr", "target_tokens"]], loss="{:.3f}", nll="{:.3f}",
+viz.show_table(recipe_log[["step", "loss", "nll", "lr", "target_tokens"]], loss="{:.3f}", nll="{:.3f}",
            lr="{:.2e}", target_tokens="{:,}")
 print(f"{recipe_steps} steps of the paper's recipe on wmt14/train_sample in {recipe_seconds:.1f} s "
       f"(data and BPE included); validation loss on {recipe_check.max_valid_pairs} newstest2013 pairs: "
@@ -656,7 +642,7 @@ for name in ("translation", pipeline.default_results_name(paper_profile)):
         sacrebleu=metrics.get("sacrebleu", "not run yet"),
         training_flops=metrics.get("training_flops", "not run yet"),
         measured=results.describe_provenance(record) if record else "not run yet"))
-show_table(pd.DataFrame(paper_rows), tokenized_bleu="{:.2f}", sacrebleu="{:.2f}", training_flops="{:.2e}")
+viz.show_table(pd.DataFrame(paper_rows), tokenized_bleu="{:.2f}", sacrebleu="{:.2f}", training_flops="{:.2e}")
 
 # %% [markdown]
 # ## What this chapter wrote

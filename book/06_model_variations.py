@@ -15,8 +15,6 @@
 # %% [markdown]
 # # 6. Model variations (section 6.2, Table 3)
 #
-# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/06_model_variations.ipynb)
-#
 # Which of the Transformer's design choices matter? Section 6.2 of the paper
 # {cite:p}`vaswani2017attention` answers with an ablation: starting from the base model, it changes
 # one thing at a time and reports, for each variant, the perplexity per subword and the BLEU score
@@ -46,23 +44,24 @@
 # 4. gives each finding a verdict: holds, does not hold, or cannot tell at this scale.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. In a clone, use the
-# clone's package (the book runner and `pip install -e .` make this a no-op).
+# Colab or a fresh environment: install the package when it is missing. A clone (this
+# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
+# of _config.yml, written here by `python -m annotated_transformer book --sync`.
 import importlib.util
 import pathlib
 import subprocess
 import sys
 
+REPOSITORY = "https://github.com/annotated-transformer/annotated-transformer"
 if importlib.util.find_spec("annotated_transformer") is None:
     clone = pathlib.Path.cwd().parent
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+        package = f"annotated-transformer @ git+{REPOSITORY}"
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
 # %%
-import inspect
 import math
 import os
 import time
@@ -71,7 +70,6 @@ import altair as alt
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import HTML, Markdown, display
 from tqdm.auto import tqdm
 
 from annotated_transformer import paper, pipeline, results, variations, viz
@@ -112,19 +110,6 @@ print(f"under profile {settings.name!r} this chapter trains {len(rows)} rows ({'
       f"{scale.depth}, on {torch_device}")
 
 
-def show_table(df: pd.DataFrame, **formats) -> None:
-    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
-    styled = df.copy()
-    for column, fmt in formats.items():
-        styled[column] = styled[column].map(lambda v, f=fmt: "" if pd.isna(v) else f.format(v))
-    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
-
-
-def show_source(obj) -> None:
-    """The package's own source of a function or class, as the reader would open it."""
-    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
-
-
 # %% [markdown]
 # ## 6.1 Each row as a change to base
 #
@@ -140,7 +125,7 @@ def listed(change: dict) -> str:
 
 paper_changes = pd.DataFrame([dict(row=row, changes=listed(variations.changes(row)))
                               for row in variations.ROWS])
-show_table(paper_changes)
+viz.show_table(paper_changes)
 
 # %% [markdown]
 # At the paper's size one row takes a GPU-day at least, so we shrink the base model and keep what
@@ -153,7 +138,7 @@ show_table(paper_changes)
 # and stay as the paper has them. This is the whole rule:
 
 # %%
-show_source(variations.VariationScale.config)
+viz.show_source(variations.VariationScale.config)
 
 # %% [markdown]
 # Under this profile the rows become the following (the paper's values in parentheses where they
@@ -178,7 +163,7 @@ for row in rows:
     params[row] = count_parameters(model)
 config_table = pd.DataFrame([dict(row=row, **scaled_row(row), params_m=params[row] / 1e6,
                                   paper_params_m=paper.TABLE3[row].params_m) for row in rows])
-show_table(config_table, params_m="{:.2f}", paper_params_m="{:.0f}")
+viz.show_table(config_table, params_m="{:.2f}", paper_params_m="{:.0f}")
 
 # The rows apply the paper's change at the scaled size.
 base_config = scale.config("base")
@@ -231,7 +216,7 @@ print(f"base at this scale: {b.n_layers} layers, d_model {b.d_model}, d_ff {b.d_
 # compare rows with one another.
 
 # %%
-show_source(variations.row_profile)
+viz.show_source(variations.row_profile)
 
 # %%
 data = pipeline.prepare_data(row_settings, data_dir)
@@ -253,7 +238,7 @@ print(f"{len(data.train):,} training pairs, {len(data.valid):,} validation pairs
 # `variations.train_rows` hands the runs out:
 
 # %%
-show_source(variations.train_rows)
+viz.show_source(variations.train_rows)
 
 # %%
 plan = [(row, seed) for seed in range(1, n_seeds + 1) for row in rows]
@@ -310,7 +295,7 @@ shown = table.assign(
     params_m=table.params / 1e6,
     ppl_range=[f"{a:.1f}-{b:.1f}" for a, b in zip(table.ppl_min, table.ppl_max)],
     bleu_range=[f"{a:.2f}-{b:.2f}" for a, b in zip(table.bleu_min, table.bleu_max)])
-show_table(shown[["row", "ppl", "ppl_range", "ppl_minus_base", "paper_ppl", "bleu", "bleu_range",
+viz.show_table(shown[["row", "ppl", "ppl_range", "ppl_minus_base", "paper_ppl", "bleu", "bleu_range",
                   "bleu_minus_base", "paper_bleu", "params_m", "paper_params_m"]],
            ppl="{:.2f}", ppl_minus_base="{:+.2f}", paper_ppl="{:.2f}", bleu="{:.2f}",
            bleu_minus_base="{:+.2f}", paper_bleu="{:.1f}", params_m="{:.2f}",
@@ -382,7 +367,7 @@ viz.show(alt.vconcat(difference_chart(PPL),
 # with no statistics library; here it is checked against pandas' ranking:
 
 # %%
-show_source(variations.spearman)
+viz.show_source(variations.spearman)
 
 # %%
 rho_ppl = variations.spearman(table.ppl, table.paper_ppl)
@@ -409,14 +394,14 @@ print(f"Spearman rank correlation over {len(rows)} rows: perplexity {rho_ppl:+.2
 # the package:
 
 # %%
-show_source(variations.compare)
+viz.show_source(variations.compare)
 
 # %%
 ppl_by_row = {row: measured[measured.row == row].sort_values("seed").ppl.tolist() for row in rows}
 verdicts = [variations.verdict(finding, ppl_by_row) for finding in variations.FINDINGS]
 verdict_table = pd.DataFrame([dict(finding=v["finding"], verdict=v["verdict"], evidence=v["reason"])
                               for v in verdicts])
-show_table(verdict_table)
+viz.show_table(verdict_table)
 kinds = (variations.HOLDS, variations.DOES_NOT_HOLD, variations.CANNOT_TELL)
 assert all(v["verdict"] in kinds for v in verdicts)
 counts = verdict_table.verdict.value_counts()

@@ -15,8 +15,6 @@
 # %% [markdown]
 # # 7. English constituency parsing (section 6.3, Table 4)
 #
-# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/07_constituency_parsing.ipynb)
-#
 # Is the Transformer a translation model, or a sequence model that happens to translate? Section
 # 6.3 of the paper {cite:p}`vaswani2017attention` tests this on a task with a very different
 # output: the constituency tree of an English sentence. A tree is not a sentence, and its output is
@@ -41,20 +39,22 @@
 # treebank for readers who have the LDC release.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. In a clone, use the
-# clone's package (the book runner and `pip install -e .` make this a no-op).
+# Colab or a fresh environment: install the package when it is missing. A clone (this
+# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
+# of _config.yml, written here by `python -m annotated_transformer book --sync`.
 import importlib.util
 import pathlib
 import subprocess
 import sys
 
+REPOSITORY = "https://github.com/annotated-transformer/annotated-transformer"
 if importlib.util.find_spec("annotated_transformer") is None:
     clone = pathlib.Path.cwd().parent
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+        package = f"annotated-transformer @ git+{REPOSITORY}"
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
 # %%
 import collections
@@ -68,7 +68,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 import torch
-from IPython.display import HTML, Markdown, display
+from IPython.display import Markdown, display
 from nltk import Tree
 
 from annotated_transformer import parsing, results, viz
@@ -113,14 +113,6 @@ if test_sentences is None:
 print(f"under profile {settings.name!r} this chapter trains the parser for {steps} steps on {device}")
 
 
-def show_table(df: pd.DataFrame, **formats) -> None:
-    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
-    styled = df.copy()
-    for column, fmt in formats.items():
-        styled[column] = styled[column].map(lambda v, f=fmt: f.format(v))
-    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
-
-
 # %% [markdown]
 # ## 7.1 A tree as a sequence
 #
@@ -157,7 +149,7 @@ sizes = pd.DataFrame([
          trees=len(trees), words=sum(len(t.leaves()) for t in trees))
     for name, trees in splits.items()
 ])
-show_table(sizes, trees="{:,}", words="{:,}")
+viz.show_table(sizes, trees="{:,}", words="{:,}")
 assert sizes.trees.sum() <= n_trees and len(splits["train"]) > len(splits["test"]) > 0
 
 # %% [markdown]
@@ -281,7 +273,7 @@ gold_count = sum(parsing.labelled_brackets(example).values())
 assert score.gold == score.test == gold_count and score.matched == gold_count - 1
 assert math.isclose(score.f1, f1_by_hand([example], [wrong]))
 assert math.isclose(score.f1, 100 * (gold_count - 1) / gold_count)
-show_table(pd.DataFrame([score.to_dict()])[["matched", "gold", "test", "precision", "recall", "f1"]],
+viz.show_table(pd.DataFrame([score.to_dict()])[["matched", "gold", "test", "precision", "recall", "f1"]],
            precision="{:.1f}", recall="{:.1f}", f1="{:.1f}")
 
 # %% [markdown]
@@ -337,7 +329,7 @@ torch.manual_seed(settings.seed)
 model = Transformer(config, tokenizer.vocab_size, tokenizer.vocab_size).to(device)
 train_pairs, skipped = encoded["train"].fitting(config.max_len)
 assert skipped == 0 and config.max_len >= longest_test
-show_table(pd.DataFrame([
+viz.show_table(pd.DataFrame([
     dict(what="layers (encoder and decoder)", ours=config.n_layers, paper=preset("parsing").n_layers),
     dict(what="d_model", ours=config.d_model, paper=preset("parsing").d_model),
     dict(what="d_ff", ours=config.d_ff, paper=preset("parsing").d_ff),
@@ -404,7 +396,7 @@ for run in decoded.values():
     assert math.isclose(run["score"].f1, f1_by_hand(test_trees, [p.tree for p in run["parses"]]), abs_tol=1e-9)
     assert run["score"].sentences == len(test_trees) and 0 <= run["score"].invalid <= len(test_trees)
     assert 0.0 <= run["score"].f1 <= 100.0 and run["score"].matched <= min(run["score"].gold, run["score"].test)
-show_table(pd.DataFrame([dict(decoding=name, sentences=r["score"].sentences, invalid_trees=r["score"].invalid,
+viz.show_table(pd.DataFrame([dict(decoding=name, sentences=r["score"].sentences, invalid_trees=r["score"].invalid,
                               pieces_per_output=r["pieces"], gold_pieces=gold_pieces,
                               precision=r["score"].precision, recall=r["score"].recall, f1=r["score"].f1,
                               exact_trees=r["score"].exact, seconds=r["seconds"])
@@ -476,7 +468,7 @@ ours_label = f"this chapter ({settings.name} profile, {len(train_trees):,} trees
 table4 = pd.DataFrame([dict(parser=r.parser, training=r.training, f1=r.f1) for r in TABLE4] +
                       [dict(parser=ours_label, training="Treebank sample" if treebank_dir is None else "WSJ",
                             f1=round(score.f1, 1))])
-show_table(table4, f1="{:.1f}")
+viz.show_table(table4, f1="{:.1f}")
 chart_data = table4[table4.training.isin([WSJ_ONLY, table4.training.iloc[-1]])].copy()
 chart_data["who"] = ["ours" if p == ours_label else ("the paper" if p.startswith("Transformer") else "other parsers")
                      for p in chart_data.parser]

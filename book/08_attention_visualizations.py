@@ -15,8 +15,6 @@
 # %% [markdown]
 # # 8. Attention visualizations (appendix, Figures 3-5)
 #
-# [Open in Colab](https://colab.research.google.com/github/annotated-transformer/annotated-transformer/blob/main/book/08_attention_visualizations.ipynb)
-#
 # The pictures readers remember from the paper {cite:p}`vaswani2017attention` are in its appendix:
 # the encoder self-attention of layer 5 (of 6) of the big English-German model on two sentences
 # from news text. Figure 3 follows the word "making" to the distant "more difficult" that completes
@@ -34,30 +32,31 @@
 # with no server, and draws its attention while it does.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. In a clone, use the
-# clone's package (the book runner and `pip install -e .` make this a no-op).
+# Colab or a fresh environment: install the package when it is missing. A clone (this
+# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
+# of _config.yml, written here by `python -m annotated_transformer book --sync`.
 import importlib.util
 import pathlib
 import subprocess
 import sys
 
+REPOSITORY = "https://github.com/annotated-transformer/annotated-transformer"
 if importlib.util.find_spec("annotated_transformer") is None:
     clone = pathlib.Path.cwd().parent
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q",
-                               "annotated-transformer @ git+https://github.com/annotated-transformer/annotated-transformer@main"])
+        package = f"annotated-transformer @ git+{REPOSITORY}"
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
 # %%
-import inspect
 import math
 import time
 
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import HTML, Markdown, display
+from IPython.display import HTML, display
 
 from annotated_transformer import attention_figures as af
 from annotated_transformer import live_page, results, viz
@@ -96,19 +95,6 @@ print(f"{checkpoint.relative_to(repo) if checkpoint.is_relative_to(repo) else ch
       f"{config.n_heads} heads, d_model={config.d_model}, {tokenizer.vocab_size} shared pieces")
 
 
-def show_table(df: pd.DataFrame, **formats) -> None:
-    """A DataFrame as a compact HTML table; `formats` maps column names to format strings."""
-    styled = df.copy()
-    for column, fmt in formats.items():
-        styled[column] = styled[column].map(lambda v, f=fmt: f.format(v))
-    display(HTML(styled.to_html(index=False, classes="at-summary", border=0)))
-
-
-def show_source(obj) -> None:
-    """The package's own source of a function or class, as the reader would open it."""
-    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
-
-
 # %% [markdown]
 # ## 8.1 Where the weights come from
 #
@@ -119,8 +105,8 @@ def show_source(obj) -> None:
 # forward pass and collects what it computed:
 
 # %%
-show_source(attention_maps)
-show_source(explicit_attention)
+viz.show_source(attention_maps)
+viz.show_source(explicit_attention)
 
 # %% [markdown]
 # Three properties hold for every weight drawn below, and are checked here on two sentences of
@@ -174,7 +160,7 @@ domain = pd.DataFrame([
     {"text": "Figure 4's sentence", "pieces per word": pieces_per_word([FIGURE4])},
     {"text": f"{len(captions)} test captions", "pieces per word": pieces_per_word(captions)},
 ])
-show_table(domain, **{"pieces per word": "{:.2f}"})
+viz.show_table(domain, **{"pieces per word": "{:.2f}"})
 
 # %% [markdown]
 # The figure draws a line from the query on the left to each key on the right, one colour per
@@ -197,7 +183,7 @@ target = [i for i in range(more, len(paper3.source_tokens) - 1)
 last = paper3.layers - 1
 share = paper3.weights["encoder"][last][:, making][:, target].sum(-1)  # one value per head
 uniform = len(target) / len(paper3.source_tokens)
-show_table(pd.DataFrame({"head": range(1, paper3.heads + 1), "weight on 'more difficult'": share}),
+viz.show_table(pd.DataFrame({"head": range(1, paper3.heads + 1), "weight on 'more difficult'": share}),
            **{"weight on 'more difficult'": "{:.3f}"})
 print(f"an even spread would give {uniform:.3f}; the heads' mean is {share.mean():.3f} "
       f"and their largest {share.max():.3f} (paper: most heads of layer 5 put most of it there)")
@@ -265,7 +251,7 @@ summary = per_head.groupby("kind", sort=False).agg(
     lowest_entropy=("entropy (bits)", "min"), highest_entropy=("entropy (bits)", "max"),
     even_spread=("even spread (bits)", "mean"), mean_distance=("mean distance", "mean"),
 ).reset_index()
-show_table(summary, lowest_entropy="{:.2f}", highest_entropy="{:.2f}", even_spread="{:.2f}",
+viz.show_table(summary, lowest_entropy="{:.2f}", highest_entropy="{:.2f}", even_spread="{:.2f}",
            mean_distance="{:.2f}")
 sharpest = per_head.loc[per_head["entropy (bits)"].idxmin()]
 # no head can spread wider than uniform
