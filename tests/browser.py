@@ -63,7 +63,10 @@ class Browser:
 
     def __exit__(self, *exc) -> None:
         if getattr(self, "_conn", None) is not None:
-            self._conn.close()
+            async def close():  # tornado makes futures for the close frame: inside our loop, not "the current" one
+                self._conn.close()
+
+            self._loop.run_until_complete(close())
             self._loop.close()
         self._proc.terminate()
         try:
