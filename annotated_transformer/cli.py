@@ -13,19 +13,33 @@ import sys
 
 from .training.trainer import TrainingDiverged
 
-# command -> (module, one-line help)
+# command -> (module, one-line help, the optional extra it needs or None)
 COMMANDS = {
-    "copy": ("annotated_transformer.copy_task", "train the copy task on synthetic data and report its accuracy"),
-    "train": ("annotated_transformer.commands.train", "train a translation model (resumable), then score it"),
-    "translate": ("annotated_transformer.commands.translate", "translate stdin or a file with a checkpoint"),
-    "evaluate": ("annotated_transformer.commands.evaluate", "BLEU and perplexity of a checkpoint on a test set"),
-    "average": ("annotated_transformer.commands.average", "average the last k checkpoints (paper section 6.1)"),
+    "copy": ("annotated_transformer.experiments.copy_task",
+             "train the copy task on synthetic data and report its accuracy", None),
+    "train": ("annotated_transformer.commands.train", "train a translation model (resumable), then score it", None),
+    "translate": ("annotated_transformer.commands.translate", "translate stdin or a file with a checkpoint", None),
+    "evaluate": ("annotated_transformer.commands.evaluate", "BLEU and perplexity of a checkpoint on a test set", None),
+    "average": ("annotated_transformer.commands.average", "average the last k checkpoints (paper section 6.1)", None),
     "attention": ("annotated_transformer.commands.attention",
-                  "draw a checkpoint's attention (paper Figures 3-5, or the explorer) as HTML, SVG or PNG"),
+                  "draw a checkpoint's attention (paper Figures 3-5, or the explorer) as HTML, SVG or PNG", "book"),
     "export-onnx": ("annotated_transformer.commands.export_onnx",
-                    "export a checkpoint to ONNX plus its tokenizer, for translation in a web page"),
-    "book": ("annotated_transformer.book", "execute the chapters with papermill and build the site"),
+                    "export a checkpoint to ONNX plus its tokenizer, for translation in a web page", "web"),
+    "book": ("annotated_transformer.commands.book", "execute the chapters with papermill and build the site", "book"),
 }
+# Top-level modules that only the extras install (pyproject.toml's optional-dependencies).
+EXTRA_MODULES = {"altair", "pandas", "vl_convert", "jupyter_book", "jupytext", "papermill", "ipykernel",
+                 "nbformat", "yaml", "onnx", "onnxruntime", "onnxscript"}
+
+
+def missing_extra(command: str, error: ModuleNotFoundError) -> str | None:
+    """One line naming the extra to install, when `error` is a module of an extra; else None."""
+    module = (error.name or "").split(".")[0]
+    extra = COMMANDS[command][2]
+    if extra is None or module not in EXTRA_MODULES:
+        return None
+    return (f"the {command} command needs the '{extra}' extra ({module} is not installed): "
+            f"pip install 'annotated-transformer[{extra}]' (or, in a clone, bash scripts/setup.sh)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,13 +50,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     requested = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
-    for name, (module_name, help_text) in COMMANDS.items():
+    for name, (module_name, help_text, _) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == requested:
-            module = importlib.import_module(module_name)
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as error:
+                if missing_extra(name, error) is None:
+                    raise
+                p.set_defaults(_run=_raiser(error), _options_unknown=True)  # its options are the module's
+                continue
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
     return parser
+
+
+def _raiser(error: BaseException):
+    def run(args):
+        raise error
+    return run
 
 
 # Errors a user can act on (a missing corpus, a damaged checkpoint, a busy run folder, a diverged run,
@@ -54,12 +80,20 @@ def main(argv: list[str] | None = None) -> int:
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
     parser = build_parser()
-    args = parser.parse_args()
+    args, unknown = parser.parse_known_args()
+    if unknown and not getattr(args, "_options_unknown", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:
         parser.print_help()
         return 2
     try:
         return int(args._run(args) or 0)
+    except ModuleNotFoundError as error:
+        line = missing_extra(args.command, error)
+        if line is None or args.debug:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 1
     except KNOWN_ERRORS as error:
         if args.debug or os.environ.get("AT_DEBUG", "").strip().lower() in ("1", "true", "yes"):
             raise

@@ -6,8 +6,8 @@ call here. Every default comes from a `Profile` (profiles.py). Following one bat
 reads the corpus (data/reading.py via `load_parallel`), encodes it with the corpus's tokenizer
 (data/tokenizer.py) into `EncodedPairs` (data/batching.py); the `Trainer` (training/trainer.py) packs
 them into token batches (`TokenBatcher`) and trains on them through `teacher_forcing.batch_loss`
-(model.py, loss.py); `average` merges snapshots (training/checkpoint.py); `evaluate` translates the
-test set (evaluation.py, decoding.py) and scores it; `write_results` stamps provenance (results.py).
+(model/transformer.py, training/loss.py); `average` merges snapshots (training/checkpoint.py); `evaluate` translates the
+test set (evaluation/scoring.py, model/decoding.py) and scores it; `write_results` stamps provenance (evaluation/results.py).
 """
 from __future__ import annotations
 
@@ -19,17 +19,17 @@ from pathlib import Path
 
 import torch
 
-from . import flops
+from .model import flops
 from .data import EncodedPairs, Tokenizer, load_parallel, tokenizer_for_corpus
-from .distributed import DistributedContext, barrier, init_distributed, shutdown_distributed
-from .evaluation import evaluate_translation
-from .files import atomic_write_text
-from .model import Transformer, count_parameters
-from .precision import resolve_precision
+from .runtime.distributed import DistributedContext, barrier, init_distributed, shutdown_distributed
+from .evaluation.scoring import evaluate_translation
+from .runtime.files import atomic_write_text
+from .model.transformer import count_parameters
 from .profiles import Profile
-from .results import write_result
-from .training.checkpoint import RESUME_NAME, atomic_torch_save, average_last, load_checkpoint, model_from_checkpoint
+from .evaluation.results import write_result
+from .training.checkpoint import atomic_torch_save, average_last, load_checkpoint, model_from_checkpoint
 from .training.run_folder import claim_run_folder
+from .training.fit import fit
 from .training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
@@ -46,9 +46,11 @@ class PreparedData:
     valid: EncodedPairs
 
 
-def prepare_data(profile: Profile, data_dir=None, context: DistributedContext | None = None) -> PreparedData:
+def prepare_data(profile: Profile, data_dir=None, context: DistributedContext | None = None,
+                 max_positions: int | None = None) -> PreparedData:
     """The profile's corpus, its BPE (trained once on the training split only, then cached) and the
-    encoded training and validation pairs, without pairs too long for the model's positions."""
+    encoded training and validation pairs, without pairs too long for the model's positions
+    (`max_positions`, default the profile's model's)."""
     is_main = context is None or context.is_main
 
     def tokenizer() -> Tokenizer:
@@ -60,7 +62,8 @@ def prepare_data(profile: Profile, data_dir=None, context: DistributedContext | 
         barrier(context)
     if not is_main:
         shared = tokenizer()
-    max_positions = profile.model_config().max_len
+    if max_positions is None:
+        max_positions = profile.model_config().max_len
 
     def encode(split: str, limit: int | None) -> EncodedPairs:
         corpus = load_parallel(profile.corpus, split, profile.src_lang, profile.tgt_lang, data_dir,
@@ -73,11 +76,6 @@ def prepare_data(profile: Profile, data_dir=None, context: DistributedContext | 
 
     return PreparedData(shared, encode(profile.train_split, profile.max_train_pairs),
                         encode(profile.valid_split, profile.max_valid_pairs))
-
-
-def build_model(profile: Profile, vocab_size: int, device: torch.device) -> Transformer:
-    torch.manual_seed(profile.seed)  # the same initial weights on every rank and every rerun
-    return Transformer(profile.model_config(), vocab_size, vocab_size, share_embeddings=True).to(device)
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -100,22 +98,21 @@ def train(
         # On a busy machine one thread per process beats two that wait for each other.
         torch.set_num_threads(profile.threads)
     out_dir = Path(out_dir)
-    data = prepare_data(profile, data_dir, context)
-    model = build_model(profile, data.tokenizer.vocab_size, context.device)
-    torch.manual_seed(profile.seed * 1000 + context.rank)  # dropout differs between ranks, as it should
-    trainer = Trainer(model, data.tokenizer, data.train, data.valid, profile, out_dir, context,
-                      show_progress=show_progress, on_step=on_step)
-    resumed = bool(resume)
-    if resume:
-        path = out_dir / RESUME_NAME if isinstance(resume, bool) else Path(resume)
-        if not path.exists():
-            raise FileNotFoundError(f"--resume {path}: no such checkpoint")
-        trainer.resume_from(path)
-    if context.is_main:
-        print(f"training {count_parameters(model) / 1e6:.1f}M parameters on {len(data.train)} pairs "
-              f"({profile.corpus} {profile.src_lang}->{profile.tgt_lang}), {trainer.precision} on {context.device}, "
-              f"world size {context.world_size}" + (f", resumed at step {trainer.progress.step}" if resumed else ""))
-    result = trainer.train()
+    config = profile.model_config()
+    data = prepare_data(profile, data_dir, context, config.max_len)
+
+    def announce(trainer: Trainer) -> None:
+        if context.is_main:
+            step = trainer.progress.step
+            print(f"training {count_parameters(trainer.model) / 1e6:.1f}M parameters on {len(data.train)} pairs "
+                  f"({profile.corpus} {profile.src_lang}->{profile.tgt_lang}), {trainer.precision} on "
+                  f"{context.device}, world size {context.world_size}"
+                  + (f", resumed at step {step}" if resume else ""))
+
+    fitted = fit(config, data.tokenizer, data.train, data.valid, profile.train_settings(), out_dir,
+                 context=context, resume=resume, metadata={"profile": profile.to_dict()},
+                 show_progress=show_progress, on_step=on_step, on_start=announce)
+    model, trainer, result = fitted.model, fitted.trainer, fitted.result
     progress = result.progress
     summary = {
         "out_dir": str(out_dir),
@@ -131,9 +128,9 @@ def train(
         "parameters": count_parameters(model),
         "precision": trainer.precision,
         "world_size": context.world_size,
+        "model_config": config.to_dict(),
     }
     # Training FLOPs counted from the model (section 6.1 estimates them from time x GPUs x FLOP/s instead).
-    config = model.config
     per_token = flops.training_flops_per_target_token(
         config, data.tokenizer.vocab_size, float(data.train.src_lengths.mean()) + 1, float(data.train.tgt_lengths.mean()) + 1)
     summary["flops_per_target_token"] = per_token
@@ -179,11 +176,8 @@ def evaluate(
     test = load_parallel(profile.corpus, split or profile.test_split, profile.src_lang, profile.tgt_lang, data_dir)
     limit = max_sentences or profile.eval_max_sentences
     sources, references = (test.src[:limit], test.tgt[:limit]) if limit else (test.src, test.tgt)
-    scores = evaluate_translation(
-        model, tokenizer, sources, references, beam_size=profile.beam_size, alpha=profile.length_penalty_alpha,
-        max_len_a=profile.max_len_a, max_len_b=profile.max_len_b, batch_tokens=profile.eval_batch_tokens,
-        precision=resolve_precision(profile.precision, device), target_language=profile.tgt_lang, progress=progress,
-    )
+    scores = evaluate_translation(model, tokenizer, sources, references, profile.decode_settings(device),
+                                  target_language=profile.tgt_lang, progress=progress)
     scores["test_set"] = test.name
     scores["step"] = checkpoint.get("step")
     return scores
@@ -197,11 +191,11 @@ def default_results_name(profile: Profile) -> str:
 def write_results(summary: dict, profile: Profile, name: str | None = None, device=None) -> Path:
     """`results/<profile>/<name>.json`: the run's numbers with provenance (git commit, device, torch, date).
     The test scores are also copied to the top level, where the book's summary table reads them."""
-    metrics = {k: v for k, v in summary.items() if k not in ("out_dir", "wall_time_s")}
+    metrics = {k: v for k, v in summary.items() if k not in ("out_dir", "wall_time_s", "model_config")}
     for key in ("sacrebleu", "bleu_tokenized", "ppl", "sacrebleu_signature"):
         if key in summary.get("test", {}):
             metrics[key] = summary["test"][key]
-    config = {"model": profile.model_config().to_dict(), "profile": profile.to_dict()}
+    config = {"model": summary["model_config"], "profile": profile.to_dict()}
     return write_result(name or default_results_name(profile), metrics, profile=profile.results_folder,
                         config=config, wall_time_s=summary.get("wall_time_s"), device=device)
 

@@ -14,12 +14,18 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .config import TransformerConfig, preset
+from .model.config import TABLE3_ALL_ROWS, TransformerConfig, preset
+from .model.decoding import DecodeSettings
+from .runtime.precision import resolve_precision
+from .training.settings import TrainSettings
 
-TABLE3_ROWS_ALL: tuple[str, ...] = (
-    "base", "A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4", "C5", "C6", "C7",
-    "D1", "D2", "D3", "D4", "E", "big",
-)
+def _as_tuples(value):
+    """JSON turns the tuples of a record into lists; this turns them back, at any depth."""
+    if isinstance(value, dict):
+        return {k: _as_tuples(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(_as_tuples(v) for v in value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,8 @@ class BookScales:
         table3_width_divisor, table3_depth_divisor: the Table 3 rows are the paper's configurations with
             every width (d_model, d_ff, d_k, d_v) and every depth divided by these (1 and 1: the paper's).
         table3_batch_tokens, table3_vocab_size: the rows' batches and shared vocabulary (None: the profile's).
+        chapters: the sizes of chapters 01-04's own experiments (samples, sweeps, timed shapes), by
+            chapter number; a chapter reads its entry with `Profile.chapter_sizes`.
     """
 
     table3_rows: tuple[str, ...]
@@ -46,6 +54,7 @@ class BookScales:
     table3_depth_divisor: int = 1
     table3_batch_tokens: int | None = None
     table3_vocab_size: int | None = None
+    chapters: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,26 @@ class Profile:
         """The model configuration: the named preset with this profile's overrides."""
         return preset(self.preset, **{"warmup_steps": self.warmup_steps, **self.model_overrides})
 
+    def train_settings(self) -> TrainSettings:
+        """What the trainer reads of this profile (the rest, corpus, beam and book, it never sees)."""
+        values = {name: getattr(self, name) for name in TrainSettings.fields()}
+        return TrainSettings(**values)
+
+    def decode_settings(self, device: str | None = None) -> DecodeSettings:
+        """How this profile translates: beam, length penalty, output allowance, batches, and the
+        precision its `precision` field means on `device` (None: fp32)."""
+        precision = "fp32" if device is None else resolve_precision(self.precision, device)
+        return DecodeSettings(beam_size=self.beam_size, alpha=self.length_penalty_alpha,
+                              max_len_a=self.max_len_a, max_len_b=self.max_len_b,
+                              batch_tokens=self.eval_batch_tokens, precision=precision)
+
+    def chapter_sizes(self, chapter: str) -> dict:
+        """The sizes of chapter `chapter`'s ("01".."04") own experiments under this profile."""
+        if chapter not in self.book.chapters:
+            raise KeyError(f"profile {self.name!r} has no sizes for chapter {chapter}; "
+                           f"it has {', '.join(sorted(self.book.chapters))}")
+        return dict(self.book.chapters[chapter])
+
     def replace(self, **overrides) -> "Profile":
         return dataclasses.replace(self, **overrides)
 
@@ -135,6 +164,7 @@ class Profile:
         if isinstance(values.get("book"), dict):
             book = dict(values["book"])
             book["table3_rows"] = tuple(book.get("table3_rows", ()))
+            book["chapters"] = _as_tuples(book.get("chapters", {}))
             values["book"] = BookScales(**book)
         return cls(**values)
 
@@ -147,13 +177,60 @@ _CPU_MODEL = dict(n_layers=3, d_model=256, d_ff=1024, n_heads=4, dropout=0.0, ma
 # models, which overfit 29k pairs (results/gpu/README.md).
 _GPU_MODEL = dict(n_layers=4, d_model=128, d_ff=256, n_heads=4, dropout=0.3, max_len=256)
 
+# The sizes of chapters 01-04's own experiments. 01: how many samples the attention statistics
+# average over and the timed shapes; 02: positions and shifts of the positional-encoding checks;
+# 03: the Table 1 sweeps (`by_n` grows the length at a fixed width, `by_d` the width at a fixed
+# length, `crossover` compares attention with recurrence at the base model's d = 512); 04: the
+# chapter's small experiments (the profile's translation run is the profile's own).
+_SMOKE_CHAPTERS = {
+    "01": dict(samples=4_000, d_ks=(4, 16, 64, 256, 512), n_keys=32, time_batch=4, time_len=64,
+               repeats=3),
+    "02": dict(positions=256, shifts=(1, 2, 5, 17, 50)),
+    "03": dict(
+        by_n=dict(ns=(32, 64, 128, 256, 512), d=64, batch=2),
+        by_d=dict(n=64, ds=(32, 64, 128, 256, 512), batch=2),
+        crossover=dict(d=512, ns=(128, 256, 512, 1024, 2048), batch=1),
+        repeats=2, path_ns=(2, 4, 8, 16, 32, 64, 128), path_example_n=32,
+        bpe=dict(lines=1000, vocab=1000, test_lines=300),
+    ),
+    "04": dict(bpe_sample_pairs=1000, bpe_merges=30, copy_steps=200, copy_length=6, copy_batch=32,
+               eval_per_length=40, norm_steps=20, resume_steps=24, resume_stop_at=10),
+}
+_CPU_CHAPTERS = {
+    "01": dict(samples=20_000, d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64,
+               time_batch=16, time_len=256, repeats=5),
+    "02": dict(positions=2048, shifts=(1, 2, 3, 5, 8, 17, 50, 100, 333, 1000)),
+    "03": dict(
+        by_n=dict(ns=(32, 64, 128, 256, 512, 1024, 2048), d=128, batch=2),
+        by_d=dict(n=256, ds=(32, 64, 128, 256, 512, 1024), batch=2),
+        crossover=dict(d=512, ns=(64, 128, 256, 512, 768, 1024, 1536, 2048, 3072), batch=1),
+        repeats=3, path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512), path_example_n=32,
+        bpe=dict(lines=4000, vocab=4000, test_lines=3003),
+    ),
+    "04": dict(bpe_sample_pairs=2000, bpe_merges=40, copy_steps=1600, copy_length=10, copy_batch=64,
+               eval_per_length=100, norm_steps=250, resume_steps=36, resume_stop_at=15),
+}
+# On a GPU: longer timed inputs, wider sweeps, and a longer post-norm/pre-norm comparison.
+_GPU_CHAPTERS = {
+    **_CPU_CHAPTERS,
+    "01": dict(_CPU_CHAPTERS["01"], time_batch=64, time_len=1024),
+    "03": dict(
+        by_n=dict(ns=(64, 128, 256, 512, 1024, 2048, 4096, 8192), d=256, batch=8),
+        by_d=dict(n=1024, ds=(64, 128, 256, 512, 1024, 2048), batch=8),
+        crossover=dict(d=512, ns=(256, 512, 1024, 2048, 4096, 8192, 16384), batch=8),
+        repeats=5, path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512), path_example_n=32,
+        bpe=dict(lines=4000, vocab=4000, test_lines=3003),
+    ),
+    "04": dict(_CPU_CHAPTERS["04"], norm_steps=400),
+}
+
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
         description="CI and tests: a tiny model on 2,000 Multi30k pairs, every chapter in minutes on 2 cores",
         book=BookScales(table3_rows=("base", "A1", "C1"), table3_steps=5, parsing_steps=10, minutes=10,
                         table3_seeds=2, table3_width_divisor=8, table3_depth_divisor=2,
-                        table3_batch_tokens=256),
+                        table3_batch_tokens=256, chapters=_SMOKE_CHAPTERS),
         max_train_pairs=2000, max_valid_pairs=200, vocab_size=1000, preset="tiny",
         model_overrides=dict(dropout=0.1), batch_tokens=1024, peak_lr=2e-3, warmup_steps=50,
         max_steps=60, log_every=10, eval_every=30, save_every_steps=20, save_every_minutes=None,
@@ -165,9 +242,9 @@ PROFILES: dict[str, Profile] = {
         # Table 3 (chapter 06): 20 rows x 2 seeds at widths / 8 and depths / 2 (base: 3 layers, d_model 64),
         # a 2,000-piece vocabulary and small batches (more updates for the same tokens), one process per core;
         # the chapter took 4.6 minutes on 2 cores shared with other jobs.
-        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=300, parsing_steps=600, minutes=45,
+        book=BookScales(table3_rows=TABLE3_ALL_ROWS, table3_steps=300, parsing_steps=600, minutes=45,
                         table3_seeds=2, table3_width_divisor=8, table3_depth_divisor=2,
-                        table3_batch_tokens=256, table3_vocab_size=2000),
+                        table3_batch_tokens=256, table3_vocab_size=2000, chapters=_CPU_CHAPTERS),
         vocab_size=8000, preset="base", model_overrides=_CPU_MODEL,
         # 1,024-token batches: twice the updates of 2,048 in the same 15 minutes, the biggest single gain.
         batch_tokens=1024, accumulation=1, peak_lr=2e-3, warmup_steps=400,
@@ -179,8 +256,9 @@ PROFILES: dict[str, Profile] = {
         name="gpu",
         description="one GPU or Colab: Multi30k EN->DE, 100 epochs (about 7 minutes on an H100)",
         # Table 3: 40 runs of 3,000 steps at half the paper's widths and depths (base: 3 layers, d_model 256).
-        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=3_000, parsing_steps=20_000, minutes=90,
-                        table3_seeds=2, table3_width_divisor=2, table3_depth_divisor=2),
+        book=BookScales(table3_rows=TABLE3_ALL_ROWS, table3_steps=3_000, parsing_steps=20_000, minutes=90,
+                        table3_seeds=2, table3_width_divisor=2, table3_depth_divisor=2,
+                        chapters=_GPU_CHAPTERS),
         vocab_size=8000, preset="base", model_overrides=_GPU_MODEL,
         # 134 steps per epoch at 4k tokens.
         batch_tokens=4096, accumulation=1, peak_lr=5e-3, warmup_steps=2000,
@@ -191,7 +269,8 @@ PROFILES: dict[str, Profile] = {
     "paper": Profile(
         name="paper",
         description="8 GPUs with torchrun: WMT14 EN->DE, Transformer base with the paper's schedule (100k steps)",
-        book=BookScales(table3_rows=TABLE3_ROWS_ALL, table3_steps=100_000, parsing_steps=100_000, minutes=4 * 24 * 60),
+        book=BookScales(table3_rows=TABLE3_ALL_ROWS, table3_steps=100_000, parsing_steps=100_000, minutes=4 * 24 * 60,
+                        chapters=_GPU_CHAPTERS),
         corpus="wmt14", train_split="train", valid_split="newstest2013", test_split="newstest2014",
         vocab_size=37000, preset="base", model_overrides=dict(max_len=1024),
         # 8 ranks x 1 micro-batch of 3,584 padded slots ~ 25,000 real tokens per side per step (section 5.1);

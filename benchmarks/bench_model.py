@@ -37,10 +37,10 @@ sys.path.insert(0, str(REPO))
 import reference_transformer as ref_lib  # noqa: E402
 
 from annotated_transformer import Transformer, greedy_decode, preset  # noqa: E402
-from annotated_transformer.devices import cpu_flags, cpu_name  # noqa: E402
-from annotated_transformer.flops import peak_flops_entry  # noqa: E402
-from annotated_transformer.model import count_parameters, layer_weights, logits_at_real_targets  # noqa: E402
-from annotated_transformer.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy  # noqa: E402
+from annotated_transformer.runtime.devices import cpu_flags, cpu_name  # noqa: E402
+from annotated_transformer.model.flops import peak_flops_entry  # noqa: E402
+from annotated_transformer.model.transformer import count_parameters, layer_weights, logits_at_real_targets  # noqa: E402
+from annotated_transformer.training.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------- provenance

@@ -46,8 +46,9 @@ if importlib.util.find_spec("annotated_transformer") is None:
 # %%
 import pandas as pd
 
-from annotated_transformer import paper, results, summary, viz
-from annotated_transformer.devices import resolve_device
+from annotated_transformer.evaluation import paper, results
+from annotated_transformer.book import summary, viz
+from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.profiles import PROFILES, get_profile
 
 # %% tags=["parameters"]

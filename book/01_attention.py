@@ -54,13 +54,11 @@ import torch.nn as nn
 from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import Transformer, attention_maps, preset, results, viz
-from annotated_transformer.attention import (
-    MultiHeadAttention,
-    explicit_attention,
-    fused_attention,
-)
-from annotated_transformer.devices import resolve_device
+from annotated_transformer import Transformer, attention_maps, preset
+from annotated_transformer.evaluation import results
+from annotated_transformer.book import viz
+from annotated_transformer.model.attention import MultiHeadAttention, explicit_attention, fused_attention
+from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
@@ -76,29 +74,11 @@ device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
 
-# Sizes of this chapter's experiments. Everything here is cheap; the profile only decides
-# how many samples the statistics average over and how large the timed inputs are.
-SIZES = {
-    "smoke": dict(
-        samples=4_000,
-        d_ks=(4, 16, 64, 256, 512),
-        n_keys=32,
-        time_batch=4,
-        time_len=64,
-        repeats=3,
-    ),
-    "cpu": dict(
-        samples=20_000,
-        d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
-        n_keys=64,
-        time_batch=16,
-        time_len=256,
-        repeats=5,
-    ),
-}
-SIZES["gpu"] = SIZES["paper"] = dict(SIZES["cpu"], time_batch=64, time_len=1024)
-size = SIZES[profile]
-viz.show_table(viz.sizes_table(SIZES, profile))
+# Sizes of this chapter's experiments, from the profile record. Everything here is cheap; the
+# profile only decides how many samples the statistics average over and how large the timed
+# inputs are.
+size = settings.chapter_sizes("01")
+viz.show_table(viz.sizes_table("01", profile))
 
 
 # %% [markdown]

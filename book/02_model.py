@@ -52,25 +52,15 @@ import torch.nn as nn
 from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import (
-    Transformer,
-    count_parameters,
-    expected_parameter_count,
-    preset,
-    results,
-    viz,
-)
-from annotated_transformer.config import TABLE3_ROWS
-from annotated_transformer.paper import TABLE3 as PAPER_TABLE3
-from annotated_transformer.layers import (
-    DecoderLayer,
-    EncoderLayer,
-    PositionwiseFeedForward,
-    sinusoidal_positions,
-)
-from annotated_transformer.devices import resolve_device
+from annotated_transformer import Transformer, count_parameters, expected_parameter_count, preset
+from annotated_transformer.evaluation import results
+from annotated_transformer.book import viz
+from annotated_transformer.model.config import TABLE3_ALL_ROWS
+from annotated_transformer.evaluation.paper import TABLE3 as PAPER_TABLE3
+from annotated_transformer.model.layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward, sinusoidal_positions
+from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.profiles import get_profile
-from annotated_transformer.teacher_forcing import batch_loss
+from annotated_transformer.training.teacher_forcing import batch_loss
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the checks below
@@ -88,13 +78,8 @@ torch.manual_seed(seed)
 
 # The profile only changes how many positions and shifts the positional-encoding checks
 # cover.
-SIZES = {
-    "smoke": dict(positions=256, shifts=(1, 2, 5, 17, 50)),
-    "cpu": dict(positions=2048, shifts=(1, 2, 3, 5, 8, 17, 50, 100, 333, 1000)),
-}
-SIZES["gpu"] = SIZES["paper"] = SIZES["cpu"]
-size = SIZES[profile]
-viz.show_table(viz.sizes_table(SIZES, profile))
+size = settings.chapter_sizes("02")
+viz.show_table(viz.sizes_table("02", profile))
 
 
 # %% [markdown]
@@ -795,7 +780,7 @@ viz.show_table(
 # where a row does not change the size).
 
 # %%
-rows = ["base", *TABLE3_ROWS, "big"]
+rows = list(TABLE3_ALL_ROWS)
 counts = []
 for row in rows:
     config = preset(row)

@@ -28,7 +28,7 @@
 # This chapter measures all three instead of quoting them: FLOPs counted by PyTorch, wall-clock
 # time and memory as $n$ and $d$ grow, fitted against the table's exponents, and path lengths
 # computed on the graph of which position feeds which. The machinery is
-# `annotated_transformer.complexity`.
+# `annotated_transformer.experiments.complexity`.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. A clone (this
@@ -60,10 +60,12 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import complexity, paper, results, viz
+from annotated_transformer.experiments import complexity
+from annotated_transformer.evaluation import paper, results
+from annotated_transformer.book import viz
 from annotated_transformer.data.reading import load_parallel
 from annotated_transformer.data.tokenizer import train_tokenizer
-from annotated_transformer.devices import device_name, resolve_device
+from annotated_transformer.runtime.devices import device_name, resolve_device
 from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
@@ -84,42 +86,10 @@ if device.type == "cpu" and threads is not None:
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
 
-# Sizes of the sweeps. `by_n` grows the length at a fixed width, `by_d` the width at a
-# fixed length, and `crossover` compares attention with recurrence at the base model's d =
-# 512.
-SIZES = {
-    "smoke": dict(
-        by_n=dict(ns=(32, 64, 128, 256, 512), d=64, batch=2),
-        by_d=dict(n=64, ds=(32, 64, 128, 256, 512), batch=2),
-        crossover=dict(d=512, ns=(128, 256, 512, 1024, 2048), batch=1),
-        repeats=2,
-        path_ns=(2, 4, 8, 16, 32, 64, 128),
-        path_example_n=32,
-        bpe=dict(lines=1000, vocab=1000, test_lines=300),
-    ),
-    "cpu": dict(
-        by_n=dict(ns=(32, 64, 128, 256, 512, 1024, 2048), d=128, batch=2),
-        by_d=dict(n=256, ds=(32, 64, 128, 256, 512, 1024), batch=2),
-        crossover=dict(
-            d=512, ns=(64, 128, 256, 512, 768, 1024, 1536, 2048, 3072), batch=1
-        ),
-        repeats=3,
-        path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512),
-        path_example_n=32,
-        bpe=dict(lines=4000, vocab=4000, test_lines=3003),
-    ),
-    "gpu": dict(
-        by_n=dict(ns=(64, 128, 256, 512, 1024, 2048, 4096, 8192), d=256, batch=8),
-        by_d=dict(n=1024, ds=(64, 128, 256, 512, 1024, 2048), batch=8),
-        crossover=dict(d=512, ns=(256, 512, 1024, 2048, 4096, 8192, 16384), batch=8),
-        repeats=5,
-        path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512),
-        path_example_n=32,
-        bpe=dict(lines=4000, vocab=4000, test_lines=3003),
-    ),
-}
-SIZES["paper"] = SIZES["gpu"]
-size = SIZES[profile]
+# Sizes of the sweeps, from the profile record. `by_n` grows the length at a fixed width,
+# `by_d` the width at a fixed length, and `crossover` compares attention with recurrence at the
+# base model's d = 512.
+size = settings.chapter_sizes("03")
 where = device_name(device)
 threads_note = f", {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""
 print(f"profile {profile!r}, timings on {where}{threads_note}")
@@ -189,7 +159,7 @@ with torch.no_grad():
 
 # %% [markdown]
 # The three plain functions and the package's layers agree (the cell checks it). The package's
-# layers, as `annotated_transformer.complexity` defines them:
+# layers, as `annotated_transformer.experiments.complexity` defines them:
 
 # %%
 viz.show_source(complexity.make_layer)

@@ -59,15 +59,16 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
-from annotated_transformer import Transformer, greedy_decode, paper, pipeline, preset, results, viz
-from annotated_transformer.copy_task import train_copy_task
-from annotated_transformer.data import (TokenBatcher, collate_pairs, load_parallel, padding_fraction, synthetic_batch, tokenizer_for_corpus,
-                                        train_tokenizer)
-from annotated_transformer.devices import resolve_device
-from annotated_transformer.layers import EncoderLayer
-from annotated_transformer.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy
+from annotated_transformer import Transformer, greedy_decode, pipeline, preset
+from annotated_transformer.evaluation import paper, results
+from annotated_transformer.book import viz
+from annotated_transformer.experiments.copy_task import train_copy_task
+from annotated_transformer.data import TokenBatcher, collate_pairs, load_parallel, padding_fraction, synthetic_batch, tokenizer_for_corpus, train_tokenizer
+from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.model.layers import EncoderLayer
+from annotated_transformer.training.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy
 from annotated_transformer.profiles import get_profile
-from annotated_transformer.teacher_forcing import batch_loss
+from annotated_transformer.training.teacher_forcing import batch_loss
 from annotated_transformer.training.checkpoint import RESUME_NAME, load_checkpoint
 from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
 from annotated_transformer.training.trainer import schedule_factor
@@ -92,15 +93,10 @@ print(f"under profile {settings.name!r} this chapter will train the {settings.pr
       f"{' or '.join(budget)}, whichever comes first, with batches of about {settings.batch_tokens} tokens, "
       f"on {torch_device}")
 
-# Sizes of the chapter's own experiments (the profile's run is the profile's). Under `smoke` they
-# are too short to learn much: they show that everything runs, and assert only what holds at any scale.
-SIZES = {
-    "smoke": dict(bpe_sample_pairs=1000, bpe_merges=30, copy_steps=200, copy_length=6, copy_batch=32,
-                  eval_per_length=40, norm_steps=20, resume_steps=24, resume_stop_at=10),
-    "cpu": dict(bpe_sample_pairs=2000, bpe_merges=40, copy_steps=1600, copy_length=10, copy_batch=64,
-                eval_per_length=100, norm_steps=250, resume_steps=36, resume_stop_at=15),
-}
-size = SIZES.get(profile, dict(SIZES["cpu"], norm_steps=400))  # gpu, paper and their variants
+# Sizes of the chapter's own experiments, from the profile record (the profile's run is the
+# profile's). Under `smoke` they are too short to learn much: they show that everything runs, and
+# assert only what holds at any scale.
+size = settings.chapter_sizes("04")
 learns = profile != "smoke"  # whether the experiments run long enough to assert what they teach
 print(f"profile {profile!r}: {size}")
 

@@ -62,20 +62,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from annotated_transformer import flops, paper, pipeline, results, viz
+from annotated_transformer.model import flops
+from annotated_transformer.evaluation import paper, results
+from annotated_transformer import pipeline
+from annotated_transformer.book import viz
 from annotated_transformer.data import collate_sources, load_parallel
-from annotated_transformer.decoding import beam_search, gnmt_length_penalty, greedy_decode
-from annotated_transformer.devices import cpu_name, resolve_device
-from annotated_transformer.evaluation import (sacrebleu_score, split_compounds, tokenize_for_bleu,
-                                              tokenized_bleu, translate)
+from annotated_transformer.model.decoding import beam_search, gnmt_length_penalty, greedy_decode
+from annotated_transformer.runtime.devices import cpu_name, resolve_device
+from annotated_transformer.evaluation.scoring import sacrebleu_score, split_compounds, tokenize_for_bleu, tokenized_bleu, translate
 from annotated_transformer.profiles import get_profile
-from annotated_transformer.training.checkpoint import (average_checkpoints, load_checkpoint,
-                                                       model_from_checkpoint)
-from annotated_transformer.translation_report import (PAPER_TARGET_TOKENS_PER_STEP, averaging_sizes,
-                                                      averaging_sweep, counted_training_flops,
-                                                      device_hours, finished_run, mean_lengths,
-                                                      measured_matmul_flops, paper_way_flops,
-                                                      read_metrics, six_n_flops)
+from annotated_transformer.training.checkpoint import average_checkpoints, load_checkpoint, model_from_checkpoint
+from annotated_transformer.experiments.translation_report import PAPER_TARGET_TOKENS_PER_STEP, averaging_sizes, averaging_sweep, counted_training_flops, device_hours, finished_run, mean_lengths, measured_matmul_flops, paper_way_flops, read_metrics, six_n_flops
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -87,8 +84,10 @@ recipe_steps = None  # optimizer steps of the paper recipe's check in section 5.
 
 # %%
 settings = get_profile(profile, max_steps=max_steps)  # exactly what chapter 04 trained
-beam = int(beam_size or settings.beam_size)
 torch_device = resolve_device(device)
+# The profile's beam, length penalty, output allowance and batches, with this chapter's beam.
+decoding = settings.decode_settings(torch_device).replace(beam_size=int(beam_size or settings.beam_size))
+beam = decoding.beam_size
 training_threads = settings.threads or torch.get_num_threads()  # what pipeline.train runs with
 # The smoke model is tiny: a second thread only waits for the first, badly so on a busy machine.
 torch.set_num_threads(1 if settings.name == "smoke" else training_threads)
@@ -215,8 +214,8 @@ assert "use_cache" not in inspect.getsource(translate)  # translate keeps the de
 cache_rows = []
 for use_cache in (True, False):
     started = time.perf_counter()
-    out = beam_search(model, few, beam_size=beam, alpha=settings.length_penalty_alpha,
-                      max_len_a=settings.max_len_a, max_len_b=settings.max_len_b, use_cache=use_cache)
+    out = beam_search(model, few, beam_size=beam, alpha=decoding.alpha, max_len_a=decoding.max_len_a,
+                      max_len_b=decoding.max_len_b, use_cache=use_cache)
     cache_rows.append(dict(decoder="key-value cache" if use_cache else "whole prefix every step",
                            seconds=time.perf_counter() - started, tokens=out))
 assert torch.equal(cache_rows[0]["tokens"], cache_rows[1]["tokens"])
@@ -239,14 +238,14 @@ def evaluate(checkpoint: dict, beam_size: int) -> dict:
 greedy = evaluate(averaged, 1)
 beamed = evaluate(averaged, beam)
 assert greedy["sentences"] == beamed["sentences"] == len(sources)
-decoding = pd.DataFrame([
+decoding_table = pd.DataFrame([
     dict(decoding=name, sacrebleu=scores["sacrebleu"], bleu_tokenized=scores["bleu_tokenized"],
          decode_seconds=scores["decode_seconds"],
          sentences_per_s=len(sources) / max(scores["decode_seconds"], 0.05))
     for name, scores in (("greedy", greedy),
-                         (f"beam {beam}, alpha {settings.length_penalty_alpha}", beamed))
+                         (f"beam {beam}, alpha {decoding.alpha}", beamed))
 ])
-viz.show_table(decoding, sacrebleu="{:.2f}", bleu_tokenized="{:.2f}", decode_seconds="{:.1f}",
+viz.show_table(decoding_table, sacrebleu="{:.2f}", bleu_tokenized="{:.2f}", decode_seconds="{:.1f}",
            sentences_per_s="{:.1f}")
 beam_gain = beamed["bleu_tokenized"] - greedy["bleu_tokenized"]
 print(f"beam search minus greedy: {beam_gain:+.2f} tokenized BLEU, "
@@ -422,7 +421,7 @@ print(f"{base_run.wall_time_h:g} h x 3600 s x 8 GPUs x {paper.TABLE2_SUSTAINED_F
 # %% [markdown]
 # That is an upper bound of what the hardware could have done, not what the model needed. The
 # other way is to count the model's arithmetic: the multiply-adds of every matrix product per token
-# (chapter 02 and `flops.py`), times three for the forward and the two products of the backward
+# (chapter 02 and `model/flops.py`), times three for the forward and the two products of the backward
 # pass, times the tokens trained on. (The shorthand $6N$ per token, $N$ the parameter count, gives
 # about the same for a model whose parameters all multiply.) For our run, both ways:
 #

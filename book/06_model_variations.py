@@ -72,10 +72,14 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from annotated_transformer import paper, pipeline, results, variations, viz
+from annotated_transformer.evaluation import paper, results
+from annotated_transformer import pipeline
+from annotated_transformer.experiments import variations
+from annotated_transformer.book import viz
 from annotated_transformer.data import load_parallel
-from annotated_transformer.devices import resolve_device
-from annotated_transformer.model import Transformer, count_parameters
+from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.model.config import TABLE3_ALL_ROWS
+from annotated_transformer.model.transformer import Transformer, count_parameters
 from annotated_transformer.profiles import get_profile
 
 # %% tags=["parameters"]
@@ -96,7 +100,7 @@ n_seeds = int(seeds or scales.table3_seeds)
 scale = variations.VariationScale(width=scales.table3_width_divisor,
                                   depth=scales.table3_depth_divisor)
 # The data of every row: the profile's corpus, with the Table 3 vocabulary and batches where set.
-row_settings = settings.replace(vocab_size=scales.table3_vocab_size or settings.vocab_size,
+table3_profile = settings.replace(vocab_size=scales.table3_vocab_size or settings.vocab_size,
                                 batch_tokens=scales.table3_batch_tokens or settings.batch_tokens)
 # Greedy BLEU on the first validation sentences: 16 under smoke, 100 on a CPU, all on a GPU.
 BLEU_SENTENCES = {"smoke": 16, "cpu": 100}
@@ -116,7 +120,7 @@ print(f"under profile {settings.name!r} this chapter trains {len(rows)} rows ({'
 # The paper's base model has $N = 6$ layers in each stack, $d_\text{model} = 512$,
 # $d_{ff} = 2048$, $h = 8$ heads of $d_k = d_v = 64$, dropout 0.1 and label smoothing 0.1. Every
 # other row lists only what it changes. `variations.changes` reads those changes from the package's
-# presets (`config.py`, the same presets chapter 02 counts parameters for):
+# presets (`model/config.py`, the same presets chapter 02 counts parameters for):
 
 # %%
 def listed(change: dict) -> str:
@@ -124,7 +128,7 @@ def listed(change: dict) -> str:
 
 
 paper_changes = pd.DataFrame([dict(row=row, changes=listed(variations.changes(row)))
-                              for row in variations.ROWS])
+                              for row in TABLE3_ALL_ROWS])
 viz.show_table(paper_changes)
 
 # %% [markdown]
@@ -155,10 +159,10 @@ def scaled_row(row: str) -> dict:
     return cells
 
 
-vocab_size = row_settings.vocab_size  # parameter counts need only the vocabulary's size
+vocab_size = table3_profile.vocab_size  # parameter counts need only the vocabulary's size
 params = {}
 for row in rows:
-    config = scale.config(row, max_len=row_settings.model_config().max_len)
+    config = scale.config(row, max_len=table3_profile.model_config().max_len)
     model = Transformer(config, vocab_size, vocab_size, share_embeddings=True)
     params[row] = count_parameters(model)
 config_table = pd.DataFrame([dict(row=row, **scaled_row(row), params_m=params[row] / 1e6,
@@ -216,10 +220,10 @@ print(f"base at this scale: {b.n_layers} layers, d_model {b.d_model}, d_ff {b.d_
 # compare rows with one another.
 
 # %%
-viz.show_source(variations.row_profile)
+viz.show_source(variations.row_settings)
 
 # %%
-data = pipeline.prepare_data(row_settings, data_dir)
+data = pipeline.prepare_data(table3_profile, data_dir)
 valid_text = load_parallel(settings.corpus, settings.valid_split, settings.src_lang,
                            settings.tgt_lang, data_dir)
 limit = bleu_sentences or len(valid_text.src)
@@ -227,7 +231,7 @@ bleu_sources, bleu_references = valid_text.src[:limit], valid_text.tgt[:limit]
 assert data.tokenizer.vocab_size == vocab_size
 print(f"{len(data.train):,} training pairs, {len(data.valid):,} validation pairs for perplexity, "
       f"the first {len(bleu_sources):,} validation sentences for BLEU; batches of about "
-      f"{row_settings.batch_tokens:,} tokens")
+      f"{table3_profile.batch_tokens:,} tokens")
 
 # %% [markdown]
 # The long cell: every row, every seed. Under the `cpu` profile this is most of the chapter's
@@ -250,7 +254,7 @@ if torch_device.type == "cpu":
     torch.set_num_threads(1)
 train_start = time.perf_counter()
 try:
-    runs = list(tqdm(variations.train_rows(plan, data, row_settings, scale, steps=steps,
+    runs = list(tqdm(variations.train_rows(plan, data, table3_profile, scale, steps=steps,
                                            workers=workers, data_dir=data_dir, device=torch_device,
                                            bleu_sources=bleu_sources,
                                            bleu_references=bleu_references),
@@ -465,14 +469,14 @@ metrics = {
     "steps": steps,
     "seeds": n_seeds,
     "scale": {"width_divisor": scale.width, "depth_divisor": scale.depth},
-    "batch_tokens": row_settings.batch_tokens,
+    "batch_tokens": table3_profile.batch_tokens,
     "vocab_size": vocab_size,
     "bleu": f"sacreBLEU, greedy translations of the first {len(bleu_sources)} validation sentences",
     "ppl": f"per subword on all {len(data.valid)} pairs of the validation split",
     "train_seconds": round(train_seconds, 1),
 }
 path = results.write_result("model_variations", metrics, profile=settings.name,
-                            config=row_settings, device=torch_device,
+                            config=table3_profile, device=torch_device,
                             wall_time_s=round(time.perf_counter() - chapter_start, 1))
 record = results.read_result("model_variations", settings.name)
 assert record is not None

@@ -27,7 +27,7 @@
 # {cite:p}`vinyals2015grammar`, and parsing becomes translation from English into a language of
 # brackets. This chapter
 #
-# 1. turns trees into sequences and back (`annotated_transformer.parsing`), and checks that nothing
+# 1. turns trees into sequences and back (`annotated_transformer.experiments.parsing`), and checks that nothing
 #    is lost on every tree of the data;
 # 2. scores parses as the parsing literature does, with labelled bracket F1 in evalb's conventions;
 # 3. trains the translation model, unchanged, on sentence -> linearized tree pairs, decodes with
@@ -71,17 +71,19 @@ import torch
 from IPython.display import Markdown, display
 from nltk import Tree
 
-from annotated_transformer import parsing, results, viz
-from annotated_transformer.config import preset
+from annotated_transformer.experiments import parsing
+from annotated_transformer.evaluation import results
+from annotated_transformer.book import viz
+from annotated_transformer.model.config import preset
 from annotated_transformer.data import EncodedPairs, train_tokenizer, treebank_zip_path
 from annotated_transformer.data.batching import SRC_SPECIALS
-from annotated_transformer.devices import resolve_device
-from annotated_transformer.evaluation import translate
-from annotated_transformer.model import Transformer, count_parameters
-from annotated_transformer.paper import TABLE4, WSJ_ONLY, table4_row
-from annotated_transformer.precision import resolve_precision
+from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.evaluation.scoring import translate
+from annotated_transformer.model.transformer import count_parameters, expected_parameter_count
+from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY, table4_row
 from annotated_transformer.profiles import get_profile
-from annotated_transformer.training.trainer import METRICS_NAME, Trainer
+from annotated_transformer.training.fit import fit
+from annotated_transformer.training.run_folder import METRICS_NAME
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -318,15 +320,13 @@ else:
     own = settings.model_config()
     size = dict(n_layers=min(preset("parsing").n_layers, own.n_layers), d_model=own.d_model, d_ff=own.d_ff,
                 n_heads=own.n_heads, dropout=own.dropout)
-parser_settings = settings.replace(
-    preset="parsing", model_overrides={**size, "max_len": max_len}, vocab_size=vocab_size,
-    max_steps=steps, max_epochs=None, time_budget_minutes=None,
+# The translation trainer's settings, run for the parsing steps, with no snapshots.
+parser_settings = settings.train_settings().replace(
+    name="parser", max_steps=steps, max_epochs=None, time_budget_minutes=None,
     eval_every=max(1, steps // 4), log_every=max(1, min(settings.log_every, steps // 10)),
     save_every_steps=None, save_every_minutes=None, keep_snapshots=1,
 )
-config = parser_settings.model_config()
-torch.manual_seed(settings.seed)
-model = Transformer(config, tokenizer.vocab_size, tokenizer.vocab_size).to(device)
+config = preset("parsing", **size, max_len=max_len, warmup_steps=parser_settings.warmup_steps)
 train_pairs, skipped = encoded["train"].fitting(config.max_len)
 assert skipped == 0 and config.max_len >= longest_test
 viz.show_table(pd.DataFrame([
@@ -338,7 +338,7 @@ viz.show_table(pd.DataFrame([
     dict(what="training trees", ours=len(train_trees), paper=PAPER_TRAINING_SENTENCES),
     dict(what="positions (max_len)", ours=config.max_len, paper="not stated"),
 ]).astype(str))
-print(f"{count_parameters(model) / 1e6:.2f}M parameters; targets average "
+print(f"{expected_parameter_count(config, tokenizer.vocab_size) / 1e6:.2f}M parameters; targets average "
       f"{encoded['train'].tgt_lengths.mean():.0f} pieces against {encoded['train'].src_lengths.mean():.0f} for sources")
 
 # %% [markdown]
@@ -347,14 +347,12 @@ print(f"{count_parameters(model) / 1e6:.2f}M parameters; targets average "
 # with the development split's perplexity measured along the way.
 
 # %%
-precision = resolve_precision(parser_settings.precision, device)
 with tempfile.TemporaryDirectory() as run_dir:
-    torch.manual_seed(settings.seed * 1000)
-    trainer = Trainer(model, tokenizer, train_pairs, encoded["dev"].fitting(config.max_len)[0], parser_settings,
-                      run_dir, show_progress=False)
     train_start = time.perf_counter()
-    trained = trainer.train()
+    fitted = fit(config, tokenizer, train_pairs, encoded["dev"].fitting(config.max_len)[0], parser_settings,
+                 run_dir, device=device, show_progress=False)
     train_seconds = time.perf_counter() - train_start
+    model, trainer, trained = fitted.model, fitted.trainer, fitted.result
     log = [json.loads(line) for line in (Path(run_dir) / METRICS_NAME).read_text().splitlines()]
 curve = pd.DataFrame([dict(step=r["step"], value=r["loss"], curve="training loss (label-smoothed)")
                       for r in log if r["kind"] == "train"] +
@@ -378,10 +376,14 @@ print(f"{steps} steps in {train_seconds:.0f} s ({steps / train_seconds:.2f} step
 # it costs a twenty-first of the search, and shows what the search itself adds or takes away.
 
 # %%
+# The paper's parsing search, in the profile's batches and precision.
+paper_decoding = settings.decode_settings(device).replace(
+    beam_size=PAPER_BEAM, alpha=PAPER_ALPHA, max_len_a=1.0, max_len_b=PAPER_EXTRA_LENGTH)
+
+
 def parse_test_set(beam_size: int) -> dict:
     started = time.perf_counter()
-    lines = translate(model, tokenizer, src["test"], beam_size=beam_size, alpha=PAPER_ALPHA, max_len_a=1.0,
-                      max_len_b=PAPER_EXTRA_LENGTH, batch_tokens=settings.eval_batch_tokens, precision=precision)
+    lines = translate(model, tokenizer, src["test"], paper_decoding, beam_size=beam_size)
     trees = [parsing.delinearize(line, tree.leaves()) for line, tree in zip(lines, test_trees)]
     return dict(lines=lines, parses=trees, score=parsing.corpus_score(test_trees, trees),
                 seconds=time.perf_counter() - started,

@@ -58,12 +58,14 @@ import pandas as pd
 import torch
 from IPython.display import HTML, display
 
-from annotated_transformer import attention_figures as af
-from annotated_transformer import live_page, results, viz
-from annotated_transformer.attention import explicit_attention
+from annotated_transformer.experiments import attention_figures as af
+from annotated_transformer.web import live_page
+from annotated_transformer.evaluation import results
+from annotated_transformer.book import viz
+from annotated_transformer.model.attention import explicit_attention
 from annotated_transformer.data import load_parallel
-from annotated_transformer.decoding import greedy_decode
-from annotated_transformer.model import attention_maps
+from annotated_transformer.model.decoding import greedy_decode
+from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.profiles import get_profile
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 
@@ -131,7 +133,7 @@ print({kind: tuple(layers[0].shape) for kind, layers in maps.items()},
       "(batch, heads, queries, keys) per layer")
 
 # %% [markdown]
-# `annotated_transformer.attention_figures.sentence_attention` runs this on one sentence (the
+# `annotated_transformer.experiments.attention_figures.sentence_attention` runs this on one sentence (the
 # source ends in `</s>` as in training; the decoder reads the model's own greedy translation) and
 # keeps the weights as arrays of shape (layers, heads, queries, keys).
 #
@@ -340,7 +342,7 @@ else:
 
 # %%
 # needs `pip install onnx onnxruntime`
-from annotated_transformer.onnx_export import OnnxTranslator, export_onnx
+from annotated_transformer.web.onnx_export import OnnxTranslator, export_onnx
 
 web_dir = run_dir / "web"
 written = export_onnx(checkpoint, web_dir)

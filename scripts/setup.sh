@@ -45,7 +45,7 @@ echo "[setup] installing requirements and the package (editable)"
 
 # onnxruntime-web's WebAssembly runtime for chapter 08's live page, from the npm registry (no npm needed),
 # checked against its pinned sha512 into .cache/; the book build fetches it too when it is missing.
-"$PY" -c "from annotated_transformer.live_page import onnxruntime_web_files as f; print('[setup] onnxruntime-web in', f())" \
+"$PY" -c "from annotated_transformer.web.live_page import onnxruntime_web_files as f; print('[setup] onnxruntime-web in', f())" \
   || echo "[setup] could not fetch onnxruntime-web: chapter 08's live translation and its test will be skipped"
 
 if ! command -v chromium >/dev/null 2>&1; then

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from annotated_transformer.attention import MultiHeadAttention, explicit_attention, fused_attention
+from annotated_transformer.model.attention import MultiHeadAttention, explicit_attention, fused_attention
 
 
 def reference_attention(q, k, v, allowed=None):

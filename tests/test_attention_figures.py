@@ -10,9 +10,9 @@ import torch
 from browser import Browser, find_chromium
 from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
-from annotated_transformer import attention_figures as af
+from annotated_transformer.experiments import attention_figures as af
 from annotated_transformer.cli import main
-from annotated_transformer.model import attention_maps
+from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,10 +13,10 @@ import torch
 import torch.nn as nn
 
 from annotated_transformer import Transformer, greedy_decode, preset
-from annotated_transformer.flops import peak_flops_entry
-from annotated_transformer.model import count_parameters
-from annotated_transformer.loss import label_smoothed_cross_entropy
-from annotated_transformer.loss import composite_smoothed_cross_entropy
+from annotated_transformer.model.flops import peak_flops_entry
+from annotated_transformer.model.transformer import count_parameters
+from annotated_transformer.training.loss import label_smoothed_cross_entropy
+from annotated_transformer.training.loss import composite_smoothed_cross_entropy
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -165,8 +165,8 @@ def test_flop_count_covers_every_weight_matrix():
     flops = bench_model.model_flops_per_step(config, V, b)
     assert flops["weights"] == 6 * weights * b.source_tokens
     assert flops["logits"] == 6 * config.d_model * V * b.target_tokens
-    # The package's own counter (annotated_transformer.flops) agrees when every length is equal.
-    from annotated_transformer.flops import forward_flops
+    # The package's own counter (annotated_transformer.model.flops) agrees when every length is equal.
+    from annotated_transformer.model.flops import forward_flops
 
     n, length = b.source_tokens, b.src.size(1)
     assert flops["total_with_logits"] == pytest.approx(3 * forward_flops(config, V, n, n, length, length), rel=1e-9)

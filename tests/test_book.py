@@ -19,11 +19,14 @@ import jupytext
 import nbformat
 import pytest
 
-from annotated_transformer import book, results
+from annotated_transformer.book import chapters, runner, sync
+from annotated_transformer.book import site as site_build
+from annotated_transformer.commands import book as book_command
+from annotated_transformer.evaluation import results
 from annotated_transformer.profiles import PROFILE_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted((ROOT / "book").glob(book.CHAPTER_GLOB))
+CHAPTERS = sorted((ROOT / "book").glob(chapters.CHAPTER_GLOB))
 CHAPTER_IDS = [c.stem for c in CHAPTERS]
 # Pages of the book's own infrastructure (as opposed to chapters written elsewhere).
 INFRA_PAGES = ("00_introduction", "04_training", "05_translation_results", "06_model_variations",
@@ -55,7 +58,7 @@ def test_chapter_pair_is_in_sync(source):
 @pytest.mark.parametrize("source", CHAPTERS, ids=CHAPTER_IDS)
 def test_chapter_takes_the_profile_as_parameters(source):
     nb = jupytext.read(str(source))
-    index = book.parameters_cell_index(nb)
+    index = chapters.parameters_cell_index(nb)
     code = nb.cells[index].source
     for name in ("profile", "device"):
         assert f"{name} =" in code, f"{source.name}: the parameters cell must set {name}"
@@ -67,7 +70,6 @@ def test_chapter_takes_the_profile_as_parameters(source):
 def test_book_and_train_choose_from_one_profile_record():
     import argparse
 
-    from annotated_transformer import book
     from annotated_transformer.commands import train
 
     def profile_choices(add_arguments) -> tuple:
@@ -75,7 +77,7 @@ def test_book_and_train_choose_from_one_profile_record():
         add_arguments(parser)
         return tuple(next(a for a in parser._actions if a.dest == "profile").choices)
 
-    assert profile_choices(book.add_arguments) == profile_choices(train.add_arguments) == PROFILE_NAMES
+    assert profile_choices(book_command.add_arguments) == profile_choices(train.add_arguments) == PROFILE_NAMES
     assert {"smoke", "cpu", "gpu", "paper", "gpu-iwslt14", "paper-big"} <= set(PROFILE_NAMES)
 
 
@@ -83,7 +85,7 @@ def test_toc_lists_every_chapter_of_the_design():
     import yaml
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = book._toc_files(toc)
+    files = site_build._toc_files(toc)
     expected = ["book/00_introduction", "book/01_attention", "book/02_model", "book/03_why_self_attention",
                 "book/04_training", "book/05_translation_results", "book/06_model_variations",
                 "book/07_constituency_parsing", "book/08_attention_visualizations"]
@@ -119,14 +121,14 @@ def test_cli_help_lists_the_options():
 
 def test_selecting_an_unknown_chapter_names_the_choices():
     with pytest.raises(ValueError, match="no chapter matches '99'"):
-        book.select_chapters(CHAPTERS, ["99"])
-    assert book.select_chapters(CHAPTERS, ["00", "book/00_introduction.py"]) == [ROOT / "book" / "00_introduction.py"]
+        chapters.select_chapters(CHAPTERS, ["99"])
+    assert chapters.select_chapters(CHAPTERS, ["00", "book/00_introduction.py"]) == [ROOT / "book" / "00_introduction.py"]
 
 
 def test_toc_filter_drops_missing_pages_and_empty_parts():
     toc = {"root": "a", "parts": [{"caption": "x", "chapters": [{"file": "b"}, {"file": "c"}]},
                                   {"caption": "y", "chapters": [{"file": "d"}]}]}
-    kept = book._filter_toc(toc, lambda f: f in {"a", "b"})
+    kept = site_build._filter_toc(toc, lambda f: f in {"a", "b"})
     assert kept == {"root": "a", "parts": [{"caption": "x", "chapters": [{"file": "b"}]}]}
 
 
@@ -144,9 +146,9 @@ def test_failing_cell_names_the_chapter_and_the_cell(tmp_path):
         '# %%\nvalue = {"a": 1}\nvalue["missing"]\n'
     )
     jupyter_dir = tmp_path / "jupyter"
-    kernel = book.register_kernel(jupyter_dir)
-    with book.book_environment(ROOT, "smoke", jupyter_dir, tmp_path / "results"):
-        run = book.execute_chapter(chapter, tmp_path / "out" / "01_broken.ipynb", profile="smoke", kernel_name=kernel)
+    kernel = runner.register_kernel(jupyter_dir)
+    with runner.book_environment(ROOT, "smoke", jupyter_dir, tmp_path / "results"):
+        run = runner.execute_chapter(chapter, tmp_path / "out" / "01_broken.ipynb", profile="smoke", kernel_name=kernel)
     assert run.status == "failed"
     assert run.cell_index == 3  # counted in the chapter's own cells, markdown included
     assert "chapter 01_broken failed in cell 3" in run.error
@@ -160,12 +162,12 @@ def smoke_book(tmp_path_factory):
     out = tmp_path_factory.mktemp("book")
     lines = []
     started = time.perf_counter()
-    run = book.run_book("smoke", output_dir=out, build=False, log=lines.append)
+    run = runner.run_book("smoke", output_dir=out, build=False, log=lines.append)
     site = None
     if any(c.status == "ok" for c in run.chapters):
         # Build even if a chapter failed: its own test reports it, the site test checks the rest.
-        book.stage_site(run.executed_dir, log=lines.append)
-        site = book.build_site(run.executed_dir, out / "html", log=lines.append)
+        site_build.stage_site(run.executed_dir, log=lines.append)
+        site = site_build.build_site(run.executed_dir, out / "html", log=lines.append)
     print("\n".join(lines), f"\nsmoke book: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return {c.chapter: c for c in run.chapters}, site, out, run
 
@@ -351,7 +353,7 @@ def test_built_page_draws_its_charts_offline(smoke_book):
 def test_chapter_without_parameters_cell_fails_with_the_fix(tmp_path):
     chapter = tmp_path / "02_plain.py"
     chapter.write_text("# %%\nx = 1\n")
-    run = book.execute_chapter(chapter, tmp_path / "out.ipynb", profile="smoke")
+    run = runner.execute_chapter(chapter, tmp_path / "out.ipynb", profile="smoke")
     assert run.status == "failed"
     assert "chapter 02_plain cannot take a profile" in run.error and 'tags=["parameters"]' in run.error
 
@@ -359,20 +361,20 @@ def test_chapter_without_parameters_cell_fails_with_the_fix(tmp_path):
 def test_sync_writes_the_notebook_from_the_source_without_outputs(tmp_path):
     source = tmp_path / "05_demo.py"
     source.write_text('# %% [markdown]\n# # Demo\n\n# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nprint(1)\n')
-    (target,) = book.sync_notebooks([source])
+    (target,) = sync.sync_notebooks([source])
     nb = nbformat.read(str(target), as_version=4)
     assert [c.source for c in nb.cells] == ["# Demo", 'profile = "cpu"', "print(1)"]
     assert [c.id for c in nb.cells] == ["cell-0", "cell-1", "cell-2"]  # stable ids, small diffs
     first = target.read_text()
-    book.sync_notebooks([source])
+    sync.sync_notebooks([source])
     assert target.read_text() == first  # idempotent
     with pytest.raises(ValueError, match="not a chapter source"):
-        book.sync_notebooks([target])
+        sync.sync_notebooks([target])
 
 
 def test_cli_parameters_are_python_literals_or_words():
-    assert book._parse_param("max_steps=50") == ("max_steps", 50)
-    assert book._parse_param("data_dir=/data/x") == ("data_dir", "/data/x")
-    assert book._parse_param("beam_size=None") == ("beam_size", None)
+    assert book_command._parse_param("max_steps=50") == ("max_steps", 50)
+    assert book_command._parse_param("data_dir=/data/x") == ("data_dir", "/data/x")
+    assert book_command._parse_param("beam_size=None") == ("beam_size", None)
     with pytest.raises(ValueError, match="NAME=VALUE"):
-        book._parse_param("max_steps")
+        book_command._parse_param("max_steps")

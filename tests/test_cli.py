@@ -62,7 +62,7 @@ def tiny_run(tmp_path_factory):
     profile = tiny_profile(max_steps=6, save_every_steps=2, keep_snapshots=5)
     torch.manual_seed(0)
     model = Transformer(profile.model_config(), tokenizer.vocab_size, tokenizer.vocab_size)
-    Trainer(model, tokenizer, EncodedPairs(ids, ids), None, profile, out, show_progress=False).train()
+    Trainer(model, tokenizer, EncodedPairs(ids, ids), None, profile.train_settings(), out, show_progress=False).train()
     return out
 
 
@@ -121,3 +121,19 @@ def test_readme_profile_table_lists_every_profile():
     table = readme[readme.index("**Profiles.**"):]
     for name in PROFILE_NAMES:
         assert f"| `{name}` |" in table, f"README's profile table has no row for {name}"
+
+
+@pytest.mark.parametrize("command, extra, blocked", [
+    (["attention", "--checkpoint", "c.pt", "--sentence", "a", "--figure", "3", "--out", "f.html"], "book", "altair"),
+    (["book", "--no-build", "--chapters", "01"], "book", "papermill"),
+])
+def test_a_command_without_its_extra_names_the_extra_in_one_line(tmp_path, command, extra, blocked):
+    # `sys.modules[name] = None` makes `import name` fail as a missing package does.
+    code = ("import sys; sys.modules[%r] = None; from annotated_transformer.cli import main; "
+            "sys.exit(main(%r))" % (blocked, command))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert "Traceback" not in proc.stderr
+    assert f"annotated-transformer[{extra}]" in lines[0] and blocked in lines[0]

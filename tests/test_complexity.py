@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from annotated_transformer import complexity as C
-from annotated_transformer import paper
+from annotated_transformer.experiments import complexity as C
+from annotated_transformer.evaluation import paper
 
 
 @pytest.mark.parametrize("kind", C.LAYER_KINDS)

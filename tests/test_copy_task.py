@@ -1,5 +1,5 @@
 """Tiny end-to-end training that must learn: the copy task through the package's own pieces."""
-from annotated_transformer.copy_task import train_copy_task
+from annotated_transformer.experiments.copy_task import train_copy_task
 
 
 def test_copy_task_learns_to_copy():

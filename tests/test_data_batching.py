@@ -9,15 +9,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from annotated_transformer.data.batching import (
-    EncodedPairs,
-    TokenBatcher,
-    collate_pairs,
-    collate_sources,
-    pack_by_tokens,
-    padding_fraction,
-    pair_fits,
-)
+from annotated_transformer.data.batching import EncodedPairs, TokenBatcher, collate_pairs, collate_sources, pack_by_tokens, padding_fraction, pair_fits
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 

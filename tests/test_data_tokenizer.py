@@ -12,15 +12,9 @@ import pytest
 import sentencepiece as spm
 import torch
 
-from annotated_transformer.config import TransformerConfig
+from annotated_transformer.model.config import TransformerConfig
 from annotated_transformer.data import load_parallel, tokenizer as tokenizer_module
-from annotated_transformer.data.tokenizer import (
-    SPECIAL_IDS,
-    Tokenizer,
-    tokenizer_cache_path,
-    tokenizer_for_corpus,
-    train_tokenizer,
-)
+from annotated_transformer.data.tokenizer import SPECIAL_IDS, Tokenizer, tokenizer_cache_path, tokenizer_for_corpus, train_tokenizer
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 needs_staged_data = pytest.mark.skipif(

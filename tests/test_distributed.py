@@ -8,7 +8,7 @@ import torch
 import torch.multiprocessing as mp
 
 from annotated_transformer import Transformer
-from annotated_transformer.distributed import init_distributed, shutdown_distributed
+from annotated_transformer.runtime.distributed import init_distributed, shutdown_distributed
 from annotated_transformer.training.trainer import Trainer
 
 from test_training import VOCAB, FakeTokenizer, copy_pairs, tiny_profile
@@ -27,7 +27,7 @@ def train_one(out_dir, context=None):
     profile = profile_for_world(context.world_size if context else 1)
     torch.manual_seed(0)
     model = Transformer(profile.model_config(), VOCAB, VOCAB)
-    trainer = Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), profile, out_dir, context,
+    trainer = Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), profile.train_settings(), out_dir, context,
                       show_progress=False)
     result = trainer.train()
     return trainer, result

@@ -7,15 +7,9 @@ import torch
 from annotated_transformer import Transformer, preset
 from annotated_transformer.data import EncodedPairs, train_tokenizer
 from annotated_transformer.data import collate_pairs
-from annotated_transformer.evaluation import (
-    sacrebleu_score,
-    split_compounds,
-    tokenize_for_bleu,
-    tokenized_bleu,
-    translate,
-)
-from annotated_transformer.teacher_forcing import batch_loss, teacher_forced_loss
-from annotated_transformer.flops import mfu, peak_flops_by_name, training_flops_per_target_token
+from annotated_transformer.evaluation.scoring import sacrebleu_score, split_compounds, tokenize_for_bleu, tokenized_bleu, translate
+from annotated_transformer.training.teacher_forcing import batch_loss, teacher_forced_loss
+from annotated_transformer.model.flops import mfu, peak_flops_by_name, training_flops_per_target_token
 
 
 def test_compound_splitting_follows_tensor2tensor():

@@ -14,12 +14,12 @@ import torch
 from browser import Browser, find_chromium
 from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
-from annotated_transformer import live_page
-from annotated_transformer.decoding import greedy_decode
+from annotated_transformer.web import live_page
+from annotated_transformer.model.decoding import greedy_decode
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 
 pytest.importorskip("onnx", reason="the ONNX export needs `pip install onnx onnxruntime`")
-from annotated_transformer.onnx_export import export_onnx
+from annotated_transformer.web.onnx_export import export_onnx
 
 REPO = Path(__file__).resolve().parents[1]
 VENDOR = REPO / "_static" / "vendor"

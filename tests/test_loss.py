@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from annotated_transformer.loss import label_smoothed_cross_entropy
+from annotated_transformer.training.loss import label_smoothed_cross_entropy
 
 
 @pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
@@ -43,7 +43,7 @@ def test_bf16_logits_give_a_float32_loss_and_bf16_gradient():
 @pytest.mark.parametrize("inplace", [False, True])
 def test_row_blocks_and_inplace_backward_give_the_same_loss_and_gradient(monkeypatch, inplace, dtype):
     """Blocks of 2-3 rows (as the CPU path cuts a 37k vocabulary into ~56-row blocks) change nothing."""
-    import annotated_transformer.loss as loss_module
+    import annotated_transformer.training.loss as loss_module
 
     monkeypatch.setattr(loss_module, "_CPU_BLOCK_ELEMENTS", 25)  # 2 rows of 11 per block, and a last row
     x = torch.randn(3, 5, 11, dtype=dtype, requires_grad=True)
@@ -67,7 +67,7 @@ def test_row_blocks_and_inplace_backward_give_the_same_loss_and_gradient(monkeyp
 
 
 def test_bf16_gradient_matches_float32_arithmetic_on_the_same_logits(monkeypatch):
-    import annotated_transformer.loss as loss_module
+    import annotated_transformer.training.loss as loss_module
 
     monkeypatch.setattr(loss_module, "_CPU_BLOCK_ELEMENTS", 100)
     x = torch.randn(9, 50).bfloat16()

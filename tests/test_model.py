@@ -4,10 +4,10 @@ import torch
 import torch.nn as nn
 
 from annotated_transformer import Transformer, TransformerConfig, attention_maps, preset
-from annotated_transformer import paper
-from annotated_transformer.config import TABLE3_ROWS
-from annotated_transformer.layers import DecoderLayer, EncoderLayer, sinusoidal_positions
-from annotated_transformer.model import count_parameters, expected_parameter_count, layer_weights
+from annotated_transformer.evaluation import paper
+from annotated_transformer.model.config import TABLE3_ROWS
+from annotated_transformer.model.layers import DecoderLayer, EncoderLayer, sinusoidal_positions
+from annotated_transformer.model.transformer import count_parameters, expected_parameter_count, layer_weights
 
 D, H, F = 32, 4, 64
 

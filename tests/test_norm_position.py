@@ -8,8 +8,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from annotated_transformer import Transformer, TransformerConfig, greedy_decode, preset
-from annotated_transformer.layers import DecoderLayer, EncoderLayer
-from annotated_transformer.model import count_parameters, expected_parameter_count
+from annotated_transformer.model.layers import DecoderLayer, EncoderLayer
+from annotated_transformer.model.transformer import count_parameters, expected_parameter_count
 
 D, H, FF = 32, 4, 64
 

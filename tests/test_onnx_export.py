@@ -11,14 +11,14 @@ import torch
 from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
 from annotated_transformer.cli import main
-from annotated_transformer.decoding import greedy_decode
-from annotated_transformer.model import attention_maps
+from annotated_transformer.model.decoding import greedy_decode
+from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 
 pytest.importorskip("onnx", reason="the ONNX export needs `pip install onnx onnxruntime`")
 pytest.importorskip("onnxruntime", reason="the ONNX check needs `pip install onnxruntime`")
 
-from annotated_transformer.onnx_export import OnnxTranslator
+from annotated_transformer.web.onnx_export import OnnxTranslator
 
 
 def _test_sentences(n: int = 6) -> list[str]:

@@ -1,4 +1,4 @@
-"""Trees as sequences (annotated_transformer.parsing): the round trip on every tree of the Penn Treebank
+"""Trees as sequences (annotated_transformer.experiments.parsing): the round trip on every tree of the Penn Treebank
 sample, the repair rule, the split, and labelled bracket F1 against values computed by hand."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import pytest
 from nltk import Tree
 
-from annotated_transformer import parsing
+from annotated_transformer.experiments import parsing
 from annotated_transformer.data import DataNotFoundError, treebank_zip_path
 
 # the dog barks at cats .  -> without the final '.', 5 words; brackets S(0,5) NP(0,2) VP(2,5) PP(3,5) NP(4,5)

@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from annotated_transformer import results, summary
-from annotated_transformer.config import preset
+from annotated_transformer.evaluation import results
+from annotated_transformer.book import summary
+from annotated_transformer.model.config import preset
 
 
 def test_written_result_reads_back_with_provenance(tmp_path):

@@ -10,8 +10,8 @@ import torch
 
 from annotated_transformer import Transformer
 from annotated_transformer.data import EncodedPairs
-from annotated_transformer.loss import label_smoothed_cross_entropy
-from annotated_transformer.precision import resolve_precision
+from annotated_transformer.training.loss import label_smoothed_cross_entropy
+from annotated_transformer.runtime.precision import resolve_precision
 from annotated_transformer.profiles import PROFILES, Profile, get_profile
 from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
 from annotated_transformer.training.trainer import Trainer, schedule_factor
@@ -50,7 +50,7 @@ def make_trainer(profile, out_dir, on_step=None, model_seed=0):
     torch.manual_seed(model_seed)
     model = Transformer(profile.model_config(), VOCAB, VOCAB)
     torch.manual_seed(profile.seed)
-    return Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), profile, out_dir,
+    return Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), profile.train_settings(), out_dir,
                    show_progress=False, on_step=on_step)
 
 
@@ -124,7 +124,7 @@ def test_variants_keep_their_own_results_folder():
 
 
 def test_precision_auto_is_fp32_without_hardware_bf16(monkeypatch):
-    from annotated_transformer import precision
+    from annotated_transformer.runtime import precision
 
     monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: False)
     assert resolve_precision("auto", torch.device("cpu")) == "fp32"

@@ -6,25 +6,12 @@ import json
 import pytest
 import torch
 
-from annotated_transformer import flops, paper
-from annotated_transformer.config import preset
+from annotated_transformer.model import flops
+from annotated_transformer.evaluation import paper
+from annotated_transformer.model.config import preset
 from annotated_transformer.profiles import get_profile
-from annotated_transformer.training.checkpoint import (
-    CHECKPOINT_FORMAT,
-    atomic_torch_save,
-    snapshot_path,
-)
-from annotated_transformer.translation_report import (
-    PAPER_TARGET_TOKENS_PER_STEP,
-    averaging_sizes,
-    averaging_sweep,
-    counted_training_flops,
-    device_hours,
-    finished_run,
-    measured_matmul_flops,
-    paper_way_flops,
-    six_n_flops,
-)
+from annotated_transformer.training.checkpoint import CHECKPOINT_FORMAT, atomic_torch_save, snapshot_path
+from annotated_transformer.experiments.translation_report import PAPER_TARGET_TOKENS_PER_STEP, averaging_sizes, averaging_sweep, counted_training_flops, device_hours, finished_run, measured_matmul_flops, paper_way_flops, six_n_flops
 
 
 def _snapshot(folder, step: int) -> None:

@@ -6,8 +6,10 @@ import math
 
 import pytest
 
-from annotated_transformer import paper, variations
-from annotated_transformer.model import Transformer, count_parameters
+from annotated_transformer.evaluation import paper
+from annotated_transformer.experiments import variations
+from annotated_transformer.model.config import TABLE3_ALL_ROWS
+from annotated_transformer.model.transformer import Transformer, count_parameters
 from annotated_transformer.profiles import get_profile
 
 SCALE = variations.VariationScale(width=8, depth=2)
@@ -19,7 +21,7 @@ def params(row: str, scale=SCALE) -> int:
 
 
 def test_rows_are_the_paper_table():
-    assert list(variations.ROWS) == list(paper.TABLE3)
+    assert list(TABLE3_ALL_ROWS) == list(paper.TABLE3)
     assert variations.changes("base") == {}
     assert variations.changes("C1") == {"n_layers": 2}
     assert variations.changes("big") == {"d_model": 1024, "d_ff": 4096, "n_heads": 16, "dropout": 0.3}
@@ -69,7 +71,7 @@ def test_regularisation_and_position_rows():
 
 def test_parameter_counts_move_in_the_papers_direction():
     base = params("base")
-    for row in variations.ROWS:
+    for row in TABLE3_ALL_ROWS:
         theirs = paper.TABLE3[row].params_m
         if row == "base" or theirs is None or theirs == paper.TABLE3["base"].params_m:
             continue
@@ -87,8 +89,8 @@ def test_a_scale_that_does_not_divide_is_refused():
 def test_learning_rate_follows_d_model_to_the_minus_half():
     profile = get_profile("cpu")
     anchor = profile.model_config().d_model
-    wide = variations.row_profile(profile, SCALE.config("C5"), 100, 1)
-    base = variations.row_profile(profile, SCALE.config("base"), 100, 1)
+    wide = variations.row_settings(profile, SCALE.config("C5"), 100, 1)
+    base = variations.row_settings(profile, SCALE.config("base"), 100, 1)
     assert math.isclose(base.peak_lr, profile.peak_lr * math.sqrt(anchor / 64))
     assert math.isclose(base.peak_lr / wide.peak_lr, math.sqrt(2))
     assert base.max_steps == 100 and base.warmup_steps == 25 and base.seed == 1

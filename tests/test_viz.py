@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from annotated_transformer import viz
+from annotated_transformer.book import viz
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

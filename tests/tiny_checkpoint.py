@@ -14,12 +14,9 @@ import numpy as np
 import torch
 
 from annotated_transformer import Transformer
-from annotated_transformer.config import preset
+from annotated_transformer.model.config import preset
 from annotated_transformer.data import train_tokenizer
-from annotated_transformer.training.checkpoint import (
-    CHECKPOINT_FORMAT,
-    atomic_torch_save,
-)
+from annotated_transformer.training.checkpoint import CHECKPOINT_FORMAT, atomic_torch_save
 
 SENTENCES = ["A man in a blue shirt is playing a guitar.", "Two dogs run through the snow.",
              "The law will never be perfect, but its application should be just."]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..attention_figures import FIGURES, KINDS, build_figure, sentence_attention
+from ..experiments.attention_figures import FIGURES, KINDS, build_figure, sentence_attention
 from ..training.checkpoint import model_from_checkpoint
-from ..viz import EXPORT_FORMATS, export
+from ..book.viz import EXPORT_FORMATS, export
 from .arguments import positive_int
 
 

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from .. import pipeline
-from ..devices import resolve_device
+from ..runtime.devices import resolve_device
 from ..profiles import get_profile
-from ..results import write_result
+from ..evaluation.results import write_result
 from .arguments import non_negative_float, positive_int
 from .train import add_profile_arguments
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..onnx_export import export_onnx
+from ..web.onnx_export import export_onnx
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

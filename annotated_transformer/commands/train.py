@@ -11,7 +11,7 @@ import argparse
 import logging
 
 from .. import pipeline
-from ..precision import PRECISIONS
+from ..runtime.precision import PRECISIONS
 from ..profiles import PROFILE_NAMES, Profile, get_profile
 from .arguments import non_negative_int, positive_float, positive_int, probability
 

@@ -6,10 +6,11 @@ import os
 import sys
 from pathlib import Path
 
-from ..devices import resolve_device
-from ..evaluation import translate
-from ..files import atomic_write_text
-from ..precision import resolve_precision
+from ..runtime.devices import resolve_device
+from ..evaluation.scoring import translate
+from ..model.decoding import DecodeSettings
+from ..runtime.files import atomic_write_text
+from ..runtime.precision import resolve_precision
 from ..training.checkpoint import model_from_checkpoint
 from .arguments import non_negative_float, non_negative_int, positive_int
 
@@ -73,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     lines, undecodable = read_lines(raw)
     for number in undecodable:
         print(f"line {number}: not valid UTF-8; its output line is left empty", file=sys.stderr)
-    translated = translate(model, tokenizer, lines, beam_size=args.beam, alpha=args.alpha, max_len_b=args.max_len_b,
-                           batch_tokens=args.batch_tokens, precision=resolve_precision("auto", device))
+    decoding = DecodeSettings(beam_size=args.beam, alpha=args.alpha, max_len_b=args.max_len_b,
+                              batch_tokens=args.batch_tokens, precision=resolve_precision("auto", device))
+    translated = translate(model, tokenizer, lines, decoding)
     # One output line per input line: a translation never carries a line break of its own.
     text = "".join(" ".join(line.splitlines()) + "\n" for line in translated)
     if output is not None:

@@ -18,7 +18,7 @@ from .locate import DataNotFoundError, cache_dir, corpus_path, split_files, tree
 from .reading import ParallelCorpus, load_parallel, read_parallel_files
 from .registry import CORPORA, CorpusInfo, corpus_info
 from .synthetic import synthetic_batch
-from .tokenizer import SPECIAL_IDS, Tokenizer, tokenizer_cache_path, tokenizer_for_corpus, train_tokenizer
+from .tokenizer import SPECIAL_IDS, CorpusTokenizer, Tokenizer, tokenizer_cache_path, tokenizer_for_corpus, train_tokenizer
 
 __all__ = [
     "CORPORA",
@@ -43,6 +43,7 @@ __all__ = [
     "read_parallel_files",
     "split_files",
     "synthetic_batch",
+    "CorpusTokenizer",
     "tokenizer_cache_path",
     "tokenizer_for_corpus",
     "train_tokenizer",

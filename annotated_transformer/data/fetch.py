@@ -19,7 +19,7 @@ from typing import BinaryIO, Callable
 
 from tqdm import tqdm
 
-from ..files import atomic_write
+from ..runtime.files import atomic_write
 from .registry import FILE_SHA256, ArchiveMembers, CorpusInfo, Download, LineSelection, corpus_info
 from .textfiles import find_plain_or_gz, raw_lines
 

@@ -15,12 +15,13 @@ import json
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
-from ..files import atomic_write_bytes
+from ..runtime.files import atomic_write_bytes
 from .fetch import sha256_of
 from .locate import cache_dir, split_files
 from .reading import load_parallel
@@ -221,76 +222,67 @@ def _non_empty(sentences: Iterable[str]) -> Iterable[str]:
     return itertools.chain([first], iterator)
 
 
-def tokenizer_cache_path(
-    corpus: str,
-    vocab_size: int = 8000,
-    *,
-    split: str | None = None,
-    data_dir: str | os.PathLike | None = None,
-    model_type: str = "bpe",
-    lowercase: bool = False,
-    cache_dir: str | os.PathLike | None = None,
-    download: bool = True,
-) -> Path:
-    """Where tokenizer_for_corpus keeps (or will keep) this tokenizer; the name carries a hash of the
+@dataclass(frozen=True)
+class CorpusTokenizer:
+    """The recipe of a corpus's shared tokenizer: trained on both sides of one training split with
+    these options, once, then loaded from the cache. The cache file's name carries a hash of the
     training files' sha256 and the options, so a changed file or option never reuses a stale model."""
-    info = corpus_info(corpus)
-    split = info.canonical_split(split or info.training_splits[0])
-    if split not in info.training_splits:
-        raise ValueError(
-            f"{split!r} is not a training split of {info.title} ({', '.join(info.training_splits)}): a tokenizer "
-            "learned on dev or test text would leak them into the model's vocabulary"
-        )
-    files = split_files(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
-    options = _trainer_options(vocab_size, model_type, lowercase, 1.0, 2_000_000)
-    key = {
-        "format": _CACHE_FORMAT,
-        "corpus": info.name,
-        "split": split,
-        "files_sha256": [sha256_of(path) for path in files],
-        "seed": 0,
-        **options,
-    }
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    folder = Path(cache_dir) if cache_dir is not None else _default_tokenizer_dir()
-    lower = "-lc" if lowercase else ""
-    return folder / f"{info.name}-{split}-{model_type}{vocab_size}{lower}-{digest}.model"
+
+    corpus: str
+    vocab_size: int = 8000
+    split: str | None = None  # a training split only (WMT14: "train" or "train_sample"); None: the first
+    model_type: str = "bpe"
+    lowercase: bool = False
+
+    def _source(self, data_dir, download: bool):
+        info = corpus_info(self.corpus)
+        split = info.canonical_split(self.split or info.training_splits[0])
+        if split not in info.training_splits:
+            raise ValueError(
+                f"{split!r} is not a training split of {info.title} ({', '.join(info.training_splits)}): a "
+                "tokenizer learned on dev or test text would leak them into the model's vocabulary"
+            )
+        files = split_files(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
+        return info, split, files, _trainer_options(self.vocab_size, self.model_type, self.lowercase, 1.0, 2_000_000)
+
+    def cache_path(self, data_dir=None, cache_dir=None, download: bool = True) -> Path:
+        """Where this tokenizer is (or will be) cached: `cache_dir`, default $AT_CACHE_DIR/tokenizers
+        or ~/.cache/annotated_transformer/tokenizers."""
+        info, split, files, options = self._source(data_dir, download)
+        key = {"format": _CACHE_FORMAT, "corpus": info.name, "split": split,
+               "files_sha256": [sha256_of(path) for path in files], "seed": 0, **options}
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+        folder = Path(cache_dir) if cache_dir is not None else _default_tokenizer_dir()
+        lower = "-lc" if self.lowercase else ""
+        return folder / f"{info.name}-{split}-{self.model_type}{self.vocab_size}{lower}-{digest}.model"
+
+    def load_or_train(self, data_dir=None, cache_dir=None, download: bool = True) -> Tokenizer:
+        """The cached tokenizer, trained first when the cache does not hold it."""
+        path = self.cache_path(data_dir, cache_dir, download)
+        if path.is_file():
+            return Tokenizer.load(path)
+        info, split, _, options = self._source(data_dir, download)
+        started = time.perf_counter()
+        pairs = load_parallel(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
+        tokenizer = Tokenizer.from_bytes(_train_model_bytes(pairs.src + pairs.tgt, options, seed=0, num_threads=None))
+        tokenizer.save(path)
+        logger.info("trained a %d-piece %s tokenizer on %s (%d sentences) in %.1f s -> %s", self.vocab_size,
+                    self.model_type, pairs.name, 2 * len(pairs), time.perf_counter() - started, path)
+        return tokenizer
 
 
 def _default_tokenizer_dir() -> Path:
     return cache_dir() / "tokenizers"
 
 
-def tokenizer_for_corpus(
-    corpus: str,
-    vocab_size: int = 8000,
-    *,
-    split: str | None = None,
-    data_dir: str | os.PathLike | None = None,
-    model_type: str = "bpe",
-    lowercase: bool = False,
-    cache_dir: str | os.PathLike | None = None,
-    download: bool = True,
-) -> Tokenizer:
-    """The shared-vocabulary tokenizer of a corpus, trained on both sides of its training split once and
-    then loaded from the cache (cache_dir, default $AT_CACHE_DIR/tokenizers or
-    ~/.cache/annotated_transformer/tokenizers). split picks among training splits only (WMT14:
-    "train" or "train_sample")."""
-    path = tokenizer_cache_path(
-        corpus, vocab_size, split=split, data_dir=data_dir, model_type=model_type, lowercase=lowercase,
-        cache_dir=cache_dir, download=download,
-    )
-    if path.is_file():
-        return Tokenizer.load(path)
-    info = corpus_info(corpus)
-    split = info.canonical_split(split or info.training_splits[0])
-    started = time.perf_counter()
-    pairs = load_parallel(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
-    options = _trainer_options(vocab_size, model_type, lowercase, 1.0, 2_000_000)
-    tokenizer = Tokenizer.from_bytes(_train_model_bytes(pairs.src + pairs.tgt, options, seed=0, num_threads=None))
-    tokenizer.save(path)
-    logger.info(
-        "trained a %d-piece %s tokenizer on %s (%d sentences) in %.1f s -> %s",
-        vocab_size, model_type, pairs.name, 2 * len(pairs), time.perf_counter() - started, path,
-    )
-    return tokenizer
+def tokenizer_cache_path(corpus: str, vocab_size: int = 8000, *, data_dir=None, cache_dir=None,
+                         download: bool = True, **recipe) -> Path:
+    """`CorpusTokenizer(corpus, vocab_size, **recipe).cache_path(...)`: where the tokenizer is kept."""
+    return CorpusTokenizer(corpus, vocab_size, **recipe).cache_path(data_dir, cache_dir, download)
+
+
+def tokenizer_for_corpus(corpus: str, vocab_size: int = 8000, *, data_dir=None, cache_dir=None,
+                         download: bool = True, **recipe) -> Tokenizer:
+    """The shared-vocabulary tokenizer of a corpus (`CorpusTokenizer`): trained on both sides of its
+    training split once, then loaded from the cache. `recipe`: split, model_type, lowercase."""
+    return CorpusTokenizer(corpus, vocab_size, **recipe).load_or_train(data_dir, cache_dir, download)

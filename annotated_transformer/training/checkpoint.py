@@ -21,10 +21,10 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from ..config import TransformerConfig
+from ..model.config import TransformerConfig
 from ..data.tokenizer import Tokenizer
-from ..files import atomic_write
-from ..model import Transformer
+from ..runtime.files import atomic_write
+from ..model.transformer import Transformer
 
 CHECKPOINT_FORMAT = 1
 RESUME_NAME = "last.pt"

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from filelock import FileLock, Timeout
 
-from ..files import remove_partial_writes
+from ..runtime.files import remove_partial_writes
 from .checkpoint import RESUME_NAME, SNAPSHOT_DIR, list_snapshots
 
 logger = logging.getLogger(__name__)

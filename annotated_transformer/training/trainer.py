@@ -33,23 +33,14 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
-from ..distributed import DistributedContext, all_reduce_sum, barrier, max_over_ranks
-from ..loss import label_smoothed_cross_entropy
-from ..precision import resolve_precision
-from ..profiles import Profile
-from ..teacher_forcing import batch_loss, teacher_forced_loss
-from .checkpoint import (
-    CHECKPOINT_FORMAT,
-    RESUME_NAME,
-    atomic_torch_save,
-    capture_rng_state,
-    load_checkpoint,
-    prune_snapshots,
-    restore_rng_state,
-    snapshot_path,
-)
+from ..runtime.distributed import DistributedContext, all_reduce_sum, barrier, max_over_ranks
+from .loss import label_smoothed_cross_entropy
+from ..runtime.precision import resolve_precision
+from .teacher_forcing import batch_loss, teacher_forced_loss
+from .checkpoint import CHECKPOINT_FORMAT, RESUME_NAME, atomic_torch_save, capture_rng_state, load_checkpoint, prune_snapshots, restore_rng_state, snapshot_path
 from .run_folder import METRICS_NAME
 from .schedule import NoamSchedule, peak_lr
+from .settings import TrainSettings
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +48,7 @@ STOP_CHECK_EVERY = 10  # steps between the ranks' agreement on Ctrl-C / time lim
 
 
 # ------------------------------------------------------------------------------------------ optimizer
-def build_optimizer(model: nn.Module, profile: Profile, device: torch.device) -> torch.optim.Adam:
+def build_optimizer(model: nn.Module, settings: TrainSettings, device: torch.device) -> torch.optim.Adam:
     """Adam(beta1=0.9, beta2=0.98, eps=1e-9) of section 5.3 with PyTorch's fused kernel (CPU and GPU).
 
     On a 2-core CPU the fused update of a `base` step is several times faster than PyTorch's default
@@ -66,14 +57,14 @@ def build_optimizer(model: nn.Module, profile: Profile, device: torch.device) ->
     """
     params = [p for p in model.parameters() if p.requires_grad]
     kernel = {"fused": True} if device.type in ("cuda", "cpu") else {"foreach": True}
-    return torch.optim.Adam(params, lr=1.0, betas=tuple(profile.adam_betas), eps=profile.adam_eps, **kernel)
+    return torch.optim.Adam(params, lr=1.0, betas=tuple(settings.adam_betas), eps=settings.adam_eps, **kernel)
 
 
-def schedule_factor(profile: Profile, d_model: int) -> float:
-    """Scale of the paper's curve: 1.0 for the paper, or whatever makes its top equal profile.peak_lr."""
-    if profile.peak_lr is None:
+def schedule_factor(settings: TrainSettings, d_model: int) -> float:
+    """Scale of the paper's curve: 1.0 for the paper, or whatever makes its top equal settings.peak_lr."""
+    if settings.peak_lr is None:
         return 1.0
-    return profile.peak_lr / peak_lr(d_model, profile.warmup_steps, 1.0)
+    return settings.peak_lr / peak_lr(d_model, settings.warmup_steps, 1.0)
 
 
 # ------------------------------------------------------------------------------------------ progress
@@ -131,17 +122,21 @@ class _StopRequest:
 
 # ------------------------------------------------------------------------------------------ trainer
 class Trainer:
-    """Trains `model` on `train_data` following `profile`; writes metrics and checkpoints under `out_dir`.
+    """Trains `model` on `train_data` following `settings`; writes metrics and checkpoints under `out_dir`.
+
+    Most callers use `training.fit`, which builds the model and seeds it the same way every time.
 
     Args:
         model: a Transformer on its device (not wrapped: the trainer adds DDP and torch.compile itself).
         tokenizer: stored in every checkpoint (anything with `to_bytes()`), so checkpoints are self-contained.
         train_data, valid_data: encoded pairs (see `annotated_transformer.data.EncodedPairs`).
-        profile: the run's settings.
+        settings: how to train, for how long and when to save (`TrainSettings`).
         out_dir: `metrics.jsonl`, `last.pt` (resume) and `checkpoints/step_*.pt` (snapshots) go here.
         context: rank, world size and device (default: one process on the model's device).
         show_progress: draw a tqdm bar on rank 0.
         on_step: called as on_step(trainer) after every optimizer step (tests use it to interrupt a run).
+        metadata: JSON-able facts stored in every checkpoint and in the `start` record of the metrics
+            (the pipeline stores its profile there, so a checkpoint knows its corpus and direction).
     """
 
     def __init__(
@@ -150,40 +145,42 @@ class Trainer:
         tokenizer,
         train_data: EncodedPairs,
         valid_data: EncodedPairs | None,
-        profile: Profile,
+        settings: TrainSettings,
         out_dir: str | os.PathLike,
         context: DistributedContext | None = None,
         *,
         show_progress: bool = True,
         on_step: Callable[["Trainer"], None] | None = None,
+        metadata: dict | None = None,
     ):
         self.model = model
         self.config = model.config
         self.tokenizer = tokenizer
         self.train_data, self.valid_data = train_data, valid_data
-        self.profile = profile
+        self.settings = settings
+        self.metadata = dict(metadata or {})
         self.out_dir = Path(out_dir)
         device = next(model.parameters()).device
         self.context = context or DistributedContext(device=device)
         self.device = self.context.device
-        self.precision = resolve_precision(profile.precision, self.device)
+        self.precision = resolve_precision(settings.precision, self.device)
         self.show_progress = show_progress
         self.on_step = on_step
         self.progress = TrainingProgress()
         self._stop = _StopRequest()
         self._bar = None
 
-        self.optimizer = build_optimizer(model, profile, self.device)
+        self.optimizer = build_optimizer(model, settings, self.device)
         self.scheduler = NoamSchedule(
-            self.optimizer, self.config.d_model, profile.warmup_steps, schedule_factor(profile, self.config.d_model)
+            self.optimizer, self.config.d_model, settings.warmup_steps, schedule_factor(settings, self.config.d_model)
         )
         # One global batch = accumulation micro-batches on each of world_size ranks; the batcher makes the
         # number of micro-batches per epoch a multiple of that, so the plan does not depend on how the
         # product is split between ranks and accumulation.
-        self.micro_batches_per_step = profile.accumulation * self.context.world_size
+        self.micro_batches_per_step = settings.accumulation * self.context.world_size
         self.batcher = TokenBatcher(
-            train_data.src_lengths, train_data.tgt_lengths, profile.batch_tokens,
-            shuffle=True, seed=profile.seed, batches_per_step=self.micro_batches_per_step, skip_too_long=True,
+            train_data.src_lengths, train_data.tgt_lengths, settings.batch_tokens,
+            shuffle=True, seed=settings.seed, batches_per_step=self.micro_batches_per_step, skip_too_long=True,
         )
         self._tgt_label_counts = np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1  # tokens + eos
 
@@ -194,8 +191,8 @@ class Trainer:
         # (4% of a `base` step, results/benchmarks/cpu_train.json). Compiled training keeps all rows: a
         # boolean selection's output size depends on the data, which breaks the graph; and on a GPU it
         # costs a host sync per micro-batch, unmeasured against what it saves, so GPUs keep all rows too.
-        self.real_rows_only = not profile.compile and self.device.type == "cpu"
-        if profile.compile:
+        self.real_rows_only = not settings.compile and self.device.type == "cpu"
+        if settings.compile:
             forward_model = torch.compile(forward_model)
             # A graph of its own: log-softmax, gather and mean fuse instead of several float32 passes
             # over the (tokens x vocabulary) logits.
@@ -218,7 +215,7 @@ class Trainer:
         }
 
     def snapshot_dict(self) -> dict:
-        """Model weights with what is needed to use them (config, vocabulary sizes, tokenizer, profile)."""
+        """Model weights with what is needed to use them (config, vocabulary sizes, tokenizer, settings)."""
         model = self.model
         return {
             "format": CHECKPOINT_FORMAT,
@@ -231,7 +228,8 @@ class Trainer:
                 "share_embeddings": model.share_embeddings,
             },
             "tokenizer": self.tokenizer.to_bytes() if self.tokenizer is not None else b"",
-            "profile": self.profile.to_dict(),
+            "settings": self.settings.to_dict(),
+            **self.metadata,
             "step": self.progress.step,
         }
 
@@ -296,7 +294,7 @@ class Trainer:
         path = snapshot_path(self.out_dir, self.progress.step)
         if self.context.is_main:
             atomic_torch_save(self.snapshot_dict(), path)
-            prune_snapshots(self.out_dir, self.profile.keep_snapshots)
+            prune_snapshots(self.out_dir, self.settings.keep_snapshots)
         return path
 
     def epochs_done(self) -> float:
@@ -342,8 +340,8 @@ class Trainer:
                 # The logits' storage now holds their gradient (inplace_backward) and is freed with the graph.
                 (parts.loss * scale).backward()
             sums += torch.stack([parts.loss.detach().double(), parts.nll.detach().double(), parts.tokens.double()])
-        if self.profile.clip_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.profile.clip_norm)
+        if self.settings.clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.clip_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -354,7 +352,7 @@ class Trainer:
         if self.valid_data is None or len(self.valid_data) == 0:
             return {}
         result = teacher_forced_loss(
-            self.model, self.valid_data, batch_tokens=self.profile.eval_batch_tokens, precision=self.precision,
+            self.model, self.valid_data, batch_tokens=self.settings.eval_batch_tokens, precision=self.precision,
             context=self.context,
         )
         self.progress.last_valid = {**result, "step": self.progress.step}
@@ -363,7 +361,7 @@ class Trainer:
 
     # -------------------------------------------------------------------------------------- the loop
     def _limit_reached(self) -> str | None:
-        r, p = self.profile, self.progress
+        r, p = self.settings, self.progress
         if r.max_steps is not None and p.step >= r.max_steps:
             return "max_steps"
         if r.max_epochs is not None and p.epoch >= r.max_epochs:
@@ -373,8 +371,8 @@ class Trainer:
         return None
 
     def budget_seconds_used(self) -> float:
-        """Seconds spent so far on the profile's budget clock (wall, or CPU time per thread)."""
-        return self.progress.train_cpu_s if self.profile.budget_clock == "cpu" else self.progress.train_time_s
+        """Seconds spent so far on the settings' budget clock (wall, or CPU time per thread)."""
+        return self.progress.train_cpu_s if self.settings.budget_clock == "cpu" else self.progress.train_time_s
 
     def _stop_decision(self) -> str | None:
         """Why to stop after this step, if at all; the same answer on every rank.
@@ -393,7 +391,7 @@ class Trainer:
 
     def _snapshot_due(self) -> bool:
         """A snapshot every save_every_steps steps or save_every_minutes minutes (ranks agree on the clock)."""
-        r, p = self.profile, self.progress
+        r, p = self.settings, self.progress
         by_steps = bool(r.save_every_steps) and p.step % r.save_every_steps == 0
         by_time = bool(r.save_every_minutes) and self.budget_seconds_used() - p.last_snapshot_time_s >= 60.0 * r.save_every_minutes
         if self.context.is_distributed:  # rank 0 writes, then all ranks meet at a barrier: all must decide alike
@@ -415,21 +413,17 @@ class Trainer:
 
     def train(self) -> TrainResult:
         """Run until a limit (steps, epochs, minutes) or a stop request; always leaves a resume checkpoint."""
-        r, p = self.profile, self.progress
-        if r.max_steps is None and r.max_epochs is None and r.time_budget_minutes is None:
-            raise ValueError("the profile sets no limit: give max_steps, max_epochs or time_budget_minutes")
+        r, p = self.settings, self.progress
         if self.context.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             self._log({"kind": "start", "step": p.step, "world_size": self.context.world_size,
-                       "precision": self.precision, "device": str(self.device), "profile": r.to_dict(),
+                       "precision": self.precision, "device": str(self.device), "settings": r.to_dict(), **self.metadata,
                        "padding_fraction": round(self.batcher.padding_fraction(p.epoch), 4)})
         bar = self._bar = self._progress_bar()
         window = torch.zeros(3, device=self.device, dtype=torch.float64)
         window_start, window_steps = time.perf_counter(), 0
         stopped_by = self._limit_reached()
         with self._stop:
-            if r.budget_clock not in ("wall", "cpu"):
-                raise ValueError(f"budget_clock must be 'wall' or 'cpu', got {r.budget_clock!r}")
             session_start, cpu_start = time.perf_counter(), time.process_time()
             time_before, cpu_before = p.train_time_s, p.train_cpu_s
             threads = max(1, torch.get_num_threads())
@@ -483,8 +477,8 @@ class Trainer:
     def _progress_bar(self):
         if not (self.show_progress and self.context.is_main):
             return None
-        return tqdm(total=self.profile.max_steps, initial=self.progress.step, unit="step", dynamic_ncols=True,
-                    desc=f"train {self.profile.name}")
+        return tqdm(total=self.settings.max_steps, initial=self.progress.step, unit="step", dynamic_ncols=True,
+                    desc=f"train {self.settings.name}")
 
     def _report(self, window: torch.Tensor, window_start: float, steps: int, bar) -> float:
         """Log the mean loss of the last steps (summed over ranks) with speed and learning rate."""
@@ -510,7 +504,7 @@ class Trainer:
         self._log(record)
         if bar is not None:
             postfix = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}", "tok/s": f"{record['target_tokens_per_s']:.0f}"}
-            budget = self.profile.time_budget_minutes
+            budget = self.settings.time_budget_minutes
             if budget is not None:
                 left = max(0.0, 60.0 * budget - self.budget_seconds_used())
                 postfix["left"] = f"{int(left // 60)}:{int(left % 60):02d}"

@@ -23,6 +23,8 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
+from ..runtime.files import PACKAGE_DIR, clone_root
+
 ORT_WEB_VERSION = "1.30.0"
 # The registry's dist.integrity for that version (`npm view onnxruntime-web@1.30.0 dist.integrity`).
 ORT_WEB_INTEGRITY = "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ=="
@@ -39,7 +41,8 @@ SITE_MODEL = "model"  # under live/
 
 
 def _repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+    """The clone, or for an installed copy the folder the package is installed in."""
+    return clone_root() or PACKAGE_DIR.parent
 
 
 def ort_cache_dir() -> Path:
@@ -57,7 +60,7 @@ def onnxruntime_web_files(download: bool = True) -> Path:
         return folder
     if not download:
         raise FileNotFoundError(f"onnxruntime-web {ORT_WEB_VERSION} is not in {folder}: run scripts/setup.sh "
-                                "(or fetch it with annotated_transformer.live_page.onnxruntime_web_files())")
+                                "(or fetch it with annotated_transformer.web.live_page.onnxruntime_web_files())")
     try:
         with urllib.request.urlopen(ORT_WEB_URL, timeout=60) as response:
             data = response.read()

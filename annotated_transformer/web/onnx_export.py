@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .files import atomic_write_text
-from .model import Transformer, recording_attention
-from .training.checkpoint import model_from_checkpoint
+from ..runtime.files import atomic_write_text
+from ..model.transformer import Transformer, recording_attention
+from ..training.checkpoint import model_from_checkpoint
 
 ENCODER_FILE = "encoder.onnx"
 DECODER_FILE = "decoder.onnx"

@@ -9,7 +9,7 @@ still has one head with d_k = d_model, B1 still has a quarter of base's d_k, C3 
 base's layers. Head counts, dropout, label smoothing and the kind of positions are not sizes and stay
 as the paper has them.
 
-`train_row` trains one row on prepared data with the chapter-04 trainer and measures what Table 3
+`train_row` trains one row on prepared data through `training.fit`, the pipeline's door, and measures what Table 3
 reports (dev perplexity per subword, dev BLEU, parameters); `verdict` decides, by one written rule,
 whether a finding of the paper holds at the measured scale, given the spread between seeds.
 """
@@ -24,21 +24,21 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .config import TABLE3_ROWS, TransformerConfig, preset
-from .evaluation import sacrebleu_score, translate
-from .model import Transformer, count_parameters
-from .profiles import Profile
-from .training.trainer import Trainer
+from ..model.config import TABLE3_ALL_ROWS, TransformerConfig, preset
+from ..evaluation.scoring import sacrebleu_score, translate
+from ..model.transformer import count_parameters
+from ..profiles import Profile
+from ..training.fit import fit
+from ..training.settings import TrainSettings
 
-ROWS: tuple[str, ...] = ("base", *TABLE3_ROWS, "big")
 WIDTH_FIELDS = ("d_model", "d_ff", "d_k", "d_v")
 DEPTH_FIELDS = ("n_layers",)
 
 
 def paper_config(row: str) -> TransformerConfig:
-    """The paper's configuration of a Table 3 row (the presets of config.py), d_k and d_v explicit."""
-    if row not in ROWS:
-        raise ValueError(f"unknown Table 3 row {row!r}; choose one of {', '.join(ROWS)}")
+    """The paper's configuration of a Table 3 row (the presets of model/config.py), d_k and d_v explicit."""
+    if row not in TABLE3_ALL_ROWS:
+        raise ValueError(f"unknown Table 3 row {row!r}; choose one of {', '.join(TABLE3_ALL_ROWS)}")
     config = preset(row)
     return config.replace(d_k=config.head_dim_k, d_v=config.head_dim_v)
 
@@ -81,8 +81,8 @@ def scaled_changes(row: str, scale: VariationScale) -> dict:
         f: getattr(config, f) for f in ("d_k", "d_v") if getattr(config, f) != getattr(base, f)}
 
 
-def row_profile(profile: Profile, config: TransformerConfig, steps: int, seed: int) -> Profile:
-    """The run settings of one row: the profile's batches, `steps` steps, no snapshots.
+def row_settings(profile: Profile, config: TransformerConfig, steps: int, seed: int) -> TrainSettings:
+    """The training settings of one row: the profile's batches and optimiser, `steps` steps, no snapshots.
 
     The peak learning rate follows the paper's rule lr ~ d_model^-0.5 (section 5.3), anchored at the
     profile's own model: a row with the profile model's d_model gets the profile's peak rate (or the
@@ -90,11 +90,11 @@ def row_profile(profile: Profile, config: TransformerConfig, steps: int, seed: i
     """
     anchor = profile.model_config().d_model
     peak = None if profile.peak_lr is None else profile.peak_lr * math.sqrt(anchor / config.d_model)
-    return profile.replace(
-        max_steps=steps, max_epochs=None, time_budget_minutes=None, seed=seed, peak_lr=peak,
-        warmup_steps=max(1, min(profile.warmup_steps, steps // 4)), eval_every=0,
-        log_every=max(1, steps // 5), save_every_steps=None, save_every_minutes=None, keep_snapshots=1,
-        compile=False,
+    return profile.train_settings().replace(
+        name=f"table3 {profile.name}", max_steps=steps, max_epochs=None, time_budget_minutes=None,
+        seed=seed, peak_lr=peak, warmup_steps=max(1, min(profile.warmup_steps, steps // 4)),
+        eval_every=0, log_every=max(1, steps // 5), save_every_steps=None, save_every_minutes=None,
+        keep_snapshots=1, compile=False,
     )
 
 
@@ -133,24 +133,18 @@ def train_row(
     Perplexity is measured on all of `data.valid`; BLEU from greedy decoding of `bleu_sources`
     (0.0 when none are given).
     """
-    device = torch.device(device)
     config = scale.config(row, max_len=profile.model_config().max_len)
-    settings = row_profile(profile, config, steps, seed)
+    settings = row_settings(profile, config, steps, seed)
     config = config.replace(warmup_steps=settings.warmup_steps)
-    torch.manual_seed(seed)
-    vocab = data.tokenizer.vocab_size
-    model = Transformer(config, vocab, vocab, share_embeddings=True).to(device)
-    torch.manual_seed(seed * 1000)
     with tempfile.TemporaryDirectory(prefix=f"table3-{row}-") as out_dir:
-        trainer = Trainer(model, data.tokenizer, data.train, data.valid, settings, out_dir,
-                          show_progress=False)
-        result = trainer.train()
+        fitted = fit(config, data.tokenizer, data.train, data.valid, settings, out_dir, device=device,
+                     show_progress=False)
+    model, result = fitted.model, fitted.result
     started = time.perf_counter()
     bleu = 0.0
     if len(bleu_sources):
-        hypotheses = translate(model, data.tokenizer, list(bleu_sources), beam_size=1,
-                               max_len_a=settings.max_len_a, max_len_b=settings.max_len_b,
-                               batch_tokens=settings.eval_batch_tokens)
+        greedy = profile.decode_settings().replace(beam_size=1)
+        hypotheses = translate(model, data.tokenizer, list(bleu_sources), greedy)
         bleu = sacrebleu_score(hypotheses, list(bleu_references))["score"]
     return RowRun(row=row, seed=seed, ppl=float(result.valid["ppl"]), bleu=float(bleu),
                   params=count_parameters(model), steps=result.progress.step,
@@ -264,7 +258,7 @@ _WORKER: dict = {}
 
 def _start_worker(profile: Profile, data_dir) -> None:
     """A worker process: one thread, and the data prepared once (the tokenizer comes from the cache)."""
-    from .pipeline import prepare_data
+    from ..pipeline import prepare_data
 
     torch.set_num_threads(1)
     _WORKER["data"] = prepare_data(profile, data_dir)

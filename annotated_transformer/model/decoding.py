@@ -10,9 +10,46 @@ length limit) and hold pad after it.
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import torch
 
-from .model import Transformer
+from .transformer import Transformer
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """How to translate, as one record from the profile to evaluation and the chapters.
+
+    beam_size 1 is greedy decoding; alpha is the GNMT length penalty's exponent; an output may be
+    max_len_a * source length + max_len_b pieces long (section 6.1: beam 4, alpha 0.6, +50).
+    `batch_tokens` packs sources (times the beam) into batches; `precision` is the autocast of the
+    forward passes ("fp32" or "bf16").
+    """
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    max_len_a: float = 1.0
+    max_len_b: int = 50
+    batch_tokens: int = 4000
+    precision: str = "fp32"
+
+    def __post_init__(self):
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be >= 1 (1 is greedy decoding), got {self.beam_size}")
+        if self.batch_tokens < 1:
+            raise ValueError(f"batch_tokens must be at least 1, got {self.batch_tokens}")
+
+    def replace(self, **changes) -> "DecodeSettings":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def max_new_tokens(self, src_len: int) -> int:
+        """The output allowance for a source of `src_len` positions."""
+        return int(self.max_len_a * src_len + self.max_len_b)
 
 
 def _banned_tokens(model: Transformer) -> list[int]:
@@ -25,10 +62,13 @@ def _source_lengths(model: Transformer, src: torch.Tensor) -> torch.Tensor:
 
 
 def _step_logits(model, tokens, memory, src_mask, state, use_cache: bool) -> torch.Tensor:
-    """Logits (rows, vocab) for the next token after `tokens` (rows, t)."""
+    """Logits (rows, vocab) for the next token after `tokens` (rows, t), in float32 or wider: bf16
+    logits are scored in float32, and a float64 model (the tests' exact checks) stays float64."""
     if use_cache:
-        return model.decode(tokens[:, -1:], None, src_mask, state)[:, -1]
-    return model.decode(tokens, memory, src_mask)[:, -1]
+        logits = model.decode(tokens[:, -1:], None, src_mask, state)[:, -1]
+    else:
+        logits = model.decode(tokens, memory, src_mask)[:, -1]
+    return logits if logits.dtype == torch.float64 else logits.float()
 
 
 @torch.no_grad()
@@ -47,7 +87,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor, max_new_tokens: int, *,
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         banned = _banned_tokens(model)
         for _ in range(max_new_tokens):
-            logits = _step_logits(model, tokens, memory, src_mask, state, use_cache).float()
+            logits = _step_logits(model, tokens, memory, src_mask, state, use_cache)
             logits[:, banned] = float("-inf")
             next_token = logits.argmax(dim=-1)
             next_token = next_token.masked_fill(finished, c.pad_id)
@@ -99,14 +139,15 @@ def beam_search(
         memory, state = model.start_decoding(src_rows, longest + 1)
         src_mask = state.src_mask
         tokens = torch.full((batch * k, 1), c.bos_id, dtype=torch.long, device=device)
-        scores = torch.full((batch, k), float("-inf"), device=device)
+        scores = torch.full((batch, k), float("-inf"), device=device, dtype=torch.float64 if
+                            next(model.parameters()).dtype == torch.float64 else torch.float32)
         scores[:, 0] = 0.0  # one live beam at the start, so the k beams do not start as copies
         finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
         done = [False] * batch
         banned = _banned_tokens(model)
         row_base = (torch.arange(batch, device=device) * k)[:, None]
         for step in range(1, longest + 1):
-            logits = _step_logits(model, tokens, memory, src_mask, state, use_cache).float()
+            logits = _step_logits(model, tokens, memory, src_mask, state, use_cache)
             logits[:, banned] = float("-inf")
             log_probs = logits.log_softmax(dim=-1)  # (batch*k, V)
             vocab = log_probs.size(-1)
@@ -153,7 +194,7 @@ def beam_search(
         for b, (_, hyp) in enumerate(best):
             out[b, 1 : 1 + len(hyp)] = torch.tensor(hyp, dtype=torch.long, device=device)
         if return_scores:
-            return out, torch.tensor([s for s, _ in best])
+            return out, torch.tensor([s for s, _ in best], dtype=scores.dtype)
         return out
     finally:
         model.train(was_training)

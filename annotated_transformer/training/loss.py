@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._compat import is_compiling
+from ..runtime.compat import is_compiling
 
 
 class LossParts(NamedTuple):

@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._compat import is_compiling
+from ..runtime.compat import is_compiling
 
 
 def _guard_fully_masked(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:

@@ -567,11 +567,14 @@ def profiles_table(profiles: Iterable[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def sizes_table(sizes: Mapping[str, Mapping[str, Any]], profile: str) -> pd.DataFrame:
-    """A chapter's per-profile sizes as one row per knob and one column per profile; the column of
-    the executing `profile` is marked "(this run)"."""
-    profiles = list(sizes)
-    knobs = list(dict.fromkeys(k for p in profiles for k in sizes[p]))
+def sizes_table(chapter: str, profile: str) -> pd.DataFrame:
+    """A chapter's sizes (`Profile.chapter_sizes`) as one row per knob and one column per profile:
+    the four main profiles and the executing one, whose column is marked "(this run)"."""
+    from ..profiles import get_profile
+
+    names = list(dict.fromkeys(["smoke", "cpu", "gpu", "paper", profile]))
+    sizes = {name: get_profile(name).chapter_sizes(chapter) for name in names}
+    knobs = list(dict.fromkeys(k for p in names for k in sizes[p]))
 
     def cell(value: Any) -> str:
         if isinstance(value, Mapping):
@@ -581,5 +584,5 @@ def sizes_table(sizes: Mapping[str, Mapping[str, Any]], profile: str) -> pd.Data
         return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
     rows = [{"knob": knob, **{(f"{p} (this run)" if p == profile else p): cell(sizes[p].get(knob, ""))
-                              for p in profiles}} for knob in knobs]
+                              for p in names}} for knob in knobs]
     return pd.DataFrame(rows)

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
-from . import paper
-from .results import list_results, lookup, read_result
+from ..evaluation import paper
+from ..evaluation.results import list_results, lookup, read_result
 
 NOT_RUN = "not run yet"
 # Profiles whose results are committed (CI cannot rerun them); the summary shows them beside the executing one.

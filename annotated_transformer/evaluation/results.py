@@ -8,7 +8,7 @@ A run writes `results/<profile>/<name>.json`:
 
 `smoke` and `cpu` results are regenerated on every run (git-ignored); `gpu` and `paper` results are
 committed because CI cannot rerun them. This module only writes and reads the files; the
-introduction's summary of them is `summary.py`, and what the paper reports is `paper.py`.
+introduction's summary of them is `book/summary.py`, and what the paper reports is `paper.py`.
 """
 from __future__ import annotations
 
@@ -23,21 +23,15 @@ from typing import Any
 
 import torch
 
-from .devices import device_name, resolve_device
-from .files import atomic_write_text
+from ..runtime.devices import device_name, resolve_device
+from ..runtime.files import atomic_write_text, clone_root
 
 SCHEMA_VERSION = 1
 RESULTS_ENV = "AT_RESULTS_DIR"
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
-
-
 def repo_root() -> Path | None:
     """The clone this package was imported from, or None for an installed copy (e.g. Colab)."""
-    candidate = _PACKAGE_DIR.parent
-    if (candidate / "pyproject.toml").is_file() and (candidate / "book").is_dir():
-        return candidate
-    return None
+    return clone_root()
 
 
 def results_root(root: str | os.PathLike | None = None) -> Path:

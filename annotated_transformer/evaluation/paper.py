@@ -4,7 +4,7 @@ Chapters, the reproduction summary and the tests compare measurements with these
 one place means a typo is fixed once and no module holds a second copy that could drift. Rows are
 frozen dataclasses, so a chapter cannot change the paper's numbers by accident. A cell the paper
 leaves empty is None. What the models are (widths, depths, dropout of each Table 3 row) is
-architecture and lives in `config.py`; only what the paper measured lives here.
+architecture and lives in `model/config.py`; only what the paper measured lives here.
 """
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ class Table3Row:
     params_m: int | None
 
 
-# Keyed like the presets of `config.py`: "base", "A1".."A4", "B1", "B2", "C1".."C7", "D1".."D4", "E", "big".
+# Keyed like the presets of `model/config.py`: "base", "A1".."A4", "B1", "B2", "C1".."C7", "D1".."D4", "E", "big".
 TABLE3: dict[str, Table3Row] = {
     "base": Table3Row(4.92, 25.8, 65),
     "A1": Table3Row(5.29, 24.9, None),

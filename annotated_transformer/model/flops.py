@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from .config import TransformerConfig
-from .model import layer_weights
+from .transformer import layer_weights
 
 # Dense (no sparsity) peak FLOP/s by device-name substring, most specific first (the first match wins):
 # (bf16/fp16 tensor cores, fp32 without tensor cores). Sources: NVIDIA data sheets (H100 SXM 989 TFLOP/s

@@ -8,7 +8,7 @@ snapshot counts a sweep over averaging compares, and holds the small cost arithm
 chapter and the tests use one formula each:
 
 - the paper's way: seconds x devices x sustained FLOP/s per device (`paper_way_flops`);
-- counted from the model: training FLOPs per target token (`flops.py`) x target tokens seen
+- counted from the model: training FLOPs per target token (`model/flops.py`) x target tokens seen
   (`counted_training_flops`), with `six_n_flops` (6 x parameters x tokens) as the usual shorthand.
 """
 from __future__ import annotations
@@ -21,13 +21,13 @@ from pathlib import Path
 
 import torch
 
-from . import flops
-from .config import TransformerConfig
-from .data.batching import EncodedPairs
-from .pipeline import AVERAGED_NAME, TRANSLATIONS_NAME
-from .profiles import Profile
-from .training.checkpoint import average_last, list_snapshots
-from .training.run_folder import METRICS_NAME
+from ..model import flops
+from ..model.config import TransformerConfig
+from ..data.batching import EncodedPairs
+from ..pipeline import AVERAGED_NAME, TRANSLATIONS_NAME
+from ..profiles import Profile
+from ..training.checkpoint import average_last, list_snapshots
+from ..training.run_folder import METRICS_NAME
 
 # Section 5.1: each training batch held about 25,000 source and 25,000 target tokens.
 PAPER_TARGET_TOKENS_PER_STEP = 25_000

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .decoding import greedy_decode
-from .model import Transformer, attention_maps
+from ..model.decoding import greedy_decode
+from ..model.transformer import Transformer, attention_maps
 
 KINDS = ("encoder", "decoder_self", "decoder_cross")
 KIND_TITLES = {"encoder": "encoder self-attention", "decoder_self": "decoder self-attention",
@@ -246,16 +246,22 @@ def figure3(data: SentenceAttention, word: str, *, kind: str = "encoder", layer:
         title=f"Figure 3: attention of '{word}' in every head ({KIND_TITLES[kind]})")
 
 
-def figure4(data: SentenceAttention, word: str, *, kind: str = "encoder", layer: int | None = None,
-            heads: Sequence[int] = (1, 2)) -> alt.HConcatChart:
-    """Figure 4: the full pattern of the first head, then one word's attention alone in two heads."""
+def _two_heads(data: SentenceAttention, figure: int, kind: str, layer: int | None, heads: Sequence[int]):
+    """What Figures 4 and 5 both draw from: the checked layer (default the last) and two heads, the
+    query and key tokens of `kind`, and that layer's weights (heads, queries, keys)."""
     if len(heads) != 2:
-        raise ValueError(f"figure 4 compares two heads, got {len(heads)}: pass --heads A B")
+        raise ValueError(f"figure {figure} compares two heads, got {len(heads)}: pass --heads A B")
     li = _check_layer(data, layer if layer is not None else data.layers)
     h = _check_heads(data, heads)
     queries, keys = data.tokens(kind, "query"), data.tokens(kind, "key")
+    return li, h, queries, keys, data.weights[kind][li]
+
+
+def figure4(data: SentenceAttention, word: str, *, kind: str = "encoder", layer: int | None = None,
+            heads: Sequence[int] = (1, 2)) -> alt.HConcatChart:
+    """Figure 4: the full pattern of the first head, then one word's attention alone in two heads."""
+    li, h, queries, keys, w = _two_heads(data, 4, kind, layer, heads)
     q = find_word(queries, word)
-    w = data.weights[kind][li]
     full = lines_chart(w, queries, keys, [h[0]], title=f"layer {li + 1}, head {h[0] + 1}: every word")
     alone = [lines_chart(w, queries, keys, [head], queries=[q], threshold=0.0, width=160,
                          title=f"head {head + 1}: '{word}' only") for head in h]
@@ -266,12 +272,7 @@ def figure4(data: SentenceAttention, word: str, *, kind: str = "encoder", layer:
 def figure5(data: SentenceAttention, *, kind: str = "encoder", layer: int | None = None,
             heads: Sequence[int] = (1, 2)) -> alt.HConcatChart:
     """Figure 5: two heads of one layer side by side, every word's attention."""
-    if len(heads) != 2:
-        raise ValueError(f"figure 5 compares two heads, got {len(heads)}: pass --heads A B")
-    li = _check_layer(data, layer if layer is not None else data.layers)
-    h = _check_heads(data, heads)
-    queries, keys = data.tokens(kind, "query"), data.tokens(kind, "key")
-    w = data.weights[kind][li]
+    li, h, queries, keys, w = _two_heads(data, 5, kind, layer, heads)
     panels = [lines_chart(w, queries, keys, [head], title=f"head {head + 1}") for head in h]
     return alt.hconcat(*panels).resolve_scale(color="shared").properties(
         title=f"Figure 5: two heads of layer {li + 1} ({KIND_TITLES[kind]})")

@@ -4,6 +4,9 @@ Every file the package writes that a later step trusts (checkpoints, tokenizers,
 results) goes through `atomic_write`: the bytes land in a temporary file in the destination folder,
 are flushed to disk, and only then `os.replace` moves them into place. A crash, a full disk or a
 second Ctrl-C mid-write leaves the previous file intact and no `.part` file behind.
+
+`clone_root` is the one place that asks whether the package runs from a clone (results/, the book,
+the cache of the web runtime live there) or from an installed copy.
 """
 from __future__ import annotations
 
@@ -52,3 +55,15 @@ def remove_partial_writes(folder: str | os.PathLike) -> list[Path]:
     for path in leftovers:
         path.unlink(missing_ok=True)
     return leftovers
+
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # annotated_transformer/
+
+
+def clone_root() -> Path | None:
+    """The clone this package was imported from (it holds pyproject.toml and book/), or None for an
+    installed copy (a wheel, Colab)."""
+    candidate = PACKAGE_DIR.parent
+    if (candidate / "pyproject.toml").is_file() and (candidate / "book").is_dir():
+        return candidate
+    return None

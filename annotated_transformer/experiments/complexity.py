@@ -20,6 +20,8 @@ Table 1 is `paper.TABLE1`.
 from __future__ import annotations
 
 import math
+import operator
+import functools
 import statistics
 import time
 from dataclasses import dataclass
@@ -370,11 +372,11 @@ def sequential_operations(kind: str, n: int, *, kernel_size: int = 3) -> int:
     return _longest_chain(n_nodes, edges)
 
 
-def _bfs_max_distance(n_nodes: int, edges: list[tuple[int, int]], sources: list[int], targets: list[int]):
+def _bfs_levels(n_nodes: int, edges: list[tuple[int, int]], sources: list[int]):
     """Breadth-first search from every source at once (one bit per source in a Python int).
 
-    Returns (the largest shortest-path length from a source to a target it reaches, and for each
-    target the bitmask of sources that reach it).
+    Yields, level by level, (level, {node: bitmask of sources first reaching it at this level},
+    reached), where `reached[node]` is the bitmask of every source that reaches it so far.
     """
     successors: list[list[int]] = [[] for _ in range(n_nodes)]
     for u, v in edges:
@@ -382,8 +384,7 @@ def _bfs_max_distance(n_nodes: int, edges: list[tuple[int, int]], sources: list[
     reached = [0] * n_nodes
     for bit, s in enumerate(sources):
         reached[s] |= 1 << bit
-    frontier = {s: reached[s] for s in sources}
-    target_set, level, longest = set(targets), 0, 0
+    frontier, level = {s: reached[s] for s in sources}, 0
     while frontier:
         level += 1
         gained: dict[int, int] = {}
@@ -393,10 +394,24 @@ def _bfs_max_distance(n_nodes: int, edges: list[tuple[int, int]], sources: list[
                 if new:
                     reached[v] |= new
                     gained[v] = gained.get(v, 0) | new
-        if target_set.intersection(gained):
-            longest = level
+        if gained:
+            yield level, gained, reached
         frontier = gained
-    return longest, [reached[t] for t in targets]
+
+
+def _stacked_reach(kind: str, n: int, kernel_size: int):
+    """Stack layers of `kind` one at a time; after each, yield (depth, reach) where `reach[j]` is the
+    bitmask of input positions connected to output j. Stops once every j reaches every i <= j."""
+    reach = [1 << j for j in range(n)]
+    full = [(1 << (j + 1)) - 1 for j in range(n)]
+    depth = 0
+    while reach != full:
+        if depth > n:
+            raise RuntimeError(f"{kind!r} with kernel_size={kernel_size} never connects {n} positions")
+        inputs = layer_inputs(kind, n, kernel_size=kernel_size, depth=depth)
+        reach = [functools.reduce(operator.or_, (reach[i] for i in srcs), 0) for srcs in inputs]
+        depth += 1
+        yield depth, reach
 
 
 def max_path_length(kind: str, n: int, *, kernel_size: int = 3) -> int:
@@ -411,24 +426,15 @@ def max_path_length(kind: str, n: int, *, kernel_size: int = 3) -> int:
         raise ValueError(f"n must be >= 1, got {n}")
     if kind == "recurrent":
         n_nodes, edges, sources, targets = recurrent_graph(n)
-        longest, reach = _bfs_max_distance(n_nodes, edges, sources, targets)
-        assert all(r == (1 << (j + 1)) - 1 for j, r in enumerate(reach)), "the chain must connect i <= j"
+        longest, reached = 0, None
+        for level, gained, reached in _bfs_levels(n_nodes, edges, sources):
+            if not gained.keys().isdisjoint(targets):
+                longest = level
+        assert all(reached[t] == (1 << (j + 1)) - 1 for j, t in enumerate(targets)), "the chain must connect i <= j"
         return longest
-    # reach[j]: bitmask of input positions connected to position j at the current depth.
-    reach = [1 << j for j in range(n)]
-    full = [(1 << (j + 1)) - 1 for j in range(n)]
     depth = 0
-    while reach != full:
-        if depth > n:
-            raise RuntimeError(f"{kind!r} with kernel_size={kernel_size} never connects {n} positions")
-        inputs = layer_inputs(kind, n, kernel_size=kernel_size, depth=depth)
-        new = []
-        for srcs in inputs:
-            bits = 0
-            for i in srcs:
-                bits |= reach[i]
-            new.append(bits)
-        reach, depth = new, depth + 1
+    for depth, _ in _stacked_reach(kind, n, kernel_size):
+        pass
     return max(depth, 1)
 
 
@@ -439,7 +445,6 @@ def path_lengths_to_last(kind: str, n: int, *, kernel_size: int = 3) -> list[int
     for stacked layers the number of layers a stack needs before i reaches n-1. The largest entry
     is `max_path_length(kind, n)`.
     """
-    last = 1 << (n - 1)
     lengths: list[int | None] = [None] * n
 
     def record(bits: int, level: int) -> None:
@@ -449,40 +454,12 @@ def path_lengths_to_last(kind: str, n: int, *, kernel_size: int = 3) -> list[int
 
     if kind == "recurrent":
         n_nodes, edges, sources, targets = recurrent_graph(n)
-        successors: list[list[int]] = [[] for _ in range(n_nodes)]
-        for u, v in edges:
-            successors[u].append(v)
-        reached = [0] * n_nodes
-        for bit, s in enumerate(sources):
-            reached[s] = 1 << bit
-        frontier, level, target = dict(enumerate(reached[:n])), 0, targets[-1]
-        while frontier:
-            level += 1
-            gained: dict[int, int] = {}
-            for u, bits in frontier.items():
-                for v in successors[u]:
-                    new = bits & ~reached[v]
-                    if new:
-                        reached[v] |= new
-                        gained[v] = gained.get(v, 0) | new
-            if target in gained:
-                record(gained[target], level)
-            frontier = gained
+        for level, gained, _ in _bfs_levels(n_nodes, edges, sources):
+            if targets[-1] in gained:
+                record(gained[targets[-1]], level)
     else:
-        reach, depth = [1 << j for j in range(n)], 0
-        while reach[n - 1] != (last << 1) - 1:
-            if depth > n:
-                raise RuntimeError(f"{kind!r} with kernel_size={kernel_size} never connects {n} positions")
-            inputs = layer_inputs(kind, n, kernel_size=kernel_size, depth=depth)
-            new = []
-            for srcs in inputs:
-                bits = 0
-                for i in srcs:
-                    bits |= reach[i]
-                new.append(bits)
-            depth += 1
-            record(new[n - 1] & ~reach[n - 1] if depth > 1 else new[n - 1], depth)
-            reach = new
+        for depth, reach in _stacked_reach(kind, n, kernel_size):
+            record(reach[n - 1], depth)  # only inputs not yet recorded take this depth
         if n == 1:
             lengths[0] = 1
     return [int(x) for x in lengths]

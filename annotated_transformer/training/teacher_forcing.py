@@ -13,11 +13,11 @@ from typing import Callable
 import torch
 import torch.nn as nn
 
-from .data.batching import EncodedPairs, TokenBatcher, collate_pairs
-from .distributed import DistributedContext, all_reduce_sum
+from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
+from ..runtime.distributed import DistributedContext, all_reduce_sum
 from .loss import LossParts, label_smoothed_cross_entropy
-from .model import logits_at_real_targets
-from .precision import autocast_context
+from ..model.transformer import logits_at_real_targets
+from ..runtime.precision import autocast_context
 
 
 def batch_loss(

@@ -119,7 +119,9 @@ _TABLE3_ROWS: dict[str, dict] = {
     "E": dict(positional="learned"),
 }
 
-TABLE3_ROWS: tuple[str, ...] = tuple(_TABLE3_ROWS)
+TABLE3_ROWS: tuple[str, ...] = tuple(_TABLE3_ROWS)  # the varied rows, A1 .. E
+# Every row of Table 3 in the table's order: base, the varied rows, big.
+TABLE3_ALL_ROWS: tuple[str, ...] = ("base", *TABLE3_ROWS, "big")
 
 _PRESETS: dict[str, dict] = {
     "base": {},

@@ -8,12 +8,12 @@ import time
 
 import torch
 
-from .config import preset
-from .data.synthetic import synthetic_batch
-from .decoding import greedy_decode
-from .model import Transformer
-from .loss import label_smoothed_cross_entropy
-from .training.schedule import NoamSchedule
+from ..model.config import preset
+from ..data.synthetic import synthetic_batch
+from ..model.decoding import greedy_decode
+from ..model.transformer import Transformer
+from ..training.loss import label_smoothed_cross_entropy
+from ..training.schedule import NoamSchedule
 
 
 def sequence_accuracy(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> float:

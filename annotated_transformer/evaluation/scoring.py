@@ -11,7 +11,7 @@ Two BLEUs, because they are not the same number:
   "Arbeits ##AT##-##AT## Markt", so each part can match), and BLEU is computed on the tokens. It is
   usually higher than sacreBLEU, more so for German.
 
-Perplexity is per subword (teacher forcing, no label smoothing, `teacher_forcing.py`), like the paper's Table 3.
+Perplexity is per subword (teacher forcing, no label smoothing, `training/teacher_forcing.py`), like the paper's Table 3.
 """
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
 from tqdm.auto import tqdm
 
-from .data.batching import SRC_SPECIALS, EncodedPairs, collate_sources, pack_by_tokens
-from .decoding import beam_search, greedy_decode
-from .precision import autocast_context
-from .teacher_forcing import teacher_forced_loss
+from ..data.batching import SRC_SPECIALS, EncodedPairs, collate_sources, pack_by_tokens
+from ..model.decoding import DecodeSettings, beam_search, greedy_decode
+from ..runtime.precision import autocast_context
+from ..training.teacher_forcing import teacher_forced_loss
 
 logger = logging.getLogger(__name__)
 
@@ -43,24 +43,22 @@ def translate(
     model: nn.Module,
     tokenizer,
     sentences: Sequence[str],
+    settings: DecodeSettings | None = None,
     *,
-    beam_size: int = 4,
-    alpha: float = 0.6,
-    max_len_a: float = 1.0,
-    max_len_b: int = 50,
-    batch_tokens: int = 4000,
-    precision: str = "fp32",
     progress: bool = False,
+    **changes,
 ) -> list[str]:
     """Detokenized translations of `sentences`, in their order; an empty sentence gets "".
 
-    Sentences are sorted by length and decoded in batches of about `batch_tokens` source tokens (counting
-    each beam), so short sentences are not padded to long ones; beam_size=1 is greedy decoding. Each output
-    may be up to max_len_a * source length + max_len_b subwords long (section 6.1: a=1, b=50), clamped to
-    what the model's positions hold. A source longer than the positions is cut, with a warning naming it.
+    `settings` (default `DecodeSettings()`) says how; keyword `changes` replace single fields of it
+    (`translate(model, tok, lines, beam_size=1)`). Sentences are sorted by length and decoded in
+    batches of about `batch_tokens` source tokens (counting each beam), so short sentences are not
+    padded to long ones. Each output may be up to max_len_a * source length + max_len_b subwords long
+    (section 6.1: a=1, b=50), clamped to what the model's positions hold. A source longer than the
+    positions is cut, with a warning naming it.
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be >= 1 (1 is greedy decoding), got {beam_size}")
+    settings = (settings or DecodeSettings()).replace(**changes)
+    beam_size, precision = settings.beam_size, settings.precision
     outputs: list[str] = [""] * len(sentences)
     wanted = [i for i, text in enumerate(sentences) if text.strip()]
     if not wanted:
@@ -77,7 +75,7 @@ def translate(
         encoded = [ids[:longest] for ids in encoded]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     widths = [(len(ids) + SRC_SPECIALS) * beam_size for ids in encoded]
-    batches = pack_by_tokens(order, [widths], batch_tokens)
+    batches = pack_by_tokens(order, [widths], settings.batch_tokens)
     was_training = model.training
     model.eval()
     try:
@@ -86,10 +84,10 @@ def translate(
             src = collate_sources([encoded[i] for i in batch], config.pad_id, config.eos_id).to(device)
             with autocast_context(device, precision):
                 if beam_size > 1:
-                    out = beam_search(model, src, beam_size=beam_size, alpha=alpha,
-                                      max_len_a=max_len_a, max_len_b=max_len_b)
+                    out = beam_search(model, src, beam_size=beam_size, alpha=settings.alpha,
+                                      max_len_a=settings.max_len_a, max_len_b=settings.max_len_b)
                 else:
-                    out = greedy_decode(model, src, max_new_tokens=int(max_len_a * src.size(1) + max_len_b))
+                    out = greedy_decode(model, src, max_new_tokens=settings.max_new_tokens(src.size(1)))
             for row, text in zip(batch, tokenizer.decode_batch(out.cpu())):
                 outputs[wanted[row]] = text
     finally:
@@ -153,13 +151,8 @@ def evaluate_translation(
     tokenizer,
     sources: Sequence[str],
     references: Sequence[str],
+    settings: DecodeSettings | None = None,
     *,
-    beam_size: int = 4,
-    alpha: float = 0.6,
-    max_len_a: float = 1.0,
-    max_len_b: int = 50,
-    batch_tokens: int = 4000,
-    precision: str = "fp32",
     target_language: str = "de",
     progress: bool = False,
 ) -> dict:
@@ -170,16 +163,15 @@ def evaluate_translation(
     """
     _check_lengths(sources, references)
     started = time.perf_counter()
-    hypotheses = translate(model, tokenizer, sources, beam_size=beam_size, alpha=alpha,
-                           max_len_a=max_len_a, max_len_b=max_len_b, batch_tokens=batch_tokens,
-                           precision=precision, progress=progress)
+    settings = settings or DecodeSettings()
+    hypotheses = translate(model, tokenizer, sources, settings, progress=progress)
     decode_s = time.perf_counter() - started
     sacre = sacrebleu_score(hypotheses, references)
     tokenized = tokenized_bleu(hypotheses, references, compound_splitting=target_language == "de")
     pairs, too_long = EncodedPairs.from_texts(tokenizer, list(sources), list(references)).fitting(model.config.max_len)
     if too_long:
         logger.warning("perplexity leaves out %d pairs longer than the model's %d positions", too_long, model.config.max_len)
-    loss = teacher_forced_loss(model, pairs, batch_tokens=batch_tokens, precision=precision)
+    loss = teacher_forced_loss(model, pairs, batch_tokens=settings.batch_tokens, precision=settings.precision)
     return {
         "sacrebleu": round(sacre["score"], 2),
         "sacrebleu_signature": sacre["signature"],
@@ -188,8 +180,8 @@ def evaluate_translation(
         "ppl": round(loss["ppl"], 3),
         "nll_per_subword": round(loss["nll"], 4),
         "sentences": len(hypotheses),
-        "beam_size": beam_size,
-        "length_penalty_alpha": alpha,
+        "beam_size": settings.beam_size,
+        "length_penalty_alpha": settings.alpha,
         "decode_seconds": round(decode_s, 1),
         "hypotheses": hypotheses,
     }

@@ -1,0 +1,278 @@
+"""Staging and building the site: executed notebooks plus the book's configuration become a Jupyter
+Book source folder, then HTML (Sphinx, offline). The repository URL lives in one place, `_config.yml`,
+and the pages' Colab links are built from it."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .chapters import Log, _print, _shown, _source_digest, book_root
+
+# Files at the book root that the site needs besides the pages of the toc.
+SITE_FILES = ("_config.yml", "references.bib")
+# _static: CSS, the chart drawer, Vega; _extra: MathJax, copied to the site's root.
+SITE_FOLDERS = ("_static", "_extra")
+# Sphinx warnings that mean a page or a file the toc promises is missing.
+MISSING_FILE_WARNINGS = re.compile(
+    r"nonexisting document|isn't included in any toctree|not included in any toctree|"
+    r"file not found|image file not readable|does not exist|unknown document|"
+    r"toctree contains reference",
+    re.IGNORECASE,
+)
+
+
+
+# ----------------------------------------------------------------------------------------------
+# Staging and building the site
+
+def _toc_files(toc: dict) -> list[str]:
+    files = [toc["root"]] if toc.get("root") else []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for key in ("parts", "chapters", "sections"):
+                for child in node.get(key, []) or []:
+                    walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(toc)
+    return files
+
+
+def _filter_toc(node: Any, keep: Callable[[str], bool]) -> Any:
+    """The toc without entries whose file is not kept, and without parts left empty."""
+    if isinstance(node, list):
+        kept = [_filter_toc(child, keep) for child in node]
+        return [k for k in kept if k is not None]
+    if isinstance(node, dict):
+        if "file" in node and not keep(node["file"]):
+            return None
+        out = dict(node)
+        for key in ("parts", "chapters", "sections"):
+            if key in out:
+                out[key] = _filter_toc(out[key], keep)
+                if not out[key]:
+                    del out[key]
+                    if "file" not in out:
+                        return None
+        return out
+    return node
+
+
+def stage_site(
+    executed_dir: str | os.PathLike,
+    *,
+    root: str | os.PathLike | None = None,
+    log: Log = _print,
+    notes: list[str] | None = None,
+) -> Path:
+    """Turn `executed_dir` into a Jupyter Book source folder.
+
+    Copies the configuration, references and `_static/` next to the executed notebooks. A toc
+    chapter that was never executed under this profile is shown from its source, without
+    outputs; one whose source does not exist yet is left out of this build's toc (both are said).
+    """
+    import jupytext
+    import yaml
+
+    root = book_root(root)
+    stage = Path(executed_dir)
+    (stage / "book").mkdir(parents=True, exist_ok=True)
+    notes = notes if notes is not None else []
+
+    for name in SITE_FILES:
+        if (root / name).is_file():
+            shutil.copy2(root / name, stage / name)
+    for folder in SITE_FOLDERS:
+        if (root / folder).is_dir():
+            shutil.copytree(root / folder, stage / folder, dirs_exist_ok=True)
+    # Pictures and other files the chapters link to (not sources: those become notebooks).
+    for path in (root / "book").rglob("*"):
+        rel = path.relative_to(root / "book")
+        if path.is_file() and path.suffix not in (".py", ".ipynb") and not any(
+                part in ("__pycache__", ".ipynb_checkpoints") for part in rel.parts):
+            (stage / "book" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, stage / "book" / rel)
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    present = set()
+    for entry in _toc_files(toc):
+        rel = Path(entry)
+        page = root / rel.with_suffix(".md")
+        if page.is_file():  # a plain page (references): copied as it is
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(page, stage / rel.with_suffix(".md"))
+            present.add(entry)
+            continue
+        executed = stage / rel.with_suffix(".ipynb")
+        source = root / rel.with_suffix(".py")
+        if not source.is_file():
+            notes.append(f"{entry}: listed in _toc.yml but {rel.with_suffix('.py')} does not exist yet; left out")
+            continue
+        meta = _read_meta(executed) if executed.is_file() else {}
+        if meta.get("status") in ("ok", "failed"):  # written by execute_chapter
+            if meta["status"] == "failed":
+                notes.append(f"{entry}: its last execution failed; the page shows the error")
+            if meta.get("source_sha256") != _source_digest(source):
+                notes.append(f"{entry}: executed before its source last changed; rerun it to refresh the page")
+        else:
+            nb = jupytext.read(str(source))
+            nb.metadata["annotated_transformer"] = {"status": "not executed", "source": f"book/{source.name}"}
+            jupytext.write(nb, str(executed), fmt="ipynb")
+            notes.append(f"{entry}: not executed under this profile yet; the site shows it without outputs")
+        present.add(entry)
+    if toc.get("root") not in present:
+        raise FileNotFoundError(f"the book's root page {toc.get('root')} is missing from {stage}")
+    settings = repository_settings(root)
+    for entry in sorted(present):
+        page = stage / Path(entry).with_suffix(".ipynb")
+        if page.is_file():
+            finish_page(page, f"{entry}.ipynb", settings)
+    filtered = _filter_toc(toc, lambda f: f in present)
+    (stage / "_toc.yml").write_text(
+        "# Generated by annotated_transformer.book from the root _toc.yml: only pages present.\n"
+        + yaml.safe_dump(filtered, sort_keys=False))
+    for note in notes:
+        log(f"site: {note}")
+    return stage
+
+
+# ----------------------------------------------------------------------------------------------
+# The repository URL (one place: _config.yml) and the pages' finishing touches
+
+# The install cell's line that names the repository; `book --sync` writes it from _config.yml.
+REPOSITORY_LINE = re.compile(r'^(REPOSITORY = )"[^"]*"', re.MULTILINE)
+# papermill tags the cell it injects after a chapter's `parameters` cell with this.
+INJECTED_TAG = "injected-parameters"
+
+
+def repository_settings(root: str | os.PathLike | None = None) -> dict:
+    """`url`, `branch`, `path_to_book` and `colab_url` from the book's `_config.yml`.
+
+    A fork changes `repository.url` (and `branch`) there; the chapters' install cells (through
+    `book --sync`) and the site's Colab links read it from there.
+    """
+    import yaml
+
+    config = yaml.safe_load((book_root(root) / "_config.yml").read_text()) or {}
+    repo = config.get("repository") or {}
+    launch = config.get("launch_buttons") or {}
+    return {"url": str(repo.get("url", "")).rstrip("/"), "branch": repo.get("branch") or "main",
+            "path_to_book": (repo.get("path_to_book") or "").strip("/"),
+            "colab_url": str(launch.get("colab_url") or "https://colab.research.google.com").rstrip("/")}
+
+
+def colab_link(page: str, settings: dict) -> str:
+    """The Colab URL of a notebook `page` ("book/01_attention.ipynb") in the configured repository."""
+    github = settings["url"].split("github.com/", 1)[-1]
+    path = "/".join(p for p in (settings["path_to_book"], page) if p)
+    return f"{settings['colab_url']}/github/{github}/blob/{settings['branch']}/{path}"
+
+
+def set_repository_url(source_text: str, url: str) -> str:
+    """`source_text` with its install cell's `REPOSITORY = "..."` line naming `url`."""
+    return REPOSITORY_LINE.sub(lambda m: f'{m.group(1)}"{url}"', source_text)
+
+
+def finish_page(notebook: Path, page: str, settings: dict) -> None:
+    """Hide papermill's injected parameters cell (the parameters cell above it already shows the
+    knobs) and put an "Open in Colab" link, built from `_config.yml`, under the page's title."""
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if INJECTED_TAG in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if first is not None and "colab.research.google.com" not in first.source and settings["url"]:
+        lines = first.source.split("\n")
+        title = next((i for i, line in enumerate(lines) if line.startswith("# ")), -1)
+        link = f"[Open in Colab]({colab_link(page, settings)})"
+        first.source = "\n".join([*lines[: title + 1], "", link, *lines[title + 1 :]])
+    nbformat.write(nb, str(notebook))
+
+
+def _read_meta(notebook: Path) -> dict:
+    try:
+        return json.loads(notebook.read_text()).get("metadata", {}).get("annotated_transformer", {}) or {}
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+_SPHINX_BUILD = """
+import sys
+from pathlib import Path
+from jupyter_book.sphinx import build_sphinx
+src, out, doctrees = sys.argv[1:4]
+# The overrides `jupyter-book build` passes for a whole book.
+overrides = {"external_toc_path": (Path(src).resolve() / "_toc.yml").as_posix(), "latex_individualpages": False}
+result = build_sphinx(src, out, doctreedir=doctrees, noconfig=True, confoverrides=overrides,
+                      path_config=str(Path(src) / "_config.yml"), freshenv=True, builder="html")
+sys.exit(result if isinstance(result, int) else 1)
+"""
+
+
+@dataclass
+class SiteBuild:
+    """Outcome of `build_site`: exit code, Sphinx warnings, the full log and the index page."""
+
+    returncode: int
+    warnings: list[str]
+    log_path: Path
+    index: Path
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and self.index.is_file()
+
+    @property
+    def missing_file_warnings(self) -> list[str]:
+        return [w for w in self.warnings if MISSING_FILE_WARNINGS.search(w)]
+
+
+def build_site(stage_dir: str | os.PathLike, html_dir: str | os.PathLike, *, log: Log = _print) -> SiteBuild:
+    """Render a staged book folder into `html_dir` with Jupyter Book (Sphinx), offline.
+
+    Runs in a subprocess so Sphinx's global state stays out of the caller; the log is kept
+    next to the site (`<html_dir>/../sphinx-build.log`).
+    """
+    stage_dir, html_dir = Path(stage_dir), Path(html_dir)
+    if html_dir.exists():
+        shutil.rmtree(html_dir)  # no pages left over from chapters that are gone
+    doctrees = html_dir.parent / ".doctrees"
+    log_path = html_dir.parent / "sphinx-build.log"
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", _SPHINX_BUILD, str(stage_dir), str(html_dir), str(doctrees)],
+        capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"},
+    )
+    output = proc.stdout + proc.stderr
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(output)
+    warnings = [line for line in output.splitlines() if "WARNING" in line or "ERROR" in line]
+    site = SiteBuild(proc.returncode, warnings, log_path, html_dir / "index.html")
+    took = time.perf_counter() - start
+    if site.ok:
+        log(f"site: built in {took:.1f} s with {len(warnings)} warning(s) (log: {_shown(log_path)})")
+        for w in warnings:
+            log(f"    {w}")
+        log(f"site: open {_shown(site.index)}")
+    else:
+        tail = "\n".join(output.splitlines()[-20:])
+        log(f"site: the build failed (exit {proc.returncode}); log: {_shown(log_path)}\n{tail}")
+    return site
+
+
