@@ -4,6 +4,7 @@ Each command's module (commands/, or the module of its idea for `copy` and `book
 `add_arguments(parser)` and `run(args) -> int`; this file only wires them together, importing a module when its command
 is used so that `--help` stays fast.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,21 +16,62 @@ from .training.trainer import TrainingDiverged
 
 # command -> (module, one-line help, the optional extra it needs or None)
 COMMANDS = {
-    "copy": ("annotated_transformer.experiments.copy_task",
-             "train the copy task on synthetic data and report its accuracy", None),
-    "train": ("annotated_transformer.commands.train", "train a translation model (resumable), then score it", None),
-    "translate": ("annotated_transformer.commands.translate", "translate stdin or a file with a checkpoint", None),
-    "evaluate": ("annotated_transformer.commands.evaluate", "BLEU and perplexity of a checkpoint on a test set", None),
-    "average": ("annotated_transformer.commands.average", "average the last k checkpoints (paper section 6.1)", None),
-    "attention": ("annotated_transformer.commands.attention",
-                  "draw a checkpoint's attention (paper Figures 3-5, or the explorer) as HTML, SVG or PNG", "book"),
-    "export-onnx": ("annotated_transformer.commands.export_onnx",
-                    "export a checkpoint to ONNX plus its tokenizer, for translation in a web page", "web"),
-    "book": ("annotated_transformer.commands.book", "execute the chapters with papermill and build the site", "book"),
+    "copy": (
+        "annotated_transformer.experiments.copy_task",
+        "train the copy task on synthetic data and report its accuracy",
+        None,
+    ),
+    "train": (
+        "annotated_transformer.commands.train",
+        "train a translation model (resumable), then score it",
+        None,
+    ),
+    "translate": (
+        "annotated_transformer.commands.translate",
+        "translate stdin or a file with a checkpoint",
+        None,
+    ),
+    "evaluate": (
+        "annotated_transformer.commands.evaluate",
+        "BLEU and perplexity of a checkpoint on a test set",
+        None,
+    ),
+    "average": (
+        "annotated_transformer.commands.average",
+        "average the last k checkpoints (paper section 6.1)",
+        None,
+    ),
+    "attention": (
+        "annotated_transformer.commands.attention",
+        "draw a checkpoint's attention (paper Figures 3-5, or the explorer) as HTML, SVG or PNG",
+        "book",
+    ),
+    "export-onnx": (
+        "annotated_transformer.commands.export_onnx",
+        "export a checkpoint to ONNX plus its tokenizer, for translation in a web page",
+        "web",
+    ),
+    "book": (
+        "annotated_transformer.commands.book",
+        "execute the chapters with papermill and build the site",
+        "book",
+    ),
 }
 # Top-level modules that only the extras install (pyproject.toml's optional-dependencies).
-EXTRA_MODULES = {"altair", "pandas", "vl_convert", "jupyter_book", "jupytext", "papermill", "ipykernel",
-                 "nbformat", "yaml", "onnx", "onnxruntime", "onnxscript"}
+EXTRA_MODULES = {
+    "altair",
+    "pandas",
+    "vl_convert",
+    "jupyter_book",
+    "jupytext",
+    "papermill",
+    "ipykernel",
+    "nbformat",
+    "yaml",
+    "onnx",
+    "onnxruntime",
+    "onnxscript",
+}
 
 
 def missing_extra(command: str, error: ModuleNotFoundError) -> str | None:
@@ -38,8 +80,10 @@ def missing_extra(command: str, error: ModuleNotFoundError) -> str | None:
     extra = COMMANDS[command][2]
     if extra is None or module not in EXTRA_MODULES:
         return None
-    return (f"the {command} command needs the '{extra}' extra ({module} is not installed): "
-            f"pip install 'annotated-transformer[{extra}]' (or, in a clone, bash scripts/setup.sh)")
+    return (
+        f"the {command} command needs the '{extra}' extra ({module} is not installed): "
+        f"pip install 'annotated-transformer[{extra}]' (or, in a clone, bash scripts/setup.sh)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m annotated_transformer",
         description="The Transformer of 'Attention Is All You Need', reproduced.",
     )
-    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the full traceback of an error"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     requested = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     for name, (module_name, help_text, _) in COMMANDS.items():
@@ -58,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
             except ModuleNotFoundError as error:
                 if missing_extra(name, error) is None:
                     raise
-                p.set_defaults(_run=_raiser(error), _options_unknown=True)  # its options are the module's
+                p.set_defaults(
+                    _run=_raiser(error), _options_unknown=True
+                )  # its options are the module's
                 continue
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
@@ -68,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _raiser(error: BaseException):
     def run(args):
         raise error
+
     return run
 
 
@@ -95,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {line}", file=sys.stderr)
         return 1
     except KNOWN_ERRORS as error:
-        if args.debug or os.environ.get("AT_DEBUG", "").strip().lower() in ("1", "true", "yes"):
+        if args.debug or os.environ.get("AT_DEBUG", "").strip().lower() in (
+            "1",
+            "true",
+            "yes",
+        ):
             raise
         print(f"error: {error}", file=sys.stderr)
         print("(run with --debug, or AT_DEBUG=1, for the traceback)", file=sys.stderr)

@@ -9,6 +9,7 @@ them into token batches (`TokenBatcher`) and trains on them through `teacher_for
 (model/transformer.py, training/loss.py); `average` merges snapshots (training/checkpoint.py); `evaluate` translates the
 test set (evaluation/scoring.py, model/decoding.py) and scores it; `write_results` stamps provenance (evaluation/results.py).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,17 +20,27 @@ from pathlib import Path
 
 import torch
 
-from .model import flops
 from .data import EncodedPairs, Tokenizer, load_parallel, tokenizer_for_corpus
-from .runtime.distributed import DistributedContext, barrier, init_distributed, shutdown_distributed
+from .evaluation.results import write_result
 from .evaluation.scoring import evaluate_translation
-from .runtime.files import atomic_write_text
+from .model import flops
 from .model.transformer import count_parameters
 from .profiles import Profile
-from .evaluation.results import write_result
-from .training.checkpoint import atomic_torch_save, average_last, load_checkpoint, model_from_checkpoint
-from .training.run_folder import claim_run_folder
+from .runtime.distributed import (
+    DistributedContext,
+    barrier,
+    init_distributed,
+    shutdown_distributed,
+)
+from .runtime.files import atomic_write_text
+from .training.checkpoint import (
+    atomic_torch_save,
+    average_last,
+    load_checkpoint,
+    model_from_checkpoint,
+)
 from .training.fit import fit
+from .training.run_folder import claim_run_folder
 from .training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
@@ -46,17 +57,28 @@ class PreparedData:
     valid: EncodedPairs
 
 
-def prepare_data(profile: Profile, data_dir=None, context: DistributedContext | None = None,
-                 max_positions: int | None = None) -> PreparedData:
+def prepare_data(
+    profile: Profile,
+    data_dir=None,
+    context: DistributedContext | None = None,
+    max_positions: int | None = None,
+) -> PreparedData:
     """The profile's corpus, its BPE (trained once on the training split only, then cached) and the
     encoded training and validation pairs, without pairs too long for the model's positions
     (`max_positions`, default the profile's model's)."""
     is_main = context is None or context.is_main
 
     def tokenizer() -> Tokenizer:
-        return tokenizer_for_corpus(profile.corpus, profile.vocab_size, split=profile.train_split, data_dir=data_dir)
+        return tokenizer_for_corpus(
+            profile.corpus,
+            profile.vocab_size,
+            split=profile.train_split,
+            data_dir=data_dir,
+        )
 
-    if is_main:  # rank 0 trains (or finds) the tokenizer; the others then load it from the cache
+    if (
+        is_main
+    ):  # rank 0 trains (or finds) the tokenizer; the others then load it from the cache
         shared = tokenizer()
     if context is not None:
         barrier(context)
@@ -66,16 +88,34 @@ def prepare_data(profile: Profile, data_dir=None, context: DistributedContext | 
         max_positions = profile.model_config().max_len
 
     def encode(split: str, limit: int | None) -> EncodedPairs:
-        corpus = load_parallel(profile.corpus, split, profile.src_lang, profile.tgt_lang, data_dir,
-                               max_words=profile.max_sentence_words)
-        src, tgt = (corpus.src[:limit], corpus.tgt[:limit]) if limit is not None else (corpus.src, corpus.tgt)
+        corpus = load_parallel(
+            profile.corpus,
+            split,
+            profile.src_lang,
+            profile.tgt_lang,
+            data_dir,
+            max_words=profile.max_sentence_words,
+        )
+        src, tgt = (
+            (corpus.src[:limit], corpus.tgt[:limit])
+            if limit is not None
+            else (corpus.src, corpus.tgt)
+        )
         pairs, too_long = EncodedPairs.from_texts(shared, src, tgt).fitting(max_positions)
         if too_long:
-            logger.warning("dropped %d pairs of %s longer than the model's %d positions", too_long, split, max_positions)
+            logger.warning(
+                "dropped %d pairs of %s longer than the model's %d positions",
+                too_long,
+                split,
+                max_positions,
+            )
         return pairs
 
-    return PreparedData(shared, encode(profile.train_split, profile.max_train_pairs),
-                        encode(profile.valid_split, profile.max_valid_pairs))
+    return PreparedData(
+        shared,
+        encode(profile.train_split, profile.max_train_pairs),
+        encode(profile.valid_split, profile.max_valid_pairs),
+    )
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -104,14 +144,27 @@ def train(
     def announce(trainer: Trainer) -> None:
         if context.is_main:
             step = trainer.progress.step
-            print(f"training {count_parameters(trainer.model) / 1e6:.1f}M parameters on {len(data.train)} pairs "
-                  f"({profile.corpus} {profile.src_lang}->{profile.tgt_lang}), {trainer.precision} on "
-                  f"{context.device}, world size {context.world_size}"
-                  + (f", resumed at step {step}" if resume else ""))
+            print(
+                f"training {count_parameters(trainer.model) / 1e6:.1f}M parameters on {len(data.train)} pairs "
+                f"({profile.corpus} {profile.src_lang}->{profile.tgt_lang}), {trainer.precision} on "
+                f"{context.device}, world size {context.world_size}"
+                + (f", resumed at step {step}" if resume else "")
+            )
 
-    fitted = fit(config, data.tokenizer, data.train, data.valid, profile.train_settings(), out_dir,
-                 context=context, resume=resume, metadata={"profile": profile.to_dict()},
-                 show_progress=show_progress, on_step=on_step, on_start=announce)
+    fitted = fit(
+        config,
+        data.tokenizer,
+        data.train,
+        data.valid,
+        profile.train_settings(),
+        out_dir,
+        context=context,
+        resume=resume,
+        metadata={"profile": profile.to_dict()},
+        show_progress=show_progress,
+        on_step=on_step,
+        on_start=announce,
+    )
     model, trainer, result = fitted.model, fitted.trainer, fitted.result
     progress = result.progress
     summary = {
@@ -123,7 +176,9 @@ def train(
         "train_cpu_s_per_thread": round(progress.train_cpu_s, 1),
         "threads": torch.get_num_threads(),
         "target_tokens": progress.target_tokens,
-        "target_tokens_per_s": round(progress.target_tokens / max(progress.train_time_s, 1e-9), 1),
+        "target_tokens_per_s": round(
+            progress.target_tokens / max(progress.train_time_s, 1e-9), 1
+        ),
         "valid": result.valid,
         "parameters": count_parameters(model),
         "precision": trainer.precision,
@@ -132,7 +187,11 @@ def train(
     }
     # Training FLOPs counted from the model (section 6.1 estimates them from time x GPUs x FLOP/s instead).
     per_token = flops.training_flops_per_target_token(
-        config, data.tokenizer.vocab_size, float(data.train.src_lengths.mean()) + 1, float(data.train.tgt_lengths.mean()) + 1)
+        config,
+        data.tokenizer.vocab_size,
+        float(data.train.src_lengths.mean()) + 1,
+        float(data.train.tgt_lengths.mean()) + 1,
+    )
     summary["flops_per_target_token"] = per_token
     summary["training_flops"] = per_token * progress.target_tokens
     # target_tokens_per_s counts every rank's tokens; MFU is per device.
@@ -173,11 +232,26 @@ def evaluate(
     its signature, tokenized BLEU, perplexity. The "hypotheses" entry holds the translations."""
     device = torch.device(device)
     model, tokenizer = model_from_checkpoint(checkpoint, device)
-    test = load_parallel(profile.corpus, split or profile.test_split, profile.src_lang, profile.tgt_lang, data_dir)
+    test = load_parallel(
+        profile.corpus,
+        split or profile.test_split,
+        profile.src_lang,
+        profile.tgt_lang,
+        data_dir,
+    )
     limit = max_sentences or profile.eval_max_sentences
-    sources, references = (test.src[:limit], test.tgt[:limit]) if limit else (test.src, test.tgt)
-    scores = evaluate_translation(model, tokenizer, sources, references, profile.decode_settings(device),
-                                  target_language=profile.tgt_lang, progress=progress)
+    sources, references = (
+        (test.src[:limit], test.tgt[:limit]) if limit else (test.src, test.tgt)
+    )
+    scores = evaluate_translation(
+        model,
+        tokenizer,
+        sources,
+        references,
+        profile.decode_settings(device),
+        target_language=profile.tgt_lang,
+        progress=progress,
+    )
     scores["test_set"] = test.name
     scores["step"] = checkpoint.get("step")
     return scores
@@ -188,21 +262,35 @@ def default_results_name(profile: Profile) -> str:
     return f"translation_{profile.corpus}_{profile.src_lang}_{profile.tgt_lang}"
 
 
-def write_results(summary: dict, profile: Profile, name: str | None = None, device=None) -> Path:
+def write_results(
+    summary: dict, profile: Profile, name: str | None = None, device=None
+) -> Path:
     """`results/<profile>/<name>.json`: the run's numbers with provenance (git commit, device, torch, date).
     The test scores are also copied to the top level, where the book's summary table reads them."""
-    metrics = {k: v for k, v in summary.items() if k not in ("out_dir", "wall_time_s", "model_config")}
+    metrics = {
+        k: v
+        for k, v in summary.items()
+        if k not in ("out_dir", "wall_time_s", "model_config")
+    }
     for key in ("sacrebleu", "bleu_tokenized", "ppl", "sacrebleu_signature"):
         if key in summary.get("test", {}):
             metrics[key] = summary["test"][key]
     config = {"model": summary["model_config"], "profile": profile.to_dict()}
-    return write_result(name or default_results_name(profile), metrics, profile=profile.results_folder,
-                        config=config, wall_time_s=summary.get("wall_time_s"), device=device)
+    return write_result(
+        name or default_results_name(profile),
+        metrics,
+        profile=profile.results_folder,
+        config=config,
+        wall_time_s=summary.get("wall_time_s"),
+        device=device,
+    )
 
 
 # ------------------------------------------------------------------------------------------ all of it
 @contextlib.contextmanager
-def _this_runs_folder(out_dir: Path, context: DistributedContext, *, resume: bool, overwrite: bool):
+def _this_runs_folder(
+    out_dir: Path, context: DistributedContext, *, resume: bool, overwrite: bool
+):
     """Rank 0 claims the folder (lock, no mixing of runs); the other ranks wait until it has."""
     if not context.is_main:
         barrier(context)
@@ -237,17 +325,41 @@ def run(
     out_dir = Path(out_dir) if out_dir is not None else Path("runs") / profile.name
     context = init_distributed(device)
     try:
-        with _this_runs_folder(out_dir, context, resume=resume is True, overwrite=overwrite):
-            summary = train(profile, out_dir, data_dir=data_dir, resume=resume, context=context,
-                            show_progress=show_progress, on_step=on_step)
-            if evaluate_test and summary["stopped_by"] != "interrupted" and context.is_main:
+        with _this_runs_folder(
+            out_dir, context, resume=resume is True, overwrite=overwrite
+        ):
+            summary = train(
+                profile,
+                out_dir,
+                data_dir=data_dir,
+                resume=resume,
+                context=context,
+                show_progress=show_progress,
+                on_step=on_step,
+            )
+            if (
+                evaluate_test
+                and summary["stopped_by"] != "interrupted"
+                and context.is_main
+            ):
                 averaged, used = average(out_dir, profile.average_last)
-                scores = evaluate(averaged, profile, data_dir=data_dir, device=context.device, progress=show_progress)
-                atomic_write_text(out_dir / TRANSLATIONS_NAME, "\n".join(scores.pop("hypotheses")) + "\n")
+                scores = evaluate(
+                    averaged,
+                    profile,
+                    data_dir=data_dir,
+                    device=context.device,
+                    progress=show_progress,
+                )
+                atomic_write_text(
+                    out_dir / TRANSLATIONS_NAME,
+                    "\n".join(scores.pop("hypotheses")) + "\n",
+                )
                 scores["averaged_checkpoints"] = [p.name for p in used]
                 summary["test"] = scores
                 summary["wall_time_s"] = round(time.perf_counter() - started, 1)
-                summary["results_path"] = str(write_results(summary, profile, results_name, context.device))
+                summary["results_path"] = str(
+                    write_results(summary, profile, results_name, context.device)
+                )
         return summary
     finally:
         shutdown_distributed()

@@ -9,6 +9,7 @@ the number the README quotes is the number the book shows. Any field can be over
 
 Variants are names of their own (`gpu-iwslt14`, `paper-big`) and write to a results folder of their own.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,6 +19,7 @@ from .model.config import TABLE3_ALL_ROWS, TransformerConfig, preset
 from .model.decoding import DecodeSettings
 from .runtime.precision import resolve_precision
 from .training.settings import TrainSettings
+
 
 def _as_tuples(value):
     """JSON turns the tuples of a record into lists; this turns them back, at any depth."""
@@ -78,7 +80,9 @@ class Profile:
     test_split: str = "test"
     max_train_pairs: int | None = None  # None: the whole training split
     max_valid_pairs: int | None = None  # None: the whole validation split
-    max_sentence_words: int | None = 250  # pairs with a longer side (in words of raw text) are skipped
+    max_sentence_words: int | None = (
+        250  # pairs with a longer side (in words of raw text) are skipped
+    )
     vocab_size: int = 8000
     # model: a named preset with overrides (config field -> value)
     preset: str = "base"
@@ -101,20 +105,28 @@ class Profile:
     # time the run would take alone on that many cores: fair on a machine shared with other jobs.
     budget_clock: str = "wall"
     # engineering
-    precision: str = "auto"  # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
+    precision: str = (
+        "auto"  # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
+    )
     compile: bool = False
-    threads: int | None = None  # CPU threads for torch (None: torch's default, one per core)
+    threads: int | None = (
+        None  # CPU threads for torch (None: torch's default, one per core)
+    )
     seed: int = 1
     log_every: int = 50
     eval_every: int = 500  # steps between validation losses (0: only at the end)
     save_every_steps: int | None = None  # snapshot for averaging every so many steps
-    save_every_minutes: float | None = 10.0  # ... or minutes (section 6.1: every 10 minutes)
+    save_every_minutes: float | None = (
+        10.0  # ... or minutes (section 6.1: every 10 minutes)
+    )
     keep_snapshots: int = 20
     # evaluation (section 6.1)
     average_last: int = 5
     beam_size: int = 4
     length_penalty_alpha: float = 0.6
-    max_len_a: float = 1.0  # outputs may be max_len_a * source length + max_len_b subwords long
+    max_len_a: float = (
+        1.0  # outputs may be max_len_a * source length + max_len_b subwords long
+    )
     max_len_b: int = 50
     eval_batch_tokens: int = 4000
     eval_max_sentences: int | None = None  # None: the whole test set
@@ -126,7 +138,9 @@ class Profile:
 
     def model_config(self) -> TransformerConfig:
         """The model configuration: the named preset with this profile's overrides."""
-        return preset(self.preset, **{"warmup_steps": self.warmup_steps, **self.model_overrides})
+        return preset(
+            self.preset, **{"warmup_steps": self.warmup_steps, **self.model_overrides}
+        )
 
     def train_settings(self) -> TrainSettings:
         """What the trainer reads of this profile (the rest, corpus, beam and book, it never sees)."""
@@ -136,16 +150,25 @@ class Profile:
     def decode_settings(self, device: str | None = None) -> DecodeSettings:
         """How this profile translates: beam, length penalty, output allowance, batches, and the
         precision its `precision` field means on `device` (None: fp32)."""
-        precision = "fp32" if device is None else resolve_precision(self.precision, device)
-        return DecodeSettings(beam_size=self.beam_size, alpha=self.length_penalty_alpha,
-                              max_len_a=self.max_len_a, max_len_b=self.max_len_b,
-                              batch_tokens=self.eval_batch_tokens, precision=precision)
+        precision = (
+            "fp32" if device is None else resolve_precision(self.precision, device)
+        )
+        return DecodeSettings(
+            beam_size=self.beam_size,
+            alpha=self.length_penalty_alpha,
+            max_len_a=self.max_len_a,
+            max_len_b=self.max_len_b,
+            batch_tokens=self.eval_batch_tokens,
+            precision=precision,
+        )
 
     def chapter_sizes(self, chapter: str) -> dict:
         """The sizes of chapter `chapter`'s ("01".."04") own experiments under this profile."""
         if chapter not in self.book.chapters:
-            raise KeyError(f"profile {self.name!r} has no sizes for chapter {chapter}; "
-                           f"it has {', '.join(sorted(self.book.chapters))}")
+            raise KeyError(
+                f"profile {self.name!r} has no sizes for chapter {chapter}; "
+                f"it has {', '.join(sorted(self.book.chapters))}"
+            )
         return dict(self.book.chapters[chapter])
 
     def replace(self, **overrides) -> "Profile":
@@ -183,32 +206,68 @@ _GPU_MODEL = dict(n_layers=4, d_model=128, d_ff=256, n_heads=4, dropout=0.3, max
 # length, `crossover` compares attention with recurrence at the base model's d = 512); 04: the
 # chapter's small experiments (the profile's translation run is the profile's own).
 _SMOKE_CHAPTERS = {
-    "01": dict(samples=4_000, d_ks=(4, 16, 64, 256, 512), n_keys=32, time_batch=4, time_len=64,
-               repeats=3),
+    "01": dict(
+        samples=4_000,
+        d_ks=(4, 16, 64, 256, 512),
+        n_keys=32,
+        time_batch=4,
+        time_len=64,
+        repeats=3,
+    ),
     "02": dict(positions=256, shifts=(1, 2, 5, 17, 50)),
     "03": dict(
         by_n=dict(ns=(32, 64, 128, 256, 512), d=64, batch=2),
         by_d=dict(n=64, ds=(32, 64, 128, 256, 512), batch=2),
         crossover=dict(d=512, ns=(128, 256, 512, 1024, 2048), batch=1),
-        repeats=2, path_ns=(2, 4, 8, 16, 32, 64, 128), path_example_n=32,
+        repeats=2,
+        path_ns=(2, 4, 8, 16, 32, 64, 128),
+        path_example_n=32,
         bpe=dict(lines=1000, vocab=1000, test_lines=300),
     ),
-    "04": dict(bpe_sample_pairs=1000, bpe_merges=30, copy_steps=200, copy_length=6, copy_batch=32,
-               eval_per_length=40, norm_steps=20, resume_steps=24, resume_stop_at=10),
+    "04": dict(
+        bpe_sample_pairs=1000,
+        bpe_merges=30,
+        copy_steps=200,
+        copy_length=6,
+        copy_batch=32,
+        eval_per_length=40,
+        norm_steps=20,
+        resume_steps=24,
+        resume_stop_at=10,
+    ),
 }
 _CPU_CHAPTERS = {
-    "01": dict(samples=20_000, d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64,
-               time_batch=16, time_len=256, repeats=5),
+    "01": dict(
+        samples=20_000,
+        d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+        n_keys=64,
+        time_batch=16,
+        time_len=256,
+        repeats=5,
+    ),
     "02": dict(positions=2048, shifts=(1, 2, 3, 5, 8, 17, 50, 100, 333, 1000)),
     "03": dict(
         by_n=dict(ns=(32, 64, 128, 256, 512, 1024, 2048), d=128, batch=2),
         by_d=dict(n=256, ds=(32, 64, 128, 256, 512, 1024), batch=2),
-        crossover=dict(d=512, ns=(64, 128, 256, 512, 768, 1024, 1536, 2048, 3072), batch=1),
-        repeats=3, path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512), path_example_n=32,
+        crossover=dict(
+            d=512, ns=(64, 128, 256, 512, 768, 1024, 1536, 2048, 3072), batch=1
+        ),
+        repeats=3,
+        path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512),
+        path_example_n=32,
         bpe=dict(lines=4000, vocab=4000, test_lines=3003),
     ),
-    "04": dict(bpe_sample_pairs=2000, bpe_merges=40, copy_steps=1600, copy_length=10, copy_batch=64,
-               eval_per_length=100, norm_steps=250, resume_steps=36, resume_stop_at=15),
+    "04": dict(
+        bpe_sample_pairs=2000,
+        bpe_merges=40,
+        copy_steps=1600,
+        copy_length=10,
+        copy_batch=64,
+        eval_per_length=100,
+        norm_steps=250,
+        resume_steps=36,
+        resume_stop_at=15,
+    ),
 }
 # On a GPU: longer timed inputs, wider sweeps, and a longer post-norm/pre-norm comparison.
 _GPU_CHAPTERS = {
@@ -218,7 +277,9 @@ _GPU_CHAPTERS = {
         by_n=dict(ns=(64, 128, 256, 512, 1024, 2048, 4096, 8192), d=256, batch=8),
         by_d=dict(n=1024, ds=(64, 128, 256, 512, 1024, 2048), batch=8),
         crossover=dict(d=512, ns=(256, 512, 1024, 2048, 4096, 8192, 16384), batch=8),
-        repeats=5, path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512), path_example_n=32,
+        repeats=5,
+        path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512),
+        path_example_n=32,
         bpe=dict(lines=4000, vocab=4000, test_lines=3003),
     ),
     "04": dict(_CPU_CHAPTERS["04"], norm_steps=400),
@@ -228,13 +289,35 @@ PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
         description="CI and tests: a tiny model on 2,000 Multi30k pairs, every chapter in minutes on 2 cores",
-        book=BookScales(table3_rows=("base", "A1", "C1"), table3_steps=5, parsing_steps=10, minutes=10,
-                        table3_seeds=2, table3_width_divisor=8, table3_depth_divisor=2,
-                        table3_batch_tokens=256, chapters=_SMOKE_CHAPTERS),
-        max_train_pairs=2000, max_valid_pairs=200, vocab_size=1000, preset="tiny",
-        model_overrides=dict(dropout=0.1), batch_tokens=1024, peak_lr=2e-3, warmup_steps=50,
-        max_steps=60, log_every=10, eval_every=30, save_every_steps=20, save_every_minutes=None,
-        keep_snapshots=3, average_last=2, beam_size=2, eval_max_sentences=32, eval_batch_tokens=2000,
+        book=BookScales(
+            table3_rows=("base", "A1", "C1"),
+            table3_steps=5,
+            parsing_steps=10,
+            minutes=10,
+            table3_seeds=2,
+            table3_width_divisor=8,
+            table3_depth_divisor=2,
+            table3_batch_tokens=256,
+            chapters=_SMOKE_CHAPTERS,
+        ),
+        max_train_pairs=2000,
+        max_valid_pairs=200,
+        vocab_size=1000,
+        preset="tiny",
+        model_overrides=dict(dropout=0.1),
+        batch_tokens=1024,
+        peak_lr=2e-3,
+        warmup_steps=50,
+        max_steps=60,
+        log_every=10,
+        eval_every=30,
+        save_every_steps=20,
+        save_every_minutes=None,
+        keep_snapshots=3,
+        average_last=2,
+        beam_size=2,
+        eval_max_sentences=32,
+        eval_batch_tokens=2000,
     ),
     "cpu": Profile(
         name="cpu",
@@ -242,57 +325,132 @@ PROFILES: dict[str, Profile] = {
         # Table 3 (chapter 06): 20 rows x 2 seeds at widths / 8 and depths / 2 (base: 3 layers, d_model 64),
         # a 2,000-piece vocabulary and small batches (more updates for the same tokens), one process per core;
         # the chapter took 4.6 minutes on 2 cores shared with other jobs.
-        book=BookScales(table3_rows=TABLE3_ALL_ROWS, table3_steps=300, parsing_steps=600, minutes=45,
-                        table3_seeds=2, table3_width_divisor=8, table3_depth_divisor=2,
-                        table3_batch_tokens=256, table3_vocab_size=2000, chapters=_CPU_CHAPTERS),
-        vocab_size=8000, preset="base", model_overrides=_CPU_MODEL,
+        book=BookScales(
+            table3_rows=TABLE3_ALL_ROWS,
+            table3_steps=300,
+            parsing_steps=600,
+            minutes=45,
+            table3_seeds=2,
+            table3_width_divisor=8,
+            table3_depth_divisor=2,
+            table3_batch_tokens=256,
+            table3_vocab_size=2000,
+            chapters=_CPU_CHAPTERS,
+        ),
+        vocab_size=8000,
+        preset="base",
+        model_overrides=_CPU_MODEL,
         # 1,024-token batches: twice the updates of 2,048 in the same 15 minutes, the biggest single gain.
-        batch_tokens=1024, accumulation=1, peak_lr=2e-3, warmup_steps=400,
-        time_budget_minutes=15.0, log_every=25, eval_every=300,
-        save_every_steps=None, save_every_minutes=1.0, keep_snapshots=10, average_last=5,
-        beam_size=4, eval_batch_tokens=3000,
+        batch_tokens=1024,
+        accumulation=1,
+        peak_lr=2e-3,
+        warmup_steps=400,
+        time_budget_minutes=15.0,
+        log_every=25,
+        eval_every=300,
+        save_every_steps=None,
+        save_every_minutes=1.0,
+        keep_snapshots=10,
+        average_last=5,
+        beam_size=4,
+        eval_batch_tokens=3000,
     ),
     "gpu": Profile(
         name="gpu",
         description="one GPU or Colab: Multi30k EN->DE, 100 epochs (about 7 minutes on an H100)",
         # Table 3: 40 runs of 3,000 steps at half the paper's widths and depths (base: 3 layers, d_model 256).
-        book=BookScales(table3_rows=TABLE3_ALL_ROWS, table3_steps=3_000, parsing_steps=20_000, minutes=90,
-                        table3_seeds=2, table3_width_divisor=2, table3_depth_divisor=2,
-                        chapters=_GPU_CHAPTERS),
-        vocab_size=8000, preset="base", model_overrides=_GPU_MODEL,
+        book=BookScales(
+            table3_rows=TABLE3_ALL_ROWS,
+            table3_steps=3_000,
+            parsing_steps=20_000,
+            minutes=90,
+            table3_seeds=2,
+            table3_width_divisor=2,
+            table3_depth_divisor=2,
+            chapters=_GPU_CHAPTERS,
+        ),
+        vocab_size=8000,
+        preset="base",
+        model_overrides=_GPU_MODEL,
         # 134 steps per epoch at 4k tokens.
-        batch_tokens=4096, accumulation=1, peak_lr=5e-3, warmup_steps=2000,
-        time_budget_minutes=10.0, max_epochs=100, log_every=50, eval_every=250,
-        save_every_steps=300, save_every_minutes=None, keep_snapshots=10, average_last=5,
-        precision="auto", compile=True, eval_batch_tokens=20_000,
+        batch_tokens=4096,
+        accumulation=1,
+        peak_lr=5e-3,
+        warmup_steps=2000,
+        time_budget_minutes=10.0,
+        max_epochs=100,
+        log_every=50,
+        eval_every=250,
+        save_every_steps=300,
+        save_every_minutes=None,
+        keep_snapshots=10,
+        average_last=5,
+        precision="auto",
+        compile=True,
+        eval_batch_tokens=20_000,
     ),
     "paper": Profile(
         name="paper",
         description="8 GPUs with torchrun: WMT14 EN->DE, Transformer base with the paper's schedule (100k steps)",
-        book=BookScales(table3_rows=TABLE3_ALL_ROWS, table3_steps=100_000, parsing_steps=100_000, minutes=4 * 24 * 60,
-                        chapters=_GPU_CHAPTERS),
-        corpus="wmt14", train_split="train", valid_split="newstest2013", test_split="newstest2014",
-        vocab_size=37000, preset="base", model_overrides=dict(max_len=1024),
+        book=BookScales(
+            table3_rows=TABLE3_ALL_ROWS,
+            table3_steps=100_000,
+            parsing_steps=100_000,
+            minutes=4 * 24 * 60,
+            chapters=_GPU_CHAPTERS,
+        ),
+        corpus="wmt14",
+        train_split="train",
+        valid_split="newstest2013",
+        test_split="newstest2014",
+        vocab_size=37000,
+        preset="base",
+        model_overrides=dict(max_len=1024),
         # 8 ranks x 1 micro-batch of 3,584 padded slots ~ 25,000 real tokens per side per step (section 5.1);
         # on one GPU, --accumulation 8 takes the same steps.
-        batch_tokens=3584, accumulation=1, peak_lr=None, warmup_steps=4000,
-        max_steps=100_000, log_every=100, eval_every=2000,
-        save_every_steps=None, save_every_minutes=10.0, keep_snapshots=25, average_last=5,
-        precision="auto", compile=True, eval_batch_tokens=20_000,
+        batch_tokens=3584,
+        accumulation=1,
+        peak_lr=None,
+        warmup_steps=4000,
+        max_steps=100_000,
+        log_every=100,
+        eval_every=2000,
+        save_every_steps=None,
+        save_every_minutes=10.0,
+        keep_snapshots=25,
+        average_last=5,
+        precision="auto",
+        compile=True,
+        eval_batch_tokens=20_000,
     ),
 }
 PROFILES["gpu-iwslt14"] = PROFILES["gpu"].replace(
     name="gpu-iwslt14",
     description="one GPU: IWSLT14 DE->EN (fairseq's small-data recipe: 10k joint BPE, dropout 0.3); downloads the training text",
-    corpus="iwslt14", src_lang="de", tgt_lang="en", valid_split="valid", test_split="test", vocab_size=10_000,
-    model_overrides=dict(dropout=0.3, d_ff=1024, n_heads=4, max_len=512), batch_tokens=8192, peak_lr=5e-4,
-    warmup_steps=4000, time_budget_minutes=None, max_steps=60_000, max_epochs=None,
-    save_every_steps=2000, keep_snapshots=10, average_last=5,
+    corpus="iwslt14",
+    src_lang="de",
+    tgt_lang="en",
+    valid_split="valid",
+    test_split="test",
+    vocab_size=10_000,
+    model_overrides=dict(dropout=0.3, d_ff=1024, n_heads=4, max_len=512),
+    batch_tokens=8192,
+    peak_lr=5e-4,
+    warmup_steps=4000,
+    time_budget_minutes=None,
+    max_steps=60_000,
+    max_epochs=None,
+    save_every_steps=2000,
+    keep_snapshots=10,
+    average_last=5,
 )
 PROFILES["paper-big"] = PROFILES["paper"].replace(
     name="paper-big",
     description="8 GPUs with torchrun: WMT14 EN->DE, Transformer big, 300k steps, average of the last 20 snapshots",
-    preset="big", model_overrides=dict(max_len=1024), max_steps=300_000, average_last=20,
+    preset="big",
+    model_overrides=dict(max_len=1024),
+    max_steps=300_000,
+    average_last=20,
 )
 
 PROFILE_NAMES: tuple[str, ...] = tuple(PROFILES)
@@ -309,11 +467,17 @@ def get_profile(name: str, **overrides) -> Profile:
             invalid configuration (the config's own message).
     """
     if name not in PROFILES:
-        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}")
+        raise ValueError(
+            f"unknown profile {name!r}; choose one of {', '.join(PROFILE_NAMES)}"
+        )
     known = {f.name for f in dataclasses.fields(Profile)} - {"name", "description"}
     unknown = sorted(set(overrides) - known)
     if unknown:
-        raise ValueError(f"unknown profile fields {unknown}; known: {', '.join(sorted(known))}")
-    profile = PROFILES[name].replace(**{k: v for k, v in overrides.items() if v is not None})
+        raise ValueError(
+            f"unknown profile fields {unknown}; known: {', '.join(sorted(known))}"
+        )
+    profile = PROFILES[name].replace(
+        **{k: v for k, v in overrides.items() if v is not None}
+    )
     profile.model_config()
     return profile

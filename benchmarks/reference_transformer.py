@@ -12,6 +12,7 @@ positions), so `load_from_ours` can copy our weights into it and the benchmark c
 implementations of one model, not two models. `tests/test_benchmarks.py` checks that.
 It is a baseline, not part of the package.
 """
+
 from __future__ import annotations
 
 import copy
@@ -103,7 +104,11 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, size, self_attn, src_attn, feed_forward, dropout):
         super().__init__()
-        self.self_attn, self.src_attn, self.feed_forward = self_attn, src_attn, feed_forward
+        self.self_attn, self.src_attn, self.feed_forward = (
+            self_attn,
+            src_attn,
+            feed_forward,
+        )
         self.sublayer = clones(SublayerConnection(size, dropout), 3)
 
     def forward(self, x, memory, src_mask, tgt_mask):
@@ -153,7 +158,10 @@ class PositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
         pe = torch.zeros(max_len, d_model, dtype=torch.float64)
         position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * -(math.log(10000.0) / d_model))
+        div_term = torch.exp(
+            torch.arange(0, d_model, 2, dtype=torch.float64)
+            * -(math.log(10000.0) / d_model)
+        )
         pe[:, 0::2] = torch.sin(position * div_term)
         pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
         self.register_buffer("pe", pe.float().unsqueeze(0), persistent=False)
@@ -176,7 +184,9 @@ class Generator(nn.Module):
 class EncoderDecoder(nn.Module):
     """The classic container: encode, decode, and a separate generator for log-probabilities."""
 
-    def __init__(self, encoder, decoder, src_embed, tgt_embed, generator, pad_id: int = 0):
+    def __init__(
+        self, encoder, decoder, src_embed, tgt_embed, generator, pad_id: int = 0
+    ):
         super().__init__()
         self.encoder, self.decoder = encoder, decoder
         self.src_embed, self.tgt_embed = src_embed, tgt_embed
@@ -195,7 +205,9 @@ class EncoderDecoder(nn.Module):
     def masks(self, src, tgt):
         """Source padding mask (B, 1, S) and target padding-and-future mask (B, T, T)."""
         src_mask = (src != self.pad_id).unsqueeze(-2)
-        tgt_mask = (tgt != self.pad_id).unsqueeze(-2) & subsequent_mask(tgt.size(-1)).to(tgt.device)
+        tgt_mask = (tgt != self.pad_id).unsqueeze(-2) & subsequent_mask(tgt.size(-1)).to(
+            tgt.device
+        )
         return src_mask, tgt_mask
 
     def log_probs(self, src, tgt):
@@ -204,8 +216,18 @@ class EncoderDecoder(nn.Module):
         return self.generator(self.forward(src, tgt, src_mask, tgt_mask))
 
 
-def make_model(vocab: int, n_layers=6, d_model=512, d_ff=2048, h=8, d_k=None, d_v=None, dropout=0.1,
-               pad_id: int = 0, max_len: int = 5000) -> EncoderDecoder:
+def make_model(
+    vocab: int,
+    n_layers=6,
+    d_model=512,
+    d_ff=2048,
+    h=8,
+    d_k=None,
+    d_v=None,
+    dropout=0.1,
+    pad_id: int = 0,
+    max_len: int = 5000,
+) -> EncoderDecoder:
     """Build the model from prototypes with deepcopy, tie the three embedding matrices, Xavier init."""
     d_k = d_k or d_model // h
     d_v = d_v or d_model // h
@@ -218,7 +240,9 @@ def make_model(vocab: int, n_layers=6, d_model=512, d_ff=2048, h=8, d_k=None, d_
         Encoder(EncoderLayer(d_model, c(attn), c(ff), dropout), n_layers),
         Decoder(DecoderLayer(d_model, c(attn), c(attn), c(ff), dropout), n_layers),
         nn.Sequential(embed, c(position)),
-        nn.Sequential(embed, c(position)),  # the same Embeddings module: tied source/target
+        nn.Sequential(
+            embed, c(position)
+        ),  # the same Embeddings module: tied source/target
         Generator(d_model, vocab),
         pad_id,
     )
@@ -231,10 +255,25 @@ def make_model(vocab: int, n_layers=6, d_model=512, d_ff=2048, h=8, d_k=None, d_
 
 def make_model_like(config, vocab: int) -> EncoderDecoder:
     """The reference with the hyper-parameters of an `annotated_transformer` config."""
-    if config.positional != "sinusoidal" or config.encoder_layers != config.decoder_layers:
-        raise ValueError("the reference supports sinusoidal positions and equal encoder/decoder depth only")
-    return make_model(vocab, config.n_layers, config.d_model, config.d_ff, config.n_heads,
-                      config.head_dim_k, config.head_dim_v, config.dropout, config.pad_id, config.max_len)
+    if (
+        config.positional != "sinusoidal"
+        or config.encoder_layers != config.decoder_layers
+    ):
+        raise ValueError(
+            "the reference supports sinusoidal positions and equal encoder/decoder depth only"
+        )
+    return make_model(
+        vocab,
+        config.n_layers,
+        config.d_model,
+        config.d_ff,
+        config.n_heads,
+        config.head_dim_k,
+        config.head_dim_v,
+        config.dropout,
+        config.pad_id,
+        config.max_len,
+    )
 
 
 class LabelSmoothing(nn.Module):
@@ -252,13 +291,17 @@ class LabelSmoothing(nn.Module):
         log_probs = log_probs.reshape(-1, self.size)
         target = target.reshape(-1)
         true_dist = torch.full_like(log_probs, self.smoothing / self.size)
-        true_dist.scatter_(1, target.unsqueeze(1), 1.0 - self.smoothing + self.smoothing / self.size)
+        true_dist.scatter_(
+            1, target.unsqueeze(1), 1.0 - self.smoothing + self.smoothing / self.size
+        )
         true_dist[target == self.padding_idx] = 0
         return -(true_dist.detach() * log_probs).sum()
 
 
 @torch.no_grad()
-def greedy_decode(model: EncoderDecoder, src, max_len: int, bos_id: int, eos_id: int, banned=()) -> torch.Tensor:
+def greedy_decode(
+    model: EncoderDecoder, src, max_len: int, bos_id: int, eos_id: int, banned=()
+) -> torch.Tensor:
     """Greedy decoding that runs the decoder over the whole prefix at every step (no cache).
 
     Rows stop at eos and are padded after it; `banned` ids are never emitted, as in our package.
@@ -269,7 +312,9 @@ def greedy_decode(model: EncoderDecoder, src, max_len: int, bos_id: int, eos_id:
     ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
     for _ in range(max_len):
-        out = model.decode(memory, src_mask, ys, subsequent_mask(ys.size(1)).to(src.device))
+        out = model.decode(
+            memory, src_mask, ys, subsequent_mask(ys.size(1)).to(src.device)
+        )
         prob = model.generator(out[:, -1])
         prob[:, list(banned)] = float("-inf")
         next_word = prob.argmax(dim=-1).masked_fill(finished, model.pad_id)
@@ -288,7 +333,7 @@ def load_from_ours(reference: EncoderDecoder, ours: nn.Module) -> None:
     KV projection stacks [W_k; W_v]; the reference keeps them as separate matrices.
     """
     cfg = ours.config
-    hk, hv = cfg.n_heads * cfg.head_dim_k, cfg.n_heads * cfg.head_dim_v
+    hk, _hv = cfg.n_heads * cfg.head_dim_k, cfg.n_heads * cfg.head_dim_v
 
     def copy_linear(dst: nn.Linear, weight, bias) -> None:
         dst.weight.copy_(weight)
@@ -315,7 +360,9 @@ def load_from_ours(reference: EncoderDecoder, ours: nn.Module) -> None:
     def copy_norm(dst: SublayerConnection, src_norm) -> None:
         copy_linear(dst.norm, src_norm.weight, src_norm.bias)
 
-    reference.src_embed[0].lut.weight.copy_(ours.src_embed.weight)  # tied: also tgt and generator
+    reference.src_embed[0].lut.weight.copy_(
+        ours.src_embed.weight
+    )  # tied: also tgt and generator
     for dst, src in zip(reference.encoder.layers, ours.encoder_layers):
         copy_self(dst.self_attn, src.self_attn)
         copy_ffn(dst.feed_forward, src.ffn)

@@ -46,10 +46,10 @@ if importlib.util.find_spec("annotated_transformer") is None:
 # %%
 import pandas as pd
 
-from annotated_transformer.evaluation import paper, results
 from annotated_transformer.book import summary, viz
-from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.evaluation import paper, results
 from annotated_transformer.profiles import PROFILES, get_profile
+from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: the scale of this run (see the table below)

@@ -55,11 +55,15 @@ from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import Transformer, attention_maps, preset
-from annotated_transformer.evaluation import results
 from annotated_transformer.book import viz
-from annotated_transformer.model.attention import MultiHeadAttention, explicit_attention, fused_attention
-from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.evaluation import results
+from annotated_transformer.model.attention import (
+    MultiHeadAttention,
+    explicit_attention,
+    fused_attention,
+)
 from annotated_transformer.profiles import get_profile
+from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below

@@ -52,14 +52,24 @@ import torch.nn as nn
 from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import Transformer, count_parameters, expected_parameter_count, preset
-from annotated_transformer.evaluation import results
+from annotated_transformer import (
+    Transformer,
+    count_parameters,
+    expected_parameter_count,
+    preset,
+)
 from annotated_transformer.book import viz
-from annotated_transformer.model.config import TABLE3_ALL_ROWS
+from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.paper import TABLE3 as PAPER_TABLE3
-from annotated_transformer.model.layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward, sinusoidal_positions
-from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.model.config import TABLE3_ALL_ROWS
+from annotated_transformer.model.layers import (
+    DecoderLayer,
+    EncoderLayer,
+    PositionwiseFeedForward,
+    sinusoidal_positions,
+)
 from annotated_transformer.profiles import get_profile
+from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.training.teacher_forcing import batch_loss
 
 # %% tags=["parameters"]
@@ -806,7 +816,10 @@ counts["gap_m"] = counts.paper_m - counts.ours_m
 # How many extra vocabulary rows of width d_model would close each gap.
 counts["gap_in_vocabulary_rows"] = counts.gap_m * 1e6 / counts.d_model
 viz.show_table(  # rows that do not change the size have no count in the paper: left blank
-    counts, ours_m="{:.1f}", paper_m="{:.0f}", gap_m="{:+.1f}",
+    counts,
+    ours_m="{:.1f}",
+    paper_m="{:.0f}",
+    gap_m="{:+.1f}",
     gap_in_vocabulary_rows="{:+,.0f}",
 )
 
@@ -864,15 +877,17 @@ positive = gaps[gaps > 0]
 median_gap = statistics.median(positive)
 # The paper rounds to whole millions: each gap is uncertain by 0.5M / d_model rows.
 assert gaps["big"] < 0 and len(positive) == len(gaps) - 1  # the exception the prose names
-display(Markdown(
-    f"Our counts fall short of the paper's in {len(positive)} of the {len(gaps)} rows "
-    f"that list one, by a median of {median_gap:,.0f} rows of width d_model (from "
-    f"{positive.min():,.0f} to {positive.max():,.0f}; rounding the paper's counts to "
-    f"millions alone moves a row by up to {0.5e6 / 512:,.0f} rows at d_model = 512). "
-    f"The suggested vocabulary is {round(vocab_size + median_gap, -3):,.0f} tokens. "
-    f"The big model is {-gaps['big']:,.0f} rows above the paper's "
-    f"{PAPER_TABLE3['big'].params_m}M."
-))
+display(
+    Markdown(
+        f"Our counts fall short of the paper's in {len(positive)} of the {len(gaps)} rows "
+        f"that list one, by a median of {median_gap:,.0f} rows of width d_model (from "
+        f"{positive.min():,.0f} to {positive.max():,.0f}; rounding the paper's counts to "
+        f"millions alone moves a row by up to {0.5e6 / 512:,.0f} rows at d_model = 512). "
+        f"The suggested vocabulary is {round(vocab_size + median_gap, -3):,.0f} tokens. "
+        f"The big model is {-gaps['big']:,.0f} rows above the paper's "
+        f"{PAPER_TABLE3['big'].params_m}M."
+    )
+)
 
 # %% [markdown]
 # A gap measured in rows of the embedding matrix, and roughly the same across depths, widths

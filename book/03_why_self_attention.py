@@ -60,13 +60,13 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer.experiments import complexity
-from annotated_transformer.evaluation import paper, results
 from annotated_transformer.book import viz
 from annotated_transformer.data.reading import load_parallel
 from annotated_transformer.data.tokenizer import train_tokenizer
-from annotated_transformer.runtime.devices import device_name, resolve_device
+from annotated_transformer.evaluation import paper, results
+from annotated_transformer.experiments import complexity
 from annotated_transformer.profiles import get_profile
+from annotated_transformer.runtime.devices import device_name, resolve_device
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes measured below

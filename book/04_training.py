@@ -60,17 +60,28 @@ from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
 from annotated_transformer import Transformer, greedy_decode, pipeline, preset
-from annotated_transformer.evaluation import paper, results
 from annotated_transformer.book import viz
+from annotated_transformer.data import (
+    TokenBatcher,
+    collate_pairs,
+    load_parallel,
+    padding_fraction,
+    synthetic_batch,
+    tokenizer_for_corpus,
+    train_tokenizer,
+)
+from annotated_transformer.evaluation import paper, results
 from annotated_transformer.experiments.copy_task import train_copy_task
-from annotated_transformer.data import TokenBatcher, collate_pairs, load_parallel, padding_fraction, synthetic_batch, tokenizer_for_corpus, train_tokenizer
-from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.model.layers import EncoderLayer
-from annotated_transformer.training.loss import composite_smoothed_cross_entropy, label_smoothed_cross_entropy
 from annotated_transformer.profiles import get_profile
-from annotated_transformer.training.teacher_forcing import batch_loss
+from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.training.checkpoint import RESUME_NAME, load_checkpoint
+from annotated_transformer.training.loss import (
+    composite_smoothed_cross_entropy,
+    label_smoothed_cross_entropy,
+)
 from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
+from annotated_transformer.training.teacher_forcing import batch_loss
 from annotated_transformer.training.trainer import schedule_factor
 
 # %% tags=["parameters"]
@@ -87,17 +98,23 @@ torch_device = resolve_device(device)
 chapter_start = time.perf_counter()
 budget = [f"{settings.max_steps} steps"] if settings.max_steps else []
 budget += [f"{settings.max_epochs} epochs"] if settings.max_epochs else []
-budget += [f"{settings.time_budget_minutes:g} minutes"] if settings.time_budget_minutes else []
-print(f"under profile {settings.name!r} this chapter will train the {settings.preset!r} preset "
-      f"({settings.model_overrides}) on {settings.corpus} {settings.src_lang}->{settings.tgt_lang} for "
-      f"{' or '.join(budget)}, whichever comes first, with batches of about {settings.batch_tokens} tokens, "
-      f"on {torch_device}")
+budget += (
+    [f"{settings.time_budget_minutes:g} minutes"] if settings.time_budget_minutes else []
+)
+print(
+    f"under profile {settings.name!r} this chapter will train the {settings.preset!r} preset "
+    f"({settings.model_overrides}) on {settings.corpus} {settings.src_lang}->{settings.tgt_lang} for "
+    f"{' or '.join(budget)}, whichever comes first, with batches of about {settings.batch_tokens} tokens, "
+    f"on {torch_device}"
+)
 
 # Sizes of the chapter's own experiments, from the profile record (the profile's run is the
 # profile's). Under `smoke` they are too short to learn much: they show that everything runs, and
 # assert only what holds at any scale.
 size = settings.chapter_sizes("04")
-learns = profile != "smoke"  # whether the experiments run long enough to assert what they teach
+learns = (
+    profile != "smoke"
+)  # whether the experiments run long enough to assert what they teach
 print(f"profile {profile!r}: {size}")
 
 
@@ -116,10 +133,13 @@ print(f"profile {profile!r}: {size}")
 # space before them), so that a piece knows whether it begins a word, as in sentencepiece
 # {cite:p}`kudo2018sentencepiece`, which the package uses. The whole algorithm:
 
+
 # %%
 def learn_bpe(sentences: list[str], merges: int) -> list[str]:
     """The first `merges` pieces that byte-pair encoding adds to the characters, in order."""
-    words = collections.Counter(tuple("▁" + word) for sentence in sentences for word in sentence.split())
+    words = collections.Counter(
+        tuple("▁" + word) for sentence in sentences for word in sentence.split()
+    )
     learned = []
     for _ in range(merges):
         pairs = collections.Counter()
@@ -143,8 +163,14 @@ def learn_bpe(sentences: list[str], merges: int) -> list[str]:
     return learned
 
 
-train_text = load_parallel(settings.corpus, settings.train_split, settings.src_lang, settings.tgt_lang, data_dir,
-                           max_words=settings.max_sentence_words)
+train_text = load_parallel(
+    settings.corpus,
+    settings.train_split,
+    settings.src_lang,
+    settings.tgt_lang,
+    data_dir,
+    max_words=settings.max_sentence_words,
+)
 n_sample = size["bpe_sample_pairs"]
 bpe_sample = train_text.src[:n_sample] + train_text.tgt[:n_sample]
 our_merges = learn_bpe(bpe_sample, size["bpe_merges"])
@@ -158,11 +184,17 @@ print(f"the first merges on {n_sample:,} sentence pairs: {' '.join(our_merges[:1
 # %%
 characters = set("".join(s.replace(" ", "▁") for s in bpe_sample)) | {"▁"}
 small = train_tokenizer(bpe_sample, vocab_size=4 + len(characters) + len(our_merges))
-their_merges = [small.id_to_piece(i) for i in range(4, small.vocab_size) if len(small.id_to_piece(i)) > 1]
+their_merges = [
+    small.id_to_piece(i)
+    for i in range(4, small.vocab_size)
+    if len(small.id_to_piece(i)) > 1
+]
 assert set(their_merges) == set(our_merges), sorted(set(their_merges) ^ set(our_merges))
 same_place = sum(a == b for a, b in zip(our_merges, their_merges))
-print(f"sentencepiece learned the same {len(our_merges)} merges; {same_place} of them in the same position "
-      "(pairs of equal counts may come in either order)")
+print(
+    f"sentencepiece learned the same {len(our_merges)} merges; {same_place} of them in the same position "
+    "(pairs of equal counts may come in either order)"
+)
 
 # %% [markdown]
 # The profile's vocabulary is trained the same way on both sides of the whole training split (never
@@ -171,10 +203,14 @@ print(f"sentencepiece learned the same {len(our_merges)} merges; {same_place} of
 # piece (only for characters absent from the training text):
 
 # %%
-tokenizer = tokenizer_for_corpus(settings.corpus, settings.vocab_size, split=settings.train_split, data_dir=data_dir)
+tokenizer = tokenizer_for_corpus(
+    settings.corpus, settings.vocab_size, split=settings.train_split, data_dir=data_dir
+)
 splits = {"train": train_text}
 for name in (settings.valid_split, settings.test_split):
-    splits[name] = load_parallel(settings.corpus, name, settings.src_lang, settings.tgt_lang, data_dir)
+    splits[name] = load_parallel(
+        settings.corpus, name, settings.src_lang, settings.tgt_lang, data_dir
+    )
 limit = settings.max_train_pairs
 
 
@@ -183,23 +219,43 @@ def piece_stats(sentences: list[str]) -> dict:
     pieces = sum(len(s) for s in ids)
     words = sum(len(s.split()) for s in sentences)
     unknown = sum(s.count(tokenizer.unk_id) for s in ids)
-    return dict(sentences=len(sentences), words_per_sentence=words / len(sentences),
-                pieces_per_sentence=pieces / len(sentences), pieces_per_word=pieces / words,
-                unknown_rate=unknown / pieces)
+    return dict(
+        sentences=len(sentences),
+        words_per_sentence=words / len(sentences),
+        pieces_per_sentence=pieces / len(sentences),
+        pieces_per_word=pieces / words,
+        unknown_rate=unknown / pieces,
+    )
 
 
 bpe_rows = []
 for split_name, corpus in splits.items():
-    src, tgt = (corpus.src[:limit], corpus.tgt[:limit]) if split_name == "train" and limit else (corpus.src, corpus.tgt)
+    src, tgt = (
+        (corpus.src[:limit], corpus.tgt[:limit])
+        if split_name == "train" and limit
+        else (corpus.src, corpus.tgt)
+    )
     bpe_rows.append(dict(split=split_name, side=settings.src_lang, **piece_stats(src)))
     bpe_rows.append(dict(split=split_name, side=settings.tgt_lang, **piece_stats(tgt)))
 bpe_table = pd.DataFrame(bpe_rows)
 assert tokenizer.vocab_size == settings.vocab_size
-assert (bpe_table.pieces_per_word >= 1).all()  # a word is one piece or several, never less
-assert (bpe_table[bpe_table.split == "train"].unknown_rate == 0).all()  # every training character is a piece
-print(f"{tokenizer.vocab_size:,} pieces shared by {settings.src_lang} and {settings.tgt_lang}")
-viz.show_table(bpe_table, sentences="{:,}", words_per_sentence="{:.1f}", pieces_per_sentence="{:.1f}",
-           pieces_per_word="{:.2f}", unknown_rate="{:.2e}")
+assert (
+    bpe_table.pieces_per_word >= 1
+).all()  # a word is one piece or several, never less
+assert (
+    bpe_table[bpe_table.split == "train"].unknown_rate == 0
+).all()  # every training character is a piece
+print(
+    f"{tokenizer.vocab_size:,} pieces shared by {settings.src_lang} and {settings.tgt_lang}"
+)
+viz.show_table(
+    bpe_table,
+    sentences="{:,}",
+    words_per_sentence="{:.1f}",
+    pieces_per_sentence="{:.1f}",
+    pieces_per_word="{:.2f}",
+    unknown_rate="{:.2e}",
+)
 
 # %% [markdown]
 # A few test sentences as the model sees them (each piece between spaces; `▁` starts a word). Frequent
@@ -207,9 +263,16 @@ viz.show_table(bpe_table, sentences="{:,}", words_per_sentence="{:.1f}", pieces_
 
 # %%
 test = splits[settings.test_split]
-examples = pd.DataFrame([dict(side=side, sentence=text, pieces=" ".join(tokenizer.pieces(text)))
-                         for i in (0, 1, 2) for side, text in ((settings.src_lang, test.src[i]),
-                                                               (settings.tgt_lang, test.tgt[i]))])
+examples = pd.DataFrame(
+    [
+        dict(side=side, sentence=text, pieces=" ".join(tokenizer.pieces(text)))
+        for i in (0, 1, 2)
+        for side, text in (
+            (settings.src_lang, test.src[i]),
+            (settings.tgt_lang, test.tgt[i]),
+        )
+    ]
+)
 for text in examples.sentence:
     assert tokenizer.decode(tokenizer.encode(text)) == text  # segmentation loses nothing
 viz.show_table(examples)
@@ -245,10 +308,17 @@ def batches_by_tokens(src_widths, tgt_widths, max_tokens: int) -> list[list[int]
 
 
 ours = batches_by_tokens(src_widths, tgt_widths, settings.batch_tokens)
-package_batcher = TokenBatcher(data.train.src_lengths, data.train.tgt_lengths, settings.batch_tokens,
-                               shuffle=False, skip_too_long=True)
+package_batcher = TokenBatcher(
+    data.train.src_lengths,
+    data.train.tgt_lengths,
+    settings.batch_tokens,
+    shuffle=False,
+    skip_too_long=True,
+)
 assert ours == package_batcher.epoch_batches(0)
-print(f"{len(ours)} batches of at most {settings.batch_tokens} tokens a side: the same as the package's TokenBatcher")
+print(
+    f"{len(ours)} batches of at most {settings.batch_tokens} tokens a side: the same as the package's TokenBatcher"
+)
 
 # %% [markdown]
 # The package's `TokenBatcher` does this in `pack_by_tokens`, and for training shuffles twice per
@@ -264,35 +334,67 @@ viz.show_source(TokenBatcher.epoch_batches)
 # on average as the token batches hold, either in random order or sorted by length:
 
 # %%
-training_batches = TokenBatcher(data.train.src_lengths, data.train.tgt_lengths, settings.batch_tokens,
-                                seed=settings.seed, skip_too_long=True).epoch_batches(0)
+training_batches = TokenBatcher(
+    data.train.src_lengths,
+    data.train.tgt_lengths,
+    settings.batch_tokens,
+    seed=settings.seed,
+    skip_too_long=True,
+).epoch_batches(0)
 pairs_per_batch = max(1, round(np.mean([len(b) for b in training_batches])))
 rng = np.random.default_rng(seed)
 random_order = rng.permutation(len(data.train)).tolist()
 sorted_order = np.lexsort((src_widths, tgt_widths)).tolist()
 strategies = {
-    f"{pairs_per_batch} sentences, random order": [random_order[i:i + pairs_per_batch]
-                                                   for i in range(0, len(random_order), pairs_per_batch)],
-    f"{pairs_per_batch} sentences, sorted by length": [sorted_order[i:i + pairs_per_batch]
-                                                       for i in range(0, len(sorted_order), pairs_per_batch)],
+    f"{pairs_per_batch} sentences, random order": [
+        random_order[i : i + pairs_per_batch]
+        for i in range(0, len(random_order), pairs_per_batch)
+    ],
+    f"{pairs_per_batch} sentences, sorted by length": [
+        sorted_order[i : i + pairs_per_batch]
+        for i in range(0, len(sorted_order), pairs_per_batch)
+    ],
     f"about {settings.batch_tokens} tokens, sorted (TokenBatcher)": training_batches,
 }
-batching = pd.DataFrame([
-    dict(batches=name, count=len(bs), padding_fraction=padding_fraction(bs, src_widths, tgt_widths),
-         target_tokens_mean=np.mean([tgt_widths[b].sum() for b in bs]),
-         target_tokens_cv=np.std([tgt_widths[b].sum() for b in bs]) / np.mean([tgt_widths[b].sum() for b in bs]))
-    for name, bs in strategies.items()
-])
+batching = pd.DataFrame(
+    [
+        dict(
+            batches=name,
+            count=len(bs),
+            padding_fraction=padding_fraction(bs, src_widths, tgt_widths),
+            target_tokens_mean=np.mean([tgt_widths[b].sum() for b in bs]),
+            target_tokens_cv=np.std([tgt_widths[b].sum() for b in bs])
+            / np.mean([tgt_widths[b].sum() for b in bs]),
+        )
+        for name, bs in strategies.items()
+    ]
+)
 padding = batching.set_index("batches").padding_fraction
 spread = batching.set_index("batches").target_tokens_cv
-assert padding.iloc[1] < padding.iloc[0] and padding.iloc[2] < padding.iloc[0]  # sorting pays ...
+assert (
+    padding.iloc[1] < padding.iloc[0] and padding.iloc[2] < padding.iloc[0]
+)  # sorting pays ...
 assert spread.iloc[2] < spread.iloc[1]  # ... and a token budget evens out sorted batches
-viz.show_table(batching, padding_fraction="{:.1%}", target_tokens_mean="{:,.0f}", target_tokens_cv="{:.2f}")
-viz.show(alt.Chart(batching).mark_bar().encode(
-    y=alt.Y("batches:N", sort=None, title=None, axis=alt.Axis(labelLimit=360)),
-    x=alt.X("padding_fraction:Q", axis=alt.Axis(format="%"), title="padding fraction (source and target)"),
-    tooltip=["batches", alt.Tooltip("padding_fraction:Q", format=".1%")],
-).properties(width=380, height=120, title="Share of the batch tensors that is padding"))
+viz.show_table(
+    batching,
+    padding_fraction="{:.1%}",
+    target_tokens_mean="{:,.0f}",
+    target_tokens_cv="{:.2f}",
+)
+viz.show(
+    alt.Chart(batching)
+    .mark_bar()
+    .encode(
+        y=alt.Y("batches:N", sort=None, title=None, axis=alt.Axis(labelLimit=360)),
+        x=alt.X(
+            "padding_fraction:Q",
+            axis=alt.Axis(format="%"),
+            title="padding fraction (source and target)",
+        ),
+        tooltip=["batches", alt.Tooltip("padding_fraction:Q", format=".1%")],
+    )
+    .properties(width=380, height=120, title="Share of the batch tensors that is padding")
+)
 
 # %% [markdown]
 # Sorting removes most of the padding. Among sorted batches, a fixed number of sentences makes
@@ -315,6 +417,7 @@ viz.show(alt.Chart(batching).mark_bar().encode(
 # about $7 \times 10^{-4}$ for the base model. Wider models get smaller rates. In three lines, and
 # checked against the package's `NoamSchedule` driving a real optimizer:
 
+
 # %%
 def lrate(step: int, d_model: int, warmup: int) -> float:
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
@@ -323,11 +426,15 @@ def lrate(step: int, d_model: int, warmup: int) -> float:
 optimizer = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
 schedule = NoamSchedule(optimizer, d_model=512, warmup_steps=4000)
 for step in range(1, 12_001):
-    assert math.isclose(optimizer.param_groups[0]["lr"], lrate(step, 512, 4000), rel_tol=1e-12), step
+    assert math.isclose(
+        optimizer.param_groups[0]["lr"], lrate(step, 512, 4000), rel_tol=1e-12
+    ), step
     optimizer.step()
     schedule.step()
-print(f"NoamSchedule gives lrate(step) at each of 12,000 steps; the base model's peak is "
-      f"{peak_lr(512, 4000):.2e} at step 4000")
+print(
+    f"NoamSchedule gives lrate(step) at each of 12,000 steps; the base model's peak is "
+    f"{peak_lr(512, 4000):.2e} at step 4000"
+)
 viz.show_source(NoamSchedule.get_lr)
 viz.show_source(noam_lr)
 
@@ -343,22 +450,49 @@ factor = schedule_factor(settings, d_profile)
 curves = {
     "paper base (d_model 512, warm-up 4000)": (512, 4000, 1.0),
     "paper big (d_model 1024, warm-up 4000)": (1024, 4000, 1.0),
-    f"profile {settings.name} (d_model {d_profile}, warm-up {settings.warmup_steps})":
-        (d_profile, settings.warmup_steps, factor),
+    f"profile {settings.name} (d_model {d_profile}, warm-up {settings.warmup_steps})": (
+        d_profile,
+        settings.warmup_steps,
+        factor,
+    ),
 }
 steps = np.unique(np.geomspace(1, 100_000, 400).astype(int))
-schedule_df = pd.DataFrame([dict(step=int(s), learning_rate=noam_lr(int(s), d, w, f), schedule=name)
-                            for name, (d, w, f) in curves.items() for s in steps])
+schedule_df = pd.DataFrame(
+    [
+        dict(step=int(s), learning_rate=noam_lr(int(s), d, w, f), schedule=name)
+        for name, (d, w, f) in curves.items()
+        for s in steps
+    ]
+)
 profile_peak = noam_lr(settings.warmup_steps, d_profile, settings.warmup_steps, factor)
 if settings.peak_lr is not None:
     assert math.isclose(profile_peak, settings.peak_lr, rel_tol=1e-9)
-viz.show(viz.line_chart(schedule_df, "step", "learning_rate", "schedule", log_x=True,
-                        title="Learning rate against step (section 5.3): linear warm-up, then 1/sqrt(step)",
-                        y_title="learning rate").configure_legend(orient="bottom", labelLimit=400))
-viz.show_table(pd.DataFrame([dict(schedule=name, warmup_steps=w, peak_learning_rate=noam_lr(w, d, w, f),
-                              rate_at_10x_warmup=noam_lr(10 * w, d, w, f))
-                         for name, (d, w, f) in curves.items()]),
-           peak_learning_rate="{:.2e}", rate_at_10x_warmup="{:.2e}")
+viz.show(
+    viz.line_chart(
+        schedule_df,
+        "step",
+        "learning_rate",
+        "schedule",
+        log_x=True,
+        title="Learning rate against step (section 5.3): linear warm-up, then 1/sqrt(step)",
+        y_title="learning rate",
+    ).configure_legend(orient="bottom", labelLimit=400)
+)
+viz.show_table(
+    pd.DataFrame(
+        [
+            dict(
+                schedule=name,
+                warmup_steps=w,
+                peak_learning_rate=noam_lr(w, d, w, f),
+                rate_at_10x_warmup=noam_lr(10 * w, d, w, f),
+            )
+            for name, (d, w, f) in curves.items()
+        ]
+    ),
+    peak_learning_rate="{:.2e}",
+    rate_at_10x_warmup="{:.2e}",
+)
 
 # %% [markdown]
 # Ten times past the peak the rate has fallen by $\sqrt{10}$, whatever the model: the decay is the
@@ -376,19 +510,36 @@ viz.show_table(pd.DataFrame([dict(schedule=name, warmup_steps=w, peak_learning_r
 
 # %%
 eps, V = 0.1, 10
-toy_target = torch.tensor([5, 7, 4, 9, 2, 0, 0])  # four words, eos (2), two padding positions (0)
+toy_target = torch.tensor(
+    [5, 7, 4, 9, 2, 0, 0]
+)  # four words, eos (2), two padding positions (0)
 smoothed = torch.full((len(toy_target), V), eps / V)
 smoothed[torch.arange(len(toy_target)), toy_target] += 1 - eps
 smoothed[toy_target == 0] = 0.0  # padding is not predicted
 assert torch.allclose(smoothed[toy_target != 0].sum(-1), torch.ones(5))
 heat = viz.label_smoothing_chart(
-    smoothed, token_labels=["pad", "bos", "eos", "unk"] + [f"w{i}" for i in range(4, V)],
+    smoothed,
+    token_labels=["pad", "bos", "eos", "unk"] + [f"w{i}" for i in range(4, V)],
     row_labels=["w5", "w7", "w4", "w9", "eos", "pad", "pad"],
-    title=f"Smoothed targets, eps = {eps}: {1 - eps + eps / V:.2f} on the reference, {eps / V:.2f} elsewhere")
-heat = heat.encode(color=alt.Color("probability:Q", scale=alt.Scale(scheme="blues", type="sqrt"), title="probability"))
-values = alt.Chart(heat.data).mark_text(fontSize=9).encode(
-    x="column:O", y="row:O", text=alt.Text("probability:Q", format=".2f"),
-    color=alt.condition("datum.probability > 0.5", alt.value("white"), alt.value("black")))
+    title=f"Smoothed targets, eps = {eps}: {1 - eps + eps / V:.2f} on the reference, {eps / V:.2f} elsewhere",
+)
+heat = heat.encode(
+    color=alt.Color(
+        "probability:Q", scale=alt.Scale(scheme="blues", type="sqrt"), title="probability"
+    )
+)
+values = (
+    alt.Chart(heat.data)
+    .mark_text(fontSize=9)
+    .encode(
+        x="column:O",
+        y="row:O",
+        text=alt.Text("probability:Q", format=".2f"),
+        color=alt.condition(
+            "datum.probability > 0.5", alt.value("white"), alt.value("black")
+        ),
+    )
+)
 viz.show(alt.layer(heat, values))
 
 # %% [markdown]
@@ -396,26 +547,34 @@ viz.show(alt.layer(heat, values))
 # tokens. As a textbook would write it, against the package's loss (a hand-written backward pass
 # that never builds the smoothed matrix) and PyTorch's own `label_smoothing` option:
 
+
 # %%
 def smoothed_loss(logits, target, eps, pad_id=0):
     """sum over non-pad positions of -sum_v q_v log p_v, q = (1 - eps) one_hot + eps / V."""
     log_p = logits.log_softmax(-1)
     q = torch.full_like(log_p, eps / logits.size(-1)).scatter_add_(
-        -1, target[:, None], torch.full_like(log_p[:, :1], 1 - eps))
+        -1, target[:, None], torch.full_like(log_p[:, :1], 1 - eps)
+    )
     return -(q * log_p).sum(-1)[target != pad_id].sum()
 
 
 logits = torch.randn(len(toy_target), V, dtype=torch.float64, requires_grad=True)
 ours_loss = smoothed_loss(logits, toy_target, eps)
 package = label_smoothed_cross_entropy(logits, toy_target, smoothing=eps, pad_id=0)
-pytorch = F.cross_entropy(logits, toy_target, label_smoothing=eps, ignore_index=0, reduction="sum")
+pytorch = F.cross_entropy(
+    logits, toy_target, label_smoothing=eps, ignore_index=0, reduction="sum"
+)
 torch.testing.assert_close(package.loss, ours_loss)
 torch.testing.assert_close(pytorch, ours_loss)
-ours_grad, = torch.autograd.grad(ours_loss, logits)
-package_grad, = torch.autograd.grad(label_smoothed_cross_entropy(logits, toy_target, eps, 0).loss, logits)
+(ours_grad,) = torch.autograd.grad(ours_loss, logits)
+(package_grad,) = torch.autograd.grad(
+    label_smoothed_cross_entropy(logits, toy_target, eps, 0).loss, logits
+)
 torch.testing.assert_close(package_grad, ours_grad)
-print(f"loss {ours_loss.item():.6f}: the textbook formula, the package and F.cross_entropy agree, "
-      f"gradients too; {int(package.tokens)} real tokens")
+print(
+    f"loss {ours_loss.item():.6f}: the textbook formula, the package and F.cross_entropy agree, "
+    f"gradients too; {int(package.tokens)} real tokens"
+)
 viz.show_source(composite_smoothed_cross_entropy)
 
 # %% [markdown]
@@ -429,7 +588,9 @@ viz.show_source(composite_smoothed_cross_entropy)
 
 # %%
 p_true = torch.tensor([0.6, 0.3, 0.1, 0, 0, 0, 0, 0], dtype=torch.float64)
-counts = (p_true * 10).round().long()  # p_true as ten draws: 6 x word 0, 3 x word 1, 1 x word 2
+counts = (
+    (p_true * 10).round().long()
+)  # p_true as ten draws: 6 x word 0, 3 x word 1, 1 x word 2
 draws = torch.arange(len(p_true)).repeat_interleave(counts)
 
 
@@ -438,7 +599,9 @@ def optimum(eps: float, steps: int = 1500) -> torch.Tensor:
     z = torch.zeros(len(p_true), dtype=torch.float64, requires_grad=True)
     opt = torch.optim.Adam([z], lr=0.1)
     for _ in range(steps):
-        loss = label_smoothed_cross_entropy(z.expand(len(draws), -1), draws, eps, pad_id=-1).loss / len(draws)
+        loss = label_smoothed_cross_entropy(
+            z.expand(len(draws), -1), draws, eps, pad_id=-1
+        ).loss / len(draws)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -449,14 +612,26 @@ optima = []
 for e in (0.0, 0.1, 0.2):
     q = optimum(e)
     predicted = (1 - e) * p_true + e / len(p_true)
-    torch.testing.assert_close(q, predicted, atol=2e-3, rtol=0)  # the closed form q* above
-    optima.append(dict(eps=e, p_of_likeliest=q[0].item(), p_of_impossible=q[3:].mean().item(),
-                       perplexity=math.exp(-(p_true[p_true > 0] * q[p_true > 0].log()).sum().item()),
-                       likeliest_word=int(q.argmax())))
+    torch.testing.assert_close(
+        q, predicted, atol=2e-3, rtol=0
+    )  # the closed form q* above
+    optima.append(
+        dict(
+            eps=e,
+            p_of_likeliest=q[0].item(),
+            p_of_impossible=q[3:].mean().item(),
+            perplexity=math.exp(-(p_true[p_true > 0] * q[p_true > 0].log()).sum().item()),
+            likeliest_word=int(q.argmax()),
+        )
+    )
 optima = pd.DataFrame(optima)
 assert optima.perplexity.is_monotonic_increasing  # smoothing costs perplexity ...
-assert (optima.likeliest_word == int(p_true.argmax())).all()  # ... and leaves the ranking alone
-viz.show_table(optima, p_of_likeliest="{:.3f}", p_of_impossible="{:.4f}", perplexity="{:.3f}")
+assert (
+    optima.likeliest_word == int(p_true.argmax())
+).all()  # ... and leaves the ranking alone
+viz.show_table(
+    optima, p_of_likeliest="{:.3f}", p_of_impossible="{:.4f}", perplexity="{:.3f}"
+)
 
 # %% [markdown]
 # The best smoothed model is less sure of the likeliest word and gives the impossible ones a little
@@ -469,19 +644,37 @@ viz.show_table(optima, p_of_likeliest="{:.3f}", p_of_impossible="{:.4f}", perple
 # paper's Table 3 measures (rows D3 and D4 change only $\epsilon$) and chapter 06 retrains:
 
 # %%
-smoothing_rows = pd.DataFrame([
-    dict(row=row, eps_ls=eps_row, dev_perplexity=paper.TABLE3[row].ppl, dev_bleu=paper.TABLE3[row].bleu)
-    for row, eps_row in (("D3", 0.0), ("base", 0.1), ("D4", 0.2))
-])
+smoothing_rows = pd.DataFrame(
+    [
+        dict(
+            row=row,
+            eps_ls=eps_row,
+            dev_perplexity=paper.TABLE3[row].ppl,
+            dev_bleu=paper.TABLE3[row].bleu,
+        )
+        for row, eps_row in (("D3", 0.0), ("base", 0.1), ("D4", 0.2))
+    ]
+)
 assert smoothing_rows.dev_perplexity.is_monotonic_increasing
 assert smoothing_rows.dev_bleu.iloc[1] > smoothing_rows.dev_bleu.iloc[0]
-one_hot = pd.DataFrame([dict(vocabulary=v, eps=e, optimum_perplexity=1 / (1 - e + e / v),
-                             optimum_logit_gap=math.log1p((1 - e) * v / e) if e else math.inf)
-                        for v in (settings.vocab_size, 37_000) for e in (0.0, 0.1, 0.2)])
+one_hot = pd.DataFrame(
+    [
+        dict(
+            vocabulary=v,
+            eps=e,
+            optimum_perplexity=1 / (1 - e + e / v),
+            optimum_logit_gap=math.log1p((1 - e) * v / e) if e else math.inf,
+        )
+        for v in (settings.vocab_size, 37_000)
+        for e in (0.0, 0.1, 0.2)
+    ]
+)
 display(Markdown("**The paper, Table 3 (newstest2013):**"))
 viz.show_table(smoothing_rows)
 display(Markdown("**A context with one right answer, at the optimum:**"))
-viz.show_table(one_hot, vocabulary="{:,}", optimum_perplexity="{:.3f}", optimum_logit_gap="{:.1f}")
+viz.show_table(
+    one_hot, vocabulary="{:,}", optimum_perplexity="{:.3f}", optimum_logit_gap="{:.1f}"
+)
 
 # %% [markdown]
 # ## 4.5 The copy task: the whole loop in a minute
@@ -497,17 +690,29 @@ viz.show_table(one_hot, vocabulary="{:,}", optimum_perplexity="{:.3f}", optimum_
 COPY_VOCAB = 14  # 10 symbols after the 4 special ids
 
 
-def train_copy(config, steps: int, length: tuple[int, int], batch_size: int, seed: int = 0, progress=False):
+def train_copy(
+    config,
+    steps: int,
+    length: tuple[int, int],
+    batch_size: int,
+    seed: int = 0,
+    progress=False,
+):
     """The copy task's training loop, as train_copy_task runs it, for any model configuration."""
     torch.manual_seed(seed)
     model = Transformer(config, COPY_VOCAB, COPY_VOCAB)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     schedule = NoamSchedule(optimizer, config.d_model, config.warmup_steps)
     batches = torch.Generator().manual_seed(seed + 1)
-    for _ in tqdm(range(steps), desc=f"copy, {config.positional} positions", disable=not progress):
-        src, tgt = synthetic_batch("copy", batch_size, length, COPY_VOCAB, generator=batches)
-        parts = label_smoothed_cross_entropy(model(src, tgt[:, :-1]), tgt[:, 1:], config.label_smoothing,
-                                             config.pad_id)
+    for _ in tqdm(
+        range(steps), desc=f"copy, {config.positional} positions", disable=not progress
+    ):
+        src, tgt = synthetic_batch(
+            "copy", batch_size, length, COPY_VOCAB, generator=batches
+        )
+        parts = label_smoothed_cross_entropy(
+            model(src, tgt[:, :-1]), tgt[:, 1:], config.label_smoothing, config.pad_id
+        )
         optimizer.zero_grad(set_to_none=True)
         (parts.loss / parts.tokens).backward()
         optimizer.step()
@@ -515,13 +720,21 @@ def train_copy(config, steps: int, length: tuple[int, int], batch_size: int, see
     return model
 
 
-copy_config = preset("tiny", dropout=0.1, label_smoothing=0.1, warmup_steps=200)  # as train_copy_task builds it
+copy_config = preset(
+    "tiny", dropout=0.1, label_smoothing=0.1, warmup_steps=200
+)  # as train_copy_task builds it
 copy_length = (1, size["copy_length"])
 ours_copy = train_copy(copy_config, 10, copy_length, size["copy_batch"])
-package_copy = train_copy_task(steps=10, batch_size=size["copy_batch"], length=copy_length, verbose=False)["model"]
-for (name, a), (_, b) in zip(ours_copy.state_dict().items(), package_copy.state_dict().items()):
+package_copy = train_copy_task(
+    steps=10, batch_size=size["copy_batch"], length=copy_length, verbose=False
+)["model"]
+for (name, a), (_, b) in zip(
+    ours_copy.state_dict().items(), package_copy.state_dict().items()
+):
     assert torch.equal(a, b), name
-print("after 10 steps the loop above and the package's train_copy_task hold bit-identical weights")
+print(
+    "after 10 steps the loop above and the package's train_copy_task hold bit-identical weights"
+)
 
 # %% [markdown]
 # The package's `train_copy_task` (what `python -m annotated_transformer copy` runs), trained for
@@ -529,17 +742,33 @@ print("after 10 steps the loop above and the package's train_copy_task hold bit-
 # by greedy decoding: a sequence counts as right only if every token and the end-of-sequence are.
 
 # %%
-copy_run = train_copy_task(steps=size["copy_steps"], batch_size=size["copy_batch"], length=copy_length,
-                           seed=seed, log_every=max(1, size["copy_steps"] // 10), verbose=True)
+copy_run = train_copy_task(
+    steps=size["copy_steps"],
+    batch_size=size["copy_batch"],
+    length=copy_length,
+    seed=seed,
+    log_every=max(1, size["copy_steps"] // 10),
+    verbose=True,
+)
 copy_history = pd.DataFrame(copy_run["history"])
 assert copy_history.loss.iloc[-1] < copy_history.loss.iloc[0]
 if learns:
     assert copy_run["accuracy"] >= 0.95, copy_run["accuracy"]
-print(f"held-out exact-sequence accuracy {copy_run['accuracy']:.1%} after {copy_run['steps']} steps "
-      f"({copy_run['train_seconds']:.0f} s of training)")
-viz.show(viz.line_chart(copy_history, "step", "loss", points=True, y_title="label-smoothed loss per token",
-                        title=f"Copy task: training loss (held-out accuracy {copy_run['accuracy']:.1%})",
-                        height=200))
+print(
+    f"held-out exact-sequence accuracy {copy_run['accuracy']:.1%} after {copy_run['steps']} steps "
+    f"({copy_run['train_seconds']:.0f} s of training)"
+)
+viz.show(
+    viz.line_chart(
+        copy_history,
+        "step",
+        "loss",
+        points=True,
+        y_title="label-smoothed loss per token",
+        title=f"Copy task: training loss (held-out accuracy {copy_run['accuracy']:.1%})",
+        height=200,
+    )
+)
 viz.show_source(train_copy_task)
 
 # %% [markdown]
@@ -570,14 +799,20 @@ viz.show_source(pipeline.run)
 # parameter); a finished run is replaced by a fresh one.
 
 # %%
-PAPER_BATCH_TOKENS = 25_000  # section 5.1: about 25,000 source and 25,000 target tokens per step
+PAPER_BATCH_TOKENS = (
+    25_000  # section 5.1: about 25,000 source and 25,000 target tokens per step
+)
 repo = results.repo_root() or pathlib.Path.cwd()
 run_dir = repo / "runs" / f"book-{settings.name}"
 
 
 def read_metrics(folder: pathlib.Path) -> list[dict]:
     path = folder / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    return (
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if path.is_file()
+        else []
+    )
 
 
 def unfinished_run_of(folder: pathlib.Path, profile) -> bool:
@@ -585,17 +820,29 @@ def unfinished_run_of(folder: pathlib.Path, profile) -> bool:
     records = read_metrics(folder)
     starts = [r for r in records if r["kind"] == "start"]
     stops = [r for r in records if r["kind"] == "stop"]
-    same_profile = bool(starts) and starts[0]["profile"] == json.loads(json.dumps(profile.to_dict()))
-    stopped_early = not stops or stops[-1]["stopped_by"] == "interrupted" or len(stops) < len(starts)
+    same_profile = bool(starts) and starts[0]["profile"] == json.loads(
+        json.dumps(profile.to_dict())
+    )
+    stopped_early = (
+        not stops or stops[-1]["stopped_by"] == "interrupted" or len(stops) < len(starts)
+    )
     return (folder / RESUME_NAME).is_file() and same_profile and stopped_early
 
 
 resuming = bool(resume) and unfinished_run_of(run_dir, settings)
 if not resuming:
-    shutil.rmtree(run_dir, ignore_errors=True)  # a fresh run: no snapshot of an older one may be averaged
-summary = pipeline.run(settings, run_dir, data_dir=data_dir, resume=resuming, device=device)
-assert summary["stopped_by"] != "interrupted", "the run was interrupted: run this cell again to resume it"
-print(f"stopped by {summary['stopped_by']} after {summary['steps']} steps ({summary['epochs']:.2f} epochs)")
+    shutil.rmtree(
+        run_dir, ignore_errors=True
+    )  # a fresh run: no snapshot of an older one may be averaged
+summary = pipeline.run(
+    settings, run_dir, data_dir=data_dir, resume=resuming, device=device
+)
+assert summary["stopped_by"] != "interrupted", (
+    "the run was interrupted: run this cell again to resume it"
+)
+print(
+    f"stopped by {summary['stopped_by']} after {summary['steps']} steps ({summary['epochs']:.2f} epochs)"
+)
 
 # %% [markdown]
 # The trainer logs the mean loss of the last steps, the learning rate and the speed every few steps,
@@ -605,25 +852,56 @@ print(f"stopped by {summary['stopped_by']} after {summary['steps']} steps ({summ
 
 # %%
 records = read_metrics(run_dir)
-train_log = pd.DataFrame([r for r in records if r["kind"] == "train"]).drop_duplicates("step", keep="last")
-valid_log = pd.DataFrame([r for r in records if r["kind"] == "valid"]).drop_duplicates("step", keep="last")
+train_log = pd.DataFrame([r for r in records if r["kind"] == "train"]).drop_duplicates(
+    "step", keep="last"
+)
+valid_log = pd.DataFrame([r for r in records if r["kind"] == "valid"]).drop_duplicates(
+    "step", keep="last"
+)
 assert train_log.step.max() == summary["steps"]
 assert train_log.loss.iloc[-1] < train_log.loss.iloc[0]  # it learns
-assert valid_log.ppl.iloc[-1] < tokenizer.vocab_size  # better than a uniform guess over the vocabulary
+assert (
+    valid_log.ppl.iloc[-1] < tokenizer.vocab_size
+)  # better than a uniform guess over the vocabulary
 if len(valid_log) > 1:
     assert valid_log.ppl.iloc[-1] < valid_log.ppl.iloc[0]
-losses = train_log.melt("step", value_vars=["loss", "nll"], var_name="quantity", value_name="per target token")
-losses["quantity"] = losses.quantity.map({"loss": "label-smoothed loss (optimised)", "nll": "NLL"})
-perplexities = pd.concat([
-    train_log.assign(split="training batches")[["step", "ppl", "split"]],
-    valid_log.assign(split=f"validation ({settings.valid_split})")[["step", "ppl", "split"]],
-])
-viz.show(alt.vconcat(
-    viz.line_chart(losses, "step", "per target token", "quantity", height=220,
-                   title=f"Training loss, profile {settings.name}"),
-    viz.line_chart(perplexities, "step", "ppl", "split", log_y=True, points=True, height=220,
-                   y_title="perplexity per subword", title="Perplexity"),
-).resolve_scale(color="independent"))
+losses = train_log.melt(
+    "step", value_vars=["loss", "nll"], var_name="quantity", value_name="per target token"
+)
+losses["quantity"] = losses.quantity.map(
+    {"loss": "label-smoothed loss (optimised)", "nll": "NLL"}
+)
+perplexities = pd.concat(
+    [
+        train_log.assign(split="training batches")[["step", "ppl", "split"]],
+        valid_log.assign(split=f"validation ({settings.valid_split})")[
+            ["step", "ppl", "split"]
+        ],
+    ]
+)
+viz.show(
+    alt.vconcat(
+        viz.line_chart(
+            losses,
+            "step",
+            "per target token",
+            "quantity",
+            height=220,
+            title=f"Training loss, profile {settings.name}",
+        ),
+        viz.line_chart(
+            perplexities,
+            "step",
+            "ppl",
+            "split",
+            log_y=True,
+            points=True,
+            height=220,
+            y_title="perplexity per subword",
+            title="Perplexity",
+        ),
+    ).resolve_scale(color="independent")
+)
 
 # %% [markdown]
 # Speed and scores, read from the run's summary (the validation and test perplexities are of the
@@ -634,25 +912,34 @@ start_record = next(r for r in records if r["kind"] == "start")
 step_time_s = summary["train_time_s"] / summary["steps"]
 tokens_per_step = summary["target_tokens"] / summary["steps"]
 test_scores = summary["test"]
-run_table = pd.DataFrame([
-    ("steps", f"{summary['steps']:,}"),
-    ("epochs", f"{summary['epochs']:.2f}"),
-    ("training time", f"{summary['train_time_s']:,.0f} s"),
-    ("seconds per step", f"{step_time_s:.3f}"),
-    ("target tokens per step", f"{tokens_per_step:,.0f}"),
-    ("target tokens per second", f"{summary['target_tokens_per_s']:,.0f}"),
-    ("padding in the batches", f"{start_record['padding_fraction']:.1%}"),
-    ("parameters", f"{summary['parameters']:,}"),
-    ("precision, device", f"{summary['precision']}, {torch_device}"),
-    ("model FLOPs utilisation", "n/a (no peak known for this device)" if summary["mfu"] is None
-     else f"{summary['mfu']:.1%}"),
-    ("validation perplexity (last weights)", f"{summary['valid']['ppl']:.2f}"),
-    ("test perplexity (averaged weights)", f"{test_scores['ppl']:.2f}"),
-    (f"test sacreBLEU ({test_scores['sentences']:,} sentences, beam {test_scores['beam_size']})",
-     f"{test_scores['sacrebleu']:.2f}"),
-    ("test tokenized BLEU (the paper's)", f"{test_scores['bleu_tokenized']:.2f}"),
-    ("checkpoints averaged", ", ".join(test_scores["averaged_checkpoints"])),
-], columns=["", f"profile {settings.name}"])
+run_table = pd.DataFrame(
+    [
+        ("steps", f"{summary['steps']:,}"),
+        ("epochs", f"{summary['epochs']:.2f}"),
+        ("training time", f"{summary['train_time_s']:,.0f} s"),
+        ("seconds per step", f"{step_time_s:.3f}"),
+        ("target tokens per step", f"{tokens_per_step:,.0f}"),
+        ("target tokens per second", f"{summary['target_tokens_per_s']:,.0f}"),
+        ("padding in the batches", f"{start_record['padding_fraction']:.1%}"),
+        ("parameters", f"{summary['parameters']:,}"),
+        ("precision, device", f"{summary['precision']}, {torch_device}"),
+        (
+            "model FLOPs utilisation",
+            "n/a (no peak known for this device)"
+            if summary["mfu"] is None
+            else f"{summary['mfu']:.1%}",
+        ),
+        ("validation perplexity (last weights)", f"{summary['valid']['ppl']:.2f}"),
+        ("test perplexity (averaged weights)", f"{test_scores['ppl']:.2f}"),
+        (
+            f"test sacreBLEU ({test_scores['sentences']:,} sentences, beam {test_scores['beam_size']})",
+            f"{test_scores['sacrebleu']:.2f}",
+        ),
+        ("test tokenized BLEU (the paper's)", f"{test_scores['bleu_tokenized']:.2f}"),
+        ("checkpoints averaged", ", ".join(test_scores["averaged_checkpoints"])),
+    ],
+    columns=["", f"profile {settings.name}"],
+)
 viz.show_table(run_table)
 print("sacreBLEU signature:", test_scores["sacrebleu_signature"])
 
@@ -663,12 +950,27 @@ print("sacreBLEU signature:", test_scores["sacrebleu_signature"])
 
 # %%
 base_run = paper.TRAINING["base"]
-viz.show_table(pd.DataFrame([
-    dict(run=f"paper, base, {paper.TRAINING_HARDWARE}", seconds_per_step=base_run.step_time_s,
-         target_tokens_per_step=PAPER_BATCH_TOKENS, target_tokens_per_s=PAPER_BATCH_TOKENS / base_run.step_time_s),
-    dict(run=f"this run, profile {settings.name}, {torch_device}", seconds_per_step=step_time_s,
-         target_tokens_per_step=tokens_per_step, target_tokens_per_s=summary["target_tokens_per_s"]),
-]), seconds_per_step="{:.3f}", target_tokens_per_step="{:,.0f}", target_tokens_per_s="{:,.0f}")
+viz.show_table(
+    pd.DataFrame(
+        [
+            dict(
+                run=f"paper, base, {paper.TRAINING_HARDWARE}",
+                seconds_per_step=base_run.step_time_s,
+                target_tokens_per_step=PAPER_BATCH_TOKENS,
+                target_tokens_per_s=PAPER_BATCH_TOKENS / base_run.step_time_s,
+            ),
+            dict(
+                run=f"this run, profile {settings.name}, {torch_device}",
+                seconds_per_step=step_time_s,
+                target_tokens_per_step=tokens_per_step,
+                target_tokens_per_s=summary["target_tokens_per_s"],
+            ),
+        ]
+    ),
+    seconds_per_step="{:.3f}",
+    target_tokens_per_step="{:,.0f}",
+    target_tokens_per_s="{:,.0f}",
+)
 
 # %% [markdown]
 # The run wrote its results file with its provenance; read back, it holds the numbers above:
@@ -679,8 +981,10 @@ record = results.read_result(results_file.stem, settings.results_folder)
 assert record is not None and record["metrics"]["sacrebleu"] == test_scores["sacrebleu"]
 assert record["metrics"]["bleu_tokenized"] == test_scores["bleu_tokenized"]
 assert record["metrics"]["steps"] == summary["steps"]
-print(f"{results_file.parent.name}/{results_file.name}: sacreBLEU {record['metrics']['sacrebleu']:.2f}, "
-      f"tokenized BLEU {record['metrics']['bleu_tokenized']:.2f}; {results.describe_provenance(record)}")
+print(
+    f"{results_file.parent.name}/{results_file.name}: sacreBLEU {record['metrics']['sacrebleu']:.2f}, "
+    f"tokenized BLEU {record['metrics']['bleu_tokenized']:.2f}; {results.describe_provenance(record)}"
+)
 
 # %% [markdown]
 # ### Stopping and resuming exactly
@@ -694,8 +998,15 @@ print(f"{results_file.parent.name}/{results_file.name}: sacreBLEU {record['metri
 # and resumed. It runs on the CPU, where PyTorch's kernels are deterministic.
 
 # %%
-demo = get_profile("smoke", max_steps=size["resume_steps"], batch_tokens=512, eval_every=0, log_every=4,
-                   save_every_steps=size["resume_steps"] // 3, keep_snapshots=3)
+demo = get_profile(
+    "smoke",
+    max_steps=size["resume_steps"],
+    batch_tokens=512,
+    eval_every=0,
+    log_every=4,
+    save_every_steps=size["resume_steps"] // 3,
+    keep_snapshots=3,
+)
 demo_root = repo / "runs" / f"book-{settings.name}-resume"
 shutil.rmtree(demo_root, ignore_errors=True)
 stop_at = size["resume_stop_at"]
@@ -705,13 +1016,20 @@ def stop_after(step: int):
     def on_step(trainer):
         if trainer.progress.step == step:
             trainer.request_stop("the chapter's demonstration")
+
     return on_step
 
 
-demo_kwargs = dict(data_dir=data_dir, device="cpu", evaluate_test=False, show_progress=False)
+demo_kwargs = dict(
+    data_dir=data_dir, device="cpu", evaluate_test=False, show_progress=False
+)
 straight = pipeline.run(demo, demo_root / "straight", **demo_kwargs)
-stopped = pipeline.run(demo, demo_root / "stopped", on_step=stop_after(stop_at), **demo_kwargs)
-torch.manual_seed(12345)  # whatever state this process is in, the checkpoint's random states win
+stopped = pipeline.run(
+    demo, demo_root / "stopped", on_step=stop_after(stop_at), **demo_kwargs
+)
+torch.manual_seed(
+    12345
+)  # whatever state this process is in, the checkpoint's random states win
 resumed = pipeline.run(demo, demo_root / "stopped", resume=True, **demo_kwargs)
 assert stopped["stopped_by"] == "interrupted" and stopped["steps"] == stop_at
 assert straight["steps"] == resumed["steps"] == demo.max_steps
@@ -720,20 +1038,43 @@ straight_weights = load_checkpoint(demo_root / "straight" / RESUME_NAME)["model"
 resumed_weights = load_checkpoint(demo_root / "stopped" / RESUME_NAME)["model"]
 assert straight_weights.keys() == resumed_weights.keys()
 for name in straight_weights:
-    assert torch.equal(straight_weights[name], resumed_weights[name]), f"{name} differs after resume"
-largest_difference = max((straight_weights[n].float() - resumed_weights[n].float()).abs().max().item()
-                         for n in straight_weights)
+    assert torch.equal(straight_weights[name], resumed_weights[name]), (
+        f"{name} differs after resume"
+    )
+largest_difference = max(
+    (straight_weights[n].float() - resumed_weights[n].float()).abs().max().item()
+    for n in straight_weights
+)
 assert largest_difference == 0.0
 assert straight["valid"]["loss"] == resumed["valid"]["loss"]
-viz.show_table(pd.DataFrame([
-    dict(run="straight through", steps=straight["steps"], stopped_by=straight["stopped_by"],
-         validation_loss=straight["valid"]["loss"]),
-    dict(run=f"stopped at step {stop_at}", steps=stopped["steps"], stopped_by=stopped["stopped_by"],
-         validation_loss=math.nan),
-    dict(run="... then resumed", steps=resumed["steps"], stopped_by=resumed["stopped_by"],
-         validation_loss=resumed["valid"]["loss"]),
-]), validation_loss="{:.6f}")
-print(f"all {len(straight_weights)} weight tensors are bit-identical (largest difference {largest_difference})")
+viz.show_table(
+    pd.DataFrame(
+        [
+            dict(
+                run="straight through",
+                steps=straight["steps"],
+                stopped_by=straight["stopped_by"],
+                validation_loss=straight["valid"]["loss"],
+            ),
+            dict(
+                run=f"stopped at step {stop_at}",
+                steps=stopped["steps"],
+                stopped_by=stopped["stopped_by"],
+                validation_loss=math.nan,
+            ),
+            dict(
+                run="... then resumed",
+                steps=resumed["steps"],
+                stopped_by=resumed["stopped_by"],
+                validation_loss=resumed["valid"]["loss"],
+            ),
+        ]
+    ),
+    validation_loss="{:.6f}",
+)
+print(
+    f"all {len(straight_weights)} weight tensors are bit-identical (largest difference {largest_difference})"
+)
 
 # %% [markdown]
 # ## 4.7 Readers' questions
@@ -771,9 +1112,15 @@ keep = (torch.tensor([6, 3, 5])[:, None] > torch.arange(6))[:, None, None, :]
 with torch.no_grad():
     torch.testing.assert_close(pre_layer(x, keep), pre_norm_layer_by_hand(x, keep))
 pre_model = Transformer(preset("tiny", norm_position="pre"), 40, 40)
-assert isinstance(pre_model.encoder_norm, torch.nn.LayerNorm) and isinstance(pre_model.decoder_norm, torch.nn.LayerNorm)
-assert isinstance(Transformer(preset("tiny"), 40, 40).encoder_norm, torch.nn.Identity)  # post-norm: nothing to add
-print("the pre-norm EncoderLayer is x + f(LayerNorm(x)); a pre-norm model ends each stack in a LayerNorm")
+assert isinstance(pre_model.encoder_norm, torch.nn.LayerNorm) and isinstance(
+    pre_model.decoder_norm, torch.nn.LayerNorm
+)
+assert isinstance(
+    Transformer(preset("tiny"), 40, 40).encoder_norm, torch.nn.Identity
+)  # post-norm: nothing to add
+print(
+    "the pre-norm EncoderLayer is x + f(LayerNorm(x)); a pre-norm model ends each stack in a LayerNorm"
+)
 viz.show_source(EncoderLayer.forward)
 
 # %% [markdown]
@@ -784,17 +1131,35 @@ viz.show_source(EncoderLayer.forward)
 # update, averaged over a few batches:
 
 # %%
-NORM_LAYERS, NORM_WIDTH, NORM_PEAK_LR, NORM_WARMUP, NORM_BATCH_TOKENS = 6, 64, 2e-3, 50, 512
-norm_batches = TokenBatcher(data.train.src_lengths, data.train.tgt_lengths, NORM_BATCH_TOKENS, seed=seed,
-                            skip_too_long=True).epoch_batches(0)
+NORM_LAYERS, NORM_WIDTH, NORM_PEAK_LR, NORM_WARMUP, NORM_BATCH_TOKENS = (
+    6,
+    64,
+    2e-3,
+    50,
+    512,
+)
+norm_batches = TokenBatcher(
+    data.train.src_lengths,
+    data.train.tgt_lengths,
+    NORM_BATCH_TOKENS,
+    seed=seed,
+    skip_too_long=True,
+).epoch_batches(0)
 vocab = tokenizer.vocab_size
 norm_factor = NORM_PEAK_LR / peak_lr(NORM_WIDTH, NORM_WARMUP)
 
 
 def norm_model(norm_position: str) -> Transformer:
     torch.manual_seed(seed)
-    config = preset("tiny", n_layers=NORM_LAYERS, d_model=NORM_WIDTH, d_ff=4 * NORM_WIDTH, n_heads=4,
-                    dropout=0.1, norm_position=norm_position)
+    config = preset(
+        "tiny",
+        n_layers=NORM_LAYERS,
+        d_model=NORM_WIDTH,
+        d_ff=4 * NORM_WIDTH,
+        n_heads=4,
+        dropout=0.1,
+        norm_position=norm_position,
+    )
     return Transformer(config, vocab, vocab).to(torch_device)
 
 
@@ -806,83 +1171,169 @@ def batch(i: int):
 def layer_gradient_norms(model: Transformer, n_batches: int = 4) -> list[dict]:
     """Norm of the loss gradient w.r.t. each layer's parameters, averaged over the first batches."""
     norms = collections.defaultdict(float)
-    layers = [("encoder", i, l) for i, l in enumerate(model.encoder_layers, 1)] + \
-             [("decoder", i, l) for i, l in enumerate(model.decoder_layers, 1)]
+    layers = [("encoder", i, l) for i, l in enumerate(model.encoder_layers, 1)] + [
+        ("decoder", i, l) for i, l in enumerate(model.decoder_layers, 1)
+    ]
     for b in range(n_batches):
         model.zero_grad(set_to_none=True)
-        parts = batch_loss(model, *batch(b), smoothing=model.config.label_smoothing, pad_id=model.config.pad_id)
+        parts = batch_loss(
+            model,
+            *batch(b),
+            smoothing=model.config.label_smoothing,
+            pad_id=model.config.pad_id,
+        )
         (parts.loss / parts.tokens).backward()
         for stack, i, layer in layers:
-            norms[stack, i] += torch.sqrt(sum(p.grad.pow(2).sum() for p in layer.parameters())).item() / n_batches
+            norms[stack, i] += (
+                torch.sqrt(sum(p.grad.pow(2).sum() for p in layer.parameters())).item()
+                / n_batches
+            )
     model.zero_grad(set_to_none=True)
-    return [dict(stack=stack, layer=i, gradient_norm=value) for (stack, i), value in norms.items()]
+    return [
+        dict(stack=stack, layer=i, gradient_norm=value)
+        for (stack, i), value in norms.items()
+    ]
 
 
-gradients = pd.concat([pd.DataFrame(layer_gradient_norms(norm_model(kind))).assign(norm=f"{kind}-norm")
-                       for kind in ("post", "pre")])
+gradients = pd.concat(
+    [
+        pd.DataFrame(layer_gradient_norms(norm_model(kind))).assign(norm=f"{kind}-norm")
+        for kind in ("post", "pre")
+    ]
+)
 top_over_bottom = {
-    (norm, stack): g.set_index("layer").gradient_norm[NORM_LAYERS] / g.set_index("layer").gradient_norm[1]
+    (norm, stack): g.set_index("layer").gradient_norm[NORM_LAYERS]
+    / g.set_index("layer").gradient_norm[1]
     for (norm, stack), g in gradients.groupby(["norm", "stack"])
 }
 for stack in ("encoder", "decoder"):
     assert top_over_bottom["post-norm", stack] > top_over_bottom["pre-norm", stack], stack
-assert top_over_bottom["post-norm", "decoder"] > 1 > top_over_bottom["pre-norm", "decoder"]
-viz.show(alt.Chart(gradients).mark_line(point=True).encode(
-    x=alt.X("layer:O", title="layer (1 = bottom)", axis=alt.Axis(labelAngle=0)),
-    y=alt.Y("gradient_norm:Q", title="gradient norm at initialisation"),
-    color=alt.Color("norm:N", title=None), column=alt.Column("stack:N", title=None, sort=["encoder", "decoder"]),
-    tooltip=["stack", "layer", "norm", alt.Tooltip("gradient_norm:Q", format=".3f")],
-).properties(width=260, height=220, title="Gradient per layer before the first update"))
-viz.show_table(pd.DataFrame([dict(norm=n, stack=s, top_layer_over_bottom_layer=v) for (n, s), v in top_over_bottom.items()]),
-           top_layer_over_bottom_layer="{:.2f}")
+assert (
+    top_over_bottom["post-norm", "decoder"] > 1 > top_over_bottom["pre-norm", "decoder"]
+)
+viz.show(
+    alt.Chart(gradients)
+    .mark_line(point=True)
+    .encode(
+        x=alt.X("layer:O", title="layer (1 = bottom)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("gradient_norm:Q", title="gradient norm at initialisation"),
+        color=alt.Color("norm:N", title=None),
+        column=alt.Column("stack:N", title=None, sort=["encoder", "decoder"]),
+        tooltip=["stack", "layer", "norm", alt.Tooltip("gradient_norm:Q", format=".3f")],
+    )
+    .properties(width=260, height=220, title="Gradient per layer before the first update")
+)
+viz.show_table(
+    pd.DataFrame(
+        [
+            dict(norm=n, stack=s, top_layer_over_bottom_layer=v)
+            for (n, s), v in top_over_bottom.items()
+        ]
+    ),
+    top_layer_over_bottom_layer="{:.2f}",
+)
 
 # %% [markdown]
 # In the post-norm model the gradient grows from the bottom layer to the top one; in the pre-norm
 # model it does not. Now the four trainings (the loss is the per-token NLL of each training batch,
 # smoothed over a few steps for the chart):
 
+
 # %%
 def warmup_run(norm_position: str, warmup: bool, steps: int) -> list[dict]:
     model = norm_model(norm_position)
     config = model.config
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.0, betas=settings.adam_betas, eps=settings.adam_eps)
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=0.0, betas=settings.adam_betas, eps=settings.adam_eps
+    )
     torch.manual_seed(seed + 1)  # the same dropout draws in all four runs
     log = []
     name = f"{norm_position}-norm, " + ("warm-up" if warmup else "no warm-up")
     for step in tqdm(range(1, steps + 1), desc=name):
-        rate = noam_lr(step if warmup else max(step, NORM_WARMUP), NORM_WIDTH, NORM_WARMUP, norm_factor)
+        rate = noam_lr(
+            step if warmup else max(step, NORM_WARMUP),
+            NORM_WIDTH,
+            NORM_WARMUP,
+            norm_factor,
+        )
         for group in optimizer.param_groups:
             group["lr"] = rate
-        parts = batch_loss(model, *batch(step - 1), smoothing=config.label_smoothing, pad_id=config.pad_id)
+        parts = batch_loss(
+            model,
+            *batch(step - 1),
+            smoothing=config.label_smoothing,
+            pad_id=config.pad_id,
+        )
         optimizer.zero_grad(set_to_none=True)
         (parts.loss / parts.tokens).backward()
         optimizer.step()
-        log.append(dict(run=name, step=step, learning_rate=rate, nll=(parts.nll / parts.tokens).item()))
+        log.append(
+            dict(
+                run=name,
+                step=step,
+                learning_rate=rate,
+                nll=(parts.nll / parts.tokens).item(),
+            )
+        )
     return log
 
 
-warmup_log = pd.DataFrame([row for kind in ("post", "pre") for warm in (True, False)
-                           for row in warmup_run(kind, warm, size["norm_steps"])])
+warmup_log = pd.DataFrame(
+    [
+        row
+        for kind in ("post", "pre")
+        for warm in (True, False)
+        for row in warmup_run(kind, warm, size["norm_steps"])
+    ]
+)
 # The loss of a model that ignores the context and predicts each target token by its frequency alone.
-target_ids = np.concatenate([data.train[i][1] for i in range(len(data.train))] + [np.full(len(data.train), tokenizer.eos_id)])
+target_ids = np.concatenate(
+    [data.train[i][1] for i in range(len(data.train))]
+    + [np.full(len(data.train), tokenizer.eos_id)]
+)
 frequencies = np.bincount(target_ids) / len(target_ids)
-unigram_entropy = float(-(frequencies[frequencies > 0] * np.log(frequencies[frequencies > 0])).sum())
+unigram_entropy = float(
+    -(frequencies[frequencies > 0] * np.log(frequencies[frequencies > 0])).sum()
+)
 window = max(1, size["norm_steps"] // 20)
-warmup_log["nll (running mean)"] = warmup_log.groupby("run").nll.transform(lambda s: s.rolling(window, 1).mean())
+warmup_log["nll (running mean)"] = warmup_log.groupby("run").nll.transform(
+    lambda s: s.rolling(window, 1).mean()
+)
 tail = max(1, size["norm_steps"] // 10)
 final = warmup_log.groupby("run").nll.apply(lambda s: s.iloc[-tail:].mean())
 assert np.isfinite(final).all()
 if learns:
-    assert final["post-norm, warm-up"] < unigram_entropy  # with the ramp, post-norm uses the context ...
-    assert final["post-norm, no warm-up"] > final["post-norm, warm-up"] + 0.1  # ... without it, not yet
-    assert final["pre-norm, no warm-up"] < min(unigram_entropy, final["post-norm, no warm-up"] - 0.1)
-curves_chart = viz.line_chart(warmup_log, "step", "nll (running mean)", "run", y_title="training NLL per token",
-                              title=f"Six layers, peak rate {NORM_PEAK_LR:g}, with and without {NORM_WARMUP} "
-                                    "warm-up steps (dashed: word frequencies alone)")
-frequency_rule = alt.Chart(pd.DataFrame({"nll": [unigram_entropy]})).mark_rule(strokeDash=[4, 3], color="#888").encode(y="nll:Q")
+    assert (
+        final["post-norm, warm-up"] < unigram_entropy
+    )  # with the ramp, post-norm uses the context ...
+    assert (
+        final["post-norm, no warm-up"] > final["post-norm, warm-up"] + 0.1
+    )  # ... without it, not yet
+    assert final["pre-norm, no warm-up"] < min(
+        unigram_entropy, final["post-norm, no warm-up"] - 0.1
+    )
+curves_chart = viz.line_chart(
+    warmup_log,
+    "step",
+    "nll (running mean)",
+    "run",
+    y_title="training NLL per token",
+    title=f"Six layers, peak rate {NORM_PEAK_LR:g}, with and without {NORM_WARMUP} "
+    "warm-up steps (dashed: word frequencies alone)",
+)
+frequency_rule = (
+    alt.Chart(pd.DataFrame({"nll": [unigram_entropy]}))
+    .mark_rule(strokeDash=[4, 3], color="#888")
+    .encode(y="nll:Q")
+)
 viz.show(alt.layer(curves_chart, frequency_rule))
-print(f"entropy of the target word frequencies (the loss of a model that ignores the context): {unigram_entropy:.3f}")
-viz.show_table(final.rename(f"mean NLL of the last {tail} steps").reset_index(), **{f"mean NLL of the last {tail} steps": "{:.3f}"})
+print(
+    f"entropy of the target word frequencies (the loss of a model that ignores the context): {unigram_entropy:.3f}"
+)
+viz.show_table(
+    final.rename(f"mean NLL of the last {tail} steps").reset_index(),
+    **{f"mean NLL of the last {tail} steps": "{:.3f}"},
+)
 
 # %% [markdown]
 # Started at full rate, the post-norm model's first updates, largest where its gradients are
@@ -906,17 +1357,28 @@ viz.show_table(final.rename(f"mean NLL of the last {tail} steps").reset_index(),
 
 # %%
 learned_config = copy_config.replace(positional="learned")
-learned_copy = train_copy(learned_config, size["copy_steps"], copy_length, size["copy_batch"], seed=seed, progress=True)
+learned_copy = train_copy(
+    learned_config,
+    size["copy_steps"],
+    copy_length,
+    size["copy_batch"],
+    seed=seed,
+    progress=True,
+)
 torch.manual_seed(seed)
-initial_table = Transformer(learned_config, COPY_VOCAB, COPY_VOCAB).src_positions.table.weight.detach()
+initial_table = Transformer(
+    learned_config, COPY_VOCAB, COPY_VOCAB
+).src_positions.table.weight.detach()
 trained_table = learned_copy.src_positions.table.weight.detach()
 L = size["copy_length"]
 # Sources are at most L tokens + eos, decoder inputs bos + L tokens: positions 0..L. The rest never
 # enters a forward pass, gets no gradient, and stays as initialised.
-assert torch.equal(trained_table[L + 1:], initial_table[L + 1:])
+assert torch.equal(trained_table[L + 1 :], initial_table[L + 1 :])
 assert not torch.equal(trained_table[: L + 1], initial_table[: L + 1])
-print(f"learned positions: rows 0..{L} trained, rows {L + 1}..{trained_table.size(0) - 1} still their random "
-      "initial values")
+print(
+    f"learned positions: rows 0..{L} trained, rows {L + 1}..{trained_table.size(0) - 1} still their random "
+    "initial values"
+)
 
 
 @torch.no_grad()
@@ -927,38 +1389,76 @@ def accuracy_by_length(model: Transformer, lengths, per_length: int) -> list[dic
         src, tgt = synthetic_batch("copy", per_length, n, COPY_VOCAB, generator=generator)
         out = greedy_decode(model, src, max_new_tokens=n + 1)
         out = F.pad(out, (0, tgt.size(1) - out.size(1)))[:, : tgt.size(1)]
-        rows.append(dict(length=n, exact_sequence=(out == tgt).all(1).float().mean().item(),
-                         tokens_in_place=(out[:, 1 : n + 1] == tgt[:, 1 : n + 1]).float().mean().item()))
+        rows.append(
+            dict(
+                length=n,
+                exact_sequence=(out == tgt).all(1).float().mean().item(),
+                tokens_in_place=(out[:, 1 : n + 1] == tgt[:, 1 : n + 1])
+                .float()
+                .mean()
+                .item(),
+            )
+        )
     return rows
 
 
 lengths = range(1, 3 * L + 1)
-extrapolation = pd.concat([
-    pd.DataFrame(accuracy_by_length(model, lengths, size["eval_per_length"])).assign(positions=name)
-    for name, model in (("sinusoidal", copy_run["model"]), ("learned", learned_copy))
-])
+extrapolation = pd.concat(
+    [
+        pd.DataFrame(accuracy_by_length(model, lengths, size["eval_per_length"])).assign(
+            positions=name
+        )
+        for name, model in (("sinusoidal", copy_run["model"]), ("learned", learned_copy))
+    ]
+)
 seen = extrapolation[extrapolation.length <= L].groupby("positions").exact_sequence.mean()
-at_next = extrapolation[extrapolation.length == L + 1].set_index("positions").exact_sequence
-at_twice = extrapolation[extrapolation.length == 2 * L].set_index("positions").exact_sequence
+at_next = (
+    extrapolation[extrapolation.length == L + 1].set_index("positions").exact_sequence
+)
+at_twice = (
+    extrapolation[extrapolation.length == 2 * L].set_index("positions").exact_sequence
+)
 if learns:
     assert (seen >= 0.9).all(), seen  # both learned the lengths they saw ...
-    assert at_next["sinusoidal"] >= at_next["learned"]  # ... one token more suits sinusoids at least as well ...
+    assert (
+        at_next["sinusoidal"] >= at_next["learned"]
+    )  # ... one token more suits sinusoids at least as well ...
     assert (at_twice <= 0.2).all(), at_twice  # ... and neither copies twice that length
-long_format = extrapolation.rename(columns={"exact_sequence": "sequences copied whole",
-                                            "tokens_in_place": "tokens in their place"}).melt(
-    ["length", "positions"], var_name="measure", value_name="accuracy")
-viz.show(alt.layer(
-    alt.Chart().mark_line(point=True).encode(
-        x=alt.X("length:Q", title="sequence length (dashed: longest in training)"),
-        y=alt.Y("accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-        color=alt.Color("positions:N"), tooltip=["positions", "length", alt.Tooltip("accuracy:Q", format=".0%")]),
-    alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(x=alt.datum(L + 0.5)),
-    data=long_format,
-).properties(width=300, height=220).facet(column=alt.Column("measure:N", title=None)).properties(
-    title=f"Copying sequences longer than the {L} tokens seen in training"))
-viz.show_table(extrapolation[extrapolation.length.isin([L, L + 1, L + 2, 2 * L, 3 * L])]
-           .pivot(index="length", columns="positions", values="exact_sequence").rename_axis(columns=None).reset_index(),
-           sinusoidal="{:.0%}", learned="{:.0%}")
+long_format = extrapolation.rename(
+    columns={
+        "exact_sequence": "sequences copied whole",
+        "tokens_in_place": "tokens in their place",
+    }
+).melt(["length", "positions"], var_name="measure", value_name="accuracy")
+viz.show(
+    alt.layer(
+        alt.Chart()
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("length:Q", title="sequence length (dashed: longest in training)"),
+            y=alt.Y(
+                "accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")
+            ),
+            color=alt.Color("positions:N"),
+            tooltip=["positions", "length", alt.Tooltip("accuracy:Q", format=".0%")],
+        ),
+        alt.Chart()
+        .mark_rule(strokeDash=[4, 3], color="#888")
+        .encode(x=alt.datum(L + 0.5)),
+        data=long_format,
+    )
+    .properties(width=300, height=220)
+    .facet(column=alt.Column("measure:N", title=None))
+    .properties(title=f"Copying sequences longer than the {L} tokens seen in training")
+)
+viz.show_table(
+    extrapolation[extrapolation.length.isin([L, L + 1, L + 2, 2 * L, 3 * L])]
+    .pivot(index="length", columns="positions", values="exact_sequence")
+    .rename_axis(columns=None)
+    .reset_index(),
+    sinusoidal="{:.0%}",
+    learned="{:.0%}",
+)
 
 # %% [markdown]
 # Within the training lengths both kinds of position work. One token past them, the sinusoidal
@@ -993,15 +1493,31 @@ metrics = {
     "translation_results": results_file.name,
     "bpe": bpe_table.to_dict(orient="records"),
     "padding_fraction": padding.to_dict(),
-    "copy_task": {"steps": copy_run["steps"], "accuracy": copy_run["accuracy"], "max_length": L},
+    "copy_task": {
+        "steps": copy_run["steps"],
+        "accuracy": copy_run["accuracy"],
+        "max_length": L,
+    },
     "resume_bit_identical": True,
-    "warmup_experiment": {"final_nll": final.to_dict(), "top_over_bottom_gradient":
-                          {f"{n}, {s}": v for (n, s), v in top_over_bottom.items()}},
+    "warmup_experiment": {
+        "final_nll": final.to_dict(),
+        "top_over_bottom_gradient": {
+            f"{n}, {s}": v for (n, s), v in top_over_bottom.items()
+        },
+    },
     "extrapolation": extrapolation.to_dict(orient="records"),
     "sizes": size,
 }
-path = results.write_result("training", metrics, profile=settings.results_folder, device=torch_device,
-                            config={"model": settings.model_config().to_dict(), "profile": settings.to_dict()},
-                            wall_time_s=round(time.perf_counter() - chapter_start, 1))
-assert results.read_result("training", settings.results_folder)["metrics"]["step_time_s"] == step_time_s
+path = results.write_result(
+    "training",
+    metrics,
+    profile=settings.results_folder,
+    device=torch_device,
+    config={"model": settings.model_config().to_dict(), "profile": settings.to_dict()},
+    wall_time_s=round(time.perf_counter() - chapter_start, 1),
+)
+assert (
+    results.read_result("training", settings.results_folder)["metrics"]["step_time_s"]
+    == step_time_s
+)
 print(f"wrote {path.parent.name}/{path.name} under the results folder")

@@ -62,17 +62,43 @@ import numpy as np
 import pandas as pd
 import torch
 
-from annotated_transformer.model import flops
-from annotated_transformer.evaluation import paper, results
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
 from annotated_transformer.data import collate_sources, load_parallel
-from annotated_transformer.model.decoding import beam_search, gnmt_length_penalty, greedy_decode
-from annotated_transformer.runtime.devices import cpu_name, resolve_device
-from annotated_transformer.evaluation.scoring import sacrebleu_score, split_compounds, tokenize_for_bleu, tokenized_bleu, translate
+from annotated_transformer.evaluation import paper, results
+from annotated_transformer.evaluation.scoring import (
+    sacrebleu_score,
+    split_compounds,
+    tokenize_for_bleu,
+    tokenized_bleu,
+    translate,
+)
+from annotated_transformer.experiments.translation_report import (
+    PAPER_TARGET_TOKENS_PER_STEP,
+    averaging_sizes,
+    averaging_sweep,
+    counted_training_flops,
+    device_hours,
+    finished_run,
+    mean_lengths,
+    measured_matmul_flops,
+    paper_way_flops,
+    read_metrics,
+    six_n_flops,
+)
+from annotated_transformer.model import flops
+from annotated_transformer.model.decoding import (
+    beam_search,
+    gnmt_length_penalty,
+    greedy_decode,
+)
 from annotated_transformer.profiles import get_profile
-from annotated_transformer.training.checkpoint import average_checkpoints, load_checkpoint, model_from_checkpoint
-from annotated_transformer.experiments.translation_report import PAPER_TARGET_TOKENS_PER_STEP, averaging_sizes, averaging_sweep, counted_training_flops, device_hours, finished_run, mean_lengths, measured_matmul_flops, paper_way_flops, read_metrics, six_n_flops
+from annotated_transformer.runtime.devices import cpu_name, resolve_device
+from annotated_transformer.training.checkpoint import (
+    average_checkpoints,
+    load_checkpoint,
+    model_from_checkpoint,
+)
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -86,18 +112,24 @@ recipe_steps = None  # optimizer steps of the paper recipe's check in section 5.
 settings = get_profile(profile, max_steps=max_steps)  # exactly what chapter 04 trained
 torch_device = resolve_device(device)
 # The profile's beam, length penalty, output allowance and batches, with this chapter's beam.
-decoding = settings.decode_settings(torch_device).replace(beam_size=int(beam_size or settings.beam_size))
+decoding = settings.decode_settings(torch_device).replace(
+    beam_size=int(beam_size or settings.beam_size)
+)
 beam = decoding.beam_size
-training_threads = settings.threads or torch.get_num_threads()  # what pipeline.train runs with
+training_threads = (
+    settings.threads or torch.get_num_threads()
+)  # what pipeline.train runs with
 # The smoke model is tiny: a second thread only waits for the first, badly so on a busy machine.
 torch.set_num_threads(1 if settings.name == "smoke" else training_threads)
 chapter_start = time.perf_counter()
 # Section 5.7 runs a few steps of the paper's recipe with a small model; enough to see the loss move.
 RECIPE_STEPS = {"smoke": 2, "cpu": 8}
 recipe_steps = int(recipe_steps or RECIPE_STEPS.get(settings.name, 20))
-print(f"under profile {settings.name!r} this chapter translates "
-      f"{settings.eval_max_sentences or 'all'} test sentences of {settings.corpus} with beam {beam} "
-      f"on {torch_device}")
+print(
+    f"under profile {settings.name!r} this chapter translates "
+    f"{settings.eval_max_sentences or 'all'} test sentences of {settings.corpus} with beam {beam} "
+    f"on {torch_device}"
+)
 
 
 def flops_text(value: float) -> str:
@@ -122,19 +154,35 @@ run_dir = repo / "runs" / f"book-{settings.name}"
 run = finished_run(run_dir, settings)
 trained_here = run is None
 if trained_here:
-    print(f"no finished run of profile {settings.name!r} in {run_dir.name}/: "
-          "training it as chapter 04 does")
-    shutil.rmtree(run_dir, ignore_errors=True)  # no snapshot of an older run may be averaged
+    print(
+        f"no finished run of profile {settings.name!r} in {run_dir.name}/: "
+        "training it as chapter 04 does"
+    )
+    shutil.rmtree(
+        run_dir, ignore_errors=True
+    )  # no snapshot of an older run may be averaged
     pipeline.run(settings, run_dir, data_dir=data_dir, device=device)
     run = finished_run(run_dir, settings)
 assert run is not None, f"{run_dir} still holds no finished run"
-viz.show_table(pd.DataFrame([
-    ("run folder", f"runs/{run_dir.name}/" + (" (trained by this chapter)" if trained_here else "")),
-    ("steps, stopped by", f"{run.steps:,}, {run.stopped_by}"),
-    ("training time", f"{run.train_time_s:,.1f} s on {run.device} ({run.precision})"),
-    ("target tokens trained on", f"{run.target_tokens:,}"),
-    ("snapshots kept", ", ".join(run.snapshots)),
-], columns=["", f"profile {settings.name}"]))
+viz.show_table(
+    pd.DataFrame(
+        [
+            (
+                "run folder",
+                f"runs/{run_dir.name}/"
+                + (" (trained by this chapter)" if trained_here else ""),
+            ),
+            ("steps, stopped by", f"{run.steps:,}, {run.stopped_by}"),
+            (
+                "training time",
+                f"{run.train_time_s:,.1f} s on {run.device} ({run.precision})",
+            ),
+            ("target tokens trained on", f"{run.target_tokens:,}"),
+            ("snapshots kept", ", ".join(run.snapshots)),
+        ],
+        columns=["", f"profile {settings.name}"],
+    )
+)
 
 # %% [markdown]
 # The model of section 6.1 is the average of the last `average_last` snapshots (5 for the base
@@ -144,12 +192,17 @@ viz.show_table(pd.DataFrame([
 # %%
 averaged = load_checkpoint(run_dir / pipeline.AVERAGED_NAME)
 model, tokenizer = model_from_checkpoint(averaged, torch_device)
-test = load_parallel(settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang,
-                     data_dir)
+test = load_parallel(
+    settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang, data_dir
+)
 limit = settings.eval_max_sentences
-sources, references = (test.src[:limit], test.tgt[:limit]) if limit else (test.src, test.tgt)
-print(f"{sum(p.numel() for p in model.parameters()):,} parameters, averaged from "
-      f"{', '.join(averaged['averaged_from'])}; {len(sources):,} test sentences of {test.name}")
+sources, references = (
+    (test.src[:limit], test.tgt[:limit]) if limit else (test.src, test.tgt)
+)
+print(
+    f"{sum(p.numel() for p in model.parameters()):,} parameters, averaged from "
+    f"{', '.join(averaged['averaged_from'])}; {len(sources):,} test sentences of {test.name}"
+)
 
 # %% [markdown]
 # ## 5.2 Greedy decoding and beam search
@@ -167,6 +220,7 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters, averaged from
 #
 # Greedy decoding fits in a dozen lines. This version feeds the whole prefix through the decoder at
 # every step, which is the definition, and costs a forward pass over $t$ positions at step $t$:
+
 
 # %%
 @torch.no_grad()
@@ -187,13 +241,19 @@ def greedy_by_hand(model, src: torch.Tensor, max_new_tokens: int) -> torch.Tenso
     return tokens
 
 
-few = collate_sources(tokenizer.encode_batch(sources[:8]), model.config.pad_id, model.config.eos_id)
+few = collate_sources(
+    tokenizer.encode_batch(sources[:8]), model.config.pad_id, model.config.eos_id
+)
 few = few.to(torch_device)
 limit_tokens = few.size(1) + settings.max_len_b
-assert torch.equal(greedy_by_hand(model, few, limit_tokens), greedy_decode(model, few, limit_tokens))
+assert torch.equal(
+    greedy_by_hand(model, few, limit_tokens), greedy_decode(model, few, limit_tokens)
+)
 assert math.isclose(gnmt_length_penalty(10, 0.6), ((5 + 10) / 6) ** 0.6)
-print("the package's greedy_decode, which uses the key-value cache, writes the same tokens "
-      "for 8 test sentences")
+print(
+    "the package's greedy_decode, which uses the key-value cache, writes the same tokens "
+    "for 8 test sentences"
+)
 
 # %% [markdown]
 # The package never recomputes the prefix. Each decoder layer keeps the keys and values of the
@@ -205,7 +265,9 @@ print("the package's greedy_decode, which uses the key-value cache, writes the s
 # %%
 viz.show_source(beam_search)
 assert inspect.signature(beam_search).parameters["use_cache"].default is True
-assert "use_cache" not in inspect.getsource(translate)  # translate keeps the default: the cache
+assert "use_cache" not in inspect.getsource(
+    translate
+)  # translate keeps the default: the cache
 
 # %% [markdown]
 # The cache changes the cost, not the result. On a batch of test sentences, with and without it:
@@ -214,13 +276,27 @@ assert "use_cache" not in inspect.getsource(translate)  # translate keeps the de
 cache_rows = []
 for use_cache in (True, False):
     started = time.perf_counter()
-    out = beam_search(model, few, beam_size=beam, alpha=decoding.alpha, max_len_a=decoding.max_len_a,
-                      max_len_b=decoding.max_len_b, use_cache=use_cache)
-    cache_rows.append(dict(decoder="key-value cache" if use_cache else "whole prefix every step",
-                           seconds=time.perf_counter() - started, tokens=out))
+    out = beam_search(
+        model,
+        few,
+        beam_size=beam,
+        alpha=decoding.alpha,
+        max_len_a=decoding.max_len_a,
+        max_len_b=decoding.max_len_b,
+        use_cache=use_cache,
+    )
+    cache_rows.append(
+        dict(
+            decoder="key-value cache" if use_cache else "whole prefix every step",
+            seconds=time.perf_counter() - started,
+            tokens=out,
+        )
+    )
 assert torch.equal(cache_rows[0]["tokens"], cache_rows[1]["tokens"])
-viz.show_table(pd.DataFrame(cache_rows).drop(columns="tokens").assign(sentences=few.size(0)),
-           seconds="{:.2f}")
+viz.show_table(
+    pd.DataFrame(cache_rows).drop(columns="tokens").assign(sentences=few.size(0)),
+    seconds="{:.2f}",
+)
 
 # %% [markdown]
 # Now the whole test set (or the profile's share of it), once greedy and once with the profile's
@@ -228,28 +304,49 @@ viz.show_table(pd.DataFrame(cache_rows).drop(columns="tokens").assign(sentences=
 # the same averaged model, the same batches and the same length limit; the times are the decoding
 # alone, on this machine.
 
+
 # %%
 def evaluate(checkpoint: dict, beam_size: int) -> dict:
     """pipeline.evaluate with the profile's settings and `beam_size` (1: greedy)."""
-    return pipeline.evaluate(checkpoint, settings.replace(beam_size=beam_size), data_dir=data_dir,
-                             device=torch_device, progress=True)
+    return pipeline.evaluate(
+        checkpoint,
+        settings.replace(beam_size=beam_size),
+        data_dir=data_dir,
+        device=torch_device,
+        progress=True,
+    )
 
 
 greedy = evaluate(averaged, 1)
 beamed = evaluate(averaged, beam)
 assert greedy["sentences"] == beamed["sentences"] == len(sources)
-decoding_table = pd.DataFrame([
-    dict(decoding=name, sacrebleu=scores["sacrebleu"], bleu_tokenized=scores["bleu_tokenized"],
-         decode_seconds=scores["decode_seconds"],
-         sentences_per_s=len(sources) / max(scores["decode_seconds"], 0.05))
-    for name, scores in (("greedy", greedy),
-                         (f"beam {beam}, alpha {decoding.alpha}", beamed))
-])
-viz.show_table(decoding_table, sacrebleu="{:.2f}", bleu_tokenized="{:.2f}", decode_seconds="{:.1f}",
-           sentences_per_s="{:.1f}")
+decoding_table = pd.DataFrame(
+    [
+        dict(
+            decoding=name,
+            sacrebleu=scores["sacrebleu"],
+            bleu_tokenized=scores["bleu_tokenized"],
+            decode_seconds=scores["decode_seconds"],
+            sentences_per_s=len(sources) / max(scores["decode_seconds"], 0.05),
+        )
+        for name, scores in (
+            ("greedy", greedy),
+            (f"beam {beam}, alpha {decoding.alpha}", beamed),
+        )
+    ]
+)
+viz.show_table(
+    decoding_table,
+    sacrebleu="{:.2f}",
+    bleu_tokenized="{:.2f}",
+    decode_seconds="{:.1f}",
+    sentences_per_s="{:.1f}",
+)
 beam_gain = beamed["bleu_tokenized"] - greedy["bleu_tokenized"]
-print(f"beam search minus greedy: {beam_gain:+.2f} tokenized BLEU, "
-      f"{beamed['decode_seconds'] / max(greedy['decode_seconds'], 0.05):.1f} times the decoding time")
+print(
+    f"beam search minus greedy: {beam_gain:+.2f} tokenized BLEU, "
+    f"{beamed['decode_seconds'] / max(greedy['decode_seconds'], 0.05):.1f} times the decoding time"
+)
 
 # %% [markdown]
 # Beam search keeps $k$ hypotheses per sentence, so each step does about $k$ times the work of a
@@ -263,17 +360,31 @@ print(f"beam search minus greedy: {beam_gain:+.2f} tokenized BLEU, "
 # CPU; on a GPU, reductions in another order may flip a rare near-tie):
 
 # %%
-run_record = results.read_result(pipeline.default_results_name(settings), settings.results_folder)
+run_record = results.read_result(
+    pipeline.default_results_name(settings), settings.results_folder
+)
 run_scores = (run_record or {}).get("metrics", {})
-same_run = run_scores.get("steps") == run.steps and \
-    run_scores.get("test", {}).get("averaged_checkpoints") == list(averaged["averaged_from"])
+same_run = run_scores.get("steps") == run.steps and run_scores.get("test", {}).get(
+    "averaged_checkpoints"
+) == list(averaged["averaged_from"])
 if same_run and torch_device.type == "cpu" and run_scores["test"]["beam_size"] == beam:
-    assert abs(run_scores["sacrebleu"] - beamed["sacrebleu"]) <= 0.5, run_scores["sacrebleu"]
-viz.show_table(pd.DataFrame([
-    dict(scored_by="pipeline.run (chapter 04)",
-         sacrebleu=run_scores["sacrebleu"] if same_run else "another run's file, or none"),
-    dict(scored_by="this chapter", sacrebleu=beamed["sacrebleu"]),
-]), sacrebleu="{:.2f}")
+    assert abs(run_scores["sacrebleu"] - beamed["sacrebleu"]) <= 0.5, run_scores[
+        "sacrebleu"
+    ]
+viz.show_table(
+    pd.DataFrame(
+        [
+            dict(
+                scored_by="pipeline.run (chapter 04)",
+                sacrebleu=run_scores["sacrebleu"]
+                if same_run
+                else "another run's file, or none",
+            ),
+            dict(scored_by="this chapter", sacrebleu=beamed["sacrebleu"]),
+        ]
+    ),
+    sacrebleu="{:.2f}",
+)
 
 # %% [markdown]
 # ## 5.3 Averaging the last checkpoints
@@ -285,10 +396,13 @@ viz.show_table(pd.DataFrame([
 # updates wandered through, and usually generalises better than any single point of it (the idea
 # behind Polyak averaging and, later, stochastic weight averaging). In three lines:
 
+
 # %%
 def average_by_hand(state_dicts: list[dict]) -> dict:
-    return {name: sum(sd[name].double() for sd in state_dicts) / len(state_dicts)
-            for name in state_dicts[0]}
+    return {
+        name: sum(sd[name].double() for sd in state_dicts) / len(state_dicts)
+        for name in state_dicts[0]
+    }
 
 
 chosen = [run_dir / "checkpoints" / name for name in averaged["averaged_from"]]
@@ -296,7 +410,9 @@ ours = average_by_hand([load_checkpoint(p)["model"] for p in chosen])
 theirs = average_checkpoints(chosen)["model"]
 for name, tensor in theirs.items():
     torch.testing.assert_close(ours[name].to(tensor.dtype), tensor)
-print(f"the mean of {len(chosen)} snapshots by hand equals the package's average_checkpoints")
+print(
+    f"the mean of {len(chosen)} snapshots by hand equals the package's average_checkpoints"
+)
 
 # %% [markdown]
 # How much does it gain here? The newest $k$ snapshots for several $k$ ($k = 1$ is the last
@@ -309,30 +425,58 @@ sizes = averaging_sizes(settings.average_last, len(run.snapshots))
 sweep_rows = []
 for k, checkpoint, used in averaging_sweep(run_dir, sizes):
     # The profile's own average was decoded greedily in section 5.2 already.
-    scores = greedy if used == list(averaged["averaged_from"]) else evaluate(checkpoint, 1)
-    sweep_rows.append(dict(k=k, snapshots=f"{used[0]} .. {used[-1]}" if k > 1 else used[0],
-                           test_ppl=scores["ppl"], greedy_sacrebleu=scores["sacrebleu"],
-                           greedy_bleu_tokenized=scores["bleu_tokenized"]))
+    scores = (
+        greedy if used == list(averaged["averaged_from"]) else evaluate(checkpoint, 1)
+    )
+    sweep_rows.append(
+        dict(
+            k=k,
+            snapshots=f"{used[0]} .. {used[-1]}" if k > 1 else used[0],
+            test_ppl=scores["ppl"],
+            greedy_sacrebleu=scores["sacrebleu"],
+            greedy_bleu_tokenized=scores["bleu_tokenized"],
+        )
+    )
 sweep = pd.DataFrame(sweep_rows)
 assert sweep.k.tolist() == sizes and np.isfinite(sweep.test_ppl).all()
-viz.show_table(sweep, test_ppl="{:.2f}", greedy_sacrebleu="{:.2f}", greedy_bleu_tokenized="{:.2f}")
-long_sweep = sweep.melt("k", ["test_ppl", "greedy_bleu_tokenized"], var_name="measure",
-                        value_name="value")
-long_sweep["measure"] = long_sweep.measure.map({
-    "test_ppl": "test perplexity (lower is better)",
-    "greedy_bleu_tokenized": "test BLEU, greedy (higher is better)"})
-viz.show(alt.Chart(long_sweep).mark_line(point=True).encode(
-    x=alt.X("k:Q", title="snapshots averaged (newest k)", axis=alt.Axis(tickMinStep=1)),
-    y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
-    tooltip=["k", "measure", alt.Tooltip("value:Q", format=".2f")],
-).properties(width=260, height=200).facet(column=alt.Column("measure:N", title=None))
+viz.show_table(
+    sweep, test_ppl="{:.2f}", greedy_sacrebleu="{:.2f}", greedy_bleu_tokenized="{:.2f}"
+)
+long_sweep = sweep.melt(
+    "k", ["test_ppl", "greedy_bleu_tokenized"], var_name="measure", value_name="value"
+)
+long_sweep["measure"] = long_sweep.measure.map(
+    {
+        "test_ppl": "test perplexity (lower is better)",
+        "greedy_bleu_tokenized": "test BLEU, greedy (higher is better)",
+    }
+)
+viz.show(
+    alt.Chart(long_sweep)
+    .mark_line(point=True)
+    .encode(
+        x=alt.X(
+            "k:Q", title="snapshots averaged (newest k)", axis=alt.Axis(tickMinStep=1)
+        ),
+        y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
+        tooltip=["k", "measure", alt.Tooltip("value:Q", format=".2f")],
+    )
+    .properties(width=260, height=200)
+    .facet(column=alt.Column("measure:N", title=None))
     .resolve_scale(y="independent")
-    .properties(title=f"Checkpoint averaging, profile {settings.name} "
-                      f"({len(run.snapshots)} snapshots kept)"))
-averaging_gain = sweep.set_index("k").loc[len(averaged["averaged_from"])]  # the profile's k
-print(f"averaging {int(averaging_gain.name)} snapshots against the last alone: test perplexity "
-      f"{sweep.test_ppl.iloc[0]:.2f} -> {averaging_gain.test_ppl:.2f}, greedy tokenized BLEU "
-      f"{sweep.greedy_bleu_tokenized.iloc[0]:.2f} -> {averaging_gain.greedy_bleu_tokenized:.2f}")
+    .properties(
+        title=f"Checkpoint averaging, profile {settings.name} "
+        f"({len(run.snapshots)} snapshots kept)"
+    )
+)
+averaging_gain = sweep.set_index("k").loc[
+    len(averaged["averaged_from"])
+]  # the profile's k
+print(
+    f"averaging {int(averaging_gain.name)} snapshots against the last alone: test perplexity "
+    f"{sweep.test_ppl.iloc[0]:.2f} -> {averaging_gain.test_ppl:.2f}, greedy tokenized BLEU "
+    f"{sweep.greedy_bleu_tokenized.iloc[0]:.2f} -> {averaging_gain.greedy_bleu_tokenized:.2f}"
+)
 
 # %% [markdown]
 # How much averaging helps depends on where the snapshots are. Late in a long run, with the learning
@@ -366,18 +510,32 @@ split = tokenized_bleu(hypotheses, references, compound_splitting=True)
 unsplit = tokenized_bleu(hypotheses, references, compound_splitting=False)
 assert round(sacre["score"], 2) == beamed["sacrebleu"]
 assert round(split["score"], 2) == beamed["bleu_tokenized"]
-bleus = pd.DataFrame([
-    dict(bleu=name, score=scores["score"], signature=scores["signature"])
-    for name, scores in (("sacreBLEU", sacre), ("tokenized, no compound splitting", unsplit),
-                         ("tokenized with compound splitting (the paper's)", split))
-])
-assert abs(split["score"] - sacre["score"]) <= 1.0  # same 13a tokens; only compound splitting differs
+bleus = pd.DataFrame(
+    [
+        dict(bleu=name, score=scores["score"], signature=scores["signature"])
+        for name, scores in (
+            ("sacreBLEU", sacre),
+            ("tokenized, no compound splitting", unsplit),
+            ("tokenized with compound splitting (the paper's)", split),
+        )
+    ]
+)
+assert (
+    abs(split["score"] - sacre["score"]) <= 1.0
+)  # same 13a tokens; only compound splitting differs
 viz.show_table(bleus, score="{:.2f}")
 hyphenated = [r for r in references if "-" in r]
 example = hyphenated[0] if hyphenated else references[0]
-viz.show_table(pd.DataFrame([("reference", example), ("13a tokens", tokenize_for_bleu(example)),
-                         ("compounds split", split_compounds(tokenize_for_bleu(example)))],
-                        columns=["", "one test reference"]))
+viz.show_table(
+    pd.DataFrame(
+        [
+            ("reference", example),
+            ("13a tokens", tokenize_for_bleu(example)),
+            ("compounds split", split_compounds(tokenize_for_bleu(example))),
+        ],
+        columns=["", "one test reference"],
+    )
+)
 print(f"{len(hyphenated)} of {len(references)} references hold a hyphen")
 
 # %% [markdown]
@@ -399,8 +557,17 @@ viz.show_source(tokenized_bleu)
 # set, in its order):
 
 # %%
-samples = pd.DataFrame([dict(source=sources[i], reference=references[i], greedy=greedy["hypotheses"][i],
-                             **{f"beam {beam}": hypotheses[i]}) for i in range(min(6, len(sources)))])
+samples = pd.DataFrame(
+    [
+        dict(
+            source=sources[i],
+            reference=references[i],
+            greedy=greedy["hypotheses"][i],
+            **{f"beam {beam}": hypotheses[i]},
+        )
+        for i in range(min(6, len(sources)))
+    ]
+)
 viz.show_table(samples)
 
 # %% [markdown]
@@ -412,11 +579,15 @@ viz.show_table(samples)
 
 # %%
 base_run = paper.TRAINING["base"]
-base_estimate = paper_way_flops(base_run.wall_time_h * 3600, 8, paper.TABLE2_SUSTAINED_FLOPS["P100"])
+base_estimate = paper_way_flops(
+    base_run.wall_time_h * 3600, 8, paper.TABLE2_SUSTAINED_FLOPS["P100"]
+)
 assert round(base_estimate, -17) == paper.table2_row("Transformer (base)").flops_en_de
 table2_base = paper.table2_row("Transformer (base)").flops_en_de
-print(f"{base_run.wall_time_h:g} h x 3600 s x 8 GPUs x {paper.TABLE2_SUSTAINED_FLOPS['P100']:.1e} "
-      f"FLOP/s = {flops_text(base_estimate)} FLOPs, Table 2's {flops_text(table2_base)}")
+print(
+    f"{base_run.wall_time_h:g} h x 3600 s x 8 GPUs x {paper.TABLE2_SUSTAINED_FLOPS['P100']:.1e} "
+    f"FLOP/s = {flops_text(base_estimate)} FLOPs, Table 2's {flops_text(table2_base)}"
+)
 
 # %% [markdown]
 # That is an upper bound of what the hardware could have done, not what the model needed. The
@@ -432,10 +603,13 @@ print(f"{base_run.wall_time_h:g} h x 3600 s x 8 GPUs x {paper.TABLE2_SUSTAINED_F
 #   the target tokens the run trained on.
 
 # %%
-data = pipeline.prepare_data(settings, data_dir)  # the training pairs the run saw, for their lengths
+data = pipeline.prepare_data(
+    settings, data_dir
+)  # the training pairs the run saw, for their lengths
 mean_src, mean_tgt = mean_lengths(data.train)
-counted = counted_training_flops(settings.model_config(), tokenizer.vocab_size, mean_src, mean_tgt,
-                                 run.target_tokens)
+counted = counted_training_flops(
+    settings.model_config(), tokenizer.vocab_size, mean_src, mean_tgt, run.target_tokens
+)
 if run.device.startswith("cuda") and torch.cuda.is_available():
     sustained = flops.peak_flops(run.device, run.precision)
     gpu_name = torch.cuda.get_device_name(torch.device(run.device))
@@ -445,22 +619,36 @@ else:
     torch.set_num_threads(training_threads)  # the threads the run trained with
     sustained = measured_matmul_flops(device="cpu")
     torch.set_num_threads(decoding_threads)
-    sustained_how = f"measured here: fp32 matrix products on {cpu_name()}, {training_threads} threads"
+    sustained_how = (
+        f"measured here: fp32 matrix products on {cpu_name()}, {training_threads} threads"
+    )
 our_paper_way = paper_way_flops(run.train_time_s, 1, sustained)
 parameters = sum(p.numel() for p in model.parameters())
 rule_of_thumb = six_n_flops(parameters, run.target_tokens)
 if same_run:  # the run's results file counted the same way while it trained
     assert math.isclose(run_record["metrics"]["training_flops"], counted, rel_tol=1e-6)
-cost = pd.DataFrame([
-    ("sustained FLOP/s of the device", f"{sustained:.3g} ({sustained_how})"),
-    ("the paper's way: time x devices x sustained FLOP/s",
-     f"{run.train_time_s:,.1f} s x 1 x {sustained:.3g} = {flops_text(our_paper_way)}"),
-    ("counted: FLOPs per target token x target tokens",
-     f"{counted / run.target_tokens:,.0f} x {run.target_tokens:,} = {flops_text(counted)}"),
-    ("6N rule: 6 x parameters x target tokens",
-     f"6 x {parameters:,} x {run.target_tokens:,} = {flops_text(rule_of_thumb)}"),
-    ("counted / paper's way (model FLOPs utilisation)", f"{counted / our_paper_way:.1%}"),
-], columns=["", f"profile {settings.name}"])
+cost = pd.DataFrame(
+    [
+        ("sustained FLOP/s of the device", f"{sustained:.3g} ({sustained_how})"),
+        (
+            "the paper's way: time x devices x sustained FLOP/s",
+            f"{run.train_time_s:,.1f} s x 1 x {sustained:.3g} = {flops_text(our_paper_way)}",
+        ),
+        (
+            "counted: FLOPs per target token x target tokens",
+            f"{counted / run.target_tokens:,.0f} x {run.target_tokens:,} = {flops_text(counted)}",
+        ),
+        (
+            "6N rule: 6 x parameters x target tokens",
+            f"6 x {parameters:,} x {run.target_tokens:,} = {flops_text(rule_of_thumb)}",
+        ),
+        (
+            "counted / paper's way (model FLOPs utilisation)",
+            f"{counted / our_paper_way:.1%}",
+        ),
+    ],
+    columns=["", f"profile {settings.name}"],
+)
 viz.show_table(cost)
 
 # %% [markdown]
@@ -476,45 +664,105 @@ viz.show_table(cost)
 # vertical axis is not a comparison across the two kinds of point; the horizontal one, the cost, is.
 
 # %%
-table2 = pd.DataFrame([dict(system=r.model + (" (ensemble)" if r.ensemble else ""), bleu=r.bleu_en_de,
-                            training_flops=r.flops_en_de, test_set="newstest2014 EN-DE (Table 2)")
-                       for r in paper.TABLE2 if r.bleu_en_de is not None and r.flops_en_de is not None])
+table2 = pd.DataFrame(
+    [
+        dict(
+            system=r.model + (" (ensemble)" if r.ensemble else ""),
+            bleu=r.bleu_en_de,
+            training_flops=r.flops_en_de,
+            test_set="newstest2014 EN-DE (Table 2)",
+        )
+        for r in paper.TABLE2
+        if r.bleu_en_de is not None and r.flops_en_de is not None
+    ]
+)
 OURS = "Multi30k test2016 EN-DE (ours)"
 ours_points = [
-    dict(system=f"ours, {settings.name} (paper's way)", bleu=beamed["bleu_tokenized"],
-         training_flops=our_paper_way, test_set=OURS),
-    dict(system=f"ours, {settings.name} (counted)", bleu=beamed["bleu_tokenized"],
-         training_flops=counted, test_set=OURS),
+    dict(
+        system=f"ours, {settings.name} (paper's way)",
+        bleu=beamed["bleu_tokenized"],
+        training_flops=our_paper_way,
+        test_set=OURS,
+    ),
+    dict(
+        system=f"ours, {settings.name} (counted)",
+        bleu=beamed["bleu_tokenized"],
+        training_flops=counted,
+        test_set=OURS,
+    ),
 ]
-gpu_record = results.read_result("translation_multi30k_en_de", "gpu") if settings.name != "gpu" else None
+gpu_record = (
+    results.read_result("translation_multi30k_en_de", "gpu")
+    if settings.name != "gpu"
+    else None
+)
 if gpu_record is not None:  # the committed one-GPU run, beside the profile executing
     gpu_metrics = gpu_record["metrics"]
-    gpu_peak = flops.peak_flops_by_name(gpu_record["provenance"]["device_name"], gpu_metrics["precision"])
+    gpu_peak = flops.peak_flops_by_name(
+        gpu_record["provenance"]["device_name"], gpu_metrics["precision"]
+    )
     ours_points += [
-        dict(system="ours, gpu (paper's way)", bleu=gpu_metrics["bleu_tokenized"],
-             training_flops=paper_way_flops(gpu_metrics["train_time_s"], gpu_metrics["world_size"], gpu_peak),
-             test_set=OURS),
-        dict(system="ours, gpu (counted)", bleu=gpu_metrics["bleu_tokenized"],
-             training_flops=gpu_metrics["training_flops"], test_set=OURS),
+        dict(
+            system="ours, gpu (paper's way)",
+            bleu=gpu_metrics["bleu_tokenized"],
+            training_flops=paper_way_flops(
+                gpu_metrics["train_time_s"], gpu_metrics["world_size"], gpu_peak
+            ),
+            test_set=OURS,
+        ),
+        dict(
+            system="ours, gpu (counted)",
+            bleu=gpu_metrics["bleu_tokenized"],
+            training_flops=gpu_metrics["training_flops"],
+            test_set=OURS,
+        ),
     ]
 table2_points = pd.concat([table2, pd.DataFrame(ours_points)], ignore_index=True)
-points = alt.Chart(table2_points).mark_point(filled=True, size=70).encode(
-    x=alt.X("training_flops:Q", scale=alt.Scale(type="log"), title="training cost (FLOPs, log scale)"),
-    y=alt.Y("bleu:Q", title="tokenized BLEU (on each point's own test set)", scale=alt.Scale(zero=False)),
-    color=alt.Color("test_set:N", title="BLEU measured on", legend=alt.Legend(orient="bottom")),
-    shape=alt.Shape("test_set:N", legend=None),
-    tooltip=["system", "test_set", alt.Tooltip("bleu:Q", format=".2f"),
-             alt.Tooltip("training_flops:Q", format=".2e")],
+points = (
+    alt.Chart(table2_points)
+    .mark_point(filled=True, size=70)
+    .encode(
+        x=alt.X(
+            "training_flops:Q",
+            scale=alt.Scale(type="log"),
+            title="training cost (FLOPs, log scale)",
+        ),
+        y=alt.Y(
+            "bleu:Q",
+            title="tokenized BLEU (on each point's own test set)",
+            scale=alt.Scale(zero=False),
+        ),
+        color=alt.Color(
+            "test_set:N", title="BLEU measured on", legend=alt.Legend(orient="bottom")
+        ),
+        shape=alt.Shape("test_set:N", legend=None),
+        tooltip=[
+            "system",
+            "test_set",
+            alt.Tooltip("bleu:Q", format=".2f"),
+            alt.Tooltip("training_flops:Q", format=".2e"),
+        ],
+    )
 )
 labels = points.mark_text(align="left", dx=7, fontSize=10).encode(text="system:N")
-viz.show(alt.layer(points, labels).properties(
-    width=620, height=360,
-    title=alt.TitleParams("Table 2: BLEU against training cost",
-                          subtitle=["Cost is comparable across all points; BLEU is not: the paper's is",
-                                    "newstest2014, ours Multi30k test2016 (short captions, much easier)."])))
+viz.show(
+    alt.layer(points, labels).properties(
+        width=620,
+        height=360,
+        title=alt.TitleParams(
+            "Table 2: BLEU against training cost",
+            subtitle=[
+                "Cost is comparable across all points; BLEU is not: the paper's is",
+                "newstest2014, ours Multi30k test2016 (short captions, much easier).",
+            ],
+        ),
+    )
+)
 viz.show_table(table2_points, bleu="{:.2f}", training_flops="{:.2e}")
 counted_points = table2_points[table2_points.system.str.endswith("(counted)")]
-assert counted_points.training_flops.max() < table2.training_flops.min() / 100  # orders of magnitude
+assert (
+    counted_points.training_flops.max() < table2.training_flops.min() / 100
+)  # orders of magnitude
 gpu_points = table2_points.set_index("system").training_flops.filter(like="ours, gpu")
 if len(gpu_points):
     assert gpu_points["ours, gpu (paper's way)"] > 100 * gpu_points["ours, gpu (counted)"]
@@ -534,17 +782,43 @@ if len(gpu_points):
 # %%
 paper_profile = get_profile("paper")
 paper_config = paper_profile.model_config()
-recipe_fields = ["corpus", "src_lang", "tgt_lang", "train_split", "valid_split", "test_split",
-                 "vocab_size", "preset", "model_overrides", "batch_tokens", "accumulation", "peak_lr",
-                 "warmup_steps", "adam_betas", "adam_eps", "max_steps", "precision", "compile",
-                 "save_every_minutes", "keep_snapshots", "average_last", "beam_size",
-                 "length_penalty_alpha", "max_len_a", "max_len_b"]
-recipe_table = pd.DataFrame([(name, str(getattr(paper_profile, name))) for name in recipe_fields],
-                            columns=["field", "paper profile"])
+recipe_fields = [
+    "corpus",
+    "src_lang",
+    "tgt_lang",
+    "train_split",
+    "valid_split",
+    "test_split",
+    "vocab_size",
+    "preset",
+    "model_overrides",
+    "batch_tokens",
+    "accumulation",
+    "peak_lr",
+    "warmup_steps",
+    "adam_betas",
+    "adam_eps",
+    "max_steps",
+    "precision",
+    "compile",
+    "save_every_minutes",
+    "keep_snapshots",
+    "average_last",
+    "beam_size",
+    "length_penalty_alpha",
+    "max_len_a",
+    "max_len_b",
+]
+recipe_table = pd.DataFrame(
+    [(name, str(getattr(paper_profile, name))) for name in recipe_fields],
+    columns=["field", "paper profile"],
+)
 c = paper_config
 recipe_table.loc[len(recipe_table)] = (
-    "model", f"{c.n_layers} layers, d_model {c.d_model}, d_ff {c.d_ff}, {c.n_heads} heads, "
-             f"dropout {c.dropout}, label smoothing {c.label_smoothing}")
+    "model",
+    f"{c.n_layers} layers, d_model {c.d_model}, d_ff {c.d_ff}, {c.n_heads} heads, "
+    f"dropout {c.dropout}, label smoothing {c.label_smoothing}",
+)
 viz.show_table(recipe_table)
 
 # %% [markdown]
@@ -555,39 +829,71 @@ viz.show_table(recipe_table)
 
 # %%
 recipe_probe = paper_profile.replace(train_split="train_sample", max_valid_pairs=64)
-wmt_data = pipeline.prepare_data(recipe_probe, data_dir)  # the 37k BPE on the staged 10k-pair sample
+wmt_data = pipeline.prepare_data(
+    recipe_probe, data_dir
+)  # the 37k BPE on the staged 10k-pair sample
 wmt_src, wmt_tgt = mean_lengths(wmt_data.train)
 recipe_tokens = paper_profile.max_steps * PAPER_TARGET_TOKENS_PER_STEP
-recipe_counted = counted_training_flops(paper_config, paper_profile.vocab_size, wmt_src, wmt_tgt,
-                                        recipe_tokens)
+recipe_counted = counted_training_flops(
+    paper_config, paper_profile.vocab_size, wmt_src, wmt_tgt, recipe_tokens
+)
 h100_peak = flops.peak_flops_by_name("H100", "bf16")
 benchmark = results.results_root() / "benchmarks" / "gpu_compile.json"
 measured_fraction = None
-if benchmark.is_file():  # the base model's bf16 training step, measured on one H100 (benchmarks/README.md)
+if (
+    benchmark.is_file()
+):  # the base model's bf16 training step, measured on one H100 (benchmarks/README.md)
     step = json.loads(benchmark.read_text())["measurements"]["gpu_bf16_compile"]["steps"]
     measured_fraction = step["bf16_compile_model_and_loss"]["mfu_with_logits"]
-ASSUMED_FRACTION = 0.35  # a typical sustained share of the bf16 peak for a well-tuned Transformer step
-fractions = {"assumed": ASSUMED_FRACTION} | ({"measured for base (benchmarks)": measured_fraction}
-                                              if measured_fraction else {})
+ASSUMED_FRACTION = (
+    0.35  # a typical sustained share of the bf16 peak for a well-tuned Transformer step
+)
+fractions = {"assumed": ASSUMED_FRACTION} | (
+    {"measured for base (benchmarks)": measured_fraction} if measured_fraction else {}
+)
 recipe_cost = pd.DataFrame(
-    [dict(quantity="mean source / target length (subwords + specials), WMT14 sample",
-          value=f"{wmt_src:.1f} / {wmt_tgt:.1f}"),
-     dict(quantity="training FLOPs per target token (base, counted)",
-          value=f"{recipe_counted / recipe_tokens:,.0f}"),
-     dict(quantity=f"{paper_profile.max_steps:,} steps x {PAPER_TARGET_TOKENS_PER_STEP:,} target tokens",
-          value=f"{flops_text(recipe_counted)} FLOPs counted"),
-     dict(quantity="Table 2 (12 h x 8 P100 x 9.5 TFLOP/s)", value=f"{flops_text(base_estimate)} FLOPs"),
-     dict(quantity="implied P100 utilisation (counted / Table 2)",
-          value=f"{recipe_counted / base_estimate:.0%}")]
-    + [dict(quantity=f"one H100 (bf16 peak {h100_peak / 1e12:.0f} TFLOP/s) at {fraction:.1%} "
-                     f"of peak, {how}",
-            value=f"{device_hours(recipe_counted, h100_peak, fraction):.2f} GPU-hours")
-       for how, fraction in fractions.items()])
+    [
+        dict(
+            quantity="mean source / target length (subwords + specials), WMT14 sample",
+            value=f"{wmt_src:.1f} / {wmt_tgt:.1f}",
+        ),
+        dict(
+            quantity="training FLOPs per target token (base, counted)",
+            value=f"{recipe_counted / recipe_tokens:,.0f}",
+        ),
+        dict(
+            quantity=f"{paper_profile.max_steps:,} steps x {PAPER_TARGET_TOKENS_PER_STEP:,} target tokens",
+            value=f"{flops_text(recipe_counted)} FLOPs counted",
+        ),
+        dict(
+            quantity="Table 2 (12 h x 8 P100 x 9.5 TFLOP/s)",
+            value=f"{flops_text(base_estimate)} FLOPs",
+        ),
+        dict(
+            quantity="implied P100 utilisation (counted / Table 2)",
+            value=f"{recipe_counted / base_estimate:.0%}",
+        ),
+    ]
+    + [
+        dict(
+            quantity=f"one H100 (bf16 peak {h100_peak / 1e12:.0f} TFLOP/s) at {fraction:.1%} "
+            f"of peak, {how}",
+            value=f"{device_hours(recipe_counted, h100_peak, fraction):.2f} GPU-hours",
+        )
+        for how, fraction in fractions.items()
+    ]
+)
 viz.show_table(recipe_cost)
 implied_p100_utilisation = recipe_counted / base_estimate
-assert 0.2 < implied_p100_utilisation < 1 / 3, implied_p100_utilisation  # "a fifth to a third", below
-assert device_hours(recipe_counted, h100_peak, min(fractions.values())) < 8  # "a few hours" on one H100 ...
-assert device_hours(recipe_counted, h100_peak, min(fractions.values())) / 8 < 1  # ... under one on eight
+assert 0.2 < implied_p100_utilisation < 1 / 3, (
+    implied_p100_utilisation
+)  # "a fifth to a third", below
+assert (
+    device_hours(recipe_counted, h100_peak, min(fractions.values())) < 8
+)  # "a few hours" on one H100 ...
+assert (
+    device_hours(recipe_counted, h100_peak, min(fractions.values())) / 8 < 1
+)  # ... under one on eight
 
 # %% [markdown]
 # Table 2's figure is several times the counted arithmetic: by the count, the paper's P100s did
@@ -605,23 +911,46 @@ assert device_hours(recipe_counted, h100_peak, min(fractions.values())) / 8 < 1 
 
 # %%
 recipe_check = paper_profile.replace(
-    train_split="train_sample", max_valid_pairs=64, max_steps=recipe_steps, compile=False,
+    train_split="train_sample",
+    max_valid_pairs=64,
+    max_steps=recipe_steps,
+    compile=False,
     model_overrides=dict(n_layers=1, d_model=64, d_ff=256, n_heads=4, max_len=1024),
-    log_every=1, eval_every=0, save_every_minutes=None, keep_snapshots=1)
+    log_every=1,
+    eval_every=0,
+    save_every_minutes=None,
+    keep_snapshots=1,
+)
 with tempfile.TemporaryDirectory() as folder:
     started = time.perf_counter()
-    recipe_summary = pipeline.run(recipe_check, folder, data_dir=data_dir, device=device, evaluate_test=False)
+    recipe_summary = pipeline.run(
+        recipe_check, folder, data_dir=data_dir, device=device, evaluate_test=False
+    )
     recipe_seconds = time.perf_counter() - started
     recipe_log = pd.DataFrame([r for r in read_metrics(folder) if r["kind"] == "train"])
-assert recipe_summary["steps"] == recipe_steps and recipe_summary["stopped_by"] == "max_steps"
-assert np.isfinite(recipe_log.loss).all() and math.isfinite(recipe_summary["valid"]["loss"])
-assert recipe_log.loss.iloc[0] < math.log(recipe_check.vocab_size) + 1  # about a uniform guess to start
-viz.show_table(recipe_log[["step", "loss", "nll", "lr", "target_tokens"]], loss="{:.3f}", nll="{:.3f}",
-           lr="{:.2e}", target_tokens="{:,}")
-print(f"{recipe_steps} steps of the paper's recipe on wmt14/train_sample in {recipe_seconds:.1f} s "
-      f"(data and BPE included); validation loss on {recipe_check.max_valid_pairs} newstest2013 pairs: "
-      f"{recipe_summary['valid']['loss']:.3f} (a uniform guess over {recipe_check.vocab_size:,} pieces: "
-      f"{math.log(recipe_check.vocab_size):.3f})")
+assert (
+    recipe_summary["steps"] == recipe_steps
+    and recipe_summary["stopped_by"] == "max_steps"
+)
+assert np.isfinite(recipe_log.loss).all() and math.isfinite(
+    recipe_summary["valid"]["loss"]
+)
+assert (
+    recipe_log.loss.iloc[0] < math.log(recipe_check.vocab_size) + 1
+)  # about a uniform guess to start
+viz.show_table(
+    recipe_log[["step", "loss", "nll", "lr", "target_tokens"]],
+    loss="{:.3f}",
+    nll="{:.3f}",
+    lr="{:.2e}",
+    target_tokens="{:,}",
+)
+print(
+    f"{recipe_steps} steps of the paper's recipe on wmt14/train_sample in {recipe_seconds:.1f} s "
+    f"(data and BPE included); validation loss on {recipe_check.max_valid_pairs} newstest2013 pairs: "
+    f"{recipe_summary['valid']['loss']:.3f} (a uniform guess over {recipe_check.vocab_size:,} pieces: "
+    f"{math.log(recipe_check.vocab_size):.3f})"
+)
 
 # %% [markdown]
 # The learning rate climbs as the warm-up of section 5.3 prescribes ($d_\text{model}^{-0.5} \cdot
@@ -635,13 +964,21 @@ paper_rows = []
 for name in ("translation", pipeline.default_results_name(paper_profile)):
     record = results.read_result(name, "paper")
     metrics = (record or {}).get("metrics", {})
-    paper_rows.append(dict(
-        results_file=f"paper/{name}.json",
-        tokenized_bleu=metrics.get("bleu_tokenized", "not run yet"),
-        sacrebleu=metrics.get("sacrebleu", "not run yet"),
-        training_flops=metrics.get("training_flops", "not run yet"),
-        measured=results.describe_provenance(record) if record else "not run yet"))
-viz.show_table(pd.DataFrame(paper_rows), tokenized_bleu="{:.2f}", sacrebleu="{:.2f}", training_flops="{:.2e}")
+    paper_rows.append(
+        dict(
+            results_file=f"paper/{name}.json",
+            tokenized_bleu=metrics.get("bleu_tokenized", "not run yet"),
+            sacrebleu=metrics.get("sacrebleu", "not run yet"),
+            training_flops=metrics.get("training_flops", "not run yet"),
+            measured=results.describe_provenance(record) if record else "not run yet",
+        )
+    )
+viz.show_table(
+    pd.DataFrame(paper_rows),
+    tokenized_bleu="{:.2f}",
+    sacrebleu="{:.2f}",
+    training_flops="{:.2e}",
+)
 
 # %% [markdown]
 # ## What this chapter wrote
@@ -663,33 +1000,59 @@ metrics = {
     "ppl": beamed["ppl"],
     "training_flops": our_paper_way,
     "training_flops_how": f"paper's way: {run.train_time_s} s x 1 device x {sustained:.4g} FLOP/s "
-                          f"({sustained_how})",
+    f"({sustained_how})",
     "training_flops_counted": counted,
     "training_flops_six_n": rule_of_thumb,
     "model_flops_utilisation": counted / our_paper_way,
     "greedy": {k: greedy[k] for k in ("sacrebleu", "bleu_tokenized", "decode_seconds")},
-    "beam": {k: beamed[k] for k in ("sacrebleu", "bleu_tokenized", "decode_seconds", "beam_size",
-                                    "length_penalty_alpha")},
+    "beam": {
+        k: beamed[k]
+        for k in (
+            "sacrebleu",
+            "bleu_tokenized",
+            "decode_seconds",
+            "beam_size",
+            "length_penalty_alpha",
+        )
+    },
     "kv_cache_seconds": {row["decoder"]: row["seconds"] for row in cache_rows},
     "averaging": sweep.to_dict(orient="records"),
     "averaged_checkpoints": list(averaged["averaged_from"]),
-    "run": {"steps": run.steps, "train_time_s": run.train_time_s, "target_tokens": run.target_tokens,
-            "device": run.device, "trained_by_this_chapter": trained_here},
-    "paper_recipe": {"counted_flops": recipe_counted, "table2_flops": base_estimate,
-                     "h100_gpu_hours": {how: device_hours(recipe_counted, h100_peak, f)
-                                        for how, f in fractions.items()},
-                     "check_steps": recipe_steps, "check_losses": recipe_log.loss.tolist(),
-                     "check_valid_loss": recipe_summary["valid"]["loss"], "check_seconds": recipe_seconds},
+    "run": {
+        "steps": run.steps,
+        "train_time_s": run.train_time_s,
+        "target_tokens": run.target_tokens,
+        "device": run.device,
+        "trained_by_this_chapter": trained_here,
+    },
+    "paper_recipe": {
+        "counted_flops": recipe_counted,
+        "table2_flops": base_estimate,
+        "h100_gpu_hours": {
+            how: device_hours(recipe_counted, h100_peak, f)
+            for how, f in fractions.items()
+        },
+        "check_steps": recipe_steps,
+        "check_losses": recipe_log.loss.tolist(),
+        "check_valid_loss": recipe_summary["valid"]["loss"],
+        "check_seconds": recipe_seconds,
+    },
 }
-path = results.write_result("translation", metrics, profile=settings.results_folder, device=torch_device,
-                            config={"model": settings.model_config().to_dict(),
-                                    "profile": settings.to_dict()},
-                            wall_time_s=round(time.perf_counter() - chapter_start, 1))
+path = results.write_result(
+    "translation",
+    metrics,
+    profile=settings.results_folder,
+    device=torch_device,
+    config={"model": settings.model_config().to_dict(), "profile": settings.to_dict()},
+    wall_time_s=round(time.perf_counter() - chapter_start, 1),
+)
 record = results.read_result("translation", settings.results_folder)
 assert record["metrics"]["bleu_tokenized"] == beamed["bleu_tokenized"]
 assert record["metrics"]["sacrebleu"] == beamed["sacrebleu"]
 assert record["metrics"]["training_flops"] == our_paper_way
 written = record["metrics"]
-print(f"wrote {path.parent.name}/{path.name}: tokenized BLEU {written['bleu_tokenized']:.2f}, "
-      f"sacreBLEU {written['sacrebleu']:.2f}, training FLOPs {flops_text(written['training_flops'])}; "
-      f"{results.describe_provenance(record)}; chapter wall time {record['wall_time_s']:.0f} s")
+print(
+    f"wrote {path.parent.name}/{path.name}: tokenized BLEU {written['bleu_tokenized']:.2f}, "
+    f"sacreBLEU {written['sacrebleu']:.2f}, training FLOPs {flops_text(written['training_flops'])}; "
+    f"{results.describe_provenance(record)}; chapter wall time {record['wall_time_s']:.0f} s"
+)

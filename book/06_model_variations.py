@@ -72,15 +72,15 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from annotated_transformer.evaluation import paper, results
 from annotated_transformer import pipeline
-from annotated_transformer.experiments import variations
 from annotated_transformer.book import viz
 from annotated_transformer.data import load_parallel
-from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.evaluation import paper, results
+from annotated_transformer.experiments import variations
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.transformer import Transformer, count_parameters
 from annotated_transformer.profiles import get_profile
+from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -88,8 +88,12 @@ device = "auto"  # "auto" picks CUDA when a GPU is visible
 data_dir = None  # None: $AT_DATA_DIR, then a download
 variation_steps = None  # None: the profile's steps per Table 3 row
 seeds = None  # None: the profile's number of seeds per row
-bleu_sentences = None  # None: the first sentences of the validation split that the profile affords
-workers = None  # processes training rows side by side on a CPU; None: one per core (1 on a GPU)
+bleu_sentences = (
+    None  # None: the first sentences of the validation split that the profile affords
+)
+workers = (
+    None  # processes training rows side by side on a CPU; None: one per core (1 on a GPU)
+)
 
 # %%
 settings = get_profile(profile)
@@ -97,11 +101,14 @@ scales = settings.book
 rows = list(scales.table3_rows)
 steps = int(variation_steps or scales.table3_steps)
 n_seeds = int(seeds or scales.table3_seeds)
-scale = variations.VariationScale(width=scales.table3_width_divisor,
-                                  depth=scales.table3_depth_divisor)
+scale = variations.VariationScale(
+    width=scales.table3_width_divisor, depth=scales.table3_depth_divisor
+)
 # The data of every row: the profile's corpus, with the Table 3 vocabulary and batches where set.
-table3_profile = settings.replace(vocab_size=scales.table3_vocab_size or settings.vocab_size,
-                                batch_tokens=scales.table3_batch_tokens or settings.batch_tokens)
+table3_profile = settings.replace(
+    vocab_size=scales.table3_vocab_size or settings.vocab_size,
+    batch_tokens=scales.table3_batch_tokens or settings.batch_tokens,
+)
 # Greedy BLEU on the first validation sentences: 16 under smoke, 100 on a CPU, all on a GPU.
 BLEU_SENTENCES = {"smoke": 16, "cpu": 100}
 bleu_sentences = bleu_sentences or BLEU_SENTENCES.get(settings.name)
@@ -109,9 +116,11 @@ torch_device = resolve_device(device)
 if settings.threads:
     torch.set_num_threads(settings.threads)
 chapter_start = time.perf_counter()
-print(f"under profile {settings.name!r} this chapter trains {len(rows)} rows ({', '.join(rows)}) "
-      f"x {n_seeds} seeds for {steps} steps each, at widths / {scale.width} and depths / "
-      f"{scale.depth}, on {torch_device}")
+print(
+    f"under profile {settings.name!r} this chapter trains {len(rows)} rows ({', '.join(rows)}) "
+    f"x {n_seeds} seeds for {steps} steps each, at widths / {scale.width} and depths / "
+    f"{scale.depth}, on {torch_device}"
+)
 
 
 # %% [markdown]
@@ -122,13 +131,15 @@ print(f"under profile {settings.name!r} this chapter trains {len(rows)} rows ({'
 # other row lists only what it changes. `variations.changes` reads those changes from the package's
 # presets (`model/config.py`, the same presets chapter 02 counts parameters for):
 
+
 # %%
 def listed(change: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in change.items()) or "(base)"
 
 
-paper_changes = pd.DataFrame([dict(row=row, changes=listed(variations.changes(row)))
-                              for row in TABLE3_ALL_ROWS])
+paper_changes = pd.DataFrame(
+    [dict(row=row, changes=listed(variations.changes(row))) for row in TABLE3_ALL_ROWS]
+)
 viz.show_table(paper_changes)
 
 # %% [markdown]
@@ -148,12 +159,22 @@ viz.show_source(variations.VariationScale.config)
 # Under this profile the rows become the following (the paper's values in parentheses where they
 # differ), with each model's parameter count beside the paper's:
 
+
 # %%
 def scaled_row(row: str) -> dict:
     ours, theirs = scale.config(row), variations.paper_config(row)
     cells = {}
-    for field in ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout",
-                  "label_smoothing", "positional"):
+    for field in (
+        "n_layers",
+        "d_model",
+        "d_ff",
+        "n_heads",
+        "d_k",
+        "d_v",
+        "dropout",
+        "label_smoothing",
+        "positional",
+    ):
         a, b = getattr(ours, field), getattr(theirs, field)
         cells[field] = f"{a}" if a == b else f"{a} ({b})"
     return cells
@@ -165,8 +186,17 @@ for row in rows:
     config = scale.config(row, max_len=table3_profile.model_config().max_len)
     model = Transformer(config, vocab_size, vocab_size, share_embeddings=True)
     params[row] = count_parameters(model)
-config_table = pd.DataFrame([dict(row=row, **scaled_row(row), params_m=params[row] / 1e6,
-                                  paper_params_m=paper.TABLE3[row].params_m) for row in rows])
+config_table = pd.DataFrame(
+    [
+        dict(
+            row=row,
+            **scaled_row(row),
+            params_m=params[row] / 1e6,
+            paper_params_m=paper.TABLE3[row].params_m,
+        )
+        for row in rows
+    ]
+)
 viz.show_table(config_table, params_m="{:.2f}", paper_params_m="{:.0f}")
 
 # The rows apply the paper's change at the scaled size.
@@ -180,17 +210,24 @@ for row in ("A2", "A3", "A4"):
         assert c.n_heads * c.head_dim_k == base_config.d_model == c.d_model
 for row in ("B1", "B2"):
     if row in rows:
-        ratio = variations.paper_config(row).head_dim_k / variations.paper_config("base").head_dim_k
+        ratio = (
+            variations.paper_config(row).head_dim_k
+            / variations.paper_config("base").head_dim_k
+        )
         assert scale.config(row).head_dim_k == ratio * base_config.head_dim_k
 # Parameters move the way the paper's do, wherever the paper reports them.
 for row in rows:
     theirs = paper.TABLE3[row].params_m
     if row != "base" and theirs is not None and theirs != paper.TABLE3["base"].params_m:
-        assert (params[row] > params["base"]) == (theirs > paper.TABLE3["base"].params_m), row
+        assert (params[row] > params["base"]) == (
+            theirs > paper.TABLE3["base"].params_m
+        ), row
 b = base_config
-print(f"base at this scale: {b.n_layers} layers, d_model {b.d_model}, d_ff {b.d_ff}, "
-      f"{b.n_heads} heads of d_k {b.head_dim_k}; {params['base'] / 1e6:.2f}M parameters "
-      f"with a {vocab_size:,}-piece vocabulary")
+print(
+    f"base at this scale: {b.n_layers} layers, d_model {b.d_model}, d_ff {b.d_ff}, "
+    f"{b.n_heads} heads of d_k {b.head_dim_k}; {params['base'] / 1e6:.2f}M parameters "
+    f"with a {vocab_size:,}-piece vocabulary"
+)
 
 # %% [markdown]
 # Our counts are not the paper's divided by a constant: the embedding matrix (vocabulary x
@@ -224,14 +261,17 @@ viz.show_source(variations.row_settings)
 
 # %%
 data = pipeline.prepare_data(table3_profile, data_dir)
-valid_text = load_parallel(settings.corpus, settings.valid_split, settings.src_lang,
-                           settings.tgt_lang, data_dir)
+valid_text = load_parallel(
+    settings.corpus, settings.valid_split, settings.src_lang, settings.tgt_lang, data_dir
+)
 limit = bleu_sentences or len(valid_text.src)
 bleu_sources, bleu_references = valid_text.src[:limit], valid_text.tgt[:limit]
 assert data.tokenizer.vocab_size == vocab_size
-print(f"{len(data.train):,} training pairs, {len(data.valid):,} validation pairs for perplexity, "
-      f"the first {len(bleu_sources):,} validation sentences for BLEU; batches of about "
-      f"{table3_profile.batch_tokens:,} tokens")
+print(
+    f"{len(data.train):,} training pairs, {len(data.valid):,} validation pairs for perplexity, "
+    f"the first {len(bleu_sources):,} validation sentences for BLEU; batches of about "
+    f"{table3_profile.batch_tokens:,} tokens"
+)
 
 # %% [markdown]
 # The long cell: every row, every seed. Under the `cpu` profile this is most of the chapter's
@@ -254,11 +294,25 @@ if torch_device.type == "cpu":
     torch.set_num_threads(1)
 train_start = time.perf_counter()
 try:
-    runs = list(tqdm(variations.train_rows(plan, data, table3_profile, scale, steps=steps,
-                                           workers=workers, data_dir=data_dir, device=torch_device,
-                                           bleu_sources=bleu_sources,
-                                           bleu_references=bleu_references),
-                     total=len(plan), desc="Table 3 rows", unit="run"))
+    runs = list(
+        tqdm(
+            variations.train_rows(
+                plan,
+                data,
+                table3_profile,
+                scale,
+                steps=steps,
+                workers=workers,
+                data_dir=data_dir,
+                device=torch_device,
+                bleu_sources=bleu_sources,
+                bleu_references=bleu_references,
+            ),
+            total=len(plan),
+            desc="Table 3 rows",
+            unit="run",
+        )
+    )
 finally:
     torch.set_num_threads(threads)
 train_seconds = time.perf_counter() - train_start
@@ -267,9 +321,11 @@ assert len(measured) == len(rows) * n_seeds and (measured.steps == steps).all()
 assert np.isfinite(measured.ppl).all() and (measured.ppl > 1).all()
 assert all(measured[measured.row == row].params.nunique() == 1 for row in rows)
 seconds = measured.groupby("row", sort=False)[["train_s", "train_cpu_s", "eval_s"]].mean()
-print(f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es); per run, training took "
-      f"{seconds.train_s.min():.1f}-{seconds.train_s.max():.1f} s (the cheapest row: "
-      f"{seconds.train_s.idxmin()}, the dearest: {seconds.train_s.idxmax()})")
+print(
+    f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es); per run, training took "
+    f"{seconds.train_s.min():.1f}-{seconds.train_s.max():.1f} s (the cheapest row: "
+    f"{seconds.train_s.idxmin()}, the dearest: {seconds.train_s.idxmax()})"
+)
 
 # %% [markdown]
 # ## 6.3 Beside Table 3
@@ -277,12 +333,18 @@ print(f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es); per 
 # For each row: the mean over seeds of perplexity and BLEU, their range over seeds, the difference
 # from base, and the paper's numbers. Lower perplexity is better, higher BLEU is better.
 
+
 # %%
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     stats = frame.groupby("row", sort=False).agg(
-        ppl=("ppl", "mean"), ppl_min=("ppl", "min"), ppl_max=("ppl", "max"),
-        bleu=("bleu", "mean"), bleu_min=("bleu", "min"), bleu_max=("bleu", "max"),
-        params=("params", "first"))
+        ppl=("ppl", "mean"),
+        ppl_min=("ppl", "min"),
+        ppl_max=("ppl", "max"),
+        bleu=("bleu", "mean"),
+        bleu_min=("bleu", "min"),
+        bleu_max=("bleu", "max"),
+        params=("params", "first"),
+    )
     stats = stats.loc[rows].reset_index()
     stats["ppl_minus_base"] = stats.ppl - stats.set_index("row").loc["base", "ppl"]
     stats["bleu_minus_base"] = stats.bleu - stats.set_index("row").loc["base", "bleu"]
@@ -298,12 +360,33 @@ table = summarize(measured)
 shown = table.assign(
     params_m=table.params / 1e6,
     ppl_range=[f"{a:.1f}-{b:.1f}" for a, b in zip(table.ppl_min, table.ppl_max)],
-    bleu_range=[f"{a:.2f}-{b:.2f}" for a, b in zip(table.bleu_min, table.bleu_max)])
-viz.show_table(shown[["row", "ppl", "ppl_range", "ppl_minus_base", "paper_ppl", "bleu", "bleu_range",
-                  "bleu_minus_base", "paper_bleu", "params_m", "paper_params_m"]],
-           ppl="{:.2f}", ppl_minus_base="{:+.2f}", paper_ppl="{:.2f}", bleu="{:.2f}",
-           bleu_minus_base="{:+.2f}", paper_bleu="{:.1f}", params_m="{:.2f}",
-           paper_params_m="{:.0f}")
+    bleu_range=[f"{a:.2f}-{b:.2f}" for a, b in zip(table.bleu_min, table.bleu_max)],
+)
+viz.show_table(
+    shown[
+        [
+            "row",
+            "ppl",
+            "ppl_range",
+            "ppl_minus_base",
+            "paper_ppl",
+            "bleu",
+            "bleu_range",
+            "bleu_minus_base",
+            "paper_bleu",
+            "params_m",
+            "paper_params_m",
+        ]
+    ],
+    ppl="{:.2f}",
+    ppl_minus_base="{:+.2f}",
+    paper_ppl="{:.2f}",
+    bleu="{:.2f}",
+    bleu_minus_base="{:+.2f}",
+    paper_bleu="{:.1f}",
+    params_m="{:.2f}",
+    paper_params_m="{:.0f}",
+)
 assert table.row.tolist() == rows
 assert (table.ppl_min <= table.ppl).all() and (table.ppl <= table.ppl_max).all()
 
@@ -330,36 +413,80 @@ for r in table.itertuples():
     if r.row == "base":
         continue
     long += [
-        dict(row=r.row, metric=PPL, who="ours", diff=percent(r.ppl, base_row.ppl),
-             low=percent(r.ppl_min, base_row.ppl_max), high=percent(r.ppl_max, base_row.ppl_min)),
-        dict(row=r.row, metric=PPL, who="paper", low=None, high=None,
-             diff=percent(r.paper_ppl, paper.TABLE3["base"].ppl)),
-        dict(row=r.row, metric="BLEU (higher is better)", who="ours", diff=r.bleu_minus_base,
-             low=r.bleu_min - base_row.bleu_max, high=r.bleu_max - base_row.bleu_min),
-        dict(row=r.row, metric="BLEU (higher is better)", who="paper", diff=r.paper_bleu_minus_base,
-             low=None, high=None),
+        dict(
+            row=r.row,
+            metric=PPL,
+            who="ours",
+            diff=percent(r.ppl, base_row.ppl),
+            low=percent(r.ppl_min, base_row.ppl_max),
+            high=percent(r.ppl_max, base_row.ppl_min),
+        ),
+        dict(
+            row=r.row,
+            metric=PPL,
+            who="paper",
+            low=None,
+            high=None,
+            diff=percent(r.paper_ppl, paper.TABLE3["base"].ppl),
+        ),
+        dict(
+            row=r.row,
+            metric="BLEU (higher is better)",
+            who="ours",
+            diff=r.bleu_minus_base,
+            low=r.bleu_min - base_row.bleu_max,
+            high=r.bleu_max - base_row.bleu_min,
+        ),
+        dict(
+            row=r.row,
+            metric="BLEU (higher is better)",
+            who="paper",
+            diff=r.paper_bleu_minus_base,
+            low=None,
+            high=None,
+        ),
     ]
 differences = pd.DataFrame(long)
 
 
 def difference_chart(metric: str) -> alt.LayerChart:
     part = differences[differences.metric == metric]
-    bars = alt.Chart(part).mark_bar().encode(
-        x=alt.X("row:N", sort=rows, title=None), xOffset=alt.XOffset("who:N"),
-        y=alt.Y("diff:Q", title="% change from base" if metric == PPL else "points minus base"),
-        color=alt.Color("who:N", title=None, scale=alt.Scale(domain=["ours", "paper"],
-                                                              range=["#f58518", "#4c78a8"])),
-        tooltip=["row", "who", alt.Tooltip("diff:Q", format="+.2f")],
+    bars = (
+        alt.Chart(part)
+        .mark_bar()
+        .encode(
+            x=alt.X("row:N", sort=rows, title=None),
+            xOffset=alt.XOffset("who:N"),
+            y=alt.Y(
+                "diff:Q",
+                title="% change from base" if metric == PPL else "points minus base",
+            ),
+            color=alt.Color(
+                "who:N",
+                title=None,
+                scale=alt.Scale(domain=["ours", "paper"], range=["#f58518", "#4c78a8"]),
+            ),
+            tooltip=["row", "who", alt.Tooltip("diff:Q", format="+.2f")],
+        )
     )
-    whiskers = alt.Chart(part[part.who == "ours"]).mark_rule(color="black").encode(
-        x=alt.X("row:N", sort=rows),
-        xOffset=alt.XOffset("who:N", scale=alt.Scale(domain=["ours", "paper"])),
-        y="low:Q", y2="high:Q")
+    whiskers = (
+        alt.Chart(part[part.who == "ours"])
+        .mark_rule(color="black")
+        .encode(
+            x=alt.X("row:N", sort=rows),
+            xOffset=alt.XOffset("who:N", scale=alt.Scale(domain=["ours", "paper"])),
+            y="low:Q",
+            y2="high:Q",
+        )
+    )
     return alt.layer(bars, whiskers).properties(width=560, height=200, title=metric)
 
 
-viz.show(alt.vconcat(difference_chart(PPL),
-                     difference_chart("BLEU (higher is better)")).resolve_scale(y="independent"))
+viz.show(
+    alt.vconcat(
+        difference_chart(PPL), difference_chart("BLEU (higher is better)")
+    ).resolve_scale(y="independent")
+)
 
 # %% [markdown]
 # ## 6.4 Do the rows come in the same order?
@@ -378,8 +505,10 @@ rho_ppl = variations.spearman(table.ppl, table.paper_ppl)
 rho_bleu = variations.spearman(table.bleu, table.paper_bleu)
 ranked = table[["ppl", "paper_ppl"]].rank()
 assert math.isclose(rho_ppl, ranked.ppl.corr(ranked.paper_ppl), abs_tol=1e-12)
-print(f"Spearman rank correlation over {len(rows)} rows: perplexity {rho_ppl:+.2f}, "
-      f"BLEU {rho_bleu:+.2f}")
+print(
+    f"Spearman rank correlation over {len(rows)} rows: perplexity {rho_ppl:+.2f}, "
+    f"BLEU {rho_bleu:+.2f}"
+)
 
 # %% [markdown]
 # A correlation near +1 would say that at our scale the rows already rank as in the paper; near 0,
@@ -401,10 +530,16 @@ print(f"Spearman rank correlation over {len(rows)} rows: perplexity {rho_ppl:+.2
 viz.show_source(variations.compare)
 
 # %%
-ppl_by_row = {row: measured[measured.row == row].sort_values("seed").ppl.tolist() for row in rows}
+ppl_by_row = {
+    row: measured[measured.row == row].sort_values("seed").ppl.tolist() for row in rows
+}
 verdicts = [variations.verdict(finding, ppl_by_row) for finding in variations.FINDINGS]
-verdict_table = pd.DataFrame([dict(finding=v["finding"], verdict=v["verdict"], evidence=v["reason"])
-                              for v in verdicts])
+verdict_table = pd.DataFrame(
+    [
+        dict(finding=v["finding"], verdict=v["verdict"], evidence=v["reason"])
+        for v in verdicts
+    ]
+)
 viz.show_table(verdict_table)
 kinds = (variations.HOLDS, variations.DOES_NOT_HOLD, variations.CANNOT_TELL)
 assert all(v["verdict"] in kinds for v in verdicts)
@@ -443,6 +578,7 @@ print(", ".join(f"{counts.get(k, 0)} {k}" for k in kinds))
 # reproduction summary reads `rows.base.ppl` and `rows.A1.bleu_minus_base`), the scaled
 # configurations, the rank correlations and the verdicts.
 
+
 # %%
 def by_seed(row: str, column: str) -> list:
     return measured[measured.row == row].sort_values("seed")[column].tolist()
@@ -451,9 +587,12 @@ def by_seed(row: str, column: str) -> list:
 metrics = {
     "rows": {
         r.row: {
-            "ppl": round(r.ppl, 3), "ppl_min": round(r.ppl_min, 3), "ppl_max": round(r.ppl_max, 3),
+            "ppl": round(r.ppl, 3),
+            "ppl_min": round(r.ppl_min, 3),
+            "ppl_max": round(r.ppl_max, 3),
             "ppl_seeds": [round(x, 3) for x in by_seed(r.row, "ppl")],
-            "bleu": round(r.bleu, 2), "bleu_min": round(r.bleu_min, 2),
+            "bleu": round(r.bleu, 2),
+            "bleu_min": round(r.bleu_min, 2),
             "bleu_max": round(r.bleu_max, 2),
             "bleu_seeds": [round(x, 2) for x in by_seed(r.row, "bleu")],
             "ppl_minus_base": round(r.ppl_minus_base, 3),
@@ -461,11 +600,14 @@ metrics = {
             "params_m": round(r.params / 1e6, 4),
             "config": scale.config(r.row).to_dict(),
             "train_s": round(float(seconds.loc[r.row, "train_s"]), 2),
-        } for r in table.itertuples()
+        }
+        for r in table.itertuples()
     },
     "spearman_ppl": rho_ppl,
     "spearman_bleu": rho_bleu,
-    "verdicts": {v["finding"]: {"verdict": v["verdict"], "reason": v["reason"]} for v in verdicts},
+    "verdicts": {
+        v["finding"]: {"verdict": v["verdict"], "reason": v["reason"]} for v in verdicts
+    },
     "steps": steps,
     "seeds": n_seeds,
     "scale": {"width_divisor": scale.width, "depth_divisor": scale.depth},
@@ -475,17 +617,28 @@ metrics = {
     "ppl": f"per subword on all {len(data.valid)} pairs of the validation split",
     "train_seconds": round(train_seconds, 1),
 }
-path = results.write_result("model_variations", metrics, profile=settings.name,
-                            config=table3_profile, device=torch_device,
-                            wall_time_s=round(time.perf_counter() - chapter_start, 1))
+path = results.write_result(
+    "model_variations",
+    metrics,
+    profile=settings.name,
+    config=table3_profile,
+    device=torch_device,
+    wall_time_s=round(time.perf_counter() - chapter_start, 1),
+)
 record = results.read_result("model_variations", settings.name)
 assert record is not None
-assert results.lookup(record["metrics"], "rows.base.ppl") == metrics["rows"]["base"]["ppl"]
+assert (
+    results.lookup(record["metrics"], "rows.base.ppl") == metrics["rows"]["base"]["ppl"]
+)
 assert set(record["metrics"]["rows"]) == set(rows)
 assert len(record["metrics"]["verdicts"]) == len(variations.FINDINGS)
 if "A1" in rows:
-    assert math.isclose(results.lookup(record["metrics"], "rows.A1.bleu_minus_base"),
-                        round(table.set_index("row").loc["A1", "bleu_minus_base"], 2))
-print(f"wrote {path.parent.name}/{path.name} under the results folder (chapter: "
-      f"{time.perf_counter() - chapter_start:.0f} s, of which {train_seconds:.0f} s training and "
-      f"scoring rows)")
+    assert math.isclose(
+        results.lookup(record["metrics"], "rows.A1.bleu_minus_base"),
+        round(table.set_index("row").loc["A1", "bleu_minus_base"], 2),
+    )
+print(
+    f"wrote {path.parent.name}/{path.name} under the results folder (chapter: "
+    f"{time.perf_counter() - chapter_start:.0f} s, of which {train_seconds:.0f} s training and "
+    f"scoring rows)"
+)

@@ -58,24 +58,28 @@ import pandas as pd
 import torch
 from IPython.display import HTML, display
 
-from annotated_transformer.experiments import attention_figures as af
-from annotated_transformer.web import live_page
-from annotated_transformer.evaluation import results
 from annotated_transformer.book import viz
-from annotated_transformer.model.attention import explicit_attention
 from annotated_transformer.data import load_parallel
+from annotated_transformer.evaluation import results
+from annotated_transformer.experiments import attention_figures as af
+from annotated_transformer.model.attention import explicit_attention
 from annotated_transformer.model.decoding import greedy_decode
 from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.profiles import get_profile
 from annotated_transformer.training.checkpoint import model_from_checkpoint
+from annotated_transformer.web import live_page
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # the pictures are computed on the CPU whatever this says: one sentence at a time
 data_dir = None  # None: $AT_DATA_DIR, then a download
 checkpoint = None  # None: the averaged checkpoint chapter 04 trained under this profile
-compare_checkpoint = None  # None: the gpu profile's checkpoint, when this clone has trained it
-test_sentences = None  # None: how many test captions the per-head measures average over (64)
+compare_checkpoint = (
+    None  # None: the gpu profile's checkpoint, when this clone has trained it
+)
+test_sentences = (
+    None  # None: how many test captions the per-head measures average over (64)
+)
 
 # %%
 settings = get_profile(profile)
@@ -87,14 +91,18 @@ repo = results.repo_root() or pathlib.Path.cwd()
 run_dir = repo / "runs" / f"book-{settings.name}"
 checkpoint = pathlib.Path(checkpoint) if checkpoint else run_dir / "averaged.pt"
 if not checkpoint.is_file():
-    raise FileNotFoundError(f"no checkpoint at {checkpoint}: run chapter 04 under profile "
-                            f"{settings.name!r} first, or pass checkpoint=<a .pt file from train>")
+    raise FileNotFoundError(
+        f"no checkpoint at {checkpoint}: run chapter 04 under profile "
+        f"{settings.name!r} first, or pass checkpoint=<a .pt file from train>"
+    )
 model, tokenizer = model_from_checkpoint(checkpoint, "cpu")
 config = model.config
 n_test = int(test_sentences or 64)
-print(f"{checkpoint.relative_to(repo) if checkpoint.is_relative_to(repo) else checkpoint}: "
-      f"{config.encoder_layers} encoder and {config.decoder_layers} decoder layers, "
-      f"{config.n_heads} heads, d_model={config.d_model}, {tokenizer.vocab_size} shared pieces")
+print(
+    f"{checkpoint.relative_to(repo) if checkpoint.is_relative_to(repo) else checkpoint}: "
+    f"{config.encoder_layers} encoder and {config.decoder_layers} decoder layers, "
+    f"{config.n_heads} heads, d_model={config.d_model}, {tokenizer.vocab_size} shared pieces"
+)
 
 
 # %% [markdown]
@@ -120,17 +128,21 @@ pair = ["A man in a blue shirt is playing a guitar.", "Two dogs run."]
 ids = [tokenizer.encode(s) + [tokenizer.eos_id] for s in pair]
 width = max(map(len, ids))
 src = torch.tensor([row + [tokenizer.pad_id] * (width - len(row)) for row in ids])
-tgt = torch.tensor([[tokenizer.bos_id] + tokenizer.encode("Ein Mann spielt Gitarre.")] * 2)
+tgt = torch.tensor(
+    [[tokenizer.bos_id] + tokenizer.encode("Ein Mann spielt Gitarre.")] * 2
+)
 maps = attention_maps(model, src, tgt)
 for kind, layers in maps.items():
     for w in layers:
         assert torch.allclose(w.sum(-1), torch.ones(w.shape[:-1]), atol=1e-5), kind
         if kind != "decoder_self":
-            assert w[1, ..., len(ids[1]):].abs().max() == 0, "padding received attention"
+            assert w[1, ..., len(ids[1]) :].abs().max() == 0, "padding received attention"
 for w in maps["decoder_self"]:
     assert torch.equal(w, w.tril()), "a decoder position saw a later one"
-print({kind: tuple(layers[0].shape) for kind, layers in maps.items()},
-      "(batch, heads, queries, keys) per layer")
+print(
+    {kind: tuple(layers[0].shape) for kind, layers in maps.items()},
+    "(batch, heads, queries, keys) per layer",
+)
 
 # %% [markdown]
 # `annotated_transformer.experiments.attention_figures.sentence_attention` runs this on one sentence (the
@@ -144,24 +156,36 @@ print({kind: tuple(layers[0].shape) for kind, layers in maps.items()},
 # them in context. The number of pieces per word says how foreign a sentence is to the model:
 
 # %%
-FIGURE3 = ("It is in this spirit that a majority of American governments have passed new laws "
-           "since 2009 making the registration or voting process more difficult.")
-FIGURE4 = ("The Law will never be perfect, but its application should be just - this is what we "
-           "are missing, in my opinion.")
-test = load_parallel(settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang,
-                     data_dir)
+FIGURE3 = (
+    "It is in this spirit that a majority of American governments have passed new laws "
+    "since 2009 making the registration or voting process more difficult."
+)
+FIGURE4 = (
+    "The Law will never be perfect, but its application should be just - this is what we "
+    "are missing, in my opinion."
+)
+test = load_parallel(
+    settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang, data_dir
+)
 captions = list(test.src[:n_test])
 
 
 def pieces_per_word(sentences) -> float:
-    return sum(len(tokenizer.encode(s)) for s in sentences) / sum(len(s.split()) for s in sentences)
+    return sum(len(tokenizer.encode(s)) for s in sentences) / sum(
+        len(s.split()) for s in sentences
+    )
 
 
-domain = pd.DataFrame([
-    {"text": "Figure 3's sentence", "pieces per word": pieces_per_word([FIGURE3])},
-    {"text": "Figure 4's sentence", "pieces per word": pieces_per_word([FIGURE4])},
-    {"text": f"{len(captions)} test captions", "pieces per word": pieces_per_word(captions)},
-])
+domain = pd.DataFrame(
+    [
+        {"text": "Figure 3's sentence", "pieces per word": pieces_per_word([FIGURE3])},
+        {"text": "Figure 4's sentence", "pieces per word": pieces_per_word([FIGURE4])},
+        {
+            "text": f"{len(captions)} test captions",
+            "pieces per word": pieces_per_word(captions),
+        },
+    ]
+)
 viz.show_table(domain, **{"pieces per word": "{:.2f}"})
 
 # %% [markdown]
@@ -179,16 +203,29 @@ viz.show(af.figure3(paper3, "making"))
 # beside what a head that spread its weight evenly over the sentence would give:
 
 # %%
-more = af.find_word(paper3.source_tokens, "more")  # "more difficult" runs to the final full stop
-target = [i for i in range(more, len(paper3.source_tokens) - 1)
-          if paper3.source_tokens[i].strip("▁") != "."]
+more = af.find_word(
+    paper3.source_tokens, "more"
+)  # "more difficult" runs to the final full stop
+target = [
+    i
+    for i in range(more, len(paper3.source_tokens) - 1)
+    if paper3.source_tokens[i].strip("▁") != "."
+]
 last = paper3.layers - 1
-share = paper3.weights["encoder"][last][:, making][:, target].sum(-1)  # one value per head
+share = paper3.weights["encoder"][last][:, making][:, target].sum(
+    -1
+)  # one value per head
 uniform = len(target) / len(paper3.source_tokens)
-viz.show_table(pd.DataFrame({"head": range(1, paper3.heads + 1), "weight on 'more difficult'": share}),
-           **{"weight on 'more difficult'": "{:.3f}"})
-print(f"an even spread would give {uniform:.3f}; the heads' mean is {share.mean():.3f} "
-      f"and their largest {share.max():.3f} (paper: most heads of layer 5 put most of it there)")
+viz.show_table(
+    pd.DataFrame(
+        {"head": range(1, paper3.heads + 1), "weight on 'more difficult'": share}
+    ),
+    **{"weight on 'more difficult'": "{:.3f}"},
+)
+print(
+    f"an even spread would give {uniform:.3f}; the heads' mean is {share.mean():.3f} "
+    f"and their largest {share.max():.3f} (paper: most heads of layer 5 put most of it there)"
+)
 
 # %% [markdown]
 # ## 8.3 Figure 4: an anaphora, two heads
@@ -200,13 +237,18 @@ print(f"an even spread would give {uniform:.3f}; the heads' mean is {share.mean(
 
 # %%
 paper4 = af.sentence_attention(model, tokenizer, FIGURE4)
-its, law = af.find_word(paper4.source_tokens, "its"), af.find_word(paper4.source_tokens, "Law")
+its, law = (
+    af.find_word(paper4.source_tokens, "its"),
+    af.find_word(paper4.source_tokens, "Law"),
+)
 on_law = paper4.weights["encoder"][last, :, its, law]
 chosen = [int(h) + 1 for h in np.argsort(-on_law)[:2]]
 viz.show(af.figure4(paper4, "its", heads=chosen))
-print(f"weight from 'its' to the first piece of 'Law', last layer, heads 1..{paper4.heads}: "
-      + ", ".join(f"{w:.3f}" for w in on_law)
-      + f"; an even spread gives {1 / len(paper4.source_tokens):.3f}")
+print(
+    f"weight from 'its' to the first piece of 'Law', last layer, heads 1..{paper4.heads}: "
+    + ", ".join(f"{w:.3f}" for w in on_law)
+    + f"; an even spread gives {1 / len(paper4.source_tokens):.3f}"
+)
 
 # %% [markdown]
 # ## 8.4 Figure 5: two heads of one layer
@@ -223,10 +265,14 @@ sharp = int(last_layer.loc[last_layer["entropy (bits)"].idxmin(), "head"])
 broad = int(last_layer.loc[last_layer["entropy (bits)"].idxmax(), "head"])
 pair5 = (sharp, broad) if sharp != broad else (1, min(2, paper4.heads))
 viz.show(af.figure5(paper4, heads=pair5))
-print(f"entropy of heads {pair5[0]} and {pair5[1]}: "
-      + " and ".join(f"{last_layer.set_index('head').loc[h, 'entropy (bits)']:.2f}" for h in pair5)
-      + f" bits; an even spread over {len(paper4.source_tokens)} pieces is "
-      f"{math.log2(len(paper4.source_tokens)):.2f} bits")
+print(
+    f"entropy of heads {pair5[0]} and {pair5[1]}: "
+    + " and ".join(
+        f"{last_layer.set_index('head').loc[h, 'entropy (bits)']:.2f}" for h in pair5
+    )
+    + f" bits; an even spread over {len(paper4.source_tokens)} pieces is "
+    f"{math.log2(len(paper4.source_tokens)):.2f} bits"
+)
 
 # %% [markdown]
 # ## 8.5 One number per head, over the test set
@@ -241,26 +287,43 @@ frames = []
 for caption in captions:
     one = af.sentence_attention(model, tokenizer, caption)
     stats = af.head_statistics(one)
-    stats["even spread (bits)"] = [math.log2(len(one.tokens(k, "key"))) for k in stats["kind"]]
+    stats["even spread (bits)"] = [
+        math.log2(len(one.tokens(k, "key"))) for k in stats["kind"]
+    ]
     frames.append(stats)
-per_head = pd.concat(frames).groupby(["kind", "layer", "head"], sort=False).mean().reset_index()
+per_head = (
+    pd.concat(frames).groupby(["kind", "layer", "head"], sort=False).mean().reset_index()
+)
 viz.show(af.head_statistics_chart(per_head))
 viz.show(af.head_statistics_chart(per_head, "mean distance"))
 
 # %%
-summary = per_head.groupby("kind", sort=False).agg(
-    heads=("head", "size"),
-    lowest_entropy=("entropy (bits)", "min"), highest_entropy=("entropy (bits)", "max"),
-    even_spread=("even spread (bits)", "mean"), mean_distance=("mean distance", "mean"),
-).reset_index()
-viz.show_table(summary, lowest_entropy="{:.2f}", highest_entropy="{:.2f}", even_spread="{:.2f}",
-           mean_distance="{:.2f}")
+summary = (
+    per_head.groupby("kind", sort=False)
+    .agg(
+        heads=("head", "size"),
+        lowest_entropy=("entropy (bits)", "min"),
+        highest_entropy=("entropy (bits)", "max"),
+        even_spread=("even spread (bits)", "mean"),
+        mean_distance=("mean distance", "mean"),
+    )
+    .reset_index()
+)
+viz.show_table(
+    summary,
+    lowest_entropy="{:.2f}",
+    highest_entropy="{:.2f}",
+    even_spread="{:.2f}",
+    mean_distance="{:.2f}",
+)
 sharpest = per_head.loc[per_head["entropy (bits)"].idxmin()]
 # no head can spread wider than uniform
 assert (per_head["entropy (bits)"] <= per_head["even spread (bits)"] + 1e-6).all()
-print(f"sharpest head: {sharpest['kind']} layer {sharpest['layer']} head {sharpest['head']}, "
-      f"{sharpest['entropy (bits)']:.2f} bits against {sharpest['even spread (bits)']:.2f} "
-      "for an even spread")
+print(
+    f"sharpest head: {sharpest['kind']} layer {sharpest['layer']} head {sharpest['head']}, "
+    f"{sharpest['entropy (bits)']:.2f} bits against {sharpest['even spread (bits)']:.2f} "
+    "for an even spread"
+)
 
 # %% [markdown]
 # How to read these numbers. A head whose entropy sits well below the even spread attends to a few
@@ -289,8 +352,10 @@ explorer = af.explorer(example)
 viz.show(explorer)
 explorer_bytes = af.spec_size(explorer)
 pairs = sum(w.size for w in example.weights.values())
-print(f"'{captions[0]}': {pairs:,} weights in {explorer_bytes / 1024:.0f} KB of spec "
-      f"({explorer_bytes / pairs:.1f} bytes a weight)")
+print(
+    f"'{captions[0]}': {pairs:,} weights in {explorer_bytes / 1024:.0f} KB of spec "
+    f"({explorer_bytes / pairs:.1f} bytes a weight)"
+)
 
 # %% [markdown]
 # Any of these figures for any sentence and any checkpoint, as a self-contained HTML page, an SVG
@@ -321,11 +386,15 @@ if settings.name != "gpu" and other.is_file():
     viz.show(af.figure3(gpu3, "making"))
     gpu_stats = af.head_statistics(gpu3)
     compared = float(gpu_stats[gpu_stats.kind == "encoder"]["entropy (bits)"].mean())
-    print(f"{other.name} of the gpu run: mean encoder entropy on Figure 3's sentence "
-          f"{compared:.2f} bits")
+    print(
+        f"{other.name} of the gpu run: mean encoder entropy on Figure 3's sentence "
+        f"{compared:.2f} bits"
+    )
 else:
     shown = other.relative_to(repo) if other.is_relative_to(repo) else other
-    print(f"no other checkpoint to compare ({shown} is absent, or this is the gpu profile)")
+    print(
+        f"no other checkpoint to compare ({shown} is absent, or this is the gpu profile)"
+    )
 
 # %% [markdown]
 # ## 8.8 Translation in this page
@@ -355,9 +424,12 @@ for caption in checked:
     expected = [t for t in expected if t != tokenizer.pad_id]
     assert translator.greedy(src_ids, limit) == expected, caption
 model_bytes = sum(p.stat().st_size for p in written.values())
-print(f"the ONNX model gives the PyTorch tokens on {len(checked)} test captions; "
-      f"its files: {model_bytes / 1e6:.1f} MB ("
-      + ", ".join(f"{p.name} {p.stat().st_size / 1e6:.2f} MB" for p in written.values()) + ")")
+print(
+    f"the ONNX model gives the PyTorch tokens on {len(checked)} test captions; "
+    f"its files: {model_bytes / 1e6:.1f} MB ("
+    + ", ".join(f"{p.name} {p.stat().st_size / 1e6:.2f} MB" for p in written.values())
+    + ")"
+)
 
 # %% [markdown]
 # `export-onnx --quantize` stores the weight matrices as int8 instead, a quarter of the download.
@@ -374,8 +446,10 @@ for caption in checked:
     limit = len(src_ids) + 50
     agree += small_translator.greedy(src_ids, limit) == translator.greedy(src_ids, limit)
 small_bytes = sum(p.stat().st_size for p in small.values())
-print(f"int8: {small_bytes / 1e6:.1f} MB against {model_bytes / 1e6:.1f} MB; the same tokens as "
-      f"float32 on {agree} of {len(checked)} captions. The page below loads the float32 export.")
+print(
+    f"int8: {small_bytes / 1e6:.1f} MB against {model_bytes / 1e6:.1f} MB; the same tokens as "
+    f"float32 on {agree} of {len(checked)} captions. The page below loads the float32 export."
+)
 
 # %% [markdown]
 # The page runs those graphs with onnxruntime-web's WebAssembly build (served from the site, about
@@ -390,7 +464,9 @@ print(f"int8: {small_bytes / 1e6:.1f} MB against {model_bytes / 1e6:.1f} MB; the
 if viz.in_book_build():
     display(HTML(live_page.widget_html("../_static", "../live", captions[0])))
 else:
-    print("the live translation runs on the built site; here, the same model through onnxruntime:")
+    print(
+        "the live translation runs on the built site; here, the same model through onnxruntime:"
+    )
     first = tokenizer.encode(captions[0]) + [tokenizer.eos_id]
     print(tokenizer.decode(translator.greedy(first, len(first) + 50)))
 
@@ -400,20 +476,34 @@ else:
 # %%
 metrics = {
     "checkpoint": str(checkpoint.name),
-    "figure3_share_on_more_difficult": {"mean": float(share.mean()), "max": float(share.max()),
-                                        "even_spread": uniform},
+    "figure3_share_on_more_difficult": {
+        "mean": float(share.mean()),
+        "max": float(share.max()),
+        "even_spread": uniform,
+    },
     "figure4_weight_its_to_law": [float(w) for w in on_law],
-    "figure4_heads": chosen, "figure5_heads": list(pair5),
+    "figure4_heads": chosen,
+    "figure5_heads": list(pair5),
     "pieces_per_word": dict(zip(domain["text"], domain["pieces per word"].astype(float))),
     "test_captions": len(captions),
     "per_head": per_head.to_dict(orient="records"),
     "explorer_spec_bytes": explorer_bytes,
     "onnx_model_bytes": model_bytes,
-    "onnx_int8": {"bytes": small_bytes, "same_tokens": int(agree), "captions": len(checked)},
+    "onnx_int8": {
+        "bytes": small_bytes,
+        "same_tokens": int(agree),
+        "captions": len(checked),
+    },
     "gpu_mean_entropy_figure3": compared,
 }
-results.write_result("attention_figures", metrics, profile=settings.name, config=config,
-                     wall_time_s=time.perf_counter() - chapter_start, device="cpu")
+results.write_result(
+    "attention_figures",
+    metrics,
+    profile=settings.name,
+    config=config,
+    wall_time_s=time.perf_counter() - chapter_start,
+    device="cpu",
+)
 back = results.read_result("attention_figures", settings.name)["metrics"]
 assert back["figure4_heads"] == chosen and back["explorer_spec_bytes"] == explorer_bytes
 elapsed = time.perf_counter() - chapter_start

@@ -2,6 +2,7 @@
 
 Synchronous on purpose: a test reads as steps (open, evaluate, wait for, screenshot).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,7 +19,13 @@ from pathlib import Path
 
 
 def find_chromium() -> str | None:
-    for name in (os.environ.get("AT_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "chrome"):
+    for name in (
+        os.environ.get("AT_CHROMIUM"),
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "chrome",
+    ):
         if name and shutil.which(name):
             return shutil.which(name)
     return None
@@ -33,23 +40,41 @@ class Browser:
     def __enter__(self):
         self._profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
         self._proc = subprocess.Popen(
-            [self.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--no-first-run", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-             f"--user-data-dir={self._profile.name}", "--remote-debugging-port=0",
-             f"--window-size={self.window}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                self.chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--no-first-run",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                f"--user-data-dir={self._profile.name}",
+                "--remote-debugging-port=0",
+                f"--window-size={self.window}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         port_file = Path(self._profile.name) / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not (port_file.is_file() and port_file.read_text().strip()):
             if self._proc.poll() is not None or time.monotonic() > deadline:
                 self.__exit__(None, None, None)
-                raise RuntimeError(f"Chromium did not open its DevTools port (exit code {self._proc.poll()})")
+                raise RuntimeError(
+                    f"Chromium did not open its DevTools port (exit code {self._proc.poll()})"
+                )
             time.sleep(0.1)
         port = int(port_file.read_text().split()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/json/list", timeout=10
+        ) as response:
             targets = json.load(response)
-        ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
+        ws_url = next(
+            t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page"
+        )
         self._loop = asyncio.new_event_loop()
         from tornado.websocket import websocket_connect
 
@@ -63,6 +88,7 @@ class Browser:
 
     def __exit__(self, *exc) -> None:
         if getattr(self, "_conn", None) is not None:
+
             async def close():  # tornado makes futures for the close frame: inside our loop, not "the current" one
                 self._conn.close()
 
@@ -78,7 +104,9 @@ class Browser:
     def call(self, method: str, **params):
         async def _call():
             msg_id = next(self._ids)
-            await self._conn.write_message(json.dumps({"id": msg_id, "method": method, "params": params}))
+            await self._conn.write_message(
+                json.dumps({"id": msg_id, "method": method, "params": params})
+            )
             while True:
                 raw = await self._conn.read_message()
                 if raw is None:
@@ -88,15 +116,23 @@ class Browser:
                     if "error" in msg:
                         raise RuntimeError(f"{method}: {msg['error']}")
                     return msg["result"]
+
         return self._loop.run_until_complete(_call())
 
     def open(self, url: str) -> None:
         self.call("Page.navigate", url=url)
 
     def evaluate(self, expression: str, await_promise: bool = False):
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=await_promise)
+        result = self.call(
+            "Runtime.evaluate",
+            expression=expression,
+            returnByValue=True,
+            awaitPromise=await_promise,
+        )
         if "exceptionDetails" in result:
-            raise RuntimeError(f"page error: {result['exceptionDetails'].get('exception', {}).get('description')}")
+            raise RuntimeError(
+                f"page error: {result['exceptionDetails'].get('exception', {}).get('description')}"
+            )
         return result["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float = 20.0, interval: float = 0.1):
@@ -111,7 +147,9 @@ class Browser:
             time.sleep(interval)
 
     def screenshot(self, path: Path) -> Path:
-        shot = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        shot = self.call(
+            "Page.captureScreenshot", format="png", captureBeyondViewport=True
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
         return path

@@ -1,10 +1,15 @@
 """The fused attention path equals the textbook formula and the explicit (weights) path."""
+
 import math
 
 import pytest
 import torch
 
-from annotated_transformer.model.attention import MultiHeadAttention, explicit_attention, fused_attention
+from annotated_transformer.model.attention import (
+    MultiHeadAttention,
+    explicit_attention,
+    fused_attention,
+)
 
 
 def reference_attention(q, k, v, allowed=None):
@@ -66,19 +71,30 @@ def test_masked_keys_get_no_weight_in_half_precision():
     assert (weights[..., 3:] == 0).all()
     v_poisoned = v.clone()
     v_poisoned[..., 3:, :] = 1e4
-    torch.testing.assert_close(fused_attention(q, k, v_poisoned, mask), fused_attention(q, k, v, mask))
+    torch.testing.assert_close(
+        fused_attention(q, k, v_poisoned, mask), fused_attention(q, k, v, mask)
+    )
 
 
 @pytest.mark.parametrize("self_attention", [True, False])
 def test_module_explicit_path_equals_fused_path(self_attention):
     mha = MultiHeadAttention(16, 4, 4, 4, self_attention=self_attention)
     x, memory = torch.randn(3, 5, 16), torch.randn(3, 6, 16)
-    mask = None if self_attention else torch.tensor([6, 2, 4])[:, None, None, None] > torch.arange(6)
+    mask = (
+        None
+        if self_attention
+        else torch.tensor([6, 2, 4])[:, None, None, None] > torch.arange(6)
+    )
     kwargs = dict(is_causal=True) if self_attention else dict(memory=memory, mask=mask)
     fast = mha(x, **kwargs)
     mha.record = []
     slow = mha(x, **kwargs)
-    assert len(mha.record) == 1 and mha.record[0].shape == (3, 4, 5, 5 if self_attention else 6)
+    assert len(mha.record) == 1 and mha.record[0].shape == (
+        3,
+        4,
+        5,
+        5 if self_attention else 6,
+    )
     torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
 
 

@@ -1,4 +1,5 @@
 """The attention pictures draw exactly the weights `attention_maps` returns, and every export opens."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,8 @@ import torch
 from browser import Browser, find_chromium
 from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
-from annotated_transformer.experiments import attention_figures as af
 from annotated_transformer.cli import main
+from annotated_transformer.experiments import attention_figures as af
 from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 
@@ -31,7 +32,9 @@ def loaded(checkpoint):
 @pytest.fixture(scope="module")
 def data(loaded) -> af.SentenceAttention:
     model, tokenizer = loaded
-    return af.sentence_attention(model, tokenizer, SENTENCES[0], "Ein Mann spielt Gitarre.")
+    return af.sentence_attention(
+        model, tokenizer, SENTENCES[0], "Ein Mann spielt Gitarre."
+    )
 
 
 def test_weights_are_distributions_with_causal_and_padding_masks(loaded):
@@ -44,9 +47,11 @@ def test_weights_are_distributions_with_causal_and_padding_masks(loaded):
     short = int(np.argmin([len(r) for r in ids]))
     for kind in af.KINDS:
         for w in maps[kind]:
-            torch.testing.assert_close(w.sum(-1), torch.ones(w.shape[:-1]))  # softmax rows
+            torch.testing.assert_close(
+                w.sum(-1), torch.ones(w.shape[:-1])
+            )  # softmax rows
             if kind != "decoder_self":  # keys are source positions: padding gets nothing
-                assert w[short, ..., len(ids[short]):].abs().max() == 0
+                assert w[short, ..., len(ids[short]) :].abs().max() == 0
     for w in maps["decoder_self"]:
         assert torch.equal(w, w.tril()), "a decoder query saw a later position"
 
@@ -54,10 +59,14 @@ def test_weights_are_distributions_with_causal_and_padding_masks(loaded):
 def test_figures_draw_the_weights_of_attention_maps(loaded, data):
     model, tokenizer = loaded
     src = torch.tensor([tokenizer.encode(SENTENCES[0]) + [tokenizer.eos_id]])
-    tgt = torch.tensor([[tokenizer.bos_id] + tokenizer.encode("Ein Mann spielt Gitarre.")])
+    tgt = torch.tensor(
+        [[tokenizer.bos_id] + tokenizer.encode("Ein Mann spielt Gitarre.")]
+    )
     maps = attention_maps(model, src, tgt)
     for kind in af.KINDS:
-        np.testing.assert_array_equal(data.weights[kind], torch.stack([m[0] for m in maps[kind]]).numpy())
+        np.testing.assert_array_equal(
+            data.weights[kind], torch.stack([m[0] for m in maps[kind]]).numpy()
+        )
     # The explorer's rows hold those weights in thousandths (half a thousandth of rounding).
     rows, tokens = af.explorer_tables(data)
     for row in rows.sample(50, random_state=0).itertuples():
@@ -76,7 +85,9 @@ def test_head_statistics_bound_by_uniform_entropy(data):
     assert len(stats) == 3 * data.layers * data.heads
     encoder = stats[stats.kind == "encoder"]
     assert (encoder["entropy (bits)"] <= np.log2(len(data.source_tokens)) + 1e-6).all()
-    assert (encoder["entropy (bits)"] >= 0).all() and (encoder["mean distance"] >= 0).all()
+    assert (encoder["entropy (bits)"] >= 0).all() and (
+        encoder["mean distance"] >= 0
+    ).all()
 
 
 def test_explorer_spec_is_compact(data):
@@ -88,39 +99,85 @@ def test_explorer_spec_is_compact(data):
     assert af.spec_size(chart) < 8 * n_pairs + 20_000
 
 
-@pytest.mark.parametrize("figure,extra", [("3", ["--word", "guitar"]), ("4", ["--word", "man", "--heads", "1", "3"]),
-                                          ("5", ["--layer", "1", "--heads", "2", "4"])])
+@pytest.mark.parametrize(
+    "figure,extra",
+    [
+        ("3", ["--word", "guitar"]),
+        ("4", ["--word", "man", "--heads", "1", "3"]),
+        ("5", ["--layer", "1", "--heads", "2", "4"]),
+    ],
+)
 def test_figures_build_for_each_number(data, figure, extra):
     word = extra[extra.index("--word") + 1] if "--word" in extra else None
-    heads = [int(h) for h in extra[extra.index("--heads") + 1:]] if "--heads" in extra else None
+    heads = (
+        [int(h) for h in extra[extra.index("--heads") + 1 :]]
+        if "--heads" in extra
+        else None
+    )
     layer = int(extra[extra.index("--layer") + 1]) if "--layer" in extra else None
     chart = af.build_figure(data, figure, word=word, heads=heads, layer=layer)
-    assert chart.to_dict()["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+    assert chart.to_dict()["$schema"].startswith(
+        "https://vega.github.io/schema/vega-lite/"
+    )
 
 
-@pytest.mark.parametrize("figure,fmt,magic", [("explorer", "html", b"<!DOCTYPE html>"), ("5", "svg", b"<svg"),
-                                              ("3", "png", b"\x89PNG\r\n\x1a\n")])
-def test_attention_command_exports_each_format(checkpoint, tmp_path, figure, fmt, magic, capsys):
+@pytest.mark.parametrize(
+    "figure,fmt,magic",
+    [
+        ("explorer", "html", b"<!DOCTYPE html>"),
+        ("5", "svg", b"<svg"),
+        ("3", "png", b"\x89PNG\r\n\x1a\n"),
+    ],
+)
+def test_attention_command_exports_each_format(
+    checkpoint, tmp_path, figure, fmt, magic, capsys
+):
     out = tmp_path / f"figure.{fmt}"
-    argv = ["attention", "--checkpoint", str(checkpoint), "--sentence", SENTENCES[0], "--figure", figure,
-            "--word", "guitar", "--out", str(out)]
+    argv = [
+        "attention",
+        "--checkpoint",
+        str(checkpoint),
+        "--sentence",
+        SENTENCES[0],
+        "--figure",
+        figure,
+        "--word",
+        "guitar",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     head = out.read_bytes()[:200]
     assert magic in head, f"{out.name} does not start like a {fmt} file: {head[:40]!r}"
     if fmt == "html":
         text = out.read_text()
-        assert "cdn.jsdelivr" not in text and "<script src=\"http" not in text  # opens offline
+        assert (
+            "cdn.jsdelivr" not in text and '<script src="http' not in text
+        )  # opens offline
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--figure", "5", "--layer", "9"], "no layer 9"),
-    (["--figure", "5", "--heads", "1", "7"], "no head 7"),
-    (["--figure", "3", "--word", "zebra"], "not in the sentence"),
-    (["--figure", "3", "--word", "man", "--out-format"], None),
-])
-def test_bad_arguments_get_one_line_and_fail(checkpoint, tmp_path, extra, message, capsys):
-    argv = ["attention", "--checkpoint", str(checkpoint), "--sentence", SENTENCES[0], "--out",
-            str(tmp_path / "x.svg"), *extra]
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--figure", "5", "--layer", "9"], "no layer 9"),
+        (["--figure", "5", "--heads", "1", "7"], "no head 7"),
+        (["--figure", "3", "--word", "zebra"], "not in the sentence"),
+        (["--figure", "3", "--word", "man", "--out-format"], None),
+    ],
+)
+def test_bad_arguments_get_one_line_and_fail(
+    checkpoint, tmp_path, extra, message, capsys
+):
+    argv = [
+        "attention",
+        "--checkpoint",
+        str(checkpoint),
+        "--sentence",
+        SENTENCES[0],
+        "--out",
+        str(tmp_path / "x.svg"),
+        *extra,
+    ]
     if message is None:
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
@@ -133,16 +190,23 @@ def test_bad_arguments_get_one_line_and_fail(checkpoint, tmp_path, extra, messag
 
 def test_unknown_format_and_foreign_checkpoint_are_refused(checkpoint, tmp_path, capsys):
     base = ["attention", "--sentence", "Two dogs.", "--figure", "5"]
-    assert main([*base, "--checkpoint", str(checkpoint), "--out", str(tmp_path / "x.pdf")]) == 1
+    assert (
+        main([*base, "--checkpoint", str(checkpoint), "--out", str(tmp_path / "x.pdf")])
+        == 1
+    )
     assert "unknown format '.pdf'" in capsys.readouterr().err
     foreign = tmp_path / "not.pt"
     foreign.write_bytes(b"hello")
-    assert main([*base, "--checkpoint", str(foreign), "--out", str(tmp_path / "x.svg")]) == 1
+    assert (
+        main([*base, "--checkpoint", str(foreign), "--out", str(tmp_path / "x.svg")]) == 1
+    )
     assert "not a readable checkpoint" in capsys.readouterr().err
 
 
-_CANVAS = "(() => { const c = document.querySelector('canvas, svg'); " \
-          "return c && (c.toDataURL ? c.toDataURL() : c.outerHTML); })()"
+_CANVAS = (
+    "(() => { const c = document.querySelector('canvas, svg'); "
+    "return c && (c.toDataURL ? c.toDataURL() : c.outerHTML); })()"
+)
 
 
 def test_explorer_dropdown_redraws_in_chromium(checkpoint, tmp_path):
@@ -150,13 +214,31 @@ def test_explorer_dropdown_redraws_in_chromium(checkpoint, tmp_path):
     if chromium is None:
         pytest.skip("no Chromium or Chrome on PATH (set AT_CHROMIUM to its path)")
     out = tmp_path / "explorer.html"
-    assert main(["attention", "--checkpoint", str(checkpoint), "--sentence", SENTENCES[1], "--figure", "explorer",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "attention",
+                "--checkpoint",
+                str(checkpoint),
+                "--sentence",
+                SENTENCES[1],
+                "--figure",
+                "explorer",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     with Browser(chromium) as page:
         page.open(out.as_uri())
-        page.wait_for("document.querySelectorAll('select').length >= 3 && !!document.querySelector('canvas, svg')")
+        page.wait_for(
+            "document.querySelectorAll('select').length >= 3 && !!document.querySelector('canvas, svg')"
+        )
         before = page.wait_for(_CANVAS)
-        names = page.evaluate("Array.from(document.querySelectorAll('.vega-bind-name')).map(e => e.textContent)")
+        names = page.evaluate(
+            "Array.from(document.querySelectorAll('.vega-bind-name')).map(e => e.textContent)"
+        )
         assert any("layer" in n for n in names), names
         page.evaluate("""(() => {
             const label = Array.from(document.querySelectorAll('.vega-bind'))
@@ -165,8 +247,10 @@ def test_explorer_dropdown_redraws_in_chromium(checkpoint, tmp_path):
             select.value = select.options[0].value;
             select.dispatchEvent(new Event('change', {bubbles: true}));
         })()""")
-        after = page.wait_for(f"(() => {{ const now = {_CANVAS}; return now !== {json.dumps(before)} && now; }})()",
-                              timeout=10)
+        after = page.wait_for(
+            f"(() => {{ const now = {_CANVAS}; return now !== {json.dumps(before)} && now; }})()",
+            timeout=10,
+        )
         assert after != before
         shot = REPO / "results" / "smoke" / "screenshots" / "attention_explorer.png"
         page.screenshot(shot)

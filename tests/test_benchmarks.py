@@ -3,6 +3,7 @@
 No timing is asserted here (the machines are shared and noisy); `benchmarks/README.md` holds
 the measured numbers and `results/benchmarks/cpu.json` the run that made them.
 """
+
 import json
 import subprocess
 import sys
@@ -15,8 +16,10 @@ import torch.nn as nn
 from annotated_transformer import Transformer, greedy_decode, preset
 from annotated_transformer.model.flops import peak_flops_entry
 from annotated_transformer.model.transformer import count_parameters
-from annotated_transformer.training.loss import label_smoothed_cross_entropy
-from annotated_transformer.training.loss import composite_smoothed_cross_entropy
+from annotated_transformer.training.loss import (
+    composite_smoothed_cross_entropy,
+    label_smoothed_cross_entropy,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -31,7 +34,9 @@ def pair(dropout: float = 0.0):
     torch.manual_seed(0)
     config = preset("tiny", dropout=dropout)
     ours = Transformer(config, V, V)
-    with torch.no_grad():  # not the init's structure: every weight matters for the comparison
+    with (
+        torch.no_grad()
+    ):  # not the init's structure: every weight matters for the comparison
         for p in ours.parameters():
             p.add_(torch.randn_like(p) * 0.05)
     reference = ref_lib.make_model_like(config, V)
@@ -53,20 +58,35 @@ def matching_parameters(ours, reference):
     """(our tensor slice, reference tensor) for every weight, following load_from_ours' layout."""
     cfg = ours.config
     hk = cfg.n_heads * cfg.head_dim_k
-    out = [(lambda: ours.src_embed.weight.grad, lambda: reference.src_embed[0].lut.weight.grad)]
+    out = [
+        (
+            lambda: ours.src_embed.weight.grad,
+            lambda: reference.src_embed[0].lut.weight.grad,
+        )
+    ]
     for o, r in zip(ours.encoder_layers, reference.encoder.layers):
         g = lambda o=o: o.self_attn.qkv_proj.weight.grad  # noqa: E731
-        out += [(lambda g=g: g()[:hk], lambda r=r: r.self_attn.linear_q.weight.grad),
-                (lambda g=g: g()[hk:2 * hk], lambda r=r: r.self_attn.linear_k.weight.grad),
-                (lambda g=g: g()[2 * hk:], lambda r=r: r.self_attn.linear_v.weight.grad),
-                (lambda o=o: o.ffn.linear2.bias.grad, lambda r=r: r.feed_forward.w_2.bias.grad),
-                (lambda o=o: o.norm1.weight.grad, lambda r=r: r.sublayer[0].norm.weight.grad)]
+        out += [
+            (lambda g=g: g()[:hk], lambda r=r: r.self_attn.linear_q.weight.grad),
+            (lambda g=g: g()[hk : 2 * hk], lambda r=r: r.self_attn.linear_k.weight.grad),
+            (lambda g=g: g()[2 * hk :], lambda r=r: r.self_attn.linear_v.weight.grad),
+            (
+                lambda o=o: o.ffn.linear2.bias.grad,
+                lambda r=r: r.feed_forward.w_2.bias.grad,
+            ),
+            (lambda o=o: o.norm1.weight.grad, lambda r=r: r.sublayer[0].norm.weight.grad),
+        ]
     for o, r in zip(ours.decoder_layers, reference.decoder.layers):
         kv = lambda o=o: o.cross_attn.kv_proj.weight.grad  # noqa: E731
-        out += [(lambda o=o: o.cross_attn.q_proj.weight.grad, lambda r=r: r.src_attn.linear_q.weight.grad),
-                (lambda kv=kv: kv()[:hk], lambda r=r: r.src_attn.linear_k.weight.grad),
-                (lambda kv=kv: kv()[hk:], lambda r=r: r.src_attn.linear_v.weight.grad),
-                (lambda o=o: o.norm3.bias.grad, lambda r=r: r.sublayer[2].norm.bias.grad)]
+        out += [
+            (
+                lambda o=o: o.cross_attn.q_proj.weight.grad,
+                lambda r=r: r.src_attn.linear_q.weight.grad,
+            ),
+            (lambda kv=kv: kv()[:hk], lambda r=r: r.src_attn.linear_k.weight.grad),
+            (lambda kv=kv: kv()[hk:], lambda r=r: r.src_attn.linear_v.weight.grad),
+            (lambda o=o: o.norm3.bias.grad, lambda r=r: r.sublayer[2].norm.bias.grad),
+        ]
     return out
 
 
@@ -83,8 +103,12 @@ def test_reference_computes_our_function_loss_and_gradients():
     src, tgt_in, tgt_out = batch()
     ours_logits = ours(src, tgt_in)
     ref_log_probs = reference.log_probs(src, tgt_in)
-    real = tgt_out != 0  # the reference masks target padding too; only real positions are compared
-    torch.testing.assert_close(ours_logits.log_softmax(-1)[real], ref_log_probs[real], atol=1e-5, rtol=1e-5)
+    real = (
+        tgt_out != 0
+    )  # the reference masks target padding too; only real positions are compared
+    torch.testing.assert_close(
+        ours_logits.log_softmax(-1)[real], ref_log_probs[real], atol=1e-5, rtol=1e-5
+    )
     ours_loss = label_smoothed_cross_entropy(ours_logits, tgt_out, 0.1, 0).loss
     ref_loss = ref_lib.LabelSmoothing(V, 0, 0.1)(ref_log_probs, tgt_out)
     torch.testing.assert_close(ours_loss, ref_loss, atol=1e-4, rtol=1e-5)
@@ -112,7 +136,9 @@ def test_reference_greedy_decoding_gives_our_tokens():
     src, _, _ = batch()
     c = ours.config
     expected = greedy_decode(ours, src, 12)
-    got = ref_lib.greedy_decode(reference, src, 12, c.bos_id, c.eos_id, banned=(c.pad_id, c.bos_id))
+    got = ref_lib.greedy_decode(
+        reference, src, 12, c.bos_id, c.eos_id, banned=(c.pad_id, c.bos_id)
+    )
     assert torch.equal(expected, got)
 
 
@@ -126,8 +152,8 @@ def test_package_loss_equals_its_composite_autograd_baseline():
     torch.testing.assert_close(got[0], want.loss)
     torch.testing.assert_close(got[1], want.nll)
     assert int(got[2]) == int(want.tokens)
-    g_want, = torch.autograd.grad(want.loss, logits)
-    g_got, = torch.autograd.grad(got[0], logits)
+    (g_want,) = torch.autograd.grad(want.loss, logits)
+    (g_got,) = torch.autograd.grad(got[0], logits)
     torch.testing.assert_close(g_got, g_want)
 
 
@@ -141,7 +167,9 @@ def test_the_trainers_real_rows_step_gives_the_full_loss_and_gradients():
     assert not real.all()  # the batch has padding, so the test can fail
     logits = ours(src, tgt_in, only_at=real)
     assert logits.shape == (int(real.sum()), V)
-    got = label_smoothed_cross_entropy(logits, tgt_out[real], 0.1, 0, inplace_backward=True)[0]
+    got = label_smoothed_cross_entropy(
+        logits, tgt_out[real], 0.1, 0, inplace_backward=True
+    )[0]
     torch.testing.assert_close(got, want)
     for g, w in zip(torch.autograd.grad(got, list(ours.parameters())), want_grads):
         torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-4)
@@ -150,7 +178,10 @@ def test_the_trainers_real_rows_step_gives_the_full_loss_and_gradients():
 def test_no_cache_last_only_candidate_gives_the_package_tokens():
     ours, _ = pair()
     src, _, _ = batch()
-    assert torch.equal(bench_model.greedy_no_cache_last_only(ours, src, 12), greedy_decode(ours, src, 12, use_cache=False))
+    assert torch.equal(
+        bench_model.greedy_no_cache_last_only(ours, src, 12),
+        greedy_decode(ours, src, 12, use_cache=False),
+    )
 
 
 def test_flop_count_covers_every_weight_matrix():
@@ -161,7 +192,11 @@ def test_flop_count_covers_every_weight_matrix():
     b.tgt_out = b.tgt_out[:, : b.src.size(1)]
     b.target_tokens = int((b.tgt_out != 0).sum())
     assert b.target_tokens == b.source_tokens
-    weights = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear) and m is not model.generator)
+    weights = sum(
+        m.weight.numel()
+        for m in model.modules()
+        if isinstance(m, nn.Linear) and m is not model.generator
+    )
     flops = bench_model.model_flops_per_step(config, V, b)
     assert flops["weights"] == 6 * weights * b.source_tokens
     assert flops["logits"] == 6 * config.d_model * V * b.target_tokens
@@ -169,23 +204,38 @@ def test_flop_count_covers_every_weight_matrix():
     from annotated_transformer.model.flops import forward_flops
 
     n, length = b.source_tokens, b.src.size(1)
-    assert flops["total_with_logits"] == pytest.approx(3 * forward_flops(config, V, n, n, length, length), rel=1e-9)
+    assert flops["total_with_logits"] == pytest.approx(
+        3 * forward_flops(config, V, n, n, length, length), rel=1e-9
+    )
 
 
-@pytest.mark.parametrize("name, key, bf16", [
-    ("NVIDIA H100 80GB HBM3", "H100", 989e12),
-    ("NVIDIA H100 PCIe", "H100 PCIe", 756e12),
-    ("NVIDIA H100 NVL", "H100 NVL", 835e12),
-    ("NVIDIA A100-SXM4-80GB", "A100", 312e12),
-])
+@pytest.mark.parametrize(
+    "name, key, bf16",
+    [
+        ("NVIDIA H100 80GB HBM3", "H100", 989e12),
+        ("NVIDIA H100 PCIe", "H100 PCIe", 756e12),
+        ("NVIDIA H100 NVL", "H100 NVL", 835e12),
+        ("NVIDIA A100-SXM4-80GB", "A100", 312e12),
+    ],
+)
 def test_mfu_peaks_tell_the_h100_variants_apart(name, key, bf16):
     assert peak_flops_entry(name)[:2] == (key, bf16)
 
 
 def test_benchmark_script_quick_run_writes_json(tmp_path):
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_model.py"), "--quick", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_model.py"),
+            "--quick",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(out.read_text())
     prov = result["provenance"]
@@ -193,11 +243,16 @@ def test_benchmark_script_quick_run_writes_json(tmp_path):
         assert key in prov
     m = result["measurements"]
     tiny = m["training"]["tiny"]
-    assert tiny["steps"]["reference_fp32"]["tokens_per_s"] > 0 and tiny["steps"]["ours_fp32"]["tokens_per_s"] > 0
+    assert (
+        tiny["steps"]["reference_fp32"]["tokens_per_s"] > 0
+        and tiny["steps"]["ours_fp32"]["tokens_per_s"] > 0
+    )
     assert tiny["ratios"]["ours_fp32_vs_reference_fp32"] > 0
     decoding = m["decoding"]["batch1"]
     assert decoding["same_tokens_all"] is True  # every decoder gave the same tokens
     assert decoding["ratios"]["kv_cache_vs_reference"] > 0
-    assert all(a["loss_rel_diff"] < 1e-4 for a in m["loss"]["agreement_with_ours"].values())
+    assert all(
+        a["loss_rel_diff"] < 1e-4 for a in m["loss"]["agreement_with_ours"].values()
+    )
     assert m["profile"]["tiny_fp32"]["top_ops"]
     assert "targets_met" in result["headline"]

@@ -1,5 +1,6 @@
 """The book: chapter pairs in sync, every chapter runs under the smoke profile, the site builds from
 the executed notebooks without missing pages, and a headless Chromium sees its charts drawn."""
+
 from __future__ import annotations
 
 import asyncio
@@ -29,30 +30,46 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob(chapters.CHAPTER_GLOB))
 CHAPTER_IDS = [c.stem for c in CHAPTERS]
 # Pages of the book's own infrastructure (as opposed to chapters written elsewhere).
-INFRA_PAGES = ("00_introduction", "04_training", "05_translation_results", "06_model_variations",
-               "07_constituency_parsing", "08_attention_visualizations", "references")
+INFRA_PAGES = (
+    "00_introduction",
+    "04_training",
+    "05_translation_results",
+    "06_model_variations",
+    "07_constituency_parsing",
+    "08_attention_visualizations",
+    "references",
+)
 CHART_PAGE = "00_introduction"
 
 
 # ----------------------------------------------------------------------------------------------
 # Chapter sources
 
+
 @pytest.mark.parametrize("source", CHAPTERS, ids=CHAPTER_IDS)
 def test_chapter_pair_is_in_sync(source):
     """book/NN.py is the source of truth; its .ipynb twin must hold the same cells and no outputs."""
     twin = source.with_suffix(".ipynb")
-    assert twin.is_file(), f"{twin.name} is missing: run `python -m annotated_transformer book --sync --chapters {source.stem}`"
+    assert twin.is_file(), (
+        f"{twin.name} is missing: run `python -m annotated_transformer book --sync --chapters {source.stem}`"
+    )
     py_cells = jupytext.read(str(source)).cells
     nb = nbformat.read(str(twin), as_version=4)
     hint = f"{twin.name} drifted from {source.name}: run `python -m annotated_transformer book --sync --chapters {source.stem}`"
     assert [c.cell_type for c in nb.cells] == [c.cell_type for c in py_cells], hint
     for index, (a, b) in enumerate(zip(py_cells, nb.cells)):
         assert a.source == b.source, f"{hint} (cell {index} differs)"
-        assert a.metadata.get("tags", []) == b.metadata.get("tags", []), f"{hint} (tags of cell {index})"
-    assert nb.metadata.get("jupytext", {}).get("formats") == "ipynb,py:percent", "pairing config missing"
+        assert a.metadata.get("tags", []) == b.metadata.get("tags", []), (
+            f"{hint} (tags of cell {index})"
+        )
+    assert nb.metadata.get("jupytext", {}).get("formats") == "ipynb,py:percent", (
+        "pairing config missing"
+    )
     for cell in nb.cells:
         if cell.cell_type == "code":
-            assert not cell.outputs and cell.execution_count is None, f"{twin.name} is committed with outputs"
+            assert not cell.outputs and cell.execution_count is None, (
+                f"{twin.name} is committed with outputs"
+            )
 
 
 @pytest.mark.parametrize("source", CHAPTERS, ids=CHAPTER_IDS)
@@ -63,8 +80,9 @@ def test_chapter_takes_the_profile_as_parameters(source):
     for name in ("profile", "device"):
         assert f"{name} =" in code, f"{source.name}: the parameters cell must set {name}"
     first_code = next(c for c in nb.cells if c.cell_type == "code")
-    assert "find_spec(\"annotated_transformer\")" in first_code.source, \
+    assert 'find_spec("annotated_transformer")' in first_code.source, (
         f"{source.name}: the first code cell must install the package when it is missing (Colab)"
+    )
 
 
 def test_book_and_train_choose_from_one_profile_record():
@@ -77,8 +95,14 @@ def test_book_and_train_choose_from_one_profile_record():
         add_arguments(parser)
         return tuple(next(a for a in parser._actions if a.dest == "profile").choices)
 
-    assert profile_choices(book_command.add_arguments) == profile_choices(train.add_arguments) == PROFILE_NAMES
-    assert {"smoke", "cpu", "gpu", "paper", "gpu-iwslt14", "paper-big"} <= set(PROFILE_NAMES)
+    assert (
+        profile_choices(book_command.add_arguments)
+        == profile_choices(train.add_arguments)
+        == PROFILE_NAMES
+    )
+    assert {"smoke", "cpu", "gpu", "paper", "gpu-iwslt14", "paper-big"} <= set(
+        PROFILE_NAMES
+    )
 
 
 def test_toc_lists_every_chapter_of_the_design():
@@ -86,9 +110,17 @@ def test_toc_lists_every_chapter_of_the_design():
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = site_build._toc_files(toc)
-    expected = ["book/00_introduction", "book/01_attention", "book/02_model", "book/03_why_self_attention",
-                "book/04_training", "book/05_translation_results", "book/06_model_variations",
-                "book/07_constituency_parsing", "book/08_attention_visualizations"]
+    expected = [
+        "book/00_introduction",
+        "book/01_attention",
+        "book/02_model",
+        "book/03_why_self_attention",
+        "book/04_training",
+        "book/05_translation_results",
+        "book/06_model_variations",
+        "book/07_constituency_parsing",
+        "book/08_attention_visualizations",
+    ]
     assert [f for f in files if f.startswith("book/")] == expected
     assert "references" in files
     for source in CHAPTERS:
@@ -101,19 +133,30 @@ def test_config_builds_offline_from_executed_notebooks():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "off"
     js = config["sphinx"]["config"]["html_js_files"]
-    assert js[:3] == ["vendor/vega.min.js", "vendor/vega-lite.min.js", "vendor/vega-embed.min.js"]
+    assert js[:3] == [
+        "vendor/vega.min.js",
+        "vendor/vega-lite.min.js",
+        "vendor/vega-embed.min.js",
+    ]
     for name in js:
         assert (ROOT / "_static" / name).is_file(), name
     # Sphinx puts mathjax_path under _static/; "../" leads to the root, where _extra/ is copied.
     assert config["sphinx"]["config"]["mathjax_path"].startswith("../")
     assert (ROOT / "_extra" / config["sphinx"]["config"]["mathjax_path"][3:]).is_file()
-    assert config["launch_buttons"]["colab_url"].startswith("https://colab.research.google.com")
+    assert config["launch_buttons"]["colab_url"].startswith(
+        "https://colab.research.google.com"
+    )
     assert "intersphinx" not in json.dumps(config)
 
 
 def test_cli_help_lists_the_options():
-    out = subprocess.run([sys.executable, "-m", "annotated_transformer", "book", "--help"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "annotated_transformer", "book", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     for option in ("--profile", "--chapters", "--no-build", "--output-dir"):
         assert option in out.stdout
@@ -122,12 +165,19 @@ def test_cli_help_lists_the_options():
 def test_selecting_an_unknown_chapter_names_the_choices():
     with pytest.raises(ValueError, match="no chapter matches '99'"):
         chapters.select_chapters(CHAPTERS, ["99"])
-    assert chapters.select_chapters(CHAPTERS, ["00", "book/00_introduction.py"]) == [ROOT / "book" / "00_introduction.py"]
+    assert chapters.select_chapters(CHAPTERS, ["00", "book/00_introduction.py"]) == [
+        ROOT / "book" / "00_introduction.py"
+    ]
 
 
 def test_toc_filter_drops_missing_pages_and_empty_parts():
-    toc = {"root": "a", "parts": [{"caption": "x", "chapters": [{"file": "b"}, {"file": "c"}]},
-                                  {"caption": "y", "chapters": [{"file": "d"}]}]}
+    toc = {
+        "root": "a",
+        "parts": [
+            {"caption": "x", "chapters": [{"file": "b"}, {"file": "c"}]},
+            {"caption": "y", "chapters": [{"file": "d"}]},
+        ],
+    }
     kept = site_build._filter_toc(toc, lambda f: f in {"a", "b"})
     assert kept == {"root": "a", "parts": [{"caption": "x", "chapters": [{"file": "b"}]}]}
 
@@ -135,24 +185,30 @@ def test_toc_filter_drops_missing_pages_and_empty_parts():
 # ----------------------------------------------------------------------------------------------
 # Executing chapters
 
+
 @pytest.mark.book
 def test_failing_cell_names_the_chapter_and_the_cell(tmp_path):
     chapter = tmp_path / "book" / "01_broken.py"
     chapter.parent.mkdir()
     chapter.write_text(
-        '# %% [markdown]\n# # Broken\n\n'
+        "# %% [markdown]\n# # Broken\n\n"
         '# %% tags=["parameters"]\nprofile = "cpu"\ndevice = "auto"\n\n'
-        '# %%\nx = 1\n\n'
+        "# %%\nx = 1\n\n"
         '# %%\nvalue = {"a": 1}\nvalue["missing"]\n'
     )
     jupyter_dir = tmp_path / "jupyter"
     kernel = runner.register_kernel(jupyter_dir)
     with runner.book_environment(ROOT, "smoke", jupyter_dir, tmp_path / "results"):
-        run = runner.execute_chapter(chapter, tmp_path / "out" / "01_broken.ipynb", profile="smoke", kernel_name=kernel)
+        run = runner.execute_chapter(
+            chapter,
+            tmp_path / "out" / "01_broken.ipynb",
+            profile="smoke",
+            kernel_name=kernel,
+        )
     assert run.status == "failed"
     assert run.cell_index == 3  # counted in the chapter's own cells, markdown included
     assert "chapter 01_broken failed in cell 3" in run.error
-    assert "value = {\"a\": 1}" in run.error and "KeyError" in run.error
+    assert 'value = {"a": 1}' in run.error and "KeyError" in run.error
     assert run.notebook.is_file()  # kept, with the traceback, for reading
 
 
@@ -168,7 +224,11 @@ def smoke_book(tmp_path_factory):
         # Build even if a chapter failed: its own test reports it, the site test checks the rest.
         site_build.stage_site(run.executed_dir, log=lines.append)
         site = site_build.build_site(run.executed_dir, out / "html", log=lines.append)
-    print("\n".join(lines), f"\nsmoke book: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    print(
+        "\n".join(lines),
+        f"\nsmoke book: {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+    )
     return {c.chapter: c for c in run.chapters}, site, out, run
 
 
@@ -179,7 +239,9 @@ def test_chapter_runs_under_smoke_profile(smoke_book, source):
     run = chapters[source.stem]
     assert run.status == "ok", run.error
     executed = nbformat.read(str(run.notebook), as_version=4)
-    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    injected = [
+        c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])
+    ]
     assert injected and 'profile = "smoke"' in injected[0].source
 
 
@@ -198,26 +260,44 @@ def test_book_run_is_recorded_with_provenance(smoke_book):
 @pytest.mark.book
 def test_site_builds_without_missing_pages(smoke_book):
     _, site, out, _ = smoke_book
-    assert site is not None and site.ok, f"the site did not build; see {site and site.log_path}"
+    assert site is not None and site.ok, (
+        f"the site did not build; see {site and site.log_path}"
+    )
     assert not site.missing_file_warnings, "\n".join(site.missing_file_warnings)
-    ours = [w for w in site.warnings if any(f"{page}." in w or f"{page}:" in w for page in INFRA_PAGES)]
+    ours = [
+        w
+        for w in site.warnings
+        if any(f"{page}." in w or f"{page}:" in w for page in INFRA_PAGES)
+    ]
     assert not ours, "\n".join(ours)
     for source in CHAPTERS:
-        assert (out / "html" / "book" / f"{source.stem}.html").is_file(), f"no page for {source.name}"
+        assert (out / "html" / "book" / f"{source.stem}.html").is_file(), (
+            f"no page for {source.name}"
+        )
     assert (out / "html" / "references.html").is_file()
     for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js"):
         assert (out / "html" / "_static" / "vendor" / name).is_file()
     page = (out / "html" / "book" / f"{CHART_PAGE}.html").read_text()
     assert "at-vega-chart" in page and "_static/vendor/vega-embed.min.js" in page
     assert "https://cdn.jsdelivr.net/npm/vega" not in page
-    assert "cdn.jsdelivr.net/npm/mathjax" not in page and (out / "html" / "mathjax" / "tex-svg-full.js").is_file()
+    assert (
+        "cdn.jsdelivr.net/npm/mathjax" not in page
+        and (out / "html" / "mathjax" / "tex-svg-full.js").is_file()
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # A real browser draws the charts
 
+
 def _find_chromium() -> str | None:
-    for name in (os.environ.get("AT_CHROMIUM"), "chromium", "chromium-browser", "google-chrome", "chrome"):
+    for name in (
+        os.environ.get("AT_CHROMIUM"),
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "chrome",
+    ):
         if name and shutil.which(name):
             return shutil.which(name)
     return None
@@ -254,7 +334,9 @@ async def _inspect_page(ws_url: str, url: str, screenshot: Path, timeout: float)
 
     async def call(method, **params):
         msg_id = next(ids)
-        await conn.write_message(json.dumps({"id": msg_id, "method": method, "params": params}))
+        await conn.write_message(
+            json.dumps({"id": msg_id, "method": method, "params": params})
+        )
         while True:
             raw = await conn.read_message()
             if raw is None:
@@ -277,8 +359,12 @@ async def _inspect_page(ws_url: str, url: str, screenshot: Path, timeout: float)
         state = await evaluate(_CHART_STATE) or {}
         charts = state.get("charts", [])
         math_done = state.get("mathSources", 0) == 0 or state.get("mathTypeset", 0) > 0
-        if state.get("ready") == "complete" and charts and all(c["drawn"] in ("ok", "error") for c in charts) \
-                and math_done:
+        if (
+            state.get("ready") == "complete"
+            and charts
+            and all(c["drawn"] in ("ok", "error") for c in charts)
+            and math_done
+        ):
             break
         await asyncio.sleep(0.25)
     if state.get("charts"):
@@ -288,8 +374,13 @@ async def _inspect_page(ws_url: str, url: str, screenshot: Path, timeout: float)
         # The box is relative to the viewport; the clip wants page coordinates (as Puppeteer does).
         viewport = (await call("Page.getLayoutMetrics"))["cssVisualViewport"]
         pad = 16
-        clip = {"x": max(0, viewport["pageX"] + box["x"] - pad), "y": max(0, viewport["pageY"] + box["y"] - pad),
-                "width": box["width"] + 2 * pad, "height": box["height"] + 2 * pad, "scale": 1}
+        clip = {
+            "x": max(0, viewport["pageX"] + box["x"] - pad),
+            "y": max(0, viewport["pageY"] + box["y"] - pad),
+            "width": box["width"] + 2 * pad,
+            "height": box["height"] + 2 * pad,
+            "scale": 1,
+        }
         shot = await call("Page.captureScreenshot", format="png", clip=clip)
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         screenshot.write_bytes(base64.b64decode(shot["data"]))
@@ -297,28 +388,50 @@ async def _inspect_page(ws_url: str, url: str, screenshot: Path, timeout: float)
     return state
 
 
-def check_page_charts(chromium: str, page: Path, screenshot: Path, timeout: float = 45.0) -> dict:
+def check_page_charts(
+    chromium: str, page: Path, screenshot: Path, timeout: float = 45.0
+) -> dict:
     """Chart states of a built page in headless Chromium, offline, plus a screenshot of its first chart."""
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile_dir:
         proc = subprocess.Popen(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--no-first-run", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-             f"--user-data-dir={profile_dir}", "--remote-debugging-port=0", "--window-size=1280,1000",
-             "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--no-first-run",
+                "--disable-component-update",
+                "--disable-sync",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile_dir}",
+                "--remote-debugging-port=0",
+                "--window-size=1280,1000",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             port_file = Path(profile_dir) / "DevToolsActivePort"
             deadline = time.monotonic() + 30
             while not (port_file.is_file() and port_file.read_text().strip()):
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"Chromium did not open its DevTools port (exit code {proc.poll()})")
+                    raise RuntimeError(
+                        f"Chromium did not open its DevTools port (exit code {proc.poll()})"
+                    )
                 time.sleep(0.1)
             port = int(port_file.read_text().split()[0])
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/json/list", timeout=10
+            ) as response:
                 targets = json.load(response)
-            ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
-            return asyncio.run(_inspect_page(ws_url, page.resolve().as_uri(), screenshot, timeout))
+            ws_url = next(
+                t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page"
+            )
+            return asyncio.run(
+                _inspect_page(ws_url, page.resolve().as_uri(), screenshot, timeout)
+            )
         finally:
             proc.terminate()
             try:
@@ -331,7 +444,9 @@ def check_page_charts(chromium: str, page: Path, screenshot: Path, timeout: floa
 def test_built_page_draws_its_charts_offline(smoke_book):
     chromium = _find_chromium()
     if chromium is None:
-        pytest.skip("no Chromium or Chrome on PATH (set AT_CHROMIUM to its path) for the browser check")
+        pytest.skip(
+            "no Chromium or Chrome on PATH (set AT_CHROMIUM to its path) for the browser check"
+        )
     _, site, out, _ = smoke_book
     assert site is not None and site.ok, "the site did not build"
     page = out / "html" / "book" / f"{CHART_PAGE}.html"
@@ -341,13 +456,20 @@ def test_built_page_draws_its_charts_offline(smoke_book):
     assert charts, f"no chart div on {page.name}"
     for chart in charts:
         assert chart["drawn"] == "ok", f"chart {chart['id']} not drawn: {chart['text']}"
-        assert chart["svg"] + chart["canvas"] >= 1, f"chart {chart['id']} has no svg or canvas"
+        assert chart["svg"] + chart["canvas"] >= 1, (
+            f"chart {chart['id']} has no svg or canvas"
+        )
         assert chart["marks"] > 0, f"chart {chart['id']} has an empty plot"
     # MathJax is served from the site too (_extra/mathjax), so formulas typeset offline.
-    assert state["mathSources"] > 0 and state["mathTypeset"] > 0, "MathJax did not typeset the page's formulas"
+    assert state["mathSources"] > 0 and state["mathTypeset"] > 0, (
+        "MathJax did not typeset the page's formulas"
+    )
     png = screenshot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert int.from_bytes(png[16:20], "big") > 300 and int.from_bytes(png[20:24], "big") > 200
+    assert (
+        int.from_bytes(png[16:20], "big") > 300
+        and int.from_bytes(png[20:24], "big") > 200
+    )
 
 
 def test_chapter_without_parameters_cell_fails_with_the_fix(tmp_path):
@@ -355,16 +477,25 @@ def test_chapter_without_parameters_cell_fails_with_the_fix(tmp_path):
     chapter.write_text("# %%\nx = 1\n")
     run = runner.execute_chapter(chapter, tmp_path / "out.ipynb", profile="smoke")
     assert run.status == "failed"
-    assert "chapter 02_plain cannot take a profile" in run.error and 'tags=["parameters"]' in run.error
+    assert (
+        "chapter 02_plain cannot take a profile" in run.error
+        and 'tags=["parameters"]' in run.error
+    )
 
 
 def test_sync_writes_the_notebook_from_the_source_without_outputs(tmp_path):
     source = tmp_path / "05_demo.py"
-    source.write_text('# %% [markdown]\n# # Demo\n\n# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nprint(1)\n')
+    source.write_text(
+        '# %% [markdown]\n# # Demo\n\n# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nprint(1)\n'
+    )
     (target,) = sync.sync_notebooks([source])
     nb = nbformat.read(str(target), as_version=4)
     assert [c.source for c in nb.cells] == ["# Demo", 'profile = "cpu"', "print(1)"]
-    assert [c.id for c in nb.cells] == ["cell-0", "cell-1", "cell-2"]  # stable ids, small diffs
+    assert [c.id for c in nb.cells] == [
+        "cell-0",
+        "cell-1",
+        "cell-2",
+    ]  # stable ids, small diffs
     first = target.read_text()
     sync.sync_notebooks([source])
     assert target.read_text() == first  # idempotent

@@ -1,4 +1,5 @@
 """Checkpoints are written atomically, restore every RNG, and average as section 6.1 needs."""
+
 import random
 
 import numpy as np
@@ -9,32 +10,51 @@ from annotated_transformer.training import checkpoint as ckpt
 
 
 def fake_checkpoint(weight: torch.Tensor, step: int = 1) -> dict:
-    return {"format": ckpt.CHECKPOINT_FORMAT, "kind": "snapshot", "step": step, "config": {"d_model": 2},
-            "model": {"w": weight, "counter": torch.tensor(step)}, "tokenizer": b"tok"}
+    return {
+        "format": ckpt.CHECKPOINT_FORMAT,
+        "kind": "snapshot",
+        "step": step,
+        "config": {"d_model": 2},
+        "model": {"w": weight, "counter": torch.tensor(step)},
+        "tokenizer": b"tok",
+    }
 
 
 def test_averaging_identical_checkpoints_returns_that_checkpoint(tmp_path):
     weight = torch.randn(3, 4)
-    paths = [ckpt.atomic_torch_save(fake_checkpoint(weight.clone(), step), tmp_path / f"step_{step:08d}.pt")
-             for step in range(1, 6)]
+    paths = [
+        ckpt.atomic_torch_save(
+            fake_checkpoint(weight.clone(), step), tmp_path / f"step_{step:08d}.pt"
+        )
+        for step in range(1, 6)
+    ]
     averaged = ckpt.average_checkpoints(paths)
-    assert torch.equal(averaged["model"]["w"], weight)  # float64 accumulation: no rounding drift
+    assert torch.equal(
+        averaged["model"]["w"], weight
+    )  # float64 accumulation: no rounding drift
     assert averaged["step"] == 5 and averaged["tokenizer"] == b"tok"
     assert averaged["averaged_from"] == [p.name for p in paths]
 
 
 def test_averaging_two_checkpoints_gives_their_mean_and_keeps_integer_buffers(tmp_path):
     a, b = torch.randn(3, 4), torch.randn(3, 4)
-    paths = [ckpt.atomic_torch_save(fake_checkpoint(a, 1), tmp_path / "a.pt"),
-             ckpt.atomic_torch_save(fake_checkpoint(b, 2), tmp_path / "b.pt")]
+    paths = [
+        ckpt.atomic_torch_save(fake_checkpoint(a, 1), tmp_path / "a.pt"),
+        ckpt.atomic_torch_save(fake_checkpoint(b, 2), tmp_path / "b.pt"),
+    ]
     averaged = ckpt.average_checkpoints(paths)
     torch.testing.assert_close(averaged["model"]["w"], (a + b) / 2)
-    assert averaged["model"]["counter"].item() == 2  # integers are not averaged: the newest wins
+    assert (
+        averaged["model"]["counter"].item() == 2
+    )  # integers are not averaged: the newest wins
 
 
 def test_average_last_takes_the_newest_snapshots(tmp_path):
     for step in (10, 20, 30, 40):
-        ckpt.atomic_torch_save(fake_checkpoint(torch.full((2,), float(step)), step), ckpt.snapshot_path(tmp_path, step))
+        ckpt.atomic_torch_save(
+            fake_checkpoint(torch.full((2,), float(step)), step),
+            ckpt.snapshot_path(tmp_path, step),
+        )
     averaged, used = ckpt.average_last(tmp_path, 2)
     assert [p.name for p in used] == ["step_00000030.pt", "step_00000040.pt"]
     assert averaged["model"]["w"].tolist() == [35.0, 35.0]
@@ -46,7 +66,10 @@ def test_averaging_refuses_different_models(tmp_path):
     a = fake_checkpoint(torch.zeros(2))
     b = fake_checkpoint(torch.zeros(2))
     b["config"] = {"d_model": 4}
-    paths = [ckpt.atomic_torch_save(a, tmp_path / "a.pt"), ckpt.atomic_torch_save(b, tmp_path / "b.pt")]
+    paths = [
+        ckpt.atomic_torch_save(a, tmp_path / "a.pt"),
+        ckpt.atomic_torch_save(b, tmp_path / "b.pt"),
+    ]
     with pytest.raises(ValueError, match="another model configuration"):
         ckpt.average_checkpoints(paths)
 
@@ -65,7 +88,9 @@ def test_a_crash_mid_write_leaves_the_old_checkpoint_intact(tmp_path, monkeypatc
     monkeypatch.undo()
     survivor = ckpt.load_checkpoint(path)
     assert survivor["step"] == 1 and survivor["model"]["w"].tolist() == [1.0, 1.0]
-    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # no temporary file left behind
+    assert [p.name for p in tmp_path.iterdir()] == [
+        "last.pt"
+    ]  # no temporary file left behind
 
 
 def test_rng_states_round_trip():
@@ -74,7 +99,11 @@ def test_rng_states_round_trip():
     torch.rand(10), random.random(), np.random.rand(5)  # move every generator on
     ckpt.restore_rng_state(state)
     again = (torch.rand(3), random.random(), np.random.rand(2))
-    assert torch.equal(expected[0], again[0]) and expected[1] == again[1] and np.array_equal(expected[2], again[2])
+    assert (
+        torch.equal(expected[0], again[0])
+        and expected[1] == again[1]
+        and np.array_equal(expected[2], again[2])
+    )
 
 
 def test_loading_a_missing_or_foreign_file_says_what_to_do(tmp_path):

@@ -1,4 +1,5 @@
 """The commands a newcomer types: --help explains, translate round-trips through stdin, average writes."""
+
 import os
 import subprocess
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_training import tiny_profile
 
 from annotated_transformer import Transformer
 from annotated_transformer.cli import main
@@ -14,19 +16,20 @@ from annotated_transformer.data import EncodedPairs, train_tokenizer
 from annotated_transformer.training.checkpoint import list_snapshots, load_checkpoint
 from annotated_transformer.training.trainer import Trainer
 
-from test_training import tiny_profile
-
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("command,expected", [
-    ("train", ["--profile", "--resume", "torchrun", "--minutes"]),
-    ("translate", ["--checkpoint", "--beam", "--input"]),
-    ("evaluate", ["--checkpoint", "sacreBLEU", "--profile"]),
-    ("average", ["--last", "last 5"]),
-    ("attention", ["--checkpoint", "--figure", "explorer", "--layer"]),
-    ("export-onnx", ["--checkpoint", "--out", "--quantize"]),
-])
+@pytest.mark.parametrize(
+    "command,expected",
+    [
+        ("train", ["--profile", "--resume", "torchrun", "--minutes"]),
+        ("translate", ["--checkpoint", "--beam", "--input"]),
+        ("evaluate", ["--checkpoint", "sacreBLEU", "--profile"]),
+        ("average", ["--last", "last 5"]),
+        ("attention", ["--checkpoint", "--figure", "explorer", "--layer"]),
+        ("export-onnx", ["--checkpoint", "--out", "--quantize"]),
+    ],
+)
 def test_help_explains_each_command(command, expected, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])
@@ -43,9 +46,15 @@ def test_profile_picks_defaults_and_flags_override_them():
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--profile", "smoke", "--lr", "1e-3", "--layers", "1", "--minutes", "2"])
+    args = parser.parse_args(
+        ["--profile", "smoke", "--lr", "1e-3", "--layers", "1", "--minutes", "2"]
+    )
     profile = profile_from_args(args)
-    assert profile.name == "smoke" and profile.peak_lr == 1e-3 and profile.time_budget_minutes == 2
+    assert (
+        profile.name == "smoke"
+        and profile.peak_lr == 1e-3
+        and profile.time_budget_minutes == 2
+    )
     assert profile.model_config().n_layers == 1
     assert profile.vocab_size == 1000  # untouched: the smoke profile's own value
 
@@ -56,22 +65,50 @@ def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     words = "a man dog cat runs sits in on the park house red blue small big".split()
     rng = np.random.default_rng(0)
-    sentences = [" ".join(rng.choice(words, size=int(rng.integers(2, 8)))) for _ in range(200)]
+    sentences = [
+        " ".join(rng.choice(words, size=int(rng.integers(2, 8)))) for _ in range(200)
+    ]
     tokenizer = train_tokenizer(sentences, vocab_size=40)
     ids = tokenizer.encode_batch(sentences)
     profile = tiny_profile(max_steps=6, save_every_steps=2, keep_snapshots=5)
     torch.manual_seed(0)
-    model = Transformer(profile.model_config(), tokenizer.vocab_size, tokenizer.vocab_size)
-    Trainer(model, tokenizer, EncodedPairs(ids, ids), None, profile.train_settings(), out, show_progress=False).train()
+    model = Transformer(
+        profile.model_config(), tokenizer.vocab_size, tokenizer.vocab_size
+    )
+    Trainer(
+        model,
+        tokenizer,
+        EncodedPairs(ids, ids),
+        None,
+        profile.train_settings(),
+        out,
+        show_progress=False,
+    ).train()
     return out
 
 
 def test_translate_round_trips_through_stdin(tiny_run):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-m", "annotated_transformer", "translate", "--checkpoint", str(tiny_run / "last.pt"),
-         "--beam", "2", "--max-len-b", "4", "--device", "cpu"],
-        input="a man runs in the park\n\nthe red dog sits\n", capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "annotated_transformer",
+            "translate",
+            "--checkpoint",
+            str(tiny_run / "last.pt"),
+            "--beam",
+            "2",
+            "--max-len-b",
+            "4",
+            "--device",
+            "cpu",
+        ],
+        input="a man runs in the park\n\nthe red dog sits\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split("\n")
@@ -79,16 +116,46 @@ def test_translate_round_trips_through_stdin(tiny_run):
     assert lines[1] == ""  # an empty input line stays an empty output line
 
 
-def test_translate_keeps_one_output_line_per_input_line_whatever_the_characters(tiny_run, tmp_path):
+def test_translate_keeps_one_output_line_per_input_line_whatever_the_characters(
+    tiny_run, tmp_path
+):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    lines = ["a man runs", "a dog\u2028sits in the park", "the cat\x85runs", "red\x0cblue house", "big dog"]
-    raw = ("\n".join(lines[:3]) + "\n").encode("utf-8") + b"bad \xff byte\n" + ("\n".join(lines[3:]) + "\n").encode("utf-8")
+    lines = [
+        "a man runs",
+        "a dog\u2028sits in the park",
+        "the cat\x85runs",
+        "red\x0cblue house",
+        "big dog",
+    ]
+    raw = (
+        ("\n".join(lines[:3]) + "\n").encode("utf-8")
+        + b"bad \xff byte\n"
+        + ("\n".join(lines[3:]) + "\n").encode("utf-8")
+    )
     (tmp_path / "in.txt").write_bytes(raw)
     done = subprocess.run(
-        [sys.executable, "-m", "annotated_transformer", "translate", "--checkpoint", str(tiny_run / "last.pt"),
-         "--beam", "2", "--max-len-b", "4", "--device", "cpu", "--input", str(tmp_path / "in.txt"),
-         "--output", str(tmp_path / "out.txt")],
-        capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "annotated_transformer",
+            "translate",
+            "--checkpoint",
+            str(tiny_run / "last.pt"),
+            "--beam",
+            "2",
+            "--max-len-b",
+            "4",
+            "--device",
+            "cpu",
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--output",
+            str(tmp_path / "out.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     out = (tmp_path / "out.txt").read_bytes().split(b"\n")
@@ -99,11 +166,29 @@ def test_translate_keeps_one_output_line_per_input_line_whatever_the_characters(
 def test_translate_checks_its_output_path_before_decoding(tiny_run, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-m", "annotated_transformer", "translate", "--checkpoint", str(tiny_run / "last.pt"),
-         "--device", "cpu", "--output", str(tmp_path / "missing" / "out.txt")],
-        input="a man runs\n", capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "annotated_transformer",
+            "translate",
+            "--checkpoint",
+            str(tiny_run / "last.pt"),
+            "--device",
+            "cpu",
+            "--output",
+            str(tmp_path / "missing" / "out.txt"),
+        ],
+        input="a man runs\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
-    assert done.returncode == 1 and "does not exist" in done.stderr and "Traceback" not in done.stderr
+    assert (
+        done.returncode == 1
+        and "does not exist" in done.stderr
+        and "Traceback" not in done.stderr
+    )
 
 
 def test_average_command_writes_the_mean_of_the_last_snapshots(tiny_run, capsys):
@@ -118,21 +203,47 @@ def test_readme_profile_table_lists_every_profile():
     from annotated_transformer.profiles import PROFILE_NAMES
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("**Profiles.**"):]
+    table = readme[readme.index("**Profiles.**") :]
     for name in PROFILE_NAMES:
         assert f"| `{name}` |" in table, f"README's profile table has no row for {name}"
 
 
-@pytest.mark.parametrize("command, extra, blocked", [
-    (["attention", "--checkpoint", "c.pt", "--sentence", "a", "--figure", "3", "--out", "f.html"], "book", "altair"),
-    (["book", "--no-build", "--chapters", "01"], "book", "papermill"),
-])
-def test_a_command_without_its_extra_names_the_extra_in_one_line(tmp_path, command, extra, blocked):
+@pytest.mark.parametrize(
+    "command, extra, blocked",
+    [
+        (
+            [
+                "attention",
+                "--checkpoint",
+                "c.pt",
+                "--sentence",
+                "a",
+                "--figure",
+                "3",
+                "--out",
+                "f.html",
+            ],
+            "book",
+            "altair",
+        ),
+        (["book", "--no-build", "--chapters", "01"], "book", "papermill"),
+    ],
+)
+def test_a_command_without_its_extra_names_the_extra_in_one_line(
+    tmp_path, command, extra, blocked
+):
     # `sys.modules[name] = None` makes `import name` fail as a missing package does.
-    code = ("import sys; sys.modules[%r] = None; from annotated_transformer.cli import main; "
-            "sys.exit(main(%r))" % (blocked, command))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    code = (
+        "import sys; sys.modules[%r] = None; from annotated_transformer.cli import main; "
+        "sys.exit(main(%r))" % (blocked, command)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert "Traceback" not in proc.stderr

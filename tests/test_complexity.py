@@ -1,11 +1,12 @@
 """Table 1 machinery: FLOPs match the closed forms, graphs give the paper's path lengths."""
+
 import math
 
 import pytest
 import torch
 
-from annotated_transformer.experiments import complexity as C
 from annotated_transformer.evaluation import paper
+from annotated_transformer.experiments import complexity as C
 
 
 @pytest.mark.parametrize("kind", C.LAYER_KINDS)
@@ -35,14 +36,21 @@ def test_closed_forms_grow_with_the_exponents_of_table_1(kind):
 def test_attention_projections_add_what_table_1_leaves_out():
     n, d = 12, 16
     layer = C.SelfAttentionLayer(d, projections=True)
-    assert C.counted_flops(layer, torch.randn(1, n, d)) == C.attention_flops(n, d, projections=True)
-    assert C.attention_flops(n, d, projections=True) - C.attention_flops(n, d) == 8 * n * d * d
+    assert C.counted_flops(layer, torch.randn(1, n, d)) == C.attention_flops(
+        n, d, projections=True
+    )
+    assert (
+        C.attention_flops(n, d, projections=True) - C.attention_flops(n, d)
+        == 8 * n * d * d
+    )
 
 
 def test_fused_and_textbook_attention_layers_agree():
     fused, textbook = C.SelfAttentionLayer(8), C.SelfAttentionLayer(8, fused=False)
     x = torch.randn(2, 6, 8)
-    torch.testing.assert_close(fused(x), textbook(x), atol=1e-5, rtol=1e-5)  # summation order only
+    torch.testing.assert_close(
+        fused(x), textbook(x), atol=1e-5, rtol=1e-5
+    )  # summation order only
 
 
 def test_flop_crossover_is_n_equals_d():
@@ -76,21 +84,27 @@ def test_measure_layer_reports_consistent_numbers():
     assert m.flops == m.formula_flops == 2 * C.convolutional_flops(16, 8)
     assert m.seconds > 0 and m.saved_bytes > 0
     rows = C.sweep(ns=(4, 8), ds=(4,), repeats=1, memory=False)
-    assert len(rows) == 2 * len(C.LAYER_KINDS) and {r["kind"] for r in rows} == set(C.LAYER_KINDS)
+    assert len(rows) == 2 * len(C.LAYER_KINDS) and {r["kind"] for r in rows} == set(
+        C.LAYER_KINDS
+    )
 
 
 @pytest.mark.parametrize("kind", C.PATH_KINDS)
 @pytest.mark.parametrize("k", [2, 3, 5])
 def test_path_lengths_on_the_graph_match_the_closed_forms(kind, k):
     for n in (1, 2, 3, 8, 9, 27, 28, 50):
-        assert C.max_path_length(kind, n, kernel_size=k) == C.path_length_formula(kind, n, kernel_size=k), (n, k)
+        assert C.max_path_length(kind, n, kernel_size=k) == C.path_length_formula(
+            kind, n, kernel_size=k
+        ), (n, k)
 
 
 def test_path_lengths_grow_as_table_1_says():
     n = 81
     assert C.max_path_length("self-attention", n) == 1
     assert C.max_path_length("recurrent", n) == n
-    assert C.max_path_length("dilated convolutional", n, kernel_size=3) == round(math.log(n, 3))
+    assert C.max_path_length("dilated convolutional", n, kernel_size=3) == round(
+        math.log(n, 3)
+    )
     assert C.max_path_length("convolutional", n, kernel_size=3) == (n - 1) // 2
 
 
@@ -100,7 +114,9 @@ def test_path_lengths_to_the_last_position(kind):
         lengths = C.path_lengths_to_last(kind, n, kernel_size=3)
         assert len(lengths) == n and lengths[-1] == 1
         assert max(lengths) == C.max_path_length(kind, n, kernel_size=3)
-        assert all(a >= b for a, b in zip(lengths, lengths[1:]))  # farther inputs never have shorter paths
+        assert all(
+            a >= b for a, b in zip(lengths, lengths[1:])
+        )  # farther inputs never have shorter paths
     assert C.path_lengths_to_last("recurrent", 5) == [5, 4, 3, 2, 1]
 
 

@@ -1,4 +1,5 @@
 """Tiny end-to-end training that must learn: the copy task through the package's own pieces."""
+
 from annotated_transformer.experiments.copy_task import train_copy_task
 
 

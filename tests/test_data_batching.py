@@ -1,5 +1,6 @@
 """Token-count batches: the budget holds, every pair is seen once per epoch, batches depend only on
 (seed, epoch), an epoch divides into whole steps, and the collated tensors have the layout the model reads."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,15 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from annotated_transformer.data.batching import EncodedPairs, TokenBatcher, collate_pairs, collate_sources, pack_by_tokens, padding_fraction, pair_fits
+from annotated_transformer.data.batching import (
+    EncodedPairs,
+    TokenBatcher,
+    collate_pairs,
+    collate_sources,
+    pack_by_tokens,
+    padding_fraction,
+    pair_fits,
+)
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 
@@ -47,7 +56,9 @@ def test_batches_depend_only_on_seed_and_epoch():
     resumed = TokenBatcher(src, tgt, 2000, seed=7)  # a fresh process after a restart
     assert first.epoch_batches(3) == resumed.epoch_batches(3)
     assert first.epoch_batches(4) != resumed.epoch_batches(3)  # each epoch reshuffles
-    assert TokenBatcher(src, tgt, 2000, seed=8).epoch_batches(3) != resumed.epoch_batches(3)
+    assert TokenBatcher(src, tgt, 2000, seed=8).epoch_batches(3) != resumed.epoch_batches(
+        3
+    )
 
 
 @pytest.mark.parametrize("batches_per_step", [2, 3, 4, 7])
@@ -56,15 +67,26 @@ def test_an_epoch_divides_into_whole_steps_without_losing_a_pair(batches_per_ste
     batcher = TokenBatcher(src, tgt, 1500, seed=3, batches_per_step=batches_per_step)
     for epoch in (0, 1):
         batches = batcher.epoch_batches(epoch)
-        assert len(batches) % batches_per_step == 0  # every rank and accumulation slot gets a batch
+        assert (
+            len(batches) % batches_per_step == 0
+        )  # every rank and accumulation slot gets a batch
         assert batcher.steps_per_epoch(epoch) == len(batches) // batches_per_step
-        assert sorted(i for batch in batches for i in batch) == list(range(len(src)))  # disjoint and complete
+        assert sorted(i for batch in batches for i in batch) == list(
+            range(len(src))
+        )  # disjoint and complete
         assert_within_budget(batches, src, tgt, 1500)
 
 
 def test_an_item_too_wide_for_the_budget_gets_a_batch_of_its_own():
-    assert pack_by_tokens([0, 1, 2, 3], [[2, 2, 9, 2]], max_tokens=4) == [[0, 1], [2], [3]]
-    assert pack_by_tokens([0, 1, 2], [[1, 1, 1], [1, 1, 5]], max_tokens=4) == [[0, 1], [2]]  # every side counts
+    assert pack_by_tokens([0, 1, 2, 3], [[2, 2, 9, 2]], max_tokens=4) == [
+        [0, 1],
+        [2],
+        [3],
+    ]
+    assert pack_by_tokens([0, 1, 2], [[1, 1, 1], [1, 1, 5]], max_tokens=4) == [
+        [0, 1],
+        [2],
+    ]  # every side counts
 
 
 def test_a_pair_fits_when_each_side_and_its_special_token_fit_the_positions():
@@ -74,7 +96,10 @@ def test_a_pair_fits_when_each_side_and_its_special_token_fit_the_positions():
 def test_too_long_pairs_raise_unless_skipped():
     src = np.array([5, 50, 6])
     tgt = np.array([5, 5, 7])
-    with pytest.raises(ValueError, match=r"1 pairs do not fit max_tokens=40 .*needs 51 .*skip_too_long=True"):
+    with pytest.raises(
+        ValueError,
+        match=r"1 pairs do not fit max_tokens=40 .*needs 51 .*skip_too_long=True",
+    ):
         TokenBatcher(src, tgt, 40)
     batcher = TokenBatcher(src, tgt, 40, skip_too_long=True)
     assert batcher.too_long == [1]
@@ -103,27 +128,41 @@ def test_padding_fraction_counts_padding_slots():
 
 def test_max_pairs_caps_the_batch_size_and_no_shuffle_is_sorted():
     src, tgt = random_lengths(500)
-    batches = TokenBatcher(src, tgt, 100_000, shuffle=False, max_pairs=32).epoch_batches(0)
+    batches = TokenBatcher(src, tgt, 100_000, shuffle=False, max_pairs=32).epoch_batches(
+        0
+    )
     assert max(len(b) for b in batches) == 32
     widths = [tgt[i] for batch in batches for i in batch]
     assert widths == sorted(widths)  # no shuffle: ascending target length, for evaluation
 
 
 def test_collate_layout_matches_teacher_forcing():
-    src, tgt = collate_pairs([([5, 6, 7], [8]), ([9], [10, 11, 12])], pad_id=0, bos_id=1, eos_id=2)
+    src, tgt = collate_pairs(
+        [([5, 6, 7], [8]), ([9], [10, 11, 12])], pad_id=0, bos_id=1, eos_id=2
+    )
     assert src.dtype == tgt.dtype == torch.long
     assert src.tolist() == [[5, 6, 7, 2], [9, 2, 0, 0]]
     assert tgt.tolist() == [[1, 8, 2, 0, 0], [1, 10, 11, 12, 2]]
     decoder_input, labels = tgt[:, :-1], tgt[:, 1:]
-    assert decoder_input[1].tolist() == [1, 10, 11, 12] and labels[1].tolist() == [10, 11, 12, 2]
+    assert decoder_input[1].tolist() == [1, 10, 11, 12] and labels[1].tolist() == [
+        10,
+        11,
+        12,
+        2,
+    ]
 
 
 def test_sources_collate_as_the_encoder_reads_them():
-    assert collate_sources([[5, 6, 7], [9]], pad_id=0, eos_id=2).tolist() == [[5, 6, 7, 2], [9, 2, 0, 0]]
+    assert collate_sources([[5, 6, 7], [9]], pad_id=0, eos_id=2).tolist() == [
+        [5, 6, 7, 2],
+        [9, 2, 0, 0],
+    ]
 
 
 def test_collate_accepts_numpy_and_empty_sequences():
-    src, tgt = collate_pairs([(np.array([4], dtype=np.int32), np.array([], dtype=np.int32))], pad_id=0)
+    src, tgt = collate_pairs(
+        [(np.array([4], dtype=np.int32), np.array([], dtype=np.int32))], pad_id=0
+    )
     assert src.tolist() == [[4, 2]] and tgt.tolist() == [[1, 2]]
     with pytest.raises(ValueError, match="empty batch"):
         collate_pairs([])
@@ -134,8 +173,14 @@ def test_encoded_pairs_feed_a_dataloader():
     src_ids = [rng.integers(4, 100, rng.integers(1, 20)).tolist() for _ in range(300)]
     tgt_ids = [rng.integers(4, 100, rng.integers(1, 20)).tolist() for _ in range(300)]
     pairs = EncodedPairs(src_ids, tgt_ids)
-    assert len(pairs) == 300 and pairs[7][0].tolist() == src_ids[7] and pairs[7][1].tolist() == tgt_ids[7]
-    batches = TokenBatcher(pairs.src_lengths, pairs.tgt_lengths, 400, seed=0).epoch_batches(0)
+    assert (
+        len(pairs) == 300
+        and pairs[7][0].tolist() == src_ids[7]
+        and pairs[7][1].tolist() == tgt_ids[7]
+    )
+    batches = TokenBatcher(
+        pairs.src_lengths, pairs.tgt_lengths, 400, seed=0
+    ).epoch_batches(0)
     seen = 0
     for src, tgt in DataLoader(pairs, batch_sampler=batches, collate_fn=collate_pairs):
         assert src.numel() <= 400 and tgt.numel() <= 400

@@ -3,6 +3,7 @@
 Every test runs with the network blocked (the fetch seam raises) and with a private cache directory; tests
 that need the staged corpora read $AT_DATA_DIR as the session started with it and skip when it is unset.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -18,8 +19,16 @@ from pathlib import Path
 import pytest
 
 from annotated_transformer.data import fetch, registry
-from annotated_transformer.data.fetch import ChecksumError, download_file, verify_checksums
-from annotated_transformer.data.locate import DataNotFoundError, corpus_path, treebank_zip_path
+from annotated_transformer.data.fetch import (
+    ChecksumError,
+    download_file,
+    verify_checksums,
+)
+from annotated_transformer.data.locate import (
+    DataNotFoundError,
+    corpus_path,
+    treebank_zip_path,
+)
 from annotated_transformer.data.reading import load_parallel, read_parallel_files
 from annotated_transformer.data.registry import ArchiveMembers, CorpusInfo
 
@@ -72,7 +81,9 @@ def test_missing_files_error_names_all_three_ways():
     with pytest.raises(DataNotFoundError) as caught:
         load_parallel("multi30k", "train")
     message = str(caught.value)
-    assert "no Multi30k files" in message and "train.en" in message and "train.de" in message
+    assert (
+        "no Multi30k files" in message and "train.en" in message and "train.de" in message
+    )
     assert "$AT_DATA_DIR/multi30k (AT_DATA_DIR is unset)" in message
     assert (
         "pass --data-dir (or data_dir= in Python), set AT_DATA_DIR, or connect to the network to download them"
@@ -86,7 +97,9 @@ def test_missing_files_with_downloads_off_never_fetches(monkeypatch, tmp_path):
     monkeypatch.setenv("AT_OFFLINE", "1")
     monkeypatch.setenv("AT_DATA_DIR", str(tmp_path / "empty"))
     fetched = serve_files(monkeypatch, {})
-    with pytest.raises(DataNotFoundError, match=r"downloads are off .*set AT_DATA_DIR") as caught:
+    with pytest.raises(
+        DataNotFoundError, match=r"downloads are off .*set AT_DATA_DIR"
+    ) as caught:
         load_parallel("wmt14", "newstest2013")
     assert fetched == []
     assert f"(AT_DATA_DIR={tmp_path / 'empty'})" in str(caught.value)
@@ -97,8 +110,13 @@ def test_an_explicit_data_dir_is_used_alone(monkeypatch, tmp_path):
     monkeypatch.setenv("AT_DATA_DIR", str(tmp_path / "env"))
     fetched = serve_files(monkeypatch, {})
     (tmp_path / "mine").mkdir()
-    with pytest.raises(DataNotFoundError, match=r"val\.en, val\.de, plain or \.gz\) under --data-dir .*mine") as caught:
-        load_parallel("multi30k", "val", data_dir=tmp_path / "mine")  # the split is in $AT_DATA_DIR, not here
+    with pytest.raises(
+        DataNotFoundError,
+        match=r"val\.en, val\.de, plain or \.gz\) under --data-dir .*mine",
+    ) as caught:
+        load_parallel(
+            "multi30k", "val", data_dir=tmp_path / "mine"
+        )  # the split is in $AT_DATA_DIR, not here
     assert fetched == [] and "leave --data-dir out" in str(caught.value)
 
 
@@ -119,7 +137,14 @@ def test_longer_target_file_is_reported_too(tmp_path):
 
 
 def test_bad_pairs_are_skipped_counted_and_logged(tmp_path, caplog):
-    english = [b"  A dog runs.  ", b"", b"   ", b"one two three four five six", b"Fine \xff bytes", b"Ok.\t"]
+    english = [
+        b"  A dog runs.  ",
+        b"",
+        b"   ",
+        b"one two three four five six",
+        b"Fine \xff bytes",
+        b"Ok.\t",
+    ]
     german = [b"Ein Hund rennt.", b"Leer.", b"Auch leer.", b"kurz", b"Gut.", b"\tGut."]
     write_lines(tmp_path / "multi30k" / "train.en.gz", english)
     write_lines(tmp_path / "multi30k" / "train.de.gz", german)
@@ -128,9 +153,15 @@ def test_bad_pairs_are_skipped_counted_and_logged(tmp_path, caplog):
     assert corpus.src == ["A dog runs.", "Ok."]  # stray whitespace stripped
     assert corpus.tgt == ["Ein Hund rennt.", "Gut."]
     assert corpus.skipped == {"empty": 2, "over_long": 1, "undecodable": 1}
-    assert "skipped 2 empty, 1 over-long, 1 undecodable pairs of multi30k/train" in caplog.text
+    assert (
+        "skipped 2 empty, 1 over-long, 1 undecodable pairs of multi30k/train"
+        in caplog.text
+    )
     assert corpus.name == "multi30k/train" and corpus.path == tmp_path / "multi30k"
-    assert list(corpus) == list(zip(corpus.src, corpus.tgt)) and corpus[1] == ("Ok.", "Gut.")
+    assert list(corpus) == list(zip(corpus.src, corpus.tgt)) and corpus[1] == (
+        "Ok.",
+        "Gut.",
+    )
 
 
 def test_over_long_counts_words_on_either_side(tmp_path):
@@ -161,9 +192,18 @@ def test_damaged_gzip_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize(
     "call, pattern",
     [
-        (lambda: load_parallel("europarl", "train"), "unknown corpus 'europarl'; choose one of: multi30k"),
-        (lambda: load_parallel("multi30k", "test2017"), "Multi30k has no split 'test2017'; choose one of"),
-        (lambda: load_parallel("multi30k", "train", src_lang="fr"), "Multi30k has no language 'fr'"),
+        (
+            lambda: load_parallel("europarl", "train"),
+            "unknown corpus 'europarl'; choose one of: multi30k",
+        ),
+        (
+            lambda: load_parallel("multi30k", "test2017"),
+            "Multi30k has no split 'test2017'; choose one of",
+        ),
+        (
+            lambda: load_parallel("multi30k", "train", src_lang="fr"),
+            "Multi30k has no language 'fr'",
+        ),
         (lambda: load_parallel("multi30k", "train", "en", "en"), "both 'en'"),
     ],
 )
@@ -183,11 +223,17 @@ def test_resolution_order_explicit_then_env_then_cache(monkeypatch, tmp_path):
     make_tiny_multi30k(tmp_path / "env" / "multi30k", "env")
     make_tiny_multi30k(tmp_path / "cache" / "multi30k", "cache")
     monkeypatch.setenv("AT_DATA_DIR", str(tmp_path / "env"))
-    assert load_parallel("multi30k", "val", data_dir=tmp_path / "explicit").src == ["explicit"]
-    assert load_parallel("multi30k", "val", data_dir=tmp_path / "explicit" / "multi30k").src == ["explicit"]
+    assert load_parallel("multi30k", "val", data_dir=tmp_path / "explicit").src == [
+        "explicit"
+    ]
+    assert load_parallel(
+        "multi30k", "val", data_dir=tmp_path / "explicit" / "multi30k"
+    ).src == ["explicit"]
     assert load_parallel("multi30k", "val").src == ["env"]
     monkeypatch.delenv("AT_DATA_DIR")
-    assert load_parallel("multi30k", "valid").src == ["cache"]  # "valid" is an alias of "val"
+    assert load_parallel("multi30k", "valid").src == [
+        "cache"
+    ]  # "valid" is an alias of "val"
     assert corpus_path("multi30k", "val") == tmp_path / "cache" / "multi30k"
 
 
@@ -195,7 +241,11 @@ def test_direction_defaults_and_reversal(tmp_path):
     write_lines(tmp_path / "iwslt14" / "test.de", [b"hallo ."])
     write_lines(tmp_path / "iwslt14" / "test.en", [b"hello ."])
     default = load_parallel("iwslt14", "test", data_dir=tmp_path)
-    assert (default.src_lang, default.tgt_lang, default.src) == ("de", "en", ["hallo ."])  # IWSLT14 is DE->EN
+    assert (default.src_lang, default.tgt_lang, default.src) == (
+        "de",
+        "en",
+        ["hallo ."],
+    )  # IWSLT14 is DE->EN
     reverse = load_parallel("iwslt14", "test", src_lang="en", data_dir=tmp_path)
     assert (reverse.src_lang, reverse.tgt_lang, reverse.src) == ("en", "de", ["hello ."])
 
@@ -203,7 +253,9 @@ def test_direction_defaults_and_reversal(tmp_path):
 # ---------------------------------------------------------------------------------------------- downloads
 def use_real_urlopen(monkeypatch) -> None:
     real_open = urllib.request.urlopen
-    monkeypatch.setattr(fetch, "_open_url", lambda url, timeout: real_open(url, timeout=timeout))
+    monkeypatch.setattr(
+        fetch, "_open_url", lambda url, timeout: real_open(url, timeout=timeout)
+    )
 
 
 def test_download_via_file_url_checks_sha256(monkeypatch, tmp_path):
@@ -213,7 +265,9 @@ def test_download_via_file_url_checks_sha256(monkeypatch, tmp_path):
     use_real_urlopen(monkeypatch)
     dest = download_file(payload.as_uri(), tmp_path / "cache" / "file.bin", good)
     assert dest.read_bytes() == payload.read_bytes()
-    assert sorted(p.name for p in dest.parent.iterdir()) == ["file.bin"]  # no temp file left
+    assert sorted(p.name for p in dest.parent.iterdir()) == [
+        "file.bin"
+    ]  # no temp file left
 
 
 def test_checksum_mismatch_raises_and_leaves_no_file(monkeypatch, tmp_path):
@@ -221,7 +275,9 @@ def test_checksum_mismatch_raises_and_leaves_no_file(monkeypatch, tmp_path):
     payload.write_bytes(b"changed upstream")
     use_real_urlopen(monkeypatch)
     target = tmp_path / "cache"
-    with pytest.raises(ChecksumError, match="checksum mismatch .*expected sha256 0{64}, got .*not saved"):
+    with pytest.raises(
+        ChecksumError, match="checksum mismatch .*expected sha256 0{64}, got .*not saved"
+    ):
         download_file(payload.as_uri(), target / "file.bin", "0" * 64)
     assert list(target.iterdir()) == []
 
@@ -233,7 +289,9 @@ def test_interrupted_download_leaves_no_file(monkeypatch, tmp_path):
                 raise ConnectionResetError("connection cut")
             return super().read(4)
 
-    monkeypatch.setattr(fetch, "_open_url", lambda url, timeout: CutConnection(b"partial data"))
+    monkeypatch.setattr(
+        fetch, "_open_url", lambda url, timeout: CutConnection(b"partial data")
+    )
     with pytest.raises(ConnectionResetError):
         download_file("https://example.invalid/f", tmp_path / "f", None)
     assert list(tmp_path.iterdir()) == []
@@ -242,12 +300,20 @@ def test_interrupted_download_leaves_no_file(monkeypatch, tmp_path):
 @needs_staged_data
 def test_missing_split_is_downloaded_into_cache_once(monkeypatch, tmp_path):
     staged = Path(STAGED_DATA_DIR) / "multi30k"
-    fetched = serve_files(monkeypatch, {name: staged / name for name in ("val.en.gz", "val.de.gz")})
+    fetched = serve_files(
+        monkeypatch, {name: staged / name for name in ("val.en.gz", "val.de.gz")}
+    )
     corpus = load_parallel("multi30k", "val")
     assert len(corpus) == 1014 and corpus.path == tmp_path / "cache" / "multi30k"
     assert [url.rsplit("/", 1)[1] for url in fetched] == ["val.en.gz", "val.de.gz"]
-    assert all(url.startswith("https://github.com/multi30k/dataset/raw/a3d2e0d") for url in fetched)
-    assert verify_checksums("multi30k", corpus.path) == {"val.de.gz": True, "val.en.gz": True}
+    assert all(
+        url.startswith("https://github.com/multi30k/dataset/raw/a3d2e0d")
+        for url in fetched
+    )
+    assert verify_checksums("multi30k", corpus.path) == {
+        "val.de.gz": True,
+        "val.en.gz": True,
+    }
     load_parallel("multi30k", "val")
     assert len(fetched) == 2  # the second call reads the cache
 
@@ -261,14 +327,24 @@ def test_plain_text_download_and_rebuilt_filtered_newstest(monkeypatch, tmp_path
     files = {}
     for lang in ("en", "de"):
         files[f"newstest2014.{lang}"] = remote / f"newstest2014.{lang}"
-        write_lines(files[f"newstest2014.{lang}"], gzip.decompress((staged / f"newstest2014.{lang}.gz").read_bytes()).split(b"\n")[:-1])
+        write_lines(
+            files[f"newstest2014.{lang}"],
+            gzip.decompress((staged / f"newstest2014.{lang}.gz").read_bytes()).split(
+                b"\n"
+            )[:-1],
+        )
     serve_files(monkeypatch, files)
     rebuilt = load_parallel("wmt14", "test")  # alias of newstest2014_filtered
-    staged_filtered = load_parallel("wmt14", "newstest2014_filtered", data_dir=STAGED_DATA_DIR)
+    staged_filtered = load_parallel(
+        "wmt14", "newstest2014_filtered", data_dir=STAGED_DATA_DIR
+    )
     assert rebuilt.name == "wmt14/newstest2014_filtered" and len(rebuilt) == 2737
     assert (rebuilt.src, rebuilt.tgt) == (staged_filtered.src, staged_filtered.tgt)
     cache = tmp_path / "cache" / "wmt14"
-    assert all(verify_checksums("wmt14", cache).values()) and len(verify_checksums("wmt14", cache)) == 4
+    assert (
+        all(verify_checksums("wmt14", cache).values())
+        and len(verify_checksums("wmt14", cache)) == 4
+    )
 
 
 def make_tgz(path: Path, members: dict[str, bytes]) -> str:
@@ -282,23 +358,40 @@ def make_tgz(path: Path, members: dict[str, bytes]) -> str:
 
 def test_archive_members_are_extracted_and_concatenated(monkeypatch, tmp_path):
     """The WMT14 full training set is built this way from statmt.org's three archives."""
-    sha_a = make_tgz(tmp_path / "a.tgz", {"training/a.de-en.en": b"a1\na2\n", "training/a.de-en.de": b"A1\nA2\n"})
-    sha_b = make_tgz(tmp_path / "b.tgz", {"b.de-en.en": b"b1", "b.de-en.de": b"B1\n", "README": b"x"})
+    sha_a = make_tgz(
+        tmp_path / "a.tgz",
+        {"training/a.de-en.en": b"a1\na2\n", "training/a.de-en.de": b"A1\nA2\n"},
+    )
+    sha_b = make_tgz(
+        tmp_path / "b.tgz", {"b.de-en.en": b"b1", "b.de-en.de": b"B1\n", "README": b"x"}
+    )
     fake = CorpusInfo(
-        name="fakewmt", title="FakeWMT", languages=("en", "de"), default_direction=("en", "de"),
-        splits={"train": "train"}, training_splits=("train",),
+        name="fakewmt",
+        title="FakeWMT",
+        languages=("en", "de"),
+        default_direction=("en", "de"),
+        splits={"train": "train"},
+        training_splits=("train",),
         sources={
-            f"train.{lang}": ArchiveMembers((
-                ("https://example.invalid/a.tgz", sha_a, f"training/a.de-en.{lang}"),
-                ("https://example.invalid/b.tgz", sha_b, f"b.de-en.{lang}"),
-            ))
+            f"train.{lang}": ArchiveMembers(
+                (
+                    ("https://example.invalid/a.tgz", sha_a, f"training/a.de-en.{lang}"),
+                    ("https://example.invalid/b.tgz", sha_b, f"b.de-en.{lang}"),
+                )
+            )
             for lang in ("en", "de")
         },
     )
     monkeypatch.setitem(registry.CORPORA, "fakewmt", fake)
-    fetched = serve_files(monkeypatch, {"a.tgz": tmp_path / "a.tgz", "b.tgz": tmp_path / "b.tgz"})
+    fetched = serve_files(
+        monkeypatch, {"a.tgz": tmp_path / "a.tgz", "b.tgz": tmp_path / "b.tgz"}
+    )
     corpus = load_parallel("fakewmt", "train")
-    assert corpus.src == ["a1", "a2", "b1"]  # b's last line had no newline: it still gets its own line
+    assert corpus.src == [
+        "a1",
+        "a2",
+        "b1",
+    ]  # b's last line had no newline: it still gets its own line
     assert corpus.tgt == ["A1", "A2", "B1"]
     assert len(fetched) == 2  # each archive fetched once for both languages
 
@@ -306,9 +399,18 @@ def test_archive_members_are_extracted_and_concatenated(monkeypatch, tmp_path):
 def test_wrong_archive_checksum_saves_nothing(monkeypatch, tmp_path):
     make_tgz(tmp_path / "a.tgz", {"a.en": b"x\n", "a.de": b"y\n"})
     fake = CorpusInfo(
-        name="fakewmt", title="FakeWMT", languages=("en", "de"), default_direction=("en", "de"),
-        splits={"train": "train"}, training_splits=("train",),
-        sources={f"train.{l}": ArchiveMembers((("https://example.invalid/a.tgz", "f" * 64, f"a.{l}"),)) for l in ("en", "de")},
+        name="fakewmt",
+        title="FakeWMT",
+        languages=("en", "de"),
+        default_direction=("en", "de"),
+        splits={"train": "train"},
+        training_splits=("train",),
+        sources={
+            f"train.{l}": ArchiveMembers(
+                (("https://example.invalid/a.tgz", "f" * 64, f"a.{l}"),)
+            )
+            for l in ("en", "de")
+        },
     )
     monkeypatch.setitem(registry.CORPORA, "fakewmt", fake)
     serve_files(monkeypatch, {"a.tgz": tmp_path / "a.tgz"})
@@ -320,8 +422,12 @@ def test_wrong_archive_checksum_saves_nothing(monkeypatch, tmp_path):
 
 def test_file_without_a_source_is_not_fetched_and_the_error_says_so(monkeypatch):
     fake = CorpusInfo(
-        name="nosource", title="NoSource", languages=("en", "de"), default_direction=("en", "de"),
-        splits={"train": "train"}, training_splits=("train",),
+        name="nosource",
+        title="NoSource",
+        languages=("en", "de"),
+        default_direction=("en", "de"),
+        splits={"train": "train"},
+        training_splits=("train",),
     )
     monkeypatch.setitem(registry.CORPORA, "nosource", fake)
     fetched = serve_files(monkeypatch, {})
@@ -338,11 +444,22 @@ def test_registry_downloads_from_the_commits_source_md_names():
     assert sources["multi30k"]["train.en.gz"].url.endswith(
         "multi30k/dataset/raw/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/train.en.gz"
     )
-    assert sources["iwslt14"]["test.de"].url.endswith("bf28dae8a4c71e1f3f3fcb51e989fab905886f44/data/test.de-en.de")
-    assert sources["iwslt14"]["train.de"].sha256 is None  # never staged: no checksum published
-    assert sources["wmt14"]["train_sample.en"].url.endswith("97111d97551c24857076a4102eabdb468b35cff4/data/src-train.txt")
+    assert sources["iwslt14"]["test.de"].url.endswith(
+        "bf28dae8a4c71e1f3f3fcb51e989fab905886f44/data/test.de-en.de"
+    )
+    assert (
+        sources["iwslt14"]["train.de"].sha256 is None
+    )  # never staged: no checksum published
+    assert sources["wmt14"]["train_sample.en"].url.endswith(
+        "97111d97551c24857076a4102eabdb468b35cff4/data/src-train.txt"
+    )
     assert sources["ptb_sample"]["treebank.zip"].sha256.startswith("9da92d76")
-    checked = [s for info in sources.values() for s in info.values() if isinstance(s, registry.Download) and s.sha256]
+    checked = [
+        s
+        for info in sources.values()
+        for s in info.values()
+        if isinstance(s, registry.Download) and s.sha256
+    ]
     assert len(checked) == 6 + 4 + 6 + 1  # every staged file's download is checksummed
 
 

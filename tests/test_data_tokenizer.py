@@ -1,5 +1,6 @@
 """The shared BPE tokenizer: special ids the model expects, lossless round trips, training on train only,
 and a cache that makes the second call cheap and identical."""
+
 from __future__ import annotations
 
 import os
@@ -12,9 +13,16 @@ import pytest
 import sentencepiece as spm
 import torch
 
+from annotated_transformer.data import load_parallel
+from annotated_transformer.data import tokenizer as tokenizer_module
+from annotated_transformer.data.tokenizer import (
+    SPECIAL_IDS,
+    Tokenizer,
+    tokenizer_cache_path,
+    tokenizer_for_corpus,
+    train_tokenizer,
+)
 from annotated_transformer.model.config import TransformerConfig
-from annotated_transformer.data import load_parallel, tokenizer as tokenizer_module
-from annotated_transformer.data.tokenizer import SPECIAL_IDS, Tokenizer, tokenizer_cache_path, tokenizer_for_corpus, train_tokenizer
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 needs_staged_data = pytest.mark.skipif(
@@ -26,7 +34,10 @@ WORDS = "the a dog cat runs sits on in red blue small big house garden ball wate
 
 def toy_sentences(n: int = 400, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 9))).capitalize() + "." for _ in range(n)]
+    return [
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 9))).capitalize() + "."
+        for _ in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +61,38 @@ def multi30k_tokenizer(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tokenizer_module, "load_parallel", recording_load)
         started = time.perf_counter()
-        trained = tokenizer_for_corpus("multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache)
+        trained = tokenizer_for_corpus(
+            "multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache
+        )
         seconds = time.perf_counter() - started
-    return {"tokenizer": trained, "cache": cache, "splits_read": splits_read, "seconds": seconds}
+    return {
+        "tokenizer": trained,
+        "cache": cache,
+        "splits_read": splits_read,
+        "seconds": seconds,
+    }
 
 
 def test_special_ids_match_the_model_config(toy_tokenizer):
     config = TransformerConfig()
-    assert SPECIAL_IDS == {"pad": config.pad_id, "bos": config.bos_id, "eos": config.eos_id, "unk": config.unk_id}
-    assert (toy_tokenizer.pad_id, toy_tokenizer.bos_id, toy_tokenizer.eos_id, toy_tokenizer.unk_id) == (0, 1, 2, 3)
-    assert [toy_tokenizer.id_to_piece(i) for i in range(4)] == ["<pad>", "<s>", "</s>", "<unk>"]
+    assert SPECIAL_IDS == {
+        "pad": config.pad_id,
+        "bos": config.bos_id,
+        "eos": config.eos_id,
+        "unk": config.unk_id,
+    }
+    assert (
+        toy_tokenizer.pad_id,
+        toy_tokenizer.bos_id,
+        toy_tokenizer.eos_id,
+        toy_tokenizer.unk_id,
+    ) == (0, 1, 2, 3)
+    assert [toy_tokenizer.id_to_piece(i) for i in range(4)] == [
+        "<pad>",
+        "<s>",
+        "</s>",
+        "<unk>",
+    ]
 
 
 def test_encode_adds_no_specials_and_decode_round_trips(toy_tokenizer):
@@ -71,17 +104,26 @@ def test_encode_adds_no_specials_and_decode_round_trips(toy_tokenizer):
 
 def test_decode_stops_at_eos_and_skips_pad_and_bos(toy_tokenizer):
     ids = toy_tokenizer.encode("The dog runs.")
-    model_output = torch.tensor([1, *ids, 2, *toy_tokenizer.encode("garbage after eos"), 0, 0])
+    model_output = torch.tensor(
+        [1, *ids, 2, *toy_tokenizer.encode("garbage after eos"), 0, 0]
+    )
     assert toy_tokenizer.decode(model_output) == "The dog runs."
-    assert toy_tokenizer.decode_batch(torch.tensor([[1, *ids, 2], [1, *ids, 0]])) == ["The dog runs."] * 2
+    assert (
+        toy_tokenizer.decode_batch(torch.tensor([[1, *ids, 2], [1, *ids, 0]]))
+        == ["The dog runs."] * 2
+    )
     with pytest.raises(ValueError, match="outside the vocabulary"):
         toy_tokenizer.decode([toy_tokenizer.vocab_size])
 
 
 def test_bytes_and_pickle_rebuild_the_same_tokenizer(toy_tokenizer, tmp_path):
     rebuilt = Tokenizer.from_bytes(toy_tokenizer.to_bytes())
-    assert rebuilt == toy_tokenizer and rebuilt.encode("A red ball.") == toy_tokenizer.encode("A red ball.")
-    assert pickle.loads(pickle.dumps(toy_tokenizer)) == toy_tokenizer  # DataLoader workers pickle it
+    assert rebuilt == toy_tokenizer and rebuilt.encode(
+        "A red ball."
+    ) == toy_tokenizer.encode("A red ball.")
+    assert (
+        pickle.loads(pickle.dumps(toy_tokenizer)) == toy_tokenizer
+    )  # DataLoader workers pickle it
     assert Tokenizer.load(toy_tokenizer.save(tmp_path / "m.model")) == toy_tokenizer
 
 
@@ -94,7 +136,10 @@ def test_models_with_other_special_ids_are_rejected():
 
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(toy_sentences()), model_writer=model, vocab_size=60, minloglevel=2
+        sentence_iterator=iter(toy_sentences()),
+        model_writer=model,
+        vocab_size=60,
+        minloglevel=2,
     )  # sentencepiece's defaults: unk=0, bos=1, eos=2, no pad
     with pytest.raises(ValueError, match="special ids .*retrain it with train_tokenizer"):
         Tokenizer.from_bytes(model.getvalue())
@@ -110,16 +155,24 @@ def test_impossible_vocab_size_and_empty_text_are_clear_errors():
 
 
 def test_lowercase_option_folds_case():
-    lowered = train_tokenizer(toy_sentences(), vocab_size=80, lowercase=True, num_threads=1)
+    lowered = train_tokenizer(
+        toy_sentences(), vocab_size=80, lowercase=True, num_threads=1
+    )
     assert lowered.decode(lowered.encode("The Dog RUNS.")) == "the dog runs."
 
 
 def test_train_tokenizer_cache_is_keyed_by_text_and_options(tmp_path):
-    first = train_tokenizer(toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    first = train_tokenizer(
+        toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1
+    )
     assert len(list(tmp_path.glob("*.model"))) == 1
-    again = train_tokenizer(toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    again = train_tokenizer(
+        toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1
+    )
     assert again == first and len(list(tmp_path.glob("*.model"))) == 1
-    train_tokenizer(toy_sentences(seed=5), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    train_tokenizer(
+        toy_sentences(seed=5), vocab_size=80, cache_dir=tmp_path, num_threads=1
+    )
     train_tokenizer(toy_sentences(), vocab_size=70, cache_dir=tmp_path, num_threads=1)
     assert len(list(tmp_path.glob("*.model"))) == 3
     assert not list(tmp_path.glob("*.part"))  # atomic writes leave no temp files
@@ -136,7 +189,9 @@ def test_corpus_tokenizer_refuses_evaluation_splits(tmp_path):
 def test_multi30k_tokenizer_reads_only_the_training_split(multi30k_tokenizer):
     assert multi30k_tokenizer["splits_read"] == [("multi30k", "train")]
     assert multi30k_tokenizer["tokenizer"].vocab_size == 8000
-    assert multi30k_tokenizer["seconds"] < 30  # about 1 s on two cores; generous for a busy machine
+    assert (
+        multi30k_tokenizer["seconds"] < 30
+    )  # about 1 s on two cores; generous for a busy machine
 
 
 @needs_staged_data
@@ -152,9 +207,13 @@ def test_multi30k_tokenizer_round_trips_unseen_text(multi30k_tokenizer):
 
 
 @needs_staged_data
-def test_multi30k_tokenizer_second_call_is_cached_fast_and_identical(multi30k_tokenizer, monkeypatch):
+def test_multi30k_tokenizer_second_call_is_cached_fast_and_identical(
+    multi30k_tokenizer, monkeypatch
+):
     cache = multi30k_tokenizer["cache"]
-    path = tokenizer_cache_path("multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache)
+    path = tokenizer_cache_path(
+        "multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache
+    )
     assert path.is_file() and path.name.startswith("multi30k-train-bpe8000-")
 
     def no_training(*args, **kwargs):
@@ -162,8 +221,12 @@ def test_multi30k_tokenizer_second_call_is_cached_fast_and_identical(multi30k_to
 
     monkeypatch.setattr(tokenizer_module, "_train_model_bytes", no_training)
     started = time.perf_counter()
-    again = tokenizer_for_corpus("multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache)
+    again = tokenizer_for_corpus(
+        "multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache
+    )
     assert time.perf_counter() - started < 2.0  # a sha256 of 1.2 MB and a 370 kB load
     assert again == multi30k_tokenizer["tokenizer"]
-    other = tokenizer_cache_path("multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache, lowercase=True)
+    other = tokenizer_cache_path(
+        "multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache, lowercase=True
+    )
     assert other != path  # every option that changes the model changes the key

@@ -1,4 +1,5 @@
 """Incremental decoding equals recomputation; beam search is exact where it can be checked."""
+
 import itertools
 
 import pytest
@@ -10,7 +11,9 @@ from annotated_transformer.model.decoding import gnmt_length_penalty
 
 def random_model(vocab=40, **overrides):
     model = Transformer(preset("tiny", dropout=0.0, **overrides), vocab, vocab).eval()
-    with torch.no_grad():  # sharpen the random model so its outputs are not near-uniform ties
+    with (
+        torch.no_grad()
+    ):  # sharpen the random model so its outputs are not near-uniform ties
         for p in model.parameters():
             p.mul_(3.0)
     return model
@@ -30,7 +33,7 @@ def check_format(out, model):
     for row in out.tolist():
         if c.eos_id in row:
             end = row.index(c.eos_id)
-            assert all(t == c.pad_id for t in row[end + 1:])
+            assert all(t == c.pad_id for t in row[end + 1 :])
             assert c.pad_id not in row[1:end]
 
 
@@ -65,9 +68,18 @@ def test_beam_kv_cache_equals_recomputation(beam_size):
     # scores must agree to float64's default tolerance on every CPU.
     model = random_model().double()
     src = sources()
-    cached, s1 = beam_search(model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, return_scores=True)
-    full, s2 = beam_search(model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, use_cache=False,
-                           return_scores=True)
+    cached, s1 = beam_search(
+        model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, return_scores=True
+    )
+    full, s2 = beam_search(
+        model,
+        src,
+        beam_size=beam_size,
+        max_len_a=1.0,
+        max_len_b=6,
+        use_cache=False,
+        return_scores=True,
+    )
     assert torch.equal(cached, full)
     assert s1.dtype == torch.float64
     torch.testing.assert_close(s1, s2)
@@ -82,9 +94,18 @@ def test_beam_kv_cache_gives_the_same_tokens_in_float32(beam_size):
     # the sums may differ by up to about 14 * 10 * 1e-6 = 1.4e-4: 3e-4 bounds that with margin.
     model = random_model()
     src = sources()
-    cached, s1 = beam_search(model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, return_scores=True)
-    full, s2 = beam_search(model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, use_cache=False,
-                           return_scores=True)
+    cached, s1 = beam_search(
+        model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, return_scores=True
+    )
+    full, s2 = beam_search(
+        model,
+        src,
+        beam_size=beam_size,
+        max_len_a=1.0,
+        max_len_b=6,
+        use_cache=False,
+        return_scores=True,
+    )
     assert torch.equal(cached, full)
     torch.testing.assert_close(s1, s2, atol=3e-4, rtol=0)
 
@@ -92,7 +113,9 @@ def test_beam_kv_cache_gives_the_same_tokens_in_float32(beam_size):
 def test_beam_of_one_is_greedy():
     model = random_model()
     src = sources()
-    src[:, :] = torch.randint(4, 40, src.shape)  # equal source lengths: one length limit for all rows
+    src[:, :] = torch.randint(
+        4, 40, src.shape
+    )  # equal source lengths: one length limit for all rows
     src[:, -1] = 2
     beam = beam_search(model, src, beam_size=1, alpha=0.6, max_len_a=0.0, max_len_b=12)
     greedy = greedy_decode(model, src, max_new_tokens=12)
@@ -124,12 +147,21 @@ def test_beam_search_finds_the_exhaustive_optimum_on_a_tiny_vocabulary(alpha):
                 hyp = [*body, last]
                 if len(hyp) < max_len and last != 2:
                     continue  # an unfinished hypothesis shorter than the limit is not an answer
-                score = sequence_log_prob(model, src, hyp) / gnmt_length_penalty(len(hyp), alpha)
+                score = sequence_log_prob(model, src, hyp) / gnmt_length_penalty(
+                    len(hyp), alpha
+                )
                 if score > best_score:
                     best_score, best_hyp = score, hyp
     n_prefixes = 4 ** (max_len - 1)
-    out, score = beam_search(model, src, beam_size=n_prefixes * 5, alpha=alpha, max_len_a=0.0, max_len_b=max_len,
-                             return_scores=True)
+    out, score = beam_search(
+        model,
+        src,
+        beam_size=n_prefixes * 5,
+        alpha=alpha,
+        max_len_a=0.0,
+        max_len_b=max_len,
+        return_scores=True,
+    )
     got = [t for t in out[0, 1:].tolist() if t != 0]
     assert got == best_hyp
     assert score.item() == pytest.approx(best_score, abs=1e-4)

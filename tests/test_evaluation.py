@@ -1,15 +1,25 @@
 """BLEU the way sacreBLEU and the paper compute it, perplexity per subword, order-preserving decoding."""
+
 import math
 
 import pytest
 import torch
 
 from annotated_transformer import Transformer, preset
-from annotated_transformer.data import EncodedPairs, train_tokenizer
-from annotated_transformer.data import collate_pairs
-from annotated_transformer.evaluation.scoring import sacrebleu_score, split_compounds, tokenize_for_bleu, tokenized_bleu, translate
+from annotated_transformer.data import EncodedPairs, collate_pairs, train_tokenizer
+from annotated_transformer.evaluation.scoring import (
+    sacrebleu_score,
+    split_compounds,
+    tokenize_for_bleu,
+    tokenized_bleu,
+    translate,
+)
+from annotated_transformer.model.flops import (
+    mfu,
+    peak_flops_by_name,
+    training_flops_per_target_token,
+)
 from annotated_transformer.training.teacher_forcing import batch_loss, teacher_forced_loss
-from annotated_transformer.model.flops import mfu, peak_flops_by_name, training_flops_per_target_token
 
 
 def test_compound_splitting_follows_tensor2tensor():
@@ -20,11 +30,22 @@ def test_compound_splitting_follows_tensor2tensor():
 
 
 def test_tokenized_bleu_rewards_compound_parts_and_sacrebleu_has_a_signature():
-    refs = ["Ein Mann fährt Fahrrad auf der Bundes-Straße.", "Zwei Hunde spielen im Schnee."]
+    refs = [
+        "Ein Mann fährt Fahrrad auf der Bundes-Straße.",
+        "Zwei Hunde spielen im Schnee.",
+    ]
     assert tokenized_bleu(refs, refs)["score"] == pytest.approx(100.0)
-    hyps = ["Ein Mann fährt Fahrrad auf der Landes-Straße.", "Zwei Hunde spielen im Schnee."]
-    split, unsplit = tokenized_bleu(hyps, refs), tokenized_bleu(hyps, refs, compound_splitting=False)
-    assert split["precisions"][0] > unsplit["precisions"][0]  # "Straße" now matches on its own
+    hyps = [
+        "Ein Mann fährt Fahrrad auf der Landes-Straße.",
+        "Zwei Hunde spielen im Schnee.",
+    ]
+    split, unsplit = (
+        tokenized_bleu(hyps, refs),
+        tokenized_bleu(hyps, refs, compound_splitting=False),
+    )
+    assert (
+        split["precisions"][0] > unsplit["precisions"][0]
+    )  # "Straße" now matches on its own
     sacre = sacrebleu_score(refs, refs)
     assert sacre["score"] == pytest.approx(100.0) and "tok:13a" in sacre["signature"]
     assert tokenize_for_bleu("Hallo, Welt!") == "Hallo , Welt !"
@@ -60,26 +81,47 @@ def test_loss_at_real_rows_equals_the_loss_over_all_logits():
 @pytest.fixture(scope="module")
 def tiny_tokenizer():
     words = "a man dog cat runs sits in on the park house red blue small big".split()
-    sentences = [" ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 7)) for i in range(300)]
+    sentences = [
+        " ".join(words[(i * k) % len(words)] for k in range(1, 2 + i % 7))
+        for i in range(300)
+    ]
     return train_tokenizer(sentences, vocab_size=40)
 
 
 def test_batched_translation_keeps_the_input_order(tiny_tokenizer):
     torch.manual_seed(0)
-    model = Transformer(preset("tiny", dropout=0.0), tiny_tokenizer.vocab_size, tiny_tokenizer.vocab_size).eval()
-    sentences = ["a man runs in the park", "dog", "the big red house on the small blue park", "cat sits"]
-    together = translate(model, tiny_tokenizer, sentences, beam_size=2, max_len_b=5, batch_tokens=60)
-    alone = [translate(model, tiny_tokenizer, [s], beam_size=2, max_len_b=5)[0] for s in sentences]
+    model = Transformer(
+        preset("tiny", dropout=0.0), tiny_tokenizer.vocab_size, tiny_tokenizer.vocab_size
+    ).eval()
+    sentences = [
+        "a man runs in the park",
+        "dog",
+        "the big red house on the small blue park",
+        "cat sits",
+    ]
+    together = translate(
+        model, tiny_tokenizer, sentences, beam_size=2, max_len_b=5, batch_tokens=60
+    )
+    alone = [
+        translate(model, tiny_tokenizer, [s], beam_size=2, max_len_b=5)[0]
+        for s in sentences
+    ]
     assert together == alone
 
 
-def test_a_source_too_long_for_the_positions_is_cut_with_a_warning_naming_it(tiny_tokenizer, caplog):
+def test_a_source_too_long_for_the_positions_is_cut_with_a_warning_naming_it(
+    tiny_tokenizer, caplog
+):
     torch.manual_seed(0)
     config = preset("tiny", dropout=0.0, max_len=24)
-    model = Transformer(config, tiny_tokenizer.vocab_size, tiny_tokenizer.vocab_size).eval()
+    model = Transformer(
+        config, tiny_tokenizer.vocab_size, tiny_tokenizer.vocab_size
+    ).eval()
     long_sentence = " ".join(["a man runs in the park"] * 10)
     with caplog.at_level("WARNING"):
-        outputs = translate(model, tiny_tokenizer, ["dog", "", long_sentence], beam_size=2, max_len_b=500)
+        outputs = translate(
+            model, tiny_tokenizer, ["dog", "", long_sentence], beam_size=2, max_len_b=500
+        )
     assert "sentence 3 (" in caplog.text and "cut to the first 23 subwords" in caplog.text
     assert outputs[1] == ""  # an empty sentence stays empty
     # max_len_b far beyond the positions: outputs stop where the positions end instead of failing.

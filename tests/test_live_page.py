@@ -1,5 +1,6 @@
 """The live page: its sentencepiece encoder in JavaScript gives sentencepiece's ids, and a sentence
 typed into the page comes back translated, token for token as the PyTorch model translates it."""
+
 from __future__ import annotations
 
 import functools
@@ -14,17 +15,22 @@ import torch
 from browser import Browser, find_chromium
 from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
-from annotated_transformer.web import live_page
 from annotated_transformer.model.decoding import greedy_decode
 from annotated_transformer.training.checkpoint import model_from_checkpoint
+from annotated_transformer.web import live_page
 
 pytest.importorskip("onnx", reason="the ONNX export needs `pip install onnx onnxruntime`")
 from annotated_transformer.web.onnx_export import export_onnx
 
 REPO = Path(__file__).resolve().parents[1]
 VENDOR = REPO / "_static" / "vendor"
-TOKENIZER_SENTENCES = [*SENTENCES, "  Spaces   around,  and ÉLAN: naïve café (1,2)! ", "Ein Mädchen läuft über die Straße.",
-                       "x", "unknown ☃ symbols ✓ here"]
+TOKENIZER_SENTENCES = [
+    *SENTENCES,
+    "  Spaces   around,  and ÉLAN: naïve café (1,2)! ",
+    "Ein Mädchen läuft über die Straße.",
+    "x",
+    "unknown ☃ symbols ✓ here",
+]
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +49,14 @@ def site(tmp_path_factory):
     live_page.stage_live_assets(static, root / "live", root / "export", download=False)
     for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js"):
         shutil.copy2(VENDOR / name, static / name)
-    scripts = "".join(f'<script src="_static/{n}"></script>' for n in ("vega.min.js", "vega-lite.min.js",
-                                                                        "vega-embed.min.js"))
-    (root / "index.html").write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'>{scripts}</head><body>"
-                                     f"{live_page.widget_html('_static', 'live', SENTENCES[1])}</body></html>")
+    scripts = "".join(
+        f'<script src="_static/{n}"></script>'
+        for n in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")
+    )
+    (root / "index.html").write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'>{scripts}</head><body>"
+        f"{live_page.widget_html('_static', 'live', SENTENCES[1])}</body></html>"
+    )
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -60,12 +70,18 @@ def test_live_page_translates_a_typed_sentence(site):
     model, tokenizer = model_from_checkpoint(checkpoint)
     with Browser(find_chromium()) as page:
         page.open(url)
-        page.wait_for("document.querySelector('.at-live')?.getAttribute('data-state') === 'ready'", timeout=30)
+        page.wait_for(
+            "document.querySelector('.at-live')?.getAttribute('data-state') === 'ready'",
+            timeout=30,
+        )
         # The JavaScript encoder against sentencepiece itself.
-        encoded = page.evaluate(f"""(async () => {{
+        encoded = page.evaluate(
+            f"""(async () => {{
             const t = await document.querySelector('.at-live').atTranslator;
             return {json.dumps(TOKENIZER_SENTENCES)}.map(s => t.tokenizer.encode(s));
-        }})()""", await_promise=True)
+        }})()""",
+            await_promise=True,
+        )
         assert encoded == [tokenizer.encode(s) for s in TOKENIZER_SENTENCES]
         sentence = "A girl in a red coat walks her dog."
         page.evaluate(f"""(() => {{
@@ -73,22 +89,35 @@ def test_live_page_translates_a_typed_sentence(site):
             input.value = {json.dumps(sentence)};
             document.querySelector('.at-live-go').click();
         }})()""")
-        page.wait_for("document.querySelector('.at-live')?.getAttribute('data-state') === 'done'", timeout=30)
+        page.wait_for(
+            "document.querySelector('.at-live')?.getAttribute('data-state') === 'done'",
+            timeout=30,
+        )
         text = page.evaluate("document.querySelector('.at-live-output').textContent")
-        page_ms = float(page.evaluate("document.querySelector('.at-live').getAttribute('data-ms')"))
-        page.screenshot(REPO / "results" / "smoke" / "screenshots" / "live_translation_test.png")
+        page_ms = float(
+            page.evaluate("document.querySelector('.at-live').getAttribute('data-ms')")
+        )
+        page.screenshot(
+            REPO / "results" / "smoke" / "screenshots" / "live_translation_test.png"
+        )
     ids = tokenizer.encode(sentence) + [tokenizer.eos_id]
     expected = greedy_decode(model, torch.tensor([ids]), len(ids) + 50)[0]
     assert text == tokenizer.decode(expected)
-    assert 0 < page_ms < 30_000  # the page's own timing of the translation, as it shows it
+    assert (
+        0 < page_ms < 30_000
+    )  # the page's own timing of the translation, as it shows it
 
 
 def test_missing_runtime_offline_fails_with_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("AT_ORT_WEB_DIR", str(tmp_path / "empty"))
-    monkeypatch.setattr(live_page, "ORT_WEB_URL", "http://127.0.0.1:9/onnxruntime-web.tgz")  # nothing listens
+    monkeypatch.setattr(
+        live_page, "ORT_WEB_URL", "http://127.0.0.1:9/onnxruntime-web.tgz"
+    )  # nothing listens
     with pytest.raises(FileNotFoundError, match="run scripts/setup.sh"):
         live_page.onnxruntime_web_files(download=False)
-    with pytest.raises(OSError, match="could not be downloaded .* connect to the network once"):
+    with pytest.raises(
+        OSError, match="could not be downloaded .* connect to the network once"
+    ):
         live_page.onnxruntime_web_files()
 
 

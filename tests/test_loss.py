@@ -1,4 +1,5 @@
 """The package's loss (hand-written backward) equals PyTorch's cross-entropy in value and gradient."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,9 +13,16 @@ def test_loss_and_gradient_equal_pytorch_cross_entropy(smoothing):
     target = torch.randint(1, 11, (3, 5))
     target[1, 3:] = 0  # padding
     parts = label_smoothed_cross_entropy(logits, target, smoothing, pad_id=0)
-    expected = F.cross_entropy(logits.reshape(-1, 11), target.reshape(-1), ignore_index=0,
-                               label_smoothing=smoothing, reduction="sum")
-    nll = F.cross_entropy(logits.reshape(-1, 11), target.reshape(-1), ignore_index=0, reduction="sum")
+    expected = F.cross_entropy(
+        logits.reshape(-1, 11),
+        target.reshape(-1),
+        ignore_index=0,
+        label_smoothing=smoothing,
+        reduction="sum",
+    )
+    nll = F.cross_entropy(
+        logits.reshape(-1, 11), target.reshape(-1), ignore_index=0, reduction="sum"
+    )
     torch.testing.assert_close(parts.loss.double(), expected)
     torch.testing.assert_close(parts.nll.double(), nll)
     assert parts.tokens.item() == 13
@@ -27,7 +35,9 @@ def test_loss_and_gradient_equal_pytorch_cross_entropy(smoothing):
 def test_gradcheck():
     logits = torch.randn(4, 7, dtype=torch.float64, requires_grad=True)
     target = torch.tensor([1, 0, 5, 6])
-    assert torch.autograd.gradcheck(lambda x: label_smoothed_cross_entropy(x, target, 0.1, 0).loss, (logits,))
+    assert torch.autograd.gradcheck(
+        lambda x: label_smoothed_cross_entropy(x, target, 0.1, 0).loss, (logits,)
+    )
 
 
 def test_bf16_logits_give_a_float32_loss_and_bf16_gradient():
@@ -41,24 +51,40 @@ def test_bf16_logits_give_a_float32_loss_and_bf16_gradient():
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("inplace", [False, True])
-def test_row_blocks_and_inplace_backward_give_the_same_loss_and_gradient(monkeypatch, inplace, dtype):
+def test_row_blocks_and_inplace_backward_give_the_same_loss_and_gradient(
+    monkeypatch, inplace, dtype
+):
     """Blocks of 2-3 rows (as the CPU path cuts a 37k vocabulary into ~56-row blocks) change nothing."""
     import annotated_transformer.training.loss as loss_module
 
-    monkeypatch.setattr(loss_module, "_CPU_BLOCK_ELEMENTS", 25)  # 2 rows of 11 per block, and a last row
+    monkeypatch.setattr(
+        loss_module, "_CPU_BLOCK_ELEMENTS", 25
+    )  # 2 rows of 11 per block, and a last row
     x = torch.randn(3, 5, 11, dtype=dtype, requires_grad=True)
     target = torch.randint(1, 11, (3, 5))
     target[2, 2:] = 0
     logits = x * 1.0  # a non-leaf, as a model's output is
-    parts = label_smoothed_cross_entropy(logits, target, 0.1, pad_id=0, inplace_backward=inplace)
-    expected = F.cross_entropy(x.detach().reshape(-1, 11), target.reshape(-1), ignore_index=0,
-                               label_smoothing=0.1, reduction="sum")
+    parts = label_smoothed_cross_entropy(
+        logits, target, 0.1, pad_id=0, inplace_backward=inplace
+    )
+    expected = F.cross_entropy(
+        x.detach().reshape(-1, 11),
+        target.reshape(-1),
+        ignore_index=0,
+        label_smoothing=0.1,
+        reduction="sum",
+    )
     torch.testing.assert_close(parts.loss, expected)
     before = logits.detach().clone()
     parts.loss.backward()
     x_ref = x.detach().clone().requires_grad_()
-    F.cross_entropy(x_ref.reshape(-1, 11), target.reshape(-1), ignore_index=0, label_smoothing=0.1,
-                    reduction="sum").backward()
+    F.cross_entropy(
+        x_ref.reshape(-1, 11),
+        target.reshape(-1),
+        ignore_index=0,
+        label_smoothing=0.1,
+        reduction="sum",
+    ).backward()
     torch.testing.assert_close(x.grad, x_ref.grad)
     if inplace:  # the logits' storage now holds the gradient, as documented
         torch.testing.assert_close(logits.detach(), x_ref.grad)
@@ -75,9 +101,13 @@ def test_bf16_gradient_matches_float32_arithmetic_on_the_same_logits(monkeypatch
     for inplace in (False, True):
         logits = x.clone().requires_grad_()
         out = logits * 1.0
-        label_smoothed_cross_entropy(out, target, 0.1, inplace_backward=inplace).loss.backward()
+        label_smoothed_cross_entropy(
+            out, target, 0.1, inplace_backward=inplace
+        ).loss.backward()
         wide = x.float().requires_grad_()
-        F.cross_entropy(wide, target, ignore_index=0, label_smoothing=0.1, reduction="sum").backward()
+        F.cross_entropy(
+            wide, target, ignore_index=0, label_smoothing=0.1, reduction="sum"
+        ).backward()
         assert logits.grad.dtype == torch.bfloat16
         torch.testing.assert_close(logits.grad.float(), wide.grad, atol=4e-3, rtol=1e-2)
 
@@ -86,7 +116,9 @@ def test_no_real_rows_give_zero_loss_and_zero_gradient():
     """An all-padding selection (`only_at` all False) yields (0, V) logits: nothing to learn, nothing breaks."""
     weight = torch.randn(11, 4, requires_grad=True)
     logits = torch.randn(0, 4) @ weight.t()
-    parts = label_smoothed_cross_entropy(logits, torch.zeros(0, dtype=torch.long), 0.1, inplace_backward=True)
+    parts = label_smoothed_cross_entropy(
+        logits, torch.zeros(0, dtype=torch.long), 0.1, inplace_backward=True
+    )
     assert parts.loss.item() == 0.0 and parts.tokens.item() == 0
     parts.loss.backward()
     assert torch.equal(weight.grad, torch.zeros_like(weight))

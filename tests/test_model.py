@@ -1,4 +1,5 @@
 """The model is the paper's: PyTorch's own layers agree, masks cannot leak, counts add up."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -6,8 +7,16 @@ import torch.nn as nn
 from annotated_transformer import Transformer, TransformerConfig, attention_maps, preset
 from annotated_transformer.evaluation import paper
 from annotated_transformer.model.config import TABLE3_ROWS
-from annotated_transformer.model.layers import DecoderLayer, EncoderLayer, sinusoidal_positions
-from annotated_transformer.model.transformer import count_parameters, expected_parameter_count, layer_weights
+from annotated_transformer.model.layers import (
+    DecoderLayer,
+    EncoderLayer,
+    sinusoidal_positions,
+)
+from annotated_transformer.model.transformer import (
+    count_parameters,
+    expected_parameter_count,
+    layer_weights,
+)
 
 D, H, F = 32, 4, 64
 
@@ -19,8 +28,12 @@ def copy_encoder_weights(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer)
         theirs.self_attn.in_proj_bias.copy_(ours.self_attn.qkv_proj.bias)
         theirs.self_attn.out_proj.weight.copy_(ours.self_attn.out_proj.weight)
         theirs.self_attn.out_proj.bias.copy_(ours.self_attn.out_proj.bias)
-        for a, b in ((ours.ffn.linear1, theirs.linear1), (ours.ffn.linear2, theirs.linear2),
-                     (ours.norm1, theirs.norm1), (ours.norm2, theirs.norm2)):
+        for a, b in (
+            (ours.ffn.linear1, theirs.linear1),
+            (ours.ffn.linear2, theirs.linear2),
+            (ours.norm1, theirs.norm1),
+            (ours.norm2, theirs.norm2),
+        ):
             b.weight.copy_(a.weight)
             b.bias.copy_(a.bias)
 
@@ -34,7 +47,9 @@ def randomize(module):
 def test_encoder_layer_equals_pytorch():
     ours = EncoderLayer(D, F, H, D // H, D // H, dropout=0.0).eval()
     randomize(ours)
-    theirs = nn.TransformerEncoderLayer(D, H, F, dropout=0.0, batch_first=True, norm_first=False).eval()
+    theirs = nn.TransformerEncoderLayer(
+        D, H, F, dropout=0.0, batch_first=True, norm_first=False
+    ).eval()
     copy_encoder_weights(ours, theirs)
     x = torch.randn(3, 6, D)
     keep = torch.tensor([6, 3, 5])[:, None] > torch.arange(6)
@@ -47,19 +62,28 @@ def test_encoder_layer_equals_pytorch():
 def test_decoder_layer_equals_pytorch():
     ours = DecoderLayer(D, F, H, D // H, D // H, dropout=0.0).eval()
     randomize(ours)
-    theirs = nn.TransformerDecoderLayer(D, H, F, dropout=0.0, batch_first=True, norm_first=False).eval()
+    theirs = nn.TransformerDecoderLayer(
+        D, H, F, dropout=0.0, batch_first=True, norm_first=False
+    ).eval()
     with torch.no_grad():
         theirs.self_attn.in_proj_weight.copy_(ours.self_attn.qkv_proj.weight)
         theirs.self_attn.in_proj_bias.copy_(ours.self_attn.qkv_proj.bias)
         theirs.self_attn.out_proj.load_state_dict(ours.self_attn.out_proj.state_dict())
         theirs.multihead_attn.in_proj_weight.copy_(
-            torch.cat([ours.cross_attn.q_proj.weight, ours.cross_attn.kv_proj.weight]))
-        theirs.multihead_attn.in_proj_bias.copy_(torch.cat([ours.cross_attn.q_proj.bias, ours.cross_attn.kv_proj.bias]))
-        theirs.multihead_attn.out_proj.load_state_dict(ours.cross_attn.out_proj.state_dict())
+            torch.cat([ours.cross_attn.q_proj.weight, ours.cross_attn.kv_proj.weight])
+        )
+        theirs.multihead_attn.in_proj_bias.copy_(
+            torch.cat([ours.cross_attn.q_proj.bias, ours.cross_attn.kv_proj.bias])
+        )
+        theirs.multihead_attn.out_proj.load_state_dict(
+            ours.cross_attn.out_proj.state_dict()
+        )
         theirs.linear1.load_state_dict(ours.ffn.linear1.state_dict())
         theirs.linear2.load_state_dict(ours.ffn.linear2.state_dict())
         for i in (1, 2, 3):
-            getattr(theirs, f"norm{i}").load_state_dict(getattr(ours, f"norm{i}").state_dict())
+            getattr(theirs, f"norm{i}").load_state_dict(
+                getattr(ours, f"norm{i}").state_dict()
+            )
     x, memory = torch.randn(3, 5, D), torch.randn(3, 6, D)
     keep = torch.tensor([6, 3, 5])[:, None] > torch.arange(6)
     causal = nn.Transformer.generate_square_subsequent_mask(5)
@@ -80,13 +104,15 @@ def test_decoder_cannot_see_future(mode):
     tgt = torch.randint(4, 50, (2, 9))
     for i in range(tgt.size(1) - 1):
         changed = tgt.clone()
-        changed[:, i + 1:] = torch.randint(4, 50, changed[:, i + 1:].shape)
+        changed[:, i + 1 :] = torch.randint(4, 50, changed[:, i + 1 :].shape)
         torch.manual_seed(1)  # the same dropout masks for both runs
         a = model(src, tgt)
         torch.manual_seed(1)
         b = model(src, changed)
         torch.testing.assert_close(a[:, : i + 1], b[:, : i + 1], atol=1e-5, rtol=1e-5)
-        assert not torch.allclose(a[:, i + 1:], b[:, i + 1:])  # the test can fail: later positions do change
+        assert not torch.allclose(
+            a[:, i + 1 :], b[:, i + 1 :]
+        )  # the test can fail: later positions do change
 
 
 @pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
@@ -100,7 +126,9 @@ def test_source_padding_cannot_leak(positional):
     # (column 0 of the logits is excluded: the tied generator row of pad is poisoned too)
     with torch.no_grad():
         model.src_embed.weight[0].fill_(3.0)
-    torch.testing.assert_close(model(src, tgt)[..., 1:], model(padded, tgt)[..., 1:], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        model(src, tgt)[..., 1:], model(padded, tgt)[..., 1:], atol=1e-5, rtol=1e-5
+    )
 
 
 def test_logits_only_at_real_positions_equal_the_full_logits_there():
@@ -144,10 +172,16 @@ def test_embeddings_are_scaled_and_positions_added():
 def test_sinusoids_follow_the_formula_and_extend_past_max_len():
     pe = sinusoidal_positions(50, 16)
     pos, i = 17, 3
-    assert pe[pos, 2 * i].item() == pytest.approx(torch.sin(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6)
-    assert pe[pos, 2 * i + 1].item() == pytest.approx(torch.cos(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6)
+    assert pe[pos, 2 * i].item() == pytest.approx(
+        torch.sin(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6
+    )
+    assert pe[pos, 2 * i + 1].item() == pytest.approx(
+        torch.cos(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6
+    )
     model = tiny_model(max_len=8).eval()
-    out = model(torch.randint(4, 50, (1, 12)), torch.randint(4, 50, (1, 10)))  # longer than max_len
+    out = model(
+        torch.randint(4, 50, (1, 12)), torch.randint(4, 50, (1, 10))
+    )  # longer than max_len
     assert torch.isfinite(out).all()
     learned = tiny_model(max_len=8, positional="learned")
     with pytest.raises(ValueError, match="max_len"):
@@ -179,7 +213,9 @@ def test_attention_maps_shapes_and_rows_sum_to_one():
     assert (enc[1, :, :, 3:] == 0).all()  # padding receives no attention
     torch.testing.assert_close(enc.sum(-1), torch.ones(2, 4, 5))
     assert (maps["decoder_self"][0].triu(1) == 0).all()  # no attention to the future
-    assert all(m.record is None for m in model.modules() if hasattr(m, "record"))  # fast path restored
+    assert all(
+        m.record is None for m in model.modules() if hasattr(m, "record")
+    )  # fast path restored
     assert model.training  # mode restored
 
 
@@ -202,11 +238,19 @@ def test_layer_weight_matrices_are_the_models_linear_weights(name):
     config = preset(name, n_encoder_layers=2, n_decoder_layers=3)
     model = Transformer(config, 100, 100)
     w = layer_weights(config)
-    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear) and m is not model.generator)
-    cross_kv = sum(layer.cross_attn.kv_proj.weight.numel() for layer in model.decoder_layers)
+    linear = sum(
+        m.weight.numel()
+        for m in model.modules()
+        if isinstance(m, nn.Linear) and m is not model.generator
+    )
+    cross_kv = sum(
+        layer.cross_attn.kv_proj.weight.numel() for layer in model.decoder_layers
+    )
     assert cross_kv == config.decoder_layers * w.decoder_source_matrices
-    assert linear == (config.encoder_layers * w.encoder_matrices
-                      + config.decoder_layers * (w.decoder_target_matrices + w.decoder_source_matrices))
+    assert linear == (
+        config.encoder_layers * w.encoder_matrices
+        + config.decoder_layers * (w.decoder_target_matrices + w.decoder_source_matrices)
+    )
 
 
 def test_paper_table3_has_a_row_for_each_preset_of_table3():
@@ -226,7 +270,9 @@ def test_parameter_table_beside_the_paper(capsys):
     with capsys.disabled():
         print("\nrow    ours (M)  paper (M)")
         for name, ours, reported in rows:
-            print(f"{name:5s} {ours:9.1f}  {reported if reported is not None else '-':>9}")
+            print(
+                f"{name:5s} {ours:9.1f}  {reported if reported is not None else '-':>9}"
+            )
 
 
 @pytest.mark.parametrize(
@@ -259,14 +305,39 @@ def test_explicit_head_sizes_allow_indivisible_widths():
 
 def test_presets():
     base = preset("base")
-    assert (base.n_layers, base.d_model, base.d_ff, base.n_heads, base.head_dim_k, base.dropout) == (6, 512, 2048, 8, 64, 0.1)
+    assert (
+        base.n_layers,
+        base.d_model,
+        base.d_ff,
+        base.n_heads,
+        base.head_dim_k,
+        base.dropout,
+    ) == (6, 512, 2048, 8, 64, 0.1)
     assert preset("big").d_model == 1024 and preset("big").dropout == 0.3
     assert preset("A1").n_heads == 1 and preset("A1").head_dim_k == 512
     assert preset("B1").head_dim_k == 16 and preset("B1").head_dim_v == 64
     assert preset("E").positional == "learned"
     assert preset("base", dropout=0.3).dropout == 0.3
-    assert list(TABLE3_ROWS) == ["A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "C3", "C4", "C5", "C6", "C7",
-                                 "D1", "D2", "D3", "D4", "E"]
+    assert list(TABLE3_ROWS) == [
+        "A1",
+        "A2",
+        "A3",
+        "A4",
+        "B1",
+        "B2",
+        "C1",
+        "C2",
+        "C3",
+        "C4",
+        "C5",
+        "C6",
+        "C7",
+        "D1",
+        "D2",
+        "D3",
+        "D4",
+        "E",
+    ]
     with pytest.raises(ValueError, match="unknown preset"):
         preset("huge")
     assert TransformerConfig.from_dict(base.to_dict()) == base

@@ -1,5 +1,6 @@
 """Post-norm (the paper's) and pre-norm layers compute what their formulas say, and a pre-norm model is a
 complete Transformer: final LayerNorms, the closed-form parameter count, KV-cache decoding as recomputed."""
+
 import math
 
 import pytest
@@ -9,7 +10,10 @@ import torch.nn.functional as F
 
 from annotated_transformer import Transformer, TransformerConfig, greedy_decode, preset
 from annotated_transformer.model.layers import DecoderLayer, EncoderLayer
-from annotated_transformer.model.transformer import count_parameters, expected_parameter_count
+from annotated_transformer.model.transformer import (
+    count_parameters,
+    expected_parameter_count,
+)
 
 D, H, FF = 32, 4, 64
 
@@ -24,22 +28,43 @@ def randomize(module: nn.Module) -> nn.Module:
 
 def attention_by_hand(x_q, x_kv, q_w, q_b, k_w, k_b, v_w, v_b, out, allowed):
     """softmax(Q K^T / sqrt(d_k)) V over H heads, then the output projection; `allowed` (B|1, 1, Tq, Tk)."""
-    heads = lambda t: t.view(t.size(0), t.size(1), H, -1).transpose(1, 2)  # (B, H, T, d_k)
-    q, k, v = heads(F.linear(x_q, q_w, q_b)), heads(F.linear(x_kv, k_w, k_b)), heads(F.linear(x_kv, v_w, v_b))
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~allowed, float("-inf"))
+    heads = lambda t: t.view(t.size(0), t.size(1), H, -1).transpose(
+        1, 2
+    )  # (B, H, T, d_k)
+    q, k, v = (
+        heads(F.linear(x_q, q_w, q_b)),
+        heads(F.linear(x_kv, k_w, k_b)),
+        heads(F.linear(x_kv, v_w, v_b)),
+    )
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(
+        ~allowed, float("-inf")
+    )
     mixed = (scores.softmax(-1) @ v).transpose(1, 2).reshape(x_q.shape)
     return out(mixed)
 
 
 def self_attention_by_hand(attn, x, allowed):
-    (q_w, k_w, v_w), (q_b, k_b, v_b) = attn.qkv_proj.weight.chunk(3), attn.qkv_proj.bias.chunk(3)
+    (q_w, k_w, v_w), (q_b, k_b, v_b) = (
+        attn.qkv_proj.weight.chunk(3),
+        attn.qkv_proj.bias.chunk(3),
+    )
     return attention_by_hand(x, x, q_w, q_b, k_w, k_b, v_w, v_b, attn.out_proj, allowed)
 
 
 def cross_attention_by_hand(attn, x, memory, allowed):
     (k_w, v_w), (k_b, v_b) = attn.kv_proj.weight.chunk(2), attn.kv_proj.bias.chunk(2)
-    return attention_by_hand(x, memory, attn.q_proj.weight, attn.q_proj.bias, k_w, k_b, v_w, v_b,
-                             attn.out_proj, allowed)
+    return attention_by_hand(
+        x,
+        memory,
+        attn.q_proj.weight,
+        attn.q_proj.bias,
+        k_w,
+        k_b,
+        v_w,
+        v_b,
+        attn.out_proj,
+        allowed,
+    )
 
 
 def wrap(norm_position, norm, x, sublayer):
@@ -51,21 +76,51 @@ def wrap(norm_position, norm, x, sublayer):
 
 def encoder_layer_by_hand(layer, norm_position, x, keep):
     allowed = keep[:, None, None, :]
-    x = wrap(norm_position, layer.norm1, x, lambda h: self_attention_by_hand(layer.self_attn, h, allowed))
-    return wrap(norm_position, layer.norm2, x, lambda h: layer.ffn.linear2(torch.relu(layer.ffn.linear1(h))))
+    x = wrap(
+        norm_position,
+        layer.norm1,
+        x,
+        lambda h: self_attention_by_hand(layer.self_attn, h, allowed),
+    )
+    return wrap(
+        norm_position,
+        layer.norm2,
+        x,
+        lambda h: layer.ffn.linear2(torch.relu(layer.ffn.linear1(h))),
+    )
 
 
 def decoder_layer_by_hand(layer, norm_position, y, memory, keep):
     causal = torch.ones(y.size(1), y.size(1), dtype=torch.bool).tril()[None, None]
-    y = wrap(norm_position, layer.norm1, y, lambda h: self_attention_by_hand(layer.self_attn, h, causal))
-    y = wrap(norm_position, layer.norm2, y,
-             lambda h: cross_attention_by_hand(layer.cross_attn, h, memory, keep[:, None, None, :]))
-    return wrap(norm_position, layer.norm3, y, lambda h: layer.ffn.linear2(torch.relu(layer.ffn.linear1(h))))
+    y = wrap(
+        norm_position,
+        layer.norm1,
+        y,
+        lambda h: self_attention_by_hand(layer.self_attn, h, causal),
+    )
+    y = wrap(
+        norm_position,
+        layer.norm2,
+        y,
+        lambda h: cross_attention_by_hand(
+            layer.cross_attn, h, memory, keep[:, None, None, :]
+        ),
+    )
+    return wrap(
+        norm_position,
+        layer.norm3,
+        y,
+        lambda h: layer.ffn.linear2(torch.relu(layer.ffn.linear1(h))),
+    )
 
 
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 def test_encoder_layer_equals_the_hand_written_reference(norm_position):
-    layer = randomize(EncoderLayer(D, FF, H, D // H, D // H, dropout=0.0, norm_position=norm_position).eval())
+    layer = randomize(
+        EncoderLayer(
+            D, FF, H, D // H, D // H, dropout=0.0, norm_position=norm_position
+        ).eval()
+    )
     x = torch.randn(3, 6, D)
     keep = torch.tensor([6, 3, 5])[:, None] > torch.arange(6)
     with torch.no_grad():
@@ -76,7 +131,11 @@ def test_encoder_layer_equals_the_hand_written_reference(norm_position):
 
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 def test_decoder_layer_equals_the_hand_written_reference(norm_position):
-    layer = randomize(DecoderLayer(D, FF, H, D // H, D // H, dropout=0.0, norm_position=norm_position).eval())
+    layer = randomize(
+        DecoderLayer(
+            D, FF, H, D // H, D // H, dropout=0.0, norm_position=norm_position
+        ).eval()
+    )
     y, memory = torch.randn(3, 5, D), torch.randn(3, 6, D)
     keep = torch.tensor([6, 3, 5])[:, None] > torch.arange(6)
     with torch.no_grad():
@@ -86,14 +145,22 @@ def test_decoder_layer_equals_the_hand_written_reference(norm_position):
 
 
 def test_pre_norm_encoder_layer_equals_pytorch_norm_first():
-    ours = randomize(EncoderLayer(D, FF, H, D // H, D // H, dropout=0.0, norm_position="pre").eval())
-    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=True).eval()
+    ours = randomize(
+        EncoderLayer(D, FF, H, D // H, D // H, dropout=0.0, norm_position="pre").eval()
+    )
+    theirs = nn.TransformerEncoderLayer(
+        D, H, FF, dropout=0.0, batch_first=True, norm_first=True
+    ).eval()
     with torch.no_grad():
         theirs.self_attn.in_proj_weight.copy_(ours.self_attn.qkv_proj.weight)
         theirs.self_attn.in_proj_bias.copy_(ours.self_attn.qkv_proj.bias)
         theirs.self_attn.out_proj.load_state_dict(ours.self_attn.out_proj.state_dict())
-        for a, b in ((ours.ffn.linear1, theirs.linear1), (ours.ffn.linear2, theirs.linear2),
-                     (ours.norm1, theirs.norm1), (ours.norm2, theirs.norm2)):
+        for a, b in (
+            (ours.ffn.linear1, theirs.linear1),
+            (ours.ffn.linear2, theirs.linear2),
+            (ours.norm1, theirs.norm1),
+            (ours.norm2, theirs.norm2),
+        ):
             b.load_state_dict(a.state_dict())
     x = torch.randn(3, 6, D)
     keep = torch.tensor([6, 3, 5])[:, None] > torch.arange(6)
@@ -114,12 +181,16 @@ def test_pre_norm_model_ends_each_stack_in_a_layer_norm():
         keep = model.source_mask(src)
         for layer in model.encoder_layers:
             x = layer(x, keep)
-        memory = F.layer_norm(x, (config.d_model,), model.encoder_norm.weight, model.encoder_norm.bias)
+        memory = F.layer_norm(
+            x, (config.d_model,), model.encoder_norm.weight, model.encoder_norm.bias
+        )
         torch.testing.assert_close(model.encode(src), memory)
         y = model.embed(tgt, model.tgt_embed, model.tgt_positions)
         for layer in model.decoder_layers:
             y = layer(y, memory, keep)
-        y = F.layer_norm(y, (config.d_model,), model.decoder_norm.weight, model.decoder_norm.bias)
+        y = F.layer_norm(
+            y, (config.d_model,), model.decoder_norm.weight, model.decoder_norm.bias
+        )
         torch.testing.assert_close(model(src, tgt), model.generator(y))
 
 
@@ -131,8 +202,10 @@ def test_pre_norm_parameter_count_matches_closed_form(name):
             model = Transformer(config, 1000, 1000)
         assert count_parameters(model) == expected_parameter_count(config, 1000)
     # The two final LayerNorms (a gain and a bias each) are all that pre-norm adds.
-    assert (expected_parameter_count(preset(name, norm_position="pre"), 1000)
-            - expected_parameter_count(preset(name), 1000)) == 4 * preset(name).d_model
+    assert (
+        expected_parameter_count(preset(name, norm_position="pre"), 1000)
+        - expected_parameter_count(preset(name), 1000)
+    ) == 4 * preset(name).d_model
 
 
 def test_post_norm_is_the_default_and_keeps_its_state_dict():
@@ -140,11 +213,18 @@ def test_post_norm_is_the_default_and_keeps_its_state_dict():
     keys = set(Transformer(preset("tiny"), 40, 40).state_dict())
     assert not any(k.startswith(("encoder_norm", "decoder_norm")) for k in keys)
     pre_keys = set(Transformer(preset("tiny", norm_position="pre"), 40, 40).state_dict())
-    assert pre_keys - keys == {"encoder_norm.weight", "encoder_norm.bias", "decoder_norm.weight", "decoder_norm.bias"}
+    assert pre_keys - keys == {
+        "encoder_norm.weight",
+        "encoder_norm.bias",
+        "decoder_norm.weight",
+        "decoder_norm.bias",
+    }
 
 
 def test_pre_norm_kv_cache_decoding_equals_recomputation():
-    model = randomize(Transformer(preset("tiny", dropout=0.0, norm_position="pre"), 40, 40)).eval()
+    model = randomize(
+        Transformer(preset("tiny", dropout=0.0, norm_position="pre"), 40, 40)
+    ).eval()
     src = torch.randint(4, 40, (3, 8))
     src[1, 5:] = 0
     src[torch.arange(3), torch.tensor([7, 4, 7])] = 2
@@ -158,4 +238,9 @@ def test_invalid_norm_position_names_the_field():
         TransformerConfig(norm_position="sandwich")
     with pytest.raises(ValueError, match="norm_position"):
         EncoderLayer(D, FF, H, D // H, D // H, dropout=0.0, norm_position="middle")
-    assert TransformerConfig.from_dict(preset("base", norm_position="pre").to_dict()).norm_position == "pre"
+    assert (
+        TransformerConfig.from_dict(
+            preset("base", norm_position="pre").to_dict()
+        ).norm_position
+        == "pre"
+    )

@@ -1,5 +1,6 @@
 """Trees as sequences (annotated_transformer.experiments.parsing): the round trip on every tree of the Penn Treebank
 sample, the repair rule, the split, and labelled bracket F1 against values computed by hand."""
+
 from __future__ import annotations
 
 import functools
@@ -8,11 +9,13 @@ import math
 import pytest
 from nltk import Tree
 
-from annotated_transformer.experiments import parsing
 from annotated_transformer.data import DataNotFoundError, treebank_zip_path
+from annotated_transformer.experiments import parsing
 
 # the dog barks at cats .  -> without the final '.', 5 words; brackets S(0,5) NP(0,2) VP(2,5) PP(3,5) NP(4,5)
-GOLD = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ barks) (PP (IN at) (NP (NNS cats)))) (. .))")
+GOLD = Tree.fromstring(
+    "(S (NP (DT the) (NN dog)) (VP (VBZ barks) (PP (IN at) (NP (NNS cats)))) (. .))"
+)
 WORDS = GOLD.leaves()
 
 
@@ -45,11 +48,19 @@ def test_every_tree_of_the_sample_survives_the_round_trip(sample_trees):
             tree = parsing.clean_tree(raw)
             assert tree is not None, f"{fid}: a tree with no words"
             back = parsing.delinearize(parsing.linearize(tree), tree.leaves())
-            assert back.valid and back.tree == parsing.with_slot_tags(tree), f"{fid}: {parsing.linearize(tree)}"
-            tagged = parsing.delinearize(parsing.linearize(tree, tags=True), tree.leaves())
-            assert tagged.valid and tagged.tree == tree, f"{fid}: the tagged round trip changed the tree"
+            assert back.valid and back.tree == parsing.with_slot_tags(tree), (
+                f"{fid}: {parsing.linearize(tree)}"
+            )
+            tagged = parsing.delinearize(
+                parsing.linearize(tree, tags=True), tree.leaves()
+            )
+            assert tagged.valid and tagged.tree == tree, (
+                f"{fid}: the tagged round trip changed the tree"
+            )
             n += 1
-    assert len(sample_trees) == 199 and n == 3914  # the sample: wsj_0001 .. wsj_0199, 3,914 trees
+    assert (
+        len(sample_trees) == 199 and n == 3914
+    )  # the sample: wsj_0001 .. wsj_0199, 3,914 trees
 
 
 def test_the_sample_splits_by_file_and_scores_itself_perfectly(sample_trees):
@@ -58,16 +69,27 @@ def test_the_sample_splits_by_file_and_scores_itself_perfectly(sample_trees):
     assert split["dev"][0] == "wsj_0160" and split["train"][-1] == "wsj_0159"
     gold = [parsing.clean_tree(t) for fid in split["test"] for t in sample_trees[fid]]
     score = parsing.corpus_score(gold, [parsing.with_slot_tags(t) for t in gold])
-    assert score.f1 == 100.0 and score.exact == score.sentences == len(gold) and score.invalid == 0
+    assert (
+        score.f1 == 100.0
+        and score.exact == score.sentences == len(gold)
+        and score.invalid == 0
+    )
 
 
 # ------------------------------------------------------------------------------------------ cleaning
 def test_clean_tree_drops_empty_elements_function_tags_and_the_outer_bracket():
-    raw = Tree.fromstring("( (S (NP-SBJ-1 (NNP John)) (VP (VBD left) (NP (-NONE- *T*-1))) (. .)) )")
+    raw = Tree.fromstring(
+        "( (S (NP-SBJ-1 (NNP John)) (VP (VBD left) (NP (-NONE- *T*-1))) (. .)) )"
+    )
     raw = raw[0] if raw.label() == "" else raw
-    assert parsing.clean_tree(raw) == Tree.fromstring("(S (NP (NNP John)) (VP (VBD left)) (. .))")
+    assert parsing.clean_tree(raw) == Tree.fromstring(
+        "(S (NP (NNP John)) (VP (VBD left)) (. .))"
+    )
     assert parsing.clean_tree(Tree.fromstring("(S (NP (-NONE- *)))")) is None
-    assert parsing.strip_function_tags("-LRB-") == "-LRB-" and parsing.strip_function_tags("PP-LOC=2") == "PP"
+    assert (
+        parsing.strip_function_tags("-LRB-") == "-LRB-"
+        and parsing.strip_function_tags("PP-LOC=2") == "PP"
+    )
 
 
 def test_parse_bracketed_reads_several_trees_and_names_a_broken_file():
@@ -87,15 +109,18 @@ def test_read_treebank_reads_a_folder_of_mrg_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="no treebank"):
         parsing.read_treebank(tmp_path / "missing")
     with pytest.raises(ValueError, match="no .mrg files"):
-        parsing.read_treebank(tmp_path / "23" / "nothing-here")  # a folder that exists but holds no trees
-
-
+        parsing.read_treebank(
+            tmp_path / "23" / "nothing-here"
+        )  # a folder that exists but holds no trees
 
 
 def test_full_wsj_gets_the_standard_split():
     ids = [f"wsj_{section:02d}{i:02d}" for section in range(25) for i in range(2)]
     split = parsing.split_by_file(ids)
-    assert split["test"] == ["wsj_2300", "wsj_2301"] and split["dev"] == ["wsj_2200", "wsj_2201"]
+    assert split["test"] == ["wsj_2300", "wsj_2301"] and split["dev"] == [
+        "wsj_2200",
+        "wsj_2201",
+    ]
     assert split["train"][0] == "wsj_0200" and split["train"][-1] == "wsj_2101"
     with pytest.raises(ValueError, match="at least 3"):
         parsing.split_by_file(["wsj_0001", "wsj_0002"])
@@ -103,29 +128,51 @@ def test_full_wsj_gets_the_standard_split():
 
 # ------------------------------------------------------------------------------------------ sequences
 def test_linearize_follows_vinyals_et_al():
-    tree = Tree.fromstring("(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))")
+    tree = Tree.fromstring(
+        "(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))"
+    )
     assert parsing.linearize(tree) == "(S (NP XX )NP (VP XX (NP XX XX )NP )VP XX )S"
-    assert parsing.linearize(tree, tags=True) == "(S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S"
+    assert (
+        parsing.linearize(tree, tags=True)
+        == "(S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S"
+    )
     with pytest.raises(ValueError, match="root is a constituent"):
         parsing.linearize(Tree("NN", ["dog"]))
 
 
-@pytest.mark.parametrize("line, repaired, repairs", [
-    # the last closing brackets and the last slot are missing: closed at the end, '.' joins S
-    ("(S (NP XX XX )NP (VP XX (PP XX (NP XX )NP", "(S (NP the dog) (VP barks (PP at (NP cats))) .)", 2),
-    # a mismatched closing label closes the innermost phrase; the word without a slot joins the last phrase
-    ("(S (NP XX XX )VP (VP XX XX XX )VP )S", "(S (NP the dog) (VP barks at cats) .)", 2),
-    # an extra slot and a stray closing bracket are dropped
-    ("(S XX XX XX XX XX XX XX )S )S", "(S the dog barks at cats .)", 2),
-    # two top-level phrases get a TOP root
-    ("(NP XX XX )NP (VP XX XX XX XX )VP", "(TOP (NP the dog) (VP barks at cats .))", 1),
-    # nothing at all: every word attached under TOP
-    ("", "(TOP the dog barks at cats .)", 2),
-])
+@pytest.mark.parametrize(
+    "line, repaired, repairs",
+    [
+        # the last closing brackets and the last slot are missing: closed at the end, '.' joins S
+        (
+            "(S (NP XX XX )NP (VP XX (PP XX (NP XX )NP",
+            "(S (NP the dog) (VP barks (PP at (NP cats))) .)",
+            2,
+        ),
+        # a mismatched closing label closes the innermost phrase; the word without a slot joins the last phrase
+        (
+            "(S (NP XX XX )VP (VP XX XX XX )VP )S",
+            "(S (NP the dog) (VP barks at cats) .)",
+            2,
+        ),
+        # an extra slot and a stray closing bracket are dropped
+        ("(S XX XX XX XX XX XX XX )S )S", "(S the dog barks at cats .)", 2),
+        # two top-level phrases get a TOP root
+        (
+            "(NP XX XX )NP (VP XX XX XX XX )VP",
+            "(TOP (NP the dog) (VP barks at cats .))",
+            1,
+        ),
+        # nothing at all: every word attached under TOP
+        ("", "(TOP the dog barks at cats .)", 2),
+    ],
+)
 def test_delinearize_repairs_what_is_no_tree(line, repaired, repairs):
     result = parsing.delinearize(line, WORDS)
     assert not result.valid and len(result.repairs) == repairs, result.repairs
-    strip = lambda t: Tree(t.label(), [c[0] if parsing.is_preterminal(c) else strip(c) for c in t])
+    strip = lambda t: Tree(
+        t.label(), [c[0] if parsing.is_preterminal(c) else strip(c) for c in t]
+    )
     assert strip(result.tree) == Tree.fromstring(repaired)
     assert result.tree.leaves() == WORDS
 
@@ -137,19 +184,29 @@ def test_repeated_repairs_are_counted_once():
 
 # ------------------------------------------------------------------------------------------ scoring
 def test_a_perfect_parse_scores_100():
-    score = parsing.bracket_score(GOLD, parse("(S (NP XX XX )NP (VP XX (PP XX (NP XX )NP )PP )VP XX )S"))
+    score = parsing.bracket_score(
+        GOLD, parse("(S (NP XX XX )NP (VP XX (PP XX (NP XX )NP )PP )VP XX )S")
+    )
     assert (score.matched, score.gold, score.test) == (5, 5, 5)
     assert score.f1 == 100.0 and score.exact == 1 and score.crossing == 0
 
 
 def test_one_wrong_label():
-    score = parsing.bracket_score(GOLD, parse("(S (NP XX XX )NP (VP XX (ADJP XX (NP XX )NP )ADJP )VP XX )S"))
+    score = parsing.bracket_score(
+        GOLD, parse("(S (NP XX XX )NP (VP XX (ADJP XX (NP XX )NP )ADJP )VP XX )S")
+    )
     assert (score.matched, score.gold, score.test) == (4, 5, 5)
-    assert math.isclose(score.precision, 80.0) and math.isclose(score.recall, 80.0) and math.isclose(score.f1, 80.0)
+    assert (
+        math.isclose(score.precision, 80.0)
+        and math.isclose(score.recall, 80.0)
+        and math.isclose(score.f1, 80.0)
+    )
 
 
 def test_one_missing_bracket():
-    score = parsing.bracket_score(GOLD, parse("(S (NP XX XX )NP (VP XX XX (NP XX )NP )VP XX )S"))
+    score = parsing.bracket_score(
+        GOLD, parse("(S (NP XX XX )NP (VP XX XX (NP XX )NP )VP XX )S")
+    )
     assert (score.matched, score.gold, score.test) == (4, 5, 4)
     assert score.precision == 100.0 and math.isclose(score.recall, 80.0)
     assert math.isclose(score.f1, 2 * 100 * 80 / 180)  # 88.89
@@ -157,7 +214,9 @@ def test_one_missing_bracket():
 
 def test_a_crossing_bracket():
     # NP(0,3) "the dog barks" crosses the gold VP(2,5); S, PP(3,5) and NP(4,5) still match.
-    score = parsing.bracket_score(GOLD, parse("(S (NP XX XX XX )NP (PP XX (NP XX )NP )PP XX )S"))
+    score = parsing.bracket_score(
+        GOLD, parse("(S (NP XX XX XX )NP (PP XX (NP XX )NP )PP XX )S")
+    )
     assert (score.matched, score.gold, score.test, score.crossing) == (3, 5, 4, 1)
     assert math.isclose(score.precision, 75.0) and math.isclose(score.recall, 60.0)
     assert math.isclose(score.f1, 2 * 75 * 60 / 135)  # 66.67
@@ -165,7 +224,9 @@ def test_a_crossing_bracket():
 
 def test_punctuation_is_ignored_wherever_it_is_attached():
     # the final '.' inside the VP instead of under S: the same brackets once punctuation is deleted
-    score = parsing.bracket_score(GOLD, parse("(S (NP XX XX )NP (VP XX (PP XX (NP XX )NP )PP XX )VP )S"))
+    score = parsing.bracket_score(
+        GOLD, parse("(S (NP XX XX )NP (VP XX (PP XX (NP XX )NP )PP XX )VP )S")
+    )
     assert score.f1 == 100.0
     # a phrase over punctuation alone is not counted at all
     only_dot = parse("(S (NP XX XX )NP (VP XX (PP XX (NP XX )NP )PP )VP (X XX )X )S")
@@ -188,7 +249,9 @@ def test_duplicate_unary_brackets_match_once_each():
 
 def test_corpus_score_sums_counts_and_counts_invalid_trees():
     good = parse("(S (NP XX XX )NP (VP XX (PP XX (NP XX )NP )PP )VP XX )S")
-    broken = parsing.delinearize("(S (NP XX XX )NP (VP XX XX XX", WORDS)  # unbalanced: repaired, scored
+    broken = parsing.delinearize(
+        "(S (NP XX XX )NP (VP XX XX XX", WORDS
+    )  # unbalanced: repaired, scored
     total = parsing.corpus_score([GOLD, GOLD], [good, broken])
     assert total.sentences == 2 and total.invalid == 1
     assert (total.matched, total.gold, total.test) == (5 + 3, 10, 5 + 3)
@@ -198,6 +261,8 @@ def test_corpus_score_sums_counts_and_counts_invalid_trees():
 
 
 def test_scoring_different_words_names_the_problem():
-    other = Tree.fromstring("(S (NP (XX a) (XX cat)) (VP (XX barks) (PP (XX at) (NP (XX cats)))) (XX .))")
+    other = Tree.fromstring(
+        "(S (NP (XX a) (XX cat)) (VP (XX barks) (PP (XX at) (NP (XX cats)))) (XX .))"
+    )
     with pytest.raises(ValueError, match="different words"):
         parsing.bracket_score(GOLD, other)

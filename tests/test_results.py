@@ -1,24 +1,39 @@
 """Results files: written with provenance, read back unchanged, summarised without invented numbers."""
+
 import json
 
 import pytest
 
-from annotated_transformer.evaluation import results
 from annotated_transformer.book import summary
+from annotated_transformer.evaluation import results
 from annotated_transformer.model.config import preset
 
 
 def test_written_result_reads_back_with_provenance(tmp_path):
-    path = results.write_result("translation", {"bleu_tokenized": 27.1, "rows": {"base": {"ppl": 4.9}}},
-                                profile="cpu", config=preset("tiny"), wall_time_s=12.5, device="cpu",
-                                root=tmp_path)
+    path = results.write_result(
+        "translation",
+        {"bleu_tokenized": 27.1, "rows": {"base": {"ppl": 4.9}}},
+        profile="cpu",
+        config=preset("tiny"),
+        wall_time_s=12.5,
+        device="cpu",
+        root=tmp_path,
+    )
     assert path == tmp_path / "cpu" / "translation.json"
     record = results.read_result("translation", "cpu", root=tmp_path)
     assert record["metrics"] == {"bleu_tokenized": 27.1, "rows": {"base": {"ppl": 4.9}}}
     assert record["profile"] == "cpu" and record["wall_time_s"] == 12.5
     assert record["config"]["d_model"] == preset("tiny").d_model
     prov = record["provenance"]
-    for key in ("git_commit", "git_dirty", "torch", "python", "device", "device_name", "date"):
+    for key in (
+        "git_commit",
+        "git_dirty",
+        "torch",
+        "python",
+        "device",
+        "device_name",
+        "date",
+    ):
         assert key in prov, key
     assert prov["device"] == "cpu" and prov["torch"]
     assert "T" in prov["date"] and prov["date"].endswith("+00:00")  # ISO 8601, UTC
@@ -28,8 +43,13 @@ def test_numpy_and_torch_values_become_plain_json(tmp_path):
     import numpy as np
     import torch
 
-    results.write_result("x", {"a": np.float32(1.5), "b": torch.tensor([1, 2]), "c": np.arange(2)},
-                         profile="smoke", device="cpu", root=tmp_path)
+    results.write_result(
+        "x",
+        {"a": np.float32(1.5), "b": torch.tensor([1, 2]), "c": np.arange(2)},
+        profile="smoke",
+        device="cpu",
+        root=tmp_path,
+    )
     metrics = json.loads((tmp_path / "smoke" / "x.json").read_text())["metrics"]
     assert metrics == {"a": 1.5, "b": [1, 2], "c": [0, 1]}
 
@@ -71,11 +91,19 @@ def test_summary_says_not_run_yet_instead_of_inventing_numbers(tmp_path):
 
 
 def test_summary_keeps_profiles_apart(tmp_path):
-    results.write_result("translation", {"bleu_tokenized": 31.25}, profile="gpu", device="cpu", root=tmp_path)
+    results.write_result(
+        "translation",
+        {"bleu_tokenized": 31.25},
+        profile="gpu",
+        device="cpu",
+        root=tmp_path,
+    )
     table = summary.summary_table("cpu", root=tmp_path).set_index("claim")
     row = table.loc["EN-DE BLEU, base, tokenized"]
     assert row["gpu run"] == "31.2"  # formatted with the claim's format
-    assert row["cpu run"] == summary.NOT_RUN  # a GPU number never shows up as the executing profile's
+    assert (
+        row["cpu run"] == summary.NOT_RUN
+    )  # a GPU number never shows up as the executing profile's
     assert row["paper run"] == summary.NOT_RUN
     # The file exists but this key is not in it: say so rather than "not run yet".
     assert table.loc["EN-DE sacreBLEU, base", "gpu run"] == "not in translation.json"
@@ -87,12 +115,20 @@ def test_executing_committed_profile_is_not_listed_twice(tmp_path):
 
 
 def test_provenance_table_and_description(tmp_path):
-    results.write_result("training", {"step_time_s": 0.5, "dataset": "multi30k"}, profile="cpu",
-                         wall_time_s=3.0, device="cpu", root=tmp_path)
+    results.write_result(
+        "training",
+        {"step_time_s": 0.5, "dataset": "multi30k"},
+        profile="cpu",
+        wall_time_s=3.0,
+        device="cpu",
+        root=tmp_path,
+    )
     table = summary.provenance_table(["cpu", "gpu"], root=tmp_path)
     assert table.to_dict("records")[0]["dataset"] == "multi30k"
     assert len(table) == 1
-    text = results.describe_provenance(results.read_result("training", "cpu", root=tmp_path))
+    text = results.describe_provenance(
+        results.read_result("training", "cpu", root=tmp_path)
+    )
     assert text.startswith("measured on ") and " on 20" in text
 
 

@@ -1,4 +1,5 @@
 """The training loop does what section 5 says, and a stopped run continues exactly where it stopped."""
+
 import json
 import math
 import os
@@ -10,9 +11,9 @@ import torch
 
 from annotated_transformer import Transformer
 from annotated_transformer.data import EncodedPairs
-from annotated_transformer.training.loss import label_smoothed_cross_entropy
-from annotated_transformer.runtime.precision import resolve_precision
 from annotated_transformer.profiles import PROFILES, Profile, get_profile
+from annotated_transformer.runtime.precision import resolve_precision
+from annotated_transformer.training.loss import label_smoothed_cross_entropy
 from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
 from annotated_transformer.training.trainer import Trainer, schedule_factor
 
@@ -29,16 +30,35 @@ class FakeTokenizer:
 def copy_pairs(n: int, seed: int) -> EncodedPairs:
     """Copy-task pairs of 3..9 tokens drawn from the ids after the specials."""
     rng = np.random.default_rng(seed)
-    seqs = [rng.integers(4, VOCAB, size=int(rng.integers(3, 10))).tolist() for _ in range(n)]
+    seqs = [
+        rng.integers(4, VOCAB, size=int(rng.integers(3, 10))).tolist() for _ in range(n)
+    ]
     return EncodedPairs(seqs, seqs)
 
 
 def tiny_profile(**overrides) -> Profile:
-    base = dict(name="test", description="unit test", book=PROFILES["smoke"].book, preset="tiny",
-                model_overrides=dict(d_model=32, d_ff=64, n_heads=2, n_layers=1, dropout=0.1, max_len=32),
-                batch_tokens=96, accumulation=2, peak_lr=3e-3, warmup_steps=5, max_steps=12, log_every=3,
-                eval_every=4, save_every_steps=4, save_every_minutes=None, keep_snapshots=3, precision="fp32",
-                eval_batch_tokens=200, seed=3)
+    base = dict(
+        name="test",
+        description="unit test",
+        book=PROFILES["smoke"].book,
+        preset="tiny",
+        model_overrides=dict(
+            d_model=32, d_ff=64, n_heads=2, n_layers=1, dropout=0.1, max_len=32
+        ),
+        batch_tokens=96,
+        accumulation=2,
+        peak_lr=3e-3,
+        warmup_steps=5,
+        max_steps=12,
+        log_every=3,
+        eval_every=4,
+        save_every_steps=4,
+        save_every_minutes=None,
+        keep_snapshots=3,
+        precision="fp32",
+        eval_batch_tokens=200,
+        seed=3,
+    )
     dropout = overrides.pop("dropout", None)
     base.update(overrides)
     if dropout is not None:
@@ -50,8 +70,16 @@ def make_trainer(profile, out_dir, on_step=None, model_seed=0):
     torch.manual_seed(model_seed)
     model = Transformer(profile.model_config(), VOCAB, VOCAB)
     torch.manual_seed(profile.seed)
-    return Trainer(model, FakeTokenizer(), copy_pairs(120, 0), copy_pairs(20, 1), profile.train_settings(), out_dir,
-                   show_progress=False, on_step=on_step)
+    return Trainer(
+        model,
+        FakeTokenizer(),
+        copy_pairs(120, 0),
+        copy_pairs(20, 1),
+        profile.train_settings(),
+        out_dir,
+        show_progress=False,
+        on_step=on_step,
+    )
 
 
 # ------------------------------------------------------------------------------------------ loss
@@ -76,7 +104,9 @@ def test_schedule_equals_formula_and_resumes_from_state_dict():
     schedule = NoamSchedule(optimizer, d_model, warmup)
     seen = {}
     for step in range(1, 801):
-        seen[step] = optimizer.param_groups[0]["lr"]  # the rate used by update number `step`
+        seen[step] = optimizer.param_groups[0][
+            "lr"
+        ]  # the rate used by update number `step`
         optimizer.step()
         schedule.step()
     for step in (1, 100, 399, 400, 401, 800):
@@ -89,7 +119,9 @@ def test_schedule_equals_formula_and_resumes_from_state_dict():
     resumed = NoamSchedule(resumed_optimizer, d_model, warmup)
     resumed.load_state_dict(schedule.state_dict())
     resumed_optimizer.param_groups[0]["lr"] = resumed.get_last_lr()[0]
-    assert resumed_optimizer.param_groups[0]["lr"] == pytest.approx(noam_lr(801, d_model, warmup), rel=1e-12)
+    assert resumed_optimizer.param_groups[0]["lr"] == pytest.approx(
+        noam_lr(801, d_model, warmup), rel=1e-12
+    )
 
 
 def test_profile_peak_lr_sets_the_top_of_the_curve():
@@ -135,12 +167,16 @@ def test_precision_auto_is_fp32_without_hardware_bf16(monkeypatch):
 
 # ------------------------------------------------------------------------------------------ the loop
 def test_a_run_learns_and_logs_metrics(tmp_path):
-    trainer = make_trainer(tiny_profile(max_steps=30, peak_lr=5e-3, eval_every=10, dropout=0.0), tmp_path)
+    trainer = make_trainer(
+        tiny_profile(max_steps=30, peak_lr=5e-3, eval_every=10, dropout=0.0), tmp_path
+    )
     before = trainer.validate()["loss"]
     result = trainer.train()
     assert result.stopped_by == "max_steps" and result.progress.step == 30
     assert result.valid["loss"] < before - 0.3
-    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
+    ]
     kinds = {r["kind"] for r in records}
     assert {"start", "train", "valid", "stop"} <= kinds
     train = [r for r in records if r["kind"] == "train"]
@@ -169,12 +205,16 @@ def test_interrupted_and_resumed_run_ends_bit_identical(tmp_path):
     second.resume_from(tmp_path / "stopped" / "last.pt")
     result = second.train()
     assert result.progress.step == profile.max_steps and result.progress.epoch >= 1
-    for (name, a), (_, b) in zip(uninterrupted.model.state_dict().items(), second.model.state_dict().items()):
+    for (name, a), (_, b) in zip(
+        uninterrupted.model.state_dict().items(), second.model.state_dict().items()
+    ):
         assert torch.equal(a, b), f"{name} differs after resume"
 
 
 def test_time_budget_stops_the_run(tmp_path):
-    trainer = make_trainer(tiny_profile(max_steps=None, time_budget_minutes=1e-6), tmp_path)
+    trainer = make_trainer(
+        tiny_profile(max_steps=None, time_budget_minutes=1e-6), tmp_path
+    )
     result = trainer.train()
     assert result.stopped_by == "time_budget" and result.progress.step == 1
 
@@ -183,4 +223,6 @@ def test_resume_refuses_a_weights_only_checkpoint(tmp_path):
     trainer = make_trainer(tiny_profile(max_steps=4), tmp_path)
     trainer.train()
     with pytest.raises(ValueError, match="weights only"):
-        make_trainer(tiny_profile(), tmp_path / "other").resume_from(tmp_path / "checkpoints" / "step_00000004.pt")
+        make_trainer(tiny_profile(), tmp_path / "other").resume_from(
+            tmp_path / "checkpoints" / "step_00000004.pt"
+        )

@@ -1,5 +1,6 @@
 """Table 3 at a smaller scale: each row keeps the paper's change, the verdict rule, the rank
 correlation, and a tiny training of two rows on real Multi30k."""
+
 from __future__ import annotations
 
 import math
@@ -17,20 +18,38 @@ VOCAB = 1000
 
 
 def params(row: str, scale=SCALE) -> int:
-    return count_parameters(Transformer(scale.config(row), VOCAB, VOCAB, share_embeddings=True))
+    return count_parameters(
+        Transformer(scale.config(row), VOCAB, VOCAB, share_embeddings=True)
+    )
 
 
 def test_rows_are_the_paper_table():
     assert list(TABLE3_ALL_ROWS) == list(paper.TABLE3)
     assert variations.changes("base") == {}
     assert variations.changes("C1") == {"n_layers": 2}
-    assert variations.changes("big") == {"d_model": 1024, "d_ff": 4096, "n_heads": 16, "dropout": 0.3}
+    assert variations.changes("big") == {
+        "d_model": 1024,
+        "d_ff": 4096,
+        "n_heads": 16,
+        "dropout": 0.3,
+    }
 
 
 def test_scaled_base_divides_widths_and_depths():
     base = SCALE.config("base")
-    assert (base.n_layers, base.d_model, base.d_ff, base.n_heads, base.d_k, base.d_v) == (3, 64, 256, 8, 8, 8)
-    assert (base.dropout, base.label_smoothing, base.positional) == (0.1, 0.1, "sinusoidal")
+    assert (base.n_layers, base.d_model, base.d_ff, base.n_heads, base.d_k, base.d_v) == (
+        3,
+        64,
+        256,
+        8,
+        8,
+        8,
+    )
+    assert (base.dropout, base.label_smoothing, base.positional) == (
+        0.1,
+        0.1,
+        "sinusoidal",
+    )
     assert variations.VariationScale(1, 1).config("base").d_model == 512
 
 
@@ -59,7 +78,12 @@ def test_size_rows_scale_depth_width_and_feed_forward():
     assert (c5.d_model, c5.d_k) == (base.d_model * 2, base.d_k * 2)
     assert SCALE.config("C6").d_ff * 2 == base.d_ff == SCALE.config("C7").d_ff // 2
     big = SCALE.config("big")
-    assert (big.d_model, big.d_ff, big.n_heads, big.dropout) == (2 * base.d_model, 2 * base.d_ff, 16, 0.3)
+    assert (big.d_model, big.d_ff, big.n_heads, big.dropout) == (
+        2 * base.d_model,
+        2 * base.d_ff,
+        16,
+        0.3,
+    )
 
 
 def test_regularisation_and_position_rows():
@@ -108,35 +132,53 @@ def test_verdict_rule_on_synthetic_numbers():
     one_head = variations.FINDINGS[0]
     assert one_head.pairs == (("A1", "base"),)
     holds = variations.verdict(one_head, {"A1": [12.0, 12.4], "base": [10.0, 10.5]})
-    assert holds["verdict"] == variations.HOLDS and math.isclose(holds["pairs"][0]["noise"], 0.5)
+    assert holds["verdict"] == variations.HOLDS and math.isclose(
+        holds["pairs"][0]["noise"], 0.5
+    )
     against = variations.verdict(one_head, {"A1": [9.0, 9.2], "base": [10.0, 10.5]})
     assert against["verdict"] == variations.DOES_NOT_HOLD
     unclear = variations.verdict(one_head, {"A1": [10.3, 10.6], "base": [10.0, 10.5]})
     assert unclear["verdict"] == variations.CANNOT_TELL
     one_seed = variations.verdict(one_head, {"A1": [20.0], "base": [10.0]})
-    assert one_seed["verdict"] == variations.CANNOT_TELL and "one seed" in one_seed["reason"]
+    assert (
+        one_seed["verdict"] == variations.CANNOT_TELL and "one seed" in one_seed["reason"]
+    )
     missing = variations.verdict(one_head, {"base": [10.0, 10.5]})
     assert missing["verdict"] == variations.CANNOT_TELL and "A1" in missing["reason"]
 
 
 def test_tie_and_several_pairs():
     tie = next(f for f in variations.FINDINGS if f.kind == "tie")
-    assert variations.verdict(tie, {"E": [10.2, 10.4], "base": [10.0, 10.5]})["verdict"] == variations.HOLDS
+    assert (
+        variations.verdict(tie, {"E": [10.2, 10.4], "base": [10.0, 10.5]})["verdict"]
+        == variations.HOLDS
+    )
     apart = {"E": [12.0, 12.1], "base": [10.0, 10.5]}
     assert variations.verdict(tie, apart)["verdict"] == variations.DOES_NOT_HOLD
     bigger = next(f for f in variations.FINDINGS if f.name == "bigger is better")
-    good = {"C1": [12, 12.2], "C3": [10, 10.1], "C4": [13, 13.1], "C5": [9, 9.1], "C6": [11, 11.1],
-            "C7": [10, 10.1]}
+    good = {
+        "C1": [12, 12.2],
+        "C3": [10, 10.1],
+        "C4": [13, 13.1],
+        "C5": [9, 9.1],
+        "C6": [11, 11.1],
+        "C7": [10, 10.1],
+    }
     assert variations.verdict(bigger, good)["verdict"] == variations.HOLDS
     unclear = {**good, "C7": [11.05, 11.15]}
     assert variations.verdict(bigger, unclear)["verdict"] == variations.CANNOT_TELL
-    assert variations.verdict(bigger, {**good, "C7": [14, 14.1]})["verdict"] == variations.DOES_NOT_HOLD
+    assert (
+        variations.verdict(bigger, {**good, "C7": [14, 14.1]})["verdict"]
+        == variations.DOES_NOT_HOLD
+    )
 
 
 def test_profiles_set_the_table3_scale():
     for name in ("smoke", "cpu", "gpu"):
         book = get_profile(name).book
-        scale = variations.VariationScale(book.table3_width_divisor, book.table3_depth_divisor)
+        scale = variations.VariationScale(
+            book.table3_width_divisor, book.table3_depth_divisor
+        )
         for row in book.table3_rows:
             scale.config(row)  # every row divides exactly
         assert book.table3_seeds >= 2
@@ -145,26 +187,50 @@ def test_profiles_set_the_table3_scale():
 def test_two_rows_train_to_finite_perplexities(data_dir):
     from annotated_transformer import pipeline
 
-    profile = get_profile("smoke", max_train_pairs=300, max_valid_pairs=40, batch_tokens=256)
+    profile = get_profile(
+        "smoke", max_train_pairs=300, max_valid_pairs=40, batch_tokens=256
+    )
     data = pipeline.prepare_data(profile, data_dir)
     sources = ["A man is riding a bike.", "Two dogs play in the snow."]
     references = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee."]
-    runs = [variations.train_row(row, data, profile, SCALE, steps=3, seed=1, bleu_sources=sources,
-                                 bleu_references=references) for row in ("base", "C1")]
+    runs = [
+        variations.train_row(
+            row,
+            data,
+            profile,
+            SCALE,
+            steps=3,
+            seed=1,
+            bleu_sources=sources,
+            bleu_references=references,
+        )
+        for row in ("base", "C1")
+    ]
     for run in runs:
-        assert run.steps == 3 and math.isfinite(run.ppl) and run.ppl > 1 and 0.0 <= run.bleu <= 100.0
+        assert (
+            run.steps == 3
+            and math.isfinite(run.ppl)
+            and run.ppl > 1
+            and 0.0 <= run.bleu <= 100.0
+        )
     assert runs[1].params < runs[0].params
 
 
 def test_rows_trained_in_two_processes_match_one_process(data_dir):
     from annotated_transformer import pipeline
 
-    profile = get_profile("smoke", max_train_pairs=200, max_valid_pairs=20, batch_tokens=256)
+    profile = get_profile(
+        "smoke", max_train_pairs=200, max_valid_pairs=20, batch_tokens=256
+    )
     data = pipeline.prepare_data(profile, data_dir)
     plan = [("base", 1), ("C1", 1)]
     alone = {r.row: r for r in variations.train_rows(plan, data, profile, SCALE, steps=2)}
-    side_by_side = {r.row: r for r in variations.train_rows(plan, data, profile, SCALE, steps=2, workers=2,
-                                                            data_dir=data_dir)}
+    side_by_side = {
+        r.row: r
+        for r in variations.train_rows(
+            plan, data, profile, SCALE, steps=2, workers=2, data_dir=data_dir
+        )
+    }
     assert set(side_by_side) == {"base", "C1"}
     for row in alone:
         assert math.isclose(alone[row].ppl, side_by_side[row].ppl, rel_tol=1e-4)

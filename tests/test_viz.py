@@ -1,4 +1,5 @@
 """Chart builders give valid Vega-Lite; the book output is offline; exports open."""
+
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -33,8 +34,12 @@ def _rows(spec):
 
 
 def test_line_chart_has_one_line_per_colour():
-    df = pd.DataFrame({"step": [1, 2, 1, 2], "loss": [3.0, 2.0, 3.5, 2.5], "run": ["a", "a", "b", "b"]})
-    spec = viz.chart_spec(viz.line_chart(df, "step", "loss", "run", log_y=True, title="loss"))
+    df = pd.DataFrame(
+        {"step": [1, 2, 1, 2], "loss": [3.0, 2.0, 3.5, 2.5], "run": ["a", "a", "b", "b"]}
+    )
+    spec = viz.chart_spec(
+        viz.line_chart(df, "step", "loss", "run", log_y=True, title="loss")
+    )
     assert _marks(spec) == ["line"]
     assert spec["encoding"]["color"]["field"] == "run"
     assert spec["encoding"]["y"]["scale"] == {"type": "log"}
@@ -44,7 +49,11 @@ def test_line_chart_has_one_line_per_colour():
 
 def test_schedule_chart_takes_curves_by_label():
     steps = np.arange(1, 101)
-    spec = viz.chart_spec(viz.schedule_chart(steps, {"warmup 10": steps ** -0.5, "warmup 20": steps ** -0.5 / 2}))
+    spec = viz.chart_spec(
+        viz.schedule_chart(
+            steps, {"warmup 10": steps**-0.5, "warmup 20": steps**-0.5 / 2}
+        )
+    )
     assert _rows(spec) == 200
     with pytest.raises(ValueError, match="has 3 values for 100 steps"):
         viz.schedule_chart(steps, {"bad": [1, 2, 3]})
@@ -52,7 +61,9 @@ def test_schedule_chart_takes_curves_by_label():
 
 def test_heatmap_keeps_repeated_token_labels_apart():
     tokens = ["the", "cat", "saw", "the", "dog"]
-    spec = viz.chart_spec(viz.heatmap(torch.rand(5, 5), tokens, tokens, title="attention"))
+    spec = viz.chart_spec(
+        viz.heatmap(torch.rand(5, 5), tokens, tokens, title="attention")
+    )
     assert _marks(spec) == ["rect"] and _rows(spec) == 25
     # Positions are encoded, tokens only printed: the two "the" stay two rows.
     assert spec["encoding"]["y"]["field"] == "row"
@@ -74,7 +85,10 @@ def test_positional_encoding_chart_has_heatmap_and_curves():
     positions = torch.arange(50).unsqueeze(1)
     freqs = torch.exp(-torch.arange(0, 16, 2) / 16 * np.log(10000.0))
     pe = torch.zeros(1, 50, 16)
-    pe[0, :, 0::2], pe[0, :, 1::2] = torch.sin(positions * freqs), torch.cos(positions * freqs)
+    pe[0, :, 0::2], pe[0, :, 1::2] = (
+        torch.sin(positions * freqs),
+        torch.cos(positions * freqs),
+    )
     spec = viz.chart_spec(viz.positional_encoding_chart(pe, dims=(2, 3)))
     assert sorted(_marks(spec)) == ["line", "rect"]
     with pytest.raises(ValueError, match="outside d_model=16"):
@@ -85,20 +99,30 @@ def test_label_smoothing_chart_bars_or_heatmap():
     dist = torch.full((5,), 0.1 / 3)
     dist[0], dist[2] = 0.0, 0.9
     assert _marks(viz.chart_spec(viz.label_smoothing_chart(dist))) == ["bar"]
-    assert _marks(viz.chart_spec(viz.label_smoothing_chart(dist.repeat(3, 1)))) == ["rect"]
+    assert _marks(viz.chart_spec(viz.label_smoothing_chart(dist.repeat(3, 1)))) == [
+        "rect"
+    ]
 
 
 def test_book_output_is_an_offline_div_with_the_spec(monkeypatch):
-    chart = viz.bar_chart(pd.DataFrame({"k": ["a", "b"], "v": [1, 2]}), "k", "v", title="</script> test")
+    chart = viz.bar_chart(
+        pd.DataFrame({"k": ["a", "b"], "v": [1, 2]}), "k", "v", title="</script> test"
+    )
     bundle = viz.mimebundle(chart)
     html = bundle["text/html"]
     assert 'class="at-vega-chart"' in html
     assert "<script src" not in html  # the site serves Vega from _static/vendor
-    spec_text = re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html, re.S).group(1)
-    assert json.loads(spec_text)["title"] == "</script> test"  # escaped, so it cannot end the script early
+    spec_text = re.search(
+        r'<script type="application/json"[^>]*>(.*?)</script>', html, re.S
+    ).group(1)
+    assert (
+        json.loads(spec_text)["title"] == "</script> test"
+    )  # escaped, so it cannot end the script early
 
     shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append((obj, raw)))
+    monkeypatch.setattr(
+        "IPython.display.display", lambda obj, raw=False: shown.append((obj, raw))
+    )
     monkeypatch.setenv(viz.BOOK_BUILD_ENV, "1")
     viz.show(chart)
     assert shown[-1][1] is True and "at-vega-chart" in shown[-1][0]["text/html"]

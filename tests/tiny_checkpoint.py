@@ -4,6 +4,7 @@ Random weights draw valid attention (rows sum to 1, masks hold) and decode deter
 is all the figure and export tests need; the tokenizer is trained on Multi30k lines when the staged
 corpora are there, else on a few made-up captions.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -14,12 +15,15 @@ import numpy as np
 import torch
 
 from annotated_transformer import Transformer
-from annotated_transformer.model.config import preset
 from annotated_transformer.data import train_tokenizer
+from annotated_transformer.model.config import preset
 from annotated_transformer.training.checkpoint import CHECKPOINT_FORMAT, atomic_torch_save
 
-SENTENCES = ["A man in a blue shirt is playing a guitar.", "Two dogs run through the snow.",
-             "The law will never be perfect, but its application should be just."]
+SENTENCES = [
+    "A man in a blue shirt is playing a guitar.",
+    "Two dogs run through the snow.",
+    "The law will never be perfect, but its application should be just.",
+]
 
 
 def _lines(n: int = 300) -> list[str]:
@@ -27,24 +31,65 @@ def _lines(n: int = 300) -> list[str]:
     if root and (Path(root) / "multi30k" / "train.en.gz").is_file():
         lines = []
         for lang in ("en", "de"):
-            with gzip.open(Path(root) / "multi30k" / f"train.{lang}.gz", "rt", encoding="utf-8") as f:
+            with gzip.open(
+                Path(root) / "multi30k" / f"train.{lang}.gz", "rt", encoding="utf-8"
+            ) as f:
                 lines += [next(f).strip() for _ in range(n)]
         return lines
-    words = ["a", "man", "woman", "dog", "two", "the", "in", "on", "is", "are", "playing", "running", "blue", "red", "snow", "park", "street", "guitar"]
+    words = [
+        "a",
+        "man",
+        "woman",
+        "dog",
+        "two",
+        "the",
+        "in",
+        "on",
+        "is",
+        "are",
+        "playing",
+        "running",
+        "blue",
+        "red",
+        "snow",
+        "park",
+        "street",
+        "guitar",
+    ]
     rng = np.random.default_rng(0)
-    return [" ".join(rng.choice(words, size=int(rng.integers(3, 10)))) + "." for _ in range(2 * n)] + SENTENCES
+    return [
+        " ".join(rng.choice(words, size=int(rng.integers(3, 10)))) + "."
+        for _ in range(2 * n)
+    ] + SENTENCES
 
 
-def write_tiny_checkpoint(path: Path, *, layers: int = 2, heads: int = 4, seed: int = 0) -> Path:
+def write_tiny_checkpoint(
+    path: Path, *, layers: int = 2, heads: int = 4, seed: int = 0
+) -> Path:
     tokenizer = train_tokenizer(_lines(), vocab_size=300)
     torch.manual_seed(seed)
-    config = preset("tiny", n_layers=layers, n_heads=heads, d_model=32, d_ff=64, max_len=128, dropout=0.0)
+    config = preset(
+        "tiny",
+        n_layers=layers,
+        n_heads=heads,
+        d_model=32,
+        d_ff=64,
+        max_len=128,
+        dropout=0.0,
+    )
     model = Transformer(config, tokenizer.vocab_size, tokenizer.vocab_size).eval()
     state = {
-        "format": CHECKPOINT_FORMAT, "kind": "snapshot",
-        "model": model.state_dict(), "config": config.to_dict(),
-        "vocab": {"src_vocab_size": tokenizer.vocab_size, "tgt_vocab_size": tokenizer.vocab_size,
-                  "share_embeddings": True},
-        "tokenizer": tokenizer.to_bytes(), "profile": {}, "step": 0,
+        "format": CHECKPOINT_FORMAT,
+        "kind": "snapshot",
+        "model": model.state_dict(),
+        "config": config.to_dict(),
+        "vocab": {
+            "src_vocab_size": tokenizer.vocab_size,
+            "tgt_vocab_size": tokenizer.vocab_size,
+            "share_embeddings": True,
+        },
+        "tokenizer": tokenizer.to_bytes(),
+        "profile": {},
+        "step": 0,
     }
     return atomic_torch_save(state, path)

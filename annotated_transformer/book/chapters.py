@@ -1,5 +1,6 @@
 """Finding and reading the book's chapters: `book/NN_name.py` files (jupytext percent format, the
 source of truth), their `parameters` cell, and the digest that tells whether a page is stale."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,7 +22,9 @@ def _print(message: str) -> None:
 
 def book_root(root: str | os.PathLike | None = None) -> Path:
     """The folder holding `_config.yml` and `book/`: `root`, else this clone, else the working dir."""
-    candidates = [Path(root)] if root is not None else [clone_root() or Path.cwd(), Path.cwd()]
+    candidates = (
+        [Path(root)] if root is not None else [clone_root() or Path.cwd(), Path.cwd()]
+    )
     for candidate in candidates:
         if (candidate / "_config.yml").is_file() and (candidate / "book").is_dir():
             return candidate.resolve()
@@ -66,7 +69,9 @@ def parameters_cell_index(nb) -> int:
     for index, cell in enumerate(nb.cells):
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             return index
-    raise ValueError("no cell tagged 'parameters': add `# %% tags=[\"parameters\"]` above the profile knobs")
+    raise ValueError(
+        "no cell tagged 'parameters': add `# %% tags=[\"parameters\"]` above the profile knobs"
+    )
 
 
 def _first_line(source: str) -> str:
@@ -86,5 +91,3 @@ def _shown(path: Path) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
-
-

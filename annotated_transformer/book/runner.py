@@ -10,6 +10,7 @@ site's configuration, and Jupyter Book renders that folder into `<output-dir>/ht
 cell fails the run and the error names the chapter and the cell. Wall times, status and
 provenance go to `results/<profile>/book_run.json`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,7 +27,6 @@ from ..evaluation import results
 from ..profiles import get_profile
 from ..runtime.devices import resolve_device
 from ..web import live_page
-
 from .chapters import (
     CHAPTER_GLOB,
     KERNEL_NAME,
@@ -48,6 +48,7 @@ SUMMARY_CHAPTERS = ("00_introduction",)
 
 # ----------------------------------------------------------------------------------------------
 # Executing chapters
+
 
 @dataclass
 class ChapterRun:
@@ -86,7 +87,14 @@ def register_kernel(jupyter_dir: str | os.PathLike) -> str:
     spec_dir.mkdir(parents=True, exist_ok=True)
     spec = {
         # --log-level: ipykernel's start-up warnings (TCP without encryption) are noise here.
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--log-level=ERROR"],
+        "argv": [
+            sys.executable,
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            "{connection_file}",
+            "--log-level=ERROR",
+        ],
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
         "metadata": {"debugger": False},
@@ -102,6 +110,7 @@ def book_environment(root: Path, profile: str, jupyter_dir: Path, results_dir: P
     AT_BOOK_BUILD=1 switches `viz.show` to offline HTML; PYTHONPATH makes the kernel import this
     clone's package; AT_RESULTS_DIR sends results where the runner reads them.
     """
+
     def prepend(var: str, value: str) -> str:
         old = os.environ.get(var)
         return value if not old else value + os.pathsep + old
@@ -157,7 +166,14 @@ def execute_chapter(
     try:
         params_index = parameters_cell_index(nb)
     except ValueError as exc:
-        return ChapterRun(name, source, output_path, "failed", 0.0, f"chapter {name} cannot take a profile: {exc}")
+        return ChapterRun(
+            name,
+            source,
+            output_path,
+            "failed",
+            0.0,
+            f"chapter {name} cannot take a profile: {exc}",
+        )
     nb.metadata["annotated_transformer"] = {
         "profile": profile,
         "source": f"book/{source.name}",
@@ -181,7 +197,9 @@ def execute_chapter(
     except PapermillExecutionError as exc:
         status = "failed"
         # papermill counts its injected cell (placed right after the parameters cell).
-        cell_index = exc.cell_index - 1 if exc.cell_index > params_index + 1 else exc.cell_index
+        cell_index = (
+            exc.cell_index - 1 if exc.cell_index > params_index + 1 else exc.cell_index
+        )
         error = (
             f"chapter {name} failed in cell {cell_index} (first line: {_first_line(exc.source)!r}): "
             f"{exc.ename}: {exc.evalue}; the executed notebook with the traceback is {output_path}"
@@ -194,7 +212,8 @@ def execute_chapter(
     if output_path.is_file():  # record the outcome in the executed copy, for staging
         executed = nbformat.read(str(output_path), as_version=4)
         executed.metadata.setdefault("annotated_transformer", {}).update(
-            {"status": status, "wall_time_s": round(wall, 2)})
+            {"status": status, "wall_time_s": round(wall, 2)}
+        )
         nbformat.write(executed, str(output_path))
     return ChapterRun(name, source, output_path, status, wall, error, cell_index)
 
@@ -212,15 +231,22 @@ class BookRun:
 
     @property
     def ok(self) -> bool:
-        return all(c.status == "ok" for c in self.chapters) and (self.site is None or self.site.ok)
+        return all(c.status == "ok" for c in self.chapters) and (
+            self.site is None or self.site.ok
+        )
 
 
 def _execution_order(chapters: Sequence[Path]) -> list[Path]:
     return sorted(chapters, key=lambda c: (c.stem in SUMMARY_CHAPTERS, c.stem))
 
 
-def _write_book_record(profile: str, runs: Sequence[ChapterRun], device: str, results_dir: Path,
-                       wall_time_s: float) -> Path:
+def _write_book_record(
+    profile: str,
+    runs: Sequence[ChapterRun],
+    device: str,
+    results_dir: Path,
+    wall_time_s: float,
+) -> Path:
     """Merge this run's chapters into results/<profile>/book_run.json (others keep their entry)."""
     old = results.read_result("book_run", profile, results_dir)
     chapters = dict((old or {}).get("metrics", {}).get("chapters", {}))
@@ -233,8 +259,14 @@ def _write_book_record(profile: str, runs: Sequence[ChapterRun], device: str, re
         "ok": all(c.get("status") == "ok" for c in chapters.values()),
         "profile": get_profile(profile).to_dict(),
     }
-    return results.write_result("book_run", metrics, profile=profile, device=device,
-                                wall_time_s=round(wall_time_s, 2), root=results_dir)
+    return results.write_result(
+        "book_run",
+        metrics,
+        profile=profile,
+        device=device,
+        wall_time_s=round(wall_time_s, 2),
+        root=results_dir,
+    )
 
 
 def run_book(
@@ -265,17 +297,28 @@ def run_book(
     get_profile(profile)  # unknown profiles fail before any work
     root = book_root(root)
     output_dir = Path(output_dir) if output_dir else root / "_build"
-    results_dir = Path(results_dir) if results_dir else (
-        Path(os.environ[results.RESULTS_ENV]) if os.environ.get(results.RESULTS_ENV) else root / "results")
+    results_dir = (
+        Path(results_dir)
+        if results_dir
+        else (
+            Path(os.environ[results.RESULTS_ENV])
+            if os.environ.get(results.RESULTS_ENV)
+            else root / "results"
+        )
+    )
     executed_dir = output_dir / "executed" / profile
     all_chapters = discover_chapters(root)
     selected = _execution_order(select_chapters(all_chapters, chapters))
     if not selected:
-        raise FileNotFoundError(f"no chapters found under {root / 'book'} (expected {CHAPTER_GLOB})")
+        raise FileNotFoundError(
+            f"no chapters found under {root / 'book'} (expected {CHAPTER_GLOB})"
+        )
     resolved_device = resolve_device(device)
 
-    log(f"book: profile {profile}, device {device} ({resolved_device}), {len(selected)} chapter(s), "
-        f"executed notebooks in {_shown(executed_dir)}")
+    log(
+        f"book: profile {profile}, device {device} ({resolved_device}), {len(selected)} chapter(s), "
+        f"executed notebooks in {_shown(executed_dir)}"
+    )
     runs: list[ChapterRun] = []
     start = time.perf_counter()
     jupyter_dir = output_dir / "jupyter"
@@ -285,19 +328,29 @@ def run_book(
         for number, source in enumerate(selected, 1):
             prefix = f"[{number}/{len(selected)}] {source.stem}"
             log(f"{prefix} ...")
-            run = execute_chapter(source, executed_dir / "book" / f"{source.stem}.ipynb", profile=profile,
-                                  device=device, parameters=parameters, kernel_name=kernel)
+            run = execute_chapter(
+                source,
+                executed_dir / "book" / f"{source.stem}.ipynb",
+                profile=profile,
+                device=device,
+                parameters=parameters,
+                kernel_name=kernel,
+            )
             runs.append(run)
             log(f"{prefix} {run.status} in {run.wall_time_s:.1f} s")
             if run.error:
                 log(f"    {run.error}")
             # Written after every chapter so the introduction (run last) sees this run's times.
-            record = _write_book_record(profile, runs, resolved_device, results_dir, time.perf_counter() - start)
+            record = _write_book_record(
+                profile, runs, resolved_device, results_dir, time.perf_counter() - start
+            )
 
     book = BookRun(profile, sorted(runs, key=lambda r: r.chapter), executed_dir, record)
     failed = [r for r in runs if r.status != "ok"]
-    log(f"book: {len(runs) - len(failed)} of {len(runs)} chapter(s) ran in {time.perf_counter() - start:.1f} s; "
-        f"record in {_shown(record)}")
+    log(
+        f"book: {len(runs) - len(failed)} of {len(runs)} chapter(s) ran in {time.perf_counter() - start:.1f} s; "
+        f"record in {_shown(record)}"
+    )
     if failed:
         log("book: not building the site, because these chapters failed:")
         for r in failed:
@@ -305,10 +358,10 @@ def run_book(
         return book
     if build:
         stage_site(executed_dir, root=root, log=log, notes=book.notes)
-        for note in live_page.stage_for_site(executed_dir, profile, root):  # chapter 08's model and runtime
+        for note in live_page.stage_for_site(
+            executed_dir, profile, root
+        ):  # chapter 08's model and runtime
             log(f"site: {note}")
             book.notes.append(note)
         book.site = build_site(executed_dir, output_dir / "html", log=log)
     return book
-
-

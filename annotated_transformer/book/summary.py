@@ -4,6 +4,7 @@ Every cell is read from a results file (`results.read_result`) or says that the 
 no measured number is ever typed in; the paper's side is quoted from `paper.py`. A chapter that wants
 a row here writes the file and key that its `Claim` names.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,33 +49,98 @@ def _flops(value: float) -> str:
 _BASE = paper.table2_row("Transformer (base)")
 
 CLAIMS: tuple[Claim, ...] = (
-    Claim("Parameters, base model (millions)", f"{paper.TABLE3['base'].params_m}", "model", "params_m.base",
-          "02_model", "{:.1f}"),
-    Claim("Parameters, big model (millions)", f"{paper.TABLE3['big'].params_m}", "model", "params_m.big",
-          "02_model", "{:.1f}"),
-    Claim("Sequence length below which self-attention is cheaper than a recurrent layer (d = 512)",
-          "n < d", "why_self_attention", "crossover_n", "03_why_self_attention", "{:.0f}"),
+    Claim(
+        "Parameters, base model (millions)",
+        f"{paper.TABLE3['base'].params_m}",
+        "model",
+        "params_m.base",
+        "02_model",
+        "{:.1f}",
+    ),
+    Claim(
+        "Parameters, big model (millions)",
+        f"{paper.TABLE3['big'].params_m}",
+        "model",
+        "params_m.big",
+        "02_model",
+        "{:.1f}",
+    ),
+    Claim(
+        "Sequence length below which self-attention is cheaper than a recurrent layer (d = 512)",
+        "n < d",
+        "why_self_attention",
+        "crossover_n",
+        "03_why_self_attention",
+        "{:.0f}",
+    ),
     # Ours is the profile's model and batch on the profile's hardware: a throughput check, not a reproduction.
-    Claim("Training step time, seconds per step (the paper: base model; ours: the profile's model and batch)",
-          f"{paper.TRAINING['base'].step_time_s} (base, {paper.TRAINING_HARDWARE})",
-          "training", "step_time_s", "04_training", "{:.3f}"),
-    Claim("EN-DE BLEU, base, tokenized", f"{_BASE.bleu_en_de} (newstest2014)", "translation", "bleu_tokenized",
-          "05_translation_results", "{:.1f}"),
-    Claim("EN-DE sacreBLEU, base", "not reported", "translation", "sacrebleu", "05_translation_results", "{:.1f}"),
-    Claim("Training cost, base (FLOPs)", _flops(_BASE.flops_en_de), "translation", "training_flops",
-          "05_translation_results", "{:.2g}"),
+    Claim(
+        "Training step time, seconds per step (the paper: base model; ours: the profile's model and batch)",
+        f"{paper.TRAINING['base'].step_time_s} (base, {paper.TRAINING_HARDWARE})",
+        "training",
+        "step_time_s",
+        "04_training",
+        "{:.3f}",
+    ),
+    Claim(
+        "EN-DE BLEU, base, tokenized",
+        f"{_BASE.bleu_en_de} (newstest2014)",
+        "translation",
+        "bleu_tokenized",
+        "05_translation_results",
+        "{:.1f}",
+    ),
+    Claim(
+        "EN-DE sacreBLEU, base",
+        "not reported",
+        "translation",
+        "sacrebleu",
+        "05_translation_results",
+        "{:.1f}",
+    ),
+    Claim(
+        "Training cost, base (FLOPs)",
+        _flops(_BASE.flops_en_de),
+        "translation",
+        "training_flops",
+        "05_translation_results",
+        "{:.2g}",
+    ),
     # Not a claim of the paper: the small-data check every profile can afford (`train --profile cpu|gpu`).
-    Claim("Multi30k EN-DE test2016 sacreBLEU (the profile's train recipe)", "not in the paper",
-          "translation_multi30k_en_de", "sacrebleu", "05_translation_results", "{:.2f}"),
-    Claim("Dev perplexity per subword, base (Table 3)", f"{paper.TABLE3['base'].ppl}", "model_variations",
-          "rows.base.ppl", "06_model_variations", "{:.2f}"),
-    Claim("Dev BLEU of one head (row A1) minus base", f"{paper.TABLE3['A1'].bleu - paper.TABLE3['base'].bleu:+.1f}",
-          "model_variations", "rows.A1.bleu_minus_base", "06_model_variations", "{:+.1f}"),
+    Claim(
+        "Multi30k EN-DE test2016 sacreBLEU (the profile's train recipe)",
+        "not in the paper",
+        "translation_multi30k_en_de",
+        "sacrebleu",
+        "05_translation_results",
+        "{:.2f}",
+    ),
+    Claim(
+        "Dev perplexity per subword, base (Table 3)",
+        f"{paper.TABLE3['base'].ppl}",
+        "model_variations",
+        "rows.base.ppl",
+        "06_model_variations",
+        "{:.2f}",
+    ),
+    Claim(
+        "Dev BLEU of one head (row A1) minus base",
+        f"{paper.TABLE3['A1'].bleu - paper.TABLE3['base'].bleu:+.1f}",
+        "model_variations",
+        "rows.A1.bleu_minus_base",
+        "06_model_variations",
+        "{:+.1f}",
+    ),
     # Ours is measured on the test files of the profile's treebank: NLTK's Penn Treebank sample (wsj_0180-0199)
     # unless chapter 07 is given the full WSJ; the paper's is WSJ section 23.
-    Claim("Constituency parsing F1, WSJ only (Table 4; ours on the Penn Treebank sample's test files)",
-          f"{paper.table4_row('Transformer (4 layers)', paper.WSJ_ONLY).f1}", "constituency_parsing", "f1",
-          "07_constituency_parsing", "{:.1f}"),
+    Claim(
+        "Constituency parsing F1, WSJ only (Table 4; ours on the Penn Treebank sample's test files)",
+        f"{paper.table4_row('Transformer (4 layers)', paper.WSJ_ONLY).f1}",
+        "constituency_parsing",
+        "f1",
+        "07_constituency_parsing",
+        "{:.1f}",
+    ),
 )
 
 
@@ -124,7 +190,9 @@ def summary_table(
             row[columns[prof]] = _format_claim(claim, cache[(claim.result, prof)])
         row["chapter"] = claim.chapter
         rows.append(row)
-    return pd.DataFrame(rows, columns=["claim", "in the paper", *columns.values(), "chapter"])
+    return pd.DataFrame(
+        rows, columns=["claim", "in the paper", *columns.values(), "chapter"]
+    )
 
 
 # The page shows a dash where the table says NOT_RUN: short cells keep the columns readable.
@@ -149,12 +217,20 @@ def dataset_of(record: dict) -> str:
     metrics = record.get("metrics") if isinstance(record.get("metrics"), dict) else {}
     if metrics.get("dataset"):
         return str(metrics["dataset"])
-    recipe = (record.get("config") or {}).get("recipe") if isinstance(record.get("config"), dict) else None
+    recipe = (
+        (record.get("config") or {}).get("recipe")
+        if isinstance(record.get("config"), dict)
+        else None
+    )
     if isinstance(recipe, dict) and recipe.get("corpus"):
-        return f"{recipe['corpus']} {recipe.get('src_lang', '')}-{recipe.get('tgt_lang', '')}".rstrip("-")
+        return f"{recipe['corpus']} {recipe.get('src_lang', '')}-{recipe.get('tgt_lang', '')}".rstrip(
+            "-"
+        )
     name = str(record.get("name", ""))
-    if name.startswith("translation_") and name.count("_") >= 3:  # translation_<corpus>_<src>_<tgt>
-        corpus, src, tgt = name[len("translation_"):].rsplit("_", 2)
+    if (
+        name.startswith("translation_") and name.count("_") >= 3
+    ):  # translation_<corpus>_<src>_<tgt>
+        corpus, src, tgt = name[len("translation_") :].rsplit("_", 2)
         return f"{corpus} {src}-{tgt}"
     return DATASET_OF.get(name, "")
 
@@ -163,11 +239,18 @@ def book_run_table(record: dict):
     """The chapters of a `book_run` results record: status, wall time, date and commit."""
     import pandas as pd  # deferred, as in `summary_table`
 
-    return pd.DataFrame([
-        {"chapter": name, "status": entry["status"], "wall time (s)": entry["wall_time_s"],
-         "date": entry["date"][:16].replace("T", " "), "commit": (entry.get("git_commit") or "")[:7]}
-        for name, entry in record["metrics"]["chapters"].items()
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "chapter": name,
+                "status": entry["status"],
+                "wall time (s)": entry["wall_time_s"],
+                "date": entry["date"][:16].replace("T", " "),
+                "commit": (entry.get("git_commit") or "")[:7],
+            }
+            for name, entry in record["metrics"]["chapters"].items()
+        ]
+    )
 
 
 def provenance_table(profiles: Iterable[str], root: str | os.PathLike | None = None):
@@ -178,13 +261,26 @@ def provenance_table(profiles: Iterable[str], root: str | os.PathLike | None = N
     for prof in profiles:
         for record in list_results(prof, root):
             prov = record.get("provenance") or {}
-            rows.append({
-                "profile": prof,
-                "result": record.get("name"),
-                "dataset": dataset_of(record),
-                "device": prov.get("device_name") or prov.get("device"),
-                "date": (prov.get("date") or "")[:10],
-                "commit": (prov.get("git_commit") or "")[:7],
-                "wall time (s)": record.get("wall_time_s"),
-            })
-    return pd.DataFrame(rows, columns=["profile", "result", "dataset", "device", "date", "commit", "wall time (s)"])
+            rows.append(
+                {
+                    "profile": prof,
+                    "result": record.get("name"),
+                    "dataset": dataset_of(record),
+                    "device": prov.get("device_name") or prov.get("device"),
+                    "date": (prov.get("date") or "")[:10],
+                    "commit": (prov.get("git_commit") or "")[:7],
+                    "wall time (s)": record.get("wall_time_s"),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "profile",
+            "result",
+            "dataset",
+            "device",
+            "date",
+            "commit",
+            "wall time (s)",
+        ],
+    )

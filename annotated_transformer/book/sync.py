@@ -1,4 +1,5 @@
 """Keeping each chapter's .ipynb twin in step with its .py source (one direction: the .py wins)."""
+
 from __future__ import annotations
 
 import os
@@ -8,7 +9,12 @@ from typing import Iterable
 from .chapters import discover_chapters
 from .site import REPOSITORY_LINE, repository_settings, set_repository_url
 
-def sync_notebooks(paths: Iterable[str | os.PathLike] | None = None, *, root: str | os.PathLike | None = None) -> list[Path]:
+
+def sync_notebooks(
+    paths: Iterable[str | os.PathLike] | None = None,
+    *,
+    root: str | os.PathLike | None = None,
+) -> list[Path]:
     """Write each chapter's .ipynb from its .py (the source of truth), without outputs.
 
     One direction only, unlike `jupytext --sync`, which trusts whichever file is newer. The
@@ -34,5 +40,3 @@ def sync_notebooks(paths: Iterable[str | os.PathLike] | None = None, *, root: st
         jupytext.write(nb, str(target), fmt="ipynb")
         written.append(target)
     return written
-
-

@@ -6,6 +6,7 @@ runner (`AT_BOOK_BUILD=1`) it emits a small div with the chart's spec inline, dr
 scripts the site serves from `_static/vendor/` (see `_static/at-charts.js`): the default output
 loads Vega from a CDN and draws nothing offline.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,6 +27,7 @@ EXPORT_FORMATS = ("html", "svg", "png")
 # ----------------------------------------------------------------------------------------------
 # Showing and exporting
 
+
 def in_book_build() -> bool:
     """True when the book runner executes this notebook (it sets AT_BOOK_BUILD=1)."""
     return os.environ.get(BOOK_BUILD_ENV, "") not in ("", "0")
@@ -44,10 +46,10 @@ def book_html(chart: alt.TopLevelMixin) -> str:
     spec = json.dumps(chart_spec(chart), separators=(",", ":")).replace("</", "<\\/")
     return (
         f'<div class="{CHART_CLASS}" id="{chart_id}" data-spec="{chart_id}-spec">'
-        '<noscript>This chart needs JavaScript.</noscript></div>\n'
+        "<noscript>This chart needs JavaScript.</noscript></div>\n"
         f'<script type="application/json" id="{chart_id}-spec">{spec}</script>\n'
         # Pages loaded after the scripts (or re-rendered) draw at once; others on DOMContentLoaded.
-        f'<script>window.atDrawCharts && window.atDrawCharts();</script>'
+        f"<script>window.atDrawCharts && window.atDrawCharts();</script>"
     )
 
 
@@ -67,7 +69,9 @@ def mimebundle(chart: alt.TopLevelMixin) -> dict:
 
 def show(chart: alt.TopLevelMixin) -> None:
     """Display `chart`: offline-ready HTML under the book runner, altair's renderer elsewhere."""
-    from IPython.display import display  # deferred: IPython is there in Jupyter, not in every script
+    from IPython.display import (
+        display,  # deferred: IPython is there in Jupyter, not in every script
+    )
 
     if in_book_build():
         display(mimebundle(chart), raw=True)
@@ -104,13 +108,16 @@ def export(
             elif fmt == "png":
                 chart.save(path, format="png", scale_factor=scale)
             else:
-                raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
+                raise ValueError(
+                    f"unknown export format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}"
+                )
             written[fmt] = path
     return written
 
 
 # ----------------------------------------------------------------------------------------------
 # Generic builders
+
 
 def _as_array(values: Any) -> np.ndarray:
     """numpy view of a list, array or (CPU or GPU, grad or not) torch tensor."""
@@ -141,7 +148,9 @@ def line_chart(
     """Lines of `y` against `x` in a long-format DataFrame, one line per value of `color`."""
     for column in (x, y, color):
         if column is not None and column not in df.columns:
-            raise KeyError(f"line_chart: no column {column!r} in the DataFrame (has {list(df.columns)})")
+            raise KeyError(
+                f"line_chart: no column {column!r} in the DataFrame (has {list(df.columns)})"
+            )
     encoding = dict(
         x=alt.X(x, type="quantitative", title=x_title or x, scale=_scale(log_x)),
         y=alt.Y(y, type="quantitative", title=y_title or y, scale=_scale(log_y)),
@@ -150,7 +159,9 @@ def line_chart(
     if color is not None:
         encoding["color"] = alt.Color(color, type="nominal", title=color, sort=None)
     chart = alt.Chart(df).mark_line(point=points).encode(**encoding)
-    return chart.properties(width=width, height=height, **({"title": title} if title else {}))
+    return chart.properties(
+        width=width, height=height, **({"title": title} if title else {})
+    )
 
 
 def bar_chart(
@@ -168,7 +179,9 @@ def bar_chart(
     """Bars of quantitative `y` for each category `x`, in the DataFrame's order."""
     for column in (x, y, color):
         if column is not None and column not in df.columns:
-            raise KeyError(f"bar_chart: no column {column!r} in the DataFrame (has {list(df.columns)})")
+            raise KeyError(
+                f"bar_chart: no column {column!r} in the DataFrame (has {list(df.columns)})"
+            )
     encoding = dict(
         x=alt.X(x, type="nominal", title=x_title or x, sort=None),
         y=alt.Y(y, type="quantitative", title=y_title or y),
@@ -177,7 +190,9 @@ def bar_chart(
     if color is not None:
         encoding["color"] = alt.Color(color, type="nominal", title=color, sort=None)
     chart = alt.Chart(df).mark_bar().encode(**encoding)
-    return chart.properties(width=width, height=height, **({"title": title} if title else {}))
+    return chart.properties(
+        width=width, height=height, **({"title": title} if title else {})
+    )
 
 
 def _label_axis(labels: Sequence[str] | None, n: int, max_ticks: int = 40) -> dict:
@@ -188,7 +203,10 @@ def _label_axis(labels: Sequence[str] | None, n: int, max_ticks: int = 40) -> di
     if len(labels) != n:
         raise ValueError(f"got {len(labels)} labels for an axis of length {n}")
     # Encoding the index keeps repeated tokens apart; labelExpr prints the token.
-    return dict(labelExpr=f"{json.dumps([str(s) for s in labels])}[datum.value]", labelAngle=-45 if n > 8 else 0)
+    return dict(
+        labelExpr=f"{json.dumps([str(s) for s in labels])}[datum.value]",
+        labelAngle=-45 if n > 8 else 0,
+    )
 
 
 def heatmap(
@@ -211,15 +229,27 @@ def heatmap(
     page against megabytes of inline data: slice the matrix first.
     """
     values = _as_array(matrix)
-    values = values.reshape(values.shape[-2:]) if values.ndim > 2 and all(s == 1 for s in values.shape[:-2]) else values
+    values = (
+        values.reshape(values.shape[-2:])
+        if values.ndim > 2 and all(s == 1 for s in values.shape[:-2])
+        else values
+    )
     if values.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {values.shape}")
     n_rows, n_cols = values.shape
     if n_rows * n_cols > max_cells:
-        raise ValueError(f"heatmap of {n_rows}x{n_cols} exceeds max_cells={max_cells}: slice the matrix "
-                         "(e.g. the first positions) or raise max_cells")
+        raise ValueError(
+            f"heatmap of {n_rows}x{n_cols} exceeds max_cells={max_cells}: slice the matrix "
+            "(e.g. the first positions) or raise max_cells"
+        )
     rows, cols = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")
-    df = pd.DataFrame({"row": rows.ravel(), "column": cols.ravel(), value_title: values.ravel().astype(float)})
+    df = pd.DataFrame(
+        {
+            "row": rows.ravel(),
+            "column": cols.ravel(),
+            value_title: values.ravel().astype(float),
+        }
+    )
     tooltip = ["row", "column", alt.Tooltip(value_title, format=".3g")]
     if x_labels is not None:
         df["x label"] = [str(x_labels[c]) for c in df["column"]]
@@ -229,17 +259,28 @@ def heatmap(
         tooltip.insert(2, "y label")
     size = cell or max(2, min(24, 480 // max(n_rows, n_cols)))
     color_scale = alt.Scale(scheme=scheme, **({"domain": list(domain)} if domain else {}))
-    chart = alt.Chart(df).mark_rect().encode(
-        x=alt.X("column:O", title=x_title, axis=alt.Axis(**_label_axis(x_labels, n_cols))),
-        y=alt.Y("row:O", title=y_title, axis=alt.Axis(**_label_axis(y_labels, n_rows))),
-        color=alt.Color(f"{value_title}:Q", title=value_title, scale=color_scale),
-        tooltip=tooltip,
+    chart = (
+        alt.Chart(df)
+        .mark_rect()
+        .encode(
+            x=alt.X(
+                "column:O", title=x_title, axis=alt.Axis(**_label_axis(x_labels, n_cols))
+            ),
+            y=alt.Y(
+                "row:O", title=y_title, axis=alt.Axis(**_label_axis(y_labels, n_rows))
+            ),
+            color=alt.Color(f"{value_title}:Q", title=value_title, scale=color_scale),
+            tooltip=tooltip,
+        )
     )
-    return chart.properties(width=size * n_cols, height=size * n_rows, **({"title": title} if title else {}))
+    return chart.properties(
+        width=size * n_cols, height=size * n_rows, **({"title": title} if title else {})
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Builders for the paper's pictures
+
 
 def schedule_chart(
     steps: Sequence[int],
@@ -254,8 +295,12 @@ def schedule_chart(
     for label, lrs in lrs_by_label.items():
         lrs = _as_array(lrs)
         if lrs.shape != steps.shape:
-            raise ValueError(f"schedule {label!r} has {lrs.shape[0]} values for {steps.shape[0]} steps")
-        frames.append(pd.DataFrame({"step": steps, "learning rate": lrs, "schedule": label}))
+            raise ValueError(
+                f"schedule {label!r} has {lrs.shape[0]} values for {steps.shape[0]} steps"
+            )
+        frames.append(
+            pd.DataFrame({"step": steps, "learning rate": lrs, "schedule": label})
+        )
     df = pd.concat(frames, ignore_index=True)
     return line_chart(df, "step", "learning rate", "schedule", title=title, log_y=log_y)
 
@@ -274,13 +319,29 @@ def label_smoothing_chart(
     """
     values = _as_array(distribution)
     if values.ndim == 1:
-        labels = [str(s) for s in token_labels] if token_labels is not None else [str(i) for i in range(len(values))]
+        labels = (
+            [str(s) for s in token_labels]
+            if token_labels is not None
+            else [str(i) for i in range(len(values))]
+        )
         if len(labels) != len(values):
-            raise ValueError(f"got {len(labels)} token labels for {len(values)} probabilities")
+            raise ValueError(
+                f"got {len(labels)} token labels for {len(values)} probabilities"
+            )
         df = pd.DataFrame({"token": labels, "probability": values.astype(float)})
-        return bar_chart(df, "token", "probability", title=title, x_title="target vocabulary")
-    return heatmap(values, x_labels=token_labels, y_labels=row_labels, title=title,
-                   x_title="vocabulary", y_title="target", value_title="probability", scheme="blues")
+        return bar_chart(
+            df, "token", "probability", title=title, x_title="target vocabulary"
+        )
+    return heatmap(
+        values,
+        x_labels=token_labels,
+        y_labels=row_labels,
+        title=title,
+        x_title="vocabulary",
+        y_title="target",
+        value_title="probability",
+        scheme="blues",
+    )
 
 
 def positional_encoding_chart(
@@ -296,20 +357,38 @@ def positional_encoding_chart(
     while values.ndim > 2 and values.shape[0] == 1:  # (1, max_len, d_model) buffers
         values = values[0]
     if values.ndim != 2:
-        raise ValueError(f"positional encodings must be (positions, d_model), got shape {values.shape}")
+        raise ValueError(
+            f"positional encodings must be (positions, d_model), got shape {values.shape}"
+        )
     values = values[:max_positions]
     bad = [d for d in dims if not 0 <= d < values.shape[1]]
     if bad:
         raise ValueError(f"dimensions {bad} are outside d_model={values.shape[1]}")
-    grid = heatmap(values[:, :max_dims].T, title="Positional encoding: dimension by position",
-                   x_title="position", y_title="dimension", value_title="PE", scheme="redblue",
-                   domain=(-1.0, 1.0), cell=max(3, 560 // values.shape[0]))
-    curves = pd.DataFrame([
-        {"position": pos, "PE": float(values[pos, d]), "dimension": f"dim {d}"}
-        for d in dims for pos in range(values.shape[0])
-    ])
-    lines = line_chart(curves, "position", "PE", "dimension", title="A few dimensions along the positions",
-                       height=200)
+    grid = heatmap(
+        values[:, :max_dims].T,
+        title="Positional encoding: dimension by position",
+        x_title="position",
+        y_title="dimension",
+        value_title="PE",
+        scheme="redblue",
+        domain=(-1.0, 1.0),
+        cell=max(3, 560 // values.shape[0]),
+    )
+    curves = pd.DataFrame(
+        [
+            {"position": pos, "PE": float(values[pos, d]), "dimension": f"dim {d}"}
+            for d in dims
+            for pos in range(values.shape[0])
+        ]
+    )
+    lines = line_chart(
+        curves,
+        "position",
+        "PE",
+        "dimension",
+        title="A few dimensions along the positions",
+        height=200,
+    )
     return alt.vconcat(grid, lines).resolve_scale(color="independent")
 
 
@@ -331,18 +410,42 @@ def mask_chart(
     while values.ndim > 2 and values.shape[0] == 1:
         values = values[0]
     if values.ndim != 2:
-        raise ValueError(f"mask_chart needs a 2-D mask (queries, keys), got shape {values.shape}")
+        raise ValueError(
+            f"mask_chart needs a 2-D mask (queries, keys), got shape {values.shape}"
+        )
     n_rows, n_cols = values.shape
     rows, cols = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")
-    df = pd.DataFrame({"query": rows.ravel(), "key": cols.ravel(),
-                       "state": np.where(values.astype(bool).ravel(), true_label, false_label)})
+    df = pd.DataFrame(
+        {
+            "query": rows.ravel(),
+            "key": cols.ravel(),
+            "state": np.where(values.astype(bool).ravel(), true_label, false_label),
+        }
+    )
     size = max(4, min(28, 420 // max(n_rows, n_cols)))
-    chart = alt.Chart(df).mark_rect(stroke="white", strokeWidth=0.5 if size > 8 else 0).encode(
-        x=alt.X("key:O", title="key position", axis=alt.Axis(orient="top", **_label_axis(x_labels, n_cols))),
-        y=alt.Y("query:O", title="query position", axis=alt.Axis(**_label_axis(y_labels, n_rows))),
-        color=alt.Color("state:N", title=None,
-                        scale=alt.Scale(domain=[true_label, false_label], range=["#3b6ea8", "#e8e8e8"])),
-        tooltip=["query", "key", "state"],
+    chart = (
+        alt.Chart(df)
+        .mark_rect(stroke="white", strokeWidth=0.5 if size > 8 else 0)
+        .encode(
+            x=alt.X(
+                "key:O",
+                title="key position",
+                axis=alt.Axis(orient="top", **_label_axis(x_labels, n_cols)),
+            ),
+            y=alt.Y(
+                "query:O",
+                title="query position",
+                axis=alt.Axis(**_label_axis(y_labels, n_rows)),
+            ),
+            color=alt.Color(
+                "state:N",
+                title=None,
+                scale=alt.Scale(
+                    domain=[true_label, false_label], range=["#3b6ea8", "#e8e8e8"]
+                ),
+            ),
+            tooltip=["query", "key", "state"],
+        )
     )
     return chart.properties(width=size * n_cols, height=size * n_rows, title=title)
 
@@ -405,20 +508,31 @@ def tighten(chart: alt.Chart) -> alt.Chart:
         if scale is alt.Undefined or scale["type"] != "log":
             continue
         encoding["scale"] = alt.Scale(type="log", nice=False)
-        field = encoding["field"] if encoding["field"] is not alt.Undefined else encoding["shorthand"]
-        values = sorted(chart.data[field.split(":")[0]].unique()) if channel == "x" else []
+        field = (
+            encoding["field"]
+            if encoding["field"] is not alt.Undefined
+            else encoding["shorthand"]
+        )
+        values = (
+            sorted(chart.data[field.split(":")[0]].unique()) if channel == "x" else []
+        )
         if 1 < len(values) <= 12:
             encoding["axis"] = alt.Axis(values=[float(v) for v in values])
     return chart
 
 
-def legend_below(chart: alt.TopLevelMixin, columns: int | None = None) -> alt.TopLevelMixin:
+def legend_below(
+    chart: alt.TopLevelMixin, columns: int | None = None
+) -> alt.TopLevelMixin:
     """Put the legend under the chart, where it does not eat the page's width."""
-    return chart.configure_legend(orient="bottom", **({"columns": columns} if columns else {}))
+    return chart.configure_legend(
+        orient="bottom", **({"columns": columns} if columns else {})
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Charts of the introduction and of chapter 02
+
 
 def cost_quality_chart(
     table2: pd.DataFrame,
@@ -433,26 +547,50 @@ def cost_quality_chart(
     `table2` has the columns `system`, `family` ("Transformer" or "earlier systems"), `ensemble`,
     `cost` and `quality`; `label_sides` moves a crowded label "left" or "below" (default right).
     """
-    data = table2.assign(side=table2["system"].map(dict(label_sides or {})).fillna("right"))
+    data = table2.assign(
+        side=table2["system"].map(dict(label_sides or {})).fillna("right")
+    )
     low, high = data[cost].min(), data[cost].max()
     domain = [10 ** np.floor(np.log10(low)), 10 ** np.ceil(np.log10(high))]
-    ticks = [float(10**e) for e in range(int(np.log10(domain[0])), int(np.log10(domain[1])) + 1)]
+    ticks = [
+        float(10**e)
+        for e in range(int(np.log10(domain[0])), int(np.log10(domain[1])) + 1)
+    ]
     base = alt.Chart(data).encode(
-        x=alt.X(f"{cost}:Q", title="training cost (FLOPs, log scale)",
-                scale=alt.Scale(type="log", domain=domain), axis=alt.Axis(values=ticks, format=".0e")),
+        x=alt.X(
+            f"{cost}:Q",
+            title="training cost (FLOPs, log scale)",
+            scale=alt.Scale(type="log", domain=domain),
+            axis=alt.Axis(values=ticks, format=".0e"),
+        ),
         y=alt.Y(f"{quality}:Q", scale=alt.Scale(zero=False), title="BLEU"),
     )
     points = base.mark_point(filled=True, size=90).encode(
-        color=alt.Color("family:N", title=None, scale=alt.Scale(
-            domain=["earlier systems", "Transformer"], range=["#8a96a3", "#c0392b"])),
+        color=alt.Color(
+            "family:N",
+            title=None,
+            scale=alt.Scale(
+                domain=["earlier systems", "Transformer"], range=["#8a96a3", "#c0392b"]
+            ),
+        ),
         shape=alt.Shape("ensemble:N", title="ensemble"),
-        tooltip=["system", alt.Tooltip(f"{quality}:Q", title="BLEU"),
-                 alt.Tooltip(f"{cost}:Q", format=".2g", title="FLOPs")],
+        tooltip=[
+            "system",
+            alt.Tooltip(f"{quality}:Q", title="BLEU"),
+            alt.Tooltip(f"{cost}:Q", format=".2g", title="FLOPs"),
+        ],
     )
-    placements = {"right": {"align": "left", "dx": 8}, "left": {"align": "right", "dx": -8},
-                  "below": {"align": "center", "dy": 14}}
-    labels = [base.mark_text(fontSize=11, **placement).encode(text="system")
-              .transform_filter(f"datum.side == '{side}'") for side, placement in placements.items()]
+    placements = {
+        "right": {"align": "left", "dx": 8},
+        "left": {"align": "right", "dx": -8},
+        "below": {"align": "center", "dy": 14},
+    }
+    labels = [
+        base.mark_text(fontSize=11, **placement)
+        .encode(text="system")
+        .transform_filter(f"datum.side == '{side}'")
+        for side, placement in placements.items()
+    ]
     return alt.layer(points, *labels).properties(width=520, height=320, title=title)
 
 
@@ -472,30 +610,53 @@ def block_diagram(
     side, label, parameters; `frames` has x, x2, y, y2, tx and text (a "x N" label at (tx, y2));
     `arrow` has x, y and order, and ends in a triangle. `colors` maps each kind to its fill.
     """
-    x_domain = [min(boxes.x.min(), frames.x.min(), frames.tx.min()) - 0.3,
-                max(boxes.x2.max(), frames.x2.max(), frames.tx.max()) + 0.3]
-    y_domain = [min(boxes.y.min(), frames.y.min()) - 0.3, max(boxes.y2.max(), frames.y2.max()) + 0.3]
+    x_domain = [
+        min(boxes.x.min(), frames.x.min(), frames.tx.min()) - 0.3,
+        max(boxes.x2.max(), frames.x2.max(), frames.tx.max()) + 0.3,
+    ]
+    y_domain = [
+        min(boxes.y.min(), frames.y.min()) - 0.3,
+        max(boxes.y2.max(), frames.y2.max()) + 0.3,
+    ]
     X = alt.X("x:Q", axis=None, scale=alt.Scale(domain=x_domain))
     Y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=y_domain))
     tooltip = [c for c in ("side", "label") if c in boxes.columns]
     if "parameters" in boxes.columns:
         tooltip.append(alt.Tooltip("parameters:Q", format=","))
     chart = alt.layer(
-        alt.Chart(frames).mark_rect(fillOpacity=0, stroke="#888", strokeDash=[4, 3]).encode(
-            X, x2="x2", y=Y, y2="y2"),
-        alt.Chart(frames).mark_text(fontSize=13, fontWeight="bold").encode(
-            x=alt.X("tx:Q", axis=None), y=alt.Y("y2:Q", axis=None), text="text"),
-        alt.Chart(boxes).mark_rect(cornerRadius=4, opacity=0.85).encode(
-            X, x2="x2", y=Y, y2="y2", tooltip=tooltip,
-            color=alt.Color("kind:N", title="module", scale=alt.Scale(
-                domain=list(colors), range=list(colors.values())))),
-        alt.Chart(boxes).mark_text(fontSize=10, lineBreak="\n").encode(
-            x=alt.X("cx:Q", axis=None), y=alt.Y("cy:Q", axis=None), text="text"),
-        alt.Chart(arrow).mark_line(color="#555", strokeWidth=1.5).encode(X, Y, order="order:Q"),
-        alt.Chart(arrow.tail(1)).mark_point(shape="triangle-right", filled=True, color="#555",
-                                            size=60).encode(X, Y),
+        alt.Chart(frames)
+        .mark_rect(fillOpacity=0, stroke="#888", strokeDash=[4, 3])
+        .encode(X, x2="x2", y=Y, y2="y2"),
+        alt.Chart(frames)
+        .mark_text(fontSize=13, fontWeight="bold")
+        .encode(x=alt.X("tx:Q", axis=None), y=alt.Y("y2:Q", axis=None), text="text"),
+        alt.Chart(boxes)
+        .mark_rect(cornerRadius=4, opacity=0.85)
+        .encode(
+            X,
+            x2="x2",
+            y=Y,
+            y2="y2",
+            tooltip=tooltip,
+            color=alt.Color(
+                "kind:N",
+                title="module",
+                scale=alt.Scale(domain=list(colors), range=list(colors.values())),
+            ),
+        ),
+        alt.Chart(boxes)
+        .mark_text(fontSize=10, lineBreak="\n")
+        .encode(x=alt.X("cx:Q", axis=None), y=alt.Y("cy:Q", axis=None), text="text"),
+        alt.Chart(arrow)
+        .mark_line(color="#555", strokeWidth=1.5)
+        .encode(X, Y, order="order:Q"),
+        alt.Chart(arrow.tail(1))
+        .mark_point(shape="triangle-right", filled=True, color="#555", size=60)
+        .encode(X, Y),
     )
-    return chart.properties(width=width, height=height, title=title).configure_view(stroke=None)
+    return chart.properties(width=width, height=height, title=title).configure_view(
+        stroke=None
+    )
 
 
 def histogram(
@@ -521,49 +682,85 @@ def histogram(
     for name, part in groups:
         counts, _ = np.histogram(part[value].to_numpy(dtype=float), bins=edges)
         for left, right, count in zip(edges[:-1], edges[1:], counts):
-            rows.append({"start": left, "end": right, "share": count / max(len(part), 1), "zero": 0.0,
-                         **({color: name} if color else {})})
+            rows.append(
+                {
+                    "start": left,
+                    "end": right,
+                    "share": count / max(len(part), 1),
+                    "zero": 0.0,
+                    **({color: name} if color else {}),
+                }
+            )
     binned = pd.DataFrame(rows)
     encoding = {
-        "x": alt.X("start:Q", title=x_title or value), "x2": "end:Q",
-        "y": alt.Y("share:Q", stack=None, title="share of sentences", axis=alt.Axis(format="%")),
+        "x": alt.X("start:Q", title=x_title or value),
+        "x2": "end:Q",
+        "y": alt.Y(
+            "share:Q", stack=None, title="share of sentences", axis=alt.Axis(format="%")
+        ),
         "y2": "zero:Q",
-        "tooltip": [*([color] if color else []), alt.Tooltip("start:Q", format=".0f"),
-                    alt.Tooltip("end:Q", format=".0f"), alt.Tooltip("share:Q", format=".1%")],
+        "tooltip": [
+            *([color] if color else []),
+            alt.Tooltip("start:Q", format=".0f"),
+            alt.Tooltip("end:Q", format=".0f"),
+            alt.Tooltip("share:Q", format=".1%"),
+        ],
     }
     if color:
-        encoding["color"] = alt.Color(f"{color}:N", title=None, sort=None,
-                                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=0))
+        encoding["color"] = alt.Color(
+            f"{color}:N",
+            title=None,
+            sort=None,
+            legend=alt.Legend(orient="bottom", columns=2, labelLimit=0),
+        )
     layers = [alt.Chart(binned).mark_bar(opacity=0.55, binSpacing=0).encode(**encoding)]
     if rule_at is not None:
         rule = pd.DataFrame([{"at": rule_at, "what": rule_label or f"{rule_at:g}"}])
-        layers.append(alt.Chart(rule).mark_rule(color="#444", strokeDash=[4, 3]).encode(
-            x="at:Q", tooltip=["what"]))
-        layers.append(alt.Chart(rule).mark_text(align="right", dx=-4, dy=10, color="#444",
-                                                fontSize=10).encode(x="at:Q", y=alt.value(0),
-                                                                    text="what"))
-    return alt.layer(*layers).properties(width=width, height=height,
-                                         **({"title": title} if title else {}))
+        layers.append(
+            alt.Chart(rule)
+            .mark_rule(color="#444", strokeDash=[4, 3])
+            .encode(x="at:Q", tooltip=["what"])
+        )
+        layers.append(
+            alt.Chart(rule)
+            .mark_text(align="right", dx=-4, dy=10, color="#444", fontSize=10)
+            .encode(x="at:Q", y=alt.value(0), text="what")
+        )
+    return alt.layer(*layers).properties(
+        width=width, height=height, **({"title": title} if title else {})
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Tables of the profiles and of a chapter's sizes
+
 
 def profiles_table(profiles: Iterable[Any]) -> pd.DataFrame:
     """One row per profile (`profiles.Profile`): corpus, model shape, batch, length, book budget."""
     rows = []
     for p in profiles:
         c = p.model_config()
-        limits = [f"{p.max_steps:,} steps" if p.max_steps else "",
-                  f"{p.max_epochs} epochs" if p.max_epochs else "",
-                  f"{p.time_budget_minutes:g} min" if p.time_budget_minutes else ""]
-        rows.append({
-            "profile": p.name, "corpus": f"{p.corpus} {p.src_lang}-{p.tgt_lang}",
-            "layers": f"{c.n_layers}+{c.n_layers}", "d_model": c.d_model, "heads": c.n_heads,
-            "d_ff": c.d_ff, "BPE": p.vocab_size, "tokens per step": p.batch_tokens * p.accumulation,
-            "training": " or ".join(limit for limit in limits if limit), "beam": p.beam_size,
-            "Table 3 rows": len(p.book.table3_rows), "book budget (h)": round(p.book.minutes / 60, 2),
-        })
+        limits = [
+            f"{p.max_steps:,} steps" if p.max_steps else "",
+            f"{p.max_epochs} epochs" if p.max_epochs else "",
+            f"{p.time_budget_minutes:g} min" if p.time_budget_minutes else "",
+        ]
+        rows.append(
+            {
+                "profile": p.name,
+                "corpus": f"{p.corpus} {p.src_lang}-{p.tgt_lang}",
+                "layers": f"{c.n_layers}+{c.n_layers}",
+                "d_model": c.d_model,
+                "heads": c.n_heads,
+                "d_ff": c.d_ff,
+                "BPE": p.vocab_size,
+                "tokens per step": p.batch_tokens * p.accumulation,
+                "training": " or ".join(limit for limit in limits if limit),
+                "beam": p.beam_size,
+                "Table 3 rows": len(p.book.table3_rows),
+                "book budget (h)": round(p.book.minutes / 60, 2),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -581,8 +778,20 @@ def sizes_table(chapter: str, profile: str) -> pd.DataFrame:
             return "; ".join(f"{k} {cell(v)}" for k, v in value.items())
         if isinstance(value, (tuple, list)):
             return ", ".join(str(v) for v in value)
-        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+        return (
+            f"{value:,}"
+            if isinstance(value, int) and not isinstance(value, bool)
+            else str(value)
+        )
 
-    rows = [{"knob": knob, **{(f"{p} (this run)" if p == profile else p): cell(sizes[p].get(knob, ""))
-                              for p in names}} for knob in knobs]
+    rows = [
+        {
+            "knob": knob,
+            **{
+                (f"{p} (this run)" if p == profile else p): cell(sizes[p].get(knob, ""))
+                for p in names
+            },
+        }
+        for knob in knobs
+    ]
     return pd.DataFrame(rows)

@@ -3,6 +3,7 @@
 `--minutes -1` would otherwise train nothing and write a results file with BLEU 0; `--beam 0`
 would quietly decode greedily. A number that cannot be meant is an error naming the flag.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,9 @@ def _number(text: str, kind: type):
     try:
         value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a {'whole number' if kind is int else 'number'}: {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"not a {'whole number' if kind is int else 'number'}: {text!r}"
+        ) from None
     if kind is float and value != value:  # NaN compares unequal to itself
         raise argparse.ArgumentTypeError(f"not a number: {text!r}")
     return value

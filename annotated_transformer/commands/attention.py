@@ -1,13 +1,19 @@
 """`python -m annotated_transformer attention`: the paper's Figures 3-5 or the explorer for any sentence,
 exported offline as HTML (Vega inlined), SVG or PNG."""
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ..experiments.attention_figures import FIGURES, KINDS, build_figure, sentence_attention
-from ..training.checkpoint import model_from_checkpoint
 from ..book.viz import EXPORT_FORMATS, export
+from ..experiments.attention_figures import (
+    FIGURES,
+    KINDS,
+    build_figure,
+    sentence_attention,
+)
+from ..training.checkpoint import model_from_checkpoint
 from .arguments import positive_int
 
 
@@ -21,24 +27,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  python -m annotated_transformer attention --checkpoint runs/cpu/averaged.pt \\\n"
         "      --sentence 'Two dogs run.' --figure 5 --layer 2 --heads 1 4 --out fig5.png"
     )
-    parser.add_argument("--checkpoint", required=True, help="a .pt file written by `train` or `average`")
-    parser.add_argument("--sentence", required=True, help="the English sentence to encode")
-    parser.add_argument("--figure", required=True, choices=FIGURES, help="3, 4, 5 or explorer")
+    parser.add_argument(
+        "--checkpoint", required=True, help="a .pt file written by `train` or `average`"
+    )
+    parser.add_argument(
+        "--sentence", required=True, help="the English sentence to encode"
+    )
+    parser.add_argument(
+        "--figure", required=True, choices=FIGURES, help="3, 4, 5 or explorer"
+    )
     parser.add_argument("--word", default=None, help="the query word of figures 3 and 4")
-    parser.add_argument("--layer", type=positive_int, default=None, help="layer to draw (default: the last)")
-    parser.add_argument("--heads", type=positive_int, nargs="+", default=None,
-                        help="heads to draw: any for figure 3, two for figures 4 and 5")
-    parser.add_argument("--kind", choices=KINDS, default="encoder", help="attention drawn by figures 3-5")
-    parser.add_argument("--translation", default=None,
-                        help="German the decoder reads (default: the model's own greedy translation)")
+    parser.add_argument(
+        "--layer",
+        type=positive_int,
+        default=None,
+        help="layer to draw (default: the last)",
+    )
+    parser.add_argument(
+        "--heads",
+        type=positive_int,
+        nargs="+",
+        default=None,
+        help="heads to draw: any for figure 3, two for figures 4 and 5",
+    )
+    parser.add_argument(
+        "--kind", choices=KINDS, default="encoder", help="attention drawn by figures 3-5"
+    )
+    parser.add_argument(
+        "--translation",
+        default=None,
+        help="German the decoder reads (default: the model's own greedy translation)",
+    )
     parser.add_argument("--out", required=True, help="file to write: .html, .svg or .png")
 
 
 def output_format(path: Path) -> str:
     fmt = path.suffix.lstrip(".").lower()
     if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"--out {path}: unknown format {path.suffix or '(none)'!r}; "
-                         f"end the name in {', '.join('.' + f for f in EXPORT_FORMATS)}")
+        raise ValueError(
+            f"--out {path}: unknown format {path.suffix or '(none)'!r}; "
+            f"end the name in {', '.join('.' + f for f in EXPORT_FORMATS)}"
+        )
     if not path.parent.is_dir():
         raise FileNotFoundError(f"--out {path}: the folder {path.parent} does not exist")
     return fmt
@@ -49,9 +78,18 @@ def run(args: argparse.Namespace) -> int:
     fmt = output_format(out)
     model, tokenizer = model_from_checkpoint(args.checkpoint, "cpu")
     data = sentence_attention(model, tokenizer, args.sentence, args.translation)
-    chart = build_figure(data, args.figure, word=args.word, layer=args.layer, heads=args.heads, kind=args.kind)
+    chart = build_figure(
+        data,
+        args.figure,
+        word=args.word,
+        layer=args.layer,
+        heads=args.heads,
+        kind=args.kind,
+    )
     written = export(chart, out.with_suffix(""), formats=[fmt])[fmt]
-    if written != out:  # export names the file <stem>.<format>; keep the name the user gave
+    if (
+        written != out
+    ):  # export names the file <stem>.<format>; keep the name the user gave
         written.replace(out)
     print(f"wrote {out} ({out.stat().st_size:,} bytes)")
     return 0

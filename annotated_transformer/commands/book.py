@@ -1,5 +1,6 @@
 """`python -m annotated_transformer book`: execute the chapters and build the site, or `--sync` the
 notebooks from their sources."""
+
 from __future__ import annotations
 
 import ast
@@ -10,6 +11,7 @@ from ..book.chapters import _print, _shown, discover_chapters, select_chapters
 from ..book.runner import run_book
 from ..book.sync import sync_notebooks
 from ..profiles import PROFILE_NAMES
+
 
 def _parse_param(text: str) -> tuple[str, Any]:
     if "=" not in text:
@@ -23,30 +25,68 @@ def _parse_param(text: str) -> tuple[str, Any]:
 
 def add_arguments(parser) -> None:
     """Options of the `book` command."""
-    parser.add_argument("--profile", default="cpu", choices=PROFILE_NAMES,
-                        help="scale of the run (default: cpu); smoke is for CI")
-    parser.add_argument("--chapters", nargs="+", metavar="NN",
-                        help="run only these chapters, by number or name (default: all)")
-    parser.add_argument("--device", default="auto", help="device parameter for the chapters (default: auto)")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="extra parameter for every chapter, e.g. --param max_steps=50 (repeatable)")
-    parser.add_argument("--no-build", action="store_true", help="execute the chapters but do not build the site")
-    parser.add_argument("--output-dir", help="executed notebooks and site (default: _build at the repo root)")
-    parser.add_argument("--results-dir", help="results root (default: $AT_RESULTS_DIR, else results/)")
-    parser.add_argument("--sync", action="store_true",
-                        help="only rewrite book/*.ipynb from book/*.py (no outputs) and exit")
+    parser.add_argument(
+        "--profile",
+        default="cpu",
+        choices=PROFILE_NAMES,
+        help="scale of the run (default: cpu); smoke is for CI",
+    )
+    parser.add_argument(
+        "--chapters",
+        nargs="+",
+        metavar="NN",
+        help="run only these chapters, by number or name (default: all)",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="device parameter for the chapters (default: auto)",
+    )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra parameter for every chapter, e.g. --param max_steps=50 (repeatable)",
+    )
+    parser.add_argument(
+        "--no-build",
+        action="store_true",
+        help="execute the chapters but do not build the site",
+    )
+    parser.add_argument(
+        "--output-dir",
+        help="executed notebooks and site (default: _build at the repo root)",
+    )
+    parser.add_argument(
+        "--results-dir", help="results root (default: $AT_RESULTS_DIR, else results/)"
+    )
+    parser.add_argument(
+        "--sync",
+        action="store_true",
+        help="only rewrite book/*.ipynb from book/*.py (no outputs) and exit",
+    )
 
 
 def run(args) -> int:
     """Entry point of `python -m annotated_transformer book`; 0 when every chapter and the site succeed."""
     try:
         if args.sync:
-            for path in sync_notebooks(args.chapters and select_chapters(discover_chapters(), args.chapters)):
+            for path in sync_notebooks(
+                args.chapters and select_chapters(discover_chapters(), args.chapters)
+            ):
                 _print(f"wrote {_shown(path)}")
             return 0
         parameters = dict(_parse_param(p) for p in args.param)
-        book = run_book(args.profile, chapters=args.chapters, output_dir=args.output_dir, device=args.device,
-                        parameters=parameters, build=not args.no_build, results_dir=args.results_dir)
+        book = run_book(
+            args.profile,
+            chapters=args.chapters,
+            output_dir=args.output_dir,
+            device=args.device,
+            parameters=parameters,
+            build=not args.no_build,
+            results_dir=args.results_dir,
+        )
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

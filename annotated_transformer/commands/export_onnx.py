@@ -1,4 +1,5 @@
 """`python -m annotated_transformer export-onnx`: a checkpoint as the files chapter 08's live page loads."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "sentencepiece pieces and scores) and model.json. Needs `pip install onnx`.\n\n"
         "  python -m annotated_transformer export-onnx --checkpoint runs/cpu/averaged.pt --out web-model/"
     )
-    parser.add_argument("--checkpoint", required=True, help="a .pt file written by `train` or `average`")
-    parser.add_argument("--out", required=True, help="folder to write (created when missing)")
-    parser.add_argument("--quantize", action="store_true",
-                        help="int8 weight matrices: about 4x smaller files; tokens may differ from PyTorch's")
+    parser.add_argument(
+        "--checkpoint", required=True, help="a .pt file written by `train` or `average`"
+    )
+    parser.add_argument(
+        "--out", required=True, help="folder to write (created when missing)"
+    )
+    parser.add_argument(
+        "--quantize",
+        action="store_true",
+        help="int8 weight matrices: about 4x smaller files; tokens may differ from PyTorch's",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,7 +36,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         import onnx  # noqa: F401  (torch's exporter needs it)
     except ImportError:
-        raise OSError("export-onnx needs the onnx package: pip install onnx onnxruntime") from None
+        raise OSError(
+            "export-onnx needs the onnx package: pip install onnx onnxruntime"
+        ) from None
     written = export_onnx(args.checkpoint, out, quantize=args.quantize)
     for path in written.values():
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")

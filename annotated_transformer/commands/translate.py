@@ -1,4 +1,5 @@
 """`python -m annotated_transformer translate`: sentences in (stdin or a file), translations out, one a line."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,9 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..runtime.devices import resolve_device
 from ..evaluation.scoring import translate
 from ..model.decoding import DecodeSettings
+from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
 from ..runtime.precision import resolve_precision
 from ..training.checkpoint import model_from_checkpoint
@@ -23,15 +24,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  echo 'Two dogs play in the snow.' | python -m annotated_transformer translate --checkpoint runs/cpu/averaged.pt\n"
         "  python -m annotated_transformer translate --checkpoint runs/cpu/averaged.pt --input en.txt --output de.txt"
     )
-    parser.add_argument("--checkpoint", required=True,
-                        help="a .pt file from `train` (averaged.pt, last.pt or checkpoints/step_*.pt) or a run folder")
-    parser.add_argument("--input", default=None, help="file of source sentences (default: standard input)")
-    parser.add_argument("--output", default=None, help="file to write (default: standard output)")
-    parser.add_argument("--beam", type=positive_int, default=4, help="beam width; 1 is greedy decoding (default: %(default)s)")
-    parser.add_argument("--alpha", type=non_negative_float, default=0.6, help="length penalty alpha (default: %(default)s)")
-    parser.add_argument("--max-len-b", type=non_negative_int, default=50,
-                        help="outputs may be source length + this many subwords long (default: %(default)s)")
-    parser.add_argument("--batch-tokens", type=positive_int, default=4000, help="source tokens x beam per decoding batch")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        help="a .pt file from `train` (averaged.pt, last.pt or checkpoints/step_*.pt) or a run folder",
+    )
+    parser.add_argument(
+        "--input", default=None, help="file of source sentences (default: standard input)"
+    )
+    parser.add_argument(
+        "--output", default=None, help="file to write (default: standard output)"
+    )
+    parser.add_argument(
+        "--beam",
+        type=positive_int,
+        default=4,
+        help="beam width; 1 is greedy decoding (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=non_negative_float,
+        default=0.6,
+        help="length penalty alpha (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-len-b",
+        type=non_negative_int,
+        default=50,
+        help="outputs may be source length + this many subwords long (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-tokens",
+        type=positive_int,
+        default=4000,
+        help="source tokens x beam per decoding batch",
+    )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
 
 
@@ -59,8 +86,12 @@ def check_writable(path: Path) -> None:
     if path.is_dir():
         raise IsADirectoryError(f"--output {path} is a folder: name a file")
     if not path.parent.is_dir():
-        raise FileNotFoundError(f"--output {path}: the folder {path.parent} does not exist")
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise FileNotFoundError(
+            f"--output {path}: the folder {path.parent} does not exist"
+        )
+    if not os.access(path.parent, os.W_OK) or (
+        path.exists() and not os.access(path, os.W_OK)
+    ):
         raise PermissionError(f"--output {path}: not writable")
 
 
@@ -73,9 +104,17 @@ def run(args: argparse.Namespace) -> int:
     raw = Path(args.input).read_bytes() if args.input else sys.stdin.buffer.read()
     lines, undecodable = read_lines(raw)
     for number in undecodable:
-        print(f"line {number}: not valid UTF-8; its output line is left empty", file=sys.stderr)
-    decoding = DecodeSettings(beam_size=args.beam, alpha=args.alpha, max_len_b=args.max_len_b,
-                              batch_tokens=args.batch_tokens, precision=resolve_precision("auto", device))
+        print(
+            f"line {number}: not valid UTF-8; its output line is left empty",
+            file=sys.stderr,
+        )
+    decoding = DecodeSettings(
+        beam_size=args.beam,
+        alpha=args.alpha,
+        max_len_b=args.max_len_b,
+        batch_tokens=args.batch_tokens,
+        precision=resolve_precision("auto", device),
+    )
     translated = translate(model, tokenizer, lines, decoding)
     # One output line per input line: a translation never carries a line break of its own.
     text = "".join(" ".join(line.splitlines()) + "\n" for line in translated)

@@ -12,13 +12,35 @@ Typical use (English -> German Multi30k, as the `cpu` profile trains)::
     for indices in batcher.epoch_batches(epoch=0):
         src, tgt = collate_pairs([pairs[i] for i in indices])
 """
-from .batching import EncodedPairs, TokenBatcher, collate_pairs, collate_sources, pack_by_tokens, padding_fraction, pair_fits
+
+from .batching import (
+    EncodedPairs,
+    TokenBatcher,
+    collate_pairs,
+    collate_sources,
+    pack_by_tokens,
+    padding_fraction,
+    pair_fits,
+)
 from .fetch import ChecksumError, download_file, verify_checksums
-from .locate import DataNotFoundError, cache_dir, corpus_path, split_files, treebank_zip_path
+from .locate import (
+    DataNotFoundError,
+    cache_dir,
+    corpus_path,
+    split_files,
+    treebank_zip_path,
+)
 from .reading import ParallelCorpus, load_parallel, read_parallel_files
 from .registry import CORPORA, CorpusInfo, corpus_info
 from .synthetic import synthetic_batch
-from .tokenizer import SPECIAL_IDS, CorpusTokenizer, Tokenizer, tokenizer_cache_path, tokenizer_for_corpus, train_tokenizer
+from .tokenizer import (
+    SPECIAL_IDS,
+    CorpusTokenizer,
+    Tokenizer,
+    tokenizer_cache_path,
+    tokenizer_for_corpus,
+    train_tokenizer,
+)
 
 __all__ = [
     "CORPORA",

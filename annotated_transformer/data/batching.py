@@ -5,6 +5,7 @@ A fixed number of sentences per batch would waste most of a batch on padding whe
 pairs of similar length are packed until the padded tensor would exceed `max_tokens`. The batch order is
 shuffled from (seed, epoch) alone, so a resumed run sees exactly the batches it would have seen.
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,11 +28,18 @@ def pair_fits(src_length: int, tgt_length: int, max_positions: int) -> bool:
     The encoder reads the source plus eos, the decoder bos plus the target (and predicts the target plus
     eos), so each side needs its length + 1 positions. The one rule training and evaluation both apply.
     """
-    return src_length + SRC_SPECIALS <= max_positions and tgt_length + TGT_SPECIALS - 1 <= max_positions
+    return (
+        src_length + SRC_SPECIALS <= max_positions
+        and tgt_length + TGT_SPECIALS - 1 <= max_positions
+    )
 
 
-def pack_by_tokens(order: Sequence[int], widths: Sequence[Sequence[int]], max_tokens: int,
-                   max_pairs: int | None = None) -> list[list[int]]:
+def pack_by_tokens(
+    order: Sequence[int],
+    widths: Sequence[Sequence[int]],
+    max_tokens: int,
+    max_pairs: int | None = None,
+) -> list[list[int]]:
     """Pack items, in `order`, into consecutive batches whose padded size fits `max_tokens` on every side.
 
     A batch of n items costs max(width) * n slots per side (`widths` holds one sequence of widths per side,
@@ -46,7 +54,10 @@ def pack_by_tokens(order: Sequence[int], widths: Sequence[Sequence[int]], max_to
         index = int(index)
         new = [max(w, side[index]) for w, side in zip(widest, sides)]
         n = len(current) + 1
-        if current and (any(w * n > max_tokens for w in new) or (max_pairs is not None and n > max_pairs)):
+        if current and (
+            any(w * n > max_tokens for w in new)
+            or (max_pairs is not None and n > max_pairs)
+        ):
             batches.append(current)
             current, new = [], [side[index] for side in sides]
         current.append(index)
@@ -88,7 +99,9 @@ class TokenBatcher:
         skip_too_long: bool = False,
     ):
         if len(src_lengths) != len(tgt_lengths):
-            raise ValueError(f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths")
+            raise ValueError(
+                f"{len(src_lengths)} source lengths but {len(tgt_lengths)} target lengths"
+            )
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if batches_per_step < 1:
@@ -104,22 +117,33 @@ class TokenBatcher:
         self.max_pairs = max_pairs
         self._cached: tuple[int, list[list[int]]] | None = None
 
-        too_long = np.flatnonzero((self.src_widths > max_tokens) | (self.tgt_widths > max_tokens))
+        too_long = np.flatnonzero(
+            (self.src_widths > max_tokens) | (self.tgt_widths > max_tokens)
+        )
         self.too_long: list[int] = too_long.tolist()
         if self.too_long:
-            worst = int(max(self.src_widths[too_long].max(), self.tgt_widths[too_long].max()))
+            worst = int(
+                max(self.src_widths[too_long].max(), self.tgt_widths[too_long].max())
+            )
             if not skip_too_long:
                 raise ValueError(
                     f"{len(self.too_long)} pairs do not fit max_tokens={max_tokens} even alone (the longest needs "
                     f"{worst} slots with bos/eos): raise max_tokens to at least {worst}, drop long pairs when "
                     "loading (load_parallel(..., max_words=...)), or pass skip_too_long=True"
                 )
-            logger.warning("left out %d pairs longer than max_tokens=%d (longest: %d)", len(too_long), max_tokens, worst)
+            logger.warning(
+                "left out %d pairs longer than max_tokens=%d (longest: %d)",
+                len(too_long),
+                max_tokens,
+                worst,
+            )
         keep = np.ones(len(self.src_widths), dtype=bool)
         keep[too_long] = False
         self._kept = np.flatnonzero(keep)
         if len(self._kept) < batches_per_step:
-            raise ValueError(f"{len(self._kept)} usable pairs cannot fill the {batches_per_step} batches of one step")
+            raise ValueError(
+                f"{len(self._kept)} usable pairs cannot fill the {batches_per_step} batches of one step"
+            )
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         """All batches of `epoch`, in the order the steps read them."""
@@ -132,7 +156,9 @@ class TokenBatcher:
             order = rng.permutation(order)
         # Stable sort by target then source width: equal lengths keep their (random) order.
         order = order[np.lexsort((self.src_widths[order], self.tgt_widths[order]))]
-        batches = pack_by_tokens(order, (self.src_widths, self.tgt_widths), self.max_tokens, self.max_pairs)
+        batches = pack_by_tokens(
+            order, (self.src_widths, self.tgt_widths), self.max_tokens, self.max_pairs
+        )
         batches = self._split_to_multiple(batches, self.batches_per_step)
         if self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
@@ -149,14 +175,18 @@ class TokenBatcher:
             largest = max(range(len(batches)), key=lambda i: (len(batches[i]), -i))
             batch = batches[largest]
             if len(batch) < 2:
-                raise ValueError(f"cannot split {len(batches)} single-pair batches into a multiple of {multiple}")
+                raise ValueError(
+                    f"cannot split {len(batches)} single-pair batches into a multiple of {multiple}"
+                )
             half = len(batch) // 2
             batches[largest : largest + 1] = [batch[:half], batch[half:]]
         return batches
 
     def padding_fraction(self, epoch: int = 0) -> float:
         """Share of the epoch's source and target tensor slots that are padding."""
-        return padding_fraction(self.epoch_batches(epoch), self.src_widths, self.tgt_widths)
+        return padding_fraction(
+            self.epoch_batches(epoch), self.src_widths, self.tgt_widths
+        )
 
 
 def padding_fraction(batches: Sequence[Sequence[int]], *lengths: Sequence[int]) -> float:
@@ -174,11 +204,17 @@ def padding_fraction(batches: Sequence[Sequence[int]], *lengths: Sequence[int]) 
     return 0.0 if padded == 0 else 1.0 - real / padded
 
 
-def collate_sources(sources: Sequence[Sequence[int]], pad_id: int = 0, eos_id: int = 2) -> torch.Tensor:
+def collate_sources(
+    sources: Sequence[Sequence[int]], pad_id: int = 0, eos_id: int = 2
+) -> torch.Tensor:
     """A (batch, width) LongTensor of source ids + eos, padded with pad_id: what the encoder reads."""
     if len(sources) == 0:
         raise ValueError("cannot collate an empty batch")
-    src = np.full((len(sources), max(len(ids) for ids in sources) + SRC_SPECIALS), pad_id, dtype=np.int64)
+    src = np.full(
+        (len(sources), max(len(ids) for ids in sources) + SRC_SPECIALS),
+        pad_id,
+        dtype=np.int64,
+    )
     for row, ids in enumerate(sources):
         src[row, : len(ids)] = ids
         src[row, len(ids)] = eos_id
@@ -197,7 +233,11 @@ def collate_pairs(
         raise ValueError("cannot collate an empty batch")
     src = collate_sources([src_ids for src_ids, _ in pairs], pad_id, eos_id)
     # Filled in numpy and handed over without a copy: per-row torch indexing costs ~10x more.
-    tgt = np.full((len(pairs), max(len(ids) for _, ids in pairs) + TGT_SPECIALS), pad_id, dtype=np.int64)
+    tgt = np.full(
+        (len(pairs), max(len(ids) for _, ids in pairs) + TGT_SPECIALS),
+        pad_id,
+        dtype=np.int64,
+    )
     tgt[:, 0] = bos_id
     for row, (_, tgt_ids) in enumerate(pairs):
         tgt[row, 1 : len(tgt_ids) + 1] = tgt_ids
@@ -209,22 +249,40 @@ class EncodedPairs(Dataset):
     """Token ids of a corpus's pairs, stored flat (two int32 arrays and offsets per side) because 4.5M
     pairs as Python lists of ints would take gigabytes; `dataset[i]` is (src_ids, tgt_ids) as arrays."""
 
-    def __init__(self, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]):
+    def __init__(
+        self, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]]
+    ):
         if len(src_ids) != len(tgt_ids):
-            raise ValueError(f"{len(src_ids)} source sequences but {len(tgt_ids)} target sequences")
+            raise ValueError(
+                f"{len(src_ids)} source sequences but {len(tgt_ids)} target sequences"
+            )
         self._src_flat, self._src_offsets = _flatten(src_ids)
         self._tgt_flat, self._tgt_offsets = _flatten(tgt_ids)
 
     @classmethod
-    def from_texts(cls, tokenizer, src_texts: Sequence[str], tgt_texts: Sequence[str], chunk: int = 100_000) -> "EncodedPairs":
+    def from_texts(
+        cls,
+        tokenizer,
+        src_texts: Sequence[str],
+        tgt_texts: Sequence[str],
+        chunk: int = 100_000,
+    ) -> "EncodedPairs":
         """Encode parallel texts with a Tokenizer, a chunk at a time to bound memory."""
         if len(src_texts) != len(tgt_texts):
-            raise ValueError(f"{len(src_texts)} source sentences but {len(tgt_texts)} target sentences")
+            raise ValueError(
+                f"{len(src_texts)} source sentences but {len(tgt_texts)} target sentences"
+            )
         src_ids: list = []
         tgt_ids: list = []
         for start in range(0, len(src_texts), chunk):
-            src_ids.extend(np.asarray(ids, dtype=np.int32) for ids in tokenizer.encode_batch(src_texts[start : start + chunk]))
-            tgt_ids.extend(np.asarray(ids, dtype=np.int32) for ids in tokenizer.encode_batch(tgt_texts[start : start + chunk]))
+            src_ids.extend(
+                np.asarray(ids, dtype=np.int32)
+                for ids in tokenizer.encode_batch(src_texts[start : start + chunk])
+            )
+            tgt_ids.extend(
+                np.asarray(ids, dtype=np.int32)
+                for ids in tokenizer.encode_batch(tgt_texts[start : start + chunk])
+            )
         return cls(src_ids, tgt_ids)
 
     @classmethod
@@ -245,8 +303,13 @@ class EncodedPairs(Dataset):
 
     def fitting(self, max_positions: int) -> tuple["EncodedPairs", int]:
         """(the pairs that fit a model of `max_positions` positions, how many did not); see `pair_fits`."""
-        keep = [i for i, (s, t) in enumerate(zip(self.src_lengths.tolist(), self.tgt_lengths.tolist()))
-                if pair_fits(s, t, max_positions)]
+        keep = [
+            i
+            for i, (s, t) in enumerate(
+                zip(self.src_lengths.tolist(), self.tgt_lengths.tolist())
+            )
+            if pair_fits(s, t, max_positions)
+        ]
         if len(keep) == len(self):
             return self, 0
         return self.subset(keep), len(self) - len(keep)
@@ -261,7 +324,9 @@ class EncodedPairs(Dataset):
 
 
 def _flatten(sequences: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter((len(seq) for seq in sequences), dtype=np.int64, count=len(sequences))
+    lengths = np.fromiter(
+        (len(seq) for seq in sequences), dtype=np.int64, count=len(sequences)
+    )
     offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     flat = np.empty(int(offsets[-1]), dtype=np.int32)

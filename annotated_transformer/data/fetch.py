@@ -7,6 +7,7 @@ into place. The WMT14 archives are 1.6 GB together, hence the progress bar (tqdm
 terminal). URLs are opened with urllib, which also reads file:// URLs: a local mirror works, and the
 tests stay offline by replacing the one seam, `_open_url`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,7 +21,14 @@ from typing import BinaryIO, Callable
 from tqdm import tqdm
 
 from ..runtime.files import atomic_write
-from .registry import FILE_SHA256, ArchiveMembers, CorpusInfo, Download, LineSelection, corpus_info
+from .registry import (
+    FILE_SHA256,
+    ArchiveMembers,
+    CorpusInfo,
+    Download,
+    LineSelection,
+    corpus_info,
+)
 from .textfiles import find_plain_or_gz, raw_lines
 
 logger = logging.getLogger(__name__)
@@ -57,7 +65,11 @@ class _HashingWriter:
 
 
 def _write_checked(
-    dest: Path, fill: Callable[[_HashingWriter], None], expected_sha256: str | None, origin: str, *,
+    dest: Path,
+    fill: Callable[[_HashingWriter], None],
+    expected_sha256: str | None,
+    origin: str,
+    *,
     warn_unchecked: bool = True,
 ) -> Path:
     """Atomically write dest with fill(handle), keeping it only if its sha256 is the expected one
@@ -76,11 +88,18 @@ def _write_checked(
 
     atomic_write(dest, fill_and_check)
     if expected_sha256 is None and warn_unchecked:
-        logger.warning("%s has no published checksum; saved it as %s with sha256 %s", origin, dest, digest.hexdigest())
+        logger.warning(
+            "%s has no published checksum; saved it as %s with sha256 %s",
+            origin,
+            dest,
+            digest.hexdigest(),
+        )
     return dest
 
 
-def download_file(url: str, dest: str | os.PathLike, sha256: str | None, *, timeout: float = 60.0) -> Path:
+def download_file(
+    url: str, dest: str | os.PathLike, sha256: str | None, *, timeout: float = 60.0
+) -> Path:
     """Fetch url into dest atomically; raise ChecksumError (leaving nothing behind) if sha256 differs."""
     dest = Path(dest)
     logger.info("downloading %s -> %s", url, dest)
@@ -88,7 +107,13 @@ def download_file(url: str, dest: str | os.PathLike, sha256: str | None, *, time
     def fill(out: _HashingWriter) -> None:
         with _open_url(url, timeout) as response:
             size = getattr(response, "headers", {}).get("Content-Length")
-            with tqdm(total=int(size) if size else None, unit="B", unit_scale=True, desc=dest.name, disable=None) as bar:
+            with tqdm(
+                total=int(size) if size else None,
+                unit="B",
+                unit_scale=True,
+                desc=dest.name,
+                disable=None,
+            ) as bar:
                 while block := response.read(1 << 20):
                     out.write(block)
                     bar.update(len(block))
@@ -121,7 +146,9 @@ def _parse_line_ranges(spec: str) -> list[int]:
     return numbers
 
 
-def _select_lines(info: CorpusInfo, selection: LineSelection, dest: Path, folder: Path) -> Path:
+def _select_lines(
+    info: CorpusInfo, selection: LineSelection, dest: Path, folder: Path
+) -> Path:
     source_path = make_file(info, selection.source, folder)
     lines = list(raw_lines(source_path))
 
@@ -129,7 +156,9 @@ def _select_lines(info: CorpusInfo, selection: LineSelection, dest: Path, folder
         for number in _parse_line_ranges(selection.line_ranges):
             out.write(lines[number - 1] + b"\n")
 
-    return _write_checked(dest, fill, selection.sha256, f"{dest.name} (lines of {source_path.name})")
+    return _write_checked(
+        dest, fill, selection.sha256, f"{dest.name} (lines of {source_path.name})"
+    )
 
 
 def _extract_archive_members(members: ArchiveMembers, dest: Path, folder: Path) -> Path:
@@ -156,15 +185,25 @@ def _extract_archive_members(members: ArchiveMembers, dest: Path, folder: Path) 
                     while block := extracted.read(1 << 20):
                         out.write(block)
                         last = block[-1:]
-                    if last != b"\n":  # keep the next member's first line on a line of its own
+                    if (
+                        last != b"\n"
+                    ):  # keep the next member's first line on a line of its own
                         out.write(b"\n")
                     found = True
                     break
             if not found:
-                raise tarfile.TarError(f"{archive.name} has no member {member}; delete it so it is fetched again")
+                raise tarfile.TarError(
+                    f"{archive.name} has no member {member}; delete it so it is fetched again"
+                )
 
     # The archives were checked; their concatenated members have no published checksum of their own.
-    return _write_checked(dest, fill, None, f"{dest.name} (from {len(members.parts)} archives)", warn_unchecked=False)
+    return _write_checked(
+        dest,
+        fill,
+        None,
+        f"{dest.name} (from {len(members.parts)} archives)",
+        warn_unchecked=False,
+    )
 
 
 def verify_checksums(corpus: str, directory: str | os.PathLike) -> dict[str, bool]:

@@ -8,6 +8,7 @@ are off (``download=False`` or ``AT_OFFLINE=1``). Both files of a pair always co
 a pair is never mixed from two copies. When every place fails, the one error names the places searched,
 why the download did not help, and the ways out.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,11 +27,19 @@ class DataNotFoundError(FileNotFoundError):
 def cache_dir() -> Path:
     """Where downloads and trained tokenizers go: $AT_CACHE_DIR, else ~/.cache/annotated_transformer."""
     configured = os.environ.get("AT_CACHE_DIR")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "annotated_transformer"
+    return (
+        Path(configured).expanduser()
+        if configured
+        else Path.home() / ".cache" / "annotated_transformer"
+    )
 
 
 def _downloads_allowed(download: bool) -> bool:
-    return download and os.environ.get("AT_OFFLINE", "").strip().lower() not in ("1", "true", "yes")
+    return download and os.environ.get("AT_OFFLINE", "").strip().lower() not in (
+        "1",
+        "true",
+        "yes",
+    )
 
 
 def _candidate_dirs(info: CorpusInfo, data_dir: str | os.PathLike | None) -> list[Path]:
@@ -46,7 +55,9 @@ def _candidate_dirs(info: CorpusInfo, data_dir: str | os.PathLike | None) -> lis
     return dirs
 
 
-def _wanted_files(info: CorpusInfo, split: str | None, langs: tuple[str, ...]) -> list[str]:
+def _wanted_files(
+    info: CorpusInfo, split: str | None, langs: tuple[str, ...]
+) -> list[str]:
     if split is None:
         return list(info.extra_files)
     stem = info.splits[split]
@@ -90,7 +101,10 @@ def _resolve(
             for name in names:
                 make_file(info, name, target)
             return [find_plain_or_gz(target, name) for name in names]  # type: ignore[misc]
-        except (OSError, tarfile.TarError) as error:  # URLError is an OSError; ChecksumError is not caught
+        except (
+            OSError,
+            tarfile.TarError,
+        ) as error:  # URLError is an OSError; ChecksumError is not caught
             failure = f"the download failed ({type(error).__name__}: {error})"
 
     env_dir = os.environ.get("AT_DATA_DIR")
@@ -105,7 +119,11 @@ def _resolve(
 
 
 def corpus_path(
-    corpus: str, split: str | None = None, data_dir: str | os.PathLike | None = None, *, download: bool = True
+    corpus: str,
+    split: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    download: bool = True,
 ) -> Path:
     """The folder holding `split`'s files (or, for split=None, the corpus's non-parallel files, e.g. the
     treebank zip; for parallel corpora split=None means the first training split)."""
@@ -115,12 +133,18 @@ def corpus_path(
     if split is not None:
         split = info.canonical_split(split)
     names = _wanted_files(info, split, info.languages)
-    return _resolve(info, names, data_dir, download, f"split {split!r}" if split else "its files")[0].parent
+    return _resolve(
+        info, names, data_dir, download, f"split {split!r}" if split else "its files"
+    )[0].parent
 
 
-def treebank_zip_path(data_dir: str | os.PathLike | None = None, *, download: bool = True) -> Path:
+def treebank_zip_path(
+    data_dir: str | os.PathLike | None = None, *, download: bool = True
+) -> Path:
     """Path of the Penn Treebank sample zip (NLTK's treebank.zip), for the parsing chapter."""
-    return corpus_path("ptb_sample", data_dir=data_dir, download=download) / "treebank.zip"
+    return (
+        corpus_path("ptb_sample", data_dir=data_dir, download=download) / "treebank.zip"
+    )
 
 
 def split_files(
@@ -136,5 +160,11 @@ def split_files(
     info = corpus_info(corpus)
     split = info.canonical_split(split)
     src_lang, tgt_lang = info.direction(src_lang, tgt_lang)
-    src, tgt = _resolve(info, _wanted_files(info, split, (src_lang, tgt_lang)), data_dir, download, f"split {split!r}")
+    src, tgt = _resolve(
+        info,
+        _wanted_files(info, split, (src_lang, tgt_lang)),
+        data_dir,
+        download,
+        f"split {split!r}",
+    )
     return src, tgt

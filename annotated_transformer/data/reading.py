@@ -5,6 +5,7 @@ than the rest. Each of those would crash or skew training much later and far fro
 drops such a pair here, counts it by reason and logs the counts; only a difference in line counts
 between the two files is an error, because then no pair's alignment can be trusted.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -75,7 +76,9 @@ def read_parallel_files(
 
     src_lines, tgt_lines = raw_lines(src_path), raw_lines(tgt_path)
     count = 0
-    for count, (src_raw, tgt_raw) in enumerate(itertools.zip_longest(src_lines, tgt_lines), start=1):
+    for count, (src_raw, tgt_raw) in enumerate(
+        itertools.zip_longest(src_lines, tgt_lines), start=1
+    ):
         if src_raw is None or tgt_raw is None:
             # One file ended early: count both to say by how much.
             n_src = count - 1 + (src_raw is not None) + _count_rest(src_lines)
@@ -93,7 +96,9 @@ def read_parallel_files(
         if not src_text or not tgt_text:
             skipped["empty"] += 1
             continue
-        if max_words is not None and (len(src_text.split()) > max_words or len(tgt_text.split()) > max_words):
+        if max_words is not None and (
+            len(src_text.split()) > max_words or len(tgt_text.split()) > max_words
+        ):
             skipped["over_long"] += 1
             continue
         sources.append(src_text)
@@ -135,7 +140,9 @@ def load_parallel(
     info = corpus_info(corpus)
     split = info.canonical_split(split)
     src_lang, tgt_lang = info.direction(src_lang, tgt_lang)
-    src_path, tgt_path = split_files(info.name, split, src_lang, tgt_lang, data_dir, download=download)
+    src_path, tgt_path = split_files(
+        info.name, split, src_lang, tgt_lang, data_dir, download=download
+    )
     return read_parallel_files(
         src_path,
         tgt_path,

@@ -4,6 +4,7 @@ Every URL names a fixed commit (the one each corpus's ``SOURCE.md`` cites) and e
 checksum, so a download is reproducible and verifiable; keeping the table in one module lets a reader
 audit what is fetched from where without reading any I/O code.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,16 +57,23 @@ FILE_SHA256: dict[str, str] = {
 
 _MULTI30K_RAW = "https://github.com/multi30k/dataset/raw/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/"
 _IWSLT14_RAW = "https://github.com/pcyin/pytorch_nmt/raw/bf28dae8a4c71e1f3f3fcb51e989fab905886f44/data/"
-_OPUS_TESTSETS_RAW = (
-    "https://github.com/Helsinki-NLP/OPUS-MT-testsets/raw/ac0f19c0be3cb4e0d9450fcb2d7a9847c4bdd180/testsets/en-de/"
-)
+_OPUS_TESTSETS_RAW = "https://github.com/Helsinki-NLP/OPUS-MT-testsets/raw/ac0f19c0be3cb4e0d9450fcb2d7a9847c4bdd180/testsets/en-de/"
 _OPENNMT_RAW = "https://github.com/OpenNMT/OpenNMT-py/raw/97111d97551c24857076a4102eabdb468b35cff4/data/"
 _NLTK_DATA_RAW = "https://github.com/nltk/nltk_data/raw/5db857e6f7df11eabb5e5665836db9ec8df07e28/packages/corpora/"
 # The WMT14 shared task's EN-DE training data (about 4.5M pairs), as fairseq's prepare-wmt14en2de.sh --icml17.
 _WMT14_ARCHIVES = {
-    "europarl": ("https://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz", "training/europarl-v7.de-en"),
-    "commoncrawl": ("https://www.statmt.org/wmt13/training-parallel-commoncrawl.tgz", "commoncrawl.de-en"),
-    "news_commentary": ("https://www.statmt.org/wmt14/training-parallel-nc-v9.tgz", "training/news-commentary-v9.de-en"),
+    "europarl": (
+        "https://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz",
+        "training/europarl-v7.de-en",
+    ),
+    "commoncrawl": (
+        "https://www.statmt.org/wmt13/training-parallel-commoncrawl.tgz",
+        "commoncrawl.de-en",
+    ),
+    "news_commentary": (
+        "https://www.statmt.org/wmt14/training-parallel-nc-v9.tgz",
+        "training/news-commentary-v9.de-en",
+    ),
 }
 
 # newstest2014_filtered = these 1-based lines of the full newstest2014, in this order (from
@@ -125,18 +133,26 @@ class CorpusInfo:
     title: str  # for messages ("no Multi30k files ...")
     languages: tuple[str, ...]
     default_direction: tuple[str, str] | None  # (src, tgt) when the caller names none
-    splits: dict[str, str]  # split -> file stem; files are "<stem>.<lang>" (optionally .gz)
+    splits: dict[
+        str, str
+    ]  # split -> file stem; files are "<stem>.<lang>" (optionally .gz)
     training_splits: tuple[str, ...]  # the only splits a tokenizer may be trained on
     aliases: dict[str, str] = field(default_factory=dict)
-    sources: dict[str, Source] = field(default_factory=dict)  # local file name -> how to make it
+    sources: dict[str, Source] = field(
+        default_factory=dict
+    )  # local file name -> how to make it
     extra_files: tuple[str, ...] = ()  # non-parallel files (the treebank zip)
 
     def canonical_split(self, split: str) -> str:
         """Map an alias ("valid", "test") to the split's real name, or raise naming the choices."""
         split = self.aliases.get(split, split)
         if split not in self.splits:
-            choices = sorted(self.splits) + sorted(f"{a} (= {s})" for a, s in self.aliases.items())
-            raise ValueError(f"{self.title} has no split {split!r}; choose one of: {', '.join(choices)}")
+            choices = sorted(self.splits) + sorted(
+                f"{a} (= {s})" for a, s in self.aliases.items()
+            )
+            raise ValueError(
+                f"{self.title} has no split {split!r}; choose one of: {', '.join(choices)}"
+            )
         return split
 
     def direction(self, src_lang: str | None, tgt_lang: str | None) -> tuple[str, str]:
@@ -145,16 +161,23 @@ class CorpusInfo:
             if self.default_direction is None:
                 raise ValueError(f"{self.title} is not a parallel corpus")
             return self.default_direction
-        others = {lang: [other for other in self.languages if other != lang] for lang in self.languages}
+        others = {
+            lang: [other for other in self.languages if other != lang]
+            for lang in self.languages
+        }
         if src_lang is None:
             src_lang = (others.get(tgt_lang) or [None])[0]  # type: ignore[arg-type]
         if tgt_lang is None:
             tgt_lang = (others.get(src_lang) or [None])[0]
         for lang in (src_lang, tgt_lang):
             if lang not in self.languages:
-                raise ValueError(f"{self.title} has no language {lang!r}; it has {', '.join(self.languages) or 'none'}")
+                raise ValueError(
+                    f"{self.title} has no language {lang!r}; it has {', '.join(self.languages) or 'none'}"
+                )
         if src_lang == tgt_lang:
-            raise ValueError(f"source and target language are both {src_lang!r}; pick two different ones")
+            raise ValueError(
+                f"source and target language are both {src_lang!r}; pick two different ones"
+            )
         return src_lang, tgt_lang  # type: ignore[return-value]
 
     def source_for(self, name: str) -> tuple[str, Source] | None:
@@ -165,10 +188,14 @@ class CorpusInfo:
         return None
 
 
-def _download(corpus: str, remote_name: str, local_name: str | None = None, base: str = "") -> tuple[str, Download]:
+def _download(
+    corpus: str, remote_name: str, local_name: str | None = None, base: str = ""
+) -> tuple[str, Download]:
     """Registry helper: (local file name, Download) with the sha256 looked up in FILE_SHA256."""
     local_name = local_name or remote_name
-    return local_name, Download(base + remote_name, FILE_SHA256.get(f"{corpus}/{local_name}"))
+    return local_name, Download(
+        base + remote_name, FILE_SHA256.get(f"{corpus}/{local_name}")
+    )
 
 
 def _wmt14_train(lang: str) -> ArchiveMembers:
@@ -204,7 +231,9 @@ CORPORA: dict[str, CorpusInfo] = {
         aliases={"val": "valid", "dev": "valid"},
         sources=dict(
             # No checksum is published for the training text (it was never staged); see SOURCE.md.
-            _download("iwslt14", f"{stem}.de-en.{lang}", f"{stem}.{lang}", base=_IWSLT14_RAW)
+            _download(
+                "iwslt14", f"{stem}.de-en.{lang}", f"{stem}.{lang}", base=_IWSLT14_RAW
+            )
             for stem in ("train", "valid", "test")
             for lang in ("de", "en")
         ),
@@ -223,18 +252,32 @@ CORPORA: dict[str, CorpusInfo] = {
         },
         training_splits=("train", "train_sample"),
         # "test" is the filtered set most papers of the Transformer's time report on (sacreBLEU's wmt14).
-        aliases={"valid": "newstest2013", "val": "newstest2013", "dev": "newstest2013", "test": "newstest2014_filtered"},
+        aliases={
+            "valid": "newstest2013",
+            "val": "newstest2013",
+            "dev": "newstest2013",
+            "test": "newstest2014_filtered",
+        },
         sources={
             **dict(
                 _download("wmt14", f"{stem}.{lang}", base=_OPUS_TESTSETS_RAW)
                 for stem in ("newstest2013", "newstest2014")
                 for lang in ("en", "de")
             ),
-            **dict(_download("wmt14", f"{side}-train.txt", f"train_sample.{lang}", base=_OPENNMT_RAW)
-                   for side, lang in (("src", "en"), ("tgt", "de"))),
+            **dict(
+                _download(
+                    "wmt14",
+                    f"{side}-train.txt",
+                    f"train_sample.{lang}",
+                    base=_OPENNMT_RAW,
+                )
+                for side, lang in (("src", "en"), ("tgt", "de"))
+            ),
             **{
                 f"newstest2014_filtered.{lang}": LineSelection(
-                    f"newstest2014.{lang}", NEWSTEST2014_FILTERED_LINES, FILE_SHA256[f"wmt14/newstest2014_filtered.{lang}"]
+                    f"newstest2014.{lang}",
+                    NEWSTEST2014_FILTERED_LINES,
+                    FILE_SHA256[f"wmt14/newstest2014_filtered.{lang}"],
                 )
                 for lang in ("en", "de")
             },
@@ -260,4 +303,6 @@ def corpus_info(corpus: str) -> CorpusInfo:
     try:
         return CORPORA[corpus.lower()]
     except KeyError:
-        raise ValueError(f"unknown corpus {corpus!r}; choose one of: {', '.join(CORPORA)}") from None
+        raise ValueError(
+            f"unknown corpus {corpus!r}; choose one of: {', '.join(CORPORA)}"
+        ) from None

@@ -2,6 +2,7 @@
 
 Tokens are drawn from the ids after the special ones, so a batch can be fed straight to the model.
 """
+
 from __future__ import annotations
 
 import torch
@@ -27,7 +28,9 @@ def synthetic_batch(
     if task not in ("copy", "reverse"):
         raise ValueError(f"task must be 'copy' or 'reverse', got {task!r}")
     if vocab_size <= n_special + 1:
-        raise ValueError(f"vocab_size must exceed the {n_special} special ids, got {vocab_size}")
+        raise ValueError(
+            f"vocab_size must exceed the {n_special} special ids, got {vocab_size}"
+        )
     lo, hi = (length, length) if isinstance(length, int) else length
     if lo < 1 or hi < lo:
         raise ValueError(f"length must be >= 1 (or a range lo <= hi), got {length!r}")

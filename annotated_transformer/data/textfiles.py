@@ -5,6 +5,7 @@ every lookup accepts either name and every reader detects gzip from the bytes ra
 Lines are split on b"\\n" alone because str.splitlines would also split on U+2028 or \\x85 inside a
 sentence and silently shift every later pair out of alignment.
 """
+
 from __future__ import annotations
 
 import gzip

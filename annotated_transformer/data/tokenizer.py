@@ -6,6 +6,7 @@ cached under a key of everything that changes the result (the files' sha256, voc
 lowercasing, trainer options), so the second call only loads a few hundred kilobytes. The serialized model
 is small enough to travel inside every checkpoint (`to_bytes` / `from_bytes`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,14 +32,21 @@ logger = logging.getLogger(__name__)
 
 # Must equal TransformerConfig's pad_id, bos_id, eos_id, unk_id: the model pads and starts with these ids.
 SPECIAL_IDS = {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
-_CACHE_FORMAT = 1  # bump when the training recipe changes, so old cached models are not reused
+_CACHE_FORMAT = (
+    1  # bump when the training recipe changes, so old cached models are not reused
+)
 
 
 class Tokenizer:
     """A trained sentencepiece model with the project's special ids (pad 0, bos 1, eos 2, unk 3)."""
 
     def __init__(self, processor: spm.SentencePieceProcessor):
-        found = {"pad": processor.pad_id(), "bos": processor.bos_id(), "eos": processor.eos_id(), "unk": processor.unk_id()}
+        found = {
+            "pad": processor.pad_id(),
+            "bos": processor.bos_id(),
+            "eos": processor.eos_id(),
+            "unk": processor.unk_id(),
+        }
         if found != SPECIAL_IDS:
             raise ValueError(
                 f"sentencepiece model has special ids {found}, the model expects {SPECIAL_IDS}: retrain it with "
@@ -98,7 +106,9 @@ class Tokenizer:
         """Subword ids of text, without bos/eos (the collate function adds them where the model needs them)."""
         return self._processor.encode(text, out_type=int)
 
-    def encode_batch(self, texts: Sequence[str], num_threads: int = -1) -> list[list[int]]:
+    def encode_batch(
+        self, texts: Sequence[str], num_threads: int = -1
+    ) -> list[list[int]]:
         """encode() for many sentences at once, in sentencepiece's C++ threads (much faster than a loop)."""
         return self._processor.encode(list(texts), out_type=int, num_threads=num_threads)
 
@@ -119,7 +129,9 @@ class Tokenizer:
             if token_id in (self.pad_id, self.bos_id):
                 continue
             if not 0 <= token_id < self.vocab_size:
-                raise ValueError(f"token id {token_id} is outside the vocabulary [0, {self.vocab_size})")
+                raise ValueError(
+                    f"token id {token_id} is outside the vocabulary [0, {self.vocab_size})"
+                )
             kept.append(token_id)
         return self._processor.decode(kept)
 
@@ -142,9 +154,13 @@ def _trainer_options(
 ) -> dict:
     """Everything that changes the trained model; also the tokenizer's cache key."""
     if model_type not in ("bpe", "unigram", "char", "word"):
-        raise ValueError(f"model_type must be 'bpe', 'unigram', 'char' or 'word', got {model_type!r}")
+        raise ValueError(
+            f"model_type must be 'bpe', 'unigram', 'char' or 'word', got {model_type!r}"
+        )
     if vocab_size <= len(SPECIAL_IDS):
-        raise ValueError(f"vocab_size must exceed the {len(SPECIAL_IDS)} special ids, got {vocab_size}")
+        raise ValueError(
+            f"vocab_size must exceed the {len(SPECIAL_IDS)} special ids, got {vocab_size}"
+        )
     return {
         "model_type": model_type,
         "vocab_size": int(vocab_size),
@@ -161,14 +177,20 @@ def _trainer_options(
     }
 
 
-def _train_model_bytes(sentences: Iterable[str], options: dict, seed: int, num_threads: int | None) -> bytes:
+def _train_model_bytes(
+    sentences: Iterable[str], options: dict, seed: int, num_threads: int | None
+) -> bytes:
     # The seed drives the sampling of input_sentence_size sentences; BPE merges themselves are deterministic.
     spm.set_random_generator_seed(seed)
     model = io.BytesIO()
     threads = num_threads or min(os.cpu_count() or 1, 8)
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences), model_writer=model, num_threads=threads, minloglevel=2, **options
+            sentence_iterator=iter(sentences),
+            model_writer=model,
+            num_threads=threads,
+            minloglevel=2,
+            **options,
         )
     except RuntimeError as error:
         raise ValueError(
@@ -197,18 +219,31 @@ def train_tokenizer(
     character_coverage=1.0 keeps every character seen (fine for Latin scripts); num_threads=None uses up
     to 8 cores.
     """
-    options = _trainer_options(vocab_size, model_type, lowercase, character_coverage, input_sentence_size)
+    options = _trainer_options(
+        vocab_size, model_type, lowercase, character_coverage, input_sentence_size
+    )
     if cache_dir is None:
-        return Tokenizer.from_bytes(_train_model_bytes(_non_empty(sentences), options, seed, num_threads))
+        return Tokenizer.from_bytes(
+            _train_model_bytes(_non_empty(sentences), options, seed, num_threads)
+        )
 
     sentences = list(sentences)
-    key = hashlib.sha256(json.dumps({"format": _CACHE_FORMAT, "seed": seed, **options}, sort_keys=True).encode())
+    key = hashlib.sha256(
+        json.dumps(
+            {"format": _CACHE_FORMAT, "seed": seed, **options}, sort_keys=True
+        ).encode()
+    )
     for sentence in sentences:
         key.update(sentence.encode("utf-8") + b"\n")
-    path = Path(cache_dir) / f"{cache_name}-{model_type}{vocab_size}-{key.hexdigest()[:16]}.model"
+    path = (
+        Path(cache_dir)
+        / f"{cache_name}-{model_type}{vocab_size}-{key.hexdigest()[:16]}.model"
+    )
     if path.is_file():
         return Tokenizer.load(path)
-    tokenizer = Tokenizer.from_bytes(_train_model_bytes(_non_empty(sentences), options, seed, num_threads))
+    tokenizer = Tokenizer.from_bytes(
+        _train_model_bytes(_non_empty(sentences), options, seed, num_threads)
+    )
     tokenizer.save(path)
     return tokenizer
 
@@ -218,7 +253,9 @@ def _non_empty(sentences: Iterable[str]) -> Iterable[str]:
     iterator = iter(sentences)
     first = next(iterator, None)
     if first is None:
-        raise ValueError("no sentences to train a tokenizer on: pass a non-empty list of sentences")
+        raise ValueError(
+            "no sentences to train a tokenizer on: pass a non-empty list of sentences"
+        )
     return itertools.chain([first], iterator)
 
 
@@ -230,7 +267,9 @@ class CorpusTokenizer:
 
     corpus: str
     vocab_size: int = 8000
-    split: str | None = None  # a training split only (WMT14: "train" or "train_sample"); None: the first
+    split: str | None = (
+        None  # a training split only (WMT14: "train" or "train_sample"); None: the first
+    )
     model_type: str = "bpe"
     lowercase: bool = False
 
@@ -242,32 +281,73 @@ class CorpusTokenizer:
                 f"{split!r} is not a training split of {info.title} ({', '.join(info.training_splits)}): a "
                 "tokenizer learned on dev or test text would leak them into the model's vocabulary"
             )
-        files = split_files(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
-        return info, split, files, _trainer_options(self.vocab_size, self.model_type, self.lowercase, 1.0, 2_000_000)
+        files = split_files(
+            info.name,
+            split,
+            info.languages[0],
+            info.languages[1],
+            data_dir,
+            download=download,
+        )
+        return (
+            info,
+            split,
+            files,
+            _trainer_options(
+                self.vocab_size, self.model_type, self.lowercase, 1.0, 2_000_000
+            ),
+        )
 
     def cache_path(self, data_dir=None, cache_dir=None, download: bool = True) -> Path:
         """Where this tokenizer is (or will be) cached: `cache_dir`, default $AT_CACHE_DIR/tokenizers
         or ~/.cache/annotated_transformer/tokenizers."""
         info, split, files, options = self._source(data_dir, download)
-        key = {"format": _CACHE_FORMAT, "corpus": info.name, "split": split,
-               "files_sha256": [sha256_of(path) for path in files], "seed": 0, **options}
+        key = {
+            "format": _CACHE_FORMAT,
+            "corpus": info.name,
+            "split": split,
+            "files_sha256": [sha256_of(path) for path in files],
+            "seed": 0,
+            **options,
+        }
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
         folder = Path(cache_dir) if cache_dir is not None else _default_tokenizer_dir()
         lower = "-lc" if self.lowercase else ""
-        return folder / f"{info.name}-{split}-{self.model_type}{self.vocab_size}{lower}-{digest}.model"
+        return (
+            folder
+            / f"{info.name}-{split}-{self.model_type}{self.vocab_size}{lower}-{digest}.model"
+        )
 
-    def load_or_train(self, data_dir=None, cache_dir=None, download: bool = True) -> Tokenizer:
+    def load_or_train(
+        self, data_dir=None, cache_dir=None, download: bool = True
+    ) -> Tokenizer:
         """The cached tokenizer, trained first when the cache does not hold it."""
         path = self.cache_path(data_dir, cache_dir, download)
         if path.is_file():
             return Tokenizer.load(path)
         info, split, _, options = self._source(data_dir, download)
         started = time.perf_counter()
-        pairs = load_parallel(info.name, split, info.languages[0], info.languages[1], data_dir, download=download)
-        tokenizer = Tokenizer.from_bytes(_train_model_bytes(pairs.src + pairs.tgt, options, seed=0, num_threads=None))
+        pairs = load_parallel(
+            info.name,
+            split,
+            info.languages[0],
+            info.languages[1],
+            data_dir,
+            download=download,
+        )
+        tokenizer = Tokenizer.from_bytes(
+            _train_model_bytes(pairs.src + pairs.tgt, options, seed=0, num_threads=None)
+        )
         tokenizer.save(path)
-        logger.info("trained a %d-piece %s tokenizer on %s (%d sentences) in %.1f s -> %s", self.vocab_size,
-                    self.model_type, pairs.name, 2 * len(pairs), time.perf_counter() - started, path)
+        logger.info(
+            "trained a %d-piece %s tokenizer on %s (%d sentences) in %.1f s -> %s",
+            self.vocab_size,
+            self.model_type,
+            pairs.name,
+            2 * len(pairs),
+            time.perf_counter() - started,
+            path,
+        )
         return tokenizer
 
 
@@ -275,14 +355,32 @@ def _default_tokenizer_dir() -> Path:
     return cache_dir() / "tokenizers"
 
 
-def tokenizer_cache_path(corpus: str, vocab_size: int = 8000, *, data_dir=None, cache_dir=None,
-                         download: bool = True, **recipe) -> Path:
+def tokenizer_cache_path(
+    corpus: str,
+    vocab_size: int = 8000,
+    *,
+    data_dir=None,
+    cache_dir=None,
+    download: bool = True,
+    **recipe,
+) -> Path:
     """`CorpusTokenizer(corpus, vocab_size, **recipe).cache_path(...)`: where the tokenizer is kept."""
-    return CorpusTokenizer(corpus, vocab_size, **recipe).cache_path(data_dir, cache_dir, download)
+    return CorpusTokenizer(corpus, vocab_size, **recipe).cache_path(
+        data_dir, cache_dir, download
+    )
 
 
-def tokenizer_for_corpus(corpus: str, vocab_size: int = 8000, *, data_dir=None, cache_dir=None,
-                         download: bool = True, **recipe) -> Tokenizer:
+def tokenizer_for_corpus(
+    corpus: str,
+    vocab_size: int = 8000,
+    *,
+    data_dir=None,
+    cache_dir=None,
+    download: bool = True,
+    **recipe,
+) -> Tokenizer:
     """The shared-vocabulary tokenizer of a corpus (`CorpusTokenizer`): trained on both sides of its
     training split once, then loaded from the cache. `recipe`: split, model_type, lowercase."""
-    return CorpusTokenizer(corpus, vocab_size, **recipe).load_or_train(data_dir, cache_dir, download)
+    return CorpusTokenizer(corpus, vocab_size, **recipe).load_or_train(
+        data_dir, cache_dir, download
+    )

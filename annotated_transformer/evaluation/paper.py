@@ -6,12 +6,14 @@ frozen dataclasses, so a chapter cannot change the paper's numbers by accident. 
 leaves empty is None. What the models are (widths, depths, dropout of each Table 3 row) is
 architecture and lives in `model/config.py`; only what the paper measured lives here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 # ----------------------------------------------------------------------------------------------
 # Table 1 (section 4): cost of one layer for n positions of width d
+
 
 @dataclass(frozen=True)
 class Table1Row:
@@ -28,13 +30,18 @@ class Table1Row:
 TABLE1: dict[str, Table1Row] = {
     "self-attention": Table1Row("O(n^2 d)", "O(1)", "O(1)", n_exponent=2, d_exponent=1),
     "recurrent": Table1Row("O(n d^2)", "O(n)", "O(n)", n_exponent=1, d_exponent=2),
-    "convolutional": Table1Row("O(k n d^2)", "O(1)", "O(log_k n)", n_exponent=1, d_exponent=2),
-    "restricted self-attention": Table1Row("O(r n d)", "O(1)", "O(n/r)", n_exponent=1, d_exponent=1),
+    "convolutional": Table1Row(
+        "O(k n d^2)", "O(1)", "O(log_k n)", n_exponent=1, d_exponent=2
+    ),
+    "restricted self-attention": Table1Row(
+        "O(r n d)", "O(1)", "O(n/r)", n_exponent=1, d_exponent=1
+    ),
 }
 
 
 # ----------------------------------------------------------------------------------------------
 # Section 5.2: hardware and training time
+
 
 @dataclass(frozen=True)
 class TrainingRun:
@@ -54,6 +61,7 @@ TRAINING: dict[str, TrainingRun] = {
 
 # ----------------------------------------------------------------------------------------------
 # Table 2 (section 6.1): BLEU on newstest2014 and training cost
+
 
 @dataclass(frozen=True)
 class Table2Row:
@@ -81,7 +89,12 @@ TABLE2: tuple[Table2Row, ...] = (
 )
 
 # Table 2's cost estimate: training time x GPUs x these sustained single-precision FLOP/s per GPU.
-TABLE2_SUSTAINED_FLOPS: dict[str, float] = {"K80": 2.8e12, "K40": 3.7e12, "M40": 6.0e12, "P100": 9.5e12}
+TABLE2_SUSTAINED_FLOPS: dict[str, float] = {
+    "K80": 2.8e12,
+    "K40": 3.7e12,
+    "M40": 6.0e12,
+    "P100": 9.5e12,
+}
 
 
 def table2_row(model: str, ensemble: bool = False) -> Table2Row:
@@ -94,6 +107,7 @@ def table2_row(model: str, ensemble: bool = False) -> Table2Row:
 
 # ----------------------------------------------------------------------------------------------
 # Table 3 (section 6.2): variations of the base model, EN-DE dev set newstest2013
+
 
 @dataclass(frozen=True)
 class Table3Row:
@@ -131,6 +145,7 @@ TABLE3: dict[str, Table3Row] = {
 
 # ----------------------------------------------------------------------------------------------
 # Table 4 (section 6.3): English constituency parsing, WSJ section 23
+
 
 @dataclass(frozen=True)
 class Table4Row:

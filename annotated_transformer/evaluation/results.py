@@ -10,6 +10,7 @@ A run writes `results/<profile>/<name>.json`:
 committed because CI cannot rerun them. This module only writes and reads the files; the
 introduction's summary of them is `book/summary.py`, and what the paper reports is `paper.py`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,6 +30,7 @@ from ..runtime.files import atomic_write_text, clone_root
 SCHEMA_VERSION = 1
 RESULTS_ENV = "AT_RESULTS_DIR"
 
+
 def repo_root() -> Path | None:
     """The clone this package was imported from, or None for an installed copy (e.g. Colab)."""
     return clone_root()
@@ -47,7 +49,9 @@ def results_root(root: str | os.PathLike | None = None) -> Path:
 def results_path(name: str, profile: str, root: str | os.PathLike | None = None) -> Path:
     """`<results root>/<profile>/<name>.json`; names are plain words so paths stay portable."""
     if not name or any(c in name for c in "/\\") or name.startswith("."):
-        raise ValueError(f"result name must be a plain file stem like 'translation', got {name!r}")
+        raise ValueError(
+            f"result name must be a plain file stem like 'translation', got {name!r}"
+        )
     if not profile or any(c in profile for c in "/\\"):
         raise ValueError(f"profile must be a plain word like 'cpu', got {profile!r}")
     return results_root(root) / profile / f"{name}.json"
@@ -56,12 +60,15 @@ def results_path(name: str, profile: str, root: str | os.PathLike | None = None)
 # ----------------------------------------------------------------------------------------------
 # Provenance
 
+
 def _git(*args: str) -> str | None:
     repo = repo_root()
     if repo is None:
         return None
     try:
-        out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", *args], cwd=repo, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
@@ -95,6 +102,7 @@ def provenance(device: Any = None) -> dict:
 # ----------------------------------------------------------------------------------------------
 # Writing and reading
 
+
 def _jsonable(value: Any) -> Any:
     """numpy and torch scalars, paths and dataclasses become plain JSON values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -105,7 +113,9 @@ def _jsonable(value: Any) -> Any:
         return value.tolist()
     if isinstance(value, (set, frozenset)):
         return sorted(value)
-    raise TypeError(f"cannot write {type(value).__name__} to a results file; convert it to numbers or strings")
+    raise TypeError(
+        f"cannot write {type(value).__name__} to a results file; convert it to numbers or strings"
+    )
 
 
 def _config_dict(config: Any) -> dict | None:
@@ -158,7 +168,9 @@ def write_result(
     return atomic_write_text(path, text + "\n")
 
 
-def read_result(name: str, profile: str, root: str | os.PathLike | None = None) -> dict | None:
+def read_result(
+    name: str, profile: str, root: str | os.PathLike | None = None
+) -> dict | None:
     """The record written by `write_result`, or None when that run has not happened yet."""
     path = results_path(name, profile, root)
     if not path.is_file():
@@ -166,9 +178,13 @@ def read_result(name: str, profile: str, root: str | os.PathLike | None = None) 
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); delete it and rerun the chapter that writes it") from exc
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); delete it and rerun the chapter that writes it"
+        ) from exc
     if not isinstance(record, dict) or "metrics" not in record:
-        raise ValueError(f"{path} is not a results file (no 'metrics'); it should come from write_result")
+        raise ValueError(
+            f"{path} is not a results file (no 'metrics'); it should come from write_result"
+        )
     return record
 
 
@@ -205,5 +221,7 @@ def describe_provenance(record: dict) -> str:
     commit = prov.get("git_commit")
     text = f"measured on {where} on {date}"
     if commit:
-        text += f" at commit {commit[:7]}" + (" (with local edits)" if prov.get("git_dirty") else "")
+        text += f" at commit {commit[:7]}" + (
+            " (with local edits)" if prov.get("git_dirty") else ""
+        )
     return text

@@ -13,6 +13,7 @@ Two BLEUs, because they are not the same number:
 
 Perplexity is per subword (teacher forcing, no label smoothing, `training/teacher_forcing.py`), like the paper's Table 3.
 """
+
 from __future__ import annotations
 
 import logging
@@ -69,9 +70,15 @@ def translate(
     encoded = tokenizer.encode_batch([sentences[i].strip() for i in wanted])
     cut = [(wanted[j], len(ids)) for j, ids in enumerate(encoded) if len(ids) > longest]
     if cut:
-        named = ", ".join(f"{i + 1} ({n} subwords)" for i, n in cut[:10]) + (" ..." if len(cut) > 10 else "")
-        logger.warning("sentence %s: longer than the model's %d positions hold; cut to the first %d subwords",
-                       named, config.max_len, longest)
+        named = ", ".join(f"{i + 1} ({n} subwords)" for i, n in cut[:10]) + (
+            " ..." if len(cut) > 10 else ""
+        )
+        logger.warning(
+            "sentence %s: longer than the model's %d positions hold; cut to the first %d subwords",
+            named,
+            config.max_len,
+            longest,
+        )
         encoded = [ids[:longest] for ids in encoded]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     widths = [(len(ids) + SRC_SPECIALS) * beam_size for ids in encoded]
@@ -79,15 +86,29 @@ def translate(
     was_training = model.training
     model.eval()
     try:
-        for batch in tqdm(batches, desc=f"beam {beam_size}" if beam_size > 1 else "greedy", unit="batch",
-                          disable=not progress):
-            src = collate_sources([encoded[i] for i in batch], config.pad_id, config.eos_id).to(device)
+        for batch in tqdm(
+            batches,
+            desc=f"beam {beam_size}" if beam_size > 1 else "greedy",
+            unit="batch",
+            disable=not progress,
+        ):
+            src = collate_sources(
+                [encoded[i] for i in batch], config.pad_id, config.eos_id
+            ).to(device)
             with autocast_context(device, precision):
                 if beam_size > 1:
-                    out = beam_search(model, src, beam_size=beam_size, alpha=settings.alpha,
-                                      max_len_a=settings.max_len_a, max_len_b=settings.max_len_b)
+                    out = beam_search(
+                        model,
+                        src,
+                        beam_size=beam_size,
+                        alpha=settings.alpha,
+                        max_len_a=settings.max_len_a,
+                        max_len_b=settings.max_len_b,
+                    )
                 else:
-                    out = greedy_decode(model, src, max_new_tokens=settings.max_new_tokens(src.size(1)))
+                    out = greedy_decode(
+                        model, src, max_new_tokens=settings.max_new_tokens(src.size(1))
+                    )
             for row, text in zip(batch, tokenizer.decode_batch(out.cpu())):
                 outputs[wanted[row]] = text
     finally:
@@ -96,13 +117,21 @@ def translate(
 
 
 # ------------------------------------------------------------------------------------------ BLEU
-def sacrebleu_score(hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a") -> dict:
+def sacrebleu_score(
+    hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a"
+) -> dict:
     """sacreBLEU on detokenized text: {"score", "signature", "precisions", "bp", "sys_len", "ref_len"}."""
     _check_lengths(hypotheses, references)
     metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
     result = metric.corpus_score(list(hypotheses), [list(references)])
-    return {"score": result.score, "signature": str(metric.get_signature()), "precisions": list(result.precisions),
-            "bp": result.bp, "sys_len": result.sys_len, "ref_len": result.ref_len}
+    return {
+        "score": result.score,
+        "signature": str(metric.get_signature()),
+        "precisions": list(result.precisions),
+        "bp": result.bp,
+        "sys_len": result.sys_len,
+        "ref_len": result.ref_len,
+    }
 
 
 def split_compounds(tokenized: str) -> str:
@@ -123,7 +152,11 @@ def tokenize_for_bleu(text: str, tokenizer: str = "13a") -> str:
 
 
 def tokenized_bleu(
-    hypotheses: Sequence[str], references: Sequence[str], *, compound_splitting: bool = True, tokenizer: str = "13a"
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    *,
+    compound_splitting: bool = True,
+    tokenizer: str = "13a",
 ) -> dict:
     """The paper's kind of BLEU: tokenize both sides, split compounds (German), then BLEU on the tokens."""
     _check_lengths(hypotheses, references)
@@ -133,14 +166,23 @@ def tokenized_bleu(
         return split_compounds(tokens) if compound_splitting else tokens
 
     metric = sacrebleu.metrics.BLEU(tokenize="none", force=True)
-    result = metric.corpus_score([prepare(h) for h in hypotheses], [[prepare(r) for r in references]])
+    result = metric.corpus_score(
+        [prepare(h) for h in hypotheses], [[prepare(r) for r in references]]
+    )
     how = f"tok:{tokenizer}+{'compound-split' if compound_splitting else 'no-split'}|{metric.get_signature()}"
-    return {"score": result.score, "signature": how, "precisions": list(result.precisions), "bp": result.bp}
+    return {
+        "score": result.score,
+        "signature": how,
+        "precisions": list(result.precisions),
+        "bp": result.bp,
+    }
 
 
 def _check_lengths(hypotheses: Sequence[str], references: Sequence[str]) -> None:
     if len(hypotheses) != len(references):
-        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references: they must pair line by line")
+        raise ValueError(
+            f"{len(hypotheses)} hypotheses but {len(references)} references: they must pair line by line"
+        )
     if not hypotheses:
         raise ValueError("no sentences to score")
 
@@ -167,11 +209,21 @@ def evaluate_translation(
     hypotheses = translate(model, tokenizer, sources, settings, progress=progress)
     decode_s = time.perf_counter() - started
     sacre = sacrebleu_score(hypotheses, references)
-    tokenized = tokenized_bleu(hypotheses, references, compound_splitting=target_language == "de")
-    pairs, too_long = EncodedPairs.from_texts(tokenizer, list(sources), list(references)).fitting(model.config.max_len)
+    tokenized = tokenized_bleu(
+        hypotheses, references, compound_splitting=target_language == "de"
+    )
+    pairs, too_long = EncodedPairs.from_texts(
+        tokenizer, list(sources), list(references)
+    ).fitting(model.config.max_len)
     if too_long:
-        logger.warning("perplexity leaves out %d pairs longer than the model's %d positions", too_long, model.config.max_len)
-    loss = teacher_forced_loss(model, pairs, batch_tokens=settings.batch_tokens, precision=settings.precision)
+        logger.warning(
+            "perplexity leaves out %d pairs longer than the model's %d positions",
+            too_long,
+            model.config.max_len,
+        )
+    loss = teacher_forced_loss(
+        model, pairs, batch_tokens=settings.batch_tokens, precision=settings.precision
+    )
     return {
         "sacrebleu": round(sacre["score"], 2),
         "sacrebleu_signature": sacre["signature"],
@@ -185,4 +237,3 @@ def evaluate_translation(
         "decode_seconds": round(decode_s, 1),
         "hypotheses": hypotheses,
     }
-

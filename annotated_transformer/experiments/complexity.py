@@ -17,11 +17,12 @@ are left out of the table's comparison (`attention_flops(..., projections=True)`
 Graphs are causal (output j may depend on inputs 0..j), as in the decoder. What the paper prints in
 Table 1 is `paper.TABLE1`.
 """
+
 from __future__ import annotations
 
+import functools
 import math
 import operator
-import functools
 import statistics
 import time
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ PATH_KINDS: tuple[str, ...] = (
 
 # ----------------------------------------------------------------------------------------------
 # One layer of each kind
+
 
 class SelfAttentionLayer(nn.Module):
     """softmax(Q K^T / sqrt(d)) V over the whole sequence, one head of width d.
@@ -68,7 +70,9 @@ class SelfAttentionLayer(nn.Module):
         if self.fused:
             y = F.scaled_dot_product_attention(q, k, v)
         else:
-            weights = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(dim=-1)  # (B, n, n)
+            weights = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(
+                dim=-1
+            )  # (B, n, n)
             y = weights @ v
         return self.out(y) if self.out is not None else y
 
@@ -90,7 +94,9 @@ class ConvolutionalLayer(nn.Module):
     def __init__(self, d: int, kernel_size: int = 3):
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 == 0:
-            raise ValueError(f"kernel_size must be odd and >= 1 so outputs keep length n, got {kernel_size}")
+            raise ValueError(
+                f"kernel_size must be odd and >= 1 so outputs keep length n, got {kernel_size}"
+            )
         self.conv = nn.Conv1d(d, d, kernel_size, padding=kernel_size // 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -105,11 +111,14 @@ def make_layer(kind: str, d: int, *, kernel_size: int = 3, **kwargs) -> nn.Modul
         return RecurrentLayer(d)
     if kind == "convolutional":
         return ConvolutionalLayer(d, kernel_size)
-    raise ValueError(f"unknown layer kind {kind!r}; choose one of {', '.join(LAYER_KINDS)}")
+    raise ValueError(
+        f"unknown layer kind {kind!r}; choose one of {', '.join(LAYER_KINDS)}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Closed-form FLOPs (one multiply-add = 2 FLOPs), per sequence
+
 
 def attention_flops(n: int, d: int, *, projections: bool = False) -> int:
     """Q K^T and weights @ V: 2 n^2 d each; projections add 4 matrices of d x d per position."""
@@ -134,7 +143,9 @@ def layer_flops(kind: str, n: int, d: int, *, kernel_size: int = 3) -> int:
         return recurrent_flops(n, d)
     if kind == "convolutional":
         return convolutional_flops(n, d, kernel_size)
-    raise ValueError(f"unknown layer kind {kind!r}; choose one of {', '.join(LAYER_KINDS)}")
+    raise ValueError(
+        f"unknown layer kind {kind!r}; choose one of {', '.join(LAYER_KINDS)}"
+    )
 
 
 def counted_flops(layer: nn.Module, x: torch.Tensor) -> int:
@@ -163,6 +174,7 @@ def flop_crossover_n(d: int) -> float:
 # ----------------------------------------------------------------------------------------------
 # Measured time and memory
 
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -170,7 +182,12 @@ def _sync(device: torch.device) -> None:
 
 @torch.no_grad()
 def time_layer(
-    layer: nn.Module, x: torch.Tensor, *, repeats: int = 3, warmup: int = 1, min_time: float = 0.05,
+    layer: nn.Module,
+    x: torch.Tensor,
+    *,
+    repeats: int = 3,
+    warmup: int = 1,
+    min_time: float = 0.05,
     max_repeats: int = 200,
 ) -> float:
     """Fastest wall-clock seconds of one forward pass over at least `repeats` timed calls.
@@ -271,14 +288,21 @@ def sweep(
     **kwargs,
 ) -> list[dict]:
     """`measure_layer` for every kind, n and d; a list of dicts, ready for `pandas.DataFrame`."""
-    return [measure_layer(kind, n, d, **kwargs).to_dict() for d in ds for n in ns for kind in kinds]
+    return [
+        measure_layer(kind, n, d, **kwargs).to_dict()
+        for d in ds
+        for n in ns
+        for kind in kinds
+    ]
 
 
 def loglog_slope(xs, ys) -> float:
     """Least-squares slope of log(y) against log(x): the measured exponent of a power law."""
     xs, ys = [float(x) for x in xs], [float(y) for y in ys]
     if len(xs) != len(ys) or len(xs) < 2:
-        raise ValueError(f"need at least two (x, y) points of equal count, got {len(xs)} and {len(ys)}")
+        raise ValueError(
+            f"need at least two (x, y) points of equal count, got {len(xs)} and {len(ys)}"
+        )
     if min(xs) <= 0 or min(ys) <= 0:
         raise ValueError("a log-log slope needs positive x and y")
     lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
@@ -316,7 +340,10 @@ def crossover(xs, cheaper, dearer) -> float | None:
 # ----------------------------------------------------------------------------------------------
 # Connectivity: sequential operations and maximum path length
 
-def layer_inputs(kind: str, n: int, *, kernel_size: int = 3, depth: int = 0) -> list[list[int]]:
+
+def layer_inputs(
+    kind: str, n: int, *, kernel_size: int = 3, depth: int = 0
+) -> list[list[int]]:
     """For each output position j of one causal layer, the input positions it reads directly.
 
     Args:
@@ -328,7 +355,9 @@ def layer_inputs(kind: str, n: int, *, kernel_size: int = 3, depth: int = 0) -> 
     """
     k = kernel_size
     if k < 2 and kind != "self-attention":
-        raise ValueError(f"kernel_size must be >= 2 for {kind!r} to connect neighbours, got {k}")
+        raise ValueError(
+            f"kernel_size must be >= 2 for {kind!r} to connect neighbours, got {k}"
+        )
     if kind == "self-attention":
         return [list(range(j + 1)) for j in range(n)]
     if kind in ("convolutional", "restricted self-attention"):
@@ -336,7 +365,9 @@ def layer_inputs(kind: str, n: int, *, kernel_size: int = 3, depth: int = 0) -> 
     if kind == "dilated convolutional":
         step = k**depth
         return [[j - m * step for m in range(k) if j - m * step >= 0] for j in range(n)]
-    raise ValueError(f"no layer-wise connectivity for {kind!r}; choose one of {', '.join(PATH_KINDS)}")
+    raise ValueError(
+        f"no layer-wise connectivity for {kind!r}; choose one of {', '.join(PATH_KINDS)}"
+    )
 
 
 def recurrent_graph(n: int) -> tuple[int, list[tuple[int, int]], list[int], list[int]]:
@@ -368,7 +399,10 @@ def sequential_operations(kind: str, n: int, *, kernel_size: int = 3) -> int:
         n_nodes, edges, _, _ = recurrent_graph(n)
     else:
         inputs = layer_inputs(kind, n, kernel_size=kernel_size)
-        n_nodes, edges = 2 * n, [(i, n + j) for j, srcs in enumerate(inputs) for i in srcs]
+        n_nodes, edges = (
+            2 * n,
+            [(i, n + j) for j, srcs in enumerate(inputs) for i in srcs],
+        )
     return _longest_chain(n_nodes, edges)
 
 
@@ -407,9 +441,13 @@ def _stacked_reach(kind: str, n: int, kernel_size: int):
     depth = 0
     while reach != full:
         if depth > n:
-            raise RuntimeError(f"{kind!r} with kernel_size={kernel_size} never connects {n} positions")
+            raise RuntimeError(
+                f"{kind!r} with kernel_size={kernel_size} never connects {n} positions"
+            )
         inputs = layer_inputs(kind, n, kernel_size=kernel_size, depth=depth)
-        reach = [functools.reduce(operator.or_, (reach[i] for i in srcs), 0) for srcs in inputs]
+        reach = [
+            functools.reduce(operator.or_, (reach[i] for i in srcs), 0) for srcs in inputs
+        ]
         depth += 1
         yield depth, reach
 
@@ -430,7 +468,9 @@ def max_path_length(kind: str, n: int, *, kernel_size: int = 3) -> int:
         for level, gained, reached in _bfs_levels(n_nodes, edges, sources):
             if not gained.keys().isdisjoint(targets):
                 longest = level
-        assert all(reached[t] == (1 << (j + 1)) - 1 for j, t in enumerate(targets)), "the chain must connect i <= j"
+        assert all(reached[t] == (1 << (j + 1)) - 1 for j, t in enumerate(targets)), (
+            "the chain must connect i <= j"
+        )
         return longest
     depth = 0
     for depth, _ in _stacked_reach(kind, n, kernel_size):

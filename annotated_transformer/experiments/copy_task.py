@@ -1,6 +1,7 @@
 """The copy task: learn to output the input sequence. The smallest end-to-end proof that the model,
 the loss, the schedule and decoding work together, trained on a CPU in about a minute and a half.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -8,8 +9,8 @@ import time
 
 import torch
 
-from ..model.config import preset
 from ..data.synthetic import synthetic_batch
+from ..model.config import preset
 from ..model.decoding import greedy_decode
 from ..model.transformer import Transformer
 from ..training.loss import label_smoothed_cross_entropy
@@ -45,37 +46,61 @@ def train_copy_task(
     start = time.perf_counter()
     history = []
     for step in range(1, steps + 1):
-        src, tgt = synthetic_batch(task, batch_size, length, vocab_size, generator=train_gen)
+        src, tgt = synthetic_batch(
+            task, batch_size, length, vocab_size, generator=train_gen
+        )
         logits = model(src, tgt[:, :-1])
-        parts = label_smoothed_cross_entropy(logits, tgt[:, 1:], config.label_smoothing, config.pad_id)
+        parts = label_smoothed_cross_entropy(
+            logits, tgt[:, 1:], config.label_smoothing, config.pad_id
+        )
         loss = parts.loss / parts.tokens
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         schedule.step()
         if step % log_every == 0 or step == steps:
-            history.append({"step": step, "loss": loss.item(), "lr": schedule.get_last_lr()[0]})
+            history.append(
+                {"step": step, "loss": loss.item(), "lr": schedule.get_last_lr()[0]}
+            )
             if verbose:
-                print(f"step {step:5d}  loss {loss.item():.3f}  lr {schedule.get_last_lr()[0]:.2e}", flush=True)
+                print(
+                    f"step {step:5d}  loss {loss.item():.3f}  lr {schedule.get_last_lr()[0]:.2e}",
+                    flush=True,
+                )
     train_seconds = time.perf_counter() - start
     # Held-out sequences come from a generator the training loop never touched.
     test_gen = torch.Generator().manual_seed(seed + 12345)
     src, tgt = synthetic_batch(task, 1000, length, vocab_size, generator=test_gen)
     accuracy = sequence_accuracy(model, src, tgt)
-    return {"task": task, "steps": steps, "accuracy": accuracy, "train_seconds": train_seconds,
-            "history": history, "model": model}
+    return {
+        "task": task,
+        "steps": steps,
+        "accuracy": accuracy,
+        "train_seconds": train_seconds,
+        "history": history,
+        "model": model,
+    }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", choices=["copy", "reverse"], default="copy")
-    parser.add_argument("--steps", type=int, default=1600, help="optimizer steps (default 1600, about a minute and a half)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=1600,
+        help="optimizer steps (default 1600, about a minute and a half)",
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
 
 
 def run(args: argparse.Namespace) -> int:
-    print(f"training a tiny Transformer on the {args.task} task for {args.steps} steps on the CPU")
+    print(
+        f"training a tiny Transformer on the {args.task} task for {args.steps} steps on the CPU"
+    )
     result = train_copy_task(args.task, args.steps, args.batch_size, seed=args.seed)
-    print(f"held-out exact-sequence accuracy: {result['accuracy']:.1%} "
-          f"(1,000 sequences, {result['train_seconds']:.0f} s of training)")
+    print(
+        f"held-out exact-sequence accuracy: {result['accuracy']:.1%} "
+        f"(1,000 sequences, {result['train_seconds']:.0f} s of training)"
+    )
     return 0 if result["accuracy"] >= 0.99 else 1

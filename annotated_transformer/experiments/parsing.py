@@ -26,6 +26,7 @@ file, COLLINS.prm, the setting behind the WSJ numbers of Table 4: punctuation (t
 counted, nor are part-of-speech brackets, PRT counts as ADVP, and brackets are matched as a
 multiset of (label, first word, last word).
 """
+
 from __future__ import annotations
 
 import os
@@ -62,24 +63,35 @@ def _top_level_brackets(text: str, where: str) -> list[str]:
         elif char == ")":
             depth -= 1
             if depth < 0:
-                raise ValueError(f"{where}: a ')' at character {index} closes nothing; the file is not a bracketed treebank")
+                raise ValueError(
+                    f"{where}: a ')' at character {index} closes nothing; the file is not a bracketed treebank"
+                )
             if depth == 0:
                 groups.append(text[start : index + 1])
     if depth:
-        raise ValueError(f"{where}: {depth} bracket(s) left open at the end of the file; is it truncated?")
+        raise ValueError(
+            f"{where}: {depth} bracket(s) left open at the end of the file; is it truncated?"
+        )
     return groups
 
 
 def _drop_top(tree: Tree) -> Tree:
     """The Treebank's unlabelled outer bracket ``( (S ...) )`` (or TOP / ROOT) holds one tree: return it."""
-    while isinstance(tree, Tree) and tree.label() in UNCOUNTED_LABELS and len(tree) == 1 and isinstance(tree[0], Tree):
+    while (
+        isinstance(tree, Tree)
+        and tree.label() in UNCOUNTED_LABELS
+        and len(tree) == 1
+        and isinstance(tree[0], Tree)
+    ):
         tree = tree[0]
     return tree
 
 
 def parse_bracketed(text: str, where: str = "text") -> list[Tree]:
     """Every tree of a bracketed text (a .mrg file), without its outer empty bracket."""
-    return [_drop_top(Tree.fromstring(group)) for group in _top_level_brackets(text, where)]
+    return [
+        _drop_top(Tree.fromstring(group)) for group in _top_level_brackets(text, where)
+    ]
 
 
 def read_treebank(path: str | os.PathLike) -> dict[str, list[Tree]]:
@@ -95,17 +107,28 @@ def read_treebank(path: str | os.PathLike) -> dict[str, list[Tree]]:
     files: dict[str, list[Tree]] = {}
     if path.is_file() and zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist()
-                     if n.endswith(".mrg") and PurePosixPath(n).parent.name == "combined"]
+            names = [
+                n
+                for n in archive.namelist()
+                if n.endswith(".mrg") and PurePosixPath(n).parent.name == "combined"
+            ]
             for name in sorted(names):
-                files[PurePosixPath(name).stem] = parse_bracketed(archive.read(name).decode("utf-8"), name)
+                files[PurePosixPath(name).stem] = parse_bracketed(
+                    archive.read(name).decode("utf-8"), name
+                )
     elif path.is_dir():
         for name in sorted(path.rglob("*.mrg")):
-            files[name.stem] = parse_bracketed(name.read_text(encoding="utf-8"), name.name)
+            files[name.stem] = parse_bracketed(
+                name.read_text(encoding="utf-8"), name.name
+            )
     else:
-        raise FileNotFoundError(f"no treebank at {path}: give NLTK's treebank.zip or a folder of .mrg files")
+        raise FileNotFoundError(
+            f"no treebank at {path}: give NLTK's treebank.zip or a folder of .mrg files"
+        )
     if not files:
-        raise ValueError(f"{path} holds no .mrg files (expected combined/*.mrg in a zip, or *.mrg under a folder)")
+        raise ValueError(
+            f"{path} holds no .mrg files (expected combined/*.mrg in a zip, or *.mrg under a folder)"
+        )
     return dict(sorted(files.items()))
 
 
@@ -119,7 +142,9 @@ def split_by_file(file_ids: Iterable[str]) -> dict[str, list[str]]:
     """
     ids = sorted(set(file_ids))
     if len(ids) < 3:
-        raise ValueError(f"{len(ids)} file(s) cannot be split into train, dev and test: at least 3 are needed")
+        raise ValueError(
+            f"{len(ids)} file(s) cannot be split into train, dev and test: at least 3 are needed"
+        )
     sections = {}
     for fid in ids:
         match = re.fullmatch(r"wsj_(\d\d)\d\d", fid)
@@ -132,7 +157,11 @@ def split_by_file(file_ids: Iterable[str]) -> dict[str, list[str]]:
             "test": [f for f in ids if sections[f] == 23],
         }
     tenth = max(1, round(len(ids) / 10))
-    return {"train": ids[: -2 * tenth], "dev": ids[-2 * tenth : -tenth], "test": ids[-tenth:]}
+    return {
+        "train": ids[: -2 * tenth],
+        "dev": ids[-2 * tenth : -tenth],
+        "test": ids[-tenth:],
+    }
 
 
 # ------------------------------------------------------------------------------------------ cleaning
@@ -158,7 +187,9 @@ def clean_tree(tree: Tree) -> Tree | None:
     if is_preterminal(tree):
         return None if tree.label() == EMPTY_ELEMENT else Tree(tree.label(), [tree[0]])
     if any(isinstance(child, str) for child in tree):
-        raise ValueError(f"node {tree.label()!r} has a word among its constituents; every word needs a tag: {tree}")
+        raise ValueError(
+            f"node {tree.label()!r} has a word among its constituents; every word needs a tag: {tree}"
+        )
     children = [c for c in (clean_tree(child) for child in tree) if c is not None]
     if not children:
         return None
@@ -179,7 +210,9 @@ def linearize(tree: Tree, *, tags: bool = False) -> str:
     Raises ValueError when the tree's root is a bare word or tag: a sentence must be a constituent.
     """
     if not isinstance(tree, Tree) or is_preterminal(tree):
-        raise ValueError(f"linearize needs a tree whose root is a constituent, got {tree!r}")
+        raise ValueError(
+            f"linearize needs a tree whose root is a constituent, got {tree!r}"
+        )
     out: list[str] = []
 
     def walk(node: Tree) -> None:
@@ -187,7 +220,9 @@ def linearize(tree: Tree, *, tags: bool = False) -> str:
             out.append(node.label() if tags else WORD_SLOT)
             return
         if any(isinstance(child, str) for child in node):
-            raise ValueError(f"node {node.label()!r} has a word among its constituents: {node}")
+            raise ValueError(
+                f"node {node.label()!r} has a word among its constituents: {node}"
+            )
         out.append("(" + node.label())
         for child in node:
             walk(child)
@@ -262,7 +297,9 @@ def delinearize(sequence: str, words: Sequence[str]) -> Delinearized:
             attach(Tree(token, [words[used]]))
             used += 1
         else:
-            repairs.append(f"dropped the word slot {token}: all {len(words)} words are placed")
+            repairs.append(
+                f"dropped the word slot {token}: all {len(words)} words are placed"
+            )
     if stack:
         repairs.append(f"closed {len(stack)} constituent(s) left open")
         while stack:
@@ -285,7 +322,10 @@ def delinearize(sequence: str, words: Sequence[str]) -> Delinearized:
 def _summarize(repairs: list[str]) -> tuple[str, ...]:
     """Repeated repairs once each, with their count (an untrained model may close hundreds of nothings)."""
     counts = Counter(repairs)
-    return tuple(text if counts[text] == 1 else f"{text} (x{counts[text]})" for text in dict.fromkeys(repairs))
+    return tuple(
+        text if counts[text] == 1 else f"{text} (x{counts[text]})"
+        for text in dict.fromkeys(repairs)
+    )
 
 
 # ------------------------------------------------------------------------------------------ scoring
@@ -321,7 +361,9 @@ def labelled_brackets(tree: Tree, deleted: Sequence[bool] | None = None) -> Coun
         end = start
         for child in node:
             if isinstance(child, str):
-                raise ValueError(f"node {node.label()!r} has a word among its constituents: {node}")
+                raise ValueError(
+                    f"node {node.label()!r} has a word among its constituents: {node}"
+                )
             end = walk(child, end)
         label = _count_label(node.label())
         first, last = kept_before[start], kept_before[end]
@@ -330,7 +372,9 @@ def labelled_brackets(tree: Tree, deleted: Sequence[bool] | None = None) -> Coun
         return end
 
     if len(deleted) != len(tree.leaves()):
-        raise ValueError(f"{len(deleted)} deletion marks for a tree of {len(tree.leaves())} words")
+        raise ValueError(
+            f"{len(deleted)} deletion marks for a tree of {len(tree.leaves())} words"
+        )
     walk(tree, 0)
     return found
 
@@ -372,11 +416,18 @@ class BracketScore:
     def __add__(self, other: "BracketScore") -> "BracketScore":
         if not isinstance(other, BracketScore):
             return NotImplemented
-        return BracketScore(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+        return BracketScore(
+            *(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__)
+        )
 
     def to_dict(self) -> dict:
         counts = {f: getattr(self, f) for f in self.__dataclass_fields__}
-        return {**counts, "precision": self.precision, "recall": self.recall, "f1": self.f1}
+        return {
+            **counts,
+            "precision": self.precision,
+            "recall": self.recall,
+            "f1": self.f1,
+        }
 
 
 def _crosses(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -392,28 +443,47 @@ def bracket_score(gold: Tree, test: Tree, *, invalid: bool = False) -> BracketSc
     """
     gold_words, test_words = gold.leaves(), test.leaves()
     if gold_words != test_words:
-        where = next((i for i, (g, t) in enumerate(zip(gold_words, test_words)) if g != t),
-                     min(len(gold_words), len(test_words)))
-        raise ValueError(f"the trees hold different words ({len(gold_words)} gold, {len(test_words)} test; first "
-                         f"difference at word {where}): score a parse of the gold sentence")
+        where = next(
+            (i for i, (g, t) in enumerate(zip(gold_words, test_words)) if g != t),
+            min(len(gold_words), len(test_words)),
+        )
+        raise ValueError(
+            f"the trees hold different words ({len(gold_words)} gold, {len(test_words)} test; first "
+            f"difference at word {where}): score a parse of the gold sentence"
+        )
     deleted = [tag in PUNCTUATION_TAGS for tag in _tags(gold)]
     g, t = labelled_brackets(gold, deleted), labelled_brackets(test, deleted)
     matched = sum((g & t).values())
     gold_spans = {(s, e) for _, s, e in g}
-    crossing = sum(n for (_, s, e), n in t.items() if any(_crosses((s, e), span) for span in gold_spans))
+    crossing = sum(
+        n
+        for (_, s, e), n in t.items()
+        if any(_crosses((s, e), span) for span in gold_spans)
+    )
     n_gold, n_test = sum(g.values()), sum(t.values())
-    return BracketScore(matched=matched, gold=n_gold, test=n_test, crossing=crossing, sentences=1,
-                        invalid=int(invalid), exact=int(matched == n_gold == n_test))
+    return BracketScore(
+        matched=matched,
+        gold=n_gold,
+        test=n_test,
+        crossing=crossing,
+        sentences=1,
+        invalid=int(invalid),
+        exact=int(matched == n_gold == n_test),
+    )
 
 
-def corpus_score(gold: Sequence[Tree], test: Sequence[Tree | Delinearized]) -> BracketScore:
+def corpus_score(
+    gold: Sequence[Tree], test: Sequence[Tree | Delinearized]
+) -> BracketScore:
     """Bracket counts summed over a corpus (evalb's "All" line); F1 from the sums, not a mean of sentences.
 
     `test` items may be `Delinearized` results: a repaired line is scored as repaired, and counted in
     `invalid` (evalb itself would skip such a sentence; Vinyals et al. scored the repaired trees).
     """
     if len(gold) != len(test):
-        raise ValueError(f"{len(gold)} gold trees but {len(test)} test trees: they must pair sentence by sentence")
+        raise ValueError(
+            f"{len(gold)} gold trees but {len(test)} test trees: they must pair sentence by sentence"
+        )
     total = BracketScore()
     for g, t in zip(gold, test):
         if isinstance(t, Delinearized):

@@ -11,6 +11,7 @@ chapter and the tests use one formula each:
 - counted from the model: training FLOPs per target token (`model/flops.py`) x target tokens seen
   (`counted_training_flops`), with `six_n_flops` (6 x parameters x tokens) as the usual shorthand.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,9 @@ from pathlib import Path
 
 import torch
 
+from ..data.batching import EncodedPairs
 from ..model import flops
 from ..model.config import TransformerConfig
-from ..data.batching import EncodedPairs
 from ..pipeline import AVERAGED_NAME, TRANSLATIONS_NAME
 from ..profiles import Profile
 from ..training.checkpoint import average_last, list_snapshots
@@ -53,7 +54,11 @@ def read_metrics(folder: str | Path) -> list[dict]:
     path = Path(folder) / METRICS_NAME
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def finished_run(folder: str | Path, profile: Profile) -> FinishedRun | None:
@@ -66,22 +71,38 @@ def finished_run(folder: str | Path, profile: Profile) -> FinishedRun | None:
     if not starts or not trains or records[-1].get("kind") != "stop":
         return None
     stop = records[-1]
-    same_profile = _training_fields(starts[0].get("profile") or {}) == _training_fields(profile.to_dict())
+    same_profile = _training_fields(starts[0].get("profile") or {}) == _training_fields(
+        profile.to_dict()
+    )
     snapshots = list_snapshots(folder)
-    complete = (folder / AVERAGED_NAME).is_file() and (folder / TRANSLATIONS_NAME).is_file() and bool(snapshots)
+    complete = (
+        (folder / AVERAGED_NAME).is_file()
+        and (folder / TRANSLATIONS_NAME).is_file()
+        and bool(snapshots)
+    )
     if not same_profile or stop.get("stopped_by") == "interrupted" or not complete:
         return None
-    return FinishedRun(folder=folder, steps=int(stop["step"]), train_time_s=float(stop["train_time_s"]),
-                       target_tokens=int(trains[-1]["target_tokens"]), device=str(starts[-1]["device"]),
-                       precision=str(starts[-1]["precision"]), stopped_by=str(stop["stopped_by"]),
-                       snapshots=tuple(p.name for p in snapshots))
+    return FinishedRun(
+        folder=folder,
+        steps=int(stop["step"]),
+        train_time_s=float(stop["train_time_s"]),
+        target_tokens=int(trains[-1]["target_tokens"]),
+        device=str(starts[-1]["device"]),
+        precision=str(starts[-1]["precision"]),
+        stopped_by=str(stop["stopped_by"]),
+        snapshots=tuple(p.name for p in snapshots),
+    )
 
 
 def _training_fields(profile: dict) -> dict:
     """A profile's fields that decide what a run trains and scores: all but the name's description and the
     scales of the book's other chapters, which may change without making a trained model stale. The round
     trip through JSON makes tuples lists, as they are in the file."""
-    return {k: v for k, v in json.loads(json.dumps(profile)).items() if k not in ("book", "description")}
+    return {
+        k: v
+        for k, v in json.loads(json.dumps(profile)).items()
+        if k not in ("book", "description")
+    }
 
 
 # ------------------------------------------------------------------------------------------ averaging
@@ -89,11 +110,15 @@ def averaging_sizes(average_last_k: int, available: int) -> list[int]:
     """How many of the newest snapshots each point of an averaging sweep merges: 1 (no averaging), 2,
     the profile's `average_last`, and every kept snapshot; none above what is available."""
     if available < 1:
-        raise ValueError("no snapshots to average: the run folder holds no checkpoints/step_*.pt")
+        raise ValueError(
+            "no snapshots to average: the run folder holds no checkpoints/step_*.pt"
+        )
     return sorted({k for k in (1, 2, average_last_k, available) if 1 <= k <= available})
 
 
-def averaging_sweep(folder: str | Path, sizes: list[int]) -> Iterator[tuple[int, dict, list[str]]]:
+def averaging_sweep(
+    folder: str | Path, sizes: list[int]
+) -> Iterator[tuple[int, dict, list[str]]]:
     """(k, the average of the newest k snapshots, their file names) for each k, as section 6.1 averages."""
     for k in sizes:
         checkpoint, used = average_last(folder, k)
@@ -101,7 +126,9 @@ def averaging_sweep(folder: str | Path, sizes: list[int]) -> Iterator[tuple[int,
 
 
 # ------------------------------------------------------------------------------------------ cost
-def paper_way_flops(train_time_s: float, devices: int, sustained_flops_per_device: float) -> float:
+def paper_way_flops(
+    train_time_s: float, devices: int, sustained_flops_per_device: float
+) -> float:
     """Table 2's estimate: training time x number of devices x sustained FLOP/s of one device."""
     return train_time_s * devices * sustained_flops_per_device
 
@@ -112,10 +139,20 @@ def mean_lengths(pairs: EncodedPairs) -> tuple[float, float]:
     return float(pairs.src_lengths.mean()) + 1, float(pairs.tgt_lengths.mean()) + 1
 
 
-def counted_training_flops(config: TransformerConfig, vocab_size: int, mean_src_len: float, mean_tgt_len: float,
-                           target_tokens: float) -> float:
+def counted_training_flops(
+    config: TransformerConfig,
+    vocab_size: int,
+    mean_src_len: float,
+    mean_tgt_len: float,
+    target_tokens: float,
+) -> float:
     """Training FLOPs counted from the model: FLOPs per target token x target tokens trained on."""
-    return flops.training_flops_per_target_token(config, vocab_size, mean_src_len, mean_tgt_len) * target_tokens
+    return (
+        flops.training_flops_per_target_token(
+            config, vocab_size, mean_src_len, mean_tgt_len
+        )
+        * target_tokens
+    )
 
 
 def six_n_flops(parameters: int, tokens: float) -> float:
@@ -124,14 +161,18 @@ def six_n_flops(parameters: int, tokens: float) -> float:
     return 6.0 * parameters * tokens
 
 
-def device_hours(total_flops: float, peak_flops_per_s: float, fraction_of_peak: float) -> float:
+def device_hours(
+    total_flops: float, peak_flops_per_s: float, fraction_of_peak: float
+) -> float:
     """Hours one device needs for `total_flops` when it sustains `fraction_of_peak` of its peak."""
     if not 0 < fraction_of_peak <= 1:
         raise ValueError(f"fraction_of_peak must be in (0, 1], got {fraction_of_peak}")
     return total_flops / (peak_flops_per_s * fraction_of_peak) / 3600.0
 
 
-def measured_matmul_flops(size: int = 1024, seconds: float = 1.0, device: str | torch.device = "cpu") -> float:
+def measured_matmul_flops(
+    size: int = 1024, seconds: float = 1.0, device: str | torch.device = "cpu"
+) -> float:
     """Sustained fp32 FLOP/s of square matrix products on `device`, measured for about `seconds`.
 
     For a CPU, where no data sheet gives the number Table 2 needs, this stands in for the paper's

@@ -13,6 +13,7 @@ as the paper has them.
 reports (dev perplexity per subword, dev BLEU, parameters); `verdict` decides, by one written rule,
 whether a finding of the paper holds at the measured scale, given the spread between seeds.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..model.config import TABLE3_ALL_ROWS, TransformerConfig, preset
 from ..evaluation.scoring import sacrebleu_score, translate
+from ..model.config import TABLE3_ALL_ROWS, TransformerConfig, preset
 from ..model.transformer import count_parameters
 from ..profiles import Profile
 from ..training.fit import fit
@@ -38,7 +39,9 @@ DEPTH_FIELDS = ("n_layers",)
 def paper_config(row: str) -> TransformerConfig:
     """The paper's configuration of a Table 3 row (the presets of model/config.py), d_k and d_v explicit."""
     if row not in TABLE3_ALL_ROWS:
-        raise ValueError(f"unknown Table 3 row {row!r}; choose one of {', '.join(TABLE3_ALL_ROWS)}")
+        raise ValueError(
+            f"unknown Table 3 row {row!r}; choose one of {', '.join(TABLE3_ALL_ROWS)}"
+        )
     config = preset(row)
     return config.replace(d_k=config.head_dim_k, d_v=config.head_dim_v)
 
@@ -46,9 +49,20 @@ def paper_config(row: str) -> TransformerConfig:
 def changes(row: str) -> dict:
     """The fields in which a row differs from the paper's base (d_k and d_v explicit)."""
     base, config = paper_config("base"), paper_config(row)
-    fields = ("n_layers", "d_model", "d_ff", "n_heads", "d_k", "d_v", "dropout", "label_smoothing",
-              "positional")
-    return {f: getattr(config, f) for f in fields if getattr(config, f) != getattr(base, f)}
+    fields = (
+        "n_layers",
+        "d_model",
+        "d_ff",
+        "n_heads",
+        "d_k",
+        "d_v",
+        "dropout",
+        "label_smoothing",
+        "positional",
+    )
+    return {
+        f: getattr(config, f) for f in fields if getattr(config, f) != getattr(base, f)
+    }
 
 
 @dataclass(frozen=True)
@@ -60,7 +74,9 @@ class VariationScale:
 
     def _divide(self, name: str, value: int, by: int, row: str) -> int:
         if value % by:
-            raise ValueError(f"row {row}: {name}={value} is not divisible by {by}; choose another scale")
+            raise ValueError(
+                f"row {row}: {name}={value} is not divisible by {by}; choose another scale"
+            )
         return value // by
 
     def config(self, row: str, **overrides) -> TransformerConfig:
@@ -69,8 +85,12 @@ class VariationScale:
         `overrides` set what is not part of Table 3 (max_len, warmup_steps).
         """
         paper = paper_config(row)
-        sized = {f: self._divide(f, getattr(paper, f), self.width, row) for f in WIDTH_FIELDS}
-        sized.update({f: self._divide(f, getattr(paper, f), self.depth, row) for f in DEPTH_FIELDS})
+        sized = {
+            f: self._divide(f, getattr(paper, f), self.width, row) for f in WIDTH_FIELDS
+        }
+        sized.update(
+            {f: self._divide(f, getattr(paper, f), self.depth, row) for f in DEPTH_FIELDS}
+        )
         return paper.replace(**sized, name=row, **overrides)
 
 
@@ -78,10 +98,15 @@ def scaled_changes(row: str, scale: VariationScale) -> dict:
     """What row `row` changes from base at this scale (same fields as `changes`, scaled values)."""
     base, config = scale.config("base"), scale.config(row)
     return {f: getattr(config, f) for f in changes(row)} | {
-        f: getattr(config, f) for f in ("d_k", "d_v") if getattr(config, f) != getattr(base, f)}
+        f: getattr(config, f)
+        for f in ("d_k", "d_v")
+        if getattr(config, f) != getattr(base, f)
+    }
 
 
-def row_settings(profile: Profile, config: TransformerConfig, steps: int, seed: int) -> TrainSettings:
+def row_settings(
+    profile: Profile, config: TransformerConfig, steps: int, seed: int
+) -> TrainSettings:
     """The training settings of one row: the profile's batches and optimiser, `steps` steps, no snapshots.
 
     The peak learning rate follows the paper's rule lr ~ d_model^-0.5 (section 5.3), anchored at the
@@ -89,12 +114,25 @@ def row_settings(profile: Profile, config: TransformerConfig, steps: int, seed: 
     paper's curve when the profile sets none). The warm-up is a quarter of the steps at most.
     """
     anchor = profile.model_config().d_model
-    peak = None if profile.peak_lr is None else profile.peak_lr * math.sqrt(anchor / config.d_model)
+    peak = (
+        None
+        if profile.peak_lr is None
+        else profile.peak_lr * math.sqrt(anchor / config.d_model)
+    )
     return profile.train_settings().replace(
-        name=f"table3 {profile.name}", max_steps=steps, max_epochs=None, time_budget_minutes=None,
-        seed=seed, peak_lr=peak, warmup_steps=max(1, min(profile.warmup_steps, steps // 4)),
-        eval_every=0, log_every=max(1, steps // 5), save_every_steps=None, save_every_minutes=None,
-        keep_snapshots=1, compile=False,
+        name=f"table3 {profile.name}",
+        max_steps=steps,
+        max_epochs=None,
+        time_budget_minutes=None,
+        seed=seed,
+        peak_lr=peak,
+        warmup_steps=max(1, min(profile.warmup_steps, steps // 4)),
+        eval_every=0,
+        log_every=max(1, steps // 5),
+        save_every_steps=None,
+        save_every_minutes=None,
+        keep_snapshots=1,
+        compile=False,
     )
 
 
@@ -137,8 +175,16 @@ def train_row(
     settings = row_settings(profile, config, steps, seed)
     config = config.replace(warmup_steps=settings.warmup_steps)
     with tempfile.TemporaryDirectory(prefix=f"table3-{row}-") as out_dir:
-        fitted = fit(config, data.tokenizer, data.train, data.valid, settings, out_dir, device=device,
-                     show_progress=False)
+        fitted = fit(
+            config,
+            data.tokenizer,
+            data.train,
+            data.valid,
+            settings,
+            out_dir,
+            device=device,
+            show_progress=False,
+        )
     model, result = fitted.model, fitted.result
     started = time.perf_counter()
     bleu = 0.0
@@ -146,10 +192,17 @@ def train_row(
         greedy = profile.decode_settings().replace(beam_size=1)
         hypotheses = translate(model, data.tokenizer, list(bleu_sources), greedy)
         bleu = sacrebleu_score(hypotheses, list(bleu_references))["score"]
-    return RowRun(row=row, seed=seed, ppl=float(result.valid["ppl"]), bleu=float(bleu),
-                  params=count_parameters(model), steps=result.progress.step,
-                  train_s=result.progress.train_time_s, train_cpu_s=result.progress.train_cpu_s,
-                  eval_s=time.perf_counter() - started)
+    return RowRun(
+        row=row,
+        seed=seed,
+        ppl=float(result.valid["ppl"]),
+        bleu=float(bleu),
+        params=count_parameters(model),
+        steps=result.progress.step,
+        train_s=result.progress.train_time_s,
+        train_cpu_s=result.progress.train_cpu_s,
+        eval_s=time.perf_counter() - started,
+    )
 
 
 # ------------------------------------------------------------------------------------------ analysis
@@ -220,7 +273,13 @@ def compare(first: Sequence[float], second: Sequence[float], kind: str = "worse"
     if kind == "tie":
         verdict = HOLDS if abs(difference) <= noise else DOES_NOT_HOLD
     elif kind == "worse":
-        verdict = HOLDS if difference > noise else DOES_NOT_HOLD if difference < -noise else CANNOT_TELL
+        verdict = (
+            HOLDS
+            if difference > noise
+            else DOES_NOT_HOLD
+            if difference < -noise
+            else CANNOT_TELL
+        )
     else:
         raise ValueError(f"kind must be 'worse' or 'tie', got {kind!r}")
     return {"verdict": verdict, "difference": difference, "noise": noise}
@@ -234,9 +293,16 @@ def verdict(finding: Finding, ppl: dict[str, Sequence[float]]) -> dict:
     """
     missing = sorted({r for pair in finding.pairs for r in pair} - set(ppl))
     if missing:
-        return {"finding": finding.name, "verdict": CANNOT_TELL, "pairs": [],
-                "reason": f"rows {', '.join(missing)} were not trained under this profile"}
-    pairs = [{"first": a, "second": b, **compare(ppl[a], ppl[b], finding.kind)} for a, b in finding.pairs]
+        return {
+            "finding": finding.name,
+            "verdict": CANNOT_TELL,
+            "pairs": [],
+            "reason": f"rows {', '.join(missing)} were not trained under this profile",
+        }
+    pairs = [
+        {"first": a, "second": b, **compare(ppl[a], ppl[b], finding.kind)}
+        for a, b in finding.pairs
+    ]
     verdicts = [p["verdict"] for p in pairs]
     if all(v == HOLDS for v in verdicts):
         overall = HOLDS
@@ -247,8 +313,13 @@ def verdict(finding: Finding, ppl: dict[str, Sequence[float]]) -> dict:
     relation = "vs" if finding.kind == "tie" else "minus"
     reason = "; ".join(
         f"{p['first']} {relation} {p['second']}: ppl difference {p['difference']:+.2f}, "
-        + (f"seed noise {p['noise']:.2f}" if p["noise"] is not None else "one seed, no noise measure")
-        for p in pairs)
+        + (
+            f"seed noise {p['noise']:.2f}"
+            if p["noise"] is not None
+            else "one seed, no noise measure"
+        )
+        for p in pairs
+    )
     return {"finding": finding.name, "verdict": overall, "pairs": pairs, "reason": reason}
 
 
@@ -288,8 +359,14 @@ def train_rows(
     gain little from a second thread, so two processes do about twice the work of one. Otherwise the
     rows train one after another in this process, on `data`.
     """
-    common = {"profile": profile, "scale": scale, "steps": steps, "device": str(device),
-              "bleu_sources": list(bleu_sources), "bleu_references": list(bleu_references)}
+    common = {
+        "profile": profile,
+        "scale": scale,
+        "steps": steps,
+        "device": str(device),
+        "bleu_sources": list(bleu_sources),
+        "bleu_references": list(bleu_references),
+    }
     if workers <= 1 or torch.device(device).type != "cpu":
         for row, seed in plan:
             yield train_row(row, data, seed=seed, **common)
@@ -297,9 +374,18 @@ def train_rows(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    context = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's threads
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                             initargs=(profile, data_dir)) as pool:
-        futures = [pool.submit(_train_in_worker, {"row": row, "seed": seed, **common}) for row, seed in plan]
+    context = multiprocessing.get_context(
+        "spawn"
+    )  # no fork of a process that holds torch's threads
+    with ProcessPoolExecutor(
+        workers,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(profile, data_dir),
+    ) as pool:
+        futures = [
+            pool.submit(_train_in_worker, {"row": row, "seed": seed, **common})
+            for row, seed in plan
+        ]
         for future in as_completed(futures):
             yield future.result()

@@ -1,9 +1,15 @@
 """The paper's model, read first: config -> attention -> layers -> transformer -> decoding.
 
 `flops` counts what the model computes. Nothing here knows about data, training or the book."""
+
 from .config import PRESET_NAMES, TABLE3_ROWS, TransformerConfig, preset
 from .decoding import beam_search, greedy_decode
-from .transformer import Transformer, attention_maps, count_parameters, expected_parameter_count
+from .transformer import (
+    Transformer,
+    attention_maps,
+    count_parameters,
+    expected_parameter_count,
+)
 
 __all__ = [
     "PRESET_NAMES",

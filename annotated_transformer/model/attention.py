@@ -9,6 +9,7 @@ Masks are boolean with True meaning "may attend". Boolean masks never add a larg
 constant, so nothing overflows in bf16/fp16, and a query whose every key is masked returns zeros
 instead of the NaN a softmax over nothing would give.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,9 @@ import torch.nn.functional as F
 from ..runtime.compat import is_compiling
 
 
-def _guard_fully_masked(mask: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+def _guard_fully_masked(
+    mask: torch.Tensor | None,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Unmask rows with no allowed key (so no NaN appears) and return which rows were empty.
 
     On the CPU, asking whether any row is empty costs nothing and usually saves the fix-up. On a GPU
@@ -36,18 +39,26 @@ def _guard_fully_masked(mask: torch.Tensor | None) -> tuple[torch.Tensor | None,
 
 
 def explicit_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, is_causal: bool = False
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    is_causal: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(Q K^T / sqrt(d_k)) V, returning (output, weights); shapes (..., T, d) as for SDPA."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if is_causal:
-        causal = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+        causal = torch.ones(
+            q.size(-2), k.size(-2), dtype=torch.bool, device=q.device
+        ).tril()
         mask = causal if mask is None else mask & causal
     empty = None
     if mask is not None:
         has_key = mask.any(dim=-1, keepdim=True)
         scores = scores.masked_fill(~mask, float("-inf"))
-        scores = scores.masked_fill(~has_key, 0.0)  # any finite value: the row is zeroed below
+        scores = scores.masked_fill(
+            ~has_key, 0.0
+        )  # any finite value: the row is zeroed below
         empty = ~has_key
     weights = scores.softmax(dim=-1)
     if empty is not None:
@@ -56,11 +67,17 @@ def explicit_attention(
 
 
 def fused_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, is_causal: bool = False
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    is_causal: bool = False,
 ) -> torch.Tensor:
     """The same function as `explicit_attention` through PyTorch's fused kernel."""
     if is_causal and mask is not None:
-        causal = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
+        causal = torch.ones(
+            q.size(-2), k.size(-2), dtype=torch.bool, device=q.device
+        ).tril()
         mask, is_causal = mask & causal, False
     mask, has_key = _guard_fully_masked(mask)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
@@ -76,15 +93,33 @@ class KVCache:
     costs one write instead of a concatenation of the whole prefix. Beam search reorders the rows.
     """
 
-    def __init__(self, batch_size: int, n_heads: int, capacity: int, d_k: int, d_v: int, *, device, dtype):
-        self.k = torch.empty(batch_size, n_heads, capacity, d_k, device=device, dtype=dtype)
-        self.v = torch.empty(batch_size, n_heads, capacity, d_v, device=device, dtype=dtype)
+    def __init__(
+        self,
+        batch_size: int,
+        n_heads: int,
+        capacity: int,
+        d_k: int,
+        d_v: int,
+        *,
+        device,
+        dtype,
+    ):
+        self.k = torch.empty(
+            batch_size, n_heads, capacity, d_k, device=device, dtype=dtype
+        )
+        self.v = torch.empty(
+            batch_size, n_heads, capacity, d_v, device=device, dtype=dtype
+        )
         self.length = 0
 
-    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def update(
+        self, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         t = k.size(-2)
         if self.length + t > self.k.size(-2):
-            raise ValueError(f"KV cache holds {self.k.size(-2)} positions; cannot add {t} more to {self.length}")
+            raise ValueError(
+                f"KV cache holds {self.k.size(-2)} positions; cannot add {t} more to {self.length}"
+            )
         self.k[:, :, self.length : self.length + t] = k
         self.v[:, :, self.length : self.length + t] = v
         self.length += t
@@ -105,7 +140,9 @@ class MultiHeadAttention(nn.Module):
         self_attention: project queries, keys and values from one input with a single matmul.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_k: int, d_v: int, *, self_attention: bool):
+    def __init__(
+        self, d_model: int, n_heads: int, d_k: int, d_v: int, *, self_attention: bool
+    ):
         super().__init__()
         self.n_heads, self.d_k, self.d_v = n_heads, d_k, d_v
         self.self_attention = self_attention
@@ -124,7 +161,9 @@ class MultiHeadAttention(nn.Module):
 
     def project_kv(self, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of the encoder output: computed once per source when decoding."""
-        k, v = self.kv_proj(memory).split([self.n_heads * self.d_k, self.n_heads * self.d_v], dim=-1)
+        k, v = self.kv_proj(memory).split(
+            [self.n_heads * self.d_k, self.n_heads * self.d_v], dim=-1
+        )
         return self._heads(k, self.d_k), self._heads(v, self.d_v)
 
     def forward(
@@ -152,7 +191,9 @@ class MultiHeadAttention(nn.Module):
                 if q.size(-2) == 1:
                     is_causal = False
                 elif cache.length != q.size(-2):
-                    raise ValueError("a multi-token step is only supported on an empty cache")
+                    raise ValueError(
+                        "a multi-token step is only supported on an empty cache"
+                    )
         else:
             q = self._heads(self.q_proj(x), dk)
             k, v = memory_kv if memory_kv is not None else self.project_kv(memory)

@@ -1,4 +1,5 @@
 """Model configuration and the named presets of the paper (Table 3 and section 6.3)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,14 +36,27 @@ class TransformerConfig:
     name: str = field(default="custom", compare=False)
 
     def __post_init__(self) -> None:
-        for fname in ("n_layers", "d_model", "d_ff", "n_heads", "max_len", "warmup_steps"):
+        for fname in (
+            "n_layers",
+            "d_model",
+            "d_ff",
+            "n_heads",
+            "max_len",
+            "warmup_steps",
+        ):
             value = getattr(self, fname)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"TransformerConfig.{fname} must be an integer >= 1, got {value!r}")
+                raise ValueError(
+                    f"TransformerConfig.{fname} must be an integer >= 1, got {value!r}"
+                )
         for fname in ("n_encoder_layers", "n_decoder_layers", "d_k", "d_v"):
             value = getattr(self, fname)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ValueError(f"TransformerConfig.{fname} must be None or an integer >= 1, got {value!r}")
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise ValueError(
+                    f"TransformerConfig.{fname} must be None or an integer >= 1, got {value!r}"
+                )
         if self.d_k is None or self.d_v is None:
             if self.d_model % self.n_heads != 0:
                 raise ValueError(
@@ -52,16 +66,29 @@ class TransformerConfig:
         for fname in ("dropout", "label_smoothing"):
             value = getattr(self, fname)
             if not (0.0 <= float(value) < 1.0):
-                raise ValueError(f"TransformerConfig.{fname} must lie in [0, 1), got {value!r}")
+                raise ValueError(
+                    f"TransformerConfig.{fname} must lie in [0, 1), got {value!r}"
+                )
         if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"TransformerConfig.positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+            raise ValueError(
+                f"TransformerConfig.positional must be 'sinusoidal' or 'learned', got {self.positional!r}"
+            )
         if self.norm_position not in ("post", "pre"):
-            raise ValueError(f"TransformerConfig.norm_position must be 'post' (the paper's) or 'pre', "
-                             f"got {self.norm_position!r}")
-        ids = {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id, "unk_id": self.unk_id}
+            raise ValueError(
+                f"TransformerConfig.norm_position must be 'post' (the paper's) or 'pre', "
+                f"got {self.norm_position!r}"
+            )
+        ids = {
+            "pad_id": self.pad_id,
+            "bos_id": self.bos_id,
+            "eos_id": self.eos_id,
+            "unk_id": self.unk_id,
+        }
         for fname, value in ids.items():
             if not isinstance(value, int) or value < 0:
-                raise ValueError(f"TransformerConfig.{fname} must be an integer >= 0, got {value!r}")
+                raise ValueError(
+                    f"TransformerConfig.{fname} must be an integer >= 0, got {value!r}"
+                )
         if len(set(ids.values())) != len(ids):
             raise ValueError(f"TransformerConfig special ids must be distinct, got {ids}")
 
@@ -130,7 +157,15 @@ _PRESETS: dict[str, dict] = {
     # Section 6.3: 4 layers, d_model 1024 (d_ff and heads as in big).
     "parsing": dict(n_layers=4, d_model=1024, d_ff=4096, n_heads=16, dropout=0.3),
     # Small enough to train in seconds on a CPU; used by tests and the smoke profile.
-    "tiny": dict(n_layers=2, d_model=64, d_ff=256, n_heads=4, dropout=0.1, max_len=256, warmup_steps=400),
+    "tiny": dict(
+        n_layers=2,
+        d_model=64,
+        d_ff=256,
+        n_heads=4,
+        dropout=0.1,
+        max_len=256,
+        warmup_steps=400,
+    ),
 }
 
 PRESET_NAMES: tuple[str, ...] = tuple(_PRESETS)
@@ -139,5 +174,7 @@ PRESET_NAMES: tuple[str, ...] = tuple(_PRESETS)
 def preset(name: str, **overrides) -> TransformerConfig:
     """A named configuration ("base", "big", a Table 3 row "A1".."E", "parsing", "tiny") with overrides."""
     if name not in _PRESETS:
-        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESET_NAMES)}")
+        raise ValueError(
+            f"unknown preset {name!r}; choose one of {', '.join(PRESET_NAMES)}"
+        )
     return TransformerConfig(**{**_PRESETS[name], "name": name, **overrides})

@@ -8,6 +8,7 @@ can prove the cache changes nothing.
 Output format: a LongTensor (batch, length) whose rows start with bos, end at eos (or at the
 length limit) and hold pad after it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,7 +38,9 @@ class DecodeSettings:
 
     def __post_init__(self):
         if self.beam_size < 1:
-            raise ValueError(f"beam_size must be >= 1 (1 is greedy decoding), got {self.beam_size}")
+            raise ValueError(
+                f"beam_size must be >= 1 (1 is greedy decoding), got {self.beam_size}"
+            )
         if self.batch_tokens < 1:
             raise ValueError(f"batch_tokens must be at least 1, got {self.batch_tokens}")
 
@@ -72,7 +75,9 @@ def _step_logits(model, tokens, memory, src_mask, state, use_cache: bool) -> tor
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, max_new_tokens: int, *, use_cache: bool = True) -> torch.Tensor:
+def greedy_decode(
+    model: Transformer, src: torch.Tensor, max_new_tokens: int, *, use_cache: bool = True
+) -> torch.Tensor:
     """The most probable next token at every step, up to `max_new_tokens` generated tokens per row (eos
     included), and never more than the model's positions can hold."""
     c = model.config
@@ -132,16 +137,29 @@ def beam_search(
         batch, k = src.size(0), beam_size
         device = src.device
         # Outputs stop where the model's positions end, whatever a and b ask for.
-        limits = (max_len_a * _source_lengths(model, src).float() + max_len_b).long().clamp(1, c.max_len - 1).tolist()
+        limits = (
+            (max_len_a * _source_lengths(model, src).float() + max_len_b)
+            .long()
+            .clamp(1, c.max_len - 1)
+            .tolist()
+        )
         longest = max(limits)
         # Every source is repeated k times: rows b*k .. b*k+k-1 are its beams.
         src_rows = src.repeat_interleave(k, dim=0)
         memory, state = model.start_decoding(src_rows, longest + 1)
         src_mask = state.src_mask
         tokens = torch.full((batch * k, 1), c.bos_id, dtype=torch.long, device=device)
-        scores = torch.full((batch, k), float("-inf"), device=device, dtype=torch.float64 if
-                            next(model.parameters()).dtype == torch.float64 else torch.float32)
-        scores[:, 0] = 0.0  # one live beam at the start, so the k beams do not start as copies
+        scores = torch.full(
+            (batch, k),
+            float("-inf"),
+            device=device,
+            dtype=torch.float64
+            if next(model.parameters()).dtype == torch.float64
+            else torch.float32,
+        )
+        scores[:, 0] = (
+            0.0  # one live beam at the start, so the k beams do not start as copies
+        )
         finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
         done = [False] * batch
         banned = _banned_tokens(model)
@@ -157,19 +175,25 @@ def beam_search(
             cand_beam, cand_token = cand_index // vocab, cand_index % vocab
             is_eos = cand_token == c.eos_id
             # Finished hypotheses: eos among the k best candidates of a source still searching.
-            eos_hits = (is_eos[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
+            eos_hits = (
+                (is_eos[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
+            )
             for b, j in eos_hits:
                 if done[b]:
                     continue
                 row = b * k + int(cand_beam[b, j])
                 hyp = tokens[row, 1:].tolist() + [c.eos_id]
-                finished[b].append((float(cand_scores[b, j]) / gnmt_length_penalty(step, alpha), hyp))
+                finished[b].append(
+                    (float(cand_scores[b, j]) / gnmt_length_penalty(step, alpha), hyp)
+                )
             # The k best candidates that do not end go on as the new beams.
             open_scores = cand_scores.masked_fill(is_eos, float("-inf"))
             new_scores, pick = open_scores.topk(k, dim=-1)
             parent = (row_base + cand_beam.gather(1, pick)).view(-1)
             next_token = cand_token.gather(1, pick).view(-1)
-            tokens = torch.cat([tokens.index_select(0, parent), next_token[:, None]], dim=1)
+            tokens = torch.cat(
+                [tokens.index_select(0, parent), next_token[:, None]], dim=1
+            )
             scores = new_scores
             if use_cache:
                 state.reorder(parent)
@@ -183,7 +207,13 @@ def beam_search(
                     for j in range(k):
                         if torch.isfinite(scores[b, j]):
                             hyp = tokens[b * k + j, 1:].tolist()
-                            finished[b].append((float(scores[b, j]) / gnmt_length_penalty(step, alpha), hyp))
+                            finished[b].append(
+                                (
+                                    float(scores[b, j])
+                                    / gnmt_length_penalty(step, alpha),
+                                    hyp,
+                                )
+                            )
                     done[b] = True
             if all(done):
                 break

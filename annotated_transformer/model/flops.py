@@ -9,6 +9,7 @@ from `model.layer_weights`, the closed form that the parameter count uses too.
 The paper's Table 2 estimates training cost as time x GPUs x sustained TFLOPS;
 `training_flops_per_target_token` counts the model's arithmetic instead, so the two can be compared.
 """
+
 from __future__ import annotations
 
 import torch
@@ -30,23 +31,36 @@ PEAK_FLOPS: dict[str, tuple[float, float]] = {
     "L4": (121e12, 30.3e12),
     "V100": (125e12, 15.7e12),
     "T4": (65e12, 8.1e12),
-    "P100": (18.7e12, 9.3e12),  # fp16; the paper's GPU (see paper.TABLE2_SUSTAINED_FLOPS for its estimate)
+    "P100": (
+        18.7e12,
+        9.3e12,
+    ),  # fp16; the paper's GPU (see paper.TABLE2_SUSTAINED_FLOPS for its estimate)
 }
 
 
-def encoder_flops_per_source_token(config: TransformerConfig, mean_src_len: float) -> float:
+def encoder_flops_per_source_token(
+    config: TransformerConfig, mean_src_len: float
+) -> float:
     """Forward FLOPs the encoder spends per source token."""
     h, dk, dv = config.n_heads, config.head_dim_k, config.head_dim_v
     attention = 2 * mean_src_len * h * (dk + dv)  # scores and weighted sum
-    return config.encoder_layers * (2 * layer_weights(config).encoder_matrices + attention)
+    return config.encoder_layers * (
+        2 * layer_weights(config).encoder_matrices + attention
+    )
 
 
-def decoder_flops_per_target_token(config: TransformerConfig, vocab_size: int, mean_src_len: float, mean_tgt_len: float) -> float:
+def decoder_flops_per_target_token(
+    config: TransformerConfig, vocab_size: int, mean_src_len: float, mean_tgt_len: float
+) -> float:
     """Forward FLOPs the decoder spends per target token, the output softmax projection included."""
     h, dk, dv = config.n_heads, config.head_dim_k, config.head_dim_v
-    attention = 2 * (mean_tgt_len + mean_src_len) * h * (dk + dv)  # self- and cross-attention
+    attention = (
+        2 * (mean_tgt_len + mean_src_len) * h * (dk + dv)
+    )  # self- and cross-attention
     matrices = 2 * layer_weights(config).decoder_target_matrices
-    return config.decoder_layers * (matrices + attention) + 2 * config.d_model * vocab_size
+    return (
+        config.decoder_layers * (matrices + attention) + 2 * config.d_model * vocab_size
+    )
 
 
 def cross_kv_flops_per_source_token(config: TransformerConfig) -> float:
@@ -54,15 +68,27 @@ def cross_kv_flops_per_source_token(config: TransformerConfig) -> float:
     return config.decoder_layers * 2 * layer_weights(config).decoder_source_matrices
 
 
-def forward_flops(config: TransformerConfig, vocab_size: int, src_tokens: float, tgt_tokens: float,
-                  mean_src_len: float, mean_tgt_len: float) -> float:
+def forward_flops(
+    config: TransformerConfig,
+    vocab_size: int,
+    src_tokens: float,
+    tgt_tokens: float,
+    mean_src_len: float,
+    mean_tgt_len: float,
+) -> float:
     """Forward FLOPs of a batch with `src_tokens` source and `tgt_tokens` target positions."""
-    per_src = encoder_flops_per_source_token(config, mean_src_len) + cross_kv_flops_per_source_token(config)
-    per_tgt = decoder_flops_per_target_token(config, vocab_size, mean_src_len, mean_tgt_len)
+    per_src = encoder_flops_per_source_token(
+        config, mean_src_len
+    ) + cross_kv_flops_per_source_token(config)
+    per_tgt = decoder_flops_per_target_token(
+        config, vocab_size, mean_src_len, mean_tgt_len
+    )
     return src_tokens * per_src + tgt_tokens * per_tgt
 
 
-def training_flops_per_target_token(config: TransformerConfig, vocab_size: int, mean_src_len: float, mean_tgt_len: float) -> float:
+def training_flops_per_target_token(
+    config: TransformerConfig, vocab_size: int, mean_src_len: float, mean_tgt_len: float
+) -> float:
     """Training FLOPs (forward + backward = 3 x forward) per target token, with source tokens in the
     ratio mean_src_len : mean_tgt_len."""
     ratio = mean_src_len / mean_tgt_len
@@ -93,7 +119,9 @@ def peak_flops_by_name(device_name: str, precision: str = "bf16") -> float | Non
     return entry[1] if precision in ("bf16", "fp16") else entry[2]
 
 
-def mfu(achieved_flops_per_s: float, device: torch.device | str, precision: str = "bf16") -> float | None:
+def mfu(
+    achieved_flops_per_s: float, device: torch.device | str, precision: str = "bf16"
+) -> float | None:
     """Model FLOPs utilization: achieved / peak, or None when the peak is unknown."""
     peak = peak_flops(device, precision)
     return None if peak is None else achieved_flops_per_s / peak

@@ -1,4 +1,5 @@
 """The building blocks of the encoder and decoder stacks (paper sections 3.1, 3.3-3.5)."""
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,9 @@ NORM_POSITIONS = ("post", "pre")
 
 def _check_norm_position(norm_position: str) -> str:
     if norm_position not in NORM_POSITIONS:
-        raise ValueError(f"norm_position must be 'post' (the paper's) or 'pre', got {norm_position!r}")
+        raise ValueError(
+            f"norm_position must be 'post' (the paper's) or 'pre', got {norm_position!r}"
+        )
     return norm_position
 
 
@@ -37,10 +40,21 @@ class EncoderLayer(nn.Module):
     the input unnormalised, and the stack's output needs a final LayerNorm (the model adds it).
     """
 
-    def __init__(self, d_model: int, d_ff: int, n_heads: int, d_k: int, d_v: int, dropout: float,
-                 *, norm_position: str = "post"):
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        n_heads: int,
+        d_k: int,
+        d_v: int,
+        dropout: float,
+        *,
+        norm_position: str = "post",
+    ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=True)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_heads, d_k, d_v, self_attention=True
+        )
         self.ffn = PositionwiseFeedForward(d_model, d_ff)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -59,11 +73,24 @@ class DecoderLayer(nn.Module):
     """Masked self-attention, attention over the encoder output, then FFN; post-norm residuals
     (or pre-norm with norm_position="pre", as in `EncoderLayer`)."""
 
-    def __init__(self, d_model: int, d_ff: int, n_heads: int, d_k: int, d_v: int, dropout: float,
-                 *, norm_position: str = "post"):
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        n_heads: int,
+        d_k: int,
+        d_v: int,
+        dropout: float,
+        *,
+        norm_position: str = "post",
+    ):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=True)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, self_attention=False)
+        self.self_attn = MultiHeadAttention(
+            d_model, n_heads, d_k, d_v, self_attention=True
+        )
+        self.cross_attn = MultiHeadAttention(
+            d_model, n_heads, d_k, d_v, self_attention=False
+        )
         self.ffn = PositionwiseFeedForward(d_model, d_ff)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
@@ -83,18 +110,27 @@ class DecoderLayer(nn.Module):
         if self.pre_norm:
             # The cache holds keys and values of the normalised inputs; LayerNorm acts on each position
             # alone, so the positions cached earlier are what a full recomputation would give.
-            x = x + self.dropout(self.self_attn(self.norm1(x), is_causal=True, cache=cache))
-            x = x + self.dropout(self.cross_attn(self.norm2(x), memory, mask=src_mask, memory_kv=memory_kv))
+            x = x + self.dropout(
+                self.self_attn(self.norm1(x), is_causal=True, cache=cache)
+            )
+            x = x + self.dropout(
+                self.cross_attn(self.norm2(x), memory, mask=src_mask, memory_kv=memory_kv)
+            )
             return x + self.dropout(self.ffn(self.norm3(x)))
         x = self.norm1(x + self.dropout(self.self_attn(x, is_causal=True, cache=cache)))
-        x = self.norm2(x + self.dropout(self.cross_attn(x, memory, mask=src_mask, memory_kv=memory_kv)))
+        x = self.norm2(
+            x
+            + self.dropout(self.cross_attn(x, memory, mask=src_mask, memory_kv=memory_kv))
+        )
         return self.norm3(x + self.dropout(self.ffn(x)))
 
 
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) as a (length, d_model) table."""
     position = torch.arange(length, dtype=torch.float64).unsqueeze(1)
-    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    inv_freq = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model)
+    )
     pe = torch.zeros(length, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(position * inv_freq)
     pe[:, 1::2] = torch.cos(position * inv_freq[: d_model // 2])
@@ -113,16 +149,22 @@ class PositionalEncoding(nn.Module):
         else:
             # Not a parameter and not saved: sinusoids are recomputed, and can be extended
             # past max_len, which is the paper's argument for them (section 3.5).
-            self.register_buffer("table", sinusoidal_positions(max_len, d_model), persistent=False)
+            self.register_buffer(
+                "table", sinusoidal_positions(max_len, d_model), persistent=False
+            )
 
     def positions(self, start: int, length: int) -> torch.Tensor:
         end = start + length
         if self.kind == "learned":
             if end > self.max_len:
-                raise ValueError(f"learned positions stop at max_len={self.max_len}; got a sequence reaching {end}")
+                raise ValueError(
+                    f"learned positions stop at max_len={self.max_len}; got a sequence reaching {end}"
+                )
             return self.table.weight[start:end]
         if end > self.table.size(0):
-            self.table = sinusoidal_positions(max(end, 2 * self.table.size(0)), self.d_model).to(self.table.device)
+            self.table = sinusoidal_positions(
+                max(end, 2 * self.table.size(0)), self.d_model
+            ).to(self.table.device)
         return self.table[start:end]
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:

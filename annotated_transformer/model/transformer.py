@@ -1,4 +1,5 @@
 """The Transformer of "Attention Is All You Need" (section 3, Figure 1)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +28,10 @@ class DecoderState:
         for cache in self.caches:
             cache.reorder(index)
         self.src_mask = self.src_mask.index_select(0, index)
-        self.memory_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.memory_kv]
+        self.memory_kv = [
+            (k.index_select(0, index), v.index_select(0, index))
+            for k, v in self.memory_kv
+        ]
 
 
 class Transformer(nn.Module):
@@ -43,7 +47,11 @@ class Transformer(nn.Module):
     """
 
     def __init__(
-        self, config: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int, share_embeddings: bool = True
+        self,
+        config: TransformerConfig,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        share_embeddings: bool = True,
     ):
         super().__init__()
         if share_embeddings and src_vocab_size != tgt_vocab_size:
@@ -51,27 +59,40 @@ class Transformer(nn.Module):
                 f"share_embeddings needs one shared vocabulary, got src_vocab_size={src_vocab_size} "
                 f"and tgt_vocab_size={tgt_vocab_size}"
             )
-        for name, size in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
+        for name, size in (
+            ("src_vocab_size", src_vocab_size),
+            ("tgt_vocab_size", tgt_vocab_size),
+        ):
             if size <= max(config.pad_id, config.bos_id, config.eos_id, config.unk_id):
-                raise ValueError(f"{name}={size} must exceed every special id of the config")
+                raise ValueError(
+                    f"{name}={size} must exceed every special id of the config"
+                )
         self.config = config
         c = config
         self.share_embeddings = share_embeddings
         self.src_embed = nn.Embedding(src_vocab_size, c.d_model, padding_idx=c.pad_id)
-        self.tgt_embed = self.src_embed if share_embeddings else nn.Embedding(tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = (
+            self.src_embed
+            if share_embeddings
+            else nn.Embedding(tgt_vocab_size, c.d_model, padding_idx=c.pad_id)
+        )
         self.src_positions = PositionalEncoding(c.d_model, c.max_len, c.positional)
         # Learned positions are per stack; sinusoids are the same function, shared.
         self.tgt_positions = (
-            PositionalEncoding(c.d_model, c.max_len, c.positional) if c.positional == "learned" else self.src_positions
+            PositionalEncoding(c.d_model, c.max_len, c.positional)
+            if c.positional == "learned"
+            else self.src_positions
         )
         self.dropout = nn.Dropout(c.dropout)
         dk, dv = c.head_dim_k, c.head_dim_v
         norm = dict(norm_position=c.norm_position)
         self.encoder_layers = nn.ModuleList(
-            EncoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout, **norm) for _ in range(c.encoder_layers)
+            EncoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout, **norm)
+            for _ in range(c.encoder_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            DecoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout, **norm) for _ in range(c.decoder_layers)
+            DecoderLayer(c.d_model, c.d_ff, c.n_heads, dk, dv, c.dropout, **norm)
+            for _ in range(c.decoder_layers)
         )
         # Pre-norm layers add to an unnormalised residual stream, so each stack ends in a LayerNorm;
         # post-norm layers end in one already (Identity keeps post-norm state dicts as they were).
@@ -80,7 +101,9 @@ class Transformer(nn.Module):
         self.decoder_norm = nn.LayerNorm(c.d_model) if pre else nn.Identity()
         self.generator = nn.Linear(c.d_model, tgt_vocab_size, bias=False)
         self._reset_parameters()
-        self.generator.weight = self.tgt_embed.weight  # pre-softmax projection tied to the embeddings
+        self.generator.weight = (
+            self.tgt_embed.weight
+        )  # pre-softmax projection tied to the embeddings
 
     def _reset_parameters(self) -> None:
         for module in self.modules():
@@ -99,11 +122,19 @@ class Transformer(nn.Module):
         """(B, 1, 1, S) boolean, True where the key is a real token."""
         return (src != self.config.pad_id)[:, None, None, :]
 
-    def embed(self, tokens: torch.Tensor, embedding: nn.Embedding, positions: PositionalEncoding, start: int = 0):
+    def embed(
+        self,
+        tokens: torch.Tensor,
+        embedding: nn.Embedding,
+        positions: PositionalEncoding,
+        start: int = 0,
+    ):
         x = embedding(tokens) * math.sqrt(self.config.d_model)
         return self.dropout(positions(x, start))
 
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def encode(
+        self, src: torch.Tensor, src_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Encoder output (B, S, d_model) for source ids (B, S)."""
         if src_mask is None:
             src_mask = self.source_mask(src)
@@ -125,42 +156,68 @@ class Transformer(nn.Module):
 
         `only_at`, a boolean (B, T), keeps the positions where it is True: (n, V) logits.
         """
-        if only_at is not None and (only_at.shape != tgt_in.shape or only_at.dtype != torch.bool):
-            raise ValueError(f"only_at must be a boolean tensor shaped like tgt_in {tuple(tgt_in.shape)}, "
-                             f"got {only_at.dtype} {tuple(only_at.shape)}")
+        if only_at is not None and (
+            only_at.shape != tgt_in.shape or only_at.dtype != torch.bool
+        ):
+            raise ValueError(
+                f"only_at must be a boolean tensor shaped like tgt_in {tuple(tgt_in.shape)}, "
+                f"got {only_at.dtype} {tuple(only_at.shape)}"
+            )
         start = state.length if state is not None else 0
         x = self.embed(tgt_in, self.tgt_embed, self.tgt_positions, start)
         for i, layer in enumerate(self.decoder_layers):
             if state is None:
                 x = layer(x, memory, src_mask)
             else:
-                x = layer(x, None, state.src_mask, cache=state.caches[i], memory_kv=state.memory_kv[i])
+                x = layer(
+                    x,
+                    None,
+                    state.src_mask,
+                    cache=state.caches[i],
+                    memory_kv=state.memory_kv[i],
+                )
         if state is not None:
             state.length += tgt_in.size(1)
         if only_at is not None:
             x = x[only_at]
         return self.generator(self.decoder_norm(x))
 
-    def start_decoding(self, src: torch.Tensor, cache_size: int) -> tuple[torch.Tensor, DecoderState]:
+    def start_decoding(
+        self, src: torch.Tensor, cache_size: int
+    ) -> tuple[torch.Tensor, DecoderState]:
         """Encode once and precompute every layer's encoder keys/values; caches hold `cache_size` decoder tokens."""
         src_mask = self.source_mask(src)
         memory = self.encode(src, src_mask)
         memory_kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder_layers]
         c = self.config
         caches = [
-            KVCache(src.size(0), c.n_heads, cache_size, c.head_dim_k, c.head_dim_v, device=memory.device, dtype=memory.dtype)
+            KVCache(
+                src.size(0),
+                c.n_heads,
+                cache_size,
+                c.head_dim_k,
+                c.head_dim_v,
+                device=memory.device,
+                dtype=memory.dtype,
+            )
             for _ in self.decoder_layers
         ]
         return memory, DecoderState(src_mask=src_mask, memory_kv=memory_kv, caches=caches)
 
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, only_at: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, src: torch.Tensor, tgt_in: torch.Tensor, only_at: torch.Tensor | None = None
+    ) -> torch.Tensor:
         src_mask = self.source_mask(src)
         memory = self.encode(src, src_mask)
         return self.decode(tgt_in, memory, src_mask, only_at=only_at)
 
 
 def logits_at_real_targets(
-    model: nn.Module, src: torch.Tensor, tgt_in: torch.Tensor, tgt_out: torch.Tensor, pad_id: int
+    model: nn.Module,
+    src: torch.Tensor,
+    tgt_in: torch.Tensor,
+    tgt_out: torch.Tensor,
+    pad_id: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(n, V) logits and their (n,) targets for the non-padding positions of `tgt_out`.
 
@@ -191,7 +248,9 @@ class LayerWeights:
     encoder_matrices: int  # self-attention Q, K, V, output and the FFN's two matrices; at source positions
     encoder_vectors: int  # biases and layer-norm gains and shifts
     decoder_target_matrices: int  # self-attention Q, K, V, output, cross-attention Q and output, FFN; at target positions
-    decoder_source_matrices: int  # cross-attention K and V, applied to the encoder output (source positions)
+    decoder_source_matrices: (
+        int  # cross-attention K and V, applied to the encoder output (source positions)
+    )
     decoder_vectors: int
 
 
@@ -199,7 +258,9 @@ def layer_weights(config: TransformerConfig) -> LayerWeights:
     """`LayerWeights` of `config`: the one closed form that parameter and FLOP counts share."""
     d, f, h = config.d_model, config.d_ff, config.n_heads
     dk, dv = config.head_dim_k, config.head_dim_v
-    self_attn = d * h * (2 * dk + dv) + h * dv * d  # fused Q, K, V projection and the output projection
+    self_attn = (
+        d * h * (2 * dk + dv) + h * dv * d
+    )  # fused Q, K, V projection and the output projection
     ffn = 2 * d * f
     self_attn_bias = h * (2 * dk + dv) + d
     cross_attn_bias = h * dk + h * (dk + dv) + d
@@ -218,10 +279,18 @@ def expected_parameter_count(config: TransformerConfig, vocab_size: int) -> int:
     """The closed-form count of this architecture with a shared vocabulary and tied embeddings."""
     w = layer_weights(config)
     encoder = config.encoder_layers * (w.encoder_matrices + w.encoder_vectors)
-    decoder = config.decoder_layers * (w.decoder_target_matrices + w.decoder_source_matrices + w.decoder_vectors)
-    embeddings = vocab_size * config.d_model  # one matrix: both embeddings and the output projection
-    positions = 2 * config.max_len * config.d_model if config.positional == "learned" else 0
-    final_norms = 2 * 2 * config.d_model if config.norm_position == "pre" else 0  # pre-norm's last LayerNorms
+    decoder = config.decoder_layers * (
+        w.decoder_target_matrices + w.decoder_source_matrices + w.decoder_vectors
+    )
+    embeddings = (
+        vocab_size * config.d_model
+    )  # one matrix: both embeddings and the output projection
+    positions = (
+        2 * config.max_len * config.d_model if config.positional == "learned" else 0
+    )
+    final_norms = (
+        2 * 2 * config.d_model if config.norm_position == "pre" else 0
+    )  # pre-norm's last LayerNorms
     return encoder + decoder + embeddings + positions + final_norms
 
 
@@ -239,7 +308,9 @@ def recording_attention(model: Transformer):
 
 
 @torch.no_grad()
-def attention_maps(model: Transformer, src: torch.Tensor, tgt: torch.Tensor | None = None) -> dict:
+def attention_maps(
+    model: Transformer, src: torch.Tensor, tgt: torch.Tensor | None = None
+) -> dict:
     """Every layer's and head's attention weights, for pictures.
 
     Returns {"encoder": [L x (B, h, S, S)], "decoder_self": [L x (B, h, T, T)],
@@ -252,11 +323,17 @@ def attention_maps(model: Transformer, src: torch.Tensor, tgt: torch.Tensor | No
         with recording_attention(model):
             src_mask = model.source_mask(src)
             memory = model.encode(src, src_mask)
-            maps = {"encoder": [layer.self_attn.record[0] for layer in model.encoder_layers]}
+            maps = {
+                "encoder": [layer.self_attn.record[0] for layer in model.encoder_layers]
+            }
             if tgt is not None:
                 model.decode(tgt, memory, src_mask)
-                maps["decoder_self"] = [layer.self_attn.record[0] for layer in model.decoder_layers]
-                maps["decoder_cross"] = [layer.cross_attn.record[0] for layer in model.decoder_layers]
+                maps["decoder_self"] = [
+                    layer.self_attn.record[0] for layer in model.decoder_layers
+                ]
+                maps["decoder_cross"] = [
+                    layer.cross_attn.record[0] for layer in model.decoder_layers
+                ]
     finally:
         model.train(was_training)
     return maps

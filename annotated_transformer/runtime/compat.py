@@ -1,4 +1,5 @@
 """Shims for the oldest PyTorch that requirements.txt allows (2.2)."""
+
 from __future__ import annotations
 
 import torch
@@ -14,4 +15,7 @@ def _is_compiling_fallback() -> bool:
 
 
 # True while torch.compile traces the caller; torch.compiler.is_compiling exists from torch 2.3.
-is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or _is_compiling_fallback
+is_compiling = (
+    getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    or _is_compiling_fallback
+)

@@ -4,6 +4,7 @@ Training, evaluation, the commands and the results' provenance all ask the same 
 means which device? does this CPU multiply bf16 natively? what is it called?), so the answers live
 here, below all of them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,7 +16,7 @@ import torch
 
 
 def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
-    """"auto" is this process's GPU (cuda:local_rank) when CUDA is visible, else the CPU; "cuda" gets the
+    """ "auto" is this process's GPU (cuda:local_rank) when CUDA is visible, else the CPU; "cuda" gets the
     local rank's index under torchrun; anything else passes through.
 
     Raises:
@@ -25,7 +26,9 @@ def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
     if device == "auto":
         return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} was asked for but CUDA is not available: pass --device cpu or auto")
+        raise RuntimeError(
+            f"device {device!r} was asked for but CUDA is not available: pass --device cpu or auto"
+        )
     if device == "cuda":
         return torch.device(f"cuda:{local_rank}")
     return torch.device(device)

@@ -6,6 +6,7 @@ RANK, WORLD_SIZE and LOCAL_RANK from its environment, and `init_distributed` joi
 DDP averages them, which the trainer compensates for so that N ranks take exactly the step one process
 would take with N times the gradient accumulation.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -41,7 +42,9 @@ def launched_by_torchrun() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def init_distributed(device: str = "auto", backend: str | None = None, timeout_minutes: float = 30.0) -> DistributedContext:
+def init_distributed(
+    device: str = "auto", backend: str | None = None, timeout_minutes: float = 30.0
+) -> DistributedContext:
     """Join the process group torchrun describes (or return a single-process context when not launched by it).
 
     device "auto" takes this process's GPU (cuda:LOCAL_RANK) when CUDA is present, else the CPU; the backend
@@ -56,8 +59,12 @@ def init_distributed(device: str = "auto", backend: str | None = None, timeout_m
         torch.cuda.set_device(chosen)
     backend = backend or ("nccl" if chosen.type == "cuda" else "gloo")
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend, timeout=datetime.timedelta(minutes=timeout_minutes))
-    return DistributedContext(rank=rank, world_size=world_size, local_rank=local_rank, device=chosen)
+        dist.init_process_group(
+            backend=backend, timeout=datetime.timedelta(minutes=timeout_minutes)
+        )
+    return DistributedContext(
+        rank=rank, world_size=world_size, local_rank=local_rank, device=chosen
+    )
 
 
 def shutdown_distributed() -> None:

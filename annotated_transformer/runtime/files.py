@@ -8,6 +8,7 @@ second Ctrl-C mid-write leaves the previous file intact and no `.part` file behi
 `clone_root` is the one place that asks whether the package runs from a clone (results/, the book,
 the cache of the web runtime live there) or from an installed copy.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,9 @@ def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> P
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    fd, tmp_name = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".part"
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             fill(handle)

@@ -3,6 +3,7 @@
 On an AVX2-only CPU bf16 is emulated and several times slower than float32 (results/benchmarks/cpu.json:
 0.10x), so "auto" asks the hardware rather than assuming. The loss is computed in float32 either way.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,9 +16,11 @@ PRECISIONS = ("auto", "bf16", "fp32")
 
 
 def resolve_precision(precision: str, device: torch.device | str) -> str:
-    """"auto" -> "bf16" on GPUs with bf16 and CPUs with AVX512-BF16/AMX, else "fp32"."""
+    """ "auto" -> "bf16" on GPUs with bf16 and CPUs with AVX512-BF16/AMX, else "fp32"."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        raise ValueError(
+            f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
+        )
     if precision != "auto":
         return precision
     device = torch.device(device)

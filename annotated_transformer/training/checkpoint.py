@@ -10,6 +10,7 @@ Two kinds of file, both self-contained (config and tokenizer inside, so `transla
 Every write goes to a temporary file in the same folder and is moved into place with `os.replace`, so a
 crash mid-write (power cut, out of disk, Ctrl-C twice) leaves the previous file intact.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,10 +22,10 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from ..model.config import TransformerConfig
 from ..data.tokenizer import Tokenizer
-from ..runtime.files import atomic_write
+from ..model.config import TransformerConfig
 from ..model.transformer import Transformer
+from ..runtime.files import atomic_write
 
 CHECKPOINT_FORMAT = 1
 RESUME_NAME = "last.pt"
@@ -42,16 +43,22 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
     return atomic_write(path, lambda handle: torch.save(obj, handle))
 
 
-def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+def load_checkpoint(
+    path: str | os.PathLike, map_location: str | torch.device = "cpu"
+) -> dict:
     """Read a checkpoint written by this module, with a clear message for a missing or foreign file."""
     path = Path(path)
     if path.is_dir():
         resume = path / RESUME_NAME
         if not resume.is_file():
-            raise FileNotFoundError(f"{path} is a folder without {RESUME_NAME}: pass a .pt file or a training --out folder")
+            raise FileNotFoundError(
+                f"{path} is a folder without {RESUME_NAME}: pass a .pt file or a training --out folder"
+            )
         path = resume
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}: train one with `python -m annotated_transformer train` first")
+        raise FileNotFoundError(
+            f"no checkpoint at {path}: train one with `python -m annotated_transformer train` first"
+        )
     # weights_only: a checkpoint holds tensors, numbers, strings and bytes only, so no code runs on load.
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
@@ -61,8 +68,14 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
             f"{path} is not a readable checkpoint ({type(error).__name__}: {first_line[:200]}): it is damaged, "
             "truncated or not a file this package wrote; use another snapshot (checkpoints/step_*.pt) or retrain"
         ) from error
-    if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT or "model" not in state:
-        raise CheckpointError(f"{path} is not a checkpoint of this package (format {CHECKPOINT_FORMAT}); was it written by `train`?")
+    if (
+        not isinstance(state, dict)
+        or state.get("format") != CHECKPOINT_FORMAT
+        or "model" not in state
+    ):
+        raise CheckpointError(
+            f"{path} is not a checkpoint of this package (format {CHECKPOINT_FORMAT}); was it written by `train`?"
+        )
     return state
 
 
@@ -73,8 +86,13 @@ def capture_rng_state() -> dict:
     state = {
         "torch": torch.get_rng_state(),
         "python": _to_plain(random.getstate()),
-        "numpy": {"kind": np_kind, "keys": torch.from_numpy(np_keys.astype(np.int64)), "pos": int(np_pos),
-                  "has_gauss": int(np_has_gauss), "gauss": float(np_gauss)},
+        "numpy": {
+            "kind": np_kind,
+            "keys": torch.from_numpy(np_keys.astype(np.int64)),
+            "pos": int(np_pos),
+            "has_gauss": int(np_has_gauss),
+            "gauss": float(np_gauss),
+        },
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         state["cuda"] = torch.cuda.get_rng_state_all()
@@ -86,8 +104,15 @@ def restore_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     random.setstate(_to_tuple(state["python"]))
     np_state = state["numpy"]
-    np.random.set_state((np_state["kind"], np_state["keys"].numpy().astype(np.uint32), np_state["pos"],
-                         np_state["has_gauss"], np_state["gauss"]))
+    np.random.set_state(
+        (
+            np_state["kind"],
+            np_state["keys"].numpy().astype(np.uint32),
+            np_state["pos"],
+            np_state["has_gauss"],
+            np_state["gauss"],
+        )
+    )
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
@@ -110,7 +135,11 @@ def list_snapshots(out_dir: str | os.PathLike) -> list[Path]:
     folder = Path(out_dir)
     if (folder / SNAPSHOT_DIR).is_dir():
         folder = folder / SNAPSHOT_DIR
-    found = [(int(m.group(1)), p) for p in folder.glob("step_*.pt") if (m := _SNAPSHOT_PATTERN.match(p.name))]
+    found = [
+        (int(m.group(1)), p)
+        for p in folder.glob("step_*.pt")
+        if (m := _SNAPSHOT_PATTERN.match(p.name))
+    ]
     return [p for _, p in sorted(found)]
 
 
@@ -124,7 +153,9 @@ def prune_snapshots(out_dir: str | os.PathLike, keep: int) -> list[Path]:
 
 
 # ------------------------------------------------------------------------------------------ averaging
-def average_state_dicts(state_dicts: Iterable[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+def average_state_dicts(
+    state_dicts: Iterable[dict[str, torch.Tensor]],
+) -> dict[str, torch.Tensor]:
     """Element-wise mean of floating-point tensors (summed in float64 so 20 checkpoints lose nothing);
     integer tensors (counters, buffers) are taken from the last state dict."""
     total: dict[str, torch.Tensor] = {}
@@ -133,7 +164,9 @@ def average_state_dicts(state_dicts: Iterable[dict[str, torch.Tensor]]) -> dict[
     for state in state_dicts:
         if count and state.keys() != last.keys():
             missing = sorted(set(last) ^ set(state))
-            raise ValueError(f"cannot average checkpoints of different models: keys differ ({missing[:5]} ...)")
+            raise ValueError(
+                f"cannot average checkpoints of different models: keys differ ({missing[:5]} ...)"
+            )
         for name, tensor in state.items():
             if tensor.is_floating_point():
                 acc = tensor.detach().to(torch.float64)
@@ -143,7 +176,9 @@ def average_state_dicts(state_dicts: Iterable[dict[str, torch.Tensor]]) -> dict[
     if count == 0:
         raise ValueError("no checkpoints to average")
     return {
-        name: (total[name] / count).to(tensor.dtype) if tensor.is_floating_point() else tensor.clone()
+        name: (total[name] / count).to(tensor.dtype)
+        if tensor.is_floating_point()
+        else tensor.clone()
         for name, tensor in last.items()
     }
 
@@ -158,8 +193,14 @@ def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
     newest = checkpoints[-1]
     for path, checkpoint in zip(paths, checkpoints):
         if checkpoint.get("config") != newest.get("config"):
-            raise ValueError(f"{path} has another model configuration than {paths[-1]}: average runs of one model only")
-    merged = {key: value for key, value in newest.items() if key not in ("optimizer", "scheduler", "rng", "model")}
+            raise ValueError(
+                f"{path} has another model configuration than {paths[-1]}: average runs of one model only"
+            )
+    merged = {
+        key: value
+        for key, value in newest.items()
+        if key not in ("optimizer", "scheduler", "rng", "model")
+    }
     merged["model"] = average_state_dicts(c["model"] for c in checkpoints)
     merged["averaged_from"] = [p.name for p in paths]
     return merged
@@ -177,13 +218,20 @@ def average_last(out_dir: str | os.PathLike, k: int) -> tuple[dict, list[Path]]:
 
 
 # ------------------------------------------------------------------------------------------ loading for use
-def model_from_checkpoint(checkpoint: dict | str | os.PathLike, device: str | torch.device = "cpu"):
+def model_from_checkpoint(
+    checkpoint: dict | str | os.PathLike, device: str | torch.device = "cpu"
+):
     """(model in eval mode, tokenizer) rebuilt from a checkpoint alone."""
     if not isinstance(checkpoint, dict):
         checkpoint = load_checkpoint(checkpoint)
     config = TransformerConfig.from_dict(checkpoint["config"])
     vocab = checkpoint["vocab"]
-    model = Transformer(config, vocab["src_vocab_size"], vocab["tgt_vocab_size"], share_embeddings=vocab["share_embeddings"])
+    model = Transformer(
+        config,
+        vocab["src_vocab_size"],
+        vocab["tgt_vocab_size"],
+        share_embeddings=vocab["share_embeddings"],
+    )
     model.load_state_dict(checkpoint["model"])
     tokenizer = Tokenizer.from_bytes(checkpoint["tokenizer"])
     return model.to(device).eval(), tokenizer

@@ -4,6 +4,7 @@ The pipeline (`train --profile`), Table 3's rows and the parser all come through
 sequence is written once: seed the initial weights, build the model on its device, seed dropout apart
 per rank, then train (or resume) with the `Trainer`.
 """
+
 from __future__ import annotations
 
 import os
@@ -85,8 +86,18 @@ def fit(
     vocab = vocab_size if vocab_size is not None else tokenizer.vocab_size
     model = build_model(config, vocab, seed=settings.seed, device=context.device)
     torch.manual_seed(settings.seed * 1000 + context.rank)
-    trainer = Trainer(model, tokenizer, train, valid, settings, out_dir, context,
-                      show_progress=show_progress, on_step=on_step, metadata=metadata)
+    trainer = Trainer(
+        model,
+        tokenizer,
+        train,
+        valid,
+        settings,
+        out_dir,
+        context,
+        show_progress=show_progress,
+        on_step=on_step,
+        metadata=metadata,
+    )
     if resume:
         path = Path(out_dir) / RESUME_NAME if resume is True else Path(resume)
         if not path.exists():

@@ -1,4 +1,5 @@
 """Label-smoothed cross-entropy that ignores padding (paper section 5.4)."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -9,8 +10,12 @@ from ..runtime.compat import is_compiling
 
 
 class LossParts(NamedTuple):
-    loss: torch.Tensor  # the label-smoothed loss, summed over real tokens (what is optimised)
-    nll: torch.Tensor  # plain negative log-likelihood, summed (perplexity = exp(nll / tokens))
+    loss: (
+        torch.Tensor
+    )  # the label-smoothed loss, summed over real tokens (what is optimised)
+    nll: (
+        torch.Tensor
+    )  # plain negative log-likelihood, summed (perplexity = exp(nll / tokens))
     tokens: torch.Tensor  # number of non-padding target tokens
 
 
@@ -26,7 +31,9 @@ _CPU_BLOCK_ELEMENTS = 1 << 21
 
 def _row_blocks(x: torch.Tensor) -> list[slice]:
     n = x.size(0)
-    rows = n if x.device.type != "cpu" else max(1, _CPU_BLOCK_ELEMENTS // max(1, x.size(-1)))
+    rows = (
+        n if x.device.type != "cpu" else max(1, _CPU_BLOCK_ELEMENTS // max(1, x.size(-1)))
+    )
     return [slice(i, i + rows) for i in range(0, n, max(1, rows))]
 
 
@@ -51,13 +58,17 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         for rows in _row_blocks(logits):
             block = _at_least_float32(logits[rows])
             peak = block.amax(dim=-1, keepdim=True)
-            lse[rows] = torch.sub(block, peak).exp_().sum(dim=-1).log_() + peak.squeeze(-1)
+            lse[rows] = torch.sub(block, peak).exp_().sum(dim=-1).log_() + peak.squeeze(
+                -1
+            )
             mean[rows] = block.mean(dim=-1)
         picked = _at_least_float32(logits.gather(-1, target.unsqueeze(-1)).squeeze(-1))
         nll = lse - picked
         uniform = lse - mean  # -mean(log_softmax(x))
         zero = torch.zeros((), device=lse.device, dtype=lse.dtype)
-        loss = torch.where(keep, (1.0 - smoothing) * nll + smoothing * uniform, zero).sum()
+        loss = torch.where(
+            keep, (1.0 - smoothing) * nll + smoothing * uniform, zero
+        ).sum()
         ctx.save_for_backward(logits, target, lse, keep)
         ctx.smoothing, ctx.inplace = smoothing, inplace
         nll_sum = torch.where(keep, nll, zero).sum()
@@ -76,9 +87,15 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         for rows in _row_blocks(logits):
             out, shift = grad[rows], lse[rows].unsqueeze(-1)
             # bf16/fp16 logits: the arithmetic in float32, one cast on the way out
-            g = torch.sub(logits[rows], shift, out=out) if same_dtype else logits[rows].to(lse.dtype).sub_(shift)
+            g = (
+                torch.sub(logits[rows], shift, out=out)
+                if same_dtype
+                else logits[rows].to(lse.dtype).sub_(shift)
+            )
             g.exp_().sub_(eps / vocab)
-            g.scatter_add_(-1, target[rows].unsqueeze(-1), torch.full_like(shift, eps - 1.0))
+            g.scatter_add_(
+                -1, target[rows].unsqueeze(-1), torch.full_like(shift, eps - 1.0)
+            )
             g.mul_(scale[rows].unsqueeze(-1))
             if not same_dtype:
                 out.copy_(g)
@@ -86,7 +103,12 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
 
 
 def label_smoothed_cross_entropy(
-    logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.1, pad_id: int = 0, *, inplace_backward: bool = False
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    smoothing: float = 0.1,
+    pad_id: int = 0,
+    *,
+    inplace_backward: bool = False,
 ) -> LossParts:
     """Cross-entropy against (1 - eps) * one_hot(target) + eps / V, summed over non-pad targets.
 
@@ -108,11 +130,15 @@ def label_smoothed_cross_entropy(
     target = target.reshape(-1)
     logits = logits.flatten(0, -2)
     if target.numel() != logits.size(0):
-        raise ValueError(f"target has {target.numel()} tokens but logits have {logits.size(0)} rows "
-                         f"(logits {tuple(logits.shape)}); they must match one to one")
+        raise ValueError(
+            f"target has {target.numel()} tokens but logits have {logits.size(0)} rows "
+            f"(logits {tuple(logits.shape)}); they must match one to one"
+        )
     keep = target != pad_id
     if not is_compiling():
-        loss, nll = _SmoothedCrossEntropy.apply(logits, target, keep, smoothing, inplace_backward)
+        loss, nll = _SmoothedCrossEntropy.apply(
+            logits, target, keep, smoothing, inplace_backward
+        )
         return LossParts(loss=loss, nll=nll, tokens=keep.sum())
     return composite_smoothed_cross_entropy(logits, target, smoothing, pad_id)
 

@@ -7,6 +7,7 @@ therefore refuses to start a fresh run where one exists (unless asked to clear i
 into one folder. The lock is an OS lock (`filelock`): it disappears with its process, so a killed run
 never leaves the folder locked. Temporary files of writes a killed process left half done are removed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,7 +34,11 @@ class RunFolderError(ValueError):
 
 
 def holds_a_run(out_dir: Path) -> bool:
-    return (out_dir / RESUME_NAME).exists() or (out_dir / METRICS_NAME).exists() or bool(list_snapshots(out_dir))
+    return (
+        (out_dir / RESUME_NAME).exists()
+        or (out_dir / METRICS_NAME).exists()
+        or bool(list_snapshots(out_dir))
+    )
 
 
 def clear_run(out_dir: Path) -> None:
@@ -46,7 +51,9 @@ def clear_run(out_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def claim_run_folder(out_dir: str | Path, *, resume: bool, overwrite: bool = False) -> Iterator[Path]:
+def claim_run_folder(
+    out_dir: str | Path, *, resume: bool, overwrite: bool = False
+) -> Iterator[Path]:
     """Hold `out_dir` for one run while the block runs.
 
     resume: continue the run in `out_dir` (its last.pt must exist).
@@ -58,7 +65,9 @@ def claim_run_folder(out_dir: str | Path, *, resume: bool, overwrite: bool = Fal
     """
     out_dir = Path(out_dir)
     if resume and overwrite:
-        raise RunFolderError("--resume continues the run in the folder and --overwrite deletes it: pass one of them")
+        raise RunFolderError(
+            "--resume continues the run in the folder and --overwrite deletes it: pass one of them"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(out_dir / LOCK_NAME))
     try:
@@ -69,9 +78,15 @@ def claim_run_folder(out_dir: str | Path, *, resume: bool, overwrite: bool = Fal
             "finish, or pass another --out"
         ) from None
     try:
-        removed = remove_partial_writes(out_dir) + remove_partial_writes(out_dir / SNAPSHOT_DIR)
+        removed = remove_partial_writes(out_dir) + remove_partial_writes(
+            out_dir / SNAPSHOT_DIR
+        )
         if removed:
-            logger.info("removed %d unfinished writes of an earlier process in %s", len(removed), out_dir)
+            logger.info(
+                "removed %d unfinished writes of an earlier process in %s",
+                len(removed),
+                out_dir,
+            )
         if resume and not (out_dir / RESUME_NAME).is_file():
             raise RunFolderError(
                 f"nothing to resume in {out_dir}: it has no {RESUME_NAME}. Check --out, or leave out --resume "

@@ -1,11 +1,14 @@
 """The learning-rate schedule of section 5.3: linear warm-up, then inverse square-root decay."""
+
 from __future__ import annotations
 
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
 
-def noam_lr(step: int, d_model: int, warmup_steps: int = 4000, factor: float = 1.0) -> float:
+def noam_lr(
+    step: int, d_model: int, warmup_steps: int = 4000, factor: float = 1.0
+) -> float:
     """lrate = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), for step >= 1."""
     if step < 1:
         raise ValueError(f"the schedule counts steps from 1, got {step}")
@@ -25,7 +28,14 @@ class NoamSchedule(LRScheduler):
     the curve exactly.
     """
 
-    def __init__(self, optimizer: Optimizer, d_model: int, warmup_steps: int = 4000, factor: float = 1.0, last_epoch: int = -1):
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        d_model: int,
+        warmup_steps: int = 4000,
+        factor: float = 1.0,
+        last_epoch: int = -1,
+    ):
         if warmup_steps < 1:
             raise ValueError(f"warmup_steps must be >= 1, got {warmup_steps}")
         self.d_model, self.warmup_steps, self.factor = d_model, warmup_steps, factor

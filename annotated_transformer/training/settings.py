@@ -6,6 +6,7 @@ experiment that wants "train this model on these batches for N steps". Keeping t
 what lets Table 3 and the parser train through the same door as the pipeline without faking a
 profile.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,19 +41,31 @@ class TrainSettings:
     # engineering
     precision: str = "auto"  # "auto", "bf16" or "fp32"
     compile: bool = False
-    seed: int = 1  # the batches' order (and, through `fit`, the initial weights and dropout)
+    seed: int = (
+        1  # the batches' order (and, through `fit`, the initial weights and dropout)
+    )
     log_every: int = 50
     eval_every: int = 500  # steps between validation losses (0: only at the end)
     eval_batch_tokens: int = 4000
     save_every_steps: int | None = None  # snapshots for averaging, by steps ...
-    save_every_minutes: float | None = None  # ... or by minutes (section 6.1: every 10 minutes)
+    save_every_minutes: float | None = (
+        None  # ... or by minutes (section 6.1: every 10 minutes)
+    )
     keep_snapshots: int = 20
 
     def __post_init__(self):
-        if self.max_steps is None and self.max_epochs is None and self.time_budget_minutes is None:
-            raise ValueError("the training settings set no limit: give max_steps, max_epochs or time_budget_minutes")
+        if (
+            self.max_steps is None
+            and self.max_epochs is None
+            and self.time_budget_minutes is None
+        ):
+            raise ValueError(
+                "the training settings set no limit: give max_steps, max_epochs or time_budget_minutes"
+            )
         if self.budget_clock not in ("wall", "cpu"):
-            raise ValueError(f"budget_clock must be 'wall' or 'cpu', got {self.budget_clock!r}")
+            raise ValueError(
+                f"budget_clock must be 'wall' or 'cpu', got {self.budget_clock!r}"
+            )
         if self.accumulation < 1 or self.batch_tokens < 1:
             raise ValueError("batch_tokens and accumulation must be at least 1")
         if self.log_every < 1:

@@ -5,6 +5,7 @@ This is what training optimises and what validation perplexity measures, so both
 autocast region and the loss. Perplexity is per subword (eos included, no label smoothing), as in the
 paper's Table 3.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,10 +15,10 @@ import torch
 import torch.nn as nn
 
 from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
-from ..runtime.distributed import DistributedContext, all_reduce_sum
-from .loss import LossParts, label_smoothed_cross_entropy
 from ..model.transformer import logits_at_real_targets
+from ..runtime.distributed import DistributedContext, all_reduce_sum
 from ..runtime.precision import autocast_context
+from .loss import LossParts, label_smoothed_cross_entropy
 
 
 def batch_loss(
@@ -64,23 +65,42 @@ def teacher_forced_loss(
     config = model.config
     device = next(model.parameters()).device
     smoothing = config.label_smoothing if label_smoothing is None else label_smoothing
-    batches = TokenBatcher(data.src_lengths, data.tgt_lengths, batch_tokens, shuffle=False,
-                           skip_too_long=True).epoch_batches(0)
+    batches = TokenBatcher(
+        data.src_lengths,
+        data.tgt_lengths,
+        batch_tokens,
+        shuffle=False,
+        skip_too_long=True,
+    ).epoch_batches(0)
     rank, world = (context.rank, context.world_size) if context is not None else (0, 1)
     was_training = model.training
     model.eval()
     sums = torch.zeros(3, dtype=torch.float64, device=device)
     try:
         for indices in batches[rank::world]:
-            src, tgt = collate_pairs([data[i] for i in indices], config.pad_id, config.bos_id, config.eos_id)
-            parts = batch_loss(model, src.to(device), tgt.to(device), smoothing=smoothing, pad_id=config.pad_id,
-                               precision=precision)
-            sums += torch.stack([parts.loss.double(), parts.nll.double(), parts.tokens.double()])
+            src, tgt = collate_pairs(
+                [data[i] for i in indices], config.pad_id, config.bos_id, config.eos_id
+            )
+            parts = batch_loss(
+                model,
+                src.to(device),
+                tgt.to(device),
+                smoothing=smoothing,
+                pad_id=config.pad_id,
+                precision=precision,
+            )
+            sums += torch.stack(
+                [parts.loss.double(), parts.nll.double(), parts.tokens.double()]
+            )
     finally:
         model.train(was_training)
     if context is not None:
         all_reduce_sum(sums, context)
     loss_sum, nll_sum, tokens = sums.tolist()
     tokens = max(tokens, 1.0)
-    return {"loss": loss_sum / tokens, "nll": nll_sum / tokens, "ppl": math.exp(min(nll_sum / tokens, 50.0)),
-            "tokens": int(tokens)}
+    return {
+        "loss": loss_sum / tokens,
+        "nll": nll_sum / tokens,
+        "ppl": math.exp(min(nll_sum / tokens, 50.0)),
+        "tokens": int(tokens),
+    }

@@ -11,6 +11,7 @@ What it adds to the paper is what makes a run trustworthy on any hardware:
   states and the position inside the epoch, so a resumed run ends with bit-identical parameters;
 - limits by steps, epochs or minutes, whichever comes first; metrics as JSON lines; a progress bar.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,22 +34,40 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
-from ..runtime.distributed import DistributedContext, all_reduce_sum, barrier, max_over_ranks
-from .loss import label_smoothed_cross_entropy
+from ..runtime.distributed import (
+    DistributedContext,
+    all_reduce_sum,
+    barrier,
+    max_over_ranks,
+)
 from ..runtime.precision import resolve_precision
-from .teacher_forcing import batch_loss, teacher_forced_loss
-from .checkpoint import CHECKPOINT_FORMAT, RESUME_NAME, atomic_torch_save, capture_rng_state, load_checkpoint, prune_snapshots, restore_rng_state, snapshot_path
+from .checkpoint import (
+    CHECKPOINT_FORMAT,
+    RESUME_NAME,
+    atomic_torch_save,
+    capture_rng_state,
+    load_checkpoint,
+    prune_snapshots,
+    restore_rng_state,
+    snapshot_path,
+)
+from .loss import label_smoothed_cross_entropy
 from .run_folder import METRICS_NAME
 from .schedule import NoamSchedule, peak_lr
 from .settings import TrainSettings
+from .teacher_forcing import batch_loss, teacher_forced_loss
 
 logger = logging.getLogger(__name__)
 
-STOP_CHECK_EVERY = 10  # steps between the ranks' agreement on Ctrl-C / time limits under DDP
+STOP_CHECK_EVERY = (
+    10  # steps between the ranks' agreement on Ctrl-C / time limits under DDP
+)
 
 
 # ------------------------------------------------------------------------------------------ optimizer
-def build_optimizer(model: nn.Module, settings: TrainSettings, device: torch.device) -> torch.optim.Adam:
+def build_optimizer(
+    model: nn.Module, settings: TrainSettings, device: torch.device
+) -> torch.optim.Adam:
     """Adam(beta1=0.9, beta2=0.98, eps=1e-9) of section 5.3 with PyTorch's fused kernel (CPU and GPU).
 
     On a 2-core CPU the fused update of a `base` step is several times faster than PyTorch's default
@@ -57,7 +76,9 @@ def build_optimizer(model: nn.Module, settings: TrainSettings, device: torch.dev
     """
     params = [p for p in model.parameters() if p.requires_grad]
     kernel = {"fused": True} if device.type in ("cuda", "cpu") else {"foreach": True}
-    return torch.optim.Adam(params, lr=1.0, betas=tuple(settings.adam_betas), eps=settings.adam_eps, **kernel)
+    return torch.optim.Adam(
+        params, lr=1.0, betas=tuple(settings.adam_betas), eps=settings.adam_eps, **kernel
+    )
 
 
 def schedule_factor(settings: TrainSettings, d_model: int) -> float:
@@ -77,7 +98,9 @@ class TrainingProgress:
     batch_cursor: int = 0  # global batches of `epoch` already consumed
     target_tokens: int = 0  # real target tokens trained on so far
     train_time_s: float = 0.0  # wall time inside the training loop, over all sessions
-    train_cpu_s: float = 0.0  # CPU time of this process inside the loop, divided by its threads
+    train_cpu_s: float = (
+        0.0  # CPU time of this process inside the loop, divided by its threads
+    )
     last_snapshot_time_s: float = 0.0
     last_valid: dict = field(default_factory=dict)
 
@@ -172,21 +195,33 @@ class Trainer:
 
         self.optimizer = build_optimizer(model, settings, self.device)
         self.scheduler = NoamSchedule(
-            self.optimizer, self.config.d_model, settings.warmup_steps, schedule_factor(settings, self.config.d_model)
+            self.optimizer,
+            self.config.d_model,
+            settings.warmup_steps,
+            schedule_factor(settings, self.config.d_model),
         )
         # One global batch = accumulation micro-batches on each of world_size ranks; the batcher makes the
         # number of micro-batches per epoch a multiple of that, so the plan does not depend on how the
         # product is split between ranks and accumulation.
         self.micro_batches_per_step = settings.accumulation * self.context.world_size
         self.batcher = TokenBatcher(
-            train_data.src_lengths, train_data.tgt_lengths, settings.batch_tokens,
-            shuffle=True, seed=settings.seed, batches_per_step=self.micro_batches_per_step, skip_too_long=True,
+            train_data.src_lengths,
+            train_data.tgt_lengths,
+            settings.batch_tokens,
+            shuffle=True,
+            seed=settings.seed,
+            batches_per_step=self.micro_batches_per_step,
+            skip_too_long=True,
         )
-        self._tgt_label_counts = np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1  # tokens + eos
+        self._tgt_label_counts = (
+            np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1
+        )  # tokens + eos
 
         forward_model: nn.Module = model
         # The step reads nothing of the logits after backward, so their storage can take the gradient.
-        self.loss_fn = functools.partial(label_smoothed_cross_entropy, inplace_backward=True)
+        self.loss_fn = functools.partial(
+            label_smoothed_cross_entropy, inplace_backward=True
+        )
         # On the CPU (eager), logits only for real target tokens: the output projection skips padding
         # (4% of a `base` step, results/benchmarks/cpu_train.json). Compiled training keeps all rows: a
         # boolean selection's output size depends on the data, which breaks the graph; and on a GPU it
@@ -235,9 +270,13 @@ class Trainer:
 
     def load_state_dict(self, state: dict) -> None:
         if state.get("kind") != "resume":
-            raise ValueError("this checkpoint holds weights only (a snapshot or an average): resume from the run's last.pt")
+            raise ValueError(
+                "this checkpoint holds weights only (a snapshot or an average): resume from the run's last.pt"
+            )
         if state["config"] != self.config.to_dict():
-            raise ValueError("the checkpoint's model configuration differs from this run's: resume with the same --profile and options")
+            raise ValueError(
+                "the checkpoint's model configuration differs from this run's: resume with the same --profile and options"
+            )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -268,12 +307,17 @@ class Trainer:
     def _raise_diverged(self, what: str) -> None:
         last_good = self.out_dir / RESUME_NAME
         if last_good.is_file():
-            kept, then = f"the last good checkpoint is {last_good}", "continue from it with --resume or start afresh with --overwrite"
+            kept, then = (
+                f"the last good checkpoint is {last_good}",
+                "continue from it with --resume or start afresh with --overwrite",
+            )
         else:
             kept, then = "no checkpoint was written", "start afresh with --overwrite"
-        message = (f"training diverged at step {self.progress.step}: {what} (learning rate "
-                   f"{self.scheduler.get_last_lr()[0]:.2e}). Nothing from this point was saved; {kept}. Lower the "
-                   f"peak learning rate (--lr) or lengthen the warm-up (--warmup), then {then}")
+        message = (
+            f"training diverged at step {self.progress.step}: {what} (learning rate "
+            f"{self.scheduler.get_last_lr()[0]:.2e}). Nothing from this point was saved; {kept}. Lower the "
+            f"peak learning rate (--lr) or lengthen the warm-up (--warmup), then {then}"
+        )
         if self._bar is not None:
             self._bar.close()
         self._log({"kind": "diverged", "step": self.progress.step, "message": message})
@@ -323,25 +367,51 @@ class Trainer:
     def train_step(self, global_batch: list[list[int]]) -> torch.Tensor:
         """One optimizer update on this rank's share of `global_batch`; returns (loss_sum, nll_sum, tokens)."""
         mine = global_batch[self.context.rank :: self.context.world_size]
-        global_tokens = int(sum(self._tgt_label_counts[b].sum() for b in map(np.asarray, global_batch)))
+        global_tokens = int(
+            sum(self._tgt_label_counts[b].sum() for b in map(np.asarray, global_batch))
+        )
         # DDP averages gradients over ranks; multiplying by world_size turns that average into the sum.
         scale = self.context.world_size / global_tokens
         sums = torch.zeros(3, device=self.device, dtype=torch.float64)
         self.forward_model.train()
         for i, indices in enumerate(mine):
-            src, tgt = collate_pairs([self.train_data[j] for j in indices], self.config.pad_id, self.config.bos_id, self.config.eos_id)
+            src, tgt = collate_pairs(
+                [self.train_data[j] for j in indices],
+                self.config.pad_id,
+                self.config.bos_id,
+                self.config.eos_id,
+            )
             src, tgt = self._to_device(src), self._to_device(tgt)
             last = i == len(mine) - 1
-            sync = contextlib.nullcontext() if (last or not self.context.is_distributed) else self.forward_model.no_sync()
+            sync = (
+                contextlib.nullcontext()
+                if (last or not self.context.is_distributed)
+                else self.forward_model.no_sync()
+            )
             with sync:
-                parts = batch_loss(self.forward_model, src, tgt, smoothing=self.config.label_smoothing,
-                                   pad_id=self.config.pad_id, precision=self.precision,
-                                   real_rows_only=self.real_rows_only, loss_fn=self.loss_fn)
+                parts = batch_loss(
+                    self.forward_model,
+                    src,
+                    tgt,
+                    smoothing=self.config.label_smoothing,
+                    pad_id=self.config.pad_id,
+                    precision=self.precision,
+                    real_rows_only=self.real_rows_only,
+                    loss_fn=self.loss_fn,
+                )
                 # The logits' storage now holds their gradient (inplace_backward) and is freed with the graph.
                 (parts.loss * scale).backward()
-            sums += torch.stack([parts.loss.detach().double(), parts.nll.detach().double(), parts.tokens.double()])
+            sums += torch.stack(
+                [
+                    parts.loss.detach().double(),
+                    parts.nll.detach().double(),
+                    parts.tokens.double(),
+                ]
+            )
         if self.settings.clip_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.settings.clip_norm)
+            torch.nn.utils.clip_grad_norm_(
+                self.model.parameters(), self.settings.clip_norm
+            )
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -352,11 +422,21 @@ class Trainer:
         if self.valid_data is None or len(self.valid_data) == 0:
             return {}
         result = teacher_forced_loss(
-            self.model, self.valid_data, batch_tokens=self.settings.eval_batch_tokens, precision=self.precision,
+            self.model,
+            self.valid_data,
+            batch_tokens=self.settings.eval_batch_tokens,
+            precision=self.precision,
             context=self.context,
         )
         self.progress.last_valid = {**result, "step": self.progress.step}
-        self._log({"kind": "valid", "step": self.progress.step, "epoch": self.progress.epoch, **result})
+        self._log(
+            {
+                "kind": "valid",
+                "step": self.progress.step,
+                "epoch": self.progress.epoch,
+                **result,
+            }
+        )
         return result
 
     # -------------------------------------------------------------------------------------- the loop
@@ -366,13 +446,20 @@ class Trainer:
             return "max_steps"
         if r.max_epochs is not None and p.epoch >= r.max_epochs:
             return "max_epochs"
-        if r.time_budget_minutes is not None and self.budget_seconds_used() >= 60.0 * r.time_budget_minutes:
+        if (
+            r.time_budget_minutes is not None
+            and self.budget_seconds_used() >= 60.0 * r.time_budget_minutes
+        ):
             return "time_budget"
         return None
 
     def budget_seconds_used(self) -> float:
         """Seconds spent so far on the settings' budget clock (wall, or CPU time per thread)."""
-        return self.progress.train_cpu_s if self.settings.budget_clock == "cpu" else self.progress.train_time_s
+        return (
+            self.progress.train_cpu_s
+            if self.settings.budget_clock == "cpu"
+            else self.progress.train_time_s
+        )
 
     def _stop_decision(self) -> str | None:
         """Why to stop after this step, if at all; the same answer on every rank.
@@ -386,16 +473,27 @@ class Trainer:
             return limit
         if self.context.is_distributed and self.progress.step % STOP_CHECK_EVERY:
             return None
-        urgency = max_over_ranks(2 if self._stop.requested else 1 if limit == "time_budget" else 0, self.context)
+        urgency = max_over_ranks(
+            2 if self._stop.requested else 1 if limit == "time_budget" else 0,
+            self.context,
+        )
         return {2: "interrupted", 1: "time_budget"}.get(urgency)
 
     def _snapshot_due(self) -> bool:
         """A snapshot every save_every_steps steps or save_every_minutes minutes (ranks agree on the clock)."""
         r, p = self.settings, self.progress
         by_steps = bool(r.save_every_steps) and p.step % r.save_every_steps == 0
-        by_time = bool(r.save_every_minutes) and self.budget_seconds_used() - p.last_snapshot_time_s >= 60.0 * r.save_every_minutes
-        if self.context.is_distributed:  # rank 0 writes, then all ranks meet at a barrier: all must decide alike
-            by_time = p.step % STOP_CHECK_EVERY == 0 and bool(max_over_ranks(int(by_time), self.context))
+        by_time = (
+            bool(r.save_every_minutes)
+            and self.budget_seconds_used() - p.last_snapshot_time_s
+            >= 60.0 * r.save_every_minutes
+        )
+        if (
+            self.context.is_distributed
+        ):  # rank 0 writes, then all ranks meet at a barrier: all must decide alike
+            by_time = p.step % STOP_CHECK_EVERY == 0 and bool(
+                max_over_ranks(int(by_time), self.context)
+            )
         return by_steps or by_time
 
     def _next_global_batch(self) -> list[list[int]] | None:
@@ -416,9 +514,18 @@ class Trainer:
         r, p = self.settings, self.progress
         if self.context.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._log({"kind": "start", "step": p.step, "world_size": self.context.world_size,
-                       "precision": self.precision, "device": str(self.device), "settings": r.to_dict(), **self.metadata,
-                       "padding_fraction": round(self.batcher.padding_fraction(p.epoch), 4)})
+            self._log(
+                {
+                    "kind": "start",
+                    "step": p.step,
+                    "world_size": self.context.world_size,
+                    "precision": self.precision,
+                    "device": str(self.device),
+                    "settings": r.to_dict(),
+                    **self.metadata,
+                    "padding_fraction": round(self.batcher.padding_fraction(p.epoch), 4),
+                }
+            )
         bar = self._bar = self._progress_bar()
         window = torch.zeros(3, device=self.device, dtype=torch.float64)
         window_start, window_steps = time.perf_counter(), 0
@@ -460,16 +567,33 @@ class Trainer:
             if window_steps:
                 self._report(window, window_start, window_steps, None)
             if stopped_by != "interrupted":
-                just_validated = bool(r.eval_every) and p.step % r.eval_every == 0 and p.last_valid.get("step") == p.step
+                just_validated = (
+                    bool(r.eval_every)
+                    and p.step % r.eval_every == 0
+                    and p.last_valid.get("step") == p.step
+                )
                 valid = p.last_valid if just_validated else self.validate()
-                if not (r.save_every_steps and p.step % r.save_every_steps == 0 and self._snapshot_exists()):
+                if not (
+                    r.save_every_steps
+                    and p.step % r.save_every_steps == 0
+                    and self._snapshot_exists()
+                ):
                     self.save_snapshot()
             else:
                 valid = p.last_valid
             self.save_resume_checkpoint()
-        self._log({"kind": "stop", "step": p.step, "stopped_by": stopped_by, "train_time_s": round(p.train_time_s, 2),
-                   "reason": self._stop.reason})
-        return TrainResult(out_dir=self.out_dir, progress=p, stopped_by=stopped_by, valid=valid)
+        self._log(
+            {
+                "kind": "stop",
+                "step": p.step,
+                "stopped_by": stopped_by,
+                "train_time_s": round(p.train_time_s, 2),
+                "reason": self._stop.reason,
+            }
+        )
+        return TrainResult(
+            out_dir=self.out_dir, progress=p, stopped_by=stopped_by, valid=valid
+        )
 
     def _snapshot_exists(self) -> bool:
         return snapshot_path(self.out_dir, self.progress.step).is_file()
@@ -477,10 +601,17 @@ class Trainer:
     def _progress_bar(self):
         if not (self.show_progress and self.context.is_main):
             return None
-        return tqdm(total=self.settings.max_steps, initial=self.progress.step, unit="step", dynamic_ncols=True,
-                    desc=f"train {self.settings.name}")
+        return tqdm(
+            total=self.settings.max_steps,
+            initial=self.progress.step,
+            unit="step",
+            dynamic_ncols=True,
+            desc=f"train {self.settings.name}",
+        )
 
-    def _report(self, window: torch.Tensor, window_start: float, steps: int, bar) -> float:
+    def _report(
+        self, window: torch.Tensor, window_start: float, steps: int, bar
+    ) -> float:
         """Log the mean loss of the last steps (summed over ranks) with speed and learning rate."""
         totals = all_reduce_sum(window.clone(), self.context).tolist()
         loss_sum, nll_sum, tokens = totals
@@ -503,7 +634,11 @@ class Trainer:
         }
         self._log(record)
         if bar is not None:
-            postfix = {"loss": f"{record['loss']:.3f}", "lr": f"{record['lr']:.2e}", "tok/s": f"{record['target_tokens_per_s']:.0f}"}
+            postfix = {
+                "loss": f"{record['loss']:.3f}",
+                "lr": f"{record['lr']:.2e}",
+                "tok/s": f"{record['target_tokens_per_s']:.0f}",
+            }
             budget = self.settings.time_budget_minutes
             if budget is not None:
                 left = max(0.0, 60.0 * budget - self.budget_seconds_used())

@@ -11,6 +11,7 @@ itself is `_static/live-translate.js`: a sentencepiece BPE encoder over the expo
 pieces and scores, greedy decoding with the encoder and decoder graphs, and a Vega-Lite heatmap of
 the encoder-decoder attention.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,9 +29,15 @@ from ..runtime.files import PACKAGE_DIR, clone_root
 ORT_WEB_VERSION = "1.30.0"
 # The registry's dist.integrity for that version (`npm view onnxruntime-web@1.30.0 dist.integrity`).
 ORT_WEB_INTEGRITY = "sha512-q0y+JrrtukXSzsBWEMccVfqX25LRmosXHF+CaRJmg8pZClzcV7svNc4rKY3jL02Vb7QmRMDs1SigqR4CXAfKYQ=="
-ORT_WEB_URL = f"https://registry.npmjs.org/onnxruntime-web/-/onnxruntime-web-{ORT_WEB_VERSION}.tgz"
+ORT_WEB_URL = (
+    f"https://registry.npmjs.org/onnxruntime-web/-/onnxruntime-web-{ORT_WEB_VERSION}.tgz"
+)
 # The WebAssembly backend only (no WebGPU or WebGL builds): one script, its loader and the binary.
-ORT_WEB_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+ORT_WEB_FILES = (
+    "ort.wasm.min.js",
+    "ort-wasm-simd-threaded.mjs",
+    "ort-wasm-simd-threaded.wasm",
+)
 
 SCRIPT_NAME = "live-translate.js"  # in the site's _static
 # The runtime and the model go to the site's root folder `live/` (through `_extra`), not to
@@ -46,7 +53,10 @@ def _repo_root() -> Path:
 
 
 def ort_cache_dir() -> Path:
-    return Path(os.environ.get("AT_ORT_WEB_DIR") or _repo_root() / ".cache" / f"onnxruntime-web-{ORT_WEB_VERSION}")
+    return Path(
+        os.environ.get("AT_ORT_WEB_DIR")
+        or _repo_root() / ".cache" / f"onnxruntime-web-{ORT_WEB_VERSION}"
+    )
 
 
 def _integrity(data: bytes) -> str:
@@ -59,18 +69,24 @@ def onnxruntime_web_files(download: bool = True) -> Path:
     if all((folder / name).is_file() for name in ORT_WEB_FILES):
         return folder
     if not download:
-        raise FileNotFoundError(f"onnxruntime-web {ORT_WEB_VERSION} is not in {folder}: run scripts/setup.sh "
-                                "(or fetch it with annotated_transformer.web.live_page.onnxruntime_web_files())")
+        raise FileNotFoundError(
+            f"onnxruntime-web {ORT_WEB_VERSION} is not in {folder}: run scripts/setup.sh "
+            "(or fetch it with annotated_transformer.web.live_page.onnxruntime_web_files())"
+        )
     try:
         with urllib.request.urlopen(ORT_WEB_URL, timeout=60) as response:
             data = response.read()
     except OSError as error:
-        raise OSError(f"onnxruntime-web {ORT_WEB_VERSION} is not in {folder} and could not be downloaded from "
-                      f"{ORT_WEB_URL} ({error}): connect to the network once, or copy the files "
-                      f"{', '.join(ORT_WEB_FILES)} of that npm package there") from None
+        raise OSError(
+            f"onnxruntime-web {ORT_WEB_VERSION} is not in {folder} and could not be downloaded from "
+            f"{ORT_WEB_URL} ({error}): connect to the network once, or copy the files "
+            f"{', '.join(ORT_WEB_FILES)} of that npm package there"
+        ) from None
     if _integrity(data) != ORT_WEB_INTEGRITY:
-        raise OSError(f"{ORT_WEB_URL} does not match the pinned sha512 ({ORT_WEB_INTEGRITY[:24]}...): "
-                      "refusing to use it")
+        raise OSError(
+            f"{ORT_WEB_URL} does not match the pinned sha512 ({ORT_WEB_INTEGRITY[:24]}...): "
+            "refusing to use it"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
         for name in ORT_WEB_FILES:
@@ -80,13 +96,20 @@ def onnxruntime_web_files(download: bool = True) -> Path:
             tmp = folder / f".{name}.tmp"
             tmp.write_bytes(member.read())
             tmp.replace(folder / name)
-    (folder / "VERSION").write_text(f"onnxruntime-web {ORT_WEB_VERSION} (MIT license), from {ORT_WEB_URL}\n"
-                                    f"{ORT_WEB_INTEGRITY}\n")
+    (folder / "VERSION").write_text(
+        f"onnxruntime-web {ORT_WEB_VERSION} (MIT license), from {ORT_WEB_URL}\n"
+        f"{ORT_WEB_INTEGRITY}\n"
+    )
     return folder
 
 
-def stage_live_assets(static_dir: str | os.PathLike, live_dir: str | os.PathLike,
-                      model_dir: str | os.PathLike | None, *, download: bool = True) -> dict[str, int]:
+def stage_live_assets(
+    static_dir: str | os.PathLike,
+    live_dir: str | os.PathLike,
+    model_dir: str | os.PathLike | None,
+    *,
+    download: bool = True,
+) -> dict[str, int]:
     """Copy the widget's script into `static_dir`, and onnxruntime-web and (when given) an
     `export_onnx` folder into `live_dir`; returns the bytes of each part, what a reader downloads."""
     static, live = Path(static_dir), Path(live_dir)
@@ -98,22 +121,32 @@ def stage_live_assets(static_dir: str | os.PathLike, live_dir: str | os.PathLike
     for name in (*ORT_WEB_FILES, "VERSION"):
         if (source / name).is_file():
             shutil.copy2(source / name, runtime / name)
-    sizes = {"script": (static / SCRIPT_NAME).stat().st_size,
-             "onnxruntime-web": sum((runtime / n).stat().st_size for n in ORT_WEB_FILES)}
+    sizes = {
+        "script": (static / SCRIPT_NAME).stat().st_size,
+        "onnxruntime-web": sum((runtime / n).stat().st_size for n in ORT_WEB_FILES),
+    }
     if model_dir is not None:
         target = live / SITE_MODEL
         shutil.copytree(model_dir, target, dirs_exist_ok=True)
         for path in target.iterdir():
-            path.chmod(0o644)  # the export writes private files; a web server must read them
+            path.chmod(
+                0o644
+            )  # the export writes private files; a web server must read them
         sizes["model"] = sum(p.stat().st_size for p in target.iterdir())
     return sizes
 
 
-def widget_html(static_url: str = "../_static", live_url: str = f"../{SITE_LIVE}",
-                example: str = "A man in a blue shirt is playing a guitar.") -> str:
+def widget_html(
+    static_url: str = "../_static",
+    live_url: str = f"../{SITE_LIVE}",
+    example: str = "A man in a blue shirt is playing a guitar.",
+) -> str:
     """The page's translation box; `static_url` and `live_url` are the site's `_static` and
     `live` folders seen from the page."""
-    static_url, live_url = html.escape(static_url.rstrip("/")), html.escape(live_url.rstrip("/"))
+    static_url, live_url = (
+        html.escape(static_url.rstrip("/")),
+        html.escape(live_url.rstrip("/")),
+    )
     return (
         f'<div class="at-live" data-model="{live_url}/{SITE_MODEL}/" '
         f'data-runtime="{live_url}/{SITE_RUNTIME}/">'
@@ -127,18 +160,29 @@ def widget_html(static_url: str = "../_static", live_url: str = f"../{SITE_LIVE}
     )
 
 
-def stage_for_site(stage_dir: str | os.PathLike, profile: str, root: str | os.PathLike) -> list[str]:
+def stage_for_site(
+    stage_dir: str | os.PathLike, profile: str, root: str | os.PathLike
+) -> list[str]:
     """Put chapter 08's live translation into a staged site: the export that chapter wrote under
     `runs/book-<profile>/web/`, onnxruntime-web and the widget's script. Returns notes for the
     build's log (what was copied and its size, or why the page's widget will not load)."""
     export = Path(root) / "runs" / f"book-{profile}" / "web"
     if not (export / "model.json").is_file():
-        return [(f"live translation: no export in {export} (chapter 08 writes it under this profile); "
-                 "the page's widget will say it cannot load its model")]
+        return [
+            (
+                f"live translation: no export in {export} (chapter 08 writes it under this profile); "
+                "the page's widget will say it cannot load its model"
+            )
+        ]
     try:
-        sizes = stage_live_assets(Path(stage_dir) / "_static", Path(stage_dir) / "_extra" / SITE_LIVE, export)
+        sizes = stage_live_assets(
+            Path(stage_dir) / "_static", Path(stage_dir) / "_extra" / SITE_LIVE, export
+        )
     except OSError as error:
         return [f"live translation left out of the site: {error}"]
     total = sum(sizes.values())
-    return [f"live translation: {total / 1e6:.1f} MB in _static and {SITE_LIVE}/ (" +
-            ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in sizes.items()) + ")"]
+    return [
+        f"live translation: {total / 1e6:.1f} MB in _static and {SITE_LIVE}/ ("
+        + ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in sizes.items())
+        + ")"
+    ]

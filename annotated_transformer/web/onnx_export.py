@@ -11,6 +11,7 @@ the encoder's self-attention and the decoder's encoder-decoder attention, every 
 `decoding.greedy_decode` does, so a test can hold the exported model to the PyTorch one token for
 token; the page's JavaScript decoder follows the same steps.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..runtime.files import atomic_write_text
 from ..model.transformer import Transformer, recording_attention
+from ..runtime.files import atomic_write_text
 from ..training.checkpoint import model_from_checkpoint
 
 ENCODER_FILE = "encoder.onnx"
@@ -43,7 +44,9 @@ class _EncoderGraph(nn.Module):
 
     def forward(self, src: torch.Tensor):
         memory = self.model.encode(src)
-        weights = torch.stack([layer.self_attn.record[-1][0] for layer in self.model.encoder_layers])
+        weights = torch.stack(
+            [layer.self_attn.record[-1][0] for layer in self.model.encoder_layers]
+        )
         return memory, weights
 
 
@@ -56,7 +59,9 @@ class _DecoderGraph(nn.Module):
 
     def forward(self, src: torch.Tensor, memory: torch.Tensor, prefix: torch.Tensor):
         logits = self.model.decode(prefix, memory, self.model.source_mask(src))[:, -1]
-        weights = torch.stack([layer.cross_attn.record[-1][0] for layer in self.model.decoder_layers])
+        weights = torch.stack(
+            [layer.cross_attn.record[-1][0] for layer in self.model.decoder_layers]
+        )
         return logits, weights
 
 
@@ -72,7 +77,9 @@ def tokenizer_table(tokenizer) -> dict:
     proto.ParseFromString(tokenizer.to_bytes())
     kind = model_pb2.TrainerSpec.ModelType.Name(proto.trainer_spec.model_type)
     if kind != "BPE":
-        raise ValueError(f"the page's tokenizer implements sentencepiece BPE, this model is {kind}")
+        raise ValueError(
+            f"the page's tokenizer implements sentencepiece BPE, this model is {kind}"
+        )
     normalizer = proto.normalizer_spec
     return {
         "type": "bpe",
@@ -83,14 +90,20 @@ def tokenizer_table(tokenizer) -> dict:
         "scores": [round(p.score, 4) for p in proto.pieces],
         # 1 normal, 2 unknown, 3 control, 4 user defined, 6 byte, 5 unused
         "kinds": [int(p.type) for p in proto.pieces],
-        "unk_id": tokenizer.unk_id, "bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id,
+        "unk_id": tokenizer.unk_id,
+        "bos_id": tokenizer.bos_id,
+        "eos_id": tokenizer.eos_id,
         "pad_id": tokenizer.pad_id,
     }
 
 
 @torch.no_grad()
-def export_onnx(checkpoint: str | os.PathLike | dict, out_dir: str | os.PathLike, *,
-                quantize: bool = False) -> dict[str, Path]:
+def export_onnx(
+    checkpoint: str | os.PathLike | dict,
+    out_dir: str | os.PathLike,
+    *,
+    quantize: bool = False,
+) -> dict[str, Path]:
     """Write encoder.onnx, decoder.onnx, tokenizer.json and model.json into `out_dir`.
 
     `quantize=True` stores the weight matrices as int8 (onnxruntime's dynamic quantization), about a
@@ -110,23 +123,42 @@ def export_onnx(checkpoint: str | os.PathLike | dict, out_dir: str | os.PathLike
         warnings.simplefilter("ignore", DeprecationWarning)
         memory = model.encode(src)
         torch.onnx.export(
-            _EncoderGraph(model), (src,), out / ENCODER_FILE, input_names=["src"],
-            output_names=["memory", "attention"], opset_version=OPSET, dynamo=False,
-            dynamic_axes={"src": {1: "source"}, "memory": {1: "source"}, "attention": {2: "source", 3: "source"}},
+            _EncoderGraph(model),
+            (src,),
+            out / ENCODER_FILE,
+            input_names=["src"],
+            output_names=["memory", "attention"],
+            opset_version=OPSET,
+            dynamo=False,
+            dynamic_axes={
+                "src": {1: "source"},
+                "memory": {1: "source"},
+                "attention": {2: "source", 3: "source"},
+            },
         )
         torch.onnx.export(
-            _DecoderGraph(model), (src, memory, prefix), out / DECODER_FILE,
-            input_names=["src", "memory", "prefix"], output_names=["logits", "attention"], opset_version=OPSET,
+            _DecoderGraph(model),
+            (src, memory, prefix),
+            out / DECODER_FILE,
+            input_names=["src", "memory", "prefix"],
+            output_names=["logits", "attention"],
+            opset_version=OPSET,
             dynamo=False,
-            dynamic_axes={"src": {1: "source"}, "memory": {1: "source"}, "prefix": {1: "target"},
-                          "attention": {2: "target", 3: "source"}},
+            dynamic_axes={
+                "src": {1: "source"},
+                "memory": {1: "source"},
+                "prefix": {1: "target"},
+                "attention": {2: "target", 3: "source"},
+            },
         )
     written["encoder"], written["decoder"] = out / ENCODER_FILE, out / DECODER_FILE
     if quantize:
         # optional dependency, as for OnnxTranslator
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        logging.disable(logging.WARNING)  # its advice to pre-process applies to image models
+        logging.disable(
+            logging.WARNING
+        )  # its advice to pre-process applies to image models
         try:
             for path in (written["encoder"], written["decoder"]):
                 float_path = path.with_suffix(".float32.onnx")
@@ -135,15 +167,24 @@ def export_onnx(checkpoint: str | os.PathLike | dict, out_dir: str | os.PathLike
                 float_path.unlink()
         finally:
             logging.disable(logging.NOTSET)
-    written["tokenizer"] = atomic_write_text(out / TOKENIZER_FILE,
-                                             json.dumps(tokenizer_table(tokenizer), ensure_ascii=False,
-                                                        separators=(",", ":")))
+    written["tokenizer"] = atomic_write_text(
+        out / TOKENIZER_FILE,
+        json.dumps(tokenizer_table(tokenizer), ensure_ascii=False, separators=(",", ":")),
+    )
     c = model.config
-    info = {"layers": c.decoder_layers, "encoder_layers": c.encoder_layers, "heads": c.n_heads,
-            "d_model": c.d_model, "max_len": c.max_len, "vocab_size": tokenizer.vocab_size,
-            "banned": [c.pad_id, c.bos_id], "bos_id": c.bos_id, "eos_id": c.eos_id,
-            "weights": "int8" if quantize else "float32",
-            "files": {name: path.name for name, path in written.items()}}
+    info = {
+        "layers": c.decoder_layers,
+        "encoder_layers": c.encoder_layers,
+        "heads": c.n_heads,
+        "d_model": c.d_model,
+        "max_len": c.max_len,
+        "vocab_size": tokenizer.vocab_size,
+        "banned": [c.pad_id, c.bos_id],
+        "bos_id": c.bos_id,
+        "eos_id": c.eos_id,
+        "weights": "int8" if quantize else "float32",
+        "files": {name: path.name for name, path in written.items()},
+    }
     written["model"] = atomic_write_text(out / MODEL_FILE, json.dumps(info, indent=1))
     return written
 
@@ -158,8 +199,12 @@ class OnnxTranslator:
         self.info = json.loads((folder / MODEL_FILE).read_text())
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
-        self.encoder = ort.InferenceSession(str(folder / ENCODER_FILE), options, providers=["CPUExecutionProvider"])
-        self.decoder = ort.InferenceSession(str(folder / DECODER_FILE), options, providers=["CPUExecutionProvider"])
+        self.encoder = ort.InferenceSession(
+            str(folder / ENCODER_FILE), options, providers=["CPUExecutionProvider"]
+        )
+        self.decoder = ort.InferenceSession(
+            str(folder / DECODER_FILE), options, providers=["CPUExecutionProvider"]
+        )
 
     def greedy(self, src_ids: list[int], max_new_tokens: int) -> list[int]:
         """bos, then the argmax token at each step until eos or `max_new_tokens` (as greedy_decode)."""
@@ -169,8 +214,14 @@ class OnnxTranslator:
         memory, _ = self.encoder.run(None, {"src": src})
         tokens = [info["bos_id"]]
         for _ in range(max_new_tokens):
-            logits, _ = self.decoder.run(None, {"src": src, "memory": memory,
-                                                "prefix": np.array([tokens], dtype=np.int64)})
+            logits, _ = self.decoder.run(
+                None,
+                {
+                    "src": src,
+                    "memory": memory,
+                    "prefix": np.array([tokens], dtype=np.int64),
+                },
+            )
             logits = logits[0].astype(np.float32)
             logits[info["banned"]] = -np.inf
             tokens.append(int(logits.argmax()))
