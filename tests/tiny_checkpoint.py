@@ -17,7 +17,7 @@ import torch
 from annotated_transformer import Transformer
 from annotated_transformer.data import train_tokenizer
 from annotated_transformer.model.config import preset
-from annotated_transformer.training.checkpoint import CHECKPOINT_FORMAT, atomic_torch_save
+from annotated_transformer.training.checkpoint import atomic_torch_save, snapshot_of
 
 SENTENCES = [
     "A man in a blue shirt is playing a guitar.",
@@ -78,18 +78,5 @@ def write_tiny_checkpoint(
         dropout=0.0,
     )
     model = Transformer(config, tokenizer.vocab_size, tokenizer.vocab_size).eval()
-    state = {
-        "format": CHECKPOINT_FORMAT,
-        "kind": "snapshot",
-        "model": model.state_dict(),
-        "config": config.to_dict(),
-        "vocab": {
-            "src_vocab_size": tokenizer.vocab_size,
-            "tgt_vocab_size": tokenizer.vocab_size,
-            "share_embeddings": True,
-        },
-        "tokenizer": tokenizer.to_bytes(),
-        "profile": {},
-        "step": 0,
-    }
+    state = snapshot_of(model, tokenizer, step=0)
     return atomic_torch_save(state, path)

@@ -217,7 +217,27 @@ def average_last(out_dir: str | os.PathLike, k: int) -> tuple[dict, list[Path]]:
     return average_checkpoints(chosen), chosen
 
 
-# ------------------------------------------------------------------------------------------ loading for use
+# ------------------------------------------------------------------------------------------ the format
+def snapshot_of(model: Transformer, tokenizer, *, step: int, **extra) -> dict:
+    """The one writer of the checkpoint format: a model's weights with everything needed to use them
+    alone (its config, vocabulary sizes and tokenizer), the step, and `extra` facts (the training
+    settings, the profile). `model_from_checkpoint` is its one reader."""
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "kind": "snapshot",
+        "model": {k: v.detach().clone() for k, v in model.state_dict().items()},
+        "config": model.config.to_dict(),
+        "vocab": {
+            "src_vocab_size": model.src_embed.num_embeddings,
+            "tgt_vocab_size": model.tgt_embed.num_embeddings,
+            "share_embeddings": model.share_embeddings,
+        },
+        "tokenizer": tokenizer.to_bytes() if tokenizer is not None else b"",
+        **extra,
+        "step": step,
+    }
+
+
 def model_from_checkpoint(
     checkpoint: dict | str | os.PathLike, device: str | torch.device = "cpu"
 ):

@@ -42,13 +42,13 @@ from ..runtime.distributed import (
 )
 from ..runtime.precision import resolve_precision
 from .checkpoint import (
-    CHECKPOINT_FORMAT,
     RESUME_NAME,
     atomic_torch_save,
     capture_rng_state,
     load_checkpoint,
     prune_snapshots,
     restore_rng_state,
+    snapshot_of,
     snapshot_path,
 )
 from .loss import label_smoothed_cross_entropy
@@ -251,22 +251,13 @@ class Trainer:
 
     def snapshot_dict(self) -> dict:
         """Model weights with what is needed to use them (config, vocabulary sizes, tokenizer, settings)."""
-        model = self.model
-        return {
-            "format": CHECKPOINT_FORMAT,
-            "kind": "snapshot",
-            "model": {k: v.detach().clone() for k, v in model.state_dict().items()},
-            "config": self.config.to_dict(),
-            "vocab": {
-                "src_vocab_size": model.src_embed.num_embeddings,
-                "tgt_vocab_size": model.tgt_embed.num_embeddings,
-                "share_embeddings": model.share_embeddings,
-            },
-            "tokenizer": self.tokenizer.to_bytes() if self.tokenizer is not None else b"",
-            "settings": self.settings.to_dict(),
+        return snapshot_of(
+            self.model,
+            self.tokenizer,
+            step=self.progress.step,
+            settings=self.settings.to_dict(),
             **self.metadata,
-            "step": self.progress.step,
-        }
+        )
 
     def load_state_dict(self, state: dict) -> None:
         if state.get("kind") != "resume":
