@@ -1,0 +1,113 @@
+"""The package's folders are its architecture: each imports only the layers below it, and the
+README's layout table names every module."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "annotated_transformer"
+
+# Lower layers first. A module may import its own folder and any lower layer; two folders of one
+# layer may not import each other.
+LAYERS = {
+    "runtime": 0,
+    "model": 1,
+    "data": 1,
+    "training": 2,
+    "evaluation": 3,
+    "profiles": 4,
+    "pipeline": 5,
+    "experiments": 6,
+    "web": 6,
+    "book": 7,
+    "commands": 8,
+    "cli": 9,
+    "__main__": 10,
+    "__init__": 10,
+}
+
+
+def modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def unit(path: Path) -> str:
+    """The layer a file belongs to: its folder, or its own name at the top level."""
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def imported_units(path: Path) -> set[str]:
+    """The package's layers that `path` imports, relative and absolute imports alike."""
+    package = list(path.relative_to(REPO).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = base + (node.module.split(".") if node.module else [])
+                names = (
+                    [target] if node.module else [target + [a.name] for a in node.names]
+                )
+            elif node.module and node.module.split(".")[0] == "annotated_transformer":
+                target = node.module.split(".")
+                names = (
+                    [target]
+                    if len(target) > 1
+                    else [target + [a.name] for a in node.names]
+                )
+            else:
+                continue
+        elif isinstance(node, ast.Import):
+            names = [
+                a.name.split(".")
+                for a in node.names
+                if a.name.startswith("annotated_transformer.")
+            ]
+        else:
+            continue
+        for name in names:
+            if len(name) > 1:
+                found.add(name[1])
+    return found
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_module_imports_only_lower_layers(path):
+    own = unit(path)
+    assert own in LAYERS, (
+        f"{own} is in no layer: add it to LAYERS here and to the README's table"
+    )
+    for other in imported_units(path) - {own}:
+        assert other in LAYERS, f"{path.name} imports {other}, which is in no layer"
+        assert LAYERS[other] < LAYERS[own], (
+            f"{path.relative_to(PACKAGE)} ({own}, layer {LAYERS[own]}) imports {other} "
+            f"(layer {LAYERS[other]}): a layer imports only the layers below it"
+        )
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    # The test above can fail: an import from the book into the model is caught.
+    bad = PACKAGE / "model" / "bad_example_for_test.py"
+    text = "from ..book import viz\n"
+    try:
+        bad.write_text(text)
+        assert "book" in imported_units(bad)
+    finally:
+        bad.unlink()
+
+
+def test_readme_layout_table_names_every_module():
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("### How the code is laid out") :]
+    table = table[: table.index("\n## ")]
+    named = set(re.findall(r"`([a-z_]+)`", table))
+    missing = [
+        str(p.relative_to(PACKAGE))
+        for p in modules()
+        if p.stem != "__init__" and p.stem not in named
+    ]
+    assert not missing, f"the README's layout table does not name: {', '.join(missing)}"
