@@ -2,6 +2,10 @@
 # Set up everything the project needs in ./.venv: torch (if absent), the package, the book's
 # tools, and (where apt is available as root) Debian's Chromium for the browser test.
 # Safe to run again: each step is skipped when already done.
+#
+# Everything but torch comes at the exact versions of requirements.lock, the ones the test suite
+# passed with (installing it needs only pip; scripts/lock.sh refreshes it). AT_UNLOCKED=1 takes
+# requirements.txt's lower bounds instead, as does a Python older than the lock is made for.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +16,7 @@ PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-}
 TORCH_DEFAULT_SPEC="torch>=2.2"
 CPU_WHEELS=https://download.pytorch.org/whl/cpu
+LOCK=requirements.lock
 
 if [ ! -x .venv/bin/python ]; then
   echo "[setup] creating .venv with $($PYTHON --version)"
@@ -19,6 +24,28 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PY=.venv/bin/python
 "$PY" -m pip install --quiet --upgrade pip >/dev/null
+
+# Locked (the default) or unlocked. The lock's header names the Python it needs and the torch it was
+# made against, which becomes the default torch here.
+LOCKED=1
+LOCK_TORCH=""
+if [ "${AT_UNLOCKED:-0}" != "0" ]; then
+  LOCKED=0
+  echo "[setup] AT_UNLOCKED is set: installing requirements.txt's lower bounds, not $LOCK"
+elif [ ! -f "$LOCK" ]; then
+  LOCKED=0
+  echo "[setup] no $LOCK: installing requirements.txt's lower bounds"
+else
+  LOCK_PYTHON=$(sed -n 's/^# Python >= \([0-9.]*\).*/\1/p' "$LOCK" | head -n 1)
+  if [ -n "$LOCK_PYTHON" ] && ! "$PY" -c "import sys; sys.exit(sys.version_info[:3] < tuple(map(int, '$LOCK_PYTHON'.split('.'))))"; then
+    LOCKED=0
+    echo "[setup] $LOCK needs Python >= $LOCK_PYTHON, this is $("$PY" --version): installing requirements.txt's lower bounds"
+  fi
+  LOCK_TORCH=$(sed -n 's/^# torch: \([0-9][0-9.]*\).*/\1/p' "$LOCK" | head -n 1)
+  if [ "$LOCKED" = "1" ] && [ -n "$LOCK_TORCH" ]; then
+    TORCH_DEFAULT_SPEC="torch==$LOCK_TORCH"
+  fi
+fi
 
 if ! "$PY" -c "import torch" 2>/dev/null; then
   if [ -n "$TORCH_SPEC" ]; then
@@ -34,10 +61,22 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
     "$PY" -m pip install --quiet "$TORCH_DEFAULT_SPEC"
   fi
 fi
-echo "[setup] torch $("$PY" -c 'import torch; print(torch.__version__)')"
+TORCH_HAVE=$("$PY" -c 'import torch; print(torch.__version__)')
+echo "[setup] torch $TORCH_HAVE"
+if [ "$LOCKED" = "1" ] && [ -n "$LOCK_TORCH" ] && [ "${TORCH_HAVE%%+*}" != "$LOCK_TORCH" ]; then
+  echo "[setup] note: $LOCK was made and tested with torch $LOCK_TORCH, not $TORCH_HAVE"
+fi
 
-echo "[setup] installing requirements and the package (editable)"
-"$PY" -m pip install --quiet -r requirements.txt
+if [ "$LOCKED" = "1" ]; then
+  echo "[setup] installing the locked versions ($LOCK) and the package (editable)"
+  "$PY" -m pip install --quiet --require-hashes -r "$LOCK" || {
+    echo "[setup] could not install $LOCK; AT_UNLOCKED=1 bash scripts/setup.sh installs requirements.txt's lower bounds instead" >&2
+    exit 1
+  }
+else
+  echo "[setup] installing requirements and the package (editable)"
+  "$PY" -m pip install --quiet -r requirements.txt
+fi
 "$PY" -m pip install --quiet --no-deps -e .
 
 # The papermill runner executes chapters with this venv's interpreter.
