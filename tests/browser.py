@@ -146,10 +146,10 @@ class Browser:
                 raise TimeoutError(f"waited {timeout} s for: {expression}")
             time.sleep(interval)
 
-    def screenshot(self, path: Path) -> Path:
-        shot = self.call(
-            "Page.captureScreenshot", format="png", captureBeyondViewport=True
-        )
+    def screenshot(self, path: Path, clip: dict | None = None) -> Path:
+        """A PNG of the whole page, or of `clip` ({x, y, width, height, scale} in page pixels)."""
+        area = {"clip": clip} if clip else {"captureBeyondViewport": True}
+        shot = self.call("Page.captureScreenshot", format="png", **area)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
         return path

@@ -3,22 +3,16 @@ the executed notebooks without missing pages, and a headless Chromium sees its c
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import itertools
 import json
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
+from browser import Browser, find_chromium
 
 from annotated_transformer.book import chapters, runner, sync
 from annotated_transformer.book import site as site_build
@@ -290,19 +284,6 @@ def test_site_builds_without_missing_pages(smoke_book):
 # A real browser draws the charts
 
 
-def _find_chromium() -> str | None:
-    for name in (
-        os.environ.get("AT_CHROMIUM"),
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "chrome",
-    ):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
 _CHART_STATE = """(() => ({
   ready: document.readyState,
   mathSources: document.querySelectorAll(".math").length,
@@ -325,124 +306,55 @@ _CHART_BOX = """(() => {
 })()"""
 
 
-async def _inspect_page(ws_url: str, url: str, screenshot: Path, timeout: float) -> dict:
-    """Open `url` over the DevTools protocol, wait for the charts to settle, screenshot the first."""
-    from tornado.websocket import websocket_connect
-
-    conn = await websocket_connect(ws_url, max_message_size=256 * 1024 * 1024)
-    ids = itertools.count(1)
-
-    async def call(method, **params):
-        msg_id = next(ids)
-        await conn.write_message(
-            json.dumps({"id": msg_id, "method": method, "params": params})
-        )
-        while True:
-            raw = await conn.read_message()
-            if raw is None:
-                raise RuntimeError("Chromium closed the DevTools connection")
-            msg = json.loads(raw)
-            if msg.get("id") == msg_id:
-                if "error" in msg:
-                    raise RuntimeError(f"{method}: {msg['error']}")
-                return msg["result"]
-
-    async def evaluate(expression):
-        result = await call("Runtime.evaluate", expression=expression, returnByValue=True)
-        return result["result"].get("value")
-
-    await call("Page.enable")
-    await call("Page.navigate", url=url)
-    deadline = time.monotonic() + timeout
-    state = {}
-    while time.monotonic() < deadline:
-        state = await evaluate(_CHART_STATE) or {}
-        charts = state.get("charts", [])
-        math_done = state.get("mathSources", 0) == 0 or state.get("mathTypeset", 0) > 0
-        if (
-            state.get("ready") == "complete"
-            and charts
-            and all(c["drawn"] in ("ok", "error") for c in charts)
-            and math_done
-        ):
-            break
-        await asyncio.sleep(0.25)
-    if state.get("charts"):
-        await evaluate(_CHART_BOX)
-        await asyncio.sleep(0.5)  # let the scroll settle before measuring
-        box = await evaluate(_CHART_BOX)
-        # The box is relative to the viewport; the clip wants page coordinates (as Puppeteer does).
-        viewport = (await call("Page.getLayoutMetrics"))["cssVisualViewport"]
-        pad = 16
-        clip = {
-            "x": max(0, viewport["pageX"] + box["x"] - pad),
-            "y": max(0, viewport["pageY"] + box["y"] - pad),
-            "width": box["width"] + 2 * pad,
-            "height": box["height"] + 2 * pad,
-            "scale": 1,
-        }
-        shot = await call("Page.captureScreenshot", format="png", clip=clip)
-        screenshot.parent.mkdir(parents=True, exist_ok=True)
-        screenshot.write_bytes(base64.b64decode(shot["data"]))
-    conn.close()
-    return state
+def _settled(state: dict) -> bool:
+    """Loaded, every chart drawn (or failed to), and the formulas typeset if the page has any."""
+    charts = state.get("charts", [])
+    math_done = state.get("mathSources", 0) == 0 or state.get("mathTypeset", 0) > 0
+    return (
+        state.get("ready") == "complete"
+        and bool(charts)
+        and all(c["drawn"] in ("ok", "error") for c in charts)
+        and math_done
+    )
 
 
 def check_page_charts(
     chromium: str, page: Path, screenshot: Path, timeout: float = 45.0
 ) -> dict:
     """Chart states of a built page in headless Chromium, offline, plus a screenshot of its first chart."""
-    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile_dir:
-        proc = subprocess.Popen(
-            [
-                chromium,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--no-first-run",
-                "--disable-component-update",
-                "--disable-sync",
-                "--hide-scrollbars",
-                f"--user-data-dir={profile_dir}",
-                "--remote-debugging-port=0",
-                "--window-size=1280,1000",
-                "about:blank",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            port_file = Path(profile_dir) / "DevToolsActivePort"
-            deadline = time.monotonic() + 30
-            while not (port_file.is_file() and port_file.read_text().strip()):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"Chromium did not open its DevTools port (exit code {proc.poll()})"
-                    )
-                time.sleep(0.1)
-            port = int(port_file.read_text().split()[0])
-            with urllib.request.urlopen(
-                f"http://127.0.0.1:{port}/json/list", timeout=10
-            ) as response:
-                targets = json.load(response)
-            ws_url = next(
-                t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page"
+    with Browser(chromium) as browser:
+        browser.open(page.resolve().as_uri())
+        deadline = time.monotonic() + timeout
+        state = {}
+        while time.monotonic() < deadline:
+            state = browser.evaluate(_CHART_STATE) or {}
+            if _settled(state):
+                break
+            time.sleep(0.25)
+        if state.get("charts"):
+            browser.evaluate(_CHART_BOX)
+            time.sleep(0.5)  # let the scroll settle before measuring
+            box = browser.evaluate(_CHART_BOX)
+            # The box is relative to the viewport; the clip wants page coordinates (as Puppeteer
+            # does).
+            viewport = browser.call("Page.getLayoutMetrics")["cssVisualViewport"]
+            pad = 16
+            browser.screenshot(
+                screenshot,
+                clip={
+                    "x": max(0, viewport["pageX"] + box["x"] - pad),
+                    "y": max(0, viewport["pageY"] + box["y"] - pad),
+                    "width": box["width"] + 2 * pad,
+                    "height": box["height"] + 2 * pad,
+                    "scale": 1,
+                },
             )
-            return asyncio.run(
-                _inspect_page(ws_url, page.resolve().as_uri(), screenshot, timeout)
-            )
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    return state
 
 
 @pytest.mark.book
 def test_built_page_draws_its_charts_offline(smoke_book):
-    chromium = _find_chromium()
+    chromium = find_chromium()
     if chromium is None:
         pytest.skip(
             "no Chromium or Chrome on PATH (set AT_CHROMIUM to its path) for the browser check"
