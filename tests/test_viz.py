@@ -151,3 +151,199 @@ def test_export_writes_files_that_open(tmp_path):
     assert '<script src="http' not in page and "<script src='http" not in page
     with pytest.raises(ValueError, match="unknown export format"):
         viz.export(chart, tmp_path / "x", formats=("gif",))
+
+
+def _datasets(spec):
+    """Each layer's or panel's rows, in the order the spec names them."""
+    names = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and "name" in data:
+                names.append(data["name"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return [spec["datasets"][name] for name in names]
+
+
+def _panel_titles(spec):
+    """The title of each panel of a side-by-side spec."""
+    titles = [panel.get("title") for panel in spec["hconcat"]]
+    return [t["text"] if isinstance(t, dict) else t for t in titles]
+
+
+def test_side_by_side_puts_one_legend_below():
+    df = pd.DataFrame({"x": [1, 2], "y": [3.0, 4.0], "c": ["a", "a"]})
+    a, b = viz.line_chart(df, "x", "y", "c"), viz.bar_chart(df, "c", "y")
+    spec = viz.chart_spec(viz.side_by_side(a, b, independent_y=True, legend_columns=3))
+    assert len(spec["hconcat"]) == 2 and _marks(spec) == ["line", "bar"]
+    assert spec["config"]["legend"] == {"orient": "bottom", "columns": 3}
+    assert spec["resolve"]["scale"]["y"] == "independent"
+    assert "resolve" not in viz.chart_spec(viz.side_by_side(a, b))
+
+
+def test_softmax_saturation_chart_has_both_panels():
+    saturation = pd.DataFrame(
+        {
+            "d_k": [4, 4, 64, 64],
+            "scores": ["scaled", "unscaled"] * 2,
+            "largest_weight": [0.2, 0.3, 0.2, 0.9],
+            "gradient_norm": [0.2, 0.2, 0.2, 0.01],
+        }
+    )
+    spec = viz.chart_spec(viz.softmax_saturation_chart(saturation))
+    left, right = spec["hconcat"]
+    assert left["encoding"]["y"]["field"] == "largest_weight"
+    assert right["encoding"]["y"]["field"] == "gradient_norm"
+    assert right["encoding"]["y"]["scale"]["type"] == "log"
+    assert left["encoding"]["x"]["axis"]["values"] == [4.0, 64.0]  # the measured widths
+
+
+def test_relative_cost_chart_divides_by_the_first_row():
+    costs = pd.DataFrame(
+        {"heads": [1, 2, 4], "flops": [10, 10, 10], "entries": [5, 10, 20]}
+    )
+    chart = viz.relative_cost_chart(
+        costs, "heads", {"flops": "FLOPs", "entries": "softmax"}, title="t", subtitle="s"
+    )
+    spec = viz.chart_spec(chart)
+    rows = _datasets(spec)[0]
+    assert len(rows) == 6
+    relative = {(r["quantity"], r["heads"]): r["relative cost"] for r in rows}
+    assert relative[("FLOPs", 4)] == 1.0 and relative[("softmax", 4)] == 4.0
+    assert spec["title"] == {"text": "t", "subtitle": "s"}
+
+
+def test_attention_uses_chart_has_three_panels_on_one_scale():
+    S, T = 5, 3
+    spec = viz.chart_spec(
+        viz.attention_uses_chart(
+            torch.rand(S, S),
+            torch.rand(T, T).tril(),
+            torch.rand(T, S),
+            [f"s{i}" for i in range(S)],
+            [f"t{i}" for i in range(T)],
+        )
+    )
+    assert _marks(spec) == ["rect"] * 3
+    assert [len(rows) for rows in _datasets(spec)] == [S * S, T * T, T * S]
+    assert spec["resolve"]["scale"]["color"] == "shared"
+    assert _panel_titles(spec) == [
+        "Encoder self-attention",
+        "Decoder self-attention",
+        "Encoder-decoder attention",
+    ]
+
+
+def _figure1_counts():
+    keys = [key for *_, key in viz.FIGURE1_BOXES if key]
+    return {key: 1000 * (i + 1) for i, key in enumerate(keys)} | {"src_embed": 250_000}
+
+
+def test_figure1_layout_labels_every_box_with_its_count():
+    boxes, frames, arrow = viz.figure1_layout(_figure1_counts(), 6, 4)
+    assert len(boxes) == len(viz.FIGURE1_BOXES) == 16
+    assert (boxes.x2 > boxes.x).all() and (boxes.y2 > boxes.y).all()
+    embedding = boxes[boxes.label == "input embedding x sqrt(d_model)"].text.item()
+    assert embedding.endswith("0.25M parameters")
+    assert (
+        boxes[boxes.label == "softmax"].text.item() == "softmax"
+    )  # no weights: no count
+    assert (
+        "input embedding's matrix"
+        in boxes.text[boxes.label.str.contains("output")].item()
+    )
+    assert frames.text.tolist() == ["x 6", "x 4"]
+    assert arrow.x.iloc[-1] == boxes[boxes.side == "decoder"].x.min()  # into the decoder
+    counts = _figure1_counts()
+    del counts["decoder.ffn"]
+    with pytest.raises(KeyError, match="decoder.ffn"):
+        viz.figure1_layout(counts, 6, 6)
+
+
+def test_figure1_chart_draws_boxes_frames_and_arrow():
+    spec = viz.chart_spec(viz.figure1_chart(_figure1_counts(), 6, 6, title="Figure 1"))
+    assert sorted(_marks(spec)) == ["line", "point", "rect", "rect", "text", "text"]
+    box_rows = max(_datasets(spec), key=len)
+    assert len(box_rows) == 16
+    assert spec["title"] == "Figure 1"
+
+
+def test_parameter_count_chart_skips_rows_without_a_paper_count():
+    counts = pd.DataFrame(
+        {
+            "row": ["base", "A1", "big"],
+            "ours_m": [62.0, 62.0, 212.0],
+            "paper_m": [65.0, None, 213.0],
+            "d_model": [512, 512, 1024],
+        }
+    )
+    counts["gap_m"] = counts.paper_m - counts.ours_m
+    counts["gap_in_vocabulary_rows"] = counts.gap_m * 1e6 / counts.d_model
+    spec = viz.chart_spec(viz.parameter_count_chart(counts, ours_label="ours"))
+    bars, gaps = _datasets(spec)
+    assert len(bars) == 4 and {r["source"] for r in bars} == {"ours", "paper, Table 3"}
+    assert [r["row"] for r in gaps] == ["base", "big"]
+    assert _marks(spec) == ["bar", "point"]
+
+
+def test_loglog_with_reference_draws_the_exponent_through_the_last_point():
+    df = pd.DataFrame(
+        {"kind": ["a"] * 3 + ["b"] * 3, "n": [1, 2, 4] * 2, "t": [1, 3, 9, 5, 6, 7]}
+    )
+    spec = viz.chart_spec(
+        viz.loglog_with_reference(df, "n", "t", {"a": 2, "b": 1}, title="x", y_title="s")
+    )
+    reference, measured = _datasets(spec)
+    assert len(measured) == 6
+    line = {(r["kind"], r["n"]): r["t"] for r in reference}
+    assert line[("a", 4)] == 9 and line[("a", 1)] == pytest.approx(9 / 16)
+    assert line[("b", 4)] == 7 and line[("b", 2)] == pytest.approx(3.5)
+    assert spec["layer"][0]["mark"]["strokeDash"] == [5, 4]
+
+
+def test_scaling_charts_name_the_fixed_size_in_each_title():
+    by_n = pd.DataFrame({"kind": "a", "n": [8, 16], "d": 32, "seconds": [1.0, 2.0]})
+    by_d = pd.DataFrame({"kind": "a", "n": 64, "d": [8, 16], "seconds": [1.0, 4.0]})
+    spec = viz.chart_spec(
+        viz.scaling_charts(
+            by_n, by_d, "seconds", {"a": 1}, {"a": 2}, what="Time", y_title="s"
+        )
+    )
+    assert _panel_titles(spec) == ["Time against n (d = 32)", "Time against d (n = 64)"]
+    assert spec["resolve"]["scale"]["y"] == "independent"
+
+
+def test_path_length_charts_show_both_views():
+    paths = pd.DataFrame(
+        {"kind": ["a", "a", "b", "b"], "n": [2, 4, 2, 4], "max_path_length": [1, 1, 2, 4]}
+    )
+    to_last = pd.DataFrame(
+        {"kind": ["a"] * 3, "input_position": [0, 1, 2], "path_length": [1, 1, 1]}
+    )
+    spec = viz.chart_spec(viz.path_length_charts(paths, to_last, kernel_size=3))
+    assert _marks(spec) == ["line", "line"]
+    assert _panel_titles(spec)[1].endswith("(n = 3)")
+    assert spec["config"]["legend"]["columns"] == 3
+
+
+def test_loglog_with_rules_labels_each_rule():
+    df = pd.DataFrame({"n": [1, 10, 1, 10], "y": [1, 2, 3, 4], "kind": list("aabb")})
+    spec = viz.chart_spec(
+        viz.loglog_with_rules(
+            df, "n", "y", "kind", {"n = d": 5.0, "measured": 7.0}, title="t", y_title="y"
+        )
+    )
+    assert _marks(spec) == ["line", "rule", "text"]
+    rules = _datasets(spec)[1]
+    assert [(r["what"], r["at"]) for r in rules] == [("n = d", 5.0), ("measured", 7.0)]
+    bare = viz.chart_spec(
+        viz.loglog_with_rules(df, "n", "y", "kind", {}, title="t", y_title="y")
+    )
+    assert _marks(bare) == ["line"]

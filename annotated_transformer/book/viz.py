@@ -530,6 +530,138 @@ def legend_below(
     )
 
 
+def side_by_side(
+    *charts: alt.TopLevelMixin,
+    independent_y: bool = False,
+    legend_columns: int | None = None,
+) -> alt.HConcatChart:
+    """Panels in a row with one legend under them (`legend_below`).
+
+    `independent_y` gives each panel its own y scale (panels of different quantities).
+    """
+    row = alt.hconcat(*charts)
+    if independent_y:
+        row = row.resolve_scale(y="independent")
+    return legend_below(row, legend_columns)
+
+
+# ----------------------------------------------------------------------------------------------
+# Charts of chapter 01
+
+
+def softmax_saturation_chart(
+    saturation: pd.DataFrame, *, x: str = "d_k", color: str = "scores"
+) -> alt.HConcatChart:
+    """Two panels against the head width: the mean largest softmax weight and the median
+    gradient norm reaching the scores (log), one line per value of `color` (scaled or not).
+
+    `saturation` has the columns `x`, `color`, `largest_weight` and `gradient_norm`.
+    """
+    panel = dict(log_x=True, points=True, width=270, height=240)
+    return side_by_side(
+        tighten(
+            line_chart(
+                saturation,
+                x,
+                "largest_weight",
+                color,
+                title="Largest softmax weight",
+                y_title="mean largest weight",
+                **panel,
+            )
+        ),
+        tighten(
+            line_chart(
+                saturation,
+                x,
+                "gradient_norm",
+                color,
+                log_y=True,
+                title="Gradient reaching the scores",
+                y_title="median gradient norm",
+                **panel,
+            )
+        ),
+    )
+
+
+def relative_cost_chart(
+    df: pd.DataFrame,
+    x: str,
+    columns: Mapping[str, str],
+    *,
+    title: str,
+    subtitle: str | None = None,
+) -> alt.TopLevelMixin:
+    """Each column of `columns` ({column: label}) divided by its value in the first row,
+    against `x` on log-log axes: how each cost grows relative to the smallest setting."""
+    relative = pd.DataFrame(
+        {x: df[x], **{label: df[c] / df[c].iloc[0] for c, label in columns.items()}}
+    )
+    long = relative.melt(
+        x,
+        value_vars=list(columns.values()),
+        var_name="quantity",
+        value_name="relative cost",
+    )
+    chart = tighten(
+        line_chart(
+            long, x, "relative cost", "quantity", log_x=True, log_y=True, points=True
+        )
+    )
+    return legend_below(
+        chart.properties(
+            title=alt.TitleParams(title, **({"subtitle": subtitle} if subtitle else {}))
+        )
+    )
+
+
+def attention_uses_chart(
+    encoder: Any,
+    decoder_self: Any,
+    decoder_cross: Any,
+    src_labels: Sequence[str],
+    tgt_labels: Sequence[str],
+) -> alt.HConcatChart:
+    """The weights of the model's three attentions side by side, on one colour scale from 0
+    to 1: encoder self-attention (source by source), decoder self-attention (target by
+    target) and encoder-decoder attention (target queries by source keys)."""
+    heat = dict(value_title="weight", scheme="blues", domain=(0, 1), cell=18)
+    panels = (
+        (encoder, src_labels, src_labels, "Encoder self-attention", "source", "source"),
+        (
+            decoder_self,
+            tgt_labels,
+            tgt_labels,
+            "Decoder self-attention",
+            "target",
+            "target",
+        ),
+        (
+            decoder_cross,
+            src_labels,
+            tgt_labels,
+            "Encoder-decoder attention",
+            "source",
+            "target",
+        ),
+    )
+    return alt.hconcat(
+        *(
+            heatmap(
+                weights,
+                x_labels,
+                y_labels,
+                title=title,
+                x_title=f"key ({keys})",
+                y_title=f"query ({queries})",
+                **heat,
+            )
+            for weights, x_labels, y_labels, title, keys, queries in panels
+        )
+    ).resolve_scale(color="shared")
+
+
 # ----------------------------------------------------------------------------------------------
 # Charts of the introduction and of chapter 02
 
@@ -659,6 +791,160 @@ def block_diagram(
     )
 
 
+# Figure 1 of the paper, bottom up: side, row, label, kind (the box's colour) and the key of
+# its parameter count in `figure1_layout`'s `parameters` (None: a box with no weights of its
+# own; the output embedding and the final linear map reuse the input embedding's matrix).
+FIGURE1_BOXES = (
+    ("encoder", 0, "input embedding x sqrt(d_model)", "embedding", "src_embed"),
+    ("encoder", 1, "+ positional encoding", "position", None),
+    ("encoder", 2, "multi-head self-attention", "attention", "encoder.self_attn"),
+    ("encoder", 3, "add & norm", "norm", "encoder.norm1"),
+    ("encoder", 4, "feed-forward", "feed-forward", "encoder.ffn"),
+    ("encoder", 5, "add & norm", "norm", "encoder.norm2"),
+    ("decoder", 0, "output embedding x sqrt(d_model)", "embedding", None),
+    ("decoder", 1, "+ positional encoding", "position", None),
+    ("decoder", 2, "masked multi-head self-attention", "attention", "decoder.self_attn"),
+    ("decoder", 3, "add & norm", "norm", "decoder.norm1"),
+    ("decoder", 4, "encoder-decoder attention", "attention", "decoder.cross_attn"),
+    ("decoder", 5, "add & norm", "norm", "decoder.norm2"),
+    ("decoder", 6, "feed-forward", "feed-forward", "decoder.ffn"),
+    ("decoder", 7, "add & norm", "norm", "decoder.norm3"),
+    ("decoder", 8, "linear (tied to the embedding)", "output", None),
+    ("decoder", 9, "softmax", "output", None),
+)
+FIGURE1_COLORS = {
+    "embedding": "#f4d6a0",
+    "position": "#f0f0f0",
+    "attention": "#f6b7a8",
+    "norm": "#fbf3b5",
+    "feed-forward": "#a8d5f6",
+    "output": "#c9e7c1",
+}
+
+
+def figure1_layout(
+    parameters: Mapping[str, int], n_encoder_layers: int, n_decoder_layers: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The boxes, frames and arrow of Figure 1, as `block_diagram` takes them.
+
+    `parameters` maps each key of `FIGURE1_BOXES` (such as "encoder.self_attn") to that
+    module's parameter count; each box prints its label and count. The frames around the
+    repeated layers say "x N"; the arrow carries the encoder's output into the decoder's
+    encoder-decoder attention.
+    """
+    missing = sorted({key for *_, key in FIGURE1_BOXES if key} - set(parameters))
+    if missing:
+        raise KeyError(f"figure1_layout: no parameter count for {missing}")
+    boxes = pd.DataFrame(
+        [
+            (side, row, label, kind, parameters[key] if key else 0)
+            for side, row, label, kind, key in FIGURE1_BOXES
+        ],
+        columns=["side", "row", "label", "kind", "parameters"],
+    )
+    boxes["x"] = boxes["side"].map({"encoder": 0.0, "decoder": 2.6})
+    boxes["x2"] = boxes.x + 2.0
+    boxes["y"], boxes["y2"] = boxes.row + 0.1, boxes.row + 0.9
+    boxes["text"] = [
+        f"{label}\n{p / 1e6:.2f}M parameters"
+        if p >= 1e5
+        else (f"{label}\n{p:,} parameters" if p else label)
+        for label, p in zip(boxes.label, boxes.parameters)
+    ]
+    boxes.loc[boxes.label.str.contains("output embedding"), "text"] += (
+        "\n(the input embedding's matrix)"
+    )
+    boxes["cx"], boxes["cy"] = boxes.x + 1.0, boxes.row + 0.5
+    frames = pd.DataFrame(
+        [
+            dict(x=-0.1, x2=2.1, y=1.95, y2=6.05, text=f"x {n_encoder_layers}", tx=-0.3),
+            dict(x=2.5, x2=4.7, y=1.95, y2=8.05, text=f"x {n_decoder_layers}", tx=4.95),
+        ]
+    )
+    arrow = pd.DataFrame(
+        [
+            dict(x=1.0, y=6.0, order=0),
+            dict(x=1.0, y=6.5, order=1),
+            dict(x=2.3, y=6.5, order=2),
+            dict(x=2.3, y=4.5, order=3),
+            dict(x=2.6, y=4.5, order=4),
+        ]
+    )
+    return boxes, frames, arrow
+
+
+def figure1_chart(
+    parameters: Mapping[str, int],
+    n_encoder_layers: int,
+    n_decoder_layers: int,
+    *,
+    title: str = "Figure 1 of the paper",
+) -> alt.LayerChart:
+    """Figure 1 drawn by `block_diagram` from `figure1_layout`, in `FIGURE1_COLORS`."""
+    boxes, frames, arrow = figure1_layout(parameters, n_encoder_layers, n_decoder_layers)
+    return block_diagram(boxes, frames, arrow, colors=FIGURE1_COLORS, title=title)
+
+
+def parameter_count_chart(counts: pd.DataFrame, *, ours_label: str) -> alt.VConcatChart:
+    """Our parameter count beside the paper's for every row of Table 3 (grouped bars), and
+    the gap between them in rows of width d_model (points shaded by d_model).
+
+    `counts` has the columns row, ours_m, paper_m (both in millions), d_model, gap_m and
+    gap_in_vocabulary_rows; rows whose paper_m is missing are left out.
+    """
+    listed = counts.dropna(subset=["paper_m"])
+    compare = listed.melt(
+        id_vars=["row"],
+        value_vars=["ours_m", "paper_m"],
+        var_name="source",
+        value_name="millions",
+    )
+    compare["source"] = compare.source.map(
+        {"ours_m": ours_label, "paper_m": "paper, Table 3"}
+    )
+    rows = alt.X("row:N", sort=list(listed.row), title="Table 3 row")
+    bars = (
+        alt.Chart(compare)
+        .mark_bar()
+        .encode(
+            x=rows,
+            xOffset=alt.XOffset("source:N"),
+            y=alt.Y("millions:Q", title="parameters (millions)"),
+            color=alt.Color("source:N", title=None),
+            tooltip=["row", "source", alt.Tooltip("millions:Q", format=".1f")],
+        )
+        .properties(
+            width=560,
+            height=260,
+            title="Parameters: our count against the paper's column",
+        )
+    )
+    gaps = (
+        alt.Chart(listed)
+        .mark_point(filled=True, size=70)
+        .encode(
+            x=rows,
+            y=alt.Y("gap_in_vocabulary_rows:Q", title="(paper - ours) / d_model"),
+            color=alt.Color(
+                "d_model:N", title="d_model", scale=alt.Scale(scheme="greys")
+            ),
+            tooltip=[
+                "row",
+                "d_model",
+                alt.Tooltip("gap_m:Q", format=".2f"),
+                alt.Tooltip("gap_in_vocabulary_rows:Q", format=",.0f"),
+            ],
+        )
+        .properties(width=520, height=200, title="The gap, in rows of width d_model")
+    )
+    return (
+        alt.vconcat(bars, gaps)
+        .resolve_scale(color="independent")
+        .resolve_legend(color="independent")
+        .configure_legend(orient="bottom", labelLimit=0)
+    )
+
+
 def histogram(
     df: pd.DataFrame,
     value: str,
@@ -729,6 +1015,182 @@ def histogram(
     return alt.layer(*layers).properties(
         width=width, height=height, **({"title": title} if title else {})
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# Charts of chapter 03
+
+
+def _log_x(df: pd.DataFrame, x: str, title: str | None = None) -> alt.X:
+    """A log x axis that ends at the data and ticks the measured values."""
+    return alt.X(
+        f"{x}:Q",
+        scale=alt.Scale(type="log", nice=False),
+        title=title or x,
+        axis=alt.Axis(values=sorted(float(v) for v in df[x].unique())),
+    )
+
+
+def loglog_with_reference(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    exponents: Mapping[str, float],
+    *,
+    title: str,
+    y_title: str,
+    color: str = "kind",
+    color_title: str = "layer",
+    width: int = 270,
+    height: int = 260,
+) -> alt.LayerChart:
+    """Measured `y` against `x` on log-log axes (solid, one line per `color`), and for each
+    line a dashed line of slope `exponents[kind]` through its largest-`x` point: where the
+    measurements would lie if they grew with exactly that exponent."""
+    reference = []
+    for kind, part in df.groupby(color):
+        anchor = part.sort_values(x).iloc[-1]
+        for value in part[x]:
+            reference.append(
+                {
+                    color: kind,
+                    x: value,
+                    y: anchor[y] * (value / anchor[x]) ** exponents[kind],
+                }
+            )
+    colors = alt.Color(f"{color}:N", title=color_title, sort=list(exponents))
+    measured = (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=_log_x(df, x),
+            y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
+            color=colors,
+            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
+        )
+    )
+    expected = (
+        alt.Chart(pd.DataFrame(reference))
+        .mark_line(strokeDash=[5, 4], opacity=0.6)
+        .encode(x=f"{x}:Q", y=f"{y}:Q", color=colors)
+    )
+    return (expected + measured).properties(width=width, height=height, title=title)
+
+
+def scaling_charts(
+    by_n: pd.DataFrame,
+    by_d: pd.DataFrame,
+    y: str,
+    exponents_n: Mapping[str, float],
+    exponents_d: Mapping[str, float],
+    *,
+    what: str,
+    y_title: str,
+) -> alt.HConcatChart:
+    """`y` against the length n (at by_n's one width d) and against the width d (at by_d's
+    one length n), each with `loglog_with_reference` lines of the given exponents."""
+    d, n = by_n["d"].iloc[0], by_d["n"].iloc[0]
+    return side_by_side(
+        loglog_with_reference(
+            by_n,
+            "n",
+            y,
+            exponents_n,
+            title=f"{what} against n (d = {d})",
+            y_title=y_title,
+        ),
+        loglog_with_reference(
+            by_d,
+            "d",
+            y,
+            exponents_d,
+            title=f"{what} against d (n = {n})",
+            y_title=y_title,
+        ),
+        independent_y=True,
+    )
+
+
+def path_length_charts(
+    paths: pd.DataFrame, to_last: pd.DataFrame, *, kernel_size: int
+) -> alt.HConcatChart:
+    """Maximum path length against n (`paths`: kind, n, max_path_length; log-log) beside
+    the path length from each input position to the last output (`to_last`: kind,
+    input_position, path_length) at one n."""
+    panel = dict(points=True, width=270, height=260)
+    longest = tighten(
+        line_chart(
+            paths,
+            "n",
+            "max_path_length",
+            "kind",
+            log_x=True,
+            log_y=True,
+            y_title="maximum path length",
+            title=f"Maximum path length against n (k = r = {kernel_size})",
+            **panel,
+        )
+    )
+    n = to_last.groupby("kind").input_position.max().max() + 1
+    each = line_chart(
+        to_last,
+        "input_position",
+        "path_length",
+        "kind",
+        title=f"Path length from each input to the last output (n = {n})",
+        x_title="input position",
+        y_title="path length",
+        **panel,
+    )
+    return side_by_side(longest, each, legend_columns=3)
+
+
+def loglog_with_rules(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    color: str,
+    rules: Mapping[str, float],
+    *,
+    title: str,
+    y_title: str,
+    color_title: str = "layer",
+    width: int = 270,
+    height: int = 260,
+) -> alt.LayerChart:
+    """Lines of `y` against `x` on log-log axes, one per `color` (in order of appearance),
+    with a labelled dashed vertical rule at each x of `rules` ({label: x})."""
+    marks = pd.DataFrame(
+        [
+            dict(at=at, what=label, row=12 + 14 * i)
+            for i, (label, at) in enumerate(rules.items())
+        ]
+    )
+    lines = (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=_log_x(df, x),
+            y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
+            color=alt.Color(
+                f"{color}:N", title=color_title, sort=list(dict.fromkeys(df[color]))
+            ),
+            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
+        )
+    )
+    layers = [lines]
+    if len(marks):
+        layers.append(
+            alt.Chart(marks)
+            .mark_rule(strokeDash=[4, 3], color="#444")
+            .encode(x="at:Q", tooltip=["what"])
+        )
+        layers.append(
+            alt.Chart(marks)
+            .mark_text(align="right", dx=-4, fontSize=10, color="#444")
+            .encode(x="at:Q", y=alt.Y("row:Q", scale=None), text="what")
+        )
+    return alt.layer(*layers).properties(width=width, height=height, title=title)
 
 
 # ----------------------------------------------------------------------------------------------
