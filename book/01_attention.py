@@ -47,7 +47,6 @@ if importlib.util.find_spec("annotated_transformer") is None:
 import math
 import time
 
-import altair as alt
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -72,18 +71,18 @@ device = (
 )
 seed = 0  # every random tensor of the chapter follows from it
 
+# %% [markdown]
+# The sizes of this chapter's experiments come from the profile record. Everything here is
+# cheap; the profile only decides how many samples the statistics average over and how large
+# the timed inputs are.
+
 # %%
 settings = get_profile(profile)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-
-# Sizes of this chapter's experiments, from the profile record. Everything here is cheap; the
-# profile only decides how many samples the statistics average over and how large the timed
-# inputs are.
 size = settings.chapter_sizes("01")
 viz.show_table(viz.sizes_table("01", profile))
-
 
 # %% [markdown]
 # ## 1.1 Scaled dot-product attention
@@ -111,9 +110,8 @@ def attention(q, k, v, allowed=None):
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., n_q, n_k)
     if allowed is not None:
-        scores = scores.masked_fill(
-            ~allowed, float("-inf")
-        )  # a masked key gets exp(-inf) = 0
+        # a masked key gets exp(-inf) = 0
+        scores = scores.masked_fill(~allowed, float("-inf"))
     weights = scores.softmax(dim=-1)  # each row sums to one
     return weights @ v, weights
 
@@ -138,6 +136,13 @@ torch.testing.assert_close(package_fused, out, atol=1e-5, rtol=1e-5)
 torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
 
 # %% [markdown]
+# The package's `explicit_attention` has the same three steps as the function above, with the
+# masks of section 1.3 (its `is_causal` flag builds the causal one):
+
+# %%
+viz.show_source(explicit_attention)
+
+# %% [markdown]
 # To see what the weights mean, give six words random vectors and let each word query all six with
 # its own vector ($Q = K = V$, which is what self-attention does before any learned projection).
 # A dot product is not a similarity that puts a vector nearest to itself (a longer vector can
@@ -152,13 +157,15 @@ vocabulary = {w: i for i, w in enumerate(dict.fromkeys(words))}
 word_vectors = torch.randn(len(vocabulary), 16)
 x = word_vectors[[vocabulary[w] for w in words]]  # (6, 16)
 _, self_weights = attention(x, x, x)
-assert self_weights.argmax(-1).tolist() in (
-    [0, 1, 2, 3, 0, 5],
-    [4, 1, 2, 3, 4, 5],
-)  # itself or its twin
-torch.testing.assert_close(
-    self_weights[0, 0], self_weights[0, 4]
-)  # the twins are indistinguishable
+# itself or its twin
+assert self_weights.argmax(-1).tolist() in ([0, 1, 2, 3, 0, 5], [4, 1, 2, 3, 4, 5])
+# the twins are indistinguishable
+torch.testing.assert_close(self_weights[0, 0], self_weights[0, 4])
+
+# %% [markdown]
+# The six rows of weights as a heatmap, one row per query:
+
+# %%
 viz.show(
     viz.heatmap(
         self_weights,
@@ -184,16 +191,16 @@ viz.show(
 # for an incoming gradient $g$, vanishes when $p$ is one-hot. Dividing the scores by $\sqrt{d_k}$
 # brings their variance back to 1 for every width.
 #
-# First the variance, measured on random vectors:
+# First the variance, measured on random vectors. The sample variance of `samples` draws has a
+# relative standard error near $\sqrt{2 / \text{samples}}$, about 2% for the smoke profile's
+# 4,000, so the cell allows 10%, several standard errors:
 
 
 # %%
 def dot_product_variance(d_k: int, samples: int) -> tuple[float, float]:
     """Sample variance of q . k and of q . k / sqrt(d_k) for standard normal q and k."""
-    q, k = (
-        torch.randn(samples, d_k, dtype=torch.float64),
-        torch.randn(samples, d_k, dtype=torch.float64),
-    )
+    q = torch.randn(samples, d_k, dtype=torch.float64)
+    k = torch.randn(samples, d_k, dtype=torch.float64)
     dots = (q * k).sum(-1)
     return dots.var().item(), (dots / math.sqrt(d_k)).var().item()
 
@@ -205,12 +212,13 @@ variance = pd.DataFrame(
         for u, s in [dot_product_variance(d, size["samples"])]
     ]
 )
-# The sample variance of `samples` draws has a relative standard error near sqrt(2 /
-# samples), about 2% for the smoke profile's 4,000: 10% is several standard errors.
 for row in variance.itertuples():
     assert abs(row.unscaled / row.d_k - 1) < 0.1, row
     assert abs(row.scaled - 1) < 0.1, row
 viz.show_table(variance, unscaled="{:.1f}", scaled="{:.3f}")
+
+# %% [markdown]
+# On log-log axes the unscaled variance follows $d_k$, and the scaled one stays at 1:
 
 # %%
 variance_long = variance.melt("d_k", var_name="scores", value_name="variance")
@@ -250,27 +258,39 @@ def softmax_saturation(
         scores = scores / math.sqrt(d_k)
     scores.requires_grad_(True)
     weights = scores.softmax(-1)
-    upstream = torch.randn_like(
-        weights
-    )  # stands in for the gradient from the rest of the network
+    # stands in for the gradient from the rest of the network
+    upstream = torch.randn_like(weights)
     (weights * upstream).sum().backward()
     return weights.max(-1).values.mean().item(), scores.grad.norm(dim=-1).median().item()
 
 
+# %% [markdown]
+# Every width of the profile, with and without the scale, over `trials` rows: a twentieth of the
+# profile's samples, and at least 200:
+
+# %%
 trials = max(200, size["samples"] // 20)
-saturation = []
-for d_k in size["d_ks"]:
-    for scale in (True, False):
-        peak, grad = softmax_saturation(d_k, size["n_keys"], trials, scale)
-        saturation.append(
-            dict(
-                d_k=d_k,
-                scores="scaled" if scale else "unscaled",
-                largest_weight=peak,
-                gradient_norm=grad,
-            )
+saturation = pd.DataFrame(
+    [
+        dict(
+            d_k=d_k,
+            scores="scaled" if scale else "unscaled",
+            largest_weight=peak,
+            gradient_norm=grad,
         )
-saturation = pd.DataFrame(saturation)
+        for d_k in size["d_ks"]
+        for scale in (True, False)
+        for peak, grad in [softmax_saturation(d_k, size["n_keys"], trials, scale)]
+    ]
+)
+viz.show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
+
+# %% [markdown]
+# Unscaled scores at the widest $d_k$ of every profile have standard deviation
+# $\sqrt{d_k} \geq 22$. The cell checks that the softmax is then all but one-hot (largest weight
+# above 0.9) and that its gradient is at least an order of magnitude smaller than with the scale:
+
+# %%
 wide = saturation.pivot(
     index="d_k", columns="scores", values=["largest_weight", "gradient_norm"]
 )
@@ -279,46 +299,14 @@ grad_ratio = (
     wide.loc[widest, ("gradient_norm", "scaled")]
     / wide.loc[widest, ("gradient_norm", "unscaled")]
 )
-# Unscaled scores at the widest d_k have standard deviation sqrt(d_k) >= 22: the softmax
-# is all but one-hot and its gradient is at least an order of magnitude smaller than with
-# the scale.
 assert wide.loc[widest, ("largest_weight", "unscaled")] > 0.9
 assert grad_ratio > 10
-viz.show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
+
+# %% [markdown]
+# Both measurements against the width, on a log scale of $d_k$:
 
 # %%
-saturation_charts = alt.hconcat(
-    viz.tighten(
-        viz.line_chart(
-            saturation,
-            "d_k",
-            "largest_weight",
-            "scores",
-            log_x=True,
-            points=True,
-            width=270,
-            height=240,
-            title="Largest softmax weight",
-            y_title="mean largest weight",
-        )
-    ),
-    viz.tighten(
-        viz.line_chart(
-            saturation,
-            "d_k",
-            "gradient_norm",
-            "scores",
-            log_x=True,
-            log_y=True,
-            points=True,
-            width=270,
-            height=240,
-            title="Gradient reaching the scores",
-            y_title="median gradient norm",
-        )
-    ),
-).configure_legend(orient="bottom")
-viz.show(saturation_charts)
+viz.show(viz.softmax_saturation_chart(saturation))
 
 # %%
 smallest = min(size["d_ks"])
@@ -353,7 +341,7 @@ display(
 # matrix product; additive attention must form a $d_k$-wide hidden vector for every (query, key)
 # pair. And for large $d_k$ additive attention beat the *unscaled* dot product in the paper's
 # citation (Britz et al., 2017); the saturation measured above is the likely reason, since
-# the tanh keeps additive scores bounded whatever the width. Both, measured:
+# the tanh keeps additive scores bounded whatever the width. The additive score of every pair:
 
 
 # %%
@@ -362,39 +350,48 @@ def additive_scores(q, k, W_q, W_k, w):
     return torch.tanh((q @ W_q)[..., :, None, :] + (k @ W_k)[..., None, :, :]) @ w
 
 
-additive_rows = []
-n_time = size["time_len"]
-for d_k in (16, 64, 256):
+def mean_time(fn, repeats: int) -> float:
+    """Mean seconds of `repeats` calls of fn, after one warm-up call."""
+    fn()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - start) / repeats
+
+
+# %% [markdown]
+# For one width, the cell below times both scorings of the profile's `time_len` queries against
+# four times `n_keys` keys, then measures what the softmax makes of each kind of score on
+# `trials` rows of `n_keys` keys, as in the saturation table above:
+
+
+# %%
+def additive_row(d_k: int) -> dict:
     W_q, W_k = (torch.randn(d_k, d_k) / math.sqrt(d_k) for _ in range(2))
     w = torch.randn(d_k) / math.sqrt(d_k)
-    qa, ka = torch.randn(n_time, d_k), torch.randn(size["n_keys"] * 4, d_k)
-    timed = {}
-    for name, fn in (
-        ("additive", lambda: additive_scores(qa, ka, W_q, W_k, w)),
-        ("dot product", lambda: qa @ ka.T / math.sqrt(d_k)),
-    ):
-        fn()
-        start = time.perf_counter()
-        for _ in range(size["repeats"]):
-            fn()
-        timed[name] = (time.perf_counter() - start) / size["repeats"]
+    qa, ka = torch.randn(size["time_len"], d_k), torch.randn(size["n_keys"] * 4, d_k)
+    additive_s = mean_time(lambda: additive_scores(qa, ka, W_q, W_k, w), size["repeats"])
+    dot_s = mean_time(lambda: qa @ ka.T / math.sqrt(d_k), size["repeats"])
     q1, keys = torch.randn(trials, 1, d_k), torch.randn(trials, size["n_keys"], d_k)
-    additive_peak = (
-        additive_scores(q1, keys, W_q, W_k, w).softmax(-1).amax(-1).mean().item()
-    )
-    unscaled_peak = (q1 @ keys.transpose(-2, -1)).softmax(-1).amax(-1).mean().item()
-    additive_rows.append(
-        {
-            "d_k": d_k,
-            "additive (ms)": 1e3 * timed["additive"],
-            "dot product (ms)": 1e3 * timed["dot product"],
-            "largest weight, additive": additive_peak,
-            "largest weight, unscaled dot product": unscaled_peak,
-        }
-    )
-additive = pd.DataFrame(additive_rows)
+    additive_weights = additive_scores(q1, keys, W_q, W_k, w).softmax(-1)
+    unscaled_weights = (q1 @ keys.transpose(-2, -1)).softmax(-1)
+    return {
+        "d_k": d_k,
+        "additive (ms)": 1e3 * additive_s,
+        "dot product (ms)": 1e3 * dot_s,
+        "largest weight, additive": additive_weights.amax(-1).mean().item(),
+        "largest weight, unscaled dot product": unscaled_weights.amax(-1).mean().item(),
+    }
+
+
+# %% [markdown]
+# Three widths. At the widest, one matrix product against an $(n_q, n_k, d_k)$ tanh is many
+# times apart, not a close call: the cell checks that additive scoring is more than three times
+# slower, and that its largest weight is below the unscaled dot product's:
+
+# %%
+additive = pd.DataFrame([additive_row(d_k) for d_k in (16, 64, 256)])
 widest_additive = additive.iloc[-1]
-# One matrix product against a (n_q, n_k, d_k) tanh: many times apart, not a close call.
 assert widest_additive["additive (ms)"] > 3 * widest_additive["dot product (ms)"]
 assert (
     widest_additive["largest weight, additive"]
@@ -411,11 +408,10 @@ viz.show_table(
 )
 
 # %% [markdown]
-# The timings are of the profile's `time_len` queries against four times `n_keys` keys on this machine (the
-# profile's sizes). At the widest $d_k$ the cell checks only that additive scoring is more than
-# three times slower; the exact ratio depends on the machine. The last two columns say what the
-# softmax makes of each kind of score: the unscaled dot product's largest weight heads for 1 as
-# $d_k$ grows, the additive one stays spread (the cell checks it at the widest $d_k$).
+# The timings are of the profile's `time_len` queries against four times `n_keys` keys on this
+# machine (the profile's sizes); the exact ratio depends on the machine. The last two columns say
+# what the softmax makes of each kind of score: the unscaled dot product's largest weight heads
+# for 1 as $d_k$ grows, the additive one stays spread (the cell checks it at the widest $d_k$).
 
 # %% [markdown]
 # ## 1.3 Masks: padding and the future
@@ -441,17 +437,22 @@ q, k, v = torch.randn(2, T, 16), torch.randn(2, T, 16), torch.randn(2, T, 8)
 out, weights = attention(q, k, v, combined)
 assert (weights[~combined] == 0).all()  # masked keys get exactly zero weight
 
-# Changing the future, or what sits in the padding, changes nothing before it.
+# %% [markdown]
+# Changing the future, or what sits in the padding, changes nothing before it. The cell redraws
+# the values of positions 4 onwards in both rows (row 1 is padding from position 4 on):
+
+# %%
 v_changed = v.clone()
-v_changed[:, 4:] = torch.randn(
-    2, T - 4, 8
-)  # positions 4.. of both rows; row 1 is padding from 4 on
+v_changed[:, 4:] = torch.randn(2, T - 4, 8)
 out_changed, _ = attention(q, k, v_changed, combined)
 torch.testing.assert_close(out_changed[:, :4], out[:, :4])
 
+# %% [markdown]
+# The causal mask, and the combined mask of the second sentence (4 real tokens out of 7):
+
 # %%
 viz.show(
-    alt.hconcat(
+    viz.side_by_side(
         viz.mask_chart(causal_mask, title="Causal mask (decoder self-attention)"),
         viz.mask_chart(combined[1], title="Causal and padding, a sentence of 4 tokens"),
     )
@@ -468,21 +469,24 @@ viz.show(
 # The decoder's self-attention needs no target padding mask. Target sentences are padded at the
 # end, so under the causal mask a real position only ever sees real positions before it; the
 # padded positions do see real ones and produce outputs, but the loss ignores them (chapter 04).
-# Here is the package's function:
+# Both package functions, given the padding mask and `is_causal=True`, give the output and
+# weights of the hand-written function with the combined mask:
 
 # %%
 mask4 = padding[
     :, None, None, :
 ]  # (B, 1, 1, T): padding, broadcast over heads and queries
-out_package = fused_attention(q[:, None], k[:, None], v[:, None], mask4, is_causal=True)[
-    :, 0
-]
-out_explicit, w_explicit = explicit_attention(
-    q[:, None], k[:, None], v[:, None], mask4, is_causal=True
-)
+qkv = (q[:, None], k[:, None], v[:, None])  # a heads dimension of 1
+out_package = fused_attention(*qkv, mask4, is_causal=True)[:, 0]
+out_explicit, w_explicit = explicit_attention(*qkv, mask4, is_causal=True)
 torch.testing.assert_close(out_package, out, atol=1e-5, rtol=1e-5)
 torch.testing.assert_close(out_explicit[:, 0], out, atol=1e-6, rtol=1e-5)
 torch.testing.assert_close(w_explicit[:, 0], weights, atol=1e-6, rtol=1e-5)
+
+# %% [markdown]
+# Here is the package's fused function:
+
+# %%
 viz.show_source(fused_attention)
 
 # %% [markdown]
@@ -499,13 +503,13 @@ viz.show_source(fused_attention)
 #
 # The package keeps masks boolean all the way into the kernel (no constant to overflow in bf16 or
 # fp16) and returns zeros for a query that may see nothing. The table runs each recipe on the same
-# scores, with one query whose keys are all masked:
+# scores, with one query whose keys are all masked. First the scores, and a function that names
+# what that query receives:
 
 # %%
 scores = torch.randn(2, 4)
-allowed = torch.tensor(
-    [[True, True, False, False], [False, False, False, False]]
-)  # query 1 sees nothing
+# query 1 sees nothing
+allowed = torch.tensor([[True, True, False, False], [False, False, False, False]])
 values = torch.randn(4, 3)
 
 
@@ -519,6 +523,10 @@ def outcome(fn) -> str:
     return "zeros" if (out[1] == 0).all() else "average of masked values"
 
 
+# %% [markdown]
+# Three recipes written by hand, and the package's two functions in three precisions:
+
+# %%
 recipes = {
     "add -1e9, float32": lambda: ((scores + (~allowed) * -1e9).softmax(-1)) @ values,
     "masked_fill(-1e9), float16": lambda: (
@@ -539,6 +547,11 @@ for dtype in (torch.float32, torch.bfloat16, torch.float16):
         explicit_attention(qd, kd, vd, allowed)[0][0, 0]
     )
 
+# %% [markdown]
+# Each recipe runs once. The cell checks that the package gives zeros in every precision and
+# that the $-\infty$ fill gives a NaN:
+
+# %%
 recipe_table = pd.DataFrame(
     [dict(recipe=name, outcome=outcome(fn)) for name, fn in recipes.items()]
 )
@@ -636,55 +649,41 @@ def attention_cost(d_model: int, heads: int, n: int) -> dict:
     )
 
 
+# %% [markdown]
+# For $d_\text{model} = 512$ and a sentence of 64 positions, from 1 to 32 heads. The cell checks
+# every row against the closed forms: $4 d^2 + 4 d$ weights and biases, and $8 n d^2$ FLOPs for
+# the projections plus $4 n^2 d$ for the scores and the weighted sum:
+
+# %%
 cost_d_model, cost_n = 512, 64
 head_costs = pd.DataFrame(
     [attention_cost(cost_d_model, heads, cost_n) for heads in (1, 2, 4, 8, 16, 32)]
 )
-# The closed forms: 4 d^2 weights + 4 d biases; projections 8 n d^2 FLOPs, scores and sum
-# 4 n^2 d.
 assert (head_costs.parameters == 4 * cost_d_model**2 + 4 * cost_d_model).all()
 assert (
     head_costs.flops == 8 * cost_n * cost_d_model**2 + 4 * cost_n**2 * cost_d_model
 ).all()
 viz.show_table(head_costs, parameters="{:,}", flops="{:,}", score_entries="{:,}")
 
+# %% [markdown]
+# Each cost divided by its value for one head:
+
 # %%
-head_costs_long = head_costs.assign(
-    **{
-        "parameters (relative to 1 head)": head_costs.parameters
-        / head_costs.parameters[0],
-        "matrix-product FLOPs (relative)": head_costs.flops / head_costs.flops[0],
-        "softmax entries (relative)": head_costs.score_entries
-        / head_costs.score_entries[0],
-    }
-).melt(
-    "heads",
-    value_vars=[
-        "parameters (relative to 1 head)",
-        "matrix-product FLOPs (relative)",
-        "softmax entries (relative)",
-    ],
-    var_name="quantity",
-    value_name="relative cost",
-)
-head_chart = viz.tighten(
-    viz.line_chart(
-        head_costs_long,
+viz.show(
+    viz.relative_cost_chart(
+        head_costs,
         "heads",
-        "relative cost",
-        "quantity",
-        log_x=True,
-        log_y=True,
-        points=True,
-    )
-).properties(
-    title=alt.TitleParams(
-        f"Cost of h heads of width {cost_d_model}/h against one head (n = {cost_n})",
+        {
+            "parameters": "parameters (relative to 1 head)",
+            "flops": "matrix-product FLOPs (relative)",
+            "score_entries": "softmax entries (relative)",
+        },
+        title=f"Cost of h heads of width {cost_d_model}/h against one head "
+        f"(n = {cost_n})",
         subtitle="parameters and matrix-product FLOPs stay at 1 (their lines overlap); "
         "only the softmax grows",
     )
 )
-viz.show(head_chart.configure_legend(orient="bottom"))
 
 # %% [markdown]
 # ## 1.5 Queries, keys and values in the three uses
@@ -701,88 +700,70 @@ viz.show(head_chart.configure_legend(orient="bottom"))
 # A small untrained model from the package shows the three weight matrices for one sentence pair
 # (the source has two padding positions at the end). Untrained weights are nearly uniform; what
 # matters here is the shape of each matrix and where it is exactly zero. (Chapter 08 shows what a
-# trained model does with them.)
+# trained model does with them.) The package's `attention_maps` collects them, layer by layer:
+
+# %%
+viz.show_source(attention_maps)
+
+# %% [markdown]
+# The sentence pair: six source tokens and two padding positions, and a target prefix of five
+# tokens starting with `bos`:
 
 # %%
 tiny = preset("tiny", dropout=0.0)
 model = Transformer(tiny, 40, 40).eval()
-src = torch.tensor(
-    [[5, 9, 12, 7, 8, 3, tiny.pad_id, tiny.pad_id]]
-)  # 6 tokens + 2 padding
+# 6 tokens + 2 padding
+src = torch.tensor([[5, 9, 12, 7, 8, 3, tiny.pad_id, tiny.pad_id]])
 tgt = torch.tensor([[tiny.bos_id, 14, 6, 22, 30]])
 maps = attention_maps(model, src, tgt)
 S, T_tgt, src_real = src.size(1), tgt.size(1), src[0] != tiny.pad_id
 
-uses = pd.DataFrame(
-    [
-        dict(
-            use="encoder self-attention",
-            queries="encoder (source)",
-            keys_and_values="encoder (source)",
-            weights=tuple(maps["encoder"][0].shape),
-            mask="source padding",
-        ),
-        dict(
-            use="decoder self-attention",
-            queries="decoder (target)",
-            keys_and_values="decoder (target)",
-            weights=tuple(maps["decoder_self"][0].shape),
-            mask="causal",
-        ),
-        dict(
-            use="encoder-decoder attention",
-            queries="decoder (target)",
-            keys_and_values="encoder output",
-            weights=tuple(maps["decoder_cross"][0].shape),
-            mask="source padding",
-        ),
-    ]
-)
+# %% [markdown]
+# In every layer, no query reads source padding and no decoder query reads a later target
+# position (the cell checks them all):
+
+# %%
 assert maps["encoder"][0].shape == (1, tiny.n_heads, S, S)
 assert maps["decoder_self"][0].shape == (1, tiny.n_heads, T_tgt, T_tgt)
 assert maps["decoder_cross"][0].shape == (1, tiny.n_heads, T_tgt, S)
 for layer in range(tiny.n_layers):
-    assert (
-        maps["encoder"][layer][..., ~src_real] == 0
-    ).all()  # nobody reads source padding
+    assert (maps["encoder"][layer][..., ~src_real] == 0).all()  # nobody reads padding
     assert (maps["decoder_cross"][layer][..., ~src_real] == 0).all()
     assert (maps["decoder_self"][layer].triu(1) == 0).all()  # nobody reads the future
+
+# %% [markdown]
+# Where each use takes its queries, keys and values, and the shape of its weights (batch,
+# heads, queries, keys):
+
+# %%
+uses = pd.DataFrame(
+    [
+        ("encoder self-attention", "encoder (source)", "encoder (source)"),
+        ("decoder self-attention", "decoder (target)", "decoder (target)"),
+        ("encoder-decoder attention", "decoder (target)", "encoder output"),
+    ],
+    columns=["use", "queries", "keys_and_values"],
+)
+uses["weights"] = [
+    tuple(maps[key][0].shape) for key in ("encoder", "decoder_self", "decoder_cross")
+]
+uses["mask"] = ["source padding", "causal", "source padding"]
 viz.show_table(uses)
+
+# %% [markdown]
+# The first head of the first layer of each use, on one colour scale:
 
 # %%
 src_labels = [f"s{i}" if real else "pad" for i, real in enumerate(src_real.tolist())]
 tgt_labels = ["bos"] + [f"t{i}" for i in range(1, T_tgt)]
-heat = dict(value_title="weight", scheme="blues", domain=(0, 1), cell=18)
 viz.show(
-    alt.hconcat(
-        viz.heatmap(
-            maps["encoder"][0][0, 0],
-            src_labels,
-            src_labels,
-            title="Encoder self-attention",
-            x_title="key (source)",
-            y_title="query (source)",
-            **heat,
-        ),
-        viz.heatmap(
-            maps["decoder_self"][0][0, 0],
-            tgt_labels,
-            tgt_labels,
-            title="Decoder self-attention",
-            x_title="key (target)",
-            y_title="query (target)",
-            **heat,
-        ),
-        viz.heatmap(
-            maps["decoder_cross"][0][0, 0],
-            src_labels,
-            tgt_labels,
-            title="Encoder-decoder attention",
-            x_title="key (source)",
-            y_title="query (target)",
-            **heat,
-        ),
-    ).resolve_scale(color="shared")
+    viz.attention_uses_chart(
+        maps["encoder"][0][0, 0],
+        maps["decoder_self"][0][0, 0],
+        maps["decoder_cross"][0][0, 0],
+        src_labels,
+        tgt_labels,
+    )
 )
 
 # %% [markdown]
@@ -805,9 +786,12 @@ with torch.no_grad():
 x = torch.randn(4, 10, d)
 q_fused, k_fused, v_fused = fused(x).split(d, dim=-1)
 for a, b in zip((q_fused, k_fused, v_fused), three):
-    torch.testing.assert_close(
-        a, b(x), atol=1e-6, rtol=1e-5
-    )  # same products, summed in the same order
+    # same products, summed in the same order
+    torch.testing.assert_close(a, b(x), atol=1e-6, rtol=1e-5)
+
+# %% [markdown]
+# Does one product save time? The timings of this chapter run on its device and report the
+# median of `repeats` runs after one warm-up call, waiting for the GPU to finish each run:
 
 
 # %%
@@ -826,6 +810,11 @@ def median_time(fn, repeats: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
+# %% [markdown]
+# Three projections of width 512 against one of width 1536, on a batch of the profile's
+# `time_batch` sequences of `time_len` positions:
+
+# %%
 d = 512
 three_dev = nn.ModuleList(nn.Linear(d, d) for _ in range(3)).to(device)
 fused_dev = nn.Linear(d, 3 * d).to(device)
@@ -855,7 +844,9 @@ viz.show_table(projection_times, ms="{:.3f}")
 # the $n \times n$ weight matrices back (and on a GPU never stores them). When someone wants the
 # weights for a picture, setting the module's
 # `record` to a list switches it to the explicit path, which appends each call's weights
-# (`attention_maps` does that for every layer of a model). Both compute the same function:
+# (`attention_maps` does that for every layer of a model). Both compute the same function. The
+# comparison uses the base model's width and heads, on a batch of the profile's timing size
+# whose sentences have random lengths between half and all of `time_len`:
 
 # %%
 d_model, heads = 512, 8
@@ -867,10 +858,13 @@ x = torch.randn(size["time_batch"], size["time_len"], d_model, device=device)
 lengths = torch.randint(
     size["time_len"] // 2, size["time_len"] + 1, (size["time_batch"],), device=device
 )
-mask = (torch.arange(size["time_len"], device=device)[None, :] < lengths[:, None])[
-    :, None, None, :
-]
+positions = torch.arange(size["time_len"], device=device)
+mask = (positions[None, :] < lengths[:, None])[:, None, None, :]
 
+# %% [markdown]
+# The same input through both paths; the explicit one leaves its weights in `record`:
+
+# %%
 with torch.no_grad():
     fused_out = mha(x, mask=mask)
     mha.record = []
@@ -881,7 +875,11 @@ with torch.no_grad():
 torch.testing.assert_close(fused_out, explicit_out, atol=1e-4, rtol=1e-4)
 assert recorded.shape == (size["time_batch"], heads, size["time_len"], size["time_len"])
 
+# %% [markdown]
+# Each path timed, with the memory of the weights the explicit path keeps:
 
+
+# %%
 def run_explicit():
     mha.record = []
     mha(x, mask=mask)
@@ -903,6 +901,8 @@ path_times = pd.DataFrame(
     ]
 )
 viz.show_table(path_times, ms="{:.2f}", weights_kept_MB="{:.1f}")
+
+# %%
 display(
     Markdown(
         f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} "
@@ -922,20 +922,20 @@ display(
 # that other pages can cite them without retyping numbers.
 
 # %% tags=["remove-cell"]
+saturation_metrics = {
+    int(d): {
+        f"{quantity}_{scores}": wide.loc[d, (quantity, scores)]
+        for quantity in ("largest_weight", "gradient_norm")
+        for scores in ("unscaled", "scaled")
+    }
+    for d in wide.index
+}
 metrics = {
     "dot_product_variance": {
         int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled}
         for r in variance.itertuples()
     },
-    "softmax_saturation": {
-        int(d): {
-            "largest_weight_unscaled": wide.loc[d, ("largest_weight", "unscaled")],
-            "largest_weight_scaled": wide.loc[d, ("largest_weight", "scaled")],
-            "gradient_norm_unscaled": wide.loc[d, ("gradient_norm", "unscaled")],
-            "gradient_norm_scaled": wide.loc[d, ("gradient_norm", "scaled")],
-        }
-        for d in wide.index
-    },
+    "softmax_saturation": saturation_metrics,
     "gradient_ratio_at_widest_d_k": {
         "d_k": int(widest),
         "scaled_over_unscaled": float(grad_ratio),
@@ -944,8 +944,10 @@ metrics = {
     "projection_ms": projection_times.set_index("projection").ms.to_dict(),
     "attention_path_ms": path_times.set_index("path").ms.to_dict(),
     "sizes": size,
+    "dataset": "random tensors",
 }
-metrics["dataset"] = "random tensors"
+
+# %% tags=["remove-cell"]
 path = results.write_result(
     "attention",
     metrics,
