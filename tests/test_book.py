@@ -421,3 +421,48 @@ def test_cli_parameters_are_python_literals_or_words():
     assert book_command._parse_param("beam_size=None") == ("beam_size", None)
     with pytest.raises(ValueError, match="NAME=VALUE"):
         book_command._parse_param("max_steps")
+
+
+# ----------------------------------------------------------------------------------------------
+# Every profile sets up chapters 01-04
+
+SIZED_CHAPTERS = ("01", "02", "03", "04")
+
+
+def _cells_up_to_the_sizes(number: str) -> tuple[Path, list]:
+    """Chapter `number`'s code cells after the install cell, up to the one reading its sizes."""
+    (source,) = [c for c in CHAPTERS if c.stem.startswith(f"{number}_")]
+    code = [c for c in jupytext.read(str(source)).cells if c.cell_type == "code"]
+    assert 'find_spec("annotated_transformer")' in code[0].source  # the install cell
+    call = f'chapter_sizes("{number}")'
+    last = next((i for i, c in enumerate(code) if call in c.source), None)
+    assert last is not None, f"{source.name}: no cell calls {call}"
+    return source, code[1 : last + 1]
+
+
+@pytest.mark.parametrize("number", SIZED_CHAPTERS)
+@pytest.mark.parametrize("name", PROFILE_NAMES)
+def test_every_profile_runs_the_chapters_set_up(name, number):
+    """The chapter's imports, its parameters cell with `profile = name` (as papermill injects it),
+    and its cells up to `settings.chapter_sizes(...)`, in this process: a profile without sizes
+    for the chapter fails here, not minutes into a book run."""
+    import torch
+
+    source, cells = _cells_up_to_the_sizes(number)
+    namespace: dict = {"__name__": f"chapter_{number}"}
+    threads = torch.get_num_threads()  # chapter 03 pins the CPU threads for its timings
+    try:
+        for index, cell in enumerate(cells):
+            exec(
+                compile(cell.source, f"{source.name}, code cell {index + 1}", "exec"),
+                namespace,
+            )
+            if "parameters" in cell.metadata.get("tags", []):
+                namespace["profile"] = name
+    finally:
+        torch.set_num_threads(threads)
+    assert namespace["profile"] == name and namespace["settings"].name == name
+    size = namespace["size"]
+    assert isinstance(size, dict) and size, (
+        f"profile {name!r} gives chapter {number} no sizes"
+    )
