@@ -3,11 +3,13 @@ as finished, and the cost arithmetic of Table 2."""
 
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from annotated_transformer.evaluation import paper
+from annotated_transformer.experiments import translation_report
 from annotated_transformer.experiments.translation_report import (
     PAPER_TARGET_TOKENS_PER_STEP,
     averaging_sizes,
@@ -157,6 +159,16 @@ def test_six_n_and_device_hours_by_hand():
         device_hours(total, 1e15, 0.0)
 
 
-def test_measured_matmul_rate_is_positive_and_finite():
-    rate = measured_matmul_flops(size=128, seconds=0.05)
-    assert 1e6 < rate < 1e16
+def test_measured_matmul_rate_is_the_counted_flops_over_the_timed_seconds(monkeypatch):
+    """On a simulated device whose clock advances one second per 1e9 FLOPs that torch's own flop
+    counter sees, the measurement must read 1e9 FLOP/s: it counts 2 n^3 per product as torch does,
+    and times the products it counts (not the warm-up). No real timing is asserted."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    clock = SimpleNamespace(perf_counter=lambda: counter.get_total_flops() / 1e9)
+    monkeypatch.setattr(translation_report, "time", clock)
+    with counter:
+        rate = measured_matmul_flops(size=64, seconds=0.01)
+    assert rate == pytest.approx(1e9, rel=1e-9)
+    assert counter.get_total_flops() > 0.01 * 1e9  # it ran for the simulated 0.01 s
