@@ -45,7 +45,6 @@ import math
 import statistics
 import time
 
-import altair as alt
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -80,17 +79,16 @@ device = (
 seed = 0  # every random tensor of the chapter follows from it
 vocab_size = 37_000  # the paper's shared BPE vocabulary, as rounded in section 5.1
 
+# %% [markdown]
+# The profile only changes how many positions and shifts the positional-encoding checks cover:
+
 # %%
 settings = get_profile(profile)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-
-# The profile only changes how many positions and shifts the positional-encoding checks
-# cover.
 size = settings.chapter_sizes("02")
 viz.show_table(viz.sizes_table("02", profile))
-
 
 # %% [markdown]
 # ## 2.1 The shape of the model (Figure 1)
@@ -118,11 +116,12 @@ assert (
     len(base_model.encoder_layers) == len(base_model.decoder_layers) == base.n_layers == 6
 )
 
-
 # %% [markdown]
 # Figure 1 redrawn from the model object: each box is a module of the package, labelled with its
 # parameter count in the base model (the frames repeat $N$ times; the arrow carries the encoder's
-# output into every decoder layer).
+# output into every decoder layer). First the counts, module by module, for the first layer of
+# each stack; the output embedding and the final linear map have none of their own, since they
+# reuse the input embedding's matrix (section 2.4):
 
 
 # %%
@@ -131,95 +130,22 @@ def n_params(module: nn.Module) -> int:
 
 
 enc, dec = base_model.encoder_layers[0], base_model.decoder_layers[0]
-embedding_params = n_params(base_model.src_embed)
-boxes = [
-    # side, row (bottom up), label, kind, parameters
-    ("encoder", 0, "input embedding x sqrt(d_model)", "embedding", embedding_params),
-    ("encoder", 1, "+ positional encoding", "position", 0),
-    ("encoder", 2, "multi-head self-attention", "attention", n_params(enc.self_attn)),
-    ("encoder", 3, "add & norm", "norm", n_params(enc.norm1)),
-    ("encoder", 4, "feed-forward", "feed-forward", n_params(enc.ffn)),
-    ("encoder", 5, "add & norm", "norm", n_params(enc.norm2)),
-    (
-        "decoder",
-        0,
-        "output embedding x sqrt(d_model)",
-        "embedding",
-        0,
-    ),  # tied: counted once, on the left
-    ("decoder", 1, "+ positional encoding", "position", 0),
-    (
-        "decoder",
-        2,
-        "masked multi-head self-attention",
-        "attention",
-        n_params(dec.self_attn),
-    ),
-    ("decoder", 3, "add & norm", "norm", n_params(dec.norm1)),
-    ("decoder", 4, "encoder-decoder attention", "attention", n_params(dec.cross_attn)),
-    ("decoder", 5, "add & norm", "norm", n_params(dec.norm2)),
-    ("decoder", 6, "feed-forward", "feed-forward", n_params(dec.ffn)),
-    ("decoder", 7, "add & norm", "norm", n_params(dec.norm3)),
-    ("decoder", 8, "linear (tied to the embedding)", "output", 0),
-    ("decoder", 9, "softmax", "output", 0),
-]
-figure1 = pd.DataFrame(boxes, columns=["side", "row", "label", "kind", "parameters"])
-figure1["x"] = figure1["side"].map({"encoder": 0.0, "decoder": 2.6})
-figure1["x2"] = figure1.x + 2.0
-figure1["y"], figure1["y2"] = figure1.row + 0.1, figure1.row + 0.9
-figure1["text"] = [
-    f"{label}\n{p / 1e6:.2f}M parameters"
-    if p >= 1e5
-    else (f"{label}\n{p:,} parameters" if p else label)
-    for label, p in zip(figure1.label, figure1.parameters)
-]
-figure1.loc[figure1.label.str.contains("output embedding"), "text"] += (
-    "\n(the input embedding's matrix)"
-)
-figure1["cx"], figure1["cy"] = figure1.x + 1.0, figure1.row + 0.5
-frames = pd.DataFrame(
-    [
-        dict(
-            x=-0.1,
-            x2=2.1,
-            y=1.95,
-            y2=6.05,
-            text=f"x {len(base_model.encoder_layers)}",
-            tx=-0.3,
-        ),
-        dict(
-            x=2.5,
-            x2=4.7,
-            y=1.95,
-            y2=8.05,
-            text=f"x {len(base_model.decoder_layers)}",
-            tx=4.95,
-        ),
-    ]
-)
-arrow = pd.DataFrame(
-    [
-        dict(x=1.0, y=6.0, order=0),
-        dict(x=1.0, y=6.5, order=1),
-        dict(x=2.3, y=6.5, order=2),
-        dict(x=2.3, y=4.5, order=3),
-        dict(x=2.6, y=4.5, order=4),
-    ]
-)
-colors = {
-    "embedding": "#f4d6a0",
-    "position": "#f0f0f0",
-    "attention": "#f6b7a8",
-    "norm": "#fbf3b5",
-    "feed-forward": "#a8d5f6",
-    "output": "#c9e7c1",
-}
+module_parameters = {"src_embed": n_params(base_model.src_embed)}
+for name in ("self_attn", "norm1", "ffn", "norm2"):
+    module_parameters[f"encoder.{name}"] = n_params(getattr(enc, name))
+for name in ("self_attn", "norm1", "cross_attn", "norm2", "ffn", "norm3"):
+    module_parameters[f"decoder.{name}"] = n_params(getattr(dec, name))
+
+# %% [markdown]
+# `viz.figure1_chart` places one box per module, bottom up as in the paper, and prints each
+# count in its box:
+
+# %%
 viz.show(
-    viz.block_diagram(
-        figure1,
-        frames,
-        arrow,
-        colors=colors,
+    viz.figure1_chart(
+        module_parameters,
+        len(base_model.encoder_layers),
+        len(base_model.decoder_layers),
         title="Figure 1 of the paper, rebuilt from the base model's modules",
     )
 )
@@ -234,7 +160,9 @@ viz.show(
 # {cite:p}`ba2016layernorm` keeps each position's vector at zero mean and unit variance across its
 # $d_\text{model}$ components (then rescales it with a learned gain and bias). Normalising after
 # the addition is called *post-norm*; it is what the paper does, and what the package does. Here is
-# an encoder layer written out with the package's weights and compared with `EncoderLayer`:
+# an encoder layer written out with the package's weights and compared with `EncoderLayer`. First
+# a small layer, with every weight, bias and gain drawn at random so that norms and biases are
+# away from their trivial initial values:
 
 # %%
 d_model, d_ff, n_heads = 64, 256, 4
@@ -242,36 +170,35 @@ layer = EncoderLayer(
     d_model, d_ff, n_heads, d_model // n_heads, d_model // n_heads, dropout=0.0
 ).eval()
 with torch.no_grad():
-    for p in (
-        layer.parameters()
-    ):  # move norms and biases away from their trivial initial values
+    for p in layer.parameters():
         p.normal_(0, 0.3)
 
+# %% [markdown]
+# The layer by hand, dropout off: the fused projection split into queries, keys and values, the
+# heads as a batch dimension, masked scores, then the two residual additions each followed by a
+# layer norm:
 
+
+# %%
 def encoder_layer_by_hand(x, keep):
-    """Post-norm: LayerNorm(x + SelfAttention(x)), then LayerNorm(x + FFN(x)).
-
-    Dropout is off.
-    """
-    attn = layer.self_attn
+    """Post-norm: LayerNorm(x + SelfAttention(x)), then LayerNorm(x + FFN(x))."""
+    attn, norm = layer.self_attn, nn.functional.layer_norm
     q, k, v = attn.qkv_proj(x).split(d_model, dim=-1)
     heads = lambda t: t.view(*t.shape[:2], n_heads, -1).transpose(1, 2)  # (B, h, T, d_k)
     scores = heads(q) @ heads(k).transpose(-2, -1) / math.sqrt(d_model // n_heads)
     scores = scores.masked_fill(~keep[:, None, None, :], float("-inf"))
     mixed = (scores.softmax(-1) @ heads(v)).transpose(1, 2).reshape(x.shape)
-    x = nn.functional.layer_norm(
-        x + attn.out_proj(mixed), (d_model,), layer.norm1.weight, layer.norm1.bias
-    )
+    x = norm(x + attn.out_proj(mixed), (d_model,), layer.norm1.weight, layer.norm1.bias)
     ffn = layer.ffn.linear2(torch.relu(layer.ffn.linear1(x)))
-    return nn.functional.layer_norm(
-        x + ffn, (d_model,), layer.norm2.weight, layer.norm2.bias
-    )
+    return norm(x + ffn, (d_model,), layer.norm2.weight, layer.norm2.bias)
 
 
+# %% [markdown]
+# Three sentences of 6, 3 and 5 tokens, padded to 6:
+
+# %%
 x = torch.randn(3, 6, d_model)
-keep = torch.tensor([6, 3, 5])[:, None] > torch.arange(
-    6
-)  # three sentences of 6, 3 and 5 tokens
+keep = torch.tensor([6, 3, 5])[:, None] > torch.arange(6)
 ours = layer(x, keep[:, None, None, :])
 torch.testing.assert_close(ours, encoder_layer_by_hand(x, keep), atol=1e-5, rtol=1e-5)
 
@@ -297,7 +224,7 @@ viz.show_source(EncoderLayer)
 # (with `norm_first=False`, its default, for post-norm). Copying our weights into them gives the
 # same outputs; the test suite proves this too (`tests/test_model.py`). PyTorch stores its
 # query, key and value projections stacked in one matrix, exactly like the package's fused
-# projection, so the copy is direct.
+# projection, so the copy is direct:
 
 
 # %%
@@ -312,23 +239,38 @@ def copy_attention(theirs: nn.MultiheadAttention, ours_attn, fused: bool) -> Non
     theirs.out_proj.load_state_dict(ours_attn.out_proj.state_dict())
 
 
+def copy_modules(pairs) -> None:
+    for ours_module, theirs_module in pairs:
+        theirs_module.load_state_dict(ours_module.state_dict())
+
+
+# %% [markdown]
+# The encoder layer of section 2.2, copied into PyTorch's. PyTorch's inference fast path may
+# zero the rows of padded queries, so the comparison is on the real tokens:
+
+# %%
 torch_encoder = nn.TransformerEncoderLayer(
     d_model, n_heads, d_ff, dropout=0.0, batch_first=True
 ).eval()
 with torch.no_grad():
     copy_attention(torch_encoder.self_attn, layer.self_attn, fused=True)
-    for a, b in (
-        (layer.ffn.linear1, torch_encoder.linear1),
-        (layer.ffn.linear2, torch_encoder.linear2),
-        (layer.norm1, torch_encoder.norm1),
-        (layer.norm2, torch_encoder.norm2),
-    ):
-        b.load_state_dict(a.state_dict())
+    copy_modules(
+        [
+            (layer.ffn.linear1, torch_encoder.linear1),
+            (layer.ffn.linear2, torch_encoder.linear2),
+            (layer.norm1, torch_encoder.norm1),
+            (layer.norm2, torch_encoder.norm2),
+        ]
+    )
 theirs = torch_encoder(x, src_key_padding_mask=~keep)
-# PyTorch's inference fast path may zero the rows of padded queries; compare the real
-# tokens.
 torch.testing.assert_close(ours[keep], theirs[keep], atol=1e-5, rtol=1e-5)
 
+# %% [markdown]
+# A decoder layer, with random weights of its own, copied the same way; cross-attention's
+# separate query projection and fused key-value projection are stacked into PyTorch's one
+# matrix:
+
+# %%
 dec_layer = DecoderLayer(
     d_model, d_ff, n_heads, d_model // n_heads, d_model // n_heads, dropout=0.0
 ).eval()
@@ -340,14 +282,22 @@ with torch.no_grad():
         p.normal_(0, 0.3)
     copy_attention(torch_decoder.self_attn, dec_layer.self_attn, fused=True)
     copy_attention(torch_decoder.multihead_attn, dec_layer.cross_attn, fused=False)
-    for a, b in (
-        (dec_layer.ffn.linear1, torch_decoder.linear1),
-        (dec_layer.ffn.linear2, torch_decoder.linear2),
-        (dec_layer.norm1, torch_decoder.norm1),
-        (dec_layer.norm2, torch_decoder.norm2),
-        (dec_layer.norm3, torch_decoder.norm3),
-    ):
-        b.load_state_dict(a.state_dict())
+    copy_modules(
+        [
+            (dec_layer.ffn.linear1, torch_decoder.linear1),
+            (dec_layer.ffn.linear2, torch_decoder.linear2),
+            (dec_layer.norm1, torch_decoder.norm1),
+            (dec_layer.norm2, torch_decoder.norm2),
+            (dec_layer.norm3, torch_decoder.norm3),
+        ]
+    )
+
+# %% [markdown]
+# Five random target positions attend to the three padded sentences `x` of section 2.2 as their
+# memory; PyTorch gets its causal mask from `generate_square_subsequent_mask`. Both layers, with
+# the largest difference from PyTorch's:
+
+# %%
 y, memory = torch.randn(3, 5, d_model), x
 ours_dec = dec_layer(y, memory, keep[:, None, None, :])
 theirs_dec = torch_decoder(
@@ -357,23 +307,17 @@ theirs_dec = torch_decoder(
     memory_key_padding_mask=~keep,
 )
 torch.testing.assert_close(ours_dec, theirs_dec, atol=1e-5, rtol=1e-5)
-viz.show_table(
-    pd.DataFrame(
-        [
-            dict(
-                layer="encoder layer",
-                pytorch="nn.TransformerEncoderLayer",
-                max_abs_difference=(ours - theirs)[keep].abs().max().item(),
-            ),
-            dict(
-                layer="decoder layer",
-                pytorch="nn.TransformerDecoderLayer",
-                max_abs_difference=(ours_dec - theirs_dec).abs().max().item(),
-            ),
-        ]
-    ),
-    max_abs_difference="{:.1e}",
+pytorch_check = pd.DataFrame(
+    [
+        ("encoder layer", "nn.TransformerEncoderLayer", (ours - theirs)[keep]),
+        ("decoder layer", "nn.TransformerDecoderLayer", ours_dec - theirs_dec),
+    ],
+    columns=["layer", "pytorch", "max_abs_difference"],
 )
+pytorch_check["max_abs_difference"] = [
+    d.abs().max().item() for d in pytorch_check.max_abs_difference
+]
+viz.show_table(pytorch_check, max_abs_difference="{:.1e}")
 
 # %% [markdown]
 # ## 2.3 The position-wise feed-forward network
@@ -383,11 +327,7 @@ viz.show_table(
 # \times d_{ff}}$ and $d_{ff} = 2048$. "Position-wise" means that it is applied to each position
 # separately, with the same weights at every position (and different weights in every layer).
 # Attention mixes information across positions; the feed-forward network transforms each
-# position's vector on its own.
-#
-# Applying the same matrix at every position of a sequence is exactly what a one-dimensional
-# convolution with a kernel of size 1 does: the kernel slides along the positions and sees one
-# position at a time. Three ways of computing the same function:
+# position's vector on its own. The formula by hand against the package's module:
 
 # %%
 ffn = PositionwiseFeedForward(d_model, d_ff)
@@ -395,29 +335,40 @@ x = torch.randn(2, 9, d_model)
 
 
 def ffn_by_hand(x):
-    return (
-        torch.relu(x @ ffn.linear1.weight.T + ffn.linear1.bias) @ ffn.linear2.weight.T
-        + ffn.linear2.bias
-    )
+    hidden = torch.relu(x @ ffn.linear1.weight.T + ffn.linear1.bias)
+    return hidden @ ffn.linear2.weight.T + ffn.linear2.bias
 
 
+torch.testing.assert_close(ffn(x), ffn_by_hand(x), atol=1e-5, rtol=1e-5)
+
+# %% [markdown]
+# The package's module:
+
+# %%
+viz.show_source(PositionwiseFeedForward)
+
+# %% [markdown]
+# Applying the same matrix at every position of a sequence is exactly what a one-dimensional
+# convolution with a kernel of size 1 does: the kernel slides along the positions and sees one
+# position at a time. A Linear's (out, in) weight is a kernel-size-1 Conv1d's (out, in, 1)
+# weight, and Conv1d wants its input as (B, d, T):
+
+# %%
 conv1 = nn.Conv1d(d_model, d_ff, kernel_size=1)
 conv2 = nn.Conv1d(d_ff, d_model, kernel_size=1)
-with (
-    torch.no_grad()
-):  # a Linear's (out, in) weight is a kernel-size-1 Conv1d's (out, in, 1) weight
+with torch.no_grad():
     conv1.weight.copy_(ffn.linear1.weight[:, :, None])
     conv1.bias.copy_(ffn.linear1.bias)
     conv2.weight.copy_(ffn.linear2.weight[:, :, None])
     conv2.bias.copy_(ffn.linear2.bias)
-as_convolution = conv2(torch.relu(conv1(x.transpose(1, 2)))).transpose(
-    1, 2
-)  # Conv1d wants (B, d, T)
-
-torch.testing.assert_close(ffn(x), ffn_by_hand(x), atol=1e-5, rtol=1e-5)
+as_convolution = conv2(torch.relu(conv1(x.transpose(1, 2)))).transpose(1, 2)
 torch.testing.assert_close(ffn(x), as_convolution, atol=1e-5, rtol=1e-5)
-# Position-wise: position by position gives the same result, and shuffling positions
-# commutes with it.
+
+# %% [markdown]
+# Position-wise: position by position gives the same result, and shuffling positions commutes
+# with it:
+
+# %%
 one_at_a_time = torch.stack([ffn(x[:, t]) for t in range(x.size(1))], dim=1)
 torch.testing.assert_close(ffn(x), one_at_a_time, atol=1e-6, rtol=1e-5)
 shuffle = torch.randperm(x.size(1))
@@ -433,7 +384,8 @@ torch.testing.assert_close(ffn(x[:, shuffle]), ffn(x)[:, shuffle])
 # $d_{ff} = 4 d_\text{model}$ the network holds two thirds of an encoder layer's parameters. In
 # FLOPs per position, the projections cost $8 d_\text{model}^2$, the scores and weighted sum
 # $4 n d_\text{model}$ for a sentence of $n$ tokens, and the feed-forward network
-# $4 d_\text{model} d_{ff}$. The FLOP counter measures the split on the package's encoder layer:
+# $4 d_\text{model} d_{ff}$. The FLOP counter measures the split on the package's encoder layer
+# (the cell checks its counts against these closed forms):
 
 
 # %%
@@ -463,21 +415,28 @@ split = pd.DataFrame(
 )
 viz.show_table(split, ffn_parameter_share="{:.1%}", ffn_flop_share="{:.1%}")
 
+# %% [markdown]
+# The feed-forward share of the FLOPs against the ratio $d_{ff} / d_\text{model}$, one line per
+# sentence length:
+
 # %%
-split_chart = viz.tighten(
-    viz.line_chart(
-        split.assign(n=split.n.map(lambda n: f"n = {n} tokens")),
-        "d_ff_over_d_model",
-        "ffn_flop_share",
-        "n",
-        log_x=True,
-        points=True,
-        title="Feed-forward share of an encoder layer's FLOPs (d_model = 512)",
-        x_title="d_ff / d_model",
-        y_title="feed-forward share of FLOPs",
+viz.show(
+    viz.tighten(
+        viz.line_chart(
+            split.assign(n=split.n.map(lambda n: f"n = {n} tokens")),
+            "d_ff_over_d_model",
+            "ffn_flop_share",
+            "n",
+            log_x=True,
+            points=True,
+            title="Feed-forward share of an encoder layer's FLOPs (d_model = 512)",
+            x_title="d_ff / d_model",
+            y_title="feed-forward share of FLOPs",
+        )
     )
 )
-viz.show(split_chart)
+
+# %%
 at4 = split[(split.d_ff_over_d_model == 4)].set_index("n")
 display(
     Markdown(
@@ -505,8 +464,46 @@ display(
 # projection before the softmax (which scores every vocabulary entry against the decoder's last
 # vector). With a source-target vocabulary shared by byte-pair encoding, the paper uses one matrix
 # for all three {cite:p}`press2017tying`. The embeddings are multiplied by $\sqrt{d_\text{model}}$
-# before the positional encodings are added.
-#
+# before the positional encodings are added. By hand on a tiny model: look up, scale, add the
+# positions (dropout is off in eval mode):
+
+# %%
+tiny = preset("tiny", dropout=0.0)
+model = Transformer(tiny, 100, 100).eval()
+tokens = torch.randint(4, 100, (2, 12))
+scaled = model.src_embed.weight[tokens] * math.sqrt(tiny.d_model)
+by_hand = scaled + sinusoidal_positions(12, tiny.d_model)
+torch.testing.assert_close(
+    model.embed(tokens, model.src_embed, model.src_positions), by_hand
+)
+
+# %% [markdown]
+# The package's `Transformer.embed`:
+
+# %%
+viz.show_source(Transformer.embed)
+
+# %% [markdown]
+# Three-way tying is one `Parameter` object, counted once. With `share_embeddings=False` the
+# source embedding gets its own matrix, and the output projection still shares the target
+# embedding's (the two-way tying of {cite:p}`press2017tying`):
+
+# %%
+assert model.src_embed.weight is model.tgt_embed.weight is model.generator.weight
+untied = Transformer(tiny, 100, 100, share_embeddings=False)
+assert untied.src_embed.weight is not untied.tgt_embed.weight
+
+# %% [markdown]
+# For the count below, the base model with three separate matrices: `share_embeddings=False`,
+# and the output projection given a matrix of its own:
+
+# %%
+with torch.device("meta"):
+    untied_base = Transformer(base, vocab_size, vocab_size, share_embeddings=False)
+    untied_base.generator.weight = nn.Parameter(torch.empty(vocab_size, base.d_model))
+assert untied_base.generator.weight is not untied_base.tgt_embed.weight
+
+# %% [markdown]
 # Why the scale? The paper does not say. It matters for how loud the positions are beside the
 # words. The package initialises embedding entries with standard deviation
 # $d_\text{model}^{-1/2}$ (each embedding vector has a norm near 1, a sensible size for the same
@@ -514,67 +511,50 @@ display(
 # variance, comparable with the sinusoids (root mean square $\sqrt{1/2} \approx 0.71$). With
 # PyTorch's default `nn.Embedding` initialisation, $N(0, 1)$, the same multiplication would give
 # entries of standard deviation $\sqrt{512} \approx 22.6$ in the base model, and the positional
-# signal would be a small ripple on top of the words. The table measures all of these.
+# signal would be a small ripple on top of the words. The cell measures all of these:
 
 # %%
-tiny = preset("tiny", dropout=0.0)
-model = Transformer(tiny, 100, 100).eval()
-tokens = torch.randint(4, 100, (2, 12))
-
-# By hand: look up, scale, add the positions (dropout is off in eval mode).
-by_hand = model.src_embed.weight[tokens] * math.sqrt(tiny.d_model) + sinusoidal_positions(
-    12, tiny.d_model
-)
-torch.testing.assert_close(
-    model.embed(tokens, model.src_embed, model.src_positions), by_hand
-)
-
-# Three-way tying: one Parameter object, counted once.
-assert model.src_embed.weight is model.tgt_embed.weight is model.generator.weight
-untied = Transformer(tiny, 100, 100, share_embeddings=False)
-# Untied, the output projection still shares the target embedding's matrix.
-assert untied.src_embed.weight is not untied.tgt_embed.weight
-
-with torch.device("meta"):
-    untied_base = Transformer(base, vocab_size, vocab_size, share_embeddings=False)
-    # share_embeddings=False still ties the target embedding to the output projection (the
-    # two-way tying of press2017tying); give the projection its own matrix too, for three
-    # separate ones.
-    untied_base.generator.weight = nn.Parameter(torch.empty(vocab_size, base.d_model))
-assert untied_base.generator.weight is not untied_base.tgt_embed.weight
-
+embedding = model.src_embed.weight[4:]
+rms = lambda t: t.pow(2).mean().sqrt().item()
 scale_check = pd.DataFrame(
     [
-        dict(
-            quantity="embedding entries, std",
-            value=model.src_embed.weight[4:].std().item(),
+        ("embedding entries, std", embedding.std().item()),
+        (
+            "scaled embedding entries, std",
+            (embedding * math.sqrt(tiny.d_model)).std().item(),
         ),
-        dict(
-            quantity="scaled embedding entries, std",
-            value=(model.src_embed.weight[4:] * math.sqrt(tiny.d_model)).std().item(),
+        (
+            "positional encoding entries, root mean square",
+            rms(sinusoidal_positions(512, tiny.d_model)),
         ),
-        dict(
-            quantity="positional encoding entries, root mean square",
-            value=sinusoidal_positions(512, tiny.d_model).pow(2).mean().sqrt().item(),
+        (
+            f"N(0, 1) embedding x sqrt({base.d_model}), std (base width)",
+            (torch.randn(1000, base.d_model) * math.sqrt(base.d_model)).std().item(),
         ),
-        dict(
-            quantity=f"N(0, 1) embedding x sqrt({base.d_model}), std (base width)",
-            value=(torch.randn(1000, base.d_model) * math.sqrt(base.d_model))
-            .std()
-            .item(),
+        (
+            f"positional encoding at d_model = {base.d_model}, root mean square",
+            rms(sinusoidal_positions(512, base.d_model)),
         ),
-        dict(
-            quantity=f"positional encoding at d_model = {base.d_model}, root mean square",
-            value=sinusoidal_positions(512, base.d_model).pow(2).mean().sqrt().item(),
-        ),
-    ]
+    ],
+    columns=["quantity", "value"],
 )
-# The numbers the prose quotes: 22.6 for N(0, 1) x sqrt(512), 0.71 for the sinusoids.
+
+# %% [markdown]
+# The table, with the two numbers quoted above checked: 22.6 for $N(0, 1) \times \sqrt{512}$
+# and 0.71 for the sinusoids:
+
+# %%
 assert abs(scale_check.value.iloc[3] - math.sqrt(512)) < 0.5
 assert abs(scale_check.value.iloc[4] - math.sqrt(0.5)) < 0.01
 viz.show_table(scale_check, value="{:.3f}")
+
+# %% [markdown]
+# And what the shared matrix saves in the base model (the cell checks that two of the three
+# matrices disappear):
+
+# %%
 saved = count_parameters(untied_base) - count_parameters(base_model)
-assert saved == 2 * vocab_size * base.d_model  # two of the three matrices disappear
+assert saved == 2 * vocab_size * base.d_model
 display(
     Markdown(
         f"In the base model with a {vocab_size:,}-token vocabulary, one shared matrix "
@@ -627,11 +607,20 @@ pe = positional_encoding(size["positions"], base.d_model)
 torch.testing.assert_close(
     sinusoidal_positions(size["positions"], base.d_model), pe.float(), atol=1e-6, rtol=0
 )
-wavelengths = (
-    2
-    * math.pi
-    * 10000 ** (torch.arange(0, base.d_model, 2, dtype=torch.float64) / base.d_model)
-)
+
+# %% [markdown]
+# The package's function, which builds the same table in float32:
+
+# %%
+viz.show_source(sinusoidal_positions)
+
+# %% [markdown]
+# The wavelengths, and the table as a picture: every dimension against the position, and a few
+# dimensions as curves:
+
+# %%
+two_i = torch.arange(0, base.d_model, 2, dtype=torch.float64)
+wavelengths = 2 * math.pi * 10000 ** (two_i / base.d_model)
 print(
     f"{base.d_model // 2} wavelengths from {wavelengths[0]:.3f} (2 pi) to "
     f"{wavelengths[-1]:,.0f} positions "
@@ -653,7 +642,7 @@ viz.show(viz.positional_encoding_chart(pe, dims=(4, 5, 20, 21, 60), max_position
 #
 # a rotation by the angle $\omega k$ that depends on $k$ but not on $pos$. Stacking one such
 # $2 \times 2$ block per frequency gives a block-diagonal matrix $M_k$ with
-# $PE(pos + k) = M_k\, PE(pos)$ for every $pos$. Built and checked:
+# $PE(pos + k) = M_k\, PE(pos)$ for every $pos$. Built:
 
 
 # %%
@@ -668,6 +657,11 @@ def shift_matrix(k: int, d_model: int) -> torch.Tensor:
     return torch.block_diag(*blocks)
 
 
+# %% [markdown]
+# And checked, on the package's table, for every shift $k$ of the profile. The table is float32
+# (about 6e-8 relative); the rotation adds no error of its own, and each $M_k$ is orthogonal:
+
+# %%
 package_pe = sinusoidal_positions(
     size["positions"] + max(size["shifts"]), base.d_model
 ).double()
@@ -676,27 +670,20 @@ for k in size["shifts"]:
     M = shift_matrix(k, base.d_model)
     predicted = package_pe[: size["positions"]] @ M.T  # row pos becomes M_k @ PE(pos)
     actual = package_pe[k : k + size["positions"]]
-    # The package's table is float32 (about 6e-8 relative); the rotation adds no error of
-    # its own.
     torch.testing.assert_close(predicted, actual, atol=1e-6, rtol=0)
-    torch.testing.assert_close(
-        M @ M.T, torch.eye(base.d_model, dtype=torch.float64)
-    )  # a rotation
+    torch.testing.assert_close(M @ M.T, torch.eye(base.d_model, dtype=torch.float64))
+    error = (predicted - actual).abs().max().item()
     shift_errors.append(
-        dict(
-            k=k,
-            positions_checked=size["positions"],
-            max_abs_error=(predicted - actual).abs().max().item(),
-        )
+        dict(k=k, positions_checked=size["positions"], max_abs_error=error)
     )
 viz.show_table(pd.DataFrame(shift_errors), max_abs_error="{:.1e}")
 
 # %% [markdown]
 # The same matrices also make the similarity of two encodings a function of their distance
 # alone: $PE(pos) = M_{pos}\, PE(0)$, and a rotation preserves dot products, so
-# $PE(pos) \cdot PE(pos + k) = PE(0) \cdot PE(k)$ whatever $pos$ is. The curves below, for several
-# starting positions, lie on top of each other. The similarity is largest at $k = 0$ and falls
-# off, with ripples, as the offset grows: a built-in notion of nearness.
+# $PE(pos) \cdot PE(pos + k) = PE(0) \cdot PE(k)$ whatever $pos$ is. The cell computes the dot
+# product for offsets 0 to 100 from three starting positions and checks that the three curves
+# agree:
 
 # %%
 offsets = list(range(0, 101))
@@ -713,9 +700,14 @@ similarity = pd.DataFrame(
     ]
 )
 by_offset = similarity.pivot(index="offset", columns="start", values="dot_product")
-assert (
-    by_offset.max(axis=1) - by_offset.min(axis=1)
-).max() < 1e-3  # the same curve whatever the start
+# the same curve whatever the start
+assert (by_offset.max(axis=1) - by_offset.min(axis=1)).max() < 1e-3
+
+# %% [markdown]
+# The curves lie on top of each other. The similarity is largest at $k = 0$ and falls off, with
+# ripples, as the offset grows: a built-in notion of nearness.
+
+# %%
 viz.show(
     viz.line_chart(
         similarity,
@@ -741,7 +733,8 @@ viz.show_source(batch_loss)
 # %% [markdown]
 # The model must not use the word it is asked to predict, nor any later one. The causal mask
 # inside every decoder layer is what guarantees it; here it is checked on the whole model: change
-# the target tokens after position $t$, and the logits at positions up to $t$ do not move.
+# the target tokens after position $t$, and the logits at positions up to $t$ do not move. Two
+# random target sentences of ten tokens, shifted:
 
 # %%
 torch.manual_seed(seed)
@@ -750,6 +743,13 @@ tgt[:, 0] = tiny.bos_id
 tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # the shift: read up to t, predict t + 1
 assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])
 src = torch.randint(4, 100, (2, 12))
+
+# %% [markdown]
+# For every second position $t$, the cell redraws the tokens after $t$ and measures how far the
+# logits move at each position; it checks that nothing up to $t$ moves by more than 1e-5 and
+# everything after $t$ by more than 1e-3:
+
+# %%
 causality = []
 with torch.no_grad():
     logits = model(src, tgt_in)
@@ -759,21 +759,14 @@ with torch.no_grad():
         moved = (model(src, changed) - logits).abs().amax(dim=(0, 2))  # per position
         assert moved[: t + 1].max() < 1e-5 and moved[t + 1 :].min() > 1e-3
         causality.append(
-            dict(
-                t=t,
-                up_to_t=moved[: t + 1].max().item(),
-                after_t=moved[t + 1 :].min().item(),
-            )
+            {
+                "targets changed after position": t,
+                "largest change of logits up to it": moved[: t + 1].max().item(),
+                "smallest change after it": moved[t + 1 :].min().item(),
+            }
         )
-causality = pd.DataFrame(causality).rename(
-    columns={
-        "t": "targets changed after position",
-        "up_to_t": "largest change of logits up to it",
-        "after_t": "smallest change after it",
-    }
-)
 viz.show_table(
-    causality,
+    pd.DataFrame(causality),
     **{
         "largest change of logits up to it": "{:.1e}",
         "smallest change after it": "{:.2f}",
@@ -784,17 +777,22 @@ viz.show_table(
 # ## 2.7 Counting parameters: every model of Table 3
 #
 # The package's `expected_parameter_count` adds up the closed form (embeddings, and per layer the
-# attention projections, the feed-forward matrices, biases and layer-norm gains); `count_parameters`
-# counts the actual tensors of a built model, tied weights once. Both agree for every row, and the
-# table sets them beside the paper's column (which the paper rounds to millions and leaves empty
-# where a row does not change the size).
+# attention projections, the feed-forward matrices, biases and layer-norm gains):
 
 # %%
-rows = list(TABLE3_ALL_ROWS)
+viz.show_source(expected_parameter_count)
+
+# %% [markdown]
+# `count_parameters` counts the actual tensors of a built model, tied weights once. Both agree
+# for every row (the cell checks it), and the table sets them beside the paper's column (which
+# the paper rounds to millions and leaves empty where a row does not change the size). Each
+# model is built on the `meta` device: shapes only, so building the big model costs no memory.
+
+# %%
 counts = []
-for row in rows:
+for row in TABLE3_ALL_ROWS:
     config = preset(row)
-    with torch.device("meta"):  # shapes only: building the big model costs no memory
+    with torch.device("meta"):
         built = Transformer(config, vocab_size, vocab_size)
     counted = count_parameters(built)
     assert counted == expected_parameter_count(config, vocab_size), row
@@ -812,10 +810,16 @@ for row in rows:
         )
     )
 counts = pd.DataFrame(counts)
+
+# %% [markdown]
+# The gap between the paper's count and ours, in millions and in how many extra vocabulary rows
+# of width $d_\text{model}$ would close it (rows that do not change the size have no count in
+# the paper and are left blank):
+
+# %%
 counts["gap_m"] = counts.paper_m - counts.ours_m
-# How many extra vocabulary rows of width d_model would close each gap.
 counts["gap_in_vocabulary_rows"] = counts.gap_m * 1e6 / counts.d_model
-viz.show_table(  # rows that do not change the size have no count in the paper: left blank
+viz.show_table(
     counts,
     ours_m="{:.1f}",
     paper_m="{:.0f}",
@@ -823,64 +827,29 @@ viz.show_table(  # rows that do not change the size have no count in the paper: 
     gap_in_vocabulary_rows="{:+,.0f}",
 )
 
-# %%
-listed = counts.dropna(subset=["paper_m"])
-compare = listed.melt(
-    id_vars=["row"],
-    value_vars=["ours_m", "paper_m"],
-    var_name="source",
-    value_name="millions",
-)
-compare["source"] = compare.source.map(
-    {"ours_m": f"ours (vocabulary {vocab_size:,})", "paper_m": "paper, Table 3"}
-)
-params_chart = (
-    alt.Chart(compare)
-    .mark_bar()
-    .encode(
-        x=alt.X("row:N", sort=list(listed.row), title="Table 3 row"),
-        xOffset=alt.XOffset("source:N"),
-        y=alt.Y("millions:Q", title="parameters (millions)"),
-        color=alt.Color("source:N", title=None),
-        tooltip=["row", "source", alt.Tooltip("millions:Q", format=".1f")],
-    )
-    .properties(
-        width=560, height=260, title="Parameters: our count against the paper's column"
-    )
-)
-gap_chart = (
-    alt.Chart(listed)
-    .mark_point(filled=True, size=70)
-    .encode(
-        x=alt.X("row:N", sort=list(listed.row), title="Table 3 row"),
-        y=alt.Y("gap_in_vocabulary_rows:Q", title="(paper - ours) / d_model"),
-        color=alt.Color("d_model:N", title="d_model", scale=alt.Scale(scheme="greys")),
-        tooltip=[
-            "row",
-            "d_model",
-            alt.Tooltip("gap_m:Q", format=".2f"),
-            alt.Tooltip("gap_in_vocabulary_rows:Q", format=",.0f"),
-        ],
-    )
-    .properties(width=520, height=200, title="The gap, in rows of width d_model")
-)
-viz.show(
-    alt.vconcat(params_chart, gap_chart)
-    .resolve_scale(color="independent")
-    .resolve_legend(color="independent")
-    .configure_legend(orient="bottom", labelLimit=0)
-)
+# %% [markdown]
+# The rows the paper counts, ours beside theirs, and the gap in rows of width $d_\text{model}$:
 
 # %%
+viz.show(
+    viz.parameter_count_chart(counts, ours_label=f"ours (vocabulary {vocab_size:,})")
+)
+
+# %% [markdown]
+# The paper rounds to whole millions, so each gap is uncertain by $0.5\text{M} / d_\text{model}$
+# rows. The cell checks that the big model is the one row above the paper's count:
+
+# %%
+listed = counts.dropna(subset=["paper_m"])
 gaps = listed.set_index("row").gap_in_vocabulary_rows
 positive = gaps[gaps > 0]
 median_gap = statistics.median(positive)
-# The paper rounds to whole millions: each gap is uncertain by 0.5M / d_model rows.
-assert gaps["big"] < 0 and len(positive) == len(gaps) - 1  # the exception the prose names
+assert gaps["big"] < 0 and len(positive) == len(gaps) - 1
 display(
     Markdown(
-        f"Our counts fall short of the paper's in {len(positive)} of the {len(gaps)} rows "
-        f"that list one, by a median of {median_gap:,.0f} rows of width d_model (from "
+        f"Our counts fall short of the paper's in {len(positive)} of the {len(gaps)} "
+        f"rows that list one, by a median of {median_gap:,.0f} rows of width d_model "
+        f"(from "
         f"{positive.min():,.0f} to {positive.max():,.0f}; rounding the paper's counts to "
         f"millions alone moves a row by up to {0.5e6 / 512:,.0f} rows at d_model = 512). "
         f"The suggested vocabulary is {round(vocab_size + median_gap, -3):,.0f} tokens. "
