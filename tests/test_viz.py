@@ -347,3 +347,15 @@ def test_loglog_with_rules_labels_each_rule():
         viz.loglog_with_rules(df, "n", "y", "kind", {}, title="t", y_title="y")
     )
     assert _marks(bare) == ["line"]
+
+
+def test_crossover_chart_marks_the_same_rules_on_both_panels():
+    flops = pd.DataFrame(
+        {"n": [1, 10, 1, 10], "flops": [1, 100, 10, 100], "kind": list("abab")}
+    )
+    times = flops.rename(columns={"flops": "seconds"})
+    spec = viz.chart_spec(viz.crossover_chart(flops, times, {"n = d": 4.0}, d=4))
+    assert _panel_titles(spec) == ["FLOPs, d = 4", "Measured time, d = 4"]
+    assert _marks(spec) == ["line", "rule", "text"] * 2
+    lines = [layer["layer"][0]["encoding"]["y"]["field"] for layer in spec["hconcat"]]
+    assert lines == ["flops", "seconds"]

@@ -1193,6 +1193,34 @@ def loglog_with_rules(
     return alt.layer(*layers).properties(width=width, height=height, title=title)
 
 
+def crossover_chart(
+    flops: pd.DataFrame,
+    times: pd.DataFrame,
+    rules: Mapping[str, float],
+    *,
+    d: int,
+    x: str = "n",
+    color: str = "kind",
+) -> alt.HConcatChart:
+    """Two layers compared as the length grows: counted FLOPs (`flops`, column "flops") beside
+    measured time (`times`, column "seconds"), both with the crossovers of `rules` marked
+    (`loglog_with_rules`)."""
+    return side_by_side(
+        loglog_with_rules(
+            flops, x, "flops", color, rules, title=f"FLOPs, d = {d}", y_title="FLOPs"
+        ),
+        loglog_with_rules(
+            times,
+            x,
+            "seconds",
+            color,
+            rules,
+            title=f"Measured time, d = {d}",
+            y_title="seconds per forward pass",
+        ),
+    )
+
+
 # ----------------------------------------------------------------------------------------------
 # Tables of the profiles and of a chapter's sizes
 
