@@ -52,7 +52,6 @@ if importlib.util.find_spec("annotated_transformer") is None:
 import math
 import time
 
-import altair as alt
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -78,6 +77,11 @@ data_dir = (
 )
 seed = 0
 
+# %% [markdown]
+# The sizes of the sweeps come from the profile record. `by_n` grows the length at a fixed
+# width, `by_d` the width at a fixed length, and `crossover` compares attention with recurrence
+# at the base model's d = 512:
+
 # %%
 settings = get_profile(profile)
 device = resolve_device(device)
@@ -85,15 +89,11 @@ if device.type == "cpu" and threads is not None:
     torch.set_num_threads(threads)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-
-# Sizes of the sweeps, from the profile record. `by_n` grows the length at a fixed width,
-# `by_d` the width at a fixed length, and `crossover` compares attention with recurrence at the
-# base model's d = 512.
 size = settings.chapter_sizes("03")
 where = device_name(device)
 threads_note = f", {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""
 print(f"profile {profile!r}, timings on {where}{threads_note}")
-
+viz.show_table(viz.sizes_table("03", profile))
 
 # %% [markdown]
 # ## 3.1 Three ways to mix a sequence
@@ -113,7 +113,7 @@ print(f"profile {profile!r}, timings on {where}{threads_note}")
 #   $t + \lfloor k/2 \rfloor$: $k$ matrices of $d \times d$ per position, $O(k n d^2)$, all positions
 #   at once.
 #
-# Written out in plain PyTorch, then compared with the package's layers (`complexity.make_layer`):
+# Written out in plain PyTorch:
 
 
 # %%
@@ -132,30 +132,32 @@ def recurrent_plain(x, W, U, b):
 
 def convolution_plain(x, weight, bias):
     k = weight.size(-1)  # weight: (d_out, d_in, k)
-    padded = F.pad(
-        x, (0, 0, k // 2, k // 2)
-    )  # zeros before the first and after the last position
+    # zeros before the first and after the last position
+    padded = F.pad(x, (0, 0, k // 2, k // 2))
     return sum(padded[:, j : j + x.size(1)] @ weight[:, :, j].T for j in range(k)) + bias
 
 
+# %% [markdown]
+# Each plain function against the package's layer of the same kind (`complexity.make_layer`),
+# on three sequences of 10 vectors of width 16; `nn.RNN` keeps two biases, whose sum is the $b$
+# of the formula:
+
+# %%
 d = 16
 x = torch.randn(3, 10, d)
 attention_layer = complexity.make_layer("self-attention", d)
 recurrent_layer = complexity.make_layer("recurrent", d)
 conv_layer = complexity.make_layer("convolutional", d, kernel_size=kernel_size)
 rnn = recurrent_layer.rnn
+rnn_weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0 + rnn.bias_hh_l0)
+conv_weights = (conv_layer.conv.weight, conv_layer.conv.bias)
+close = dict(atol=1e-5, rtol=1e-5)
 with torch.no_grad():
-    torch.testing.assert_close(
-        attention_layer(x), self_attention_plain(x), atol=1e-5, rtol=1e-5
-    )
-    rnn_weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0 + rnn.bias_hh_l0)
-    torch.testing.assert_close(
-        recurrent_layer(x), recurrent_plain(x, *rnn_weights), atol=1e-5, rtol=1e-5
-    )
-    conv_weights = (conv_layer.conv.weight, conv_layer.conv.bias)
-    torch.testing.assert_close(
-        conv_layer(x), convolution_plain(x, *conv_weights), atol=1e-5, rtol=1e-5
-    )
+    torch.testing.assert_close(attention_layer(x), self_attention_plain(x), **close)
+    plain = recurrent_plain(x, *rnn_weights)
+    torch.testing.assert_close(recurrent_layer(x), plain, **close)
+    plain = convolution_plain(x, *conv_weights)
+    torch.testing.assert_close(conv_layer(x), plain, **close)
 
 # %% [markdown]
 # The three plain functions and the package's layers agree (the cell checks it). The package's
@@ -168,8 +170,14 @@ viz.show_source(complexity.make_layer)
 # ## 3.2 Counting the work
 #
 # PyTorch's FLOP counter records every matrix product and convolution a layer performs (one
-# multiply-add counts as two FLOPs). The counts match the closed forms exactly, and the closed
-# forms have the shapes of Table 1's complexity column: $4 n^2 d$ for self-attention, $4 n d^2$ for
+# multiply-add counts as two FLOPs). `complexity.counted_flops` runs one forward pass under it:
+
+# %%
+viz.show_source(complexity.counted_flops)
+
+# %% [markdown]
+# The counts match the closed forms exactly (the cell checks every one), and the closed forms
+# have the shapes of Table 1's complexity column: $4 n^2 d$ for self-attention, $4 n d^2$ for
 # the recurrent layer, $2 k n d^2$ for the convolution.
 
 # %%
@@ -192,7 +200,6 @@ for n, d in ((16, 64), (64, 64), (256, 64), (64, 256)):
         )
 viz.show_table(pd.DataFrame(flop_rows), counted_flops="{:,}", closed_form="{:,}")
 
-
 # %% [markdown]
 # ## 3.3 Time and memory as $n$ grows, and as $d$ grows
 #
@@ -200,13 +207,17 @@ viz.show_table(pd.DataFrame(flop_rows), counted_flops="{:,}", closed_form="{:,}"
 # forward pass repeatedly and keeps the fastest run (other processes on a machine can only add
 # time), and it records the activation memory the layer keeps for its backward pass, by listing
 # every tensor autograd saves (the layer's weights, which exist anyway, are not counted). The
-# slopes of the lines on log-log axes are the measured exponents; the dashed lines have the
-# exponents of Table 1, drawn through each layer's largest measurement. (Table 1 has no memory
-# column; for memory the dashed lines follow the leading terms of the textbook algorithms:
-# attention keeps an $n \times n$ weight matrix, the other two a few $n \times d$ tensors.)
-#
-# Small sizes are dominated by fixed costs (launching an operation, one loop iteration of the
-# recurrent layer), so exponents are fitted on the larger half of the sizes.
+# two measurements, as the package has them:
+
+# %%
+viz.show_source(complexity.time_layer)
+viz.show_source(complexity.saved_activation_bytes)
+
+# %% [markdown]
+# The slopes of the lines on log-log axes are the measured exponents. Small sizes are dominated
+# by fixed costs (launching an operation, one loop iteration of the recurrent layer), so
+# exponents are fitted on the larger half of the sizes. `measure` runs the package's sweep with
+# this chapter's settings, and `fitted_slope` fits one layer's exponent:
 
 
 # %%
@@ -232,105 +243,61 @@ def fitted_slope(df, x, y, kind):
     return complexity.loglog_slope(upper[x], upper[y])
 
 
-def loglog_with_reference(df, x, y, exponents, title, y_title):
-    """Measured lines (solid) and lines of the paper's exponents through the largest
-    point (dashed)."""
-    reference = []
-    for kind, part in df.groupby("kind"):
-        anchor = part.sort_values(x).iloc[-1]
-        for value in part[x]:
-            reference.append(
-                {
-                    "kind": kind,
-                    x: value,
-                    y: anchor[y] * (value / anchor[x]) ** exponents[kind],
-                }
-            )
-    color = alt.Color("kind:N", title="layer", sort=list(complexity.LAYER_KINDS))
-    measured = (
-        alt.Chart(df)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X(
-                f"{x}:Q",
-                scale=alt.Scale(type="log", nice=False),
-                title=x,
-                axis=alt.Axis(values=sorted(float(v) for v in df[x].unique())),
-            ),
-            y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
-            color=color,
-            tooltip=["kind", x, alt.Tooltip(f"{y}:Q", format=".3g")],
-        )
-    )
-    paper = (
-        alt.Chart(pd.DataFrame(reference))
-        .mark_line(strokeDash=[5, 4], opacity=0.6)
-        .encode(x=f"{x}:Q", y=f"{y}:Q", color=color)
-    )
-    return (paper + measured).properties(width=270, height=260, title=title)
+# %% [markdown]
+# The two sweeps of the profile, one growing $n$ and one growing $d$:
 
-
+# %%
 started = time.perf_counter()
 by_n = measure(size["by_n"]["ns"], (size["by_n"]["d"],), size["by_n"]["batch"])
 by_d = measure((size["by_d"]["n"],), size["by_d"]["ds"], size["by_d"]["batch"])
 print(f"measured {len(by_n) + len(by_d)} points in {time.perf_counter() - started:.1f} s")
 
+# %% [markdown]
+# The dashed lines in the charts below have the exponents of Table 1, drawn through each layer's
+# largest measurement. Table 1 has no memory column; for memory the dashed lines follow the
+# leading terms of the textbook algorithms: attention keeps an $n \times n$ weight matrix ($n^2$,
+# and $n \times d$ inputs, $d^1$), the other two a few $n \times d$ tensors.
+
 # %%
 exp_n = {k: paper.TABLE1[k].n_exponent for k in complexity.LAYER_KINDS}
 exp_d = {k: paper.TABLE1[k].d_exponent for k in complexity.LAYER_KINDS}
-# Memory has no column in Table 1; the reference lines are the textbook algorithms'
-# leading terms: attention keeps n x n weights (n^2, and n x d inputs, d^1), the others a
-# few n x d tensors.
 memory_exp_n = {"self-attention": 2, "recurrent": 1, "convolutional": 1}
 memory_exp_d = {"self-attention": 1, "recurrent": 1, "convolutional": 1}
-time_charts = (
-    alt.hconcat(
-        loglog_with_reference(
-            by_n,
-            "n",
-            "seconds",
-            exp_n,
-            f"Time against n (d = {size['by_n']['d']})",
-            "seconds per forward pass",
-        ),
-        loglog_with_reference(
-            by_d,
-            "d",
-            "seconds",
-            exp_d,
-            f"Time against d (n = {size['by_d']['n']})",
-            "seconds per forward pass",
-        ),
-    )
-    .resolve_scale(y="independent")
-    .configure_legend(orient="bottom")
-)
-viz.show(time_charts)
+
+# %% [markdown]
+# Time:
 
 # %%
-memory_charts = (
-    alt.hconcat(
-        loglog_with_reference(
-            by_n.assign(MB=by_n.saved_bytes / 2**20),
-            "n",
-            "MB",
-            memory_exp_n,
-            f"Memory kept for backward against n (d = {size['by_n']['d']})",
-            "MB saved for backward",
-        ),
-        loglog_with_reference(
-            by_d.assign(MB=by_d.saved_bytes / 2**20),
-            "d",
-            "MB",
-            memory_exp_d,
-            f"Memory kept for backward against d (n = {size['by_d']['n']})",
-            "MB saved for backward",
-        ),
+viz.show(
+    viz.scaling_charts(
+        by_n,
+        by_d,
+        "seconds",
+        exp_n,
+        exp_d,
+        what="Time",
+        y_title="seconds per forward pass",
     )
-    .resolve_scale(y="independent")
-    .configure_legend(orient="bottom")
 )
-viz.show(memory_charts)
+
+# %% [markdown]
+# Memory kept for the backward pass:
+
+# %%
+viz.show(
+    viz.scaling_charts(
+        by_n.assign(MB=by_n.saved_bytes / 2**20),
+        by_d.assign(MB=by_d.saved_bytes / 2**20),
+        "MB",
+        memory_exp_n,
+        memory_exp_d,
+        what="Memory kept for backward",
+        y_title="MB saved for backward",
+    )
+)
+
+# %% [markdown]
+# The fitted exponents, beside the paper's:
 
 # %%
 slopes = pd.DataFrame(
@@ -348,13 +315,6 @@ slopes = pd.DataFrame(
         for kind in complexity.LAYER_KINDS
     ]
 )
-# Memory is deterministic (it counts bytes), so it is checked; the times are only
-# reported.
-memory_slopes = slopes.set_index("kind").memory_vs_n
-# The recurrent and convolutional layers keep a few (n, d) tensors: linear in n, up to a
-# constant.
-assert abs(memory_slopes["recurrent"] - 1) < 0.05, memory_slopes
-assert abs(memory_slopes["convolutional"] - 1) < 0.05, memory_slopes
 viz.show_table(
     slopes,
     time_vs_n="{:.2f}",
@@ -362,6 +322,16 @@ viz.show_table(
     memory_vs_n="{:.2f}",
     memory_vs_d="{:.2f}",
 )
+
+# %% [markdown]
+# Memory is deterministic (it counts bytes), so it is checked; the times are only reported. The
+# recurrent and convolutional layers keep a few $(n, d)$ tensors: linear in $n$, up to a
+# constant.
+
+# %%
+memory_slopes = slopes.set_index("kind").memory_vs_n
+assert abs(memory_slopes["recurrent"] - 1) < 0.05, memory_slopes
+assert abs(memory_slopes["convolutional"] - 1) < 0.05, memory_slopes
 
 # %%
 s = slopes.set_index("kind")
@@ -400,6 +370,7 @@ display(
 # So the time exponent is the one to read against Table 1; the memory exponent says which kind
 # of kernel ran on this device.
 
+
 # %% [markdown]
 # ## 3.4 Sequential operations
 #
@@ -407,6 +378,12 @@ display(
 # however many processors there are. Self-attention and convolution compute every output position
 # from the layer's inputs alone, so a layer is one parallel step. Counted as the longest chain of
 # dependent steps inside one layer, on the same connectivity graphs as the next section:
+
+# %%
+viz.show_source(complexity.sequential_operations)
+
+# %% [markdown]
+# For three lengths (the cell checks $n$ steps for the recurrent layer and one for the others):
 
 # %%
 sequential = pd.DataFrame(
@@ -447,9 +424,14 @@ viz.show_table(sequential)
 #   layer, as it does here. (ByteNet {cite:p}`kalchbrenner2016bytenet` doubles its dilation per
 #   layer, whatever $k$, which gives $\log_2 n$ layers up to a constant.)
 #
-# `complexity.max_path_length` runs a breadth-first search on these graphs; its answers match the
-# closed forms for every $n$ tried. (With $r = k$, restricted self-attention has exactly the
-# connectivity of a contiguous convolution, so their lines coincide in the charts.)
+# `complexity.max_path_length` runs a breadth-first search on these graphs:
+
+# %%
+viz.show_source(complexity.max_path_length)
+
+# %% [markdown]
+# Its answers match the closed forms for every $n$ tried (the cell checks them all); the table
+# shows the longest $n$ of the profile:
 
 # %%
 path_rows = []
@@ -471,22 +453,10 @@ largest = max(size["path_ns"])
 path_table = paths[paths.n == largest].assign(paper=lambda df: df.kind.map(paper_path))
 viz.show_table(path_table)
 
+# %% [markdown]
+# For one length, the path from each input position to the last output:
+
 # %%
-path_chart = viz.tighten(
-    viz.line_chart(
-        paths,
-        "n",
-        "max_path_length",
-        "kind",
-        log_x=True,
-        log_y=True,
-        points=True,
-        y_title="maximum path length",
-        width=270,
-        height=260,
-        title=f"Maximum path length against n (k = r = {kernel_size})",
-    )
-)
 example_n = size["path_example_n"]
 to_last = pd.DataFrame(
     [
@@ -497,21 +467,13 @@ to_last = pd.DataFrame(
         )
     ]
 )
-to_last_chart = viz.line_chart(
-    to_last,
-    "input_position",
-    "path_length",
-    "kind",
-    points=True,
-    title=f"Path length from each input to the last output (n = {example_n})",
-    x_title="input position",
-    y_title="path length",
-    width=270,
-    height=260,
-)
-viz.show(
-    alt.hconcat(path_chart, to_last_chart).configure_legend(orient="bottom", columns=3)
-)
+
+# %% [markdown]
+# Both as charts. With $r = k$, restricted self-attention has exactly the connectivity of a
+# contiguous convolution, so their lines coincide:
+
+# %%
+viz.show(viz.path_length_charts(paths, to_last, kernel_size=kernel_size))
 
 # %% [markdown]
 # ## 3.6 When is self-attention cheaper? The $n < d$ crossover
@@ -521,7 +483,8 @@ viz.show(
 # base model's $d = 512$ and sentences of a few dozen subword tokens, translation sits far on the
 # cheap side. The measured crossover can sit elsewhere, because FLOPs are not time: a recurrent
 # step is a small matrix product that cannot be batched across positions, and each step pays a
-# fixed cost, while attention's large matrix products run near the hardware's peak.
+# fixed cost, while attention's large matrix products run near the hardware's peak. The two
+# layers timed at the profile's crossover lengths:
 
 # %%
 cross = size["crossover"]
@@ -534,6 +497,13 @@ crossover_times = measure(
     kinds=("self-attention", "recurrent"),
 )
 print(f"measured {len(crossover_times)} points in {time.perf_counter() - started:.1f} s")
+
+# %% [markdown]
+# `complexity.crossover` finds the first length where self-attention stops being the faster,
+# interpolated on log scales between two measured lengths (none if it stays faster); the FLOP
+# crossover is $n = d$ (the cell checks that the two FLOP counts are equal there):
+
+# %%
 wide = crossover_times.pivot(index="n", columns="kind", values="seconds")
 measured_crossover = complexity.crossover(
     list(wide.index), list(wide["self-attention"]), list(wide["recurrent"])
@@ -550,6 +520,9 @@ viz.show_table(
     **{"self-attention (s)": "{:.2e}", "recurrent (s)": "{:.2e}"},
 )
 
+# %% [markdown]
+# The FLOPs of both layers at the same lengths and batch:
+
 # %%
 flops_curve = pd.DataFrame(
     [
@@ -562,64 +535,21 @@ flops_curve = pd.DataFrame(
         for kind in ("self-attention", "recurrent")
     ]
 )
-marks = pd.DataFrame(
-    [dict(n=flop_crossover, what=f"n = d = {cross['d']}", row=12)]
-    + (
-        [
-            dict(
-                n=measured_crossover,
-                what=f"measured: n = {measured_crossover:,.0f}",
-                row=26,
-            )
-        ]
-        if measured_crossover is not None
-        else []
-    )
-)
-color = alt.Color("kind:N", title="layer", sort=["self-attention", "recurrent"])
-rules = (
-    alt.Chart(marks)
-    .mark_rule(strokeDash=[4, 3], color="#444")
-    .encode(x="n:Q", tooltip=["what"])
-)
-rule_text = (
-    alt.Chart(marks)
-    .mark_text(align="right", dx=-4, fontSize=10, color="#444")
-    .encode(x="n:Q", y=alt.Y("row:Q", scale=None), text="what")
-)
-n_axis = alt.Axis(values=[float(n) for n in cross["ns"]])
-time_panel = (
-    alt.Chart(crossover_times)
-    .mark_line(point=True)
-    .encode(
-        x=alt.X("n:Q", scale=alt.Scale(type="log", nice=False), axis=n_axis),
-        y=alt.Y(
-            "seconds:Q",
-            scale=alt.Scale(type="log", nice=False),
-            title="seconds per forward pass",
-        ),
-        color=color,
-    )
-)
-flops_panel = (
-    alt.Chart(flops_curve)
-    .mark_line(point=True)
-    .encode(
-        x=alt.X("n:Q", scale=alt.Scale(type="log", nice=False), axis=n_axis),
-        y=alt.Y("flops:Q", scale=alt.Scale(type="log", nice=False), title="FLOPs"),
-        color=color,
-    )
-)
-viz.show(
-    alt.hconcat(
-        (flops_panel + rules + rule_text).properties(
-            width=270, height=260, title=f"FLOPs, d = {cross['d']}"
-        ),
-        (time_panel + rules + rule_text).properties(
-            width=270, height=260, title=f"Measured time, d = {cross['d']}"
-        ),
-    ).configure_legend(orient="bottom")
-)
+
+# %% [markdown]
+# FLOPs and measured time side by side, with both crossovers marked:
+
+# %%
+rules = {f"n = d = {cross['d']}": flop_crossover}
+if measured_crossover is not None:
+    rules[f"measured: n = {measured_crossover:,.0f}"] = measured_crossover
+viz.show(viz.crossover_chart(flops_curve, crossover_times, rules, d=cross["d"]))
+
+# %% [markdown]
+# Two caveats make the comparison less tidy than the table. First, the table counts only
+# attention's mixing step; a real attention sub-layer also has four $d \times d$ projections,
+# $8 n d^2$ FLOPs, already twice a plain recurrent layer, so with them attention never wins on
+# FLOPs against a tanh RNN (the cell checks it at every length measured):
 
 # %%
 full_layer_always_dearer = all(
@@ -627,8 +557,13 @@ full_layer_always_dearer = all(
     > complexity.recurrent_flops(n, cross["d"])
     for n in cross["ns"]
 )
-# An LSTM step written out (PyTorch's CPU LSTM kernel is opaque to the FLOP counter),
-# checked against nn.LSTM and then counted.
+assert full_layer_always_dearer
+
+# %% [markdown]
+# Second, the recurrent layers of 2017 were LSTMs. PyTorch's CPU LSTM kernel is opaque to the
+# FLOP counter, so here is an LSTM step written out, with its four gates computed at once:
+
+# %%
 lstm = nn.LSTM(cross["d"], cross["d"], batch_first=True)
 
 
@@ -636,25 +571,31 @@ def lstm_plain(x, W_ih, W_hh, b):
     h = c = x.new_zeros(x.size(0), W_hh.size(1))
     outputs = []
     for t in range(x.size(1)):
-        i, f, g, o = (x[:, t] @ W_ih.T + h @ W_hh.T + b).chunk(
-            4, dim=-1
-        )  # four gates at once
+        i, f, g, o = (x[:, t] @ W_ih.T + h @ W_hh.T + b).chunk(4, dim=-1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
         h = torch.sigmoid(o) * torch.tanh(c)
         outputs.append(h)
     return torch.stack(outputs, dim=1)
 
 
+# %% [markdown]
+# Checked against `nn.LSTM` and counted: four gates, each with an input and a recurrent matrix,
+# make $16 d^2$ FLOPs per position (the cell checks it):
+
+# %%
 lstm_args = (lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0 + lstm.bias_hh_l0)
 x = torch.randn(2, 8, cross["d"])
 with torch.no_grad(), FlopCounterMode(display=False) as counter:
     plain_out = lstm_plain(x, *lstm_args)
     torch.testing.assert_close(plain_out, lstm(x)[0], atol=1e-5, rtol=1e-5)
 lstm_flops_per_position = counter.get_total_flops() / x[..., 0].numel()
-# Four gates, each with an input and a recurrent matrix.
 assert lstm_flops_per_position == 16 * cross["d"] ** 2
-# A full attention sub-layer (with its projections) against an LSTM layer: 8nd^2 + 4n^2d <
-# 16nd^2 <=> n < 2d.
+
+# %% [markdown]
+# Against one, the full attention sub-layer is cheaper while $8 n d^2 + 4 n^2 d < 16 n d^2$,
+# that is while $n < 2d$. The cell finds the first length where it is not:
+
+# %%
 lstm_crossover = next(
     (
         n
@@ -664,8 +605,9 @@ lstm_crossover = next(
     ),
     None,
 )
-assert full_layer_always_dearer  # the prose below says so
 assert lstm_crossover == 2 * cross["d"]
+
+# %%
 crossover_text = (
     f"at n = {measured_crossover:,.0f}"
     if measured_crossover is not None
@@ -683,14 +625,8 @@ display(
 )
 
 # %% [markdown]
-# Two caveats make the comparison less tidy than the table. First, the table counts only
-# attention's mixing step; a real attention sub-layer also has four $d \times d$ projections,
-# $8 n d^2$ FLOPs, already twice a plain recurrent layer, so with them attention never wins on
-# FLOPs against a tanh RNN (the cell checks it at every length measured). Second, the recurrent
-# layers of 2017 were LSTMs, at $16 d^2$ FLOPs per position (counted above on an LSTM written out
-# and checked against `nn.LSTM`); against one, the full attention sub-layer is cheaper while
-# $n < 2d$. Either way the Transformer's real advantage is the one section 3.4 counts: none of its
-# work waits for the previous position.
+# Either way the Transformer's real advantage is the one section 3.4 counts: none of its work
+# waits for the previous position.
 
 # %% [markdown]
 # ## 3.7 Restricted self-attention and separable convolutions
@@ -699,8 +635,7 @@ display(
 # query reads only the $r$ keys before it (itself included, causal as in section 3.5). That cuts
 # the cost from $O(n^2 d)$ to $O(r n d)$ and lengthens the maximum path from 1 to $O(n/r)$: the
 # paper mentions it for very long sequences and leaves it to future work. Built with
-# `unfold` (each position gets its window of $r$ keys), checked against full attention with a
-# band mask, counted, and timed as $n$ grows beside full self-attention:
+# `unfold` (each position gets its window of $r$ keys):
 
 
 # %%
@@ -709,13 +644,16 @@ def restricted_attention(x, r):
     n, d = x.size(1), x.size(2)
     windows = F.pad(x, (0, 0, r - 1, 0)).unfold(1, r, 1).transpose(-1, -2)  # (B, n, r, d)
     scores = torch.einsum("bnd,bnrd->bnr", x, windows) / math.sqrt(d)
-    before_start = (
-        torch.arange(n)[:, None] - r + 1 + torch.arange(r)[None, :] < 0
-    )  # padding
+    # window slots before the first position hold padding
+    before_start = torch.arange(n)[:, None] - r + 1 + torch.arange(r)[None, :] < 0
     scores = scores.masked_fill(before_start.to(x.device), float("-inf"))
     return torch.einsum("bnr,bnrd->bnd", scores.softmax(-1), windows)
 
 
+# %% [markdown]
+# Checked against full attention with a band mask, for $r = 8$ on 64 positions:
+
+# %%
 r, d = 8, size["by_n"]["d"]
 x = torch.randn(2, 64, d)
 positions = torch.arange(64)
@@ -727,38 +665,47 @@ torch.testing.assert_close(
     restricted_attention(x, r), banded.softmax(-1) @ x, atol=1e-5, rtol=1e-5
 )
 
-restricted_rows = []
-for n in size["by_n"]["ns"]:
+# %% [markdown]
+# Counted and timed as $n$ grows beside full self-attention. For one length, the FLOP counter
+# must see $4 r n d$ per sequence (two einsums), and each layer's time is the fastest of
+# `repeats` calls after one warm-up:
+
+
+# %%
+@torch.no_grad()
+def fastest(fn, repeats: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def restricted_row(n: int) -> dict:
     x = torch.randn(size["by_n"]["batch"], n, d, device=device)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         restricted_attention(x, r)
-    assert counter.get_total_flops() == 4 * r * n * d * size["by_n"]["batch"]  # 2 einsums
+    assert counter.get_total_flops() == 4 * r * n * d * size["by_n"]["batch"]
     layer = complexity.make_layer("self-attention", d).to(device)
-    timings = {}
-    for name, fn in (
-        ("restricted", lambda: restricted_attention(x, r)),
-        ("full", lambda: layer(x)),
-    ):
-        with torch.no_grad():
-            fn()
-            best = float("inf")
-            for _ in range(size["repeats"]):
-                start = time.perf_counter()
-                fn()
-                best = min(best, time.perf_counter() - start)
-        timings[name] = best
-    restricted_rows.append(
-        {
-            "n": n,
-            "restricted (s)": timings["restricted"],
-            "full (s)": timings["full"],
-            "max path, restricted": complexity.max_path_length(
-                "restricted self-attention", n, kernel_size=r
-            ),
-            "max path, full": complexity.max_path_length("self-attention", n),
-        }
-    )
-restricted = pd.DataFrame(restricted_rows)
+    return {
+        "n": n,
+        "restricted (s)": fastest(lambda: restricted_attention(x, r), size["repeats"]),
+        "full (s)": fastest(lambda: layer(x), size["repeats"]),
+        "max path, restricted": complexity.max_path_length(
+            "restricted self-attention", n, kernel_size=r
+        ),
+        "max path, full": complexity.max_path_length("self-attention", n),
+    }
+
+
+# %% [markdown]
+# Every length of the `by_n` sweep, with the exponent of time fitted on the larger half of the
+# lengths (the cell checks that full attention's path stays 1 and the restricted one grows):
+
+# %%
+restricted = pd.DataFrame([restricted_row(n) for n in size["by_n"]["ns"]])
 upper = restricted.iloc[len(restricted) // 2 :]
 restricted_slope = complexity.loglog_slope(upper.n, upper["restricted (s)"])
 full_slope = complexity.loglog_slope(upper.n, upper["full (s)"])
@@ -778,7 +725,8 @@ print(
 # one (each of the $d$ channels convolved on its own, $k n d$ multiply-adds) and a pointwise one
 # (a $d \times d$ matrix at every position, $n d^2$). Section 4 notes that even with $k = n$ their
 # complexity, $O(k n d + n d^2)$, equals that of a self-attention layer plus a position-wise
-# feed-forward layer, the combination the Transformer uses. Counted:
+# feed-forward layer, the combination the Transformer uses. Counted (the cell checks
+# $2 k n d + 2 n d^2$ FLOPs for every size):
 
 
 # %%
@@ -817,7 +765,7 @@ viz.show_table(
 # this book: a small shared BPE model (sentencepiece) is trained on a few thousand training
 # pairs of Multi30k and of the WMT sample, and the test sentences of both are measured in its
 # subwords. A small vocabulary cuts words into more pieces than the paper's 37,000, so these
-# lengths are, if anything, longer than the paper's.
+# lengths are, if anything, longer than the paper's. First the BPE model:
 
 # %%
 bpe = size["bpe"]
@@ -830,6 +778,11 @@ bpe_text = [
     *wmt_train.tgt[: bpe["lines"]],
 ]
 tokenizer = train_tokenizer(bpe_text, bpe["vocab"], num_threads=1)
+
+# %% [markdown]
+# The first `test_lines` test sentences of each corpus and language, in its subwords:
+
+# %%
 lengths = []
 for corpus, split in (("multi30k", "test"), ("wmt14", "newstest2014")):
     test = load_parallel(corpus, split, data_dir=data_dir)
@@ -837,6 +790,12 @@ for corpus, split in (("multi30k", "test"), ("wmt14", "newstest2014")):
         for ids in tokenizer.encode_batch(list(sentences[: bpe["test_lines"]])):
             lengths.append({"corpus": f"{corpus} {split} ({lang})", "subwords": len(ids)})
 lengths = pd.DataFrame(lengths)
+
+# %% [markdown]
+# The share of sentences shorter than $d_\text{model} = 512$ (the cell checks that more than 99%
+# are, in every corpus and language):
+
+# %%
 d_model = 512
 below = (
     lengths.assign(below=lengths.subwords < d_model)
@@ -849,11 +808,16 @@ below = (
     )
     .reset_index()
 )
-assert (below.share_below_d > 0.99).all()  # what the prose below says
+assert (below.share_below_d > 0.99).all()
 viz.show_table(
     below.rename(columns={"share_below_d": f"share with n < {d_model}"}),
     **{f"share with n < {d_model}": "{:.2%}", "median": "{:.0f}"},
 )
+
+# %% [markdown]
+# The distributions, with $d_\text{model}$ marked:
+
+# %%
 viz.show(
     viz.histogram(
         lengths,
@@ -879,6 +843,30 @@ viz.show(
 # on; the introduction's reproduction summary reads the measured crossover from there.
 
 # %% tags=["remove-cell"]
+slope_metrics = {
+    r.kind: {
+        "time_vs_n": r.time_vs_n,
+        "time_vs_d": r.time_vs_d,
+        "memory_vs_n": r.memory_vs_n,
+        "memory_vs_d": r.memory_vs_d,
+        "paper_n": r.paper_n,
+        "paper_d": r.paper_d,
+    }
+    for r in slopes.itertuples()
+}
+path_metrics = {
+    kind: {
+        int(r.n): int(r.max_path_length) for r in paths[paths.kind == kind].itertuples()
+    }
+    for kind in complexity.PATH_KINDS
+}
+timings = {
+    "by_n": by_n.to_dict(orient="records"),
+    "by_d": by_d.to_dict(orient="records"),
+    "crossover": crossover_times.to_dict(orient="records"),
+}
+
+# %% tags=["remove-cell"]
 metrics = {
     "device_name": where,
     "threads": torch.get_num_threads() if device.type == "cpu" else None,
@@ -888,39 +876,21 @@ metrics = {
     else f"above {max(cross['ns'])}",
     "crossover_n_flops": flop_crossover,
     "lstm_crossover_n_flops_with_projections": lstm_crossover,
-    "slopes": {
-        r.kind: {
-            "time_vs_n": r.time_vs_n,
-            "time_vs_d": r.time_vs_d,
-            "memory_vs_n": r.memory_vs_n,
-            "memory_vs_d": r.memory_vs_d,
-            "paper_n": r.paper_n,
-            "paper_d": r.paper_d,
-        }
-        for r in slopes.itertuples()
-    },
-    "max_path_length": {
-        kind: {
-            int(r.n): int(r.max_path_length)
-            for r in paths[paths.kind == kind].itertuples()
-        }
-        for kind in complexity.PATH_KINDS
-    },
-    "timings": {
-        "by_n": by_n.to_dict(orient="records"),
-        "by_d": by_d.to_dict(orient="records"),
-        "crossover": crossover_times.to_dict(orient="records"),
-    },
+    "slopes": slope_metrics,
+    "max_path_length": path_metrics,
+    "timings": timings,
     "sizes": size,
     "kernel_size": kernel_size,
+    "dataset": "random tensors; multi30k and wmt14 test lengths",
+    "sentence_lengths": below.to_dict(orient="records"),
+    "restricted_attention": {
+        "r": r,
+        "time_slope": restricted_slope,
+        "full_time_slope": full_slope,
+    },
 }
-metrics["dataset"] = "random tensors; multi30k and wmt14 test lengths"
-metrics["sentence_lengths"] = below.to_dict(orient="records")
-metrics["restricted_attention"] = {
-    "r": r,
-    "time_slope": restricted_slope,
-    "full_time_slope": full_slope,
-}
+
+# %% tags=["remove-cell"]
 path = results.write_result(
     "why_self_attention",
     metrics,
