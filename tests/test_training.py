@@ -180,7 +180,14 @@ def test_a_run_learns_and_logs_metrics(tmp_path):
     kinds = {r["kind"] for r in records}
     assert {"start", "train", "valid", "stop"} <= kinds
     train = [r for r in records if r["kind"] == "train"]
-    assert all(r["target_tokens_per_s"] > 0 and r["lr"] > 0 for r in train)
+    assert [r["step"] for r in train] == list(range(3, 31, 3))  # every log_every steps
+    # The schedule: never above the peak rate, falling once the 5 warm-up steps are past; the
+    # target tokens count up.
+    lrs = [r["lr"] for r in train]
+    assert max(lrs) <= 5e-3 * (1 + 1e-9) and lrs[1:] == sorted(lrs[1:], reverse=True)
+    assert lrs[0] < lrs[1]  # step 3 is still warming up
+    tokens = [r["target_tokens"] for r in train]
+    assert tokens == sorted(set(tokens))
     assert (tmp_path / "last.pt").is_file()
     assert len(list((tmp_path / "checkpoints").glob("step_*.pt"))) == 3  # keep_snapshots
 
