@@ -213,8 +213,14 @@ print(f"linearize agrees with the hand-written walk on all {len(all_trees):,} tr
 
 # %% [markdown]
 # Going back needs the words: `delinearize` reads the brackets and fills the `XX` slots with the
-# sentence's words in order. On the Treebank's own trees, the trip there and back loses nothing but
-# the part-of-speech tags (which become `XX`):
+# sentence's words in order.
+
+# %%
+viz.show_source(parsing.delinearize)
+
+# %% [markdown]
+# On the Treebank's own trees, the trip there and back loses nothing but the part-of-speech
+# tags (which become `XX`):
 
 # %%
 round_trip = [parsing.delinearize(parsing.linearize(t), t.leaves()) for t in all_trees]
