@@ -136,8 +136,9 @@ torch.testing.assert_close(package_fused, out, atol=1e-5, rtol=1e-5)
 torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
 
 # %% [markdown]
-# The package's `explicit_attention` has the same three steps as the function above, with the
-# masks of section 1.3 (its `is_causal` flag builds the causal one):
+# The package's `explicit_attention` has the same steps as the function above, plus the masks
+# of section 1.3: its `is_causal` flag builds the causal one, and a query with no key to see
+# gets zero weights (section 1.3 comes back to that):
 
 # %%
 viz.show_source(explicit_attention)
