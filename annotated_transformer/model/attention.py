@@ -90,7 +90,8 @@ class KVCache:
     """Keys and values of one self-attention layer during incremental decoding.
 
     Buffers are allocated once for the longest output and filled one step at a time, so a step
-    costs one write instead of a concatenation of the whole prefix. Beam search reorders the rows.
+    costs one write instead of a concatenation of the whole prefix. Beam search reorders the rows
+    of the filled prefix.
     """
 
     def __init__(
@@ -126,8 +127,12 @@ class KVCache:
         return self.k[:, :, : self.length], self.v[:, :, : self.length]
 
     def reorder(self, index: torch.Tensor) -> None:
-        self.k = self.k.index_select(0, index)
-        self.v = self.v.index_select(0, index)
+        """Rows follow `index` (beam search's parents). Only the filled prefix moves: the rest of the
+        reserved buffer holds nothing yet, and copying it made up most of a beam step's cost."""
+        n = self.length
+        if n:
+            self.k[:, :, :n] = self.k[:, :, :n].index_select(0, index)
+            self.v[:, :, :n] = self.v[:, :, :n].index_select(0, index)
 
 
 class MultiHeadAttention(nn.Module):

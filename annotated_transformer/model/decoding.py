@@ -144,9 +144,9 @@ def beam_search(
             .tolist()
         )
         longest = max(limits)
-        # Every source is repeated k times: rows b*k .. b*k+k-1 are its beams.
-        src_rows = src.repeat_interleave(k, dim=0)
-        memory, state = model.start_decoding(src_rows, longest + 1)
+        # Every source is encoded once and its memory repeated k times: rows b*k .. b*k+k-1 are
+        # its beams.
+        memory, state = model.start_decoding(src, longest + 1, beams=k)
         src_mask = state.src_mask
         tokens = torch.full((batch * k, 1), c.bos_id, dtype=torch.long, device=device)
         scores = torch.full(
@@ -196,7 +196,8 @@ def beam_search(
             )
             scores = new_scores
             if use_cache:
-                state.reorder(parent)
+                # Parents come from the same sentence's beams, which share one source.
+                state.reorder(parent, same_source=True)
             for b in range(batch):
                 if done[b]:
                     continue

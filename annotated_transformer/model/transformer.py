@@ -23,10 +23,17 @@ class DecoderState:
     caches: list[KVCache]
     length: int = 0
 
-    def reorder(self, index: torch.Tensor) -> None:
-        """Follow beam search's choice of parent beams (rows of the batch)."""
+    def reorder(self, index: torch.Tensor, *, same_source: bool = False) -> None:
+        """Follow beam search's choice of parent beams (rows of the batch).
+
+        same_source: every row's parent decodes the same source as the row itself (beam search picks
+        parents among one sentence's beams), so the source mask and the encoder's keys and values,
+        identical across those rows, stay where they are and only the self-attention caches move.
+        """
         for cache in self.caches:
             cache.reorder(index)
+        if same_source:
+            return
         self.src_mask = self.src_mask.index_select(0, index)
         self.memory_kv = [
             (k.index_select(0, index), v.index_select(0, index))
@@ -183,16 +190,25 @@ class Transformer(nn.Module):
         return self.generator(self.decoder_norm(x))
 
     def start_decoding(
-        self, src: torch.Tensor, cache_size: int
+        self, src: torch.Tensor, cache_size: int, beams: int = 1
     ) -> tuple[torch.Tensor, DecoderState]:
-        """Encode once and precompute every layer's encoder keys/values; caches hold `cache_size` decoder tokens."""
+        """Encode once and precompute every layer's encoder keys/values; caches hold `cache_size`
+        decoder tokens. With `beams` > 1 each source is encoded once and its rows repeated, so
+        rows b*beams .. b*beams + beams - 1 (one sentence's beams) share identical memory."""
         src_mask = self.source_mask(src)
         memory = self.encode(src, src_mask)
         memory_kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder_layers]
+        if beams > 1:
+            src_mask = src_mask.repeat_interleave(beams, dim=0)
+            memory = memory.repeat_interleave(beams, dim=0)
+            memory_kv = [
+                (k.repeat_interleave(beams, dim=0), v.repeat_interleave(beams, dim=0))
+                for k, v in memory_kv
+            ]
         c = self.config
         caches = [
             KVCache(
-                src.size(0),
+                memory.size(0),
                 c.n_heads,
                 cache_size,
                 c.head_dim_k,
