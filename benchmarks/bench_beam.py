@@ -177,7 +177,7 @@ def main(argv=None) -> int:
             src_len=14,
             max_len_b=50,
             alpha=0.6,
-            eos_bias=6.0,
+            eos_bias=3.2,
         ),
         dict(
             name="beam 4, +50, to the limit",
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
             src_len=25,
             max_len_b=300 // scale,
             alpha=0.3,
-            eos_bias=3.0,
+            eos_bias=2.8,
         ),
     ]
     rows = [
