@@ -150,6 +150,7 @@ def train(
                 f"{context.device}, world size {context.world_size}"
                 + (f", resumed at step {step}" if resume else "")
             )
+            print(f"precision {trainer.precision}: {trainer.precision_reason}")
 
     fitted = fit(
         config,
@@ -182,6 +183,7 @@ def train(
         "valid": result.valid,
         "parameters": count_parameters(model),
         "precision": trainer.precision,
+        "precision_reason": trainer.precision_reason,
         "world_size": context.world_size,
         "model_config": config.to_dict(),
     }

@@ -12,7 +12,6 @@ import torch
 from annotated_transformer import Transformer
 from annotated_transformer.data import EncodedPairs
 from annotated_transformer.profiles import PROFILES, Profile, get_profile
-from annotated_transformer.runtime.precision import resolve_precision
 from annotated_transformer.training.loss import label_smoothed_cross_entropy
 from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
 from annotated_transformer.training.trainer import Trainer, schedule_factor
@@ -153,16 +152,6 @@ def test_profile_round_trips_through_its_dict():
 def test_variants_keep_their_own_results_folder():
     assert get_profile("gpu-iwslt14").results_folder == "gpu-iwslt14"
     assert get_profile("paper-big").results_folder == "paper-big"
-
-
-def test_precision_auto_is_fp32_without_hardware_bf16(monkeypatch):
-    from annotated_transformer.runtime import precision
-
-    monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: False)
-    assert resolve_precision("auto", torch.device("cpu")) == "fp32"
-    monkeypatch.setattr(precision, "cpu_supports_bf16", lambda: True)
-    assert resolve_precision("auto", torch.device("cpu")) == "bf16"
-    assert resolve_precision("fp32", torch.device("cpu")) == "fp32"
 
 
 # ------------------------------------------------------------------------------------------ the loop

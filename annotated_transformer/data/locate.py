@@ -15,6 +15,7 @@ import os
 import tarfile
 from pathlib import Path
 
+from ..runtime.files import cache_dir
 from .fetch import make_file
 from .registry import CorpusInfo, corpus_info
 from .textfiles import find_plain_or_gz
@@ -22,16 +23,6 @@ from .textfiles import find_plain_or_gz
 
 class DataNotFoundError(FileNotFoundError):
     """A corpus's files are in none of the places we look, and could not be downloaded."""
-
-
-def cache_dir() -> Path:
-    """Where downloads and trained tokenizers go: $AT_CACHE_DIR, else ~/.cache/annotated_transformer."""
-    configured = os.environ.get("AT_CACHE_DIR")
-    return (
-        Path(configured).expanduser()
-        if configured
-        else Path.home() / ".cache" / "annotated_transformer"
-    )
 
 
 def _downloads_allowed(download: bool) -> bool:

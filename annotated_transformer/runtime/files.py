@@ -70,3 +70,14 @@ def clone_root() -> Path | None:
     if (candidate / "pyproject.toml").is_file() and (candidate / "book").is_dir():
         return candidate
     return None
+
+
+def cache_dir() -> Path:
+    """Where downloads, trained tokenizers and measured choices go: $AT_CACHE_DIR, else
+    ~/.cache/annotated_transformer."""
+    configured = os.environ.get("AT_CACHE_DIR")
+    return (
+        Path(configured).expanduser()
+        if configured
+        else Path.home() / ".cache" / "annotated_transformer"
+    )

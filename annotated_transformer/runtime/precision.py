@@ -1,34 +1,141 @@
-"""Numeric precision: bf16 autocast where the hardware computes in bf16, float32 elsewhere.
+"""Numeric precision: bf16 autocast or float32, chosen by measurement where the answer is not certain.
 
-On an AVX2-only CPU bf16 is emulated and several times slower than float32 (results/benchmarks/cpu.json:
-0.10x), so "auto" asks the hardware rather than assuming. The loss is computed in float32 either way.
+A CPU flag says which instructions exist, not which path PyTorch makes fast for a model's shapes: on
+an Intel Xeon with AVX512-BF16 (no AMX) the `cpu` profile's training step ran 2.3 times slower in
+bf16 than in fp32. So "auto" decides like this:
+
+- a GPU with bf16 uses bf16 (its tensor cores are built for it), one without uses fp32;
+- a CPU without AVX512-BF16 or AMX uses fp32: bf16 is emulated there, about 10x slower
+  (results/benchmarks/cpu.json);
+- a CPU with them times the caller's own training step in both precisions (`probe`) and keeps the
+  faster, caching the answer per machine, torch version, thread count and model shape, so the
+  measurement runs once.
+
+The loss is computed in float32 either way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
-from .devices import cpu_supports_bf16
+from .devices import cpu_flags, cpu_name, cpu_supports_bf16
+from .files import atomic_write_text, cache_dir
 
 PRECISIONS = ("auto", "bf16", "fp32")
+CACHE_NAME = "precision.json"
 
 
-def resolve_precision(precision: str, device: torch.device | str) -> str:
-    """ "auto" -> "bf16" on GPUs with bf16 and CPUs with AVX512-BF16/AMX, else "fp32"."""
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """The precision a run uses and, in a few words, why."""
+
+    precision: str  # "bf16" or "fp32"
+    reason: str
+    seconds: dict | None = None  # measured seconds per step, by precision, when measured
+
+
+def choose_precision(
+    precision: str,
+    device: torch.device | str,
+    *,
+    probe: Callable[[], dict[str, float]] | None = None,
+    shape: dict | None = None,
+) -> PrecisionChoice:
+    """Resolve "auto" (see the module's docstring); "bf16" and "fp32" are taken as asked.
+
+    probe: times one training step in each precision, returning seconds by precision; called
+        only on a CPU with bf16 instructions and no cached answer for `shape`.
+    shape: what the timing depends on besides the machine (model widths, vocabulary, batch).
+    """
     if precision not in PRECISIONS:
         raise ValueError(
             f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}"
         )
     if precision != "auto":
-        return precision
+        return PrecisionChoice(precision, "as asked")
     device = torch.device(device)
     if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-    if device.type == "cpu":
-        return "bf16" if cpu_supports_bf16() else "fp32"
-    return "fp32"
+        if torch.cuda.is_bf16_supported():
+            return PrecisionChoice("bf16", "auto: this GPU computes in bf16")
+        return PrecisionChoice("fp32", "auto: this GPU has no bf16")
+    if device.type != "cpu":
+        return PrecisionChoice("fp32", f"auto: fp32 on {device.type}")
+    if not cpu_supports_bf16():
+        return PrecisionChoice(
+            "fp32", "auto: this CPU has no AVX512-BF16 or AMX, so bf16 is emulated"
+        )
+    if probe is None:
+        return PrecisionChoice(
+            "fp32", "auto: bf16 instructions, but no step was timed; fp32"
+        )
+    key = measurement_key(shape or {})
+    cached = _read_cache().get(key)
+    if cached is not None:
+        seconds = cached["seconds"]
+        return PrecisionChoice(
+            cached["precision"], _measured_reason(seconds, "measured before"), seconds
+        )
+    seconds = probe()
+    winner = min(("fp32", "bf16"), key=lambda p: seconds[p])
+    _write_cache(key, {"precision": winner, "seconds": seconds})
+    return PrecisionChoice(winner, _measured_reason(seconds, "measured now"), seconds)
+
+
+def resolve_precision(precision: str, device: torch.device | str) -> str:
+    """ "auto" without a measurement: bf16 on GPUs with bf16, fp32 on CPUs (see `choose_precision`,
+    which training uses to measure a CPU with bf16 instructions)."""
+    return choose_precision(precision, device).precision
+
+
+def measurement_key(shape: dict) -> str:
+    """What a measured answer depends on: the CPU, its bf16 instructions, torch, the threads, the shape."""
+    bf16_flags = sorted(f for f in cpu_flags() if "bf16" in f or f.startswith("amx"))
+    return json.dumps(
+        {
+            "cpu": cpu_name(),
+            "flags": bf16_flags,
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            **shape,
+        },
+        sort_keys=True,
+    )
+
+
+def _measured_reason(seconds: dict, when: str) -> str:
+    ratio = seconds["fp32"] / seconds["bf16"]
+    return (
+        f"auto: {when} on this CPU, a training step takes {seconds['fp32'] * 1e3:.0f} ms in fp32 "
+        f"and {seconds['bf16'] * 1e3:.0f} ms in bf16 (bf16 {ratio:.2f}x the speed of fp32)"
+    )
+
+
+def _cache_path():
+    return cache_dir() / CACHE_NAME
+
+
+def _read_cache() -> dict:
+    try:
+        return json.loads(_cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_cache(key: str, value: dict) -> None:
+    entries = _read_cache()
+    entries[key] = value
+    try:
+        _cache_path().parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(
+            _cache_path(), json.dumps(entries, indent=1, sort_keys=True) + "\n"
+        )
+    except OSError:
+        pass  # a read-only cache only means measuring again next time
 
 
 def autocast_context(device: torch.device | str, precision: str):

@@ -15,12 +15,14 @@ What it adds to the paper is what makes a run trustworthy on any hardware:
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import logging
 import math
 import os
 import signal
+import statistics
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -40,7 +42,7 @@ from ..runtime.distributed import (
     barrier,
     max_over_ranks,
 )
-from ..runtime.precision import resolve_precision
+from ..runtime.precision import PrecisionChoice, choose_precision
 from .checkpoint import (
     RESUME_NAME,
     atomic_torch_save,
@@ -186,7 +188,6 @@ class Trainer:
         device = next(model.parameters()).device
         self.context = context or DistributedContext(device=device)
         self.device = self.context.device
-        self.precision = resolve_precision(settings.precision, self.device)
         self.show_progress = show_progress
         self.on_step = on_step
         self.progress = TrainingProgress()
@@ -227,6 +228,23 @@ class Trainer:
         # boolean selection's output size depends on the data, which breaks the graph; and on a GPU it
         # costs a host sync per micro-batch, unmeasured against what it saves, so GPUs keep all rows too.
         self.real_rows_only = not settings.compile and self.device.type == "cpu"
+        # "auto" on a CPU with bf16 instructions times this model's own step in both precisions.
+        choice = choose_precision(
+            settings.precision,
+            self.device,
+            probe=self._time_both_precisions,
+            shape=self._shape(),
+        )
+        if (
+            self.context.is_distributed
+        ):  # every rank must compute alike: fp32 if any rank says so
+            any_fp32 = max_over_ranks(int(choice.precision == "fp32"), self.context)
+            if any_fp32 and choice.precision != "fp32":
+                choice = PrecisionChoice(
+                    "fp32", choice.reason + "; another rank chose fp32"
+                )
+        self.precision, self.precision_reason = choice.precision, choice.reason
+
         if settings.compile:
             forward_model = torch.compile(forward_model)
             # A graph of its own: log-softmax, gather and mean fuse instead of several float32 passes
@@ -236,6 +254,49 @@ class Trainer:
             ids = [self.device.index] if self.device.type == "cuda" else None
             forward_model = DistributedDataParallel(forward_model, device_ids=ids)
         self.forward_model = forward_model
+
+    # -------------------------------------------------------------------------------------- precision
+    def _shape(self) -> dict:
+        c = self.config
+        return {
+            "d_model": c.d_model,
+            "d_ff": c.d_ff,
+            "n_heads": c.n_heads,
+            "layers": [c.encoder_layers, c.decoder_layers],
+            "vocab": self.model.tgt_embed.num_embeddings,
+            "batch_tokens": self.settings.batch_tokens,
+        }
+
+    def _time_both_precisions(self, steps: int = 3) -> dict[str, float]:
+        """Median seconds of this model's forward and backward on its first batch, fp32 and bf16
+        interleaved, on a copy of the model and with every random generator put back afterwards, so
+        measuring changes nothing about the run."""
+        model = copy.deepcopy(self.model).train()
+        indices = self.batcher.epoch_batches(0)[0]
+        c = self.config
+        src, tgt = collate_pairs(
+            [self.train_data[j] for j in indices], c.pad_id, c.bos_id, c.eos_id
+        )
+        src, tgt = src.to(self.device), tgt.to(self.device)
+        times: dict[str, list[float]] = {"fp32": [], "bf16": []}
+        with torch.random.fork_rng(devices=[]):
+            for step in range(steps + 1):  # the first round warms up
+                for precision in ("fp32", "bf16") if step % 2 else ("bf16", "fp32"):
+                    started = time.perf_counter()
+                    parts = batch_loss(
+                        model,
+                        src,
+                        tgt,
+                        smoothing=c.label_smoothing,
+                        pad_id=c.pad_id,
+                        precision=precision,
+                        real_rows_only=self.real_rows_only,
+                    )
+                    parts.loss.backward()
+                    model.zero_grad(set_to_none=True)
+                    if step:
+                        times[precision].append(time.perf_counter() - started)
+        return {p: statistics.median(v) for p, v in times.items()}
 
     # -------------------------------------------------------------------------------------- state
     def state_dict(self) -> dict:

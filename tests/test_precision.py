@@ -1,0 +1,83 @@
+"""Precision "auto": asked values are kept, a CPU without bf16 instructions gets fp32 unmeasured, a
+CPU with them gets the faster of two timed steps (cached), and measuring changes nothing of a run."""
+
+import pytest
+import torch
+from test_training import make_trainer, tiny_profile
+
+from annotated_transformer.runtime import precision as P
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def never(*_):
+    raise AssertionError("the probe must not run here")
+
+
+@pytest.mark.parametrize("asked", ["fp32", "bf16"])
+def test_an_asked_precision_is_kept(asked):
+    choice = P.choose_precision(asked, "cpu", probe=never)
+    assert choice.precision == asked and choice.reason == "as asked"
+
+
+def test_an_unknown_precision_is_refused():
+    with pytest.raises(ValueError, match="precision must be one of"):
+        P.choose_precision("fp16", "cpu")
+
+
+def test_a_cpu_without_bf16_instructions_gets_fp32_unmeasured(monkeypatch, cache):
+    monkeypatch.setattr(P, "cpu_supports_bf16", lambda: False)
+    choice = P.choose_precision("auto", "cpu", probe=never, shape={"d_model": 8})
+    assert choice.precision == "fp32" and "emulated" in choice.reason
+    assert not (cache / P.CACHE_NAME).exists()
+
+
+@pytest.mark.parametrize(
+    "seconds, faster",
+    [({"fp32": 2.0, "bf16": 1.0}, "bf16"), ({"fp32": 1.0, "bf16": 2.3}, "fp32")],
+)
+def test_a_cpu_with_bf16_instructions_takes_the_faster_and_caches_it(
+    monkeypatch, cache, seconds, faster
+):
+    monkeypatch.setattr(P, "cpu_supports_bf16", lambda: True)
+    calls = []
+
+    def probe():
+        calls.append(1)
+        return seconds
+
+    first = P.choose_precision("auto", "cpu", probe=probe, shape={"d_model": 8})
+    again = P.choose_precision("auto", "cpu", probe=probe, shape={"d_model": 8})
+    other_shape = P.choose_precision("auto", "cpu", probe=probe, shape={"d_model": 16})
+    assert first.precision == again.precision == other_shape.precision == faster
+    assert "measured now" in first.reason and "measured before" in again.reason
+    assert len(calls) == 2  # once per shape: the second call read the cache
+    assert first.seconds == seconds
+
+
+def test_measuring_changes_nothing_of_the_run(monkeypatch, cache, tmp_path):
+    # On a (pretended) bf16 CPU "auto" times both precisions on a copy of the model with the random
+    # generators put back; the run must then equal a run that asked for the chosen precision.
+    monkeypatch.setattr(P, "cpu_supports_bf16", lambda: True)
+    measured = make_trainer(
+        tiny_profile(precision="auto", max_steps=4), tmp_path / "auto"
+    )
+    assert (
+        measured.precision in ("fp32", "bf16")
+        and "measured now" in measured.precision_reason
+    )
+    measured.train()
+    asked = make_trainer(
+        tiny_profile(precision=measured.precision, max_steps=4), tmp_path / "asked"
+    )
+    asked.train()
+    for (name, a), (_, b) in zip(
+        measured.model.state_dict().items(), asked.model.state_dict().items()
+    ):
+        assert torch.equal(a, b), (
+            f"{name} differs: measuring the precision changed the run"
+        )
