@@ -1,6 +1,7 @@
 """BLEU the way sacreBLEU and the paper compute it, perplexity per subword, order-preserving decoding."""
 
 import math
+import random
 
 import pytest
 import torch
@@ -135,3 +136,37 @@ def test_flops_and_mfu():
     assert 3e8 < per_token < 5e8
     assert peak_flops_by_name("NVIDIA H100 80GB HBM3") == 989e12
     assert mfu(1e12, "cpu") is None  # no known peak for CPUs
+
+
+def test_paired_bootstrap_tells_noise_from_a_real_difference():
+    from annotated_transformer.evaluation.scoring import paired_bootstrap, sacrebleu_score
+
+    rng = random.Random(0)
+    words = (
+        "a the man woman dog cat runs sits on in park street red blue small big".split()
+    )
+    refs = [
+        " ".join(rng.choice(words) for _ in range(rng.randint(5, 12))) for _ in range(300)
+    ]
+
+    def damage(sentence: str, rate: float, seed: int) -> str:
+        r = random.Random(seed)
+        return " ".join(
+            w if r.random() > rate else r.choice(words) for w in sentence.split()
+        )
+
+    base = [damage(s, 0.3, i) for i, s in enumerate(refs)]
+    same_quality = [
+        damage(s, 0.3, 10_000 + i) for i, s in enumerate(refs)
+    ]  # other errors, same rate
+    worse = [damage(s, 0.7, i) for i, s in enumerate(refs)]
+    out = paired_bootstrap(
+        {"base": base, "same": same_quality, "worse": worse}, refs, n_samples=300
+    )
+    assert out["base"]["bleu"] == round(sacrebleu_score(base, refs)["score"], 2)
+    assert "p_value" not in out["base"] and out["base"]["ci95"] > 0
+    assert out["worse"]["exceeds_noise"] and out["worse"]["bleu"] < out["base"]["bleu"]
+    assert not out["same"]["exceeds_noise"], out["same"]
+    # the interval is the sentences' variation: about mean +- ci95 holds the whole-set score
+    for row in out.values():
+        assert abs(row["bleu"] - row["mean"]) < row["ci95"]

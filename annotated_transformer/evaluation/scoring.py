@@ -134,6 +134,48 @@ def sacrebleu_score(
     }
 
 
+def paired_bootstrap(
+    systems: dict[str, Sequence[str]],
+    references: Sequence[str],
+    *,
+    n_samples: int = 1000,
+    tokenize: str = "13a",
+) -> dict[str, dict]:
+    """sacreBLEU's paired bootstrap resampling (Koehn, 2004) of every system against the first.
+
+    The same resampled sets of sentences score every system, so a difference is judged against the
+    sentences' own variation. Returns, per system: "bleu" (on the whole set), "mean" and
+    "ci95" (the bootstrap mean and the half-width of its 95% interval: bleu is "about mean +- ci95")
+    and, for every system but the first, "p_value" of its difference from the first and
+    "exceeds_noise" (p < 0.05). sacreBLEU fixes the resampling seed (SACREBLEU_SEED, default 12345),
+    so the numbers repeat.
+    """
+    from sacrebleu.significance import PairedTest
+
+    if len(systems) < 1:
+        raise ValueError("paired_bootstrap needs at least one system")
+    for hypotheses in systems.values():
+        _check_lengths(hypotheses, references)
+    metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
+    named = [(name, list(hyps)) for name, hyps in systems.items()]
+    test = PairedTest(
+        named, {"BLEU": metric}, [list(references)], test_type="bs", n_samples=n_samples
+    )
+    _, scores = test()
+    out = {}
+    for (name, _), result in zip(named, scores["BLEU"]):
+        row = {
+            "bleu": round(result.score, 2),
+            "mean": round(result.mean, 2),
+            "ci95": round(result.ci, 2),
+        }
+        if result.p_value is not None:
+            row["p_value"] = round(float(result.p_value), 4)
+            row["exceeds_noise"] = bool(result.p_value < 0.05)
+        out[name] = row
+    return out
+
+
 def split_compounds(tokenized: str) -> str:
     r"""tensor2tensor's compound splitting: "a-b" -> "a ##AT##-##AT## b" (applied to tokenized text).
 
