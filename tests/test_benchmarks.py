@@ -222,6 +222,7 @@ def test_mfu_peaks_tell_the_h100_variants_apart(name, key, bf16):
     assert peak_flops_entry(name)[:2] == (key, bf16)
 
 
+@pytest.mark.slow  # the benchmark script in a subprocess
 def test_benchmark_script_quick_run_writes_json(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(

@@ -227,6 +227,7 @@ def smoke_book(tmp_path_factory):
 
 
 @pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
 @pytest.mark.parametrize("source", CHAPTERS, ids=CHAPTER_IDS)
 def test_chapter_runs_under_smoke_profile(smoke_book, source):
     chapters, _, _, _ = smoke_book
@@ -240,18 +241,23 @@ def test_chapter_runs_under_smoke_profile(smoke_book, source):
 
 
 @pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
 def test_book_run_is_recorded_with_provenance(smoke_book):
-    _, _, _, run = smoke_book
+    chapters, _, _, run = smoke_book
     record = json.loads(run.record.read_text())
     assert record["profile"] == "smoke"
     for name in CHAPTER_IDS:
         entry = record["metrics"]["chapters"][name]
-        assert entry["status"] in ("ok", "failed") and entry["wall_time_s"] >= 0
+        # This run's own entry, not an older one: every chapter runs under the smoke profile.
+        assert entry["status"] == "ok", entry["error"]
+        assert entry["wall_time_s"] == round(chapters[name].wall_time_s, 2) > 0
+        assert entry["notebook"] == str(chapters[name].notebook)
     for key in ("git_commit", "torch", "device", "date"):
         assert key in record["provenance"]
 
 
 @pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
 def test_site_builds_without_missing_pages(smoke_book):
     _, site, out, _ = smoke_book
     assert site is not None and site.ok, (
@@ -353,6 +359,7 @@ def check_page_charts(
 
 
 @pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
 def test_built_page_draws_its_charts_offline(smoke_book):
     chromium = find_chromium()
     if chromium is None:

@@ -1,6 +1,10 @@
 """Tiny end-to-end training that must learn: the copy task through the package's own pieces."""
 
+import pytest
+
 from annotated_transformer.experiments.copy_task import train_copy_task
+
+pytestmark = pytest.mark.slow  # 1,600 training steps: a minute and a half on 2 idle cores
 
 
 def test_copy_task_learns_to_copy():

@@ -97,6 +97,7 @@ def train_losses(out_dir):
     return [r["loss"] for r in records if r["kind"] == "train"]
 
 
+@pytest.mark.slow  # three training processes
 def test_two_gloo_ranks_match_one_process_with_accumulation(tmp_path):
     if not torch.distributed.is_available():
         pytest.skip("this torch build has no torch.distributed")

@@ -2,8 +2,12 @@
 
 import json
 
+import pytest
+
 from annotated_transformer import pipeline
 from annotated_transformer.profiles import Profile, get_profile
+
+pytestmark = pytest.mark.slow  # a real Multi30k run: BPE, 60 steps, beam search, BLEU
 
 
 def test_short_multi30k_run_learns_and_is_scored_end_to_end(

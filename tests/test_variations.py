@@ -184,6 +184,7 @@ def test_profiles_set_the_table3_scale():
         assert book.table3_seeds >= 2
 
 
+@pytest.mark.slow  # trains two Table 3 rows on Multi30k
 def test_two_rows_train_to_finite_perplexities(data_dir):
     from annotated_transformer import pipeline
 
@@ -216,6 +217,7 @@ def test_two_rows_train_to_finite_perplexities(data_dir):
     assert runs[1].params < runs[0].params
 
 
+@pytest.mark.slow  # trains rows in two worker processes
 def test_rows_trained_in_two_processes_match_one_process(data_dir):
     from annotated_transformer import pipeline
 
