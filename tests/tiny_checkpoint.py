@@ -2,7 +2,7 @@
 
 Random weights draw valid attention (rows sum to 1, masks hold) and decode deterministically, which
 is all the figure and export tests need; the tokenizer is trained on Multi30k lines when the staged
-corpora are there, else on a few made-up captions.
+corpora are there, else on made-up English and German captions, so these tests need no data.
 """
 
 from __future__ import annotations
@@ -55,6 +55,25 @@ def _lines(n: int = 300) -> list[str]:
         "park",
         "street",
         "guitar",
+        # German too: the model is EN->DE and the tests feed it German targets. With English words
+        # alone the text is too poor for a 300-piece vocabulary ("Vocabulary size too high").
+        "Ein",
+        "eine",
+        "Mann",
+        "Frau",
+        "Hund",
+        "zwei",
+        "im",
+        "auf",
+        "der",
+        "die",
+        "spielt",
+        "läuft",
+        "blauen",
+        "roten",
+        "Schnee",
+        "Straße",
+        "Gitarre",
     ]
     rng = np.random.default_rng(0)
     return [
