@@ -46,9 +46,8 @@ def test_short_multi30k_run_learns_and_is_scored_end_to_end(
     # ppl 300 here; the run reaches about 230), which takes using the source and the prefix.
     last = [r for r in records if r["kind"] == "valid"][-1]
     unigram_nll, tokens = _unigram_nll(profile, data_dir)
-    assert (
-        tokens == last["tokens"]
-    )  # the same validation targets, end of sentence included
+    # The same validation targets, end of sentence included.
+    assert tokens == last["tokens"]
     assert last["nll"] < unigram_nll - 0.1, (
         f"validation ppl {math.exp(last['nll']):.0f} is no better than the "
         f"unigram model's {math.exp(unigram_nll):.0f}"
