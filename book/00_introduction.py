@@ -45,6 +45,7 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %%
 import pandas as pd
+from IPython.display import Markdown, display
 
 from annotated_transformer.book import summary, viz
 from annotated_transformer.evaluation import paper, results
@@ -215,31 +216,40 @@ assert big["flops_en_de"] < ensembles["flops_en_de"].min() / 3
 # %% [markdown]
 # ## Reproduction summary
 #
-# One row per number of the paper that the book measures, and one for the Multi30k check that each
-# profile's `train` recipe runs (not a number of the paper). The column "in the paper" quotes the
-# paper; the column of the profile being executed (e.g. "cpu run") holds what this profile's runs
-# wrote to `results/<profile>/`; the "gpu run" and "paper run" columns hold the committed results
-# of the large runs; a dash means that no run of that profile has written the file yet. Mind the
-# scale: the `smoke` and `cpu` profiles train tiny models on small corpora, so their numbers
-# test the pipeline, not the paper's claims. The second table says which dataset, device and
-# commit produced each results file.
+# The numbers of the paper that the book measures, one table per task. Each table has a row for
+# the paper, quoted; a row for the profile being executed (e.g. "cpu run"), with what this
+# profile's runs wrote to `results/<profile>/`; and rows for the committed results of the large
+# runs ("gpu run", "paper run"). A dash means that no run of that profile has written the file
+# yet. The column "measured on" names, row by row, the data, the size of the model and, for
+# speed, the hardware behind the row's numbers, read from the same results files. The paper
+# measured its base model on WMT14; the `smoke`, `cpu` and `gpu` profiles train much smaller
+# models on Multi30k (the column gives their sizes), so their rows test the pipeline and do not
+# compete with the paper's. The last table says which dataset, device and commit produced each
+# results file.
 
 # %%
-viz.show_table(summary.shown_summary(profile))
+for title, table in summary.summary_panels(profile):
+    display(Markdown(f"**{title}**"))
+    viz.show_table(table)
 
 # %% tags=["remove-cell"]
 # Every cell comes from a results file or says that the file is missing: no number is
-# typed in.
+# typed in. Every row with a number names what it was measured on.
 claims_table = summary.summary_table(profile)
 shown = [profile] + [p for p in summary.COMMITTED_PROFILES if p != profile]
 for claim in summary.CLAIMS:
     row = claims_table[claims_table["claim"] == claim.label].iloc[0]
     for prof in shown:
-        missing = results.read_result(claim.result, prof) is None
+        missing = not summary.files_of(claim, prof)
         assert (row[summary.profile_column(prof)] == summary.NOT_RUN) == missing, (
             claim.label,
             prof,
         )
+for title, table in summary.summary_panels(profile):
+    numbers = table.drop(columns=["", "measured on"]) != summary.SHOWN_NOT_RUN
+    assert (table["measured on"][numbers.any(axis=1)] != summary.SHOWN_NOT_RUN).all(), (
+        title
+    )
 
 # %%
 sources = summary.provenance_table(shown)

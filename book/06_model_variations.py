@@ -66,16 +66,17 @@ import math
 import os
 import time
 
-import altair as alt
 import numpy as np
 import pandas as pd
 import torch
+from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import paper, results
+from annotated_transformer.evaluation.scoring import paired_bootstrap
 from annotated_transformer.experiments import variations
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.transformer import Transformer, count_parameters
@@ -253,8 +254,10 @@ print(
 # After training, `train_row` measures what Table 3 reports: perplexity per subword on the
 # whole validation split (eos included, no smoothing), BLEU, and the parameter count. The paper's
 # BLEU comes from beam search on the full development set; ours is sacreBLEU of **greedy**
-# translations of the first sentences of the validation split, which is cheaper and enough to
-# compare rows with one another.
+# translations of the first sentences of the validation split, which is cheaper. Whether so few
+# sentences can tell rows apart is measured, not assumed: section 6.3 gives each score a 95%
+# interval from sacreBLEU's paired bootstrap resampling (chapter 05 explains it) and counts the
+# differences from base that exceed it.
 
 # %%
 viz.show_source(variations.row_settings)
@@ -275,10 +278,10 @@ print(
 
 # %% [markdown]
 # The long cell: every row, every seed. Under the `cpu` profile this is most of the chapter's
-# time (a few minutes); the bar counts finished runs. On a CPU each row trains on one thread, in
-# one process per core: the matrices of these models are too small for a second thread to pay (on
-# a machine shared with other jobs, two threads that wait for each other made a step ten times
-# slower in our measurements), so two processes side by side do about twice the work of one.
+# time; the bar counts finished runs. On a CPU each row trains on one thread, in one process per
+# core: the matrices of these models are small, so the chapter runs several rows side by side
+# rather than giving one row several threads. The cell reports how many runs' worth of work the
+# processes did at once (the runs' training and scoring times summed, over the wall time).
 # `variations.train_rows` hands the runs out:
 
 # %%
@@ -321,17 +324,21 @@ assert len(measured) == len(rows) * n_seeds and (measured.steps == steps).all()
 assert np.isfinite(measured.ppl).all() and (measured.ppl > 1).all()
 assert all(measured[measured.row == row].params.nunique() == 1 for row in rows)
 seconds = measured.groupby("row", sort=False)[["train_s", "train_cpu_s", "eval_s"]].mean()
+at_once = (measured.train_s + measured.eval_s).sum() / train_seconds
 print(
     f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es); per run, training took "
     f"{seconds.train_s.min():.1f}-{seconds.train_s.max():.1f} s (the cheapest row: "
-    f"{seconds.train_s.idxmin()}, the dearest: {seconds.train_s.idxmax()})"
+    f"{seconds.train_s.idxmin()}, the dearest: {seconds.train_s.idxmax()}); the runs' training "
+    f"and scoring times add up to {at_once:.1f} times the wall time"
 )
 
 # %% [markdown]
 # ## 6.3 Beside Table 3
 #
 # For each row: the mean over seeds of perplexity and BLEU, their range over seeds, the difference
-# from base, and the paper's numbers. Lower perplexity is better, higher BLEU is better.
+# from base, and the paper's numbers. The perplexity difference carries its seed interval: from
+# the row's lowest seed against base's highest to its highest against base's lowest. Lower
+# perplexity is better, higher BLEU is better.
 
 
 # %%
@@ -346,7 +353,10 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
         params=("params", "first"),
     )
     stats = stats.loc[rows].reset_index()
-    stats["ppl_minus_base"] = stats.ppl - stats.set_index("row").loc["base", "ppl"]
+    base = stats.set_index("row").loc["base"]
+    stats["ppl_minus_base"] = stats.ppl - base.ppl
+    stats["ppl_minus_base_low"] = stats.ppl_min - base.ppl_max
+    stats["ppl_minus_base_high"] = stats.ppl_max - base.ppl_min
     stats["bleu_minus_base"] = stats.bleu - stats.set_index("row").loc["base", "bleu"]
     stats["paper_ppl"] = [paper.TABLE3[r].ppl for r in stats.row]
     stats["paper_bleu"] = [paper.TABLE3[r].bleu for r in stats.row]
@@ -360,6 +370,12 @@ table = summarize(measured)
 shown = table.assign(
     params_m=table.params / 1e6,
     ppl_range=[f"{a:.1f}-{b:.1f}" for a, b in zip(table.ppl_min, table.ppl_max)],
+    ppl_minus_base=[
+        f"{d:+.2f} ({lo:+.1f} to {hi:+.1f})"
+        for d, lo, hi in zip(
+            table.ppl_minus_base, table.ppl_minus_base_low, table.ppl_minus_base_high
+        )
+    ],
     bleu_range=[f"{a:.2f}-{b:.2f}" for a, b in zip(table.bleu_min, table.bleu_max)],
 )
 viz.show_table(
@@ -379,7 +395,6 @@ viz.show_table(
         ]
     ],
     ppl="{:.2f}",
-    ppl_minus_base="{:+.2f}",
     paper_ppl="{:.2f}",
     bleu="{:.2f}",
     bleu_minus_base="{:+.2f}",
@@ -391,101 +406,122 @@ assert table.row.tolist() == rows
 assert (table.ppl_min <= table.ppl).all() and (table.ppl <= table.ppl_max).all()
 
 # %% [markdown]
+# BLEU on a few sentences is noisy in a second way besides the seeds: another sample of sentences
+# would give other scores. For each seed, every row's greedy translations against base's of the
+# same seed, through sacreBLEU's paired bootstrap (`paired_bootstrap`, chapter 05): each score with
+# its 95% interval, and in how many seeds the row's difference from base exceeds that noise.
+
+# %%
+order = ["base"] + [row for row in rows if row != "base"]
+translations = {(r.row, r.seed): r.hypotheses for r in runs}
+bleu_tests = pd.DataFrame(
+    [
+        dict(seed=seed, row=row, **result)
+        for seed in range(1, n_seeds + 1)
+        for row, result in paired_bootstrap(
+            {row: translations[row, seed] for row in order}, bleu_references
+        ).items()
+    ]
+)
+scored = measured.set_index(["row", "seed"]).bleu
+assert all(
+    math.isclose(scored[t.row, t.seed], t.bleu, abs_tol=0.01)
+    for t in bleu_tests.itertuples()
+)
+bleu_intervals = pd.DataFrame(
+    [
+        {
+            "row": row,
+            "bleu by seed ± 95%": ", ".join(
+                viz.plus_minus(t.bleu, t.ci95) for t in g.itertuples()
+            ),
+            "seeds beyond noise of base": "-"
+            if row == "base"
+            else f"{int(g.exceeds_noise.sum())} of {len(g)}",
+        }
+        for row in rows
+        for g in [bleu_tests[bleu_tests.row == row].sort_values("seed")]
+    ]
+)
+viz.show_table(bleu_intervals)
+
+# %%
+compared = bleu_tests[bleu_tests.row != "base"]
+beyond = int(compared.exceeds_noise.sum())
+steady = {row: bool(g.exceeds_noise.all()) for row, g in compared.groupby("row")}
+always = [row for row in rows if steady.get(row)]
+display(
+    Markdown(
+        f"Over all rows and seeds, greedy sacreBLEU on these {len(bleu_references):,} "
+        f"sentences lies between {bleu_tests.bleu.min():.2f} and {bleu_tests.bleu.max():.2f}, "
+        f"each with an interval of ±{bleu_tests.ci95.min():.2f} to ±{bleu_tests.ci95.max():.2f}. "
+        f"Of the {len(compared)} differences from base (rows × seeds), "
+        f"{beyond} {'exceeds' if beyond == 1 else 'exceed'} the resampling noise, where "
+        f"chance alone (p < 0.05) would give about {0.05 * len(compared):.1f}. "
+        + (
+            f"Beyond the noise in every seed: {', '.join(always)}."
+            if always
+            else "No row differs from base beyond the noise in every seed: at this scale "
+            "BLEU does not tell the rows from base."
+        )
+        + " The verdicts of section 6.5 rest on perplexity."
+    )
+)
+
+# %% [markdown]
 # The numbers live on different scales (the paper's perplexities are near 5 after 100,000 steps
 # on 4.5 million sentence pairs; ours come from a few hundred small steps), so the chart compares
 # *differences from base*, ours beside the paper's: for perplexity the change in percent of base's
 # (a perplexity of 200 moves by more points than one of 5 for the same relative change), for BLEU
 # the change in points. The whiskers on our bars span the differences between seeds: from the
 # row's lowest seed against base's highest to its highest against base's lowest. Rows whose
-# whisker crosses zero are within seed noise of base.
+# whisker crosses zero are within seed noise of base. Our BLEU bars are pale where the row is
+# within the resampling noise of base in at least one seed (the table above).
 
 # %%
 base_row = table.set_index("row").loc["base"]
-PPL = "perplexity (lower is better)"
+PPL, BLEU = "perplexity (lower is better)", "BLEU (higher is better)"
 
 
 def percent(ppl, base_ppl):
     return 100 * (ppl / base_ppl - 1)
 
 
-long = []
-for r in table.itertuples():
-    if r.row == "base":
-        continue
-    long += [
-        dict(
-            row=r.row,
-            metric=PPL,
-            who="ours",
-            diff=percent(r.ppl, base_row.ppl),
-            low=percent(r.ppl_min, base_row.ppl_max),
-            high=percent(r.ppl_max, base_row.ppl_min),
-        ),
-        dict(
-            row=r.row,
-            metric=PPL,
-            who="paper",
-            low=None,
-            high=None,
-            diff=percent(r.paper_ppl, paper.TABLE3["base"].ppl),
-        ),
-        dict(
-            row=r.row,
-            metric="BLEU (higher is better)",
-            who="ours",
-            diff=r.bleu_minus_base,
-            low=r.bleu_min - base_row.bleu_max,
-            high=r.bleu_max - base_row.bleu_min,
-        ),
-        dict(
-            row=r.row,
-            metric="BLEU (higher is better)",
-            who="paper",
-            diff=r.paper_bleu_minus_base,
-            low=None,
-            high=None,
-        ),
+paper_base = paper.TABLE3["base"].ppl
+differences = pd.DataFrame(
+    [
+        difference
+        for r in table.itertuples()
+        if r.row != "base"
+        for difference in (
+            dict(
+                row=r.row,
+                metric=PPL,
+                who="ours",
+                diff=percent(r.ppl, base_row.ppl),
+                low=percent(r.ppl_min, base_row.ppl_max),
+                high=percent(r.ppl_max, base_row.ppl_min),
+            ),
+            dict(
+                row=r.row, metric=PPL, who="paper", diff=percent(r.paper_ppl, paper_base)
+            ),
+            dict(
+                row=r.row,
+                metric=BLEU,
+                who="ours",
+                diff=r.bleu_minus_base,
+                faded=not steady[r.row],
+                low=r.bleu_min - base_row.bleu_max,
+                high=r.bleu_max - base_row.bleu_min,
+            ),
+            dict(row=r.row, metric=BLEU, who="paper", diff=r.paper_bleu_minus_base),
+        )
     ]
-differences = pd.DataFrame(long)
-
-
-def difference_chart(metric: str) -> alt.LayerChart:
-    part = differences[differences.metric == metric]
-    bars = (
-        alt.Chart(part)
-        .mark_bar()
-        .encode(
-            x=alt.X("row:N", sort=rows, title=None),
-            xOffset=alt.XOffset("who:N"),
-            y=alt.Y(
-                "diff:Q",
-                title="% change from base" if metric == PPL else "points minus base",
-            ),
-            color=alt.Color(
-                "who:N",
-                title=None,
-                scale=alt.Scale(domain=["ours", "paper"], range=["#f58518", "#4c78a8"]),
-            ),
-            tooltip=["row", "who", alt.Tooltip("diff:Q", format="+.2f")],
-        )
-    )
-    whiskers = (
-        alt.Chart(part[part.who == "ours"])
-        .mark_rule(color="black")
-        .encode(
-            x=alt.X("row:N", sort=rows),
-            xOffset=alt.XOffset("who:N", scale=alt.Scale(domain=["ours", "paper"])),
-            y="low:Q",
-            y2="high:Q",
-        )
-    )
-    return alt.layer(bars, whiskers).properties(width=560, height=200, title=metric)
-
-
+)
 viz.show(
-    alt.vconcat(
-        difference_chart(PPL), difference_chart("BLEU (higher is better)")
-    ).resolve_scale(y="independent")
+    viz.table3_differences_chart(
+        differences, rows, {PPL: "% change from base", BLEU: "points minus base"}
+    )
 )
 
 # %% [markdown]
@@ -500,21 +536,38 @@ viz.show(
 # %%
 viz.show_source(variations.spearman)
 
+# %% [markdown]
+# Chance has a size here too: two unrelated orderings of a few rows often correlate by accident.
+# `variations.spearman_p_value` says how often: the share of unrelated orderings (every
+# permutation of the rows when they are few, many random permutations otherwise) whose
+# correlation is at least as large in size as ours; `variations.spearman_critical`, the smallest
+# size that chance reaches less than 5% of the time.
+
 # %%
 rho_ppl = variations.spearman(table.ppl, table.paper_ppl)
 rho_bleu = variations.spearman(table.bleu, table.paper_bleu)
 ranked = table[["ppl", "paper_ppl"]].rank()
 assert math.isclose(rho_ppl, ranked.ppl.corr(ranked.paper_ppl), abs_tol=1e-12)
-print(
-    f"Spearman rank correlation over {len(rows)} rows: perplexity {rho_ppl:+.2f}, "
-    f"BLEU {rho_bleu:+.2f}"
+critical = variations.spearman_critical(len(rows))
+p_ppl = variations.spearman_p_value(rho_ppl, len(rows))
+p_bleu = variations.spearman_p_value(rho_bleu, len(rows))
+display(
+    Markdown(
+        f"Spearman rank correlation over {len(rows)} rows: perplexity **{rho_ppl:+.2f}** "
+        f"(p = {p_ppl:.2f}), BLEU **{rho_bleu:+.2f}** (p = {p_bleu:.2f}). "
+        + (
+            f"With {len(rows)} rows, a correlation must be at least {critical:.2f} in size "
+            "before chance alone (unrelated orderings) becomes unlikely (p < 0.05)."
+            if critical is not None
+            else f"With {len(rows)} rows even a perfect ordering arises by chance more than "
+            "5% of the time, so no correlation here can say anything."
+        )
+    )
 )
 
 # %% [markdown]
 # A correlation near +1 would say that at our scale the rows already rank as in the paper; near 0,
-# that the ordering seen after a few hundred small steps tells little about the ordering after
-# 100,000 large ones. With twenty rows, a correlation must be about 0.45 or more in size before
-# chance alone (unrelated orderings) becomes unlikely (p < 0.05).
+# that the ordering seen at this profile's scale tells little about the ordering at the paper's.
 #
 # ## 6.5 The paper's findings, one verdict each
 #
@@ -567,21 +620,54 @@ print(", ".join(f"{counts.get(k, 0)} {k}" for k in kinds))
 # placed to confirm. Label smoothing {cite:p}`szegedy2016labelsmoothing` raises perplexity by design
 # (the model is taught to be less sure). And the big model was trained 300,000 steps in the paper,
 # three times longer than the other rows; here it has the same steps as every other row. A verdict is
-# a statement about this scale; the `gpu` profile runs the same cells with wider models for
-# longer.
+# a statement about this scale.
+
+# %%
+if settings.name != "gpu":
+    gpu_book = get_profile("gpu").book
+    gpu_record = results.read_result("model_variations", "gpu")
+    display(
+        Markdown(
+            f"The `gpu` profile runs these cells with widths divided by "
+            f"{gpu_book.table3_width_divisor} (here {scale.width}), depths by "
+            f"{gpu_book.table3_depth_divisor} (here {scale.depth}) and "
+            f"{gpu_book.table3_steps:,} steps per row (here {steps:,}); "
+            + (
+                "its results are in `results/gpu/model_variations.json`, "
+                + results.describe_provenance(gpu_record)
+                + "."
+                if gpu_record
+                else "no results of it are committed yet, so this book gives no verdicts "
+                "at that scale."
+            )
+        )
+    )
 
 # %% [markdown]
 # ## What this chapter wrote
 #
 # `results/<profile>/model_variations.json` holds, for every row, the mean perplexity and BLEU,
-# their values per seed, the differences from base and the parameter count (the introduction's
-# reproduction summary reads `rows.base.ppl` and `rows.A1.bleu_minus_base`), the scaled
-# configurations, the rank correlations and the verdicts.
+# their values per seed, the differences from base with their seed intervals, each BLEU's 95%
+# bootstrap interval and whether its difference from base exceeds that noise, and the parameter
+# count (the introduction's reproduction summary reads `rows.base.ppl` and
+# `rows.A1.bleu_minus_base`); the rank correlations with their p-values, and the verdicts. Its
+# `config` holds what every row trained with: the scaled model configuration (positions and
+# warm-up included) and the training settings.
 
 
 # %%
-def by_seed(row: str, column: str) -> list:
-    return measured[measured.row == row].sort_values("seed")[column].tolist()
+def by_seed(row: str, column: str, frame: pd.DataFrame = measured) -> list:
+    return frame[frame.row == row].sort_values("seed")[column].tolist()
+
+
+def trained_with(row: str) -> dict:
+    """The configuration and training settings the row's runs trained with (seed aside)."""
+    config = variations.row_config(row, table3_profile, scale, steps)
+    train = variations.row_settings(table3_profile, config, steps, seed=1).to_dict()
+    return {
+        "model": config.to_dict(),
+        "train": {k: v for k, v in train.items() if k != "seed"},
+    }
 
 
 metrics = {
@@ -596,18 +682,33 @@ metrics = {
             "bleu_max": round(r.bleu_max, 2),
             "bleu_seeds": [round(x, 2) for x in by_seed(r.row, "bleu")],
             "ppl_minus_base": round(r.ppl_minus_base, 3),
+            "ppl_minus_base_seed_interval": [
+                round(r.ppl_minus_base_low, 3),
+                round(r.ppl_minus_base_high, 3),
+            ],
             "bleu_minus_base": round(r.bleu_minus_base, 2),
+            "bleu_ci95_seeds": by_seed(r.row, "ci95", bleu_tests),
+            "bleu_beyond_noise_of_base_seeds": by_seed(r.row, "exceeds_noise", bleu_tests)
+            if r.row != "base"
+            else None,
             "params_m": round(r.params / 1e6, 4),
-            "config": scale.config(r.row).to_dict(),
+            "config": variations.row_config(
+                r.row, table3_profile, scale, steps
+            ).to_dict(),
             "train_s": round(float(seconds.loc[r.row, "train_s"]), 2),
         }
         for r in table.itertuples()
     },
     "spearman_ppl": rho_ppl,
+    "spearman_ppl_p_value": p_ppl,
     "spearman_bleu": rho_bleu,
+    "spearman_bleu_p_value": p_bleu,
+    "spearman_critical_p05": critical,
     "verdicts": {
         v["finding"]: {"verdict": v["verdict"], "reason": v["reason"]} for v in verdicts
     },
+    "dataset": f"{settings.corpus} {settings.src_lang}->{settings.tgt_lang}, "
+    f"{settings.valid_split} split",
     "steps": steps,
     "seeds": n_seeds,
     "scale": {"width_divisor": scale.width, "depth_divisor": scale.depth},
@@ -621,7 +722,10 @@ path = results.write_result(
     "model_variations",
     metrics,
     profile=settings.name,
-    config=table3_profile,
+    config={
+        "profile": table3_profile.to_dict(),
+        "rows": {row: trained_with(row) for row in rows},
+    },
     device=torch_device,
     wall_time_s=round(time.perf_counter() - chapter_start, 1),
 )
@@ -631,6 +735,9 @@ assert (
     results.lookup(record["metrics"], "rows.base.ppl") == metrics["rows"]["base"]["ppl"]
 )
 assert set(record["metrics"]["rows"]) == set(rows)
+base_trained = record["config"]["rows"]["base"]
+assert base_trained["model"]["warmup_steps"] == base_trained["train"]["warmup_steps"]
+assert base_trained["model"]["max_len"] == table3_profile.model_config().max_len
 assert len(record["metrics"]["verdicts"]) == len(variations.FINDINGS)
 if "A1" in rows:
     assert math.isclose(

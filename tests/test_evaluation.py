@@ -167,6 +167,10 @@ def test_paired_bootstrap_tells_noise_from_a_real_difference():
     assert "p_value" not in out["base"] and out["base"]["ci95"] > 0
     assert out["worse"]["exceeds_noise"] and out["worse"]["bleu"] < out["base"]["bleu"]
     assert not out["same"]["exceeds_noise"], out["same"]
+    identical = paired_bootstrap({"base": base, "again": list(base)}, refs, n_samples=50)
+    assert (
+        identical["again"]["p_value"] == 1.0 and not identical["again"]["exceeds_noise"]
+    )
     # the interval is the sentences' variation: about mean +- ci95 holds the whole-set score
     for row in out.values():
         assert abs(row["bleu"] - row["mean"]) < row["ci95"]

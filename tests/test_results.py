@@ -85,7 +85,7 @@ def test_lookup_follows_dotted_keys():
 def test_summary_says_not_run_yet_instead_of_inventing_numbers(tmp_path):
     table = summary.summary_table("smoke", root=tmp_path)
     measured = [summary.profile_column(p) for p in ("smoke", "gpu", "paper")]
-    assert list(table.columns) == ["claim", "in the paper", *measured, "chapter"]
+    assert list(table.columns) == ["panel", "claim", "in the paper", *measured, "chapter"]
     assert len(table) == len(summary.CLAIMS)
     assert (table[measured] == summary.NOT_RUN).all().all()
 
@@ -99,14 +99,62 @@ def test_summary_keeps_profiles_apart(tmp_path):
         root=tmp_path,
     )
     table = summary.summary_table("cpu", root=tmp_path).set_index("claim")
-    row = table.loc["EN-DE BLEU, base, tokenized"]
+    row = table.loc["tokenized BLEU (the paper's kind)"]
     assert row["gpu run"] == "31.2"  # formatted with the claim's format
     assert (
         row["cpu run"] == summary.NOT_RUN
     )  # a GPU number never shows up as the executing profile's
     assert row["paper run"] == summary.NOT_RUN
     # The file exists but this key is not in it: say so rather than "not run yet".
-    assert table.loc["EN-DE sacreBLEU, base", "gpu run"] == "not in translation.json"
+    assert table.loc["sacreBLEU ± 95%", "gpu run"] == "not in translation.json"
+
+
+def test_summary_panels_name_what_each_row_was_measured_on(tmp_path):
+    results.write_result(
+        "translation_multi30k_en_de",  # what `train --profile gpu` writes
+        {
+            "sacrebleu": 38.97,
+            "bleu_tokenized": 39.0,
+            "parameters": 2_300_000,
+            "test": {"test_set": "multi30k/test_2016_flickr", "sentences": 1000},
+        },
+        profile="gpu",
+        device="cpu",
+        root=tmp_path,
+    )
+    results.write_result(
+        "translation",  # what chapter 05 writes, with the interval
+        {
+            "sacrebleu": 36.13,
+            "sacrebleu_ci95": 1.21,
+            "bleu_tokenized": 36.08,
+            "training_flops": 3.3e15,
+            "parameters": 7_577_600,
+            "test_set": "multi30k/test_2016_flickr",
+            "sentences": 1000,
+        },
+        profile="cpu",
+        device="cpu",
+        root=tmp_path,
+    )
+    panels = dict(summary.summary_panels("cpu", root=tmp_path))
+    table = panels["English-to-German translation (Table 2) (chapter 05)"].set_index("")
+    assert table.loc["the paper", "measured on"].startswith(
+        "WMT14 newstest2014, base model"
+    )
+    cpu, gpu = table.loc["cpu run"], table.loc["gpu run"]
+    assert (
+        cpu["measured on"]
+        == "multi30k/test_2016_flickr, 1,000 sentences, 7.6M-parameter model"
+    )
+    assert (
+        gpu["measured on"]
+        == "multi30k/test_2016_flickr, 1,000 sentences, 2.3M-parameter model"
+    )
+    assert cpu["sacreBLEU ± 95%"] == "36.1 ± 1.2" and gpu["sacreBLEU ± 95%"] == "39.0"
+    assert cpu["training cost (FLOPs, Table 2's way)"] == "3.3e15"
+    assert gpu["training cost (FLOPs, Table 2's way)"] == summary.SHOWN_NOT_RUN
+    assert table.loc["paper run", "measured on"] == summary.SHOWN_NOT_RUN
 
 
 def test_executing_committed_profile_is_not_listed_twice(tmp_path):

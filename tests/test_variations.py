@@ -128,6 +128,28 @@ def test_spearman_against_hand_computed_values():
     assert math.isclose(variations.spearman([1, 2, 3], [5, 5, 9]), math.sqrt(3) / 2)
 
 
+def test_spearman_chance_levels_from_permutations():
+    # n = 5: only the two perfect orderings of 120 reach |rho| = 1
+    assert math.isclose(variations.spearman_p_value(1.0, 5), 2 / 120)
+    assert variations.spearman_critical(5) == 1.0
+    assert (
+        variations.spearman_critical(4) is None
+    )  # 2 / 24 > 0.05: nothing is significant
+    assert 0.43 < variations.spearman_critical(20) < 0.46  # the textbook table's 0.447
+    assert variations.spearman_p_value(0.0, 20) > 0.9
+
+
+def test_row_config_records_what_the_row_trained_with():
+    profile = get_profile("cpu")
+    config = variations.row_config("A1", profile, SCALE, 300)
+    assert config.max_len == profile.model_config().max_len
+    assert (
+        config.warmup_steps
+        == variations.row_settings(profile, config, 300, 1).warmup_steps
+    )
+    assert config.warmup_steps == 75 and config.n_heads == 1
+
+
 def test_verdict_rule_on_synthetic_numbers():
     one_head = variations.FINDINGS[0]
     assert one_head.pairs == (("A1", "base"),)
@@ -208,6 +230,7 @@ def test_two_rows_train_to_finite_perplexities(data_dir):
         for row in ("base", "C1")
     ]
     for run in runs:
+        assert len(run.hypotheses) == 2 and "hypotheses" not in run.to_dict()
         assert (
             run.steps == 3
             and math.isfinite(run.ppl)

@@ -359,3 +359,88 @@ def test_crossover_chart_marks_the_same_rules_on_both_panels():
     assert _marks(spec) == ["line", "rule", "text"] * 2
     lines = [layer["layer"][0]["encoding"]["y"]["field"] for layer in spec["hconcat"]]
     assert lines == ["flops", "seconds"]
+
+
+def test_plus_minus_writes_the_interval_or_the_bare_score():
+    assert viz.plus_minus(36.125, 1.2) == "36.12 ± 1.20"
+    assert viz.plus_minus(36.1, None, 1) == "36.1"
+    assert viz.plus_minus(36.1, float("nan")) == "36.10"
+
+
+def test_averaging_chart_draws_bleu_with_error_bars():
+    sweep = pd.DataFrame(
+        {"k": [1, 2, 5], "test_ppl": [7.0, 6.8, 6.6], "bleu": [35, 35.5, 36], "ci95": 1.0}
+    )
+    spec = viz.chart_spec(viz.averaging_chart(sweep, title="averaging"))
+    assert _marks(spec) == ["line", "line", "rule"]
+    rules = [d for d in _datasets(spec) if "low" in d[0]]
+    assert [(r["low"], r["high"]) for r in rules[0]] == [(34, 36), (34.5, 36.5), (35, 37)]
+    assert spec["resolve"]["scale"]["y"] == "independent"
+
+
+def test_table2_panels_keep_the_test_sets_apart_on_one_cost_axis():
+    paper_points = pd.DataFrame(
+        {
+            "system": ["base", "big"],
+            "bleu": [27.3, 28.4],
+            "training_flops": [3.3e18, 2.3e19],
+        }
+    )
+    ours = pd.DataFrame(
+        {"system": ["ours"], "bleu": [36.1], "ci95": [1.2], "training_flops": [1e14]}
+    )
+    spec = viz.chart_spec(
+        viz.table2_panels(
+            paper_points, ours, paper_title="newstest2014", our_title="ours"
+        )
+    )
+    left, right = spec["hconcat"]
+    assert _panel_titles(spec) == ["newstest2014", "ours"]
+    assert spec["resolve"]["scale"]["y"] == "independent"
+    domains = [p["layer"][-1]["encoding"]["x"]["scale"]["domain"] for p in (left, right)]
+    assert domains[0] == domains[1] == [1e14, 1e20]  # one cost axis for both test sets
+    assert _marks(left) == ["point", "text", "text"]
+    assert _marks(right) == ["rule", "point", "text", "text"]
+    ours_below = viz.chart_spec(
+        viz.table2_panels(
+            paper_points, ours.assign(below=[True]), paper_title="a", our_title="b"
+        )
+    )
+    filters = [
+        (layer["mark"].get("dy"), layer["transform"][0]["filter"])
+        for layer in ours_below["hconcat"][1]["layer"]
+        if layer["mark"]["type"] == "text"
+    ]
+    assert filters == [(None, "!datum.below"), (12, "datum.below")]
+
+
+def test_table3_differences_chart_fades_what_is_within_noise():
+    differences = pd.DataFrame(
+        [
+            dict(row="A1", metric="ppl", who="ours", diff=5.0, low=1.0, high=9.0),
+            dict(row="A1", metric="ppl", who="paper", diff=4.0),
+            dict(
+                row="A1", metric="bleu", who="ours", diff=0.2, low=-1, high=1, faded=True
+            ),
+            dict(row="A1", metric="bleu", who="paper", diff=-0.9),
+        ]
+    )
+    spec = viz.chart_spec(
+        viz.table3_differences_chart(
+            differences, ["base", "A1"], {"ppl": "% change", "bleu": "points"}
+        )
+    )
+    assert _marks(spec) == ["bar", "rule"] * 2
+    ppl_panel, bleu_panel = spec["vconcat"]
+    assert ppl_panel["layer"][0]["encoding"]["y"]["title"] == "% change"
+    assert (
+        bleu_panel["layer"][0]["encoding"]["opacity"]["condition"]["test"]
+        == "datum.faded"
+    )
+    faded = {
+        (r["metric"], r["who"]): r["faded"]
+        for d in _datasets(spec)
+        for r in d
+        if "who" in r
+    }
+    assert faded[("bleu", "ours")] is True and faded[("ppl", "ours")] is False

@@ -3,6 +3,11 @@
 Every cell is read from a results file (`results.read_result`) or says that the file is missing, so
 no measured number is ever typed in; the paper's side is quoted from `paper.py`. A chapter that wants
 a row here writes the file and key that its `Claim` names.
+
+The claims come in panels, one per task (the model's size, training speed, translation, Table 3,
+parsing). A panel names, for the paper and for every profile, what its numbers were measured on
+(data, model size, hardware), read from the same results files: the paper's WMT14 numbers of a
+65M-parameter model and our Multi30k numbers of a small model are never set side by side unnamed.
 """
 
 from __future__ import annotations
@@ -10,10 +15,11 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..evaluation import paper
 from ..evaluation.results import list_results, lookup, read_result
+from ..model.config import preset
 
 NOT_RUN = "not run yet"
 # Profiles whose results are committed (CI cannot rerun them); the summary shows them beside the executing one.
@@ -22,23 +28,45 @@ COMMITTED_PROFILES = ("gpu", "paper")
 
 @dataclass(frozen=True)
 class Claim:
-    """One row of the reproduction summary: a number of the paper and where ours is written.
+    """One number of the paper and where ours is written.
 
     Attributes:
-        label: what is compared.
+        label: what is compared (the panel says on what).
         paper: the paper's value as the summary prints it (text, because some are conditions or ranges).
-        result: results file stem, read from `results/<profile>/<result>.json`.
+        result: results file stem(s), read from `results/<profile>/<result>.json`: the first that
+            holds `key` is read; a stem ending in "*" stands for every file it begins.
         key: dotted path inside that file's "metrics".
         chapter: the chapter that computes it.
+        panel: the name of its `Panel`.
         fmt: how to print our number.
+        interval: key of the half-width of our number's 95% interval, printed as "± x" when present.
+        noise: key of a list, one boolean per seed: whether a difference exceeds its resampling noise.
     """
 
     label: str
     paper: str
-    result: str
+    result: str | tuple[str, ...]
     key: str
     chapter: str
+    panel: str
     fmt: str = "{:.2f}"
+    interval: str | None = None
+    noise: str | None = None
+
+    @property
+    def results(self) -> tuple[str, ...]:
+        return (self.result,) if isinstance(self.result, str) else tuple(self.result)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """Claims measured on one task. `paper` says what the paper's numbers were measured on;
+    `describe` says the same of one results record of ours ("" when it cannot tell)."""
+
+    name: str
+    title: str
+    paper: str
+    describe: Callable[[dict], str]
 
 
 def _flops(value: float) -> str:
@@ -46,120 +74,282 @@ def _flops(value: float) -> str:
     return f"{value:.1e}".replace("e+", "e")
 
 
+def _millions(parameters: float | None) -> str:
+    return f"{parameters / 1e6:.1f}M-parameter model" if parameters else ""
+
+
+def _joined(*parts: str) -> str:
+    return ", ".join(part for part in parts if part)
+
+
+def _metrics(record: dict) -> dict:
+    metrics = record.get("metrics")
+    return metrics if isinstance(metrics, dict) else {}
+
+
+def _describe_counts(record: dict) -> str:
+    metrics = _metrics(record)
+    if "crossover_d" in metrics:
+        return _joined(
+            f"layers of width d = {metrics['crossover_d']}",
+            "timed on " + str(metrics.get("device_name", "")),
+        )
+    return "the paper's configurations, counted (no data)"
+
+
+def _describe_training(record: dict) -> str:
+    metrics, provenance = _metrics(record), record.get("provenance") or {}
+    tokens = metrics.get("target_tokens_per_step")
+    return _joined(
+        str(metrics.get("dataset", "")),
+        _millions(metrics.get("parameters")),
+        f"batches of about {tokens:,.0f} target tokens" if tokens else "",
+        str(provenance.get("device_name") or provenance.get("device") or ""),
+    )
+
+
+def _describe_translation(record: dict) -> str:
+    metrics = _metrics(record)
+    test = metrics.get("test") if isinstance(metrics.get("test"), dict) else {}
+    test_set = metrics.get("test_set") or test.get("test_set")
+    sentences = metrics.get("sentences") or test.get("sentences")
+    return _joined(
+        str(test_set or ""),
+        f"{sentences:,} sentences" if sentences else "",
+        _millions(metrics.get("parameters")),
+    )
+
+
+def _describe_variations(record: dict) -> str:
+    metrics = _metrics(record)
+    base = (metrics.get("rows") or {}).get("base") or {}
+    steps, seeds = metrics.get("steps"), metrics.get("seeds")
+    return _joined(
+        str(metrics.get("dataset", "")),
+        f"base row {base['params_m']:.2f}M parameters" if "params_m" in base else "",
+        f"{steps:,} steps x {seeds} seeds" if steps and seeds else "",
+    )
+
+
+def _describe_parsing(record: dict) -> str:
+    metrics = _metrics(record)
+    files = metrics.get("test_files") or []
+    return _joined(
+        str(metrics.get("dataset", "")),
+        f"test files {files[0]}-{files[-1]}" if files else "",
+        f"{metrics['params_m']:.1f}M-parameter model" if metrics.get("params_m") else "",
+        f"{metrics['steps']:,} steps" if metrics.get("steps") else "",
+    )
+
+
 _BASE = paper.table2_row("Transformer (base)")
+_BASE_MODEL = f"base model ({paper.TABLE3['base'].params_m}M parameters)"
+_PARSER = preset("parsing")
+
+PANELS: tuple[Panel, ...] = (
+    Panel(
+        "model",
+        "The model's size and arithmetic",
+        "the paper's configurations",
+        _describe_counts,
+    ),
+    Panel(
+        "training",
+        "Training speed",
+        f"WMT14 EN-DE, {_BASE_MODEL}, batches of about 25,000 target tokens, "
+        f"{paper.TRAINING_HARDWARE}",
+        _describe_training,
+    ),
+    Panel(
+        "translation",
+        "English-to-German translation (Table 2)",
+        f"WMT14 newstest2014, {_BASE_MODEL}",
+        _describe_translation,
+    ),
+    Panel(
+        "variations",
+        "Model variations (Table 3)",
+        f"WMT14 newstest2013 (dev), {_BASE_MODEL} and its variants, "
+        f"{paper.TRAINING['base'].steps:,} steps each",
+        _describe_variations,
+    ),
+    Panel(
+        "parsing",
+        "Constituency parsing (Table 4)",
+        f"WSJ section 23, {_PARSER.n_layers}-layer Transformer (d_model {_PARSER.d_model}) "
+        "trained on the WSJ only",
+        _describe_parsing,
+    ),
+)
+PANEL = {panel.name: panel for panel in PANELS}
+
+# The translation claims read chapter 05's file, else the one `train --profile <name>` writes.
+_TRANSLATION = ("translation", "translation_*")
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
-        "Parameters, base model (millions)",
+        "parameters, base (millions)",
         f"{paper.TABLE3['base'].params_m}",
         "model",
         "params_m.base",
         "02_model",
+        "model",
         "{:.1f}",
     ),
     Claim(
-        "Parameters, big model (millions)",
+        "parameters, big (millions)",
         f"{paper.TABLE3['big'].params_m}",
         "model",
         "params_m.big",
         "02_model",
+        "model",
         "{:.1f}",
     ),
     Claim(
-        "Sequence length below which self-attention is cheaper than a recurrent layer (d = 512)",
+        "length below which self-attention is cheaper than a recurrent layer "
+        "(the paper: by operations; ours: by measured time)",
         "n < d",
         "why_self_attention",
         "crossover_n",
         "03_why_self_attention",
+        "model",
         "{:.0f}",
     ),
-    # Ours is the profile's model and batch on the profile's hardware: a throughput check, not a reproduction.
     Claim(
-        "Training step time, seconds per step (the paper: base model; ours: the profile's model and batch)",
-        f"{paper.TRAINING['base'].step_time_s} (base, {paper.TRAINING_HARDWARE})",
+        "seconds per training step",
+        f"{paper.TRAINING['base'].step_time_s}",
         "training",
         "step_time_s",
         "04_training",
+        "training",
         "{:.3f}",
     ),
     Claim(
-        "EN-DE BLEU, base, tokenized",
-        f"{_BASE.bleu_en_de} (newstest2014)",
-        "translation",
+        "tokenized BLEU (the paper's kind)",
+        f"{_BASE.bleu_en_de}",
+        _TRANSLATION,
         "bleu_tokenized",
         "05_translation_results",
+        "translation",
         "{:.1f}",
     ),
     Claim(
-        "EN-DE sacreBLEU, base",
+        "sacreBLEU ± 95%",
         "not reported",
-        "translation",
+        _TRANSLATION,
         "sacrebleu",
         "05_translation_results",
+        "translation",
         "{:.1f}",
+        interval="sacrebleu_ci95",
     ),
     Claim(
-        "Training cost, base (FLOPs)",
+        "training cost (FLOPs, Table 2's way)",
         _flops(_BASE.flops_en_de),
         "translation",
         "training_flops",
         "05_translation_results",
+        "translation",
         "{:.2g}",
     ),
-    # Not a claim of the paper: the small-data check every profile can afford (`train --profile cpu|gpu`).
     Claim(
-        "Multi30k EN-DE test2016 sacreBLEU (the profile's train recipe)",
-        "not in the paper",
-        "translation_multi30k_en_de",
-        "sacrebleu",
-        "05_translation_results",
-        "{:.2f}",
-    ),
-    Claim(
-        "Dev perplexity per subword, base (Table 3)",
+        "dev perplexity per subword, base",
         f"{paper.TABLE3['base'].ppl}",
         "model_variations",
         "rows.base.ppl",
         "06_model_variations",
+        "variations",
         "{:.2f}",
     ),
     Claim(
-        "Dev BLEU of one head (row A1) minus base",
+        "dev BLEU of one head (A1) minus base",
         f"{paper.TABLE3['A1'].bleu - paper.TABLE3['base'].bleu:+.1f}",
         "model_variations",
         "rows.A1.bleu_minus_base",
         "06_model_variations",
+        "variations",
         "{:+.1f}",
+        noise="rows.A1.bleu_beyond_noise_of_base_seeds",
     ),
-    # Ours is measured on the test files of the profile's treebank: NLTK's Penn Treebank sample (wsj_0180-0199)
-    # unless chapter 07 is given the full WSJ; the paper's is WSJ section 23.
     Claim(
-        "Constituency parsing F1, WSJ only (Table 4; ours on the Penn Treebank sample's test files)",
+        "F1, WSJ only",
         f"{paper.table4_row('Transformer (4 layers)', paper.WSJ_ONLY).f1}",
         "constituency_parsing",
         "f1",
         "07_constituency_parsing",
+        "parsing",
         "{:.1f}",
     ),
 )
 
 
-def _format_claim(claim: Claim, record: dict | None) -> str:
-    if record is None:
-        return NOT_RUN
-    value = lookup(record["metrics"], claim.key, default=None)
-    if value is None:
-        return f"not in {claim.result}.json"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if isinstance(value, float) and math.isnan(value):
-            return "nan"
-        return claim.fmt.format(value)
-    return str(value)
+def _records(
+    claim: Claim, profile: str, root, cache: dict
+) -> list[tuple[str, dict | None]]:
+    """(stem, record or None) for each results file the claim may read, in its order."""
+    found = []
+    for stem in claim.results:
+        if stem.endswith("*"):
+            if (stem, profile) not in cache:
+                cache[stem, profile] = [
+                    (r["name"], r)
+                    for r in list_results(profile, root)
+                    if str(r.get("name", "")).startswith(stem[:-1])
+                ]
+            found += cache[stem, profile]
+        else:
+            if (stem, profile) not in cache:
+                cache[stem, profile] = read_result(stem, profile, root)
+            found.append((stem, cache[stem, profile]))
+    return found
+
+
+def files_of(
+    claim: Claim, profile: str, root: str | os.PathLike | None = None
+) -> list[str]:
+    """The stems of the results files of `profile` that `claim` may read and that exist."""
+    return [stem for stem, r in _records(claim, profile, root, {}) if r is not None]
+
+
+def _measured(claim: Claim, profile: str, root, cache: dict) -> tuple[str, dict | None]:
+    """The claim's cell for `profile` and the record it came from (None: no file)."""
+    records = _records(claim, profile, root, cache)
+    present = [(stem, r) for stem, r in records if r is not None]
+    if not present:
+        return NOT_RUN, None
+    for stem, record in present:
+        value = lookup(record["metrics"], claim.key, default=None)
+        if value is not None:
+            return _format_claim(claim, record, value), record
+    return f"not in {present[0][0]}.json", None
+
+
+def _format_claim(claim: Claim, record: dict, value) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    text = claim.fmt.format(value).replace("e+", "e")  # 3.3e18, as the paper writes it
+    if claim.interval:
+        half = lookup(record["metrics"], claim.interval, default=None)
+        if isinstance(half, (int, float)):
+            text += f" ± {claim.fmt.format(half).lstrip('+')}"
+    if claim.noise:
+        seeds = lookup(record["metrics"], claim.noise, default=None)
+        if isinstance(seeds, list) and seeds:
+            text += (
+                f" (beyond noise in {sum(bool(s) for s in seeds)} of {len(seeds)} seeds)"
+            )
+    return text
 
 
 def profile_column(profile: str) -> str:
     """Summary-table column of a profile's measurements ("gpu run"), apart from "in the paper"."""
     return f"{profile} run"
+
+
+def _profiles(profile: str, committed: Iterable[str]) -> list[str]:
+    return [profile] + [p for p in committed if p != profile]
 
 
 def summary_table(
@@ -169,46 +359,82 @@ def summary_table(
     claims: Iterable[Claim] = CLAIMS,
     root: str | os.PathLike | None = None,
 ):
-    """The reproduction summary as a pandas DataFrame: one row per claim, one column per profile
-    (named by `profile_column`, e.g. "smoke run"), plus the paper's value and the chapter.
-
-    The executing profile comes first and the committed GPU and paper results beside it, never
-    merged: each cell is read from that profile's own results file, or says "not run yet".
-    """
+    """Every claim as one row, for checking: its panel, the paper's value, one column per profile
+    (named by `profile_column`, e.g. "smoke run") and the chapter. Each cell is read from that
+    profile's own results file, or says "not run yet". The page shows `summary_panels` instead,
+    which name what each number was measured on."""
     import pandas as pd  # deferred: pandas comes with the `book` extra, not with the package
 
-    claims = tuple(claims)
-    profiles = [profile] + [p for p in committed if p != profile]
-    columns = {prof: profile_column(prof) for prof in profiles}
-    cache: dict[tuple[str, str], dict | None] = {}
+    profiles = _profiles(profile, committed)
+    cache: dict = {}
     rows = []
     for claim in claims:
-        row = {"claim": claim.label, "in the paper": claim.paper}
+        row = {"panel": claim.panel, "claim": claim.label, "in the paper": claim.paper}
         for prof in profiles:
-            if (claim.result, prof) not in cache:
-                cache[(claim.result, prof)] = read_result(claim.result, prof, root)
-            row[columns[prof]] = _format_claim(claim, cache[(claim.result, prof)])
+            row[profile_column(prof)] = _measured(claim, prof, root, cache)[0]
         row["chapter"] = claim.chapter
         rows.append(row)
-    return pd.DataFrame(
-        rows, columns=["claim", "in the paper", *columns.values(), "chapter"]
-    )
+    columns = [
+        "panel",
+        "claim",
+        "in the paper",
+        *map(profile_column, profiles),
+        "chapter",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summary_panels(
+    profile: str,
+    *,
+    committed: Iterable[str] = COMMITTED_PROFILES,
+    claims: Iterable[Claim] = CLAIMS,
+    root: str | os.PathLike | None = None,
+) -> list[tuple[str, object]]:
+    """The summary as the introduction shows it: (title, pandas DataFrame) per panel. A panel's
+    table has one row for the paper and one per profile; its "measured on" column names the data
+    and model of the row's numbers (from the records the row's cells were read from), then one
+    column per claim. "not run yet" shows as a dash; the title names the panel's chapters."""
+    import pandas as pd  # deferred, as in `summary_table`
+
+    claims = tuple(claims)
+    cache: dict = {}
+    out = []
+    for panel in PANELS:
+        mine = [c for c in claims if c.panel == panel.name]
+        if not mine:
+            continue
+        rows = [
+            {"": "the paper", "measured on": panel.paper}
+            | {c.label: c.paper for c in mine}
+        ]
+        for prof in _profiles(profile, committed):
+            cells, described = {}, []
+            for claim in mine:
+                text, record = _measured(claim, prof, root, cache)
+                cells[claim.label] = SHOWN_NOT_RUN if text == NOT_RUN else text
+                what = panel.describe(record) if record is not None else ""
+                if what and what not in described:
+                    described.append(what)
+            rows.append(
+                {
+                    "": profile_column(prof),
+                    "measured on": "; ".join(described) or SHOWN_NOT_RUN,
+                }
+                | cells
+            )
+        chapters = sorted({c.chapter[:2] for c in mine})
+        title = (
+            f"{panel.title} (chapter{'s' * (len(chapters) > 1)} {', '.join(chapters)})"
+        )
+        out.append((title, pd.DataFrame(rows)))
+    return out
 
 
 # The page shows a dash where the table says NOT_RUN: short cells keep the columns readable.
 SHOWN_NOT_RUN = "–"
 # Results whose data is not a corpus (no "dataset" in their metrics, no recipe in their config).
 DATASET_OF = {"attention": "random tensors", "model": "none (counts)", "book_run": "–"}
-
-
-def shown_summary(profile: str, **kwargs):
-    """`summary_table` as the introduction shows it: the chapter as its number, "not run yet"
-    as a dash, the claim column first and wide (the stylesheet keeps the other cells on one line)."""
-    table = summary_table(profile, **kwargs)
-    table["chapter"] = table["chapter"].str[:2]
-    measured = [c for c in table.columns if c.endswith(" run")]
-    table[measured] = table[measured].replace(NOT_RUN, SHOWN_NOT_RUN)
-    return table
 
 
 def dataset_of(record: dict) -> str:

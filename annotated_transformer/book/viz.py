@@ -1222,6 +1222,201 @@ def crossover_chart(
 
 
 # ----------------------------------------------------------------------------------------------
+# Scores with intervals (chapters 05 and 06)
+
+
+def plus_minus(value: float, half_width: float | None, digits: int = 2) -> str:
+    """A score beside the half-width of its 95% interval, "36.13 ± 1.20"; the bare score when there
+    is no interval."""
+    if half_width is None or _missing(half_width):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} ± {half_width:.{digits}f}"
+
+
+def _interval_rules(data: pd.DataFrame, x: alt.X, y: str, half_width: str) -> alt.Chart:
+    """Error bars: a vertical rule from y - half_width to y + half_width at each point."""
+    bars = data.assign(low=data[y] - data[half_width], high=data[y] + data[half_width])
+    return (
+        alt.Chart(bars)
+        .mark_rule(color="black")
+        .encode(x=x, y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
+    )
+
+
+def averaging_chart(
+    sweep: pd.DataFrame, *, title: str, bleu_title: str = "test sacreBLEU"
+) -> alt.HConcatChart:
+    """Checkpoint averaging (section 6.1): test perplexity and test BLEU against the number of
+    newest snapshots averaged, BLEU with its 95% interval as error bars.
+
+    `sweep` has the columns `k`, `test_ppl`, `bleu` and `ci95` (the interval's half-width).
+    """
+    x = alt.X(
+        "k:Q",
+        title="snapshots averaged (newest k)",
+        scale=alt.Scale(padding=12),
+        axis=alt.Axis(values=[int(k) for k in sweep["k"]], format="d"),
+    )
+    ppl = (
+        alt.Chart(sweep)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y("test_ppl:Q", title="perplexity", scale=alt.Scale(zero=False)),
+            tooltip=["k", alt.Tooltip("test_ppl:Q", format=".2f")],
+        )
+        .properties(width=260, height=200, title="test perplexity (lower is better)")
+    )
+    line = (
+        alt.Chart(sweep)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y("bleu:Q", title=bleu_title, scale=alt.Scale(zero=False)),
+            tooltip=[
+                "k",
+                alt.Tooltip("bleu:Q", format=".2f"),
+                alt.Tooltip("ci95:Q", format=".2f", title="± (95%)"),
+            ],
+        )
+    )
+    bleu = alt.layer(line, _interval_rules(sweep, x, "bleu", "ci95")).properties(
+        width=260,
+        height=200,
+        title=f"{bleu_title} ± 95% interval (higher is better)",
+    )
+    return alt.hconcat(ppl, bleu).resolve_scale(y="independent").properties(title=title)
+
+
+def _cost_panel(
+    points: pd.DataFrame, *, title: str, y_title: str, domain: list[float], color: str
+) -> alt.LayerChart:
+    ticks = [
+        float(10**e)
+        for e in range(int(np.log10(domain[0])), int(np.log10(domain[1])) + 1, 2)
+    ]
+    x = alt.X(
+        "training_flops:Q",
+        scale=alt.Scale(type="log", domain=domain),
+        axis=alt.Axis(values=ticks, format=".0e"),
+        title="training cost (FLOPs, log scale)",
+    )
+    base = alt.Chart(points).encode(
+        x=x,
+        y=alt.Y("bleu:Q", title=y_title, scale=alt.Scale(zero=False)),
+        tooltip=[
+            "system",
+            alt.Tooltip("bleu:Q", format=".2f"),
+            alt.Tooltip("training_flops:Q", format=".2e"),
+        ],
+    )
+    below = points["below"] if "below" in points else pd.Series(False, index=points.index)
+    labels = points.assign(below=below.fillna(False).astype(bool))
+    layers = [
+        base.mark_point(filled=True, size=70, color=color),
+        *(
+            alt.Chart(labels)
+            .mark_text(align="left", dx=7, fontSize=10, **placement)
+            .encode(x=x, y="bleu:Q", text="system:N")
+            .transform_filter(f"{'' if under else '!'}datum.below")
+            for under, placement in ((False, {}), (True, {"dy": 12}))
+        ),
+    ]
+    if "ci95" in points and points["ci95"].notna().any():
+        layers.insert(
+            0, _interval_rules(points.dropna(subset=["ci95"]), x, "bleu", "ci95")
+        )
+    return alt.layer(*layers).properties(width=330, height=300, title=title)
+
+
+def table2_panels(
+    paper_points: pd.DataFrame,
+    our_points: pd.DataFrame,
+    *,
+    paper_title: str,
+    our_title: str,
+    paper_y: str = "tokenized BLEU",
+    our_y: str = "sacreBLEU ± 95% interval",
+    title: str = "Table 2: BLEU against training cost, one panel per test set",
+) -> alt.HConcatChart:
+    """Table 2's BLEU against training cost, one panel per test set: the paper's systems on theirs,
+    ours on ours (error bars where `our_points` has `ci95`). The cost axis is the same in both
+    panels; the BLEU axes are not, because the test sets differ.
+
+    Both frames have the columns `system`, `bleu` and `training_flops`; a true `below` puts a
+    point's label under it rather than beside it (two points of one run, close together).
+    """
+    costs = pd.concat([paper_points.training_flops, our_points.training_flops])
+    domain = [
+        float(10 ** np.floor(np.log10(costs.min()))),
+        float(10 ** np.ceil(np.log10(costs.max()))),
+    ]
+    return (
+        alt.hconcat(
+            _cost_panel(
+                paper_points,
+                title=paper_title,
+                y_title=paper_y,
+                domain=domain,
+                color="#4c78a8",
+            ),
+            _cost_panel(
+                our_points, title=our_title, y_title=our_y, domain=domain, color="#f58518"
+            ),
+        )
+        .resolve_scale(y="independent")
+        .properties(title=title)
+    )
+
+
+def table3_differences_chart(
+    differences: pd.DataFrame, rows: Sequence[str], metrics: Mapping[str, str]
+) -> alt.VConcatChart:
+    """Each Table 3 row's difference from base, ours beside the paper's, one panel per metric
+    (`metrics` maps each to its axis title).
+
+    `differences` has the columns `row`, `metric`, `who` ("ours" or "paper"), `diff`, and for ours
+    `low` and `high` (the whisker: the spread over seeds) and `faded` (True where the difference is
+    within the noise the text names, drawn pale).
+    """
+    panels = []
+    for metric, y_title in metrics.items():
+        part = differences[differences.metric == metric].copy()
+        faded = part["faded"] if "faded" in part else pd.Series(False, index=part.index)
+        part["faded"] = faded.fillna(False).astype(bool)
+        who = alt.XOffset("who:N", scale=alt.Scale(domain=["ours", "paper"]))
+        bars = (
+            alt.Chart(part)
+            .mark_bar()
+            .encode(
+                x=alt.X("row:N", sort=list(rows), title=None),
+                xOffset=who,
+                y=alt.Y("diff:Q", title=y_title),
+                color=alt.Color(
+                    "who:N",
+                    title=None,
+                    scale=alt.Scale(
+                        domain=["ours", "paper"], range=["#f58518", "#4c78a8"]
+                    ),
+                ),
+                opacity=alt.condition("datum.faded", alt.value(0.35), alt.value(1.0)),
+                tooltip=["row", "who", alt.Tooltip("diff:Q", format="+.2f")],
+            )
+        )
+        whiskers = (
+            alt.Chart(part[part.who == "ours"])
+            .mark_rule(color="black")
+            .encode(
+                x=alt.X("row:N", sort=list(rows)), xOffset=who, y="low:Q", y2="high:Q"
+            )
+        )
+        panels.append(
+            alt.layer(bars, whiskers).properties(width=560, height=200, title=metric)
+        )
+    return alt.vconcat(*panels).resolve_scale(y="independent")
+
+
+# ----------------------------------------------------------------------------------------------
 # Tables of the profiles and of a chapter's sizes
 
 

@@ -148,7 +148,9 @@ def paired_bootstrap(
     "ci95" (the bootstrap mean and the half-width of its 95% interval: bleu is "about mean +- ci95")
     and, for every system but the first, "p_value" of its difference from the first and
     "exceeds_noise" (p < 0.05). sacreBLEU fixes the resampling seed (SACREBLEU_SEED, default 12345),
-    so the numbers repeat.
+    so the numbers repeat. A system that scores exactly the baseline's BLEU on the whole set (the
+    same translations, or two systems both at zero) differs from it by nothing: p-value 1, where
+    sacreBLEU's test gives a difference of zero on every resample its smallest p-value.
     """
     from sacrebleu.significance import PairedTest
 
@@ -163,15 +165,17 @@ def paired_bootstrap(
     )
     _, scores = test()
     out = {}
+    baseline = scores["BLEU"][0].score
     for (name, _), result in zip(named, scores["BLEU"]):
         row = {
-            "bleu": round(result.score, 2),
-            "mean": round(result.mean, 2),
-            "ci95": round(result.ci, 2),
+            "bleu": round(float(result.score), 2),
+            "mean": round(float(result.mean), 2),
+            "ci95": round(float(result.ci), 2),
         }
         if result.p_value is not None:
-            row["p_value"] = round(float(result.p_value), 4)
-            row["exceeds_noise"] = bool(result.p_value < 0.05)
+            p_value = 1.0 if result.score == baseline else float(result.p_value)
+            row["p_value"] = round(p_value, 4)
+            row["exceeds_noise"] = bool(p_value < 0.05)
         out[name] = row
     return out
 

@@ -16,11 +16,12 @@ whether a finding of the paper holds at the measured scale, given the spread bet
 
 from __future__ import annotations
 
+import itertools
 import math
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -136,6 +137,16 @@ def row_settings(
     )
 
 
+def row_config(
+    row: str, profile: Profile, scale: VariationScale, steps: int
+) -> TransformerConfig:
+    """Row `row` as `train_row` trains it: scaled, with the profile model's positions and the row's
+    warm-up (`row_settings`), so a results file can record what trained rather than the preset's."""
+    config = scale.config(row, max_len=profile.model_config().max_len)
+    warmup = row_settings(profile, config, steps, seed=0).warmup_steps
+    return config.replace(warmup_steps=warmup)
+
+
 @dataclass
 class RowRun:
     """One trained row and seed: what Table 3 reports and what it cost."""
@@ -149,9 +160,13 @@ class RowRun:
     train_s: float
     train_cpu_s: float  # CPU time per thread inside the training loop
     eval_s: float
+    hypotheses: list[str] = field(
+        default_factory=list
+    )  # the greedy translations BLEU scored
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        """The measurements, without the translations."""
+        return {k: v for k, v in self.__dict__.items() if k != "hypotheses"}
 
 
 def train_row(
@@ -171,9 +186,8 @@ def train_row(
     Perplexity is measured on all of `data.valid`; BLEU from greedy decoding of `bleu_sources`
     (0.0 when none are given).
     """
-    config = scale.config(row, max_len=profile.model_config().max_len)
+    config = row_config(row, profile, scale, steps)
     settings = row_settings(profile, config, steps, seed)
-    config = config.replace(warmup_steps=settings.warmup_steps)
     with tempfile.TemporaryDirectory(prefix=f"table3-{row}-") as out_dir:
         fitted = fit(
             config,
@@ -187,7 +201,7 @@ def train_row(
         )
     model, result = fitted.model, fitted.result
     started = time.perf_counter()
-    bleu = 0.0
+    bleu, hypotheses = 0.0, []
     if len(bleu_sources):
         greedy = profile.decode_settings().replace(beam_size=1)
         hypotheses = translate(model, data.tokenizer, list(bleu_sources), greedy)
@@ -202,6 +216,7 @@ def train_row(
         train_s=result.progress.train_time_s,
         train_cpu_s=result.progress.train_cpu_s,
         eval_s=time.perf_counter() - started,
+        hypotheses=list(hypotheses),
     )
 
 
@@ -224,6 +239,40 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     rx, ry = ranks(x) - ranks(x).mean(), ranks(y) - ranks(y).mean()
     denominator = math.sqrt(float((rx**2).sum() * (ry**2).sum()))
     return float((rx * ry).sum() / denominator) if denominator else float("nan")
+
+
+def spearman_null(n: int, *, samples: int = 20_000, seed: int = 0) -> np.ndarray:
+    """Spearman's correlation of two unrelated orderings of `n` rows: every permutation's when n <= 8,
+    else that of `samples` random permutations (fixed seed, so the numbers repeat)."""
+    if n < 2:
+        raise ValueError("spearman_null needs at least 2 rows")
+    if n <= 8:
+        orders = np.array(list(itertools.permutations(range(n))))
+    else:
+        rng = np.random.default_rng(seed)
+        orders = np.argsort(rng.random((samples, n)), axis=1)
+    d2 = ((orders - np.arange(n)) ** 2).sum(axis=1)
+    return 1 - 6 * d2 / (n * (n**2 - 1))
+
+
+def spearman_p_value(rho: float, n: int) -> float:
+    """Two-sided p-value of a rank correlation `rho` over `n` rows: the share of unrelated orderings
+    whose correlation is at least as large in size."""
+    null = np.abs(spearman_null(n))
+    return float(np.mean(null >= abs(rho) - 1e-9))
+
+
+def spearman_critical(n: int, alpha: float = 0.05) -> float | None:
+    """The smallest size of a rank correlation over `n` rows with a two-sided p-value of at most
+    `alpha`; None when even a perfect ordering is that likely by chance (n of 4 or fewer)."""
+    null = np.sort(np.abs(spearman_null(n)))[::-1]
+    sizes = np.unique(np.round(null, 9))[::-1]
+    found = None
+    for size in sizes:  # from the largest down, while the tail stays below alpha
+        if np.mean(null >= size - 1e-9) > alpha:
+            break
+        found = float(size)
+    return found
 
 
 @dataclass(frozen=True)
