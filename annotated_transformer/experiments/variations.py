@@ -30,6 +30,7 @@ from ..evaluation.scoring import sacrebleu_score, translate
 from ..model.config import TABLE3_ALL_ROWS, TransformerConfig, preset
 from ..model.transformer import count_parameters
 from ..profiles import Profile
+from ..runtime.precision import resolve_precision
 from ..training.fit import fit
 from ..training.settings import TrainSettings
 
@@ -187,7 +188,10 @@ def train_row(
     (0.0 when none are given).
     """
     config = row_config(row, profile, scale, steps)
+    # Rows are compared with one another, so they share one precision decided without timing:
+    # timing each row's own shape could train rows of one table in different precisions.
     settings = row_settings(profile, config, steps, seed)
+    settings = settings.replace(precision=resolve_precision(settings.precision, device))
     with tempfile.TemporaryDirectory(prefix=f"table3-{row}-") as out_dir:
         fitted = fit(
             config,
