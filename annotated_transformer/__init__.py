@@ -2,29 +2,11 @@
 
 import warnings
 
-from .model.config import PRESET_NAMES, TABLE3_ROWS, TransformerConfig, preset
-from .model.decoding import beam_search, greedy_decode
-from .model.transformer import (
-    Transformer,
-    attention_maps,
-    count_parameters,
-    expected_parameter_count,
-)
+from .model import *  # noqa: F403 (the public names are the model's: model/__init__.py)
+from .model import __all__ as __all__
 
 # In a kernel without ipywidgets (papermill, the built site) tqdm.auto falls back to its text bar, which
 # is what those pages should show; its warning about the missing widget would only clutter them.
 warnings.filterwarnings("ignore", message="IProgress not found")
 
 __version__ = "0.1.0"
-__all__ = [
-    "PRESET_NAMES",
-    "TABLE3_ROWS",
-    "Transformer",
-    "TransformerConfig",
-    "attention_maps",
-    "beam_search",
-    "count_parameters",
-    "expected_parameter_count",
-    "greedy_decode",
-    "preset",
-]

@@ -62,52 +62,38 @@ def test_greedy_matches_step_by_step_argmax():
             break
 
 
+# How close the cached and recomputed beam scores must be, by the model's dtype.
+# float64: the two differ only by summation order (~1e-15), so float64's default tolerance holds on
+#   every CPU.
+# float32: a one-row product (the cache) and a whole-prefix product sum in different orders, and the
+#   order depends on the CPU's kernels (AVX2 against AVX-512). A score is a sum of at most 14
+#   log-probabilities, each below 10 in size and off by a few float32 ulps (~1e-6 relative), so the
+#   sums may differ by up to about 14 * 10 * 1e-6 = 1.4e-4: 3e-4 bounds that with margin.
+SCORE_TOLERANCE = {torch.float64: {}, torch.float32: {"atol": 3e-4, "rtol": 0}}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("beam_size", [2, 4])
-def test_beam_kv_cache_equals_recomputation(beam_size):
-    # In float64 the cache and the recomputation differ only by summation order (~1e-15), so the
-    # scores must agree to float64's default tolerance on every CPU.
-    model = random_model().double()
+def test_beam_kv_cache_equals_recomputation(beam_size, dtype):
+    model = random_model().to(dtype)
     src = sources()
-    cached, s1 = beam_search(
-        model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, return_scores=True
-    )
-    full, s2 = beam_search(
-        model,
-        src,
-        beam_size=beam_size,
-        max_len_a=1.0,
-        max_len_b=6,
-        use_cache=False,
-        return_scores=True,
-    )
+
+    def search(use_cache: bool):
+        return beam_search(
+            model,
+            src,
+            beam_size=beam_size,
+            max_len_a=1.0,
+            max_len_b=6,
+            use_cache=use_cache,
+            return_scores=True,
+        )
+
+    (cached, s1), (full, s2) = search(True), search(False)
     assert torch.equal(cached, full)
-    assert s1.dtype == torch.float64
-    torch.testing.assert_close(s1, s2)
+    assert s1.dtype == dtype
+    torch.testing.assert_close(s1, s2, **SCORE_TOLERANCE[dtype])
     check_format(cached, model)
-
-
-@pytest.mark.parametrize("beam_size", [2, 4])
-def test_beam_kv_cache_gives_the_same_tokens_in_float32(beam_size):
-    # In float32 a one-row product (the cache) and a whole-prefix product sum in different orders,
-    # and the order depends on the CPU's kernels (AVX2 against AVX-512). A score is a sum of at most
-    # 14 log-probabilities, each below 10 in size and off by a few float32 ulps (~1e-6 relative), so
-    # the sums may differ by up to about 14 * 10 * 1e-6 = 1.4e-4: 3e-4 bounds that with margin.
-    model = random_model()
-    src = sources()
-    cached, s1 = beam_search(
-        model, src, beam_size=beam_size, max_len_a=1.0, max_len_b=6, return_scores=True
-    )
-    full, s2 = beam_search(
-        model,
-        src,
-        beam_size=beam_size,
-        max_len_a=1.0,
-        max_len_b=6,
-        use_cache=False,
-        return_scores=True,
-    )
-    assert torch.equal(cached, full)
-    torch.testing.assert_close(s1, s2, atol=3e-4, rtol=0)
 
 
 def test_beam_of_one_is_greedy():
