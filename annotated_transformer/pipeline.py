@@ -21,11 +21,11 @@ from pathlib import Path
 import torch
 
 from .data import EncodedPairs, Tokenizer, load_parallel, tokenizer_for_corpus
-from .evaluation.results import write_result
+from .evaluation.results import check_replaceable, results_path, write_result
 from .evaluation.scoring import evaluate_translation
 from .model import flops
 from .model.transformer import count_parameters
-from .profiles import Profile
+from .profiles import FLAGS, MODEL_FLAGS, Profile, get_profile
 from .runtime.distributed import (
     DistributedContext,
     barrier,
@@ -34,13 +34,15 @@ from .runtime.distributed import (
 )
 from .runtime.files import atomic_write_text
 from .training.checkpoint import (
+    RESUME_NAME,
     atomic_torch_save,
     average_last,
+    list_snapshots,
     load_checkpoint,
     model_from_checkpoint,
 )
 from .training.fit import fit
-from .training.run_folder import claim_run_folder
+from .training.run_folder import RESULTS_NAME, claim_run_folder
 from .training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
@@ -101,6 +103,11 @@ def prepare_data(
             if limit is not None
             else (corpus.src, corpus.tgt)
         )
+        if not src:
+            raise ValueError(
+                f"{corpus.src_path} and {corpus.tgt_path} hold no usable sentence pair "
+                f"(skipped: {corpus.skipped}): fix or replace these files"
+            )
         pairs, too_long = EncodedPairs.from_texts(shared, src, tgt).fitting(max_positions)
         if too_long:
             logger.warning(
@@ -128,10 +135,12 @@ def train(
     context: DistributedContext,
     show_progress: bool = True,
     on_step=None,
+    data: PreparedData | None = None,
 ) -> dict:
     """Train (or resume) under `profile` into `out_dir`; returns a summary of the run.
 
     resume: True continues from `out_dir/last.pt`; a path names another checkpoint to continue from.
+    data: what `prepare_data` made for this profile (default: prepared here).
     The caller makes sure the folder is this run's (`run` does, through `claim_run_folder`).
     """
     if profile.threads:
@@ -139,7 +148,8 @@ def train(
         torch.set_num_threads(profile.threads)
     out_dir = Path(out_dir)
     config = profile.model_config()
-    data = prepare_data(profile, data_dir, context, config.max_len)
+    if data is None:
+        data = prepare_data(profile, data_dir, context, config.max_len)
 
     def announce(trainer: Trainer) -> None:
         if context.is_main:
@@ -161,7 +171,7 @@ def train(
         out_dir,
         context=context,
         resume=resume,
-        metadata={"profile": profile.to_dict()},
+        metadata={"profile": profile.to_dict(), "train_pairs": len(data.train)},
         show_progress=show_progress,
         on_step=on_step,
         on_start=announce,
@@ -210,13 +220,113 @@ def average(out_dir: str | Path, last: int) -> tuple[dict, list[Path]]:
     return averaged, used
 
 
-def load_for_evaluation(path: str | Path, average_last_k: int) -> tuple[dict, str]:
-    """A checkpoint file as it is, or a run folder's newest snapshots averaged; with a description."""
+def load_for_evaluation(
+    path: str | Path, average_last_k: int | None = None
+) -> tuple[dict, str]:
+    """What `--checkpoint PATH` means in every command, with a description of what was used.
+
+    A .pt file is used as it is. A run folder means the run's model, the one `run` scored: the
+    average of its newest `average_last_k` snapshots (default: the run's own profile's
+    `average_last`, as in its `averaged.pt`), or its `averaged.pt` when it keeps no snapshots.
+    """
     path = Path(path)
-    if path.is_dir():
+    if not path.is_dir():
+        return load_checkpoint(path), str(path)
+    snapshots = list_snapshots(path)
+    if snapshots:
+        if average_last_k is None:
+            stored = load_checkpoint(snapshots[-1], mmap=True).get("profile")
+            average_last_k = (stored or {}).get("average_last") or 5
         checkpoint, used = average_last(path, average_last_k)
-        return checkpoint, f"average of {', '.join(p.name for p in used)}"
-    return load_checkpoint(path), str(path)
+        names = ", ".join(p.name for p in used)
+        return (
+            checkpoint,
+            f"{path}: the average of its last {len(used)} snapshots ({names})",
+        )
+    if (path / AVERAGED_NAME).is_file():
+        return load_checkpoint(path / AVERAGED_NAME), str(path / AVERAGED_NAME)
+    raise FileNotFoundError(
+        f"{path} holds no snapshots (checkpoints/step_*.pt) and no {AVERAGED_NAME}: pass a .pt "
+        "file or a `train --out` folder"
+    )
+
+
+def run_folder_of(checkpoint_path: str | Path) -> Path:
+    """The run folder a --checkpoint belongs to: the folder itself, a file's folder, or the run
+    above `checkpoints/` for a snapshot."""
+    path = Path(checkpoint_path)
+    if path.is_dir():
+        return path
+    folder = path.parent
+    return folder.parent if folder.name == "checkpoints" else folder
+
+
+def checkpoint_profile(
+    checkpoint: dict, asked: str | None = None, source: str = "the checkpoint"
+) -> tuple[Profile, str | None]:
+    """The profile a checkpoint was trained under (its corpus, direction, test split, beam and
+    results folder), and a warning when `asked` (a --profile) names another one.
+
+    A checkpoint without a profile (not trained by `run`) takes `asked`, default "cpu". A profile
+    of another corpus or direction is refused: its test set is in another language.
+    """
+    stored = checkpoint.get("profile")
+    if not isinstance(stored, dict):
+        return get_profile(asked or "cpu"), None
+    own = Profile.from_dict(stored)
+    if asked is None or asked == own.name:
+        return own, None
+    other = get_profile(asked)
+    theirs = (own.corpus, own.src_lang, own.tgt_lang)
+    if (other.corpus, other.src_lang, other.tgt_lang) != theirs:
+        raise ValueError(
+            f"--profile {asked} is {other.corpus} {other.src_lang}->{other.tgt_lang}, but {source} "
+            f"was trained on {own.corpus} {own.src_lang}->{own.tgt_lang} (profile {own.name}): "
+            f"leave out --profile, or pass --profile {own.name}"
+        )
+    return own, (
+        f"{source} was trained under profile {own.name}, not {asked}: using {own.name}'s test "
+        f"split, beam settings and results folder"
+    )
+
+
+def check_resumable(profile: Profile, checkpoint_path: str | Path) -> None:
+    """Refuse, before any data is prepared, to resume `checkpoint_path` under a profile that
+    changes its data, tokenizer, model, batches or schedule; the message names the flag."""
+    state = load_checkpoint(checkpoint_path, mmap=True)
+    stored = state.get("profile")
+    if isinstance(stored, dict):
+        for name in (
+            "corpus",
+            "src_lang",
+            "tgt_lang",
+            "train_split",
+            "max_train_pairs",
+            "max_sentence_words",
+            "vocab_size",
+        ):
+            if name in stored and stored[name] != getattr(profile, name):
+                _refuse_resume(
+                    checkpoint_path, name, stored[name], getattr(profile, name)
+                )
+    theirs, mine = state.get("config", {}), profile.model_config().to_dict()
+    for name in sorted(set(theirs) | set(mine)):
+        if theirs.get(name) != mine.get(name):
+            _refuse_resume(checkpoint_path, name, theirs.get(name), mine.get(name))
+    for name, old, new in profile.train_settings().resume_conflicts(
+        state.get("settings", {})
+    ):
+        _refuse_resume(checkpoint_path, name, old, new)
+
+
+def _refuse_resume(path, name: str, old, new) -> None:
+    flag = FLAGS.get(name) or MODEL_FLAGS.get(name)
+    setting = f"{name} ({flag})" if flag else name
+    raise ValueError(
+        f"--resume: {path} was trained with {setting} {old!r}, this run asks for {new!r}; a "
+        "resumed run keeps its data, model, batches and schedule: drop the change, or start "
+        "afresh with --overwrite or another --out"
+    )
 
 
 # ------------------------------------------------------------------------------------------ evaluation
@@ -265,14 +375,27 @@ def default_results_name(profile: Profile) -> str:
 
 
 def write_results(
-    summary: dict, profile: Profile, name: str | None = None, device=None
+    summary: dict,
+    profile: Profile,
+    name: str | None = None,
+    device=None,
+    *,
+    path: str | Path | None = None,
 ) -> Path:
-    """`results/<profile>/<name>.json`: the run's numbers with provenance (git commit, device, torch, date).
-    The test scores are also copied to the top level, where the book's summary table reads them."""
+    """`results/<profile>/<name>.json` (or `path`): the run's numbers with provenance (git commit,
+    device, torch, date) and its run folder. The test scores are also copied to the top level,
+    where the book's summary table reads them."""
     metrics = {
         k: v
         for k, v in summary.items()
-        if k not in ("out_dir", "wall_time_s", "model_config")
+        if k
+        not in (
+            "out_dir",
+            "wall_time_s",
+            "model_config",
+            "results_path",
+            "run_results_path",
+        )
     }
     for key in ("sacrebleu", "bleu_tokenized", "ppl", "sacrebleu_signature"):
         if key in summary.get("test", {}):
@@ -285,6 +408,8 @@ def write_results(
         config=config,
         wall_time_s=summary.get("wall_time_s"),
         device=device,
+        path=path,
+        run_folder=summary["out_dir"],
     )
 
 
@@ -293,14 +418,36 @@ def write_results(
 def _this_runs_folder(
     out_dir: Path, context: DistributedContext, *, resume: bool, overwrite: bool
 ):
-    """Rank 0 claims the folder (lock, no mixing of runs); the other ranks wait until it has."""
+    """Rank 0 claims the folder (lock, no mixing of runs) and yields it; the other ranks wait until
+    it has, and get None."""
     if not context.is_main:
         barrier(context)
-        yield
+        yield None
         return
-    with claim_run_folder(out_dir, resume=resume, overwrite=overwrite):
+    with claim_run_folder(out_dir, resume=resume, overwrite=overwrite) as folder:
         barrier(context)
-        yield
+        yield folder
+
+
+def publish_path(profile: Profile, results_name: str | None, out_dir: Path) -> Path:
+    """Where `run(publish=True)` files the scores, after checking that the name is a plain stem
+    and that the file there is not a committed result of another run."""
+    path = results_path(
+        results_name or default_results_name(profile), profile.results_folder
+    )
+    check_replaceable(path, out_dir)
+    return path
+
+
+def _check_test_split(profile: Profile, data_dir) -> None:
+    test = load_parallel(
+        profile.corpus, profile.test_split, profile.src_lang, profile.tgt_lang, data_dir
+    )
+    if not len(test):
+        raise ValueError(
+            f"the test split {test.name} ({test.src_path}, {test.tgt_path}) holds no usable "
+            "sentence pair, so the run could not be scored: fix the files, or pass --no-eval"
+        )
 
 
 def run(
@@ -313,23 +460,53 @@ def run(
     device: str = "auto",
     evaluate_test: bool = True,
     results_name: str | None = None,
+    publish: bool = False,
     show_progress: bool = True,
     on_step=None,
 ) -> dict:
-    """Train, average the last snapshots, score the test set and write the results file.
+    """Train, average the last snapshots, score the test set and file the results.
 
-    The run folder must hold no other run (`overwrite=True` clears it first; `resume=True` continues
-    the one there), and no other process may be writing into it. Returns the training summary, with
-    "test" (the scores) and "results_path" when evaluated. An interrupted run (Ctrl-C, SIGTERM) is
-    neither averaged nor scored: resume it first.
+    The run folder must hold no other run (`overwrite=True` replaces it; `resume=True` continues
+    the one there), and no other process may be writing into it. Everything that can be checked
+    before training is checked before anything is deleted or trained: the device, the results
+    name, the data and tokenizer, the test split, and on resume that nothing that shapes the run
+    changed.
+
+    The scores are filed with the run, in `out_dir/results.json`. `publish=True` (the book's
+    chapters, `train --publish`) also writes `results/<profile>/<results_name>.json` (default
+    `translation_<corpus>_<src>_<tgt>`), which the book and the README read; it never replaces a
+    committed file of another run. Returns the training summary, with "test" (the scores),
+    "results_path" (the published file, else the run's) and "run_results_path" when evaluated.
+    An interrupted run (Ctrl-C, SIGTERM) is neither averaged nor scored: resume it first.
     """
     started = time.perf_counter()
     out_dir = Path(out_dir) if out_dir is not None else Path("runs") / profile.name
+    if results_name is not None and not publish:
+        raise ValueError(
+            "--results-name names the file --publish writes into results/<profile>/: add "
+            "--publish, or leave --results-name out (the run's own file is results.json)"
+        )
+    if publish and not evaluate_test:
+        raise ValueError(
+            "--publish files the test scores and --no-eval skips them: leave out one of the two"
+        )
+    published = publish_path(profile, results_name, out_dir) if publish else None
     context = init_distributed(device)
     try:
         with _this_runs_folder(
             out_dir, context, resume=resume is True, overwrite=overwrite
-        ):
+        ) as folder:
+            if resume:
+                check_resumable(
+                    profile, out_dir / RESUME_NAME if resume is True else resume
+                )
+            data = prepare_data(
+                profile, data_dir, context, profile.model_config().max_len
+            )
+            if context.is_main:
+                if evaluate_test:
+                    _check_test_split(profile, data_dir)
+                folder.clear_old_run()  # only now: every check above has passed
             summary = train(
                 profile,
                 out_dir,
@@ -338,6 +515,7 @@ def run(
                 context=context,
                 show_progress=show_progress,
                 on_step=on_step,
+                data=data,
             )
             if (
                 evaluate_test
@@ -359,9 +537,22 @@ def run(
                 scores["averaged_checkpoints"] = [p.name for p in used]
                 summary["test"] = scores
                 summary["wall_time_s"] = round(time.perf_counter() - started, 1)
-                summary["results_path"] = str(
-                    write_results(summary, profile, results_name, context.device)
-                )
+                _file_results(summary, profile, out_dir, context, published)
         return summary
     finally:
         shutdown_distributed()
+
+
+def _file_results(
+    summary: dict, profile: Profile, out_dir: Path, context, published: Path | None
+) -> None:
+    """The run's results.json, and the published copy when asked for."""
+    own = write_results(
+        summary, profile, device=context.device, path=out_dir / RESULTS_NAME
+    )
+    summary["run_results_path"] = str(own)
+    summary["results_path"] = str(own)
+    if published is not None:
+        check_replaceable(published, out_dir)  # still true after the training
+        write_results(summary, profile, published.stem, context.device, path=published)
+        summary["results_path"] = str(published)

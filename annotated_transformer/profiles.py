@@ -15,9 +15,21 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from .data.registry import corpus_info
+from .data.tokenizer import SPECIAL_IDS
+from .model import decoding
 from .model.config import TABLE3_ALL_ROWS, TransformerConfig, preset
 from .model.decoding import DecodeSettings
-from .runtime.precision import resolve_precision
+from .runtime.checks import (
+    COUNT,
+    OPTIONAL_COUNT,
+    POSITIVE,
+    PROBABILITY,
+    Bounds,
+    check_all,
+)
+from .runtime.precision import PRECISIONS, resolve_precision
+from .training import settings as train_settings
 from .training.settings import TrainSettings
 
 
@@ -28,6 +40,89 @@ def _as_tuples(value):
     if isinstance(value, list):
         return tuple(_as_tuples(v) for v in value)
     return value
+
+
+VOCABULARY = Bounds(int, len(SPECIAL_IDS) + 1)  # more pieces than the special ids
+OPTIONAL_VOCABULARY = Bounds(int, len(SPECIAL_IDS) + 1, optional=True)
+# What each number of a profile may be: the trainer's and the decoder's own bounds for the fields
+# they read, and these for the rest. `Profile` checks them when it is made (also by `replace` and
+# `get_profile`), and every flag that sets one parses with the same bounds (commands/arguments.py).
+PROFILE_BOUNDS: dict[str, Bounds] = {
+    **{
+        name: bounds
+        for name, bounds in train_settings.BOUNDS.items()
+        if name != "eval_batch_tokens"
+    },
+    "max_train_pairs": OPTIONAL_COUNT,
+    "max_valid_pairs": OPTIONAL_COUNT,
+    "max_sentence_words": OPTIONAL_COUNT,
+    "vocab_size": VOCABULARY,
+    "threads": OPTIONAL_COUNT,
+    "average_last": COUNT,
+    "beam_size": decoding.BOUNDS["beam_size"],
+    "length_penalty_alpha": decoding.BOUNDS["alpha"],
+    "max_len_a": decoding.BOUNDS["max_len_a"],
+    "max_len_b": decoding.BOUNDS["max_len_b"],
+    "eval_batch_tokens": decoding.BOUNDS["batch_tokens"],
+    "eval_max_sentences": OPTIONAL_COUNT,
+}
+# The flag of `train` that sets each field (commands/train.py makes its options from this table,
+# and messages about a field name its flag). adam_betas and the splits have none.
+FLAGS: dict[str, str] = {
+    "corpus": "--corpus",
+    "src_lang": "--src-lang",
+    "tgt_lang": "--tgt-lang",
+    "max_train_pairs": "--max-train-pairs",
+    "max_valid_pairs": "--max-valid-pairs",
+    "max_sentence_words": "--max-sentence-words",
+    "vocab_size": "--vocab-size",
+    "preset": "--preset",
+    "batch_tokens": "--batch-tokens",
+    "accumulation": "--accumulation",
+    "peak_lr": "--lr",
+    "warmup_steps": "--warmup",
+    "adam_eps": "--adam-eps",
+    "clip_norm": "--clip-norm",
+    "max_steps": "--max-steps",
+    "max_epochs": "--max-epochs",
+    "time_budget_minutes": "--minutes",
+    "budget_clock": "--budget-clock",
+    "precision": "--precision",
+    "compile": "--compile",
+    "threads": "--threads",
+    "seed": "--seed",
+    "log_every": "--log-every",
+    "eval_every": "--eval-every",
+    "save_every_steps": "--save-every-steps",
+    "save_every_minutes": "--save-every-minutes",
+    "keep_snapshots": "--keep-snapshots",
+    "average_last": "--average-last",
+    "beam_size": "--beam",
+    "length_penalty_alpha": "--alpha",
+    "max_len_a": "--max-len-a",
+    "max_len_b": "--max-len-b",
+    "eval_batch_tokens": "--eval-batch-tokens",
+    "eval_max_sentences": "--eval-max-sentences",
+}
+# The model's fields that `train` sets directly (into `model_overrides`), with their flags.
+MODEL_FLAGS: dict[str, str] = {
+    "n_layers": "--layers",
+    "d_model": "--d-model",
+    "d_ff": "--d-ff",
+    "n_heads": "--heads",
+    "dropout": "--dropout",
+    "label_smoothing": "--label-smoothing",
+}
+BOOK_BOUNDS: dict[str, Bounds] = {
+    "table3_steps": COUNT,
+    "parsing_steps": COUNT,
+    "minutes": POSITIVE,
+    "table3_seeds": COUNT,
+    "table3_width_divisor": COUNT,
+    "table3_depth_divisor": COUNT,
+    "table3_batch_tokens": OPTIONAL_COUNT,
+    "table3_vocab_size": OPTIONAL_VOCABULARY,
+}
 
 
 @dataclass(frozen=True)
@@ -57,6 +152,9 @@ class BookScales:
     table3_batch_tokens: int | None = None
     table3_vocab_size: int | None = None
     chapters: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_all("book", dataclasses.asdict(self), BOOK_BOUNDS)
 
 
 @dataclass(frozen=True)
@@ -130,6 +228,44 @@ class Profile:
     max_len_b: int = 50
     eval_batch_tokens: int = 4000
     eval_max_sentences: int | None = None  # None: the whole test set
+
+    def __post_init__(self):
+        """Every setting is checked here, once, whoever made the profile (a flag, a chapter's
+        parameters, `get_profile`, `replace`): a run that cannot be meant never starts."""
+        check_all("", dataclasses.asdict(self), PROFILE_BOUNDS)
+        betas = tuple(self.adam_betas)
+        if len(betas) != 2:
+            raise ValueError(f"adam_betas must be two numbers, got {self.adam_betas!r}")
+        for beta in betas:
+            PROBABILITY.check("adam_betas", beta)
+        if self.budget_clock not in ("wall", "cpu"):
+            raise ValueError(
+                f"budget_clock must be 'wall' or 'cpu', got {self.budget_clock!r}"
+            )
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
+            )
+        if not isinstance(self.book, BookScales):
+            raise ValueError(f"book must be a BookScales, got {type(self.book).__name__}")
+        info = corpus_info(self.corpus)  # an unknown corpus names the known ones
+        info.direction(self.src_lang, self.tgt_lang)  # each language the corpus's own
+        for split in (self.train_split, self.valid_split, self.test_split):
+            info.canonical_split(split)
+        if info.canonical_split(self.train_split) not in info.training_splits:
+            raise ValueError(
+                f"train_split {self.train_split!r} is not a training split of {info.title} "
+                f"({', '.join(info.training_splits)})"
+            )
+        if (
+            self.max_steps is None
+            and self.max_epochs is None
+            and self.time_budget_minutes is None
+        ):
+            raise ValueError(
+                "the profile sets no limit: give max_steps, max_epochs or time_budget_minutes"
+            )
+        self.model_config()  # an unknown preset or an invalid override, in the config's words
 
     @property
     def results_folder(self) -> str:
@@ -463,8 +599,9 @@ def get_profile(name: str, **overrides) -> Profile:
     so a knob left at None keeps the profile's value.
 
     Raises:
-        ValueError: an unknown profile, a field that does not exist, or a model override that makes an
-            invalid configuration (the config's own message).
+        ValueError: an unknown profile, a field that does not exist, a value its field does not
+            allow (`PROFILE_BOUNDS`: `max_steps=0`, `peak_lr=inf`, `corpus="bogus"` ...), or a model
+            override that makes an invalid configuration (the config's own message).
     """
     if name not in PROFILES:
         raise ValueError(
@@ -476,8 +613,4 @@ def get_profile(name: str, **overrides) -> Profile:
         raise ValueError(
             f"unknown profile fields {unknown}; known: {', '.join(sorted(known))}"
         )
-    profile = PROFILES[name].replace(
-        **{k: v for k, v in overrides.items() if v is not None}
-    )
-    profile.model_config()
-    return profile
+    return PROFILES[name].replace(**{k: v for k, v in overrides.items() if v is not None})

@@ -798,7 +798,9 @@ viz.show_source(pipeline.run)
 # %% [markdown]
 # The run goes to `runs/book-<profile>/` in the clone. When the kernel is restarted in the middle
 # of a run of the same profile, the chapter continues it from its last checkpoint (the `resume`
-# parameter); a finished run is replaced by a fresh one.
+# parameter); a finished run is replaced by a fresh one. A run files its scores in its own folder
+# (`results.json`); the book, like `train --publish`, also publishes them into
+# `results/<profile>/`, where its pages and the README read them.
 
 # %%
 PAPER_BATCH_TOKENS = (
@@ -837,7 +839,7 @@ if not resuming:
         run_dir, ignore_errors=True
     )  # a fresh run: no snapshot of an older one may be averaged
 summary = pipeline.run(
-    settings, run_dir, data_dir=data_dir, resume=resuming, device=device
+    settings, run_dir, data_dir=data_dir, resume=resuming, device=device, publish=True
 )
 assert summary["stopped_by"] != "interrupted", (
     "the run was interrupted: run this cell again to resume it"

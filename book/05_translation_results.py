@@ -162,7 +162,7 @@ if trained_here:
     shutil.rmtree(
         run_dir, ignore_errors=True
     )  # no snapshot of an older run may be averaged
-    pipeline.run(settings, run_dir, data_dir=data_dir, device=device)
+    pipeline.run(settings, run_dir, data_dir=data_dir, device=device, publish=True)
     run = finished_run(run_dir, settings)
 assert run is not None, f"{run_dir} still holds no finished run"
 viz.show_table(

@@ -43,7 +43,9 @@ def test_a_fresh_run_refuses_a_folder_that_holds_another_run(tmp_path):
 def test_overwrite_leaves_no_file_of_the_old_run(tmp_path):
     fake_run(tmp_path)
     (tmp_path / "notes.txt").write_text("mine")  # not a run file: kept
-    with claim_run_folder(tmp_path, resume=False, overwrite=True):
+    with claim_run_folder(tmp_path, resume=False, overwrite=True) as folder:
+        assert (tmp_path / "last.pt").exists()  # nothing goes before the caller's checks
+        folder.clear_old_run()
         assert (
             not (tmp_path / "last.pt").exists()
             and not (tmp_path / "metrics.jsonl").exists()

@@ -31,7 +31,7 @@ def test_short_multi30k_run_learns_and_is_scored_end_to_end(
         beam_size=2,
     )
     summary = pipeline.run(
-        profile, tmp_path / "run", data_dir=data_dir, show_progress=False
+        profile, tmp_path / "run", data_dir=data_dir, show_progress=False, publish=True
     )
 
     records = [
@@ -87,6 +87,10 @@ def test_short_multi30k_run_learns_and_is_scored_end_to_end(
     assert summary["results_path"] == str(
         tmp_path / "results" / "smoke" / "translation_multi30k_en_de.json"
     )
+    # The run's own copy, in its folder, is the published one and names that folder.
+    own = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert own["metrics"] == result["metrics"]
+    assert own["run_folder"] == result["run_folder"] == str((tmp_path / "run").resolve())
     assert (
         Profile.from_dict(result["config"]["profile"]) == profile
     )  # the record says what ran

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import pipeline
 from ..book.viz import EXPORT_FORMATS, export
 from ..experiments.attention_figures import (
     FIGURES,
@@ -28,7 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "      --sentence 'Two dogs run.' --figure 5 --layer 2 --heads 1 4 --out fig5.png"
     )
     parser.add_argument(
-        "--checkpoint", required=True, help="a .pt file written by `train` or `average`"
+        "--checkpoint",
+        required=True,
+        help="a .pt file written by `train` or `average`, or a run folder (the average of its "
+        "last snapshots, as `evaluate` reads it)",
     )
     parser.add_argument(
         "--sentence", required=True, help="the English sentence to encode"
@@ -76,7 +80,8 @@ def output_format(path: Path) -> str:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     fmt = output_format(out)
-    model, tokenizer = model_from_checkpoint(args.checkpoint, "cpu")
+    checkpoint, source = pipeline.load_for_evaluation(args.checkpoint)
+    model, tokenizer = model_from_checkpoint(checkpoint, "cpu", name=source)
     data = sentence_attention(model, tokenizer, args.sentence, args.translation)
     chart = build_figure(
         data,
@@ -91,5 +96,5 @@ def run(args: argparse.Namespace) -> int:
         written != out
     ):  # export names the file <stem>.<format>; keep the name the user gave
         written.replace(out)
-    print(f"wrote {out} ({out.stat().st_size:,} bytes)")
+    print(f"wrote {out} ({out.stat().st_size:,} bytes) from {source}")
     return 0

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..training.checkpoint import atomic_torch_save, average_checkpoints, average_last
-from .arguments import positive_int
+from .arguments import setting
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--last",
-        type=positive_int,
+        type=setting("average_last"),
         default=5,
         help="how many of the newest snapshots (default: %(default)s)",
     )

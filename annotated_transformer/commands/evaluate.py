@@ -1,35 +1,61 @@
-"""`python -m annotated_transformer evaluate`: BLEU and perplexity of a checkpoint on a test set."""
+"""`python -m annotated_transformer evaluate`: BLEU and perplexity of a checkpoint on a test set.
+
+The checkpoint says what it is: its corpus, direction, tokenizer and profile come from it, so a
+German->English test set is never fed to an English->German model, and the scores are filed with
+the run (`<run folder>/evaluation_<corpus>_<split>.json`), or with `--publish` under the
+checkpoint's own profile in `results/`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 from .. import pipeline
-from ..evaluation.results import write_result
-from ..profiles import get_profile
+from ..evaluation.results import check_name, check_replaceable, results_path, write_result
+from ..profiles import PROFILE_NAMES
 from ..runtime.devices import resolve_device
-from .arguments import non_negative_float, positive_int
-from .train import add_profile_arguments
+from ..runtime.files import atomic_write_text
+from .arguments import setting
+from .translate import check_writable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Translate a test set with beam search and report sacreBLEU (with its signature), the paper's\n"
-        "tokenized BLEU (compound-split for German) and per-subword perplexity. The profile picks the corpus,\n"
-        "test split and beam settings; the result goes to results/<profile>/<name>.json with provenance.\n\n"
-        "  python -m annotated_transformer evaluate --profile cpu --checkpoint runs/cpu/averaged.pt\n"
-        "  python -m annotated_transformer evaluate --profile cpu --checkpoint runs/cpu --average-last 5"
+        "tokenized BLEU (compound-split for German) and per-subword perplexity. The checkpoint's own\n"
+        "profile picks the corpus, direction, test split and beam settings; the result is filed with\n"
+        "the run (<run folder>/evaluation_<corpus>_<split>.json), and with --publish in\n"
+        "results/<profile>/<name>.json, with provenance.\n\n"
+        "  python -m annotated_transformer evaluate --checkpoint runs/cpu/averaged.pt\n"
+        "  python -m annotated_transformer evaluate --checkpoint runs/cpu --average-last 5"
     )
     parser.add_argument(
         "--checkpoint",
         required=True,
-        help="a .pt file, or a run folder (its snapshots are averaged, see --average-last)",
+        help="a .pt file, or a run folder (the average of its last snapshots, see --average-last)",
     )
-    add_profile_arguments(parser)
+    parser.add_argument(
+        "--profile",
+        default=None,
+        choices=PROFILE_NAMES,
+        help="only for a checkpoint that records none (default: the checkpoint's own profile, "
+        "else cpu); one of another corpus or direction is refused",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder holding the corpus folders (multi30k/, wmt14/, ...); default: $AT_DATA_DIR, then a download",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="auto (a GPU when visible), cpu, cuda, cuda:1 ...",
+    )
     parser.add_argument(
         "--split",
         default=None,
@@ -37,32 +63,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--beam",
-        type=positive_int,
+        type=setting("beam_size"),
         default=None,
         help="beam width (default: the profile's, 4)",
     )
     parser.add_argument(
         "--alpha",
-        type=non_negative_float,
+        type=setting("length_penalty_alpha"),
         default=None,
         help="length penalty (default: the profile's, 0.6)",
     )
     parser.add_argument(
         "--average-last",
-        type=positive_int,
+        type=setting("average_last"),
         default=None,
-        help="with a run folder: snapshots to average",
+        help="with a run folder: snapshots to average (default: the run's profile's)",
     )
     parser.add_argument(
         "--max-sentences",
-        type=positive_int,
+        type=setting("eval_max_sentences"),
         default=None,
         help="score only the first N sentences",
     )
     parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="also file the result in results/<the checkpoint's profile>/<name>.json (never "
+        "over a committed result of another run)",
+    )
+    parser.add_argument(
         "--name",
         default=None,
-        help="results file stem (default: evaluation_<corpus>_<split>)",
+        help="with --publish: the results file's stem (default: evaluation_<corpus>_<split>)",
     )
     parser.add_argument(
         "--hypotheses", default=None, help="also write the translations to this file"
@@ -70,18 +102,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    profile = get_profile(
-        args.profile,
-        beam_size=args.beam,
-        length_penalty_alpha=args.alpha,
-        average_last=args.average_last,
-    )
+    # Everything that can be wrong with the arguments is found before the model decodes.
+    if args.name is not None:
+        if not args.publish:
+            raise ValueError(
+                "--name names the file --publish writes into results/<profile>/: add "
+                "--publish, or leave --name out"
+            )
+        check_name(args.name, "--name")
+    if args.hypotheses:
+        check_writable(Path(args.hypotheses), "--hypotheses")
     device = resolve_device(args.device)
-    started = time.perf_counter()
-    checkpoint, source = pipeline.load_for_evaluation(
-        args.checkpoint, profile.average_last
+    checkpoint, source = pipeline.load_for_evaluation(args.checkpoint, args.average_last)
+    profile, warning = pipeline.checkpoint_profile(checkpoint, args.profile, source)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    profile = profile.replace(
+        **{
+            name: value
+            for name, value in (
+                ("beam_size", args.beam),
+                ("length_penalty_alpha", args.alpha),
+            )
+            if value is not None
+        }
     )
     split = args.split or profile.test_split
+    run_folder = pipeline.run_folder_of(args.checkpoint)
+    if args.publish:
+        name = args.name or f"evaluation_{profile.corpus}_{split}"
+        out = results_path(name, profile.results_folder)
+        check_replaceable(out, run_folder)
+    else:
+        out = run_folder / f"evaluation_{profile.corpus}_{split}.json"
+        check_writable(out, "the evaluation file")
+    print(f"evaluating {source} (profile {profile.name})", file=sys.stderr)
+    started = time.perf_counter()
     scores = pipeline.evaluate(
         checkpoint,
         profile,
@@ -93,17 +149,18 @@ def run(args: argparse.Namespace) -> int:
     )
     hypotheses = scores.pop("hypotheses")
     if args.hypotheses:
-        Path(args.hypotheses).write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+        atomic_write_text(args.hypotheses, "\n".join(hypotheses) + "\n")
     scores["checkpoint"] = source
-    name = args.name or f"evaluation_{profile.corpus}_{split}"
-    out = write_result(
-        name,
+    written = write_result(
+        out.stem,
         scores,
         profile=profile.results_folder,
         config=checkpoint.get("config"),
         wall_time_s=round(time.perf_counter() - started, 1),
         device=device,
+        path=out,
+        run_folder=run_folder,
     )
     print(json.dumps(scores, indent=2))
-    print(f"results -> {out}")
+    print(f"results -> {written}")
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import pipeline
+from ..training.checkpoint import model_from_checkpoint
 from ..web.onnx_export import export_onnx
 
 
@@ -17,7 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  python -m annotated_transformer export-onnx --checkpoint runs/cpu/averaged.pt --out web-model/"
     )
     parser.add_argument(
-        "--checkpoint", required=True, help="a .pt file written by `train` or `average`"
+        "--checkpoint",
+        required=True,
+        help="a .pt file written by `train` or `average`, or a run folder (the average of its "
+        "last snapshots, as `evaluate` reads it)",
     )
     parser.add_argument(
         "--out", required=True, help="folder to write (created when missing)"
@@ -39,7 +44,12 @@ def run(args: argparse.Namespace) -> int:
         raise OSError(
             "export-onnx needs the onnx package: pip install onnx onnxruntime"
         ) from None
-    written = export_onnx(args.checkpoint, out, quantize=args.quantize)
+    checkpoint, source = pipeline.load_for_evaluation(args.checkpoint)
+    model_from_checkpoint(
+        checkpoint, name=source
+    )  # a checkpoint it cannot use, named now
+    written = export_onnx(checkpoint, out, quantize=args.quantize)
     for path in written.values():
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+    print(f"exported {source}")
     return 0

@@ -1,9 +1,10 @@
 """`python -m annotated_transformer train`: train a translation model, then average and evaluate it.
 
-The profile picks every default (profiles.py); flags override single fields. The work is
-`pipeline.run`: a run writes into `--out` (default `runs/<profile>`) `metrics.jsonl`, `last.pt`
-(resume), `checkpoints/step_*.pt` (snapshots), `averaged.pt`, `test_translations.txt`, and the
-results file `results/<profile>/<name>.json`.
+The profile picks every default (profiles.py); flags override single fields, each parsed with
+its field's own bounds. The work is `pipeline.run`: a run writes into `--out` (default
+`runs/<profile>`) `metrics.jsonl`, `last.pt` (resume), `checkpoints/step_*.pt` (snapshots),
+`averaged.pt`, `test_translations.txt` and its results file `results.json`; `--publish` also files
+the results as `results/<profile>/<name>.json`, where the book and the README read them.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import argparse
 import logging
 
 from .. import pipeline
-from ..profiles import PROFILE_NAMES, Profile, get_profile
+from ..evaluation.results import check_name
+from ..profiles import FLAGS, MODEL_FLAGS, PROFILE_NAMES, Profile, get_profile
 from ..runtime.precision import PRECISIONS
-from .arguments import non_negative_int, positive_float, positive_int, probability
+from .arguments import positive_int, probability, setting
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -75,134 +77,105 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip averaging and the test-set BLEU after training",
     )
     parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="also file the results as results/<profile>/<name>.json, where the book and the "
+        "README read them (never over a committed result of another run)",
+    )
+    parser.add_argument(
         "--results-name",
         default=None,
-        help="stem of the results file (default: translation_<corpus>_<src>_<tgt>)",
+        help="with --publish: the stem of that file (default: translation_<corpus>_<src>_<tgt>)",
     )
     g = parser.add_argument_group("profile overrides (default: the profile's value)")
-    g.add_argument("--corpus", choices=("multi30k", "iwslt14", "wmt14"))
-    g.add_argument("--src-lang")
-    g.add_argument("--tgt-lang")
-    g.add_argument(
-        "--vocab-size",
-        type=positive_int,
-        help="BPE vocabulary shared by source and target",
-    )
-    g.add_argument("--preset", help="model preset (base, big, tiny, a Table 3 row, ...)")
-    g.add_argument("--layers", type=positive_int, help="encoder and decoder layers")
-    g.add_argument("--d-model", type=positive_int)
-    g.add_argument("--d-ff", type=positive_int)
-    g.add_argument("--heads", type=positive_int)
-    g.add_argument("--dropout", type=probability)
-    g.add_argument("--label-smoothing", type=probability)
-    g.add_argument(
-        "--batch-tokens", type=positive_int, help="padded tokens per micro-batch"
-    )
-    g.add_argument(
-        "--accumulation",
-        type=positive_int,
-        help="micro-batches per optimizer step and rank",
-    )
-    g.add_argument(
-        "--lr",
-        type=positive_float,
-        dest="peak_lr",
-        help="peak learning rate (the top of the warm-up curve)",
-    )
-    g.add_argument("--warmup", type=positive_int, dest="warmup_steps")
-    g.add_argument("--max-steps", type=positive_int)
-    g.add_argument("--max-epochs", type=positive_int)
-    g.add_argument(
-        "--minutes",
-        type=positive_float,
-        dest="time_budget_minutes",
-        help="stop after this much training time",
-    )
-    g.add_argument(
-        "--budget-clock",
-        choices=("wall", "cpu"),
-        help="what --minutes counts: wall time, or this process's CPU time per thread (fair on a shared machine)",
-    )
-    g.add_argument("--max-train-pairs", type=positive_int)
-    g.add_argument("--precision", choices=PRECISIONS)
-    g.add_argument(
-        "--compile",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="torch.compile the model",
-    )
-    g.add_argument("--seed", type=int)
-    g.add_argument(
-        "--threads",
-        type=positive_int,
-        help="CPU threads (default: one per core; 1 is faster on a busy machine)",
-    )
-    g.add_argument("--save-every-minutes", type=positive_float)
-    g.add_argument("--save-every-steps", type=positive_int)
-    g.add_argument(
-        "--eval-every", type=non_negative_int, help="steps between validation losses"
-    )
-    g.add_argument(
-        "--average-last", type=positive_int, help="snapshots averaged for the final model"
-    )
-    g.add_argument("--beam", type=positive_int, dest="beam_size")
+    for field, (kind, help_text) in _OVERRIDES.items():
+        options: dict = dict(dest=field, help=help_text)
+        if kind == "choice":
+            options["choices"] = _CHOICES[field]
+        elif kind == "switch":
+            options.update(action=argparse.BooleanOptionalAction, default=None)
+        elif kind == "number":
+            options["type"] = setting(field)
+        g.add_argument(FLAGS[field], **options)
+    for field, flag in MODEL_FLAGS.items():
+        kind = probability if field in ("dropout", "label_smoothing") else positive_int
+        g.add_argument(flag, dest=field, type=kind, help=f"the model's {field}")
 
 
-_MODEL_FLAGS = {
-    "layers": "n_layers",
-    "d_model": "d_model",
-    "d_ff": "d_ff",
-    "heads": "n_heads",
-    "dropout": "dropout",
-    "label_smoothing": "label_smoothing",
+_CHOICES = {
+    "corpus": ("multi30k", "iwslt14", "wmt14"),
+    "budget_clock": ("wall", "cpu"),
+    "precision": PRECISIONS,
 }
-_PROFILE_FLAGS = (
-    "corpus",
-    "src_lang",
-    "tgt_lang",
-    "vocab_size",
-    "preset",
-    "batch_tokens",
-    "accumulation",
-    "peak_lr",
-    "warmup_steps",
-    "max_steps",
-    "max_epochs",
-    "time_budget_minutes",
-    "budget_clock",
-    "max_train_pairs",
-    "precision",
-    "compile",
-    "threads",
-    "seed",
-    "save_every_minutes",
-    "save_every_steps",
-    "eval_every",
-    "average_last",
-    "beam_size",
-)
+# Every profile field `train` sets, in --help's order: (kind, help). A number parses with its
+# field's bounds (`setting`), so a flag accepts exactly what `Profile` does.
+_OVERRIDES: dict[str, tuple[str, str | None]] = {
+    "corpus": ("choice", None),
+    "src_lang": ("text", None),
+    "tgt_lang": ("text", None),
+    "vocab_size": ("number", "BPE vocabulary shared by source and target"),
+    "preset": ("text", "model preset (base, big, tiny, a Table 3 row, ...)"),
+    "batch_tokens": ("number", "padded tokens per micro-batch"),
+    "accumulation": ("number", "micro-batches per optimizer step and rank"),
+    "peak_lr": ("number", "peak learning rate (the top of the warm-up curve)"),
+    "warmup_steps": ("number", "warm-up steps of the schedule"),
+    "adam_eps": ("number", "Adam's epsilon"),
+    "clip_norm": ("number", "clip the gradient norm to this (default: no clipping)"),
+    "max_steps": ("number", None),
+    "max_epochs": ("number", None),
+    "time_budget_minutes": ("number", "stop after this much training time"),
+    "budget_clock": (
+        "choice",
+        "what --minutes counts: wall time, or this process's CPU time per thread (fair on "
+        "a shared machine)",
+    ),
+    "max_train_pairs": ("number", None),
+    "max_valid_pairs": ("number", None),
+    "max_sentence_words": ("number", "skip pairs with a longer side (words of raw text)"),
+    "precision": ("choice", None),
+    "compile": ("switch", "torch.compile the model"),
+    "seed": ("number", None),
+    "threads": (
+        "number",
+        "CPU threads (default: one per core; 1 is faster on a busy machine)",
+    ),
+    "log_every": ("number", "steps between training-loss records"),
+    "save_every_minutes": ("number", None),
+    "save_every_steps": ("number", None),
+    "keep_snapshots": ("number", "snapshots kept for averaging"),
+    "eval_every": ("number", "steps between validation losses"),
+    "average_last": ("number", "snapshots averaged for the final model"),
+    "beam_size": ("number", None),
+    "length_penalty_alpha": ("number", "length penalty of the beam search"),
+    "max_len_a": ("number", "outputs may be a x source length + b subwords long: a"),
+    "max_len_b": ("number", "... and b"),
+    "eval_batch_tokens": ("number", "source tokens x beam per decoding batch"),
+    "eval_max_sentences": ("number", "score only the first N test sentences"),
+}
 
 
 def profile_from_args(args: argparse.Namespace) -> Profile:
     """The named profile with the flags the user gave (and only those) applied."""
     profile = get_profile(
-        args.profile, **{name: getattr(args, name, None) for name in _PROFILE_FLAGS}
+        args.profile, **{name: getattr(args, name, None) for name in _OVERRIDES}
     )
     model_overrides = {
-        field: getattr(args, flag)
-        for flag, field in _MODEL_FLAGS.items()
-        if getattr(args, flag, None) is not None
+        field: getattr(args, field)
+        for field in MODEL_FLAGS
+        if getattr(args, field, None) is not None
     }
     if model_overrides:
+        # Invalid combinations fail here, with the config's message.
         profile = profile.replace(
             model_overrides={**profile.model_overrides, **model_overrides}
         )
-        profile.model_config()  # invalid combinations fail now, with the config's message
     return profile
 
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.results_name is not None:
+        check_name(args.results_name, "--results-name")
     profile = profile_from_args(args)
     summary = pipeline.run(
         profile,
@@ -213,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         evaluate_test=not args.no_eval,
         results_name=args.results_name,
+        publish=args.publish,
     )
     if summary["stopped_by"] == "interrupted":
         print(

@@ -1,4 +1,8 @@
-"""`python -m annotated_transformer translate`: sentences in (stdin or a file), translations out, one a line."""
+"""`python -m annotated_transformer translate`: sentences in (stdin or a file), translations out, one a line.
+
+`--checkpoint` means what it means in every command (`pipeline.load_for_evaluation`): a .pt file as
+it is, a run folder the run's averaged model; the command says on stderr which it used.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,14 @@ import os
 import sys
 from pathlib import Path
 
+from .. import pipeline
 from ..evaluation.scoring import translate
 from ..model.decoding import DecodeSettings
 from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
 from ..runtime.precision import resolve_precision
 from ..training.checkpoint import model_from_checkpoint
-from .arguments import non_negative_float, non_negative_int, positive_int
+from .arguments import setting
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
         required=True,
-        help="a .pt file from `train` (averaged.pt, last.pt or checkpoints/step_*.pt) or a run folder",
+        help="a .pt file from `train` (averaged.pt, last.pt or checkpoints/step_*.pt), or a run "
+        "folder: the average of its last snapshots, as `evaluate` reads it",
+    )
+    parser.add_argument(
+        "--average-last",
+        type=setting("average_last"),
+        default=None,
+        help="with a run folder: snapshots to average (default: the run's profile's)",
     )
     parser.add_argument(
         "--input", default=None, help="file of source sentences (default: standard input)"
@@ -37,25 +49,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--beam",
-        type=positive_int,
+        type=setting("beam_size"),
         default=4,
         help="beam width; 1 is greedy decoding (default: %(default)s)",
     )
     parser.add_argument(
         "--alpha",
-        type=non_negative_float,
+        type=setting("length_penalty_alpha"),
         default=0.6,
         help="length penalty alpha (default: %(default)s)",
     )
     parser.add_argument(
         "--max-len-b",
-        type=non_negative_int,
+        type=setting("max_len_b"),
         default=50,
         help="outputs may be source length + this many subwords long (default: %(default)s)",
     )
     parser.add_argument(
         "--batch-tokens",
-        type=positive_int,
+        type=setting("eval_batch_tokens"),
         default=4000,
         help="source tokens x beam per decoding batch",
     )
@@ -81,18 +93,18 @@ def read_lines(raw: bytes) -> tuple[list[str], list[int]]:
     return lines, undecodable
 
 
-def check_writable(path: Path) -> None:
+def check_writable(path: Path, flag: str = "--output") -> None:
     """Fail before any decoding, not after it, when the output cannot be written."""
+    path = Path(path)
     if path.is_dir():
-        raise IsADirectoryError(f"--output {path} is a folder: name a file")
-    if not path.parent.is_dir():
+        raise IsADirectoryError(f"{flag} {path} is a folder: name a file")
+    folder = Path(os.path.realpath(path)).parent if path.is_symlink() else path.parent
+    if not folder.is_dir():
         raise FileNotFoundError(
-            f"--output {path}: the folder {path.parent} does not exist"
+            f"{flag} {path}: the folder {folder} does not exist; create it or name another"
         )
-    if not os.access(path.parent, os.W_OK) or (
-        path.exists() and not os.access(path, os.W_OK)
-    ):
-        raise PermissionError(f"--output {path}: not writable")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise PermissionError(f"{flag} {path}: not writable; name a file you may write")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
     if output is not None:
         check_writable(output)
     device = resolve_device(args.device)
-    model, tokenizer = model_from_checkpoint(args.checkpoint, device)
+    checkpoint, source = pipeline.load_for_evaluation(args.checkpoint, args.average_last)
+    model, tokenizer = model_from_checkpoint(checkpoint, device, name=source)
+    print(f"translating with {source}", file=sys.stderr)
     raw = Path(args.input).read_bytes() if args.input else sys.stdin.buffer.read()
     lines, undecodable = read_lines(raw)
     for number in undecodable:

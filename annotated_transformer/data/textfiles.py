@@ -14,11 +14,18 @@ from typing import BinaryIO, Iterator
 
 
 def find_plain_or_gz(directory: Path, name: str) -> Path | None:
-    """The file `name` in `directory`, as `name.gz` or `name`, or None when neither is there."""
-    for candidate in (directory / f"{name}.gz", directory / name):
-        if candidate.is_file():
-            return candidate
-    return None
+    """The file `name` in `directory`, as `name.gz` or `name`, or None when neither is there.
+
+    Both at once is an error: they may hold different text (an edited copy beside the original),
+    and reading one of them quietly would train on text the user did not mean.
+    """
+    found = [c for c in (directory / f"{name}.gz", directory / name) if c.is_file()]
+    if len(found) == 2:
+        raise ValueError(
+            f"{found[1]} and {found[0]} are both there and may differ: keep only the one to "
+            "read (delete or rename the other)"
+        )
+    return found[0] if found else None
 
 
 def open_maybe_gzip(path: Path) -> BinaryIO:

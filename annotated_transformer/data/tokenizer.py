@@ -335,6 +335,12 @@ class CorpusTokenizer:
             data_dir,
             download=download,
         )
+        if not len(pairs):
+            raise ValueError(
+                f"{pairs.src_path} and {pairs.tgt_path} hold no usable sentence pair "
+                f"(skipped: {pairs.skipped}): a tokenizer needs the training text; fix or "
+                "replace these files"
+            )
         tokenizer = Tokenizer.from_bytes(
             _train_model_bytes(pairs.src + pairs.tgt, options, seed=0, num_threads=None)
         )

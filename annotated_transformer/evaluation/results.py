@@ -1,14 +1,18 @@
 """Results files: every number the book shows is written by the run that made it, with provenance.
 
-A run writes `results/<profile>/<name>.json`:
+A results file is
 
     {"schema": 1, "name": ..., "profile": ..., "metrics": {...}, "config": {...} | null,
-     "wall_time_s": ... | null, "provenance": {"git_commit", "git_dirty", "torch", "python",
-     "device", "device_name", "date", ...}}
+     "wall_time_s": ... | null, "run_folder": ... | null, "provenance": {"git_commit",
+     "git_dirty", "torch", "python", "device", "device_name", "date", ...}}
 
-`smoke` and `cpu` results are regenerated on every run (git-ignored); `gpu` and `paper` results are
-committed because CI cannot rerun them. This module only writes and reads the files; the
-introduction's summary of them is `book/summary.py`, and what the paper reports is `paper.py`.
+Where it goes is the rule that keeps numbers with the run that made them: a training run files its
+results in its own run folder (`pipeline.run`); only the book, or a command given `--publish`, writes
+`results/<profile>/<name>.json`, the files the book and the README read. A published file records
+its run folder, and `check_replaceable` refuses to replace a committed file of another run (the
+`gpu` and `paper` results are committed because CI cannot rerun them; `smoke` and `cpu` are
+git-ignored and regenerated). This module only writes and reads the files; the introduction's
+summary of them is `book/summary.py`, and what the paper reports is `paper.py`.
 """
 
 from __future__ import annotations
@@ -46,12 +50,27 @@ def results_root(root: str | os.PathLike | None = None) -> Path:
     return (repo / "results") if repo is not None else Path.cwd() / "results"
 
 
+def check_name(name: str, what: str = "result name") -> str:
+    """`name` when it is a plain file stem (no folder, not hidden, no odd characters); `what`
+    says in the error where the name came from (a flag)."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or name.startswith(".")
+        or name.endswith(".json")
+        or any(c in name for c in "/\\\0")
+        or not name.isprintable()
+    ):
+        raise ValueError(
+            f"{what} must be a plain file stem like 'translation' (no folder, no .json), "
+            f"got {name!r}"
+        )
+    return name
+
+
 def results_path(name: str, profile: str, root: str | os.PathLike | None = None) -> Path:
     """`<results root>/<profile>/<name>.json`; names are plain words so paths stay portable."""
-    if not name or any(c in name for c in "/\\") or name.startswith("."):
-        raise ValueError(
-            f"result name must be a plain file stem like 'translation', got {name!r}"
-        )
+    check_name(name)
     if not profile or any(c in profile for c in "/\\"):
         raise ValueError(f"profile must be a plain word like 'cpu', got {profile!r}")
     return results_root(root) / profile / f"{name}.json"
@@ -72,6 +91,45 @@ def _git(*args: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
+
+
+def is_committed(path: str | os.PathLike) -> bool:
+    """Whether `path` is a file git tracks in this clone (False outside a clone or its tree)."""
+    path = Path(path)
+    repo = repo_root()
+    if repo is None or not path.is_file():
+        return False
+    try:
+        path.resolve().relative_to(repo.resolve())
+    except ValueError:
+        return False
+    return _git("ls-files", "--error-unmatch", "--", str(path.resolve())) is not None
+
+
+def check_replaceable(
+    path: str | os.PathLike, run_folder: str | os.PathLike | None
+) -> None:
+    """Refuse to replace a committed results file that another run made (or that does not say
+    which run made it): such a file is a number the README or the book quotes."""
+    path = Path(path)
+    if not is_committed(path):
+        return
+    try:
+        theirs = json.loads(path.read_text(encoding="utf-8")).get("run_folder")
+    except (OSError, ValueError, AttributeError):
+        theirs = None
+    mine = _folder_text(run_folder)
+    if theirs is None or mine is None or theirs != mine:
+        made_by = f"the run in {theirs}" if theirs else "another run"
+        raise ValueError(
+            f"{path} is a committed result of {made_by}: publish under another name "
+            "(--results-name, or evaluate --name) or into another results root "
+            f"(${RESULTS_ENV}, or book --results-dir), or leave out --publish"
+        )
+
+
+def _folder_text(folder: str | os.PathLike | None) -> str | None:
+    return None if folder is None else str(Path(folder).resolve())
 
 
 def provenance(device: Any = None) -> dict:
@@ -137,8 +195,10 @@ def write_result(
     wall_time_s: float | None = None,
     device: Any = None,
     root: str | os.PathLike | None = None,
+    path: str | os.PathLike | None = None,
+    run_folder: str | os.PathLike | None = None,
 ) -> Path:
-    """Write `results/<profile>/<name>.json` atomically, stamped with `provenance(device)`.
+    """Write `results/<profile>/<name>.json` (or `path`) atomically, stamped with `provenance(device)`.
 
     Args:
         name: the file stem (e.g. "translation"); see `summary.CLAIMS` for names the summary reads.
@@ -148,13 +208,15 @@ def write_result(
         wall_time_s: how long the run took.
         device: the device used ("cpu", "cuda", a torch.device; None: what "auto" picks).
         root: results root (default: `results_root()`).
+        path: write here instead (a run folder's own results file).
+        run_folder: the run the numbers come from, recorded (resolved) as "run_folder".
 
     Returns:
         The path written.
     """
     if not isinstance(metrics, dict):
         raise TypeError(f"metrics must be a dict, got {type(metrics).__name__}")
-    path = results_path(name, profile, root)
+    path = Path(path) if path is not None else results_path(name, profile, root)
     record = {
         "schema": SCHEMA_VERSION,
         "name": name,
@@ -162,6 +224,7 @@ def write_result(
         "metrics": metrics,
         "config": _config_dict(config),
         "wall_time_s": wall_time_s,
+        "run_folder": _folder_text(run_folder),
         "provenance": provenance(device),
     }
     text = json.dumps(record, indent=2, default=_jsonable)

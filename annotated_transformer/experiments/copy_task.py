@@ -13,6 +13,7 @@ from ..data.synthetic import synthetic_batch
 from ..model.config import preset
 from ..model.decoding import greedy_decode
 from ..model.transformer import Transformer
+from ..runtime.checks import COUNT, NON_NEGATIVE_INT
 from ..training.loss import label_smoothed_cross_entropy
 from ..training.schedule import NoamSchedule
 
@@ -86,12 +87,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", choices=["copy", "reverse"], default="copy")
     parser.add_argument(
         "--steps",
-        type=int,
+        type=COUNT.argument(),
         default=1600,
         help="optimizer steps (default 1600, about a minute and a half)",
     )
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-size", type=COUNT.argument(), default=64)
+    parser.add_argument("--seed", type=NON_NEGATIVE_INT.argument(), default=0)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,24 @@ from dataclasses import dataclass
 
 import torch
 
+from ..runtime.checks import (
+    COUNT,
+    LARGEST_INT,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    Bounds,
+    check_all,
+)
 from .transformer import Transformer
+
+# What each field of DecodeSettings may be (the profile's beam fields share these).
+BOUNDS: dict[str, Bounds] = {
+    "beam_size": COUNT,
+    "alpha": NON_NEGATIVE,
+    "max_len_a": NON_NEGATIVE,
+    "max_len_b": NON_NEGATIVE_INT,
+    "batch_tokens": COUNT,
+}
 
 
 @dataclass(frozen=True)
@@ -37,12 +54,7 @@ class DecodeSettings:
     precision: str = "fp32"
 
     def __post_init__(self):
-        if self.beam_size < 1:
-            raise ValueError(
-                f"beam_size must be >= 1 (1 is greedy decoding), got {self.beam_size}"
-            )
-        if self.batch_tokens < 1:
-            raise ValueError(f"batch_tokens must be at least 1, got {self.batch_tokens}")
+        check_all("", self.to_dict(), BOUNDS)
 
     def replace(self, **changes) -> "DecodeSettings":
         return dataclasses.replace(self, **changes)
@@ -51,8 +63,10 @@ class DecodeSettings:
         return dataclasses.asdict(self)
 
     def max_new_tokens(self, src_len: int) -> int:
-        """The output allowance for a source of `src_len` positions."""
-        return int(self.max_len_a * src_len + self.max_len_b)
+        """The output allowance for a source of `src_len` positions: at least one token, and
+        computed in floats, so no setting the bounds allow can overflow it."""
+        allowance = self.max_len_a * float(src_len) + self.max_len_b
+        return int(max(1.0, min(float(LARGEST_INT), allowance)))
 
 
 def _banned_tokens(model: Transformer) -> list[int]:
@@ -81,7 +95,7 @@ def greedy_decode(
     """The most probable next token at every step, up to `max_new_tokens` generated tokens per row (eos
     included), and never more than the model's positions can hold."""
     c = model.config
-    max_new_tokens = max(1, min(max_new_tokens, c.max_len - 1))
+    max_new_tokens = min(COUNT.check("max_new_tokens", max_new_tokens), c.max_len - 1)
     was_training = model.training
     model.eval()
     try:
@@ -128,8 +142,10 @@ def beam_search(
     included; the paper uses a=1, b=50), and at most `max_len - 1`, what the positions hold. A source stops as soon as it holds `beam_size` finished
     hypotheses, and the search stops when every source has stopped.
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+    COUNT.check("beam_size", beam_size)
+    NON_NEGATIVE.check("alpha", alpha)
+    NON_NEGATIVE.check("max_len_a", max_len_a)
+    NON_NEGATIVE_INT.check("max_len_b", max_len_b)
     c = model.config
     was_training = model.training
     model.eval()
@@ -137,10 +153,11 @@ def beam_search(
         batch, k = src.size(0), beam_size
         device = src.device
         # Outputs stop where the model's positions end, whatever a and b ask for.
+        # Clamped in float64 before the cast, so a huge b cannot wrap around to a tiny limit.
         limits = (
-            (max_len_a * _source_lengths(model, src).float() + max_len_b)
-            .long()
+            (max_len_a * _source_lengths(model, src).double() + float(max_len_b))
             .clamp(1, c.max_len - 1)
+            .long()
             .tolist()
         )
         longest = max(limits)

@@ -17,21 +17,42 @@ import torch
 
 def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
     """ "auto" is this process's GPU (cuda:local_rank) when CUDA is visible, else the CPU; "cuda" gets the
-    local rank's index under torchrun; anything else passes through.
+    local rank's index under torchrun; anything else passes through once this machine has it.
 
     Raises:
-        RuntimeError: a CUDA device was asked for on a machine without CUDA.
+        ValueError: a device torch does not know ("tpu9"), or one this machine lacks (CUDA without
+            a GPU, "cuda:3" with two GPUs, "mps" off a Mac), named with the choices.
     """
     device = str(device)
     if device == "auto":
         return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(
-            f"device {device!r} was asked for but CUDA is not available: pass --device cpu or auto"
+    try:
+        resolved = torch.device(device)
+    except RuntimeError:
+        raise ValueError(
+            f"--device {device!r} is not a device: pass auto, cpu, cuda or cuda:N"
+        ) from None
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"--device {device!r}: CUDA is not available on this machine; pass --device cpu or auto"
+            )
+        if resolved.index is None:
+            return torch.device(f"cuda:{local_rank}")
+        if resolved.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"--device {device!r}: this machine has {torch.cuda.device_count()} GPU(s), "
+                f"cuda:0 to cuda:{torch.cuda.device_count() - 1}"
+            )
+    elif resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(
+            f"--device {device!r}: MPS is not available on this machine; pass --device cpu or auto"
         )
-    if device == "cuda":
-        return torch.device(f"cuda:{local_rank}")
-    return torch.device(device)
+    elif resolved.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(
+            f"--device {device!r}: this package runs on cpu, cuda or mps; pass auto, cpu or cuda"
+        )
+    return resolved
 
 
 @functools.lru_cache(maxsize=1)

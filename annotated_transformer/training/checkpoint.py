@@ -44,9 +44,16 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
 
 
 def load_checkpoint(
-    path: str | os.PathLike, map_location: str | torch.device = "cpu"
+    path: str | os.PathLike,
+    map_location: str | torch.device = "cpu",
+    *,
+    mmap: bool = False,
 ) -> dict:
-    """Read a checkpoint written by this module, with a clear message for a missing or foreign file."""
+    """Read a checkpoint written by this module, with a clear message for a missing or foreign file.
+
+    A folder means its resume checkpoint (`last.pt`). `mmap=True` maps the tensors instead of
+    reading them, for a look at a big checkpoint's settings.
+    """
     path = Path(path)
     if path.is_dir():
         resume = path / RESUME_NAME
@@ -61,7 +68,7 @@ def load_checkpoint(
         )
     # weights_only: a checkpoint holds tensors, numbers, strings and bytes only, so no code runs on load.
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as error:  # torch raises RuntimeError, EOFError, UnpicklingError, ... for a damaged file
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointError(
@@ -192,10 +199,15 @@ def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
     checkpoints = [load_checkpoint(p) for p in paths]
     newest = checkpoints[-1]
     for path, checkpoint in zip(paths, checkpoints):
-        if checkpoint.get("config") != newest.get("config"):
-            raise ValueError(
-                f"{path} has another model configuration than {paths[-1]}: average runs of one model only"
-            )
+        for key, what in (
+            ("config", "model configuration"),
+            ("vocab", "vocabulary size"),
+            ("tokenizer", "tokenizer"),
+        ):
+            if checkpoint.get(key) != newest.get(key):
+                raise ValueError(
+                    f"{path} has another {what} than {paths[-1]}: average snapshots of one run only"
+                )
     merged = {
         key: value
         for key, value in newest.items()
@@ -232,26 +244,71 @@ def snapshot_of(model: Transformer, tokenizer, *, step: int, **extra) -> dict:
             "tgt_vocab_size": model.tgt_embed.num_embeddings,
             "share_embeddings": model.share_embeddings,
         },
-        "tokenizer": tokenizer.to_bytes() if tokenizer is not None else b"",
+        # None, not b"": torch pickles empty bytes as a call that weights_only loading refuses.
+        "tokenizer": (tokenizer.to_bytes() or None) if tokenizer is not None else None,
         **extra,
         "step": step,
     }
 
 
 def model_from_checkpoint(
-    checkpoint: dict | str | os.PathLike, device: str | torch.device = "cpu"
+    checkpoint: dict | str | os.PathLike,
+    device: str | torch.device = "cpu",
+    *,
+    name: str | None = None,
 ):
-    """(model in eval mode, tokenizer) rebuilt from a checkpoint alone."""
+    """(model in eval mode, tokenizer) rebuilt from a checkpoint alone.
+
+    `name` says which checkpoint in errors (default: the path, or "the checkpoint").
+
+    Raises:
+        CheckpointError: the checkpoint lacks its config, vocabulary sizes or tokenizer (a
+            synthetic run's, the copy task's), or its tokenizer does not fit its embeddings.
+    """
     if not isinstance(checkpoint, dict):
+        name = name or str(checkpoint)
         checkpoint = load_checkpoint(checkpoint)
-    config = TransformerConfig.from_dict(checkpoint["config"])
-    vocab = checkpoint["vocab"]
-    model = Transformer(
-        config,
-        vocab["src_vocab_size"],
-        vocab["tgt_vocab_size"],
-        share_embeddings=vocab["share_embeddings"],
-    )
-    model.load_state_dict(checkpoint["model"])
-    tokenizer = Tokenizer.from_bytes(checkpoint["tokenizer"])
+    name = name or "the checkpoint"
+    config, vocab = checkpoint.get("config"), checkpoint.get("vocab")
+    if not isinstance(config, dict) or not isinstance(vocab, dict):
+        raise CheckpointError(
+            f"{name} has no model configuration or vocabulary sizes: use a checkpoint that "
+            "`train` or `average` wrote"
+        )
+    if not checkpoint.get("tokenizer"):
+        raise CheckpointError(
+            f"{name} holds no tokenizer (a synthetic run's or the copy task's model): translation "
+            "needs a checkpoint of a translation run (`train`)"
+        )
+    try:
+        tokenizer = Tokenizer.from_bytes(checkpoint["tokenizer"])
+    except (
+        Exception
+    ) as error:  # sentencepiece raises RuntimeError, or ValueError for its ids
+        raise CheckpointError(
+            f"{name} holds no readable sentencepiece tokenizer ({type(error).__name__}): "
+            "translation needs a checkpoint of a translation run (`train`)"
+        ) from error
+    sizes = {vocab.get("src_vocab_size"), vocab.get("tgt_vocab_size")}
+    if sizes != {tokenizer.vocab_size}:
+        raise CheckpointError(
+            f"{name} holds a tokenizer of {tokenizer.vocab_size} pieces for embeddings of "
+            f"{' and '.join(map(str, sorted(sizes, key=str)))}: it was saved with another run's "
+            "tokenizer; use the run's own checkpoint"
+        )
+    try:
+        config = TransformerConfig.from_dict(config)
+        model = Transformer(
+            config,
+            vocab["src_vocab_size"],
+            vocab["tgt_vocab_size"],
+            share_embeddings=vocab["share_embeddings"],
+        )
+        model.load_state_dict(checkpoint["model"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise CheckpointError(
+            f"{name}: its weights do not fit its configuration ({first_line[:160]}): it is not a "
+            "checkpoint this package wrote, or it was edited"
+        ) from error
     return model.to(device).eval(), tokenizer

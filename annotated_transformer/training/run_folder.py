@@ -6,13 +6,19 @@ therefore refuses to start a fresh run where one exists (unless asked to clear i
 "resume" where there is nothing to resume, and holds a lock file so that two processes never write
 into one folder. The lock is an OS lock (`filelock`): it disappears with its process, so a killed run
 never leaves the folder locked. Temporary files of writes a killed process left half done are removed.
+
+Asked to overwrite, the claim deletes nothing by itself: the caller checks everything it can first
+(data, tokenizer, settings) and then calls `RunFolder.clear_old_run`, which removes only the files a
+run writes (`RUN_FILES`, the snapshots `checkpoints/step_*.pt`, the `evaluation_*.json` records of
+`evaluate`), never a file of the user's that happens to live there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -25,8 +31,16 @@ logger = logging.getLogger(__name__)
 
 LOCK_NAME = ".lock"
 METRICS_NAME = "metrics.jsonl"
-# Everything a run writes into its folder; --overwrite removes exactly these.
-RUN_FILES = (RESUME_NAME, METRICS_NAME, "averaged.pt", "test_translations.txt")
+RESULTS_NAME = "results.json"  # the run's scores, filed with the run (pipeline.run)
+# Everything a run writes into its folder besides its snapshots; --overwrite removes exactly these.
+RUN_FILES = (
+    RESUME_NAME,
+    METRICS_NAME,
+    "averaged.pt",
+    "test_translations.txt",
+    RESULTS_NAME,
+)
+EVALUATION_PATTERN = "evaluation_*.json"  # what `evaluate` files with a run
 
 
 class RunFolderError(ValueError):
@@ -34,30 +48,71 @@ class RunFolderError(ValueError):
 
 
 def holds_a_run(out_dir: Path) -> bool:
-    return (
-        (out_dir / RESUME_NAME).exists()
-        or (out_dir / METRICS_NAME).exists()
-        or bool(list_snapshots(out_dir))
+    return any((out_dir / name).exists() for name in RUN_FILES) or bool(
+        list_snapshots(out_dir)
     )
 
 
-def clear_run(out_dir: Path) -> None:
-    """Remove the files of the run in `out_dir` (and nothing else that may live there)."""
-    for name in RUN_FILES:
-        (out_dir / name).unlink(missing_ok=True)
-    snapshots = out_dir / SNAPSHOT_DIR
-    if snapshots.is_dir():
-        shutil.rmtree(snapshots)
+def clear_run(out_dir: Path) -> list[Path]:
+    """Remove the files of the run in `out_dir`, and nothing else that lives there; returns them."""
+    doomed = [out_dir / name for name in RUN_FILES if (out_dir / name).is_file()]
+    doomed += [
+        path for path in list_snapshots(out_dir) if path.parent == out_dir / SNAPSHOT_DIR
+    ]
+    doomed += [
+        path
+        for path in sorted(out_dir.glob(EVALUATION_PATTERN))
+        if _is_results_record(path)
+    ]
+    for path in doomed:
+        path.unlink(missing_ok=True)
+    with contextlib.suppress(
+        OSError
+    ):  # kept when the user keeps something of theirs in it
+        (out_dir / SNAPSHOT_DIR).rmdir()
+    return doomed
+
+
+def _is_results_record(path: Path) -> bool:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and "metrics" in record and "provenance" in record
+
+
+@dataclass
+class RunFolder:
+    """A folder claimed for one run. With overwrite, the old run is still there until the caller,
+    having checked what it can, calls `clear_old_run`."""
+
+    path: Path
+    overwrite: bool = False
+
+    def clear_old_run(self) -> list[Path]:
+        """Delete the old run's files (only with overwrite; once); returns what was deleted."""
+        if not self.overwrite:
+            return []
+        self.overwrite = False
+        removed = clear_run(self.path)
+        if removed:
+            logger.info(
+                "--overwrite: deleted %d files of the old run in %s",
+                len(removed),
+                self.path,
+            )
+        return removed
 
 
 @contextlib.contextmanager
 def claim_run_folder(
     out_dir: str | Path, *, resume: bool, overwrite: bool = False
-) -> Iterator[Path]:
+) -> Iterator[RunFolder]:
     """Hold `out_dir` for one run while the block runs.
 
     resume: continue the run in `out_dir` (its last.pt must exist).
-    overwrite: clear the run in `out_dir` first (only without resume).
+    overwrite: a run already in `out_dir` may be replaced (only without resume); its files go
+        when the caller calls `clear_old_run()` on the yielded `RunFolder`, after its checks.
 
     Raises:
         RunFolderError: another process holds the folder; a fresh run would mix with an existing one;
@@ -92,13 +147,12 @@ def claim_run_folder(
                 f"nothing to resume in {out_dir}: it has no {RESUME_NAME}. Check --out, or leave out --resume "
                 "to start a new run there"
             )
-        if not resume and holds_a_run(out_dir):
-            if not overwrite:
-                raise RunFolderError(
-                    f"{out_dir} already holds a run ({len(list_snapshots(out_dir))} snapshots): continue it with "
-                    "--resume, start afresh with --overwrite (deletes that run's files), or pass another --out"
-                )
-            clear_run(out_dir)
-        yield out_dir
+        replacing = not resume and holds_a_run(out_dir)
+        if replacing and not overwrite:
+            raise RunFolderError(
+                f"{out_dir} already holds a run ({len(list_snapshots(out_dir))} snapshots): continue it with "
+                "--resume, start afresh with --overwrite (deletes that run's files), or pass another --out"
+            )
+        yield RunFolder(out_dir, overwrite=replacing)
     finally:
         lock.release()

@@ -12,6 +12,52 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..runtime.checks import (
+    COUNT,
+    NON_NEGATIVE_INT,
+    OPTIONAL_COUNT,
+    OPTIONAL_POSITIVE,
+    POSITIVE,
+    PROBABILITY,
+    Bounds,
+    check_all,
+)
+from ..runtime.precision import PRECISIONS
+
+# What each number may be; `Profile` checks its copies of these fields with the same bounds.
+BOUNDS: dict[str, Bounds] = {
+    "batch_tokens": COUNT,
+    "accumulation": COUNT,
+    "peak_lr": OPTIONAL_POSITIVE,
+    "warmup_steps": COUNT,
+    "adam_eps": POSITIVE,
+    "clip_norm": OPTIONAL_POSITIVE,
+    "max_steps": OPTIONAL_COUNT,
+    "max_epochs": OPTIONAL_COUNT,
+    "time_budget_minutes": OPTIONAL_POSITIVE,
+    "seed": NON_NEGATIVE_INT,
+    "log_every": COUNT,
+    "eval_every": NON_NEGATIVE_INT,
+    "eval_batch_tokens": COUNT,
+    "save_every_steps": OPTIONAL_COUNT,
+    "save_every_minutes": OPTIONAL_POSITIVE,
+    "keep_snapshots": COUNT,
+}
+# The settings a resumed run must keep: they shape the batches or the learning-rate schedule, so
+# a change would be ignored (the schedule comes from the checkpoint) or would quietly make another
+# run. The limits, the snapshots' rhythm and the engineering (precision, compile, threads) may
+# change on resume: they take effect as given, and the metrics' start record says so.
+FIXED_ON_RESUME = (
+    "batch_tokens",
+    "accumulation",
+    "peak_lr",
+    "warmup_steps",
+    "adam_betas",
+    "adam_eps",
+    "clip_norm",
+    "seed",
+)
+
 
 @dataclass(frozen=True)
 class TrainSettings:
@@ -54,6 +100,12 @@ class TrainSettings:
     keep_snapshots: int = 20
 
     def __post_init__(self):
+        check_all("", dataclasses.asdict(self), BOUNDS)
+        betas = tuple(self.adam_betas)
+        if len(betas) != 2:
+            raise ValueError(f"adam_betas must be two numbers, got {self.adam_betas!r}")
+        for beta in betas:
+            PROBABILITY.check("adam_betas", beta)
         if (
             self.max_steps is None
             and self.max_epochs is None
@@ -66,14 +118,29 @@ class TrainSettings:
             raise ValueError(
                 f"budget_clock must be 'wall' or 'cpu', got {self.budget_clock!r}"
             )
-        if self.accumulation < 1 or self.batch_tokens < 1:
-            raise ValueError("batch_tokens and accumulation must be at least 1")
-        if self.log_every < 1:
-            raise ValueError(f"log_every must be at least 1, got {self.log_every}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
+            )
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
+
+    def resume_conflicts(self, saved: dict) -> list[tuple[str, object, object]]:
+        """(field, saved value, this value) for each FIXED_ON_RESUME setting that differs from
+        `saved` (a checkpoint's settings); fields the checkpoint lacks are not compared."""
+        mine = self.to_dict()
+        found = []
+        for name in FIXED_ON_RESUME:
+            if name not in saved:
+                continue
+            old, new = saved[name], mine[name]
+            if name == "adam_betas":
+                old, new = tuple(old), tuple(new)
+            if old != new:
+                found.append((name, old, new))
+        return found
 
     def replace(self, **changes) -> "TrainSettings":
         return dataclasses.replace(self, **changes)

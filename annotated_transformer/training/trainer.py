@@ -308,6 +308,7 @@ class Trainer:
             "scheduler": self.scheduler.state_dict(),
             "rng": capture_rng_state(),
             "progress": asdict(self.progress),
+            "micro_batches_per_step": self.micro_batches_per_step,
         }
 
     def snapshot_dict(self) -> dict:
@@ -320,14 +321,42 @@ class Trainer:
             **self.metadata,
         )
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, source: str = "the checkpoint") -> None:
+        """Continue the run `state` saved. Everything that shapes the model, the batches or the
+        schedule must be what it was: a change is refused with its name, never half applied."""
         if state.get("kind") != "resume":
             raise ValueError(
-                "this checkpoint holds weights only (a snapshot or an average): resume from the run's last.pt"
+                f"{source} holds weights only (a snapshot or an average): resume from the run's last.pt"
             )
         if state["config"] != self.config.to_dict():
+            changed = sorted(
+                key
+                for key in set(state["config"]) | set(self.config.to_dict())
+                if state["config"].get(key) != self.config.to_dict().get(key)
+            )
             raise ValueError(
-                "the checkpoint's model configuration differs from this run's: resume with the same --profile and options"
+                f"{source} was trained with another model ({', '.join(changed)} differ): resume "
+                "with the run's own profile and options, or start afresh with --overwrite"
+            )
+        for name, old, new in self.settings.resume_conflicts(state.get("settings", {})):
+            raise ValueError(
+                f"{source} was trained with {name} {old!r}, this run asks for {new!r}: a resumed "
+                "run keeps what shapes its batches and schedule; drop the change, or start "
+                "afresh with --overwrite or another --out"
+            )
+        saved_tokenizer = state.get("tokenizer") or None
+        mine = (self.tokenizer.to_bytes() or None) if self.tokenizer is not None else None
+        if saved_tokenizer != mine:
+            raise ValueError(
+                f"{source} was trained with another tokenizer than this run's (other training "
+                "text or --data-dir): resume with the run's own data, or start afresh with --overwrite"
+            )
+        saved_batches = state.get("micro_batches_per_step", self.micro_batches_per_step)
+        if saved_batches != self.micro_batches_per_step:
+            raise ValueError(
+                f"{source} took {saved_batches} micro-batches per step (--accumulation x "
+                f"processes), this run {self.micro_batches_per_step}: resume with the same "
+                "product, or start afresh with --overwrite"
             )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -337,7 +366,7 @@ class Trainer:
 
     def resume_from(self, path: str | os.PathLike) -> None:
         """Continue from a resume checkpoint (a `last.pt` or the `--out` folder holding it)."""
-        self.load_state_dict(load_checkpoint(path, map_location="cpu"))
+        self.load_state_dict(load_checkpoint(path, map_location="cpu"), str(path))
         self._log({"kind": "resume", "step": self.progress.step, "from": str(path)})
 
     def _stop_if_diverged(self, step_sums: torch.Tensor) -> None:

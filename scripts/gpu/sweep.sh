@@ -5,7 +5,7 @@
 #
 #   AT_DATA_DIR=/path/to/data bash scripts/gpu/sweep.sh MINUTES NAME "FLAGS" [NAME "FLAGS" ...]
 #
-# Writes runs/sweep_<NAME>/ and results/gpu/sweep_<NAME>.json; logs in ${LOG_DIR:-runs/sweep_logs}.
+# Writes runs/sweep_<NAME>/ and publishes results/gpu/sweep_<NAME>.json; logs in ${LOG_DIR:-runs/sweep_logs}.
 set -uo pipefail
 minutes=$1; shift
 export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
@@ -21,7 +21,7 @@ while [ $# -ge 2 ]; do
   name=$1 flags=$2; shift 2
   # shellcheck disable=SC2086
   OMP_NUM_THREADS=$threads $python -m annotated_transformer train --profile gpu --minutes "$minutes" \
-      --out "runs/sweep_$name" --results-name "sweep_$name" $flags > "$log_dir/$name.log" 2>&1 &
+      --out "runs/sweep_$name" --publish --results-name "sweep_$name" $flags > "$log_dir/$name.log" 2>&1 &
   pids+=($!)
   echo "started $name: $flags"
 done

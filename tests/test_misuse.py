@@ -1,0 +1,645 @@
+"""Nothing lost, nothing misfiled (issue 24): results stay with their run, --overwrite deletes only
+a run's files and only after its checks, a resumed run is the run it claims to be, and every
+misuse gets one line naming the flag or file, before any training or decoding.
+
+Each test of "Lost" and "Wrong" is named after its case. The runs here train a tiny model on a
+tiny synthetic corpus laid out as Multi30k (no data needed); the tests that share that run are
+marked slow, as a busy machine takes tens of seconds over it.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from test_training import FakeTokenizer, make_trainer, tiny_profile
+from tiny_checkpoint import write_tiny_checkpoint
+
+from annotated_transformer import pipeline
+from annotated_transformer.cli import main
+from annotated_transformer.commands.train import add_arguments, profile_from_args
+from annotated_transformer.evaluation import results
+from annotated_transformer.model.config import preset
+from annotated_transformer.model.decoding import (
+    DecodeSettings,
+    beam_search,
+    greedy_decode,
+)
+from annotated_transformer.model.transformer import Transformer
+from annotated_transformer.profiles import (
+    BOOK_BOUNDS,
+    FLAGS,
+    PROFILE_BOUNDS,
+    PROFILES,
+    BookScales,
+    Profile,
+    get_profile,
+)
+from annotated_transformer.runtime.checks import LARGEST_INT
+from annotated_transformer.runtime.files import atomic_write_text
+from annotated_transformer.training import checkpoint as ckpt
+from annotated_transformer.training.run_folder import RESULTS_NAME, claim_run_folder
+
+REPO = Path(__file__).resolve().parents[1]
+WORDS = "a man dog cat runs sits in on the park house red blue small big".split()
+GERMAN = dict(
+    zip(
+        WORDS,
+        "ein mann hund katze rennt sitzt im auf der park haus rot blau klein gross".split(),
+    )
+)
+
+
+# ------------------------------------------------------------------------------------------ fixtures
+def write_corpus(root: Path, lines: dict[str, int], step: int = 7) -> Path:
+    """A Multi30k-shaped folder of synthetic English -> German pairs: split -> number of pairs
+    (`step` picks another text of the same words)."""
+    folder = root / "multi30k"
+    folder.mkdir(parents=True, exist_ok=True)
+    stems = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
+    for split, n in lines.items():
+        sentences = [
+            [WORDS[(step * i + 3 * j) % len(WORDS)] for j in range(2 + i % 5)]
+            for i in range(n)
+        ]
+        (folder / f"{stems[split]}.en").write_text(
+            "".join(" ".join(s) + "\n" for s in sentences)
+        )
+        (folder / f"{stems[split]}.de").write_text(
+            "".join(" ".join(GERMAN[w] for w in s) + "\n" for s in sentences)
+        )
+    return root
+
+
+def tiny_run_profile(**overrides) -> Profile:
+    """The smoke profile at a scale of seconds: 6 steps, snapshots every 2, the last 2 averaged."""
+    values = dict(
+        vocab_size=60,
+        max_steps=6,
+        save_every_steps=2,
+        keep_snapshots=3,
+        average_last=2,
+        eval_every=0,
+        log_every=2,
+        batch_tokens=256,
+        eval_max_sentences=6,
+        eval_batch_tokens=400,
+        beam_size=2,
+        max_len_b=5,
+        precision="fp32",
+    )
+    return get_profile("smoke", **{**values, **overrides})
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A tiny corpus, caches and results root of its own, and one finished run of it."""
+    root = tmp_path_factory.mktemp("misuse")
+    data = write_corpus(root / "data", {"train": 300, "valid": 20, "test": 20})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AT_CACHE_DIR", str(root / "cache"))
+        patch.setenv("AT_RESULTS_DIR", str(root / "results"))
+        patch.setenv("AT_OFFLINE", "1")
+        patch.delenv("AT_DATA_DIR", raising=False)
+        run = root / "run"
+        summary = pipeline.run(
+            tiny_run_profile(), run, data_dir=data, device="cpu", show_progress=False
+        )
+        yield dict(root=root, data=data, run=run, summary=summary)
+
+
+def error_line(capsys) -> str:
+    """The one line a command printed for a user's mistake (argparse's, or the CLI's `error:`)."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    lines = [
+        line for line in err.splitlines() if line.startswith(("error:", "python -m"))
+    ]
+    assert lines, err
+    line = [line for line in err.splitlines() if "error:" in line][-1]
+    return line
+
+
+def fake_run(folder: Path) -> None:
+    (folder / "checkpoints").mkdir(parents=True)
+    for name in ("checkpoints/step_00000010.pt", "last.pt", "averaged.pt"):
+        (folder / name).write_bytes(b"x")
+    (folder / "metrics.jsonl").write_text("{}\n")
+
+
+# ------------------------------------------------------------------------------------------ Lost
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_lost_1_a_run_files_its_results_with_the_run_and_not_in_results(world):
+    """Before: every run wrote results/<profile>/, whatever --out said, without its run folder."""
+    run, summary = world["run"], world["summary"]
+    assert (
+        summary["results_path"] == str(run / RESULTS_NAME) == summary["run_results_path"]
+    )
+    record = json.loads((run / RESULTS_NAME).read_text())
+    assert record["run_folder"] == str(run.resolve())
+    assert record["config"]["profile"]["name"] == "smoke" and record["config"]["model"]
+    assert "git_commit" in record["provenance"]
+    assert record["metrics"]["sacrebleu"] == summary["test"]["sacrebleu"]
+    assert not (world["root"] / "results").exists()  # nothing published without asking
+
+
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_lost_1_publish_files_a_copy_that_records_its_run(world, tmp_path, monkeypatch):
+    monkeypatch.setenv("AT_RESULTS_DIR", str(tmp_path / "results"))
+    summary = pipeline.run(
+        tiny_run_profile(max_steps=2),
+        tmp_path / "run",
+        data_dir=world["data"],
+        device="cpu",
+        show_progress=False,
+        publish=True,
+        results_name="published",
+    )
+    published = tmp_path / "results" / "smoke" / "published.json"
+    assert summary["results_path"] == str(published)
+    assert json.loads(published.read_text())["run_folder"] == str(
+        (tmp_path / "run").resolve()
+    )
+    assert (tmp_path / "run" / RESULTS_NAME).is_file()
+
+
+def test_lost_1_a_run_never_replaces_a_committed_result_of_another_run(
+    tmp_path, monkeypatch
+):
+    """The README's H100 result (results/gpu/, committed) survives `train --profile gpu --publish`:
+    refused before the folder is even made."""
+    monkeypatch.delenv("AT_RESULTS_DIR", raising=False)
+    committed = results.results_path("translation_multi30k_en_de", "gpu")
+    assert results.is_committed(committed)
+    before = committed.read_bytes()
+    with pytest.raises(
+        ValueError, match="committed result of another run.*--results-name"
+    ):
+        pipeline.run(get_profile("gpu", max_steps=1), tmp_path / "run", publish=True)
+    assert committed.read_bytes() == before and not (tmp_path / "run").exists()
+    # The same file may be replaced by the run that made it, and by nothing else.
+    results.check_replaceable(tmp_path / "not_committed.json", tmp_path)
+
+
+def test_lost_2_overwrite_deletes_nothing_when_a_check_fails(tmp_path, capsys):
+    """Before: `--overwrite --data-dir missing_dir` deleted last.pt, the snapshots and averaged.pt,
+    then failed to find the data."""
+    run = tmp_path / "R"
+    fake_run(run)
+    argv = ["train", "--profile", "smoke", "--out", str(run), "--overwrite"]
+    assert main([*argv, "--data-dir", str(tmp_path / "missing_dir")]) == 1
+    assert "missing_dir" in error_line(capsys)
+    for name in (
+        "last.pt",
+        "averaged.pt",
+        "checkpoints/step_00000010.pt",
+        "metrics.jsonl",
+    ):
+        assert (run / name).read_bytes() in (b"x", b"{}\n"), name
+
+
+def test_lost_3_overwrite_deletes_only_the_runs_own_files(tmp_path):
+    """Before: the whole checkpoints/ folder went, with a user's notes and models in it."""
+    fake_run(tmp_path)
+    mine = [
+        tmp_path / "notes.txt",
+        tmp_path / "checkpoints" / "notes.txt",
+        tmp_path / "checkpoints" / "best" / "my_model.pt",
+    ]
+    for path in mine:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("mine")
+    with claim_run_folder(tmp_path, resume=False, overwrite=True) as folder:
+        removed = folder.clear_old_run()
+    assert sorted(p.name for p in removed) == [
+        "averaged.pt",
+        "last.pt",
+        "metrics.jsonl",
+        "step_00000010.pt",
+    ]
+    assert all(path.read_text() == "mine" for path in mine)
+
+
+# ------------------------------------------------------------------------------------------ Wrong
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_wrong_4_resume_with_another_learning_rate_is_refused_not_ignored(
+    world, tmp_path
+):
+    """Before: --resume --lr 1e-5 trained at the saved schedule's rate while the start record of
+    metrics.jsonl said 1e-5."""
+    with pytest.raises(ValueError, match=r"peak_lr \(--lr\) 0\.002.*1e-05"):
+        pipeline.run(
+            tiny_run_profile(peak_lr=1e-5, max_steps=8),
+            world["run"],
+            data_dir=world["data"],
+            resume=True,
+            device="cpu",
+            show_progress=False,
+        )
+    starts = [
+        r
+        for r in map(
+            json.loads, (world["run"] / "metrics.jsonl").read_text().splitlines()
+        )
+        if r["kind"] == "start"
+    ]
+    assert len(starts) == 1  # nothing was claimed for the refused resume
+
+
+def test_wrong_4_the_trainer_itself_refuses_another_learning_rate(tmp_path):
+    """For callers of `fit` and `Trainer`, who pass no profile."""
+    profile = tiny_profile(max_steps=4, save_every_steps=2)
+    make_trainer(profile, tmp_path).train()
+    resumed = make_trainer(profile.replace(peak_lr=1e-5, max_steps=6), tmp_path)
+    with pytest.raises(ValueError, match="peak_lr 0.003, this run asks for 1e-05"):
+        resumed.resume_from(tmp_path / "last.pt")
+
+
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_wrong_5_resume_with_another_tokenizer_is_refused(world, tmp_path):
+    """Before: --resume --data-dir other_text (same vocabulary size) swapped in a new tokenizer
+    under the trained embeddings."""
+    other = write_corpus(
+        tmp_path / "other", {"train": 300, "valid": 20, "test": 20}, step=4
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
+        with pytest.raises(ValueError, match="another tokenizer"):
+            pipeline.run(
+                tiny_run_profile(max_steps=8),
+                world["run"],
+                data_dir=other,
+                resume=True,
+                device="cpu",
+                show_progress=False,
+            )
+
+
+class OtherTokenizer(FakeTokenizer):
+    def to_bytes(self) -> bytes:
+        return b"another"
+
+
+def test_wrong_5_average_refuses_snapshots_of_two_tokenizers(tmp_path):
+    profile = tiny_profile(max_steps=4, save_every_steps=2)
+    make_trainer(profile, tmp_path / "a").train()
+    trainer = make_trainer(profile, tmp_path / "b")
+    trainer.tokenizer = OtherTokenizer()
+    trainer.train()
+    paths = [tmp_path / "a" / "checkpoints" / "step_00000004.pt"]
+    paths.append(tmp_path / "b" / "checkpoints" / "step_00000004.pt")
+    with pytest.raises(ValueError, match="another tokenizer.*one run only"):
+        ckpt.average_checkpoints(paths)
+
+
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_wrong_6_evaluate_refuses_a_profile_of_another_corpus(world, capsys):
+    """Before: `evaluate --profile gpu-iwslt14` fed German into an EN->DE model and filed the
+    score under results/gpu-iwslt14/."""
+    argv = ["evaluate", "--checkpoint", str(world["run"]), "--device", "cpu"]
+    assert main([*argv, "--profile", "gpu-iwslt14", "--publish"]) == 1
+    line = error_line(capsys)
+    assert "iwslt14 de->en" in line and "multi30k en->de" in line and "--profile" in line
+    assert not (world["root"] / "results" / "gpu-iwslt14").exists()
+
+
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_wrong_6_evaluate_files_under_the_checkpoints_own_profile(world, capsys):
+    """Before: `--profile cpu` with a smoke checkpoint filed a smoke model's score under cpu/."""
+    argv = ["evaluate", "--checkpoint", str(world["run"]), "--device", "cpu"]
+    argv += ["--data-dir", str(world["data"]), "--profile", "cpu", "--publish"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "trained under profile smoke, not cpu" in err
+    published = world["root"] / "results"
+    assert not (published / "cpu").exists()
+    record = json.loads(
+        (published / "smoke" / "evaluation_multi30k_test.json").read_text()
+    )
+    assert record["run_folder"] == str(world["run"].resolve())
+    assert record["metrics"]["sentences"] == 6  # the checkpoint's profile: 6 sentences
+
+
+def test_wrong_7_decoding_lengths_are_checked_and_never_overflow():
+    """Before: max_len_b=2**63 - 1 wrapped around to a limit of one token, and greedy_decode
+    with max_new_tokens=-5 emitted a token."""
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny", max_len=16), 20, 20).eval()
+    src = torch.tensor([[5, 6, 7, 2]])
+    with pytest.raises(ValueError, match="max_len_b"):
+        beam_search(model, src, beam_size=2, max_len_b=2**63 - 1)
+    with pytest.raises(ValueError, match="max_len_b"):
+        DecodeSettings(max_len_b=2**63 - 1)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        greedy_decode(model, src, max_new_tokens=-5)
+    # The largest allowed b is clamped to the positions, as a merely large one is.
+    assert torch.equal(
+        beam_search(model, src, beam_size=2, max_len_b=LARGEST_INT),
+        beam_search(model, src, beam_size=2, max_len_b=15),
+    )
+    assert DecodeSettings(max_len_a=1e9, max_len_b=LARGEST_INT).max_new_tokens(10**6) == (
+        LARGEST_INT
+    )
+
+
+def test_wrong_7_translate_refuses_an_overflowing_length_at_parse_time(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["translate", "--checkpoint", "x.pt", "--max-len-b", str(2**63 - 1)])
+    assert caught.value.code == 2 and "argument --max-len-b" in error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("max_steps", 0),
+        ("time_budget_minutes", -1),
+        ("peak_lr", -1),
+        ("average_last", 0),
+        ("beam_size", 0),
+        ("corpus", "bogus"),
+    ],
+)
+def test_wrong_8_python_refuses_what_the_command_line_refuses(field, value):
+    """Before: get_profile("smoke", max_steps=0) and the rest were accepted from Python, and
+    pipeline.run trained nothing and wrote BLEU 0.0."""
+    with pytest.raises(
+        ValueError, match=field if field != "corpus" else "unknown corpus"
+    ):
+        get_profile("smoke", **{field: value})
+
+
+def test_wrong_9_a_trainer_without_tokenizer_writes_a_checkpoint_it_can_resume(tmp_path):
+    """Before: the empty tokenizer bytes made last.pt unreadable to weights_only loading, and
+    resume called it damaged."""
+    profile = tiny_profile(max_steps=4, save_every_steps=2)
+    trainer = make_trainer(profile, tmp_path)
+    trainer.tokenizer = None
+    trainer.train()
+    state = ckpt.load_checkpoint(tmp_path / "last.pt")
+    assert state["tokenizer"] is None
+    resumed = make_trainer(profile.replace(max_steps=6), tmp_path)
+    resumed.tokenizer = None
+    resumed.resume_from(tmp_path / "last.pt")
+    assert resumed.train().progress.step == 6
+    with pytest.raises(ckpt.CheckpointError, match="holds no tokenizer"):
+        ckpt.model_from_checkpoint(state, name="last.pt")
+
+
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_wrong_10_a_run_folder_is_the_same_model_in_every_command(world, capsys):
+    """Before: translate used the folder's last.pt and evaluate the average of its last
+    snapshots, and neither said which."""
+    run = world["run"]
+    by_folder, said = pipeline.load_for_evaluation(run)
+    averaged = ckpt.load_checkpoint(run / pipeline.AVERAGED_NAME)
+    assert by_folder["averaged_from"] == averaged["averaged_from"]
+    for name, tensor in averaged["model"].items():
+        assert torch.equal(by_folder["model"][name], tensor), name
+    assert "average of its last 2 snapshots" in said
+    outputs = {}
+    for checkpoint in (run, run / pipeline.AVERAGED_NAME):
+        out = run.parent / f"out_{checkpoint.name}.txt"
+        (run.parent / "in.txt").write_text("a man runs in the park\nthe red dog sits\n")
+        argv = ["translate", "--checkpoint", str(checkpoint), "--device", "cpu"]
+        argv += [
+            "--beam",
+            "2",
+            "--max-len-b",
+            "5",
+            "--input",
+            str(run.parent / "in.txt"),
+            "--output",
+            str(out),
+        ]
+        assert main(argv) == 0
+        outputs[checkpoint] = out.read_text()
+        assert str(checkpoint) in capsys.readouterr().err  # which model, said on stderr
+    assert outputs[run] == outputs[run / pipeline.AVERAGED_NAME]
+
+
+def test_wrong_11_atomic_writes_keep_the_mode_and_write_through_a_symlink(tmp_path):
+    """Before: every atomic write left a 0600 file and replaced a symlink with a file."""
+    shared = tmp_path / "shared.txt"
+    shared.write_text("old")
+    shared.chmod(0o644)
+    atomic_write_text(shared, "new")
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o644 and shared.read_text() == "new"
+    mask = os.umask(0o027)
+    try:
+        atomic_write_text(tmp_path / "fresh.txt", "x")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "fresh.txt").stat().st_mode) == 0o640
+    link = tmp_path / "link.txt"
+    link.symlink_to(shared)
+    atomic_write_text(link, "through")
+    assert link.is_symlink() and shared.read_text() == "through"
+
+
+def test_wrong_11_a_plain_file_beside_its_gz_is_named_not_ignored(tmp_path):
+    data = write_corpus(tmp_path, {"train": 10})
+    subprocess.run(["gzip", "-k", str(data / "multi30k" / "train.en")], check=True)
+    from annotated_transformer.data import load_parallel
+
+    with pytest.raises(ValueError, match=r"train\.en and .*train\.en\.gz are both there"):
+        load_parallel("multi30k", "train", data_dir=data)
+
+
+# ------------------------------------------------------------------------------------------ bounds
+NUMERIC = sorted(
+    f.name
+    for f in dataclasses.fields(Profile)
+    if any(kind in str(f.type) for kind in ("int", "float"))
+    and "tuple" not in str(f.type)
+)
+BOUNDARY = {"0": 0, "negative": -1, "inf": math.inf, "nan": math.nan, "2**63": 2**63}
+ACCEPTS_ZERO = {"seed", "eval_every", "length_penalty_alpha", "max_len_a", "max_len_b"}
+
+
+def test_every_numeric_setting_has_bounds_and_a_flag():
+    assert NUMERIC and set(NUMERIC) == set(PROFILE_BOUNDS)
+    assert all(name in FLAGS for name in NUMERIC)
+
+
+@pytest.mark.parametrize("value", BOUNDARY.values(), ids=BOUNDARY.keys())
+@pytest.mark.parametrize("field", NUMERIC)
+def test_boundary_values_from_python(field, value):
+    if value == 0 and field in ACCEPTS_ZERO:
+        assert getattr(get_profile("smoke", **{field: value}), field) == 0
+        return
+    with pytest.raises(ValueError, match=f"^{field} must be"):
+        get_profile("smoke", **{field: value})
+    with pytest.raises(ValueError, match=f"^{field} must be"):
+        Profile(
+            **{
+                **PROFILES["smoke"].to_dict(),
+                "book": PROFILES["smoke"].book,
+                field: value,
+            }
+        )
+
+
+@pytest.mark.parametrize("value", BOUNDARY.values(), ids=BOUNDARY.keys())
+@pytest.mark.parametrize("field", NUMERIC)
+def test_boundary_values_from_the_command_line(field, value, capsys):
+    text = str(value)
+    if value == 0 and field in ACCEPTS_ZERO:
+        import argparse
+
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)
+        args = parser.parse_args(["--profile", "smoke", FLAGS[field], text])
+        assert getattr(profile_from_args(args), field) == 0
+        return
+    with pytest.raises(SystemExit) as caught:
+        main(["train", "--profile", "smoke", FLAGS[field], text])
+    assert caught.value.code == 2
+    assert f"argument {FLAGS[field]}: " in error_line(capsys)
+
+
+@pytest.mark.parametrize("value", BOUNDARY.values(), ids=BOUNDARY.keys())
+def test_boundary_values_of_adam_betas_and_the_book_scales(value):
+    if value == 0:
+        assert get_profile("smoke", adam_betas=(0, 0.98)).adam_betas == (0, 0.98)
+    else:
+        with pytest.raises(ValueError, match="adam_betas"):
+            get_profile("smoke", adam_betas=(value, 0.98))
+    book = dataclasses.asdict(PROFILES["smoke"].book)
+    for name in BOOK_BOUNDS:
+        with pytest.raises(ValueError, match=f"book.{name} must be"):
+            BookScales(**{**book, name: value})
+
+
+# ------------------------------------------------------------------------------------------ messages
+@pytest.mark.parametrize(
+    "argv,names",
+    [
+        (["train", "--profile", "smoke", "--minutes", "inf"], "--minutes"),
+        (["train", "--profile", "smoke", "--device", "tpu9"], "--device"),
+        (["train", "--profile", "smoke", "--max-len-b", "1e20"], "--max-len-b"),
+        (["copy", "--batch-size", "0"], "--batch-size"),
+        (["copy", "--steps", "-5"], "--steps"),
+        (
+            ["train", "--profile", "smoke", "--results-name", "a/b", "--publish"],
+            "--results-name",
+        ),
+        (["train", "--profile", "smoke", "--results-name", "x"], "--publish"),
+    ],
+)
+def test_a_mistake_in_the_arguments_is_one_line_naming_the_flag(
+    argv, names, capsys, tmp_path
+):
+    try:
+        code = main(
+            [*argv, *(["--out", str(tmp_path / "R")] if argv[0] == "train" else [])]
+        )
+    except SystemExit as caught:
+        code = caught.code
+    assert code in (1, 2)
+    assert names in error_line(capsys)
+    assert not (tmp_path / "R").exists()  # refused before the run folder was touched
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_asking_for_cuda_without_a_gpu_is_one_line(capsys, tmp_path):
+    argv = [
+        "train",
+        "--profile",
+        "smoke",
+        "--device",
+        "cuda",
+        "--out",
+        str(tmp_path / "R"),
+    ]
+    assert main(argv) == 1
+    assert "CUDA is not available" in error_line(capsys)
+
+
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_resume_with_another_vocabulary_size_names_the_flag_before_training(world):
+    with pytest.raises(
+        ValueError, match=r"vocab_size \(--vocab-size\) 60, this run asks for 50"
+    ):
+        pipeline.run(
+            tiny_run_profile(vocab_size=50, max_steps=8),
+            world["run"],
+            data_dir=world["data"],
+            resume=True,
+            device="cpu",
+            show_progress=False,
+        )
+
+
+def test_average_across_vocabulary_sizes_is_one_line(tmp_path):
+    def saved(vocab: int, name: str) -> Path:
+        model = Transformer(preset("tiny"), vocab, vocab)
+        return ckpt.atomic_torch_save(
+            ckpt.snapshot_of(model, FakeTokenizer(), step=1), tmp_path / name
+        )
+
+    with pytest.raises(ValueError, match="another model configuration|vocabulary size"):
+        ckpt.average_checkpoints([saved(20, "a.pt"), saved(30, "b.pt")])
+
+
+@pytest.fixture(scope="module")
+def usable_checkpoint(tmp_path_factory) -> Path:
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("usable") / "tiny.pt")
+
+
+@pytest.mark.parametrize("command", ["translate", "export-onnx"])
+@pytest.mark.parametrize("case", ["no tokenizer", "other tokenizer", "no config"])
+def test_a_checkpoint_a_command_cannot_use_is_named_in_one_line(
+    command, case, usable_checkpoint, tmp_path, capsys
+):
+    state = ckpt.load_checkpoint(usable_checkpoint)
+    if case == "no tokenizer":  # what the copy task or a synthetic run saves
+        state["tokenizer"] = None
+    elif case == "other tokenizer":
+        from annotated_transformer.data import train_tokenizer
+
+        state["tokenizer"] = train_tokenizer(
+            [" ".join(WORDS[i:]) for i in range(12)] * 5, vocab_size=40
+        ).to_bytes()
+    else:
+        del state["config"]
+    path = ckpt.atomic_torch_save(state, tmp_path / "odd.pt")
+    argv = [command, "--checkpoint", str(path)]
+    argv += (
+        ["--out", str(tmp_path / "web")]
+        if command == "export-onnx"
+        else ["--device", "cpu"]
+    )
+    (tmp_path / "in.txt").write_text("a man runs\n")
+    if command == "translate":
+        argv += ["--input", str(tmp_path / "in.txt")]
+    assert main(argv) == 1
+    assert "odd.pt" in error_line(capsys)
+
+
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+def test_bad_evaluate_outputs_are_named_before_decoding(world, capsys, tmp_path):
+    argv = ["evaluate", "--checkpoint", str(world["run"]), "--device", "cpu"]
+    assert main([*argv, "--name", "a/b", "--publish"]) == 1
+    assert "--name" in error_line(capsys)
+    assert main([*argv, "--hypotheses", str(tmp_path / "missing" / "h.txt")]) == 1
+    assert "--hypotheses" in error_line(capsys)
+
+
+def test_an_empty_corpus_file_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
+    data = write_corpus(tmp_path / "data", {"train": 0, "valid": 5, "test": 5})
+    with pytest.raises(ValueError, match=r"train\.en and .*train\.de hold no usable"):
+        pipeline.run(tiny_run_profile(), tmp_path / "R", data_dir=data, device="cpu")
+
+
+def test_an_empty_test_split_is_named_before_training(tmp_path, monkeypatch):
+    monkeypatch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
+    data = write_corpus(tmp_path / "data", {"train": 300, "valid": 5, "test": 0})
+    with pytest.raises(ValueError, match=r"test split .*test_2016_flickr\.en.*--no-eval"):
+        pipeline.run(tiny_run_profile(), tmp_path / "R", data_dir=data, device="cpu")
+    assert not (tmp_path / "R" / "metrics.jsonl").exists()  # nothing trained
