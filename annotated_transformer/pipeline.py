@@ -251,6 +251,20 @@ def load_for_evaluation(
     )
 
 
+def what_it_translates(checkpoint: dict) -> str:
+    """'multi30k en->de, profile cpu, step 2166' from what a checkpoint records (or less)."""
+    stored = checkpoint.get("profile") or {}
+    parts = []
+    if stored.get("corpus"):
+        parts.append(
+            f"{stored['corpus']} {stored.get('src_lang')}->{stored.get('tgt_lang')}"
+        )
+        parts.append(f"profile {stored.get('name')}")
+    if checkpoint.get("step") is not None:
+        parts.append(f"step {checkpoint['step']}")
+    return ", ".join(parts) or "no profile recorded"
+
+
 def run_folder_of(checkpoint_path: str | Path) -> Path:
     """The run folder a --checkpoint belongs to: the folder itself, a file's folder, or the run
     above `checkpoints/` for a snapshot."""

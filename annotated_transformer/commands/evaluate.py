@@ -136,7 +136,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = run_folder / f"evaluation_{profile.corpus}_{split}.json"
         check_writable(out, "the evaluation file")
-    print(f"evaluating {source} (profile {profile.name})", file=sys.stderr)
+    print(
+        f"evaluating {source} ({pipeline.what_it_translates(checkpoint)}) on "
+        f"{profile.corpus}/{split}",
+        file=sys.stderr,
+    )
     started = time.perf_counter()
     scores = pipeline.evaluate(
         checkpoint,

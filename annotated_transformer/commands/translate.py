@@ -114,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     checkpoint, source = pipeline.load_for_evaluation(args.checkpoint, args.average_last)
     model, tokenizer = model_from_checkpoint(checkpoint, device, name=source)
-    print(f"translating with {source}", file=sys.stderr)
+    print(
+        f"translating with {source} ({pipeline.what_it_translates(checkpoint)})",
+        file=sys.stderr,
+    )
     raw = Path(args.input).read_bytes() if args.input else sys.stdin.buffer.read()
     lines, undecodable = read_lines(raw)
     for number in undecodable:
