@@ -386,14 +386,14 @@ def additive_row(d_k: int) -> dict:
 
 
 # %% [markdown]
-# Three widths. At the widest, one matrix product against an $(n_q, n_k, d_k)$ tanh is many
-# times apart, not a close call: the cell checks that additive scoring is more than three times
-# slower, and that its largest weight is below the unscaled dot product's:
+# Three widths. At the widest, one matrix product stands against an $(n_q, n_k, d_k)$ tanh; the
+# table shows the times measured on this machine (timings are shown, never asserted: a busy
+# machine moves them), and the cell checks that additive scoring's largest weight is below the
+# unscaled dot product's:
 
 # %%
 additive = pd.DataFrame([additive_row(d_k) for d_k in (16, 64, 256)])
 widest_additive = additive.iloc[-1]
-assert widest_additive["additive (ms)"] > 3 * widest_additive["dot product (ms)"]
 assert (
     widest_additive["largest weight, additive"]
     < widest_additive["largest weight, unscaled dot product"]
