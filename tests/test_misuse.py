@@ -171,16 +171,21 @@ def test_lost_1_publish_files_a_copy_that_records_its_run(world, tmp_path, monke
 def test_lost_1_a_run_never_replaces_a_committed_result_of_another_run(
     tmp_path, monkeypatch
 ):
-    """The README's H100 result (results/gpu/, committed) survives `train --profile gpu --publish`:
-    refused before the folder is even made."""
+    """The README's H100 result (results/gpu/, committed) survives `train --profile gpu --publish`
+    under its name: refused before the folder is even made."""
     monkeypatch.delenv("AT_RESULTS_DIR", raising=False)
-    committed = results.results_path("translation_multi30k_en_de", "gpu")
+    committed = results.results_path("earlier_recipe_d128x4", "gpu")
     assert results.is_committed(committed)
     before = committed.read_bytes()
     with pytest.raises(
         ValueError, match="committed result of another run.*--results-name"
     ):
-        pipeline.run(get_profile("gpu", max_steps=1), tmp_path / "run", publish=True)
+        pipeline.run(
+            get_profile("gpu", max_steps=1),
+            tmp_path / "run",
+            publish=True,
+            results_name=committed.stem,
+        )
     assert committed.read_bytes() == before and not (tmp_path / "run").exists()
     # The same file may be replaced by the run that made it, and by nothing else.
     results.check_replaceable(tmp_path / "not_committed.json", tmp_path)
