@@ -756,11 +756,13 @@ gpu_metrics = (gpu_record or {}).get("metrics", {})
 gpu_file = (
     results.results_root() / "gpu" / "logs" / "gpu_test2016_translations.de"
     if gpu_label != "gpu"
-    else pathlib.Path((gpu_record or {}).get("run_folder") or "absent") / "test_translations.txt"
+    else pathlib.Path((gpu_record or {}).get("run_folder") or "absent")
+    / "test_translations.txt"
 )
 runs_test = None
 if (
-    gpu_metrics.get("test", {}).get("test_set") == beamed["test_set"] and gpu_file.is_file()
+    gpu_metrics.get("test", {}).get("test_set") == beamed["test_set"]
+    and gpu_file.is_file()
 ):  # the gpu run, paired with this one
     gpu_hypotheses = gpu_file.read_text(encoding="utf-8").splitlines()
     gpu = f"{gpu_label}, {gpu_metrics['parameters'] / 1e6:.1f}M"
