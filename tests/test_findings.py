@@ -1,0 +1,210 @@
+"""The verdict statistics of chapter 06 on numbers with known answers: Student-t quantiles, Holm's
+correction, seed-paired intervals, the tie margin, and the rank correlation's bootstrap interval."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from annotated_transformer.experiments import findings as f
+
+ONE_HEAD = f.FINDINGS[0]
+TIE = next(x for x in f.FINDINGS if x.kind == "tie")
+BIGGER = next(x for x in f.FINDINGS if x.name == "bigger is better")
+
+
+def by_seed(values) -> dict[int, float]:
+    return {seed: float(v) for seed, v in enumerate(values, start=1)}
+
+
+def one(finding, runs, corpus="full", **kw):
+    """The verdict of `finding` alone (a family of its own comparisons)."""
+    return f.assess([finding], {corpus: runs}, **kw)[0]
+
+
+def test_t_quantiles_match_the_textbook_table():
+    assert math.isclose(f.t_quantile(0.975, 1), 12.7062, abs_tol=1e-4)
+    assert math.isclose(f.t_quantile(0.975, 2), 4.3027, abs_tol=1e-4)
+    assert math.isclose(f.t_quantile(0.975, 30), 2.0423, abs_tol=1e-4)
+    assert math.isclose(f.t_quantile(0.025, 5), -2.5706, abs_tol=1e-4)
+    assert f.t_quantile(0.5, 3) == 0.0
+    assert math.isclose(f.t_cdf(f.t_quantile(0.9, 4), 4), 0.9, abs_tol=1e-9)
+    # df = 2 has a closed form: t = (2p - 1) sqrt(2 / (4p(1 - p)))
+    p = 1 - 0.05 / 16
+    assert math.isclose(
+        f.t_quantile(p, 2), (2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p))), rel_tol=1e-9
+    )
+
+
+def test_holm_steps_down_and_stops_at_the_first_failure():
+    assert f.holm([0.01, 0.02, 0.03]) == [(True, 0.05 / 3), (True, 0.025), (True, 0.05)]
+    # 0.01 <= 0.05/3 is rejected; 0.03 > 0.025 stops it; 0.04 keeps the failed step's level
+    assert f.holm([0.01, 0.04, 0.03]) == [
+        (True, 0.05 / 3),
+        (False, 0.025),
+        (False, 0.025),
+    ]
+    assert f.holm([0.2]) == [(False, 0.05)]
+
+
+def test_paired_differences_are_log_ratios_over_common_seeds():
+    pair = f.paired({1: 20.0, 2: 22.0, 3: 30.0}, {1: 10.0, 2: 11.0, 4: 9.0})
+    assert pair.seeds == (1, 2)
+    assert np.allclose(pair.differences, [math.log(2), math.log(2)])
+    assert pair.se < 1e-12 and math.isclose(f.percent(pair.mean), 100.0)
+
+
+def test_a_real_effect_holds_and_its_reverse_does_not():
+    base = [50.0, 40.0, 45.0]  # seeds differ a lot; the pairing removes it
+    worse = one(
+        ONE_HEAD,
+        {"A1": by_seed(np.multiply(base, [1.20, 1.22, 1.18])), "base": by_seed(base)},
+    )
+    assert worse["verdict"] == f.HOLDS
+    (c,) = worse["comparisons"]
+    assert c["interval_pct"][0] > 0 and math.isclose(c["difference_pct"], 20, abs_tol=0.2)
+    better = one(
+        ONE_HEAD,
+        {"A1": by_seed(np.multiply(base, [0.80, 0.82, 0.78])), "base": by_seed(base)},
+    )
+    assert better["verdict"] == f.DOES_NOT_HOLD
+    assert better["comparisons"][0]["interval_pct"][1] < 0
+
+
+def test_no_effect_cannot_be_told():
+    base = [50.0, 40.0, 45.0]
+    noise = one(
+        ONE_HEAD,
+        {"A1": by_seed(np.multiply(base, [1.02, 0.97, 1.01])), "base": by_seed(base)},
+    )
+    assert noise["verdict"] == f.CANNOT_TELL
+    low, high = noise["comparisons"][0]["interval_pct"]
+    assert low < 0 < high
+
+
+def test_missing_rows_and_single_seeds_cannot_be_told():
+    missing = one(ONE_HEAD, {"base": by_seed([10.0, 11.0])})
+    assert missing["verdict"] == f.CANNOT_TELL
+    assert "A1" in missing["comparisons"][0]["reason"]
+    single = one(ONE_HEAD, {"A1": {1: 20.0}, "base": {1: 10.0}})
+    assert single["verdict"] == f.CANNOT_TELL
+    assert "two common seeds" in single["comparisons"][0]["reason"]
+    elsewhere = f.assess(
+        [f.FINDINGS[4]], {"full": {"D1": {1: 9, 2: 9}, "base": {1: 10, 2: 10}}}
+    )
+    assert (
+        elsewhere[0]["verdict"] == f.CANNOT_TELL
+        and "tenth" in elsewhere[0]["comparisons"][0]["reason"]
+    )
+
+
+def test_tie_inside_the_margin_holds_and_far_outside_does_not():
+    base = [50.0, 40.0, 45.0, 42.0]
+    tie = one(
+        TIE,
+        {
+            "E": by_seed(np.multiply(base, [1.001, 0.999, 1.0005, 1.0])),
+            "base": by_seed(base),
+        },
+    )
+    assert tie["verdict"] == f.HOLDS
+    low, high = tie["comparisons"][0]["interval_pct"]
+    assert -2 < low and high < 2
+    apart = one(
+        TIE,
+        {
+            "E": by_seed(np.multiply(base, [1.30, 1.31, 1.29, 1.30])),
+            "base": by_seed(base),
+        },
+    )
+    assert apart["verdict"] == f.DOES_NOT_HOLD
+    assert apart["comparisons"][0]["interval_pct"][0] > 2
+    # a difference of 1.5% +- 1.5%: neither inside nor outside the 2% margin for sure
+    loose = one(
+        TIE,
+        {"E": by_seed(np.multiply(base, [1.0, 1.03, 1.0, 1.03])), "base": by_seed(base)},
+    )
+    assert loose["verdict"] == f.CANNOT_TELL
+
+
+def test_a_finding_of_several_pairs_needs_them_all():
+    base = by_seed([10.0, 11.0, 12.0])
+
+    def scaled(r):
+        return by_seed(np.multiply([10.0, 11.0, 12.0], [r, r * 1.01, r * 0.99]))
+
+    good = {
+        "C1": scaled(1.3),
+        "C3": base,
+        "C4": scaled(1.3),
+        "C5": base,
+        "C6": scaled(1.3),
+        "C7": base,
+    }
+    assert one(BIGGER, good)["verdict"] == f.HOLDS
+    mixed = {**good, "C1": scaled(0.7)}
+    result = one(BIGGER, mixed)
+    assert result["verdict"] == f.DOES_NOT_HOLD
+    assert [c["verdict"] for c in result["comparisons"]] == [
+        f.DOES_NOT_HOLD,
+        f.HOLDS,
+        f.HOLDS,
+    ]
+    assert one(BIGGER, {**good, "C7": scaled(1.3)})["verdict"] == f.CANNOT_TELL
+
+
+def test_the_six_findings_are_one_family_of_eight_comparisons():
+    rng = np.random.default_rng(0)
+    runs = {row: by_seed(10 + rng.normal(0, 0.01, 3)) for row in f.finding_rows()}
+    tenth = {
+        row: by_seed(10 + rng.normal(0, 0.01, 3))
+        for row in f.finding_rows(corpus="tenth")
+    }
+    result = f.assess(f.FINDINGS, {"full": runs, "tenth": tenth})
+    levels = sorted(c["level"] for r in result for c in r["comparisons"])
+    assert len(levels) == 8 and math.isclose(levels[0], 0.05 / 8)
+    assert f.finding_rows(corpus="tenth") == ["D1", "base"]
+
+
+def test_false_verdicts_are_rare_and_a_large_effect_is_found():
+    rng = np.random.default_rng(1)
+    decisive, found = 0, 0
+    trials = 400
+    for _ in range(trials):
+        base = 40 * np.exp(rng.normal(0, 0.05, 3))
+        same = base * np.exp(rng.normal(0, 0.02, 3))
+        decisive += (
+            one(ONE_HEAD, {"A1": by_seed(same), "base": by_seed(base)})["verdict"]
+            != f.CANNOT_TELL
+        )
+        shifted = base * np.exp(
+            0.2 + rng.normal(0, 0.02, 3)
+        )  # 10 standard deviations of a pair
+        found += (
+            one(ONE_HEAD, {"A1": by_seed(shifted), "base": by_seed(base)})["verdict"]
+            == f.HOLDS
+        )
+    assert decisive / trials < 0.09  # alpha = 0.05, with room for 400 trials' own noise
+    assert found / trials > 0.9
+
+
+def test_spearman_against_hand_computed_values():
+    # ranks x: 1 2 3 4 5, y: 2 1 4 3 5 -> d^2 = 4 -> 1 - 6*4 / (5*24) = 0.8
+    assert math.isclose(f.spearman([1, 2, 3, 4, 5], [20, 10, 40, 30, 50]), 0.8)
+    assert math.isclose(f.spearman([1, 2, 3], [3, 2, 1]), -1.0)
+    # a tie: y ranks 1.5 1.5 3 -> Pearson of (1, 2, 3) and (1.5, 1.5, 3) = sqrt(3) / 2
+    assert math.isclose(f.spearman([1, 2, 3], [5, 5, 9]), math.sqrt(3) / 2)
+    assert list(f.ranks([3.0, 1.0, 3.0, 2.0])) == [3.5, 1.0, 3.5, 2.0]
+
+
+def test_spearman_bootstrap_interval():
+    same = f.spearman_interval(range(13), range(13), samples=500)
+    assert same["rho"] == 1.0 and same["low"] == same["high"] == 1.0
+    rng = np.random.default_rng(2)
+    unrelated = f.spearman_interval(rng.random(13), rng.random(13), samples=2000)
+    assert unrelated["low"] < 0 < unrelated["high"]
+    assert unrelated["samples"] + unrelated["dropped"] == 2000
+    with pytest.raises(ValueError):
+        f.spearman([1.0], [2.0])
