@@ -23,6 +23,7 @@ from .model.decoding import DecodeSettings
 from .runtime.checks import (
     COUNT,
     OPTIONAL_COUNT,
+    OPTIONAL_POSITIVE,
     POSITIVE,
     PROBABILITY,
     Bounds,
@@ -31,6 +32,23 @@ from .runtime.checks import (
 from .runtime.precision import PRECISIONS, resolve_precision
 from .training import settings as train_settings
 from .training.settings import TrainSettings
+
+# The Table 3 rows the six findings of section 6.2 read (chapter 06), for budgets short of all 20.
+TABLE3_CPU_ROWS = (
+    "base",
+    "A1",
+    "A4",
+    "B1",
+    "C1",
+    "C3",
+    "C4",
+    "C5",
+    "C6",
+    "C7",
+    "D1",
+    "D2",
+    "E",
+)
 
 
 def _as_tuples(value):
@@ -114,12 +132,17 @@ MODEL_FLAGS: dict[str, str] = {
     "label_smoothing": "--label-smoothing",
 }
 BOOK_BOUNDS: dict[str, Bounds] = {
-    "table3_steps": COUNT,
+    "table3_epochs": COUNT,
     "parsing_steps": COUNT,
     "minutes": POSITIVE,
     "table3_seeds": COUNT,
     "table3_width_divisor": COUNT,
     "table3_depth_divisor": COUNT,
+    "table3_heads_divisor": COUNT,
+    "table3_warmup_steps": COUNT,
+    "table3_peak_lr": OPTIONAL_POSITIVE,
+    "table3_overfit_share": COUNT,
+    "table3_overfit_epochs": COUNT,
     "table3_batch_tokens": OPTIONAL_COUNT,
     "table3_vocab_size": OPTIONAL_VOCABULARY,
 }
@@ -131,24 +154,34 @@ class BookScales:
 
     Attributes:
         table3_rows: the Table 3 rows chapter 06 trains, in the table's order.
-        table3_steps: optimizer steps per Table 3 row.
+        table3_epochs: epochs of the whole training split per Table 3 row.
         parsing_steps: optimizer steps of the parsing model (chapter 07).
         minutes: what the whole book should take under this profile.
         table3_seeds: seeds (training runs) per Table 3 row.
-        table3_width_divisor, table3_depth_divisor: the Table 3 rows are the paper's configurations with
-            every width (d_model, d_ff, d_k, d_v) and every depth divided by these (1 and 1: the paper's).
+        table3_width_divisor, table3_depth_divisor, table3_heads_divisor: the Table 3 rows are the
+            paper's configurations with every width (d_model, d_ff), depth and head count divided by
+            these (1: the paper's); d_k and d_v keep each row's h * d_k / d_model.
+        table3_warmup_steps, table3_peak_lr: every row's warm-up and peak rate, chosen on base (the
+            peak follows d_model^-0.5 from base's width; None: the paper's curve).
+        table3_overfit_share, table3_overfit_epochs: dropout's rows also train on the first
+            1/share of the training pairs for this many epochs, where they can overfit.
         table3_batch_tokens, table3_vocab_size: the rows' batches and shared vocabulary (None: the profile's).
         chapters: the sizes of chapters 01-04's own experiments (samples, sweeps, timed shapes), by
             chapter number; a chapter reads its entry with `Profile.chapter_sizes`.
     """
 
     table3_rows: tuple[str, ...]
-    table3_steps: int
+    table3_epochs: int
     parsing_steps: int
     minutes: float
     table3_seeds: int = 1
     table3_width_divisor: int = 1
     table3_depth_divisor: int = 1
+    table3_heads_divisor: int = 1
+    table3_warmup_steps: int = 4000
+    table3_peak_lr: float | None = None
+    table3_overfit_share: int = 10
+    table3_overfit_epochs: int = 10
     table3_batch_tokens: int | None = None
     table3_vocab_size: int | None = None
     chapters: dict = field(default_factory=dict)
@@ -428,13 +461,17 @@ PROFILES: dict[str, Profile] = {
         description="CI and tests: a tiny model on 2,000 Multi30k pairs, every chapter in minutes on 2 cores",
         book=BookScales(
             table3_rows=("base", "A1", "C1"),
-            table3_steps=5,
+            table3_epochs=1,
             parsing_steps=10,
             minutes=10,
             table3_seeds=2,
             table3_width_divisor=8,
             table3_depth_divisor=2,
-            table3_batch_tokens=256,
+            table3_heads_divisor=4,
+            table3_batch_tokens=1024,
+            table3_warmup_steps=20,
+            table3_peak_lr=2e-3,
+            table3_overfit_epochs=2,
             chapters=_SMOKE_CHAPTERS,
         ),
         max_train_pairs=2000,
@@ -459,19 +496,23 @@ PROFILES: dict[str, Profile] = {
     "cpu": Profile(
         name="cpu",
         description="a laptop or a 2-core machine: Multi30k EN->DE in 15 minutes of training",
-        # Table 3 (chapter 06): 20 rows x 2 seeds at widths / 8 and depths / 2 (base: 3 layers, d_model 64),
-        # a 2,000-piece vocabulary and small batches (more updates for the same tokens), one process per core;
-        # the chapter took 4.6 minutes on 2 cores shared with other jobs.
+        # Table 3 (chapter 06): the 13 rows the six findings read x 3 seeds, one epoch each, at widths / 8,
+        # depths / 2 and heads / 4 (base: 3 layers, d_model 64, 2 heads of d_k 32; A4 and B1: d_k 8), a
+        # 2,000-piece vocabulary; dropout's rows also 10 epochs of a tenth of the pairs. One process per core.
         book=BookScales(
-            table3_rows=TABLE3_ALL_ROWS,
-            table3_steps=300,
+            table3_rows=TABLE3_CPU_ROWS,
+            table3_epochs=1,
             parsing_steps=600,
             minutes=45,
-            table3_seeds=2,
+            table3_seeds=3,
             table3_width_divisor=8,
             table3_depth_divisor=2,
-            table3_batch_tokens=256,
+            table3_heads_divisor=4,
+            table3_batch_tokens=512,
             table3_vocab_size=2000,
+            table3_warmup_steps=400,
+            table3_peak_lr=2e-3,
+            table3_overfit_epochs=10,
             chapters=_CPU_CHAPTERS,
         ),
         vocab_size=8000,
@@ -495,15 +536,19 @@ PROFILES: dict[str, Profile] = {
     "gpu": Profile(
         name="gpu",
         description="one GPU or Colab: Multi30k EN->DE, 40 epochs (a few minutes on an H100)",
-        # Table 3: 40 runs of 3,000 steps at half the paper's widths and depths (base: 3 layers, d_model 256).
+        # Table 3: all 20 rows x 3 seeds, 10 epochs each, at half the paper's widths and depths (base:
+        # 3 layers, d_model 256, 8 heads of d_k 32); chapter 06 shows the FLOPs arithmetic behind it.
         book=BookScales(
             table3_rows=TABLE3_ALL_ROWS,
-            table3_steps=3_000,
+            table3_epochs=10,
             parsing_steps=20_000,
             minutes=90,
-            table3_seeds=2,
+            table3_seeds=3,
             table3_width_divisor=2,
             table3_depth_divisor=2,
+            table3_warmup_steps=1000,
+            table3_peak_lr=1e-3,
+            table3_overfit_epochs=60,
             chapters=_GPU_CHAPTERS,
         ),
         vocab_size=8000,
@@ -515,7 +560,7 @@ PROFILES: dict[str, Profile] = {
         peak_lr=2e-3,
         warmup_steps=1000,
         time_budget_minutes=10.0,
-        max_epochs=40,
+        max_epochs=41,
         log_every=50,
         eval_every=250,
         save_every_steps=300,
@@ -531,7 +576,7 @@ PROFILES: dict[str, Profile] = {
         description="8 GPUs with torchrun: WMT14 EN->DE, Transformer base with the paper's schedule (100k steps)",
         book=BookScales(
             table3_rows=TABLE3_ALL_ROWS,
-            table3_steps=100_000,
+            table3_epochs=20,  # 100,000 steps of 25,000 tokens: about 20 epochs of WMT14
             parsing_steps=100_000,
             minutes=4 * 24 * 60,
             chapters=_GPU_CHAPTERS,

@@ -31,17 +31,19 @@
 #
 # From the table the paper reads six findings: one head is worse than eight; too many heads hurt
 # too; small keys hurt; bigger models are better; dropout helps; learned and sinusoidal positions
-# tie. Each row cost the paper 100,000 steps on eight GPUs. This chapter trains every row on
-# Multi30k under the profile's budget, and checks each finding with a written rule against the
-# spread between seeds. It
+# tie. Each row cost the paper 100,000 steps of 25,000 tokens, about 20 passes over WMT14. This
+# chapter asks which of the six findings a single machine can confirm, and after how much training.
+# It
 #
 # 1. turns each row into a configuration change applied to a scaled-down base, keeping every ratio
-#    the row changes;
-# 2. trains all rows with the same data, steps and batches, each with several seeds (two under the
-#    `smoke`, `cpu` and `gpu` profiles);
-# 3. sets perplexity, BLEU and parameters beside the paper's, with the rank correlation between the
-#    two orderings of the rows;
-# 4. gives each finding a verdict: holds, does not hold, or cannot tell at this scale.
+#    the row changes and no attention head narrower than 8;
+# 2. trains the rows for whole epochs of Multi30k with one warm-up and peak rate, several seeds per
+#    row, recording each run's validation perplexity as it trains (a curve);
+# 3. reads every finding at three budgets from those curves, with seed-paired intervals and a
+#    correction for testing several findings at once; dropout's finding on a small share of the corpus
+#    trained for many epochs, where a model can overfit;
+# 4. sets perplexity, BLEU and parameters beside the paper's, with the rank correlation between the two
+#    orderings of the rows and its bootstrap interval.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. A clone (this
@@ -77,7 +79,8 @@ from annotated_transformer.book import viz
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import paper, results
 from annotated_transformer.evaluation.scoring import paired_bootstrap
-from annotated_transformer.experiments import variations
+from annotated_transformer.experiments import findings, variations
+from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.transformer import Transformer, count_parameters
 from annotated_transformer.profiles import get_profile
@@ -87,42 +90,42 @@ from annotated_transformer.runtime.devices import resolve_device
 profile = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 data_dir = None  # None: $AT_DATA_DIR, then a download
-variation_steps = None  # None: the profile's steps per Table 3 row
+epochs = None  # None: the profile's epochs per Table 3 row
 seeds = None  # None: the profile's number of seeds per row
-bleu_sentences = (
-    None  # None: the first sentences of the validation split that the profile affords
-)
+first_seed = 1  # the seeds are first_seed, first_seed + 1, ...
 workers = (
     None  # processes training rows side by side on a CPU; None: one per core (1 on a GPU)
+)
+results_name = (
+    "model_variations"  # the results file's name (another, for a rerun with other seeds)
 )
 
 # %%
 settings = get_profile(profile)
 scales = settings.book
-rows = list(scales.table3_rows)
-steps = int(variation_steps or scales.table3_steps)
-n_seeds = int(seeds or scales.table3_seeds)
-scale = variations.VariationScale(
-    width=scales.table3_width_divisor, depth=scales.table3_depth_divisor
-)
 # The data of every row: the profile's corpus, with the Table 3 vocabulary and batches where set.
 table3_profile = settings.replace(
     vocab_size=scales.table3_vocab_size or settings.vocab_size,
     batch_tokens=scales.table3_batch_tokens or settings.batch_tokens,
 )
-# Greedy BLEU on the first validation sentences: 16 under smoke, 100 on a CPU, all on a GPU.
-BLEU_SENTENCES = {"smoke": 16, "cpu": 100}
-bleu_sentences = bleu_sentences or BLEU_SENTENCES.get(settings.name)
+rows = list(scales.table3_rows)
+n_epochs = int(epochs or scales.table3_epochs)
+seed_list = list(
+    range(int(first_seed), int(first_seed) + int(seeds or scales.table3_seeds))
+)
+scale = variations.scale_of(table3_profile)
+overfit_rows = [r for r in ("base", "D1", "D2") if r in TABLE3_ALL_ROWS]
+overfit_share, overfit_epochs = scales.table3_overfit_share, scales.table3_overfit_epochs
 torch_device = resolve_device(device)
 if settings.threads:
     torch.set_num_threads(settings.threads)
 chapter_start = time.perf_counter()
 print(
     f"under profile {settings.name!r} this chapter trains {len(rows)} rows ({', '.join(rows)}) "
-    f"x {n_seeds} seeds for {steps} steps each, at widths / {scale.width} and depths / "
-    f"{scale.depth}, on {torch_device}"
+    f"x {len(seed_list)} seeds for {n_epochs} epoch(s) each, and {', '.join(overfit_rows)} for "
+    f"{overfit_epochs} epochs of 1/{overfit_share} of the pairs; widths / {scale.width}, depths / "
+    f"{scale.depth}, heads / {scale.heads}, on {torch_device}"
 )
-
 
 # %% [markdown]
 # ## 6.1 Each row as a change to base
@@ -145,13 +148,16 @@ viz.show_table(paper_changes)
 
 # %% [markdown]
 # At the paper's size one row takes a GPU-day at least, so we shrink the base model and keep what
-# each row does *relative to base*. A `VariationScale` divides every width of every row
-# ($d_\text{model}$, $d_{ff}$, $d_k$, $d_v$) by one number and every depth by another. Because the
-# division is the same for all rows, every ratio survives: A1 still has one head whose key is the
-# whole model width, A4 still has $h \cdot d_k = d_\text{model}$, B1 still has a quarter of base's
-# key size, C3 still has four thirds of base's layers, big still has twice base's width and
-# feed-forward size. Head counts, dropout, label smoothing and the kind of positions are not sizes
-# and stay as the paper has them. This is the whole rule:
+# each row does *relative to base*. A `VariationScale` divides every width ($d_\text{model}$,
+# $d_{ff}$) by one number, every depth by another and every head count by a third (one head stays
+# one head), and gives each row the key and value sizes that keep its share of the width,
+# $h \cdot d_k / d_\text{model}$, as in the paper: 1 for the A rows, a quarter for B1. So A1 still
+# has one head whose key is the whole model width, A4 still has four times base's heads at a quarter
+# of base's key size, B1 still has a quarter of base's key size with base's heads, C3 still has four
+# thirds of base's layers, big still has twice base's width. Dividing widths alone would leave A4
+# and B1 with keys of 2 numbers at a small width, no longer a scaled version of the paper's 16; the
+# scale refuses any row with a head narrower than `MIN_HEAD_DIM`. Dropout, label smoothing and the
+# kind of positions are not sizes and stay as the paper has them. This is the whole rule:
 
 # %%
 viz.show_source(variations.VariationScale.config)
@@ -200,22 +206,22 @@ config_table = pd.DataFrame(
 )
 viz.show_table(config_table, params_m="{:.2f}", paper_params_m="{:.0f}")
 
-# The rows apply the paper's change at the scaled size.
+# The rows apply the paper's change at the scaled size, with no head narrower than 8.
 base_config = scale.config("base")
+assert all(
+    min(scale.config(r).d_k, scale.config(r).d_v) >= variations.MIN_HEAD_DIM for r in rows
+)
 if "A1" in rows:
     a1 = scale.config("A1")
-    assert a1.n_heads == 1 and a1.head_dim_k == base_config.d_model
+    assert a1.n_heads == 1 and a1.d_k == base_config.d_model
 for row in ("A2", "A3", "A4"):
     if row in rows:
         c = scale.config(row)
-        assert c.n_heads * c.head_dim_k == base_config.d_model == c.d_model
+        assert c.n_heads * c.d_k == base_config.d_model == c.d_model
 for row in ("B1", "B2"):
     if row in rows:
-        ratio = (
-            variations.paper_config(row).head_dim_k
-            / variations.paper_config("base").head_dim_k
-        )
-        assert scale.config(row).head_dim_k == ratio * base_config.head_dim_k
+        ratio = variations.paper_config(row).d_k / variations.paper_config("base").d_k
+        assert scale.config(row).d_k == ratio * base_config.d_k
 # Parameters move the way the paper's do, wherever the paper reports them.
 for row in rows:
     theirs = paper.TABLE3[row].params_m
@@ -226,9 +232,19 @@ for row in rows:
 b = base_config
 print(
     f"base at this scale: {b.n_layers} layers, d_model {b.d_model}, d_ff {b.d_ff}, "
-    f"{b.n_heads} heads of d_k {b.head_dim_k}; {params['base'] / 1e6:.2f}M parameters "
+    f"{b.n_heads} heads of d_k {b.d_k}; {params['base'] / 1e6:.2f}M parameters "
     f"with a {vocab_size:,}-piece vocabulary"
 )
+missing = [r for r in TABLE3_ALL_ROWS if r not in rows]
+if missing:
+    display(
+        Markdown(
+            f"This profile trains {len(rows)} of the {len(TABLE3_ALL_ROWS)} rows: those the six "
+            f"findings compare (`findings.finding_rows`) and D2. It leaves out "
+            f"{', '.join(missing)}, which no finding reads; the `gpu` profile trains all rows."
+        )
+    )
+assert set(findings.finding_rows()) <= set(rows) or settings.name == "smoke"
 
 # %% [markdown]
 # Our counts are not the paper's divided by a constant: the embedding matrix (vocabulary x
@@ -240,55 +256,91 @@ print(
 #
 # All rows share one data preparation: the profile's corpus (Multi30k English to German), one
 # shared BPE vocabulary trained on the training split, the same encoded pairs and the same token
-# batches (`pipeline.prepare_data`, prepared once). Each row is then trained by chapter 04's
-# `Trainer` for the same number of steps with the same batches; a seed sets the initial weights,
-# the order of the batches and the dropout masks. Two things follow the row rather than the
-# profile:
+# batches (`pipeline.prepare_data`, prepared once). A seed sets the initial weights, the order of
+# the batches and the dropout masks, and every row is trained with every seed: row A's seed-1 run
+# and row B's seed-1 run see the same batches in the same order, so their difference is not
+# blurred by which batches came first. Training goes through `training.fit`, the door every
+# training in this package takes, for whole epochs: one pass over the training split at least, so
+# every row sees every sentence.
 #
-# - the learning rate follows the paper's rule $lr \propto d_\text{model}^{-0.5}$ (section 5.3),
-#   anchored so that a model as wide as the profile's own gets the profile's peak rate; the
-#   warm-up is a quarter of the steps;
-# - dropout and label smoothing are the row's (base: 0.1 and 0.1, as in the paper), not the
-#   profile's.
-#
-# After training, `train_row` measures what Table 3 reports: perplexity per subword on the
-# whole validation split (eos included, no smoothing), BLEU, and the parameter count. The paper's
-# BLEU comes from beam search on the full development set; ours is sacreBLEU of **greedy**
-# translations of the first sentences of the validation split, which is cheaper. Whether so few
-# sentences can tell rows apart is measured, not assumed: section 6.3 gives each score a 95%
-# interval from sacreBLEU's paired bootstrap resampling (chapter 05 explains it) and counts the
-# differences from base that exceed it.
+# One warm-up and one peak learning rate serve every row. They were chosen on base so that the
+# deepest row trains as reliably as the shallowest (a post-norm stack twice as deep needs a gentler
+# start, and a short warm-up at a high peak would measure trainability rather than capacity); the
+# peak then follows the paper's rule $lr \propto d_\text{model}^{-0.5}$ (section 5.3) from base's
+# width, so only the rows that change $d_\text{model}$ get another peak. The schedule has no horizon
+# (it decays as $\text{step}^{-0.5}$, whatever the length of the run), so the first half of a run
+# is exactly a run of half the length: each run's curve gives the results of shorter budgets for
+# free.
 
 # %%
 viz.show_source(variations.row_settings)
-
 # %%
 data = pipeline.prepare_data(table3_profile, data_dir)
 valid_text = load_parallel(
     settings.corpus, settings.valid_split, settings.src_lang, settings.tgt_lang, data_dir
 )
-limit = bleu_sentences or len(valid_text.src)
+limit = settings.max_valid_pairs or len(valid_text.src)  # the whole split but under smoke
 bleu_sources, bleu_references = valid_text.src[:limit], valid_text.tgt[:limit]
 assert data.tokenizer.vocab_size == vocab_size
+overfit_pairs = len(data.train) // overfit_share
+target_tokens = int((data.train.tgt_lengths + 1).sum())  # eos included
+mean_src = float(np.mean(data.train.src_lengths)) + 1
+mean_tgt = float(np.mean(data.train.tgt_lengths)) + 1
 print(
-    f"{len(data.train):,} training pairs, {len(data.valid):,} validation pairs for perplexity, "
-    f"the first {len(bleu_sources):,} validation sentences for BLEU; batches of about "
-    f"{table3_profile.batch_tokens:,} tokens"
+    f"{len(data.train):,} training pairs ({target_tokens:,} target tokens an epoch), "
+    f"{len(data.valid):,} validation pairs for perplexity, {len(bleu_sources):,} validation "
+    f"sentences for BLEU; batches of about {table3_profile.batch_tokens:,} tokens; dropout's "
+    f"small corpus: the first {overfit_pairs:,} pairs"
 )
 
 # %% [markdown]
-# The long cell: every row, every seed. Under the `cpu` profile this is most of the chapter's
-# time; the bar counts finished runs. On a CPU each row trains on one thread, in one process per
-# core: the matrices of these models are small, so the chapter runs several rows side by side
-# rather than giving one row several threads. The cell reports how many runs' worth of work the
-# processes did at once (the runs' training and scoring times summed, over the wall time).
+# The long cell: every row and seed on the whole corpus, and base, D1 and D2 on the small share.
+# Under the `cpu` profile this is most of the chapter's time; the bar counts finished runs. On a
+# CPU each run trains on one thread, in one process per core: the matrices of these models are
+# small, so the chapter runs two rows side by side rather than giving one row two threads. The runs
+# start dearest first (by their training FLOPs), so the last to finish are short. After training,
+# each run on the whole corpus translates the whole validation split greedily for BLEU.
 # `variations.train_rows` hands the runs out:
 
 # %%
 viz.show_source(variations.train_rows)
 
+
 # %%
-plan = [(row, seed) for seed in range(1, n_seeds + 1) for row in rows]
+def training_flops(row: str, tokens: float) -> float:
+    """Training FLOPs of `tokens` target tokens of row `row` (model/flops.py's count)."""
+    config = scale.config(row)
+    per_token = flops.training_flops_per_target_token(
+        config, vocab_size, mean_src, mean_tgt
+    )
+    return per_token * tokens
+
+
+CURVE_POINTS = 8  # validation perplexities per run on the whole corpus
+plan = [
+    dict(row=row, seed=seed, epochs=n_epochs, curve_points=CURVE_POINTS, bleu=True)
+    for seed in seed_list
+    for row in rows
+] + [
+    dict(
+        row=row,
+        seed=seed,
+        epochs=overfit_epochs,
+        corpus="small",
+        train_pairs=overfit_pairs,
+        curve_points=overfit_epochs,
+    )
+    for seed in seed_list
+    for row in overfit_rows
+]
+share = {"full": 1.0, "small": overfit_pairs / len(data.train)}
+plan.sort(
+    key=lambda job: (
+        -training_flops(
+            job["row"], job["epochs"] * target_tokens * share[job.get("corpus", "full")]
+        )
+    )
+)
 if workers is None:
     workers = (os.cpu_count() or 1) if torch_device.type == "cpu" else 1
 workers = max(1, min(int(workers), len(plan)))
@@ -296,456 +348,657 @@ threads = torch.get_num_threads()
 if torch_device.type == "cpu":
     torch.set_num_threads(1)
 train_start = time.perf_counter()
+runs = []
 try:
-    runs = list(
-        tqdm(
-            variations.train_rows(
-                plan,
-                data,
-                table3_profile,
-                scale,
-                steps=steps,
-                workers=workers,
-                data_dir=data_dir,
-                device=torch_device,
-                bleu_sources=bleu_sources,
-                bleu_references=bleu_references,
-            ),
-            total=len(plan),
-            desc="Table 3 rows",
-            unit="run",
-        )
-    )
+    with tqdm(total=len(plan), desc="Table 3 runs", unit="run", leave=False) as bar:
+        for run in variations.train_rows(
+            plan,
+            data,
+            table3_profile,
+            workers=workers,
+            data_dir=data_dir,
+            device=torch_device,
+            bleu_sources=bleu_sources,
+            bleu_references=bleu_references,
+        ):
+            runs.append(run)
+            bar.set_postfix_str(f"{run.row} seed {run.seed}: ppl {run.ppl:.1f}")
+            bar.update(1)
 finally:
     torch.set_num_threads(threads)
 train_seconds = time.perf_counter() - train_start
 measured = pd.DataFrame([r.to_dict() for r in runs])
-assert len(measured) == len(rows) * n_seeds and (measured.steps == steps).all()
+full = measured[measured.corpus == "full"]
+small = measured[measured.corpus == "small"]
+assert len(full) == len(rows) * len(seed_list) and len(small) == len(overfit_rows) * len(
+    seed_list
+)
+assert (full.epochs >= n_epochs - 1e-6).all() and (
+    small.epochs >= overfit_epochs - 1e-6
+).all()
 assert np.isfinite(measured.ppl).all() and (measured.ppl > 1).all()
-assert all(measured[measured.row == row].params.nunique() == 1 for row in rows)
-seconds = measured.groupby("row", sort=False)[["train_s", "train_cpu_s", "eval_s"]].mean()
+assert all(full[full.row == row].params.nunique() == 1 for row in rows)
 at_once = (measured.train_s + measured.eval_s).sum() / train_seconds
 print(
-    f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es); per run, training took "
-    f"{seconds.train_s.min():.1f}-{seconds.train_s.max():.1f} s (the cheapest row: "
-    f"{seconds.train_s.idxmin()}, the dearest: {seconds.train_s.idxmax()}); the runs' training "
-    f"and scoring times add up to {at_once:.1f} times the wall time"
+    f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es): per run on the whole "
+    f"corpus, {full.train_s.min():.0f}-{full.train_s.max():.0f} s of training and "
+    f"{full.eval_s.mean():.0f} s of greedy translation; the runs' times add up to "
+    f"{at_once:.1f} times the wall time"
 )
 
 # %% [markdown]
-# ## 6.3 Beside Table 3
+# ## 6.3 Validation curves
 #
-# For each row: the mean over seeds of perplexity and BLEU, their range over seeds, the difference
-# from base, and the paper's numbers. The perplexity difference carries its seed interval: from
-# the row's lowest seed against base's highest to its highest against base's lowest. Lower
-# perplexity is better, higher BLEU is better.
+# Each run's validation perplexity (per subword, on the whole validation split) as it trains, the
+# mean over seeds of the log perplexity; one panel per group of rows, base in each. A finding can
+# only be read once its rows have stopped moving relative to one another; the curves show whether
+# they have.
 
 
 # %%
-def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    stats = frame.groupby("row", sort=False).agg(
-        ppl=("ppl", "mean"),
-        ppl_min=("ppl", "min"),
-        ppl_max=("ppl", "max"),
-        bleu=("bleu", "mean"),
-        bleu_min=("bleu", "min"),
-        bleu_max=("bleu", "max"),
-        params=("params", "first"),
-    )
-    stats = stats.loc[rows].reset_index()
-    base = stats.set_index("row").loc["base"]
-    stats["ppl_minus_base"] = stats.ppl - base.ppl
-    stats["ppl_minus_base_low"] = stats.ppl_min - base.ppl_max
-    stats["ppl_minus_base_high"] = stats.ppl_max - base.ppl_min
-    stats["bleu_minus_base"] = stats.bleu - stats.set_index("row").loc["base", "bleu"]
-    stats["paper_ppl"] = [paper.TABLE3[r].ppl for r in stats.row]
-    stats["paper_bleu"] = [paper.TABLE3[r].bleu for r in stats.row]
-    stats["paper_params_m"] = [paper.TABLE3[r].params_m for r in stats.row]
-    stats["paper_ppl_minus_base"] = stats.paper_ppl - paper.TABLE3["base"].ppl
-    stats["paper_bleu_minus_base"] = stats.paper_bleu - paper.TABLE3["base"].bleu
-    return stats
-
-
-table = summarize(measured)
-shown = table.assign(
-    params_m=table.params / 1e6,
-    ppl_range=[f"{a:.1f}-{b:.1f}" for a, b in zip(table.ppl_min, table.ppl_max)],
-    ppl_minus_base=[
-        f"{d:+.2f} ({lo:+.1f} to {hi:+.1f})"
-        for d, lo, hi in zip(
-            table.ppl_minus_base, table.ppl_minus_base_low, table.ppl_minus_base_high
+def curves(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per run and curve point: row, seed, point index, nominal epoch and validation perplexity."""
+    points = [
+        dict(
+            row=run.row,
+            seed=run.seed,
+            point=i,
+            epoch=round(run.epochs * (i + 1) / len(run.curve), 3),
+            ppl=point["ppl"],
         )
+        for run in frame.itertuples()
+        for i, point in enumerate(run.curve)
+    ]
+    return pd.DataFrame(points)
+
+
+def mean_curve(points: pd.DataFrame) -> pd.DataFrame:
+    """The geometric mean over seeds at each curve point."""
+    return (
+        points.assign(log_ppl=np.log(points.ppl))
+        .groupby(["row", "point", "epoch"], as_index=False)
+        .log_ppl.mean()
+        .assign(ppl=lambda d: np.exp(d.log_ppl))
+    )
+
+
+full_curves, small_curves = curves(full), curves(small)
+GROUPS = {
+    "heads and key size (A, B)": ["base", "A1", "A2", "A3", "A4", "B1", "B2"],
+    "depth, width, feed-forward (C)": [
+        "base",
+        "C1",
+        "C2",
+        "C3",
+        "C4",
+        "C5",
+        "C6",
+        "C7",
+        "big",
     ],
-    bleu_range=[f"{a:.2f}-{b:.2f}" for a, b in zip(table.bleu_min, table.bleu_max)],
-)
-viz.show_table(
-    shown[
-        [
-            "row",
+    "regularisation and positions (D, E)": ["base", "D1", "D2", "D3", "D4", "E"],
+}
+panels = []
+for title, members in GROUPS.items():
+    shown = mean_curve(
+        full_curves[full_curves.row.isin([r for r in members if r in rows])]
+    )
+    panels.append(
+        viz.line_chart(
+            shown,
+            "epoch",
             "ppl",
-            "ppl_range",
-            "ppl_minus_base",
-            "paper_ppl",
-            "bleu",
-            "bleu_range",
-            "bleu_minus_base",
-            "paper_bleu",
-            "params_m",
-            "paper_params_m",
-        ]
-    ],
-    ppl="{:.2f}",
-    paper_ppl="{:.2f}",
-    bleu="{:.2f}",
-    bleu_minus_base="{:+.2f}",
-    paper_bleu="{:.1f}",
-    params_m="{:.2f}",
-    paper_params_m="{:.0f}",
-)
-assert table.row.tolist() == rows
-assert (table.ppl_min <= table.ppl).all() and (table.ppl <= table.ppl_max).all()
+            "row",
+            title=title,
+            x_title="epochs of the training split",
+            y_title="validation perplexity",
+            log_y=True,
+            points=True,
+            width=250,
+            height=240,
+        )
+    )
+viz.show(viz.side_by_side(*panels))
 
 # %% [markdown]
-# BLEU on a few sentences is noisy in a second way besides the seeds: another sample of sentences
-# would give other scores. For each seed, every row's greedy translations against base's of the
-# same seed, through sacreBLEU's paired bootstrap (`paired_bootstrap`, chapter 05): each score with
-# its 95% interval, and in how many seeds the row's difference from base exceeds that noise.
+# ### Where dropout can help: a small corpus, many epochs
+#
+# Within one epoch every batch is new to the model, so there is nothing to overfit and dropout can
+# only slow learning down. Dropout's finding is a claim about a model that fits its training data
+# too well {cite:p}`srivastava2014dropout`, so the chapter reads it where that happens: base
+# (dropout 0.1), D1 (none) and D2 (0.2) trained on a small share of the training pairs for many
+# epochs, with the validation perplexity measured after every epoch.
+
+# %%
+small_mean = mean_curve(small_curves)
+viz.show(
+    viz.line_chart(
+        small_mean,
+        "epoch",
+        "ppl",
+        "row",
+        title=f"the first {overfit_pairs:,} training pairs",
+        x_title="epochs of the small corpus",
+        y_title="validation perplexity",
+        log_y=True,
+        points=True,
+    )
+)
+lowest = small_mean.loc[small_mean.groupby("row").ppl.idxmin()].set_index("row")
+last = small_mean[small_mean.point == small_mean.point.max()].set_index("row")
+dropout_of = {r: scale.config(r).dropout for r in overfit_rows}
+display(
+    Markdown(
+        "; ".join(
+            f"{r} (dropout {dropout_of[r]:g}) is lowest at epoch {lowest.loc[r, 'epoch']:g} "
+            f"({lowest.loc[r, 'ppl']:.1f}) and ends at {last.loc[r, 'ppl']:.1f}, "
+            f"{100 * (last.loc[r, 'ppl'] / lowest.loc[r, 'ppl'] - 1):.1f}% above its lowest"
+            for r in overfit_rows
+        )
+        + ". A row that ends above its lowest point has begun to overfit."
+    )
+)
+
+# %% [markdown]
+# ## 6.4 The paper's findings at three budgets
+#
+# Each finding is one or more comparisons of perplexity between rows: one head, A1 against base;
+# too many heads, A4 against base; small keys, B1 against base; bigger is better, the smallest
+# against the largest of each size the C rows vary (C1 against C3, C4 against C5, C6 against C7);
+# dropout, D1 against base on the small corpus; positions, E against base. Perplexity decides: it
+# is measured on the whole validation split and moves long before greedy translations score much
+# BLEU.
+#
+# The statistics are in `experiments/findings.py`:
+#
+# - a comparison is the mean over seeds of the **seed-paired** difference of log perplexity (the two
+#   rows' runs of one seed saw the same batches), shown as a change in percent of perplexity, with a
+#   Student-t interval over the seeds;
+# - the eight comparisons of the six findings form one family corrected with **Holm's** method, so
+#   the chance that any verdict of a budget is wrong by chance stays under 5%: the comparison with
+#   the smallest p-value is tested at 5%/8, the next at 5%/7, and so on until one fails. Each
+#   interval below is at the confidence its step used, so a comparison holds exactly when its
+#   interval lies on the paper's side of zero;
+# - "learned and sinusoidal positions tie" is an **equivalence** claim. Its margin was fixed in the
+#   package before any run (`findings.TIE_MARGIN`, printed below): the tie holds when the interval
+#   lies inside the margin, does not hold when it lies outside, and otherwise cannot be told;
+# - a finding holds when all its comparisons hold, does not hold when one goes against it, and
+#   otherwise cannot be told at this budget.
+
+# %%
+viz.show_source(findings.decide_pair)
+viz.show_source(findings.holm)
+
+# %%
+BUDGETS = (0.25, 0.5, 1.0)  # shares of each run's training, read from its curve
+
+
+def ppl_at(points: pd.DataFrame, fraction: float, n_points: int) -> tuple[dict, float]:
+    """`{row: {seed: ppl}}` at the curve point `fraction` of the way through, and its epoch."""
+    part = points[points.point == max(0, round(n_points * fraction) - 1)]
+    by_row = {
+        row: {int(s): float(p) for s, p in zip(g.seed, g.ppl)}
+        for row, g in part.groupby("row")
+    }
+    return by_row, float(part.epoch.iloc[0])
+
+
+budgets = []
+for fraction in BUDGETS:
+    full_ppl, full_epoch = ppl_at(full_curves, fraction, CURVE_POINTS)
+    small_ppl, small_epoch = ppl_at(small_curves, fraction, overfit_epochs)
+    budgets.append(
+        dict(
+            label=f"{full_epoch:g} epoch(s); small corpus {small_epoch:g}",
+            full_epoch=full_epoch,
+            small_epoch=small_epoch,
+            findings=findings.assess(
+                findings.FINDINGS, {"full": full_ppl, "small": small_ppl}
+            ),
+        )
+    )
+verdict_table = pd.DataFrame(
+    [
+        {"finding": f.name} | {b["label"]: b["findings"][i]["verdict"] for b in budgets}
+        for i, f in enumerate(findings.FINDINGS)
+    ]
+)
+viz.show_table(verdict_table)
+
+
+def cell(comparison: dict) -> str:
+    """A comparison's verdict, mean change and interval at its Holm level."""
+    return f"{comparison['verdict']}: {findings.describe(comparison).split(': ', 1)[1]}"
+
+
+comparison_table = pd.DataFrame(
+    [
+        {"finding": f.name, "comparison": f"{first} vs {second}"}
+        | {b["label"]: cell(b["findings"][i]["comparisons"][j]) for b in budgets}
+        for i, f in enumerate(findings.FINDINGS)
+        for j, (first, second) in enumerate(f.pairs)
+    ]
+)
+viz.show_table(comparison_table)
+for b in budgets:
+    assert all(r["verdict"] in findings.VERDICTS for r in b["findings"])
+    for r in b["findings"]:
+        for c in r["comparisons"]:
+            if c["verdict"] == findings.HOLDS and r["kind"] == "worse":
+                assert c["interval_pct"][0] > 0
+final = budgets[-1]["findings"]
+counts = pd.Series([r["verdict"] for r in final]).value_counts()
+changed = [
+    f.name
+    for i, f in enumerate(findings.FINDINGS)
+    if len({b["findings"][i]["verdict"] for b in budgets}) > 1
+]
+display(
+    Markdown(
+        f"The tie's margin: ±{findings.percent(findings.TIE_MARGIN):.1f}% of perplexity. "
+        f"At the longest budget ({budgets[-1]['label']}): "
+        + ", ".join(f"{counts.get(k, 0)} {k}" for k in findings.VERDICTS)
+        + ". "
+        + (
+            f"Verdicts that change between the budgets: {', '.join(changed)}."
+            if changed
+            else "No verdict changes between the budgets."
+        )
+    )
+)
+
+# %% [markdown]
+# How to read the verdicts: **holds** and **does not hold** are statements about this scale and
+# these budgets (a model a few hundred times smaller than the paper's, trained for a few epochs of a
+# corpus a hundred times smaller); they say nothing against the paper at its own scale.
+# **Cannot tell at this budget** says the seeds disagree more than the difference between the rows
+# (the interval straddles zero, or for the tie straddles the margin): more seeds or longer training
+# could decide it. A finding whose verdict changes between the budgets depends on how long one
+# trains; one that holds at every budget does not.
+#
+# ## 6.5 Beside Table 3
+#
+# For each row at the longest budget: the validation perplexity (the geometric mean over seeds,
+# with its 95% t-interval over seeds), BLEU (greedy sacreBLEU on the whole validation split, the
+# mean over seeds; for every seed, the score's 95% interval from sacreBLEU's paired bootstrap
+# resampling against base of the same seed, as chapter 05 explains), the parameter count, and the
+# paper's columns. Lower perplexity is better, higher BLEU is better.
 
 # %%
 order = ["base"] + [row for row in rows if row != "base"]
-translations = {(r.row, r.seed): r.hypotheses for r in runs}
+translations = {(r.row, r.seed): r.hypotheses for r in runs if r.corpus == "full"}
 bleu_tests = pd.DataFrame(
     [
         dict(seed=seed, row=row, **result)
-        for seed in range(1, n_seeds + 1)
+        for seed in seed_list
         for row, result in paired_bootstrap(
             {row: translations[row, seed] for row in order}, bleu_references
         ).items()
     ]
 )
-scored = measured.set_index(["row", "seed"]).bleu
+scored = full.set_index(["row", "seed"]).bleu
 assert all(
     math.isclose(scored[t.row, t.seed], t.bleu, abs_tol=0.01)
     for t in bleu_tests.itertuples()
 )
-bleu_intervals = pd.DataFrame(
-    [
-        {
-            "row": row,
-            "bleu by seed ± 95%": ", ".join(
-                viz.plus_minus(t.bleu, t.ci95) for t in g.itertuples()
-            ),
-            "seeds beyond noise of base": "-"
-            if row == "base"
-            else f"{int(g.exceeds_noise.sum())} of {len(g)}",
-        }
-        for row in rows
-        for g in [bleu_tests[bleu_tests.row == row].sort_values("seed")]
-    ]
-)
-viz.show_table(bleu_intervals)
 
-# %%
+
+def seed_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
+    """The geometric mean of `values` and its Student-t interval over seeds (log scale)."""
+    logs = np.log(np.asarray(values, dtype=float))
+    half = (
+        findings.t_quantile(1 - (1 - confidence) / 2, len(logs) - 1)
+        * logs.std(ddof=1)
+        / math.sqrt(len(logs))
+    )
+    mean = logs.mean()
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+final_ppl = {
+    row: {int(s): float(p) for s, p in zip(g.seed, g.ppl)}
+    for row, g in full.groupby("row")
+}
+table = []
+for row in rows:
+    ppl, low, high = seed_interval(list(final_ppl[row].values()))
+    tests = bleu_tests[bleu_tests.row == row].sort_values("seed")
+    base_bleu = bleu_tests[bleu_tests.row == "base"].sort_values("seed").bleu.to_numpy()
+    table.append(
+        dict(
+            row=row,
+            ppl=ppl,
+            ppl_low=low,
+            ppl_high=high,
+            bleu=tests.bleu.mean(),
+            bleu_seeds=tests.bleu.tolist(),
+            bleu_ci95_seeds=tests.ci95.tolist(),
+            bleu_minus_base=float((tests.bleu.to_numpy() - base_bleu).mean()),
+            bleu_minus_base_seeds=(tests.bleu.to_numpy() - base_bleu).tolist(),
+            beyond=None if row == "base" else tests.exceeds_noise.astype(bool).tolist(),
+            params=params[row],
+            paper_ppl=paper.TABLE3[row].ppl,
+            paper_bleu=paper.TABLE3[row].bleu,
+            paper_params_m=paper.TABLE3[row].params_m,
+        )
+    )
+table = pd.DataFrame(table)
+shown = pd.DataFrame(
+    dict(
+        row=table.row,
+        ppl=[
+            f"{p:.2f} [{lo:.2f}, {hi:.2f}]"
+            for p, lo, hi in zip(table.ppl, table.ppl_low, table.ppl_high)
+        ],
+        paper_ppl=table.paper_ppl,
+        bleu=table.bleu,
+        bleu_by_seed=[
+            ", ".join(viz.plus_minus(b, c) for b, c in zip(bs, cs))
+            for bs, cs in zip(table.bleu_seeds, table.bleu_ci95_seeds)
+        ],
+        bleu_beyond_noise_of_base=[
+            "-" if b is None else f"{sum(b)} of {len(b)} seeds" for b in table.beyond
+        ],
+        paper_bleu=table.paper_bleu,
+        params_m=table.params / 1e6,
+        paper_params_m=table.paper_params_m,
+    )
+)
+viz.show_table(
+    shown,
+    paper_ppl="{:.2f}",
+    bleu="{:.2f}",
+    paper_bleu="{:.1f}",
+    params_m="{:.2f}",
+    paper_params_m="{:.0f}",
+)
+assert table.row.tolist() == rows
+assert ((table.ppl_low <= table.ppl) & (table.ppl <= table.ppl_high)).all()
 compared = bleu_tests[bleu_tests.row != "base"]
 beyond = int(compared.exceeds_noise.sum())
-steady = {row: bool(g.exceeds_noise.all()) for row, g in compared.groupby("row")}
-always = [row for row in rows if steady.get(row)]
 display(
     Markdown(
-        f"Over all rows and seeds, greedy sacreBLEU on these {len(bleu_references):,} "
-        f"sentences lies between {bleu_tests.bleu.min():.2f} and {bleu_tests.bleu.max():.2f}, "
-        f"each with an interval of ±{bleu_tests.ci95.min():.2f} to ±{bleu_tests.ci95.max():.2f}. "
-        f"Of the {len(compared)} differences from base (rows × seeds), "
-        f"{beyond} {'exceeds' if beyond == 1 else 'exceed'} the resampling noise, where "
-        f"chance alone (p < 0.05) would give about {0.05 * len(compared):.1f}. "
-        + (
-            f"Beyond the noise in every seed: {', '.join(always)}."
-            if always
-            else "No row differs from base beyond the noise in every seed: at this scale "
-            "BLEU does not tell the rows from base."
-        )
-        + " The verdicts of section 6.5 rest on perplexity."
+        f"Greedy sacreBLEU on all {len(bleu_references):,} validation sentences lies between "
+        f"{bleu_tests.bleu.min():.2f} and {bleu_tests.bleu.max():.2f} over rows and seeds, each "
+        f"with a 95% interval of ±{bleu_tests.ci95.min():.2f} to ±{bleu_tests.ci95.max():.2f}. "
+        f"Of the {len(compared)} differences from base (rows × seeds), {beyond} exceed the "
+        f"resampling noise, where chance alone (p < 0.05) would give about "
+        f"{0.05 * len(compared):.1f}."
     )
 )
 
 # %% [markdown]
-# The numbers live on different scales (the paper's perplexities are near 5 after 100,000 steps
-# on 4.5 million sentence pairs; ours come from a few hundred small steps), so the chart compares
-# *differences from base*, ours beside the paper's: for perplexity the change in percent of base's
-# (a perplexity of 200 moves by more points than one of 5 for the same relative change), for BLEU
-# the change in points. The whiskers on our bars span the differences between seeds: from the
-# row's lowest seed against base's highest to its highest against base's lowest. Rows whose
-# whisker crosses zero are within seed noise of base. Our BLEU bars are pale where the row is
-# within the resampling noise of base in at least one seed (the table above).
+# The perplexities live on different scales (the paper's are near 5 after 100,000 steps on 4.5
+# million sentence pairs), so the chart compares *differences from base*, ours beside the paper's:
+# for perplexity the change in percent, for BLEU the change in points. The whiskers on our
+# perplexity bars are the 95% interval of the seed-paired difference; on our BLEU bars the range of
+# the per-seed differences. Our BLEU bars are pale where the row is within the resampling noise of
+# base in at least one seed.
 
 # %%
-base_row = table.set_index("row").loc["base"]
 PPL, BLEU = "perplexity (lower is better)", "BLEU (higher is better)"
-
-
-def percent(ppl, base_ppl):
-    return 100 * (ppl / base_ppl - 1)
-
-
-paper_base = paper.TABLE3["base"].ppl
-differences = pd.DataFrame(
-    [
-        difference
-        for r in table.itertuples()
-        if r.row != "base"
-        for difference in (
-            dict(
-                row=r.row,
-                metric=PPL,
-                who="ours",
-                diff=percent(r.ppl, base_row.ppl),
-                low=percent(r.ppl_min, base_row.ppl_max),
-                high=percent(r.ppl_max, base_row.ppl_min),
-            ),
-            dict(
-                row=r.row, metric=PPL, who="paper", diff=percent(r.paper_ppl, paper_base)
-            ),
-            dict(
-                row=r.row,
-                metric=BLEU,
-                who="ours",
-                diff=r.bleu_minus_base,
-                faded=not steady[r.row],
-                low=r.bleu_min - base_row.bleu_max,
-                high=r.bleu_max - base_row.bleu_min,
-            ),
-            dict(row=r.row, metric=BLEU, who="paper", diff=r.paper_bleu_minus_base),
-        )
+paper_base = paper.TABLE3["base"]
+differences = []
+for r in table.itertuples():
+    if r.row == "base":
+        continue
+    pair = findings.paired(final_ppl[r.row], final_ppl["base"])
+    low, high = pair.interval(0.95)
+    differences += [
+        dict(
+            row=r.row,
+            metric=PPL,
+            who="ours",
+            diff=findings.percent(pair.mean),
+            low=findings.percent(low),
+            high=findings.percent(high),
+        ),
+        dict(
+            row=r.row,
+            metric=PPL,
+            who="paper",
+            diff=100 * (r.paper_ppl / paper_base.ppl - 1),
+        ),
+        dict(
+            row=r.row,
+            metric=BLEU,
+            who="ours",
+            diff=r.bleu_minus_base,
+            faded=not all(r.beyond),
+            low=min(r.bleu_minus_base_seeds),
+            high=max(r.bleu_minus_base_seeds),
+        ),
+        dict(row=r.row, metric=BLEU, who="paper", diff=r.paper_bleu - paper_base.bleu),
     ]
-)
 viz.show(
     viz.table3_differences_chart(
-        differences, rows, {PPL: "% change from base", BLEU: "points minus base"}
+        pd.DataFrame(differences),
+        rows,
+        {PPL: "% change from base", BLEU: "points minus base"},
     )
 )
 
 # %% [markdown]
-# ## 6.4 Do the rows come in the same order?
+# ## 6.6 Do the rows come in the same order?
 #
-# Differences of size aside, the question a small run can answer is whether the rows *rank* as in
-# the paper: Spearman's rank correlation between our mean perplexities and the paper's, over the
-# rows trained here. It is Pearson's correlation of the ranks: +1 when the two orderings agree
-# exactly, 0 when they are unrelated, -1 when one is the other reversed. The package computes it
-# with no statistics library; here it is checked against pandas' ranking:
+# Differences of size aside, a small run can ask whether the rows *rank* as in the paper:
+# Spearman's rank correlation between our perplexities and the paper's, over the rows trained here
+# (+1 when the two orderings agree, 0 when they are unrelated, -1 when one is the other reversed).
+# With a dozen rows one correlation is a noisy number, so it comes with a 95% bootstrap interval:
+# the rows are resampled with replacement and the correlation recomputed, many times. The rows whose
+# findings depend on the budget (section 6.4) move it most, so it is an outcome to report, not a
+# number to tune toward.
 
 # %%
-viz.show_source(variations.spearman)
-
-# %% [markdown]
-# Chance has a size here too: two unrelated orderings of a few rows often correlate by accident.
-# `variations.spearman_p_value` says how often: the share of unrelated orderings (every
-# permutation of the rows when they are few, many random permutations otherwise) whose
-# correlation is at least as large in size as ours; `variations.spearman_critical`, the smallest
-# size that chance reaches less than 5% of the time.
-
-# %%
-rho_ppl = variations.spearman(table.ppl, table.paper_ppl)
-rho_bleu = variations.spearman(table.bleu, table.paper_bleu)
+correlation = findings.spearman_interval(table.ppl, table.paper_ppl)
 ranked = table[["ppl", "paper_ppl"]].rank()
-assert math.isclose(rho_ppl, ranked.ppl.corr(ranked.paper_ppl), abs_tol=1e-12)
-critical = variations.spearman_critical(len(rows))
-p_ppl = variations.spearman_p_value(rho_ppl, len(rows))
-p_bleu = variations.spearman_p_value(rho_bleu, len(rows))
+assert math.isclose(correlation["rho"], ranked.ppl.corr(ranked.paper_ppl), abs_tol=1e-12)
 display(
     Markdown(
-        f"Spearman rank correlation over {len(rows)} rows: perplexity **{rho_ppl:+.2f}** "
-        f"(p = {p_ppl:.2f}), BLEU **{rho_bleu:+.2f}** (p = {p_bleu:.2f}). "
+        f"Spearman rank correlation of perplexities over {correlation['rows']} rows: "
+        f"**{correlation['rho']:+.2f}**, 95% bootstrap interval "
+        f"[{correlation['low']:+.2f}, {correlation['high']:+.2f}] "
+        f"({correlation['samples']:,} resamples"
         + (
-            f"With {len(rows)} rows, a correlation must be at least {critical:.2f} in size "
-            "before chance alone (unrelated orderings) becomes unlikely (p < 0.05)."
-            if critical is not None
-            else f"With {len(rows)} rows even a perfect ordering arises by chance more than "
-            "5% of the time, so no correlation here can say anything."
+            f", {correlation['dropped']} with one side constant dropped"
+            if correlation["dropped"]
+            else ""
+        )
+        + "). "
+        + (
+            "The interval excludes zero: the rows rank in the paper's order more than chance would."
+            if correlation["low"] > 0
+            else "The interval includes zero: at this budget the ordering of the rows says little "
+            "about the paper's."
+            if correlation["high"] > 0
+            else "The interval lies below zero: the rows rank against the paper's order."
         )
     )
 )
 
 # %% [markdown]
-# A correlation near +1 would say that at our scale the rows already rank as in the paper; near 0,
-# that the ordering seen at this profile's scale tells little about the ordering at the paper's.
+# ## 6.7 What the budget buys: FLOPs
 #
-# ## 6.5 The paper's findings, one verdict each
-#
-# Each finding is a set of comparisons of perplexity between rows (one head: A1 against base; too
-# many heads: A4 against base; small keys: B1 against base; bigger is better: the smallest against
-# the largest model of each size that the C rows vary, C1 against C3, C4 against C5, C6 against C7;
-# dropout: D1, without dropout, against base; positions: E against base). Perplexity decides: it is
-# measured on the whole validation split, and it is what training lowers first, long before
-# greedy translations score much BLEU; BLEU is in the table and the chart beside it. The rule, in
-# the package:
+# The cost of a profile's Table 3 is arithmetic: for every run, the training FLOPs per target token
+# of its row (`model/flops.py`, the count chapter 05 uses) times the target tokens it trains on.
+# This run measures how many FLOPs per second one process achieved here; the `gpu` profile's
+# epochs are set from the same sum, at the rate its own recipe's run achieved on an H100
+# (`results/gpu/`, a model of the size of the `gpu` profile's base row). Small models keep a GPU
+# far from its peak, so the measured rate, not the data sheet, sets the time.
+
 
 # %%
-viz.show_source(variations.compare)
+def table3_flops(profile_name: str, tokens_per_epoch: float, src_tgt: tuple) -> dict:
+    """The training FLOPs of profile `profile_name`'s chapter 06: every row and seed on the whole
+    corpus, and the overfitting runs on its small share."""
+    p = get_profile(profile_name)
+    book = p.book
+    s = variations.scale_of(p)
+    vocab = book.table3_vocab_size or p.vocab_size
 
-# %%
-ppl_by_row = {
-    row: measured[measured.row == row].sort_values("seed").ppl.tolist() for row in rows
-}
-verdicts = [variations.verdict(finding, ppl_by_row) for finding in variations.FINDINGS]
-verdict_table = pd.DataFrame(
-    [
-        dict(finding=v["finding"], verdict=v["verdict"], evidence=v["reason"])
-        for v in verdicts
-    ]
+    def per_token(row: str) -> float:
+        return flops.training_flops_per_target_token(s.config(row), vocab, *src_tgt)
+
+    rows_total = sum(per_token(r) for r in book.table3_rows) * book.table3_epochs
+    overfit = sum(per_token(r) for r in overfit_rows) * book.table3_overfit_epochs
+    total = (
+        book.table3_seeds
+        * tokens_per_epoch
+        * (rows_total + overfit / book.table3_overfit_share)
+    )
+    return dict(
+        profile=profile_name,
+        rows=len(book.table3_rows),
+        seeds=book.table3_seeds,
+        epochs=book.table3_epochs,
+        overfit_epochs=book.table3_overfit_epochs,
+        flops=total,
+    )
+
+
+done_flops = sum(
+    training_flops(r.row, r.epochs * target_tokens * share[r.corpus]) for r in runs
 )
-viz.show_table(verdict_table)
-kinds = (variations.HOLDS, variations.DOES_NOT_HOLD, variations.CANNOT_TELL)
-assert all(v["verdict"] in kinds for v in verdicts)
-counts = verdict_table.verdict.value_counts()
-print(", ".join(f"{counts.get(k, 0)} {k}" for k in kinds))
-
-# %% [markdown]
-# How to read the verdicts:
-#
-# - **holds**: every comparison goes the paper's way by more than the seeds disagree with one
-#   another;
-# - **does not hold**: at least one comparison goes against the paper by more than the seed spread;
-#   at this scale the finding is contradicted, which says something about small models trained
-#   briefly, not that the paper is wrong at its own scale;
-# - **cannot tell at this scale**: the difference is smaller than the seed noise (or a row was not
-#   trained under this profile), so the run cannot decide.
-#
-# Why scale changes the answers: a few hundred steps of a few hundred tokens is a small part of one
-# pass over Multi30k, where the paper took 100,000 steps of 25,000 tokens. Early in training a model
-# is limited by how fast it learns, not by how well it can fit: a wider model with the paper's
-# learning-rate rule learns at a different pace, and depth or width may help or hurt for reasons
-# that have nothing to do with capacity. Regularisers such as dropout {cite:p}`srivastava2014dropout`
-# pay off only once a model starts to fit its training data too well; before that they only add
-# noise to the gradients, so "dropout helps" is a claim about long training that a short run is not
-# placed to confirm. Label smoothing {cite:p}`szegedy2016labelsmoothing` raises perplexity by design
-# (the model is taught to be less sure). And the big model was trained 300,000 steps in the paper,
-# three times longer than the other rows; here it has the same steps as every other row. A verdict is
-# a statement about this scale.
-
-# %%
-if settings.name != "gpu":
-    gpu_book = get_profile("gpu").book
-    gpu_record = results.read_result("model_variations", "gpu")
-    display(
-        Markdown(
-            f"The `gpu` profile runs these cells with widths divided by "
-            f"{gpu_book.table3_width_divisor} (here {scale.width}), depths by "
-            f"{gpu_book.table3_depth_divisor} (here {scale.depth}) and "
-            f"{gpu_book.table3_steps:,} steps per row (here {steps:,}); "
-            + (
-                "its results are in `results/gpu/model_variations.json`, "
-                + results.describe_provenance(gpu_record)
-                + "."
-                if gpu_record
-                else "no results of it are committed yet, so this book gives no verdicts "
-                "at that scale."
-            )
+achieved = done_flops / measured.train_s.sum()  # per process, validation included
+budget_rows = [
+    table3_flops(settings.name, target_tokens, (mean_src, mean_tgt))
+    | dict(flops_per_s=achieved * workers, where=f"this run, {workers} process(es)")
+]
+gpu_record = results.read_result("sweep_d256x4", "gpu")
+if gpu_record and settings.name != "gpu":
+    g = gpu_record["metrics"]
+    gpu_tokens = g["target_tokens"] / g["epochs"]
+    gpu_lengths = (
+        mean_src / mean_tgt * gpu_tokens / len(data.train),
+        gpu_tokens / len(data.train),
+    )
+    budget_rows.append(
+        table3_flops("gpu", gpu_tokens, gpu_lengths)
+        | dict(
+            flops_per_s=g["training_flops"] / g["train_time_s"],
+            where="the gpu recipe's run: " + results.describe_provenance(gpu_record),
         )
     )
+budget = pd.DataFrame(budget_rows)
+budget["minutes"] = budget.flops / budget.flops_per_s / 60
+viz.show_table(budget, flops="{:.2e}", flops_per_s="{:.2e}", minutes="{:.1f}")
+display(
+    Markdown(
+        f"This run trained {done_flops:.2e} FLOPs in {train_seconds / 60:.1f} minutes of wall "
+        f"time, {achieved:.2e} FLOP/s per process."
+        + (
+            f" At the rate measured on an H100, the `gpu` profile's Table 3 "
+            f"({budget.iloc[1].rows} rows × {budget.iloc[1].seeds} seeds × "
+            f"{budget.iloc[1].epochs} epochs, and the overfitting runs) comes to "
+            f"{budget.iloc[1].flops:.2e} FLOPs, about {budget.iloc[1].minutes:.0f} minutes."
+            if len(budget) > 1
+            else ""
+        )
+    )
+)
 
 # %% [markdown]
 # ## What this chapter wrote
 #
-# `results/<profile>/model_variations.json` holds, for every row, the mean perplexity and BLEU,
-# their values per seed, the differences from base with their seed intervals, each BLEU's 95%
-# bootstrap interval and whether its difference from base exceeds that noise, and the parameter
-# count (the introduction's reproduction summary reads `rows.base.ppl` and
-# `rows.A1.bleu_minus_base`); the rank correlations with their p-values, and the verdicts. Its
-# `config` holds what every row trained with: the scaled model configuration (positions and
-# warm-up included) and the training settings.
+# `results/<profile>/model_variations.json` holds, for every row: the geometric-mean perplexity and
+# its interval, the perplexity and BLEU of every seed with BLEU's bootstrap intervals, the
+# difference from base and whether it exceeds the resampling noise, the parameter count, the epochs
+# trained, the seeds, every seed's validation curve, and what the row trained with (its model
+# configuration, warm-up, peak rate and maximum length as used). Beside them: the overfitting runs
+# and their curves, the verdicts at every budget with every comparison's interval, the rank
+# correlation with its bootstrap interval, and the FLOPs arithmetic. The introduction's reproduction
+# summary reads `rows.base.ppl` and `rows.A1.bleu_minus_base`.
 
 
 # %%
-def by_seed(row: str, column: str, frame: pd.DataFrame = measured) -> list:
-    return frame[frame.row == row].sort_values("seed")[column].tolist()
-
-
 def trained_with(row: str) -> dict:
     """The configuration and training settings the row's runs trained with (seed aside)."""
-    config = variations.row_config(row, table3_profile, scale, steps)
-    train = variations.row_settings(table3_profile, config, steps, seed=1).to_dict()
+    config = variations.row_config(row, table3_profile)
+    train = variations.row_settings(
+        table3_profile, config, epochs=n_epochs, seed=1
+    ).to_dict()
     return {
         "model": config.to_dict(),
         "train": {k: v for k, v in train.items() if k != "seed"},
     }
 
 
+def run_of(row: str, seed: int, corpus: str = "full"):
+    return next(r for r in runs if (r.row, r.seed, r.corpus) == (row, seed, corpus))
+
+
 metrics = {
     "rows": {
         r.row: {
             "ppl": round(r.ppl, 3),
-            "ppl_min": round(r.ppl_min, 3),
-            "ppl_max": round(r.ppl_max, 3),
-            "ppl_seeds": [round(x, 3) for x in by_seed(r.row, "ppl")],
+            "ppl_ci95": [round(r.ppl_low, 3), round(r.ppl_high, 3)],
+            "ppl_seeds": [round(final_ppl[r.row][s], 3) for s in seed_list],
             "bleu": round(r.bleu, 2),
-            "bleu_min": round(r.bleu_min, 2),
-            "bleu_max": round(r.bleu_max, 2),
-            "bleu_seeds": [round(x, 2) for x in by_seed(r.row, "bleu")],
-            "ppl_minus_base": round(r.ppl_minus_base, 3),
-            "ppl_minus_base_seed_interval": [
-                round(r.ppl_minus_base_low, 3),
-                round(r.ppl_minus_base_high, 3),
-            ],
+            "bleu_seeds": [round(x, 2) for x in r.bleu_seeds],
+            "bleu_ci95_seeds": r.bleu_ci95_seeds,
             "bleu_minus_base": round(r.bleu_minus_base, 2),
-            "bleu_ci95_seeds": by_seed(r.row, "ci95", bleu_tests),
-            "bleu_beyond_noise_of_base_seeds": by_seed(r.row, "exceeds_noise", bleu_tests)
-            if r.row != "base"
-            else None,
+            "bleu_beyond_noise_of_base_seeds": r.beyond,
             "params_m": round(r.params / 1e6, 4),
-            "config": variations.row_config(
-                r.row, table3_profile, scale, steps
-            ).to_dict(),
-            "train_s": round(float(seconds.loc[r.row, "train_s"]), 2),
+            "seeds": seed_list,
+            "epochs": [run_of(r.row, s).epochs for s in seed_list],
+            "steps": [run_of(r.row, s).steps for s in seed_list],
+            "curves": {str(s): run_of(r.row, s).curve for s in seed_list},
+            "train_s": [round(run_of(r.row, s).train_s, 1) for s in seed_list],
+            "trained_with": {
+                "warmup_steps": run_of(r.row, seed_list[0]).warmup_steps,
+                "peak_lr": run_of(r.row, seed_list[0]).peak_lr,
+                "max_len": table3_profile.model_config().max_len,
+                "batch_tokens": table3_profile.batch_tokens,
+            },
         }
         for r in table.itertuples()
     },
-    "spearman_ppl": rho_ppl,
-    "spearman_ppl_p_value": p_ppl,
-    "spearman_bleu": rho_bleu,
-    "spearman_bleu_p_value": p_bleu,
-    "spearman_critical_p05": critical,
-    "verdicts": {
-        v["finding"]: {"verdict": v["verdict"], "reason": v["reason"]} for v in verdicts
+    "overfit": {
+        row: {
+            "train_pairs": overfit_pairs,
+            "seeds": seed_list,
+            "epochs": [run_of(row, s, "small").epochs for s in seed_list],
+            "ppl_seeds": [round(run_of(row, s, "small").ppl, 3) for s in seed_list],
+            "curves": {str(s): run_of(row, s, "small").curve for s in seed_list},
+            "lowest_epoch": float(lowest.loc[row, "epoch"]),
+        }
+        for row in overfit_rows
     },
+    "verdicts": budgets,
+    "spearman_ppl": correlation,
+    "tie_margin_pct": round(findings.percent(findings.TIE_MARGIN), 3),
+    "alpha": findings.ALPHA,
+    "flops": budget.to_dict(orient="records"),
     "dataset": f"{settings.corpus} {settings.src_lang}->{settings.tgt_lang}, "
     f"{settings.valid_split} split",
-    "steps": steps,
-    "seeds": n_seeds,
-    "scale": {"width_divisor": scale.width, "depth_divisor": scale.depth},
-    "batch_tokens": table3_profile.batch_tokens,
-    "vocab_size": vocab_size,
-    "bleu": f"sacreBLEU, greedy translations of the first {len(bleu_sources)} validation sentences",
+    "bleu": f"sacreBLEU, greedy translations of all {len(bleu_sources)} validation sentences",
     "ppl": f"per subword on all {len(data.valid)} pairs of the validation split",
     "train_seconds": round(train_seconds, 1),
+    "workers": workers,
 }
 path = results.write_result(
-    "model_variations",
+    results_name,
     metrics,
     profile=settings.name,
     config={
         "profile": table3_profile.to_dict(),
+        "scale": {"width": scale.width, "depth": scale.depth, "heads": scale.heads},
         "rows": {row: trained_with(row) for row in rows},
     },
     device=torch_device,
     wall_time_s=round(time.perf_counter() - chapter_start, 1),
 )
-record = results.read_result("model_variations", settings.name)
-assert record is not None
+record = results.read_result(results_name, settings.name)
+assert record is not None and set(record["metrics"]["rows"]) == set(rows)
 assert (
     results.lookup(record["metrics"], "rows.base.ppl") == metrics["rows"]["base"]["ppl"]
 )
-assert set(record["metrics"]["rows"]) == set(rows)
 base_trained = record["config"]["rows"]["base"]
 assert base_trained["model"]["warmup_steps"] == base_trained["train"]["warmup_steps"]
 assert base_trained["model"]["max_len"] == table3_profile.model_config().max_len
-assert len(record["metrics"]["verdicts"]) == len(variations.FINDINGS)
-if "A1" in rows:
-    assert math.isclose(
-        results.lookup(record["metrics"], "rows.A1.bleu_minus_base"),
-        round(table.set_index("row").loc["A1", "bleu_minus_base"], 2),
-    )
+assert len(record["metrics"]["verdicts"]) == len(BUDGETS)
 print(
-    f"wrote {path.parent.name}/{path.name} under the results folder (chapter: "
-    f"{time.perf_counter() - chapter_start:.0f} s, of which {train_seconds:.0f} s training and "
-    f"scoring rows)"
+    f"wrote {path.parent.name}/{path.name}; chapter {time.perf_counter() - chapter_start:.0f} s "
+    f"({train_seconds:.0f} s training); at {budgets[-1]['label']}: "
+    + "; ".join(f"{r['finding']}: {r['verdict']}" for r in final)
 )

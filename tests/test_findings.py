@@ -96,7 +96,7 @@ def test_missing_rows_and_single_seeds_cannot_be_told():
     )
     assert (
         elsewhere[0]["verdict"] == f.CANNOT_TELL
-        and "tenth" in elsewhere[0]["comparisons"][0]["reason"]
+        and "small" in elsewhere[0]["comparisons"][0]["reason"]
     )
 
 
@@ -160,12 +160,12 @@ def test_the_six_findings_are_one_family_of_eight_comparisons():
     runs = {row: by_seed(10 + rng.normal(0, 0.01, 3)) for row in f.finding_rows()}
     tenth = {
         row: by_seed(10 + rng.normal(0, 0.01, 3))
-        for row in f.finding_rows(corpus="tenth")
+        for row in f.finding_rows(corpus="small")
     }
-    result = f.assess(f.FINDINGS, {"full": runs, "tenth": tenth})
+    result = f.assess(f.FINDINGS, {"full": runs, "small": tenth})
     levels = sorted(c["level"] for r in result for c in r["comparisons"])
     assert len(levels) == 8 and math.isclose(levels[0], 0.05 / 8)
-    assert f.finding_rows(corpus="tenth") == ["D1", "base"]
+    assert f.finding_rows(corpus="small") == ["D1", "base"]
 
 
 def test_false_verdicts_are_rare_and_a_large_effect_is_found():

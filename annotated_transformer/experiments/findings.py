@@ -42,7 +42,7 @@ class Finding:
 
     kind "worse": in each (worse, better) pair the first row has the higher perplexity.
     kind "tie": the two rows of each pair have the same perplexity, within `TIE_MARGIN`.
-    corpus: which runs the finding is read on: "full" (the whole training split) or "tenth" (a tenth
+    corpus: which runs the finding is read on: "full" (the whole training split) or "small" (a share
         of it, many epochs: dropout can only help once a model overfits, which one epoch does not do).
     """
 
@@ -58,7 +58,7 @@ FINDINGS: tuple[Finding, ...] = (
     Finding("small d_k hurts", (("B1", "base"),)),
     # The smallest against the largest of each size the C rows vary: depth, width, feed-forward.
     Finding("bigger is better", (("C1", "C3"), ("C4", "C5"), ("C6", "C7"))),
-    Finding("dropout helps", (("D1", "base"),), corpus="tenth"),
+    Finding("dropout helps", (("D1", "base"),), corpus="small"),
     Finding("learned and sinusoidal positions tie", (("E", "base"),), kind="tie"),
 )
 
