@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import math
+import random
+import re
 
 import pytest
 from nltk import Tree
@@ -175,6 +177,30 @@ def test_delinearize_repairs_what_is_no_tree(line, repaired, repairs):
     )
     assert strip(result.tree) == Tree.fromstring(repaired)
     assert result.tree.leaves() == WORDS
+
+
+def test_delinearize_keeps_the_words_in_order_after_a_bare_slot():
+    # Issue 25: the unplaced word used to join the phrase before the last slot (leaves a, c, b).
+    result = parsing.delinearize("(S XX )S XX", ["a", "b", "c"])
+    assert result.tree.leaves() == ["a", "b", "c"] and not result.valid
+
+
+SYMBOLS = ["(S", "(NP", "(VP", ")S", ")NP", ")VP", "(", ")", "XX", "NN", "(TOP", ")TOP"]
+
+
+def test_delinearize_keeps_the_words_in_order_on_random_outputs():
+    """Whatever a model writes, the repaired tree holds the sentence's words, in order, once each;
+    a line read as valid is a tree that linearizes back to the line (seeded random strings)."""
+    rng = random.Random(25)
+    for _ in range(3000):
+        line = " ".join(rng.choices(SYMBOLS, k=rng.randint(0, 25)))
+        words = [f"w{i}" for i in range(rng.randint(0, 9))]
+        result = parsing.delinearize(line, words)
+        assert result.tree.leaves() == words, (line, words, result.tree)
+        if result.valid:
+            # a bare ")" closes whatever is open, so closing labels are compared without their label
+            back = parsing.linearize(result.tree, tags=True)
+            assert re.sub(r"\)\S*", ")", back) == re.sub(r"\)\S*", ")", line), line
 
 
 def test_repeated_repairs_are_counted_once():

@@ -257,7 +257,8 @@ def delinearize(sequence: str, words: Sequence[str]) -> Delinearized:
        different label is recorded); with nothing open it is dropped;
     2. a word slot beyond the last word is dropped; a constituent that ends up with no word is dropped;
     3. constituents still open at the end are closed; words with no slot are attached, tagged ``XX``,
-       to the last top-level constituent;
+       after the last placed word: at the end of the last top-level item when it is a phrase, else
+       at the top level, so the leaves are always `words` in order;
     4. when the result is not one constituent (several, or none), a ``TOP`` root, which the score
        does not count, holds them.
 
@@ -307,15 +308,18 @@ def delinearize(sequence: str, words: Sequence[str]) -> Delinearized:
     if used < len(words):
         repairs.append(f"attached {len(words) - used} word(s) without a slot")
         missing = [Tree(WORD_SLOT, [word]) for word in words[used:]]
-        phrases = [i for i, node in enumerate(roots) if not is_preterminal(node)]
-        if phrases:
-            roots[phrases[-1]].extend(missing)
+        # They follow every placed word: at the end of the last top-level item when it is a
+        # phrase, else as top-level items of their own (never before a bare word slot).
+        if roots and not is_preterminal(roots[-1]):
+            roots[-1].extend(missing)
         else:
             roots.extend(missing)
     if len(roots) == 1 and not is_preterminal(roots[0]):
         return Delinearized(roots[0], _summarize(repairs))
     if roots:  # a single word slot, or several top-level items
         repairs.append(f"put {len(roots)} top-level item(s) under {REPAIR_ROOT}")
+    else:
+        repairs.append("the line holds no constituent and there are no words")
     return Delinearized(Tree(REPAIR_ROOT, roots), _summarize(repairs))
 
 
