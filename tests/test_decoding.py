@@ -168,3 +168,69 @@ def test_decoding_restores_training_mode():
     greedy_decode(model, sources(), max_new_tokens=3)
     beam_search(model, sources(), beam_size=2, max_len_b=3)
     assert model.training
+
+
+# ------------------------------------------------------------------------------ the allowed_tokens hook
+def test_a_hook_that_allows_everything_changes_nothing():
+    model, src = random_model(), sources()
+    everything = lambda tokens, source, left: torch.ones(
+        tokens.size(0), 40, dtype=torch.bool
+    )
+    assert torch.equal(
+        greedy_decode(model, src, 12),
+        greedy_decode(model, src, 12, allowed_tokens=everything),
+    )
+    plain = beam_search(model, src, beam_size=3, max_len_b=6, return_scores=True)
+    hooked = beam_search(
+        model,
+        src,
+        beam_size=3,
+        max_len_b=6,
+        return_scores=True,
+        allowed_tokens=everything,
+    )
+    assert torch.equal(plain[0], hooked[0]) and torch.equal(plain[1], hooked[1])
+
+
+@pytest.mark.parametrize("beam_size", [0, 1, 3])  # 0: greedy_decode
+def test_the_hook_sees_each_rows_source_and_budget_and_is_obeyed(beam_size):
+    model, src = random_model(), sources()
+    limits = ((src != 0).sum(1) + 5).tolist()  # max_len_a 1, max_len_b 5
+    seen = []
+
+    def odd_only(tokens, source, left):
+        """Only odd tokens (eos is 2, so rows end at their length limit)."""
+        seen.append((tokens.clone(), source.clone(), left.clone()))
+        allowed = torch.zeros(tokens.size(0), 40, dtype=torch.bool)
+        allowed[:, 1::2] = True
+        return allowed
+
+    if beam_size == 0:
+        out = greedy_decode(model, src, 9, allowed_tokens=odd_only)
+        first_left = [9, 9, 9]
+    else:
+        out = beam_search(
+            model, src, beam_size=beam_size, max_len_b=5, allowed_tokens=odd_only
+        )
+        first_left = [n for n in limits for _ in range(beam_size)]
+    tokens, source, left = seen[0]
+    k = max(beam_size, 1)
+    assert tokens.shape == (3 * k, 1) and (tokens == 1).all()
+    assert source.tolist() == [b for b in range(3) for _ in range(k)]
+    assert left.tolist() == first_left
+    assert (seen[1][2] == left - 1).all()
+    generated = out[:, 1:]
+    assert ((generated % 2 == 1) | (generated == 0)).all()  # bos (1) is banned, pad fills
+    assert not (generated == 1).any()
+
+
+def test_a_hook_that_allows_nothing_ends_the_rows():
+    model, src = random_model(), sources()
+    nothing = lambda tokens, source, left: torch.zeros(
+        tokens.size(0), 40, dtype=torch.bool
+    )
+    assert greedy_decode(model, src, 9, allowed_tokens=nothing)[:, 1].eq(2).all()
+    out, scores = beam_search(
+        model, src, beam_size=3, max_len_b=5, allowed_tokens=nothing, return_scores=True
+    )
+    assert out[:, 1].eq(2).all() and torch.isfinite(scores).all()

@@ -7,12 +7,20 @@ can prove the cache changes nothing.
 
 Output format: a LongTensor (batch, length) whose rows start with bos, end at eos (or at the
 length limit) and hold pad after it.
+
+Both take an optional `allowed_tokens` hook, for outputs that must obey a grammar (the parser's
+trees): called before every step as ``allowed_tokens(tokens, source_index, steps_left)`` with the
+rows' prefixes (rows, t) starting with bos, the source each row decodes (rows,) and how many tokens
+each row may still write, this step's included (rows,); it returns a boolean (rows, vocab), True
+where a token may come next. Other tokens get -inf before the softmax; a row with nothing allowed
+may end (eos), so no score becomes NaN. Without the hook decoding is exactly what it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -25,6 +33,9 @@ from ..runtime.checks import (
     check_all,
 )
 from .transformer import Transformer
+
+# (prefixes (rows, t), source of each row (rows,), tokens left (rows,)) -> allowed (rows, vocab)
+AllowedTokens = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 # What each field of DecodeSettings may be (the profile's beam fields share these).
 BOUNDS: dict[str, Bounds] = {
@@ -74,6 +85,24 @@ def _banned_tokens(model: Transformer) -> list[int]:
     return [model.config.pad_id, model.config.bos_id]
 
 
+def _mask_logits(
+    logits, banned, eos_id, allowed_tokens, tokens, source_index, steps_left
+):
+    """Bans pad and bos everywhere, and with a hook whatever it does not allow (in place)."""
+    if allowed_tokens is None:
+        logits[:, banned] = float("-inf")
+        return logits
+    allowed = allowed_tokens(tokens, source_index, steps_left).to(logits.device).clone()
+    if allowed.shape != logits.shape or allowed.dtype != torch.bool:
+        raise ValueError(
+            f"allowed_tokens must return a boolean {tuple(logits.shape)} tensor, got "
+            f"{allowed.dtype} {tuple(allowed.shape)}"
+        )
+    allowed[:, banned] = False
+    allowed[~allowed.any(dim=-1), eos_id] = True  # a row the hook leaves stuck may end
+    return logits.masked_fill_(~allowed, float("-inf"))
+
+
 def _source_lengths(model: Transformer, src: torch.Tensor) -> torch.Tensor:
     return (src != model.config.pad_id).sum(dim=1)
 
@@ -90,10 +119,15 @@ def _step_logits(model, tokens, memory, src_mask, state, use_cache: bool) -> tor
 
 @torch.no_grad()
 def greedy_decode(
-    model: Transformer, src: torch.Tensor, max_new_tokens: int, *, use_cache: bool = True
+    model: Transformer,
+    src: torch.Tensor,
+    max_new_tokens: int,
+    *,
+    use_cache: bool = True,
+    allowed_tokens: AllowedTokens | None = None,
 ) -> torch.Tensor:
     """The most probable next token at every step, up to `max_new_tokens` generated tokens per row (eos
-    included), and never more than the model's positions can hold."""
+    included), and never more than the model's positions can hold; `allowed_tokens` as above."""
     c = model.config
     max_new_tokens = min(COUNT.check("max_new_tokens", max_new_tokens), c.max_len - 1)
     was_training = model.training
@@ -105,9 +139,13 @@ def greedy_decode(
         tokens = torch.full((batch, 1), c.bos_id, dtype=torch.long, device=src.device)
         finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
         banned = _banned_tokens(model)
-        for _ in range(max_new_tokens):
+        source_index = torch.arange(batch, device=src.device)
+        for step in range(max_new_tokens):
             logits = _step_logits(model, tokens, memory, src_mask, state, use_cache)
-            logits[:, banned] = float("-inf")
+            left = torch.full_like(source_index, max_new_tokens - step)
+            _mask_logits(
+                logits, banned, c.eos_id, allowed_tokens, tokens, source_index, left
+            )
             next_token = logits.argmax(dim=-1)
             next_token = next_token.masked_fill(finished, c.pad_id)
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)
@@ -135,12 +173,14 @@ def beam_search(
     *,
     use_cache: bool = True,
     return_scores: bool = False,
+    allowed_tokens: AllowedTokens | None = None,
 ):
     """Batched beam search; the best hypothesis per source under the GNMT length penalty.
 
     Each source may generate at most `max_len_a * source_length + max_len_b` tokens (eos
-    included; the paper uses a=1, b=50), and at most `max_len - 1`, what the positions hold. A source stops as soon as it holds `beam_size` finished
-    hypotheses, and the search stops when every source has stopped.
+    included; the paper uses a=1, b=50), and at most `max_len - 1`, what the positions hold. A
+    source stops as soon as it holds `beam_size` finished hypotheses, and the search stops when
+    every source has stopped. `allowed_tokens` restricts every step (module docstring).
     """
     COUNT.check("beam_size", beam_size)
     NON_NEGATIVE.check("alpha", alpha)
@@ -181,9 +221,19 @@ def beam_search(
         done = [False] * batch
         banned = _banned_tokens(model)
         row_base = (torch.arange(batch, device=device) * k)[:, None]
+        source_index = torch.arange(batch, device=device).repeat_interleave(k)
+        row_limits = torch.tensor(limits, device=device).repeat_interleave(k)
         for step in range(1, longest + 1):
             logits = _step_logits(model, tokens, memory, src_mask, state, use_cache)
-            logits[:, banned] = float("-inf")
+            _mask_logits(
+                logits,
+                banned,
+                c.eos_id,
+                allowed_tokens,
+                tokens,
+                source_index,
+                row_limits - (step - 1),
+            )
             log_probs = logits.log_softmax(dim=-1)  # (batch*k, V)
             vocab = log_probs.size(-1)
             candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)
