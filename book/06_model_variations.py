@@ -236,12 +236,15 @@ print(
     f"with a {vocab_size:,}-piece vocabulary"
 )
 missing = [r for r in TABLE3_ALL_ROWS if r not in rows]
+extra = [r for r in rows if r not in findings.finding_rows()]
 if missing:
     display(
         Markdown(
             f"This profile trains {len(rows)} of the {len(TABLE3_ALL_ROWS)} rows: those the six "
-            f"findings compare (`findings.finding_rows`) and D2. It leaves out "
-            f"{', '.join(missing)}, which no finding reads; the `gpu` profile trains all rows."
+            f"findings compare (`findings.finding_rows`)"
+            + (f" and {', '.join(extra)}" if extra else "")
+            + f". It leaves out {', '.join(missing)}, which no finding reads; the `gpu` profile "
+            "trains all rows."
         )
     )
 assert set(findings.finding_rows()) <= set(rows) or settings.name == "smoke"
@@ -263,14 +266,42 @@ assert set(findings.finding_rows()) <= set(rows) or settings.name == "smoke"
 # training in this package takes, for whole epochs: one pass over the training split at least, so
 # every row sees every sentence.
 #
-# One warm-up and one peak learning rate serve every row. They were chosen on base so that the
-# deepest row trains as reliably as the shallowest (a post-norm stack twice as deep needs a gentler
-# start, and a short warm-up at a high peak would measure trainability rather than capacity); the
+# One warm-up and one peak learning rate serve every row, chosen on base:
+# `scripts/table3_calibration.py` trains base, C1 (the shallowest row) and C3 (the deepest) with a
+# few candidates for part of an epoch and keeps base's best among those under which C3 ends no worse
+# than C1: with a short warm-up at a high peak, a deeper post-norm stack can start badly (chapter 04
+# measures what warm-up does for one), and the depth rows would measure that rather than what depth
+# buys. The
 # peak then follows the paper's rule $lr \propto d_\text{model}^{-0.5}$ (section 5.3) from base's
-# width, so only the rows that change $d_\text{model}$ get another peak. The schedule has no horizon
-# (it decays as $\text{step}^{-0.5}$, whatever the length of the run), so the first half of a run
-# is exactly a run of half the length: each run's curve gives the results of shorter budgets for
-# free.
+# width, so only the rows that change $d_\text{model}$ get another peak. The schedule has no
+# horizon (it decays as $\text{step}^{-0.5}$, whatever the length of the run), so the first half of a
+# run is exactly a run of half the length: each run's curve gives the results of shorter budgets
+# for free.
+
+# %%
+calibration = results.read_result("calibration", f"tuning_table3_{settings.name}")
+if calibration:
+    tried = pd.DataFrame(calibration["metrics"]["runs"])
+    tried = tried.pivot(index="candidate", columns="row", values="ppl").reset_index()
+    viz.show_table(tried, base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
+    display(
+        Markdown(
+            f"Validation perplexity after {calibration['metrics']['share_of_epoch']:g} epoch "
+            f"of each candidate (warm-up steps:peak rate); chosen: "
+            f"{calibration['metrics']['chosen']} ("
+            + results.describe_provenance(calibration)
+            + f"). This profile trains every row with warm-up {scales.table3_warmup_steps} and "
+            f"peak {scales.table3_peak_lr:g}."
+        )
+    )
+else:
+    display(
+        Markdown(
+            f"No calibration of this profile's warm-up ({scales.table3_warmup_steps}) and peak "
+            f"({scales.table3_peak_lr}) is committed; the curves of C1 and C3 in section 6.3 "
+            "show whether the deepest row trains."
+        )
+    )
 
 # %%
 viz.show_source(variations.row_settings)
