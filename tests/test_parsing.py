@@ -9,10 +9,13 @@ import random
 import re
 
 import pytest
+import torch
 from nltk import Tree
 
 from annotated_transformer.data import DataNotFoundError, treebank_zip_path
+from annotated_transformer.data.batching import collate_sources
 from annotated_transformer.experiments import parsing
+from annotated_transformer.model.decoding import beam_search, greedy_decode
 
 # the dog barks at cats .  -> without the final '.', 5 words; brackets S(0,5) NP(0,2) VP(2,5) PP(3,5) NP(4,5)
 GOLD = Tree.fromstring(
@@ -292,3 +295,275 @@ def test_scoring_different_words_names_the_problem():
     )
     with pytest.raises(ValueError, match="different words"):
         parsing.bracket_score(GOLD, other)
+
+
+# ------------------------------------------------------------------------------------------ vocabularies
+def _sample_splits(sample_trees) -> dict[str, list[Tree]]:
+    split = parsing.split_by_file(sample_trees)
+    return {
+        name: [t for fid in ids for t in map(parsing.clean_tree, sample_trees[fid]) if t]
+        for name, ids in split.items()
+    }
+
+
+def test_the_target_vocabulary_round_trips_every_tree_of_the_sample(sample_trees):
+    splits = _sample_splits(sample_trees)
+    every = [t for trees in splits.values() for t in trees]
+    for tags in (False, True):
+        vocab = parsing.tree_vocabulary(every, tags=tags)
+        for tree in every:
+            ids = vocab.encode(parsing.linearize(tree, tags=tags).split())
+            assert parsing.UNK_ID not in ids and len(set(ids)) <= len(vocab)
+            back = parsing.delinearize(" ".join(vocab.decode(ids)), tree.leaves())
+            assert back.valid
+            assert back.tree == (tree if tags else parsing.with_slot_tags(tree))
+    # From the training trees alone: about 57 symbols (the issue's count), one symbol a bracket.
+    train_vocab = parsing.tree_vocabulary(splits["train"])
+    assert 40 <= len(train_vocab) <= 80 and train_vocab.symbols[4] == parsing.WORD_SLOT
+    unseen = [
+        t
+        for t in every
+        if parsing.UNK_ID in train_vocab.encode(parsing.linearize(t).split())
+    ]
+    assert len(unseen) <= 5  # labels the training files never use are rare
+
+
+def test_the_vocabularies_specials_match_the_model_and_survive_serialization():
+    config = parsing.TransformerConfig()
+    assert parsing.SPECIAL_SYMBOLS[config.pad_id] == "<pad>"
+    assert (config.bos_id, config.eos_id, config.unk_id) == (
+        parsing.BOS_ID,
+        parsing.EOS_ID,
+        parsing.UNK_ID,
+    )
+    vocabs = parsing.ParserVocabularies.from_trees([GOLD, GOLD], min_count=2)
+    assert parsing.ParserVocabularies.from_bytes(vocabs.to_bytes()) == vocabs
+    with pytest.raises(ValueError, match="starts with"):
+        parsing.Vocabulary(["XX"])
+
+
+def test_rare_and_unseen_words_are_read_as_their_class():
+    sentences = [
+        ["The", "dog", "barks"],
+        ["The", "dog", "sleeps"],
+        ["A", "1,500", "Reebok"],
+    ]
+    vocab = parsing.word_vocabulary(sentences, min_count=2)
+    assert {"The", "dog"} <= set(vocab.symbols) and "barks" not in vocab.symbols
+    # "barks" and "sleeps" (seen once) taught the model what an unseen "-s" word looks like
+    assert vocab.encode(["jumps"]) == [vocab.index["<unk-LOW-s>"]]
+    assert vocab.encode(["Nike"]) == [vocab.index["<unk-CAP>"]]
+    assert vocab.encode(["2,000"]) == [vocab.index["<unk-NUM>"]]
+    assert vocab.encode(["~"]) == [parsing.UNK_ID]  # a class no training word had
+
+
+def test_the_parser_has_separate_embeddings_and_the_shared_path_is_unchanged():
+    from annotated_transformer.model.config import preset
+    from annotated_transformer.training.fit import build_model
+
+    parser = build_model(preset("tiny"), (80, 23), seed=0)
+    assert parser.src_embed.num_embeddings == 80 and parser.tgt_embed.num_embeddings == 23
+    assert parser.src_embed.weight is not parser.tgt_embed.weight
+    assert parser.generator.weight is parser.tgt_embed.weight
+    shared = build_model(preset("tiny"), 50, seed=0)
+    assert shared.src_embed.weight is shared.tgt_embed.weight is shared.generator.weight
+
+
+# ------------------------------------------------------------------------------------------ the constraint
+TREES = [
+    GOLD,
+    Tree.fromstring("(S (NP (PRP they)) (VP (VBD gave) (PRT (RP up))))"),
+    Tree.fromstring("(FRAG (NP (NP (NNS dogs))) (. !))"),
+    Tree.fromstring("(SINV (ADVP (RB so)) (VP (VBZ is)) (NP (DT this)))"),
+]
+
+
+def _allowed_ids(constraint, prefix, n_words_index, left):
+    tokens = torch.tensor([[parsing.BOS_ID, *prefix]])
+    allowed = constraint(tokens, torch.tensor([n_words_index]), torch.tensor([left]))
+    return allowed[0].nonzero().flatten().tolist()
+
+
+def test_the_constraint_admits_every_gold_tree_and_only_completable_prefixes():
+    vocab = parsing.tree_vocabulary(TREES)
+    rng = random.Random(7)
+    lengths = list(range(1, 9))
+    constraint = parsing.TreeConstraint(vocab, lengths)
+    for tree in TREES:  # each gold symbol is allowed where it comes, with room to spare
+        ids = vocab.encode(parsing.linearize(tree).split()) + [parsing.EOS_ID]
+        n = len(tree.leaves())
+        for t, token in enumerate(ids):
+            assert token in _allowed_ids(constraint, ids[:t], n - 1, 300), (tree, t)
+    for _ in range(300):  # random walks under the mask always end in a valid tree in time
+        index = rng.randrange(len(lengths))
+        n = lengths[index]
+        budget = n + 2 + rng.randint(1, 25)  # the smallest tree takes n + 3 with eos
+        prefix = []
+        while True:
+            choices = _allowed_ids(constraint, prefix, index, budget - len(prefix))
+            assert choices, prefix
+            prefix.append(rng.choice(choices))
+            if prefix[-1] == parsing.EOS_ID:
+                break
+        assert len(prefix) <= budget
+        words = [f"w{i}" for i in range(n)]
+        result = parsing.delinearize(" ".join(vocab.decode(prefix)), words)
+        assert result.valid and result.tree.leaves() == words, prefix
+
+
+def _random_model(vocabs, seed, **overrides):
+    from annotated_transformer.model.config import preset
+    from annotated_transformer.training.fit import build_model
+
+    model = build_model(
+        preset("tiny", dropout=0.0, **overrides), vocabs.sizes, seed=seed
+    ).eval()
+    with torch.no_grad():  # sharper outputs, as a model with opinions has
+        for p in model.parameters():
+            p.mul_(2.0)
+    return model
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_constrained_decoding_never_yields_an_invalid_tree_on_random_models(seed):
+    vocabs = parsing.ParserVocabularies.from_trees(TREES, min_count=1)
+    model = _random_model(vocabs, seed)
+    rng = random.Random(seed)
+    words = vocabs.source.symbols[4:] + ("unseen",)
+    sentences = [rng.choices(words, k=rng.randint(1, 12)) for _ in range(6)]
+    for beam_size, extra in (
+        (1, 2),
+        (1, 15),
+        (3, 2),
+        (3, 15),
+    ):  # extra 2: the tightest limit
+        lines = parsing.parse_sentences(
+            model, vocabs, sentences, beam_size=beam_size, extra_length=extra
+        )
+        for line, sentence in zip(lines, sentences):
+            result = parsing.delinearize(line, sentence)
+            assert result.valid and result.tree.leaves() == sentence, (line, result)
+            assert len(line.split()) + 1 <= len(sentence) + 1 + extra
+    # greedy_decode takes the same hook
+    src = collate_sources([vocabs.source.encode(s) for s in sentences])
+    hook = parsing.TreeConstraint(vocabs.target, [len(s) for s in sentences])
+    out = greedy_decode(model, src, max_new_tokens=40, allowed_tokens=hook)
+    for row, sentence in zip(out.tolist(), sentences):
+        line = " ".join(vocabs.target.decode(row[1:]))
+        assert parsing.delinearize(line, sentence).valid
+
+
+def test_without_the_constraint_the_search_is_the_plain_one():
+    vocabs = parsing.ParserVocabularies.from_trees(TREES, min_count=1)
+    model = _random_model(vocabs, 0)
+    sentences = [t.leaves() for t in TREES]
+    lines = parsing.parse_sentences(
+        model, vocabs, sentences, beam_size=3, extra_length=10, constrained=False
+    )
+    for line, sentence in zip(lines, sentences):
+        src = collate_sources([vocabs.source.encode(sentence)])
+        out = beam_search(model, src, beam_size=3, alpha=0.3, max_len_a=1.0, max_len_b=10)
+        assert line == " ".join(vocabs.target.decode(out[0, 1:].tolist()))
+
+
+# ------------------------------------------------------------------------------------------ the report
+def test_the_baselines_by_hand():
+    words = ["a", "b", "c", "d"]
+    assert parsing.right_branching_tree(words, "S", "NP") == Tree.fromstring(
+        "(S (XX a) (NP (XX b) (NP (XX c) (XX d))))"
+    )
+    assert parsing.right_branching_tree(["a"]) == Tree.fromstring("(S (XX a))")
+    assert parsing.flat_tree(words, "S") == Tree.fromstring(
+        "(S (XX a) (XX b) (XX c) (XX d))"
+    )
+    assert parsing.most_frequent_labels(TREES) == ("S", "NP")
+    # GOLD without '.': brackets S(0,5) NP(0,2) VP(2,5) PP(3,5) NP(4,5); right-branching over
+    # "the dog barks at cats ." gives S(0,5) NP(1,5) NP(2,5) NP(3,5) NP(4,5): S and NP(4,5) match.
+    right = parsing.bracket_score(GOLD, parsing.right_branching_tree(WORDS, "S", "NP"))
+    assert (right.matched, right.gold, right.test) == (2, 5, 5)
+    flat = parsing.bracket_score(GOLD, parsing.flat_tree(WORDS, "S"))
+    assert (flat.matched, flat.gold, flat.test) == (1, 5, 1)
+
+
+def test_report_parser_scores_decodings_and_baselines_and_writes_the_trees(tmp_path):
+    data = parsing.ParsingData.from_splits(
+        {"train": TREES, "dev": TREES[:1], "test": TREES}, min_count=1
+    )
+    model = _random_model(data.vocabularies, 0, max_len=parsing.parser_max_len(data, 10))
+    record = parsing.report_parser(
+        model,
+        data,
+        decodings=(
+            dict(beam_size=2, constrained=True),
+            dict(beam_size=2, constrained=False),
+        ),
+        extra_length=10,
+        results_dir=tmp_path,
+    )
+    constrained, plain = record["decodings"].values()
+    assert constrained["constrained"] and constrained["invalid"] == 0
+    assert not plain["constrained"] and set(constrained) == set(plain)
+    for numbers in [constrained, *record["baselines"].values()]:
+        assert {"f1", "precision", "recall", "exact", "invalid", "f1_by_length"} <= set(
+            numbers
+        )
+        assert sum(b["sentences"] for b in numbers["f1_by_length"].values()) == len(TREES)
+    assert len(record["baselines"]) == 2 and "COLLINS.prm" in record["scoring"]
+    gold = parsing.parse_bracketed((tmp_path / "parsing_test_gold.txt").read_text())
+    predicted = (tmp_path / "parsing_test_predicted.txt").read_text().splitlines()
+    assert gold == TREES and len(predicted) == len(TREES)
+    for line, tree in zip(predicted, TREES):
+        assert Tree.fromstring(line).leaves() == tree.leaves()
+
+
+@pytest.mark.slow
+def test_a_tiny_parser_trained_briefly_beats_an_untrained_one(sample_trees, tmp_path):
+    """Eight short training trees, 150 steps (seconds): the parser learns them."""
+    from annotated_transformer.model.config import preset
+    from annotated_transformer.training.fit import build_model
+    from annotated_transformer.training.settings import TrainSettings
+
+    trees = [
+        t
+        for fid in ("wsj_0001", "wsj_0002", "wsj_0003", "wsj_0004", "wsj_0005")
+        for t in map(parsing.clean_tree, sample_trees[fid])
+        if t
+    ]
+    few = sorted(
+        (t for t in trees if 4 <= len(t.leaves()) <= 14), key=lambda t: len(t.leaves())
+    )[:8]
+    data = parsing.ParsingData.from_splits(
+        {"train": few, "dev": [], "test": few}, min_count=1
+    )
+    config = preset(
+        "tiny", dropout=0.0, label_smoothing=0.0, max_len=parsing.parser_max_len(data, 20)
+    )
+    settings = TrainSettings(
+        batch_tokens=1000,
+        max_steps=150,
+        warmup_steps=30,
+        peak_lr=3e-3,
+        eval_every=0,
+        log_every=50,
+        precision="fp32",
+        seed=1,
+    )
+    untrained = build_model(config, data.vocabularies.sizes, seed=1)
+    before = parsing.evaluate_parser(
+        untrained, data.vocabularies, few, beam_size=1, extra_length=20
+    )
+    fitted, record = parsing.train_and_report(
+        config,
+        data,
+        settings,
+        tmp_path / "run",
+        extra_length=20,
+        decodings=(
+            dict(beam_size=4, constrained=True),
+            dict(beam_size=1, constrained=False),
+        ),
+    )
+    after = record["decodings"]["beam 4, constrained"]
+    assert record["training"]["steps"] == 150 and after["invalid"] == 0
+    assert after["f1"] > before.score.f1 + 30 and after["f1"] > 60, (after, before.score)
+    assert after["f1"] > max(b["f1"] for b in record["baselines"].values())

@@ -3,7 +3,11 @@
 The paper parses English with the translation model unchanged, following Vinyals et al. (2015),
 "Grammar as a foreign language": the source is the sentence, the target is its parse tree written
 out depth first as one line of tokens. This module holds everything that is specific to trees; the
-model, the tokenizer, training and beam search are the translation ones.
+model, training (`fit`) and beam search are the translation ones. The parser's own parts: a target
+vocabulary of the linearization's symbols and a source vocabulary of words, with separate
+embeddings (`ParserVocabularies`); a constraint that lets the search write valid trees only
+(`TreeConstraint`, a hook of `beam_search`); and the report beside two baselines
+(`report_parser`, `train_and_report`).
 
 Conventions of the linearization (`linearize`), those of Vinyals et al.:
 
@@ -29,15 +33,28 @@ multiset of (label, first word, last word).
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
+import sys
+import time
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Sequence
 
+import torch
 from nltk import Tree
+
+from ..data.batching import SRC_SPECIALS, EncodedPairs, collate_sources, pack_by_tokens
+from ..model.config import TransformerConfig
+from ..model.decoding import beam_search
+from ..model.transformer import Transformer
+from ..runtime.precision import autocast_context
+from ..training.fit import Fitted, fit
+from ..training.settings import TrainSettings
 
 WORD_SLOT = "XX"
 EMPTY_ELEMENT = "-NONE-"
@@ -495,3 +512,595 @@ def corpus_score(
         else:
             total = total + bracket_score(g, t)
     return total
+
+
+# ------------------------------------------------------------------------------------------ vocabularies
+# The model's special ids (TransformerConfig's pad 0, bos 1, eos 2, unk 3) come first in both
+# vocabularies, so the parser is the translation model with other embeddings and nothing else.
+SPECIAL_SYMBOLS = ("<pad>", "<s>", "</s>", "<unk>")
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
+# Section 6.3's decoding: beam 21, alpha 0.3, outputs up to the input length + 300.
+PAPER_BEAM, PAPER_ALPHA, PAPER_EXTRA_LENGTH = 21, 0.3, 300
+# Sentence lengths of the F1-by-length table (the last bin is open).
+LENGTH_BINS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, None))
+_SUFFIXES = ("ing", "ed", "ly", "ion", "er", "est", "al", "ity", "ies", "s", "y")
+
+
+class Vocabulary:
+    """Symbols and their ids, the model's four specials first; unknown symbols read as ``<unk>``."""
+
+    def __init__(self, symbols: Iterable[str]):
+        self.symbols = tuple(symbols)
+        if self.symbols[:4] != SPECIAL_SYMBOLS:
+            raise ValueError(f"a vocabulary starts with {SPECIAL_SYMBOLS}")
+        self.index = {symbol: i for i, symbol in enumerate(self.symbols)}
+        if len(self.index) != len(self.symbols):
+            raise ValueError("a vocabulary lists each symbol once")
+
+    def __len__(self) -> int:
+        return len(self.symbols)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocabulary) and self.symbols == other.symbols
+
+    def encode(self, symbols: Iterable[str]) -> list[int]:
+        return [self.index.get(s, UNK_ID) for s in symbols]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        """The symbols up to the first eos, specials left out (a model may write ``<unk>``)."""
+        out = []
+        for i in ids:
+            i = int(i)
+            if i == EOS_ID:
+                break
+            if i >= len(SPECIAL_SYMBOLS):
+                out.append(self.symbols[i])
+        return out
+
+
+def tree_vocabulary(trees: Iterable[Tree], *, tags: bool = False) -> Vocabulary:
+    """The target vocabulary: the linearization's own symbols, some 60 instead of a shared
+    vocabulary's thousands, each one id (a shared word-piece vocabulary splits ``(NP`` in two).
+
+    Word slots (``XX``, or the tags with tags=True) come first, then ``(L`` and ``)L`` for every label,
+    most frequent first; a label always brings both of its brackets.
+    """
+    slots: Counter = Counter()
+    labels: Counter = Counter()
+    for tree in trees:
+        for token in linearize(tree, tags=tags).split():
+            if token.startswith("("):
+                labels[token[1:]] += 1
+            elif not token.startswith(")"):
+                slots[token] += 1
+    ordered = lambda c: sorted(c, key=lambda s: (-c[s], s))
+    brackets = [b for label in ordered(labels) for b in ("(" + label, ")" + label)]
+    return Vocabulary([*SPECIAL_SYMBOLS, *ordered(slots), *brackets])
+
+
+def unknown_word_class(word: str) -> str:
+    """The class a rare word is read as: its shape (capitals, digits, hyphen) and suffix, so an
+    unseen "Reebok" or "1,500" still tells the parser it is probably a proper noun or a number."""
+    shape = (
+        "CAP"
+        if word[:1].isupper()
+        else "NUM"
+        if word[:1].isdigit()
+        else "LOW"
+        if word[:1].islower()
+        else "SYM"
+    )
+    if any(ch.isdigit() for ch in word) and shape != "NUM":
+        shape += "-NUM"
+    if "-" in word:
+        shape += "-DASH"
+    suffix = next(
+        (s for s in _SUFFIXES if word.lower().endswith(s) and len(word) > len(s) + 2), ""
+    )
+    return f"<unk-{shape}{'-' + suffix if suffix else ''}>"
+
+
+class WordVocabulary(Vocabulary):
+    """The source vocabulary: training words seen at least `min_count` times, and unknown-word
+    classes (`unknown_word_class`) learned from the rarer training words, which the model therefore
+    sees read the way unseen words of the test set will be."""
+
+    def encode(self, words: Iterable[str]) -> list[int]:
+        return [
+            self.index.get(w, self.index.get(unknown_word_class(w), UNK_ID))
+            for w in words
+        ]
+
+
+def word_vocabulary(
+    sentences: Iterable[Sequence[str]], *, min_count: int = 2
+) -> WordVocabulary:
+    """The source vocabulary of the training sentences (lists of words)."""
+    counts = Counter(w for words in sentences for w in words)
+    frequent = sorted(
+        (w for w, n in counts.items() if n >= min_count), key=lambda w: (-counts[w], w)
+    )
+    classes = Counter(unknown_word_class(w) for w, n in counts.items() if n < min_count)
+    return WordVocabulary(
+        [*SPECIAL_SYMBOLS, *sorted(classes, key=lambda c: (-classes[c], c)), *frequent]
+    )
+
+
+@dataclass(frozen=True)
+class ParserVocabularies:
+    """The parser's two vocabularies; what `fit` stores in its checkpoints as the tokenizer."""
+
+    source: WordVocabulary
+    target: Vocabulary
+    tags: bool = False
+
+    @property
+    def sizes(self) -> tuple[int, int]:
+        """(source, target): separate embeddings, as `fit`'s vocab_size takes them."""
+        return len(self.source), len(self.target)
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(
+            {
+                "source": self.source.symbols,
+                "target": self.target.symbols,
+                "tags": self.tags,
+            }
+        ).encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "ParserVocabularies":
+        d = json.loads(bytes(data).decode("utf-8"))
+        return cls(WordVocabulary(d["source"]), Vocabulary(d["target"]), d["tags"])
+
+    @classmethod
+    def from_trees(
+        cls, trees: Sequence[Tree], *, min_count: int = 2, tags: bool = False
+    ) -> "ParserVocabularies":
+        """Both vocabularies from the training trees only."""
+        return cls(
+            word_vocabulary((t.leaves() for t in trees), min_count=min_count),
+            tree_vocabulary(trees, tags=tags),
+            tags,
+        )
+
+    def encode(self, trees: Sequence[Tree]) -> EncodedPairs:
+        """(words, linearized tree) pairs as ids; the collate functions add eos, bos."""
+        return EncodedPairs(
+            [self.source.encode(t.leaves()) for t in trees],
+            [self.target.encode(linearize(t, tags=self.tags).split()) for t in trees],
+        )
+
+
+# ------------------------------------------------------------------------------------------ the constraint
+class TreeConstraint:
+    """The `allowed_tokens` hook of `beam_search` and `greedy_decode` that admits valid trees only.
+
+    A word slot only while words remain; an opening bracket only inside the tree (or to start it),
+    while words remain (it needs one) and while the length limit still leaves room to close it; a
+    closing bracket only for the innermost open constituent, once it holds a word, and the root's only
+    once every word is placed; eos only when the tree is complete. Every prefix it admits can be
+    completed within the limit, so with it every output is a tree over exactly the sentence's words
+    (`delinearize` repairs nothing). The state is read from the prefix with tensor operations, so
+    beam search may reorder rows freely.
+    """
+
+    def __init__(self, target: Vocabulary, words_per_source: Sequence[int]):
+        kinds = [
+            "special"
+            if i < len(SPECIAL_SYMBOLS)
+            else "open"
+            if s.startswith("(")
+            else "close"
+            if s.startswith(")")
+            else "slot"
+            for i, s in enumerate(target.symbols)
+        ]
+        labels = {s[1:] for s, k in zip(target.symbols, kinds) if k in ("open", "close")}
+        label_id = {label: i for i, label in enumerate(sorted(labels))}
+        self.is_open = torch.tensor([k == "open" for k in kinds])
+        self.is_close = torch.tensor([k == "close" for k in kinds])
+        self.is_slot = torch.tensor([k == "slot" for k in kinds])
+        self.delta = self.is_open.long() - self.is_close.long()
+        self.label = torch.tensor(
+            [
+                label_id[s[1:]] if k in ("open", "close") else -1
+                for s, k in zip(target.symbols, kinds)
+            ]
+        )
+        self.n_words = torch.as_tensor(list(words_per_source), dtype=torch.long)
+
+    def __call__(
+        self, tokens: torch.Tensor, source_index: torch.Tensor, steps_left: torch.Tensor
+    ) -> torch.Tensor:
+        device = tokens.device
+        is_open, is_close, is_slot = (
+            t.to(device) for t in (self.is_open, self.is_close, self.is_slot)
+        )
+        label = self.label.to(device)
+        n = self.n_words.to(device)[source_index]
+        rows = tokens.size(0)
+        written = tokens[:, 1:].clamp(0, len(label) - 1)  # the prefix after bos
+        if written.size(1) == 0:
+            depth = used = torch.zeros(rows, dtype=torch.long, device=device)
+            inner = torch.full((rows,), -1, dtype=torch.long, device=device)
+            has_word = torch.zeros(rows, dtype=torch.bool, device=device)
+            started = False
+        else:
+            depths = self.delta.to(device)[written].cumsum(1)
+            slots = is_slot[written].long().cumsum(1)
+            depth, used = depths[:, -1], slots[:, -1]
+            # The innermost open constituent: the last opening bracket that reached today's depth.
+            where = torch.arange(written.size(1), device=device).expand_as(written)
+            opened = is_open[written] & (depths == depth[:, None])
+            last = torch.where(opened, where, -1).max(dim=1).values
+            found = last >= 0
+            at = last.clamp(min=0)[:, None]
+            inner = torch.where(found, label[written.gather(1, at)].squeeze(1), -1)
+            has_word = found & (used > slots.gather(1, at).squeeze(1))
+            started = True
+        need = (n - used) + depth + 1  # slots, closing brackets and eos still to write
+        words_left = used < n
+        inside = depth > 0
+        may_open = (inside | (not started)) & words_left & (need + 2 <= steps_left)
+        may_close = inside & has_word & ((depth > 1) | (used == n))
+        allowed = (
+            (words_left & inside)[:, None] & is_slot[None]
+            | may_open[:, None] & is_open[None]
+            | may_close[:, None] & is_close[None] & (label[None] == inner[:, None])
+        )
+        allowed[:, EOS_ID] = (
+            torch.full_like(inside, started) & ~inside & (used == n) & (depth == 0)
+        )
+        return allowed
+
+
+# ------------------------------------------------------------------------------------------ parsing
+def parse_sentences(
+    model: Transformer,
+    vocabularies: ParserVocabularies,
+    sentences: Sequence[Sequence[str]],
+    *,
+    beam_size: int = PAPER_BEAM,
+    alpha: float = PAPER_ALPHA,
+    extra_length: int = PAPER_EXTRA_LENGTH,
+    constrained: bool = True,
+    batch_tokens: int = 4000,
+    precision: str = "fp32",
+) -> list[str]:
+    """The linearized tree the model writes for each sentence (a list of words), in order.
+
+    Section 6.3's search by default: beam 21, alpha 0.3, up to the input length + 300 symbols
+    (clamped to the model's positions). Beam 1 is greedy decoding. Sentences are sorted by length
+    and packed into batches of about `batch_tokens` source tokens times the beam.
+    """
+    outputs = [""] * len(sentences)
+    encoded = [vocabularies.source.encode(words) for words in sentences]
+    longest = model.config.max_len - SRC_SPECIALS
+    if any(len(ids) > longest for ids in encoded):
+        raise ValueError(
+            f"a sentence of {max(map(len, encoded))} words exceeds the model's {longest} source "
+            "positions: build the model with a larger max_len (`parser_max_len`)"
+        )
+    wanted = [i for i, ids in enumerate(encoded) if ids]
+    order = sorted(wanted, key=lambda i: len(encoded[i]))
+    widths = [(len(ids) + SRC_SPECIALS) * beam_size for ids in encoded]
+    device = next(model.parameters()).device
+    c = model.config
+    for batch in pack_by_tokens(order, [widths], batch_tokens):
+        src = collate_sources([encoded[i] for i in batch], c.pad_id, c.eos_id).to(device)
+        hook = (
+            TreeConstraint(vocabularies.target, [len(encoded[i]) for i in batch])
+            if constrained
+            else None
+        )
+        with autocast_context(device, precision):
+            out = beam_search(
+                model,
+                src,
+                beam_size=beam_size,
+                alpha=alpha,
+                max_len_a=1.0,
+                max_len_b=extra_length,
+                allowed_tokens=hook,
+            )
+        for i, row in zip(batch, out.tolist()):
+            outputs[i] = " ".join(vocabularies.target.decode(row[1:]))
+    return outputs
+
+
+@dataclass
+class ParseRun:
+    """One decoding of a set of gold trees: the lines, the trees read back, and their score."""
+
+    name: str
+    beam_size: int
+    constrained: bool
+    lines: list[str]
+    parses: list[Delinearized]
+    score: BracketScore
+    seconds: float
+
+    def summary(self, gold: Sequence[Tree]) -> dict:
+        """The numbers of the report: F1, precision, recall, exact and invalid trees, by length."""
+        return {
+            "beam_size": self.beam_size,
+            "constrained": self.constrained,
+            **self.score.to_dict(),
+            "f1_by_length": f1_by_length(gold, self.parses),
+            "symbols_per_output": sum(len(x.split()) for x in self.lines)
+            / max(1, len(self.lines)),
+            "seconds": round(self.seconds, 1),
+        }
+
+
+def evaluate_parser(
+    model: Transformer,
+    vocabularies: ParserVocabularies,
+    gold: Sequence[Tree],
+    *,
+    name: str | None = None,
+    beam_size: int = PAPER_BEAM,
+    constrained: bool = True,
+    **decoding,
+) -> ParseRun:
+    """Parse the gold trees' sentences and score the parses against them (`corpus_score`)."""
+    started = time.perf_counter()
+    lines = parse_sentences(
+        model,
+        vocabularies,
+        [t.leaves() for t in gold],
+        beam_size=beam_size,
+        constrained=constrained,
+        **decoding,
+    )
+    parses = [delinearize(line, t.leaves()) for line, t in zip(lines, gold)]
+    name = name or (
+        f"{'greedy' if beam_size == 1 else f'beam {beam_size}'}, "
+        f"{'constrained' if constrained else 'unconstrained'}"
+    )
+    return ParseRun(
+        name,
+        beam_size,
+        constrained,
+        lines,
+        parses,
+        corpus_score(gold, parses),
+        time.perf_counter() - started,
+    )
+
+
+def f1_by_length(
+    gold: Sequence[Tree], parses: Sequence[Tree | Delinearized], bins=LENGTH_BINS
+) -> dict[str, dict]:
+    """{"1-10": {sentences, invalid, f1}, ...}: longer sentences have more brackets to miss."""
+    table = {}
+    for low, high in bins:
+        chosen = [
+            i for i, t in enumerate(gold) if low <= len(t.leaves()) <= (high or 10**9)
+        ]
+        if chosen:
+            part = corpus_score([gold[i] for i in chosen], [parses[i] for i in chosen])
+            table[f"{low}-{high}" if high else f"{low}+"] = {
+                "sentences": part.sentences,
+                "invalid": part.invalid,
+                "f1": part.f1,
+            }
+    return table
+
+
+# ------------------------------------------------------------------------------------------ baselines
+def most_frequent_labels(train_trees: Sequence[Tree]) -> tuple[str, str]:
+    """(the commonest root label, the commonest label below the root) of the training trees."""
+    roots = Counter(t.label() for t in train_trees)
+    inner = Counter(
+        t[p].label()
+        for t in train_trees
+        for p in t.treepositions()
+        if p and isinstance(t[p], Tree) and not is_preterminal(t[p])
+    )
+    return roots.most_common(1)[0][0], (inner or roots).most_common(1)[0][0]
+
+
+def flat_tree(words: Sequence[str], root: str = "S") -> Tree:
+    """Every word directly under one root: it scores the root bracket only."""
+    return Tree(root, [Tree(WORD_SLOT, [w]) for w in words])
+
+
+def right_branching_tree(
+    words: Sequence[str], root: str = "S", label: str = "NP"
+) -> Tree:
+    """(root w1 (label w2 (label w3 ... (label w_n-1 w_n)))): English leans right, so this is the
+    classic floor a parser must clear."""
+    node: Tree | None = None
+    for word in reversed(words):
+        leaf = Tree(WORD_SLOT, [word])
+        node = leaf if node is None else Tree(label, [leaf, node])
+    if node is None or is_preterminal(node):
+        return Tree(root, [node] if node is not None else [])
+    node.set_label(root)
+    return node
+
+
+def baselines(gold: Sequence[Tree], train_trees: Sequence[Tree]) -> dict[str, list[Tree]]:
+    """The two floors, on the gold trees' sentences, with the training trees' commonest labels."""
+    root, label = most_frequent_labels(train_trees)
+    return {
+        f"right-branching ({root} over {label}s)": [
+            right_branching_tree(t.leaves(), root, label) for t in gold
+        ],
+        f"flat ({root})": [flat_tree(t.leaves(), root) for t in gold],
+    }
+
+
+def write_trees(path: str | os.PathLike, trees: Iterable[Tree | Delinearized]) -> Path:
+    """One bracketed tree per line, in order, as evalb reads them."""
+    lines = [
+        (t.tree if isinstance(t, Delinearized) else t).pformat(margin=sys.maxsize)
+        for t in trees
+    ]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------------------------------ training
+@dataclass
+class ParsingData:
+    """Cleaned trees by split, the vocabularies of the training trees, and the encoded pairs."""
+
+    trees: dict[str, list[Tree]]
+    vocabularies: ParserVocabularies
+
+    @classmethod
+    def from_splits(
+        cls, trees: dict[str, Sequence[Tree]], *, min_count: int = 2, tags: bool = False
+    ) -> "ParsingData":
+        trees = {name: list(split) for name, split in trees.items()}
+        return cls(
+            trees,
+            ParserVocabularies.from_trees(trees["train"], min_count=min_count, tags=tags),
+        )
+
+    def encoded(self, split: str) -> EncodedPairs:
+        return self.vocabularies.encode(self.trees[split])
+
+
+def parser_max_len(data: ParsingData, extra_length: int = PAPER_EXTRA_LENGTH) -> int:
+    """Positions for every training pair and every sentence's output allowance, rounded up to 64."""
+    needed = 1
+    for split, trees in data.trees.items():
+        for t in trees:
+            n = len(t.leaves())
+            needed = max(needed, n + SRC_SPECIALS + 1 + extra_length)
+            if split == "train":
+                needed = max(needed, len(linearize(t).split()) + 1)
+    return 64 * math.ceil(needed / 64)
+
+
+def train_parser(
+    config: TransformerConfig,
+    data: ParsingData,
+    settings: TrainSettings,
+    out_dir: str | os.PathLike,
+    *,
+    device: torch.device | str = "cpu",
+    show_progress: bool = False,
+    **fit_options,
+) -> Fitted:
+    """Train the parser through `fit`: sentence -> linearized tree, separate source and target
+    embeddings (the two vocabularies differ), the development trees as validation."""
+    train, skipped = data.encoded("train").fitting(config.max_len)
+    if skipped:
+        raise ValueError(
+            f"{skipped} training trees do not fit max_len={config.max_len}: use parser_max_len"
+        )
+    valid = (
+        data.encoded("dev").fitting(config.max_len)[0] if data.trees.get("dev") else None
+    )
+    return fit(
+        config,
+        data.vocabularies,
+        train,
+        valid,
+        settings,
+        out_dir,
+        vocab_size=data.vocabularies.sizes,
+        device=device,
+        metadata={
+            "task": "constituency parsing",
+            "train_trees": len(data.trees["train"]),
+        },
+        show_progress=show_progress,
+        **fit_options,
+    )
+
+
+EVALB_CONVENTIONS = (
+    "labelled bracket F1 with evalb's COLLINS.prm conventions: punctuation deleted by the gold "
+    "tags, TOP and part-of-speech brackets not counted, PRT = ADVP; invalid outputs repaired by "
+    "delinearize and scored"
+)
+
+
+def report_parser(
+    model: Transformer,
+    data: ParsingData,
+    *,
+    split: str = "test",
+    decodings: Sequence[dict] = (
+        dict(beam_size=PAPER_BEAM, constrained=True),
+        dict(beam_size=PAPER_BEAM, constrained=False),
+    ),
+    results_dir: str | os.PathLike | None = None,
+    **decoding,
+) -> dict:
+    """Evaluate a trained parser on a split with and without the constraint, beside the baselines.
+
+    Returns a JSON-able record: per decoding, F1, precision, recall, exact and invalid trees and F1 by
+    sentence length; the same for the baselines on the same trees. With `results_dir`, writes the
+    gold trees and the first decoding's trees, one per line in the same order, as
+    ``parsing_<split>_gold.txt`` and ``parsing_<split>_predicted.txt`` for evalb.
+    """
+    gold = data.trees[split]
+    runs = [
+        evaluate_parser(model, data.vocabularies, gold, **{**decoding, **d})
+        for d in decodings
+    ]
+    floors = baselines(gold, data.trees["train"])
+    record = {
+        "split": split,
+        "sentences": len(gold),
+        "scoring": EVALB_CONVENTIONS,
+        "decoding": {
+            "alpha": decoding.get("alpha", PAPER_ALPHA),
+            "max_length": f"input + {decoding.get('extra_length', PAPER_EXTRA_LENGTH)}",
+        },
+        "decodings": {run.name: run.summary(gold) for run in runs},
+        "baselines": {
+            name: {
+                **corpus_score(gold, trees).to_dict(),
+                "f1_by_length": f1_by_length(gold, trees),
+            }
+            for name, trees in floors.items()
+        },
+    }
+    if results_dir is not None:
+        record["files"] = {
+            "gold": write_trees(
+                Path(results_dir) / f"parsing_{split}_gold.txt", gold
+            ).name,
+            "predicted": write_trees(
+                Path(results_dir) / f"parsing_{split}_predicted.txt", runs[0].parses
+            ).name,
+            "predicted_by": runs[0].name,
+        }
+    return record
+
+
+def train_and_report(
+    config: TransformerConfig,
+    data: ParsingData,
+    settings: TrainSettings,
+    run_dir: str | os.PathLike,
+    *,
+    device: torch.device | str = "cpu",
+    results_dir: str | os.PathLike | None = None,
+    **report_options,
+) -> tuple[Fitted, dict]:
+    """The chapter's one call: train (`train_parser`), then `report_parser` on the test split."""
+    started = time.perf_counter()
+    fitted = train_parser(config, data, settings, run_dir, device=device)
+    trained = time.perf_counter() - started
+    record = report_parser(fitted.model, data, results_dir=results_dir, **report_options)
+    record["training"] = {
+        "train_trees": len(data.trees["train"]),
+        "steps": fitted.result.progress.step,
+        "epochs": fitted.trainer.epochs_done(),
+        "dev_nll": fitted.result.valid.get("nll") if fitted.result.valid else None,
+        "seconds": round(trained, 1),
+        "source_vocabulary": len(data.vocabularies.source),
+        "target_vocabulary": len(data.vocabularies.target),
+    }
+    return fitted, record
