@@ -509,6 +509,8 @@ def test_report_parser_scores_decodings_and_baselines_and_writes_the_trees(tmp_p
         )
         assert sum(b["sentences"] for b in numbers["f1_by_length"].values()) == len(TREES)
     assert len(record["baselines"]) == 2 and "COLLINS.prm" in record["scoring"]
+    parsing.write_trees(tmp_path / "again.txt", [])  # an empty file for no trees
+    assert (tmp_path / "again.txt").read_text() == ""
     gold = parsing.parse_bracketed((tmp_path / "parsing_test_gold.txt").read_text())
     predicted = (tmp_path / "parsing_test_predicted.txt").read_text().splitlines()
     assert gold == TREES and len(predicted) == len(TREES)
@@ -564,6 +566,12 @@ def test_a_tiny_parser_trained_briefly_beats_an_untrained_one(sample_trees, tmp_
         ),
     )
     after = record["decodings"]["beam 4, constrained"]
+    model, vocabs = parsing.load_parser(tmp_path / "run")  # the run's last.pt
+    sentence = [few[0].leaves()]
+    assert vocabs == data.vocabularies
+    assert parsing.parse_sentences(
+        model, vocabs, sentence, extra_length=20
+    ) == parsing.parse_sentences(fitted.model, vocabs, sentence, extra_length=20)
     assert record["training"]["steps"] == 150 and after["invalid"] == 0
     assert after["f1"] > before.score.f1 + 30 and after["f1"] > 60, (after, before.score)
     assert after["f1"] > max(b["f1"] for b in record["baselines"].values())

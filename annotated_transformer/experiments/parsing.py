@@ -53,6 +53,7 @@ from ..model.config import TransformerConfig
 from ..model.decoding import beam_search
 from ..model.transformer import Transformer
 from ..runtime.precision import autocast_context
+from ..training.checkpoint import load_checkpoint
 from ..training.fit import Fitted, fit
 from ..training.settings import TrainSettings
 
@@ -1015,6 +1016,23 @@ def train_parser(
         show_progress=show_progress,
         **fit_options,
     )
+
+
+def load_parser(
+    checkpoint: str | os.PathLike | dict, device: torch.device | str = "cpu"
+) -> tuple[Transformer, ParserVocabularies]:
+    """(model in eval mode, vocabularies) from a parser's checkpoint (a snapshot, an average or a
+    run folder), so a learning curve can score the snapshots of one run."""
+    state = checkpoint if isinstance(checkpoint, dict) else load_checkpoint(checkpoint)
+    vocab = state["vocab"]
+    model = Transformer(
+        TransformerConfig.from_dict(state["config"]),
+        vocab["src_vocab_size"],
+        vocab["tgt_vocab_size"],
+        share_embeddings=vocab["share_embeddings"],
+    )
+    model.load_state_dict(state["model"])
+    return model.to(device).eval(), ParserVocabularies.from_bytes(state["tokenizer"])
 
 
 EVALB_CONVENTIONS = (
