@@ -1,5 +1,6 @@
 """The training loop does what section 5 says, and a stopped run continues exactly where it stopped."""
 
+import dataclasses
 import json
 import math
 import os
@@ -147,6 +148,26 @@ def test_profile_overrides_apply_only_when_given():
 def test_profile_round_trips_through_its_dict():
     for profile in PROFILES.values():
         assert Profile.from_dict(profile.to_dict()) == profile
+
+
+def test_a_profile_recorded_by_an_older_version_still_loads():
+    """Checkpoints keep the profile they trained under; a book field removed or added since must
+    not make an older checkpoint unreadable (evaluate read such a checkpoint and failed)."""
+    record = PROFILES["cpu"].to_dict()
+    record["book"]["a_field_that_is_gone"] = 300
+    assert Profile.from_dict(record) == PROFILES["cpu"]
+    required = [
+        f.name
+        for f in dataclasses.fields(type(PROFILES["cpu"].book))
+        if f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+        and f.name not in ("table3_rows", "chapters")
+    ]
+    del record["book"][required[0]]  # a field added since the record was written
+    assert Profile.from_dict(record).book == PROFILES["cpu"].book
+    record["name"] = "no-such-profile"
+    with pytest.raises(TypeError):
+        Profile.from_dict(record)
 
 
 def test_variants_keep_their_own_results_folder():

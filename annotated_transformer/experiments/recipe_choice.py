@@ -1,0 +1,144 @@
+"""How the `cpu` and `gpu` recipes were chosen: on validation figures only, from committed sweeps.
+
+A recipe (model shape, batch, learning rate, how long to train) is a choice, and a choice made by
+looking at the test set makes the test score optimistic. Both profiles' recipes are therefore picked
+by the lowest validation perplexity or the highest validation BLEU of a sweep, and the test set is
+scored once, for the recipe picked. The evidence is committed with the repository:
+
+- `results/tuning_multi30k_cpu/valid_*.json` (with `valid_*.de`, the translations of the 1,014
+  validation sentences): the `cpu` sweep, each candidate trained 15 minutes on 2 cores;
+- `results/gpu/logs/*_metrics.jsonl`: the `gpu` sweep's validation curves (every 250 steps).
+
+This module reads them into tables, so that chapter 05 and the tests use one reading.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..runtime.files import clone_root
+
+CPU_SWEEP = Path("tuning_multi30k_cpu")
+GPU_LOGS = Path("gpu") / "logs"
+# The gpu sweep's runs that compete (the others in logs/ repeat the chosen recipe of that day).
+GPU_SWEEP = ("sweep_base6", "sweep_base6ff2048", "sweep_d256x4", "sweep_d128x4")
+# The profile fields a recipe consists of (the rest, logging and snapshots, changes no result).
+RECIPE_FIELDS = (
+    "vocab_size",
+    "preset",
+    "model_overrides",
+    "batch_tokens",
+    "accumulation",
+    "peak_lr",
+    "warmup_steps",
+)
+
+
+def recipe_of(profile) -> dict:
+    """The recipe fields of a `Profile` (or of a profile record read from a log)."""
+    if isinstance(profile, dict):
+        return {field: profile.get(field) for field in RECIPE_FIELDS}
+    return {field: getattr(profile, field) for field in RECIPE_FIELDS}
+
+
+def committed_results() -> Path | None:
+    """The clone's results/ (the sweeps are committed there), or None in an installed copy."""
+    root = clone_root()
+    return None if root is None else root / "results"
+
+
+# ------------------------------------------------------------------------------------------ cpu
+@dataclass(frozen=True)
+class CpuCandidate:
+    name: str
+    change: str  # what it changes, in words
+    recipe: dict  # its RECIPE_FIELDS as trained
+    steps: int
+    epochs: float
+    target_tokens_per_s: float
+    precision: str
+    valid_ppl: float
+    valid_sacrebleu: float
+    hypotheses: Path  # its translations of the validation split, one per line
+
+
+def cpu_candidates(results: Path) -> list[CpuCandidate]:
+    """The `cpu` sweep's candidates, in the order they ran."""
+    out = []
+    for path in sorted((results / CPU_SWEEP).glob("valid_*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        m = record["metrics"]
+        out.append(
+            CpuCandidate(
+                name=record["name"].removeprefix("valid_"),
+                change=m["change"],
+                recipe=m["recipe"],
+                steps=m["steps"],
+                epochs=m["epochs"],
+                target_tokens_per_s=m["target_tokens_per_s"],
+                precision=m["precision"],
+                valid_ppl=m["valid_ppl"],
+                valid_sacrebleu=m["valid_sacrebleu"],
+                hypotheses=path.with_suffix(".de"),
+            )
+        )
+    return out
+
+
+def chosen_cpu(candidates: list[CpuCandidate]) -> CpuCandidate:
+    """The candidate with the highest validation BLEU (ties: the lower validation perplexity)."""
+    if not candidates:
+        raise ValueError("no cpu sweep candidates to choose from")
+    return max(candidates, key=lambda c: (c.valid_sacrebleu, -c.valid_ppl))
+
+
+# ------------------------------------------------------------------------------------------ gpu
+@dataclass(frozen=True)
+class GpuCandidate:
+    name: str
+    recipe: dict  # the profile fields it trained with (the log's start record)
+    best_ppl: float  # the lowest validation perplexity of the run
+    best_epoch: int  # the epoch it was reached at
+    last_ppl: float
+    last_epoch: int
+
+
+def read_curve(path: Path) -> tuple[dict, list[dict]]:
+    """A metrics log's recipe (its start record) and its validation records."""
+    recipe, valid = {}, []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "start":
+            recipe = record.get("recipe", {})
+        elif record.get("kind") == "valid":
+            valid.append(record)
+    if not valid:
+        raise ValueError(f"{path} holds no validation record")
+    return recipe, valid
+
+
+def gpu_candidates(results: Path, names=GPU_SWEEP) -> list[GpuCandidate]:
+    out = []
+    for name in names:
+        recipe, valid = read_curve(results / GPU_LOGS / f"{name}_metrics.jsonl")
+        best = min(valid, key=lambda r: r["ppl"])
+        out.append(
+            GpuCandidate(
+                name=name,
+                recipe=recipe,
+                best_ppl=best["ppl"],
+                best_epoch=best["epoch"],
+                last_ppl=valid[-1]["ppl"],
+                last_epoch=valid[-1]["epoch"],
+            )
+        )
+    return out
+
+
+def chosen_gpu(candidates: list[GpuCandidate]) -> GpuCandidate:
+    """The run with the lowest validation perplexity; the profile trains it up to that epoch."""
+    if not candidates:
+        raise ValueError("no gpu sweep candidates to choose from")
+    return min(candidates, key=lambda c: c.best_ppl)
