@@ -73,7 +73,7 @@ def main() -> None:
         "valid_sacrebleu": scored["metrics"]["sacrebleu"],
         "valid_bleu_tokenized": scored["metrics"].get("bleu_tokenized"),
         "valid_set": scored["metrics"].get("test_set"),
-        "averaged_checkpoints": scored["metrics"].get("averaged_checkpoints"),
+        "checkpoint": scored["metrics"].get("checkpoint"),
     }
     folder = REPO / "results" / CPU_SWEEP
     target = folder / f"valid_{name}.json"

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model.config import preset
 from ..runtime.files import clone_root
 
 CPU_SWEEP = Path("tuning_multi30k_cpu")
@@ -34,6 +35,17 @@ RECIPE_FIELDS = (
     "peak_lr",
     "warmup_steps",
 )
+
+
+def shape(recipe: dict) -> str:
+    """'layers x d_model / d_ff' of a recipe's model (its preset with its overrides)."""
+    overrides = {
+        k: v
+        for k, v in recipe["model_overrides"].items()
+        if k in ("n_layers", "d_model", "d_ff")
+    }
+    config = preset(recipe["preset"], **overrides)
+    return f"{config.n_layers} x {config.d_model} / {config.d_ff}"
 
 
 def recipe_of(profile) -> dict:
