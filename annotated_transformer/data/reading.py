@@ -108,7 +108,10 @@ def read_parallel_files(
         f"skipped {skipped['empty']} empty, {skipped['over_long']} over-long, "
         f"{skipped['undecodable']} undecodable pairs of {name}"
     )
-    logger.log(logging.WARNING if any(skipped.values()) else logging.DEBUG, message)
+    # Empty lines are common and harmless (Multi30k's training split has one): only pairs lost to
+    # length or encoding are worth a warning on a reader's page.
+    lost = skipped["over_long"] + skipped["undecodable"]
+    logger.log(logging.WARNING if lost else logging.INFO, message)
     return ParallelCorpus(
         name=name,
         src_lang=src_lang,
