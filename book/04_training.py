@@ -57,7 +57,6 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from IPython.display import Markdown, display
-from tqdm.auto import tqdm
 
 from annotated_transformer import Transformer, greedy_decode, pipeline, preset
 from annotated_transformer.book import viz
@@ -75,6 +74,7 @@ from annotated_transformer.experiments.copy_task import train_copy_task
 from annotated_transformer.model.layers import EncoderLayer
 from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.runtime.progress import progress_bar
 from annotated_transformer.training.checkpoint import RESUME_NAME, load_checkpoint
 from annotated_transformer.training.loss import (
     composite_smoothed_cross_entropy,
@@ -706,7 +706,7 @@ def train_copy(
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     schedule = NoamSchedule(optimizer, config.d_model, config.warmup_steps)
     batches = torch.Generator().manual_seed(seed + 1)
-    for _ in tqdm(
+    for _ in progress_bar(
         range(steps), desc=f"copy, {config.positional} positions", disable=not progress
     ):
         src, tgt = synthetic_batch(
@@ -1277,7 +1277,7 @@ def warmup_run(norm_position: str, warmup: bool, steps: int) -> list[dict]:
     torch.manual_seed(seed + 1)  # the same dropout draws in all four runs
     log = []
     name = f"{norm_position}-norm, " + ("warm-up" if warmup else "no warm-up")
-    for step in tqdm(range(1, steps + 1), desc=name):
+    for step in progress_bar(range(1, steps + 1), desc=name):
         rate = noam_lr(
             step if warmup else max(step, NORM_WARMUP),
             NORM_WIDTH,
@@ -1313,6 +1313,9 @@ warmup_log = pd.DataFrame(
         for warm in (True, False)
         for row in warmup_run(kind, warm, size["norm_steps"])
     ]
+)
+print(
+    f"trained 4 models x {size['norm_steps']:,} steps (post- and pre-norm, with and without warm-up)"
 )
 # The loss of a model that ignores the context and predicts each target token by its frequency alone.
 target_ids = np.concatenate(
@@ -1393,6 +1396,7 @@ learned_copy = train_copy(
     seed=seed,
     progress=True,
 )
+print(f"trained the copy task with learned positions, {size['copy_steps']:,} steps")
 torch.manual_seed(seed)
 initial_table = Transformer(
     learned_config, COPY_VOCAB, COPY_VOCAB

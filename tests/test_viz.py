@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from annotated_transformer.book import viz
+from annotated_transformer.runtime.progress import BOOK_BUILD_ENV
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -123,10 +124,10 @@ def test_book_output_is_an_offline_div_with_the_spec(monkeypatch):
     monkeypatch.setattr(
         "IPython.display.display", lambda obj, raw=False: shown.append((obj, raw))
     )
-    monkeypatch.setenv(viz.BOOK_BUILD_ENV, "1")
+    monkeypatch.setenv(BOOK_BUILD_ENV, "1")
     viz.show(chart)
     assert shown[-1][1] is True and "at-vega-chart" in shown[-1][0]["text/html"]
-    monkeypatch.setenv(viz.BOOK_BUILD_ENV, "0")
+    monkeypatch.setenv(BOOK_BUILD_ENV, "0")
     viz.show(chart)
     assert shown[-1][0] is chart  # outside the book: altair's own renderer
 

@@ -19,7 +19,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-BOOK_BUILD_ENV = "AT_BOOK_BUILD"
+from ..runtime.progress import on_a_page
+
 CHART_CLASS = "at-vega-chart"
 EXPORT_FORMATS = ("html", "svg", "png")
 
@@ -30,7 +31,7 @@ EXPORT_FORMATS = ("html", "svg", "png")
 
 def in_book_build() -> bool:
     """True when the book runner executes this notebook (it sets AT_BOOK_BUILD=1)."""
-    return os.environ.get(BOOK_BUILD_ENV, "") not in ("", "0")
+    return on_a_page()
 
 
 def chart_spec(chart: alt.TopLevelMixin) -> dict:

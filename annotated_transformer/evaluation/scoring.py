@@ -26,11 +26,11 @@ import torch
 import torch.nn as nn
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
-from tqdm.auto import tqdm
 
 from ..data.batching import SRC_SPECIALS, EncodedPairs, collate_sources, pack_by_tokens
 from ..model.decoding import DecodeSettings, beam_search, greedy_decode
 from ..runtime.precision import autocast_context
+from ..runtime.progress import progress_bar
 from ..training.teacher_forcing import teacher_forced_loss
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def translate(
     was_training = model.training
     model.eval()
     try:
-        for batch in tqdm(
+        for batch in progress_bar(
             batches,
             desc=f"beam {beam_size}" if beam_size > 1 else "greedy",
             unit="batch",

@@ -33,7 +33,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
-from tqdm.auto import tqdm
 
 from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
 from ..runtime.distributed import (
@@ -43,6 +42,7 @@ from ..runtime.distributed import (
     max_over_ranks,
 )
 from ..runtime.precision import PrecisionChoice, choose_precision
+from ..runtime.progress import on_a_page, progress_bar
 from .checkpoint import (
     RESUME_NAME,
     atomic_torch_save,
@@ -663,6 +663,13 @@ class Trainer:
             else:
                 valid = p.last_valid
             self.save_resume_checkpoint()
+        if self.show_progress and self.context.is_main and on_a_page():
+            # The page's one line in place of the bar.
+            ppl = f", valid ppl {valid['ppl']:.2f}" if valid and "ppl" in valid else ""
+            print(
+                f"train {r.name}: {p.step:,} steps in {p.train_time_s:,.0f} s "
+                f"({stopped_by}){ppl}"
+            )
         self._log(
             {
                 "kind": "stop",
@@ -682,7 +689,7 @@ class Trainer:
     def _progress_bar(self):
         if not (self.show_progress and self.context.is_main):
             return None
-        return tqdm(
+        return progress_bar(
             total=self.settings.max_steps,
             initial=self.progress.step,
             unit="step",
