@@ -369,8 +369,8 @@ class Profile:
         return cls(**values)
 
 
-# The cpu profile is the best of the tuning runs in results/tuning_multi30k_cpu.md (2-core CPU, 15
-# minutes). Dropout 0: in 3.5-4 epochs nothing overfits yet, and dropout costs a fifth of the tokens/s.
+# The cpu profile is the candidate chosen on validation BLEU in results/tuning_multi30k_cpu.md (2-core
+# CPU, 15 minutes; chapter 05 checks it). Dropout 0: in 3.5-4 epochs nothing overfits yet, and dropout costs a fifth of the tokens/s.
 _CPU_MODEL = dict(n_layers=3, d_model=256, d_ff=1024, n_heads=4, dropout=0.0, max_len=256)
 # The gpu profile's model and schedule were chosen on validation perplexity from the sweep in
 # results/gpu/README.md: 4+4 layers at d_model 256 reached 5.13 at epoch 41 and overfit after it; the

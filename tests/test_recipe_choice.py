@@ -1,0 +1,44 @@
+"""The profiles train what their committed validation sweeps chose, and the choice rule reads
+validation figures only."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from annotated_transformer.experiments import recipe_choice
+from annotated_transformer.profiles import get_profile
+
+RESULTS = recipe_choice.committed_results()
+pytestmark = pytest.mark.skipif(RESULTS is None, reason="needs the clone's results/")
+
+
+def test_the_cpu_profile_is_the_candidate_with_the_best_validation_bleu():
+    candidates = recipe_choice.cpu_candidates(RESULTS)
+    assert len(candidates) >= 2
+    chosen = recipe_choice.chosen_cpu(candidates)
+    assert recipe_choice.recipe_of(get_profile("cpu")) == chosen.recipe
+    for c in candidates:
+        assert c.hypotheses.is_file()
+        assert len(c.hypotheses.read_text(encoding="utf-8").splitlines()) == 1014
+
+
+def test_the_gpu_profile_is_the_run_with_the_lowest_validation_perplexity():
+    chosen = recipe_choice.chosen_gpu(recipe_choice.gpu_candidates(RESULTS))
+    gpu = get_profile("gpu")
+    assert recipe_choice.recipe_of(gpu) == recipe_choice.recipe_of(chosen.recipe)
+    assert gpu.max_epochs == chosen.best_epoch
+    assert recipe_choice.shape(chosen.recipe) == "4 x 256 / 1024"
+
+
+def test_the_rule_ignores_anything_but_validation():
+    base = recipe_choice.cpu_candidates(RESULTS)[0]
+    better = dataclasses.replace(base, name="x", valid_sacrebleu=base.valid_sacrebleu + 1)
+    tie = dataclasses.replace(base, name="y", valid_ppl=base.valid_ppl - 1)
+    assert recipe_choice.chosen_cpu([base, better]).name == "x"
+    assert (
+        recipe_choice.chosen_cpu([base, tie]).name == "y"
+    )  # ties go to lower perplexity
+    with pytest.raises(ValueError):
+        recipe_choice.chosen_cpu([])
+    assert isinstance(base.hypotheses, Path)
