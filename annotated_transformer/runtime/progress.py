@@ -8,8 +8,15 @@ the page, so there the bar is off and the caller leaves one summary line instead
 from __future__ import annotations
 
 import os
+import warnings
 
-from tqdm.auto import tqdm
+from tqdm import TqdmWarning
+
+with warnings.catch_warnings():
+    # In a notebook without ipywidgets tqdm.auto falls back to a text bar, and says so with a
+    # warning that names the reader's own virtualenv: the fallback is what we want anyway.
+    warnings.simplefilter("ignore", TqdmWarning)
+    from tqdm.auto import tqdm
 
 BOOK_BUILD_ENV = "AT_BOOK_BUILD"
 
