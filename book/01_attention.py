@@ -182,7 +182,7 @@ viz.show(
 )
 
 # %% [markdown]
-# ## 1.2 Why scale by 1/√d_k
+# ## 1.2 Why scale by $1/\sqrt{d_k}$
 #
 # Suppose the components of a query and a key are independent, with mean 0 and variance 1. Their
 # dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ adds $d_k$ independent terms of variance 1, so
@@ -233,7 +233,7 @@ viz.show(
             log_x=True,
             log_y=True,
             points=True,
-            title="Variance of q.k: grows like d_k unless scaled by 1/sqrt(d_k)",
+            title="Variance of q·k: grows like dₖ unless scaled by 1/√dₖ",
         )
     )
 )

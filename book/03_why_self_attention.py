@@ -617,8 +617,8 @@ display(
     Markdown(
         f"On {where}, with batch {cross['batch']}, the mixing steps take the same time "
         f"{crossover_text}, "
-        f"against n = d = {cross['d']} in FLOPs. An LSTM costs "
-        f"{lstm_flops_per_position / cross['d'] ** 2:.0f} d^2 FLOPs per position, and "
+        f"against $n = d = {cross['d']}$ in FLOPs. An LSTM costs "
+        f"${lstm_flops_per_position / cross['d'] ** 2:.0f} d^2$ FLOPs per position, and "
         f"the full attention "
         f"sub-layer is cheaper than it for every n below {lstm_crossover:,}."
     )
@@ -712,9 +712,11 @@ full_slope = complexity.loglog_slope(upper.n, upper["full (s)"])
 assert (restricted["max path, full"] == 1).all()
 assert restricted["max path, restricted"].is_monotonic_increasing
 viz.show_table(restricted, **{"restricted (s)": "{:.2e}", "full (s)": "{:.2e}"})
-print(
-    f"r = {r}, d = {d}: time grows like n^{restricted_slope:.2f} restricted, "
-    f"n^{full_slope:.2f} full (fitted on the larger half of the lengths)"
+display(
+    Markdown(
+        f"$r = {r}$, $d = {d}$: time grows like $n^{{{restricted_slope:.2f}}}$ restricted, "
+        f"$n^{{{full_slope:.2f}}}$ full (fitted on the larger half of the lengths)."
+    )
 )
 
 # %% [markdown]

@@ -474,7 +474,7 @@ viz.show(
         "learning_rate",
         "schedule",
         log_x=True,
-        title="Learning rate against step (section 5.3): linear warm-up, then 1/sqrt(step)",
+        title="Learning rate against step (section 5.3): linear warm-up, then 1/√step",
         y_title="learning rate",
     ).configure_legend(orient="bottom", labelLimit=400)
 )

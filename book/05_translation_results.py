@@ -1116,28 +1116,32 @@ print(
 # \mathit{step} \cdot 4000^{-1.5}$, tiny in the first steps), so a few steps move the loss little;
 # the check is that every piece of the recipe runs and gives finite numbers.
 #
-# The recipe's real results, from a run on GPUs, are committed under `results/paper/` when they exist:
+# The recipe's real results, from a run on GPUs, are shown here once they are committed under
+# `results/paper/`; no such run has been made yet, and then this section shows nothing more.
 
 # %%
 paper_rows = []
 for name in ("translation", pipeline.default_results_name(paper_profile)):
     record = results.read_result(name, "paper")
-    metrics = (record or {}).get("metrics", {})
+    if record is None:
+        continue
+    metrics = record.get("metrics", {})
     paper_rows.append(
         dict(
             results_file=f"paper/{name}.json",
-            tokenized_bleu=metrics.get("bleu_tokenized", "not run yet"),
-            sacrebleu=metrics.get("sacrebleu", "not run yet"),
-            training_flops=metrics.get("training_flops", "not run yet"),
-            measured=results.describe_provenance(record) if record else "not run yet",
+            tokenized_bleu=metrics.get("bleu_tokenized"),
+            sacrebleu=metrics.get("sacrebleu"),
+            training_flops=metrics.get("training_flops"),
+            measured=results.describe_provenance(record),
         )
     )
-viz.show_table(
-    pd.DataFrame(paper_rows),
-    tokenized_bleu="{:.2f}",
-    sacrebleu="{:.2f}",
-    training_flops="{:.2e}",
-)
+if paper_rows:
+    viz.show_table(
+        pd.DataFrame(paper_rows),
+        tokenized_bleu="{:.2f}",
+        sacrebleu="{:.2f}",
+        training_flops="{:.2e}",
+    )
 
 # %% [markdown]
 # ## What this chapter wrote

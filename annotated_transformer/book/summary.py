@@ -434,7 +434,13 @@ def summary_panels(
 # The page shows a dash where the table says NOT_RUN: short cells keep the columns readable.
 SHOWN_NOT_RUN = "–"
 # Results whose data is not a corpus (no "dataset" in their metrics, no recipe in their config).
-DATASET_OF = {"attention": "random tensors", "model": "none (counts)", "book_run": "–"}
+DATASET_OF = {
+    "attention": "random tensors",
+    "model": "none (counts)",
+    "book_run": "–",
+    "attention_figures": "the paper's Figure 3-5 sentences, Multi30k model",
+    "model_variations": "multi30k en->de, valid split",
+}
 
 
 def dataset_of(record: dict) -> str:
