@@ -217,7 +217,7 @@ print(
 # `gpu` candidates are ranked by the lowest validation perplexity on their curves. The tables read
 # the committed sweep files and the cells check that each profile trains the candidate chosen.
 
-# %%
+# %% tags=["hide-input"]
 committed = recipe_choice.committed_results()
 if committed is None:
     display(
