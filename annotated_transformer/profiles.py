@@ -506,7 +506,9 @@ PROFILES: dict[str, Profile] = {
         description="a laptop or a 2-core machine: Multi30k EN->DE in 15 minutes of training",
         # Table 3 (chapter 06): the 13 rows the six findings read x 3 seeds, one epoch each, at widths / 8,
         # depths / 2 and heads / 4 (base: 3 layers, d_model 64, 2 heads of d_k 32; A4 and B1: d_k 8), a
-        # 2,000-piece vocabulary; dropout's rows also 10 epochs of a tenth of the pairs. One process per core.
+        # 2,000-piece vocabulary; dropout's rows also 10 epochs of a twentieth of the pairs. One process per
+        # core. Warm-up 200 at peak 3e-3: of three candidates, the best for base and for C3 (the deepest) after
+        # half an epoch (results/tuning_table3_cpu/calibration.json).
         book=BookScales(
             table3_rows=TABLE3_CPU_ROWS,
             table3_epochs=1,
@@ -518,8 +520,9 @@ PROFILES: dict[str, Profile] = {
             table3_heads_divisor=4,
             table3_batch_tokens=512,
             table3_vocab_size=2000,
-            table3_warmup_steps=400,
-            table3_peak_lr=2e-3,
+            table3_warmup_steps=200,
+            table3_peak_lr=3e-3,
+            table3_overfit_share=20,
             table3_overfit_epochs=10,
             chapters=_CPU_CHAPTERS,
         ),

@@ -351,7 +351,7 @@ def training_flops(row: str, tokens: float) -> float:
     return per_token * tokens
 
 
-CURVE_POINTS = 8  # validation perplexities per run on the whole corpus
+CURVE_POINTS = 4  # validation perplexities per run on the whole corpus
 plan = [
     dict(row=row, seed=seed, epochs=n_epochs, curve_points=CURVE_POINTS, bleu=True)
     for seed in seed_list

@@ -1,0 +1,128 @@
+"""Choose Table 3's warm-up and peak rate on base, and check the deepest row trains with them.
+
+    python scripts/table3_calibration.py --profile cpu --epochs 0.5 \
+        --candidate 200:3e-3 --candidate 400:2e-3 --candidate 400:1e-3
+
+trains base, C1 (the shallowest) and C3 (the deepest) with every candidate (warm-up steps:peak rate)
+for a share of an epoch, one seed, two processes, and writes
+results/tuning_table3_<profile>/calibration.json:
+every run's curve and time, and the choice: the candidate with base's lowest validation perplexity
+among those under which C3 ends no worse than C1 (depth must not be limited by trainability); when
+none does, the candidate best for base if it is also best for C3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from annotated_transformer import pipeline  # noqa: E402
+from annotated_transformer.evaluation import results  # noqa: E402
+from annotated_transformer.experiments import variations  # noqa: E402
+from annotated_transformer.profiles import get_profile  # noqa: E402
+
+ROWS = ("base", "C1", "C3")
+FIRST_RULE = (
+    "base's lowest validation perplexity among the candidates under which C3 (the deepest row) "
+    "ends no worse than C1 (the shallowest)"
+)
+SECOND_RULE = (
+    "no candidate met the first rule (C3, the deepest row, ends no worse than C1 after the share "
+    "of an epoch); chosen instead: the candidate with the lowest perplexity of base that also gives "
+    "C3 its lowest perplexity"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default="cpu")
+    parser.add_argument(
+        "--epochs", type=float, default=0.5, help="share of an epoch per run"
+    )
+    parser.add_argument("--candidate", action="append", required=True, help="WARMUP:PEAK")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args()
+
+    base = get_profile(args.profile)
+    book = base.book
+    profile = base.replace(
+        vocab_size=book.table3_vocab_size or base.vocab_size,
+        batch_tokens=book.table3_batch_tokens or base.batch_tokens,
+    )
+    data = pipeline.prepare_data(profile, args.data_dir)
+    pairs = max(
+        1, round(len(data.train) * args.epochs)
+    )  # a share of an epoch: that many pairs, once
+    started = time.perf_counter()
+    runs = []
+    for candidate in args.candidate:
+        warmup, peak = candidate.split(":")
+        tried = profile.replace(
+            book=dataclasses.replace(
+                book, table3_warmup_steps=int(warmup), table3_peak_lr=float(peak)
+            )
+        )
+        plan = [
+            dict(
+                row=row,
+                seed=1,
+                epochs=1,
+                train_pairs=pairs,
+                curve_points=4,
+                corpus="part",
+            )
+            for row in ROWS
+        ]
+        for run in variations.train_rows(
+            plan, data, tried, workers=args.workers, data_dir=args.data_dir
+        ):
+            record = run.to_dict() | {"warmup_steps": int(warmup), "peak_lr": float(peak)}
+            runs.append(record | {"candidate": candidate})
+            print(
+                f"{candidate} {run.row}: ppl {run.ppl:.1f} in {run.train_s:.0f} s",
+                flush=True,
+            )
+    by = {(r["candidate"], r["row"]): r["ppl"] for r in runs}
+    met = [c for c in args.candidate if by[c, "C3"] <= by[c, "C1"]]
+    best_base = min(args.candidate, key=lambda c: by[c, "base"])
+    best_c3 = min(args.candidate, key=lambda c: by[c, "C3"])
+    if met:
+        chosen, rule = min(met, key=lambda c: by[c, "base"]), FIRST_RULE
+    else:
+        chosen, rule = (best_base if best_base == best_c3 else None), SECOND_RULE
+    path = results.write_result(
+        "calibration",
+        {
+            "runs": runs,
+            "chosen": chosen,
+            "rule": rule,
+            "first_rule": FIRST_RULE,
+            "share_of_epoch": args.epochs,
+            "train_pairs": pairs,
+            "seconds_per_epoch": {
+                row: round(
+                    sum(r["train_s"] for r in runs if r["row"] == row)
+                    / (len(args.candidate) * args.epochs),
+                    1,
+                )
+                for row in ROWS
+            },
+        },
+        profile=f"tuning_table3_{args.profile}",
+        config={"profile": profile.to_dict(), "candidates": args.candidate},
+        wall_time_s=round(time.perf_counter() - started, 1),
+    )
+    print(f"chosen: {chosen}; wrote {path}")
+    assert all(math.isfinite(r["ppl"]) for r in runs)
+
+
+if __name__ == "__main__":
+    main()
