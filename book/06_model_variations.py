@@ -72,7 +72,6 @@ import numpy as np
 import pandas as pd
 import torch
 from IPython.display import Markdown, display
-from tqdm.auto import tqdm
 
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
@@ -330,7 +329,7 @@ print(
 
 # %% [markdown]
 # The long cell: every row and seed on the whole corpus, and base, D1 and D2 on the small share.
-# Under the `cpu` profile this is most of the chapter's time; the bar counts finished runs. On a
+# Under the `cpu` profile this is most of the chapter's time; a line counts finished runs. On a
 # CPU each run trains on one thread, in one process per core: the matrices of these models are
 # small, so the chapter runs two rows side by side rather than giving one row two threads. The runs
 # start dearest first (by their training FLOPs), so the last to finish are short. After training,
@@ -384,21 +383,28 @@ if torch_device.type == "cpu":
     torch.set_num_threads(1)
 train_start = time.perf_counter()
 runs = []
+# A live line while the runs train, replaced in place (the saved page keeps only its last state).
+progress = display(Markdown(f"Table 3 runs: 0 of {len(plan)}"), display_id=True)
 try:
-    with tqdm(total=len(plan), desc="Table 3 runs", unit="run", leave=False) as bar:
-        for run in variations.train_rows(
-            plan,
-            data,
-            table3_profile,
-            workers=workers,
-            data_dir=data_dir,
-            device=torch_device,
-            bleu_sources=bleu_sources,
-            bleu_references=bleu_references,
-        ):
-            runs.append(run)
-            bar.set_postfix_str(f"{run.row} seed {run.seed}: ppl {run.ppl:.1f}")
-            bar.update(1)
+    for run in variations.train_rows(
+        plan,
+        data,
+        table3_profile,
+        workers=workers,
+        data_dir=data_dir,
+        device=torch_device,
+        bleu_sources=bleu_sources,
+        bleu_references=bleu_references,
+    ):
+        runs.append(run)
+        if progress is not None:
+            progress.update(
+                Markdown(
+                    f"Table 3 runs: {len(runs)} of {len(plan)} in "
+                    f"{time.perf_counter() - train_start:.0f} s (last: {run.row}, seed "
+                    f"{run.seed}, {run.corpus} corpus, validation perplexity {run.ppl:.1f})"
+                )
+            )
 finally:
     torch.set_num_threads(threads)
 train_seconds = time.perf_counter() - train_start
@@ -414,12 +420,16 @@ assert (full.epochs >= n_epochs - 1e-6).all() and (
 assert np.isfinite(measured.ppl).all() and (measured.ppl > 1).all()
 assert all(full[full.row == row].params.nunique() == 1 for row in rows)
 at_once = (measured.train_s + measured.eval_s).sum() / train_seconds
-print(
+summary = (
     f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es): per run on the whole "
     f"corpus, {full.train_s.min():.0f}-{full.train_s.max():.0f} s of training and "
     f"{full.eval_s.mean():.0f} s of greedy translation; the runs' times add up to "
     f"{at_once:.1f} times the wall time"
 )
+if progress is not None:
+    progress.update(Markdown(summary))
+else:
+    print(summary)
 
 # %% [markdown]
 # ## 6.3 Validation curves
