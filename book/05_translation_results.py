@@ -845,7 +845,7 @@ gpu_metrics = (gpu_record or {}).get("metrics", {})
 gpu_file = (
     results.results_root() / "gpu" / "logs" / "gpu_test2016_translations.de"
     if gpu_label != "gpu"
-    else pathlib.Path((gpu_record or {}).get("run_folder") or "absent")
+    else (results.run_folder_of_record(gpu_record or {}) or pathlib.Path("absent"))
     / "test_translations.txt"
 )
 runs_test = None

@@ -186,3 +186,21 @@ def test_committed_results_are_valid_records():
         for record in results.list_results(profile):
             assert record["profile"] == profile
             assert record["provenance"].get("date"), record["name"]
+
+
+def test_a_run_folder_inside_the_clone_is_recorded_relative(tmp_path):
+    """A committed results file names no path of the machine that wrote it, and reads back."""
+    clone = results.repo_root()
+    if clone is None:
+        pytest.skip("needs a clone")
+    inside = clone / "runs" / "some-run"
+    path = results.write_result(
+        "x", {"a": 1}, profile="smoke", path=tmp_path / "x.json", run_folder=inside
+    )
+    record = json.loads(path.read_text())
+    assert record["run_folder"] == "runs/some-run"
+    assert results.run_folder_of_record(record) == inside.resolve()
+    outside = results.write_result(
+        "y", {"a": 1}, profile="smoke", path=tmp_path / "y.json", run_folder=tmp_path
+    )
+    assert json.loads(outside.read_text())["run_folder"] == str(tmp_path.resolve())

@@ -129,7 +129,25 @@ def check_replaceable(
 
 
 def _folder_text(folder: str | os.PathLike | None) -> str | None:
-    return None if folder is None else str(Path(folder).resolve())
+    """A run folder as a results file records it: relative to the clone when inside it (a committed
+    file then names no path of the machine that wrote it), else absolute."""
+    if folder is None:
+        return None
+    resolved = Path(folder).resolve()
+    clone = repo_root()
+    if clone is not None and resolved.is_relative_to(clone.resolve()):
+        return resolved.relative_to(clone.resolve()).as_posix()
+    return str(resolved)
+
+
+def run_folder_of_record(record: dict) -> Path | None:
+    """The run folder a results record names, as a path on this machine (see `_folder_text`)."""
+    folder = record.get("run_folder")
+    if not folder:
+        return None
+    path = Path(folder)
+    clone = repo_root()
+    return path if path.is_absolute() or clone is None else clone / path
 
 
 def provenance(device: Any = None) -> dict:
