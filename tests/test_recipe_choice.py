@@ -42,3 +42,28 @@ def test_the_rule_ignores_anything_but_validation():
     with pytest.raises(ValueError):
         recipe_choice.chosen_cpu([])
     assert isinstance(base.hypotheses, Path)
+
+
+def test_the_cpu_profile_decodes_with_the_settings_chosen_on_validation():
+    choice = recipe_choice.decode_choice(RESULTS)
+    cpu = get_profile("cpu")
+    assert {f: getattr(cpu, f) for f in recipe_choice.DECODE_FIELDS} == choice.fields()
+    # the baseline is the paper's decoding, and the grid compared every setting with it
+    assert choice.fields(choice.baseline) == {
+        "average_last": 5,
+        "beam_size": 4,
+        "length_penalty_alpha": 0.6,
+    }
+    assert all(
+        "p_value" in row
+        for name, row in choice.settings.items()
+        if name != choice.baseline
+    )
+
+
+def test_a_decoding_within_the_noise_leaves_the_baseline():
+    choice = recipe_choice.decode_choice(RESULTS)
+    settings = {name: dict(row) for name, row in choice.settings.items()}
+    settings[choice.best]["exceeds_noise"] = False
+    within = recipe_choice.DecodeChoice(choice.baseline, choice.best, settings)
+    assert within.chosen == choice.baseline

@@ -106,6 +106,36 @@ def chosen_cpu(candidates: list[CpuCandidate]) -> CpuCandidate:
     return max(candidates, key=lambda c: (c.valid_sacrebleu, -c.valid_ppl))
 
 
+DECODE_CHOICE = CPU_SWEEP / "decode_choice.json"
+DECODE_FIELDS = ("average_last", "beam_size", "length_penalty_alpha")
+
+
+@dataclass(frozen=True)
+class DecodeChoice:
+    """The `cpu` run's averaging and search settings, chosen on validation
+    (scripts/cpu_decode_choice.py): a setting replaces the baseline (the paper's: the last 5
+    snapshots, beam 4, alpha 0.6) only when it beats it beyond the paired bootstrap's noise."""
+
+    baseline: str
+    best: str
+    settings: dict  # name -> {average_last, beam_size, length_penalty_alpha, bleu, ci95, p_value}
+
+    @property
+    def chosen(self) -> str:
+        return (
+            self.best if self.settings[self.best].get("exceeds_noise") else self.baseline
+        )
+
+    def fields(self, name: str | None = None) -> dict:
+        row = self.settings[name or self.chosen]
+        return {field: row[field] for field in DECODE_FIELDS}
+
+
+def decode_choice(results: Path) -> DecodeChoice:
+    record = json.loads((results / DECODE_CHOICE).read_text(encoding="utf-8"))["metrics"]
+    return DecodeChoice(record["baseline"], record["best"], record["settings"])
+
+
 # ------------------------------------------------------------------------------------------ gpu
 @dataclass(frozen=True)
 class GpuCandidate:
