@@ -43,11 +43,16 @@ def main() -> None:
     now = hypotheses.read_text("utf-8").splitlines()
     before = args.before.read_text("utf-8").splitlines()
     compared = paired_bootstrap({"before": before, "now": now}, test.tgt)
+    if abs(compared["now"]["bleu"] - m["sacrebleu"]) > 0.01:
+        raise SystemExit(
+            f"{hypotheses} scores {compared['now']['bleu']} but the run's evaluate file says "
+            f"{m['sacrebleu']}: they are not the same decoding; rerun evaluate with --hypotheses"
+        )
     metrics = {
         **m,
         "sacrebleu_ci95": compared["now"]["ci95"],
         "before": {
-            "length_penalty_alpha": 0.6,
+            "translations": str(args.before),
             "sacrebleu": compared["before"]["bleu"],
             "ci95": compared["before"]["ci95"],
         },
