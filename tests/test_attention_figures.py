@@ -262,3 +262,22 @@ def test_find_word_follows_whole_words_not_prefixes():
     assert af.find_word(pieces, "Law") == 6 and af.find_word(pieces, "its") == 9
     with pytest.raises(ValueError, match="not in the sentence"):
         af.find_word(pieces, "ma")
+
+
+def test_head_statistics_of_an_encoder_only_pass(data):
+    alone = af.SentenceAttention(
+        data.source_tokens, [], {"encoder": data.weights["encoder"]}
+    )
+    stats = af.head_statistics(alone)
+    full = af.head_statistics(data)
+    assert set(stats["kind"]) == {"encoder"}
+    np.testing.assert_allclose(
+        stats["entropy (bits)"], full[full.kind == "encoder"]["entropy (bits)"]
+    )
+
+
+def test_figure3_title_names_the_heads_it_draws(data):
+    assert "in every head" in af.figure3(data, "guitar").to_dict()["title"]
+    assert (
+        "in heads 1, 3 (" in af.figure3(data, "guitar", heads=[1, 3]).to_dict()["title"]
+    )

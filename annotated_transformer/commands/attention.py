@@ -8,6 +8,8 @@ from pathlib import Path
 
 from .. import pipeline
 from ..book.viz import EXPORT_FORMATS, export
+from ..data import load_parallel
+from ..experiments import attention_findings as findings
 from ..experiments.attention_figures import (
     FIGURES,
     KINDS,
@@ -26,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  python -m annotated_transformer attention --checkpoint runs/cpu/averaged.pt \\\n"
         "      --sentence 'A man in a blue shirt is playing a guitar.' --figure 3 --word guitar --out fig3.html\n"
         "  python -m annotated_transformer attention --checkpoint runs/cpu/averaged.pt \\\n"
-        "      --sentence 'Two dogs run.' --figure 5 --layer 2 --heads 1 4 --out fig5.png"
+        "      --sentence 'Two dogs run.' --figure 5 --layer 2 --heads 1 4 --out fig5.png\n"
+        "  python -m annotated_transformer attention --checkpoint runs/cpu/averaged.pt \\\n"
+        "      --sentence 'A man walks his dog.' --figure 4 --head best-anaphora --out fig4.html"
     )
     parser.add_argument(
         "--checkpoint",
@@ -53,6 +57,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         default=None,
         help="heads to draw: any for figure 3, two for figures 4 and 5",
+    )
+    parser.add_argument(
+        "--head",
+        choices=[f"best-{p}" for p in findings.PHENOMENA],
+        default=None,
+        help="pick the layer and heads by their encoder score for a pronoun's antecedent "
+        "(best-anaphora) or a verb's distant complement (best-dependency) over the sentences "
+        "of --score-on; without --word, the sentence's own pronoun or verb is followed",
+    )
+    parser.add_argument(
+        "--score-on",
+        default=None,
+        help="text file of English sentences, one a line, that --head scores heads on "
+        "(default: the Multi30k test2016 captions)",
     )
     parser.add_argument(
         "--kind", choices=KINDS, default="encoder", help="attention drawn by figures 3-5"
@@ -83,12 +101,15 @@ def run(args: argparse.Namespace) -> int:
     checkpoint, source = pipeline.load_for_evaluation(args.checkpoint)
     model, tokenizer = model_from_checkpoint(checkpoint, "cpu", name=source)
     data = sentence_attention(model, tokenizer, args.sentence, args.translation)
+    layer, heads, word = args.layer, args.heads, args.word
+    if args.head is not None:
+        layer, heads, word = pick_heads(args, model, tokenizer, data)
     chart = build_figure(
         data,
         args.figure,
-        word=args.word,
-        layer=args.layer,
-        heads=args.heads,
+        word=word,
+        layer=layer,
+        heads=heads,
         kind=args.kind,
     )
     written = export(chart, out.with_suffix(""), formats=[fmt])[fmt]
@@ -98,3 +119,40 @@ def run(args: argparse.Namespace) -> int:
         written.replace(out)
     print(f"wrote {out} ({out.stat().st_size:,} bytes) from {source}")
     return 0
+
+
+def pick_heads(args: argparse.Namespace, model, tokenizer, data) -> tuple:
+    """(layer, heads, word) for --head best-<phenomenon>: the heads that show it over the
+    scoring sentences (or the best one), two for figures 4 and 5."""
+    if args.layer is not None or args.heads:
+        raise ValueError(
+            "--head picks the layer and the heads: leave out --layer and --heads"
+        )
+    if args.kind != "encoder":
+        raise ValueError("--head scores encoder self-attention: leave --kind at encoder")
+    phenomenon = args.head.removeprefix("best-")
+    if args.score_on:
+        text = Path(args.score_on).read_text(encoding="utf-8")
+        sentences = [line.strip() for line in text.splitlines() if line.strip()]
+    else:
+        sentences = load_parallel("multi30k", "test", "en", "de").src
+    encoded = findings.encoder_attention(model, tokenizer, sentences)
+    scores = findings.head_scores(findings.collect_pairs(encoded, phenomenon))
+    layer, heads = findings.layer_heads(scores, at_least=1 if args.figure == "3" else 2)
+    if args.figure in ("4", "5"):
+        heads = heads[:2]
+    word = args.word or findings.query_word(data.source_tokens, phenomenon)
+    if word is None and args.figure in ("3", "4"):
+        raise ValueError(
+            f"the heuristic finds no {phenomenon} pair in the sentence: pass --word"
+        )
+    shown = scores.set_index(["layer", "head"])
+    print(
+        f"{args.head} over {int(scores['sentences'].iloc[0])} sentences: layer {layer}, "
+        + ", ".join(
+            f"head {h} (ratio {shown.loc[(layer, h), 'ratio']:.2f}, interval "
+            f"{shown.loc[(layer, h), 'low']:.2f}-{shown.loc[(layer, h), 'high']:.2f})"
+            for h in heads
+        )
+    )
+    return layer, heads, word

@@ -112,9 +112,12 @@ def sentence_attention(
 
 def head_statistics(data: SentenceAttention) -> pd.DataFrame:
     """Per (kind, layer, head): mean entropy of the query rows in bits, and for self-attention the
-    mean distance attended, sum_k w(q, k) |q - k| averaged over queries (in tokens)."""
+    mean distance attended, sum_k w(q, k) |q - k| averaged over queries (in tokens). Kinds
+    missing from `data.weights` (an encoder-only pass) are left out."""
     rows = []
     for kind in KINDS:
+        if kind not in data.weights:
+            continue
         w = data.weights[kind]  # (L, h, Q, K)
         entropy = -(w * np.log2(np.clip(w, 1e-12, None))).sum(-1).mean(-1)  # (L, h)
         q = np.arange(w.shape[2])[:, None]
@@ -321,6 +324,12 @@ def figure3(
     q = find_word(queries, word)
     layer_index = _check_layer(data, layer if layer is not None else data.layers)
     head_index = _check_heads(data, heads) if heads else list(range(data.heads))
+    which = (
+        "every head"
+        if len(head_index) == data.heads
+        else f"head{'s' if len(head_index) > 1 else ''} "
+        + ", ".join(str(h + 1) for h in head_index)
+    )
     frames = []
     for li in range(data.layers):
         frame = _lines_frame(data.weights[kind][li], head_index, [q], threshold=0.0)
@@ -386,7 +395,7 @@ def figure3(
     return alt.layer(rules, left_text, right_text).properties(
         width=260,
         height=16 * n,
-        title=f"Figure 3: attention of '{word}' in every head ({KIND_TITLES[kind]})",
+        title=f"Figure 3: attention of '{word}' in {which} ({KIND_TITLES[kind]})",
     )
 
 
