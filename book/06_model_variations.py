@@ -291,12 +291,20 @@ if calibration:
         Markdown(
             f"Validation perplexity after {calibration['metrics']['share_of_epoch']:g} epoch "
             f"of each candidate (warm-up steps:peak rate); chosen: "
-            f"{calibration['metrics']['chosen']} ("
+            f"**{calibration['metrics']['chosen']}** by the rule: "
+            f"{calibration['metrics']['rule']} ("
             + results.describe_provenance(calibration)
             + f"). This profile trains every row with warm-up {scales.table3_warmup_steps} and "
-            f"peak {scales.table3_peak_lr:g}."
+            f"peak {scales.table3_peak_lr:g}, at batches of {table3_profile.batch_tokens:,} tokens."
         )
     )
+    calibrated = calibration["config"]["profile"]["book"]
+    if calibrated["table3_batch_tokens"] == scales.table3_batch_tokens:
+        warmup, peak = calibration["metrics"]["chosen"].split(":")
+        assert (int(warmup), float(peak)) == (
+            scales.table3_warmup_steps,
+            scales.table3_peak_lr,
+        ), "the profile's Table 3 warm-up and peak are not the calibration's choice"
 else:
     display(
         Markdown(

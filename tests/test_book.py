@@ -4,6 +4,8 @@ the executed notebooks without missing pages, and a headless Chromium sees its c
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -256,6 +258,46 @@ def test_book_run_is_recorded_with_provenance(smoke_book):
         assert key in record["provenance"]
 
 
+# A line a progress bar or a training log leaves in a page: tqdm's "40%|####  |" or its rate
+# "12.5it/s]", the trainer's "train smoke: 20step ..." lines.
+PROGRESS_LINE = re.compile(
+    r"\d+%\|[^|]*\||\d(?:it|step|run|s|tok)/s\]|^\S+ \S+: *\d+step"
+)
+MAX_PROGRESS_LINES = 4  # a summary line per long loop, not a line per refresh
+
+
+def _page_text(notebook: Path) -> list[str]:
+    """Every line a reader sees in the executed page's outputs (streams, text and HTML)."""
+    lines = []
+    for cell in nbformat.read(str(notebook), as_version=4).cells:
+        for output in cell.get("outputs", []):
+            texts = [output.get("text", "")] + [
+                output.get("data", {}).get(kind, "")
+                for kind in ("text/plain", "text/html")
+            ]
+            for text in texts:
+                text = "".join(text) if isinstance(text, list) else text
+                lines += text.replace("\r", "\n").splitlines()
+    return lines
+
+
+@pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
+def test_pages_leave_no_progress_dumps_and_name_no_path_of_this_machine(smoke_book):
+    chapters_run, _, out, _ = smoke_book
+    local = {str(Path(sys.prefix)), str(ROOT), str(out)}
+    if os.environ.get("AT_DATA_DIR"):
+        local.add(str(Path(os.environ["AT_DATA_DIR"]).resolve()))
+    for name, run in chapters_run.items():
+        lines = _page_text(run.notebook)
+        bars = [line for line in lines if PROGRESS_LINE.search(line)]
+        assert len(bars) <= MAX_PROGRESS_LINES, (
+            f"{name}: {len(bars)} progress lines, e.g. {bars[:3]}"
+        )
+        named = [line for line in lines if any(path in line for path in local)]
+        assert not named, f"{name} shows a path of this machine: {named[:2]}"
+
+
 @pytest.mark.book
 @pytest.mark.slow  # the smoke book: every chapter, then the site
 def test_site_builds_without_missing_pages(smoke_book):
@@ -433,7 +475,7 @@ def test_cli_parameters_are_python_literals_or_words():
 # ----------------------------------------------------------------------------------------------
 # Every profile sets up chapters 01-04
 
-SIZED_CHAPTERS = ("01", "02", "03", "04")
+SIZED_CHAPTERS = ("01", "02", "03", "04", "07")
 
 
 def _cells_up_to_the_sizes(number: str) -> tuple[Path, list]:

@@ -138,6 +138,10 @@ def _describe_parsing(record: dict) -> str:
         str(metrics.get("dataset", "")),
         f"test files {files[0]}-{files[-1]}" if files else "",
         f"{metrics['params_m']:.1f}M-parameter model" if metrics.get("params_m") else "",
+        f"{metrics['train_trees']:,} training trees"
+        if metrics.get("train_trees")
+        else "",
+        f"{metrics['recipe']['epochs']} epochs" if metrics.get("recipe") else "",
         f"{metrics['steps']:,} steps" if metrics.get("steps") else "",
     )
 
