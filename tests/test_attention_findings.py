@@ -57,6 +57,9 @@ def test_anaphora_heuristic_finds_the_antecedent(caption, expected):
             "A man sitting on a wooden bench and a boy looking at the old house.",
             [("sitting", "bench"), ("looking", "house")],
         ),
+        ("A dog jumps up. A man watches the small red ball.", [("watches", "ball")]),
+        ("A man is playing a big old shiny red guitar.", []),  # phrase too long
+        ("A man is playing a red and blue guitar.", []),  # "and" may join adjectives
     ],
 )
 def test_dependency_heuristic_finds_the_distant_head(caption, expected):
@@ -120,6 +123,23 @@ def test_scores_and_baseline_of_a_head_set_by_hand():
     case = fa.example(samples, encoded, 1, 1)
     assert (case.sentence, case.query, case.key) == (2, "his", "man")
     assert case.weight == pytest.approx(0.7) and case.baseline == pytest.approx(1 / 7)
+
+
+def test_a_head_that_looks_at_the_noun_from_every_word_is_not_named():
+    """Head 1 sends every query, not only the pronoun, to "man": far above an even spread, but
+    no more from "his" than from any word, so it does not show anaphora."""
+    pieces = ["▁A", "▁man", "▁walks", "▁his", "▁do", "g", "</s>"]
+    n = len(pieces)
+    encoded = []
+    for strength in (0.5, 0.6, 0.7, 0.6, 0.55):
+        w = np.full((1, 2, n, n), 1 / n)
+        w[0, 0, :] = (1 - strength) / (n - 1)
+        w[0, 0, :, 1] = strength
+        encoded.append(fa.EncodedSentence("A man walks his dog", pieces, w))
+    scores = fa.head_scores(fa.collect_pairs(encoded, "anaphora")).set_index("head")
+    assert scores.loc[1, "low"] > 1  # above an even spread ...
+    assert scores.loc[1, "over every word"] == pytest.approx(1.0)  # ... as from any word
+    assert not scores["shows"].any()
 
 
 def test_describe_says_plainly_when_no_head_shows_it():

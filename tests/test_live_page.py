@@ -20,7 +20,7 @@ from annotated_transformer.training.checkpoint import model_from_checkpoint
 from annotated_transformer.web import live_page
 
 pytest.importorskip("onnx", reason="the ONNX export needs `pip install onnx onnxruntime`")
-from annotated_transformer.web.onnx_export import export_onnx
+from annotated_transformer.web.onnx_export import OnnxTranslator, export_onnx
 
 REPO = Path(__file__).resolve().parents[1]
 VENDOR = REPO / "_static" / "vendor"
@@ -33,9 +33,10 @@ TOKENIZER_SENTENCES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """A one-page site: the widget, the Vega scripts, onnxruntime-web and a tiny model's export."""
+@pytest.fixture(scope="module", params=["float32", "int8"])
+def site(tmp_path_factory, request):
+    """A one-page site: the widget, the Vega scripts, onnxruntime-web and a tiny model's export,
+    with float32 or int8 weights (chapter 08 serves int8 when its BLEU holds up)."""
     if find_chromium() is None:
         pytest.skip("no Chromium or Chrome on PATH (set AT_CHROMIUM to its path)")
     try:
@@ -44,7 +45,7 @@ def site(tmp_path_factory):
         pytest.skip(str(error))
     root = tmp_path_factory.mktemp("site")
     checkpoint = write_tiny_checkpoint(root / "tiny.pt", seed=3)
-    export_onnx(checkpoint, root / "export")
+    export_onnx(checkpoint, root / "export", quantize=request.param == "int8")
     static = root / "_static"
     live_page.stage_live_assets(static, root / "live", root / "export", download=False)
     for name in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js"):
@@ -62,11 +63,12 @@ def site(tmp_path_factory):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield root, checkpoint, f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    # (root / "export" is the served model; its weights are request.param's)
     server.shutdown()
 
 
 def test_live_page_translates_a_typed_sentence(site):
-    _, checkpoint, url = site
+    root, checkpoint, url = site
     model, tokenizer = model_from_checkpoint(checkpoint)
     with Browser(find_chromium()) as page:
         page.open(url)
@@ -101,7 +103,11 @@ def test_live_page_translates_a_typed_sentence(site):
             REPO / "results" / "smoke" / "screenshots" / "live_translation_test.png"
         )
     ids = tokenizer.encode(sentence) + [tokenizer.eos_id]
-    expected = greedy_decode(model, torch.tensor([ids]), len(ids) + 50)[0]
+    if json.loads((root / "export" / "model.json").read_text())["weights"] == "int8":
+        # int8 arithmetic is not PyTorch's: the page must match onnxruntime's own greedy search
+        expected = OnnxTranslator(root / "export").greedy(ids, len(ids) + 50)
+    else:
+        expected = greedy_decode(model, torch.tensor([ids]), len(ids) + 50)[0]
     assert text == tokenizer.decode(expected)
     assert (
         0 < page_ms < 30_000
@@ -134,3 +140,29 @@ def test_a_changed_tarball_is_refused(tmp_path, monkeypatch):
 def test_site_without_export_gets_a_note(tmp_path):
     notes = live_page.stage_for_site(tmp_path / "stage", "nosuchprofile", tmp_path)
     assert len(notes) == 1 and "no export" in notes[0]
+
+
+def test_the_page_serves_int8_only_when_its_bleu_is_inside_float32s_interval():
+    full = {"bleu": 36.0, "mean": 36.1, "ci95": 1.5}
+    inside = {"float32": full, "int8": {"bleu": 34.7, "mean": 34.8, "ci95": 1.5}}
+    outside = {"float32": full, "int8": {"bleu": 34.5, "mean": 34.6, "ci95": 1.5}}
+    assert live_page.choose_export(inside) == "int8"
+    assert live_page.choose_export(outside) == "float32"
+    with pytest.raises(ValueError, match="float32"):
+        live_page.choose_export({"int8": full, "float32": full})
+
+
+def test_site_stages_chapter_08s_choice_before_the_float32_export(tmp_path):
+    if not live_page.ort_cache_dir().is_dir():
+        pytest.skip("onnxruntime-web is not in the cache (scripts/setup.sh fetches it)")
+    run_dir = tmp_path / "runs" / "book-p"
+    for name, weights in (("web", "float32"), (live_page.LIVE_EXPORT, "int8")):
+        (run_dir / name).mkdir(parents=True)
+        (run_dir / name / "model.json").write_text(json.dumps({"weights": weights}))
+    try:
+        notes = live_page.stage_for_site(tmp_path / "stage", "p", tmp_path)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    assert "int8 weights" in notes[0], notes
+    served = tmp_path / "stage" / "_extra" / live_page.SITE_LIVE / live_page.SITE_MODEL
+    assert json.loads((served / "model.json").read_text())["weights"] == "int8"

@@ -168,7 +168,7 @@ def dependency_pairs(
     for v in range(len(norm)):
         if not is_verb(norm, v) or ends_phrase[v]:
             continue
-        j = v + 1
+        j, closed = v + 1, False
         for _ in range(2):
             if j < len(norm) and norm[j] in PREPOSITIONS:
                 if norm[j] == "to" and (
@@ -176,15 +176,27 @@ def dependency_pairs(
                 ):
                     break
                 j += 1
-                if ends_phrase[j - 1]:
+                if ends_phrase[j - 1]:  # "jumps up." ends the clause: no complement
+                    closed = True
                     break
-        head = None
+        if closed:
+            continue
+        head, ended = None, False
         for k in range(j, min(len(norm), j + max_phrase)):
             if norm[k] in PREPOSITIONS or norm[k] in BOUNDARIES or is_verb(norm, k):
+                # "a red and blue guitar": a conjunction not followed by a new noun phrase
+                # may join adjectives, so the word before it need not be the head.
+                ended = not (
+                    norm[k] in ("and", "or")
+                    and (k + 1 >= len(norm) or norm[k + 1] not in DETERMINERS)
+                )
                 break
             head = k
-            if ends_phrase[k]:
+            if ends_phrase[k] or k == len(norm) - 1:
+                ended = True
                 break
+        if not ended:  # longer than max_phrase: its last word need not be its head
+            continue
         # A participle closing the phrase modifies the noun before it ("a woman dressed in").
         while (
             head is not None
@@ -355,24 +367,33 @@ def head_scores(
 ) -> pd.DataFrame:
     """One row per (layer, head): mean weight, the key words' mean weight from every word, the
     mean baseline, the ratio of weight to baseline and a percentile bootstrap interval of the
-    ratio at `level`, resampling sentences; `shows` is True where the interval lies above 1.
+    ratio at `level`, resampling sentences; likewise the ratio of weight to the from-every-word
+    control. `shows` is True where both intervals lie above 1: the query word singles out its
+    key word beyond an even spread *and* beyond what any word of the caption gives that key (a
+    head that looks at the first noun from everywhere passes the first test, not the second).
     The default level, 1 - 0.05 / heads (Bonferroni), keeps the chance that any head of the
-    model is named by luck under 5%."""
+    model is named by luck under 5%; `resamples` grows so that each tail rests on at least 50
+    draws."""
     n = len(samples.sentences)
     flat = samples.weights.reshape(n, -1).astype(np.float64)  # (n, L*h)
     base = samples.baselines.astype(np.float64)
-    rng = np.random.default_rng(seed)
-    ratios = []
-    for start in range(0, resamples, 1000):
-        counts = rng.multinomial(n, np.full(n, 1 / n), size=min(1000, resamples - start))
-        ratios.append((counts @ flat) / (counts @ base)[:, None])
-    ratios = np.concatenate(ratios)
+    control = samples.control.reshape(n, -1).astype(np.float64)
     if level is None:
         level = 1 - 0.05 / flat.shape[1]
     tail = (1 - level) / 2
+    resamples = max(resamples, math.ceil(50 / tail))
+    rng = np.random.default_rng(seed)
+    ratios, over_control = [], []
+    for start in range(0, resamples, 1000):
+        counts = rng.multinomial(n, np.full(n, 1 / n), size=min(1000, resamples - start))
+        drawn = counts @ flat
+        ratios.append(drawn / (counts @ base)[:, None])
+        over_control.append(drawn / np.maximum(counts @ control, 1e-12))
+    ratios, over_control = np.concatenate(ratios), np.concatenate(over_control)
     low, high = np.quantile(ratios, [tail, 1 - tail], axis=0)
+    control_low = np.quantile(over_control, tail, axis=0)
     weight, baseline = flat.mean(0), base.mean()
-    every = samples.control.reshape(n, -1).mean(0)
+    every = control.mean(0)
     rows = []
     for index in range(flat.shape[1]):
         layer, head = divmod(index, samples.heads)
@@ -388,7 +409,9 @@ def head_scores(
                 "ratio": float(weight[index] / baseline),
                 "low": float(low[index]),
                 "high": float(high[index]),
-                "shows": bool(low[index] > 1),
+                "over every word": float(weight[index] / max(every[index], 1e-12)),
+                "over every word low": float(control_low[index]),
+                "shows": bool(low[index] > 1 and control_low[index] > 1),
             }
         )
     return pd.DataFrame(rows)
@@ -490,13 +513,14 @@ def describe(scores: pd.DataFrame, query: str, key: str) -> str:
         listed = "; ".join(head_text(r) for _, r in shown.iterrows())
         verdict = (
             f"{len(shown)} of {len(scores)} heads {'puts' if len(shown) == 1 else 'put'} "
-            f"more weight from {query} on {key} than an even spread would, with the whole "
-            f"interval above it: {listed}."
+            f"more weight from {query} on {key} than an even spread would and than the "
+            f"caption's other words give {key}, with both intervals above 1: {listed}."
         )
     else:
         verdict = (
-            f"no head of {len(scores)} puts more weight from {query} on {key} than an even "
-            f"spread with its interval clear of it; the best is {head_text(best)}."
+            f"no head of {len(scores)} puts more weight from {query} on {key} than both an "
+            f"even spread and the caption's other words give {key}, with its intervals clear "
+            f"of them; the best is {head_text(best)}."
         )
     below = int((scores["high"] < 1).sum())
     tail = (

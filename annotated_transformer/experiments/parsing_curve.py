@@ -206,6 +206,12 @@ def train_share(
                 "invalid": run.score.invalid,
             }
         )
+    if len(snapshots) < recipe.average_last:
+        raise ValueError(
+            f"{len(snapshots)} snapshots for an average of the last {recipe.average_last}: "
+            f"train at least {recipe.average_last * recipe.snapshot_epochs} epochs, or lower "
+            "average_last"
+        )
     torch.save(
         average_checkpoints(snapshots[-recipe.average_last :]), run_dir / AVERAGED_NAME
     )
@@ -276,30 +282,35 @@ def source_dependence(
     *,
     seed: int = 0,
 ) -> dict:
-    """Does the parser read its sentence? Teacher-forced loss per target symbol on `trees` with each
-    tree's own sentence, and with the sentence of another tree of the same length (so the number of
-    word slots still fits). A parser that uses the words loses much more with the wrong sentence
-    than one that has only learned what trees of a given length tend to look like."""
-    pairs = vocabularies.encode(trees)
-    own = [pairs[i] for i in range(len(pairs))]
+    """Does the parser read its sentence? Teacher-forced loss per target symbol with each tree's
+    own sentence, and with the sentence of another tree of the same length (so the number of word
+    slots still fits). A parser that uses the words loses much more with the wrong sentence than
+    one that has only learned what trees of a given length tend to look like.
+
+    Only trees that can get another sentence count, on both sides: within each length, the trees
+    are shuffled and then rotated by one (every tree gets another's sentence); a length held by
+    one tree alone, or a pair too long for the model's positions, is left out."""
+    pairs, _ = vocabularies.encode(trees).fitting(model.config.max_len)
     by_length: dict[int, list[int]] = {}
-    for i, (src, _) in enumerate(own):
+    for i, (src, _) in enumerate(pairs):
         by_length.setdefault(len(src), []).append(i)
     rng = random.Random(seed)
-    other = list(range(len(own)))
-    moved = 0
+    own, swapped = [], []
     for ids in by_length.values():
-        shuffled = ids[:]
-        rng.shuffle(shuffled)
-        for i, j in zip(ids, shuffled):
-            other[i] = j
-            moved += i != j
-    swapped = [(own[other[i]][0], own[i][1]) for i in range(len(own))]
+        if len(ids) < 2:
+            continue
+        ids = ids[:]
+        rng.shuffle(ids)
+        for i, j in zip(ids, ids[1:] + ids[:1]):
+            own.append((pairs[i][0], pairs[i][1]))
+            swapped.append((pairs[j][0], pairs[i][1]))
+    if not own:
+        raise ValueError("no two trees share a sentence length: nothing to swap")
     return {
         "nll_own_sentence": _teacher_forced_nll(model, own),
         "nll_other_sentence": _teacher_forced_nll(model, swapped),
-        "trees": len(own),
-        "trees_with_another_sentence": moved,
+        "trees": len(pairs),
+        "trees_with_another_sentence": len(own),
     }
 
 

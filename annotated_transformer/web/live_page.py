@@ -18,6 +18,7 @@ import base64
 import hashlib
 import html
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -45,6 +46,9 @@ SCRIPT_NAME = "live-translate.js"  # in the site's _static
 SITE_LIVE = "live"
 SITE_RUNTIME = "onnxruntime-web"  # under live/
 SITE_MODEL = "model"  # under live/
+# Under runs/book-<profile>/: the export the site serves, the one chapter 08 chose (`choose_export`);
+# an older run folder without it serves its float32 export, "web".
+LIVE_EXPORT = "web-live"
 
 
 def _repo_root() -> Path:
@@ -160,13 +164,30 @@ def widget_html(
     )
 
 
+def choose_export(comparison: dict[str, dict]) -> str:
+    """Which export the live page serves, from `paired_bootstrap` of the float32 and int8 exports'
+    test translations (float32 first): "int8" when its BLEU lies within the 95% bootstrap interval
+    of the float32 export's, else "float32". The int8 weights are a quarter of the download; a
+    reader should get them only when the loss they cost cannot be told from noise."""
+    if list(comparison)[:1] != ["float32"] or "int8" not in comparison:
+        raise ValueError(
+            f"a comparison of 'float32' (first) and 'int8' is needed, got {list(comparison)}"
+        )
+    full, small = comparison["float32"], comparison["int8"]
+    within = abs(small["bleu"] - full["mean"]) <= full["ci95"]
+    return "int8" if within else "float32"
+
+
 def stage_for_site(
     stage_dir: str | os.PathLike, profile: str, root: str | os.PathLike
 ) -> list[str]:
     """Put chapter 08's live translation into a staged site: the export that chapter wrote under
     `runs/book-<profile>/web/`, onnxruntime-web and the widget's script. Returns notes for the
     build's log (what was copied and its size, or why the page's widget will not load)."""
-    export = Path(root) / "runs" / f"book-{profile}" / "web"
+    run_dir = Path(root) / "runs" / f"book-{profile}"
+    export = run_dir / LIVE_EXPORT
+    if not (export / "model.json").is_file():
+        export = run_dir / "web"
     if not (export / "model.json").is_file():
         return [
             (
@@ -181,8 +202,9 @@ def stage_for_site(
     except OSError as error:
         return [f"live translation left out of the site: {error}"]
     total = sum(sizes.values())
+    weights = json.loads((export / "model.json").read_text()).get("weights", "float32")
     return [
-        f"live translation: {total / 1e6:.1f} MB in _static and {SITE_LIVE}/ ("
+        f"live translation ({weights} weights): {total / 1e6:.1f} MB in _static and {SITE_LIVE}/ ("
         + ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in sizes.items())
         + ")"
     ]
