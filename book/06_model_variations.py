@@ -507,7 +507,7 @@ for title, members in GROUPS.items():
             y_title="validation perplexity",
             log_y=True,
             points=True,
-            width=250,
+            width=180,
             height=240,
         )
     )

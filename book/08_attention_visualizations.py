@@ -182,9 +182,13 @@ print(
 # word's number of pieces over the number of keys the query sees, $n_\text{key}/n$ with $n$ the
 # source pieces including `</s>`. A caption with several pairs counts once, with the mean of its
 # pairs. For each head the mean weight over captions divided by the mean baseline is its ratio
-# (1: no more than an even spread), with a percentile bootstrap interval over captions. With $H$
-# heads tested, each interval is at level $1 - 0.05/H$ (Bonferroni), so that a head named below
-# as showing a phenomenon, its whole interval above 1, is unlikely to be one lucky draw of $H$.
+# (1: no more than an even spread), with a percentile bootstrap interval over captions. A head
+# that looks at nouns from every word of a caption would pass that test without following the
+# verb or the pronoun, so a second ratio sets the weight beside what the same key word receives
+# from the average query piece of its caption, with its own interval from the same resamples. A
+# head shows the phenomenon when both intervals lie wholly above 1. With $H$ heads tested, each
+# interval is at level $1 - 0.05/H$ (Bonferroni), so that a head named below is unlikely to be one
+# lucky draw of $H$.
 
 # %%
 test = load_parallel(
@@ -223,10 +227,15 @@ def show_scores(table: pd.DataFrame) -> None:
     )
     columns = ["layer", "head", "weight", "from every word", "even spread", "ratio"]
     viz.show_table(
-        shown[[*columns, "interval", "above"]],
+        shown[[*columns, "interval", "over every word", "over every word low", "above"]],
         weight="{:.3f}",
         ratio="{:.2f}",
-        **{"from every word": "{:.3f}", "even spread": "{:.3f}"},
+        **{
+            "from every word": "{:.3f}",
+            "even spread": "{:.3f}",
+            "over every word": "{:.2f}",
+            "over every word low": "{:.2f}",
+        },
     )
 
 
@@ -236,7 +245,9 @@ def show_scores(table: pd.DataFrame) -> None:
 # Per encoder head: the mean weight from the verb on the head noun of its complement, the mean
 # weight the same word receives from every query piece of its caption (a head that looks at such
 # nouns from anywhere scores there too), the even spread, the ratio of weight to even spread and
-# its interval; "above" marks an interval that lies wholly above 1.
+# its interval, then the weight over what every word gives the same key and the lower end of its
+# interval. "above" marks a head whose two intervals both lie wholly above 1: the verb singles out
+# its complement more than an even spread would and more than the caption's other words do.
 
 # %%
 show_scores(scores["dependency"])

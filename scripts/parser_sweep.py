@@ -49,6 +49,11 @@ def main() -> None:
     p.add_argument("--precision", default="auto")
     p.add_argument("--beam", type=int, default=parsing.PAPER_BEAM)
     p.add_argument("--data-dir", default=None)
+    p.add_argument(
+        "--tags",
+        action="store_true",
+        help="the labelled variant: slots are part-of-speech tags instead of XX",
+    )
     args = p.parse_args()
     if args.out.exists():
         sys.exit(f"{args.out} exists: give a new folder for this candidate")
@@ -67,6 +72,7 @@ def main() -> None:
         snapshot_epochs=args.snapshot_epochs,
         average_last=args.average,
         precision=args.precision,
+        tags=args.tags,
     )
     files = parsing.read_treebank(treebank_zip_path(args.data_dir))
     split_files = parsing.split_by_file(files)

@@ -575,3 +575,19 @@ def test_a_tiny_parser_trained_briefly_beats_an_untrained_one(sample_trees, tmp_
     assert record["training"]["steps"] == 150 and after["invalid"] == 0
     assert after["f1"] > before.score.f1 + 30 and after["f1"] > 60, (after, before.score)
     assert after["f1"] > max(b["f1"] for b in record["baselines"].values())
+
+
+def test_paired_f1_bootstrap_of_a_parser_against_itself_and_against_a_floor(sample_trees):
+    gold = _sample_splits(sample_trees)["test"][:60]
+    floor = next(iter(parsing.baselines(gold, gold).values()))  # right-branching
+    same = parsing.paired_f1_bootstrap(gold, floor, floor, samples=500)
+    assert same["difference"] == 0 and same["difference_ci95"] == [0.0, 0.0]
+    assert same["p_value"] == 1.0
+    assert same["first"]["f1"] == pytest.approx(parsing.corpus_score(gold, floor).f1)
+    perfect = parsing.paired_f1_bootstrap(gold, floor, gold, samples=500)
+    assert perfect["second"]["f1"] == pytest.approx(100.0)
+    assert perfect["difference_ci95"][0] > 0 and perfect["p_value"] < 0.01
+    low, high = perfect["first"]["ci95"]
+    assert low < perfect["first"]["f1"] < high
+    with pytest.raises(ValueError, match="one parse per gold tree"):
+        parsing.paired_f1_bootstrap(gold, floor[:-1], gold)

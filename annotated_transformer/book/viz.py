@@ -1327,7 +1327,10 @@ def _cost_panel(
         layers.insert(
             0, _interval_rules(points.dropna(subset=["ci95"]), x, "bleu", "ci95")
         )
-    return alt.layer(*layers).properties(width=330, height=300, title=title)
+    # Two panels and their labels fit the book's 800-pixel column; a long title breaks at ": ".
+    lines = title.split(": ", 1)
+    title = [lines[0] + ":", lines[1]] if len(lines) == 2 else title
+    return alt.layer(*layers).properties(width=260, height=300, title=title)
 
 
 def table2_panels(

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Sequence
 
+import numpy as np
 import torch
 from nltk import Tree
 
@@ -492,6 +493,62 @@ def bracket_score(gold: Tree, test: Tree, *, invalid: bool = False) -> BracketSc
         invalid=int(invalid),
         exact=int(matched == n_gold == n_test),
     )
+
+
+def paired_f1_bootstrap(
+    gold: Sequence[Tree],
+    first: Sequence[Tree | Delinearized],
+    second: Sequence[Tree | Delinearized],
+    *,
+    samples: int = 2000,
+    seed: int = 0,
+) -> dict:
+    """Corpus F1 of two parsers on the same sentences and a paired bootstrap of their difference
+    (second minus first): sentences are resampled with replacement, and each resample's F1 is
+    computed from its summed bracket counts, as `corpus_score` does. Returns both F1s with their
+    95% percentile intervals, the difference with its interval, and a two-sided p-value (twice the
+    share of resamples on the far side of zero)."""
+    if not len(gold) == len(first) == len(second) > 0:
+        raise ValueError(
+            f"one parse per gold tree is needed: {len(gold)} gold, {len(first)} and "
+            f"{len(second)} parses"
+        )
+
+    def counts(parses) -> np.ndarray:
+        rows = []
+        for g, t in zip(gold, parses):
+            tree = t.tree if isinstance(t, Delinearized) else t
+            b = bracket_score(g, tree)
+            rows.append((b.matched, b.gold, b.test))
+        return np.array(rows, dtype=np.float64)
+
+    def f1(c: np.ndarray) -> np.ndarray:  # c: (..., 3) summed counts
+        matched, n_gold, n_test = c[..., 0], c[..., 1], c[..., 2]
+        return 100.0 * 2 * matched / np.maximum(n_gold + n_test, 1e-12)
+
+    a, b = counts(first), counts(second)
+    rng = np.random.default_rng(seed)
+    n = len(gold)
+    weights = rng.multinomial(n, np.full(n, 1 / n), size=samples).astype(np.float64)
+    fa, fb = f1(weights @ a), f1(weights @ b)
+    diff = fb - fa
+    point = float(f1(b.sum(0)) - f1(a.sum(0)))
+    p_value = min(1.0, 2 * min(float(np.mean(diff <= 0)), float(np.mean(diff >= 0))))
+    return {
+        "first": {
+            "f1": float(f1(a.sum(0))),
+            "ci95": np.quantile(fa, [0.025, 0.975]).tolist(),
+        },
+        "second": {
+            "f1": float(f1(b.sum(0))),
+            "ci95": np.quantile(fb, [0.025, 0.975]).tolist(),
+        },
+        "difference": point,
+        "difference_ci95": np.quantile(diff, [0.025, 0.975]).tolist(),
+        "p_value": p_value,
+        "samples": samples,
+        "sentences": n,
+    }
 
 
 def corpus_score(
@@ -1052,6 +1109,7 @@ def report_parser(
         dict(beam_size=PAPER_BEAM, constrained=False),
     ),
     results_dir: str | os.PathLike | None = None,
+    file_suffix: str = "",
     **decoding,
 ) -> dict:
     """Evaluate a trained parser on a split with and without the constraint, beside the baselines.
@@ -1059,7 +1117,7 @@ def report_parser(
     Returns a JSON-able record: per decoding, F1, precision, recall, exact and invalid trees and F1 by
     sentence length; the same for the baselines on the same trees. With `results_dir`, writes the
     gold trees and the first decoding's trees, one per line in the same order, as
-    ``parsing_<split>_gold.txt`` and ``parsing_<split>_predicted.txt`` for evalb.
+    ``parsing_<split>_gold.txt`` and ``parsing_<split>_predicted<file_suffix>.txt`` for evalb.
     """
     gold = data.trees[split]
     runs = [
@@ -1090,7 +1148,8 @@ def report_parser(
                 Path(results_dir) / f"parsing_{split}_gold.txt", gold
             ).name,
             "predicted": write_trees(
-                Path(results_dir) / f"parsing_{split}_predicted.txt", runs[0].parses
+                Path(results_dir) / f"parsing_{split}_predicted{file_suffix}.txt",
+                runs[0].parses,
             ).name,
             "predicted_by": runs[0].name,
         }

@@ -58,6 +58,9 @@ class ParserRecipe:
     average_last: int = 3
     precision: str = "auto"
     seed: int = 1
+    tags: bool = (
+        False  # a labelled variant: word slots written as part-of-speech tags, not XX
+    )
 
     def __post_init__(self):
         if self.epochs < 1 or self.snapshot_epochs < 1 or self.average_last < 1:
@@ -130,6 +133,7 @@ class ShareRun:
         dict
     ]  # {"step", "epochs", "f1", "invalid"} per snapshot, greedy constrained
     run_dir: str
+    tags: bool = False  # the labelled variant (tags in the word slots)
 
     @property
     def averaged(self) -> Path:
@@ -157,7 +161,7 @@ def train_share(
     """
     run_dir = Path(run_dir)
     data = parsing.ParsingData.from_splits(
-        {"train": list(train_trees), "dev": list(dev_trees)}
+        {"train": list(train_trees), "dev": list(dev_trees)}, tags=recipe.tags
     )
     train_pairs = data.encoded("train")
     steps_per_epoch = TokenBatcher(
@@ -225,6 +229,7 @@ def train_share(
         dev_loss=dev_loss,
         dev_f1=dev_f1,
         run_dir=str(run_dir),
+        tags=recipe.tags,
     )
 
 
@@ -242,22 +247,31 @@ def learning_curves(
     *,
     workers: int = 1,
     device: str = "cpu",
+    variants: Sequence[ParserRecipe] = (),
 ) -> Iterator[ShareRun]:
-    """Train one run per share (largest first), yielding each `ShareRun` as it finishes.
+    """Train one run per share (largest first), and each of `variants` on all the training
+    files, yielding each `ShareRun` as it finishes.
 
     With workers > 1 on a CPU, that many spawned processes of one thread each share the runs;
     otherwise they run one after another here.
     """
+    planned = [
+        (share, recipe, f"share_{share:g}") for share in sorted(set(shares), reverse=True)
+    ]
+    planned[1:1] = [
+        (1.0, variant, f"share_1_variant_{i}{'_tags' if variant.tags else ''}")
+        for i, variant in enumerate(variants)
+    ]
     jobs = [
         dict(
             train_trees=first_share(train_by_file, share),
             dev_trees=list(dev_trees),
-            recipe=recipe,
-            run_dir=Path(out_dir) / f"share_{share:g}",
+            recipe=planned_recipe,
+            run_dir=Path(out_dir) / folder,
             share=share,
             device=str(device),
         )
-        for share in sorted(set(shares), reverse=True)
+        for share, planned_recipe, folder in planned
     ]
     if workers <= 1 or torch.device(device).type != "cpu":
         for job in jobs:
