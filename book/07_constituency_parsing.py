@@ -837,7 +837,13 @@ display(
         f"On the {len(test_trees)} test sentences the variant scores **{versus['second']['f1']:.1f} "
         f"F1** ({tagged_chosen.name}, chosen on dev) against {versus['first']['f1']:.1f} for "
         f"`XX` slots: a difference of {versus['difference']:+.1f} F1, 95% paired bootstrap "
-        f"interval [{low:+.1f}, {high:+.1f}] over sentences (p = {versus['p_value']:.3f}), "
+        f"interval [{low:+.1f}, {high:+.1f}] over sentences ("
+        + (
+            f"p = {versus['p_value']:.3f}"
+            if versus["p_value"] > 0
+            else f"no resample of {versus['samples']:,} reversed it"
+        )
+        + "), "
         + ("beyond" if low > 0 or high < 0 else "within")
         + " the resampling noise. Another sentence of the same length costs the variant "
         f"{share_of_loss(tagged_reads):.0f}% of its loss, against {share_of_loss(reads):.0f}% for "
