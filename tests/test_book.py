@@ -3,6 +3,7 @@ the executed notebooks without missing pages, and a headless Chromium sees its c
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -298,6 +299,31 @@ def test_pages_leave_no_progress_dumps_and_name_no_path_of_this_machine(smoke_bo
         assert not named, f"{name} shows a path of this machine: {named[:2]}"
 
 
+def _built_page_lines(page: Path) -> list[str]:
+    """The text a reader sees on a built page: scripts, styles and tags left out."""
+    text = re.sub(
+        r"<(script|style)\b.*?</\1>", "", page.read_text(encoding="utf-8"), flags=re.S
+    )
+    return [
+        line.strip()
+        for line in html.unescape(re.sub(r"<[^>]+>", "\n", text)).splitlines()
+    ]
+
+
+@pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
+def test_built_pages_show_no_progress_dumps(smoke_book):
+    _, site, out, _ = smoke_book
+    assert site is not None and site.ok
+    pages = sorted((out / "html" / "book").glob("*.html"))
+    assert len(pages) == len(CHAPTERS)
+    for page in pages:
+        bars = [line for line in _built_page_lines(page) if PROGRESS_LINE.search(line)]
+        assert len(bars) <= MAX_PROGRESS_LINES, (
+            f"{page.name}: {len(bars)} progress lines, e.g. {bars[:3]}"
+        )
+
+
 @pytest.mark.book
 @pytest.mark.slow  # the smoke book: every chapter, then the site
 def test_site_builds_without_missing_pages(smoke_book):
@@ -515,3 +541,18 @@ def test_every_profile_runs_the_chapters_set_up(name, number):
     assert isinstance(size, dict) and size, (
         f"profile {name!r} gives chapter {number} no sizes"
     )
+
+
+def test_progress_lines_are_found_in_a_built_page(tmp_path):
+    """The check above can fail: a page holding a text bar's refreshes is caught, prose is not."""
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><head><script>var s = '40%|####  | 4/10 [00:01<00:02, 3.1it/s]';</script></head>"
+        "<body><p>Training took 40% of the time | see below.</p><pre>"
+        "train: 40%|####      | 4/10 [00:01&lt;00:02, 3.10it/s]\n"
+        "train: 50%|#####     | 5/10 [00:01&lt;00:01, 3.20it/s]\n"
+        "train smoke:   20step loss 5.1</pre></body></html>",
+        encoding="utf-8",
+    )
+    bars = [line for line in _built_page_lines(page) if PROGRESS_LINE.search(line)]
+    assert len(bars) == 3, bars
