@@ -601,16 +601,7 @@ viz.show_source(parsing.TreeConstraint.__call__)
 # beam, both constrained, with the full run's average of its last snapshots.
 
 # %%
-dev_runs = {
-    run.name: run
-    for run in (
-        parsing.evaluate_parser(
-            model, vocabularies, dev_trees, beam_size=beam, constrained=True
-        )
-        for beam in (1, PAPER_BEAM)
-    )
-}
-chosen = max(dev_runs.values(), key=lambda run: run.score.f1)
+dev_runs, chosen = parsing.choose_search(model, vocabularies, dev_trees)
 viz.show_table(
     pd.DataFrame(
         [
@@ -765,16 +756,9 @@ tagged_data = parsing.ParsingData.from_splits(
 )
 tagged_model, tagged_vocabularies = parsing.load_parser(tagged_state, device)
 assert tagged_vocabularies == tagged_data.vocabularies and tagged_vocabularies.tags
-tagged_dev = {
-    run.name: run
-    for run in (
-        parsing.evaluate_parser(
-            tagged_model, tagged_vocabularies, dev_trees, beam_size=beam, constrained=True
-        )
-        for beam in (1, PAPER_BEAM)
-    )
-}
-tagged_chosen = max(tagged_dev.values(), key=lambda run: run.score.f1)
+tagged_dev, tagged_chosen = parsing.choose_search(
+    tagged_model, tagged_vocabularies, dev_trees
+)
 tagged_report = parsing.report_parser(
     tagged_model,
     tagged_data,

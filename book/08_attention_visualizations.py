@@ -626,6 +626,9 @@ if settings.name != "gpu" and other.is_file():
 from annotated_transformer.web.onnx_export import OnnxTranslator, export_onnx
 
 web_dir = run_dir / "web"
+# The site serves the export chosen below; drop an earlier run's choice first, so a failure before
+# that choice leaves the site on this run's float32 export rather than an older model.
+shutil.rmtree(run_dir / live_page.LIVE_EXPORT, ignore_errors=True)
 written = export_onnx(checkpoint, web_dir)
 translator = OnnxTranslator(web_dir)
 checked = captions[: min(5, len(captions))]
@@ -673,7 +676,6 @@ bar.close()
 live_bleu = paired_bootstrap(live_translations, live_references)
 live_choice = live_page.choose_export(live_bleu)
 live_dir = run_dir / live_page.LIVE_EXPORT
-shutil.rmtree(live_dir, ignore_errors=True)  # this chapter's own copy of its choice
 shutil.copytree(small_dir if live_choice == "int8" else web_dir, live_dir)
 same = sum(a == b for a, b in zip(*live_translations.values()))
 full, quantized = live_bleu["float32"], live_bleu["int8"]

@@ -93,9 +93,9 @@ def main() -> None:
     for point in run.dev_f1:
         print(point, flush=True)
     model, vocabularies = parsing.load_parser(run.averaged)
+    scored_runs, _ = parsing.choose_search(model, vocabularies, dev, beams=(1, args.beam))
     finals = {}
-    for beam in (1, args.beam):
-        scored = parsing.evaluate_parser(model, vocabularies, dev, beam_size=beam)
+    for scored in scored_runs.values():
         finals[scored.name] = {
             **scored.score.to_dict(),
             "seconds": round(scored.seconds, 1),

@@ -104,3 +104,12 @@ def test_source_dependence_is_zero_for_a_parser_that_cannot_see_its_sentence():
     assert blind["nll_own_sentence"] == pytest.approx(
         blind["nll_other_sentence"], rel=1e-6
     )
+
+
+def test_choose_search_scores_each_beam_on_dev_and_keeps_the_best():
+    data = parsing.ParsingData.from_splits({"train": trees(6)}, min_count=1)
+    model = build_model(TINY.config(data), data.vocabularies.sizes, seed=3).eval()
+    runs, chosen = parsing.choose_search(model, data.vocabularies, trees(3), beams=(1, 2))
+    assert set(runs) == {"greedy, constrained", "beam 2, constrained"}
+    assert chosen.score.f1 == max(r.score.f1 for r in runs.values())
+    assert all(r.score.invalid == 0 for r in runs.values())  # constrained: always a tree

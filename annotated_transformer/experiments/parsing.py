@@ -1099,6 +1099,27 @@ EVALB_CONVENTIONS = (
 )
 
 
+def choose_search(
+    model: Transformer,
+    vocabularies: ParserVocabularies,
+    dev_trees: Sequence[Tree],
+    beams: Sequence[int] = (1, PAPER_BEAM),
+) -> tuple[dict[str, ParseRun], ParseRun]:
+    """Parse the development trees with each beam size, constrained to valid trees, and pick the
+    search with the highest F1 there: (every run by name, the chosen run). The test split is never
+    read here, so the chapter scores it once with the choice."""
+    runs = {
+        run.name: run
+        for run in (
+            evaluate_parser(
+                model, vocabularies, dev_trees, beam_size=beam, constrained=True
+            )
+            for beam in beams
+        )
+    }
+    return runs, max(runs.values(), key=lambda run: run.score.f1)
+
+
 def report_parser(
     model: Transformer,
     data: ParsingData,
