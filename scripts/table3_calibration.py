@@ -48,8 +48,25 @@ def main() -> None:
     )
     parser.add_argument("--candidate", action="append", required=True, help="WARMUP:PEAK")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--norm-position",
+        choices=("post", "pre"),
+        default="post",
+        help="pre: a diagnostic with the norm before each sub-layer (not the paper's model), to see "
+        "whether depth is limited by post-norm's start",
+    )
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="the results file (default results/tuning_table3_<profile>/calibration.json); "
+        "an existing file is never replaced",
+    )
     args = parser.parse_args()
+    out = args.out or results.results_path("calibration", f"tuning_table3_{args.profile}")
+    if out.exists():
+        sys.exit(f"{out} exists: give --out a new file, or move the old one away first")
 
     base = get_profile(args.profile)
     book = base.book
@@ -78,6 +95,7 @@ def main() -> None:
                 train_pairs=pairs,
                 curve_points=4,
                 corpus="part",
+                norm_position=args.norm_position,
             )
             for row in ROWS
         ]
@@ -117,8 +135,13 @@ def main() -> None:
             },
         },
         profile=f"tuning_table3_{args.profile}",
-        config={"profile": profile.to_dict(), "candidates": args.candidate},
+        config={
+            "profile": profile.to_dict(),
+            "candidates": args.candidate,
+            "norm_position": args.norm_position,
+        },
         wall_time_s=round(time.perf_counter() - started, 1),
+        path=out,
     )
     print(f"chosen: {chosen}; wrote {path}")
     assert all(math.isfinite(r["ppl"]) for r in runs)

@@ -119,8 +119,16 @@ def test_reference_computes_our_function_loss_and_gradients():
 
 
 def test_reference_puts_dropout_where_we_do():
-    """Same seed, same dropout masks: equal outputs in training mode mean equal dropout placement."""
+    """Same seed, same dropout masks: equal outputs in training mode mean equal dropout placement.
+    The reference's nn.Dropout modules are swapped for the package's (same distribution, another
+    way of drawing the mask on a CPU) so that both draw the same masks."""
+    from annotated_transformer.model.layers import Dropout
+
     ours, reference = pair(dropout=0.3)
+    for parent in list(reference.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is torch.nn.Dropout:
+                setattr(parent, name, Dropout(child.p))
     src, tgt_in, tgt_out = batch()
     ours.train(), reference.train()
     torch.manual_seed(5)

@@ -208,3 +208,27 @@ def test_spearman_bootstrap_interval():
     assert unrelated["samples"] + unrelated["dropped"] == 2000
     with pytest.raises(ValueError):
         f.spearman([1.0], [2.0])
+
+
+def test_a_profile_that_trains_a_subset_reads_the_pairs_it_has():
+    """C6/C7 left out (the cpu profile): bigger is better reads C1/C3 and C4/C5 alone, and the
+    untrained pair neither joins the Holm family nor blocks the finding."""
+    rng = np.random.default_rng(1)
+    runs = {
+        row: by_seed(10 + rng.normal(0, 0.01, 3))
+        for row in f.finding_rows()
+        if row not in ("C6", "C7")
+    }
+    runs |= {"C1": by_seed([13.0, 13.1, 12.9]), "C4": by_seed([13.0, 12.9, 13.2])}
+    small = {row: by_seed(10 + rng.normal(0, 0.01, 3)) for row in ("D1", "base")}
+    result = f.assess(f.FINDINGS, {"full": runs, "small": small})
+    bigger = next(r for r in result if r["finding"] == "bigger is better")
+    assert bigger["verdict"] == f.HOLDS
+    untrained = [c for c in bigger["comparisons"] if not c["trained"]]
+    assert [(c["first"], c["second"]) for c in untrained] == [("C6", "C7")]
+    assert "not trained" in untrained[0]["reason"] and untrained[0]["level"] is None
+    levels = sorted(c["level"] for r in result for c in r["comparisons"] if c["trained"])
+    assert len(levels) == 7 and math.isclose(levels[0], 0.05 / 7)
+    # a finding with no trained pair at all cannot be told, never holds by default
+    alone = f.assess([ONE_HEAD], {"full": {"base": by_seed([10.0, 11.0, 12.0])}})[0]
+    assert alone["verdict"] == f.CANNOT_TELL

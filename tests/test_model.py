@@ -341,3 +341,22 @@ def test_presets():
     with pytest.raises(ValueError, match="unknown preset"):
         preset("huge")
     assert TransformerConfig.from_dict(base.to_dict()) == base
+
+
+def test_cpu_dropout_keeps_one_minus_p_and_rescales():
+    """The model's CPU dropout mask: kept elements scaled by 1 / (1 - p), the rest zero, about
+    1 - p kept, the gradient is the same mask, and eval mode or p = 0 leaves the input as it is."""
+    from annotated_transformer.model.layers import Dropout
+
+    torch.manual_seed(0)
+    x = torch.randn(256, 512, requires_grad=True)
+    drop = Dropout(0.2).train()
+    y = drop(x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.8) < 0.01
+    torch.testing.assert_close(y[kept], x[kept] / 0.8)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.8)
+    assert torch.equal(drop.eval()(x), x)
+    assert torch.equal(Dropout(0.0).train()(x), x)
+    assert torch.equal(Dropout(1.0).train()(x), torch.zeros_like(x))

@@ -50,6 +50,13 @@ def results_root(root: str | os.PathLike | None = None) -> Path:
     return (repo / "results") if repo is not None else Path.cwd() / "results"
 
 
+def committed_root() -> Path | None:
+    """The clone's results/, where tuning sweeps and calibrations are committed (None in an
+    installed copy): what a chapter reads its choices from, whatever $AT_RESULTS_DIR says."""
+    root = clone_root()
+    return None if root is None else root / "results"
+
+
 def check_name(name: str, what: str = "result name") -> str:
     """`name` when it is a plain file stem (no folder, not hidden, no odd characters); `what`
     says in the error where the name came from (a flag)."""

@@ -197,12 +197,15 @@ def assess(
 ) -> list[dict]:
     """Every finding's verdict, from `ppl[corpus][row][seed]` (validation perplexities).
 
-    All comparisons of all findings form one Holm family. A comparison needs at least two common
-    seeds (else: cannot tell). A finding holds when all its comparisons hold, does not hold when one
-    does not, and otherwise cannot be told. Each comparison reports its mean difference and interval
-    in percent of perplexity.
+    The comparisons whose rows were trained form one Holm family; a pair with a row missing (a
+    profile that trains a subset) is reported with its reason and left out of the family and of its
+    finding, which then reads the pairs it has (none: cannot tell). A comparison needs at least two
+    common seeds (else: cannot tell). A finding holds when all its trained comparisons hold, does
+    not hold when one does not, and otherwise cannot be told. Each comparison reports its mean
+    difference and interval in percent of perplexity.
     """
     tests = []  # (finding index, first, second, Paired or None, reason)
+    untrained: set[int] = set()  # indices into tests of pairs with a row missing
     for i, finding in enumerate(findings):
         runs = ppl.get(finding.corpus, {})
         for a, b in finding.pairs:
@@ -212,6 +215,7 @@ def assess(
                     f"{', '.join(missing)} not trained on the {finding.corpus} corpus"
                 )
                 tests.append((i, a, b, None, reason))
+                untrained.add(len(tests) - 1)
                 continue
             pair = paired(runs[a], runs[b])
             reason = None if pair.n >= 2 else "fewer than two common seeds"
@@ -220,16 +224,20 @@ def assess(
         decide_pair(t[3], findings[t[0]].kind, margin) if t[3] else (1.0, CANNOT_TELL)
         for t in tests
     ]
-    corrected = holm([p for p, _ in decided], alpha)
+    trained = [k not in untrained for k in range(len(tests))]
+    in_family = holm([p for (p, _), kept in zip(decided, trained) if kept], alpha)
+    family = iter(in_family)
+    corrected = [next(family) if kept else (False, None) for kept in trained]
     out = []
     for i, finding in enumerate(findings):
         comparisons = []
-        for (j, a, b, pair, reason), (p, way), (rejected, level) in zip(
-            tests, decided, corrected
+        for (j, a, b, pair, reason), (p, way), (rejected, level), kept in zip(
+            tests, decided, corrected, trained
         ):
             if j != i:
                 continue
             row = {"first": a, "second": b, "verdict": CANNOT_TELL, "p_value": p}
+            row["trained"] = kept
             row |= {"level": level, "seeds": list(pair.seeds) if pair else []}
             if pair is None:
                 row |= {"difference_pct": None, "interval_pct": None, "reason": reason}
@@ -241,10 +249,10 @@ def assess(
                     "verdict": way if rejected else CANNOT_TELL,
                 }
             comparisons.append(row)
-        verdicts = [c["verdict"] for c in comparisons]
+        verdicts = [c["verdict"] for c in comparisons if c["trained"]]
         overall = (
             HOLDS
-            if all(v == HOLDS for v in verdicts)
+            if verdicts and all(v == HOLDS for v in verdicts)
             else DOES_NOT_HOLD
             if DOES_NOT_HOLD in verdicts
             else CANNOT_TELL

@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..evaluation import results
 from ..model.config import preset
-from ..runtime.files import clone_root
 
 CPU_SWEEP = Path("tuning_multi30k_cpu")
 GPU_LOGS = Path("gpu") / "logs"
@@ -57,8 +57,7 @@ def recipe_of(profile) -> dict:
 
 def committed_results() -> Path | None:
     """The clone's results/ (the sweeps are committed there), or None in an installed copy."""
-    root = clone_root()
-    return None if root is None else root / "results"
+    return results.committed_root()
 
 
 # ------------------------------------------------------------------------------------------ cpu

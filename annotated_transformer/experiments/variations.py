@@ -218,15 +218,19 @@ def train_row(
     device: torch.device | str = "cpu",
     bleu_sources: Sequence[str] = (),
     bleu_references: Sequence[str] = (),
+    norm_position: str | None = None,
 ) -> RowRun:
     """Train row `row` under `profile`'s Table 3 scale on `data` (a `pipeline.PreparedData`).
 
     `train_pairs` keeps the first pairs of the training split (None: all). The validation perplexity
     on all of `data.valid` is measured `curve_points` times, evenly in epochs, the last at the end;
     the schedule has no horizon, so the curve at epoch e is what a run of e epochs would reach. BLEU
-    comes from greedy decoding of `bleu_sources` (None when none are given).
+    comes from greedy decoding of `bleu_sources` (None when none are given). `norm_position` "pre"
+    is a diagnostic, not a row of the table: the same row with the norm before each sub-layer.
     """
     config = row_config(row, profile)
+    if norm_position is not None:
+        config = config.replace(norm_position=norm_position)
     settings = row_settings(profile, config, epochs=epochs, seed=seed)
     # Rows are compared with one another, so they share one precision decided without timing:
     # timing each row's own shape could train rows of one table in different precisions.

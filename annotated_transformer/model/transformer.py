@@ -11,7 +11,7 @@ import torch.nn as nn
 
 from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
-from .layers import DecoderLayer, EncoderLayer, PositionalEncoding
+from .layers import DecoderLayer, Dropout, EncoderLayer, PositionalEncoding
 
 
 @dataclass
@@ -90,7 +90,7 @@ class Transformer(nn.Module):
             if c.positional == "learned"
             else self.src_positions
         )
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = Dropout(c.dropout)
         dk, dv = c.head_dim_k, c.head_dim_v
         norm = dict(norm_position=c.norm_position)
         self.encoder_layers = nn.ModuleList(
