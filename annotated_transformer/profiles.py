@@ -593,8 +593,9 @@ PROFILES: dict[str, Profile] = {
         # overhead, so an epoch takes 0.6 of the time). Warm-up 200 at peak 4e-3: of three candidates at that
         # batch, the best for base and for C3 (the deepest) after half an epoch
         # (results/tuning_table3_cpu/calibration.json), and again of five after a whole epoch
-        # (calibration_epoch1.json: base 32.4, C1 29.4, C3 44.5). Only 400:1e-3 there ends C3 below C1,
-        # by slowing every row (base 77.8), so it is not taken: the choice is made on base.
+        # (calibration_epoch1.json: base 32.4, C1 29.4, C3 44.5). Only the two candidates at 1e-3 end C3
+        # below C1 there, by slowing every row (base 77.8 and 86.6), so neither is taken: the choice is
+        # made on base.
         # All 13 rows of the findings took 1,085 s (over chapter 06's 15 minutes); the feed-forward pair
         # C6/C7, about 95 s of one core a seed, is the one the findings can spare.
         book=BookScales(

@@ -346,7 +346,7 @@ if calibration and whole_epoch and pre_norm:
             ]
         )
         .pivot(index=["norm", "candidate"], columns="row", values="ppl")
-        .reset_index()
+        .reset_index()[["norm", "candidate", "base", "C1", "C3"]]
     )
     viz.show_table(grid, base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
     by = post_runs.pivot(index="candidate", columns="row", values="ppl")
@@ -358,9 +358,10 @@ if calibration and whole_epoch and pre_norm:
             f"After a whole epoch, post-norm at {chosen}: base {by.base[chosen]:.1f}, C1 "
             f"{by.C1[chosen]:.1f}, C3 {by.C3[chosen]:.1f}; base is best at {chosen} again. "
             + (
-                f"Only {', '.join(deeper_wins)} ends C3 no worse than C1, with base at "
-                f"{by.base[deeper_wins].min():.1f}, so that rule would buy depth's order with "
-                "models that learned less; the choice stays with base's best. "
+                f"Only {', '.join(deeper_wins)} {'ends' if len(deeper_wins) == 1 else 'end'} "
+                f"C3 no worse than C1, with base at {by.base[deeper_wins].min():.1f} at best, so "
+                "that rule would buy depth's order with models that learned less; the choice "
+                "stays with base's best. "
                 if deeper_wins
                 else "No candidate ends C3 no worse than C1. "
             )
