@@ -62,6 +62,7 @@ if importlib.util.find_spec("annotated_transformer") is None:
 # %%
 import collections
 import dataclasses
+import json
 import math
 import statistics
 import tempfile
@@ -583,6 +584,54 @@ display(
         )
     )
 )
+
+# %% [markdown]
+# Does longer training change that? The development sweep (`scripts/parser_sweep.py`, committed in
+# `results/tuning_parser_cpu/`, development trees only) trained the same model at d_model 128 for
+# four times the epochs, on one core:
+
+# %%
+committed = results.committed_root()
+long_path = (
+    committed and committed / "tuning_parser_cpu" / "xx_d128_40epochs_dev_curve.json"
+)
+if long_path and long_path.is_file():
+    long_run = json.loads(long_path.read_text(encoding="utf-8"))
+    long_reads = long_run["source_dependence"]
+    long_gain = long_reads["nll_other_sentence"] - long_reads["nll_own_sentence"]
+    viz.show_table(
+        pd.DataFrame(long_run["dev_f1"])[["epochs", "f1"]].rename(
+            columns={"f1": "dev F1 (greedy, constrained)"}
+        ),
+        epochs="{:.0f}",
+        **{"dev F1 (greedy, constrained)": "{:.1f}"},
+    )
+    long_dev = long_run["dev"]
+    long_best = max(p["f1"] for p in long_run["dev_f1"])
+    here_best = max(p["f1"] for p in full.dev_f1)
+    display(
+        Markdown(
+            f"{long_run['epochs']:.0f} epochs ({long_run['steps']:,} steps, "
+            f"{long_run['recipe']['n_layers']} + {long_run['recipe']['n_layers']} layers at "
+            f"d_model {long_run['recipe']['d_model']}): best snapshot {long_best:.1f} dev F1 "
+            f"(greedy, constrained, as in the curves above) against {here_best:.1f} for this "
+            f"chapter's {recipe.epochs} epochs, {long_best - here_best:+.1f} points for "
+            f"{long_run['epochs'] / recipe.epochs:.0f} times the epochs; the average of its last "
+            f"{long_run['recipe']['average_last']} snapshots scores "
+            f"{long_dev['greedy, constrained']['f1']:.1f} greedy and "
+            f"{long_dev['beam 21, constrained']['f1']:.1f} with beam 21. "
+            f"Its sentence is worth {long_gain:.3f} nats per symbol "
+            f"({100 * long_gain / long_reads['nll_other_sentence']:.0f}% of the loss), against "
+            f"{gain:.3f} here"
+            + (
+                ": with more training the parser begins to read its sentence, and F1 follows "
+                "slowly."
+                if long_gain > 2 * gain
+                else ": longer training does not make it read its sentence much more."
+            )
+        )
+    )
+
 
 # %% [markdown]
 # ## 7.5 Decoding, chosen on the development trees; the test files once
