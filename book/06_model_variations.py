@@ -300,7 +300,11 @@ calibration = committed and results.read_result(
 )
 if calibration:
     tried = pd.DataFrame(calibration["metrics"]["runs"])
-    tried = tried.pivot(index="candidate", columns="row", values="ppl").reset_index()
+    tried = (
+        tried.pivot(index="candidate", columns="row", values="ppl")
+        .reset_index()
+        .rename_axis(columns=None)[["candidate", "base", "C1", "C3"]]
+    )
     viz.show_table(tried, base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
     display(
         Markdown(
@@ -356,7 +360,8 @@ if calibration and whole_epoch and pre_norm:
             ]
         )
         .pivot(index=["norm", "candidate"], columns="row", values="ppl")
-        .reset_index()[["norm", "candidate", "base", "C1", "C3"]]
+        .reset_index()
+        .rename_axis(columns=None)[["norm", "candidate", "base", "C1", "C3"]]
     )
     viz.show_table(grid, base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
     by = post_runs.pivot(index="candidate", columns="row", values="ppl")
@@ -653,7 +658,7 @@ display(
 # - "learned and sinusoidal positions tie" is an **equivalence** claim. Its margin was fixed in the
 #   package before any run (`findings.TIE_MARGIN`, printed below): the tie holds when the interval
 #   lies inside the margin, does not hold when it lies outside, and otherwise cannot be told;
-# - a finding holds when all its comparisons hold, does not hold when one goes against it, and
+# - a finding holds when all its compared pairs hold, does not hold when one goes against it, and
 #   otherwise cannot be told at this budget.
 
 # %%
