@@ -360,3 +360,17 @@ def test_cpu_dropout_keeps_one_minus_p_and_rescales():
     assert torch.equal(drop.eval()(x), x)
     assert torch.equal(Dropout(0.0).train()(x), x)
     assert torch.equal(Dropout(1.0).train()(x), torch.zeros_like(x))
+
+
+def test_a_seed_gives_one_initialisation_with_separate_embeddings():
+    """The parser's separate source and target embeddings were initialised in the order of a set of
+    the two modules, that is by memory address: one seed gave two different models, from run to run
+    and even within one process. Many models kept alive at once sit at many addresses."""
+    from annotated_transformer.training.fit import build_model
+
+    config = preset("tiny")
+    kept = [build_model(config, (50, 40), seed=1) for _ in range(16)]
+    first = kept[0].state_dict()
+    for model in kept[1:]:
+        for name, tensor in model.state_dict().items():
+            assert torch.equal(tensor, first[name]), name

@@ -119,7 +119,12 @@ class Transformer(nn.Module):
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
         # With the sqrt(d_model) scale of section 3.4, std d_model^-0.5 gives unit-variance inputs.
-        for emb in {self.src_embed, self.tgt_embed}:
+        # A list, source first: a set of the two modules would order them by memory address, so
+        # separate embeddings (the parser) got another initialisation from run to run.
+        embeddings = [self.src_embed]
+        if self.tgt_embed is not self.src_embed:
+            embeddings.append(self.tgt_embed)
+        for emb in embeddings:
             nn.init.normal_(emb.weight, std=self.config.d_model**-0.5)
             with torch.no_grad():
                 emb.weight[self.config.pad_id].zero_()
