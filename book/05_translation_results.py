@@ -224,7 +224,7 @@ print(
 # files and the cells check that each profile trains and decodes as chosen.
 
 # %% tags=["hide-input"]
-committed = recipe_choice.committed_results()
+committed = results.committed_root()
 if committed is None:
     display(
         Markdown(

@@ -348,7 +348,23 @@ whole_epoch = committed and results.read_result(
 pre_norm = committed and results.read_result(
     "calibration_epoch1_prenorm", f"tuning_table3_{settings.name}", committed
 )
-if calibration and whole_epoch and pre_norm:
+same_batches = (
+    whole_epoch
+    and pre_norm
+    and all(
+        r["config"]["profile"]["book"]["table3_batch_tokens"]
+        == scales.table3_batch_tokens
+        for r in (whole_epoch, pre_norm)
+    )
+)
+if whole_epoch and not same_batches:
+    display(
+        Markdown(
+            "The committed whole-epoch grid was run at other batches than this profile's; it is "
+            "not shown. Rerun `scripts/table3_calibration.py --epochs 1` for this profile."
+        )
+    )
+if calibration and same_batches:
     chosen = calibration["metrics"]["chosen"]
     post_runs = pd.DataFrame(whole_epoch["metrics"]["runs"])
     pre_runs = pd.DataFrame(pre_norm["metrics"]["runs"])

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from annotated_transformer.evaluation import results
 from annotated_transformer.experiments import recipe_choice
 from annotated_transformer.profiles import get_profile
 
-RESULTS = recipe_choice.committed_results()
+RESULTS = results.committed_root()
 pytestmark = pytest.mark.skipif(RESULTS is None, reason="needs the clone's results/")
 
 

@@ -204,8 +204,7 @@ def assess(
     not hold when one does not, and otherwise cannot be told. Each comparison reports its mean
     difference and interval in percent of perplexity.
     """
-    tests = []  # (finding index, first, second, Paired or None, reason)
-    untrained: set[int] = set()  # indices into tests of pairs with a row missing
+    tests = []  # (finding index, first, second, Paired or None, reason, trained)
     for i, finding in enumerate(findings):
         runs = ppl.get(finding.corpus, {})
         for a, b in finding.pairs:
@@ -214,25 +213,22 @@ def assess(
                 reason = (
                     f"{', '.join(missing)} not trained on the {finding.corpus} corpus"
                 )
-                tests.append((i, a, b, None, reason))
-                untrained.add(len(tests) - 1)
+                tests.append((i, a, b, None, reason, False))
                 continue
             pair = paired(runs[a], runs[b])
             reason = None if pair.n >= 2 else "fewer than two common seeds"
-            tests.append((i, a, b, pair if pair.n >= 2 else None, reason))
+            tests.append((i, a, b, pair if pair.n >= 2 else None, reason, True))
     decided = [
         decide_pair(t[3], findings[t[0]].kind, margin) if t[3] else (1.0, CANNOT_TELL)
         for t in tests
     ]
-    trained = [k not in untrained for k in range(len(tests))]
-    in_family = holm([p for (p, _), kept in zip(decided, trained) if kept], alpha)
-    family = iter(in_family)
-    corrected = [next(family) if kept else (False, None) for kept in trained]
+    family = iter(holm([p for (p, _), t in zip(decided, tests) if t[5]], alpha))
+    corrected = [next(family) if t[5] else (False, None) for t in tests]
     out = []
     for i, finding in enumerate(findings):
         comparisons = []
-        for (j, a, b, pair, reason), (p, way), (rejected, level), kept in zip(
-            tests, decided, corrected, trained
+        for (j, a, b, pair, reason, kept), (p, way), (rejected, level) in zip(
+            tests, decided, corrected
         ):
             if j != i:
                 continue

@@ -18,7 +18,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..evaluation import results
 from ..model.config import preset
 
 CPU_SWEEP = Path("tuning_multi30k_cpu")
@@ -53,11 +52,6 @@ def recipe_of(profile) -> dict:
     if isinstance(profile, dict):
         return {field: profile.get(field) for field in RECIPE_FIELDS}
     return {field: getattr(profile, field) for field in RECIPE_FIELDS}
-
-
-def committed_results() -> Path | None:
-    """The clone's results/ (the sweeps are committed there), or None in an installed copy."""
-    return results.committed_root()
 
 
 # ------------------------------------------------------------------------------------------ cpu
