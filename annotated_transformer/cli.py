@@ -51,6 +51,11 @@ COMMANDS = {
         "export a checkpoint to ONNX plus its tokenizer, for translation in a web page",
         "web",
     ),
+    "table3": (
+        "annotated_transformer.commands.table3",
+        "train Table 3's rows past the book's budget, resumably (chapter 06's extended run)",
+        None,
+    ),
     "book": (
         "annotated_transformer.commands.book",
         "execute the chapters with papermill and build the site",

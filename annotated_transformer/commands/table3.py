@@ -1,0 +1,88 @@
+"""`python -m annotated_transformer table3`: Table 3's rows past the book's budget, resumable.
+
+Trains every (row, seed) of the six findings under a profile's Table 3 settings, one epoch a round
+(`experiments.table3_extended`), and keeps each finished epoch in the run folder; run it again, with
+the same or more epochs and seeds, to continue. Ctrl-C saves where each job stands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ..profiles import PROFILES, get_profile
+from .arguments import positive_int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = (
+        "Train Table 3's rows for more epochs than chapter 06 affords, resumably; chapter 06 shows\n"
+        "the committed result beside its live run.\n\n"
+        "  python -m annotated_transformer table3 --profile cpu --epochs 8 --seeds 1 2 3\n"
+        "  python -m annotated_transformer table3 --profile cpu --epochs 12   # continue to 12"
+    )
+    parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
+    parser.add_argument(
+        "--epochs",
+        type=positive_int,
+        default=8,
+        help="epochs of the whole training split per row (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--small-epochs",
+        type=positive_int,
+        default=None,
+        help="epochs of dropout's small corpus for base, D1 and D2 (default: the profile's "
+        "table3_overfit_epochs x 2)",
+    )
+    parser.add_argument(
+        "--seeds", type=positive_int, nargs="+", default=[1, 2, 3], help="seeds"
+    )
+    parser.add_argument(
+        "--rows",
+        nargs="+",
+        default=None,
+        help="rows to train (default: every row the findings compare, C6 and C7 included)",
+    )
+    parser.add_argument(
+        "--out", default=None, help="the run folder (default: runs/table3-<profile>)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="processes of one thread each, side by side (default: %(default)s)",
+    )
+    parser.add_argument("--data-dir", default=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..experiments import table3_extended as extended
+    from ..model.config import TABLE3_ALL_ROWS
+
+    profile = get_profile(args.profile)
+    rows = args.rows or extended.extended_rows()
+    unknown = [r for r in rows if r not in TABLE3_ALL_ROWS]
+    if unknown:
+        raise ValueError(
+            f"table3: unknown row(s) {', '.join(unknown)}; choose from {', '.join(TABLE3_ALL_ROWS)}"
+        )
+    if len(set(args.seeds)) != len(args.seeds):
+        raise ValueError("table3: --seeds lists a seed twice")
+    out = args.out or f"runs/table3-{profile.name}"
+    small_epochs = args.small_epochs or 2 * profile.book.table3_overfit_epochs
+    job_run = extended.Table3Run(profile, out)
+    job_run.check_folder()
+    jobs = extended.finding_jobs(rows, sorted(args.seeds))
+    targets = {j: (small_epochs if j.corpus == "small" else args.epochs) for j in jobs}
+    started = time.perf_counter()
+    summary = extended.train_all(
+        job_run, targets, data_dir=args.data_dir, workers=args.workers
+    )
+    print(
+        f"table3 {profile.name}: {summary['trained']} epoch(s) trained in "
+        f"{time.perf_counter() - started:,.0f} s, {summary['skipped']} already done; "
+        f"{len(jobs)} jobs in {out}"
+    )
+    return 0
