@@ -30,7 +30,6 @@ def test_t_quantiles_match_the_textbook_table():
     assert math.isclose(f.t_quantile(0.975, 30), 2.0423, abs_tol=1e-4)
     assert math.isclose(f.t_quantile(0.025, 5), -2.5706, abs_tol=1e-4)
     assert f.t_quantile(0.5, 3) == 0.0
-    assert math.isclose(f.t_cdf(f.t_quantile(0.9, 4), 4), 0.9, abs_tol=1e-9)
     # df = 2 has a closed form: t = (2p - 1) sqrt(2 / (4p(1 - p)))
     p = 1 - 0.05 / 16
     assert math.isclose(
@@ -51,8 +50,8 @@ def test_holm_steps_down_and_stops_at_the_first_failure():
 
 def test_paired_differences_are_log_ratios_over_common_seeds():
     pair = f.paired({1: 20.0, 2: 22.0, 3: 30.0}, {1: 10.0, 2: 11.0, 4: 9.0})
-    assert pair.seeds == (1, 2)
-    assert np.allclose(pair.differences, [math.log(2), math.log(2)])
+    assert pair.seeds == (1, 2) and pair.df == 1
+    assert math.isclose(pair.mean, math.log(2))
     assert pair.se < 1e-12 and math.isclose(f.percent(pair.mean), 100.0)
 
 
@@ -232,3 +231,102 @@ def test_a_profile_that_trains_a_subset_reads_the_pairs_it_has():
     # a finding with no trained pair at all cannot be told, never holds by default
     alone = f.assess([ONE_HEAD], {"full": {"base": by_seed([10.0, 11.0, 12.0])}})[0]
     assert alone["verdict"] == f.CANNOT_TELL
+
+
+# ------------------------------------------------------------------ the pooled (block) analysis
+ROWS11 = ["base", "A1", "A4", "B1", "C1", "C3", "C4", "C5", "D1", "D2", "E"]
+
+
+def table(rng, effects=None, seeds=3, seed_sd=0.1, noise=0.03):
+    """{row: {seed: ppl}} of 11 rows: shared seed effects (the batch order), row effects in log
+    perplexity, independent noise per run."""
+    effects = effects or {}
+    blocks = rng.normal(0, seed_sd, seeds)
+    return {
+        row: by_seed(
+            40 * np.exp(effects.get(row, 0.0) + blocks + rng.normal(0, noise, seeds))
+        )
+        for row in ROWS11
+    }
+
+
+def test_pooled_contrast_is_the_textbook_two_way_anova():
+    rng = np.random.default_rng(3)
+    runs = table(rng, {"B1": 0.1})
+    y = np.log([[runs[r][s] for s in (1, 2, 3)] for r in ROWS11])
+    residual = y - y.mean(1, keepdims=True) - y.mean(0, keepdims=True) + y.mean()
+    variance = (residual**2).sum() / ((11 - 1) * (3 - 1))
+    model = f.block_model(runs)
+    pair = model.contrast("B1", "base")
+    assert model.df == 20 and pair.df == 20
+    assert math.isclose(pair.mean, y[3].mean() - y[0].mean(), rel_tol=1e-9)
+    assert math.isclose(pair.se, math.sqrt(2 * variance / 3), rel_tol=1e-9)
+    assert math.isclose(model.residual_sd, math.sqrt(variance), rel_tol=1e-9)
+
+
+def test_two_rows_pooled_is_the_paired_analysis():
+    runs = {"A1": by_seed([44.0, 41.0, 52.0]), "base": by_seed([40.0, 39.0, 45.0])}
+    pooled, own = (
+        f.block_model(runs).contrast("A1", "base"),
+        f.paired(runs["A1"], runs["base"]),
+    )
+    assert pooled.df == own.df == 2
+    assert math.isclose(pooled.mean, own.mean) and math.isclose(pooled.se, own.se)
+
+
+def test_a_missing_run_leaves_an_unbalanced_table_that_still_fits():
+    runs = table(np.random.default_rng(4))
+    del runs["C3"][2]
+    model = f.block_model(runs)
+    assert model.df == 19
+    pair = model.contrast("C1", "C3")
+    assert pair.seeds == (1, 3) and math.isfinite(pair.se) and pair.se > 0
+
+
+def test_pooling_finds_what_three_pairs_alone_cannot():
+    # B1 10% worse in every seed, seeds far apart: two degrees of freedom cannot rule, twenty can.
+    rng = np.random.default_rng(5)
+    pooled = paired = 0
+    trials = 100
+    for _ in range(trials):
+        runs = table(rng, {"B1": 0.1})
+        family = {"full": runs}
+        pooled += f.assess(f.FINDINGS[2:3], family)[0]["verdict"] == f.HOLDS
+        paired += (
+            f.assess(f.FINDINGS[2:3], family, method="paired")[0]["verdict"] == f.HOLDS
+        )
+    assert pooled / trials > 0.9 and paired / trials < 0.6
+
+
+def test_false_verdicts_over_whole_tables_stay_below_alpha():
+    # No row differs: over the whole family of the worse-kind findings, any verdict is false.
+    rng = np.random.default_rng(6)
+    worse = [x for x in f.FINDINGS if x.kind == "worse" and x.corpus == "full"]
+    false = 0
+    trials = 300
+    for _ in range(trials):
+        result = f.assess(worse, {"full": table(rng)})
+        false += any(r["verdict"] != f.CANNOT_TELL for r in result)
+    assert false / trials < 0.08  # familywise alpha 0.05, with room for 300 trials' noise
+
+
+def test_an_effect_of_the_detectable_size_is_found_four_times_in_five():
+    rng = np.random.default_rng(7)
+    level = 0.05
+    # The size from the true noise (0.03 a run), as `detectable` computes it from an estimate.
+    truth = f.Contrast((1, 2, 3), 0.0, 0.03 * math.sqrt(2 / 3), 20)
+    size = truth.detectable(level)
+    found = 0
+    trials = 1000
+    for _ in range(trials):
+        pair = f.block_model(table(rng, {"A1": size})).contrast("A1", "base")
+        found += pair.p_above(0.0) < level / 2
+    assert 0.74 < found / trials < 0.86
+
+
+def test_assess_reports_the_detectable_difference_and_degrees_of_freedom():
+    result = f.assess(f.FINDINGS, {"full": table(np.random.default_rng(8))})
+    comparison = result[0]["comparisons"][0]
+    assert comparison["df"] == 20 and result[0]["method"] == "pooled"
+    assert comparison["detectable_pct"] > 0
+    assert "detectable" in f.describe(comparison)

@@ -1,18 +1,28 @@
 """The statistics behind chapter 06's verdicts: does a finding of section 6.2 hold at our budget?
 
 A finding is one or more comparisons of two Table 3 rows. Every row is trained with the same seeds,
-and a seed fixes the batch order, so row A's seed-s run and row B's seed-s run saw the same batches:
-the comparison is of *paired* differences, seed by seed, which removes the batch order's share of the
-noise. A difference is taken in log perplexity (nats per subword), so it reads as a ratio of
-perplexities and means the same at perplexity 5 and at 50; it is shown as a change in percent.
+and a seed fixes the batch order, so the rows' runs of one seed saw the same batches: a seed is a
+block, and the batch order's share of the noise is common to every row of the block. A difference
+is taken in log perplexity (nats per subword), so it reads as a ratio of perplexities and means the
+same at perplexity 5 and at 50; it is shown as a change in percent.
 
-Each comparison gets a Student-t interval of its mean paired difference and a p-value; the family of
-comparisons (the six findings are eight comparisons: "bigger is better" is three) is corrected with
-Holm's step-down method, so the chance of any false verdict stays below `alpha`. A "tie" (learned
-against sinusoidal positions) is tested for equivalence (two one-sided tests, TOST) against a margin
-fixed here, before any run: `TIE_MARGIN`. Each comparison is "holds", "does not hold" or "cannot tell
-at this budget", with the interval at the confidence its Holm step used, so the verdict can be read
-off the interval. The t quantiles come from mpmath (no SciPy in this project).
+The default analysis (`method="pooled"`) fits every row of a corpus at once as a randomized block
+design: log perplexity = row + seed + noise, one noise variance for the whole table
+(`block_model`, ordinary least squares from statsmodels, which also copes with a missing run). A
+comparison is the difference of two row effects, its standard error comes from the pooled residual
+variance with (rows - 1) x (seeds - 1) degrees of freedom: 20 for 11 rows of 3 seeds, where a
+comparison's own seeds give 2. The price is an assumption: every row is as noisy as every other.
+`method="paired"` is the earlier analysis, a Student-t interval of each pair's seed-by-seed
+differences alone, kept for comparison.
+
+The family of comparisons (the six findings are eight comparisons: "bigger is better" is three) is
+corrected with Holm's step-down method, so the chance of any false verdict stays below `alpha`. A
+"tie" (learned against sinusoidal positions) is tested for equivalence (two one-sided tests, TOST)
+against a margin fixed here, before any run: `TIE_MARGIN`. Each comparison is "holds", "does not
+hold" or "cannot tell at this budget", with the interval at the confidence its Holm step used, so the
+verdict can be read off the interval, and the minimum detectable difference: the true change that
+the test would find four times in five at that level (`Contrast.detectable`), so "cannot tell" says
+how small an effect the run could have seen. The t quantiles are scipy's.
 
 The rank correlation with the paper's perplexities gets a bootstrap interval over rows.
 """
@@ -23,13 +33,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import mpmath
 import numpy as np
+from scipy import stats
 
 HOLDS, DOES_NOT_HOLD, CANNOT_TELL = "holds", "does not hold", "cannot tell at this budget"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, CANNOT_TELL)
+METHODS = ("pooled", "paired")
 
 ALPHA = 0.05
+POWER = 0.8  # the minimum detectable difference is found this often
 # Stated before any run: learned and sinusoidal positions "tie" when their perplexities differ by
 # less than 2%. The smallest difference the paper reads as an effect is A4's +1.8% ("too many heads
 # hurt": 5.01 against 4.92); its E and base both read 4.92. A tie is a difference no larger than that.
@@ -76,76 +88,115 @@ def finding_rows(
 
 
 # ------------------------------------------------------------------------------------ Student's t
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with `df` degrees of freedom (the regularized incomplete beta)."""
-    tail = float(mpmath.betainc(df / 2, 0.5, 0, df / (df + t * t), regularized=True)) / 2
-    return 1 - tail if t > 0 else tail
-
-
 def t_quantile(p: float, df: float) -> float:
     """The t with P(T <= t) = p, for Student's t with `df` degrees of freedom."""
     if not 0 < p < 1:
         raise ValueError(f"p must be in (0, 1), got {p}")
-    if p == 0.5:
-        return 0.0
-    sign = 1.0 if p > 0.5 else -1.0
-    q = max(p, 1 - p)
-    # P(|T| > t) = 2(1 - q) = I_{df/(df+t^2)}(df/2, 1/2): invert the incomplete beta for x.
-    x = mpmath.findroot(
-        lambda x: mpmath.betainc(df / 2, 0.5, 0, x, regularized=True) - 2 * (1 - q),
-        (mpmath.mpf("1e-300"), mpmath.mpf(1)),
-        solver="illinois",
-    )
-    return sign * math.sqrt(df * (1 - float(x)) / float(x))
+    return float(stats.t.ppf(p, df))
 
 
 @dataclass(frozen=True)
-class Paired:
-    """The paired differences of two rows over their common seeds, in log perplexity."""
+class Contrast:
+    """A difference of two rows' mean log perplexity: estimate, standard error, degrees of freedom,
+    and the seeds both rows were trained with."""
 
     seeds: tuple[int, ...]
-    differences: tuple[float, ...]
+    mean: float
+    se: float
+    df: float
 
     @property
     def n(self) -> int:
-        return len(self.differences)
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.differences))
-
-    @property
-    def se(self) -> float:
-        """Standard error of the mean difference (n - 1 in the variance)."""
-        return float(np.std(self.differences, ddof=1) / math.sqrt(self.n))
+        return len(self.seeds)
 
     def interval(self, confidence: float) -> tuple[float, float]:
-        """The two-sided Student-t interval of the mean difference."""
-        half = t_quantile(1 - (1 - confidence) / 2, self.n - 1) * self.se
+        """The two-sided Student-t interval of the difference."""
+        half = t_quantile(1 - (1 - confidence) / 2, self.df) * self.se
         return self.mean - half, self.mean + half
 
     def p_above(self, value: float) -> float:
-        """One-sided p-value of "the mean difference is above `value`"."""
-        return _p_greater(self.mean - value, self.se, self.n - 1)
+        """One-sided p-value of "the difference is above `value`"."""
+        return _p_greater(self.mean - value, self.se, self.df)
 
     def p_below(self, value: float) -> float:
-        """One-sided p-value of "the mean difference is below `value`"."""
-        return _p_greater(value - self.mean, self.se, self.n - 1)
+        """One-sided p-value of "the difference is below `value`"."""
+        return _p_greater(value - self.mean, self.se, self.df)
+
+    def detectable(self, level: float, power: float = POWER) -> float:
+        """The smallest true difference a two-sided test at `level` finds with probability
+        `power`, in log perplexity: (t at 1 - level/2 + t at power) standard errors."""
+        return (t_quantile(1 - level / 2, self.df) + t_quantile(power, self.df)) * self.se
 
 
-def _p_greater(distance: float, se: float, df: int) -> float:
+def _p_greater(distance: float, se: float, df: float) -> float:
     if se == 0:
         return 0.0 if distance > 0 else 1.0
-    return 1 - t_cdf(distance / se, df)
+    return float(stats.t.sf(distance / se, df))
 
 
-def paired(first: Mapping[int, float], second: Mapping[int, float]) -> Paired:
-    """Seed-paired log-perplexity differences first - second (`first[seed]` = a perplexity)."""
+def paired(first: Mapping[int, float], second: Mapping[int, float]) -> Contrast:
+    """Seed-paired log-perplexity differences first - second (`first[seed]` = a perplexity), with
+    the Student-t standard error of their own spread (n - 1 degrees of freedom)."""
     seeds = tuple(sorted(set(first) & set(second)))
-    return Paired(seeds, tuple(math.log(first[s]) - math.log(second[s]) for s in seeds))
+    d = np.array([math.log(first[s]) - math.log(second[s]) for s in seeds])
+    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size >= 2 else math.nan
+    return Contrast(seeds, float(d.mean()) if d.size else math.nan, se, d.size - 1)
 
 
-def decide_pair(pair: Paired, kind: str, margin: float = TIE_MARGIN) -> tuple[float, str]:
+class BlockModel:
+    """log perplexity = row effect + seed effect + noise, fitted to every run of one corpus by
+    ordinary least squares (statsmodels), one noise variance for all rows.
+
+    The design has a column per row (its mean at the first seed) and one per further seed, so the
+    difference of two rows is the difference of their columns, with the pooled standard error.
+    """
+
+    def __init__(self, runs: Mapping[str, Mapping[int, float]]):
+        import statsmodels.api as sm
+
+        self.rows = [r for r in runs if runs[r]]
+        self.seeds = sorted({s for r in self.rows for s in runs[r]})
+        self.runs = runs
+        y, x = [], []
+        width = len(self.rows) + len(self.seeds) - 1
+        for i, row in enumerate(self.rows):
+            for seed, ppl in runs[row].items():
+                column = np.zeros(width)
+                column[i] = 1.0
+                j = self.seeds.index(seed)
+                if j:
+                    column[len(self.rows) + j - 1] = 1.0
+                y.append(math.log(ppl))
+                x.append(column)
+        self.df = len(y) - width
+        self.fit = sm.OLS(np.array(y), np.array(x)).fit() if self.df >= 1 else None
+
+    @property
+    def residual_sd(self) -> float:
+        """The pooled noise of one run, in log perplexity (nan without residual freedom)."""
+        return math.sqrt(self.fit.scale) if self.fit is not None else math.nan
+
+    def contrast(self, first: str, second: str) -> Contrast:
+        seeds = tuple(sorted(set(self.runs[first]) & set(self.runs[second])))
+        if self.fit is None:
+            return Contrast(seeds, math.nan, math.nan, 0)
+        vector = np.zeros(len(self.fit.params))
+        vector[self.rows.index(first)] = 1.0
+        vector[self.rows.index(second)] = -1.0
+        test = self.fit.t_test(vector)
+        return Contrast(
+            seeds, float(test.effect[0]), float(test.sd[0][0]), float(self.fit.df_resid)
+        )
+
+
+def block_model(runs: Mapping[str, Mapping[int, float]]) -> BlockModel:
+    """The two-way (rows x seeds) model of `runs[row][seed]` = perplexity."""
+    return BlockModel(runs)
+
+
+def decide_pair(
+    pair: Contrast, kind: str, margin: float = TIE_MARGIN
+) -> tuple[float, str]:
     """A comparison's p-value and the verdict it supports when the p-value is small enough.
 
     "worse": the two-sided p-value (twice the smaller one-sided one); its sign says which way.
@@ -188,36 +239,59 @@ def percent(log_ratio: float) -> float:
     return 100 * math.expm1(log_ratio)
 
 
-def assess(
+def _contrasts(
     findings: Sequence[Finding],
     ppl: Mapping[str, Mapping[str, Mapping[int, float]]],
-    *,
-    alpha: float = ALPHA,
-    margin: float = TIE_MARGIN,
-) -> list[dict]:
-    """Every finding's verdict, from `ppl[corpus][row][seed]` (validation perplexities).
-
-    The comparisons whose rows were trained form one Holm family; a pair with a row missing (a
-    profile that trains a subset) is reported with its reason and left out of the family and of its
-    finding, which then reads the pairs it has (none: cannot tell). A comparison needs at least two
-    common seeds (else: cannot tell). A finding holds when all its trained comparisons hold, does
-    not hold when one does not, and otherwise cannot be told. Each comparison reports its mean
-    difference and interval in percent of perplexity.
-    """
-    tests = []  # (finding index, first, second, Paired or None, reason, trained)
+    method: str,
+) -> list[tuple[int, str, str, Contrast | None, str | None, bool]]:
+    """(finding index, first, second, contrast or None, reason, trained) per comparison."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    models = (
+        {c: block_model(runs) for c, runs in ppl.items()} if method == "pooled" else {}
+    )
+    tests = []
     for i, finding in enumerate(findings):
         runs = ppl.get(finding.corpus, {})
         for a, b in finding.pairs:
-            missing = [r for r in (a, b) if r not in runs]
+            missing = [r for r in (a, b) if not runs.get(r)]
             if missing:
                 reason = (
                     f"{', '.join(missing)} not trained on the {finding.corpus} corpus"
                 )
                 tests.append((i, a, b, None, reason, False))
                 continue
-            pair = paired(runs[a], runs[b])
-            reason = None if pair.n >= 2 else "fewer than two common seeds"
-            tests.append((i, a, b, pair if pair.n >= 2 else None, reason, True))
+            pair = (
+                models[finding.corpus].contrast(a, b)
+                if method == "pooled"
+                else paired(runs[a], runs[b])
+            )
+            usable = pair.n >= 2 and pair.df >= 1 and math.isfinite(pair.se)
+            reason = None if usable else "fewer than two common seeds"
+            tests.append((i, a, b, pair if usable else None, reason, True))
+    return tests
+
+
+def assess(
+    findings: Sequence[Finding],
+    ppl: Mapping[str, Mapping[str, Mapping[int, float]]],
+    *,
+    alpha: float = ALPHA,
+    margin: float = TIE_MARGIN,
+    method: str = "pooled",
+) -> list[dict]:
+    """Every finding's verdict, from `ppl[corpus][row][seed]` (validation perplexities).
+
+    `method` "pooled" reads every comparison of a corpus off one block model of all its rows
+    (`BlockModel`); "paired" off each pair's own seeds. The comparisons whose rows were trained form
+    one Holm family; a pair with a row missing (a profile that trains a subset) is reported with its
+    reason and left out of the family and of its finding, which then reads the pairs it has (none:
+    cannot tell). A comparison needs at least two common seeds (else: cannot tell). A finding holds
+    when all its trained comparisons hold, does not hold when one does not, and otherwise cannot be
+    told. Each comparison reports its mean difference, interval and minimum detectable difference in
+    percent of perplexity.
+    """
+    tests = _contrasts(findings, ppl, method)
     decided = [
         decide_pair(t[3], findings[t[0]].kind, margin) if t[3] else (1.0, CANNOT_TELL)
         for t in tests
@@ -236,12 +310,20 @@ def assess(
             row["trained"] = kept
             row |= {"level": level, "seeds": list(pair.seeds) if pair else []}
             if pair is None:
-                row |= {"difference_pct": None, "interval_pct": None, "reason": reason}
+                row |= {
+                    "difference_pct": None,
+                    "interval_pct": None,
+                    "detectable_pct": None,
+                    "df": None,
+                    "reason": reason,
+                }
             else:
                 low, high = pair.interval(1 - level)
                 row |= {
                     "difference_pct": percent(pair.mean),
                     "interval_pct": (percent(low), percent(high)),
+                    "detectable_pct": percent(pair.detectable(level)),
+                    "df": pair.df,
                     "verdict": way if rejected else CANNOT_TELL,
                 }
             comparisons.append(row)
@@ -259,6 +341,7 @@ def assess(
                 "kind": finding.kind,
                 "corpus": finding.corpus,
                 "verdict": overall,
+                "method": method,
                 "comparisons": comparisons,
             }
         )
@@ -266,14 +349,15 @@ def assess(
 
 
 def describe(comparison: dict) -> str:
-    """One comparison as text: rows, mean change with its interval and level, verdict."""
+    """One comparison as text: rows, mean change with its interval and level, detectable change."""
     c = comparison
     if c["difference_pct"] is None:
         return f"{c['first']} vs {c['second']}: {c['reason']}"
     low, high = c["interval_pct"]
     return (
         f"{c['first']} vs {c['second']}: {c['difference_pct']:+.1f}% "
-        f"[{low:+.1f}, {high:+.1f}] at {100 * (1 - c['level']):.1f}%"
+        f"[{low:+.1f}, {high:+.1f}] at {100 * (1 - c['level']):.1f}%, "
+        f"detectable {c['detectable_pct']:.1f}%"
     )
 
 
