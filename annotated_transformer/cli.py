@@ -56,6 +56,11 @@ COMMANDS = {
         "train Table 3's rows past the book's budget, resumably (chapter 06's extended run)",
         None,
     ),
+    "parser-curve": (
+        "annotated_transformer.commands.parser_curve",
+        "train chapter 07's parser until dev F1 stops rising, by share of the trees (resumable)",
+        None,
+    ),
     "book": (
         "annotated_transformer.commands.book",
         "execute the chapters with papermill and build the site",

@@ -1,0 +1,80 @@
+"""`python -m annotated_transformer parser-curve`: the parser trained until dev F1 stops rising.
+
+One job per share of the training trees, an epoch a round, dev F1 after every epoch
+(`experiments.parsing_extended`); run it again to continue. Chapter 07 shows the committed curve.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from .arguments import positive_float, positive_int, probability
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = (
+        "Train the parser of chapter 07 on a quarter, a half and all of the training trees until\n"
+        "each one's dev F1 has not risen for a fifth of its epochs; resumable.\n\n"
+        "  python -m annotated_transformer parser-curve --out runs/parser-extended --tags"
+    )
+    parser.add_argument("--out", default="runs/parser-extended", help="the run folder")
+    parser.add_argument(
+        "--shares", type=positive_float, nargs="+", default=[1.0, 0.5, 0.25]
+    )
+    parser.add_argument(
+        "--tags",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="part-of-speech tags in the word slots, as the authors' code writes them "
+        "(--no-tags: XX, the variant of Vinyals et al.)",
+    )
+    parser.add_argument("--layers", type=positive_int, default=2)
+    parser.add_argument("--d-model", type=positive_int, default=128)
+    parser.add_argument("--heads", type=positive_int, default=4)
+    parser.add_argument("--dropout", type=probability, default=0.1)
+    parser.add_argument("--label-smoothing", type=probability, default=0.1)
+    parser.add_argument("--warmup", type=positive_int, default=400)
+    parser.add_argument("--batch-tokens", type=positive_int, default=2048)
+    parser.add_argument("--average", type=positive_int, default=3)
+    parser.add_argument("--min-epochs", type=positive_int, default=20)
+    parser.add_argument("--max-epochs", type=positive_int, default=300)
+    parser.add_argument("--data-dir", default=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..experiments import parsing_extended
+    from ..experiments.parsing_curve import ParserRecipe
+
+    if any(s > 1 for s in args.shares):
+        raise ValueError("parser-curve: a share of the training files is at most 1")
+    recipe = ParserRecipe(
+        n_layers=args.layers,
+        d_model=args.d_model,
+        d_ff=4 * args.d_model,
+        n_heads=args.heads,
+        dropout=args.dropout,
+        label_smoothing=args.label_smoothing,
+        batch_tokens=args.batch_tokens,
+        warmup_steps=args.warmup,
+        epochs=args.max_epochs,
+        snapshot_epochs=1,
+        average_last=args.average,
+        tags=args.tags,
+    )
+    curve_run = parsing_extended.ParserCurveRun(
+        recipe, Path(args.out), args.min_epochs, args.max_epochs
+    )
+    started = time.perf_counter()
+    summary = parsing_extended.train_all(
+        curve_run, sorted(set(args.shares), reverse=True), data_dir=args.data_dir
+    )
+    epochs = ", ".join(f"{s:g}: {e}" for s, e in summary["epochs"].items())
+    print(
+        f"parser-curve: {summary['trained']} epoch(s) trained in "
+        f"{time.perf_counter() - started:,.0f} s; epochs by share {epochs}; in {args.out}"
+    )
+    return 0
