@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="processes of one thread each, side by side (default: %(default)s)",
     )
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--export",
+        default=None,
+        help="then write every job's curve to this results file (chapter 06 reads "
+        "results/table3_extended_<profile>/runs.json); never replaces a file holding more",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,6 +86,13 @@ def run(args: argparse.Namespace) -> int:
     summary = extended.train_all(
         job_run, targets, data_dir=args.data_dir, workers=args.workers
     )
+    if args.export:
+        from ..experiments import table3_report
+
+        written = table3_report.export(
+            out, args.export, {"full": args.epochs, "small": small_epochs}
+        )
+        print(f"table3: wrote {written}")
     print(
         f"table3 {profile.name}: {summary['trained']} epoch(s) trained in "
         f"{time.perf_counter() - started:,.0f} s, {summary['skipped']} already done; "

@@ -158,7 +158,7 @@ class BlockModel:
         self.seeds = sorted({s for r in self.rows for s in runs[r]})
         self.runs = runs
         y, x = [], []
-        width = len(self.rows) + len(self.seeds) - 1
+        width = max(0, len(self.rows) + len(self.seeds) - 1)
         for i, row in enumerate(self.rows):
             for seed, ppl in runs[row].items():
                 column = np.zeros(width)
@@ -169,7 +169,7 @@ class BlockModel:
                 y.append(math.log(ppl))
                 x.append(column)
         self.df = len(y) - width
-        self.fit = sm.OLS(np.array(y), np.array(x)).fit() if self.df >= 1 else None
+        self.fit = sm.OLS(np.array(y), np.array(x)).fit() if y and self.df >= 1 else None
 
     @property
     def residual_sd(self) -> float:

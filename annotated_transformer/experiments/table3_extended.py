@@ -242,12 +242,19 @@ def ppl_at_epoch(records: Sequence[dict], corpus: str, epoch: int) -> dict:
     return out
 
 
-def complete_epoch(records: Sequence[dict], corpus: str, rows: Sequence[str]) -> int:
-    """The last epoch that every job of `rows` on `corpus` has finished (0: none)."""
-    jobs = [r for r in records if r["corpus"] == corpus and r["row"] in rows]
-    if not jobs or {r["row"] for r in jobs} != set(rows):
-        return 0
-    return min(len(r["curve"]) for r in jobs)
+def complete_epoch(
+    records: Sequence[dict],
+    corpus: str,
+    rows: Sequence[str],
+    seeds: Sequence[int] | None = None,
+) -> int:
+    """The last epoch that every job of `rows` x `seeds` on `corpus` has finished (0: none, or a
+    job not started). `seeds` default: every seed in `records`."""
+    seeds = sorted({r["seed"] for r in records}) if seeds is None else seeds
+    done = {
+        (r["row"], r["seed"]): len(r["curve"]) for r in records if r["corpus"] == corpus
+    }
+    return min((done.get((row, s), 0) for row in rows for s in seeds), default=0)
 
 
 def flattened_at(curve: Sequence[float], threshold: float = 0.01) -> int | None:
