@@ -39,10 +39,13 @@
 #    the row changes and no attention head narrower than 8;
 # 2. trains the rows for whole epochs of Multi30k with one warm-up and peak rate, several seeds per
 #    row, recording each run's validation perplexity as it trains (a curve);
-# 3. reads every finding at three budgets from those curves, with seed-paired intervals and a
-#    correction for testing several findings at once; dropout's finding on a small share of the corpus
-#    trained for many epochs, where a model can overfit;
-# 4. sets perplexity, BLEU and parameters beside the paper's, with the rank correlation between the two
+# 3. reads every finding at three budgets from those curves, with one statistical model of all rows
+#    and seeds and a correction for testing several findings at once; dropout's finding on a small
+#    share of the corpus trained for many epochs, where a model can overfit;
+# 4. reads the same findings from a committed run of every row for several epochs (`python -m
+#    annotated_transformer table3`), too long for a chapter, and says for each finding what the
+#    longer budget changed;
+# 5. sets perplexity, BLEU and parameters beside the paper's, with the rank correlation between the two
 #    orderings of the rows and its bootstrap interval.
 
 # %% tags=["hide-input"]
@@ -78,7 +81,7 @@ from annotated_transformer.book import viz
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import paper, results
 from annotated_transformer.evaluation.scoring import paired_bootstrap
-from annotated_transformer.experiments import findings, variations
+from annotated_transformer.experiments import findings, table3_report, variations
 from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.transformer import Transformer, count_parameters
@@ -661,9 +664,16 @@ display(
 #
 # The statistics are in `experiments/findings.py`:
 #
-# - a comparison is the mean over seeds of the **seed-paired** difference of log perplexity (the two
-#   rows' runs of one seed saw the same batches), shown as a change in percent of perplexity, with a
-#   Student-t interval over the seeds;
+# - every run of a corpus goes into one model: log perplexity = row effect + seed effect + noise.
+#   All rows' runs of one seed saw the same batches, so a seed is a **block** whose luck is shared by
+#   every row; the model removes it and estimates one noise level from all the runs (ordinary least
+#   squares in statsmodels). A comparison is the difference of two row effects, shown as a change
+#   in percent of perplexity, with a Student-t interval whose degrees of freedom come from the whole
+#   table: (rows - 1) x (seeds - 1), 20 for 11 rows of 3 seeds, where one pair's own three seeds
+#   give 2. The price is an assumption that every row is about as noisy as every other;
+# - beside each interval, the **detectable** change: the true difference the test would find four
+#   times in five at its level. A comparison that "cannot tell" with a detectable change of 5% says
+#   that any effect is probably smaller than 5%, which is a result too;
 # - the comparisons of the six findings form one family corrected with **Holm's** method, so
 #   the chance that any verdict of a budget is wrong by chance stays under 5%: with all eight, the
 #   comparison with the smallest p-value is tested at 5%/8, the next at 5%/7, and so on until one
@@ -701,7 +711,7 @@ for fraction in BUDGETS:
     small_ppl, small_epoch = ppl_at(small_curves, fraction, overfit_epochs)
     budgets.append(
         dict(
-            label=f"{full_epoch:g} epoch(s); small corpus {small_epoch:g}",
+            label=table3_report.budget_label(full_epoch, small_epoch, overfit_share),
             full_epoch=full_epoch,
             small_epoch=small_epoch,
             findings=findings.assess(
@@ -709,6 +719,62 @@ for fraction in BUDGETS:
             ),
         )
     )
+extended_path = (
+    committed / f"table3_extended_{settings.name}" / table3_report.EXTENDED_NAME
+    if committed
+    else None
+)
+extended_run = (
+    table3_report.read_extended(extended_path)
+    if extended_path and extended_path.is_file()
+    else None
+)
+extended_budgets = table3_report.extended_budgets(extended_run) if extended_run else []
+
+
+def small_curves_until(curves: dict, epoch: float) -> dict:
+    """Mean small-corpus curves cut at `epoch` (a budget sees only its own epochs)."""
+    return {row: list(c)[: int(epoch)] for row, c in curves.items()}
+
+
+live_small = {
+    row: list(g.sort_values("point").ppl) for row, g in small_mean.groupby("row")
+}
+said = [("This run", budgets[-1]["label"], budgets[-1]["findings"])]
+notes = [
+    {
+        "dropout helps": table3_report.overfit_note(
+            small_curves_until(live_small, budgets[-1]["small_epoch"])
+        )
+    }
+]
+if extended_budgets:
+    longest = extended_budgets[-1]
+    said.append(("The extended run", longest["label"], longest["findings"]))
+    notes.append(
+        {
+            "dropout helps": table3_report.overfit_note(
+                small_curves_until(
+                    table3_report.mean_curves(extended_run, "small"),
+                    longest["small_epoch"],
+                )
+            )
+        }
+    )
+
+# %% [markdown]
+# ### What the runs show
+#
+# First the verdicts in words, at this run's longest budget and, where a longer run of the same
+# rows is committed for this profile, at that run's longest; the tables after them give every
+# comparison at every budget. Each sentence names the two rows, the change in perplexity from the
+# second to the first, and its interval; a finding "cannot be told" when the interval allows both
+# directions, and then the sentence says how large a change the runs could have found.
+
+# %%
+display(Markdown(table3_report.conclusion(said, notes)))
+
+# %%
 verdict_table = pd.DataFrame(
     [
         {"finding": f.name} | {b["label"]: b["findings"][i]["verdict"] for b in budgets}
@@ -801,6 +867,109 @@ display(
         "than one seen at all three."
     )
 )
+
+# %% [markdown]
+# ### The extended run: the same rows, trained until they settle
+#
+# One epoch measures how fast a row starts as much as where it ends: a deeper post-norm stack
+# starts slower (section 6.2's calibration), and no row overfits in one epoch, so dropout cannot yet
+# help. The extended run trains the same rows with the same settings, seeds and batches for several
+# epochs, including C6 and C7, which this profile's live run leaves out, and dropout's rows for
+# several times as many epochs of their small corpus:
+#
+# ```bash
+# python -m annotated_transformer table3 --profile cpu --epochs 8 --small-epochs 40 --seeds 1 2 3 \
+#     --out runs/table3-cpu --export results/table3_extended_cpu/runs.json
+# ```
+#
+# It keeps every finished epoch of every (row, seed) in its run folder and continues from there when
+# run again, so it spreads over as many sessions as it needs. Its results are committed; this page
+# reads them as they are and does not retrain them. Its curves, mean over seeds:
+
+# %%
+if extended_run is None:
+    display(
+        Markdown(
+            f"No extended run is committed for the `{settings.name}` profile "
+            f"(`results/table3_extended_{settings.name}/`); run the command above to make one."
+        )
+    )
+else:
+    extended_curves = pd.DataFrame(
+        [
+            dict(row=row, epoch=i + 1, ppl=ppl)
+            for row, curve in table3_report.mean_curves(extended_run).items()
+            for i, ppl in enumerate(curve)
+        ]
+    )
+    viz.show(
+        viz.side_by_side(
+            *[
+                viz.line_chart(
+                    extended_curves[extended_curves.row.isin(members)],
+                    "epoch",
+                    "ppl",
+                    "row",
+                    title=title,
+                    x_title="epochs of the training split",
+                    y_title="validation perplexity",
+                    log_y=True,
+                    points=True,
+                    width=180,
+                    height=240,
+                )
+                for title, members in GROUPS.items()
+            ]
+        )
+    )
+    targets = extended_run["targets"]
+    display(
+        Markdown(
+            f"Every row and seed has finished {len(extended_budgets)} of the run's "
+            f"{targets['full']} epochs"
+            + (
+                " (it is still running: later epochs will be added)"
+                if len(extended_budgets) < targets["full"]
+                else ""
+            )
+            + f"; written {extended_run['written'][:10]} on an {extended_run['machine']}."
+        )
+    )
+
+# %% [markdown]
+# The verdicts of the extended run after each epoch that every row and seed has finished, read with
+# the same statistics as the live run:
+
+# %%
+if extended_budgets:
+    viz.show_table(
+        pd.DataFrame(
+            [
+                {"finding": f.name}
+                | {
+                    f"{b['full_epoch']} epoch{'s' if b['full_epoch'] > 1 else ''}": b[
+                        "findings"
+                    ][i]["verdict"]
+                    for b in extended_budgets
+                }
+                for i, f in enumerate(findings.FINDINGS)
+            ]
+        )
+    )
+    viz.show_table(
+        pd.DataFrame(
+            [
+                {"finding": f.name, "comparison": f"{first} vs {second}"}
+                | {
+                    extended_budgets[-1]["label"]: cell(
+                        extended_budgets[-1]["findings"][i]["comparisons"][j]
+                    )
+                }
+                for i, f in enumerate(findings.FINDINGS)
+                for j, (first, second) in enumerate(f.pairs)
+            ]
+        )
+    )
 
 # %% [markdown]
 # How to read the verdicts: **holds** and **does not hold** are statements about this scale and
@@ -1011,6 +1180,24 @@ display(
     )
 )
 
+# %%
+if extended_budgets:
+    ext_ppl = extended_budgets[-1]["ppl"]["full"]
+    ext_rows = list(ext_ppl)
+    ext_mean = [math.exp(np.mean(np.log(list(ext_ppl[r].values())))) for r in ext_rows]
+    ext_correlation = findings.spearman_interval(
+        ext_mean, [paper.TABLE3[r].ppl for r in ext_rows]
+    )
+    display(
+        Markdown(
+            f"The extended run, after {extended_budgets[-1]['full_epoch']} epochs, over its "
+            f"{ext_correlation['rows']} rows: **{ext_correlation['rho']:+.2f}**, 95% bootstrap "
+            f"interval [{ext_correlation['low']:+.2f}, {ext_correlation['high']:+.2f}]."
+        )
+    )
+else:
+    ext_correlation = None
+
 # %% [markdown]
 # ## 6.7 What the budget buys: FLOPs
 #
@@ -1161,6 +1348,14 @@ metrics = {
     },
     "verdicts": budgets,
     "spearman_ppl": correlation,
+    "extended": {
+        "epochs": len(extended_budgets),
+        "verdicts": [
+            {k: b[k] for k in ("full_epoch", "small_epoch", "label", "findings")}
+            for b in extended_budgets
+        ],
+        "spearman_ppl": ext_correlation,
+    },
     "tie_margin_pct": round(findings.percent(findings.TIE_MARGIN), 3),
     "alpha": findings.ALPHA,
     "flops": budget.to_dict(orient="records"),

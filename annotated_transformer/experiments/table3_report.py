@@ -174,7 +174,7 @@ def comparison_sentence(finding: Mapping, c: Mapping) -> str:
     """One comparison: which row, which way, how much, and what the interval allows."""
     a, b = c["first"], c["second"]
     if not c["trained"]:
-        return f"{a} against {b} was not trained at this budget"
+        return f"{a} against {b} was not trained in this run"
     if c["difference_pct"] is None:
         return f"{a} against {b} has {c['reason']}"
     change = c["difference_pct"]
@@ -189,10 +189,12 @@ def comparison_sentence(finding: Mapping, c: Mapping) -> str:
         return f"{size}: the interval reaches past the ±{margin:.0f}% margin"
     if c["verdict"] == f.CANNOT_TELL:
         return (
-            f"{size}; the runs would have found a change of {c['detectable_pct']:.1f}% four "
-            "times in five, so any effect is probably smaller than that"
+            f"{size}; a true change of {c['detectable_pct']:.1f}% or more would have been found "
+            "four times in five"
         )
-    return size
+    if c["verdict"] == f.HOLDS:
+        return f"{size}, as the paper found"
+    return f"{size}, the opposite of the paper's finding"
 
 
 def finding_sentence(finding: Mapping, note: str = "") -> str:
