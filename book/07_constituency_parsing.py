@@ -634,6 +634,83 @@ if long_path and long_path.is_file():
 
 
 # %% [markdown]
+# ### The extended run: the authors' linearization trained until dev F1 stops rising
+#
+# The curves above stop where the chapter's minutes do. The committed extended run trains the
+# parser with part-of-speech tags in the word slots, as the authors' released code writes its
+# targets (tensor2tensor's `wsj_parsing.py`: each word's tag as its slot, TOP stripped, every closing
+# bracket labelled), on a quarter, a half and all of the training files, an epoch at a time, and
+# parses the development sentences after every epoch (greedy, constrained). Each share stops once
+# its dev F1 has not risen for a fifth of its epochs:
+#
+# ```bash
+# python -m annotated_transformer parser-curve --tags --d-model 128 --shares 1 0.5 0.25 \
+#     --out runs/parser-extended --export results/parser_extended_cpu/curves.json
+# ```
+#
+# The run continues from its folder when started again; this page reads its committed curves.
+
+# %%
+extended_path = committed and committed / "parser_extended_cpu" / "curves.json"
+if extended_path and extended_path.is_file():
+    extended = json.loads(extended_path.read_text(encoding="utf-8"))
+    extended_points = pd.DataFrame(
+        [
+            dict(
+                trees=f"{job['train_trees']:,} trees ({job['share']:g} of the files)",
+                epoch=p["epoch"],
+                f1=p["f1"],
+            )
+            for job in extended["jobs"]
+            for p in job["curve"]
+        ]
+    )
+    viz.show(
+        (
+            alt.Chart(extended_points)
+            .mark_line()
+            .encode(
+                x=alt.X("epoch:Q", title="epochs"),
+                y=alt.Y("f1:Q", title="dev F1 (greedy, constrained)"),
+                color=alt.Color("trees:N", title=None, sort=None),
+                tooltip=["trees", "epoch", alt.Tooltip("f1:Q", format=".1f")],
+            )
+            + alt.Chart(floors)
+            .mark_rule(strokeDash=[4, 3], color="gray")
+            .encode(y="f1:Q", tooltip=["floor", alt.Tooltip("f1:Q", format=".1f")])
+        ).properties(width=520, height=260, title="The extended run: dev F1 by epoch")
+    )
+    viz.show_table(
+        pd.DataFrame(
+            [
+                dict(
+                    share=f"{job['share']:g}",
+                    trees=job["train_trees"],
+                    epochs=len(job["curve"]),
+                    best_dev_f1=max(p["f1"] for p in job["curve"]),
+                    at_epoch=max(job["curve"], key=lambda p: p["f1"])["epoch"],
+                    last_dev_f1=job["curve"][-1]["f1"],
+                    stopped="yes"
+                    if extended["stopped"][str(job["share"])]
+                    else "not yet",
+                )
+                for job in extended["jobs"]
+            ]
+        ),
+        trees="{:,}",
+        best_dev_f1="{:.1f}",
+        last_dev_f1="{:.1f}",
+    )
+else:
+    display(
+        Markdown(
+            "No extended run is committed (`results/parser_extended_cpu/curves.json`); run "
+            "the command above to make one."
+        )
+    )
+
+
+# %% [markdown]
 # ## 7.5 Decoding, chosen on the development trees; the test files once
 #
 # The paper decodes with 21 beams, length penalty $\alpha = 0.3$, and room for outputs up to the

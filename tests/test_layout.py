@@ -104,7 +104,7 @@ def test_readme_layout_table_names_every_module():
     readme = (REPO / "README.md").read_text()
     table = readme[readme.index("### How the code is laid out") :]
     table = table[: table.index("\n## ")]
-    named = set(re.findall(r"`([a-z_]+)`", table))
+    named = set(re.findall(r"`([a-z_0-9]+)`", table))
     missing = [
         str(p.relative_to(PACKAGE))
         for p in modules()

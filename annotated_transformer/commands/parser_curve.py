@@ -41,6 +41,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-epochs", type=positive_int, default=20)
     parser.add_argument("--max-epochs", type=positive_int, default=300)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--export",
+        default=None,
+        help="then write every share's curve to this results file (chapter 07 reads "
+        "results/parser_extended_cpu/curves.json); never replaces a file holding more",
+    )
+    parser.add_argument(
+        "--export-only",
+        action="store_true",
+        help="write --export from what the run folder holds, training nothing (for a run "
+        "another process is still training)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,10 +80,20 @@ def run(args: argparse.Namespace) -> int:
     curve_run = parsing_extended.ParserCurveRun(
         recipe, Path(args.out), args.min_epochs, args.max_epochs
     )
+    shares = sorted(set(args.shares), reverse=True)
+    if args.export_only:
+        if not args.export:
+            raise ValueError("parser-curve: --export-only needs --export PATH")
+        curve_run.check_folder()
+        print(
+            f"parser-curve: wrote {parsing_extended.export(curve_run, shares, args.export)}"
+        )
+        return 0
     started = time.perf_counter()
-    summary = parsing_extended.train_all(
-        curve_run, sorted(set(args.shares), reverse=True), data_dir=args.data_dir
-    )
+    summary = parsing_extended.train_all(curve_run, shares, data_dir=args.data_dir)
+    if args.export:
+        written = parsing_extended.export(curve_run, shares, args.export)
+        print(f"parser-curve: wrote {written}")
     epochs = ", ".join(f"{s:g}: {e}" for s, e in summary["epochs"].items())
     print(
         f"parser-curve: {summary['trained']} epoch(s) trained in "

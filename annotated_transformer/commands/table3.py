@@ -61,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="then write every job's curve to this results file (chapter 06 reads "
         "results/table3_extended_<profile>/runs.json); never replaces a file holding more",
     )
+    parser.add_argument(
+        "--export-only",
+        action="store_true",
+        help="write --export from what the run folder holds, training nothing (for a run "
+        "another process is still training)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,6 +88,16 @@ def run(args: argparse.Namespace) -> int:
     job_run.check_folder()
     jobs = extended.finding_jobs(rows, sorted(args.seeds))
     targets = {j: (small_epochs if j.corpus == "small" else args.epochs) for j in jobs}
+    if args.export_only:
+        from ..experiments import table3_report
+
+        if not args.export:
+            raise ValueError("table3: --export-only needs --export PATH")
+        written = table3_report.export(
+            out, args.export, {"full": args.epochs, "small": small_epochs}
+        )
+        print(f"table3: wrote {written}")
+        return 0
     started = time.perf_counter()
     summary = extended.train_all(
         job_run, targets, data_dir=args.data_dir, workers=args.workers

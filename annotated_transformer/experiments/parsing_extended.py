@@ -224,3 +224,42 @@ def train_all(
         return {"trained": trained, "epochs": {s: len(run.curve(s)) for s in shares}}
     finally:
         lock.release()
+
+
+# ------------------------------------------------------------------------------------------ results
+def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike) -> Path:
+    """Write every share's curve to `path` (the committed results file); refuse to replace a file
+    that holds a share or an epoch the run folder lacks, or another recipe's curves."""
+    path = Path(path)
+    jobs = []
+    for share in shares:
+        folder = run.folder(share)
+        if (folder / CURVE_NAME).is_file():
+            jobs.append(json.loads((folder / CURVE_NAME).read_text()))
+    if not jobs:
+        raise ValueError(f"{run.out_dir} holds no finished epoch: nothing to export")
+    if path.is_file():
+        old = json.loads(path.read_text())
+        mine = {j["share"]: len(j["curve"]) for j in jobs}
+        lost = [
+            f"share {j['share']:g} ({len(j['curve'])} epochs)"
+            for j in old["jobs"]
+            if mine.get(j["share"], 0) < len(j["curve"])
+        ]
+        if lost or old["recipe"] != {
+            k: v for k, v in run.recipe.to_dict().items() if k != "epochs"
+        }:
+            raise ValueError(
+                f"{path} holds what {run.out_dir} lacks ({', '.join(lost) or 'another recipe'});"
+                " export to another path, or continue the run that wrote it"
+            )
+    document = {
+        "recipe": {k: v for k, v in run.recipe.to_dict().items() if k != "epochs"},
+        "min_epochs": run.min_epochs,
+        "max_epochs": run.max_epochs,
+        "patience": PATIENCE,
+        "stopped": {j["share"]: run.done(j["share"]) for j in jobs},
+        "jobs": [{k: v for k, v in j.items() if k != "recipe"} for j in jobs],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write_text(path, json.dumps(document, indent=1))
