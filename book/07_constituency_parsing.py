@@ -683,23 +683,22 @@ if extended_path and extended_path.is_file():
     viz.show_table(
         pd.DataFrame(
             [
-                dict(
-                    share=f"{job['share']:g}",
-                    trees=job["train_trees"],
-                    epochs=len(job["curve"]),
-                    best_dev_f1=max(p["f1"] for p in job["curve"]),
-                    at_epoch=max(job["curve"], key=lambda p: p["f1"])["epoch"],
-                    last_dev_f1=job["curve"][-1]["f1"],
-                    stopped="yes"
+                {
+                    "share of the files": f"{job['share']:g}",
+                    "trees": job["train_trees"],
+                    "epochs": len(job["curve"]),
+                    "best dev F1": max(p["f1"] for p in job["curve"]),
+                    "at epoch": max(job["curve"], key=lambda p: p["f1"])["epoch"],
+                    "last dev F1": job["curve"][-1]["f1"],
+                    "stopped": "yes"
                     if extended["stopped"][str(job["share"])]
                     else "not yet",
-                )
+                }
                 for job in extended["jobs"]
             ]
         ),
         trees="{:,}",
-        best_dev_f1="{:.1f}",
-        last_dev_f1="{:.1f}",
+        **{"best dev F1": "{:.1f}", "last dev F1": "{:.1f}"},
     )
 else:
     display(
