@@ -591,3 +591,98 @@ def test_paired_f1_bootstrap_of_a_parser_against_itself_and_against_a_floor(samp
     assert low < perfect["first"]["f1"] < high
     with pytest.raises(ValueError, match="one parse per gold tree"):
         parsing.paired_f1_bootstrap(gold, floor[:-1], gold)
+
+
+# ------------------------------------------------------------------------------------------ a second scorer
+def _collins_view(tree: Tree, keep: list[bool]) -> Tree | None:
+    """`tree` as COLLINS.prm leaves it for counting: the words `keep` drops removed (punctuation,
+    by the gold tags), constituents left empty removed, PRT written ADVP."""
+    words = iter(keep)
+
+    def walk(node):
+        if parsing.is_preterminal(node):
+            return node if next(words) else None
+        kids = [k for k in (walk(child) for child in node) if k is not None]
+        if not kids:
+            return None
+        return Tree("ADVP" if node.label() == "PRT" else node.label(), kids)
+
+    return walk(tree)
+
+
+def _pyevalb_counts(gold: list[Tree], test: list[Tree]) -> tuple[int, int, int]:
+    from PYEVALB import parser as evalb_parser
+    from PYEVALB import scorer as evalb_scorer
+
+    matched = n_gold = n_test = 0
+    for g, t in zip(gold, test):
+        keep = [tag not in parsing.PUNCTUATION_TAGS for _, tag in g.pos()]
+        g, t = _collins_view(g, keep), _collins_view(t, keep)
+        if g is None:
+            continue
+        result = evalb_scorer.Scorer().score_trees(
+            evalb_parser.create_from_bracket_string(g.pformat(margin=10**9)),
+            evalb_parser.create_from_bracket_string(t.pformat(margin=10**9)),
+        )
+        matched += result.matched_brackets
+        n_gold += result.gold_brackets
+        n_test += result.test_brackets
+    return matched, n_gold, n_test
+
+
+def _shuffled_parse(tree: Tree, rng: random.Random) -> Tree:
+    """A wrong parse of the same words and tags: each constituent's label redrawn at random from
+    a few and, now and then, two neighbouring children grouped into a new bracket."""
+    if parsing.is_preterminal(tree):
+        return tree
+    kids = [_shuffled_parse(child, rng) for child in tree]
+    if len(kids) > 2 and rng.random() < 0.3:
+        i = rng.randrange(len(kids) - 1)
+        kids[i : i + 2] = [Tree(rng.choice(["NP", "VP", "PRT"]), kids[i : i + 2])]
+    return Tree(rng.choice(["NP", "VP", "PP", "S", tree.label()]), kids)
+
+
+def test_our_bracket_counts_equal_an_independent_evalb_port(sample_trees):
+    # PYEVALB (a Python port of evalb) counts the brackets of trees already cut the way COLLINS.prm
+    # cuts them; ours must give the very same matched, gold and test counts.
+    gold = [
+        t
+        for f in sorted(sample_trees)[:40]
+        for t in (parsing.clean_tree(x) for x in sample_trees[f])
+        if t is not None
+    ]
+    rng = random.Random(0)
+    candidates = {
+        "right-branching": [
+            parsing.right_branching_tree(g.leaves(), "S", "NP") for g in gold
+        ],
+        "flat": [parsing.flat_tree(g.leaves(), "S") for g in gold],
+        "perturbed": [_shuffled_parse(g, rng) for g in gold],
+        "gold": gold,
+    }
+    for name, test in candidates.items():
+        ours = parsing.corpus_score(gold, test)
+        matched, n_gold, n_test = _pyevalb_counts(gold, test)
+        assert (ours.gold, ours.test) == (n_gold, n_test), name
+        # The one known difference: a bracket repeated with its label and span (a unary chain such
+        # as NP over NP) matches once per occurrence in evalb and here, once in all in PYEVALB.
+        repeats = 0
+        for g, t in zip(gold, test):
+            deleted = [tag in parsing.PUNCTUATION_TAGS for _, tag in g.pos()]
+            a, b = (
+                parsing.labelled_brackets(g, deleted),
+                parsing.labelled_brackets(t, deleted),
+            )
+            repeats += sum(min(a[k], b[k]) - 1 for k in a.keys() & b.keys())
+        assert ours.matched == matched + repeats, name
+        if name != "perturbed":
+            continue
+        assert repeats > 0  # the perturbed parses do exercise the difference
+
+
+def test_evalbs_second_summary_keeps_sentences_of_at_most_40_words():
+    long = Tree("S", [Tree("NP", [Tree("NN", [f"w{i}"])]) for i in range(41)])
+    short = GOLD
+    scores = parsing.corpus_scores([long, short], [long, short])
+    assert scores["all"].sentences == 2 and scores["<=40"].sentences == 1
+    assert scores["<=40"].gold == parsing.bracket_score(short, short).gold

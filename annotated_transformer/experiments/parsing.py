@@ -572,6 +572,22 @@ def corpus_score(
     return total
 
 
+# evalb's second summary: sentences of at most 40 words, counted as COLLINS.prm counts a sentence's
+# length (DELETE_LABEL_FOR_LENGTH -NONE-: punctuation counts, empty elements, already cleaned, do not).
+EVALB_CUTOFF = 40
+
+
+def corpus_scores(
+    gold: Sequence[Tree], test: Sequence[Tree | Delinearized], cutoff: int = EVALB_CUTOFF
+) -> dict[str, BracketScore]:
+    """evalb's two summaries: {"all": every sentence, "<=40": sentences of at most `cutoff` words}."""
+    short = [i for i, g in enumerate(gold) if len(g.leaves()) <= cutoff]
+    return {
+        "all": corpus_score(gold, test),
+        f"<={cutoff}": corpus_score([gold[i] for i in short], [test[i] for i in short]),
+    }
+
+
 # ------------------------------------------------------------------------------------------ vocabularies
 # The model's special ids (TransformerConfig's pad 0, bos 1, eos 2, unk 3) come first in both
 # vocabularies, so the parser is the translation model with other embeddings and nothing else.
