@@ -758,7 +758,10 @@ if extended_budgets:
                     table3_report.mean_curves(extended_run, "small"),
                     longest["small_epoch"],
                 )
-            )
+            ),
+            "bigger is better": table3_report.overtake_note(
+                table3_report.mean_curves(extended_run), "C1", "C3"
+            ),
         }
     )
 

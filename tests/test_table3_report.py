@@ -110,3 +110,13 @@ def test_export_reads_budgets_and_never_replaces_a_longer_file(tmp_path):
     with pytest.raises(ValueError, match="holds what .* lacks"):
         report.export(short, out, {"full": 2, "small": 4})
     assert out.read_text() == before
+
+
+def test_overtaking_is_read_from_the_mean_curves():
+    assert "By epoch 3 C3 had overtaken C1 for good" in report.overtake_note(
+        {"C1": [30.0, 20.0, 16.0, 14.0], "C3": [40.0, 22.0, 15.9, 13.0]}
+    )
+    assert "After 2 epochs C3 was still behind C1" in report.overtake_note(
+        {"C1": [30.0, 20.0], "C3": [40.0, 22.0]}
+    )
+    assert report.overtake_note({"C1": [30.0]}) == ""

@@ -230,6 +230,28 @@ def overfit_note(small_curves: Mapping[str, Sequence[float]], row: str = "base")
     )
 
 
+def overtake_note(
+    curves: Mapping[str, Sequence[float]], first: str = "C1", second: str = "C3"
+) -> str:
+    """When `second`'s mean curve falls below `first`'s for good (the deeper stack overtaking the
+    shallow one), from per-epoch mean curves; empty without both curves."""
+    a, b = curves.get(first, []), curves.get(second, [])
+    n = min(len(a), len(b))
+    if n == 0:
+        return ""
+    behind = [b[i] >= a[i] for i in range(n)]
+    if not behind[-1]:
+        since = n - next(i for i, x in enumerate(reversed(behind)) if x)
+        return (
+            f"By epoch {since + 1} {second} had overtaken {first} for good (perplexity "
+            f"{b[-1]:.1f} against {a[-1]:.1f} after epoch {n}): depth starts slower and ends ahead."
+        )
+    return (
+        f"After {n} epoch{'s' if n > 1 else ''} {second} was still behind {first} (perplexity "
+        f"{b[-1]:.1f} against {a[-1]:.1f})."
+    )
+
+
 def conclusion(
     budgets: Sequence[tuple[str, str, Sequence[Mapping]]],
     notes: Sequence[Mapping[str, str]] = (),
