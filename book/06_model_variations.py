@@ -935,7 +935,8 @@ else:
                 if len(extended_budgets) < targets["full"]
                 else ""
             )
-            + f"; written {extended_run['written'][:10]} on an {extended_run['machine']}."
+            + f"; written {extended_run['written'][:10]} on an {extended_run['machine']}. "
+            + table3_report.flattening_note(table3_report.mean_curves(extended_run))
         )
     )
 

@@ -120,3 +120,13 @@ def test_overtaking_is_read_from_the_mean_curves():
         {"C1": [30.0, 20.0], "C3": [40.0, 22.0]}
     )
     assert report.overtake_note({"C1": [30.0]}) == ""
+
+
+def test_flattening_says_whether_base_still_learns():
+    assert "has not yet fallen by less than 1%" in report.flattening_note(
+        {"base": [30.0, 20.0]}
+    )
+    note = report.flattening_note({"base": [30.0, 20.0, 19.9, 19.8]})
+    assert (
+        "fell 0.5% in epoch 4" in note and "first fell by less than 1% in epoch 3" in note
+    )

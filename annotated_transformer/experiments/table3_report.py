@@ -230,6 +230,25 @@ def overfit_note(small_curves: Mapping[str, Sequence[float]], row: str = "base")
     )
 
 
+def flattening_note(curves: Mapping[str, Sequence[float]], row: str = "base") -> str:
+    """How much `row`'s mean curve fell in its last epoch, and where it first fell by less than 1%
+    (the extended run's rule for having trained long enough)."""
+    curve = curves.get(row, [])
+    if len(curve) < 2:
+        return ""
+    last = 100 * (1 - curve[-1] / curve[-2])
+    flat = extended.flattened_at(curve)
+    where = (
+        f"it first fell by less than 1% in epoch {flat}"
+        if flat
+        else "it has not yet fallen by less than 1% in an epoch, so the rows are still learning"
+    )
+    return (
+        f"{row}'s validation perplexity fell {last:.1f}% in epoch {len(curve)} "
+        f"({curve[-2]:.2f} to {curve[-1]:.2f}); {where}."
+    )
+
+
 def overtake_note(
     curves: Mapping[str, Sequence[float]], first: str = "C1", second: str = "C3"
 ) -> str:
