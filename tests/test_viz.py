@@ -48,18 +48,6 @@ def test_line_chart_has_one_line_per_colour():
         viz.line_chart(df, "step", "nope")
 
 
-def test_schedule_chart_takes_curves_by_label():
-    steps = np.arange(1, 101)
-    spec = viz.chart_spec(
-        viz.schedule_chart(
-            steps, {"warmup 10": steps**-0.5, "warmup 20": steps**-0.5 / 2}
-        )
-    )
-    assert _rows(spec) == 200
-    with pytest.raises(ValueError, match="has 3 values for 100 steps"):
-        viz.schedule_chart(steps, {"bad": [1, 2, 3]})
-
-
 def test_heatmap_keeps_repeated_token_labels_apart():
     tokens = ["the", "cat", "saw", "the", "dog"]
     spec = viz.chart_spec(

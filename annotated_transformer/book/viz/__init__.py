@@ -1,0 +1,54 @@
+"""The book's pictures, in three layers: `display` puts a chart or table on the page (and exports
+charts), `charts` builds the kinds of chart any chapter uses, `figures` the figures of one chapter
+each. Chapters import this package as `viz` and call every public name from here.
+"""
+
+from .charts import (  # noqa: F401
+    bar_chart,
+    heatmap,
+    histogram,
+    legend_below,
+    line_chart,
+    loglog_with_reference,
+    loglog_with_rules,
+    plus_minus,
+    side_by_side,
+    tighten,
+)
+from .display import (  # noqa: F401
+    CHART_CLASS,
+    EXPORT_FORMATS,
+    TABLE_CLASS,
+    book_html,
+    chart_spec,
+    export,
+    in_book_build,
+    mimebundle,
+    show,
+    show_source,
+    show_table,
+    table_html,
+)
+from .figures import (  # noqa: F401
+    FIGURE1_BOXES,
+    FIGURE1_COLORS,
+    attention_uses_chart,
+    averaging_chart,
+    block_diagram,
+    cost_quality_chart,
+    crossover_chart,
+    figure1_chart,
+    figure1_layout,
+    label_smoothing_chart,
+    mask_chart,
+    parameter_count_chart,
+    path_length_charts,
+    positional_encoding_chart,
+    profiles_table,
+    relative_cost_chart,
+    scaling_charts,
+    sizes_table,
+    softmax_saturation_chart,
+    table2_panels,
+    table3_differences_chart,
+)

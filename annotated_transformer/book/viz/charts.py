@@ -1,0 +1,414 @@
+"""Chart builders any chapter can use: lines, bars, heatmaps, histograms, log-log plots with a
+reference slope, and the small layout helpers (panels side by side, a legend below). They take plain
+data (DataFrames, arrays, tensors) and return altair charts; `display.show` puts one on the page.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from .display import _missing
+
+
+def _as_array(values: Any) -> np.ndarray:
+    """numpy view of a list, array or (CPU or GPU, grad or not) torch tensor."""
+    if hasattr(values, "detach"):
+        values = values.detach().float().cpu().numpy()
+    return np.asarray(values)
+
+
+def _scale(log: bool) -> alt.Scale:
+    return alt.Scale(type="log") if log else alt.Scale(zero=False)
+
+
+def line_chart(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    color: str | None = None,
+    *,
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    log_x: bool = False,
+    log_y: bool = False,
+    points: bool = False,
+    width: int = 560,
+    height: int = 280,
+) -> alt.Chart:
+    """Lines of `y` against `x` in a long-format DataFrame, one line per value of `color`."""
+    for column in (x, y, color):
+        if column is not None and column not in df.columns:
+            raise KeyError(
+                f"line_chart: no column {column!r} in the DataFrame (has {list(df.columns)})"
+            )
+    encoding = dict(
+        x=alt.X(x, type="quantitative", title=x_title or x, scale=_scale(log_x)),
+        y=alt.Y(y, type="quantitative", title=y_title or y, scale=_scale(log_y)),
+        tooltip=[c for c in (color, x, y) if c is not None],
+    )
+    if color is not None:
+        encoding["color"] = alt.Color(color, type="nominal", title=color, sort=None)
+    chart = alt.Chart(df).mark_line(point=points).encode(**encoding)
+    return chart.properties(
+        width=width, height=height, **({"title": title} if title else {})
+    )
+
+
+def bar_chart(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    color: str | None = None,
+    *,
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    width: int = 560,
+    height: int = 280,
+) -> alt.Chart:
+    """Bars of quantitative `y` for each category `x`, in the DataFrame's order."""
+    for column in (x, y, color):
+        if column is not None and column not in df.columns:
+            raise KeyError(
+                f"bar_chart: no column {column!r} in the DataFrame (has {list(df.columns)})"
+            )
+    encoding = dict(
+        x=alt.X(x, type="nominal", title=x_title or x, sort=None),
+        y=alt.Y(y, type="quantitative", title=y_title or y),
+        tooltip=[c for c in (x, color, y) if c is not None],
+    )
+    if color is not None:
+        encoding["color"] = alt.Color(color, type="nominal", title=color, sort=None)
+    chart = alt.Chart(df).mark_bar().encode(**encoding)
+    return chart.properties(
+        width=width, height=height, **({"title": title} if title else {})
+    )
+
+
+def _label_axis(labels: Sequence[str] | None, n: int, max_ticks: int = 40) -> dict:
+    """Axis settings for index-encoded positions: show labels (which may repeat, like tokens)."""
+    if labels is None:
+        step = max(1, int(np.ceil(n / max_ticks)))
+        return dict(values=list(range(0, n, step)), labelAngle=0)
+    if len(labels) != n:
+        raise ValueError(f"got {len(labels)} labels for an axis of length {n}")
+    # Encoding the index keeps repeated tokens apart; labelExpr prints the token.
+    return dict(
+        labelExpr=f"{json.dumps([str(s) for s in labels])}[datum.value]",
+        labelAngle=-45 if n > 8 else 0,
+    )
+
+
+def heatmap(
+    matrix: Any,
+    x_labels: Sequence[str] | None = None,
+    y_labels: Sequence[str] | None = None,
+    *,
+    title: str | None = None,
+    x_title: str = "",
+    y_title: str = "",
+    value_title: str = "value",
+    scheme: str = "viridis",
+    domain: tuple[float, float] | None = None,
+    cell: int | None = None,
+    max_cells: int = 40_000,
+) -> alt.Chart:
+    """A rect per entry of a 2-D matrix (rows on y, columns on x); labels may repeat (tokens).
+
+    `cell` fixes the pixel size of one cell (default: fit about 480 px); `max_cells` guards the
+    page against megabytes of inline data: slice the matrix first.
+    """
+    values = _as_array(matrix)
+    values = (
+        values.reshape(values.shape[-2:])
+        if values.ndim > 2 and all(s == 1 for s in values.shape[:-2])
+        else values
+    )
+    if values.ndim != 2:
+        raise ValueError(f"heatmap needs a 2-D matrix, got shape {values.shape}")
+    n_rows, n_cols = values.shape
+    if n_rows * n_cols > max_cells:
+        raise ValueError(
+            f"heatmap of {n_rows}x{n_cols} exceeds max_cells={max_cells}: slice the matrix "
+            "(e.g. the first positions) or raise max_cells"
+        )
+    rows, cols = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")
+    df = pd.DataFrame(
+        {
+            "row": rows.ravel(),
+            "column": cols.ravel(),
+            value_title: values.ravel().astype(float),
+        }
+    )
+    tooltip = ["row", "column", alt.Tooltip(value_title, format=".3g")]
+    if x_labels is not None:
+        df["x label"] = [str(x_labels[c]) for c in df["column"]]
+        tooltip.insert(2, "x label")
+    if y_labels is not None:
+        df["y label"] = [str(y_labels[r]) for r in df["row"]]
+        tooltip.insert(2, "y label")
+    size = cell or max(2, min(24, 480 // max(n_rows, n_cols)))
+    color_scale = alt.Scale(scheme=scheme, **({"domain": list(domain)} if domain else {}))
+    chart = (
+        alt.Chart(df)
+        .mark_rect()
+        .encode(
+            x=alt.X(
+                "column:O", title=x_title, axis=alt.Axis(**_label_axis(x_labels, n_cols))
+            ),
+            y=alt.Y(
+                "row:O", title=y_title, axis=alt.Axis(**_label_axis(y_labels, n_rows))
+            ),
+            color=alt.Color(f"{value_title}:Q", title=value_title, scale=color_scale),
+            tooltip=tooltip,
+        )
+    )
+    return chart.properties(
+        width=size * n_cols, height=size * n_rows, **({"title": title} if title else {})
+    )
+
+
+def tighten(chart: alt.Chart) -> alt.Chart:
+    """End log axes at the data instead of rounding them out to powers of ten, and tick the x
+    values that were measured (log axes otherwise crowd their labels). Returns `chart`."""
+    for channel in ("x", "y"):
+        encoding = chart.encoding[channel]
+        scale = encoding["scale"]
+        if scale is alt.Undefined or scale["type"] != "log":
+            continue
+        encoding["scale"] = alt.Scale(type="log", nice=False)
+        field = (
+            encoding["field"]
+            if encoding["field"] is not alt.Undefined
+            else encoding["shorthand"]
+        )
+        values = (
+            sorted(chart.data[field.split(":")[0]].unique()) if channel == "x" else []
+        )
+        if 1 < len(values) <= 12:
+            encoding["axis"] = alt.Axis(values=[float(v) for v in values])
+    return chart
+
+
+def legend_below(
+    chart: alt.TopLevelMixin, columns: int | None = None
+) -> alt.TopLevelMixin:
+    """Put the legend under the chart, where it does not eat the page's width."""
+    return chart.configure_legend(
+        orient="bottom", **({"columns": columns} if columns else {})
+    )
+
+
+def side_by_side(
+    *charts: alt.TopLevelMixin,
+    independent_y: bool = False,
+    legend_columns: int | None = None,
+) -> alt.HConcatChart:
+    """Panels in a row with one legend under them (`legend_below`).
+
+    `independent_y` gives each panel its own y scale (panels of different quantities).
+    """
+    row = alt.hconcat(*charts)
+    if independent_y:
+        row = row.resolve_scale(y="independent")
+    return legend_below(row, legend_columns)
+
+
+def histogram(
+    df: pd.DataFrame,
+    value: str,
+    color: str | None = None,
+    *,
+    bins: int = 40,
+    rule_at: float | None = None,
+    rule_label: str | None = None,
+    title: str | None = None,
+    x_title: str | None = None,
+    width: int = 560,
+    height: int = 260,
+) -> alt.LayerChart:
+    """Share of rows per bin of `value` (bins shared by every group), one overlaid histogram per
+    value of `color`, with an optional dashed vertical rule (a threshold) at `rule_at`."""
+    values = df[value].to_numpy(dtype=float)
+    high = max(values.max(), rule_at or 0.0)
+    edges = np.linspace(0.0, high * 1.02 if high > 0 else 1.0, bins + 1)
+    groups = df.groupby(color, sort=False) if color else [(None, df)]
+    rows = []
+    for name, part in groups:
+        counts, _ = np.histogram(part[value].to_numpy(dtype=float), bins=edges)
+        for left, right, count in zip(edges[:-1], edges[1:], counts):
+            rows.append(
+                {
+                    "start": left,
+                    "end": right,
+                    "share": count / max(len(part), 1),
+                    "zero": 0.0,
+                    **({color: name} if color else {}),
+                }
+            )
+    binned = pd.DataFrame(rows)
+    encoding = {
+        "x": alt.X("start:Q", title=x_title or value),
+        "x2": "end:Q",
+        "y": alt.Y(
+            "share:Q", stack=None, title="share of sentences", axis=alt.Axis(format="%")
+        ),
+        "y2": "zero:Q",
+        "tooltip": [
+            *([color] if color else []),
+            alt.Tooltip("start:Q", format=".0f"),
+            alt.Tooltip("end:Q", format=".0f"),
+            alt.Tooltip("share:Q", format=".1%"),
+        ],
+    }
+    if color:
+        encoding["color"] = alt.Color(
+            f"{color}:N",
+            title=None,
+            sort=None,
+            legend=alt.Legend(orient="bottom", columns=2, labelLimit=0),
+        )
+    layers = [alt.Chart(binned).mark_bar(opacity=0.55, binSpacing=0).encode(**encoding)]
+    if rule_at is not None:
+        rule = pd.DataFrame([{"at": rule_at, "what": rule_label or f"{rule_at:g}"}])
+        layers.append(
+            alt.Chart(rule)
+            .mark_rule(color="#444", strokeDash=[4, 3])
+            .encode(x="at:Q", tooltip=["what"])
+        )
+        layers.append(
+            alt.Chart(rule)
+            .mark_text(align="right", dx=-4, dy=10, color="#444", fontSize=10)
+            .encode(x="at:Q", y=alt.value(0), text="what")
+        )
+    return alt.layer(*layers).properties(
+        width=width, height=height, **({"title": title} if title else {})
+    )
+
+
+def _log_x(df: pd.DataFrame, x: str, title: str | None = None) -> alt.X:
+    """A log x axis that ends at the data and ticks the measured values."""
+    return alt.X(
+        f"{x}:Q",
+        scale=alt.Scale(type="log", nice=False),
+        title=title or x,
+        axis=alt.Axis(values=sorted(float(v) for v in df[x].unique())),
+    )
+
+
+def loglog_with_reference(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    exponents: Mapping[str, float],
+    *,
+    title: str,
+    y_title: str,
+    color: str = "kind",
+    color_title: str = "layer",
+    width: int = 270,
+    height: int = 260,
+) -> alt.LayerChart:
+    """Measured `y` against `x` on log-log axes (solid, one line per `color`), and for each
+    line a dashed line of slope `exponents[kind]` through its largest-`x` point: where the
+    measurements would lie if they grew with exactly that exponent."""
+    reference = []
+    for kind, part in df.groupby(color):
+        anchor = part.sort_values(x).iloc[-1]
+        for value in part[x]:
+            reference.append(
+                {
+                    color: kind,
+                    x: value,
+                    y: anchor[y] * (value / anchor[x]) ** exponents[kind],
+                }
+            )
+    colors = alt.Color(f"{color}:N", title=color_title, sort=list(exponents))
+    measured = (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=_log_x(df, x),
+            y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
+            color=colors,
+            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
+        )
+    )
+    expected = (
+        alt.Chart(pd.DataFrame(reference))
+        .mark_line(strokeDash=[5, 4], opacity=0.6)
+        .encode(x=f"{x}:Q", y=f"{y}:Q", color=colors)
+    )
+    return (expected + measured).properties(width=width, height=height, title=title)
+
+
+def loglog_with_rules(
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    color: str,
+    rules: Mapping[str, float],
+    *,
+    title: str,
+    y_title: str,
+    color_title: str = "layer",
+    width: int = 270,
+    height: int = 260,
+) -> alt.LayerChart:
+    """Lines of `y` against `x` on log-log axes, one per `color` (in order of appearance),
+    with a labelled dashed vertical rule at each x of `rules` ({label: x})."""
+    marks = pd.DataFrame(
+        [
+            dict(at=at, what=label, row=12 + 14 * i)
+            for i, (label, at) in enumerate(rules.items())
+        ]
+    )
+    lines = (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=_log_x(df, x),
+            y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
+            color=alt.Color(
+                f"{color}:N", title=color_title, sort=list(dict.fromkeys(df[color]))
+            ),
+            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
+        )
+    )
+    layers = [lines]
+    if len(marks):
+        layers.append(
+            alt.Chart(marks)
+            .mark_rule(strokeDash=[4, 3], color="#444")
+            .encode(x="at:Q", tooltip=["what"])
+        )
+        layers.append(
+            alt.Chart(marks)
+            .mark_text(align="right", dx=-4, fontSize=10, color="#444")
+            .encode(x="at:Q", y=alt.Y("row:Q", scale=None), text="what")
+        )
+    return alt.layer(*layers).properties(width=width, height=height, title=title)
+
+
+def plus_minus(value: float, half_width: float | None, digits: int = 2) -> str:
+    """A score beside the half-width of its 95% interval, "36.13 ± 1.20"; the bare score when there
+    is no interval."""
+    if half_width is None or _missing(half_width):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} ± {half_width:.{digits}f}"
+
+
+def _interval_rules(data: pd.DataFrame, x: alt.X, y: str, half_width: str) -> alt.Chart:
+    """Error bars: a vertical rule from y - half_width to y + half_width at each point."""
+    bars = data.assign(low=data[y] - data[half_width], high=data[y] + data[half_width])
+    return (
+        alt.Chart(bars)
+        .mark_rule(color="black")
+        .encode(x=x, y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
+    )

@@ -1,0 +1,158 @@
+"""Putting a chart or a table on the page, and exporting a chart to HTML, SVG or PNG.
+
+In Jupyter and Colab `show` uses altair's own renderer. Under the book runner (`AT_BOOK_BUILD=1`)
+it emits a small div with the chart's spec inline, drawn by the Vega scripts the site serves from
+`_static/vendor/` (see `_static/at-charts.js`): altair's default output loads Vega from a CDN and
+draws nothing offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Iterable
+
+import altair as alt
+import pandas as pd
+
+from ...runtime.progress import on_a_page
+
+CHART_CLASS = "at-vega-chart"
+
+
+EXPORT_FORMATS = ("html", "svg", "png")
+
+
+def in_book_build() -> bool:
+    """True when the book runner executes this notebook (it sets AT_BOOK_BUILD=1)."""
+    return on_a_page()
+
+
+def chart_spec(chart: alt.TopLevelMixin) -> dict:
+    """The Vega-Lite spec of `chart`; the builders here bound their data, so the row cap is lifted."""
+    with alt.data_transformers.disable_max_rows():
+        return chart.to_dict()
+
+
+def book_html(chart: alt.TopLevelMixin) -> str:
+    """A div plus the spec as inline JSON; `_static/at-charts.js` finds it and calls vegaEmbed."""
+    chart_id = f"at-chart-{uuid.uuid4().hex[:12]}"
+    # "</" inside the JSON would end the script element early.
+    spec = json.dumps(chart_spec(chart), separators=(",", ":")).replace("</", "<\\/")
+    return (
+        f'<div class="{CHART_CLASS}" id="{chart_id}" data-spec="{chart_id}-spec">'
+        "<noscript>This chart needs JavaScript.</noscript></div>\n"
+        f'<script type="application/json" id="{chart_id}-spec">{spec}</script>\n'
+        # Pages loaded after the scripts (or re-rendered) draw at once; others on DOMContentLoaded.
+        f"<script>window.atDrawCharts && window.atDrawCharts();</script>"
+    )
+
+
+def mimebundle(chart: alt.TopLevelMixin) -> dict:
+    """Output for the book: the offline HTML for the site and a one-line text stand-in.
+
+    (altair's own mimetype, "application/vnd.vegalite.v6.json", is not valid in a notebook file.)
+    """
+    title = chart_spec(chart).get("title")
+    if isinstance(title, dict):
+        title = title.get("text")
+    return {
+        "text/plain": f"<altair chart{': ' + str(title) if title else ''}>",
+        "text/html": book_html(chart),
+    }
+
+
+def show(chart: alt.TopLevelMixin) -> None:
+    """Display `chart`: offline-ready HTML under the book runner, altair's renderer elsewhere."""
+    from IPython.display import (
+        display,  # deferred: IPython is there in Jupyter, not in every script
+    )
+
+    if in_book_build():
+        display(mimebundle(chart), raw=True)
+    else:
+        with alt.data_transformers.disable_max_rows():
+            display(chart)
+
+
+def export(
+    chart: alt.TopLevelMixin,
+    path_stem: str | os.PathLike,
+    formats: Iterable[str] = EXPORT_FORMATS,
+    *,
+    scale: float = 2.0,
+) -> dict[str, Path]:
+    """Write `chart` as `<path_stem>.html/.svg/.png` with vl-convert, all offline.
+
+    The HTML inlines the Vega libraries (no remote script), the SVG is vector, the PNG is
+    rendered at `scale` times the chart's size.
+
+    Returns:
+        {format: path written}.
+    """
+    stem = Path(path_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    with alt.data_transformers.disable_max_rows():
+        for fmt in formats:
+            path = stem.with_name(f"{stem.name}.{fmt}")
+            if fmt == "html":
+                chart.save(path, format="html", inline=True)
+            elif fmt == "svg":
+                chart.save(path, format="svg")
+            elif fmt == "png":
+                chart.save(path, format="png", scale_factor=scale)
+            else:
+                raise ValueError(
+                    f"unknown export format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}"
+                )
+            written[fmt] = path
+    return written
+
+
+TABLE_CLASS = "at-summary"
+
+
+def table_html(df: pd.DataFrame, na_rep: str = "", **formats: str) -> str:
+    """`df` as a compact HTML table; `formats` maps column names to format strings ("{:.2f}").
+
+    Missing values print as `na_rep`. The site's stylesheet lets a wide table scroll sideways
+    instead of being clipped.
+    """
+    styled = df.copy()
+    for column, fmt in formats.items():
+        styled[column] = styled[column].map(lambda v, f=fmt: _formatted(v, f, na_rep))
+    table = styled.to_html(index=False, classes=TABLE_CLASS, border=0, na_rep=na_rep)
+    return f'<div class="at-table">{table}</div>'
+
+
+def _formatted(value: Any, fmt: str, na_rep: str) -> str:
+    """A cell in `fmt`; text (e.g. "n/a" in a numeric column) and missing values as they are."""
+    if isinstance(value, str):
+        return value
+    return na_rep if _missing(value) else fmt.format(value)
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # lists, tuples: never "missing"
+        return False
+
+
+def show_table(df: pd.DataFrame, na_rep: str = "", **formats: str) -> None:
+    """Display `df` as `table_html` does: one line in a chapter instead of a styling block."""
+    from IPython.display import HTML, display
+
+    display(HTML(table_html(df, na_rep=na_rep, **formats)))
+
+
+def show_source(obj: Any) -> None:
+    """The package's own source of a function, method or class, as a reader would open it."""
+    import inspect
+
+    from IPython.display import Markdown, display
+
+    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
