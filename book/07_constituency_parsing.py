@@ -30,12 +30,15 @@
 # 1. turns trees into sequences and back (`annotated_transformer.experiments.parsing`), and checks that nothing
 #    is lost on every tree of the data;
 # 2. scores parses as the parsing literature does, with labelled bracket F1 in evalb's conventions;
-# 3. trains the paper's model on sentence -> linearized tree pairs, with a vocabulary of the tree's
-#    own symbols, on a quarter, half and all of the training files, and draws F1 on the development
+# 3. trains the paper's model on sentence -> linearized tree pairs, written as the authors' code
+#    writes them (each word's part-of-speech tag in its slot), with a vocabulary of the tree's own
+#    symbols, on a quarter, half and all of the training files, and draws F1 on the development
 #    trees against epochs and against the number of trees: what it takes to parse;
 # 4. chooses the search on the development trees (greedy or the paper's beam 21, length penalty
 #    $\alpha = 0.3$, outputs up to the input length plus 300, constrained to valid trees), parses
-#    all the test sentences once, and sets the F1 beside two simple floors and Table 4.
+#    all the test sentences once, and sets the F1 beside two simple floors and Table 4;
+# 5. trains the linearization of Vinyals et al., with `XX` in every word slot, beside it as a
+#    variant, and compares the two on the same test sentences.
 #
 # The paper had about forty thousand training trees; by default this chapter runs on the Penn
 # Treebank sample that NLTK distributes, about a tenth of that. A `treebank_dir` parameter points it at the full WSJ
@@ -173,11 +176,22 @@ assert sizes.trees.sum() <= n_trees and len(splits["train"]) > len(splits["test"
 # %% [markdown]
 # Vinyals et al. write the tree depth first: an opening bracket with its label where a phrase
 # starts, a closing bracket *with the same label* where it ends (so the decoder always knows which
-# phrase it is closing), and one placeholder, `XX`, for each word. The words themselves are left
-# out: the model reads them in the source and does not need to copy them. The part-of-speech tags
-# are left out too: the F1 score does not count them, and Vinyals et al. found that replacing them
-# by `XX` made their parser better. Here is the shortest training sentence of at least eight words,
-# as a tree and as the target the model learns to write:
+# phrase it is closing), and one symbol in each word's slot. The words themselves are left out: the
+# model reads them in the source and does not need to copy them.
+#
+# The paper's text does not say what goes in the slots; the authors' released code does. In
+# tensor2tensor (`data_generators/wsj_parsing.py`, `words_and_tags_from_wsj_tree`) each word's slot
+# holds its part-of-speech tag, the Treebank's outer `TOP` bracket is stripped, and every closing
+# bracket is labelled: a target line reads `S NP DT NN /NP VP VBD /VP /S`. Source and target have
+# vocabularies of their own there (`wsj_source.vocab` and `wsj_target.vocab`, both of word pieces).
+# That is this chapter's parser. Ours differs in spelling and in the vocabularies only: brackets are
+# written `(NP` and `)NP` instead of `NP` and `/NP`, the source vocabulary is words (seen at least
+# twice in training, rarer ones read as a class of their spelling) instead of word pieces, and the
+# target vocabulary is the linearization's own symbols (section 7.3). Vinyals et al. themselves
+# replaced the tags by one placeholder, `XX`: the F1 score does not count tags, and they found that
+# dropping them made their parser better. Section 7.6 trains that linearization as a variant beside
+# the chapter's parser. Here is the shortest training sentence of at least eight words, as a tree,
+# as the target the chapter's parser learns to write, and as the variant's target:
 
 # %%
 example = next(
@@ -186,39 +200,51 @@ example = next(
     if len(t.leaves()) >= 8
 )
 example.pretty_print()
-print("source:", " ".join(example.leaves()))
-print("target:", parsing.linearize(example))
+print("source:     ", " ".join(example.leaves()))
+print("target:     ", parsing.linearize(example, tags=True))
+print("XX variant: ", parsing.linearize(example))
 
 
 # %% [markdown]
 # The linearization is a pre-order walk, a few lines long. The package's `linearize` is the same
-# walk with checks; on every tree of the data the two agree:
+# walk with checks; on every tree of the data the two agree, with tags in the slots and with `XX`:
 
 
 # %%
-def linearize_by_hand(tree: Tree) -> str:
+def linearize_by_hand(tree: Tree, tags: bool) -> str:
     if len(tree) == 1 and isinstance(tree[0], str):  # a part-of-speech tag over its word
-        return "XX"
-    inside = " ".join(linearize_by_hand(child) for child in tree)
+        return tree.label() if tags else "XX"
+    inside = " ".join(linearize_by_hand(child, tags) for child in tree)
     return f"({tree.label()} {inside} ){tree.label()}"
 
 
 all_trees = [tree for trees in splits.values() for tree in trees]
-assert all(linearize_by_hand(t) == parsing.linearize(t) for t in all_trees)
+assert all(
+    linearize_by_hand(t, tags) == parsing.linearize(t, tags=tags)
+    for t in all_trees
+    for tags in (True, False)
+)
 print(f"linearize agrees with the hand-written walk on all {len(all_trees):,} trees")
 
 # %% [markdown]
-# Going back needs the words: `delinearize` reads the brackets and fills the `XX` slots with the
-# sentence's words in order.
+# Going back needs the words: `delinearize` reads the brackets and puts the sentence's words into
+# the slots in order, each under the symbol its slot held (a tag, or `XX`).
 
 # %%
 viz.show_source(parsing.delinearize)
 
 # %% [markdown]
-# On the Treebank's own trees, the trip there and back loses nothing but the part-of-speech
-# tags (which become `XX`):
+# On the Treebank's own trees the trip there and back loses nothing: a line with tags in the slots
+# gives the cleaned tree itself, and an `XX` line gives it with `XX` for every tag.
 
 # %%
+assert all(
+    back.valid and back.tree == t
+    for back, t in (
+        (parsing.delinearize(parsing.linearize(t, tags=True), t.leaves()), t)
+        for t in all_trees
+    )
+)
 round_trip = [parsing.delinearize(parsing.linearize(t), t.leaves()) for t in all_trees]
 assert all(
     back.valid and back.tree == parsing.with_slot_tags(t)
@@ -226,7 +252,7 @@ assert all(
 )
 lengths = pd.DataFrame(
     [
-        dict(words=len(t.leaves()), tokens=len(parsing.linearize(t).split()))
+        dict(words=len(t.leaves()), tokens=len(parsing.linearize(t, tags=True).split()))
         for t in all_trees
     ]
 )
@@ -248,9 +274,11 @@ print(
 # %%
 words = example.leaves()
 for broken in (
-    parsing.linearize(example).rsplit(" ", 3)[0],  # the last closing brackets are missing
-    "(S (NP XX XX )VP )S (VP XX )VP",
-):  # a mismatched label, too few slots, two roots
+    # the last three symbols are missing
+    parsing.linearize(example, tags=True).rsplit(" ", 3)[0],
+    # a mismatched label, too few slots, two roots
+    "(S (NP DT NN )VP )S (VP VBD )VP",
+):
     repaired = parsing.delinearize(broken, words)
     print(
         f"{broken[:70]}{'...' if len(broken) > 70 else ''}\n  -> {repaired.tree.pformat(margin=10_000)[:110]}"
@@ -267,8 +295,12 @@ for broken in (
 # Table 4's numbers come from the standard scorer, evalb, with Collins's parameter file
 # (COLLINS.prm), whose conventions we follow: punctuation is deleted before spans are counted (so
 # attaching a comma high or low costs nothing), the root `TOP` bracket and the part-of-speech
-# brackets are not counted, and the labels PRT and ADVP count as one. Since our parser writes `XX`
-# for every tag, which words are punctuation is read from the gold tree.
+# brackets are not counted, and the labels PRT and ADVP count as one. Which words are punctuation
+# is read from the tags, and the parser's predicted tags may differ from the gold ones (the `XX`
+# variant writes none at all); evalb needs both trees to delete the same words, so punctuation is
+# deleted by the *gold* tree's tags from both trees, which is what `parsing.bracket_score` does.
+# evalb prints a second summary beside the one over all sentences, over the sentences of at most 40
+# words (`parsing.corpus_scores` gives both); the test F1 below is reported both ways.
 #
 # By hand, the whole computation is a few lines:
 
@@ -317,7 +349,7 @@ def f1_by_hand(gold_trees, test_trees) -> float:
 # bracket out of the tree's count:
 
 # %%
-wrong = parsing.with_slot_tags(example)
+wrong = example.copy(deep=True)
 # The last phrase in pre-order, below the root (height 2 is a tag over its word).
 last_phrase = [
     p
@@ -330,6 +362,8 @@ gold_count = sum(parsing.labelled_brackets(example).values())
 assert score.gold == score.test == gold_count and score.matched == gold_count - 1
 assert math.isclose(score.f1, f1_by_hand([example], [wrong]))
 assert math.isclose(score.f1, 100 * (gold_count - 1) / gold_count)
+# Its tags do not count: with XX in every slot it scores the same (the gold tags decide punctuation).
+assert parsing.bracket_score(example, parsing.with_slot_tags(wrong)) == score
 viz.show_table(
     pd.DataFrame([score.to_dict()])[
         ["matched", "gold", "test", "precision", "recall", "f1"]
@@ -347,17 +381,19 @@ viz.show_table(
 # ## 7.3 The parser: the paper's model, with vocabularies of its own
 #
 # The paper's parser is its translation model with 4 layers and $d_\text{model} = 1024$, trained on
-# about forty thousand trees. Two things change here, both following from what a tree is. The
-# target side is a language of about sixty symbols (labelled opening brackets, labelled closing
-# brackets, the word slot `XX`, end of sequence), so it gets a vocabulary of exactly those symbols;
-# a shared word-piece vocabulary would spend thousands of outputs on words the parser never writes
-# and cut `(NP` into two pieces. The source side is words: those seen at least twice in training get
-# an entry, rarer ones are read as a class that keeps what their spelling says (capitalized,
-# a number, a suffix such as *-ing* or *-ly*). The two vocabularies differ, so the source and
-# target embeddings are separate (`ParserVocabularies`).
+# about forty thousand trees. As in the authors' code, the source and the target have vocabularies
+# of their own, and ours follow from what a tree is. The target side is a language of about a
+# hundred symbols (labelled opening brackets, labelled closing brackets, the part-of-speech tags
+# written in the word slots, end of sequence), so it gets a vocabulary of exactly those symbols; a
+# word-piece vocabulary would spend thousands of outputs on words the parser never writes and could
+# cut `(NP` into pieces. The source side is words: those seen at least twice in training get an
+# entry, rarer ones are read as a class that keeps what their spelling says (capitalized, a number,
+# a suffix such as *-ing* or *-ly*). The two vocabularies differ, so the source and target
+# embeddings are separate (`ParserVocabularies`).
 #
 # The model's size and training were chosen on the 273 development trees with
-# `scripts/parser_sweep.py`, never on the test files; the profile holds the result.
+# `scripts/parser_sweep.py`, never on the test files; the profile holds the result, with
+# `tags: True` for the tags in the slots.
 
 # %%
 recipe = parsing_curve.ParserRecipe.from_dict(size["recipe"])
@@ -366,20 +402,23 @@ if parsing_epochs is not None:
 train_trees, dev_trees = splits["train"], splits["dev"][: size["dev_trees"]]
 test_trees = splits["test"][: size["test_sentences"]]
 train_by_file = [cleaned([fid]) for fid in split_files["train"]]
+# The chapter's parser writes the tags (the authors' linearization); section 7.6's variant, XX.
+assert recipe.tags, "the profile's chapter 07 recipe should have tags: True"
 data = parsing.ParsingData.from_splits(
-    {"train": train_trees, "dev": dev_trees, "test": test_trees}
+    {"train": train_trees, "dev": dev_trees, "test": test_trees}, tags=recipe.tags
 )
 config = recipe.config(data)
 vocabularies = data.vocabularies
+assert vocabularies.tags
 
 
 def spelled(tree) -> bool:
-    symbols = parsing.linearize(tree).split()
+    symbols = parsing.linearize(tree, tags=True).split()
     return vocabularies.target.decode(vocabularies.target.encode(symbols)) == symbols
 
 
 assert all(spelled(t) for t in train_trees)
-# A label the training files never use cannot be written; such trees lose that bracket.
+# A label or tag the training files never use cannot be written; such trees lose that symbol.
 unspelled = {
     name: sum(not spelled(t) for t in trees)
     for name, trees in (("dev", splits["dev"]), ("test", splits["test"]))
@@ -400,7 +439,7 @@ viz.show_table(
             dict(
                 what="vocabulary",
                 ours=f"{len(vocabularies.source):,} words / {len(vocabularies.target)} symbols",
-                paper=f"{PAPER_VOCABULARY:,} shared pieces",
+                paper=f"{PAPER_VOCABULARY:,} tokens",
             ),
             dict(
                 what="training trees",
@@ -414,8 +453,8 @@ viz.show_table(
 parameters = count_parameters(build_model(config, vocabularies.sizes, seed=recipe.seed))
 print(
     f"{parameters / 1e6:.2f}M parameters; the target vocabulary of the training trees spells all of "
-    f"them and all but {unspelled['dev']} dev and {unspelled['test']} test trees (a label training "
-    f"never uses); targets average "
+    f"them and all but {unspelled['dev']} dev and {unspelled['test']} test trees (a label or tag "
+    f"training never uses); targets average "
     f"{statistics.mean(len(parsing.linearize(t).split()) for t in train_trees):.0f} symbols against "
     f"{statistics.mean(len(t.leaves()) for t in train_trees):.0f} words for sources"
 )
@@ -428,16 +467,15 @@ print(
 # article is split) for the same number of epochs, keeps a snapshot every few epochs, and parses the
 # development sentences with every snapshot (greedy, and constrained to valid trees, as below). One
 # run's snapshots give F1 against training length; the runs side by side give F1 against the
-# number of training trees. A fourth run, the labelled variant of section 7.6, trains on all the
-# files beside them. The runs train in separate processes of one thread each, one per core. Two
-# floors are drawn with them: the right-branching tree with the commonest labels of the training
-# trees, and the flat tree that puts every word straight under the root.
+# number of training trees. A fourth run, the `XX` variant of section 7.6 (the same recipe with
+# `XX` in every word slot), trains on all the files beside them. The runs train in separate
+# processes of one thread each, one per core. Two floors are drawn with them: the right-branching
+# tree with the commonest labels of the training trees, and the flat tree that puts every word
+# straight under the root.
 
 # %%
 workers = size["workers"] if device.type == "cpu" else 1
-tagged_recipe = dataclasses.replace(
-    recipe, tags=True
-)  # the labelled variant of section 7.7
+xx_recipe = dataclasses.replace(recipe, tags=False)  # the XX variant of section 7.6
 runs = {}
 curve_start = time.perf_counter()
 with tempfile.TemporaryDirectory() as curve_dir:
@@ -450,12 +488,12 @@ with tempfile.TemporaryDirectory() as curve_dir:
         curve_dir,
         workers=workers,
         device=str(device),
-        variants=[tagged_recipe],
+        variants=[xx_recipe],
     ):
         bar.update(1)
-        if run.tags:
-            tagged_run = run
-            tagged_state = torch.load(run.averaged, weights_only=False)
+        if run.tags != recipe.tags:
+            xx_run = run
+            xx_state = torch.load(run.averaged, weights_only=False)
             continue
         runs[run.share] = run
         if run.share == 1.0:
@@ -488,11 +526,11 @@ points = pd.DataFrame(
     ]
     + [
         dict(
-            trees=f"{tagged_run.train_trees:,} trees, tags in the slots (7.6)",
+            trees=f"{xx_run.train_trees:,} trees, XX in the slots (7.6)",
             epochs=p["epochs"],
             f1=p["f1"],
         )
-        for p in tagged_run.dev_f1
+        for p in xx_run.dev_f1
     ]
 )
 floors = pd.DataFrame([dict(floor=name, f1=f1) for name, f1 in dev_floors.items()])
@@ -586,60 +624,11 @@ display(
 )
 
 # %% [markdown]
-# Does longer training change that? The development sweep (`scripts/parser_sweep.py`, committed in
-# `results/tuning_parser_cpu/`, development trees only) trained the same model at d_model 128 for
-# four times the epochs, on one core:
-
-# %%
-committed = results.committed_root()
-long_path = (
-    committed and committed / "tuning_parser_cpu" / "xx_d128_40epochs_dev_curve.json"
-)
-if long_path and long_path.is_file():
-    long_run = json.loads(long_path.read_text(encoding="utf-8"))
-    long_reads = long_run["source_dependence"]
-    long_gain = long_reads["nll_other_sentence"] - long_reads["nll_own_sentence"]
-    viz.show_table(
-        pd.DataFrame(long_run["dev_f1"])[["epochs", "f1"]].rename(
-            columns={"f1": "dev F1 (greedy, constrained)"}
-        ),
-        epochs="{:.0f}",
-        **{"dev F1 (greedy, constrained)": "{:.1f}"},
-    )
-    long_dev = long_run["dev"]
-    long_best = max(p["f1"] for p in long_run["dev_f1"])
-    here_best = max(p["f1"] for p in full.dev_f1)
-    display(
-        Markdown(
-            f"{long_run['epochs']:.0f} epochs ({long_run['steps']:,} steps, "
-            f"{long_run['recipe']['n_layers']} + {long_run['recipe']['n_layers']} layers at "
-            f"d_model {long_run['recipe']['d_model']}): best snapshot {long_best:.1f} dev F1 "
-            f"(greedy, constrained, as in the curves above) against {here_best:.1f} for this "
-            f"chapter's {recipe.epochs} epochs, {long_best - here_best:+.1f} points for "
-            f"{long_run['epochs'] / recipe.epochs:.0f} times the epochs; the average of its last "
-            f"{long_run['recipe']['average_last']} snapshots scores "
-            f"{long_dev['greedy, constrained']['f1']:.1f} greedy and "
-            f"{long_dev['beam 21, constrained']['f1']:.1f} with beam 21. "
-            f"Its sentence is worth {long_gain:.3f} nats per symbol "
-            f"({100 * long_gain / long_reads['nll_other_sentence']:.0f}% of the loss), against "
-            f"{gain:.3f} here"
-            + (
-                ": with more training the parser begins to read its sentence, and F1 follows "
-                "slowly."
-                if long_gain > 2 * gain
-                else ": longer training does not make it read its sentence much more."
-            )
-        )
-    )
-
-
-# %% [markdown]
 # ### The extended run: the authors' linearization trained until dev F1 stops rising
 #
-# The curves above stop where the chapter's minutes do. The committed extended run trains the
-# parser with part-of-speech tags in the word slots, as the authors' released code writes its
-# targets (tensor2tensor's `wsj_parsing.py`: each word's tag as its slot, TOP stripped, every closing
-# bracket labelled), on a quarter, a half and all of the training files, an epoch at a time, and
+# The curves above stop where the chapter's minutes do. The committed extended run trains this
+# chapter's parser, with the part-of-speech tags in the word slots as the authors' code writes them
+# (at d_model 128), on a quarter, a half and all of the training files, an epoch at a time, and
 # parses the development sentences after every epoch (greedy, constrained). Each share stops once
 # its dev F1 has not risen for a fifth of its epochs:
 #
@@ -651,6 +640,7 @@ if long_path and long_path.is_file():
 # The run continues from its folder when started again; this page reads its committed curves.
 
 # %%
+committed = results.committed_root()
 extended_path = committed and committed / "parser_extended_cpu" / "curves.json"
 if extended_path and extended_path.is_file():
     extended = json.loads(extended_path.read_text(encoding="utf-8"))
@@ -807,27 +797,46 @@ assert math.isclose(headline["f1"], f1_by_hand(test_trees, parsed), abs_tol=1e-9
 assert headline["invalid"] == 0 and all(
     r["invalid"] == 0 for r in test_runs.values() if r["constrained"]
 )
+# evalb's two summaries of the chosen search: all sentences, and those of at most 40 words.
+evalb = parsing.corpus_scores(test_trees, parsed)
+assert math.isclose(evalb["all"].f1, headline["f1"])
+assert math.isclose(evalb["<=40"].f1, headline["f1_le40"])
+# The parser against each floor on the same sentences: its F1's interval and the margin's.
+floor_trees = parsing.baselines(test_trees, train_trees)
+over_floors = {
+    name: parsing.paired_f1_bootstrap(test_trees, trees, parsed)
+    for name, trees in floor_trees.items()
+}
+assert all(
+    math.isclose(over_floors[name]["first"]["f1"], r["f1"])
+    for name, r in report["baselines"].items()
+)
+right_floor = next(name for name in floor_trees if name.startswith("right-branching"))
+flat_floor = next(name for name in floor_trees if name.startswith("flat"))
+LE40 = f"f1, <={parsing.EVALB_CUTOFF} words"
 rows = [
-    dict(
-        parser=name,
-        f1=r["f1"],
-        precision=r["precision"],
-        recall=r["recall"],
-        exact=r["exact"],
-        invalid=r["invalid"],
-        symbols=r["symbols_per_output"],
-        seconds=r["seconds"],
-    )
+    {
+        "parser": name,
+        "f1": r["f1"],
+        LE40: r["f1_le40"],
+        "precision": r["precision"],
+        "recall": r["recall"],
+        "exact": r["exact"],
+        "invalid": r["invalid"],
+        "symbols": r["symbols_per_output"],
+        "seconds": r["seconds"],
+    }
     for name, r in test_runs.items()
 ] + [
-    dict(
-        parser=name,
-        f1=r["f1"],
-        precision=r["precision"],
-        recall=r["recall"],
-        exact=r["exact"],
-        invalid=0,
-    )
+    {
+        "parser": name,
+        "f1": r["f1"],
+        LE40: r["f1_le40"],
+        "precision": r["precision"],
+        "recall": r["recall"],
+        "exact": r["exact"],
+        "invalid": 0,
+    }
     for name, r in report["baselines"].items()
 ]
 gold_symbols = statistics.mean(len(parsing.linearize(t).split()) for t in test_trees)
@@ -838,17 +847,19 @@ viz.show_table(
     recall="{:.1f}",
     symbols="{:.0f}",
     seconds="{:.0f}",
+    **{LE40: "{:.1f}"},
 )
 best_floor = max(r["f1"] for r in report["baselines"].values())
 unconstrained = test_runs[f"beam {PAPER_BEAM}, unconstrained"]
 display(
     Markdown(
         f"On all {report['sentences']} test sentences the parser scores **{headline['f1']:.1f} F1** "
-        f"({chosen.name}), "
+        f"({chosen.name}), and {headline['f1_le40']:.1f} on the {headline['sentences_le40']} "
+        f"sentences of at most {parsing.EVALB_CUTOFF} words. "
         + (
-            f"{headline['f1'] - best_floor:.1f} above the better floor ({best_floor:.1f}). "
+            f"That is {headline['f1'] - best_floor:.1f} above the better floor ({best_floor:.1f}). "
             if headline["f1"] > best_floor
-            else f"no better than the better floor ({best_floor:.1f}). "
+            else f"That is no better than the better floor ({best_floor:.1f}). "
         )
         + f"Without the constraint the paper's beam leaves {unconstrained['invalid']} of "
         f"{report['sentences']} outputs that are no tree ({unconstrained['f1']:.1f} F1 after "
@@ -858,7 +869,8 @@ display(
 )
 
 # %% [markdown]
-# One test sentence of about twelve words, the gold tree against the parse:
+# One test sentence of about twelve words, the gold tree against the parse (whose tags are the
+# parser's own; they are not scored):
 
 # %%
 shown = min(
@@ -866,8 +878,8 @@ shown = min(
 )
 one = parsing.bracket_score(test_trees[shown], parsed[shown])
 print("sentence:", " ".join(test_trees[shown].leaves()))
-print("gold:    ", parsing.linearize(test_trees[shown]))
-print("parse:   ", parsing.linearize(parsed[shown]))
+print("gold:    ", parsing.linearize(test_trees[shown], tags=True))
+print("parse:   ", parsing.linearize(parsed[shown], tags=True))
 print(f"F1 {one.f1:.1f} ({one.matched} of {one.gold} gold brackets found)")
 
 # %% [markdown]
@@ -896,52 +908,52 @@ viz.show(
 )
 
 # %% [markdown]
-# ## 7.6 A labelled variant: part-of-speech tags in the word slots
+# ## 7.6 The variant of Vinyals et al.: XX in the word slots
 #
-# The test of section 7.4 asks whether the parser reads its sentence. With the paper's
-# linearization it has little reason to: every word slot is the same symbol `XX`, so no output
-# symbol depends on which word fills the slot, and the loss can fall a long way on tree shapes
-# alone. Writing each word's part-of-speech tag in its slot instead (`NN`, `VBZ`, ...: what the
-# Treebank holds above every word) makes every slot a prediction about one source word, and so
-# asks the decoder, at every slot, to find that word. This departs from the paper, whose slots are
-# `XX` (as in Vinyals et al.'s setup it follows), so it is a variant beside the parser above, not a
-# replacement: the same recipe, trees and epochs, trained beside the runs of section 7.4. The F1
-# does not count part-of-speech tags (evalb's conventions), so both parsers are scored on the same
-# brackets. Its search is chosen on the development trees in the same way, and the test files are
-# parsed once with it.
+# Vinyals et al. wrote one placeholder, `XX`, in every word slot instead of the part-of-speech tag.
+# The test of section 7.4 asks whether a parser reads its sentence, and with `XX` slots it has less
+# reason to: every slot is the same symbol, so no output symbol depends on which word fills the
+# slot, and the loss can fall a long way on tree shapes alone. With the tags (`NN`, `VBZ`, ...: what
+# the Treebank holds above every word) every slot is a prediction about one source word, and the
+# decoder is asked, at every slot, to find that word. The variant is trained with the same recipe,
+# trees and epochs as the chapter's parser, beside the runs of section 7.4. The F1 does not count
+# part-of-speech tags (evalb's conventions), so both parsers are scored on the same brackets. Its
+# search is chosen on the development trees in the same way, and the test files are parsed once
+# with it.
 
 # %%
-tagged_data = parsing.ParsingData.from_splits(
-    {"train": train_trees, "dev": dev_trees, "test": test_trees}, tags=True
+xx_data = parsing.ParsingData.from_splits(
+    {"train": train_trees, "dev": dev_trees, "test": test_trees}, tags=xx_recipe.tags
 )
-tagged_model, tagged_vocabularies = parsing.load_parser(tagged_state, device)
-assert tagged_vocabularies == tagged_data.vocabularies and tagged_vocabularies.tags
-tagged_dev, tagged_chosen = parsing.choose_search(
-    tagged_model, tagged_vocabularies, dev_trees
-)
-tagged_report = parsing.report_parser(
-    tagged_model,
-    tagged_data,
+xx_model, xx_vocabularies = parsing.load_parser(xx_state, device)
+assert xx_vocabularies == xx_data.vocabularies and not xx_vocabularies.tags
+xx_dev, xx_chosen = parsing.choose_search(xx_model, xx_vocabularies, dev_trees)
+xx_report = parsing.report_parser(
+    xx_model,
+    xx_data,
     split="test",
-    decodings=(dict(beam_size=tagged_chosen.beam_size, constrained=True),),
+    decodings=(dict(beam_size=xx_chosen.beam_size, constrained=True),),
     results_dir=results_folder,
-    file_suffix="_tags",
+    file_suffix="_xx",
 )
-tagged_headline = tagged_report["decodings"][tagged_chosen.name]
-tagged_parsed = [
+xx_headline = xx_report["decodings"][xx_chosen.name]
+xx_parsed = [
     Tree.fromstring(line)
-    for line in (results_folder / tagged_report["files"]["predicted"])
+    for line in (results_folder / xx_report["files"]["predicted"])
     .read_text()
     .splitlines()
 ]
+assert math.isclose(xx_headline["f1"], f1_by_hand(test_trees, xx_parsed), abs_tol=1e-9)
 assert math.isclose(
-    tagged_headline["f1"], f1_by_hand(test_trees, tagged_parsed), abs_tol=1e-9
+    parsing.corpus_scores(test_trees, xx_parsed)["<=40"].f1, xx_headline["f1_le40"]
 )
-versus = parsing.paired_f1_bootstrap(test_trees, parsed, tagged_parsed)
-tagged_reads = parsing_curve.source_dependence(
-    tagged_model, tagged_vocabularies, dev_trees
+# first: the chapter's parser (tags), second: the variant (XX); the difference is XX minus tags.
+versus = parsing.paired_f1_bootstrap(test_trees, parsed, xx_parsed)
+xx_over_floor = parsing.paired_f1_bootstrap(
+    test_trees, floor_trees[right_floor], xx_parsed
 )
-tagged_gain = tagged_reads["nll_other_sentence"] - tagged_reads["nll_own_sentence"]
+xx_reads = parsing_curve.source_dependence(xx_model, xx_vocabularies, dev_trees)
+xx_gain = xx_reads["nll_other_sentence"] - xx_reads["nll_own_sentence"]
 
 
 def share_of_loss(r: dict) -> float:
@@ -960,28 +972,40 @@ viz.show_table(
                     f"beam {PAPER_BEAM}, constrained"
                 ].score.f1,
                 "test F1 (chosen search)": f"{v['f1']:.1f} [{v['ci95'][0]:.1f}, {v['ci95'][1]:.1f}]",
+                f"test F1, <={parsing.EVALB_CUTOFF} words": h["f1_le40"],
                 "loss the sentence is worth": f"{share_of_loss(r):.0f}%",
             }
-            for name, dev, v, r in (
-                ("XX (the paper's)", dev_runs, versus["first"], reads),
+            for name, dev, v, h, r in (
                 (
-                    "part-of-speech tags (variant)",
-                    tagged_dev,
+                    "part-of-speech tags (the authors' code)",
+                    dev_runs,
+                    versus["first"],
+                    headline,
+                    reads,
+                ),
+                (
+                    "XX (Vinyals et al., variant)",
+                    xx_dev,
                     versus["second"],
-                    tagged_reads,
+                    xx_headline,
+                    xx_reads,
                 ),
             )
         ]
     ),
-    **{"dev F1, greedy": "{:.1f}", f"dev F1, beam {PAPER_BEAM}": "{:.1f}"},
+    **{
+        "dev F1, greedy": "{:.1f}",
+        f"dev F1, beam {PAPER_BEAM}": "{:.1f}",
+        f"test F1, <={parsing.EVALB_CUTOFF} words": "{:.1f}",
+    },
 )
 low, high = versus["difference_ci95"]
 display(
     Markdown(
         f"On the {len(test_trees)} test sentences the variant scores **{versus['second']['f1']:.1f} "
-        f"F1** ({tagged_chosen.name}, chosen on dev) against {versus['first']['f1']:.1f} for "
-        f"`XX` slots: a difference of {versus['difference']:+.1f} F1, 95% paired bootstrap "
-        f"interval [{low:+.1f}, {high:+.1f}] over sentences ("
+        f"F1** ({xx_chosen.name}, chosen on dev) against {versus['first']['f1']:.1f} for the "
+        f"chapter's parser with tags in the slots: a difference of {versus['difference']:+.1f} F1, "
+        f"95% paired bootstrap interval [{low:+.1f}, {high:+.1f}] over sentences ("
         + (
             f"p = {versus['p_value']:.3f}"
             if versus["p_value"] > 0
@@ -990,16 +1014,64 @@ display(
         + "), "
         + ("beyond" if low > 0 or high < 0 else "within")
         + " the resampling noise. Another sentence of the same length costs the variant "
-        f"{share_of_loss(tagged_reads):.0f}% of its loss, against {share_of_loss(reads):.0f}% for "
-        "the parser with `XX` slots: "
+        f"{share_of_loss(xx_reads):.0f}% of its loss, against {share_of_loss(reads):.0f}% for "
+        "the parser with tags in the slots: "
         + (
-            "the tags make it read its sentence, and the brackets follow."
-            if share_of_loss(tagged_reads) > 2 * share_of_loss(reads)
-            and versus["difference"] > 0
-            else "the tags alone do not make it read its sentence much more."
+            "the tags make the parser read its sentence, and the brackets follow."
+            if share_of_loss(reads) > 2 * share_of_loss(xx_reads)
+            and versus["difference"] < 0
+            else "the tags alone do not make the parser read its sentence much more."
         )
     )
 )
+
+# %% [markdown]
+# Does longer training make the `XX` parser read its sentence? The development sweep
+# (`scripts/parser_sweep.py`, committed in `results/tuning_parser_cpu/`, development trees only)
+# trained the variant at d_model 128 for 40 epochs, on one core:
+
+# %%
+long_path = (
+    committed and committed / "tuning_parser_cpu" / "xx_d128_40epochs_dev_curve.json"
+)
+if long_path and long_path.is_file():
+    long_run = json.loads(long_path.read_text(encoding="utf-8"))
+    assert not long_run["recipe"].get("tags", False)  # the XX linearization
+    long_reads = long_run["source_dependence"]
+    long_gain = long_reads["nll_other_sentence"] - long_reads["nll_own_sentence"]
+    viz.show_table(
+        pd.DataFrame(long_run["dev_f1"])[["epochs", "f1"]].rename(
+            columns={"f1": "dev F1 (greedy, constrained)"}
+        ),
+        epochs="{:.0f}",
+        **{"dev F1 (greedy, constrained)": "{:.1f}"},
+    )
+    long_dev = long_run["dev"]
+    long_best = max(p["f1"] for p in long_run["dev_f1"])
+    here_best = max(p["f1"] for p in xx_run.dev_f1)
+    display(
+        Markdown(
+            f"{long_run['epochs']:.0f} epochs ({long_run['steps']:,} steps, "
+            f"{long_run['recipe']['n_layers']} + {long_run['recipe']['n_layers']} layers at "
+            f"d_model {long_run['recipe']['d_model']}): best snapshot {long_best:.1f} dev F1 "
+            f"(greedy, constrained, as in the curves of section 7.4) against {here_best:.1f} for "
+            f"this chapter's {xx_recipe.epochs} epochs of the variant, "
+            f"{long_best - here_best:+.1f} points for "
+            f"{long_run['epochs'] / xx_recipe.epochs:.0f} times the epochs; the average of its "
+            f"last {long_run['recipe']['average_last']} snapshots scores "
+            f"{long_dev['greedy, constrained']['f1']:.1f} greedy and "
+            f"{long_dev['beam 21, constrained']['f1']:.1f} with beam 21. "
+            f"Its sentence is worth {long_gain:.3f} nats per symbol "
+            f"({100 * long_gain / long_reads['nll_other_sentence']:.0f}% of the loss), against "
+            f"{xx_gain:.3f} for the variant here"
+            + (
+                ": with more training the `XX` parser begins to read its sentence, and F1 "
+                "follows slowly."
+                if long_gain > 2 * xx_gain
+                else ": longer training does not make it read its sentence much more."
+            )
+        )
+    )
 
 # %% [markdown]
 # ## 7.7 Beside Table 4
@@ -1010,19 +1082,19 @@ ours_label = f"this chapter ({settings.name} profile, {len(train_trees):,} trees
 table4 = pd.DataFrame(
     [dict(parser=r.parser, training=r.training, f1=r.f1) for r in TABLE4]
     + [
-        dict(
-            parser=ours_label,
-            training="Treebank sample" if treebank_dir is None else "WSJ",
-            f1=round(headline["f1"], 1),
-        ),
-        dict(
-            parser=ours_label + ", tags in the slots",
-            training="Treebank sample" if treebank_dir is None else "WSJ",
-            f1=round(tagged_headline["f1"], 1),
-        ),
+        {
+            "parser": ours_label + where,
+            "training": "Treebank sample" if treebank_dir is None else "WSJ",
+            "f1": round(h["f1"], 1),
+            LE40: round(h["f1_le40"], 1),
+        }
+        for where, h in (
+            ("", headline),
+            (", XX in the slots (section 7.6)", xx_headline),
+        )
     ]
 )
-viz.show_table(table4, f1="{:.1f}")
+viz.show_table(table4, f1="{:.1f}", **{LE40: "{:.1f}"})
 chart_data = table4[table4.training.isin([WSJ_ONLY, table4.training.iloc[-1]])].copy()
 chart_data["who"] = [
     "ours"
@@ -1055,12 +1127,32 @@ viz.show(
 
 # %%
 quarter = runs.get(min(runs))
+f1_low, f1_high = over_floors[right_floor]["second"]["ci95"]
+
+
+def against(comparison: dict, what: str) -> str:
+    """'X points above <what> (its F1; the margin's 95% paired bootstrap interval, and whether
+    it excludes zero)'."""
+    margin, (lo, hi) = comparison["difference"], comparison["difference_ci95"]
+    return (
+        f"{abs(margin):.1f} points {'above' if margin >= 0 else 'below'} {what} "
+        f"({comparison['first']['f1']:.1f}; interval of the margin [{lo:+.1f}, {hi:+.1f}], "
+        + ("beyond" if lo > 0 or hi < 0 else "within")
+        + " the resampling noise)"
+    )
+
+
 display(
     Markdown(
-        f"Our parser reaches **{headline['f1']:.1f} F1** on {report['sentences']} test sentences "
-        f"against the paper's {paper_f1} on WSJ section 23, with "
-        f"{PAPER_TRAINING_SENTENCES / len(train_trees):.0f} times fewer training trees and a model of "
-        f"{parameters / 1e6:.1f}M parameters trained {full.epochs:.0f} epochs. "
+        f"Our parser, with the part-of-speech tags in the word slots as the authors' code writes "
+        f"them, reaches **{headline['f1']:.1f} F1** (95% bootstrap interval [{f1_low:.1f}, "
+        f"{f1_high:.1f}]) on {report['sentences']} test sentences and {headline['f1_le40']:.1f} on the "
+        f"{headline['sentences_le40']} of at most {parsing.EVALB_CUTOFF} words: "
+        f"{against(over_floors[right_floor], 'the right-branching floor')} and "
+        f"{against(over_floors[flat_floor], 'the flat floor')}. The paper reports {paper_f1} on "
+        f"WSJ section 23, with {PAPER_TRAINING_SENTENCES / len(train_trees):.0f} times our "
+        f"training trees; ours is a model of {parameters / 1e6:.1f}M parameters trained "
+        f"{full.epochs:.0f} epochs. "
         + (
             f"The curve says where that stands: on the development trees {quarter.share:g} of the files "
             f"({quarter.train_trees:,} trees) reached {max(p['f1'] for p in quarter.dev_f1):.1f} F1 "
@@ -1074,8 +1166,11 @@ display(
             if reads_little
             else ". "
         )
-        + f"The labelled variant with tags in the slots reaches {tagged_headline['f1']:.1f} F1 on the "
-        "same sentences (section 7.6). "
+        + f"The variant of Vinyals et al., with `XX` in the word slots, scores "
+        f"{xx_headline['f1']:.1f} F1 on the same sentences, "
+        f"{against(xx_over_floor, 'the right-branching floor')}, and "
+        f"{abs(versus['difference']):.1f} points "
+        f"{'below' if versus['difference'] < 0 else 'above'} the parser with tags (section 7.6). "
         + (
             "With the full treebank (`treebank_dir`) and the `gpu` profile the same cells train on "
             "the WSJ's standard split (sections 02-21, test 23)."
@@ -1091,15 +1186,21 @@ assert (
 # %% [markdown]
 # ## What this chapter wrote
 #
-# `results/<profile>/constituency_parsing.json` holds the test F1 of every decoding (read by the
-# introduction's reproduction summary), the floors, the learning curve's points, the development
-# scores the search was chosen by, the recipe, the data sizes and the labelled variant's numbers;
-# `parsing_test_gold.txt`, `parsing_test_predicted.txt` and `parsing_test_predicted_tags.txt` (the
-# variant's) beside it hold the gold and parsed test trees one per line, for evalb.
+# `results/<profile>/constituency_parsing.json` holds the parser's test F1 (tags in the slots: read
+# by the introduction's reproduction summary), over all sentences and over those of at most 40
+# words, for every decoding, the floors, the learning curve's points, the development scores the
+# search was chosen by, the recipe, the data sizes and the `XX` variant's numbers (`variant_xx`);
+# `parsing_test_gold.txt`, `parsing_test_predicted.txt` (the parser's) and
+# `parsing_test_predicted_xx.txt` (the variant's) beside it hold the gold and parsed test trees one
+# per line, for evalb.
 
 # %%
 metrics = {
+    "linearization": "part-of-speech tags in the word slots (the authors' code)",
     "f1": round(headline["f1"], 2),
+    "f1_ci95": [round(x, 2) for x in over_floors[right_floor]["second"]["ci95"]],
+    "f1_le40": round(headline["f1_le40"], 2),
+    "sentences_le40": headline["sentences_le40"],
     "precision": round(headline["precision"], 2),
     "recall": round(headline["recall"], 2),
     "invalid_trees": headline["invalid"],
@@ -1116,27 +1217,33 @@ metrics = {
     },
     "test": test_runs,
     "baselines": report["baselines"],
+    "against_floors": over_floors,
     "learning_curve": {
         f"{share:g}": run.to_dict() for share, run in sorted(runs.items())
     },
     "source_dependence": reads,
-    "variant_tags": {
-        "what": "part-of-speech tags in the word slots instead of XX (a departure from the paper)",
-        "f1": round(tagged_headline["f1"], 2),
-        "precision": round(tagged_headline["precision"], 2),
-        "recall": round(tagged_headline["recall"], 2),
-        "invalid_trees": tagged_headline["invalid"],
-        "exact_trees": tagged_headline["exact"],
-        "decoding_chosen_on_dev": tagged_chosen.name,
+    "variant_xx": {
+        "what": "XX in the word slots (the linearization of Vinyals et al.)",
+        "f1": round(xx_headline["f1"], 2),
+        "f1_le40": round(xx_headline["f1_le40"], 2),
+        "sentences_le40": xx_headline["sentences_le40"],
+        "precision": round(xx_headline["precision"], 2),
+        "recall": round(xx_headline["recall"], 2),
+        "invalid_trees": xx_headline["invalid"],
+        "exact_trees": xx_headline["exact"],
+        "decoding_chosen_on_dev": xx_chosen.name,
         "dev": {
             name: {"f1": round(r.score.f1, 2), "seconds": round(r.seconds, 1)}
-            for name, r in tagged_dev.items()
+            for name, r in xx_dev.items()
         },
-        "test": tagged_report["decodings"],
-        "learning_curve": tagged_run.to_dict(),
-        "source_dependence": tagged_reads,
-        "against_xx": versus,
-        "files": tagged_report["files"],
+        "test": xx_report["decodings"],
+        "learning_curve": xx_run.to_dict(),
+        "source_dependence": xx_reads,
+        # paired bootstrap: first the parser with tags, second the variant (XX minus tags)
+        "against_tags": versus,
+        "against_right_branching_floor": xx_over_floor,
+        "recipe": xx_recipe.to_dict(),
+        "files": xx_report["files"],
     },
     "recipe": recipe.to_dict(),
     "dataset": "PTB sample (NLTK)" if treebank_dir is None else "treebank_dir",

@@ -52,7 +52,8 @@ def main() -> None:
     p.add_argument(
         "--tags",
         action="store_true",
-        help="the labelled variant: slots are part-of-speech tags instead of XX",
+        help="part-of-speech tags in the word slots, as the authors' code writes them "
+        "(chapter 07's parser); without it, XX (the variant of Vinyals et al.)",
     )
     args = p.parse_args()
     if args.out.exists():

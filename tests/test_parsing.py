@@ -508,6 +508,9 @@ def test_report_parser_scores_decodings_and_baselines_and_writes_the_trees(tmp_p
             numbers
         )
         assert sum(b["sentences"] for b in numbers["f1_by_length"].values()) == len(TREES)
+        # evalb's second summary: every tree here has at most 40 words
+        assert numbers["sentences_le40"] == len(TREES)
+        assert numbers["f1_le40"] == pytest.approx(numbers["f1"])
     assert len(record["baselines"]) == 2 and "COLLINS.prm" in record["scoring"]
     parsing.write_trees(tmp_path / "again.txt", [])  # an empty file for no trees
     assert (tmp_path / "again.txt").read_text() == ""

@@ -9,26 +9,37 @@ embeddings (`ParserVocabularies`); a constraint that lets the search write valid
 (`TreeConstraint`, a hook of `beam_search`); and the report beside two baselines
 (`report_parser`, `train_and_report`).
 
-Conventions of the linearization (`linearize`), those of Vinyals et al.:
+Conventions of the linearization (`linearize`). The paper's text does not say which symbols fill the
+word slots; the authors' released code (tensor2tensor, ``data_generators/wsj_parsing.py``,
+``words_and_tags_from_wsj_tree``) writes each word's part-of-speech tag, strips the TOP bracket and
+labels every closing bracket (``S NP DT NN /NP VP VBD /VP /S``), with separate source and target
+vocabularies (``wsj_source.vocab``, ``wsj_target.vocab``, of word pieces there). Chapter 07's parser
+is that linearization (``tags=True``); ``tags=False`` writes ``XX`` in every slot, as Vinyals et al.
+did, and the chapter trains it as a variant.
 
-- An opening bracket carries its label, ``(NP``, and so does a closing one, ``)NP``: the decoder
-  always knows which constituent it is closing.
+- An opening bracket carries its label, ``(NP``, and so does a closing one, ``)NP`` (tensor2tensor
+  writes ``NP`` and ``/NP``): the decoder always knows which constituent it is closing.
 - Words are *not* written in the target (the decoder would have to copy them); each word is one
-  slot, ``XX``. Vinyals et al. replaced the part-of-speech tags by ``XX`` too, because the F1
-  score does not count them and dropping them helped; ``tags=True`` writes the tags instead.
+  slot, holding its part-of-speech tag (``tags=True``) or ``XX``. Vinyals et al. replaced the tags
+  by ``XX`` because the F1 score does not count them and dropping them helped them.
 - Before linearizing, `clean_tree` applies the usual Penn Treebank preprocessing: the empty top
   bracket (or TOP / ROOT) goes, empty elements (``-NONE-`` traces) and the constituents left empty
   without them go, and function tags and indices are cut (``NP-SBJ-1`` -> ``NP``).
+- The source vocabulary is words (seen at least twice in training; rarer ones as a class of their
+  spelling, `unknown_word_class`), not word pieces; the target vocabulary is the linearization's
+  own symbols (`tree_vocabulary`).
 
-``(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))`` becomes
-``(S (NP XX )NP (VP XX (NP XX XX )NP )VP XX )S``, and `delinearize` puts the words back in the
-slots. A model's output need not be a tree; the repair rule is stated in `delinearize`.
+``(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))`` becomes, with tags,
+``(S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S``, and without,
+``(S (NP XX )NP (VP XX (NP XX XX )NP )VP XX )S``; `delinearize` puts the words back in the slots.
+A model's output need not be a tree; the repair rule is stated in `delinearize`.
 
 The score (`bracket_score`) is labelled bracket F1 as evalb computes it with Collins's parameter
 file, COLLINS.prm, the setting behind the WSJ numbers of Table 4: punctuation (the tags
-``, : `` '' .``) is deleted from both trees before spans are counted, TOP / ROOT brackets are not
-counted, nor are part-of-speech brackets, PRT counts as ADVP, and brackets are matched as a
-multiset of (label, first word, last word).
+``, : `` '' .``) is deleted from both trees before spans are counted, by the gold tree's tags (a
+parser's predicted tags may differ), TOP / ROOT brackets are not counted, nor are part-of-speech
+brackets, PRT counts as ADVP, and brackets are matched as a multiset of (label, first word, last
+word). `corpus_scores` gives evalb's two summaries: all sentences, and those of at most 40 words.
 """
 
 from __future__ import annotations
@@ -224,7 +235,8 @@ def with_slot_tags(tree: Tree) -> Tree:
 
 # ------------------------------------------------------------------------------------------ sequences
 def linearize(tree: Tree, *, tags: bool = False) -> str:
-    """The target line of a tree: labelled brackets, one ``XX`` per word (or its tag with tags=True).
+    """The target line of a tree: labelled brackets, and one slot per word holding its tag
+    (tags=True, as the authors' code writes it) or ``XX`` (tags=False, as Vinyals et al. did).
 
     Raises ValueError when the tree's root is a bare word or tag: a sentence must be a constituent.
     """
@@ -460,9 +472,9 @@ def _crosses(a: tuple[int, int], b: tuple[int, int]) -> bool:
 def bracket_score(gold: Tree, test: Tree, *, invalid: bool = False) -> BracketScore:
     """One sentence scored as evalb with COLLINS.prm scores it.
 
-    Punctuation is read from the *gold* tree's tags and deleted from both trees: a model that writes
-    ``XX`` for every tag has no tags of its own, and evalb requires the two trees to agree on which
-    words are deleted. Both trees must hold the same words (evalb's "words unmatch" error otherwise).
+    Punctuation is read from the *gold* tree's tags and deleted from both trees: a parser's
+    predicted tags may differ from the gold ones (one that writes ``XX`` has none of its own), and
+    evalb requires the two trees to agree on which words are deleted. Both trees must hold the same words (evalb's "words unmatch" error otherwise).
     """
     gold_words, test_words = gold.leaves(), test.leaves()
     if gold_words != test_words:
@@ -586,6 +598,14 @@ def corpus_scores(
         "all": corpus_score(gold, test),
         f"<={cutoff}": corpus_score([gold[i] for i in short], [test[i] for i in short]),
     }
+
+
+def _short_sentences(
+    gold: Sequence[Tree], test: Sequence[Tree | Delinearized]
+) -> dict[str, float | int]:
+    """evalb's second summary as report keys: {"f1_le40": F1, "sentences_le40": sentences}."""
+    short = corpus_scores(gold, test)[f"<={EVALB_CUTOFF}"]
+    return {"f1_le40": short.f1, "sentences_le40": short.sentences}
 
 
 # ------------------------------------------------------------------------------------------ vocabularies
@@ -896,11 +916,13 @@ class ParseRun:
     seconds: float
 
     def summary(self, gold: Sequence[Tree]) -> dict:
-        """The numbers of the report: F1, precision, recall, exact and invalid trees, by length."""
+        """The numbers of the report: F1, precision, recall, exact and invalid trees, evalb's
+        second summary (F1 on the sentences of at most 40 words), F1 by length."""
         return {
             "beam_size": self.beam_size,
             "constrained": self.constrained,
             **self.score.to_dict(),
+            **_short_sentences(gold, self.parses),
             "f1_by_length": f1_by_length(gold, self.parses),
             "symbols_per_output": sum(len(x.split()) for x in self.lines)
             / max(1, len(self.lines)),
@@ -1151,8 +1173,9 @@ def report_parser(
 ) -> dict:
     """Evaluate a trained parser on a split with and without the constraint, beside the baselines.
 
-    Returns a JSON-able record: per decoding, F1, precision, recall, exact and invalid trees and F1 by
-    sentence length; the same for the baselines on the same trees. With `results_dir`, writes the
+    Returns a JSON-able record: per decoding, F1, precision, recall, exact and invalid trees, F1 on
+    the sentences of at most 40 words (evalb's second summary: ``f1_le40``, ``sentences_le40``) and
+    F1 by sentence length; the same for the baselines on the same trees. With `results_dir`, writes the
     gold trees and the first decoding's trees, one per line in the same order, as
     ``parsing_<split>_gold.txt`` and ``parsing_<split>_predicted<file_suffix>.txt`` for evalb.
     """
@@ -1174,6 +1197,7 @@ def report_parser(
         "baselines": {
             name: {
                 **corpus_score(gold, trees).to_dict(),
+                **_short_sentences(gold, trees),
                 "f1_by_length": f1_by_length(gold, trees),
             }
             for name, trees in floors.items()

@@ -7,6 +7,11 @@ the development trees (greedy, constrained to valid trees). One run's snapshots 
 epochs; the runs side by side give F1 against training-set size. Nothing here reads the test
 split: the chapter scores it once, with the full run's averaged model (`parsing.report_parser`).
 
+The recipe's `tags` says what fills the word slots of the targets (`parsing.linearize`): True, each
+word's part-of-speech tag, as the authors' code writes them (chapter 07's parser, in every profile);
+False, ``XX``, as Vinyals et al. wrote them (the chapter's variant, trained beside the shares as one
+of `learning_curves`' `variants`).
+
 On a CPU the runs go to processes of one thread each, as Table 3's rows do (`variations.train_rows`):
 models this small keep one core busy and gain little from a second thread.
 """
@@ -41,7 +46,9 @@ class ParserRecipe:
     """The parser's size and training, chosen on the development trees (`scripts/parser_sweep.py`).
 
     The model is the paper's parsing model (`preset("parsing")`) at the given size; `peak_lr`
-    None keeps the paper's schedule, d_model^-0.5 at the top of the warm-up.
+    None keeps the paper's schedule, d_model^-0.5 at the top of the warm-up. `tags` True writes
+    each word's part-of-speech tag in its slot (the authors' linearization, which the profiles
+    set); the default False writes ``XX`` (the linearization of Vinyals et al.).
     """
 
     n_layers: int = 2
@@ -58,9 +65,7 @@ class ParserRecipe:
     average_last: int = 3
     precision: str = "auto"
     seed: int = 1
-    tags: bool = (
-        False  # a labelled variant: word slots written as part-of-speech tags, not XX
-    )
+    tags: bool = False  # True: part-of-speech tags in the word slots; False: XX
 
     def __post_init__(self):
         if self.epochs < 1 or self.snapshot_epochs < 1 or self.average_last < 1:
@@ -133,7 +138,7 @@ class ShareRun:
         dict
     ]  # {"step", "epochs", "f1", "invalid"} per snapshot, greedy constrained
     run_dir: str
-    tags: bool = False  # the labelled variant (tags in the word slots)
+    tags: bool = False  # True: tags in the word slots (the authors'); False: XX
 
     @property
     def averaged(self) -> Path:
@@ -250,7 +255,8 @@ def learning_curves(
     variants: Sequence[ParserRecipe] = (),
 ) -> Iterator[ShareRun]:
     """Train one run per share (largest first), and each of `variants` on all the training
-    files, yielding each `ShareRun` as it finishes.
+    files, yielding each `ShareRun` as it finishes. Chapter 07 passes its recipe (tags in the word
+    slots) with the XX recipe (`dataclasses.replace(recipe, tags=False)`) as the variant.
 
     With workers > 1 on a CPU, that many spawned processes of one thread each share the runs;
     otherwise they run one after another here.
@@ -259,7 +265,7 @@ def learning_curves(
         (share, recipe, f"share_{share:g}") for share in sorted(set(shares), reverse=True)
     ]
     planned[1:1] = [
-        (1.0, variant, f"share_1_variant_{i}{'_tags' if variant.tags else ''}")
+        (1.0, variant, f"share_1_variant_{i}_{'tags' if variant.tags else 'xx'}")
         for i, variant in enumerate(variants)
     ]
     jobs = [
