@@ -869,7 +869,7 @@ def profiles_table(profiles: Iterable[Any]) -> pd.DataFrame:
 def sizes_table(chapter: str, profile: str) -> pd.DataFrame:
     """A chapter's sizes (`Profile.chapter_sizes`) as one row per knob and one column per profile:
     the four main profiles and the executing one, whose column is marked "(this run)"."""
-    from ..profiles import get_profile
+    from ...profiles import get_profile
 
     names = list(dict.fromkeys(["smoke", "cpu", "gpu", "paper", profile]))
     sizes = {name: get_profile(name).chapter_sizes(chapter) for name in names}
