@@ -5,8 +5,8 @@
 
 The step is the trainer's own (forward, label-smoothed loss, backward) on the profile's model and
 batch size, over synthetic sentence pairs of Multi30k's lengths; both precisions alternate within
-every round, as the trainer's measurement does (`Trainer._time_both_precisions`), so load on the
-machine hits both alike. "auto" measures only on a CPU with AVX512-BF16 or AMX; elsewhere bf16 is
+every round, as the trainer's measurement does (`precision_probe.time_both_precisions`, which this
+calls), so load on the machine hits both alike. "auto" measures only on a CPU with AVX512-BF16 or AMX; elsewhere bf16 is
 emulated and it takes fp32 without timing anything: this benchmark times both paths everywhere.
 """
 
@@ -33,6 +33,9 @@ from annotated_transformer.profiles import get_profile  # noqa: E402
 from annotated_transformer.runtime.devices import cpu_supports_bf16  # noqa: E402
 from annotated_transformer.runtime.precision import choose_precision  # noqa: E402
 from annotated_transformer.training.fit import build_model  # noqa: E402
+from annotated_transformer.training.precision_probe import (  # noqa: E402
+    time_both_precisions,
+)
 from annotated_transformer.training.trainer import Trainer  # noqa: E402
 
 
@@ -79,7 +82,14 @@ def main(argv=None) -> int:
             out,
             show_progress=False,
         )
-        seconds = trainer._time_both_precisions(steps)
+        seconds = time_both_precisions(
+            trainer.model,
+            trainer.train_data,
+            trainer.batcher.epoch_batches(0)[0],
+            trainer.device,
+            real_rows_only=trainer.real_rows_only,
+            steps=steps,
+        )
         tokens = sum(
             int(trainer.train_data.tgt_lengths[j]) + 1
             for j in trainer.batcher.epoch_batches(0)[0]

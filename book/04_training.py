@@ -80,9 +80,14 @@ from annotated_transformer.training.loss import (
     composite_smoothed_cross_entropy,
     label_smoothed_cross_entropy,
 )
-from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
+from annotated_transformer.training.schedule import (
+    NoamSchedule,
+    noam_lr,
+    peak_lr,
+    schedule_factor,
+)
 from annotated_transformer.training.teacher_forcing import batch_loss
-from annotated_transformer.training.trainer import schedule_factor
+from annotated_transformer.training.trainer import Trainer
 
 # %% tags=["parameters"]
 profile = "cpu"  # smoke | cpu | gpu | paper
@@ -794,6 +799,30 @@ viz.show_source(train_copy_task)
 
 # %%
 viz.show_source(pipeline.run)
+
+# %% [markdown]
+# `pipeline.run` trains through `fit`, which builds and seeds the model and hands it to the
+# package's `Trainer`. Its loop, `Trainer.train`, is section 5 in the order of a training script:
+# take the next global batch, make one optimizer step, log the mean loss every few steps,
+# validate every few hundred, save a snapshot and a resume checkpoint when one is due, and stop at
+# the first limit (steps, epochs, minutes) or at Ctrl-C; at the end, validate and save once more.
+# What keeps a long run trustworthy (a loss that is no longer a number, a time budget shared by
+# several processes, a stop that every process must agree on) is one call each into modules of
+# its own: `stopping`, `divergence`, `training_log` and `resume_state`.
+
+# %%
+viz.show_source(Trainer.train)
+
+# %% [markdown]
+# One step, `Trainer.train_step`, is the copy task's step of section 4.5 at scale: the global
+# batch is split into micro-batches (`--accumulation`, and one share per process when several
+# train together), each one's label-smoothed loss is summed over its target tokens and divided by
+# the target tokens of the whole global batch, so the gradients that accumulate are those of one
+# big batch; then Adam steps (after clipping the gradient norm, where a profile asks for it) and
+# the schedule moves to the next rate.
+
+# %%
+viz.show_source(Trainer.train_step)
 
 # %% [markdown]
 # The run goes to `runs/book-<profile>/` in the clone. When the kernel is restarted in the middle

@@ -1,0 +1,103 @@
+"""The precision a run trains in, measured on the run's own step where the hardware leaves it open.
+
+`runtime.precision.choose_precision` decides "auto" and caches a measured answer per machine and
+model shape; on a CPU with bf16 instructions it needs a *probe* that times one training step in
+both precisions. The probe lives here rather than beside it because it runs this package's forward
+and loss on the run's first batch, which the runtime layer below cannot import. Under DDP every
+rank must compute alike, so a single rank that chose fp32 makes every rank use fp32.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
+from ..runtime.distributed import DistributedContext, max_over_ranks
+from ..runtime.precision import PrecisionChoice, choose_precision
+from .settings import TrainSettings
+from .teacher_forcing import batch_loss
+
+
+def run_shape(model: nn.Module, settings: TrainSettings) -> dict:
+    """What the timing depends on besides the machine: the model's widths, vocabulary and batch."""
+    c = model.config
+    return {
+        "d_model": c.d_model,
+        "d_ff": c.d_ff,
+        "n_heads": c.n_heads,
+        "layers": [c.encoder_layers, c.decoder_layers],
+        "vocab": model.tgt_embed.num_embeddings,
+        "batch_tokens": settings.batch_tokens,
+    }
+
+
+def time_both_precisions(
+    model: nn.Module,
+    data: EncodedPairs,
+    indices: list[int],
+    device: torch.device,
+    *,
+    real_rows_only: bool,
+    steps: int = 3,
+) -> dict[str, float]:
+    """Median seconds of `model`'s forward and backward on the pairs `indices` of `data`, fp32 and bf16
+    interleaved, on a copy of the model and with every random generator put back afterwards, so
+    measuring changes nothing about the run."""
+    model = copy.deepcopy(model).train()
+    c = model.config
+    src, tgt = collate_pairs([data[j] for j in indices], c.pad_id, c.bos_id, c.eos_id)
+    src, tgt = src.to(device), tgt.to(device)
+    times: dict[str, list[float]] = {"fp32": [], "bf16": []}
+    with torch.random.fork_rng(devices=[]):
+        for step in range(steps + 1):  # the first round warms up
+            for precision in ("fp32", "bf16") if step % 2 else ("bf16", "fp32"):
+                started = time.perf_counter()
+                parts = batch_loss(
+                    model,
+                    src,
+                    tgt,
+                    smoothing=c.label_smoothing,
+                    pad_id=c.pad_id,
+                    precision=precision,
+                    real_rows_only=real_rows_only,
+                )
+                parts.loss.backward()
+                model.zero_grad(set_to_none=True)
+                if step:
+                    times[precision].append(time.perf_counter() - started)
+    return {p: statistics.median(v) for p, v in times.items()}
+
+
+def training_precision(
+    model: nn.Module,
+    settings: TrainSettings,
+    data: EncodedPairs,
+    batcher: TokenBatcher,
+    context: DistributedContext,
+    *,
+    real_rows_only: bool,
+) -> PrecisionChoice:
+    """settings.precision resolved for this run: "auto" on a CPU with bf16 instructions times the
+    run's own step on its first batch (once per machine and shape); all ranks end up alike."""
+    choice = choose_precision(
+        settings.precision,
+        context.device,
+        probe=lambda: time_both_precisions(
+            model,
+            data,
+            batcher.epoch_batches(0)[0],
+            context.device,
+            real_rows_only=real_rows_only,
+        ),
+        shape=run_shape(model, settings),
+    )
+    if context.is_distributed:  # every rank must compute alike: fp32 if any rank says so
+        any_fp32 = max_over_ranks(int(choice.precision == "fp32"), context)
+        if any_fp32 and choice.precision != "fp32":
+            choice = PrecisionChoice("fp32", choice.reason + "; another rank chose fp32")
+    return choice
