@@ -15,6 +15,7 @@ from nltk import Tree
 from annotated_transformer.data import DataNotFoundError, treebank_zip_path
 from annotated_transformer.data.batching import collate_sources
 from annotated_transformer.experiments import parsing
+from annotated_transformer.model.config import TransformerConfig
 from annotated_transformer.model.decoding import beam_search, greedy_decode
 
 # the dog barks at cats .  -> without the final '.', 5 words; brackets S(0,5) NP(0,2) VP(2,5) PP(3,5) NP(4,5)
@@ -329,7 +330,7 @@ def test_the_target_vocabulary_round_trips_every_tree_of_the_sample(sample_trees
 
 
 def test_the_vocabularies_specials_match_the_model_and_survive_serialization():
-    config = parsing.TransformerConfig()
+    config = TransformerConfig()
     assert parsing.SPECIAL_SYMBOLS[config.pad_id] == "<pad>"
     assert (config.bos_id, config.eos_id, config.unk_id) == (
         parsing.BOS_ID,
