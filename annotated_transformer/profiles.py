@@ -13,6 +13,7 @@ Variants are names of their own (`gpu-iwslt14`, `paper-big`) and write to a resu
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 
 from .data.registry import corpus_info
@@ -131,19 +132,248 @@ MODEL_FLAGS: dict[str, str] = {
     "dropout": "--dropout",
     "label_smoothing": "--label-smoothing",
 }
-BOOK_BOUNDS: dict[str, Bounds] = {
-    "table3_epochs": COUNT,
-    "minutes": POSITIVE,
-    "table3_seeds": COUNT,
-    "table3_width_divisor": COUNT,
-    "table3_depth_divisor": COUNT,
-    "table3_heads_divisor": COUNT,
-    "table3_warmup_steps": COUNT,
-    "table3_peak_lr": OPTIONAL_POSITIVE,
-    "table3_overfit_share": COUNT,
-    "table3_overfit_epochs": COUNT,
-    "table3_batch_tokens": OPTIONAL_COUNT,
-    "table3_vocab_size": OPTIONAL_VOCABULARY,
+TABLE3_BOUNDS: dict[str, Bounds] = {
+    "epochs": COUNT,
+    "seeds": COUNT,
+    "width_divisor": COUNT,
+    "depth_divisor": COUNT,
+    "heads_divisor": COUNT,
+    "warmup_steps": COUNT,
+    "peak_lr": OPTIONAL_POSITIVE,
+    "overfit_share": COUNT,
+    "overfit_epochs": COUNT,
+    "batch_tokens": OPTIONAL_COUNT,
+    "vocab_size": OPTIONAL_VOCABULARY,
+}
+BOOK_BOUNDS: dict[str, Bounds] = {"minutes": POSITIVE}
+
+
+def _record(cls, values: dict):
+    """Record `cls` from its `dataclasses.asdict` form (as JSON gives it back: lists for tuples),
+    the records it holds included; a missing or unknown field raises TypeError."""
+    hints = typing.get_type_hints(cls)
+    return cls(
+        **{
+            name: _record(hints[name], value)
+            if isinstance(value, dict) and dataclasses.is_dataclass(hints.get(name))
+            else _as_tuples(value)
+            for name, value in values.items()
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Table3Scale:
+    """How chapter 06 trains the rows of Table 3 under a profile (`experiments.variations`).
+
+    Attributes:
+        rows: the Table 3 rows the chapter trains, in the table's order.
+        epochs: epochs of the whole training split per row.
+        seeds: seeds (training runs) per row.
+        width_divisor, depth_divisor, heads_divisor: the rows are the paper's configurations with
+            every width (d_model, d_ff), depth and head count divided by these (1: the paper's);
+            d_k and d_v keep each row's h * d_k / d_model.
+        warmup_steps, peak_lr: every row's warm-up and peak rate, chosen on base (the peak follows
+            d_model^-0.5 from base's width; None: the paper's curve).
+        overfit_share, overfit_epochs: dropout's rows also train on the first 1/overfit_share of
+            the training pairs for overfit_epochs epochs, where they can overfit.
+        batch_tokens, vocab_size: the rows' batches and shared vocabulary (None: the profile's).
+    """
+
+    rows: tuple[str, ...]
+    epochs: int
+    seeds: int = 1
+    width_divisor: int = 1
+    depth_divisor: int = 1
+    heads_divisor: int = 1
+    warmup_steps: int = 4000
+    peak_lr: float | None = None
+    overfit_share: int = 10
+    overfit_epochs: int = 10
+    batch_tokens: int | None = None
+    vocab_size: int | None = None
+
+    def __post_init__(self):
+        check_all("book.table3", dataclasses.asdict(self), TABLE3_BOUNDS)
+
+    @classmethod
+    def recorded(cls, book: dict) -> "Table3Scale":
+        """The scale a recorded profile's book (`Profile.to_dict()["book"]`) holds: its `table3`,
+        or, written before the scale was one record, its `table3_<field>` keys. Fields that no
+        longer exist are ignored; a field missing raises TypeError."""
+        values = book.get("table3")
+        if not isinstance(values, dict):
+            values = {
+                key.removeprefix("table3_"): value
+                for key, value in book.items()
+                if key.startswith("table3_")
+            }
+        known = {f.name for f in dataclasses.fields(cls)}
+        return _record(cls, {k: v for k, v in values.items() if k in known})
+
+
+@dataclass(frozen=True)
+class AttentionSizes:
+    """Chapter 01's experiments: the statistics of scaled dot products and the timed attention.
+
+    Attributes:
+        samples: query-key pairs each variance of q . k averages over (a twentieth of them, at
+            least 200, for the softmax's saturation).
+        d_ks: the key widths d_k the statistics sweep.
+        n_keys: keys per query in the softmax's saturation (four times as many in the timing of
+            additive against dot-product scores).
+        time_batch: sequences in a timed batch.
+        time_len: positions in a timed sequence (and queries in the timing of the two scorings).
+        repeats: runs each timing takes the mean or the median of.
+    """
+
+    samples: int
+    d_ks: tuple[int, ...]
+    n_keys: int
+    time_batch: int
+    time_len: int
+    repeats: int
+
+
+@dataclass(frozen=True)
+class ModelSizes:
+    """Chapter 02's checks of the positional encoding.
+
+    Attributes:
+        positions: positions of the table the checks compare.
+        shifts: the offsets k checked to be a rotation, PE(pos + k) = M_k PE(pos).
+    """
+
+    positions: int
+    shifts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LengthSweep:
+    """Timed sequence lengths at one width.
+
+    Attributes:
+        ns: the sequence lengths n.
+        d: the model width.
+        batch: sequences per timed batch.
+    """
+
+    ns: tuple[int, ...]
+    d: int
+    batch: int
+
+
+@dataclass(frozen=True)
+class WidthSweep:
+    """Timed model widths at one sequence length.
+
+    Attributes:
+        n: the sequence length.
+        ds: the model widths d.
+        batch: sequences per timed batch.
+    """
+
+    n: int
+    ds: tuple[int, ...]
+    batch: int
+
+
+@dataclass(frozen=True)
+class SubwordSample:
+    """The small BPE model chapter 03 measures sentence lengths with.
+
+    Attributes:
+        lines: training sentences of each side of each corpus (Multi30k and the WMT14 sample)
+            the model learns from.
+        vocab: its vocabulary size.
+        test_lines: test sentences of each corpus and language measured.
+    """
+
+    lines: int
+    vocab: int
+    test_lines: int
+
+
+@dataclass(frozen=True)
+class WhySelfAttentionSizes:
+    """Chapter 03's measurements of Table 1.
+
+    Attributes:
+        by_n: the sweep growing the length at a fixed width.
+        by_d: the sweep growing the width at a fixed length.
+        crossover: self-attention against recurrence at the base model's width, d = 512.
+        repeats: runs each timing takes the fastest of.
+        path_ns: the lengths whose maximum path lengths are computed.
+        path_example_n: the length whose paths to the last output are drawn.
+        bpe: the BPE model that measures the corpora's sentences in subwords.
+    """
+
+    by_n: LengthSweep
+    by_d: WidthSweep
+    crossover: LengthSweep
+    repeats: int
+    path_ns: tuple[int, ...]
+    path_example_n: int
+    bpe: SubwordSample
+
+
+@dataclass(frozen=True)
+class TrainingSizes:
+    """Chapter 04's own small experiments (the profile's translation run is the profile's).
+
+    Attributes:
+        bpe_sample_pairs: training pairs the chapter's own BPE learns its merges from.
+        bpe_merges: merges it learns.
+        copy_steps: training steps of the copy task (sinusoidal and learned positions alike).
+        copy_length: the longest sequence the copy task trains on (it starts at 1).
+        copy_batch: sequences per copy-task batch.
+        eval_per_length: sequences scored at each length in the extrapolation test.
+        norm_steps: training steps of each model in the post-norm/pre-norm comparison.
+        resume_steps: steps of the stopped-and-resumed demonstration run.
+        resume_stop_at: the step where it is stopped.
+    """
+
+    bpe_sample_pairs: int
+    bpe_merges: int
+    copy_steps: int
+    copy_length: int
+    copy_batch: int
+    eval_per_length: int
+    norm_steps: int
+    resume_steps: int
+    resume_stop_at: int
+
+
+@dataclass(frozen=True)
+class ParsingSizes:
+    """Chapter 07's parser and its learning curve.
+
+    Attributes:
+        recipe: the fields of the parser's recipe this profile sets (`ParserRecipe.from_dict` of
+            `experiments.parsing_curve`; the others keep the recipe's defaults).
+        shares: the shares of the training files, one run each, that the learning curve trains on.
+        workers: processes training the runs side by side on a CPU (one on a GPU).
+        dev_trees: development trees each snapshot is scored on (None: all).
+        test_sentences: test sentences the averaged parser is scored on (None: all).
+    """
+
+    recipe: dict
+    shares: tuple[float, ...]
+    workers: int
+    dev_trees: int | None
+    test_sentences: int | None
+
+
+ChapterSizes = (
+    AttentionSizes | ModelSizes | WhySelfAttentionSizes | TrainingSizes | ParsingSizes
+)
+# The record of each chapter that has sizes of its own, by chapter number.
+CHAPTER_SIZES: dict[str, type] = {
+    "01": AttentionSizes,
+    "02": ModelSizes,
+    "03": WhySelfAttentionSizes,
+    "04": TrainingSizes,
+    "07": ParsingSizes,
 }
 
 
@@ -152,40 +382,55 @@ class BookScales:
     """How much of the book's other experiments a profile affords.
 
     Attributes:
-        table3_rows: the Table 3 rows chapter 06 trains, in the table's order.
-        table3_epochs: epochs of the whole training split per Table 3 row.
         minutes: what the whole book should take under this profile.
-        table3_seeds: seeds (training runs) per Table 3 row.
-        table3_width_divisor, table3_depth_divisor, table3_heads_divisor: the Table 3 rows are the
-            paper's configurations with every width (d_model, d_ff), depth and head count divided by
-            these (1: the paper's); d_k and d_v keep each row's h * d_k / d_model.
-        table3_warmup_steps, table3_peak_lr: every row's warm-up and peak rate, chosen on base (the
-            peak follows d_model^-0.5 from base's width; None: the paper's curve).
-        table3_overfit_share, table3_overfit_epochs: dropout's rows also train on the first
-            1/share of the training pairs for this many epochs, where they can overfit.
-        table3_batch_tokens, table3_vocab_size: the rows' batches and shared vocabulary (None: the profile's).
-        chapters: the sizes of chapters 01-04's own experiments (samples, sweeps, timed shapes) and
-            chapter 07's parser (its recipe, the shares of the training files its learning curve
-            trains on), by chapter number; a chapter reads its entry with `Profile.chapter_sizes`.
+        table3: how chapter 06 trains the rows of Table 3.
+        chapters: the sizes of the experiments of chapters 01-04 and 07, one record per chapter
+            (`CHAPTER_SIZES`), by chapter number; a chapter reads its own with
+            `Profile.chapter_sizes`.
     """
 
-    table3_rows: tuple[str, ...]
-    table3_epochs: int
     minutes: float
-    table3_seeds: int = 1
-    table3_width_divisor: int = 1
-    table3_depth_divisor: int = 1
-    table3_heads_divisor: int = 1
-    table3_warmup_steps: int = 4000
-    table3_peak_lr: float | None = None
-    table3_overfit_share: int = 10
-    table3_overfit_epochs: int = 10
-    table3_batch_tokens: int | None = None
-    table3_vocab_size: int | None = None
-    chapters: dict = field(default_factory=dict)
+    table3: Table3Scale
+    chapters: dict[str, ChapterSizes] = field(default_factory=dict)
 
     def __post_init__(self):
         check_all("book", dataclasses.asdict(self), BOOK_BOUNDS)
+        if not isinstance(self.table3, Table3Scale):
+            raise ValueError(
+                f"book.table3 must be a Table3Scale, got {type(self.table3).__name__}"
+            )
+        for chapter, sizes in self.chapters.items():
+            if chapter not in CHAPTER_SIZES:
+                raise ValueError(
+                    f"book.chapters: chapter {chapter} has no sizes; chapters with sizes: "
+                    f"{', '.join(CHAPTER_SIZES)}"
+                )
+            if not isinstance(sizes, CHAPTER_SIZES[chapter]):
+                raise ValueError(
+                    f"book.chapters[{chapter!r}] must be a {CHAPTER_SIZES[chapter].__name__}, "
+                    f"got {type(sizes).__name__}"
+                )
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "BookScales":
+        """Rebuild from `Profile.to_dict()["book"]`, an older version's too (`Table3Scale.recorded`);
+        unknown keys are ignored.
+
+        Raises:
+            TypeError: a field missing, or a chapter's sizes that no longer fit its record.
+        """
+        chapters = values.get("chapters", {})
+        unknown = sorted(set(chapters) - set(CHAPTER_SIZES))
+        if unknown:
+            raise TypeError(f"no chapter {', '.join(unknown)} has sizes today")
+        return cls(
+            **{k: v for k, v in values.items() if k == "minutes"},
+            table3=Table3Scale.recorded(values),
+            chapters={
+                chapter: _record(CHAPTER_SIZES[chapter], sizes)
+                for chapter, sizes in chapters.items()
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -329,14 +574,15 @@ class Profile:
             precision=precision,
         )
 
-    def chapter_sizes(self, chapter: str) -> dict:
-        """The sizes of chapter `chapter`'s ("01".."04", "07") own experiments under this profile."""
+    def chapter_sizes(self, chapter: str) -> ChapterSizes:
+        """The sizes of chapter `chapter`'s own experiments under this profile: its record of
+        `CHAPTER_SIZES` ("01": `AttentionSizes` ... "07": `ParsingSizes`)."""
         if chapter not in self.book.chapters:
             raise KeyError(
                 f"profile {self.name!r} has no sizes for chapter {chapter}; "
                 f"it has {', '.join(sorted(self.book.chapters))}"
             )
-        return dict(self.book.chapters[chapter])
+        return self.book.chapters[chapter]
 
     def replace(self, **overrides) -> "Profile":
         return dataclasses.replace(self, **overrides)
@@ -353,12 +599,8 @@ class Profile:
             values["adam_betas"] = tuple(values["adam_betas"])
         if isinstance(values.get("book"), dict):
             # A checkpoint of an older version may name book fields that no longer exist.
-            scales = {f.name for f in dataclasses.fields(BookScales)}
-            book = {k: v for k, v in values["book"].items() if k in scales}
-            book["table3_rows"] = tuple(book.get("table3_rows", ()))
-            book["chapters"] = _as_tuples(book.get("chapters", {}))
             try:
-                values["book"] = BookScales(**book)
+                values["book"] = BookScales.from_dict(values["book"])
             except TypeError:
                 # A field added since: the scales of today's profile of that name.
                 if values.get("name") not in PROFILES:
@@ -367,22 +609,17 @@ class Profile:
         return cls(**values)
 
 
-# The cpu profile is the candidate chosen on validation BLEU in results/tuning_multi30k_cpu.md (2-core
-# CPU, 15 minutes; chapter 05 checks it). Dropout 0: in 3.5-4 epochs nothing overfits yet, and dropout costs a fifth of the tokens/s.
+# The cpu profile is the candidate chosen on validation BLEU (2-core CPU, 15 minutes; chapter 05
+# checks it): results/tuning_multi30k_cpu.md. Dropout 0: in 15 minutes nothing overfits yet, and
+# dropout makes every step dearer (the same file).
 _CPU_MODEL = dict(n_layers=3, d_model=256, d_ff=1024, n_heads=4, dropout=0.0, max_len=256)
 # The gpu profile's model and schedule were chosen on validation perplexity from the sweep in
-# results/gpu/README.md: 4+4 layers at d_model 256 reached 5.13 at epoch 41 and overfit after it; the
-# 4+4 x d_model 128 model, chosen earlier by test BLEU, reached 5.23 only at epoch 98. Training stops
-# at the validation minimum's epoch.
+# results/gpu/README.md; training stops at the validation minimum's epoch.
 _GPU_MODEL = dict(n_layers=4, d_model=256, d_ff=1024, n_heads=4, dropout=0.3, max_len=256)
 
-# The sizes of chapters 01-04's own experiments. 01: how many samples the attention statistics
-# average over and the timed shapes; 02: positions and shifts of the positional-encoding checks;
-# 03: the Table 1 sweeps (`by_n` grows the length at a fixed width, `by_d` the width at a fixed
-# length, `crossover` compares attention with recurrence at the base model's d = 512); 04: the
-# chapter's small experiments (the profile's translation run is the profile's own).
+# The sizes of the chapters' own experiments (each record's docstring says what every size is).
 _SMOKE_CHAPTERS = {
-    "01": dict(
+    "01": AttentionSizes(
         samples=4_000,
         d_ks=(4, 16, 64, 256, 512),
         n_keys=32,
@@ -390,17 +627,17 @@ _SMOKE_CHAPTERS = {
         time_len=64,
         repeats=3,
     ),
-    "02": dict(positions=256, shifts=(1, 2, 5, 17, 50)),
-    "03": dict(
-        by_n=dict(ns=(32, 64, 128, 256, 512), d=64, batch=2),
-        by_d=dict(n=64, ds=(32, 64, 128, 256, 512), batch=2),
-        crossover=dict(d=512, ns=(128, 256, 512, 1024, 2048), batch=1),
+    "02": ModelSizes(positions=256, shifts=(1, 2, 5, 17, 50)),
+    "03": WhySelfAttentionSizes(
+        by_n=LengthSweep(ns=(32, 64, 128, 256, 512), d=64, batch=2),
+        by_d=WidthSweep(n=64, ds=(32, 64, 128, 256, 512), batch=2),
+        crossover=LengthSweep(ns=(128, 256, 512, 1024, 2048), d=512, batch=1),
         repeats=2,
         path_ns=(2, 4, 8, 16, 32, 64, 128),
         path_example_n=32,
-        bpe=dict(lines=1000, vocab=1000, test_lines=300),
+        bpe=SubwordSample(lines=1000, vocab=1000, test_lines=300),
     ),
-    "04": dict(
+    "04": TrainingSizes(
         bpe_sample_pairs=1000,
         bpe_merges=30,
         copy_steps=200,
@@ -411,9 +648,29 @@ _SMOKE_CHAPTERS = {
         resume_steps=24,
         resume_stop_at=10,
     ),
+    "07": ParsingSizes(
+        recipe=dict(
+            n_layers=1,
+            d_model=32,
+            d_ff=64,
+            n_heads=2,
+            dropout=0.1,
+            batch_tokens=2048,
+            warmup_steps=20,
+            peak_lr=3e-3,
+            epochs=2,
+            snapshot_epochs=1,
+            average_last=2,
+            tags=True,
+        ),
+        shares=(0.5, 1.0),
+        workers=2,
+        dev_trees=16,
+        test_sentences=8,
+    ),
 }
 _CPU_CHAPTERS = {
-    "01": dict(
+    "01": AttentionSizes(
         samples=20_000,
         d_ks=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
         n_keys=64,
@@ -421,19 +678,19 @@ _CPU_CHAPTERS = {
         time_len=256,
         repeats=5,
     ),
-    "02": dict(positions=2048, shifts=(1, 2, 3, 5, 8, 17, 50, 100, 333, 1000)),
-    "03": dict(
-        by_n=dict(ns=(32, 64, 128, 256, 512, 1024, 2048), d=128, batch=2),
-        by_d=dict(n=256, ds=(32, 64, 128, 256, 512, 1024), batch=2),
-        crossover=dict(
-            d=512, ns=(64, 128, 256, 512, 768, 1024, 1536, 2048, 3072), batch=1
+    "02": ModelSizes(positions=2048, shifts=(1, 2, 3, 5, 8, 17, 50, 100, 333, 1000)),
+    "03": WhySelfAttentionSizes(
+        by_n=LengthSweep(ns=(32, 64, 128, 256, 512, 1024, 2048), d=128, batch=2),
+        by_d=WidthSweep(n=256, ds=(32, 64, 128, 256, 512, 1024), batch=2),
+        crossover=LengthSweep(
+            ns=(64, 128, 256, 512, 768, 1024, 1536, 2048, 3072), d=512, batch=1
         ),
         repeats=3,
         path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512),
         path_example_n=32,
-        bpe=dict(lines=4000, vocab=4000, test_lines=3003),
+        bpe=SubwordSample(lines=4000, vocab=4000, test_lines=3003),
     ),
-    "04": dict(
+    "04": TrainingSizes(
         bpe_sample_pairs=2000,
         bpe_merges=40,
         copy_steps=1600,
@@ -444,77 +701,55 @@ _CPU_CHAPTERS = {
         resume_steps=36,
         resume_stop_at=15,
     ),
+    # `tags=True` in every profile: the parser writes each word's part-of-speech tag in its slot,
+    # as the authors' code (tensor2tensor's wsj_parsing.py) writes its targets; the chapter trains
+    # XX in the slots (Vinyals et al.) beside it as a variant. The recipe was chosen on the 273
+    # development trees with scripts/parser_sweep.py, with XX slots, and fits the chapter's 15
+    # minutes with the two smaller shares beside it; the same recipe with tags on the same trees:
+    # results/tuning_parser_cpu/tags_dev_curve.json.
+    "07": ParsingSizes(
+        recipe=dict(
+            n_layers=2,
+            d_model=192,
+            d_ff=768,
+            n_heads=4,
+            dropout=0.1,
+            label_smoothing=0.1,
+            batch_tokens=2048,
+            warmup_steps=400,
+            epochs=10,
+            snapshot_epochs=2,
+            average_last=3,
+            tags=True,
+        ),
+        shares=(0.25, 0.5, 1.0),
+        workers=2,
+        dev_trees=None,
+        test_sentences=None,
+    ),
 }
-# 07: the parser (`experiments.parsing_curve.ParserRecipe`) and its learning curve: one run per share
-# of the training files, side by side in `workers` processes; `dev_trees` / `test_sentences` None
-# score the whole split. `tags=True` in every profile: the parser writes each word's part-of-speech
-# tag in its slot, as the authors' code (tensor2tensor's wsj_parsing.py) writes its targets; the
-# chapter trains XX in the slots (Vinyals et al.) beside it as a variant. The cpu recipe was chosen
-# on the 273 development trees (scripts/parser_sweep.py) with XX slots: 2+2 layers at d_model 192
-# with dropout 0.1 reached 14.1 dev F1 at 13 epochs and 13.3 averaged, 3+3 at 256 with dropout 0.2
-# 13.0; dev F1 rises little after 8 epochs, and 10 epochs on all the trees with the two smaller
-# shares beside them fit the chapter's 15 minutes. With tags the same recipe reached 25.3 dev F1
-# greedy and 31.4 with beam 21 (results/tuning_parser_cpu/tags_dev_curve.json).
-_CPU_CHAPTERS["07"] = dict(
-    recipe=dict(
-        n_layers=2,
-        d_model=192,
-        d_ff=768,
-        n_heads=4,
-        dropout=0.1,
-        label_smoothing=0.1,
-        batch_tokens=2048,
-        warmup_steps=400,
-        epochs=10,
-        snapshot_epochs=2,
-        average_last=3,
-        tags=True,
-    ),
-    shares=(0.25, 0.5, 1.0),
-    workers=2,
-    dev_trees=None,
-    test_sentences=None,
-)
-_SMOKE_CHAPTERS["07"] = dict(
-    recipe=dict(
-        n_layers=1,
-        d_model=32,
-        d_ff=64,
-        n_heads=2,
-        dropout=0.1,
-        batch_tokens=2048,
-        warmup_steps=20,
-        peak_lr=3e-3,
-        epochs=2,
-        snapshot_epochs=1,
-        average_last=2,
-        tags=True,
-    ),
-    shares=(0.5, 1.0),
-    workers=2,
-    dev_trees=16,
-    test_sentences=8,
-)
 # On a GPU: longer timed inputs, wider sweeps, and a longer post-norm/pre-norm comparison.
 _GPU_CHAPTERS = {
     **_CPU_CHAPTERS,
-    "01": dict(_CPU_CHAPTERS["01"], time_batch=64, time_len=1024),
-    "03": dict(
-        by_n=dict(ns=(64, 128, 256, 512, 1024, 2048, 4096, 8192), d=256, batch=8),
-        by_d=dict(n=1024, ds=(64, 128, 256, 512, 1024, 2048), batch=8),
-        crossover=dict(d=512, ns=(256, 512, 1024, 2048, 4096, 8192, 16384), batch=8),
+    "01": dataclasses.replace(_CPU_CHAPTERS["01"], time_batch=64, time_len=1024),
+    "03": WhySelfAttentionSizes(
+        by_n=LengthSweep(ns=(64, 128, 256, 512, 1024, 2048, 4096, 8192), d=256, batch=8),
+        by_d=WidthSweep(n=1024, ds=(64, 128, 256, 512, 1024, 2048), batch=8),
+        crossover=LengthSweep(
+            ns=(256, 512, 1024, 2048, 4096, 8192, 16384), d=512, batch=8
+        ),
         repeats=5,
         path_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512),
         path_example_n=32,
-        bpe=dict(lines=4000, vocab=4000, test_lines=3003),
+        bpe=SubwordSample(lines=4000, vocab=4000, test_lines=3003),
     ),
-    "04": dict(_CPU_CHAPTERS["04"], norm_steps=400),
+    "04": dataclasses.replace(_CPU_CHAPTERS["04"], norm_steps=400),
     # Not yet run on a GPU: the cpu recipe one size up, and the epochs where the cpu curve flattens
     # times four; the curve this profile draws is what should set its scale.
-    "07": dict(
+    "07": dataclasses.replace(
         _CPU_CHAPTERS["07"],
         recipe=dict(
-            _CPU_CHAPTERS["07"]["recipe"],
+            _CPU_CHAPTERS["07"].recipe,
             n_layers=3,
             d_model=256,
             d_ff=1024,
@@ -528,48 +763,48 @@ _GPU_CHAPTERS = {
         workers=1,
     ),
 }
-_PAPER_CHAPTERS = dict(
-    _GPU_CHAPTERS,
+_PAPER_CHAPTERS = {
+    **_GPU_CHAPTERS,
     # Section 6.3: 4 layers at d_model 1024 (the `parsing` preset), the paper's schedule.
-    **{
-        "07": dict(
-            recipe=dict(
-                n_layers=4,
-                d_model=1024,
-                d_ff=4096,
-                n_heads=16,
-                dropout=0.3,
-                batch_tokens=25_000,
-                warmup_steps=4000,
-                epochs=100,
-                snapshot_epochs=10,
-                average_last=5,
-                tags=True,
-            ),
-            shares=(1.0,),
-            workers=1,
-            dev_trees=None,
-            test_sentences=None,
-        )
-    },
-)
+    "07": ParsingSizes(
+        recipe=dict(
+            n_layers=4,
+            d_model=1024,
+            d_ff=4096,
+            n_heads=16,
+            dropout=0.3,
+            batch_tokens=25_000,
+            warmup_steps=4000,
+            epochs=100,
+            snapshot_epochs=10,
+            average_last=5,
+            tags=True,
+        ),
+        shares=(1.0,),
+        workers=1,
+        dev_trees=None,
+        test_sentences=None,
+    ),
+}
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
         description="CI and tests: a tiny model on 2,000 Multi30k pairs, every chapter in minutes on 2 cores",
         book=BookScales(
-            table3_rows=("base", "A1", "C1"),
-            table3_epochs=1,
             minutes=10,
-            table3_seeds=2,
-            table3_width_divisor=8,
-            table3_depth_divisor=2,
-            table3_heads_divisor=4,
-            table3_batch_tokens=1024,
-            table3_warmup_steps=20,
-            table3_peak_lr=2e-3,
-            table3_overfit_epochs=2,
+            table3=Table3Scale(
+                rows=("base", "A1", "C1"),
+                epochs=1,
+                seeds=2,
+                width_divisor=8,
+                depth_divisor=2,
+                heads_divisor=4,
+                batch_tokens=1024,
+                warmup_steps=20,
+                peak_lr=2e-3,
+                overfit_epochs=2,
+            ),
             chapters=_SMOKE_CHAPTERS,
         ),
         max_train_pairs=2000,
@@ -598,34 +833,35 @@ PROFILES: dict[str, Profile] = {
         # depths / 2 and heads / 4 (base: 3 layers, d_model 64, 2 heads of d_k 32; A4 and B1: d_k 8), a
         # 2,000-piece vocabulary; dropout's rows also 10 epochs of a twentieth of the pairs. One process per
         # core, 1,024-token batches (half the steps of 512: these 0.5M-parameter models are bound by per-step
-        # overhead, so an epoch takes 0.6 of the time). Warm-up 200 at peak 4e-3: of three candidates at that
-        # batch, the best for base and for C3 (the deepest) after half an epoch
-        # (results/tuning_table3_cpu/calibration.json), and again of five after a whole epoch
-        # (calibration_epoch1.json: base 32.4, C1 29.4, C3 44.5). Only the two candidates at 1e-3 end C3
-        # below C1 there, by slowing every row (base 77.8 and 86.6), so neither is taken: the choice is
-        # made on base.
-        # All 13 rows of the findings took 1,085 s (over chapter 06's 15 minutes); the feed-forward pair
-        # C6/C7, about 95 s of one core a seed, is the one the findings can spare.
+        # overhead). Warm-up 200 at peak 4e-3, chosen on base's validation perplexity after half an
+        # epoch (results/tuning_table3_cpu/calibration.json) and again after a whole one
+        # (results/tuning_table3_cpu/calibration_epoch1.json), where only the candidates that slow
+        # every row end C3 below C1.
+        # All 13 rows of the findings took longer than chapter 06's 15 minutes (commit a581480); the
+        # feed-forward pair C6/C7 is the one the findings can spare.
         book=BookScales(
-            table3_rows=TABLE3_CPU_ROWS,
-            table3_epochs=1,
             minutes=55,
-            table3_seeds=3,
-            table3_width_divisor=8,
-            table3_depth_divisor=2,
-            table3_heads_divisor=4,
-            table3_batch_tokens=1024,
-            table3_vocab_size=2000,
-            table3_warmup_steps=200,
-            table3_peak_lr=4e-3,
-            table3_overfit_share=20,
-            table3_overfit_epochs=10,
+            table3=Table3Scale(
+                rows=TABLE3_CPU_ROWS,
+                epochs=1,
+                seeds=3,
+                width_divisor=8,
+                depth_divisor=2,
+                heads_divisor=4,
+                batch_tokens=1024,
+                vocab_size=2000,
+                warmup_steps=200,
+                peak_lr=4e-3,
+                overfit_share=20,
+                overfit_epochs=10,
+            ),
             chapters=_CPU_CHAPTERS,
         ),
         vocab_size=8000,
         preset="base",
         model_overrides=_CPU_MODEL,
-        # 1,024-token batches: twice the updates of 2,048 in the same 15 minutes, the biggest single gain.
+        # 1,024-token batches: twice the updates of 2,048 in the same 15 minutes, the biggest single
+        # gain (results/tuning_multi30k_cpu.md).
         batch_tokens=1024,
         accumulation=1,
         peak_lr=2e-3,
@@ -638,8 +874,8 @@ PROFILES: dict[str, Profile] = {
         keep_snapshots=10,
         average_last=5,
         beam_size=4,
-        # Chosen on the validation split (results/tuning_multi30k_cpu/decode_choice.json): alpha 1.0
-        # beat the paper's 0.6 by 0.33 BLEU (paired bootstrap p = 0.007); more averaging and beam 6 lost.
+        # Chosen on validation against the paper's 0.6, more averaging and beam 6:
+        # results/tuning_multi30k_cpu/decode_choice.json.
         length_penalty_alpha=1.0,
         eval_batch_tokens=3000,
     ),
@@ -650,15 +886,17 @@ PROFILES: dict[str, Profile] = {
         # 3 layers, d_model 256, 8 heads of d_k 32), and dropout's rows 50 epochs of a tenth: 8e15
         # FLOPs, about 27 minutes at the rate of the recipe's H100 run (chapter 06 does the arithmetic).
         book=BookScales(
-            table3_rows=TABLE3_ALL_ROWS,
-            table3_epochs=5,
             minutes=90,
-            table3_seeds=3,
-            table3_width_divisor=2,
-            table3_depth_divisor=2,
-            table3_warmup_steps=1000,
-            table3_peak_lr=1e-3,
-            table3_overfit_epochs=50,
+            table3=Table3Scale(
+                rows=TABLE3_ALL_ROWS,
+                epochs=5,
+                seeds=3,
+                width_divisor=2,
+                depth_divisor=2,
+                warmup_steps=1000,
+                peak_lr=1e-3,
+                overfit_epochs=50,
+            ),
             chapters=_GPU_CHAPTERS,
         ),
         vocab_size=8000,
@@ -685,9 +923,12 @@ PROFILES: dict[str, Profile] = {
         name="paper",
         description="8 GPUs with torchrun: WMT14 EN->DE, Transformer base with the paper's schedule (100k steps)",
         book=BookScales(
-            table3_rows=TABLE3_ALL_ROWS,
-            table3_epochs=20,  # 100,000 steps of 25,000 tokens: about 20 epochs of WMT14
             minutes=4 * 24 * 60,
+            table3=Table3Scale(
+                rows=TABLE3_ALL_ROWS,
+                # 100,000 steps of 25,000 tokens: about 20 epochs of WMT14
+                epochs=20,
+            ),
             chapters=_PAPER_CHAPTERS,
         ),
         corpus="wmt14",

@@ -53,14 +53,16 @@ from annotated_transformer.profiles import PROFILES, get_profile
 from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper: the scale of this run (see the table below)
+profile_name = (
+    "cpu"  # smoke | cpu | gpu | paper: the scale of this run (see the table below)
+)
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download
 
 # %% tags=["hide-input"]
-settings = get_profile(profile, max_steps=max_steps)
-print(f"profile {settings.name!r} on {resolve_device(device)}: {settings.description}")
+profile = get_profile(profile_name, max_steps=max_steps)
+print(f"profile {profile.name!r} on {resolve_device(device)}: {profile.description}")
 
 # %% [markdown]
 # ## How to read this book
@@ -74,7 +76,7 @@ print(f"profile {settings.name!r} on {resolve_device(device)}: {settings.descrip
 # pictures of the appendix).
 #
 # Every chapter starts with the same cells: one that installs the package if it is missing (for
-# Colab), the imports, and a cell tagged `parameters` that holds the run's knobs: `profile`,
+# Colab), the imports, and a cell tagged `parameters` that holds the run's knobs: `profile_name`,
 # `device`, and the few settings a chapter lets you override. The profile decides the scale:
 #
 # | profile | where | what it runs |
@@ -119,11 +121,11 @@ viz.show_table(viz.profiles_table(PROFILES.values()))
 # papermill directly:
 #
 # ```bash
-# papermill book/04_training.ipynb 04_training.out.ipynb -k python3 -p profile gpu -p device cuda
+# papermill book/04_training.ipynb 04_training.out.ipynb -k python3 -p profile_name gpu -p device cuda
 # ```
 #
 # **Colab.** The launch button at the top of each page (the rocket) opens the chapter in Colab;
-# its first cell installs the package. Pick a GPU runtime and set `profile = "gpu"` in the
+# its first cell installs the package. Pick a GPU runtime and set `profile_name = "gpu"` in the
 # parameters cell.
 #
 # **A GPU machine.** `python -m annotated_transformer book --profile gpu` runs the whole book on
@@ -228,15 +230,15 @@ assert big["flops_en_de"] < ensembles["flops_en_de"].min() / 3
 # results file.
 
 # %%
-for title, table in summary.summary_panels(profile):
+for title, table in summary.summary_panels(profile_name):
     display(Markdown(f"**{title}**"))
     viz.show_table(table)
 
 # %% tags=["remove-cell"]
 # Every cell comes from a results file or says that the file is missing: no number is
 # typed in. Every row with a number names what it was measured on.
-claims_table = summary.summary_table(profile)
-shown = [profile] + [p for p in summary.COMMITTED_PROFILES if p != profile]
+claims_table = summary.summary_table(profile_name)
+shown = [profile_name] + [p for p in summary.COMMITTED_PROFILES if p != profile_name]
 for claim in summary.CLAIMS:
     row = claims_table[claims_table["claim"] == claim.label].iloc[0]
     for prof in shown:
@@ -245,7 +247,7 @@ for claim in summary.CLAIMS:
             claim.label,
             prof,
         )
-for title, table in summary.summary_panels(profile):
+for title, table in summary.summary_panels(profile_name):
     numbers = table.drop(columns=["", "measured on"]) != summary.SHOWN_NOT_RUN
     assert (table["measured on"][numbers.any(axis=1)] != summary.SHOWN_NOT_RUN).all(), (
         title
@@ -256,7 +258,7 @@ sources = summary.provenance_table(shown)
 if sources.empty:
     print(
         f"No results files yet for the profiles {', '.join(shown)}: run "
-        f"`python -m annotated_transformer book --profile {profile}` to write them."
+        f"`python -m annotated_transformer book --profile {profile_name}` to write them."
     )
 else:
     viz.show_table(sources, **{"wall time (s)": "{:,.0f}"})
@@ -269,9 +271,9 @@ else:
 # other chapters of the current run (this page's own time appears from the next run on).
 
 # %%
-record = results.read_result("book_run", profile)
+record = results.read_result("book_run", profile_name)
 if record is None:
-    print(f"No book run recorded for profile {profile!r} yet.")
+    print(f"No book run recorded for profile {profile_name!r} yet.")
 else:
-    print(f"profile {profile}: {results.describe_provenance(record)}")
+    print(f"profile {profile_name}: {results.describe_provenance(record)}")
     viz.show_table(summary.book_run_table(record), **{"wall time (s)": "{:,.1f}"})

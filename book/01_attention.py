@@ -65,7 +65,7 @@ from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below
+profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below
 device = (
     "auto"  # "auto" picks CUDA when a GPU is visible; used for the timing comparisons
 )
@@ -77,12 +77,12 @@ seed = 0  # every random tensor of the chapter follows from it
 # the timed inputs are.
 
 # %%
-settings = get_profile(profile)
+profile = get_profile(profile_name)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-size = settings.chapter_sizes("01")
-viz.show_table(viz.sizes_table("01", profile))
+sizes = profile.chapter_sizes("01")
+viz.show_table(viz.sizes_table("01", profile_name))
 
 # %% [markdown]
 # ## 1.1 Scaled dot-product attention
@@ -209,8 +209,8 @@ def dot_product_variance(d_k: int, samples: int) -> tuple[float, float]:
 variance = pd.DataFrame(
     [
         dict(d_k=d, unscaled=u, scaled=s)
-        for d in size["d_ks"]
-        for u, s in [dot_product_variance(d, size["samples"])]
+        for d in sizes.d_ks
+        for u, s in [dot_product_variance(d, sizes.samples)]
     ]
 )
 for row in variance.itertuples():
@@ -270,7 +270,7 @@ def softmax_saturation(
 # profile's samples, and at least 200:
 
 # %%
-trials = max(200, size["samples"] // 20)
+trials = max(200, sizes.samples // 20)
 saturation = pd.DataFrame(
     [
         dict(
@@ -279,9 +279,9 @@ saturation = pd.DataFrame(
             largest_weight=peak,
             gradient_norm=grad,
         )
-        for d_k in size["d_ks"]
+        for d_k in sizes.d_ks
         for scale in (True, False)
-        for peak, grad in [softmax_saturation(d_k, size["n_keys"], trials, scale)]
+        for peak, grad in [softmax_saturation(d_k, sizes.n_keys, trials, scale)]
     ]
 )
 viz.show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
@@ -295,7 +295,7 @@ viz.show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
 wide = saturation.pivot(
     index="d_k", columns="scores", values=["largest_weight", "gradient_norm"]
 )
-widest = max(size["d_ks"])
+widest = max(sizes.d_ks)
 grad_ratio = (
     wide.loc[widest, ("gradient_norm", "scaled")]
     / wide.loc[widest, ("gradient_norm", "unscaled")]
@@ -310,7 +310,7 @@ assert grad_ratio > 10
 viz.show(viz.softmax_saturation_chart(saturation))
 
 # %%
-smallest = min(size["d_ks"])
+smallest = min(sizes.d_ks)
 small_ratio = (
     wide.loc[smallest, ("gradient_norm", "scaled")]
     / wide.loc[smallest, ("gradient_norm", "unscaled")]
@@ -323,7 +323,7 @@ display(
         f"its size. Without it, at d_k = {widest} the softmax gives on average "
         f"{wide.loc[widest, ('largest_weight', 'unscaled')]:.1%} of its weight to a "
         f"single key out of "
-        f"{size['n_keys']}, and the gradient reaching the scores of a typical row is "
+        f"{sizes.n_keys}, and the gradient reaching the scores of a typical row is "
         f"{grad_ratio:,.0f} "
         f"times smaller than with the scale (at d_k = {smallest} that ratio is "
         f"{small_ratio:.1f})."
@@ -370,10 +370,10 @@ def mean_time(fn, repeats: int) -> float:
 def additive_row(d_k: int) -> dict:
     W_q, W_k = (torch.randn(d_k, d_k) / math.sqrt(d_k) for _ in range(2))
     w = torch.randn(d_k) / math.sqrt(d_k)
-    qa, ka = torch.randn(size["time_len"], d_k), torch.randn(size["n_keys"] * 4, d_k)
-    additive_s = mean_time(lambda: additive_scores(qa, ka, W_q, W_k, w), size["repeats"])
-    dot_s = mean_time(lambda: qa @ ka.T / math.sqrt(d_k), size["repeats"])
-    q1, keys = torch.randn(trials, 1, d_k), torch.randn(trials, size["n_keys"], d_k)
+    qa, ka = torch.randn(sizes.time_len, d_k), torch.randn(sizes.n_keys * 4, d_k)
+    additive_s = mean_time(lambda: additive_scores(qa, ka, W_q, W_k, w), sizes.repeats)
+    dot_s = mean_time(lambda: qa @ ka.T / math.sqrt(d_k), sizes.repeats)
+    q1, keys = torch.randn(trials, 1, d_k), torch.randn(trials, sizes.n_keys, d_k)
     additive_weights = additive_scores(q1, keys, W_q, W_k, w).softmax(-1)
     unscaled_weights = (q1 @ keys.transpose(-2, -1)).softmax(-1)
     return {
@@ -819,21 +819,21 @@ def median_time(fn, repeats: int) -> float:
 d = 512
 three_dev = nn.ModuleList(nn.Linear(d, d) for _ in range(3)).to(device)
 fused_dev = nn.Linear(d, 3 * d).to(device)
-x = torch.randn(size["time_batch"], size["time_len"], d, device=device)
+x = torch.randn(sizes.time_batch, sizes.time_len, d, device=device)
 projection_times = pd.DataFrame(
     [
         dict(
             projection="three nn.Linear(512, 512)",
-            ms=1e3 * median_time(lambda: [m(x) for m in three_dev], size["repeats"]),
+            ms=1e3 * median_time(lambda: [m(x) for m in three_dev], sizes.repeats),
         ),
         dict(
             projection="one nn.Linear(512, 1536), split",
-            ms=1e3 * median_time(lambda: fused_dev(x).split(d, -1), size["repeats"]),
+            ms=1e3 * median_time(lambda: fused_dev(x).split(d, -1), sizes.repeats),
         ),
     ]
 )
 print(
-    f"input {tuple(x.shape)} on {device}; median of {size['repeats']} runs "
+    f"input {tuple(x.shape)} on {device}; median of {sizes.repeats} runs "
     "(not asserted: timings vary with the machine)"
 )
 viz.show_table(projection_times, ms="{:.3f}")
@@ -855,11 +855,11 @@ mha = MultiHeadAttention(
     d_model, heads, d_model // heads, d_model // heads, self_attention=True
 )
 mha = mha.to(device).eval()
-x = torch.randn(size["time_batch"], size["time_len"], d_model, device=device)
+x = torch.randn(sizes.time_batch, sizes.time_len, d_model, device=device)
 lengths = torch.randint(
-    size["time_len"] // 2, size["time_len"] + 1, (size["time_batch"],), device=device
+    sizes.time_len // 2, sizes.time_len + 1, (sizes.time_batch,), device=device
 )
-positions = torch.arange(size["time_len"], device=device)
+positions = torch.arange(sizes.time_len, device=device)
 mask = (positions[None, :] < lengths[:, None])[:, None, None, :]
 
 # %% [markdown]
@@ -874,7 +874,7 @@ with torch.no_grad():
     mha.record = None
 # float32 kernels with different summation orders
 torch.testing.assert_close(fused_out, explicit_out, atol=1e-4, rtol=1e-4)
-assert recorded.shape == (size["time_batch"], heads, size["time_len"], size["time_len"])
+assert recorded.shape == (sizes.time_batch, heads, sizes.time_len, sizes.time_len)
 
 # %% [markdown]
 # Each path timed, with the memory of the weights the explicit path keeps:
@@ -891,12 +891,12 @@ path_times = pd.DataFrame(
     [
         dict(
             path="fused (F.scaled_dot_product_attention)",
-            ms=1e3 * median_time(lambda: mha(x, mask=mask), size["repeats"]),
+            ms=1e3 * median_time(lambda: mha(x, mask=mask), sizes.repeats),
             weights_kept_MB=0.0,
         ),
         dict(
             path="explicit (records the weights)",
-            ms=1e3 * median_time(run_explicit, size["repeats"]),
+            ms=1e3 * median_time(run_explicit, sizes.repeats),
             weights_kept_MB=recorded.numel() * recorded.element_size() / 2**20,
         ),
     ]
@@ -908,7 +908,7 @@ display(
     Markdown(
         f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} "
         f"on a batch of "
-        f"{size['time_batch']} sequences of {size['time_len']} positions ({device}). The "
+        f"{sizes.time_batch} sequences of {sizes.time_len} positions ({device}). The "
         f"explicit path keeps "
         f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they "
         f"grow with the "
@@ -944,7 +944,7 @@ metrics = {
     "multi_head_cost": head_costs.to_dict(orient="records"),
     "projection_ms": projection_times.set_index("projection").ms.to_dict(),
     "attention_path_ms": path_times.set_index("path").ms.to_dict(),
-    "sizes": size,
+    "sizes": sizes,
     "dataset": "random tensors",
 }
 
@@ -952,7 +952,7 @@ metrics = {
 path = results.write_result(
     "attention",
     metrics,
-    profile=profile,
+    profile=profile_name,
     device=device,
     wall_time_s=round(time.perf_counter() - chapter_start, 2),
 )

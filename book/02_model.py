@@ -72,7 +72,7 @@ from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.training.teacher_forcing import batch_loss
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the checks below
+profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the checks below
 device = (
     "auto"  # this chapter counts and compares; it runs on the CPU whatever the device
 )
@@ -83,12 +83,12 @@ vocab_size = 37_000  # the paper's shared BPE vocabulary, as rounded in section 
 # The profile only changes how many positions and shifts the positional-encoding checks cover:
 
 # %%
-settings = get_profile(profile)
+profile = get_profile(profile_name)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-size = settings.chapter_sizes("02")
-viz.show_table(viz.sizes_table("02", profile))
+sizes = profile.chapter_sizes("02")
+viz.show_table(viz.sizes_table("02", profile_name))
 
 # %% [markdown]
 # ## 2.1 The shape of the model (Figure 1)
@@ -603,9 +603,9 @@ def positional_encoding(length: int, d_model: int) -> torch.Tensor:
     return pe
 
 
-pe = positional_encoding(size["positions"], base.d_model)
+pe = positional_encoding(sizes.positions, base.d_model)
 torch.testing.assert_close(
-    sinusoidal_positions(size["positions"], base.d_model), pe.float(), atol=1e-6, rtol=0
+    sinusoidal_positions(sizes.positions, base.d_model), pe.float(), atol=1e-6, rtol=0
 )
 
 # %% [markdown]
@@ -663,19 +663,17 @@ def shift_matrix(k: int, d_model: int) -> torch.Tensor:
 
 # %%
 package_pe = sinusoidal_positions(
-    size["positions"] + max(size["shifts"]), base.d_model
+    sizes.positions + max(sizes.shifts), base.d_model
 ).double()
 shift_errors = []
-for k in size["shifts"]:
+for k in sizes.shifts:
     M = shift_matrix(k, base.d_model)
-    predicted = package_pe[: size["positions"]] @ M.T  # row pos becomes M_k @ PE(pos)
-    actual = package_pe[k : k + size["positions"]]
+    predicted = package_pe[: sizes.positions] @ M.T  # row pos becomes M_k @ PE(pos)
+    actual = package_pe[k : k + sizes.positions]
     torch.testing.assert_close(predicted, actual, atol=1e-6, rtol=0)
     torch.testing.assert_close(M @ M.T, torch.eye(base.d_model, dtype=torch.float64))
     error = (predicted - actual).abs().max().item()
-    shift_errors.append(
-        dict(k=k, positions_checked=size["positions"], max_abs_error=error)
-    )
+    shift_errors.append(dict(k=k, positions_checked=sizes.positions, max_abs_error=error))
 viz.show_table(pd.DataFrame(shift_errors), max_abs_error="{:.1e}")
 
 # %% [markdown]
@@ -890,7 +888,7 @@ metrics["dataset"] = "none (counts)"
 path = results.write_result(
     "model",
     metrics,
-    profile=profile,
+    profile=profile_name,
     device="cpu",
     wall_time_s=round(time.perf_counter() - chapter_start, 2),
 )

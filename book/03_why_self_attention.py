@@ -68,7 +68,7 @@ from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import device_name, resolve_device
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper: sets the sizes measured below
+profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes measured below
 device = "auto"  # "auto" picks CUDA when a GPU is visible: the timings are of that device
 threads = 1  # CPU threads for the timings (1: steady on a shared machine; None: default)
 kernel_size = 3  # k of the convolutional layer
@@ -83,17 +83,17 @@ seed = 0
 # at the base model's d = 512:
 
 # %%
-settings = get_profile(profile)
+profile = get_profile(profile_name)
 device = resolve_device(device)
 if device.type == "cpu" and threads is not None:
     torch.set_num_threads(threads)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-size = settings.chapter_sizes("03")
+sizes = profile.chapter_sizes("03")
 where = device_name(device)
 threads_note = f", {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""
-print(f"profile {profile!r}, timings on {where}{threads_note}")
-viz.show_table(viz.sizes_table("03", profile))
+print(f"profile {profile_name!r}, timings on {where}{threads_note}")
+viz.show_table(viz.sizes_table("03", profile_name))
 
 # %% [markdown]
 # ## 3.1 Three ways to mix a sequence
@@ -229,7 +229,7 @@ def measure(ns, ds, batch, memory=True, flops=False, kinds=complexity.LAYER_KIND
             ds=ds,
             batch=batch,
             kernel_size=kernel_size,
-            repeats=size["repeats"],
+            repeats=sizes.repeats,
             device=device,
             memory=memory,
             flops=flops,
@@ -248,8 +248,8 @@ def fitted_slope(df, x, y, kind):
 
 # %%
 started = time.perf_counter()
-by_n = measure(size["by_n"]["ns"], (size["by_n"]["d"],), size["by_n"]["batch"])
-by_d = measure((size["by_d"]["n"],), size["by_d"]["ds"], size["by_d"]["batch"])
+by_n = measure(sizes.by_n.ns, (sizes.by_n.d,), sizes.by_n.batch)
+by_d = measure((sizes.by_d.n,), sizes.by_d.ds, sizes.by_d.batch)
 print(f"measured {len(by_n) + len(by_d)} points in {time.perf_counter() - started:.1f} s")
 
 # %% [markdown]
@@ -435,7 +435,7 @@ viz.show_source(complexity.max_path_length)
 
 # %%
 path_rows = []
-for n in size["path_ns"]:
+for n in sizes.path_ns:
     for kind in complexity.PATH_KINDS:
         computed = complexity.max_path_length(kind, n, kernel_size=kernel_size)
         assert computed == complexity.path_length_formula(
@@ -449,7 +449,7 @@ paper_path = {
     "dilated convolutional": "O(log_k n)",
     "restricted self-attention": "O(n/r)",
 }
-largest = max(size["path_ns"])
+largest = max(sizes.path_ns)
 path_table = paths[paths.n == largest].assign(paper=lambda df: df.kind.map(paper_path))
 viz.show_table(path_table)
 
@@ -457,7 +457,7 @@ viz.show_table(path_table)
 # For one length, the path from each input position to the last output:
 
 # %%
-example_n = size["path_example_n"]
+example_n = sizes.path_example_n
 to_last = pd.DataFrame(
     [
         dict(kind=kind, input_position=i, path_length=length)
@@ -487,12 +487,12 @@ viz.show(viz.path_length_charts(paths, to_last, kernel_size=kernel_size))
 # layers timed at the profile's crossover lengths:
 
 # %%
-cross = size["crossover"]
+cross = sizes.crossover
 started = time.perf_counter()
 crossover_times = measure(
-    cross["ns"],
-    (cross["d"],),
-    cross["batch"],
+    cross.ns,
+    (cross.d,),
+    cross.batch,
     memory=False,
     kinds=("self-attention", "recurrent"),
 )
@@ -508,10 +508,10 @@ wide = crossover_times.pivot(index="n", columns="kind", values="seconds")
 measured_crossover = complexity.crossover(
     list(wide.index), list(wide["self-attention"]), list(wide["recurrent"])
 )
-flop_crossover = complexity.flop_crossover_n(cross["d"])
+flop_crossover = complexity.flop_crossover_n(cross.d)
 n_equal = int(flop_crossover)
-assert complexity.attention_flops(n_equal, cross["d"]) == complexity.recurrent_flops(
-    n_equal, cross["d"]
+assert complexity.attention_flops(n_equal, cross.d) == complexity.recurrent_flops(
+    n_equal, cross.d
 )
 viz.show_table(
     wide.reset_index().rename(
@@ -529,9 +529,9 @@ flops_curve = pd.DataFrame(
         dict(
             n=n,
             kind=kind,
-            flops=cross["batch"] * complexity.layer_flops(kind, n, cross["d"]),
+            flops=cross.batch * complexity.layer_flops(kind, n, cross.d),
         )
-        for n in cross["ns"]
+        for n in cross.ns
         for kind in ("self-attention", "recurrent")
     ]
 )
@@ -540,10 +540,10 @@ flops_curve = pd.DataFrame(
 # FLOPs and measured time side by side, with both crossovers marked:
 
 # %%
-rules = {f"n = d = {cross['d']}": flop_crossover}
+rules = {f"n = d = {cross.d}": flop_crossover}
 if measured_crossover is not None:
     rules[f"measured: n = {measured_crossover:,.0f}"] = measured_crossover
-viz.show(viz.crossover_chart(flops_curve, crossover_times, rules, d=cross["d"]))
+viz.show(viz.crossover_chart(flops_curve, crossover_times, rules, d=cross.d))
 
 # %% [markdown]
 # Two caveats make the comparison less tidy than the table. First, the table counts only
@@ -553,9 +553,9 @@ viz.show(viz.crossover_chart(flops_curve, crossover_times, rules, d=cross["d"]))
 
 # %%
 full_layer_always_dearer = all(
-    complexity.attention_flops(n, cross["d"], projections=True)
-    > complexity.recurrent_flops(n, cross["d"])
-    for n in cross["ns"]
+    complexity.attention_flops(n, cross.d, projections=True)
+    > complexity.recurrent_flops(n, cross.d)
+    for n in cross.ns
 )
 assert full_layer_always_dearer
 
@@ -564,7 +564,7 @@ assert full_layer_always_dearer
 # FLOP counter, so here is an LSTM step written out, with its four gates computed at once:
 
 # %%
-lstm = nn.LSTM(cross["d"], cross["d"], batch_first=True)
+lstm = nn.LSTM(cross.d, cross.d, batch_first=True)
 
 
 def lstm_plain(x, W_ih, W_hh, b):
@@ -584,12 +584,12 @@ def lstm_plain(x, W_ih, W_hh, b):
 
 # %%
 lstm_args = (lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0 + lstm.bias_hh_l0)
-x = torch.randn(2, 8, cross["d"])
+x = torch.randn(2, 8, cross.d)
 with torch.no_grad(), FlopCounterMode(display=False) as counter:
     plain_out = lstm_plain(x, *lstm_args)
     torch.testing.assert_close(plain_out, lstm(x)[0], atol=1e-5, rtol=1e-5)
 lstm_flops_per_position = counter.get_total_flops() / x[..., 0].numel()
-assert lstm_flops_per_position == 16 * cross["d"] ** 2
+assert lstm_flops_per_position == 16 * cross.d**2
 
 # %% [markdown]
 # Against one, the full attention sub-layer is cheaper while $8 n d^2 + 4 n^2 d < 16 n d^2$,
@@ -599,26 +599,26 @@ assert lstm_flops_per_position == 16 * cross["d"] ** 2
 lstm_crossover = next(
     (
         n
-        for n in range(1, 100 * cross["d"])
-        if complexity.attention_flops(n, cross["d"], projections=True)
+        for n in range(1, 100 * cross.d)
+        if complexity.attention_flops(n, cross.d, projections=True)
         >= lstm_flops_per_position * n
     ),
     None,
 )
-assert lstm_crossover == 2 * cross["d"]
+assert lstm_crossover == 2 * cross.d
 
 # %%
 crossover_text = (
     f"at n = {measured_crossover:,.0f}"
     if measured_crossover is not None
-    else f"beyond the longest length measured, {max(cross['ns']):,}"
+    else f"beyond the longest length measured, {max(cross.ns):,}"
 )
 display(
     Markdown(
-        f"On {where}, with batch {cross['batch']}, the mixing steps take the same time "
+        f"On {where}, with batch {cross.batch}, the mixing steps take the same time "
         f"{crossover_text}, "
-        f"against $n = d = {cross['d']}$ in FLOPs. An LSTM costs "
-        f"${lstm_flops_per_position / cross['d'] ** 2:.0f} d^2$ FLOPs per position, and "
+        f"against $n = d = {cross.d}$ in FLOPs. An LSTM costs "
+        f"${lstm_flops_per_position / cross.d**2:.0f} d^2$ FLOPs per position, and "
         f"the full attention "
         f"sub-layer is cheaper than it for every n below {lstm_crossover:,}."
     )
@@ -654,7 +654,7 @@ def restricted_attention(x, r):
 # Checked against full attention with a band mask, for $r = 8$ on 64 positions:
 
 # %%
-r, d = 8, size["by_n"]["d"]
+r, d = 8, sizes.by_n.d
 x = torch.randn(2, 64, d)
 positions = torch.arange(64)
 band = (positions[None, :] <= positions[:, None]) & (
@@ -684,15 +684,15 @@ def fastest(fn, repeats: int) -> float:
 
 
 def restricted_row(n: int) -> dict:
-    x = torch.randn(size["by_n"]["batch"], n, d, device=device)
+    x = torch.randn(sizes.by_n.batch, n, d, device=device)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         restricted_attention(x, r)
-    assert counter.get_total_flops() == 4 * r * n * d * size["by_n"]["batch"]
+    assert counter.get_total_flops() == 4 * r * n * d * sizes.by_n.batch
     layer = complexity.make_layer("self-attention", d).to(device)
     return {
         "n": n,
-        "restricted (s)": fastest(lambda: restricted_attention(x, r), size["repeats"]),
-        "full (s)": fastest(lambda: layer(x), size["repeats"]),
+        "restricted (s)": fastest(lambda: restricted_attention(x, r), sizes.repeats),
+        "full (s)": fastest(lambda: layer(x), sizes.repeats),
         "max path, restricted": complexity.max_path_length(
             "restricted self-attention", n, kernel_size=r
         ),
@@ -705,7 +705,7 @@ def restricted_row(n: int) -> dict:
 # lengths (the cell checks that full attention's path stays 1 and the restricted one grows):
 
 # %%
-restricted = pd.DataFrame([restricted_row(n) for n in size["by_n"]["ns"]])
+restricted = pd.DataFrame([restricted_row(n) for n in sizes.by_n.ns])
 upper = restricted.iloc[len(restricted) // 2 :]
 restricted_slope = complexity.loglog_slope(upper.n, upper["restricted (s)"])
 full_slope = complexity.loglog_slope(upper.n, upper["full (s)"])
@@ -770,16 +770,16 @@ viz.show_table(
 # lengths are, if anything, longer than the paper's. First the BPE model:
 
 # %%
-bpe = size["bpe"]
+bpe = sizes.bpe
 multi30k = load_parallel("multi30k", "train", data_dir=data_dir)
 wmt_train = load_parallel("wmt14", "train_sample", data_dir=data_dir)
 bpe_text = [
-    *multi30k.src[: bpe["lines"]],
-    *multi30k.tgt[: bpe["lines"]],
-    *wmt_train.src[: bpe["lines"]],
-    *wmt_train.tgt[: bpe["lines"]],
+    *multi30k.src[: bpe.lines],
+    *multi30k.tgt[: bpe.lines],
+    *wmt_train.src[: bpe.lines],
+    *wmt_train.tgt[: bpe.lines],
 ]
-tokenizer = train_tokenizer(bpe_text, bpe["vocab"], num_threads=1)
+tokenizer = train_tokenizer(bpe_text, bpe.vocab, num_threads=1)
 
 # %% [markdown]
 # The first `test_lines` test sentences of each corpus and language, in its subwords:
@@ -789,7 +789,7 @@ lengths = []
 for corpus, split in (("multi30k", "test"), ("wmt14", "newstest2014")):
     test = load_parallel(corpus, split, data_dir=data_dir)
     for lang, sentences in ((test.src_lang, test.src), (test.tgt_lang, test.tgt)):
-        for ids in tokenizer.encode_batch(list(sentences[: bpe["test_lines"]])):
+        for ids in tokenizer.encode_batch(list(sentences[: bpe.test_lines])):
             lengths.append({"corpus": f"{corpus} {split} ({lang})", "subwords": len(ids)})
 lengths = pd.DataFrame(lengths)
 
@@ -828,7 +828,7 @@ viz.show(
         rule_at=d_model,
         rule_label=f"d_model = {d_model}",
         x_title="sentence length (subwords)",
-        title=f"Test sentences in subwords ({bpe['vocab']:,}-piece BPE)",
+        title=f"Test sentences in subwords ({bpe.vocab:,}-piece BPE)",
     )
 )
 
@@ -872,16 +872,16 @@ timings = {
 metrics = {
     "device_name": where,
     "threads": torch.get_num_threads() if device.type == "cpu" else None,
-    "crossover_d": cross["d"],
+    "crossover_d": cross.d,
     "crossover_n": measured_crossover
     if measured_crossover is not None
-    else f"above {max(cross['ns'])}",
+    else f"above {max(cross.ns)}",
     "crossover_n_flops": flop_crossover,
     "lstm_crossover_n_flops_with_projections": lstm_crossover,
     "slopes": slope_metrics,
     "max_path_length": path_metrics,
     "timings": timings,
-    "sizes": size,
+    "sizes": sizes,
     "kernel_size": kernel_size,
     "dataset": "random tensors; multi30k and wmt14 test lengths",
     "sentence_lengths": below.to_dict(orient="records"),
@@ -896,7 +896,7 @@ metrics = {
 path = results.write_result(
     "why_self_attention",
     metrics,
-    profile=profile,
+    profile=profile_name,
     device=device,
     wall_time_s=round(time.perf_counter() - chapter_start, 2),
 )

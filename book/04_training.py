@@ -90,7 +90,7 @@ from annotated_transformer.training.teacher_forcing import batch_loss
 from annotated_transformer.training.trainer import Trainer
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper
+profile_name = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download
@@ -98,29 +98,29 @@ resume = True  # continue this chapter's unfinished run of the same profile (a r
 seed = 0  # the chapter's own experiments (the profile's run has the profile's seed)
 
 # %%
-settings = get_profile(profile, max_steps=max_steps)
+profile = get_profile(profile_name, max_steps=max_steps)
 torch_device = resolve_device(device)
 chapter_start = time.perf_counter()
-budget = [f"{settings.max_steps} steps"] if settings.max_steps else []
-budget += [f"{settings.max_epochs} epochs"] if settings.max_epochs else []
+budget = [f"{profile.max_steps} steps"] if profile.max_steps else []
+budget += [f"{profile.max_epochs} epochs"] if profile.max_epochs else []
 budget += (
-    [f"{settings.time_budget_minutes:g} minutes"] if settings.time_budget_minutes else []
+    [f"{profile.time_budget_minutes:g} minutes"] if profile.time_budget_minutes else []
 )
 print(
-    f"under profile {settings.name!r} this chapter will train the {settings.preset!r} preset "
-    f"({settings.model_overrides}) on {settings.corpus} {settings.src_lang}->{settings.tgt_lang} for "
-    f"{' or '.join(budget)}, whichever comes first, with batches of about {settings.batch_tokens} tokens, "
+    f"under profile {profile.name!r} this chapter will train the {profile.preset!r} preset "
+    f"({profile.model_overrides}) on {profile.corpus} {profile.src_lang}->{profile.tgt_lang} for "
+    f"{' or '.join(budget)}, whichever comes first, with batches of about {profile.batch_tokens} tokens, "
     f"on {torch_device}"
 )
 
 # Sizes of the chapter's own experiments, from the profile record (the profile's run is the
 # profile's). Under `smoke` they are too short to learn much: they show that everything runs, and
 # assert only what holds at any scale.
-size = settings.chapter_sizes("04")
+sizes = profile.chapter_sizes("04")
 learns = (
-    profile != "smoke"
+    profile_name != "smoke"
 )  # whether the experiments run long enough to assert what they teach
-print(f"profile {profile!r}: {size}")
+print(f"profile {profile_name!r}: {sizes}")
 
 
 # %% [markdown]
@@ -169,16 +169,16 @@ def learn_bpe(sentences: list[str], merges: int) -> list[str]:
 
 
 train_text = load_parallel(
-    settings.corpus,
-    settings.train_split,
-    settings.src_lang,
-    settings.tgt_lang,
+    profile.corpus,
+    profile.train_split,
+    profile.src_lang,
+    profile.tgt_lang,
     data_dir,
-    max_words=settings.max_sentence_words,
+    max_words=profile.max_sentence_words,
 )
-n_sample = size["bpe_sample_pairs"]
+n_sample = sizes.bpe_sample_pairs
 bpe_sample = train_text.src[:n_sample] + train_text.tgt[:n_sample]
-our_merges = learn_bpe(bpe_sample, size["bpe_merges"])
+our_merges = learn_bpe(bpe_sample, sizes.bpe_merges)
 print(f"the first merges on {n_sample:,} sentence pairs: {' '.join(our_merges[:12])} ...")
 
 # %% [markdown]
@@ -209,14 +209,14 @@ print(
 
 # %%
 tokenizer = tokenizer_for_corpus(
-    settings.corpus, settings.vocab_size, split=settings.train_split, data_dir=data_dir
+    profile.corpus, profile.vocab_size, split=profile.train_split, data_dir=data_dir
 )
 splits = {"train": train_text}
-for name in (settings.valid_split, settings.test_split):
+for name in (profile.valid_split, profile.test_split):
     splits[name] = load_parallel(
-        settings.corpus, name, settings.src_lang, settings.tgt_lang, data_dir
+        profile.corpus, name, profile.src_lang, profile.tgt_lang, data_dir
     )
-limit = settings.max_train_pairs
+limit = profile.max_train_pairs
 
 
 def piece_stats(sentences: list[str]) -> dict:
@@ -240,10 +240,10 @@ for split_name, corpus in splits.items():
         if split_name == "train" and limit
         else (corpus.src, corpus.tgt)
     )
-    bpe_rows.append(dict(split=split_name, side=settings.src_lang, **piece_stats(src)))
-    bpe_rows.append(dict(split=split_name, side=settings.tgt_lang, **piece_stats(tgt)))
+    bpe_rows.append(dict(split=split_name, side=profile.src_lang, **piece_stats(src)))
+    bpe_rows.append(dict(split=split_name, side=profile.tgt_lang, **piece_stats(tgt)))
 bpe_table = pd.DataFrame(bpe_rows)
-assert tokenizer.vocab_size == settings.vocab_size
+assert tokenizer.vocab_size == profile.vocab_size
 assert (
     bpe_table.pieces_per_word >= 1
 ).all()  # a word is one piece or several, never less
@@ -251,7 +251,7 @@ assert (
     bpe_table[bpe_table.split == "train"].unknown_rate == 0
 ).all()  # every training character is a piece
 print(
-    f"{tokenizer.vocab_size:,} pieces shared by {settings.src_lang} and {settings.tgt_lang}"
+    f"{tokenizer.vocab_size:,} pieces shared by {profile.src_lang} and {profile.tgt_lang}"
 )
 viz.show_table(
     bpe_table,
@@ -267,14 +267,14 @@ viz.show_table(
 # words are whole pieces; rarer ones, and German compounds, are spelled out of several:
 
 # %%
-test = splits[settings.test_split]
+test = splits[profile.test_split]
 examples = pd.DataFrame(
     [
         dict(side=side, sentence=text, pieces=" ".join(tokenizer.pieces(text)))
         for i in (0, 1, 2)
         for side, text in (
-            (settings.src_lang, test.src[i]),
-            (settings.tgt_lang, test.tgt[i]),
+            (profile.src_lang, test.src[i]),
+            (profile.tgt_lang, test.tgt[i]),
         )
     ]
 )
@@ -293,7 +293,7 @@ viz.show_table(examples)
 # short sentences or few long ones). Greedily, in a dozen lines:
 
 # %%
-data = pipeline.prepare_data(settings, data_dir)  # the encoded pairs the trainer reads
+data = pipeline.prepare_data(profile, data_dir)  # the encoded pairs the trainer reads
 src_widths = data.train.src_lengths + 1  # + eos
 tgt_widths = data.train.tgt_lengths + 2  # bos + ... + eos
 
@@ -312,17 +312,17 @@ def batches_by_tokens(src_widths, tgt_widths, max_tokens: int) -> list[list[int]
     return batches + [current]
 
 
-ours = batches_by_tokens(src_widths, tgt_widths, settings.batch_tokens)
+ours = batches_by_tokens(src_widths, tgt_widths, profile.batch_tokens)
 package_batcher = TokenBatcher(
     data.train.src_lengths,
     data.train.tgt_lengths,
-    settings.batch_tokens,
+    profile.batch_tokens,
     shuffle=False,
     skip_too_long=True,
 )
 assert ours == package_batcher.epoch_batches(0)
 print(
-    f"{len(ours)} batches of at most {settings.batch_tokens} tokens a side: the same as the package's TokenBatcher"
+    f"{len(ours)} batches of at most {profile.batch_tokens} tokens a side: the same as the package's TokenBatcher"
 )
 
 # %% [markdown]
@@ -342,8 +342,8 @@ viz.show_source(TokenBatcher.epoch_batches)
 training_batches = TokenBatcher(
     data.train.src_lengths,
     data.train.tgt_lengths,
-    settings.batch_tokens,
-    seed=settings.seed,
+    profile.batch_tokens,
+    seed=profile.seed,
     skip_too_long=True,
 ).epoch_batches(0)
 pairs_per_batch = max(1, round(np.mean([len(b) for b in training_batches])))
@@ -359,7 +359,7 @@ strategies = {
         sorted_order[i : i + pairs_per_batch]
         for i in range(0, len(sorted_order), pairs_per_batch)
     ],
-    f"about {settings.batch_tokens} tokens, sorted (TokenBatcher)": training_batches,
+    f"about {profile.batch_tokens} tokens, sorted (TokenBatcher)": training_batches,
 }
 batching = pd.DataFrame(
     [
@@ -450,14 +450,14 @@ viz.show_source(noam_lr)
 # this profile:
 
 # %%
-d_profile = settings.model_config().d_model
-factor = schedule_factor(settings, d_profile)
+d_profile = profile.model_config().d_model
+factor = schedule_factor(profile, d_profile)
 curves = {
     "paper base (d_model 512, warm-up 4000)": (512, 4000, 1.0),
     "paper big (d_model 1024, warm-up 4000)": (1024, 4000, 1.0),
-    f"profile {settings.name} (d_model {d_profile}, warm-up {settings.warmup_steps})": (
+    f"profile {profile.name} (d_model {d_profile}, warm-up {profile.warmup_steps})": (
         d_profile,
-        settings.warmup_steps,
+        profile.warmup_steps,
         factor,
     ),
 }
@@ -469,9 +469,9 @@ schedule_df = pd.DataFrame(
         for s in steps
     ]
 )
-profile_peak = noam_lr(settings.warmup_steps, d_profile, settings.warmup_steps, factor)
-if settings.peak_lr is not None:
-    assert math.isclose(profile_peak, settings.peak_lr, rel_tol=1e-9)
+profile_peak = noam_lr(profile.warmup_steps, d_profile, profile.warmup_steps, factor)
+if profile.peak_lr is not None:
+    assert math.isclose(profile_peak, profile.peak_lr, rel_tol=1e-9)
 viz.show(
     viz.line_chart(
         schedule_df,
@@ -672,7 +672,7 @@ one_hot = pd.DataFrame(
             optimum_perplexity=1 / (1 - e + e / v),
             optimum_logit_gap=math.log1p((1 - e) * v / e) if e else math.inf,
         )
-        for v in (settings.vocab_size, 37_000)
+        for v in (profile.vocab_size, 37_000)
         for e in (0.0, 0.1, 0.2)
     ]
 )
@@ -730,10 +730,10 @@ def train_copy(
 copy_config = preset(
     "tiny", dropout=0.1, label_smoothing=0.1, warmup_steps=200
 )  # as train_copy_task builds it
-copy_length = (1, size["copy_length"])
-ours_copy = train_copy(copy_config, 10, copy_length, size["copy_batch"])
+copy_length = (1, sizes.copy_length)
+ours_copy = train_copy(copy_config, 10, copy_length, sizes.copy_batch)
 package_copy = train_copy_task(
-    steps=10, batch_size=size["copy_batch"], length=copy_length, verbose=False
+    steps=10, batch_size=sizes.copy_batch, length=copy_length, verbose=False
 )["model"]
 for (name, a), (_, b) in zip(
     ours_copy.state_dict().items(), package_copy.state_dict().items()
@@ -750,11 +750,11 @@ print(
 
 # %%
 copy_run = train_copy_task(
-    steps=size["copy_steps"],
-    batch_size=size["copy_batch"],
+    steps=sizes.copy_steps,
+    batch_size=sizes.copy_batch,
     length=copy_length,
     seed=seed,
-    log_every=max(1, size["copy_steps"] // 10),
+    log_every=max(1, sizes.copy_steps // 10),
     verbose=True,
 )
 copy_history = pd.DataFrame(copy_run["history"])
@@ -836,7 +836,7 @@ PAPER_BATCH_TOKENS = (
     25_000  # section 5.1: about 25,000 source and 25,000 target tokens per step
 )
 repo = results.repo_root() or pathlib.Path.cwd()
-run_dir = repo / "runs" / f"book-{settings.name}"
+run_dir = repo / "runs" / f"book-{profile.name}"
 
 
 def read_metrics(folder: pathlib.Path) -> list[dict]:
@@ -862,13 +862,13 @@ def unfinished_run_of(folder: pathlib.Path, profile) -> bool:
     return (folder / RESUME_NAME).is_file() and same_profile and stopped_early
 
 
-resuming = bool(resume) and unfinished_run_of(run_dir, settings)
+resuming = bool(resume) and unfinished_run_of(run_dir, profile)
 if not resuming:
     shutil.rmtree(
         run_dir, ignore_errors=True
     )  # a fresh run: no snapshot of an older one may be averaged
 summary = pipeline.run(
-    settings, run_dir, data_dir=data_dir, resume=resuming, device=device, publish=True
+    profile, run_dir, data_dir=data_dir, resume=resuming, device=device, publish=True
 )
 assert summary["stopped_by"] != "interrupted", (
     "the run was interrupted: run this cell again to resume it"
@@ -907,7 +907,7 @@ losses["quantity"] = losses.quantity.map(
 perplexities = pd.concat(
     [
         train_log.assign(split="training batches")[["step", "ppl", "split"]],
-        valid_log.assign(split=f"validation ({settings.valid_split})")[
+        valid_log.assign(split=f"validation ({profile.valid_split})")[
             ["step", "ppl", "split"]
         ],
     ]
@@ -920,7 +920,7 @@ viz.show(
             "per target token",
             "quantity",
             height=220,
-            title=f"Training loss, profile {settings.name}",
+            title=f"Training loss, profile {profile.name}",
         ),
         viz.line_chart(
             perplexities,
@@ -971,7 +971,7 @@ run_table = pd.DataFrame(
         ("test tokenized BLEU (the paper's)", f"{test_scores['bleu_tokenized']:.2f}"),
         ("checkpoints averaged", ", ".join(test_scores["averaged_checkpoints"])),
     ],
-    columns=["", f"profile {settings.name}"],
+    columns=["", f"profile {profile.name}"],
 )
 viz.show_table(run_table)
 print("sacreBLEU signature:", test_scores["sacrebleu_signature"])
@@ -992,7 +992,7 @@ if len(during):
     text += (
         f"The progress bar's `val_ppl` is the last evaluation during training, at step "
         f"{during.step.iloc[-1]:,} ({during.ppl.iloc[-1]:.2f}); the trainer evaluates every "
-        f"{settings.eval_every:,} steps. "
+        f"{profile.eval_every:,} steps. "
     )
 text += (
     f"The test perplexity, {test_scores['ppl']:.2f}, is of the averaged weights "
@@ -1017,7 +1017,7 @@ viz.show_table(
                 target_tokens_per_s=PAPER_BATCH_TOKENS / base_run.step_time_s,
             ),
             dict(
-                run=f"this run, profile {settings.name}, {torch_device}",
+                run=f"this run, profile {profile.name}, {torch_device}",
                 seconds_per_step=step_time_s,
                 target_tokens_per_step=tokens_per_step,
                 target_tokens_per_s=summary["target_tokens_per_s"],
@@ -1034,7 +1034,7 @@ viz.show_table(
 
 # %%
 results_file = pathlib.Path(summary["results_path"])
-record = results.read_result(results_file.stem, settings.results_folder)
+record = results.read_result(results_file.stem, profile.results_folder)
 assert record is not None and record["metrics"]["sacrebleu"] == test_scores["sacrebleu"]
 assert record["metrics"]["bleu_tokenized"] == test_scores["bleu_tokenized"]
 assert record["metrics"]["steps"] == summary["steps"]
@@ -1057,16 +1057,16 @@ print(
 # %%
 demo = get_profile(
     "smoke",
-    max_steps=size["resume_steps"],
+    max_steps=sizes.resume_steps,
     batch_tokens=512,
     eval_every=0,
     log_every=4,
-    save_every_steps=size["resume_steps"] // 3,
+    save_every_steps=sizes.resume_steps // 3,
     keep_snapshots=3,
 )
-demo_root = repo / "runs" / f"book-{settings.name}-resume"
+demo_root = repo / "runs" / f"book-{profile.name}-resume"
 shutil.rmtree(demo_root, ignore_errors=True)
-stop_at = size["resume_stop_at"]
+stop_at = sizes.resume_stop_at
 
 
 def stop_after(step: int):
@@ -1301,7 +1301,7 @@ def warmup_run(norm_position: str, warmup: bool, steps: int) -> list[dict]:
     model = norm_model(norm_position)
     config = model.config
     optimizer = torch.optim.Adam(
-        model.parameters(), lr=0.0, betas=settings.adam_betas, eps=settings.adam_eps
+        model.parameters(), lr=0.0, betas=profile.adam_betas, eps=profile.adam_eps
     )
     torch.manual_seed(seed + 1)  # the same dropout draws in all four runs
     log = []
@@ -1340,11 +1340,11 @@ warmup_log = pd.DataFrame(
         row
         for kind in ("post", "pre")
         for warm in (True, False)
-        for row in warmup_run(kind, warm, size["norm_steps"])
+        for row in warmup_run(kind, warm, sizes.norm_steps)
     ]
 )
 print(
-    f"trained 4 models x {size['norm_steps']:,} steps (post- and pre-norm, with and without warm-up)"
+    f"trained 4 models x {sizes.norm_steps:,} steps (post- and pre-norm, with and without warm-up)"
 )
 # The loss of a model that ignores the context and predicts each target token by its frequency alone.
 target_ids = np.concatenate(
@@ -1355,11 +1355,11 @@ frequencies = np.bincount(target_ids) / len(target_ids)
 unigram_entropy = float(
     -(frequencies[frequencies > 0] * np.log(frequencies[frequencies > 0])).sum()
 )
-window = max(1, size["norm_steps"] // 20)
+window = max(1, sizes.norm_steps // 20)
 warmup_log["nll (running mean)"] = warmup_log.groupby("run").nll.transform(
     lambda s: s.rolling(window, 1).mean()
 )
-tail = max(1, size["norm_steps"] // 10)
+tail = max(1, sizes.norm_steps // 10)
 final = warmup_log.groupby("run").nll.apply(lambda s: s.iloc[-tail:].mean())
 assert np.isfinite(final).all()
 if learns:
@@ -1419,19 +1419,19 @@ viz.show_table(
 learned_config = copy_config.replace(positional="learned")
 learned_copy = train_copy(
     learned_config,
-    size["copy_steps"],
+    sizes.copy_steps,
     copy_length,
-    size["copy_batch"],
+    sizes.copy_batch,
     seed=seed,
     progress=True,
 )
-print(f"trained the copy task with learned positions, {size['copy_steps']:,} steps")
+print(f"trained the copy task with learned positions, {sizes.copy_steps:,} steps")
 torch.manual_seed(seed)
 initial_table = Transformer(
     learned_config, COPY_VOCAB, COPY_VOCAB
 ).src_positions.table.weight.detach()
 trained_table = learned_copy.src_positions.table.weight.detach()
-L = size["copy_length"]
+L = sizes.copy_length
 # Sources are at most L tokens + eos, decoder inputs bos + L tokens: positions 0..L. The rest never
 # enters a forward pass, gets no gradient, and stays as initialised.
 assert torch.equal(trained_table[L + 1 :], initial_table[L + 1 :])
@@ -1466,7 +1466,7 @@ def accuracy_by_length(model: Transformer, lengths, per_length: int) -> list[dic
 lengths = range(1, 3 * L + 1)
 extrapolation = pd.concat(
     [
-        pd.DataFrame(accuracy_by_length(model, lengths, size["eval_per_length"])).assign(
+        pd.DataFrame(accuracy_by_length(model, lengths, sizes.eval_per_length)).assign(
             positions=name
         )
         for name, model in (("sinusoidal", copy_run["model"]), ("learned", learned_copy))
@@ -1541,7 +1541,7 @@ viz.show_table(
 
 # %%
 metrics = {
-    "dataset": f"{settings.corpus} {settings.src_lang}->{settings.tgt_lang}",
+    "dataset": f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}",
     "step_time_s": step_time_s,
     "steps": summary["steps"],
     "train_time_s": summary["train_time_s"],
@@ -1568,18 +1568,18 @@ metrics = {
         },
     },
     "extrapolation": extrapolation.to_dict(orient="records"),
-    "sizes": size,
+    "sizes": sizes,
 }
 path = results.write_result(
     "training",
     metrics,
-    profile=settings.results_folder,
+    profile=profile.results_folder,
     device=torch_device,
-    config={"model": settings.model_config().to_dict(), "profile": settings.to_dict()},
+    config={"model": profile.model_config().to_dict(), "profile": profile.to_dict()},
     wall_time_s=round(time.perf_counter() - chapter_start, 1),
 )
 assert (
-    results.read_result("training", settings.results_folder)["metrics"]["step_time_s"]
+    results.read_result("training", profile.results_folder)["metrics"]["step_time_s"]
     == step_time_s
 )
 print(f"wrote {path.parent.name}/{path.name} under the results folder")

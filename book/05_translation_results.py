@@ -104,7 +104,7 @@ from annotated_transformer.training.checkpoint import (
 )
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper
+profile_name = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default (of the model trained in chapter 04)
 data_dir = None  # None: $AT_DATA_DIR, then a download
@@ -112,25 +112,27 @@ beam_size = None  # None: the profile's beam (4 outside the smoke profile)
 recipe_steps = None  # optimizer steps of the paper recipe's check in section 5.7; None: this profile's
 
 # %%
-settings = get_profile(profile, max_steps=max_steps)  # exactly what chapter 04 trained
+profile = get_profile(
+    profile_name, max_steps=max_steps
+)  # exactly what chapter 04 trained
 torch_device = resolve_device(device)
 # The profile's beam, length penalty, output allowance and batches, with this chapter's beam.
-decoding = settings.decode_settings(torch_device).replace(
-    beam_size=int(beam_size or settings.beam_size)
+decoding = profile.decode_settings(torch_device).replace(
+    beam_size=int(beam_size or profile.beam_size)
 )
 beam = decoding.beam_size
 training_threads = (
-    settings.threads or torch.get_num_threads()
+    profile.threads or torch.get_num_threads()
 )  # what pipeline.train runs with
 # The smoke model is tiny: a second thread only waits for the first, badly so on a busy machine.
-torch.set_num_threads(1 if settings.name == "smoke" else training_threads)
+torch.set_num_threads(1 if profile.name == "smoke" else training_threads)
 chapter_start = time.perf_counter()
 # Section 5.7 runs a few steps of the paper's recipe with a small model; enough to see the loss move.
 RECIPE_STEPS = {"smoke": 2, "cpu": 8}
-recipe_steps = int(recipe_steps or RECIPE_STEPS.get(settings.name, 20))
+recipe_steps = int(recipe_steps or RECIPE_STEPS.get(profile.name, 20))
 print(
-    f"under profile {settings.name!r} this chapter translates "
-    f"{settings.eval_max_sentences or 'all'} test sentences of {settings.corpus} with beam {beam} "
+    f"under profile {profile.name!r} this chapter translates "
+    f"{profile.eval_max_sentences or 'all'} test sentences of {profile.corpus} with beam {beam} "
     f"on {torch_device}"
 )
 
@@ -153,19 +155,19 @@ def flops_text(value: float) -> str:
 
 # %%
 repo = results.repo_root() or pathlib.Path.cwd()
-run_dir = repo / "runs" / f"book-{settings.name}"
-run = finished_run(run_dir, settings)
+run_dir = repo / "runs" / f"book-{profile.name}"
+run = finished_run(run_dir, profile)
 trained_here = run is None
 if trained_here:
     print(
-        f"no finished run of profile {settings.name!r} in {run_dir.name}/: "
+        f"no finished run of profile {profile.name!r} in {run_dir.name}/: "
         "training it as chapter 04 does"
     )
     shutil.rmtree(
         run_dir, ignore_errors=True
     )  # no snapshot of an older run may be averaged
-    pipeline.run(settings, run_dir, data_dir=data_dir, device=device, publish=True)
-    run = finished_run(run_dir, settings)
+    pipeline.run(profile, run_dir, data_dir=data_dir, device=device, publish=True)
+    run = finished_run(run_dir, profile)
 assert run is not None, f"{run_dir} still holds no finished run"
 viz.show_table(
     pd.DataFrame(
@@ -183,7 +185,7 @@ viz.show_table(
             ("target tokens trained on", f"{run.target_tokens:,}"),
             ("snapshots kept", ", ".join(run.snapshots)),
         ],
-        columns=["", f"profile {settings.name}"],
+        columns=["", f"profile {profile.name}"],
     )
 )
 
@@ -196,9 +198,9 @@ viz.show_table(
 averaged = load_checkpoint(run_dir / pipeline.AVERAGED_NAME)
 model, tokenizer = model_from_checkpoint(averaged, torch_device)
 test = load_parallel(
-    settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang, data_dir
+    profile.corpus, profile.test_split, profile.src_lang, profile.tgt_lang, data_dir
 )
-limit = settings.eval_max_sentences
+limit = profile.eval_max_sentences
 sources, references = (
     (test.src[:limit], test.tgt[:limit]) if limit else (test.src, test.tgt)
 )
@@ -366,7 +368,7 @@ few = collate_sources(
     tokenizer.encode_batch(sources[:8]), model.config.pad_id, model.config.eos_id
 )
 few = few.to(torch_device)
-limit_tokens = few.size(1) + settings.max_len_b
+limit_tokens = few.size(1) + profile.max_len_b
 assert torch.equal(
     greedy_by_hand(model, few, limit_tokens), greedy_decode(model, few, limit_tokens)
 )
@@ -431,7 +433,7 @@ def evaluate(checkpoint: dict, beam_size: int) -> dict:
     """pipeline.evaluate with the profile's settings and `beam_size` (1: greedy)."""
     return pipeline.evaluate(
         checkpoint,
-        settings.replace(beam_size=beam_size),
+        profile.replace(beam_size=beam_size),
         data_dir=data_dir,
         device=torch_device,
         progress=True,
@@ -515,7 +517,7 @@ display(
 
 # %%
 run_record = results.read_result(
-    pipeline.default_results_name(settings), settings.results_folder
+    pipeline.default_results_name(profile), profile.results_folder
 )
 run_scores = (run_record or {}).get("metrics", {})
 same_run = run_scores.get("steps") == run.steps and run_scores.get("test", {}).get(
@@ -576,7 +578,7 @@ print(
 # profile's own $k$ is the model of section 5.2.
 
 # %%
-sizes = averaging_sizes(settings.average_last, len(run.snapshots))
+sizes = averaging_sizes(profile.average_last, len(run.snapshots))
 swept = {}
 for k, checkpoint, used in averaging_sweep(run_dir, sizes):
     # The profile's own average was decoded in section 5.2 already.
@@ -625,7 +627,7 @@ viz.show_table(
 viz.show(
     viz.averaging_chart(
         sweep,
-        title=f"Checkpoint averaging, profile {settings.name} "
+        title=f"Checkpoint averaging, profile {profile.name} "
         f"({len(run.snapshots)} snapshots kept), beam {beam}",
     )
 )
@@ -774,11 +776,11 @@ print(
 
 # %%
 data = pipeline.prepare_data(
-    settings, data_dir
+    profile, data_dir
 )  # the training pairs the run saw, for their lengths
 mean_src, mean_tgt = mean_lengths(data.train)
 counted = counted_training_flops(
-    settings.model_config(), tokenizer.vocab_size, mean_src, mean_tgt, run.target_tokens
+    profile.model_config(), tokenizer.vocab_size, mean_src, mean_tgt, run.target_tokens
 )
 if run.device.startswith("cuda") and torch.cuda.is_available():
     sustained = flops.peak_flops(run.device, run.precision)
@@ -817,7 +819,7 @@ cost = pd.DataFrame(
             f"{counted / our_paper_way:.1%}",
         ),
     ],
-    columns=["", f"profile {settings.name}"],
+    columns=["", f"profile {profile.name}"],
 )
 viz.show_table(cost)
 
@@ -847,7 +849,7 @@ table2 = pd.DataFrame(
         if r.bleu_en_de is not None and r.flops_en_de is not None
     ]
 )
-mine = f"{settings.name}, {parameters / 1e6:.1f}M"
+mine = f"{profile.name}, {parameters / 1e6:.1f}M"
 ours_points = [
     dict(
         system=f"{mine} ({how})",
@@ -862,7 +864,7 @@ ours_points = [
 # earlier gpu recipe (4+4 layers at d_model 128, chosen on test BLEU, so its score is optimistic).
 gpu_record = (
     None
-    if settings.name == "gpu"
+    if profile.name == "gpu"
     else results.read_result("translation_multi30k_en_de", "gpu")
     or results.read_result("earlier_recipe_d128x4", "gpu")
 )
@@ -1183,7 +1185,7 @@ if paper_rows:
 
 # %%
 metrics = {
-    "dataset": f"{settings.corpus} {settings.src_lang}->{settings.tgt_lang}",
+    "dataset": f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}",
     "test_set": beamed["test_set"],
     "sentences": beamed["sentences"],
     "bleu_tokenized": beamed["bleu_tokenized"],
@@ -1245,12 +1247,12 @@ metrics = {
 path = results.write_result(
     "translation",
     metrics,
-    profile=settings.results_folder,
+    profile=profile.results_folder,
     device=torch_device,
-    config={"model": settings.model_config().to_dict(), "profile": settings.to_dict()},
+    config={"model": profile.model_config().to_dict(), "profile": profile.to_dict()},
     wall_time_s=round(time.perf_counter() - chapter_start, 1),
 )
-record = results.read_result("translation", settings.results_folder)
+record = results.read_result("translation", profile.results_folder)
 assert record["metrics"]["bleu_tokenized"] == beamed["bleu_tokenized"]
 assert record["metrics"]["sacrebleu_ci95"] == beam_test["ci95"]
 assert record["metrics"]["sacrebleu"] == beamed["sacrebleu"]

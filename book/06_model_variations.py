@@ -85,11 +85,11 @@ from annotated_transformer.experiments import findings, table3_report, variation
 from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.transformer import Transformer, count_parameters
-from annotated_transformer.profiles import get_profile
+from annotated_transformer.profiles import Table3Scale, get_profile
 from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper
+profile_name = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 data_dir = None  # None: $AT_DATA_DIR, then a download
 epochs = None  # None: the profile's epochs per Table 3 row
@@ -103,21 +103,21 @@ results_name = (
 )
 
 # %%
-settings = get_profile(profile)
+settings = get_profile(profile_name)
 scales = settings.book
 # The data of every row: the profile's corpus, with the Table 3 vocabulary and batches where set.
 table3_profile = settings.replace(
-    vocab_size=scales.table3_vocab_size or settings.vocab_size,
-    batch_tokens=scales.table3_batch_tokens or settings.batch_tokens,
+    vocab_size=scales.table3.vocab_size or settings.vocab_size,
+    batch_tokens=scales.table3.batch_tokens or settings.batch_tokens,
 )
-rows = list(scales.table3_rows)
-n_epochs = int(epochs or scales.table3_epochs)
+rows = list(scales.table3.rows)
+n_epochs = int(epochs or scales.table3.epochs)
 seed_list = list(
-    range(int(first_seed), int(first_seed) + int(seeds or scales.table3_seeds))
+    range(int(first_seed), int(first_seed) + int(seeds or scales.table3.seeds))
 )
 scale = variations.scale_of(table3_profile)
 overfit_rows = [r for r in ("base", "D1", "D2") if r in TABLE3_ALL_ROWS]
-overfit_share, overfit_epochs = scales.table3_overfit_share, scales.table3_overfit_epochs
+overfit_share, overfit_epochs = scales.table3.overfit_share, scales.table3.overfit_epochs
 torch_device = resolve_device(device)
 if settings.threads:
     torch.set_num_threads(settings.threads)
@@ -316,22 +316,22 @@ if calibration:
             f"**{calibration['metrics']['chosen']}** by the rule: "
             f"{calibration['metrics']['rule']} ("
             + results.describe_provenance(calibration)
-            + f"). This profile trains every row with warm-up {scales.table3_warmup_steps} and "
-            f"peak {scales.table3_peak_lr:g}, at batches of {table3_profile.batch_tokens:,} tokens."
+            + f"). This profile trains every row with warm-up {scales.table3.warmup_steps} and "
+            f"peak {scales.table3.peak_lr:g}, at batches of {table3_profile.batch_tokens:,} tokens."
         )
     )
-    calibrated = calibration["config"]["profile"]["book"]
-    if calibrated["table3_batch_tokens"] == scales.table3_batch_tokens:
+    calibrated = Table3Scale.recorded(calibration["config"]["profile"]["book"])
+    if calibrated.batch_tokens == scales.table3.batch_tokens:
         warmup, peak = calibration["metrics"]["chosen"].split(":")
         assert (int(warmup), float(peak)) == (
-            scales.table3_warmup_steps,
-            scales.table3_peak_lr,
+            scales.table3.warmup_steps,
+            scales.table3.peak_lr,
         ), "the profile's Table 3 warm-up and peak are not the calibration's choice"
 else:
     display(
         Markdown(
-            f"No calibration of this profile's warm-up ({scales.table3_warmup_steps}) and peak "
-            f"({scales.table3_peak_lr}) is committed; the curves of C1 and C3 in section 6.3 "
+            f"No calibration of this profile's warm-up ({scales.table3.warmup_steps}) and peak "
+            f"({scales.table3.peak_lr}) is committed; the curves of C1 and C3 in section 6.3 "
             "show whether the deepest row trains."
         )
     )
@@ -355,8 +355,8 @@ same_batches = (
     whole_epoch
     and pre_norm
     and all(
-        r["config"]["profile"]["book"]["table3_batch_tokens"]
-        == scales.table3_batch_tokens
+        Table3Scale.recorded(r["config"]["profile"]["book"]).batch_tokens
+        == scales.table3.batch_tokens
         for r in (whole_epoch, pre_norm)
     )
 )
@@ -1220,24 +1220,24 @@ def table3_flops(profile_name: str, tokens_per_epoch: float, src_tgt: tuple) -> 
     p = get_profile(profile_name)
     book = p.book
     s = variations.scale_of(p)
-    vocab = book.table3_vocab_size or p.vocab_size
+    vocab = book.table3.vocab_size or p.vocab_size
 
     def per_token(row: str) -> float:
         return flops.training_flops_per_target_token(s.config(row), vocab, *src_tgt)
 
-    rows_total = sum(per_token(r) for r in book.table3_rows) * book.table3_epochs
-    overfit = sum(per_token(r) for r in overfit_rows) * book.table3_overfit_epochs
+    rows_total = sum(per_token(r) for r in book.table3.rows) * book.table3.epochs
+    overfit = sum(per_token(r) for r in overfit_rows) * book.table3.overfit_epochs
     total = (
-        book.table3_seeds
+        book.table3.seeds
         * tokens_per_epoch
-        * (rows_total + overfit / book.table3_overfit_share)
+        * (rows_total + overfit / book.table3.overfit_share)
     )
     return dict(
         profile=profile_name,
-        rows=len(book.table3_rows),
-        seeds=book.table3_seeds,
-        epochs=book.table3_epochs,
-        overfit_epochs=book.table3_overfit_epochs,
+        rows=len(book.table3.rows),
+        seeds=book.table3.seeds,
+        epochs=book.table3.epochs,
+        overfit_epochs=book.table3.overfit_epochs,
         flops=total,
     )
 

@@ -91,7 +91,7 @@ from annotated_transformer.runtime.progress import progress_bar
 from annotated_transformer.training.fit import build_model
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper
+profile_name = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # not used here (the parser trains for whole epochs); kept for the book's common parameters
 data_dir = None  # None: $AT_DATA_DIR, then a download (of NLTK's Penn Treebank sample)
@@ -99,8 +99,8 @@ parsing_epochs = None  # None: the profile's epochs for the parser
 treebank_dir = None  # a folder of .mrg files (e.g. the LDC release's parsed/mrg/wsj) or a treebank.zip; None: the sample
 
 # %%
-settings = get_profile(profile, max_steps=max_steps)
-size = settings.chapter_sizes("07")
+profile = get_profile(profile_name, max_steps=max_steps)
+sizes = profile.chapter_sizes("07")
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 
@@ -118,8 +118,8 @@ assert (PAPER_BEAM, PAPER_ALPHA, PAPER_EXTRA_LENGTH) == (
     parsing.PAPER_EXTRA_LENGTH,
 )
 print(
-    f"under profile {settings.name!r} the parser trains {size['recipe']['epochs']} epochs "
-    f"on {device}, on {', '.join(f'{s:g}' for s in size['shares'])} of the training files"
+    f"under profile {profile.name!r} the parser trains {sizes.recipe['epochs']} epochs "
+    f"on {device}, on {', '.join(f'{s:g}' for s in sizes.shares)} of the training files"
 )
 
 
@@ -157,7 +157,7 @@ def cleaned(file_ids):
 
 splits = {name: cleaned(ids) for name, ids in split_files.items()}
 n_trees = sum(len(trees) for trees in files.values())
-sizes = pd.DataFrame(
+split_sizes = pd.DataFrame(
     [
         dict(
             split=name,
@@ -170,8 +170,10 @@ sizes = pd.DataFrame(
         for name, trees in splits.items()
     ]
 )
-viz.show_table(sizes, trees="{:,}", words="{:,}")
-assert sizes.trees.sum() <= n_trees and len(splits["train"]) > len(splits["test"]) > 0
+viz.show_table(split_sizes, trees="{:,}", words="{:,}")
+assert (
+    split_sizes.trees.sum() <= n_trees and len(splits["train"]) > len(splits["test"]) > 0
+)
 
 # %% [markdown]
 # Vinyals et al. write the tree depth first: an opening bracket with its label where a phrase
@@ -396,11 +398,11 @@ viz.show_table(
 # `tags: True` for the tags in the slots.
 
 # %%
-recipe = parsing_curve.ParserRecipe.from_dict(size["recipe"])
+recipe = parsing_curve.ParserRecipe.from_dict(sizes.recipe)
 if parsing_epochs is not None:
     recipe = dataclasses.replace(recipe, epochs=int(parsing_epochs))
-train_trees, dev_trees = splits["train"], splits["dev"][: size["dev_trees"]]
-test_trees = splits["test"][: size["test_sentences"]]
+train_trees, dev_trees = splits["train"], splits["dev"][: sizes.dev_trees]
+test_trees = splits["test"][: sizes.test_sentences]
 train_by_file = [cleaned([fid]) for fid in split_files["train"]]
 # The chapter's parser writes the tags (the authors' linearization); section 7.6's variant, XX.
 assert recipe.tags, "the profile's chapter 07 recipe should have tags: True"
@@ -474,17 +476,17 @@ print(
 # straight under the root.
 
 # %%
-workers = size["workers"] if device.type == "cpu" else 1
+workers = sizes.workers if device.type == "cpu" else 1
 xx_recipe = dataclasses.replace(recipe, tags=False)  # the XX variant of section 7.6
 runs = {}
 curve_start = time.perf_counter()
 with tempfile.TemporaryDirectory() as curve_dir:
-    bar = progress_bar(total=len(size["shares"]) + 1, desc="parser runs", unit="run")
+    bar = progress_bar(total=len(sizes.shares) + 1, desc="parser runs", unit="run")
     for run in parsing_curve.learning_curves(
         train_by_file,
         dev_trees,
         recipe,
-        size["shares"],
+        sizes.shares,
         curve_dir,
         workers=workers,
         device=str(device),
@@ -784,7 +786,7 @@ decodings = (
     dict(beam_size=other_beam, constrained=True),
     dict(beam_size=PAPER_BEAM, constrained=False),
 )
-results_folder = results.results_path("constituency_parsing", settings.name).parent
+results_folder = results.results_path("constituency_parsing", profile.name).parent
 report = parsing.report_parser(
     model, data, split="test", decodings=decodings, results_dir=results_folder
 )
@@ -1078,7 +1080,7 @@ if long_path and long_path.is_file():
 
 # %%
 paper_f1 = table4_row("Transformer (4 layers)", WSJ_ONLY).f1
-ours_label = f"this chapter ({settings.name} profile, {len(train_trees):,} trees)"
+ours_label = f"this chapter ({profile.name} profile, {len(train_trees):,} trees)"
 table4 = pd.DataFrame(
     [dict(parser=r.parser, training=r.training, f1=r.f1) for r in TABLE4]
     + [
@@ -1264,7 +1266,7 @@ metrics = {
 path = results.write_result(
     "constituency_parsing",
     metrics,
-    profile=settings.name,
+    profile=profile.name,
     config=model.config,
     device=device,
     wall_time_s=round(time.perf_counter() - chapter_start, 1),

@@ -75,7 +75,7 @@ from annotated_transformer.training.checkpoint import model_from_checkpoint
 from annotated_transformer.web import live_page
 
 # %% tags=["parameters"]
-profile = "cpu"  # smoke | cpu | gpu | paper
+profile_name = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # the pictures are computed on the CPU whatever this says: one sentence at a time
 data_dir = None  # None: $AT_DATA_DIR, then a download
 checkpoint = None  # None: the averaged checkpoint chapter 04 trained under this profile
@@ -85,18 +85,18 @@ compare_checkpoint = (
 test_sentences = None  # None: how many test captions section 8.6 translates (64)
 
 # %%
-settings = get_profile(profile)
+profile = get_profile(profile_name)
 chapter_start = time.perf_counter()
 # One sentence at a time: the matrices are too small for threads to pay, and on a busy machine
 # waiting for a second thread made each step many times slower.
 torch.set_num_threads(1)
 repo = results.repo_root() or pathlib.Path.cwd()
-run_dir = repo / "runs" / f"book-{settings.name}"
+run_dir = repo / "runs" / f"book-{profile.name}"
 checkpoint = pathlib.Path(checkpoint) if checkpoint else run_dir / "averaged.pt"
 if not checkpoint.is_file():
     raise FileNotFoundError(
         f"no checkpoint at {checkpoint}: run chapter 04 under profile "
-        f"{settings.name!r} first, or pass checkpoint=<a .pt file from train>"
+        f"{profile.name!r} first, or pass checkpoint=<a .pt file from train>"
     )
 model, tokenizer = model_from_checkpoint(checkpoint, "cpu")
 config = model.config
@@ -192,7 +192,7 @@ print(
 
 # %%
 test = load_parallel(
-    settings.corpus, settings.test_split, settings.src_lang, settings.tgt_lang, data_dir
+    profile.corpus, profile.test_split, profile.src_lang, profile.tgt_lang, data_dir
 )
 captions = list(test.src[:n_test])
 started = time.perf_counter()
@@ -597,7 +597,7 @@ print(
 other = repo / "runs" / "book-gpu" / "averaged.pt"
 other = pathlib.Path(compare_checkpoint) if compare_checkpoint else other
 compared = None
-if settings.name != "gpu" and other.is_file():
+if profile.name != "gpu" and other.is_file():
     gpu_model, gpu_tokenizer = model_from_checkpoint(other, "cpu")
     gpu3 = af.sentence_attention(gpu_model, gpu_tokenizer, FIGURE3)
     viz.show(af.figure3(gpu3, "making"))
@@ -658,7 +658,7 @@ small_dir = run_dir / "web-int8"
 small = export_onnx(checkpoint, small_dir, quantize=True)
 small_translator = OnnxTranslator(small_dir)
 small_bytes = sum(p.stat().st_size for p in small.values())
-live_captions = test.src if settings.name != "smoke" else test.src[:n_test]
+live_captions = test.src if profile.name != "smoke" else test.src[:n_test]
 live_references = test.tgt[: len(live_captions)]
 exports = {"float32": translator, "int8": small_translator}
 live_translations = {name: [] for name in exports}
@@ -778,13 +778,13 @@ metrics = {
 results.write_result(
     "attention_figures",
     metrics,
-    profile=settings.name,
+    profile=profile.name,
     config=config,
     wall_time_s=time.perf_counter() - chapter_start,
     device="cpu",
 )
-back = results.read_result("attention_figures", settings.name)["metrics"]
+back = results.read_result("attention_figures", profile.name)["metrics"]
 assert back["figure4_layer_heads"] == [layer4, heads4]
 assert back["explorer_spec_bytes"] == explorer_bytes
 elapsed = time.perf_counter() - chapter_start
-print(f"wrote results/{settings.name}/attention_figures.json in {elapsed:.0f} s")
+print(f"wrote results/{profile.name}/attention_figures.json in {elapsed:.0f} s")

@@ -7,7 +7,7 @@ training files (or the first `--train-share` of them) for whole epochs, keeping 
 `--snapshot-epochs` epochs, scores every snapshot on the 273 development trees (greedy, constrained
 to valid trees), then the average of the last snapshots greedy and with the paper's search (beam
 21, alpha 0.3). It never reads the test files. Writes <run>/dev_curve.json; pick the candidate by
-its dev F1 and copy its recipe into the profile's chapters["07"].
+its dev F1 and copy its recipe into the profile's `ParsingSizes.recipe` (chapter 07's sizes).
 
 The first two candidates (runs/parser/a and b, 2026-11-24) ran an earlier version of this script
 that trained for a wall-clock budget instead of whole epochs.

@@ -71,8 +71,8 @@ def main() -> None:
     base = get_profile(args.profile)
     book = base.book
     profile = base.replace(
-        vocab_size=book.table3_vocab_size or base.vocab_size,
-        batch_tokens=book.table3_batch_tokens or base.batch_tokens,
+        vocab_size=book.table3.vocab_size or base.vocab_size,
+        batch_tokens=book.table3.batch_tokens or base.batch_tokens,
     )
     data = pipeline.prepare_data(profile, args.data_dir)
     pairs = max(
@@ -84,7 +84,10 @@ def main() -> None:
         warmup, peak = candidate.split(":")
         tried = profile.replace(
             book=dataclasses.replace(
-                book, table3_warmup_steps=int(warmup), table3_peak_lr=float(peak)
+                book,
+                table3=dataclasses.replace(
+                    book.table3, warmup_steps=int(warmup), peak_lr=float(peak)
+                ),
             )
         )
         plan = [

@@ -21,7 +21,7 @@ from annotated_transformer.book import chapters, runner, sync
 from annotated_transformer.book import site as site_build
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.evaluation import results
-from annotated_transformer.profiles import PROFILE_NAMES
+from annotated_transformer.profiles import CHAPTER_SIZES, PROFILE_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book").glob(chapters.CHAPTER_GLOB))
@@ -74,7 +74,7 @@ def test_chapter_takes_the_profile_as_parameters(source):
     nb = jupytext.read(str(source))
     index = chapters.parameters_cell_index(nb)
     code = nb.cells[index].source
-    for name in ("profile", "device"):
+    for name in ("profile_name", "device"):
         assert f"{name} =" in code, f"{source.name}: the parameters cell must set {name}"
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert 'find_spec("annotated_transformer")' in first_code.source, (
@@ -189,7 +189,7 @@ def test_failing_cell_names_the_chapter_and_the_cell(tmp_path):
     chapter.parent.mkdir()
     chapter.write_text(
         "# %% [markdown]\n# # Broken\n\n"
-        '# %% tags=["parameters"]\nprofile = "cpu"\ndevice = "auto"\n\n'
+        '# %% tags=["parameters"]\nprofile_name = "cpu"\ndevice = "auto"\n\n'
         "# %%\nx = 1\n\n"
         '# %%\nvalue = {"a": 1}\nvalue["missing"]\n'
     )
@@ -240,7 +240,7 @@ def test_chapter_runs_under_smoke_profile(smoke_book, source):
     injected = [
         c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])
     ]
-    assert injected and 'profile = "smoke"' in injected[0].source
+    assert injected and 'profile_name = "smoke"' in injected[0].source
 
 
 @pytest.mark.book
@@ -473,11 +473,11 @@ def test_chapter_without_parameters_cell_fails_with_the_fix(tmp_path):
 def test_sync_writes_the_notebook_from_the_source_without_outputs(tmp_path):
     source = tmp_path / "05_demo.py"
     source.write_text(
-        '# %% [markdown]\n# # Demo\n\n# %% tags=["parameters"]\nprofile = "cpu"\n\n# %%\nprint(1)\n'
+        '# %% [markdown]\n# # Demo\n\n# %% tags=["parameters"]\nprofile_name = "cpu"\n\n# %%\nprint(1)\n'
     )
     (target,) = sync.sync_notebooks([source])
     nb = nbformat.read(str(target), as_version=4)
-    assert [c.source for c in nb.cells] == ["# Demo", 'profile = "cpu"', "print(1)"]
+    assert [c.source for c in nb.cells] == ["# Demo", 'profile_name = "cpu"', "print(1)"]
     assert [c.id for c in nb.cells] == [
         "cell-0",
         "cell-1",
@@ -499,9 +499,9 @@ def test_cli_parameters_are_python_literals_or_words():
 
 
 # ----------------------------------------------------------------------------------------------
-# Every profile sets up chapters 01-04
+# Every profile sets up the chapters that have sizes of their own
 
-SIZED_CHAPTERS = ("01", "02", "03", "04", "07")
+SIZED_CHAPTERS = tuple(CHAPTER_SIZES)
 
 
 def _cells_up_to_the_sizes(number: str) -> tuple[Path, list]:
@@ -518,8 +518,8 @@ def _cells_up_to_the_sizes(number: str) -> tuple[Path, list]:
 @pytest.mark.parametrize("number", SIZED_CHAPTERS)
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_every_profile_runs_the_chapters_set_up(name, number):
-    """The chapter's imports, its parameters cell with `profile = name` (as papermill injects it),
-    and its cells up to `settings.chapter_sizes(...)`, in this process: a profile without sizes
+    """The chapter's imports, its parameters cell with `profile_name = name` (as papermill injects
+    it), and its cells up to `profile.chapter_sizes(...)`, in this process: a profile without sizes
     for the chapter fails here, not minutes into a book run."""
     import torch
 
@@ -533,13 +533,12 @@ def test_every_profile_runs_the_chapters_set_up(name, number):
                 namespace,
             )
             if "parameters" in cell.metadata.get("tags", []):
-                namespace["profile"] = name
+                namespace["profile_name"] = name
     finally:
         torch.set_num_threads(threads)
-    assert namespace["profile"] == name and namespace["settings"].name == name
-    size = namespace["size"]
-    assert isinstance(size, dict) and size, (
-        f"profile {name!r} gives chapter {number} no sizes"
+    assert namespace["profile_name"] == name and namespace["profile"].name == name
+    assert isinstance(namespace["sizes"], CHAPTER_SIZES[number]), (
+        f"profile {name!r} gives chapter {number} no {CHAPTER_SIZES[number].__name__}"
     )
 
 

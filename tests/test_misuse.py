@@ -36,8 +36,10 @@ from annotated_transformer.profiles import (
     FLAGS,
     PROFILE_BOUNDS,
     PROFILES,
+    TABLE3_BOUNDS,
     BookScales,
     Profile,
+    Table3Scale,
     get_profile,
 )
 from annotated_transformer.runtime.checks import LARGEST_INT
@@ -514,10 +516,18 @@ def test_boundary_values_of_adam_betas_and_the_book_scales(value):
     else:
         with pytest.raises(ValueError, match="adam_betas"):
             get_profile("smoke", adam_betas=(value, 0.98))
-    book = dataclasses.asdict(PROFILES["smoke"].book)
+    book = PROFILES["smoke"].book
     for name in BOOK_BOUNDS:
         with pytest.raises(ValueError, match=f"book.{name} must be"):
-            BookScales(**{**book, name: value})
+            dataclasses.replace(book, **{name: value})
+    for name in TABLE3_BOUNDS:
+        with pytest.raises(ValueError, match=f"book.table3.{name} must be"):
+            dataclasses.replace(book.table3, **{name: value})
+    with pytest.raises(ValueError, match="book.table3 must be a Table3Scale"):
+        BookScales(minutes=1, table3=dataclasses.asdict(book.table3))
+    with pytest.raises(ValueError, match=r"book.chapters\['07'\] must be a ParsingSizes"):
+        dataclasses.replace(book, chapters={**book.chapters, "07": book.chapters["04"]})
+    assert isinstance(book.table3, Table3Scale)
 
 
 # ------------------------------------------------------------------------------------------ messages

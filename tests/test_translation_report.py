@@ -109,7 +109,10 @@ def test_the_book_scales_of_other_chapters_do_not_make_a_run_stale(tmp_path):
     _write_run(
         tmp_path,
         profile.replace(
-            book=dataclasses.replace(profile.book, table3_epochs=9),
+            book=dataclasses.replace(
+                profile.book,
+                table3=dataclasses.replace(profile.book.table3, epochs=9),
+            ),
             description="another description",
         ),
     )

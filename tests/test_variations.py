@@ -120,18 +120,16 @@ def test_a_scale_that_does_not_divide_is_refused():
 
 def test_every_row_has_base_warm_up_and_the_peak_follows_d_model():
     profile = get_profile("cpu")
-    book = profile.book
+    table3 = profile.book.table3
     base = variations.row_settings(
-        profile, SCALE.config("base"), epochs=book.table3_epochs, seed=1
+        profile, SCALE.config("base"), epochs=table3.epochs, seed=1
     )
     deep = variations.row_settings(profile, SCALE.config("C3"), epochs=1, seed=2)
     wide = variations.row_settings(profile, SCALE.config("C5"), epochs=1, seed=1)
-    assert (
-        math.isclose(base.peak_lr, book.table3_peak_lr) and deep.peak_lr == base.peak_lr
-    )
+    assert math.isclose(base.peak_lr, table3.peak_lr) and deep.peak_lr == base.peak_lr
     assert math.isclose(base.peak_lr / wide.peak_lr, math.sqrt(2))
-    assert base.warmup_steps == deep.warmup_steps == book.table3_warmup_steps
-    assert base.max_epochs == book.table3_epochs and base.max_steps is None
+    assert base.warmup_steps == deep.warmup_steps == table3.warmup_steps
+    assert base.max_epochs == table3.epochs and base.max_steps is None
     assert base.seed == 1 and deep.seed == 2
 
 
@@ -139,7 +137,7 @@ def test_row_config_records_what_the_row_trained_with():
     profile = get_profile("cpu")
     config = variations.row_config("A1", profile)
     assert config.max_len == profile.model_config().max_len
-    assert config.warmup_steps == profile.book.table3_warmup_steps
+    assert config.warmup_steps == profile.book.table3.warmup_steps
     assert config.n_heads == 1
 
 
@@ -149,18 +147,19 @@ def test_profiles_set_the_table3_scale():
     for name in ("smoke", "cpu", "gpu"):
         profile = get_profile(name)
         scale = variations.scale_of(profile)
-        for row in profile.book.table3_rows:
+        for row in profile.book.table3.rows:
             scale.config(row)  # every row divides exactly, no head below 8
-        assert profile.book.table3_seeds >= 2
-    gpu = get_profile("gpu").book  # every row a finding reads, three seeds
-    assert set(findings.finding_rows()) <= set(gpu.table3_rows) and gpu.table3_seeds >= 3
-    cpu = get_profile("cpu").book  # a subset: every finding keeps a pair of trained rows
-    assert cpu.table3_seeds >= 3
+        assert profile.book.table3.seeds >= 2
+    gpu = get_profile("gpu").book.table3  # every row a finding reads, three seeds
+    assert set(findings.finding_rows()) <= set(gpu.rows) and gpu.seeds >= 3
+    # cpu trains a subset: every finding keeps a pair of trained rows
+    cpu = get_profile("cpu").book.table3
+    assert cpu.seeds >= 3
     assert {"base", "A1", "A4", "B1", "C1", "C3", "C4", "C5", "D1", "D2", "E"} <= set(
-        cpu.table3_rows
+        cpu.rows
     )
     for finding in findings.FINDINGS:
-        assert any({a, b} <= set(cpu.table3_rows) for a, b in finding.pairs), finding.name
+        assert any({a, b} <= set(cpu.rows) for a, b in finding.pairs), finding.name
 
 
 @pytest.mark.slow  # trains two Table 3 rows on Multi30k

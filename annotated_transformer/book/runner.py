@@ -149,8 +149,8 @@ def execute_chapter(
     """Run one chapter under papermill and save the executed notebook (also when it fails).
 
     Call inside `book_environment` (as `run_book` does) so the kernel is this interpreter.
-    The run's parameters are `profile`, `device` and `parameters`, injected after the
-    chapter's `parameters` cell. Never raises for a failing cell: the returned ChapterRun says
+    The chapter's parameters `profile_name` (this `profile`), `device` and `parameters` are
+    injected after its `parameters` cell. Never raises for a failing cell: the returned ChapterRun says
     "failed" and its `error` names the chapter, the cell index (in the chapter's own cells,
     markdown included) and the cell's first line.
     """
@@ -179,7 +179,7 @@ def execute_chapter(
         "source": f"book/{source.name}",
         "source_sha256": _source_digest(source),
     }
-    params = {"profile": profile, "device": device, **(parameters or {})}
+    params = {"profile_name": profile, "device": device, **(parameters or {})}
 
     start = time.perf_counter()
     status, error, cell_index = "ok", None, None

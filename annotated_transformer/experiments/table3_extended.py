@@ -45,8 +45,8 @@ def data_profile(profile: Profile) -> Profile:
     and batch size where the profile sets them."""
     book = profile.book
     return profile.replace(
-        vocab_size=book.table3_vocab_size or profile.vocab_size,
-        batch_tokens=book.table3_batch_tokens or profile.batch_tokens,
+        vocab_size=book.table3.vocab_size or profile.vocab_size,
+        batch_tokens=book.table3.batch_tokens or profile.batch_tokens,
     )
 
 
@@ -102,7 +102,7 @@ class Table3Run:
         self.profile = data_profile(profile)
         self.out_dir = Path(out_dir)
         self.scales = self.profile.book
-        self.overfit_share = self.scales.table3_overfit_share
+        self.overfit_share = self.scales.table3.overfit_share
 
     # ------------------------------------------------------------------ the folder's identity
     def identity(self) -> dict:
@@ -116,8 +116,8 @@ class Table3Run:
             "scale": list(
                 variations.scale_of(p).__dict__.values()
             ),  # width, depth, heads
-            "warmup_steps": self.scales.table3_warmup_steps,
-            "peak_lr": self.scales.table3_peak_lr,
+            "warmup_steps": self.scales.table3.warmup_steps,
+            "peak_lr": self.scales.table3.peak_lr,
             "overfit_share": self.overfit_share,
         }
 

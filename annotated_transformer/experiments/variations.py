@@ -129,7 +129,7 @@ def scale_of(profile: Profile) -> VariationScale:
     """The profile's Table 3 scale."""
     book = profile.book
     return VariationScale(
-        book.table3_width_divisor, book.table3_depth_divisor, book.table3_heads_divisor
+        book.table3.width_divisor, book.table3.depth_divisor, book.table3.heads_divisor
     )
 
 
@@ -138,16 +138,16 @@ def row_settings(
 ) -> TrainSettings:
     """One row's training: the profile's batches and optimiser for `epochs` epochs, no snapshots.
 
-    Every row has the warm-up and peak rate the profile chose on base (`table3_warmup_steps`,
-    `table3_peak_lr`); the peak follows the paper's rule lr ~ d_model^-0.5 (section 5.3) from base's
+    Every row has the warm-up and peak rate the profile chose on base (`table3.warmup_steps`,
+    `table3.peak_lr`); the peak follows the paper's rule lr ~ d_model^-0.5 (section 5.3) from base's
     width, so only C4, C5 and big, which change d_model, get another peak.
     """
     book = profile.book
     base_width = scale_of(profile).config("base").d_model
     peak = (
         None
-        if book.table3_peak_lr is None
-        else book.table3_peak_lr * math.sqrt(base_width / config.d_model)
+        if book.table3.peak_lr is None
+        else book.table3.peak_lr * math.sqrt(base_width / config.d_model)
     )
     return profile.train_settings().replace(
         name=f"table3 {profile.name}",
@@ -156,7 +156,7 @@ def row_settings(
         time_budget_minutes=None,
         seed=seed,
         peak_lr=peak,
-        warmup_steps=book.table3_warmup_steps,
+        warmup_steps=book.table3.warmup_steps,
         eval_every=0,
         log_every=1000,
         save_every_steps=None,
@@ -170,7 +170,7 @@ def row_config(row: str, profile: Profile) -> TransformerConfig:
     """Row `row` as `train_row` trains it: scaled, with the profile model's positions and the rows'
     warm-up, so a results file records what trained rather than the preset's values."""
     config = scale_of(profile).config(row, max_len=profile.model_config().max_len)
-    return config.replace(warmup_steps=profile.book.table3_warmup_steps)
+    return config.replace(warmup_steps=profile.book.table3.warmup_steps)
 
 
 @dataclass

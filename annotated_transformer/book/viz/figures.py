@@ -5,6 +5,7 @@ averaging chart, and the profile tables. Built from `charts`, shown with `displa
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
 import altair as alt
@@ -859,20 +860,23 @@ def profiles_table(profiles: Iterable[Any]) -> pd.DataFrame:
                 "tokens per step": p.batch_tokens * p.accumulation,
                 "training": " or ".join(limit for limit in limits if limit),
                 "beam": p.beam_size,
-                "Table 3 rows": len(p.book.table3_rows),
+                "Table 3 rows": len(p.book.table3.rows),
                 "book budget (h)": round(p.book.minutes / 60, 2),
             }
         )
     return pd.DataFrame(rows)
 
 
-def sizes_table(chapter: str, profile: str) -> pd.DataFrame:
-    """A chapter's sizes (`Profile.chapter_sizes`) as one row per knob and one column per profile:
-    the four main profiles and the executing one, whose column is marked "(this run)"."""
+def sizes_table(chapter: str, profile_name: str) -> pd.DataFrame:
+    """A chapter's sizes (`Profile.chapter_sizes`) as one row per field of its record and one column
+    per profile: the four main profiles and the executing one, whose column is marked "(this run)"."""
     from ...profiles import get_profile
 
-    names = list(dict.fromkeys(["smoke", "cpu", "gpu", "paper", profile]))
-    sizes = {name: get_profile(name).chapter_sizes(chapter) for name in names}
+    names = list(dict.fromkeys(["smoke", "cpu", "gpu", "paper", profile_name]))
+    sizes = {
+        name: dataclasses.asdict(get_profile(name).chapter_sizes(chapter))
+        for name in names
+    }
     knobs = list(dict.fromkeys(k for p in names for k in sizes[p]))
 
     def cell(value: Any) -> str:
@@ -890,7 +894,9 @@ def sizes_table(chapter: str, profile: str) -> pd.DataFrame:
         {
             "knob": knob,
             **{
-                (f"{p} (this run)" if p == profile else p): cell(sizes[p].get(knob, ""))
+                (f"{p} (this run)" if p == profile_name else p): cell(
+                    sizes[p].get(knob, "")
+                )
                 for p in names
             },
         }
