@@ -115,3 +115,24 @@ def test_a_folder_of_other_settings_or_in_use_is_refused(tmp_path):
         json.loads((tmp_path / extended.PLAN_NAME).read_text())["identity"]["profile"]
         == "smoke"
     )
+
+
+def test_the_command_refuses_an_export_of_nothing_in_one_line(tmp_path, capsys):
+    from annotated_transformer import cli
+
+    out = tmp_path / "run"
+    code = cli.main(
+        [
+            "table3",
+            "--profile",
+            "smoke",
+            "--out",
+            str(out),
+            "--export-only",
+            "--export",
+            str(tmp_path / "runs.json"),
+        ]
+    )
+    assert code != 0
+    assert "holds no finished epoch" in capsys.readouterr().err
+    assert not (tmp_path / "runs.json").exists()

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         help="epochs of dropout's small corpus for base, D1 and D2 (default: the profile's "
-        "table3_overfit_epochs x 2)",
+        "table3.overfit_epochs x 2)",
     )
     parser.add_argument(
         "--seeds", type=positive_int, nargs="+", default=[1, 2, 3], help="seeds"
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if len(set(args.seeds)) != len(args.seeds):
         raise ValueError("table3: --seeds lists a seed twice")
     out = args.out or f"runs/table3-{profile.name}"
-    small_epochs = args.small_epochs or 2 * profile.book.table3_overfit_epochs
+    small_epochs = args.small_epochs or 2 * profile.book.table3.overfit_epochs
     job_run = extended.Table3Run(profile, out)
     job_run.check_folder()
     jobs = extended.finding_jobs(rows, sorted(args.seeds))
