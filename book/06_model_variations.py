@@ -103,12 +103,12 @@ results_name = (
 )
 
 # %%
-settings = get_profile(profile_name)
-scales = settings.book
+profile = get_profile(profile_name)
+scales = profile.book
 # The data of every row: the profile's corpus, with the Table 3 vocabulary and batches where set.
-table3_profile = settings.replace(
-    vocab_size=scales.table3.vocab_size or settings.vocab_size,
-    batch_tokens=scales.table3.batch_tokens or settings.batch_tokens,
+table3_profile = profile.replace(
+    vocab_size=scales.table3.vocab_size or profile.vocab_size,
+    batch_tokens=scales.table3.batch_tokens or profile.batch_tokens,
 )
 rows = list(scales.table3.rows)
 n_epochs = int(epochs or scales.table3.epochs)
@@ -119,11 +119,11 @@ scale = variations.scale_of(table3_profile)
 overfit_rows = [r for r in ("base", "D1", "D2") if r in TABLE3_ALL_ROWS]
 overfit_share, overfit_epochs = scales.table3.overfit_share, scales.table3.overfit_epochs
 torch_device = resolve_device(device)
-if settings.threads:
-    torch.set_num_threads(settings.threads)
+if profile.threads:
+    torch.set_num_threads(profile.threads)
 chapter_start = time.perf_counter()
 print(
-    f"under profile {settings.name!r} this chapter trains {len(rows)} rows ({', '.join(rows)}) "
+    f"under profile {profile.name!r} this chapter trains {len(rows)} rows ({', '.join(rows)}) "
     f"x {len(seed_list)} seeds for {n_epochs} epoch(s) each, and {', '.join(overfit_rows)} for "
     f"{overfit_epochs} epochs of 1/{overfit_share} of the pairs; widths / {scale.width}, depths / "
     f"{scale.depth}, heads / {scale.heads}, on {torch_device}"
@@ -261,7 +261,7 @@ if missing:
         )
     )
 # Every finding keeps at least one pair of trained rows (smoke, a plumbing check, excepted).
-assert settings.name == "smoke" or all(
+assert profile.name == "smoke" or all(
     any({a, b} <= set(rows) for a, b in f.pairs) for f in findings.FINDINGS
 )
 
@@ -299,7 +299,7 @@ assert settings.name == "smoke" or all(
 # writes its own results.
 committed = results.committed_root()
 calibration = committed and results.read_result(
-    "calibration", f"tuning_table3_{settings.name}", committed
+    "calibration", f"tuning_table3_{profile.name}", committed
 )
 if calibration:
     tried = pd.DataFrame(calibration["metrics"]["runs"])
@@ -346,10 +346,10 @@ else:
 
 # %%
 whole_epoch = committed and results.read_result(
-    "calibration_epoch1", f"tuning_table3_{settings.name}", committed
+    "calibration_epoch1", f"tuning_table3_{profile.name}", committed
 )
 pre_norm = committed and results.read_result(
-    "calibration_epoch1_prenorm", f"tuning_table3_{settings.name}", committed
+    "calibration_epoch1_prenorm", f"tuning_table3_{profile.name}", committed
 )
 same_batches = (
     whole_epoch
@@ -419,9 +419,9 @@ viz.show_source(variations.row_settings)
 # %%
 data = pipeline.prepare_data(table3_profile, data_dir)
 valid_text = load_parallel(
-    settings.corpus, settings.valid_split, settings.src_lang, settings.tgt_lang, data_dir
+    profile.corpus, profile.valid_split, profile.src_lang, profile.tgt_lang, data_dir
 )
-limit = settings.max_valid_pairs or len(valid_text.src)  # the whole split but under smoke
+limit = profile.max_valid_pairs or len(valid_text.src)  # the whole split but under smoke
 bleu_sources, bleu_references = valid_text.src[:limit], valid_text.tgt[:limit]
 assert data.tokenizer.vocab_size == vocab_size
 overfit_pairs = len(data.train) // overfit_share
@@ -720,7 +720,7 @@ for fraction in BUDGETS:
         )
     )
 extended_path = (
-    committed / f"table3_extended_{settings.name}" / table3_report.EXTENDED_NAME
+    committed / f"table3_extended_{profile.name}" / table3_report.EXTENDED_NAME
     if committed
     else None
 )
@@ -893,8 +893,8 @@ display(
 if extended_run is None:
     display(
         Markdown(
-            f"No extended run is committed for the `{settings.name}` profile "
-            f"(`results/table3_extended_{settings.name}/`); run the command above to make one."
+            f"No extended run is committed for the `{profile.name}` profile "
+            f"(`results/table3_extended_{profile.name}/`); run the command above to make one."
         )
     )
 else:
@@ -1247,11 +1247,11 @@ done_flops = sum(
 )
 achieved = done_flops / measured.train_s.sum()  # per process, validation included
 budget_rows = [
-    table3_flops(settings.name, target_tokens, (mean_src, mean_tgt))
+    table3_flops(profile.name, target_tokens, (mean_src, mean_tgt))
     | dict(flops_per_s=achieved * workers, where=f"this run, {workers} process(es)")
 ]
 gpu_record = results.read_result("sweep_d256x4", "gpu")
-if gpu_record and settings.name != "gpu":
+if gpu_record and profile.name != "gpu":
     g = gpu_record["metrics"]
     gpu_tokens = g["target_tokens"] / g["epochs"]
     gpu_lengths = (
@@ -1363,8 +1363,8 @@ metrics = {
     "tie_margin_pct": round(findings.percent(findings.TIE_MARGIN), 3),
     "alpha": findings.ALPHA,
     "flops": budget.to_dict(orient="records"),
-    "dataset": f"{settings.corpus} {settings.src_lang}->{settings.tgt_lang}, "
-    f"{settings.valid_split} split",
+    "dataset": f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}, "
+    f"{profile.valid_split} split",
     "bleu": f"sacreBLEU, greedy translations of all {len(bleu_sources)} validation sentences",
     "ppl": f"per subword on all {len(data.valid)} pairs of the validation split",
     "train_seconds": round(train_seconds, 1),
@@ -1373,7 +1373,7 @@ metrics = {
 path = results.write_result(
     results_name,
     metrics,
-    profile=settings.name,
+    profile=profile.name,
     config={
         "profile": table3_profile.to_dict(),
         "scale": {"width": scale.width, "depth": scale.depth, "heads": scale.heads},
@@ -1382,7 +1382,7 @@ path = results.write_result(
     device=torch_device,
     wall_time_s=round(time.perf_counter() - chapter_start, 1),
 )
-record = results.read_result(results_name, settings.name)
+record = results.read_result(results_name, profile.name)
 assert record is not None and set(record["metrics"]["rows"]) == set(rows)
 assert (
     results.lookup(record["metrics"], "rows.base.ppl") == metrics["rows"]["base"]["ppl"]
