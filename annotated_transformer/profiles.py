@@ -454,9 +454,8 @@ class Profile:
     test_split: str = "test"
     max_train_pairs: int | None = None  # None: the whole training split
     max_valid_pairs: int | None = None  # None: the whole validation split
-    max_sentence_words: int | None = (
-        250  # pairs with a longer side (in words of raw text) are skipped
-    )
+    # pairs with a longer side (in words of raw text) are skipped
+    max_sentence_words: int | None = 250
     vocab_size: int = 8000
     # model: a named preset with overrides (config field -> value)
     preset: str = "base"
@@ -479,28 +478,24 @@ class Profile:
     # time the run would take alone on that many cores: fair on a machine shared with other jobs.
     budget_clock: str = "wall"
     # engineering
-    precision: str = (
-        "auto"  # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
-    )
+    # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
+    precision: str = "auto"
     compile: bool = False
-    threads: int | None = (
-        None  # CPU threads for torch (None: torch's default, one per core)
-    )
+    # CPU threads for torch (None: torch's default, one per core)
+    threads: int | None = None
     seed: int = 1
     log_every: int = 50
     eval_every: int = 500  # steps between validation losses (0: only at the end)
     save_every_steps: int | None = None  # snapshot for averaging every so many steps
-    save_every_minutes: float | None = (
-        10.0  # ... or minutes (section 6.1: every 10 minutes)
-    )
+    # ... or minutes (section 6.1: every 10 minutes)
+    save_every_minutes: float | None = 10.0
     keep_snapshots: int = 20
     # evaluation (section 6.1)
     average_last: int = 5
     beam_size: int = 4
     length_penalty_alpha: float = 0.6
-    max_len_a: float = (
-        1.0  # outputs may be max_len_a * source length + max_len_b subwords long
-    )
+    # outputs may be max_len_a * source length + max_len_b subwords long
+    max_len_a: float = 1.0
     max_len_b: int = 50
     eval_batch_tokens: int = 4000
     eval_max_sentences: int | None = None  # None: the whole test set

@@ -53,9 +53,8 @@ from annotated_transformer.profiles import PROFILES, get_profile
 from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
-profile_name = (
-    "cpu"  # smoke | cpu | gpu | paper: the scale of this run (see the table below)
-)
+# smoke | cpu | gpu | paper: the scale of this run (see the table below)
+profile_name = "cpu"
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download

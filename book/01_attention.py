@@ -66,9 +66,8 @@ from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
 profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below
-device = (
-    "auto"  # "auto" picks CUDA when a GPU is visible; used for the timing comparisons
-)
+# "auto" picks CUDA when a GPU is visible; used for the timing comparisons
+device = "auto"
 seed = 0  # every random tensor of the chapter follows from it
 
 # %% [markdown]

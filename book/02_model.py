@@ -73,9 +73,8 @@ from annotated_transformer.training.teacher_forcing import batch_loss
 
 # %% tags=["parameters"]
 profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the checks below
-device = (
-    "auto"  # this chapter counts and compares; it runs on the CPU whatever the device
-)
+# this chapter counts and compares; it runs on the CPU whatever the device
+device = "auto"
 seed = 0  # every random tensor of the chapter follows from it
 vocab_size = 37_000  # the paper's shared BPE vocabulary, as rounded in section 5.1
 

@@ -72,9 +72,8 @@ profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes measured below
 device = "auto"  # "auto" picks CUDA when a GPU is visible: the timings are of that device
 threads = 1  # CPU threads for the timings (1: steady on a shared machine; None: default)
 kernel_size = 3  # k of the convolutional layer
-data_dir = (
-    None  # None: $AT_DATA_DIR, then a download (section 3.8 reads Multi30k and WMT)
-)
+# None: $AT_DATA_DIR, then a download (section 3.8 reads Multi30k and WMT)
+data_dir = None
 seed = 0
 
 # %% [markdown]

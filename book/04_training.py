@@ -832,9 +832,8 @@ viz.show_source(Trainer.train_step)
 # `results/<profile>/`, where its pages and the README read them.
 
 # %%
-PAPER_BATCH_TOKENS = (
-    25_000  # section 5.1: about 25,000 source and 25,000 target tokens per step
-)
+# section 5.1: about 25,000 source and 25,000 target tokens per step
+PAPER_BATCH_TOKENS = 25_000
 repo = results.repo_root() or pathlib.Path.cwd()
 run_dir = repo / "runs" / f"book-{profile.name}"
 

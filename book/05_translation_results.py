@@ -1035,9 +1035,8 @@ if (
 ):  # the base model's bf16 training step, measured on one H100 (benchmarks/README.md)
     step = json.loads(benchmark.read_text())["measurements"]["gpu_bf16_compile"]["steps"]
     measured_fraction = step["bf16_compile_model_and_loss"]["mfu_with_logits"]
-ASSUMED_FRACTION = (
-    0.35  # a typical sustained share of the bf16 peak for a well-tuned Transformer step
-)
+# a typical sustained share of the bf16 peak for a well-tuned Transformer step
+ASSUMED_FRACTION = 0.35
 fractions = {"assumed": ASSUMED_FRACTION} | (
     {"measured for base (benchmarks)": measured_fraction} if measured_fraction else {}
 )

@@ -95,12 +95,10 @@ data_dir = None  # None: $AT_DATA_DIR, then a download
 epochs = None  # None: the profile's epochs per Table 3 row
 seeds = None  # None: the profile's number of seeds per row
 first_seed = 1  # the seeds are first_seed, first_seed + 1, ...
-workers = (
-    None  # processes training rows side by side on a CPU; None: one per core (1 on a GPU)
-)
-results_name = (
-    "model_variations"  # the results file's name (another, for a rerun with other seeds)
-)
+# processes training rows side by side on a CPU; None: one per core (1 on a GPU)
+workers = None
+# the results file's name (another, for a rerun with other seeds)
+results_name = "model_variations"
 
 # %%
 profile = get_profile(profile_name)

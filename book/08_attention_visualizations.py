@@ -79,9 +79,8 @@ profile_name = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # the pictures are computed on the CPU whatever this says: one sentence at a time
 data_dir = None  # None: $AT_DATA_DIR, then a download
 checkpoint = None  # None: the averaged checkpoint chapter 04 trained under this profile
-compare_checkpoint = (
-    None  # None: the gpu profile's checkpoint, when this clone has trained it
-)
+# None: the gpu profile's checkpoint, when this clone has trained it
+compare_checkpoint = None
 test_sentences = None  # None: how many test captions section 8.6 translates (64)
 
 # %%

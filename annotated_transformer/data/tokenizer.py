@@ -32,9 +32,8 @@ logger = logging.getLogger(__name__)
 
 # Must equal TransformerConfig's pad_id, bos_id, eos_id, unk_id: the model pads and starts with these ids.
 SPECIAL_IDS = {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
-_CACHE_FORMAT = (
-    1  # bump when the training recipe changes, so old cached models are not reused
-)
+# bump when the training recipe changes, so old cached models are not reused
+_CACHE_FORMAT = 1
 
 
 class Tokenizer:
@@ -267,9 +266,8 @@ class CorpusTokenizer:
 
     corpus: str
     vocab_size: int = 8000
-    split: str | None = (
-        None  # a training split only (WMT14: "train" or "train_sample"); None: the first
-    )
+    # a training split only (WMT14: "train" or "train_sample"); None: the first
+    split: str | None = None
     model_type: str = "bpe"
     lowercase: bool = False
 

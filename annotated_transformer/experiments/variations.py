@@ -182,9 +182,8 @@ class RowRun:
     corpus: str  # "full": the whole training split; "tenth" and so on: its first pairs
     train_pairs: int
     epochs: float  # epochs of `train_pairs` trained
-    ppl: (
-        float  # validation perplexity per subword at the end (eos included, no smoothing)
-    )
+    # validation perplexity per subword at the end (eos included, no smoothing)
+    ppl: float
     curve: list[dict]  # {"step", "epoch", "ppl"} through training, the end included
     bleu: (
         float | None

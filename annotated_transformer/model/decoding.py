@@ -214,9 +214,8 @@ def beam_search(
             if next(model.parameters()).dtype == torch.float64
             else torch.float32,
         )
-        scores[:, 0] = (
-            0.0  # one live beam at the start, so the k beams do not start as copies
-        )
+        # one live beam at the start, so the k beams do not start as copies
+        scores[:, 0] = 0.0
         finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
         done = [False] * batch
         banned = _banned_tokens(model)

@@ -269,9 +269,8 @@ class LayerWeights:
     encoder_matrices: int  # self-attention Q, K, V, output and the FFN's two matrices; at source positions
     encoder_vectors: int  # biases and layer-norm gains and shifts
     decoder_target_matrices: int  # self-attention Q, K, V, output, cross-attention Q and output, FFN; at target positions
-    decoder_source_matrices: (
-        int  # cross-attention K and V, applied to the encoder output (source positions)
-    )
+    # cross-attention K and V, applied to the encoder output (source positions)
+    decoder_source_matrices: int
     decoder_vectors: int
 
 

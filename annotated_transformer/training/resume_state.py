@@ -27,9 +27,8 @@ class TrainingProgress:
     batch_cursor: int = 0  # global batches of `epoch` already consumed
     target_tokens: int = 0  # real target tokens trained on so far
     train_time_s: float = 0.0  # wall time inside the training loop, over all sessions
-    train_cpu_s: float = (
-        0.0  # CPU time of this process inside the loop, divided by its threads
-    )
+    # CPU time of this process inside the loop, divided by its threads
+    train_cpu_s: float = 0.0
     last_snapshot_time_s: float = 0.0
     last_valid: dict = field(default_factory=dict)
 

@@ -87,16 +87,14 @@ class TrainSettings:
     # engineering
     precision: str = "auto"  # "auto", "bf16" or "fp32"
     compile: bool = False
-    seed: int = (
-        1  # the batches' order (and, through `fit`, the initial weights and dropout)
-    )
+    # the batches' order (and, through `fit`, the initial weights and dropout)
+    seed: int = 1
     log_every: int = 50
     eval_every: int = 500  # steps between validation losses (0: only at the end)
     eval_batch_tokens: int = 4000
     save_every_steps: int | None = None  # snapshots for averaging, by steps ...
-    save_every_minutes: float | None = (
-        None  # ... or by minutes (section 6.1: every 10 minutes)
-    )
+    # ... or by minutes (section 6.1: every 10 minutes)
+    save_every_minutes: float | None = None
     keep_snapshots: int = 20
 
     def __post_init__(self):

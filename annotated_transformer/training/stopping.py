@@ -22,9 +22,8 @@ from .settings import TrainSettings
 if TYPE_CHECKING:
     from .resume_state import TrainingProgress
 
-STOP_CHECK_EVERY = (
-    10  # steps between the ranks' agreement on Ctrl-C / time limits under DDP
-)
+# steps between the ranks' agreement on Ctrl-C / time limits under DDP
+STOP_CHECK_EVERY = 10
 
 
 class StopRequest:

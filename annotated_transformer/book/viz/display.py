@@ -66,9 +66,8 @@ def mimebundle(chart: alt.TopLevelMixin) -> dict:
 
 def show(chart: alt.TopLevelMixin) -> None:
     """Display `chart`: offline-ready HTML under the book runner, altair's renderer elsewhere."""
-    from IPython.display import (
-        display,  # deferred: IPython is there in Jupyter, not in every script
-    )
+    # deferred: IPython is there in Jupyter, not in every script
+    from IPython.display import display
 
     if in_book_build():
         display(mimebundle(chart), raw=True)
