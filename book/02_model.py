@@ -221,7 +221,7 @@ viz.show_source(EncoderLayer)
 # %% [markdown]
 # PyTorch ships the same layers as `nn.TransformerEncoderLayer` and `nn.TransformerDecoderLayer`
 # (with `norm_first=False`, its default, for post-norm). Copying our weights into them gives the
-# same outputs; the test suite proves this too (`tests/test_model.py`). PyTorch stores its
+# same outputs; the test suite proves this too (`tests/model/test_model.py`). PyTorch stores its
 # query, key and value projections stacked in one matrix, exactly like the package's fused
 # projection, so the copy is direct:
 

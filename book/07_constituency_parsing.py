@@ -376,7 +376,7 @@ viz.show_table(
 )
 
 # %% [markdown]
-# `tests/test_parsing.py` checks the package's scorer on more hand-computed cases (a missing
+# `tests/experiments/test_parsing.py` checks the package's scorer on more hand-computed cases (a missing
 # bracket, a crossing bracket, punctuation, PRT and ADVP, duplicate unary brackets), and the F1 of
 # the trained parser below is computed both ways.
 #

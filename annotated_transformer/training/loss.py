@@ -46,7 +46,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     8 MB blocks, and the backward one gradient, or none with `inplace`: the gradient then overwrites
     the logits, which nothing else reads once the loss exists (the output projection's backward
     needs its input, not its output). On a GPU it is one block, so the forward makes one float32
-    (N, V) temporary, as `torch.logsumexp` does. Same function, same gradient (tests/test_loss.py).
+    (N, V) temporary, as `torch.logsumexp` does. Same function, same gradient (tests/training/test_loss.py).
     Not twice differentiable.
     """
 

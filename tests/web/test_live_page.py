@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 import torch
-from browser import Browser, find_chromium
-from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
 from annotated_transformer.model.decoding import greedy_decode
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 from annotated_transformer.web import live_page
+from tests.support.browser import Browser, find_chromium
+from tests.support.tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
 pytest.importorskip("onnx", reason="the ONNX export needs `pip install onnx onnxruntime`")
 from annotated_transformer.web.onnx_export import OnnxTranslator, export_onnx
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VENDOR = REPO / "_static" / "vendor"
 TOKENIZER_SENTENCES = [
     *SENTENCES,

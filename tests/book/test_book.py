@@ -15,15 +15,15 @@ from pathlib import Path
 import jupytext
 import nbformat
 import pytest
-from browser import Browser, find_chromium
 
 from annotated_transformer.book import chapters, runner, sync
 from annotated_transformer.book import site as site_build
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.evaluation import results
 from annotated_transformer.profiles import CHAPTER_SIZES, PROFILE_NAMES
+from tests.support.browser import Browser, find_chromium
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "book").glob(chapters.CHAPTER_GLOB))
 CHAPTER_IDS = [c.stem for c in CHAPTERS]
 # Pages of the book's own infrastructure (as opposed to chapters written elsewhere).

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
 from annotated_transformer.cli import main
 from annotated_transformer.experiments import attention_figures as af
 from annotated_transformer.experiments import attention_findings as fa
 from annotated_transformer.training.checkpoint import model_from_checkpoint
+from tests.support.tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
 
 def pairs_as_words(finder, caption: str) -> list[tuple[str, str]]:

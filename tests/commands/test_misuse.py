@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_training import FakeTokenizer, make_trainer, tiny_profile
-from tiny_checkpoint import write_tiny_checkpoint
 
 from annotated_transformer import pipeline
 from annotated_transformer.cli import main
@@ -46,8 +44,10 @@ from annotated_transformer.runtime.checks import LARGEST_INT
 from annotated_transformer.runtime.files import atomic_write_text
 from annotated_transformer.training import checkpoint as ckpt
 from annotated_transformer.training.run_folder import RESULTS_NAME, claim_run_folder
+from tests.support.tiny_checkpoint import write_tiny_checkpoint
+from tests.support.training import FakeTokenizer, make_trainer, tiny_profile
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WORDS = "a man dog cat runs sits in on the park house red blue small big".split()
 GERMAN = dict(
     zip(

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_training import make_trainer, tiny_profile
 
 from annotated_transformer.cli import main
 from annotated_transformer.training.checkpoint import (
@@ -19,8 +18,9 @@ from annotated_transformer.training.checkpoint import (
 )
 from annotated_transformer.training.run_folder import RunFolderError, claim_run_folder
 from annotated_transformer.training.trainer import TrainingDiverged
+from tests.support.training import make_trainer, tiny_profile
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def fake_run(folder: Path) -> None:

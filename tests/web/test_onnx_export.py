@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
 from annotated_transformer.cli import main
 from annotated_transformer.model.decoding import greedy_decode
 from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.training.checkpoint import model_from_checkpoint
+from tests.support.tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
 pytest.importorskip("onnx", reason="the ONNX export needs `pip install onnx onnxruntime`")
 pytest.importorskip(

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_training import tiny_profile
 
 from annotated_transformer import Transformer
 from annotated_transformer.cli import main
 from annotated_transformer.data import EncodedPairs, train_tokenizer
 from annotated_transformer.training.checkpoint import list_snapshots, load_checkpoint
 from annotated_transformer.training.trainer import Trainer
+from tests.support.training import tiny_profile
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

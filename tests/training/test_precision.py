@@ -3,9 +3,9 @@ CPU with them gets the faster of two timed steps (cached), and measuring changes
 
 import pytest
 import torch
-from test_training import make_trainer, tiny_profile
 
 from annotated_transformer.runtime import precision as P
+from tests.support.training import make_trainer, tiny_profile
 
 
 @pytest.fixture

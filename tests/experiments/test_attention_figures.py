@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from browser import Browser, find_chromium
-from tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
 from annotated_transformer.cli import main
 from annotated_transformer.experiments import attention_figures as af
 from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.training.checkpoint import model_from_checkpoint
+from tests.support.browser import Browser, find_chromium
+from tests.support.tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import socket
 import pytest
 import torch
 import torch.multiprocessing as mp
-from test_training import VOCAB, FakeTokenizer, copy_pairs, tiny_profile
 
 from annotated_transformer import Transformer
 from annotated_transformer.runtime.distributed import (
@@ -15,6 +14,7 @@ from annotated_transformer.runtime.distributed import (
     shutdown_distributed,
 )
 from annotated_transformer.training.trainer import Trainer
+from tests.support.training import VOCAB, FakeTokenizer, copy_pairs, tiny_profile
 
 STEPS = 6
 

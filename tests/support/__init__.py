@@ -1,0 +1,6 @@
+"""Helpers the tests share: the repository's root, a headless browser, a tiny trained checkpoint, and
+the synthetic data and small profile of the training tests."""
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,74 @@
+"""The training tests' synthetic world: copy-task pairs, a tokenizer that is only bytes, a tiny
+profile and a trainer over them, shared by the training, reliability, precision, misuse and CLI tests."""
+
+import numpy as np
+import torch
+
+from annotated_transformer import Transformer
+from annotated_transformer.data import EncodedPairs
+from annotated_transformer.profiles import PROFILES, Profile
+from annotated_transformer.training.trainer import Trainer
+
+VOCAB = 24
+
+
+class FakeTokenizer:
+    """Checkpoints store the tokenizer's bytes; synthetic runs need nothing more."""
+
+    def to_bytes(self) -> bytes:
+        return b"synthetic"
+
+
+def copy_pairs(n: int, seed: int) -> EncodedPairs:
+    """Copy-task pairs of 3..9 tokens drawn from the ids after the specials."""
+    rng = np.random.default_rng(seed)
+    seqs = [
+        rng.integers(4, VOCAB, size=int(rng.integers(3, 10))).tolist() for _ in range(n)
+    ]
+    return EncodedPairs(seqs, seqs)
+
+
+def tiny_profile(**overrides) -> Profile:
+    base = dict(
+        name="test",
+        description="unit test",
+        book=PROFILES["smoke"].book,
+        preset="tiny",
+        model_overrides=dict(
+            d_model=32, d_ff=64, n_heads=2, n_layers=1, dropout=0.1, max_len=32
+        ),
+        batch_tokens=96,
+        accumulation=2,
+        peak_lr=3e-3,
+        warmup_steps=5,
+        max_steps=12,
+        log_every=3,
+        eval_every=4,
+        save_every_steps=4,
+        save_every_minutes=None,
+        keep_snapshots=3,
+        precision="fp32",
+        eval_batch_tokens=200,
+        seed=3,
+    )
+    dropout = overrides.pop("dropout", None)
+    base.update(overrides)
+    if dropout is not None:
+        base["model_overrides"] = {**base["model_overrides"], "dropout": dropout}
+    return Profile(**base)
+
+
+def make_trainer(profile, out_dir, on_step=None, model_seed=0):
+    torch.manual_seed(model_seed)
+    model = Transformer(profile.model_config(), VOCAB, VOCAB)
+    torch.manual_seed(profile.seed)
+    return Trainer(
+        model,
+        FakeTokenizer(),
+        copy_pairs(120, 0),
+        copy_pairs(20, 1),
+        profile.train_settings(),
+        out_dir,
+        show_progress=False,
+        on_step=on_step,
+    )
