@@ -589,27 +589,31 @@ GROUPS = {
     ],
     "regularisation and positions (D, E)": ["base", "D1", "D2", "D3", "D4", "E"],
 }
-panels = []
-for title, members in GROUPS.items():
-    shown = mean_curve(
-        full_curves[full_curves.row.isin([r for r in members if r in rows])]
+
+
+def group_panels(mean_curves: pd.DataFrame):
+    """Mean validation curves (columns row, epoch, ppl), one panel per group of rows."""
+    return viz.side_by_side(
+        *[
+            viz.line_chart(
+                mean_curves[mean_curves.row.isin(members)],
+                "epoch",
+                "ppl",
+                "row",
+                title=title,
+                x_title="epochs of the training split",
+                y_title="validation perplexity",
+                log_y=True,
+                points=True,
+                width=180,
+                height=240,
+            )
+            for title, members in GROUPS.items()
+        ]
     )
-    panels.append(
-        viz.line_chart(
-            shown,
-            "epoch",
-            "ppl",
-            "row",
-            title=title,
-            x_title="epochs of the training split",
-            y_title="validation perplexity",
-            log_y=True,
-            points=True,
-            width=180,
-            height=240,
-        )
-    )
-viz.show(viz.side_by_side(*panels))
+
+
+viz.show(group_panels(mean_curve(full_curves)))
 
 # %% [markdown]
 # ### Where dropout can help: a small corpus, many epochs
@@ -903,26 +907,7 @@ else:
             for i, ppl in enumerate(curve)
         ]
     )
-    viz.show(
-        viz.side_by_side(
-            *[
-                viz.line_chart(
-                    extended_curves[extended_curves.row.isin(members)],
-                    "epoch",
-                    "ppl",
-                    "row",
-                    title=title,
-                    x_title="epochs of the training split",
-                    y_title="validation perplexity",
-                    log_y=True,
-                    points=True,
-                    width=180,
-                    height=240,
-                )
-                for title, members in GROUPS.items()
-            ]
-        )
-    )
+    viz.show(group_panels(extended_curves))
     targets = extended_run["targets"]
     display(
         Markdown(
