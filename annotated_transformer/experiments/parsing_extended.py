@@ -231,6 +231,11 @@ def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike
     """Write every share's curve to `path` (the committed results file); refuse to replace a file
     that holds a share or an epoch the run folder lacks, or another recipe's curves."""
     path = Path(path)
+    if path.resolve().is_relative_to(Path(run.out_dir).resolve()):
+        raise ValueError(
+            f"--export {path} lies inside the run folder {run.out_dir}, whose files it reads; "
+            "export to a path outside it (results/parser_extended_cpu/curves.json)"
+        )
     jobs = []
     for share in shares:
         folder = run.folder(share)

@@ -61,6 +61,11 @@ def export(
     from ..runtime.files import atomic_write_text
 
     run_dir, path = Path(run_dir), Path(path)
+    if path.resolve().is_relative_to(run_dir.resolve()):
+        raise ValueError(
+            f"--export {path} lies inside the run folder {run_dir}, whose files it reads; "
+            "export to a path outside it (results/table3_extended_<profile>/runs.json)"
+        )
     records = extended.collect(run_dir)
     if not records:
         raise ValueError(f"{run_dir} holds no finished epoch: nothing to export")

@@ -64,3 +64,9 @@ def test_a_second_call_continues_and_keeps_the_best(data_dir, tmp_path):
         ]
         == 0
     )
+
+
+def test_an_export_into_the_run_folder_is_refused(tmp_path):
+    run = extended.ParserCurveRun(_recipe(), tmp_path)
+    with pytest.raises(ValueError, match="inside the run folder"):
+        extended.export(run, [1.0], tmp_path / "share_1" / "curve.json")

@@ -130,3 +130,14 @@ def test_flattening_says_whether_base_still_learns():
     assert (
         "fell 0.5% in epoch 4" in note and "first fell by less than 1% in epoch 3" in note
     )
+
+
+def test_an_export_into_the_run_folder_is_refused(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    _job(run, "base", 1, [30.0])
+    target = run / "full-base-seed1" / extended.CURVE_NAME
+    before = target.read_text()
+    with pytest.raises(ValueError, match="inside the run folder"):
+        report.export(run, target, {"full": 1, "small": 1})
+    assert target.read_text() == before
