@@ -154,7 +154,7 @@ def test_profiles_set_the_table3_scale():
     assert set(findings.finding_rows()) <= set(gpu.rows) and gpu.seeds >= 3
     # cpu trains a subset: every finding keeps a pair of trained rows
     cpu = get_profile("cpu").book.table3
-    assert cpu.seeds >= 3
+    assert cpu.seeds >= 2  # the pooled analysis then has (rows - 1) degrees of freedom
     assert {"base", "A1", "A4", "B1", "C1", "C3", "C4", "C5", "D1", "D2", "E"} <= set(
         cpu.rows
     )
