@@ -114,6 +114,18 @@ def read_extended(path: str | os.PathLike) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def load_extended(
+    root: str | os.PathLike | None, profile: str
+) -> tuple[dict | None, list[dict]]:
+    """The committed extended run of `profile` under the results root `root`, and its budgets
+    (`extended_budgets`); (None, []) when none is committed."""
+    path = Path(root) / f"table3_extended_{profile}" / EXTENDED_NAME if root else None
+    if path is None or not path.is_file():
+        return None, []
+    document = read_extended(path)
+    return document, extended_budgets(document)
+
+
 def extended_budgets(document: Mapping, rows: Sequence[str] | None = None) -> list[dict]:
     """One budget per whole epoch that every full-corpus job of `rows` has finished (default: all
     rows in the file), with dropout's rows at the same share of their own target: {"full_epoch",
@@ -166,73 +178,175 @@ def mean_curves(document: Mapping, corpus: str = "full") -> dict[str, list[float
 
 
 # ------------------------------------------------------------------------------ the words
-def _pct(x: float) -> str:
-    return f"{x:+.1f}%"
+# The findings' names as a reader meets them (findings.py keeps the short keys).
+FINDING_WORDS = {
+    "one head is worse": "One head is worse",
+    "too many heads hurt": "Too many heads hurt",
+    "small d_k hurts": "Small keys hurt",
+    "bigger is better": "Bigger is better",
+    "dropout helps": "Dropout helps",
+    "learned and sinusoidal positions tie": "Learned and sinusoidal positions tie",
+}
+_VERDICT = {
+    f.HOLDS: "holds",
+    f.DOES_NOT_HOLD: "does not hold",
+    f.CANNOT_TELL: "cannot be told",
+}
+# What a pair of C rows varies, by the field the pair changes from base.
+_ASPECTS = (("n_layers", "depth"), ("d_model", "width"), ("d_ff", "feed-forward size"))
 
 
-def _interval(c: Mapping) -> str:
-    low, high = c["interval_pct"]
-    return f"[{low:+.1f}, {high:+.1f}] at {100 * (1 - c['level']):.1f}% confidence"
+def finding_name(name: str) -> str:
+    """A finding's name for a heading or a table: "small d_k hurts" -> "Small keys hurt"."""
+    return FINDING_WORDS.get(name, name[:1].upper() + name[1:])
 
 
-def comparison_sentence(finding: Mapping, c: Mapping) -> str:
-    """One comparison: which row, which way, how much, and what the interval allows."""
-    a, b = c["first"], c["second"]
+def epochs_words(n: float) -> str:
+    """1 -> "1 epoch", 0.5 -> "0.5 epochs"."""
+    return f"{n:g} epoch" + ("" if n == 1 else "s")
+
+
+def _aspect(first: str, second: str) -> str | None:
+    """ "depth" for C1 against C3: the size the two rows vary (None for other pairs)."""
+    from . import variations
+
+    try:
+        fields = set(variations.changes(first)) | set(variations.changes(second))
+    except ValueError:
+        return None
+    return next((word for field, word in _ASPECTS if field in fields), None)
+
+
+def comparison_clause(kind: str, c: Mapping, names: Mapping[str, str] = {}) -> str:
+    """One comparison in words: which row ends where, by how much, the interval, and what that
+    says. A difference whose interval includes no change is said to be within the noise, never
+    called a difference; a tie is read against the margin."""
+    a, b = names.get(c["first"], c["first"]), names.get(c["second"], c["second"])
     if not c["trained"]:
-        return f"{a} against {b} was not trained in this run"
+        return f"{a} against {b} was not trained"
     if c["difference_pct"] is None:
-        return f"{a} against {b} has {c['reason']}"
+        return f"{a} against {b}: {c['reason']}"
     change = c["difference_pct"]
-    way = "higher" if change > 0 else "lower"
-    size = f"{a}'s perplexity is {abs(change):.1f}% {way} than {b}'s ({_interval(c)})"
-    if finding["kind"] == "tie":
-        margin = f.percent(f.TIE_MARGIN)
-        if c["verdict"] == f.HOLDS:
-            return f"{size}: inside the ±{margin:.0f}% margin"
-        if c["verdict"] == f.DOES_NOT_HOLD:
-            return f"{size}: outside the ±{margin:.0f}% margin"
-        return f"{size}: the interval reaches past the ±{margin:.0f}% margin"
-    if c["verdict"] == f.CANNOT_TELL:
+    low, high = c["interval_pct"]
+    side = "above" if change > 0 else "below"
+    where = f"{a} ends {abs(change):.1f}% {side} {b} in perplexity"
+    interval = f"(interval {low:+.1f}% to {high:+.1f}%)"
+    verdict = c["verdict"]
+    if kind == "tie":
+        margin = f"±{f.percent(f.TIE_MARGIN):.0f}%"
+        if verdict == f.HOLDS:
+            return f"{where} {interval}, inside the {margin} margin: a tie"
+        if verdict == f.DOES_NOT_HOLD:
+            better = "better" if change < 0 else "worse"
+            return (
+                f"{where} {interval}, outside the {margin} margin: {c['first']} did {better} "
+                f"than {c['second']}"
+            )
         return (
-            f"{size}; a true change of {c['detectable_pct']:.1f}% or more would have been found "
-            "four times in five"
+            f"{where} {interval}; the interval reaches past the {margin} margin, so neither a "
+            "tie nor a difference can be told"
         )
-    if c["verdict"] == f.HOLDS:
-        return f"{size}, as the paper found"
-    return f"{size}, the opposite of the paper's finding"
+    if verdict == f.HOLDS:
+        return f"{where} {interval}, as in the paper"
+    if verdict == f.DOES_NOT_HOLD:
+        return f"{where} {interval}, the opposite of the paper"
+    return (
+        f"{a} ends {abs(change):.1f}% {side} {b}, within the noise: the interval {low:+.1f}% "
+        f"to {high:+.1f}% includes no change, and only a change of {c['detectable_pct']:.1f}% "
+        "or more would have been found four times in five"
+    )
 
 
-def finding_sentence(finding: Mapping, note: str = "") -> str:
-    """A finding's verdict and the reason, in one sentence (`note`: a reason the numbers alone do
+def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = "") -> str:
+    """A finding at one budget: its verdict, the comparison that decides it first (for "bigger is
+    better", which size: depth, width or feed-forward), and `note` (a reason the numbers alone do
     not give, such as whether dropout's rows had begun to overfit)."""
-    name = finding["finding"]
-    verdict = {
-        f.HOLDS: "holds",
-        f.DOES_NOT_HOLD: "does not hold",
-        f.CANNOT_TELL: "cannot be told",
-    }[finding["verdict"]]
-    parts = [comparison_sentence(finding, c) for c in finding["comparisons"]]
-    text = f"**{name[0].upper() + name[1:]}** {verdict}: " + "; ".join(parts) + "."
+    comparisons = finding["comparisons"]
+    rank = {f.DOES_NOT_HOLD: 0, f.HOLDS: 1, f.CANNOT_TELL: 2}
+    ordered = sorted(comparisons, key=lambda c: (not c["trained"], rank[c["verdict"]]))
+    clauses, against = [], []
+    for c in ordered:
+        clause = comparison_clause(finding["kind"], c, names)
+        aspect = _aspect(c["first"], c["second"]) if len(comparisons) > 1 else None
+        if aspect and c["verdict"] == f.DOES_NOT_HOLD and c["trained"]:
+            against.append(aspect)
+        elif aspect:
+            verdict = f" {_VERDICT[c['verdict']]}" if c["trained"] else ""
+            clause = f"{aspect}{verdict}: {clause}"
+        clauses.append(clause)
+    if not any(c["trained"] for c in comparisons):
+        text = f"was not compared: {'; '.join(clauses)}."
+    else:
+        because = f" because of {' and '.join(against)}" if against else ""
+        text = f"{_VERDICT[finding['verdict']]}{because}: {'; '.join(clauses)}."
     return f"{text} {note}" if note else text
 
 
-def overfit_note(small_curves: Mapping[str, Sequence[float]], row: str = "base") -> str:
-    """Whether `row`'s mean curve on the small corpus has passed its lowest point: dropout can
-    only help a model that has begun to overfit."""
-    curve = small_curves.get(row, [])
-    if not curve:
-        return ""
-    lowest = min(range(len(curve)), key=curve.__getitem__) + 1
-    if extended.small_minimum_passed(curve):
-        rise = 100 * (curve[-1] / curve[lowest - 1] - 1)
-        return (
-            f"{row} on the small corpus reached its lowest perplexity at epoch {lowest} of "
-            f"{len(curve)} and ended {rise:.1f}% above it: it had begun to overfit."
+def change_sentence(early: Mapping, late: Mapping, names: Mapping[str, str] = {}) -> str:
+    """What the longer budget did to a finding: whether its verdict changed, and for every
+    comparison both budgets read, whether the two rows swapped order or the gap narrowed or
+    widened (and, while neither can tell, how the smallest detectable change moved)."""
+    if not any(c["trained"] for c in early["comparisons"]):
+        return "Only the longer run compares it."
+    if early["verdict"] == late["verdict"]:
+        head = (
+            f"The longer budget left the verdict as it was ({_VERDICT[late['verdict']]})"
         )
-    return (
-        f"{row} on the small corpus was still improving at its last epoch ({len(curve)}): no "
-        "row had begun to overfit, so dropout had nothing to prevent yet."
-    )
+    else:
+        head = (
+            f"The longer budget changed the verdict from {_VERDICT[early['verdict']]} to "
+            f"{_VERDICT[late['verdict']]}"
+        )
+    moves = []
+    for a, b in zip(early["comparisons"], late["comparisons"]):
+        if a["difference_pct"] is None or b["difference_pct"] is None:
+            continue
+        first, second = a["first"], a["second"]
+        x, y = a["difference_pct"], b["difference_pct"]
+        if (x > 0) != (y > 0):
+            moves.append(
+                f"{first} went from {abs(x):.1f}% {'above' if x > 0 else 'below'} {second} to "
+                f"{abs(y):.1f}% {'above' if y > 0 else 'below'} it"
+            )
+        else:
+            way = "narrowed" if abs(y) < abs(x) else "widened"
+            move = f"the gap between {first} and {second} {way} from {abs(x):.1f}% to {abs(y):.1f}%"
+            if a["verdict"] == b["verdict"] == f.CANNOT_TELL and early["kind"] == "worse":
+                move += (
+                    f", and the smallest change the runs could find from "
+                    f"{a['detectable_pct']:.1f}% to {b['detectable_pct']:.1f}%"
+                )
+            moves.append(move)
+    return head + (": " + "; ".join(moves) if moves else "") + "."
+
+
+def overfit_note(
+    small_curves: Mapping[str, Sequence[float]], rows: Sequence[str] = ("base",)
+) -> str:
+    """Whether the mean curves of `rows` on the small corpus have passed their lowest point:
+    dropout can only help a model that has begun to overfit."""
+    parts, passed = [], []
+    for row in rows:
+        curve = small_curves.get(row, [])
+        if not curve:
+            continue
+        lowest = min(range(len(curve)), key=curve.__getitem__) + 1
+        if extended.small_minimum_passed(curve):
+            rise = 100 * (curve[-1] / curve[lowest - 1] - 1)
+            parts.append(
+                f"{row} was lowest at epoch {lowest} of {len(curve)} and ended {rise:.1f}% above it"
+            )
+            passed.append(row)
+        else:
+            parts.append(f"{row} was still improving at its last epoch ({len(curve)})")
+    if not parts:
+        return ""
+    if passed:
+        who = "it had" if len(passed) == 1 else "they had"
+        tail = f": {who} begun to overfit, where dropout can help."
+    else:
+        tail = ": no row had begun to overfit, so dropout had nothing to prevent yet."
+    return "On the small corpus " + ", and ".join(parts) + tail
 
 
 def flattening_note(curves: Mapping[str, Sequence[float]], row: str = "base") -> str:
@@ -255,50 +369,153 @@ def flattening_note(curves: Mapping[str, Sequence[float]], row: str = "base") ->
 
 
 def overtake_note(
-    curves: Mapping[str, Sequence[float]], first: str = "C1", second: str = "C3"
+    curves: Mapping[str, Sequence[float]],
+    first: str = "C1",
+    second: str = "C3",
+    epochs: Sequence[float] | None = None,
 ) -> str:
-    """When `second`'s mean curve falls below `first`'s for good (the deeper stack overtaking the
-    shallow one), from per-epoch mean curves; empty without both curves."""
+    """Whether `second`'s mean curve fell below `first`'s for good (the deeper stack overtaking
+    the shallow one) and, while it is still behind, whether the gap is closing; `epochs`: the
+    epoch of each curve point (default 1, 2, ...). Empty without both curves."""
     a, b = curves.get(first, []), curves.get(second, [])
     n = min(len(a), len(b))
     if n == 0:
         return ""
+    at = list(epochs)[:n] if epochs is not None else list(range(1, n + 1))
     behind = [b[i] >= a[i] for i in range(n)]
     if not behind[-1]:
-        since = n - next(i for i, x in enumerate(reversed(behind)) if x)
+        since = n - next((i for i, x in enumerate(reversed(behind)) if x), n)
         return (
-            f"By epoch {since + 1} {second} had overtaken {first} for good (perplexity "
-            f"{b[-1]:.1f} against {a[-1]:.1f} after epoch {n}): depth starts slower and ends ahead."
+            f"{second} overtook {first} for good in epoch {at[since]:g} (perplexity "
+            f"{b[-1]:.1f} against {a[-1]:.1f} after {epochs_words(at[-1])}): the deeper stack "
+            "starts slower and ends ahead."
+        )
+    gap = [100 * (b[i] / a[i] - 1) for i in range(n)]
+    text = (
+        f"After {epochs_words(at[-1])} {second} was still behind {first} (perplexity "
+        f"{b[-1]:.1f} against {a[-1]:.1f})"
+    )
+    if n >= 2 and gap[-1] < gap[0]:
+        return (
+            f"{text}, but closing: its gap fell from {gap[0]:.0f}% at epoch {at[0]:g} to "
+            f"{gap[-1]:.0f}%, so the deeper stack was starting slower, not yet ending worse."
+        )
+    return text + "."
+
+
+def describe_correlation(correlation: Mapping, who: str) -> str:
+    """Spearman's correlation with the paper's perplexities, its bootstrap interval, and what the
+    interval allows (`who`: "this run", "the extended run after 6 epochs")."""
+    c = correlation
+    text = (
+        f"For {who}, Spearman's rank correlation with the paper's perplexities over "
+        f"{c['rows']} rows is {c['rho']:+.2f}, 95% bootstrap interval {c['low']:+.2f} to "
+        f"{c['high']:+.2f} ({c['samples']:,} resamples"
+        + (f", {c['dropped']} with one side constant dropped" if c.get("dropped") else "")
+        + "): "
+    )
+    if c["low"] > 0:
+        return (
+            text
+            + "the interval excludes zero, so the rows rank in the paper's order more than chance would."
+        )
+    if c["high"] > 0:
+        return (
+            text
+            + "the interval includes zero, so the ordering of the rows says little about the paper's."
         )
     return (
-        f"After {n} epoch{'s' if n > 1 else ''} {second} was still behind {first} (perplexity "
-        f"{b[-1]:.1f} against {a[-1]:.1f})."
+        text + "the interval lies below zero, so the rows rank against the paper's order."
     )
 
 
+def _run_title(run: Mapping) -> str:
+    return f"After {epochs_words(run['full_epoch'])} ({run['name']})"
+
+
 def conclusion(
-    budgets: Sequence[tuple[str, str, Sequence[Mapping]]],
+    runs: Sequence[Mapping],
+    names: Sequence[Mapping[str, str]] = (),
     notes: Sequence[Mapping[str, str]] = (),
 ) -> str:
-    """The chapter's closing paragraph: per budget (name, label, findings), a sentence per finding
-    (with `notes[i][finding name]` where given), then the findings whose verdict differs between
-    the first budget and the last."""
-    lines = []
-    for i, (name, label, found) in enumerate(budgets):
-        extra = notes[i] if i < len(notes) else {}
-        lines.append(f"*{name}* ({label}):")
-        lines += [f"- {finding_sentence(x, extra.get(x['finding'], ''))}" for x in found]
-        lines.append("")
-    if len(budgets) > 1:
-        first, last = budgets[0][2], budgets[-1][2]
+    """The findings in words. `runs`: one or two budgets, each {"name": "this run", "label",
+    "full_epoch", "findings"}; per run optional `names` (row -> "C1 (1 layer)") and `notes`
+    (finding -> a reason). First each run's budget in words, then per finding a bullet with one
+    sentence per run and, with two runs, what the longer budget changed."""
+    lines = [
+        " ".join(
+            f"*{r['name'][:1].upper() + r['name'][1:]}*: {r['label']}." for r in runs
+        ),
+        "",
+    ]
+    for i, first in enumerate(runs[0]["findings"]):
+        parts = [f"**{finding_name(first['finding'])}.**"]
+        for k, run in enumerate(runs):
+            mine = names[k] if k < len(names) else {}
+            note = (notes[k] if k < len(notes) else {}).get(first["finding"], "")
+            parts.append(
+                f"{_run_title(run)} it {run_sentence(run['findings'][i], mine, note)}"
+            )
+        if len(runs) > 1:
+            parts.append(change_sentence(first, runs[-1]["findings"][i]))
+        lines.append("- " + " ".join(parts))
+    return "\n".join(lines).strip()
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+def _listed(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def tally(run: Mapping) -> str:
+    """One run's verdicts counted in a sentence: "After 1 epoch (this run) 2 of the six findings
+    hold (small keys hurt, ...), 1 does not (bigger is better) and 3 cannot be told (...)."""
+    groups = {
+        v: [
+            _lower(finding_name(x["finding"]))
+            for x in run["findings"]
+            if x["verdict"] == v
+        ]
+        for v in f.VERDICTS
+    }
+    n = len(run["findings"])
+    words = {
+        f.HOLDS: "hold",
+        f.DOES_NOT_HOLD: "do not hold",
+        f.CANNOT_TELL: "cannot be told",
+    }
+    parts = [
+        f"{len(groups[v])} {words[v] if len(groups[v]) != 1 else _VERDICT[v]} ({_listed(groups[v])})"
+        for v in f.VERDICTS
+        if groups[v]
+    ]
+    return f"{_run_title(run)}, of the {n} findings " + _listed(parts) + "."
+
+
+def closing(runs: Sequence[Mapping], correlations: Sequence[Mapping | None]) -> str:
+    """The chapter's last paragraph: each run's verdicts counted, the findings the longer budget
+    changed, and each run's rank correlation with the paper with its interval."""
+    text = [tally(r) for r in runs]
+    if len(runs) > 1:
         moved = [
-            f"{a['finding']} ({a['verdict']} → {b['verdict']})"
-            for a, b in zip(first, last)
+            f"{_lower(finding_name(a['finding']))} ({_VERDICT[a['verdict']]} → "
+            f"{_VERDICT[b['verdict']]})"
+            for a, b in zip(runs[0]["findings"], runs[-1]["findings"])
             if a["verdict"] != b["verdict"]
         ]
-        lines.append(
-            f"Between *{budgets[0][0]}* and *{budgets[-1][0]}* the verdicts of "
-            + (", ".join(moved) if moved else "no finding")
-            + " changed."
+        text.append(
+            "The longer budget changed "
+            + (_listed(moved) if moved else "no verdict")
+            + "."
         )
-    return "\n".join(lines).strip()
+    text += [
+        describe_correlation(c, r["name"])
+        for r, c in zip(runs, correlations)
+        if c is not None
+    ]
+    return " ".join(text)

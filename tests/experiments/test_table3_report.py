@@ -34,42 +34,115 @@ def _runs(effects, seeds=(1, 2, 3), seed=0):
     }
 
 
+def _live(found, epochs=1, name="this run"):
+    return {
+        "name": name,
+        "label": f"{epochs} epoch",
+        "full_epoch": epochs,
+        "findings": found,
+    }
+
+
+def _line(text, name):
+    return next(line for line in text.splitlines() if name in line)
+
+
 def test_each_finding_gets_a_sentence_with_its_direction_and_interval():
     runs = _runs({"A1": 0.2, "C1": -0.3})
     found = f.assess(f.FINDINGS, {"full": runs, "small": {}})
-    text = report.conclusion([("Live run", "1 epoch", found)])
-    assert text.startswith("*Live run* (1 epoch):")
-    one_head = next(line for line in text.splitlines() if "One head" in line)
+    text = report.conclusion([_live(found)], [{"C1": "C1 (1 layer)"}])
+    assert text.startswith("*This run*: 1 epoch.")
+    one_head = _line(text, "One head")
     assert re.search(
-        r"holds: A1's perplexity is 2\d\.\d% higher than base's \(\[\+", one_head
+        r"it holds: A1 ends 2\d\.\d% above base in perplexity \(interval \+", one_head
     )
-    bigger = next(line for line in text.splitlines() if "Bigger is better" in line)
-    assert "does not hold" in bigger and re.search(
-        r"C1's perplexity is 2\d\.\d% lower than C3's", bigger
-    )
-    assert "C6 against C7 was not trained in this run" in bigger
-    heads = next(line for line in text.splitlines() if "Too many heads" in line)
-    assert (
-        "cannot be told" in heads and "would have been found four times in five" in heads
-    )
-    tie = next(line for line in text.splitlines() if "positions tie" in line)
+    bigger = _line(text, "Bigger is better")
+    # the "does not hold" is depth's; width cannot tell; feed-forward was not trained
+    assert "does not hold because of depth: C1 (1 layer) ends 2" in bigger
+    assert "the opposite of the paper" in bigger
+    assert "feed-forward size: C6 against C7 was not trained" in bigger
+    tie = _line(text, "positions tie")
     assert "margin" in tie
-
-
-def test_the_conclusion_names_the_findings_whose_verdict_moved():
-    early = f.assess(f.FINDINGS, {"full": _runs({})})
-    late = f.assess(f.FINDINGS, {"full": _runs({"A1": 0.2})})
-    text = report.conclusion([("1 epoch", "a", early), ("8 epochs", "b", late)])
-    assert text.endswith(
-        "the verdicts of one head is worse (cannot tell at this budget → holds) changed."
+    untrained = f.assess(
+        f.FINDINGS, {"full": {r: v for r, v in runs.items() if r != "A4"}}
     )
+    text = report.conclusion([_live(untrained), _live(found, 6, "the extended run")])
+    heads = _line(text, "Too many heads")
+    assert "(this run) it was not compared: A4 against base was not trained" in heads
+    assert heads.endswith("Only the longer run compares it.")
+
+
+def test_a_difference_inside_its_interval_is_not_called_a_difference():
+    found = f.assess(f.FINDINGS, {"full": _runs({"A4": 0.01})})
+    heads = _line(report.conclusion([_live(found)]), "Too many heads")
+    assert "cannot be told" in heads and "within the noise" in heads
+    assert "includes no change" in heads and "four times in five" in heads
+    assert "as in the paper" not in heads and "opposite" not in heads
+    clearly = f.assess(f.FINDINGS, {"full": _runs({"A4": 0.3})})
+    heads = _line(report.conclusion([_live(clearly)]), "Too many heads")
+    assert "within the noise" not in heads and "as in the paper" in heads
+
+
+def test_which_way_learned_positions_went():
+    better = f.assess(f.FINDINGS, {"full": _runs({"E": -0.2})})
+    assert "E did better than base" in _line(report.conclusion([_live(better)]), "tie")
+    worse = f.assess(f.FINDINGS, {"full": _runs({"E": 0.2})})
+    assert "E did worse than base" in _line(report.conclusion([_live(worse)]), "tie")
+    tie = f.assess(f.FINDINGS, {"full": _runs({"E": 0.0})})
+    assert "a tie" in _line(report.conclusion([_live(tie)]), "tie")
+
+
+def test_the_longer_budget_says_what_it_changed_and_why():
+    early = f.assess(f.FINDINGS, {"full": _runs({"C1": -0.3, "A4": 0.01})})
+    late = f.assess(f.FINDINGS, {"full": _runs({"C1": 0.1, "A4": 0.005}, seed=1)})
+    runs = [_live(early), _live(late, 6, "the extended run")]
+    notes = [{}, {"bigger is better": "C3 overtook C1 for good in epoch 5."}]
+    text = report.conclusion(runs, [], notes)
+    bigger = _line(text, "Bigger is better")
+    assert "After 6 epochs (the extended run) it holds" in bigger
+    assert "C3 overtook C1 for good in epoch 5." in bigger
+    assert "changed the verdict from does not hold to holds: C1 went from" in bigger
+    assert re.search(r"C1 went from 2\d\.\d% below C3 to \d+\.\d% above it", bigger)
+    heads = _line(text, "Too many heads")
+    assert "left the verdict as it was (cannot be told)" in heads
+    assert "the smallest change the runs could find from" in heads
+    closing = report.closing(runs, [None, None])
+    assert "The longer budget changed bigger is better (does not hold → holds)" in closing
+
+
+def test_the_rank_correlation_is_read_from_its_interval():
+    base = {"rho": 0.5, "samples": 10_000, "dropped": 0, "rows": 11}
+    above = report.describe_correlation(base | {"low": 0.1, "high": 0.9}, "this run")
+    assert "+0.50, 95% bootstrap interval +0.10 to +0.90" in above
+    assert "excludes zero" in above
+    across = report.describe_correlation(base | {"low": -0.2, "high": 0.9}, "this run")
+    assert "includes zero" in across
+    below = report.describe_correlation(
+        base | {"rho": -0.6, "low": -0.9, "high": -0.1, "dropped": 3}, "x"
+    )
+    assert (
+        "against the paper's order" in below
+        and "3 with one side constant dropped" in below
+    )
+
+
+def test_the_tally_counts_verdicts_in_words():
+    found = f.assess(f.FINDINGS, {"full": _runs({"B1": 0.3, "C1": -0.3})})
+    text = report.tally(_live(found))
+    assert text.startswith(
+        "After 1 epoch (this run), of the 6 findings 1 holds (small keys hurt)"
+    )
+    assert "1 does not hold (bigger is better)" in text
 
 
 def test_overfitting_note_reads_the_small_corpus_curve():
-    assert "still improving" in report.overfit_note({"base": [9.0, 8.0, 7.0]})
-    assert "lowest perplexity at epoch 2 of 3" in report.overfit_note(
-        {"base": [9.0, 8.0, 8.4]}
+    assert "no row had begun to overfit" in report.overfit_note({"base": [9.0, 8.0, 7.0]})
+    note = report.overfit_note(
+        {"base": [9.0, 8.0, 8.4], "D1": [9.0, 7.0, 9.8]}, ("D1", "base")
     )
+    assert "D1 was lowest at epoch 2 of 3 and ended 40.0% above it" in note
+    assert "base was lowest at epoch 2 of 3 and ended 5.0% above it" in note
+    assert note.endswith("they had begun to overfit, where dropout can help.")
 
 
 def _job(folder, row, seed, ppls, corpus="full"):
@@ -113,12 +186,16 @@ def test_export_reads_budgets_and_never_replaces_a_longer_file(tmp_path):
 
 
 def test_overtaking_is_read_from_the_mean_curves():
-    assert "By epoch 3 C3 had overtaken C1 for good" in report.overtake_note(
+    assert "C3 overtook C1 for good in epoch 3" in report.overtake_note(
         {"C1": [30.0, 20.0, 16.0, 14.0], "C3": [40.0, 22.0, 15.9, 13.0]}
     )
-    assert "After 2 epochs C3 was still behind C1" in report.overtake_note(
-        {"C1": [30.0, 20.0], "C3": [40.0, 22.0]}
+    closing = report.overtake_note(
+        {"C1": [30.0, 20.0], "C3": [45.0, 22.0]}, epochs=[0.5, 1]
     )
+    assert "After 1 epoch C3 was still behind C1" in closing
+    assert "but closing: its gap fell from 50% at epoch 0.5 to 10%" in closing
+    opening = report.overtake_note({"C1": [30.0, 20.0], "C3": [33.0, 30.0]})
+    assert "still behind" in opening and "closing" not in opening
     assert report.overtake_note({"C1": [30.0]}) == ""
 
 
