@@ -149,7 +149,7 @@
     var heads = [0]; for (var i = 1; i <= H; i++) heads.push(i);
     var layers = []; for (var j = 1; j <= L; j++) layers.push(j);
     return {
-      $schema: "https://vega.github.io/schema/vega-lite/v5.json",
+      $schema: "https://vega.github.io/schema/vega-lite/v6.json",
       title: "Encoder-decoder attention while writing each German token",
       params: [
         { name: "layer", value: L, bind: { input: "select", options: layers, name: "layer " } },

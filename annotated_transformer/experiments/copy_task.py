@@ -105,3 +105,22 @@ def run(args: argparse.Namespace) -> int:
         f"(1,000 sequences, {result['train_seconds']:.0f} s of training)"
     )
     return 0 if result["accuracy"] >= 0.99 else 1
+
+
+@torch.no_grad()
+def accuracy_by_length(
+    model: Transformer, lengths, per_length: int, vocab_size: int = 14, seed: int = 0
+) -> list[dict]:
+    """Per length n: the share of `per_length` random sequences of n tokens that greedy decoding
+    copies whole (eos included), and the share of tokens put in their place."""
+    generator = torch.Generator().manual_seed(seed + 12345)
+    rows = []
+    for n in lengths:
+        src, tgt = synthetic_batch("copy", per_length, n, vocab_size, generator=generator)
+        out = greedy_decode(model, src, max_new_tokens=n + 1)
+        out = torch.nn.functional.pad(out, (0, tgt.size(1) - out.size(1)))
+        out = out[:, : tgt.size(1)]
+        inner = (out[:, 1 : n + 1] == tgt[:, 1 : n + 1]).float().mean().item()
+        whole = (out == tgt).all(1).float().mean().item()
+        rows.append({"length": n, "exact_sequence": whole, "tokens_in_place": inner})
+    return rows

@@ -16,12 +16,13 @@ import jupytext
 import nbformat
 import pytest
 
-from annotated_transformer.book import chapters, runner, sync
+from annotated_transformer.book import chapters, runner, sphinx_assets, sync
 from annotated_transformer.book import site as site_build
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.evaluation import results
 from annotated_transformer.profiles import CHAPTER_SIZES, PROFILE_NAMES
 from tests.support.browser import Browser, find_chromium
+from tests.support.pages import audit_page, faults, served
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "book").glob(chapters.CHAPTER_GLOB))
@@ -457,6 +458,54 @@ def test_built_page_draws_its_charts_offline(smoke_book):
         int.from_bytes(png[16:20], "big") > 300
         and int.from_bytes(png[20:24], "big") > 200
     )
+
+
+@pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
+def test_built_pages_fit_the_column_and_leave_the_console_clean(smoke_book):
+    """Every page, served over HTTP and read at 1,400 px: nothing (chart, table, output line)
+    wider than the text column, and no error, exception or warning on the console (a script
+    declared twice, a Vega-Lite spec of another version, a chart with no data to draw)."""
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip(
+            "no Chromium or Chrome on PATH (set AT_CHROMIUM) for the browser check"
+        )
+    _, site, out, _ = smoke_book
+    assert site is not None and site.ok, "the site did not build"
+    problems = []
+    with served(out / "html") as root:
+        for source in CHAPTERS:
+            state = audit_page(chromium, f"{root}/book/{source.stem}.html")
+            problems += [
+                f"{source.stem}: {w['width']} px {w['tag']} in a "
+                f"{state['column']} px column: {w['text']!r}"
+                for w in state["wide"]
+            ]
+            problems += [f"{source.stem}: console {m['level']}: {m['text'][:200]}"
+                         for m in faults(state["console"])]  # fmt: skip
+    assert not problems, "\n".join(problems)
+
+
+def test_a_page_loads_each_script_once():
+    """sphinx-thebe's configuration, registered twice by Jupyter Book (once with the file name
+    None, once ""), reaches the page once: a second `const THEBE_JS_URL` is a SyntaxError."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    body = 'const THEBE_JS_URL = "x"'
+    scripts = [
+        _JavaScript("a.js"),
+        _JavaScript(None, body=body),
+        _JavaScript("a.js"),
+        _JavaScript("", body=body),
+        _JavaScript("", body="let y = 1"),
+    ]
+    kept = sphinx_assets.unique_scripts(scripts)
+    assert [(s.filename, s.attributes.get("body")) for s in kept] == [
+        ("a.js", None),
+        (None, body),
+        ("", "let y = 1"),
+    ]
 
 
 def test_chapter_without_parameters_cell_fails_with_the_fix(tmp_path):

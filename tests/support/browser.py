@@ -83,6 +83,7 @@ class Browser:
 
         self._conn = self._loop.run_until_complete(connect())
         self._ids = itertools.count(1)
+        self.events: list[dict] = []
         self.call("Page.enable")
         return self
 
@@ -112,6 +113,8 @@ class Browser:
                 if raw is None:
                     raise RuntimeError("Chromium closed the DevTools connection")
                 msg = json.loads(raw)
+                if "method" in msg:  # an event, read while waiting for our answer
+                    self.events.append(msg)
                 if msg.get("id") == msg_id:
                     if "error" in msg:
                         raise RuntimeError(f"{method}: {msg['error']}")
@@ -134,6 +137,42 @@ class Browser:
                 f"page error: {result['exceptionDetails'].get('exception', {}).get('description')}"
             )
         return result["result"].get("value")
+
+    def console(self) -> list[dict]:
+        """What the page said on its console so far (call `listen` before `open`): one
+        {"level", "text", "where"} per message, uncaught exception and browser log entry."""
+        said = []
+        for e in self.events:
+            p = e.get("params", {})
+            if e["method"] == "Runtime.consoleAPICalled":
+                text = " ".join(
+                    str(a.get("value", a.get("description", ""))) for a in p["args"]
+                )
+                frames = (p.get("stackTrace") or {}).get("callFrames") or [{}]
+                said.append(
+                    {"level": p["type"], "text": text, "where": frames[0].get("url", "")}
+                )
+            elif e["method"] == "Runtime.exceptionThrown":
+                d = p["exceptionDetails"]
+                text = (d.get("exception") or {}).get("description") or d.get("text", "")
+                said.append(
+                    {"level": "exception", "text": text, "where": d.get("url", "")}
+                )
+            elif e["method"] == "Log.entryAdded":
+                entry = p["entry"]
+                said.append(
+                    {
+                        "level": entry["level"],
+                        "text": entry["text"],
+                        "where": entry.get("url", ""),
+                    }
+                )
+        return said
+
+    def listen(self) -> None:
+        """Collect the page's console messages and errors from now on (see `console`)."""
+        self.call("Runtime.enable")
+        self.call("Log.enable")
 
     def wait_for(self, expression: str, timeout: float = 20.0, interval: float = 0.1):
         """The first truthy value of `expression`, polled until `timeout` seconds."""

@@ -37,6 +37,7 @@ from .figures import (  # noqa: F401
     block_diagram,
     cost_quality_chart,
     crossover_chart,
+    extrapolation_chart,
     figure1_chart,
     figure1_layout,
     label_smoothing_chart,
