@@ -363,3 +363,67 @@ def _metrics(run_dir: Path) -> list[dict]:
     path = run_dir / METRICS_NAME
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     return [json.loads(line) for line in lines if line.strip()]
+
+
+@dataclass
+class ChapterRuns:
+    """Chapter 07's live runs: the tags parser by share, the XX variant on all the files, and the
+    averaged models of both on all the files (loaded before the run folders go)."""
+
+    runs: dict[float, ShareRun]
+    variant: ShareRun
+    states: dict[str, dict]  # "tags", "xx": each one's averaged state, all the files
+    seconds: float
+
+
+def chapter_runs(
+    train_by_file: Sequence[Sequence[Tree]],
+    dev_trees: Sequence[Tree],
+    recipe: ParserRecipe,
+    shares: Sequence[float],
+    *,
+    workers: int = 1,
+    device: str = "cpu",
+    show_progress: bool = True,
+) -> ChapterRuns:
+    """Train `recipe` (tags in the word slots) on each share and its XX twin on all the files
+    (`learning_curves`), in a temporary folder, with a progress bar of runs."""
+    import tempfile
+
+    from ..runtime.progress import progress_bar
+
+    if not recipe.tags:
+        raise ValueError(
+            "chapter 07's parser writes the tags: give a recipe with tags=True"
+        )
+    shares = sorted(set(shares) | {1.0})
+    xx_recipe = dataclasses.replace(recipe, tags=False)
+    runs, states, variant = {}, {}, None
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out_dir:
+        bar = progress_bar(
+            total=len(shares) + 1,
+            desc="parser runs",
+            unit="run",
+            disable=not show_progress,
+        )
+        for run in learning_curves(
+            train_by_file,
+            dev_trees,
+            recipe,
+            shares,
+            out_dir,
+            workers=workers,
+            device=device,
+            variants=[xx_recipe],
+        ):
+            bar.update(1)
+            if not run.tags:
+                variant = run
+                states["xx"] = torch.load(run.averaged, weights_only=False)
+                continue
+            runs[run.share] = run
+            if run.share == 1.0:
+                states["tags"] = torch.load(run.averaged, weights_only=False)
+        bar.close()
+    return ChapterRuns(runs, variant, states, time.perf_counter() - started)

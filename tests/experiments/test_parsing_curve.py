@@ -4,6 +4,8 @@ tells a parser that reads its sentence from one that does not."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from nltk import Tree
@@ -113,3 +115,19 @@ def test_choose_search_scores_each_beam_on_dev_and_keeps_the_best():
     assert set(runs) == {"greedy, constrained", "beam 2, constrained"}
     assert chosen.score.f1 == max(r.score.f1 for r in runs.values())
     assert all(r.score.invalid == 0 for r in runs.values())  # constrained: always a tree
+
+
+def test_chapter_runs_train_the_tags_parser_with_its_xx_twin_beside_it():
+    files = [trees(6, k) for k in range(4)]
+    tags = dataclasses.replace(TINY, tags=True, epochs=2, snapshot_epochs=1)
+    live = parsing_curve.chapter_runs(
+        files, trees(4, 1), tags, [0.5], show_progress=False
+    )
+    assert sorted(live.runs) == [0.5, 1.0]  # all the files always train
+    assert all(r.tags for r in live.runs.values()) and not live.variant.tags
+    assert live.variant.train_trees == live.runs[1.0].train_trees == 24
+    model, vocabularies = parsing.load_parser(live.states["tags"], "cpu")
+    assert vocabularies.tags and not parsing.load_parser(live.states["xx"], "cpu")[1].tags
+    assert live.seconds > 0
+    with pytest.raises(ValueError, match="tags=True"):
+        parsing_curve.chapter_runs(files, trees(4, 1), TINY, [1.0], show_progress=False)
