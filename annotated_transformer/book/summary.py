@@ -41,6 +41,8 @@ class Claim:
         fmt: how to print our number.
         interval: key of the half-width of our number's 95% interval, printed as "± x" when present.
         noise: key of a list, one boolean per seed: whether a difference exceeds its resampling noise.
+        derive: when given, our cell is `derive(metrics)` (None: not in the file) instead of the
+            value at `key`: a verdict read from the chapter's own findings, for one.
     """
 
     label: str
@@ -52,6 +54,7 @@ class Claim:
     fmt: str = "{:.2f}"
     interval: str | None = None
     noise: str | None = None
+    derive: Callable[[dict], object] | None = None
 
     @property
     def results(self) -> tuple[str, ...]:
@@ -273,14 +276,13 @@ CLAIMS: tuple[Claim, ...] = (
         "{:.2f}",
     ),
     Claim(
-        "dev BLEU of one head (A1) minus base",
-        f"{paper.TABLE3['A1'].bleu - paper.TABLE3['base'].bleu:+.1f}",
+        "one head (A1) against base: change in dev perplexity, and chapter 06's verdict",
+        f"{100 * (paper.TABLE3['A1'].ppl / paper.TABLE3['base'].ppl - 1):+.1f}% (worse)",
         "model_variations",
-        "rows.A1.bleu_minus_base",
+        "verdicts",
         "06_model_variations",
         "variations",
-        "{:+.1f}",
-        noise="rows.A1.bleu_beyond_noise_of_base_seeds",
+        derive=lambda metrics: finding_cell(metrics, "one head is worse"),
     ),
     Claim(
         # Ours: chapter 07's parser, tags in the word slots as the authors' code writes them.
@@ -293,6 +295,44 @@ CLAIMS: tuple[Claim, ...] = (
         "{:.1f}",
     ),
 )
+
+
+def chapter06_findings(metrics: dict) -> list[dict] | None:
+    """Chapter 06's verdicts on its runs' final perplexities, assessed as the chapter assesses
+    them (`findings.assess` on every row's per-seed validation perplexity, the whole corpus and
+    the small one): the same verdicts however old the file's own stored ones are. None when the
+    file holds no per-seed perplexities."""
+    from ..experiments import findings
+
+    rows = metrics.get("rows") or {}
+    if not rows:
+        return None
+    per_seed = lambda r: {int(s): float(p) for s, p in zip(r["seeds"], r["ppl_seeds"])}
+    ppl = {
+        "full": {name: per_seed(r) for name, r in rows.items() if r.get("ppl_seeds")},
+        "small": {
+            name: per_seed(r)
+            for name, r in (metrics.get("overfit") or {}).items()
+            if r.get("ppl_seeds")
+        },
+    }
+    return findings.assess(findings.FINDINGS, ppl)
+
+
+def finding_cell(metrics: dict, name: str) -> str | None:
+    """Chapter 06's verdict on finding `name` (`chapter06_findings`): each comparison's change in
+    perplexity with its interval, then the verdict. None when the file cannot tell it."""
+    assessed = chapter06_findings(metrics) or []
+    found = [f for f in assessed if f["finding"] == name]
+    if not found:
+        return None
+    parts = []
+    for c in found[0]["comparisons"]:
+        if c.get("difference_pct") is None:
+            continue
+        low, high = c["interval_pct"]
+        parts.append(f"{c['difference_pct']:+.1f}% ({low:+.1f}% to {high:+.1f}%)")
+    return "; ".join(parts + [found[0]["verdict"]])
 
 
 def _records(
@@ -330,7 +370,10 @@ def _measured(claim: Claim, profile: str, root, cache: dict) -> tuple[str, dict 
     if not present:
         return NOT_RUN, None
     for stem, record in present:
-        value = lookup(record["metrics"], claim.key, default=None)
+        if claim.derive is not None:
+            value = claim.derive(record["metrics"])
+        else:
+            value = lookup(record["metrics"], claim.key, default=None)
         if value is not None:
             return _format_claim(claim, record, value), record
     return f"not in {present[0][0]}.json", None

@@ -123,8 +123,25 @@ def table_html(df: pd.DataFrame, na_rep: str = "", **formats: str) -> str:
     styled = df.copy()
     for column, fmt in formats.items():
         styled[column] = styled[column].map(lambda v, f=fmt: _formatted(v, f, na_rep))
+    # A reader's table: yes and no rather than Python's True and False, and headers in words
+    # (a column named in snake_case reads with spaces).
+    styled = styled.map(
+        lambda v: {True: "yes", False: "no"}.get(v, v) if _is_bool(v) else v
+    )
+    styled.columns = [reader_header(c) for c in styled.columns]
     table = styled.to_html(index=False, classes=TABLE_CLASS, border=0, na_rep=na_rep)
     return f'<div class="at-table">{table}</div>'
+
+
+def reader_header(column: Any) -> str:
+    """A column name as a reader sees it: "valid_ppl" -> "valid ppl"."""
+    return str(column).replace("_", " ")
+
+
+def _is_bool(value: Any) -> bool:
+    import numpy as np
+
+    return isinstance(value, (bool, np.bool_))
 
 
 def _formatted(value: Any, fmt: str, na_rep: str) -> str:

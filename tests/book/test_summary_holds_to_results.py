@@ -1,0 +1,79 @@
+"""Chapter 00's reproduction summary says what the chapters' committed `cpu` results say: each
+cell is the number in `results/book_cpu/`, the chapters' closing sentences quote the same numbers,
+and the Table 3 row carries chapter 06's verdict (`findings.assess`), not a number of its own."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from annotated_transformer.book import summary
+from annotated_transformer.evaluation import results
+from annotated_transformer.experiments import findings
+from annotated_transformer.experiments import training_report as report
+
+COMMITTED = Path(__file__).resolve().parents[2] / "results" / "book_cpu"
+
+
+@pytest.fixture(scope="module")
+def cpu_root(tmp_path_factory) -> Path:
+    """results/book_cpu's results files as the `cpu` profile's folder of a results root."""
+    if not COMMITTED.is_dir():
+        pytest.skip("no committed results/book_cpu")
+    root = tmp_path_factory.mktemp("results")
+    (root / "cpu").mkdir()
+    for path in COMMITTED.glob("*.json"):
+        if "metrics" in json.loads(path.read_text()):  # results files, not analyses
+            shutil.copy(path, root / "cpu" / path.name)
+    return root
+
+
+def _cell(table, label: str) -> str:
+    return table.set_index("claim").loc[label, summary.profile_column("cpu")]
+
+
+def test_every_cell_is_the_committed_number(cpu_root):
+    table = summary.summary_table("cpu", committed=(), root=cpu_root)
+    for claim in summary.CLAIMS:
+        files = summary.files_of(claim, "cpu", cpu_root)
+        if not files or claim.derive is not None:
+            continue
+        record = results.read_result(files[0], "cpu", cpu_root)
+        value = results.lookup(record["metrics"], claim.key, default=None)
+        if value is None:
+            continue
+        shown = claim.fmt.format(value).replace("e+", "e")  # 3.3e18, as the paper writes it
+        assert _cell(table, claim.label).startswith(shown), claim.label
+
+
+def test_chapter_04_closes_on_the_summary_s_step_time(cpu_root):
+    table = summary.summary_table("cpu", committed=(), root=cpu_root)
+    record = results.read_result("training", "cpu", cpu_root)
+    step = _cell(table, "seconds per training step")
+    assert f"One step took {step} s" in report.what_this_run_shows(record)
+
+
+def test_table_3_row_carries_chapter_06_s_verdict(cpu_root):
+    table = summary.summary_table("cpu", committed=(), root=cpu_root)
+    metrics = results.read_result("model_variations", "cpu", cpu_root)["metrics"]
+    (label,) = [c.label for c in summary.CLAIMS if c.label.startswith("one head (A1)")]
+    verdict = next(
+        f["verdict"]
+        for f in summary.chapter06_findings(metrics)
+        if f["finding"] == "one head is worse"
+    )
+    assert verdict in findings.VERDICTS
+    assert _cell(table, label).endswith(verdict)
+    assert "BLEU" not in label  # a BLEU change the chapter cannot tell is no summary row
+
+
+def test_finding_cell_follows_the_verdict():
+    seeds = [1, 2, 3]
+    worse = {"base": [30.0, 30.1, 29.9], "A1": [36.0, 36.2, 35.9]}
+    same = {"base": [30.0, 31.0, 29.0], "A1": [30.2, 29.5, 30.8]}
+    for ppl, expected in ((worse, findings.HOLDS), (same, findings.CANNOT_TELL)):
+        rows = {r: {"seeds": seeds, "ppl_seeds": v} for r, v in ppl.items()}
+        cell = summary.finding_cell({"rows": rows}, "one head is worse")
+        assert cell.endswith(expected), cell
+    assert summary.finding_cell({}, "one head is worse") is None
