@@ -74,7 +74,6 @@ if importlib.util.find_spec("annotated_transformer") is None:
 # %%
 import collections
 import dataclasses
-import json
 import math
 import statistics
 import time
@@ -438,9 +437,9 @@ live = parsing_curve.chapter_runs(
 runs, xx_run = live.runs, live.variant
 model, model_vocabularies = parsing.load_parser(live.states["tags"], device)
 assert model_vocabularies == vocabularies
-print(
-    report.wrapped(
-        "", describe.describe_training(list(runs.values()), xx_run, live.seconds, workers)
+display(
+    Markdown(
+        describe.describe_training(list(runs.values()), xx_run, live.seconds, workers)
     )
 )
 
@@ -466,13 +465,8 @@ print(
 # straight under the root.
 
 # %%
-committed = results.committed_root()
-extended_path = committed and committed / "parser_extended_cpu" / "curves.json"
-extended = (
-    json.loads(extended_path.read_text(encoding="utf-8"))
-    if extended_path and extended_path.is_file()
-    else None
-)
+committed = results.committed_root()  # None in an installed copy
+extended = report.read_committed(committed, "parser_extended_cpu/curves.json")
 dev_floors = {
     name: parsing.corpus_score(dev_trees, trees).f1
     for name, trees in parsing.baselines(dev_trees, train_trees).items()
@@ -680,11 +674,10 @@ display(Markdown(describe.describe_variant(versus, xx.chosen.name, reads, xx_rea
 # trained the variant at d_model 128 for 40 epochs, on one core:
 
 # %%
-long_path = (
-    committed and committed / "tuning_parser_cpu" / "xx_d128_40epochs_dev_curve.json"
+long_run = report.read_committed(
+    committed, "tuning_parser_cpu/xx_d128_40epochs_dev_curve.json"
 )
-if long_path and long_path.is_file():
-    long_run = json.loads(long_path.read_text(encoding="utf-8"))
+if long_run:
     assert not long_run["recipe"].get("tags", False)  # the XX linearization
     viz.show_table(
         pd.DataFrame(

@@ -138,7 +138,8 @@ def test_extended_sentence_gives_each_share_and_whether_it_stopped():
     assert "with a quarter of the files (559 trees) 14.0, at epoch 4 of 5" in text
     assert "with all of the files (3,396 trees) 24.0" in text
     assert "No share has stopped rising yet" in text and "lower bounds" in text
-    assert "The paper's 91.3 lies 67.3 points above the best" in text
+    assert "Best dev F1 of the extended run: with a quarter" in text
+    assert "(WSJ section 23), lies 67.3 points above the best" in text
     assert "each doubling of the trees added about 3.8 points" in text
     done = describe.describe_extended(
         extended_document(stopped=(True,) * 3), 91.3, 40_000
@@ -236,6 +237,7 @@ def test_conclusion_states_floors_paper_variant_and_extended_run():
     assert "barely reads its sentence" in text
     assert "**The XX variant**" in text and "7.8 points below the tags parser" in text
     assert "**The extended run** (the tags parser at d_model 128" in text
+    assert "Best dev F1: with a quarter of the files" in text
     alone = describe.describe_conclusion(
         **{**args, "extended": None, "reads": reads(1, 2)}
     )
@@ -338,3 +340,15 @@ def test_metrics_record_keeps_the_fields_the_summary_reads(tmp_path):
 @pytest.mark.parametrize("share", [0.25, 0.5, 1.0])
 def test_share_words_round_trip_the_profiles_shares(share):
     assert describe.share_words(share) in ("a quarter", "half", "all")
+
+
+def test_read_committed_is_none_without_a_clone_or_a_file(tmp_path):
+    assert report.read_committed(None, "parser_extended_cpu/curves.json") is None
+    assert report.read_committed(tmp_path, "parser_extended_cpu/curves.json") is None
+    (tmp_path / "parser_extended_cpu").mkdir()
+    (tmp_path / "parser_extended_cpu" / "curves.json").write_text(
+        json.dumps({"jobs": []})
+    )
+    assert report.read_committed(tmp_path, "parser_extended_cpu/curves.json") == {
+        "jobs": []
+    }

@@ -70,22 +70,26 @@ class Delinearized:
 def delinearize(sequence: str, words: Sequence[str]) -> Delinearized:
     """Read a linearized tree back, putting `words` into its word slots in order.
 
-    Tokens are split on white space: ``(LABEL`` opens a constituent, ``)`` or ``)LABEL`` closes one,
-    anything else is a word slot whose text becomes the word's tag (``XX``, or a real tag).
+    Tokens are split on white space: ``(LABEL`` opens a constituent, ``)`` or
+    ``)LABEL`` closes one, anything else is a word slot whose text becomes the word's
+    tag (``XX``, or a real tag).
 
-    A model may write a line that is no tree. The repair rule, applied left to right, keeps every
-    bracket it can and never invents a labelled one:
+    A model may write a line that is no tree. The repair rule, applied left to right,
+    keeps every bracket it can and never invents a labelled one:
 
-    1. a closing bracket closes the innermost open constituent, whatever label it carries (a
-       different label is recorded); with nothing open it is dropped;
-    2. a word slot beyond the last word is dropped; a constituent that ends up with no word is dropped;
-    3. constituents still open at the end are closed; words with no slot are attached, tagged ``XX``,
-       after the last placed word: at the end of the last top-level item when it is a phrase, else
-       at the top level, so the leaves are always `words` in order;
-    4. when the result is not one constituent (several, or none), a ``TOP`` root, which the score
-       does not count, holds them.
+    1. a closing bracket closes the innermost open constituent, whatever label it
+       carries (a different label is recorded); with nothing open it is dropped;
+    2. a word slot beyond the last word is dropped; a constituent that ends up with no
+       word is dropped;
+    3. constituents still open at the end are closed; words with no slot are attached,
+       tagged ``XX``, after the last placed word: at the end of the last top-level item
+       when it is a phrase, else at the top level, so the leaves are always `words` in
+       order;
+    4. when the result is not one constituent (several, or none), a ``TOP`` root, which
+       the score does not count, holds them.
 
-    The line counts as an invalid tree when any rule fired; `Delinearized.repairs` says which.
+    The line counts as an invalid tree when any rule fired; `Delinearized.repairs` says
+    which.
     """
     words = list(words)
     repairs: list[str] = []
@@ -131,8 +135,9 @@ def delinearize(sequence: str, words: Sequence[str]) -> Delinearized:
     if used < len(words):
         repairs.append(f"attached {len(words) - used} word(s) without a slot")
         missing = [Tree(WORD_SLOT, [word]) for word in words[used:]]
-        # They follow every placed word: at the end of the last top-level item when it is a
-        # phrase, else as top-level items of their own (never before a bare word slot).
+        # They follow every placed word: at the end of the last top-level item when
+        # it is a phrase, else as top-level items of their own (never before a bare
+        # word slot).
         if roots and not is_preterminal(roots[-1]):
             roots[-1].extend(missing)
         else:

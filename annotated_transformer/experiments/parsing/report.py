@@ -83,6 +83,17 @@ def mean_lengths(trees: Sequence[Tree]) -> tuple[float, float]:
     )
 
 
+def read_committed(root: str | Path | None, relative: str) -> dict | None:
+    """The committed JSON file `relative` under the clone's results folder `root`; None when
+    there is no clone (`root` None) or no such file."""
+    import json
+
+    path = Path(root) / relative if root else None
+    if path is None or not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 # ------------------------------------------------------------------------------------ the curves
 def run_label(run) -> str:
     """A live run's name in charts and tables."""

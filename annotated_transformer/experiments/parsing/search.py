@@ -80,7 +80,8 @@ class TreeConstraint:
             depths = self.delta.to(device)[written].cumsum(1)
             slots = is_slot[written].long().cumsum(1)
             depth, used = depths[:, -1], slots[:, -1]
-            # The innermost open constituent: the last opening bracket that reached today's depth.
+            # The innermost open constituent: the last opening bracket that reached
+            # today's depth.
             where = torch.arange(written.size(1), device=device).expand_as(written)
             opened = is_open[written] & (depths == depth[:, None])
             last = torch.where(opened, where, -1).max(dim=1).values
