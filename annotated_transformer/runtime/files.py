@@ -1,11 +1,15 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either.
+"""Staged writes: a reader sees the old output or the new one, never half of either.
 
-Every file the package writes that a later step trusts (checkpoints, tokenizers, downloaded corpora,
-results) goes through `atomic_write`: the bytes land in a temporary file in the destination folder,
-are flushed to disk, and only then `os.replace` moves them into place. A crash, a full disk or a
-second Ctrl-C mid-write leaves the previous file intact and no `.part` file behind. The new file
-keeps the permissions of the one it replaces (a new file gets the umask's, as `open` would give it),
-and a symlink is written through: its target gets the new bytes, the link stays a link.
+Every file the package produces (checkpoints, averages, tokenizers, downloaded corpora, results,
+translations, exports, executed notebooks, the site) goes through the one helper of this module:
+`atomic_write` for a file, `staged_files` for a set of files written into a folder by a library
+that wants paths (the ONNX export), `staged_tree` for a folder the command owns whole (the site).
+The bytes land in a temporary sibling, are flushed, and only then `os.replace` moves them into
+place; `_before_publish` is the one moment between the two (the tests interrupt it). A crash, a
+full disk or a Ctrl-C mid-write leaves the previous version intact and no temporary file behind,
+and a full disk is one line (`DiskFull`, an OSError), whatever library was writing. A new file
+keeps the permissions of the one it replaces (a new file gets the umask's, as `open` would give
+it), and a symlink is written through: its target gets the new bytes, the link stays a link.
 
 `clone_root` is the one place that asks whether the package runs from a clone (results/, the book,
 the cache of the web runtime live there) or from an installed copy.
@@ -13,11 +17,60 @@ the cache of the web runtime live there) or from an installed copy.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Iterator
+
+# A site Sphinx built holds this file; a folder without it is not replaced as a site.
+SITE_MARKER = ".buildinfo"
+
+
+class DiskFull(OSError):
+    """No space (or quota) left where an output was being written; the previous version is intact."""
+
+
+def _disk_full_cause(error: BaseException) -> OSError | None:
+    """The ENOSPC/EDQUOT error behind `error`, also when a library wrapped it (torch's archive
+    writer raises RuntimeError with the OSError as its context, or says "file write failed")."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return error
+        if isinstance(error, RuntimeError) and "file write failed" in str(error):
+            return OSError(errno.ENOSPC, "file write failed")
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _free_space(folder: Path) -> str:
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return "unknown"
+    return f"{free / 2**20:,.0f} MiB"
+
+
+def disk_full_error(path: str | os.PathLike, error: BaseException) -> DiskFull | None:
+    """One line for a full disk while writing `path`, or None when `error` is something else."""
+    if _disk_full_cause(error) is None:
+        return None
+    folder = Path(path).parent
+    return DiskFull(
+        errno.ENOSPC,
+        f"no space left on the disk of {folder} to write {Path(path).name} ({_free_space(folder)} "
+        "free): free some space or write elsewhere; the previous version of the file is intact",
+    )
+
+
+def _before_publish(staged: Path, target: Path) -> None:
+    """Called with the complete staged output just before it is moved into place: the one moment
+    every producer passes through (a test interrupts it here, as a signal or a full disk would)."""
 
 
 def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> Path:
@@ -38,15 +91,163 @@ def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> P
         dir=target.parent, prefix=f".{target.name}.", suffix=".part"
     )
     try:
-        with os.fdopen(fd, "wb") as handle:
-            fill(handle)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)  # mkstemp made it 0600
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                fill(handle)
+                handle.flush()
+                os.fchmod(handle.fileno(), mode)  # mkstemp made it 0600
+                os.fsync(handle.fileno())
+            _before_publish(Path(tmp_name), target)
+        except Exception as error:
+            full = disk_full_error(given, error)
+            if full is None:
+                raise
+            raise full from error
         os.replace(tmp_name, target)
     finally:
         Path(tmp_name).unlink(missing_ok=True)
     return given
+
+
+@contextlib.contextmanager
+def staged_files(folder: str | os.PathLike) -> Iterator[Path]:
+    """Write files into the yielded staging folder; when the block ends without an error, each is
+    moved to the same name under `folder` (other files there are left alone).
+
+    For libraries that write by path (torch.onnx.export): nothing under `folder` changes until all
+    of them are complete. An error or interrupt removes the staging folder and changes nothing.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(dir=folder, prefix=".staged.", suffix=".part"))
+    try:
+        try:
+            yield stage
+            files = sorted(p for p in stage.rglob("*") if p.is_file())
+            _before_publish(stage, folder)
+        except Exception as error:
+            full = disk_full_error(folder / "(staged files)", error)
+            if full is None:
+                raise
+            raise full from error
+        for path in files:
+            target = folder / path.relative_to(stage)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_tree(
+    folder: str | os.PathLike, *, marker: str | None = None
+) -> Iterator[Path]:
+    """Build a whole folder in the yielded sibling; when the block ends without an error it
+    replaces `folder` (the old one is removed only after the new one is in place).
+
+    For outputs the command owns whole (the site). `marker`: a file the old folder must hold to
+    be replaced (a folder of someone else's is refused, not removed; `check_replaceable_tree`).
+    """
+    folder = Path(folder)
+    check_replaceable_tree(folder, marker)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(
+        tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".part")
+    )
+    old = stage.with_suffix(".old")
+    try:
+        try:
+            yield stage
+            _before_publish(stage, folder)
+        except Exception as error:
+            full = disk_full_error(folder / "(staged folder)", error)
+            if full is None:
+                raise
+            raise full from error
+        os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(stage, folder)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+class Publication:
+    """Several files published together, for outputs that are one thing (a book chapter's
+    notebook, results and record entry): `add` stages each next to its destination (where a full
+    disk shows, before anything changes), and leaving the `publication()` block moves them all
+    into place with renames only; an error in the block discards them all."""
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[Path, Path]] = []
+
+    def add(self, path: str | os.PathLike, source: str | os.PathLike) -> None:
+        """Publish a copy of the file `source` as `path`."""
+        target = Path(path)
+        target = Path(os.path.realpath(target)) if target.is_symlink() else target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".part"
+        )
+        self.staged.append((Path(tmp_name), target))
+        try:
+            with os.fdopen(fd, "wb") as handle, open(source, "rb") as original:
+                shutil.copyfileobj(original, handle)
+                handle.flush()
+                os.fchmod(handle.fileno(), 0o666 & ~_umask())
+                os.fsync(handle.fileno())
+        except Exception as error:
+            full = disk_full_error(target, error)
+            if full is None:
+                raise
+            raise full from error
+
+    def _commit(self) -> None:
+        for tmp, target in self.staged:
+            try:
+                _before_publish(tmp, target)
+            except Exception as error:
+                full = disk_full_error(target, error)
+                if full is None:
+                    raise
+                raise full from error
+        for tmp, target in self.staged:
+            os.replace(tmp, target)
+
+    def _discard(self) -> None:
+        for tmp, _ in self.staged:
+            tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def publication() -> Iterator[Publication]:
+    """A `Publication`: its files are moved into place together when the block ends."""
+    pub = Publication()
+    try:
+        yield pub
+        pub._commit()
+    finally:
+        pub._discard()
+
+
+def check_replaceable_tree(folder: str | os.PathLike, marker: str | None) -> None:
+    """Refuse, before any work, a folder `staged_tree` would replace that is not its own output."""
+    folder = Path(folder)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise FileExistsError(
+            f"{folder} is a link or a file, not a folder this command built: remove it or write elsewhere"
+        )
+    if (
+        marker
+        and folder.is_dir()
+        and any(folder.iterdir())
+        and not (folder / marker).is_file()
+    ):
+        raise FileExistsError(
+            f"{folder} holds files this command did not build (no {marker}): it would be "
+            "replaced; move them, or write elsewhere"
+        )
 
 
 def _umask() -> int:
@@ -78,9 +279,12 @@ def remove_partial_writes(folder: str | os.PathLike) -> list[Path]:
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    leftovers = [path for path in folder.glob(".*.part") if path.is_file()]
+    leftovers = list(folder.glob(".*.part"))
     for path in leftovers:
-        path.unlink(missing_ok=True)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
     return leftovers
 
 
