@@ -26,6 +26,7 @@ from .evaluation.scoring import evaluate_translation
 from .model import flops
 from .model.transformer import count_parameters
 from .profiles import FLAGS, MODEL_FLAGS, Profile, get_profile
+from .runtime.collisions import check_outputs
 from .runtime.distributed import (
     DistributedContext,
     barrier,
@@ -33,6 +34,7 @@ from .runtime.distributed import (
     shutdown_distributed,
 )
 from .runtime.files import atomic_write_text
+from .training import derived
 from .training.checkpoint import (
     RESUME_NAME,
     atomic_torch_save,
@@ -42,13 +44,16 @@ from .training.checkpoint import (
     model_from_checkpoint,
 )
 from .training.fit import fit
-from .training.run_folder import RESULTS_NAME, claim_run_folder
+from .training.run_folder import (
+    AVERAGED_NAME,
+    METRICS_NAME,
+    RESULTS_NAME,
+    TRANSLATIONS_NAME,
+    claim_run_folder,
+)
 from .training.trainer import Trainer
 
 logger = logging.getLogger(__name__)
-
-AVERAGED_NAME = "averaged.pt"
-TRANSLATIONS_NAME = "test_translations.txt"
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -225,18 +230,20 @@ def load_for_evaluation(
 ) -> tuple[dict, str]:
     """What `--checkpoint PATH` means in every command, with a description of what was used.
 
-    A .pt file is used as it is. A run folder means the run's model, the one `run` scored: the
-    average of its newest `average_last_k` snapshots (default: the run's own profile's
+    A .pt file is used as it is (a run's `averaged.pt` only while it still averages the run's last
+    snapshots: `derived.check_current`). A run folder means the run's model, the one `run` scored:
+    the average of its newest `average_last_k` snapshots (default: the run's own profile's
     `average_last`, as in its `averaged.pt`), or its `averaged.pt` when it keeps no snapshots.
     """
     path = Path(path)
     if not path.is_dir():
-        return load_checkpoint(path), str(path)
+        checkpoint = load_checkpoint(path)
+        derived.check_current(path, checkpoint)
+        return checkpoint, str(path)
     snapshots = list_snapshots(path)
     if snapshots:
         if average_last_k is None:
-            stored = load_checkpoint(snapshots[-1], mmap=True).get("profile")
-            average_last_k = (stored or {}).get("average_last") or 5
+            average_last_k = derived.run_average_last(path)
         checkpoint, used = average_last(path, average_last_k)
         names = ", ".join(p.name for p in used)
         return (
@@ -249,6 +256,38 @@ def load_for_evaluation(
         f"{path} holds no snapshots (checkpoints/step_*.pt) and no {AVERAGED_NAME}: pass a .pt "
         "file or a `train --out` folder"
     )
+
+
+def checkpoint_inputs(path: str | Path) -> list[tuple[str, Path]]:
+    """The files `load_for_evaluation(path)` may read, named for `check_outputs`: the file itself,
+    or a run folder's snapshots and run files."""
+    path = Path(path)
+    if not path.is_dir():
+        return [("the checkpoint", path)]
+    files = [*list_snapshots(path), *(path / n for n in (AVERAGED_NAME, RESUME_NAME))]
+    return [("a checkpoint of the run", p) for p in files if p.exists()]
+
+
+def data_inputs(profile: Profile, data_dir, splits) -> list[tuple[str, Path]]:
+    """The corpus files of `splits` that are on this machine already (a download cannot be an
+    output of the user's), named for `check_outputs`."""
+    from .data.locate import split_files
+
+    found = []
+    for split in splits:
+        try:
+            files = split_files(
+                profile.corpus,
+                split,
+                profile.src_lang,
+                profile.tgt_lang,
+                data_dir,
+                download=False,
+            )
+        except (OSError, ValueError):
+            continue
+        found += [(f"the {split} corpus file", f) for f in files]
+    return found
 
 
 def what_it_translates(checkpoint: dict) -> str:
@@ -505,6 +544,31 @@ def run(
             "--publish files the test scores and --no-eval skips them: leave out one of the two"
         )
     published = publish_path(profile, results_name, out_dir) if publish else None
+    resume_from = None if resume in (True, False) else Path(resume)
+    check_outputs(
+        [
+            (f"the run file {name}", out_dir / name)
+            for name in (
+                RESUME_NAME,
+                METRICS_NAME,
+                AVERAGED_NAME,
+                TRANSLATIONS_NAME,
+                RESULTS_NAME,
+            )
+        ]
+        + [("the published results file", published)],
+        data_inputs(
+            profile,
+            data_dir,
+            (profile.train_split, profile.valid_split, profile.test_split),
+        )
+        + (
+            [("the --resume checkpoint", resume_from)]
+            if resume_from is not None
+            and resume_from.resolve() != (out_dir / RESUME_NAME).resolve()
+            else []
+        ),
+    )
     context = init_distributed(device)
     try:
         with _this_runs_folder(
@@ -521,40 +585,63 @@ def run(
                 if evaluate_test:
                     _check_test_split(profile, data_dir)
                 folder.clear_old_run()  # only now: every check above has passed
-            summary = train(
-                profile,
-                out_dir,
-                data_dir=data_dir,
-                resume=resume,
-                context=context,
-                show_progress=show_progress,
-                on_step=on_step,
-                data=data,
-            )
-            if (
-                evaluate_test
-                and summary["stopped_by"] != "interrupted"
-                and context.is_main
-            ):
-                averaged, used = average(out_dir, profile.average_last)
-                scores = evaluate(
-                    averaged,
+            try:
+                summary = train(
                     profile,
+                    out_dir,
                     data_dir=data_dir,
-                    device=context.device,
-                    progress=show_progress,
+                    resume=resume,
+                    context=context,
+                    show_progress=show_progress,
+                    on_step=on_step,
+                    data=data,
                 )
-                atomic_write_text(
-                    out_dir / TRANSLATIONS_NAME,
-                    "\n".join(scores.pop("hypotheses")) + "\n",
-                )
-                scores["averaged_checkpoints"] = [p.name for p in used]
-                summary["test"] = scores
-                summary["wall_time_s"] = round(time.perf_counter() - started, 1)
-                _file_results(summary, profile, out_dir, context, published)
+                if (
+                    evaluate_test
+                    and summary["stopped_by"] != "interrupted"
+                    and context.is_main
+                ):
+                    _evaluate_and_file(
+                        summary,
+                        profile,
+                        out_dir,
+                        data_dir,
+                        context,
+                        published,
+                        started,
+                        show_progress,
+                    )
+            finally:
+                # Derived files that do not describe the run's last snapshots (not refreshed:
+                # --no-eval, a Ctrl-C, a failure) are set aside; after a scored run none are.
+                if context.is_main:
+                    derived.set_aside_stale(out_dir)
         return summary
     finally:
         shutdown_distributed()
+
+
+def _evaluate_and_file(
+    summary, profile, out_dir, data_dir, context, published, started, show_progress
+) -> None:
+    """Average the last snapshots, score the test set, and file averaged.pt, the translations and
+    the results, each naming the snapshots they came from."""
+    averaged, used = average(out_dir, profile.average_last)
+    scores = evaluate(
+        averaged,
+        profile,
+        data_dir=data_dir,
+        device=context.device,
+        progress=show_progress,
+    )
+    atomic_write_text(
+        out_dir / TRANSLATIONS_NAME,
+        "\n".join(scores.pop("hypotheses")) + "\n",
+    )
+    scores["averaged_checkpoints"] = [p.name for p in used]
+    summary["test"] = scores
+    summary["wall_time_s"] = round(time.perf_counter() - started, 1)
+    _file_results(summary, profile, out_dir, context, published)
 
 
 def _file_results(

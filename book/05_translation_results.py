@@ -54,7 +54,6 @@ if importlib.util.find_spec("annotated_transformer") is None:
 import inspect
 import json
 import math
-import shutil
 import tempfile
 import time
 
@@ -163,10 +162,10 @@ if trained_here:
         f"no finished run of profile {profile.name!r} in {run_dir.name}/: "
         "training it as chapter 04 does"
     )
-    shutil.rmtree(
-        run_dir, ignore_errors=True
-    )  # no snapshot of an older run may be averaged
-    pipeline.run(profile, run_dir, data_dir=data_dir, device=device, publish=True)
+    # an older run there is moved aside to replaced/<time>/: none of its snapshots is averaged
+    pipeline.run(
+        profile, run_dir, data_dir=data_dir, device=device, publish=True, overwrite=True
+    )
     run = finished_run(run_dir, profile)
 assert run is not None, f"{run_dir} still holds no finished run"
 viz.show_table(

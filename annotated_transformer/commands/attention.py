@@ -4,6 +4,7 @@ exported offline as HTML (Vega inlined), SVG or PNG."""
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 from .. import pipeline
@@ -16,6 +17,8 @@ from ..experiments.attention_figures import (
     build_figure,
     sentence_attention,
 )
+from ..runtime.collisions import check_outputs
+from ..runtime.files import atomic_write_bytes
 from ..training.checkpoint import model_from_checkpoint
 from .arguments import positive_int
 
@@ -98,6 +101,10 @@ def output_format(path: Path) -> str:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     fmt = output_format(out)
+    check_outputs(
+        [("--out", out)],
+        [("--score-on", args.score_on), *pipeline.checkpoint_inputs(args.checkpoint)],
+    )
     checkpoint, source = pipeline.load_for_evaluation(args.checkpoint)
     model, tokenizer = model_from_checkpoint(checkpoint, "cpu", name=source)
     data = sentence_attention(model, tokenizer, args.sentence, args.translation)
@@ -112,11 +119,10 @@ def run(args: argparse.Namespace) -> int:
         heads=heads,
         kind=args.kind,
     )
-    written = export(chart, out.with_suffix(""), formats=[fmt])[fmt]
-    if (
-        written != out
-    ):  # export names the file <stem>.<format>; keep the name the user gave
-        written.replace(out)
+    # Drawn in a scratch folder, then staged into place under the name the user gave.
+    with tempfile.TemporaryDirectory() as scratch:
+        written = export(chart, Path(scratch) / "figure", formats=[fmt])[fmt]
+        atomic_write_bytes(out, written.read_bytes())
     print(f"wrote {out} ({out.stat().st_size:,} bytes) from {source}")
     return 0
 

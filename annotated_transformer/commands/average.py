@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..training.checkpoint import atomic_torch_save, average_checkpoints, average_last
+from ..runtime.collisions import check_outputs
+from ..training import derived
+from ..training.checkpoint import atomic_torch_save, average_checkpoints, list_snapshots
+from ..training.run_folder import AVERAGED_NAME
 from .arguments import setting
+from .translate import check_writable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--last",
         type=setting("average_last"),
-        default=5,
-        help="how many of the newest snapshots (default: %(default)s)",
+        default=None,
+        help="how many of the newest snapshots (default: the run's profile's average_last, "
+        "what the run's averaged.pt holds; another number needs --output)",
     )
     parser.add_argument(
         "--output", default=None, help="where to write (default: <run>/averaged.pt)"
@@ -40,17 +45,34 @@ def run(args: argparse.Namespace) -> int:
             "average: give either checkpoint files or --run FOLDER (one of the two)"
         )
     if args.run:
-        averaged, used = average_last(args.run, args.last)
-        output = Path(args.output or Path(args.run) / "averaged.pt")
+        run_dir = Path(args.run)
+        own = derived.run_average_last(run_dir)
+        last = own if args.last is None else args.last
+        output = Path(args.output or run_dir / AVERAGED_NAME)
+        if last != own and output.resolve() == (run_dir / AVERAGED_NAME).resolve():
+            raise ValueError(
+                f"{run_dir / AVERAGED_NAME} is the run's model, the average of its last {own} "
+                f"snapshots (its profile's average_last), as every command reads the folder: "
+                f"write the average of {last} elsewhere with --output, or leave out --last"
+            )
+        used = list_snapshots(run_dir)[-last:]
+        if not used:
+            raise FileNotFoundError(
+                f"no snapshots (checkpoints/step_*.pt) under {run_dir}: is it a `train --out` folder?"
+            )
     else:
         used = [Path(p) for p in args.checkpoints]
-        averaged = average_checkpoints(used)
         if not args.output:
             raise SystemExit(
                 "average: --output is required when checkpoint files are given"
             )
         output = Path(args.output)
+    check_writable(output, "--output")
+    check_outputs([("--output", output)], [("a checkpoint averaged", p) for p in used])
+    averaged = average_checkpoints(used)
     atomic_torch_save(averaged, output)
+    if args.run:
+        derived.set_aside_stale(args.run)
     print(
         f"averaged {len(used)} checkpoints ({', '.join(p.name for p in used)}) -> {output}"
     )

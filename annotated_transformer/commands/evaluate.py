@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import pipeline
 from ..evaluation.results import check_name, check_replaceable, results_path, write_result
 from ..profiles import PROFILE_NAMES
+from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
 from .arguments import setting
@@ -136,6 +137,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = run_folder / f"evaluation_{profile.corpus}_{split}.json"
         check_writable(out, "the evaluation file")
+    check_outputs(
+        [("--hypotheses", args.hypotheses), ("the results file", out)],
+        pipeline.checkpoint_inputs(args.checkpoint)
+        + pipeline.data_inputs(profile, args.data_dir, [split]),
+    )
     print(
         f"evaluating {source} ({pipeline.what_it_translates(checkpoint)}) on "
         f"{profile.corpus}/{split}",

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from .. import pipeline
+from ..runtime.collisions import check_outputs
 from ..training.checkpoint import model_from_checkpoint
 from ..web.onnx_export import export_onnx
 
@@ -38,6 +39,15 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {out} is a file: name a folder")
+    check_outputs(
+        [], pipeline.checkpoint_inputs(args.checkpoint), folders=[("--out", out)]
+    )
+    try:  # a folder that cannot be made is named now, not after the export
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OSError(
+            error.errno, f"--out {out} cannot be made: {error.strerror}"
+        ) from None
     try:
         import onnx  # noqa: F401  (torch's exporter needs it)
     except ImportError:

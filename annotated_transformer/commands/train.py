@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="start afresh in --out, deleting the run already there (its checkpoints and logs)",
+        help="start afresh in --out, moving the run already there (its checkpoints and logs) aside to --out/replaced/<time>/",
     )
     parser.add_argument(
         "--no-eval",

@@ -14,6 +14,7 @@ from pathlib import Path
 from .. import pipeline
 from ..evaluation.scoring import translate
 from ..model.decoding import DecodeSettings
+from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
 from ..runtime.precision import resolve_precision
@@ -111,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else None
     if output is not None:
         check_writable(output)
+        check_outputs(
+            [("--output", output)],
+            [("--input", args.input), *pipeline.checkpoint_inputs(args.checkpoint)],
+        )
     device = resolve_device(args.device)
     checkpoint, source = pipeline.load_for_evaluation(args.checkpoint, args.average_last)
     model, tokenizer = model_from_checkpoint(checkpoint, device, name=source)

@@ -40,6 +40,26 @@ _COMPOUND = re.compile(r"(\S)-(\S)")
 
 # ------------------------------------------------------------------------------------------ decoding
 @torch.no_grad()
+def check_sentences(sentences, what: str = "sentences") -> None:
+    """One ValueError for what is not a list of sentences: a single string (which would be
+    translated character by character), or items that are not strings."""
+    if isinstance(sentences, (str, bytes)):
+        raise ValueError(
+            f"{what} must be a list of sentences, got one {type(sentences).__name__} "
+            f"({sentences[:40]!r}): pass [text]"
+        )
+    try:
+        bad = next((s for s in sentences if not isinstance(s, str)), None)
+    except TypeError:
+        raise ValueError(
+            f"{what} must be a list of sentences, got {type(sentences).__name__}"
+        ) from None
+    if bad is not None:
+        raise ValueError(
+            f"{what} must be a list of strings, got an item of type {type(bad).__name__}: {bad!r:.60}"
+        )
+
+
 def translate(
     model: nn.Module,
     tokenizer,
@@ -58,6 +78,7 @@ def translate(
     (section 6.1: a=1, b=50), clamped to what the model's positions hold. A source longer than the
     positions is cut, with a warning naming it.
     """
+    check_sentences(sentences)
     settings = (settings or DecodeSettings()).replace(**changes)
     beam_size, precision = settings.beam_size, settings.precision
     outputs: list[str] = [""] * len(sentences)
@@ -249,6 +270,8 @@ def evaluate_translation(
     Returns {"sacrebleu", "sacrebleu_signature", "bleu_tokenized", "bleu_tokenized_signature", "ppl",
     "sentences", "hypotheses"}; compound splitting applies when the target language is German.
     """
+    check_sentences(sources, "sources")
+    check_sentences(references, "references")
     _check_lengths(sources, references)
     started = time.perf_counter()
     settings = settings or DecodeSettings()

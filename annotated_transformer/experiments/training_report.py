@@ -22,6 +22,7 @@ import pandas as pd
 from ..data.batching import TokenBatcher, padding_fraction
 from ..evaluation import paper
 from ..training.checkpoint import RESUME_NAME
+from ..training.run_folder import clear_run
 from ..training.schedule import noam_lr
 from .translation_report import PAPER_TARGET_TOKENS_PER_STEP, read_metrics
 
@@ -234,12 +235,12 @@ def smoothing_tables(vocab_size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 # ------------------------------------------------------------------------------ 4.6 the run
 def start_run(folder: str | Path, profile, resume: bool) -> bool:
     """Prepare the chapter's run folder: True when it holds an unfinished run of exactly `profile`
-    to continue (and `resume` asks for it); otherwise the folder is emptied, so that no snapshot of
-    an older run is ever averaged into this one."""
+    to continue (and `resume` asks for it); otherwise the older run's files are moved aside to
+    `replaced/<time>/` (never deleted), so that no snapshot of it is ever averaged into this one."""
     folder = Path(folder)
     if resume and unfinished_run_of(folder, profile):
         return True
-    shutil.rmtree(folder, ignore_errors=True)
+    clear_run(folder)
     return False
 
 

@@ -103,6 +103,33 @@ def _mask_logits(
     return logits.masked_fill_(~allowed, float("-inf"))
 
 
+def check_source(model: Transformer, src) -> torch.Tensor:
+    """`src` when it is what decoding takes: a 2-D integer tensor (batch, source length) of ids the
+    model's source embedding holds; else one ValueError saying what it is instead (an embedding
+    lookup deep inside the model would fail with an index error, or a shape error, instead)."""
+    if not isinstance(src, torch.Tensor):
+        raise ValueError(
+            f"src must be a tensor of token ids (batch, source length), got {type(src).__name__}: "
+            "encode sentences with the tokenizer (or call scoring.translate with a list of them)"
+        )
+    if src.dim() != 2 or src.size(0) == 0 or src.size(1) == 0:
+        hint = " (one sentence: src[None])" if src.dim() == 1 else ""
+        raise ValueError(
+            f"src must be 2-D (batch, source length) and non-empty, got shape {tuple(src.shape)}{hint}"
+        )
+    if src.dtype.is_floating_point or src.dtype.is_complex or src.dtype == torch.bool:
+        raise ValueError(f"src must hold integer token ids, got {src.dtype}")
+    vocab = model.src_embed.num_embeddings
+    low, high = int(src.min()), int(src.max())
+    if low < 0 or high >= vocab:
+        bad = low if low < 0 else high
+        raise ValueError(
+            f"src holds token id {bad}, outside the model's source vocabulary 0..{vocab - 1}: "
+            "encode with the checkpoint's own tokenizer"
+        )
+    return src
+
+
 def _source_lengths(model: Transformer, src: torch.Tensor) -> torch.Tensor:
     return (src != model.config.pad_id).sum(dim=1)
 
@@ -130,6 +157,7 @@ def greedy_decode(
     included), and never more than the model's positions can hold; `allowed_tokens` as above."""
     c = model.config
     max_new_tokens = min(COUNT.check("max_new_tokens", max_new_tokens), c.max_len - 1)
+    check_source(model, src)
     was_training = model.training
     model.eval()
     try:
@@ -186,6 +214,7 @@ def beam_search(
     NON_NEGATIVE.check("alpha", alpha)
     NON_NEGATIVE.check("max_len_a", max_len_a)
     NON_NEGATIVE_INT.check("max_len_b", max_len_b)
+    check_source(model, src)
     c = model.config
     was_training = model.training
     model.eval()

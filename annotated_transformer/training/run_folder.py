@@ -7,17 +7,20 @@ therefore refuses to start a fresh run where one exists (unless asked to clear i
 into one folder. The lock is an OS lock (`filelock`): it disappears with its process, so a killed run
 never leaves the folder locked. Temporary files of writes a killed process left half done are removed.
 
-Asked to overwrite, the claim deletes nothing by itself: the caller checks everything it can first
-(data, tokenizer, settings) and then calls `RunFolder.clear_old_run`, which removes only the files a
-run writes (`RUN_FILES`, the snapshots `checkpoints/step_*.pt`, the `evaluation_*.json` records of
-`evaluate`), never a file of the user's that happens to live there.
+Asked to overwrite, the claim moves nothing by itself: the caller checks everything it can first
+(data, tokenizer, settings) and then calls `RunFolder.clear_old_run`, which moves the files a run
+writes (`RUN_FILES`, the snapshots `checkpoints/step_*.pt`, the `evaluation_*.json` records of
+`evaluate`) aside into `replaced/<UTC time>/` in the folder, and leaves a file of the user's where it
+is. Nothing is deleted: a command deletes only what it made in this very call (`set_aside`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -32,15 +35,20 @@ logger = logging.getLogger(__name__)
 LOCK_NAME = ".lock"
 METRICS_NAME = "metrics.jsonl"
 RESULTS_NAME = "results.json"  # the run's scores, filed with the run (pipeline.run)
-# Everything a run writes into its folder besides its snapshots; --overwrite removes exactly these.
+AVERAGED_NAME = "averaged.pt"  # the run's model: the mean of its last snapshots
+TRANSLATIONS_NAME = "test_translations.txt"  # that model's test translations
+# Everything a run writes into its folder besides its snapshots; --overwrite moves exactly these.
 RUN_FILES = (
     RESUME_NAME,
     METRICS_NAME,
-    "averaged.pt",
-    "test_translations.txt",
+    AVERAGED_NAME,
+    TRANSLATIONS_NAME,
     RESULTS_NAME,
 )
 EVALUATION_PATTERN = "evaluation_*.json"  # what `evaluate` files with a run
+ASIDE_DIR = (
+    "replaced"  # where a run's old files go, one folder per time they were set aside
+)
 
 
 class RunFolderError(ValueError):
@@ -53,8 +61,24 @@ def holds_a_run(out_dir: Path) -> bool:
     )
 
 
+def set_aside(out_dir: Path, paths: list[Path]) -> Path | None:
+    """Move `paths` (files inside `out_dir`) to `out_dir/replaced/<UTC time>/`, keeping their place
+    relative to `out_dir`; returns that folder (None when there was nothing to move)."""
+    paths = [p for p in paths if p.is_file()]
+    if not paths:
+        return None
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    aside = out_dir / ASIDE_DIR / stamp
+    for path in paths:
+        target = aside / path.relative_to(out_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+    return aside
+
+
 def clear_run(out_dir: Path) -> list[Path]:
-    """Remove the files of the run in `out_dir`, and nothing else that lives there; returns them."""
+    """Move the files of the run in `out_dir` aside (`set_aside`), and nothing else that lives
+    there; returns where they were."""
     doomed = [out_dir / name for name in RUN_FILES if (out_dir / name).is_file()]
     doomed += [
         path for path in list_snapshots(out_dir) if path.parent == out_dir / SNAPSHOT_DIR
@@ -64,8 +88,15 @@ def clear_run(out_dir: Path) -> list[Path]:
         for path in sorted(out_dir.glob(EVALUATION_PATTERN))
         if _is_results_record(path)
     ]
-    for path in doomed:
-        path.unlink(missing_ok=True)
+    aside = set_aside(out_dir, doomed)
+    if aside is not None:
+        logger.info(
+            "moved the old run's %d files in %s aside to %s (delete them when you no longer "
+            "need them)",
+            len(doomed),
+            out_dir,
+            aside,
+        )
     with contextlib.suppress(
         OSError
     ):  # kept when the user keeps something of theirs in it
@@ -90,18 +121,11 @@ class RunFolder:
     overwrite: bool = False
 
     def clear_old_run(self) -> list[Path]:
-        """Delete the old run's files (only with overwrite; once); returns what was deleted."""
+        """Move the old run's files aside (only with overwrite; once); returns where they were."""
         if not self.overwrite:
             return []
         self.overwrite = False
-        removed = clear_run(self.path)
-        if removed:
-            logger.info(
-                "--overwrite: deleted %d files of the old run in %s",
-                len(removed),
-                self.path,
-            )
-        return removed
+        return clear_run(self.path)
 
 
 @contextlib.contextmanager
@@ -121,7 +145,7 @@ def claim_run_folder(
     out_dir = Path(out_dir)
     if resume and overwrite:
         raise RunFolderError(
-            "--resume continues the run in the folder and --overwrite deletes it: pass one of them"
+            "--resume continues the run in the folder and --overwrite sets it aside: pass one of them"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(out_dir / LOCK_NAME))
@@ -151,7 +175,7 @@ def claim_run_folder(
         if replacing and not overwrite:
             raise RunFolderError(
                 f"{out_dir} already holds a run ({len(list_snapshots(out_dir))} snapshots): continue it with "
-                "--resume, start afresh with --overwrite (deletes that run's files), or pass another --out"
+                "--resume, start afresh with --overwrite (moves that run's files aside), or pass another --out"
             )
         yield RunFolder(out_dir, overwrite=replacing)
     finally:

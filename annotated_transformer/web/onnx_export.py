@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..model.transformer import Transformer, recording_attention
-from ..runtime.files import atomic_write_text
+from ..runtime.files import atomic_write_text, staged_files
 from ..training.checkpoint import model_from_checkpoint
 
 ENCODER_FILE = "encoder.onnx"
@@ -111,8 +111,14 @@ def export_onnx(
     and only the float32 export is held to them.
     """
     model, tokenizer = model_from_checkpoint(checkpoint, "cpu")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    # Every file is written into a staging folder and moved into `out_dir` only when all four are
+    # complete: an interrupted export leaves the previous one whole.
+    with staged_files(out_dir) as staging:
+        written = _export_into(staging, model, tokenizer, quantize)
+    return {name: Path(out_dir) / path.name for name, path in written.items()}
+
+
+def _export_into(out: Path, model, tokenizer, quantize: bool) -> dict[str, Path]:
     src = torch.tensor([tokenizer.encode("A dog runs.") + [tokenizer.eos_id]])
     prefix = torch.tensor([[tokenizer.bos_id, 5, 6]])
     written = {}

@@ -191,12 +191,20 @@ def test_translate_checks_its_output_path_before_decoding(tiny_run, tmp_path):
     )
 
 
-def test_average_command_writes_the_mean_of_the_last_snapshots(tiny_run, capsys):
+def test_average_command_writes_the_mean_of_the_last_snapshots(
+    tiny_run, capsys, tmp_path
+):
     assert len(list_snapshots(tiny_run)) == 3
-    assert main(["average", "--run", str(tiny_run), "--last", "2"]) == 0
-    averaged = load_checkpoint(tiny_run / "averaged.pt")
+    out = tmp_path / "last2.pt"
+    argv = ["average", "--run", str(tiny_run), "--last", "2"]
+    assert main([*argv, "--output", str(out)]) == 0
+    averaged = load_checkpoint(out)
     assert averaged["averaged_from"] == ["step_00000004.pt", "step_00000006.pt"]
     assert "averaged 2 checkpoints" in capsys.readouterr().out
+    # The run's own averaged.pt is the run's model (its profile's average_last), nothing else.
+    assert main(argv) == 1
+    assert "--output" in capsys.readouterr().err
+    assert not (tiny_run / "averaged.pt").exists()
 
 
 def test_readme_profile_table_lists_every_profile():
