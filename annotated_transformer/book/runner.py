@@ -9,23 +9,46 @@ interpreter; the executed copies go to `<output-dir>/executed/<profile>/book/`, 
 site's configuration, and Jupyter Book renders that folder into `<output-dir>/html`. A failing
 cell fails the run and the error names the chapter and the cell. Wall times, status and
 provenance go to `results/<profile>/book_run.json`.
+
+A chapter is atomic: it runs into a staging folder (`<output-dir>/.staging/`: its notebook, and a
+copy of `results/<profile>/` that its kernel reads and writes), and its executed notebook, its
+results and its entry in the record are published together only when it succeeds. A failed or
+interrupted chapter leaves the previous good notebook and results in place, keeps its own
+notebook in `<output-dir>/failed/<profile>/` for reading, and is recorded as failed (with the
+published run it left in place). Two runs on the same output or results refuse each other (a lock,
+as run folders have), every output folder is checked before the first chapter, and `--param`
+cannot change the profile a run is filed under.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import filecmp
 import json
 import os
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from filelock import FileLock, Timeout
+
 from ..evaluation import results
 from ..profiles import get_profile
+from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
+from ..runtime.files import (
+    SITE_MARKER,
+    atomic_write_text,
+    check_replaceable_tree,
+    publication,
+)
 from ..web import live_page
 from .chapters import (
     CHAPTER_GLOB,
@@ -45,6 +68,10 @@ from .site import SiteBuild, build_site, stage_site
 
 # Chapters that summarise the others' results run last, so their tables show this run.
 SUMMARY_CHAPTERS = ("00_introduction",)
+# Parameters the runner sets from its own options: a --param may not set them.
+RUNNER_PARAMETERS = {"profile_name": "--profile", "device": "--device"}
+LOCK_NAME = ".book.lock"
+RECORD = "book_run"
 
 # ----------------------------------------------------------------------------------------------
 # Executing chapters
@@ -99,7 +126,7 @@ def register_kernel(jupyter_dir: str | os.PathLike) -> str:
         "language": "python",
         "metadata": {"debugger": False},
     }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    atomic_write_text(spec_dir / "kernel.json", json.dumps(spec, indent=1))
     return KERNEL_NAME
 
 
@@ -145,6 +172,7 @@ def execute_chapter(
     parameters: dict | None = None,
     cwd: str | os.PathLike | None = None,
     kernel_name: str = KERNEL_NAME,
+    progress=None,
 ) -> ChapterRun:
     """Run one chapter under papermill and save the executed notebook (also when it fails).
 
@@ -152,7 +180,8 @@ def execute_chapter(
     The chapter's parameters `profile_name` (this `profile`), `device` and `parameters` are
     injected after its `parameters` cell. Never raises for a failing cell: the returned ChapterRun says
     "failed" and its `error` names the chapter, the cell index (in the chapter's own cells,
-    markdown included) and the cell's first line.
+    markdown included) and the cell's first line. A KeyboardInterrupt propagates.
+    `progress`: a `progress.ChapterProgress` told which cell starts.
     """
     import nbformat
     import papermill as pm
@@ -183,6 +212,11 @@ def execute_chapter(
 
     start = time.perf_counter()
     status, error, cell_index = "ok", None, None
+    engine = {}
+    if progress is not None:
+        from .progress import ENGINE_NAME
+
+        engine = {"engine_name": ENGINE_NAME, "progress": progress}
     try:
         pm.execute_notebook(
             nb,
@@ -193,6 +227,7 @@ def execute_chapter(
             cwd=str(cwd or source.parent),
             progress_bar=False,
             log_output=False,
+            **engine,
         )
     except PapermillExecutionError as exc:
         status = "failed"
@@ -214,7 +249,7 @@ def execute_chapter(
         executed.metadata.setdefault("annotated_transformer", {}).update(
             {"status": status, "wall_time_s": round(wall, 2)}
         )
-        nbformat.write(executed, str(output_path))
+        atomic_write_text(output_path, nbformat.writes(executed))
     return ChapterRun(name, source, output_path, status, wall, error, cell_index)
 
 
@@ -240,19 +275,27 @@ def _execution_order(chapters: Sequence[Path]) -> list[Path]:
     return sorted(chapters, key=lambda c: (c.stem in SUMMARY_CHAPTERS, c.stem))
 
 
-def _write_book_record(
+def _record_chapter(
     profile: str,
-    runs: Sequence[ChapterRun],
+    run: ChapterRun,
     device: str,
     results_dir: Path,
     wall_time_s: float,
 ) -> Path:
-    """Merge this run's chapters into results/<profile>/book_run.json (others keep their entry)."""
-    old = results.read_result("book_run", profile, results_dir)
+    """Write this chapter's entry into results/<profile>/book_run.json (others keep theirs).
+
+    A chapter that did not succeed keeps, under "published", the good run whose notebook and
+    results are still in place (none when it never succeeded)."""
+    old = results.read_result(RECORD, profile, results_dir)
     chapters = dict((old or {}).get("metrics", {}).get("chapters", {}))
     commit = results.provenance(device).get("git_commit")
-    for r in runs:
-        chapters[r.chapter] = {**r.to_dict(), "git_commit": commit}
+    entry = {**run.to_dict(), "git_commit": commit}
+    if run.status != "ok":
+        before = chapters.get(run.chapter) or {}
+        entry["published"] = (
+            before if before.get("status") == "ok" else before.get("published")
+        )
+    chapters[run.chapter] = entry
     chapters = dict(sorted(chapters.items()))
     metrics = {
         "chapters": chapters,
@@ -260,13 +303,129 @@ def _write_book_record(
         "profile": get_profile(profile).to_dict(),
     }
     return results.write_result(
-        "book_run",
+        RECORD,
         metrics,
         profile=profile,
         device=device,
         wall_time_s=round(wall_time_s, 2),
         root=results_dir,
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# Checks before the first chapter, the lock, and a chapter's staging and publication
+
+
+def check_parameters(
+    parameters: dict | None, output_dir, results_dir, root: Path
+) -> None:
+    """Refuse a --param that would file a run under a profile it is not: the runner's own
+    parameters, and any other one without an output and results folder of the run's own."""
+    parameters = parameters or {}
+    for name, flag in RUNNER_PARAMETERS.items():
+        if name in parameters:
+            raise ValueError(
+                f"--param {name}=...: the runner sets {name} from {flag}, so that a run is filed "
+                f"under the profile it ran; pass {flag} instead"
+            )
+    if not parameters:
+        return
+    own_results = results_dir is not None or os.environ.get(results.RESULTS_ENV)
+    defaults = {Path(root / "_build").resolve(), Path(root / "results").resolve()}
+    given = [Path(p).resolve() for p in (output_dir, results_dir) if p is not None]
+    if output_dir is None or not own_results or any(p in defaults for p in given):
+        names = ", ".join(f"{k}={v!r}" for k, v in parameters.items())
+        raise ValueError(
+            f"--param {names} changes what the chapters compute, so the run is not the "
+            "profile's: give it an --output-dir and a --results-dir of its own (not _build/ and "
+            "results/), or leave out --param"
+        )
+
+
+def check_writable_folder(folder: Path, what: str) -> None:
+    """Create `folder` if needed and write a file in it, so a folder that cannot take the
+    outputs is named before the first chapter runs, not after it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise OSError(
+            error.errno,
+            f"{what} {folder} cannot be written ({error.strerror or error}): fix its "
+            "permissions, free space, or pass another folder",
+        ) from None
+
+
+@contextlib.contextmanager
+def book_lock(*folders: Path):
+    """Hold each folder for this run; another run on the same output or results is refused."""
+    with contextlib.ExitStack() as stack:
+        for folder in folders:
+            lock = FileLock(str(folder / LOCK_NAME))
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                raise ValueError(
+                    f"another book run is writing into {folder} (it holds {folder / LOCK_NAME}): "
+                    "wait for it to finish, or pass another --output-dir / --results-dir"
+                ) from None
+            stack.callback(lock.release)
+        yield
+
+
+@contextlib.contextmanager
+def deferred_interrupts():
+    """Hold a Ctrl-C until the block (a chapter's publication: a few renames) is done, so a
+    chapter is published whole or not at all."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *a: caught.append(a))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def stage_results(results_dir: Path, profile: str, staging: Path) -> Path:
+    """A results root for one chapter's kernel: a copy of `results_dir/<profile>/` (what the
+    chapter writes is published only when it succeeds) and links to everything else there."""
+    staged = staging / "results"
+    staged.mkdir(parents=True)
+    if results_dir.is_dir():
+        for entry in results_dir.iterdir():
+            if entry.name != profile and not entry.name.startswith("."):
+                (staged / entry.name).symlink_to(entry.resolve())
+    if (results_dir / profile).is_dir():
+        shutil.copytree(
+            results_dir / profile,
+            staged / profile,
+            symlinks=True,
+            ignore=shutil.ignore_patterns(LOCK_NAME),
+        )
+    return staged
+
+
+def changed_results(
+    staged: Path, results_dir: Path, profile: str
+) -> list[tuple[Path, Path]]:
+    """(destination, staged file) for each file a chapter wrote or changed in its staged copy of
+    `results_dir/<profile>/` (the record included, when the runner wrote this chapter's entry)."""
+    source, target = staged / profile, results_dir / profile
+    if not source.is_dir():
+        return []
+    changed = []
+    for path in sorted(source.rglob("*")):
+        if not path.is_file() or path.name == LOCK_NAME:
+            continue
+        dest = target / path.relative_to(source)
+        if not (dest.is_file() and filecmp.cmp(path, dest, shallow=False)):
+            changed.append((dest, path))
+    return changed
 
 
 def run_book(
@@ -280,6 +439,7 @@ def run_book(
     root: str | os.PathLike | None = None,
     results_dir: str | os.PathLike | None = None,
     log: Log = _print,
+    progress_every_s: float = 60.0,
 ) -> BookRun:
     """Execute the chapters under `profile`, record them, and (if all ran) build the site.
 
@@ -288,14 +448,21 @@ def run_book(
         chapters: which chapters ("01", "02_model"); None runs all of them.
         output_dir: where executed notebooks and the site go (default `<root>/_build`).
         device: injected as the chapters' `device` parameter ("auto", "cpu", "cuda").
-        parameters: further parameters to inject, e.g. {"max_steps": 50}.
+        parameters: further parameters to inject, e.g. {"max_steps": 50}; they need an
+            `output_dir` and `results_dir` of their own (`check_parameters`).
         build: build the HTML site after executing.
         root: the book's root (default: this clone).
         results_dir: results root (default: $AT_RESULTS_DIR, else `<root>/results`).
         log: where progress lines go.
+        progress_every_s: seconds between the lines that say where a running chapter is.
+
+    A Ctrl-C stops the run after recording the chapter it interrupted; it propagates.
     """
+    from .progress import ChapterProgress, expected_times, minutes
+
     get_profile(profile)  # unknown profiles fail before any work
     root = book_root(root)
+    check_parameters(parameters, output_dir, results_dir, root)
     output_dir = Path(output_dir) if output_dir else root / "_build"
     results_dir = (
         Path(results_dir)
@@ -307,61 +474,204 @@ def run_book(
         )
     )
     executed_dir = output_dir / "executed" / profile
+    html_dir = output_dir / "html"
     all_chapters = discover_chapters(root)
     selected = _execution_order(select_chapters(all_chapters, chapters))
     if not selected:
         raise FileNotFoundError(
             f"no chapters found under {root / 'book'} (expected {CHAPTER_GLOB})"
         )
+    # Every output is checked before the first chapter: writable, not an input, not someone
+    # else's folder that the site build would replace.
+    check_writable_folder(output_dir, "the book's output folder (--output-dir)")
+    check_writable_folder(
+        results_dir / profile, "the book's results folder (--results-dir)"
+    )
+    check_outputs(
+        [],
+        [("the chapter source", c) for c in selected],
+        folders=[
+            ("the executed notebooks' folder", executed_dir),
+            ("the site folder", html_dir),
+        ],
+    )
+    if build:
+        check_replaceable_tree(html_dir, SITE_MARKER)
     resolved_device = resolve_device(device)
+    expected, expected_from = expected_times(
+        profile, results_dir, results.committed_root()
+    )
 
     log(
         f"book: profile {profile}, device {device} ({resolved_device}), {len(selected)} chapter(s), "
         f"executed notebooks in {_shown(executed_dir)}"
+        + (
+            f"; about {minutes(sum(expected.get(c.stem, 0) for c in selected))}, as "
+            f"{expected_from} took"
+            if expected
+            else ""
+        )
     )
     runs: list[ChapterRun] = []
     start = time.perf_counter()
     jupyter_dir = output_dir / "jupyter"
-    kernel = register_kernel(jupyter_dir)
-    record = results.results_path("book_run", profile, results_dir)
-    with book_environment(root, profile, jupyter_dir, results_dir):
-        for number, source in enumerate(selected, 1):
-            prefix = f"[{number}/{len(selected)}] {source.stem}"
-            log(f"{prefix} ...")
-            run = execute_chapter(
-                source,
-                executed_dir / "book" / f"{source.stem}.ipynb",
-                profile=profile,
-                device=device,
-                parameters=parameters,
-                kernel_name=kernel,
-            )
-            runs.append(run)
-            log(f"{prefix} {run.status} in {run.wall_time_s:.1f} s")
-            if run.error:
-                log(f"    {run.error}")
-            # Written after every chapter so the introduction (run last) sees this run's times.
-            record = _write_book_record(
-                profile, runs, resolved_device, results_dir, time.perf_counter() - start
-            )
+    record = results.results_path(RECORD, profile, results_dir)
+    with book_lock(output_dir, results_dir / profile):
+        kernel = register_kernel(jupyter_dir)
+        with book_environment(root, profile, jupyter_dir, results_dir):
+            for number, source in enumerate(selected, 1):
+                prefix = f"[{number}/{len(selected)}] {source.stem}"
+                took = expected.get(source.stem)
+                log(f"{prefix} ..." + (f" (about {minutes(took)})" if took else ""))
+                run = None
+                try:
+                    with ChapterProgress(
+                        prefix, log, expected_s=took, every_s=progress_every_s
+                    ) as progress:
+                        run = _run_chapter(
+                            source,
+                            profile=profile,
+                            device=device,
+                            parameters=parameters,
+                            kernel=kernel,
+                            output_dir=output_dir,
+                            executed_dir=executed_dir,
+                            results_dir=results_dir,
+                            progress=progress,
+                            record=lambda r, root: _record_chapter(
+                                profile,
+                                r,
+                                resolved_device,
+                                root,
+                                time.perf_counter() - start,
+                            ),
+                        )
+                except KeyboardInterrupt:
+                    log(
+                        f"{prefix} interrupted: its previous notebook and results are kept, "
+                        f"and {_shown(record)} says so"
+                    )
+                    raise
+                runs.append(run)
+                log(f"{prefix} {run.status} in {run.wall_time_s:.1f} s")
+                if run.error:
+                    log(f"    {run.error}")
 
-    book = BookRun(profile, sorted(runs, key=lambda r: r.chapter), executed_dir, record)
-    failed = [r for r in runs if r.status != "ok"]
-    log(
-        f"book: {len(runs) - len(failed)} of {len(runs)} chapter(s) ran in {time.perf_counter() - start:.1f} s; "
-        f"record in {_shown(record)}"
-    )
-    if failed:
-        log("book: not building the site, because these chapters failed:")
-        for r in failed:
-            log(f"  - {r.error}")
-        return book
-    if build:
-        stage_site(executed_dir, root=root, log=log, notes=book.notes)
-        for note in live_page.stage_for_site(
-            executed_dir, profile, root
-        ):  # chapter 08's model and runtime
-            log(f"site: {note}")
-            book.notes.append(note)
-        book.site = build_site(executed_dir, output_dir / "html", log=log)
+        book = BookRun(
+            profile, sorted(runs, key=lambda r: r.chapter), executed_dir, record
+        )
+        failed = [r for r in runs if r.status != "ok"]
+        log(
+            f"book: {len(runs) - len(failed)} of {len(runs)} chapter(s) ran in "
+            f"{time.perf_counter() - start:.1f} s; record in {_shown(record)}"
+        )
+        if failed:
+            log("book: not building the site, because these chapters failed:")
+            for r in failed:
+                log(f"  - {r.error}")
+            return book
+        if build:
+            stage_site(executed_dir, root=root, log=log, notes=book.notes)
+            for note in live_page.stage_for_site(
+                executed_dir, profile, root
+            ):  # chapter 08's model and runtime
+                log(f"site: {note}")
+                book.notes.append(note)
+            book.site = build_site(executed_dir, html_dir, log=log)
     return book
+
+
+def _run_chapter(
+    source: Path,
+    *,
+    profile: str,
+    device: str,
+    parameters: dict | None,
+    kernel: str,
+    output_dir: Path,
+    executed_dir: Path,
+    results_dir: Path,
+    progress,
+    record,
+) -> ChapterRun:
+    """One chapter, atomically: executed into its staging folder, then its notebook, results
+    and record entry published together when it succeeded; otherwise the previous good ones
+    stay and the record says what happened (also for a Ctrl-C, which then propagates)."""
+    staging = output_dir / ".staging" / profile / source.stem
+    shutil.rmtree(
+        staging, ignore_errors=True
+    )  # an earlier run's, killed before it cleaned up
+    staging.mkdir(parents=True)
+    staged_notebook = staging / f"{source.stem}.ipynb"
+    published = executed_dir / "book" / f"{source.stem}.ipynb"
+    kept = output_dir / "failed" / profile / f"{source.stem}.ipynb"
+    saved_results_env = os.environ.get(results.RESULTS_ENV)
+    os.environ[results.RESULTS_ENV] = str(stage_results(results_dir, profile, staging))
+    started = time.perf_counter()
+    try:
+        run = execute_chapter(
+            source,
+            staged_notebook,
+            profile=profile,
+            device=device,
+            parameters=parameters,
+            kernel_name=kernel,
+            progress=progress,
+        )
+        with deferred_interrupts():
+            if run.status == "ok":
+                run.notebook = published
+                # The record's entry is written into the staged results, then the notebook,
+                # the results and the record are published together.
+                try:
+                    record(run, staging / "results")
+                    with publication() as together:
+                        for dest, staged in changed_results(
+                            staging / "results", results_dir, profile
+                        ):
+                            together.add(dest, staged)
+                        together.add(published, staged_notebook)
+                except OSError as error:  # a full disk: nothing of it was published
+                    run.status = "failed"
+                    run.error = (
+                        f"chapter {source.stem} ran, but its outputs could not be "
+                        f"published ({error}); the previous ones are kept"
+                    )
+                    run.notebook = _keep_failed(staged_notebook, kept, run)
+                    with contextlib.suppress(OSError):
+                        record(run, results_dir)
+            else:
+                run.notebook = _keep_failed(staged_notebook, kept, run)
+                record(run, results_dir)
+        return run
+    except KeyboardInterrupt:
+        interrupted = ChapterRun(
+            source.stem,
+            source,
+            kept,
+            "interrupted",
+            time.perf_counter() - started,
+            f"chapter {source.stem} was interrupted (Ctrl-C or a signal); the previous good "
+            f"notebook and results are kept",
+        )
+        with deferred_interrupts():
+            interrupted.notebook = _keep_failed(staged_notebook, kept, interrupted)
+            record(interrupted, results_dir)
+        raise
+    finally:
+        if saved_results_env is None:
+            os.environ.pop(results.RESULTS_ENV, None)
+        else:
+            os.environ[results.RESULTS_ENV] = saved_results_env
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _keep_failed(staged: Path, kept: Path, run: ChapterRun) -> Path:
+    """Move a chapter's unpublished notebook (with its traceback) to `kept`, for reading."""
+    if not staged.is_file():
+        return kept
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staged, kept)
+    if run.error:
+        run.error = run.error.replace(str(staged), str(kept))
+    return kept

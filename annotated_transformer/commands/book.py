@@ -47,7 +47,8 @@ def add_arguments(parser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="extra parameter for every chapter, e.g. --param max_steps=50 (repeatable)",
+        help="extra parameter for every chapter, e.g. --param max_steps=50 (repeatable); "
+        "the run is then not the profile's, so it needs --output-dir and --results-dir of its own",
     )
     parser.add_argument(
         "--no-build",
@@ -90,4 +91,11 @@ def run(args) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(
+            "book: interrupted; every chapter published before it stays, and the record says "
+            "which chapter was cut short",
+            file=sys.stderr,
+        )
+        return 130
     return 0 if book.ok else 1

@@ -1,0 +1,128 @@
+"""What the terminal shows while the book runs: how long each chapter is expected to take, and
+inside a chapter which cell of how many is running, a line a minute, so `book --profile cpu` is
+not silent for the twenty minutes of chapter 04.
+
+Papermill calls its execution manager's `cell_start` before each cell; the engine registered
+here (`ENGINE_NAME`) passes that on to a `ChapterProgress`, whose thread prints the line. The
+expected times are the wall times of the chapter's last good run under the profile: this results
+root's `book_run.json`, else the one committed in `results/book_<profile>/`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from papermill.engines import NBClientEngine, papermill_engines
+
+ENGINE_NAME = "annotated_transformer"
+RECORD_NAME = "book_run.json"
+
+
+class ChapterProgress:
+    """Cell i of N and the time against the expected one, logged every `every_s` seconds."""
+
+    def __init__(
+        self,
+        prefix: str,
+        log: Callable[[str], None],
+        *,
+        expected_s: float | None = None,
+        every_s: float = 60.0,
+    ):
+        self.prefix, self.log, self.expected_s, self.every_s = (
+            prefix,
+            log,
+            expected_s,
+            every_s,
+        )
+        self.cells = 0
+        self.cell: int | None = None
+        self.cell_line = ""
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def __enter__(self) -> "ChapterProgress":
+        self.started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def notebook_cells(self, count: int) -> None:
+        self.cells = count
+
+    def cell_started(self, index: int | None, source: str) -> None:
+        self.cell = index
+        lines = [line for line in (source or "").splitlines() if line.strip()]
+        self.cell_line = lines[0].strip()[:60] if lines else ""
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.started
+        text = f"{self.prefix}: {minutes(elapsed)} so far"
+        if self.expected_s:
+            text += f" of about {minutes(self.expected_s)}"
+        if self.cell is not None:
+            text += f"; cell {self.cell + 1} of {self.cells}"
+            if self.cell_line:
+                text += f" ({self.cell_line})"
+        return text
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.log(self.line())
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+class ReportingEngine(NBClientEngine):
+    """Papermill's nbclient engine, telling a `ChapterProgress` (the `progress` keyword of
+    `papermill.execute_notebook`) which cell starts."""
+
+    @classmethod
+    def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
+        progress: ChapterProgress | None = kwargs.pop("progress", None)
+        if progress is not None:
+            progress.notebook_cells(len(nb_man.nb.cells))
+            original = nb_man.cell_start
+
+            def cell_start(cell, cell_index=None, **more):
+                progress.cell_started(cell_index, cell.get("source", ""))
+                return original(cell, cell_index, **more)
+
+            nb_man.cell_start = cell_start
+        return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+
+papermill_engines.register(ENGINE_NAME, ReportingEngine)
+
+
+def expected_times(
+    profile: str, results_dir: Path, committed: Path | None
+) -> tuple[dict[str, float], str]:
+    """{chapter: seconds} of each chapter's last good run, and where they come from."""
+    for root, where in ((results_dir, "the last run"), (committed, "the committed run")):
+        if root is None:
+            continue
+        folder = f"book_{profile}" if root is committed else profile
+        path = Path(root) / folder / RECORD_NAME
+        try:
+            chapters = json.loads(path.read_text())["metrics"]["chapters"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        times = {}
+        for name, entry in chapters.items():
+            good = entry if entry.get("status") == "ok" else entry.get("published")
+            if isinstance(good, dict) and good.get("wall_time_s"):
+                times[name] = float(good["wall_time_s"])
+        if times:
+            return times, where
+    return {}, ""
