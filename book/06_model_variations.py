@@ -47,6 +47,11 @@
 #    longer budget changed;
 # 5. sets perplexity, BLEU and parameters beside the paper's, with the rank correlation between the two
 #    orderings of the rows and its bootstrap interval.
+#
+# It ends on what this run shows: how many of the six findings hold, do not hold or cannot be told
+# after each budget, which ones the longer training changed, and how closely each run's rows
+# follow the paper's order.
+
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. A clone (this
@@ -66,6 +71,7 @@ if importlib.util.find_spec("annotated_transformer") is None:
         package = f"annotated-transformer @ git+{REPOSITORY}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
+
 # %%
 import math
 import os
@@ -79,12 +85,13 @@ from IPython.display import Markdown, display
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
 from annotated_transformer.data import load_parallel
-from annotated_transformer.evaluation import paper, results
-from annotated_transformer.evaluation.scoring import paired_bootstrap
-from annotated_transformer.experiments import findings, table3_report, variations
+from annotated_transformer.evaluation import results
+from annotated_transformer.experiments import findings, variations
+from annotated_transformer.experiments import table3_describe as say
+from annotated_transformer.experiments import table3_report as report
+from annotated_transformer.experiments import table3_tables as tables
 from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
-from annotated_transformer.model.transformer import Transformer, count_parameters
 from annotated_transformer.profiles import Table3Scale, get_profile
 from annotated_transformer.runtime.devices import resolve_device
 
@@ -99,6 +106,13 @@ first_seed = 1  # the seeds are first_seed, first_seed + 1, ...
 workers = None
 # the results file's name (another, for a rerun with other seeds)
 results_name = "model_variations"
+# the committed extended run of which profile to read (None: this one's)
+extended_profile = None
+
+
+# %% [markdown]
+# The profile sets the rows, seeds and epochs; the sentence under the cell says what this run trains.
+
 
 # %%
 profile = get_profile(profile_name)
@@ -110,9 +124,8 @@ table3_profile = profile.replace(
 )
 rows = list(scales.table3.rows)
 n_epochs = int(epochs or scales.table3.epochs)
-seed_list = list(
-    range(int(first_seed), int(first_seed) + int(seeds or scales.table3.seeds))
-)
+n_seeds = int(seeds or scales.table3.seeds)
+seed_list = list(range(int(first_seed), int(first_seed) + n_seeds))
 scale = variations.scale_of(table3_profile)
 overfit_rows = [r for r in ("base", "D1", "D2") if r in TABLE3_ALL_ROWS]
 overfit_share, overfit_epochs = scales.table3.overfit_share, scales.table3.overfit_epochs
@@ -120,12 +133,27 @@ torch_device = resolve_device(device)
 if profile.threads:
     torch.set_num_threads(profile.threads)
 chapter_start = time.perf_counter()
-print(
-    f"under profile {profile.name!r} this chapter trains {len(rows)} rows ({', '.join(rows)}) "
-    f"x {len(seed_list)} seeds for {n_epochs} epoch(s) each, and {', '.join(overfit_rows)} for "
-    f"{overfit_epochs} epochs of 1/{overfit_share} of the pairs; widths / {scale.width}, depths / "
-    f"{scale.depth}, heads / {scale.heads}, on {torch_device}"
+
+# %% [markdown]
+# In words:
+
+# %%
+display(
+    Markdown(
+        say.describe_plan(
+            profile.name,
+            rows,
+            n_seeds,
+            n_epochs,
+            overfit_rows,
+            overfit_epochs,
+            overfit_share,
+            (scale.width, scale.depth, scale.heads),
+            str(torch_device),
+        )
+    )
 )
+
 
 # %% [markdown]
 # ## 6.1 Each row as a change to base
@@ -137,14 +165,8 @@ print(
 
 
 # %%
-def listed(change: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in change.items()) or "(base)"
+viz.show_table(tables.paper_changes(TABLE3_ALL_ROWS))
 
-
-paper_changes = pd.DataFrame(
-    [dict(row=row, changes=listed(variations.changes(row))) for row in TABLE3_ALL_ROWS]
-)
-viz.show_table(paper_changes)
 
 # %% [markdown]
 # At the paper's size one row takes a GPU-day at least, so we shrink the base model and keep what
@@ -159,109 +181,50 @@ viz.show_table(paper_changes)
 # scale refuses any row with a head narrower than `MIN_HEAD_DIM`. Dropout, label smoothing and the
 # kind of positions are not sizes and stay as the paper has them. This is the whole rule:
 
+
 # %%
 viz.show_source(variations.VariationScale.config)
 
+
 # %% [markdown]
-# Under this profile the rows become the following (the paper's values in parentheses where they
-# differ), with each model's parameter count beside the paper's:
+# Under this profile the rows become the following, with each model's parameter count beside the
+# paper's. `tables.check_scaled` checks what the scale promises: no head narrower than 8, A1 one head
+# as wide as the model, the A rows $h \cdot d_k = d_\text{model}$, the B rows the paper's share of
+# base's key size, and every row's parameters moving the way the paper's do:
 
 
 # %%
-def scaled_row(row: str) -> dict:
-    ours, theirs = scale.config(row), variations.paper_config(row)
-    cells = {}
-    for field in (
-        "n_layers",
-        "d_model",
-        "d_ff",
-        "n_heads",
-        "d_k",
-        "d_v",
-        "dropout",
-        "label_smoothing",
-        "positional",
-    ):
-        a, b = getattr(ours, field), getattr(theirs, field)
-        cells[field] = f"{a}" if a == b else f"{a} ({b})"
-    return cells
-
-
 vocab_size = table3_profile.vocab_size  # parameter counts need only the vocabulary's size
-params = {}
-for row in rows:
-    config = scale.config(row, max_len=table3_profile.model_config().max_len)
-    model = Transformer(config, vocab_size, vocab_size, share_embeddings=True)
-    params[row] = count_parameters(model)
-config_table = pd.DataFrame(
-    [
-        dict(
-            row=row,
-            **scaled_row(row),
-            params_m=params[row] / 1e6,
-            paper_params_m=paper.TABLE3[row].params_m,
-        )
-        for row in rows
-    ]
+max_len = table3_profile.model_config().max_len
+params = tables.parameters(scale, rows, vocab_size, max_len)
+tables.check_scaled(scale, rows, params)
+viz.show_table(
+    tables.config_table(scale, rows, params),
+    **{"params (M)": "{:.2f}", "paper (M)": "{:.0f}"},
 )
-viz.show_table(config_table, params_m="{:.2f}", paper_params_m="{:.0f}")
-
-# The rows apply the paper's change at the scaled size, with no head narrower than 8.
-base_config = scale.config("base")
-assert all(
-    min(scale.config(r).d_k, scale.config(r).d_v) >= variations.MIN_HEAD_DIM for r in rows
-)
-if "A1" in rows:
-    a1 = scale.config("A1")
-    assert a1.n_heads == 1 and a1.d_k == base_config.d_model
-for row in ("A2", "A3", "A4"):
-    if row in rows:
-        c = scale.config(row)
-        assert c.n_heads * c.d_k == base_config.d_model == c.d_model
-for row in ("B1", "B2"):
-    if row in rows:
-        ratio = variations.paper_config(row).d_k / variations.paper_config("base").d_k
-        assert scale.config(row).d_k == ratio * base_config.d_k
-# Parameters move the way the paper's do, wherever the paper reports them.
-for row in rows:
-    theirs = paper.TABLE3[row].params_m
-    if row != "base" and theirs is not None and theirs != paper.TABLE3["base"].params_m:
-        assert (params[row] > params["base"]) == (
-            theirs > paper.TABLE3["base"].params_m
-        ), row
-b = base_config
-print(
-    f"base at this scale: {b.n_layers} layers, d_model {b.d_model}, d_ff {b.d_ff}, "
-    f"{b.n_heads} heads of d_k {b.d_k}; {params['base'] / 1e6:.2f}M parameters "
-    f"with a {vocab_size:,}-piece vocabulary"
-)
-missing = [r for r in TABLE3_ALL_ROWS if r not in rows]
-extra = [r for r in rows if r not in findings.finding_rows()]
-unread = [r for r in missing if r in findings.finding_rows()]
-if missing:
-    display(
-        Markdown(
-            f"This profile trains {len(rows)} of the {len(TABLE3_ALL_ROWS)} rows: "
-            + (
-                "those the six findings compare on the whole corpus (`findings.finding_rows`)"
-                if not unread
-                else "enough for every one of the six findings to compare at least one pair "
-                f"on the whole corpus; of the rows the findings read it leaves out "
-                f"{', '.join(unread)}, and the comparisons of those rows are skipped"
-            )
-            + (
-                f", and {', '.join(extra)} for the table beside the paper's"
-                if extra
-                else ""
-            )
-            + " (dropout's finding is read on a small corpus, section 6.3). It leaves out "
-            f"{', '.join(missing)}; the `gpu` profile trains all rows."
+b = scale.config("base")
+display(
+    Markdown(
+        say.describe_base(
+            b.n_layers, b.d_model, b.d_ff, b.n_heads, b.d_k, params["base"], vocab_size
         )
     )
-# Every finding keeps at least one pair of trained rows (smoke, a plumbing check, excepted).
-assert profile.name == "smoke" or all(
-    any({a, b} <= set(rows) for a, b in f.pairs) for f in findings.FINDINGS
 )
+
+
+# %% [markdown]
+# A profile may train a subset of the rows. Every finding needs at least one pair of trained rows
+# (smoke, a plumbing check, excepted), which the cell asserts:
+
+
+# %%
+trained_here = say.describe_rows_trained(rows, TABLE3_ALL_ROWS, findings.finding_rows())
+if trained_here:
+    display(Markdown(trained_here))
+assert profile.name == "smoke" or all(
+    any({a, b} <= set(rows) for a, b in x.pairs) for x in findings.FINDINGS
+)
+
 
 # %% [markdown]
 # Our counts are not the paper's divided by a constant: the embedding matrix (vocabulary x
@@ -292,6 +255,7 @@ assert profile.name == "smoke" or all(
 # run is exactly a run of half the length: each run's curve gives the results of shorter budgets
 # for free.
 
+
 # %%
 # The calibration is committed with the clone (results/tuning_table3_<profile>/), wherever this run
 # writes its own results.
@@ -299,40 +263,24 @@ committed = results.committed_root()
 calibration = committed and results.read_result(
     "calibration", f"tuning_table3_{profile.name}", committed
 )
+warmup, peak = scales.table3.warmup_steps, scales.table3.peak_lr
 if calibration:
     tried = pd.DataFrame(calibration["metrics"]["runs"])
-    tried = (
-        tried.pivot(index="candidate", columns="row", values="ppl")
-        .reset_index()
-        .rename_axis(columns=None)[["candidate", "base", "C1", "C3"]]
-    )
+    tried = tried.pivot(index="candidate", columns="row", values="ppl").reset_index()
+    tried = tried.rename_axis(columns=None)[["candidate", "base", "C1", "C3"]]
     viz.show_table(tried, base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
-    display(
-        Markdown(
-            f"Validation perplexity after {calibration['metrics']['share_of_epoch']:g} epoch "
-            f"of each candidate (warm-up steps:peak rate); chosen: "
-            f"**{calibration['metrics']['chosen']}** by the rule: "
-            f"{calibration['metrics']['rule']} ("
-            + results.describe_provenance(calibration)
-            + f"). This profile trains every row with warm-up {scales.table3.warmup_steps} and "
-            f"peak {scales.table3.peak_lr:g}, at batches of {table3_profile.batch_tokens:,} tokens."
-        )
-    )
+    batch_tokens = table3_profile.batch_tokens
+    words = say.describe_calibration(calibration, warmup, peak, batch_tokens)
+    display(Markdown(words))
     calibrated = Table3Scale.recorded(calibration["config"]["profile"]["book"])
     if calibrated.batch_tokens == scales.table3.batch_tokens:
-        warmup, peak = calibration["metrics"]["chosen"].split(":")
-        assert (int(warmup), float(peak)) == (
-            scales.table3.warmup_steps,
-            scales.table3.peak_lr,
-        ), "the profile's Table 3 warm-up and peak are not the calibration's choice"
-else:
-    display(
-        Markdown(
-            f"No calibration of this profile's warm-up ({scales.table3.warmup_steps}) and peak "
-            f"({scales.table3.peak_lr}) is committed; the curves of C1 and C3 in section 6.3 "
-            "show whether the deepest row trains."
+        chosen_warmup, chosen_peak = calibration["metrics"]["chosen"].split(":")
+        assert (int(chosen_warmup), float(chosen_peak)) == (warmup, peak), (
+            "the profile's Table 3 warm-up and peak are not the calibration's choice"
         )
-    )
+else:
+    display(Markdown(say.describe_no_calibration(warmup, peak)))
+
 
 # %% [markdown]
 # Half an epoch is short of what the rows train, so the rule was run again over a whole epoch, with
@@ -342,21 +290,17 @@ else:
 # paper's post-norm stack, what the depth rows measure at this budget is how fast a post-norm stack
 # gets going, not what depth buys.
 
+
 # %%
-whole_epoch = committed and results.read_result(
-    "calibration_epoch1", f"tuning_table3_{profile.name}", committed
-)
+tuning = f"tuning_table3_{profile.name}"
+whole_epoch = committed and results.read_result("calibration_epoch1", tuning, committed)
 pre_norm = committed and results.read_result(
-    "calibration_epoch1_prenorm", f"tuning_table3_{profile.name}", committed
+    "calibration_epoch1_prenorm", tuning, committed
 )
-same_batches = (
-    whole_epoch
-    and pre_norm
-    and all(
-        Table3Scale.recorded(r["config"]["profile"]["book"]).batch_tokens
-        == scales.table3.batch_tokens
-        for r in (whole_epoch, pre_norm)
-    )
+same_batches = bool(whole_epoch and pre_norm) and all(
+    Table3Scale.recorded(r["config"]["profile"]["book"]).batch_tokens
+    == scales.table3.batch_tokens
+    for r in (whole_epoch, pre_norm)
 )
 if whole_epoch and not same_batches:
     display(
@@ -365,55 +309,49 @@ if whole_epoch and not same_batches:
             "not shown. Rerun `scripts/table3_calibration.py --epochs 1` for this profile."
         )
     )
+
+
+# %% [markdown]
+# Where both grids are committed for this profile's batches, the table puts them together, one line
+# per norm position and candidate:
+
+
+# %%
 if calibration and same_batches:
     chosen = calibration["metrics"]["chosen"]
     post_runs = pd.DataFrame(whole_epoch["metrics"]["runs"])
     pre_runs = pd.DataFrame(pre_norm["metrics"]["runs"])
-    grid = (
-        pd.concat(
-            [
-                post_runs.assign(norm="post (the paper's)"),
-                pre_runs.assign(norm="pre (diagnostic)"),
-            ]
-        )
-        .pivot(index=["norm", "candidate"], columns="row", values="ppl")
-        .reset_index()
-        .rename_axis(columns=None)[["norm", "candidate", "base", "C1", "C3"]]
+    grid = pd.concat(
+        [
+            post_runs.assign(norm="post (the paper's)"),
+            pre_runs.assign(norm="pre (diagnostic)"),
+        ]
     )
+    grid = grid.pivot(
+        index=["norm", "candidate"], columns="row", values="ppl"
+    ).reset_index()
+    grid = grid.rename_axis(columns=None)[["norm", "candidate", "base", "C1", "C3"]]
     viz.show_table(grid, base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
     by = post_runs.pivot(index="candidate", columns="row", values="ppl")
     pre_at = pre_runs[pre_runs.candidate == chosen].set_index("row").ppl
     assert by.base.idxmin() == chosen, "the whole epoch picks another candidate for base"
-    deeper_wins = by.index[by.C3 <= by.C1].tolist()
-    display(
-        Markdown(
-            f"After a whole epoch, post-norm at {chosen}: base {by.base[chosen]:.1f}, C1 "
-            f"{by.C1[chosen]:.1f}, C3 {by.C3[chosen]:.1f}; base is best at {chosen} again. "
-            + (
-                f"Only {', '.join(deeper_wins)} {'ends' if len(deeper_wins) == 1 else 'end'} "
-                f"C3 no worse than C1, with base at {by.base[deeper_wins].min():.1f} at best, so "
-                "that rule would buy depth's order with models that learned less; the choice "
-                "stays with base's best. "
-                if deeper_wins
-                else "No candidate ends C3 no worse than C1. "
-            )
-            + f"Pre-norm at {chosen}: base {pre_at.base:.1f}, C1 {pre_at.C1:.1f}, C3 "
-            f"{pre_at.C3:.1f}: "
-            + (
-                "there the deepest stack ends below the one-layer one, so the post-norm depth "
-                "comparison at this budget measures how fast a post-norm stack gets going "
-                "rather than what depth buys."
-                if pre_at.C3 < pre_at.C1
-                else "depth does not help there either at this budget."
-            )
-            + " ("
-            + results.describe_provenance(whole_epoch)
-            + ")"
-        )
-    )
+    display(Markdown(say.describe_whole_epoch(by, pre_at, chosen, whole_epoch)))
+
+
+# %% [markdown]
+# Every row trains with the same settings but its configuration, its peak rate (from its width) and
+# its seed; `variations.row_settings` is the whole list:
+
 
 # %%
 viz.show_source(variations.row_settings)
+
+
+# %% [markdown]
+# The data is prepared once for every row: the corpus, the shared vocabulary, the encoded pairs and
+# the token batches. BLEU is scored on the validation split's raw sentences:
+
+
 # %%
 data = pipeline.prepare_data(table3_profile, data_dir)
 valid_text = load_parallel(
@@ -426,12 +364,19 @@ overfit_pairs = len(data.train) // overfit_share
 target_tokens = int((data.train.tgt_lengths + 1).sum())  # eos included
 mean_src = float(np.mean(data.train.src_lengths)) + 1
 mean_tgt = float(np.mean(data.train.tgt_lengths)) + 1
-print(
-    f"{len(data.train):,} training pairs ({target_tokens:,} target tokens an epoch), "
-    f"{len(data.valid):,} validation pairs for perplexity, {len(bleu_sources):,} validation "
-    f"sentences for BLEU; batches of about {table3_profile.batch_tokens:,} tokens; dropout's "
-    f"small corpus: the first {overfit_pairs:,} pairs"
+display(
+    Markdown(
+        say.describe_data(
+            len(data.train),
+            target_tokens,
+            len(data.valid),
+            len(bleu_sources),
+            table3_profile.batch_tokens,
+            overfit_pairs,
+        )
+    )
 )
+
 
 # %% [markdown]
 # The long cell: every row and seed on the whole corpus, and base, D1 and D2 on the small share.
@@ -442,8 +387,15 @@ print(
 # each run on the whole corpus translates the whole validation split greedily for BLEU.
 # `variations.train_rows` hands the runs out:
 
+
 # %%
 viz.show_source(variations.train_rows)
+
+
+# %% [markdown]
+# The plan lists every run, dearest first by its training FLOPs (`model/flops.py`'s count per target
+# token times the tokens it trains on): every row and seed on the whole corpus, with four validation
+# points along each curve, and dropout's rows on the small corpus, with one point per epoch.
 
 
 # %%
@@ -457,33 +409,36 @@ def training_flops(row: str, tokens: float) -> float:
 
 
 CURVE_POINTS = 4  # validation perplexities per run on the whole corpus
-plan = [
-    dict(row=row, seed=seed, epochs=n_epochs, curve_points=CURVE_POINTS, bleu=True)
-    for seed in seed_list
-    for row in rows
-] + [
-    dict(
-        row=row,
-        seed=seed,
-        epochs=overfit_epochs,
-        corpus="small",
-        train_pairs=overfit_pairs,
-        curve_points=overfit_epochs,
-    )
-    for seed in seed_list
-    for row in overfit_rows
-]
 share = {"full": 1.0, "small": overfit_pairs / len(data.train)}
-plan.sort(
-    key=lambda job: (
-        -training_flops(
-            job["row"], job["epochs"] * target_tokens * share[job.get("corpus", "full")]
-        )
+
+
+def job_flops(job: dict) -> float:
+    return training_flops(
+        job["row"], job["epochs"] * target_tokens * share[job.get("corpus", "full")]
     )
+
+
+plan = tables.plan_runs(
+    rows,
+    seed_list,
+    n_epochs,
+    CURVE_POINTS,
+    overfit_rows,
+    overfit_epochs,
+    overfit_pairs,
+    job_flops,
 )
 if workers is None:
     workers = (os.cpu_count() or 1) if torch_device.type == "cpu" else 1
 workers = max(1, min(int(workers), len(plan)))
+
+
+# %% [markdown]
+# The long cell. A line under it counts the finished runs while they train, and says at the end how
+# long they took:
+
+
+# %%
 threads = torch.get_num_threads()
 if torch_device.type == "cpu":
     torch.set_num_threads(1)
@@ -504,38 +459,36 @@ try:
     ):
         runs.append(run)
         if progress is not None:
+            elapsed = time.perf_counter() - train_start
             progress.update(
                 Markdown(
-                    f"Table 3 runs: {len(runs)} of {len(plan)} in "
-                    f"{time.perf_counter() - train_start:.0f} s (last: {run.row}, seed "
-                    f"{run.seed}, {run.corpus} corpus, validation perplexity {run.ppl:.1f})"
+                    f"Table 3 runs: {len(runs)} of {len(plan)} in {elapsed:.0f} s (last: {run.row}, "
+                    f"seed {run.seed}, {run.corpus} corpus, validation perplexity {run.ppl:.1f})"
                 )
             )
 finally:
     torch.set_num_threads(threads)
 train_seconds = time.perf_counter() - train_start
+
+
+# %% [markdown]
+# How long the runs took replaces the counting line above. Every planned run finished, for the
+# epochs it was given, with a finite perplexity and one parameter count per row (the cell checks):
+
+
+# %%
 measured = pd.DataFrame([r.to_dict() for r in runs])
+summary = say.describe_training(measured, train_seconds, workers)
+progress.update(Markdown(summary)) if progress is not None else display(Markdown(summary))
 full = measured[measured.corpus == "full"]
 small = measured[measured.corpus == "small"]
-assert len(full) == len(rows) * len(seed_list) and len(small) == len(overfit_rows) * len(
-    seed_list
-)
-assert (full.epochs >= n_epochs - 1e-6).all() and (
-    small.epochs >= overfit_epochs - 1e-6
-).all()
+assert len(full) == len(rows) * len(seed_list)
+assert len(small) == len(overfit_rows) * len(seed_list)
+assert (full.epochs >= n_epochs - 1e-6).all()
+assert (small.epochs >= overfit_epochs - 1e-6).all()
 assert np.isfinite(measured.ppl).all() and (measured.ppl > 1).all()
 assert all(full[full.row == row].params.nunique() == 1 for row in rows)
-at_once = (measured.train_s + measured.eval_s).sum() / train_seconds
-summary = (
-    f"{len(runs)} runs in {train_seconds:.0f} s on {workers} process(es): per run on the whole "
-    f"corpus, {full.train_s.min():.0f}-{full.train_s.max():.0f} s of training and "
-    f"{full.eval_s.mean():.0f} s of greedy translation; the runs' times add up to "
-    f"{at_once:.1f} times the wall time"
-)
-if progress is not None:
-    progress.update(Markdown(summary))
-else:
-    print(summary)
+
 
 # %% [markdown]
 # ## 6.3 Validation curves
@@ -547,56 +500,14 @@ else:
 
 
 # %%
-def curves(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per run and curve point: row, seed, point index, nominal epoch and validation perplexity."""
-    points = [
-        dict(
-            row=run.row,
-            seed=run.seed,
-            point=i,
-            epoch=round(run.epochs * (i + 1) / len(run.curve), 3),
-            ppl=point["ppl"],
-        )
-        for run in frame.itertuples()
-        for i, point in enumerate(run.curve)
-    ]
-    return pd.DataFrame(points)
-
-
-def mean_curve(points: pd.DataFrame) -> pd.DataFrame:
-    """The geometric mean over seeds at each curve point."""
-    return (
-        points.assign(log_ppl=np.log(points.ppl))
-        .groupby(["row", "point", "epoch"], as_index=False)
-        .log_ppl.mean()
-        .assign(ppl=lambda d: np.exp(d.log_ppl))
-    )
-
-
-full_curves, small_curves = curves(full), curves(small)
-GROUPS = {
-    "heads and key size (A, B)": ["base", "A1", "A2", "A3", "A4", "B1", "B2"],
-    "depth, width, feed-forward (C)": [
-        "base",
-        "C1",
-        "C2",
-        "C3",
-        "C4",
-        "C5",
-        "C6",
-        "C7",
-        "big",
-    ],
-    "regularisation and positions (D, E)": ["base", "D1", "D2", "D3", "D4", "E"],
-}
-
-
 def group_panels(mean_curves: pd.DataFrame):
     """Mean validation curves (columns row, epoch, ppl), one panel per group of rows."""
-    return viz.side_by_side(
-        *[
+    panels = []
+    for title, members in tables.GROUPS.items():
+        mine = mean_curves[mean_curves.row.isin(members)]
+        panels.append(
             viz.line_chart(
-                mean_curves[mean_curves.row.isin(members)],
+                mine,
                 "epoch",
                 "ppl",
                 "row",
@@ -608,12 +519,14 @@ def group_panels(mean_curves: pd.DataFrame):
                 width=180,
                 height=240,
             )
-            for title, members in GROUPS.items()
-        ]
-    )
+        )
+    return viz.side_by_side(*panels)
 
 
-viz.show(group_panels(mean_curve(full_curves)))
+full_curves, small_curves = tables.curve_points(full), tables.curve_points(small)
+full_mean = tables.mean_curve(full_curves)
+viz.show(group_panels(full_mean))
+
 
 # %% [markdown]
 # ### Where dropout can help: a small corpus, many epochs
@@ -624,8 +537,9 @@ viz.show(group_panels(mean_curve(full_curves)))
 # (dropout 0.1), D1 (none) and D2 (0.2) trained on a small share of the training pairs for many
 # epochs, with the validation perplexity measured after every epoch.
 
+
 # %%
-small_mean = mean_curve(small_curves)
+small_mean = tables.mean_curve(small_curves)
 viz.show(
     viz.line_chart(
         small_mean,
@@ -639,20 +553,10 @@ viz.show(
         points=True,
     )
 )
-lowest = small_mean.loc[small_mean.groupby("row").ppl.idxmin()].set_index("row")
-last = small_mean[small_mean.point == small_mean.point.max()].set_index("row")
 dropout_of = {r: scale.config(r).dropout for r in overfit_rows}
-display(
-    Markdown(
-        "; ".join(
-            f"{r} (dropout {dropout_of[r]:g}) is lowest at epoch {lowest.loc[r, 'epoch']:g} "
-            f"({lowest.loc[r, 'ppl']:.1f}) and ends at {last.loc[r, 'ppl']:.1f}, "
-            f"{100 * (last.loc[r, 'ppl'] / lowest.loc[r, 'ppl'] - 1):.1f}% above its lowest"
-            for r in overfit_rows
-        )
-        + ". A row that ends above its lowest point has begun to overfit."
-    )
-)
+display(Markdown(say.describe_overfitting(small_mean, dropout_of)))
+lowest = small_mean.loc[small_mean.groupby("row").ppl.idxmin()].set_index("row")
+
 
 # %% [markdown]
 # ## 6.4 The paper's findings at three budgets
@@ -689,149 +593,103 @@ display(
 # - a finding holds when all its compared pairs hold, does not hold when one goes against it, and
 #   otherwise cannot be told at this budget.
 
+
 # %%
 viz.show_source(findings.decide_pair)
 viz.show_source(findings.holm)
 
+
+# %% [markdown]
+# The findings are read at a quarter, half and all of each run's training, from the curves: the
+# dropout rows at the same shares of their own epochs. The committed extended run (below) is read the
+# same way, after each epoch all its rows and seeds have finished:
+
+
 # %%
 BUDGETS = (0.25, 0.5, 1.0)  # shares of each run's training, read from its curve
-
-
-def ppl_at(points: pd.DataFrame, fraction: float, n_points: int) -> tuple[dict, float]:
-    """`{row: {seed: ppl}}` at the curve point `fraction` of the way through, and its epoch."""
-    part = points[points.point == max(0, round(n_points * fraction) - 1)]
-    by_row = {
-        row: {int(s): float(p) for s, p in zip(g.seed, g.ppl)}
-        for row, g in part.groupby("row")
-    }
-    return by_row, float(part.epoch.iloc[0])
-
-
-budgets = []
-for fraction in BUDGETS:
-    full_ppl, full_epoch = ppl_at(full_curves, fraction, CURVE_POINTS)
-    small_ppl, small_epoch = ppl_at(small_curves, fraction, overfit_epochs)
-    budgets.append(
-        dict(
-            label=table3_report.budget_label(full_epoch, small_epoch, overfit_share),
-            full_epoch=full_epoch,
-            small_epoch=small_epoch,
-            findings=findings.assess(
-                findings.FINDINGS, {"full": full_ppl, "small": small_ppl}
-            ),
-        )
-    )
-extended_path = (
-    committed / f"table3_extended_{profile.name}" / table3_report.EXTENDED_NAME
-    if committed
-    else None
+budgets = tables.live_budgets(
+    full_curves, small_curves, BUDGETS, CURVE_POINTS, overfit_epochs, overfit_share
 )
-extended_run = (
-    table3_report.read_extended(extended_path)
-    if extended_path and extended_path.is_file()
-    else None
+extended_run, extended_budgets = report.load_extended(
+    committed, extended_profile or profile.name
 )
-extended_budgets = table3_report.extended_budgets(extended_run) if extended_run else []
 
-
-def small_curves_until(curves: dict, epoch: float) -> dict:
-    """Mean small-corpus curves cut at `epoch` (a budget sees only its own epochs)."""
-    return {row: list(c)[: int(epoch)] for row, c in curves.items()}
-
-
-live_small = {
-    row: list(g.sort_values("point").ppl) for row, g in small_mean.groupby("row")
-}
-said = [("This run", budgets[-1]["label"], budgets[-1]["findings"])]
-notes = [
-    {
-        "dropout helps": table3_report.overfit_note(
-            small_curves_until(live_small, budgets[-1]["small_epoch"])
-        )
-    }
-]
-if extended_budgets:
-    longest = extended_budgets[-1]
-    said.append(("The extended run", longest["label"], longest["findings"]))
-    notes.append(
-        {
-            "dropout helps": table3_report.overfit_note(
-                small_curves_until(
-                    table3_report.mean_curves(extended_run, "small"),
-                    longest["small_epoch"],
-                )
-            ),
-            "bigger is better": table3_report.overtake_note(
-                table3_report.mean_curves(extended_run), "C1", "C3"
-            ),
-        }
-    )
 
 # %% [markdown]
 # ### What the runs show
 #
-# First the verdicts in words, at this run's longest budget and, where a longer run of the same
-# rows is committed for this profile, at that run's longest; the tables after them give every
-# comparison at every budget. Each sentence names the two rows, the change in perplexity from the
-# second to the first, and its interval; a finding "cannot be told" when the interval allows both
-# directions, and then the sentence says how large a change the runs could have found.
+# First the verdicts in words, one finding at a time: at this run's longest budget and, where a
+# longer run of the same rows is committed, at that run's longest, followed by what the longer
+# budget changed and why; the tables after them give every comparison at every budget. Each
+# sentence names the two rows, which way and by how much the first row's perplexity differs from
+# the second's, and the interval (at the confidence its Holm step used, about 98 to 99.5%). A
+# difference whose interval includes no change is "within the noise", and the sentence then says
+# how large a change the runs could have found. Beside each verdict, a reason the numbers alone do
+# not give: for depth, whether the deeper stack was still catching up; for dropout, whether its
+# rows had begun to overfit. The rows are named by what they change at this scale:
+
 
 # %%
-display(Markdown(table3_report.conclusion(said, notes)))
+def by_point(mean: pd.DataFrame) -> dict:
+    return {row: list(g.sort_values("point").ppl) for row, g in mean.groupby("row")}
+
+
+names = tables.row_names(scale, TABLE3_ALL_ROWS)
+live = dict(name="this run", **budgets[-1])
+said, notes = (
+    [live],
+    [
+        {
+            "dropout helps": report.overfit_note(by_point(small_mean), ("D1", "base")),
+            "bigger is better": report.overtake_note(
+                by_point(full_mean), "C1", "C3", sorted(full_mean.epoch.unique())
+            ),
+        }
+    ],
+)
+if extended_budgets:
+    said.append(dict(name="the extended run", **extended_budgets[-1]))
+    small_ext = report.mean_curves(extended_run, "small")
+    small_ext = {
+        r: c[: extended_budgets[-1]["small_epoch"]] for r, c in small_ext.items()
+    }
+    notes.append(
+        {
+            "dropout helps": report.overfit_note(small_ext, ("D1", "base")),
+            "bigger is better": report.overtake_note(
+                report.mean_curves(extended_run), "C1", "C3"
+            ),
+        }
+    )
+display(Markdown(report.conclusion(said, [names], notes)))
+
+
+# %% [markdown]
+# Every verdict at every budget of this run, the budgets named by the epochs of the whole corpus
+# (and, in parentheses, of dropout's small corpus):
+
 
 # %%
-verdict_table = pd.DataFrame(
-    [
-        {"finding": f.name} | {b["label"]: b["findings"][i]["verdict"] for b in budgets}
-        for i, f in enumerate(findings.FINDINGS)
-    ]
-)
-viz.show_table(verdict_table)
+viz.show_table(tables.verdict_table(budgets))
+display(Markdown(say.describe_budgets(budgets, findings.percent(findings.TIE_MARGIN))))
 
 
-def cell(comparison: dict) -> str:
-    """A comparison's verdict, mean change and interval at its Holm level."""
-    if not comparison["trained"]:
-        return f"not compared: {comparison['reason']} under this profile"
-    return f"{comparison['verdict']}: {findings.describe(comparison).split(': ', 1)[1]}"
+# %% [markdown]
+# And every comparison: its verdict, the change in perplexity from the second row to the first, and
+# the interval at the confidence its Holm step used (in parentheses). A comparison holds exactly when
+# its interval lies on the paper's side of zero:
 
 
-comparison_table = pd.DataFrame(
-    [
-        {"finding": f.name, "comparison": f"{first} vs {second}"}
-        | {b["label"]: cell(b["findings"][i]["comparisons"][j]) for b in budgets}
-        for i, f in enumerate(findings.FINDINGS)
-        for j, (first, second) in enumerate(f.pairs)
-    ]
-)
-viz.show_table(comparison_table)
+# %%
+viz.show_table(tables.comparison_table(budgets))
 for b in budgets:
-    assert all(r["verdict"] in findings.VERDICTS for r in b["findings"])
-    for r in b["findings"]:
-        for c in r["comparisons"]:
-            if c["verdict"] == findings.HOLDS and r["kind"] == "worse":
+    for x in b["findings"]:
+        assert x["verdict"] in findings.VERDICTS
+        for c in x["comparisons"]:
+            if c["verdict"] == findings.HOLDS and x["kind"] == "worse":
                 assert c["interval_pct"][0] > 0
 final = budgets[-1]["findings"]
-n_compared = sum(c["trained"] for r in final for c in r["comparisons"])
-counts = pd.Series([r["verdict"] for r in final]).value_counts()
-changed = [
-    f.name
-    for i, f in enumerate(findings.FINDINGS)
-    if len({b["findings"][i]["verdict"] for b in budgets}) > 1
-]
-display(
-    Markdown(
-        f"The tie's margin: ±{findings.percent(findings.TIE_MARGIN):.1f}% of perplexity. "
-        f"At the longest budget ({budgets[-1]['label']}): "
-        + ", ".join(f"{counts.get(k, 0)} {k}" for k in findings.VERDICTS)
-        + ". "
-        + (
-            f"Verdicts that change between the budgets: {', '.join(changed)}."
-            if changed
-            else "No verdict changes between the budgets."
-        )
-    )
-)
+n_compared = sum(c["trained"] for x in final for c in x["comparisons"])
 
 
 # %% [markdown]
@@ -840,38 +698,14 @@ display(
 
 
 # %%
-def order_changes(points: pd.DataFrame, first: str, second: str) -> list[float]:
-    """The epochs at which the mean curves of `first` and `second` swap order."""
-    curve = mean_curve(points[points.row.isin([first, second])])
-    wide = curve.pivot(index="epoch", columns="row", values="ppl").sort_index()
-    sign = np.sign(wide[first] - wide[second])
-    return [float(e) for e, a, b in zip(wide.index[1:], sign[:-1], sign[1:]) if a != b]
-
-
-points_of = {"full": full_curves, "small": small_curves}
-swaps = [
-    (first, second, order_changes(points_of[f.corpus], first, second))
-    for f in findings.FINDINGS
-    for first, second in f.pairs
-    if {first, second} <= set(points_of[f.corpus].row)
-]
-swapped = [
-    f"{a} vs {b} at epoch {', '.join(f'{e:g}' for e in es)}" for a, b, es in swaps if es
-]
 display(
     Markdown(
-        (
-            "Comparisons whose rows swap order during training: "
-            + "; ".join(swapped)
-            + "."
-            if swapped
-            else "No comparison's rows swap order along the curves."
+        say.describe_swaps(
+            tables.swaps({"full": full_curves, "small": small_curves}), n_compared
         )
-        + f" Each budget is corrected for its own {n_compared} comparisons; reading three budgets is "
-        "three looks at the same runs, so a verdict seen at one budget only deserves less weight "
-        "than one seen at all three."
     )
 )
+
 
 # %% [markdown]
 # ### The extended run: the same rows, trained until they settle
@@ -883,80 +717,50 @@ display(
 # several times as many epochs of their small corpus:
 #
 # ```bash
-# python -m annotated_transformer table3 --profile cpu --epochs 8 --small-epochs 40 --seeds 1 2 3 \
-#     --out runs/table3-cpu --export results/table3_extended_cpu/runs.json
+# python -m annotated_transformer table3 --profile cpu --epochs 8 \
+#     --small-epochs 40 --seeds 1 2 3 --out runs/table3-cpu \
+#     --export results/table3_extended_cpu/runs.json
 # ```
 #
 # It keeps every finished epoch of every (row, seed) in its run folder and continues from there when
 # run again, so it spreads over as many sessions as it needs. Its results are committed; this page
 # reads them as they are and does not retrain them. Its curves, mean over seeds:
 
+
 # %%
 if extended_run is None:
     display(
         Markdown(
-            f"No extended run is committed for the `{profile.name}` profile "
-            f"(`results/table3_extended_{profile.name}/`); run the command above to make one."
+            f"No extended run is committed for the `{extended_profile or profile.name}` profile; "
+            "run the command above to make one."
         )
     )
 else:
-    extended_curves = pd.DataFrame(
-        [
-            dict(row=row, epoch=i + 1, ppl=ppl)
-            for row, curve in table3_report.mean_curves(extended_run).items()
-            for i, ppl in enumerate(curve)
-        ]
-    )
-    viz.show(group_panels(extended_curves))
-    targets = extended_run["targets"]
+    extended_curves = report.mean_curves(extended_run)
+    viz.show(group_panels(tables.per_epoch(extended_curves)))
     display(
         Markdown(
-            f"Every row and seed has finished {len(extended_budgets)} of the run's "
-            f"{targets['full']} epochs"
-            + (
-                " (it is still running: later epochs will be added)"
-                if len(extended_budgets) < targets["full"]
-                else ""
+            say.describe_extended_progress(
+                len(extended_budgets),
+                extended_run["targets"]["full"],
+                extended_run["written"],
+                extended_run["machine"],
+                report.flattening_note(extended_curves),
             )
-            + f"; written {extended_run['written'][:10]} on an {extended_run['machine']}. "
-            + table3_report.flattening_note(table3_report.mean_curves(extended_run))
         )
     )
+
 
 # %% [markdown]
 # The verdicts of the extended run after each epoch that every row and seed has finished, read with
 # the same statistics as the live run:
 
+
 # %%
 if extended_budgets:
-    viz.show_table(
-        pd.DataFrame(
-            [
-                {"finding": f.name}
-                | {
-                    f"{b['full_epoch']} epoch{'s' if b['full_epoch'] > 1 else ''}": b[
-                        "findings"
-                    ][i]["verdict"]
-                    for b in extended_budgets
-                }
-                for i, f in enumerate(findings.FINDINGS)
-            ]
-        )
-    )
-    viz.show_table(
-        pd.DataFrame(
-            [
-                {"finding": f.name, "comparison": f"{first} vs {second}"}
-                | {
-                    extended_budgets[-1]["label"]: cell(
-                        extended_budgets[-1]["findings"][i]["comparisons"][j]
-                    )
-                }
-                for i, f in enumerate(findings.FINDINGS)
-                for j, (first, second) in enumerate(f.pairs)
-            ]
-        )
-    )
+    viz.show_table(tables.verdict_table(extended_budgets))
+    viz.show_table(tables.comparison_table(extended_budgets[-1:]))
+
 
 # %% [markdown]
 # How to read the verdicts: **holds** and **does not hold** are statements about this scale and
@@ -975,108 +779,42 @@ if extended_budgets:
 # resampling against base of the same seed, as chapter 05 explains), the parameter count, and the
 # paper's columns. Lower perplexity is better, higher BLEU is better.
 
+
 # %%
-order = ["base"] + [row for row in rows if row != "base"]
 translations = {(r.row, r.seed): r.hypotheses for r in runs if r.corpus == "full"}
-bleu_tests = pd.DataFrame(
-    [
-        dict(seed=seed, row=row, **result)
-        for seed in seed_list
-        for row, result in paired_bootstrap(
-            {row: translations[row, seed] for row in order}, bleu_references
-        ).items()
-    ]
-)
+bleu_tests = tables.bleu_tests(translations, bleu_references, seed_list, rows)
 scored = full.set_index(["row", "seed"]).bleu
 assert all(
     math.isclose(scored[t.row, t.seed], t.bleu, abs_tol=0.01)
     for t in bleu_tests.itertuples()
 )
-
-
-def seed_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
-    """The geometric mean of `values` and its Student-t interval over seeds (log scale)."""
-    logs = np.log(np.asarray(values, dtype=float))
-    half = (
-        findings.t_quantile(1 - (1 - confidence) / 2, len(logs) - 1)
-        * logs.std(ddof=1)
-        / math.sqrt(len(logs))
-    )
-    mean = logs.mean()
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
-
-
 final_ppl = {
     row: {int(s): float(p) for s, p in zip(g.seed, g.ppl)}
     for row, g in full.groupby("row")
 }
-table = []
-for row in rows:
-    ppl, low, high = seed_interval(list(final_ppl[row].values()))
-    tests = bleu_tests[bleu_tests.row == row].sort_values("seed")
-    base_bleu = bleu_tests[bleu_tests.row == "base"].sort_values("seed").bleu.to_numpy()
-    table.append(
-        dict(
-            row=row,
-            ppl=ppl,
-            ppl_low=low,
-            ppl_high=high,
-            bleu=tests.bleu.mean(),
-            bleu_seeds=tests.bleu.tolist(),
-            bleu_ci95_seeds=tests.ci95.tolist(),
-            bleu_minus_base=float((tests.bleu.to_numpy() - base_bleu).mean()),
-            bleu_minus_base_seeds=(tests.bleu.to_numpy() - base_bleu).tolist(),
-            beyond=None if row == "base" else tests.exceeds_noise.astype(bool).tolist(),
-            params=params[row],
-            paper_ppl=paper.TABLE3[row].ppl,
-            paper_bleu=paper.TABLE3[row].bleu,
-            paper_params_m=paper.TABLE3[row].params_m,
-        )
-    )
-table = pd.DataFrame(table)
-shown = pd.DataFrame(
-    dict(
-        row=table.row,
-        ppl=[
-            f"{p:.2f} [{lo:.2f}, {hi:.2f}]"
-            for p, lo, hi in zip(table.ppl, table.ppl_low, table.ppl_high)
-        ],
-        paper_ppl=table.paper_ppl,
-        bleu=table.bleu,
-        bleu_by_seed=[
-            ", ".join(viz.plus_minus(b, c) for b, c in zip(bs, cs))
-            for bs, cs in zip(table.bleu_seeds, table.bleu_ci95_seeds)
-        ],
-        bleu_beyond_noise_of_base=[
-            "-" if b is None else f"{sum(b)} of {len(b)} seeds" for b in table.beyond
-        ],
-        paper_bleu=table.paper_bleu,
-        params_m=table.params / 1e6,
-        paper_params_m=table.paper_params_m,
-    )
-)
-viz.show_table(
-    shown,
-    paper_ppl="{:.2f}",
-    bleu="{:.2f}",
-    paper_bleu="{:.1f}",
-    params_m="{:.2f}",
-    paper_params_m="{:.0f}",
-)
+table = tables.beside_table3(rows, final_ppl, bleu_tests, params)
 assert table.row.tolist() == rows
 assert ((table.ppl_low <= table.ppl) & (table.ppl <= table.ppl_high)).all()
-compared = bleu_tests[bleu_tests.row != "base"]
-beyond = int(compared.exceeds_noise.sum())
-display(
-    Markdown(
-        f"Greedy sacreBLEU on all {len(bleu_references):,} validation sentences lies between "
-        f"{bleu_tests.bleu.min():.2f} and {bleu_tests.bleu.max():.2f} over rows and seeds, each "
-        f"with a 95% interval of ±{bleu_tests.ci95.min():.2f} to ±{bleu_tests.ci95.max():.2f}. "
-        f"Of the {len(compared)} differences from base (rows × seeds), {beyond} exceed the "
-        f"resampling noise, where chance alone (p < 0.05) would give about "
-        f"{0.05 * len(compared):.1f}."
-    )
-)
+
+
+# %% [markdown]
+# Perplexity first: ours, the 95% interval of the geometric mean over seeds, the paper's, and the
+# parameters:
+
+
+# %%
+viz.show_table(tables.perplexity_table(table))
+
+
+# %% [markdown]
+# Then BLEU: the mean over seeds, each seed's score with its 95% interval, in how many seeds the row
+# differs from base beyond the resampling noise, and the paper's score:
+
+
+# %%
+viz.show_table(tables.bleu_table(table))
+display(Markdown(say.describe_bleu(bleu_tests, len(bleu_references))))
+
 
 # %% [markdown]
 # The perplexities live on different scales (the paper's are near 5 after 100,000 steps on 4.5
@@ -1086,48 +824,16 @@ display(
 # the per-seed differences. Our BLEU bars are pale where the row is within the resampling noise of
 # base in at least one seed.
 
+
 # %%
-PPL, BLEU = "perplexity (lower is better)", "BLEU (higher is better)"
-paper_base = paper.TABLE3["base"]
-differences = []
-for r in table.itertuples():
-    if r.row == "base":
-        continue
-    pair = findings.paired(final_ppl[r.row], final_ppl["base"])
-    low, high = pair.interval(0.95)
-    differences += [
-        dict(
-            row=r.row,
-            metric=PPL,
-            who="ours",
-            diff=findings.percent(pair.mean),
-            low=findings.percent(low),
-            high=findings.percent(high),
-        ),
-        dict(
-            row=r.row,
-            metric=PPL,
-            who="paper",
-            diff=100 * (r.paper_ppl / paper_base.ppl - 1),
-        ),
-        dict(
-            row=r.row,
-            metric=BLEU,
-            who="ours",
-            diff=r.bleu_minus_base,
-            faded=not all(r.beyond),
-            low=min(r.bleu_minus_base_seeds),
-            high=max(r.bleu_minus_base_seeds),
-        ),
-        dict(row=r.row, metric=BLEU, who="paper", diff=r.paper_bleu - paper_base.bleu),
-    ]
 viz.show(
     viz.table3_differences_chart(
-        pd.DataFrame(differences),
+        tables.differences(table, final_ppl),
         rows,
-        {PPL: "% change from base", BLEU: "points minus base"},
+        {tables.PPL: "% change from base", tables.BLEU: "points minus base"},
     )
 )
+
 
 # %% [markdown]
 # ## 6.6 Do the rows come in the same order?
@@ -1140,50 +846,29 @@ viz.show(
 # findings depend on the budget (section 6.4) move it most, so it is an outcome to report, not a
 # number to tune toward.
 
+
 # %%
 correlation = findings.spearman_interval(table.ppl, table.paper_ppl)
 ranked = table[["ppl", "paper_ppl"]].rank()
 assert math.isclose(correlation["rho"], ranked.ppl.corr(ranked.paper_ppl), abs_tol=1e-12)
+ext_correlation = (
+    tables.extended_correlation(extended_budgets[-1]) if extended_budgets else None
+)
+ext_who = (
+    extended_budgets
+    and f"the extended run after {extended_budgets[-1]['full_epoch']} epochs"
+)
 display(
     Markdown(
-        f"Spearman rank correlation of perplexities over {correlation['rows']} rows: "
-        f"**{correlation['rho']:+.2f}**, 95% bootstrap interval "
-        f"[{correlation['low']:+.2f}, {correlation['high']:+.2f}] "
-        f"({correlation['samples']:,} resamples"
+        report.describe_correlation(correlation, "this run")
         + (
-            f", {correlation['dropped']} with one side constant dropped"
-            if correlation["dropped"]
+            " " + report.describe_correlation(ext_correlation, ext_who)
+            if ext_correlation
             else ""
-        )
-        + "). "
-        + (
-            "The interval excludes zero: the rows rank in the paper's order more than chance would."
-            if correlation["low"] > 0
-            else "The interval includes zero: at this budget the ordering of the rows says little "
-            "about the paper's."
-            if correlation["high"] > 0
-            else "The interval lies below zero: the rows rank against the paper's order."
         )
     )
 )
 
-# %%
-if extended_budgets:
-    ext_ppl = extended_budgets[-1]["ppl"]["full"]
-    ext_rows = list(ext_ppl)
-    ext_mean = [math.exp(np.mean(np.log(list(ext_ppl[r].values())))) for r in ext_rows]
-    ext_correlation = findings.spearman_interval(
-        ext_mean, [paper.TABLE3[r].ppl for r in ext_rows]
-    )
-    display(
-        Markdown(
-            f"The extended run, after {extended_budgets[-1]['full_epoch']} epochs, over its "
-            f"{ext_correlation['rows']} rows: **{ext_correlation['rho']:+.2f}**, 95% bootstrap "
-            f"interval [{ext_correlation['low']:+.2f}, {ext_correlation['high']:+.2f}]."
-        )
-    )
-else:
-    ext_correlation = None
 
 # %% [markdown]
 # ## 6.7 What the budget buys: FLOPs
@@ -1196,41 +881,28 @@ else:
 # far from its peak, so the measured rate, not the data sheet, sets the time.
 
 
+# %% [markdown]
+# `tables.table3_flops` adds it up for a profile: the FLOPs per target token of each row, times the
+# epochs and seeds, and the overfitting runs on their share of the corpus:
+
+
 # %%
-def table3_flops(profile_name: str, tokens_per_epoch: float, src_tgt: tuple) -> dict:
-    """The training FLOPs of profile `profile_name`'s chapter 06: every row and seed on the whole
-    corpus, and the overfitting runs on its small share."""
-    p = get_profile(profile_name)
-    book = p.book
-    s = variations.scale_of(p)
-    vocab = book.table3.vocab_size or p.vocab_size
-
-    def per_token(row: str) -> float:
-        return flops.training_flops_per_target_token(s.config(row), vocab, *src_tgt)
-
-    rows_total = sum(per_token(r) for r in book.table3.rows) * book.table3.epochs
-    overfit = sum(per_token(r) for r in overfit_rows) * book.table3.overfit_epochs
-    total = (
-        book.table3.seeds
-        * tokens_per_epoch
-        * (rows_total + overfit / book.table3.overfit_share)
-    )
-    return dict(
-        profile=profile_name,
-        rows=len(book.table3.rows),
-        seeds=book.table3.seeds,
-        epochs=book.table3.epochs,
-        overfit_epochs=book.table3.overfit_epochs,
-        flops=total,
-    )
+viz.show_source(tables.table3_flops)
 
 
+# %% [markdown]
+# This run's row uses the rate it achieved; the `gpu` profile's row the rate its own recipe's run
+# achieved on a GPU, where that result is committed:
+
+
+# %%
 done_flops = sum(
     training_flops(r.row, r.epochs * target_tokens * share[r.corpus]) for r in runs
 )
 achieved = done_flops / measured.train_s.sum()  # per process, validation included
+lengths = (mean_src, mean_tgt)
 budget_rows = [
-    table3_flops(profile.name, target_tokens, (mean_src, mean_tgt))
+    tables.table3_flops(profile.name, target_tokens, lengths, overfit_rows)
     | dict(flops_per_s=achieved * workers, where=f"this run, {workers} process(es)")
 ]
 gpu_record = results.read_result("sweep_d256x4", "gpu")
@@ -1242,7 +914,7 @@ if gpu_record and profile.name != "gpu":
         gpu_tokens / len(data.train),
     )
     budget_rows.append(
-        table3_flops("gpu", gpu_tokens, gpu_lengths)
+        tables.table3_flops("gpu", gpu_tokens, gpu_lengths, overfit_rows)
         | dict(
             flops_per_s=g["training_flops"] / g["train_time_s"],
             where="the gpu recipe's run: " + results.describe_provenance(gpu_record),
@@ -1250,21 +922,10 @@ if gpu_record and profile.name != "gpu":
     )
 budget = pd.DataFrame(budget_rows)
 budget["minutes"] = budget.flops / budget.flops_per_s / 60
-viz.show_table(budget, flops="{:.2e}", flops_per_s="{:.2e}", minutes="{:.1f}")
-display(
-    Markdown(
-        f"This run trained {done_flops:.2e} FLOPs in {train_seconds / 60:.1f} minutes of wall "
-        f"time, {achieved:.2e} FLOP/s per process."
-        + (
-            f" At the rate measured on an H100, the `gpu` profile's Table 3 "
-            f"({budget.iloc[1].rows} rows × {budget.iloc[1].seeds} seeds × "
-            f"{budget.iloc[1].epochs} epochs, and the overfitting runs) comes to "
-            f"{budget.iloc[1].flops:.2e} FLOPs, about {budget.iloc[1].minutes:.0f} minutes."
-            if len(budget) > 1
-            else ""
-        )
-    )
-)
+viz.show_table(tables.flops_table(budget))
+gpu_row = budget.iloc[1].to_dict() if len(budget) > 1 else None
+display(Markdown(say.describe_flops(done_flops, train_seconds / 60, achieved, gpu_row)))
+
 
 # %% [markdown]
 # ## What this chapter wrote
@@ -1277,6 +938,11 @@ display(
 # and their curves, the verdicts at every budget with every comparison's interval, the rank
 # correlation with its bootstrap interval, and the FLOPs arithmetic. The introduction's reproduction
 # summary reads `rows.base.ppl` and `rows.A1.bleu_minus_base`.
+
+
+# %% [markdown]
+# The configuration and training settings each row trained with (seed aside) go with the results,
+# so that a later reader can tell what produced them:
 
 
 # %%
@@ -1292,47 +958,26 @@ def trained_with(row: str) -> dict:
     }
 
 
-def run_of(row: str, seed: int, corpus: str = "full"):
-    return next(r for r in runs if (r.row, r.seed, r.corpus) == (row, seed, corpus))
+config = {
+    "profile": table3_profile.to_dict(),
+    "scale": {"width": scale.width, "depth": scale.depth, "heads": scale.heads},
+    "rows": {row: trained_with(row) for row in rows},
+}
 
 
+# %% [markdown]
+# The metrics: the rows and overfitting runs (`tables.row_records`, `tables.overfit_records`), the
+# verdicts at every budget, both runs' rank correlations, and the FLOPs arithmetic:
+
+
+# %%
 metrics = {
-    "rows": {
-        r.row: {
-            "ppl": round(r.ppl, 3),
-            "ppl_ci95": [round(r.ppl_low, 3), round(r.ppl_high, 3)],
-            "ppl_seeds": [round(final_ppl[r.row][s], 3) for s in seed_list],
-            "bleu": round(r.bleu, 2),
-            "bleu_seeds": [round(x, 2) for x in r.bleu_seeds],
-            "bleu_ci95_seeds": r.bleu_ci95_seeds,
-            "bleu_minus_base": round(r.bleu_minus_base, 2),
-            "bleu_beyond_noise_of_base_seeds": r.beyond,
-            "params_m": round(r.params / 1e6, 4),
-            "seeds": seed_list,
-            "epochs": [run_of(r.row, s).epochs for s in seed_list],
-            "steps": [run_of(r.row, s).steps for s in seed_list],
-            "curves": {str(s): run_of(r.row, s).curve for s in seed_list},
-            "train_s": [round(run_of(r.row, s).train_s, 1) for s in seed_list],
-            "trained_with": {
-                "warmup_steps": run_of(r.row, seed_list[0]).warmup_steps,
-                "peak_lr": run_of(r.row, seed_list[0]).peak_lr,
-                "max_len": table3_profile.model_config().max_len,
-                "batch_tokens": table3_profile.batch_tokens,
-            },
-        }
-        for r in table.itertuples()
-    },
-    "overfit": {
-        row: {
-            "train_pairs": overfit_pairs,
-            "seeds": seed_list,
-            "epochs": [run_of(row, s, "small").epochs for s in seed_list],
-            "ppl_seeds": [round(run_of(row, s, "small").ppl, 3) for s in seed_list],
-            "curves": {str(s): run_of(row, s, "small").curve for s in seed_list},
-            "lowest_epoch": float(lowest.loc[row, "epoch"]),
-        }
-        for row in overfit_rows
-    },
+    "rows": tables.row_records(
+        table, runs, final_ppl, seed_list, max_len, table3_profile.batch_tokens
+    ),
+    "overfit": tables.overfit_records(
+        runs, overfit_rows, seed_list, overfit_pairs, lowest.epoch.to_dict()
+    ),
     "verdicts": budgets,
     "spearman_ppl": correlation,
     "extended": {
@@ -1353,15 +998,19 @@ metrics = {
     "train_seconds": round(train_seconds, 1),
     "workers": workers,
 }
+
+
+# %% [markdown]
+# Written, and read back: the introduction's reproduction summary reads `rows.base.ppl` and
+# `rows.A1.bleu_minus_base` from this file.
+
+
+# %%
 path = results.write_result(
     results_name,
     metrics,
     profile=profile.name,
-    config={
-        "profile": table3_profile.to_dict(),
-        "scale": {"width": scale.width, "depth": scale.depth, "heads": scale.heads},
-        "rows": {row: trained_with(row) for row in rows},
-    },
+    config=config,
     device=torch_device,
     wall_time_s=round(time.perf_counter() - chapter_start, 1),
 )
@@ -1372,10 +1021,26 @@ assert (
 )
 base_trained = record["config"]["rows"]["base"]
 assert base_trained["model"]["warmup_steps"] == base_trained["train"]["warmup_steps"]
-assert base_trained["model"]["max_len"] == table3_profile.model_config().max_len
+assert base_trained["model"]["max_len"] == max_len
 assert len(record["metrics"]["verdicts"]) == len(BUDGETS)
-print(
-    f"wrote {path.parent.name}/{path.name}; chapter {time.perf_counter() - chapter_start:.0f} s "
-    f"({train_seconds:.0f} s training); at {budgets[-1]['label']}: "
-    + "; ".join(f"{r['finding']}: {r['verdict']}" for r in final)
+display(
+    Markdown(
+        say.describe_written(
+            f"{path.parent.name}/{path.name}",
+            time.perf_counter() - chapter_start,
+            train_seconds,
+        )
+    )
 )
+
+
+# %% [markdown]
+# ## What this run shows
+#
+# The chapter set out to ask which of the paper's six findings a single machine can confirm, and
+# after how much training. Counted, with what the longer budget changed and how closely each run's
+# rows follow the paper's order (section 6.6):
+
+
+# %%
+display(Markdown(report.closing(said, [correlation, ext_correlation][: len(said)])))

@@ -115,15 +115,26 @@ def parameters(
 def config_table(
     scale: variations.VariationScale, rows: Sequence[str], params: Mapping[str, int]
 ) -> pd.DataFrame:
-    """Each row's configuration at this scale, its parameters and the paper's (millions)."""
+    """Each row's configuration at this scale, its parameters and the paper's (millions); key and
+    value sizes share a column ("32", or "16/32" where they differ)."""
     records = []
     for row in rows:
-        config = scale.config(row)
-        record = {"row": row}
-        record |= {FIELD_WORDS[k]: getattr(config, k) for k in FIELD_WORDS}
-        record["parameters (M)"] = params[row] / 1e6
-        record["the paper's (M)"] = paper.TABLE3[row].params_m
-        records.append(record)
+        c = scale.config(row)
+        records.append(
+            {
+                "row": row,
+                "layers": c.n_layers,
+                "width": c.d_model,
+                "feed-forward": c.d_ff,
+                "heads": c.n_heads,
+                "key / value size": f"{c.d_k}" if c.d_k == c.d_v else f"{c.d_k}/{c.d_v}",
+                "dropout": c.dropout,
+                "label smoothing": c.label_smoothing,
+                "positions": c.positional,
+                "params (M)": params[row] / 1e6,
+                "paper (M)": paper.TABLE3[row].params_m,
+            }
+        )
     return pd.DataFrame(records)
 
 
@@ -525,13 +536,15 @@ def flops_table(budget: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "profile": budget.profile,
-            "rows × seeds × epochs": [
-                f"{r} × {s} × {e}"
-                for r, s, e in zip(budget.rows, budget.seeds, budget.epochs)
+            "runs": [
+                f"{r} rows × {s} seeds × {report.epochs_words(e)}, dropout's rows "
+                f"{report.epochs_words(o)}"
+                for r, s, e, o in zip(
+                    budget.rows, budget.seeds, budget.epochs, budget.overfit_epochs
+                )
             ],
-            "dropout rows' epochs": budget.overfit_epochs,
-            "training FLOPs": [f"{x:.2e}" for x in budget.flops],
-            "FLOP/s measured": [f"{x:.2e}" for x in budget.flops_per_s],
+            "training FLOPs": [f"{x:.1e}" for x in budget.flops],
+            "FLOP/s": [f"{x:.1e}" for x in budget.flops_per_s],
             "minutes": [f"{x:.1f}" for x in budget.minutes],
             "measured on": budget.where,
         }

@@ -198,3 +198,22 @@ def test_comparison_cells_are_short_and_say_the_verdict():
     assert cell.startswith("holds: +3") and "% to +" in cell
     assert table[table.comparison == "C6 vs C7"].iloc[0, 2] == "not trained here"
     assert tables.verdict_table([budget]).finding.tolist()[2] == "Small keys hurt"
+
+
+def test_the_flops_table_says_its_runs_in_words():
+    budget = pd.DataFrame(
+        dict(
+            profile=["cpu"],
+            rows=[11],
+            seeds=[2],
+            epochs=[1],
+            overfit_epochs=[10],
+            flops=[1.23e15],
+            flops_per_s=[3e9],
+            minutes=[6.8],
+            where=["this run"],
+        )
+    )
+    table = tables.flops_table(budget)
+    assert table.runs[0] == "11 rows × 2 seeds × 1 epoch, dropout's rows 10 epochs"
+    assert all("_" not in c for c in table.columns)
