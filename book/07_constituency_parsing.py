@@ -118,7 +118,7 @@ PAPER_TRAINING_SENTENCES = 40_000  # "about 40K training sentences" of the WSJ
 PAPER_VOCABULARY = 16_000  # word pieces, WSJ-only setting
 PAPER_BEAM = parsing.PAPER_BEAM
 assert (PAPER_BEAM, parsing.PAPER_ALPHA, parsing.PAPER_EXTRA_LENGTH) == (21, 0.3, 300)
-epochs = parsing_epochs or sizes.recipe["epochs"]
+epochs = int(parsing_epochs or sizes.recipe["epochs"])
 display(Markdown(describe.describe_plan(profile.name, epochs, device.type, sizes.shares)))
 # %% [markdown]
 # ## 7.1 A tree as a sequence
@@ -567,10 +567,10 @@ assert math.isclose(evalb["<=40"].f1, headline["f1_le40"])
 
 # %% [markdown]
 # The floors are parsed on the same sentences, and the tags parser is set against each with a
-# paired bootstrap: the test sentences are resampled with replacement two thousand times, both
-# parsers are scored on each resample, and the 95% interval of the margin says whether it could be
-# an accident of which sentences the test files hold. A margin whose interval includes zero is not
-# called a gain.
+# paired bootstrap (`parsing.paired_f1_bootstrap`): the test sentences are resampled with
+# replacement two thousand times, both parsers are scored on each resample, and the 95% interval
+# of the margin says whether it could be an accident of which sentences the test files hold. A
+# margin whose interval includes zero is not called a gain.
 
 # %%
 floor_trees = parsing.baselines(test_trees, train_trees)
