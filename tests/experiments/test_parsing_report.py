@@ -140,16 +140,20 @@ def test_extended_sentence_gives_each_share_and_whether_it_stopped():
     assert "No share has stopped rising yet" in text and "lower bounds" in text
     assert "Best dev F1 of the extended run: with a quarter" in text
     assert "(WSJ section 23), lies 67.3 points above the best" in text
-    assert "each doubling of the trees added about 3.8 points" in text
+    # no rate per doubling from bests that are still rising: it would read as a forecast
+    assert "doubling" not in text and "a best that is still rising" in text
     done = describe.describe_extended(
         extended_document(stopped=(True,) * 3), 91.3, 40_000
     )
     assert "Every share has stopped rising" in done
+    assert "each doubling of the trees added about 3.8 points" in done
     some = describe.describe_extended(
         extended_document(stopped=(True, False, True)), 91.3, 40_000
     )
     assert "The jobs on half of the files have not stopped rising yet" in some
-    flat = describe.describe_extended(extended_document(best=(20, 18, 16)), 91.3, 40_000)
+    flat = describe.describe_extended(
+        extended_document(best=(20, 18, 16), stopped=(True,) * 3), 91.3, 40_000
+    )
     assert "More trees did not raise the best dev F1 here" in flat
     assert (
         describe.points_per_doubling(describe.extended_summary(extended_document())[:1])

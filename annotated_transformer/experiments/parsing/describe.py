@@ -243,7 +243,10 @@ def describe_extended(
         f"The paper's {paper_f1}, a test F1 on other sentences (WSJ section 23), lies "
         f"{paper_f1 - top['best']:.1f} points above the best"
     )
-    if rate is not None and rate > 0 and paper_trees > top["trees"]:
+    if running:
+        # A rate per doubling from bests that are still rising would be read as a forecast.
+        where += ", a best that is still rising"
+    elif rate is not None and rate > 0 and paper_trees > top["trees"]:
         doublings = math.log2(paper_trees / top["trees"])
         where += (
             f". From the smallest share to all the files each doubling of the trees added "
