@@ -31,6 +31,12 @@
 #
 # Then the model leaves Python: exported to ONNX, it translates in this page, in your browser,
 # with no server, and draws its attention while it does.
+#
+# What the chapter will show, each with its number at the end: how many heads follow a verb to
+# its distant complement, and how many a pronoun to its antecedent, beyond an even spread and
+# with an interval; whether the heads of one layer spread their weight differently (Figure 5);
+# how the paper's own sentences fare in a model that never read news; and whether the page can
+# serve a model a quarter of the size without losing BLEU beyond the noise.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. A clone (this
@@ -208,34 +214,12 @@ print(
     f"{time.perf_counter() - started:.1f} s; {heads_tested} heads, intervals at {level:.2%}"
 )
 anaphora, dependency = samples["anaphora"], samples["dependency"]
-display(
-    Markdown(
-        f"Of the {len(encoded)} test captions, {with_pronoun} hold one of the pronouns, and "
-        f"the heuristic finds an antecedent in {len(anaphora.sentences)} of them "
-        f"({len(anaphora.pairs)} pronouns). It finds a verb with a complement three or more "
-        f"words away in {len(dependency.sentences)} captions ({len(dependency.pairs)} pairs)."
-    )
-)
 
+# %% [markdown]
+# What the two heuristics found, in numbers:
 
-def show_scores(table: pd.DataFrame) -> None:
-    """The per-head table: weights, the even spread, the ratio and its interval."""
-    shown = table.assign(
-        interval=[f"{a:.2f}-{b:.2f}" for a, b in zip(table["low"], table["high"])],
-        above=["yes" if s else "" for s in table["shows"]],
-    )
-    columns = ["layer", "head", "weight", "from every word", "even spread", "ratio"]
-    viz.show_table(
-        shown[[*columns, "interval", "over every word", "over every word low", "above"]],
-        weight="{:.3f}",
-        ratio="{:.2f}",
-        **{
-            "from every word": "{:.3f}",
-            "even spread": "{:.3f}",
-            "over every word": "{:.2f}",
-            "over every word low": "{:.2f}",
-        },
-    )
+# %%
+display(Markdown(fa.describe_samples(len(encoded), with_pronoun, samples)))
 
 
 # %% [markdown]
@@ -249,7 +233,7 @@ def show_scores(table: pd.DataFrame) -> None:
 # its complement more than an even spread would and more than the caption's other words do.
 
 # %%
-show_scores(scores["dependency"])
+viz.show_table(fa.score_table(scores["dependency"]), **fa.SCORE_FORMATS)
 display(Markdown(fa.describe(scores["dependency"], "the verb", "its complement")))
 
 # %% [markdown]
@@ -348,7 +332,7 @@ print(
 # The same table for the pronouns: the weight from the pronoun on its antecedent, per head.
 
 # %%
-show_scores(scores["anaphora"])
+viz.show_table(fa.score_table(scores["anaphora"]), **fa.SCORE_FORMATS)
 display(Markdown(fa.describe(scores["anaphora"], "the pronoun", "its antecedent")))
 
 # %% [markdown]
@@ -406,69 +390,16 @@ per_caption = pd.concat(
         for one in encoded
     ]
 )
-by_head = per_caption.groupby(["layer", "head"])
-heads5 = by_head[["entropy (bits)", "mean distance"]].mean()
-heads5["entropy s.e."] = by_head["entropy (bits)"].std() / np.sqrt(by_head.size())
-heads5["dependency ratio"] = scores["dependency"].set_index(["layer", "head"])["ratio"]
-heads5["anaphora ratio"] = scores["anaphora"].set_index(["layer", "head"])["ratio"]
-heads5 = heads5.reset_index()
+heads5 = fa.encoder_head_table(per_caption, scores)
 even_bits = float(np.mean([math.log2(len(one.pieces)) for one in encoded]))
-viz.show_table(
-    heads5,
-    **{
-        "entropy (bits)": "{:.2f}",
-        "entropy s.e.": "{:.3f}",
-        "mean distance": "{:.2f}",
-        "dependency ratio": "{:.2f}",
-        "anaphora ratio": "{:.2f}",
-    },
-)
+viz.show_table(heads5, **fa.HEAD_FORMATS)
 
+# %% [markdown]
+# Read layer by layer: how far apart the sharpest and the broadest head lie, against the noise of
+# their means over captions (`fa.describe_layers`).
 
-def layer_sentence(rows: pd.DataFrame) -> str:
-    """What one layer's rows show: the spread of its heads against the noise of a mean."""
-    sharp = rows.loc[rows["entropy (bits)"].idxmin()]
-    broad = rows.loc[rows["entropy (bits)"].idxmax()]
-    near = rows.loc[rows["mean distance"].idxmin()]
-    far = rows.loc[rows["mean distance"].idxmax()]
-    gap = broad["entropy (bits)"] - sharp["entropy (bits)"]
-    return (
-        f"In layer {int(sharp['layer'])} the entropy runs from "
-        f"{sharp['entropy (bits)']:.2f} bits (head {int(sharp['head'])}) to "
-        f"{broad['entropy (bits)']:.2f} (head {int(broad['head'])}), a gap "
-        f"{gap / rows['entropy s.e.'].max():.0f} times the largest standard error, and the "
-        f"mean distance from {near['mean distance']:.2f} pieces (head {int(near['head'])}) to "
-        f"{far['mean distance']:.2f} (head {int(far['head'])}); the dependency ratio from "
-        f"{rows['dependency ratio'].min():.2f} to {rows['dependency ratio'].max():.2f}."
-    )
-
-
-gaps = {
-    int(layer): (rows["entropy (bits)"].max() - rows["entropy (bits)"].min())
-    / rows["entropy s.e."].max()
-    for layer, rows in heads5.groupby("layer")
-}
-apart = [layer for layer, gap in gaps.items() if gap > 4]
-where = (
-    "In every layer"
-    if len(apart) == len(gaps)
-    else f"In layer{'s' if len(apart) > 1 else ''} {', '.join(map(str, apart))}"
-)
-verdict = (
-    f"{where} the sharpest and the broadest head differ by more than four standard errors "
-    "of a mean: the heads of one layer spread their weight differently, Figure 5's point."
-    if apart
-    else "In no layer do the sharpest and the broadest head differ by more than four "
-    "standard errors of a mean: these numbers do not show Figure 5's point."
-)
-display(
-    Markdown(
-        f"An even spread over a caption is {even_bits:.2f} bits on average. "
-        + " ".join(layer_sentence(rows) for _, rows in heads5.groupby("layer"))
-        + " "
-        + verdict
-    )
-)
+# %%
+display(Markdown(fa.describe_layers(heads5, even_bits)))
 
 # %% [markdown]
 # The picture: the sharpest and the broadest head of the last encoder layer by those test-set
@@ -672,42 +603,35 @@ for caption in live_captions:
         live_translations[name].append(tokenizer.decode(out))
     bar.update(1)
 bar.close()
+seconds = time.perf_counter() - started
+
+# %% [markdown]
+# The paired bootstrap of the two exports' translations decides which one the page serves
+# (`live_page.choose_export`), and the chosen export is copied where the site build finds it:
+
+# %%
 live_bleu = paired_bootstrap(live_translations, live_references)
 live_choice = live_page.choose_export(live_bleu)
-live_dir = run_dir / live_page.LIVE_EXPORT
-shutil.copytree(small_dir if live_choice == "int8" else web_dir, live_dir)
+shutil.copytree(
+    small_dir if live_choice == "int8" else web_dir, run_dir / live_page.LIVE_EXPORT
+)
 same = sum(a == b for a, b in zip(*live_translations.values()))
-full, quantized = live_bleu["float32"], live_bleu["int8"]
+export_sizes = {"float32": model_bytes, "int8": small_bytes}
 viz.show_table(
     pd.DataFrame(
-        [
-            {
-                "export": name,
-                "MB": size / 1e6,
-                "greedy sacreBLEU": r["bleu"],
-                "95% interval": f"{r['mean'] - r['ci95']:.2f}-{r['mean'] + r['ci95']:.2f}",
-            }
-            for (name, r), size in zip(live_bleu.items(), (model_bytes, small_bytes))
-        ]
+        {
+            "export": name,
+            "MB": export_sizes[name] / 1e6,
+            "greedy sacreBLEU": r["bleu"],
+            "95% interval": f"{r['mean'] - r['ci95']:.2f}-{r['mean'] + r['ci95']:.2f}",
+        }
+        for name, r in live_bleu.items()
     ),
     MB="{:.1f}",
     **{"greedy sacreBLEU": "{:.2f}"},
 )
-display(
-    Markdown(
-        f"On {len(live_captions)} test captions ({time.perf_counter() - started:.0f} s), int8 "
-        f"scores {quantized['bleu']:.2f} against float32's {full['bleu']:.2f} "
-        f"({full['mean'] - full['ci95']:.2f}-{full['mean'] + full['ci95']:.2f}); "
-        f"{same} of {len(live_captions)} translations are the same words. "
-        + (
-            f"The int8 BLEU lies inside the interval, so the page loads the int8 export: "
-            f"{small_bytes / 1e6:.1f} MB of model instead of {model_bytes / 1e6:.1f} MB."
-            if live_choice == "int8"
-            else f"The int8 BLEU lies outside the interval, so the page keeps the float32 "
-            f"export ({model_bytes / 1e6:.1f} MB)."
-        )
-    )
-)
+text = fa.describe_exports(live_bleu, same, len(live_captions), export_sizes, live_choice)
+display(Markdown(text))
 
 # %% [markdown]
 # The page runs those graphs with onnxruntime-web's WebAssembly build (served from the site, about
@@ -730,9 +654,11 @@ else:
 
 # %% [markdown]
 # ## 8.10 Results
+#
+# What `results/<profile>/attention_figures.json` keeps: first the figures' own numbers,
 
 # %%
-metrics = {
+figures = {
     "checkpoint": str(checkpoint.name),
     "figure3_share_on_more_difficult": {
         "mean": float(share.mean()),
@@ -746,6 +672,13 @@ metrics = {
     "figure5_heads": list(pair5),
     "captions_with_pronoun": with_pronoun,
     "interval_level": level,
+}
+
+# %% [markdown]
+# then the per-head measurements behind them and the live page's export:
+
+# %%
+metrics = figures | {
     "findings": {
         name: {
             "captions": found.searched,
@@ -774,6 +707,11 @@ metrics = {
     },
     "gpu_mean_entropy_figure3": compared,
 }
+
+# %% [markdown]
+# Written, and read back:
+
+# %%
 results.write_result(
     "attention_figures",
     metrics,
@@ -787,3 +725,12 @@ assert back["figure4_layer_heads"] == [layer4, heads4]
 assert back["explorer_spec_bytes"] == explorer_bytes
 elapsed = time.perf_counter() - chapter_start
 print(f"wrote results/{profile.name}/attention_figures.json in {elapsed:.0f} s")
+
+# %% [markdown]
+# ## What this run shows
+#
+# One sentence per finding, read back from the results file just written (`fa.what_this_run_shows`),
+# so that the page and the committed results say the same thing:
+
+# %%
+display(Markdown(fa.what_this_run_shows(back)))

@@ -536,3 +536,179 @@ def describe(scores: pd.DataFrame, query: str, key: str) -> str:
         "them."
     )
     return opening + verdict + tail + control
+
+
+# ------------------------------------------------------------------------------ chapter 08's words
+SCORE_FORMATS = {
+    "weight": "{:.3f}",
+    "from every word": "{:.3f}",
+    "even spread": "{:.3f}",
+    "ratio": "{:.2f}",
+    "over every word": "{:.2f}",
+    "over every word low": "{:.2f}",
+}
+
+
+def score_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-head table as the chapter shows it: weights, the even spread, the ratio and its
+    interval, the ratio over every word and its lower end, and "yes" where both lie above 1."""
+    shown = table.assign(
+        interval=[f"{a:.2f}-{b:.2f}" for a, b in zip(table["low"], table["high"])],
+        above=["yes" if s else "" for s in table["shows"]],
+    )
+    columns = ["layer", "head", "weight", "from every word", "even spread", "ratio"]
+    return shown[
+        [*columns, "interval", "over every word", "over every word low", "above"]
+    ]
+
+
+def describe_samples(captions: int, with_pronoun: int, samples: dict) -> str:
+    """How many captions the two heuristics find pairs in."""
+    anaphora, dependency = samples["anaphora"], samples["dependency"]
+    return (
+        f"Of the {captions} test captions, {with_pronoun} hold one of the pronouns, and the "
+        f"heuristic finds an antecedent in {len(anaphora.sentences)} of them "
+        f"({len(anaphora.pairs)} pronouns). It finds a verb with a complement three or more "
+        f"words away in {len(dependency.sentences)} captions ({len(dependency.pairs)} pairs)."
+    )
+
+
+def encoder_head_table(per_caption: pd.DataFrame, scores: dict) -> pd.DataFrame:
+    """Per encoder head over the captions: mean entropy (bits) with its standard error over
+    captions, mean distance, and the two phenomena's ratios (`scores` from `head_scores`)."""
+    by_head = per_caption.groupby(["layer", "head"])
+    heads = by_head[["entropy (bits)", "mean distance"]].mean()
+    heads["entropy s.e."] = by_head["entropy (bits)"].std() / np.sqrt(by_head.size())
+    for name in ("dependency", "anaphora"):
+        heads[f"{name} ratio"] = scores[name].set_index(["layer", "head"])["ratio"]
+    return heads.reset_index()
+
+
+HEAD_FORMATS = {
+    "entropy (bits)": "{:.2f}",
+    "entropy s.e.": "{:.3f}",
+    "mean distance": "{:.2f}",
+    "dependency ratio": "{:.2f}",
+    "anaphora ratio": "{:.2f}",
+}
+
+# Two heads of a layer "differ" when their mean entropies are further apart than this many
+# standard errors of a mean (the larger of the layer's).
+APART_SE = 4
+
+
+def _layer_sentence(rows: pd.DataFrame) -> str:
+    sharp = rows.loc[rows["entropy (bits)"].idxmin()]
+    broad = rows.loc[rows["entropy (bits)"].idxmax()]
+    near = rows.loc[rows["mean distance"].idxmin()]
+    far = rows.loc[rows["mean distance"].idxmax()]
+    gap = broad["entropy (bits)"] - sharp["entropy (bits)"]
+    return (
+        f"In layer {int(sharp['layer'])} the entropy runs from "
+        f"{sharp['entropy (bits)']:.2f} bits (head {int(sharp['head'])}) to "
+        f"{broad['entropy (bits)']:.2f} (head {int(broad['head'])}), a gap "
+        f"{gap / rows['entropy s.e.'].max():.0f} times the largest standard error, and the "
+        f"mean distance from {near['mean distance']:.2f} pieces (head {int(near['head'])}) "
+        f"to {far['mean distance']:.2f} (head {int(far['head'])})."
+    )
+
+
+def layers_apart(heads: pd.DataFrame) -> list[int]:
+    """The layers whose sharpest and broadest heads differ by more than `APART_SE` errors."""
+    return [
+        int(layer)
+        for layer, rows in heads.groupby("layer")
+        if (rows["entropy (bits)"].max() - rows["entropy (bits)"].min())
+        > APART_SE * rows["entropy s.e."].max()
+    ]
+
+
+def describe_layers(heads: pd.DataFrame, even_bits: float) -> str:
+    """Figure 5's point, read off the per-head table: do a layer's heads spread differently?"""
+    apart = layers_apart(heads)
+    layers = heads["layer"].nunique()
+    text = f"An even spread over a caption is {even_bits:.2f} bits on average. "
+    text += " ".join(_layer_sentence(rows) for _, rows in heads.groupby("layer"))
+    if not apart:
+        return text + (
+            f" In no layer do the sharpest and the broadest head differ by more than "
+            f"{APART_SE} standard errors of a mean: these numbers do not show Figure 5's point."
+        )
+    where = (
+        "In every layer"
+        if len(apart) == layers
+        else f"In layer{'s' if len(apart) > 1 else ''} {', '.join(map(str, apart))}"
+    )
+    return text + (
+        f" {where} the sharpest and the broadest head differ by more than {APART_SE} "
+        "standard errors of a mean: the heads of one layer spread their weight differently, "
+        "Figure 5's point."
+    )
+
+
+def describe_exports(
+    bleu: dict, same: int, captions: int, sizes: dict, served: str
+) -> str:
+    """The int8 export against the float32 one: BLEU with the interval, and which one the page
+    serves (int8 only when its BLEU lies inside float32's interval)."""
+    full, small = bleu["float32"], bleu["int8"]
+    low, high = full["mean"] - full["ci95"], full["mean"] + full["ci95"]
+    inside = "inside" if served == "int8" else "outside"
+    size = sizes[served] / 1e6
+    return (
+        f"On {captions} test captions the int8 export scores {small['bleu']:.2f} sacreBLEU "
+        f"against float32's {full['bleu']:.2f} (95% interval {low:.2f}-{high:.2f}); {same} of "
+        f"{captions} translations are the same words. The int8 BLEU lies {inside} the "
+        f"interval, so the page serves the {served} export ({size:.1f} MB of model, against "
+        f"{sizes['float32'] / 1e6:.1f} MB for float32)."
+    )
+
+
+def what_this_run_shows(metrics: dict) -> str:
+    """Chapter 08's closing list, from its results record (`attention_figures.json`)."""
+    lines = []
+    for name, query, key in (
+        ("dependency", "a verb", "its distant complement"),
+        ("anaphora", "a pronoun", "its antecedent"),
+    ):
+        found = metrics["findings"][name]
+        heads = pd.DataFrame(found["heads"])
+        shown = heads[heads["shows"].astype(bool)]
+        best = heads.loc[heads["ratio"].idxmax()]
+        lines.append(
+            f"{len(shown)} of {len(heads)} encoder heads put more weight from {query} on "
+            f"{key} than an even spread and the caption's other words would, over "
+            f"{found['sentences']} captions; the best, layer {int(best['layer'])} head "
+            f"{int(best['head'])}, at {best['ratio']:.2f} times the even spread (interval "
+            f"{best['low']:.2f}-{best['high']:.2f})."
+        )
+    heads5 = pd.DataFrame(metrics["encoder_heads_test"])
+    apart = layers_apart(heads5)
+    lines.append(
+        f"In {len(apart)} of {heads5['layer'].nunique()} encoder layers the heads spread their "
+        f"weight differently (entropies more than {APART_SE} standard errors apart): "
+        + (
+            "Figure 5's point holds here."
+            if apart
+            else "Figure 5's point does not show here."
+        )
+    )
+    share = metrics["figure3_share_on_more_difficult"]
+    lines.append(
+        f"On the paper's own Figure 3 sentence, news text foreign to this caption model, the "
+        f'heads of the drawn layer put {share["mean"]:.3f} of the weight of "making" on '
+        f'"more difficult" on average (at most {share["max"]:.3f}), against '
+        f"{share['even_spread']:.3f} for an even spread."
+    )
+    live = metrics["onnx_int8"]
+    sizes = {"float32": metrics["onnx_model_bytes"], "int8": live["bytes"]}
+    lines.append(
+        describe_exports(
+            live["bleu"],
+            live["same_translations"],
+            live["captions"],
+            sizes,
+            live["served"],
+        )
+    )
+    return "\n".join(f"- {line}" for line in lines)

@@ -43,7 +43,9 @@ def test_every_cell_is_the_committed_number(cpu_root):
         value = results.lookup(record["metrics"], claim.key, default=None)
         if value is None:
             continue
-        shown = claim.fmt.format(value).replace("e+", "e")  # 3.3e18, as the paper writes it
+        shown = claim.fmt.format(value).replace(
+            "e+", "e"
+        )  # 3.3e18, as the paper writes it
         assert _cell(table, claim.label).startswith(shown), claim.label
 
 

@@ -15,6 +15,7 @@ from tests.support.browser import Browser
 # Every output element that could push past the column or hide a line in a scroll box.
 _WIDE = """(() => {
   const column = document.querySelector("article.bd-article") || document.querySelector("main");
+  if (!column) return {column: 0, wide: [], charts: 0, drawn: 0, ready: "loading"};
   const limit = column.getBoundingClientRect().width;
   const seen = new Set(), wide = [];
   const selector = "div.cell_output pre, div.cell_output table, div.at-vega-chart, " +
@@ -87,6 +88,9 @@ def audit_page(chromium: str, url: str, timeout: float = 45.0) -> dict:
                 break
             time.sleep(0.25)
         time.sleep(1.0)  # late messages (fonts, MathJax)
-        state = browser.evaluate(_WIDE) or state
+        try:
+            state = browser.evaluate(_WIDE) or state
+        except RuntimeError:
+            pass
         state["console"] = browser.console()
     return state
