@@ -177,3 +177,152 @@ def chosen_gpu(candidates: list[GpuCandidate]) -> GpuCandidate:
     if not candidates:
         raise ValueError("no gpu sweep candidates to choose from")
     return min(candidates, key=lambda c: c.best_ppl)
+
+
+# ------------------------------------------------------------------------------------------ chapter 05
+@dataclass(frozen=True)
+class Evidence:
+    """Both sweeps as chapter 05 shows them: the `cpu` candidates with sacreBLEU's paired
+    bootstrap against the chosen one on the validation split, the chosen run's decoding grid,
+    and the `gpu` candidates' validation curves."""
+
+    cpu: list[CpuCandidate]
+    cpu_pick: CpuCandidate
+    cpu_tests: dict  # name -> paired_bootstrap's entry, the chosen one first
+    decoding: DecodeChoice
+    gpu: list[GpuCandidate]
+    gpu_pick: GpuCandidate
+
+    def cpu_rows(self) -> list[dict]:
+        """One dict per `cpu` candidate: name, validation scores, the test against the chosen."""
+        return [
+            {
+                "name": c.name,
+                "change": c.change,
+                "chosen": c is self.cpu_pick,
+                "valid_ppl": c.valid_ppl,
+                "valid_sacrebleu": self.cpu_tests[c.name]["bleu"],
+                "ci95": self.cpu_tests[c.name]["ci95"],
+                "p_value": self.cpu_tests[c.name].get("p_value"),
+                "exceeds_noise": self.cpu_tests[c.name].get("exceeds_noise"),
+            }
+            for c in self.cpu
+        ]
+
+    def gpu_rows(self) -> list[dict]:
+        return [
+            {
+                "name": g.name,
+                "chosen": g is self.gpu_pick,
+                "shape": shape(g.recipe),
+                "best_ppl": g.best_ppl,
+                "best_epoch": g.best_epoch,
+                "last_ppl": g.last_ppl,
+                "last_epoch": g.last_epoch,
+            }
+            for g in self.gpu
+        ]
+
+
+def read_evidence(results: Path, data_dir=None) -> Evidence:
+    """Read both sweeps, bootstrap the `cpu` candidates' validation translations, and check that
+    the `cpu` and `gpu` profiles train and decode as their sweeps chose (ValueError if not)."""
+    from ..data import load_parallel
+    from ..evaluation.scoring import paired_bootstrap
+    from ..profiles import get_profile
+
+    cpu_runs = cpu_candidates(results)
+    cpu_pick = chosen_cpu(cpu_runs)
+    cpu = get_profile("cpu")
+    if recipe_of(cpu) != cpu_pick.recipe:
+        raise ValueError("the cpu profile is not the candidate chosen on validation")
+    choice = decode_choice(results)
+    if {f: getattr(cpu, f) for f in DECODE_FIELDS} != choice.fields():
+        raise ValueError("the cpu profile decodes with other settings than those chosen")
+    gpu_runs = gpu_candidates(results)
+    gpu_pick = chosen_gpu(gpu_runs)
+    gpu = get_profile("gpu")
+    if (
+        recipe_of(gpu) != recipe_of(gpu_pick.recipe)
+        or gpu.max_epochs != gpu_pick.best_epoch
+    ):
+        raise ValueError("the gpu profile is not the run chosen on validation")
+    valid = load_parallel(
+        cpu.corpus, cpu.valid_split, cpu.src_lang, cpu.tgt_lang, data_dir
+    )
+    ordered = [cpu_pick] + [c for c in cpu_runs if c is not cpu_pick]
+    tests = paired_bootstrap(
+        {c.name: c.hypotheses.read_text(encoding="utf-8").splitlines() for c in ordered},
+        valid.tgt,
+    )
+    return Evidence(cpu_runs, cpu_pick, tests, choice, gpu_runs, gpu_pick)
+
+
+def cpu_table(evidence: Evidence):
+    """The `cpu` candidates: what each changes, its validation scores and its test against the
+    chosen one."""
+    import pandas as pd
+
+    by_name = {c.name: c for c in evidence.cpu}
+    rows = []
+    for r in evidence.cpu_rows():
+        c = by_name[r["name"]]
+        against = "" if r["chosen"] else (
+            f"p = {r['p_value']:.3f}, " + ("beyond" if r["exceeds_noise"] else "within")
+            + " noise"
+        )  # fmt: skip
+        rows.append(
+            {
+                "candidate": c.name + (" (chosen)" if r["chosen"] else ""),
+                "change": c.change,
+                "steps, epochs": f"{c.steps:,}, {c.epochs:.1f}",
+                "target tokens/s": f"{c.target_tokens_per_s:,.0f}",
+                "valid perplexity": f"{c.valid_ppl:.2f}",
+                "valid sacreBLEU ± 95%": f"{r['valid_sacrebleu']:.2f} ± {r['ci95']:.2f}",
+                "against the chosen": against,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def decode_table(choice: DecodeChoice):
+    """The chosen `cpu` run's decoding grid on validation, each against the paper's setting."""
+    import pandas as pd
+
+    base = choice.settings[choice.baseline]["bleu"]
+    rows = []
+    for name, row in choice.settings.items():
+        label = name.replace("average ", "").replace(", alpha", ", α")
+        label += " (chosen)" if name == choice.chosen else ""
+        label += " (the paper's)" if name == choice.baseline else ""
+        against = "" if name == choice.baseline else (
+            f"{row['bleu'] - base:+.2f}, p = {row['p_value']:.3f}"
+        )  # fmt: skip
+        rows.append(
+            {
+                "snapshots, beam, α": label,
+                "valid sacreBLEU ± 95%": f"{row['bleu']:.2f} ± {row['ci95']:.2f}",
+                "against the paper's": against,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def gpu_table(evidence: Evidence):
+    """The `gpu` candidates by their validation curves."""
+    import pandas as pd
+
+    by_name = {g.name: g for g in evidence.gpu}
+    return pd.DataFrame(
+        [
+            {
+                "gpu candidate": r["name"] + (" (chosen)" if r["chosen"] else ""),
+                "layers x width / feed-forward": r["shape"],
+                "peak lr, warm-up": f"{by_name[r['name']].recipe['peak_lr']:g}, "
+                f"{by_name[r['name']].recipe['warmup_steps']:,}",
+                "lowest valid perplexity (epoch)": f"{r['best_ppl']:.2f} ({r['best_epoch']})",
+                "at its last epoch": f"{r['last_ppl']:.2f} ({r['last_epoch']})",
+            }
+            for r in evidence.gpu_rows()
+        ]
+    )
