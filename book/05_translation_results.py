@@ -17,20 +17,26 @@
 #
 # Chapter 04 trained the profile's model. This chapter turns it into translations and scores them,
 # following section 6.1 of the paper {cite:p}`vaswani2017attention`: beam search with a beam of 4 and
-# the length penalty of {cite:t}`wu2016gnmt` ($\alpha = 0.6$, chosen on development data), outputs up
-# to the input length plus 50, and a model that is the average of the last checkpoints of the run
-# (the `cpu` profile chose its own $\alpha$ on validation the same way, below). It then asks what Table 2
-# asks: how good, and at what cost. In order:
+# the length penalty of {cite:t}`wu2016gnmt` (its strength $\alpha = 0.6$ chosen on development
+# data), outputs up to the input length plus 50 tokens, and a model that is the average of the last
+# checkpoints of the run. It then asks what Table 2 asks: how good, and at what cost. In order:
 #
-# 1. greedy decoding against beam search on the test set, both on the decoder's key-value cache;
-# 2. what averaging the last $k$ snapshots gains, for several $k$;
-# 3. two BLEUs {cite:p}`papineni2002bleu`: sacreBLEU with its signature {cite:p}`post2018sacrebleu`,
+# 1. how the `cpu` and `gpu` recipes, and the `cpu` run's decoding, were chosen on validation data;
+# 2. greedy decoding against beam search on the test set, both on the decoder's key-value cache;
+# 3. what averaging the last $k$ snapshots gains, for several $k$;
+# 4. two BLEUs {cite:p}`papineni2002bleu`: sacreBLEU with its signature {cite:p}`post2018sacrebleu`,
 #    and the paper's tokenized BLEU with compound splitting, and why they differ;
-# 4. translations beside their sources and references;
-# 5. the run's training cost in FLOPs, estimated the paper's way and counted from the model, set
+# 5. translations beside their sources and references;
+# 6. the run's training cost in FLOPs, estimated the paper's way and counted from the model, set
 #    beside the systems of Table 2;
-# 6. the `paper` profile's WMT14 recipe: what it would cost, and a few of its steps, run on a small
+# 7. the `paper` profile's WMT14 recipe: what it would cost, and a few of its steps, run on a small
 #    sample of WMT14 to show that its data path works.
+#
+# What the chapter will show, each with its number at the end: the test score of the run with
+# its interval; whether beam search beats greedy decoding by more than the test set's noise, and
+# at what price in time; whether averaging helps this run; how far the paper's BLEU and sacreBLEU
+# differ on these captions; how many orders of magnitude separate this run's cost from the
+# paper's; and what the paper's own recipe costs today.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. A clone (this
@@ -50,18 +56,26 @@ if importlib.util.find_spec("annotated_transformer") is None:
         package = f"annotated-transformer @ git+{REPOSITORY}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
 
+
+# %% [markdown]
+# The chapter imports the textbook's tools (PyTorch, pandas) and the package's decoding, scoring
+# and checkpoint functions. Its tables come from `experiments/translation_tables.py`, every
+# sentence that reads a number from `experiments/translation_describe.py`, and the bookkeeping
+# (the run folder, the cost, the paper's recipe, the results record) from
+# `experiments/translation_report.py`.
+
 # %%
 import inspect
-import json
 import math
-import tempfile
 import time
 
-import numpy as np
 import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
+# %% [markdown]
+# And the package's, with the chapter's three modules of the experiments folder.
+# %%
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
 from annotated_transformer.data import collate_sources, load_parallel
@@ -75,27 +89,16 @@ from annotated_transformer.evaluation.scoring import (
     translate,
 )
 from annotated_transformer.experiments import recipe_choice
-from annotated_transformer.experiments.translation_report import (
-    PAPER_TARGET_TOKENS_PER_STEP,
-    averaging_sizes,
-    averaging_sweep,
-    counted_training_flops,
-    device_hours,
-    finished_run,
-    mean_lengths,
-    measured_matmul_flops,
-    paper_way_flops,
-    read_metrics,
-    six_n_flops,
-)
-from annotated_transformer.model import flops
+from annotated_transformer.experiments import translation_describe as describe
+from annotated_transformer.experiments import translation_report as report
+from annotated_transformer.experiments import translation_tables as tables
 from annotated_transformer.model.decoding import (
     beam_search,
     gnmt_length_penalty,
     greedy_decode,
 )
 from annotated_transformer.profiles import get_profile
-from annotated_transformer.runtime.devices import cpu_name, resolve_device
+from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.training.checkpoint import (
     average_checkpoints,
     load_checkpoint,
@@ -110,12 +113,15 @@ data_dir = None  # None: $AT_DATA_DIR, then a download
 beam_size = None  # None: the profile's beam (4 outside the smoke profile)
 recipe_steps = None  # optimizer steps of the paper recipe's check in section 5.7; None: this profile's
 
+# %% [markdown]
+# The profile is exactly the one chapter 04 trained; it decides the beam, the length penalty, the
+# output allowance and the batches of the decoding. The smoke model is tiny, so under `smoke` a
+# second thread would only wait for the first; the other profiles decode with the threads they
+# trained with.
+
 # %%
-profile = get_profile(
-    profile_name, max_steps=max_steps
-)  # exactly what chapter 04 trained
+profile = get_profile(profile_name, max_steps=max_steps)
 torch_device = resolve_device(device)
-# The profile's beam, length penalty, output allowance and batches, with this chapter's beam.
 decoding = profile.decode_settings(torch_device).replace(
     beam_size=int(beam_size or profile.beam_size)
 )
@@ -123,23 +129,10 @@ beam = decoding.beam_size
 training_threads = (
     profile.threads or torch.get_num_threads()
 )  # what pipeline.train runs with
-# The smoke model is tiny: a second thread only waits for the first, badly so on a busy machine.
 torch.set_num_threads(1 if profile.name == "smoke" else training_threads)
 chapter_start = time.perf_counter()
-# Section 5.7 runs a few steps of the paper's recipe with a small model; enough to see the loss move.
-RECIPE_STEPS = {"smoke": 2, "cpu": 8}
-recipe_steps = int(recipe_steps or RECIPE_STEPS.get(profile.name, 20))
-print(
-    f"under profile {profile.name!r} this chapter translates "
-    f"{profile.eval_max_sentences or 'all'} test sentences of {profile.corpus} with beam {beam} "
-    f"on {torch_device}"
-)
-
-
-def flops_text(value: float) -> str:
-    """3.3e18 as the paper writes it."""
-    return f"{value:.2g}".replace("e+", "e")
-
+recipe_steps = report.recipe_check_steps(profile.name, recipe_steps)
+display(Markdown(describe.describe_plan(profile, torch_device, beam)))
 
 # %% [markdown]
 # ## 5.1 The trained model
@@ -150,180 +143,88 @@ def flops_text(value: float) -> str:
 # translations. Every checkpoint carries its configuration and its tokenizer, so nothing else is
 # needed to translate. When the folder holds no finished run of exactly this profile (this chapter
 # opened on its own, or chapter 04 run with other parameters), the chapter makes one with the same
-# call chapter 04 uses.
+# call chapter 04 uses; an older run there is moved aside to `replaced/<time>/`, so none of its
+# snapshots is ever averaged into the new one.
 
 # %%
 repo = results.repo_root() or pathlib.Path.cwd()
 run_dir = repo / "runs" / f"book-{profile.name}"
-run = finished_run(run_dir, profile)
+run = report.finished_run(run_dir, profile)
 trained_here = run is None
 if trained_here:
-    print(
-        f"no finished run of profile {profile.name!r} in {run_dir.name}/: "
-        "training it as chapter 04 does"
-    )
-    # an older run there is moved aside to replaced/<time>/: none of its snapshots is averaged
+    print(f"no finished {profile.name} run in runs/{run_dir.name}/: training it")
     pipeline.run(
         profile, run_dir, data_dir=data_dir, device=device, publish=True, overwrite=True
     )
-    run = finished_run(run_dir, profile)
-assert run is not None, f"{run_dir} still holds no finished run"
-viz.show_table(
-    pd.DataFrame(
-        [
-            (
-                "run folder",
-                f"runs/{run_dir.name}/"
-                + (" (trained by this chapter)" if trained_here else ""),
-            ),
-            ("steps, stopped by", f"{run.steps:,}, {run.stopped_by}"),
-            (
-                "training time",
-                f"{run.train_time_s:,.1f} s on {run.device} ({run.precision})",
-            ),
-            ("target tokens trained on", f"{run.target_tokens:,}"),
-            ("snapshots kept", ", ".join(run.snapshots)),
-        ],
-        columns=["", f"profile {profile.name}"],
-    )
-)
+    run = report.finished_run(run_dir, profile)
+assert run is not None, f"runs/{run_dir.name} still holds no finished run"
+viz.show_table(tables.run_table(run, run_dir.name, trained_here, profile.name))
 
 # %% [markdown]
 # The model of section 6.1 is the average of the last `average_last` snapshots (5 for the base
 # model in the paper, 20 for the big one), which is what `averaged.pt` holds. Loaded, it is a
-# `Transformer` and a tokenizer:
+# `Transformer` and a tokenizer; the test sentences are the profile's share of its test split:
 
 # %%
 averaged = load_checkpoint(run_dir / pipeline.AVERAGED_NAME)
 model, tokenizer = model_from_checkpoint(averaged, torch_device)
-test = load_parallel(
-    profile.corpus, profile.test_split, profile.src_lang, profile.tgt_lang, data_dir
-)
+langs = (profile.src_lang, profile.tgt_lang)
+test = load_parallel(profile.corpus, profile.test_split, *langs, data_dir)
 limit = profile.eval_max_sentences
-sources, references = (
-    (test.src[:limit], test.tgt[:limit]) if limit else (test.src, test.tgt)
-)
-print(
-    f"{sum(p.numel() for p in model.parameters()):,} parameters, averaged from "
-    f"{', '.join(averaged['averaged_from'])}; {len(sources):,} test sentences of {test.name}"
-)
+sources, references = test.src[:limit], test.tgt[:limit]  # [:None] keeps them all
+parameters = sum(p.numel() for p in model.parameters())
+averaged_from = list(averaged["averaged_from"])
+text = describe.describe_model(parameters, averaged_from, len(sources), test.name)
+display(Markdown(text))
 
 # %% [markdown]
 # ### How the `cpu` and `gpu` recipes were chosen
 #
 # A recipe (model shape, batch, learning rate, how long to train) is a choice, and choosing by the
-# test score would make that score optimistic. Both recipes were therefore chosen on the validation
-# split (1,014 pairs for Multi30k) and the test set was scored once, for the recipe chosen. The
-# `cpu` candidates each trained 15 minutes on 2 cores (`scripts/cpu_sweep.sh`) and are ranked by
-# sacreBLEU on the validation split, with sacreBLEU's paired bootstrap against the chosen one; the
-# `gpu` candidates are ranked by the lowest validation perplexity on their curves. The chosen `cpu`
-# run then picked its decoding on the same validation split: how many snapshots to average, the
-# beam width and the length penalty, each against the paper's (5 snapshots, beam 4, $\alpha = 0.6$),
-# kept only if it wins beyond the bootstrap's noise. The paper chose its own $\alpha$ the same way,
-# on development data. Twelve settings were tried, so the winner's margin is partly selection:
-# the test set, scored once under it, is the honest measure. The tables read the committed sweep
-# files and the cells check that each profile trains and decodes as chosen.
+# test score would make that score optimistic. Both recipes were therefore chosen on the
+# validation split, and the test set was scored once, for the recipe chosen. The `cpu` candidates
+# each trained 15 minutes on 2 cores (`scripts/cpu_sweep.sh`) and are ranked by sacreBLEU on the
+# validation split, with sacreBLEU's paired bootstrap (section 5.2 explains it) against the chosen
+# one. `recipe_choice.read_evidence` reads the committed sweeps and checks that each profile trains
+# and decodes as its sweep chose; an installed copy without the clone has no sweeps to read.
 
-# %% tags=["hide-input"]
+# %%
 committed = results.committed_root()
-if committed is None:
+evidence = recipe_choice.read_evidence(committed, data_dir) if committed else None
+if evidence is None:
     display(
-        Markdown(
-            "The sweeps are committed with the repository (`results/tuning_multi30k_cpu/`, "
-            "`results/gpu/logs/`); this installed copy has no clone to read them from."
-        )
+        Markdown("The sweeps are committed with the repository, not with the package.")
     )
 else:
-    cpu_runs = recipe_choice.cpu_candidates(committed)
-    cpu_pick = recipe_choice.chosen_cpu(cpu_runs)
-    assert recipe_choice.recipe_of(get_profile("cpu")) == cpu_pick.recipe, (
-        "the cpu profile is not the candidate chosen on validation"
+    viz.show_table(recipe_choice.cpu_table(evidence))
+    display(Markdown(describe.describe_cpu_choice(evidence.cpu_rows())))
+
+# %% [markdown]
+# The chosen `cpu` run then picked its decoding on the same validation split: how many snapshots
+# to average, the beam width and the length penalty, each against the paper's (5 snapshots, beam
+# 4, $\alpha = 0.6$), kept only if it wins beyond the bootstrap's noise
+# (`scripts/cpu_decode_choice.py`). The paper chose its own $\alpha$ the same way, on development
+# data. Many settings were tried, and the sentence under the table says what that does to the
+# winner's margin.
+
+# %%
+if evidence is not None:
+    choice = evidence.decoding
+    viz.show_table(recipe_choice.decode_table(choice))
+    text = describe.describe_decode_choice(
+        choice.settings, choice.baseline, choice.chosen
     )
-    cpu_profile = get_profile("cpu")
-    valid = load_parallel(
-        cpu_profile.corpus, cpu_profile.valid_split, "en", "de", data_dir
-    )
-    valid_test = paired_bootstrap(
-        {
-            c.name: c.hypotheses.read_text(encoding="utf-8").splitlines()
-            for c in [cpu_pick] + [c for c in cpu_runs if c is not cpu_pick]
-        },
-        valid.tgt,
-    )
-    viz.show_table(
-        pd.DataFrame(
-            [
-                {
-                    "candidate": c.name + (" (chosen)" if c is cpu_pick else ""),
-                    "change": c.change,
-                    "precision": c.precision,
-                    "steps": f"{c.steps:,}",
-                    "epochs": f"{c.epochs:.1f}",
-                    "target tokens/s": f"{c.target_tokens_per_s:,.0f}",
-                    "valid ppl": f"{c.valid_ppl:.2f}",
-                    "valid sacreBLEU ± 95%": viz.plus_minus(
-                        valid_test[c.name]["bleu"], valid_test[c.name]["ci95"]
-                    ),
-                    "against the chosen": (
-                        ""
-                        if c is cpu_pick
-                        else f"p = {valid_test[c.name]['p_value']:.3f}, "
-                        + ("beyond" if valid_test[c.name]["exceeds_noise"] else "within")
-                        + " noise"
-                    ),
-                }
-                for c in cpu_runs
-            ]
-        )
-    )
-    # The chosen run's averaging and search, on the same validation split (scripts/cpu_decode_choice.py).
-    decoding_choice = recipe_choice.decode_choice(committed)
-    assert {
-        f: getattr(cpu_profile, f) for f in recipe_choice.DECODE_FIELDS
-    } == decoding_choice.fields(), "the cpu profile decodes with other settings"
-    viz.show_table(
-        pd.DataFrame(
-            [
-                {
-                    "snapshots averaged, beam, alpha": name
-                    + (" (chosen)" if name == decoding_choice.chosen else "")
-                    + (" (the paper's)" if name == decoding_choice.baseline else ""),
-                    "valid sacreBLEU ± 95%": viz.plus_minus(row["bleu"], row["ci95"]),
-                    "against the paper's": (
-                        ""
-                        if name == decoding_choice.baseline
-                        else f"{row['bleu'] - decoding_choice.settings[decoding_choice.baseline]['bleu']:+.2f}, "
-                        f"p = {row['p_value']:.3f}"
-                    ),
-                }
-                for name, row in decoding_choice.settings.items()
-            ]
-        )
-    )
-    gpu_runs = recipe_choice.gpu_candidates(committed)
-    gpu_pick = recipe_choice.chosen_gpu(gpu_runs)
-    gpu_profile = get_profile("gpu")
-    assert recipe_choice.recipe_of(gpu_profile) == recipe_choice.recipe_of(
-        gpu_pick.recipe
-    )
-    assert gpu_profile.max_epochs == gpu_pick.best_epoch, (
-        "the gpu profile stops elsewhere"
-    )
-    viz.show_table(
-        pd.DataFrame(
-            [
-                {
-                    "gpu candidate": g.name + (" (chosen)" if g is gpu_pick else ""),
-                    "layers x d_model / d_ff": recipe_choice.shape(g.recipe),
-                    "peak lr, warm-up": f"{g.recipe['peak_lr']:g}, {g.recipe['warmup_steps']:,}",
-                    "lowest valid ppl": f"{g.best_ppl:.2f}",
-                    "at epoch": g.best_epoch,
-                    "valid ppl at its last epoch": f"{g.last_ppl:.2f} ({g.last_epoch})",
-                }
-                for g in gpu_runs
-            ]
-        )
-    )
+    display(Markdown(text))
+
+# %% [markdown]
+# The `gpu` candidates trained on one H100 with a validation score every 250 steps; they are
+# ranked by the lowest validation perplexity on their curves, and the profile stops at the epoch
+# where the chosen one reached it:
+
+# %%
+if evidence is not None:
+    viz.show_table(recipe_choice.gpu_table(evidence))
+    display(Markdown(describe.describe_gpu_choice(evidence.gpu_rows())))
 
 # %% [markdown]
 # ## 5.2 Greedy decoding and beam search
@@ -363,62 +264,42 @@ def greedy_by_hand(model, src: torch.Tensor, max_new_tokens: int) -> torch.Tenso
     return tokens
 
 
-few = collate_sources(
-    tokenizer.encode_batch(sources[:8]), model.config.pad_id, model.config.eos_id
-)
+# %% [markdown]
+# On the first eight test sentences it must write the very tokens of the package's
+# `greedy_decode`, which keeps a cache instead of recomputing the prefix (and the package's
+# length penalty must be the formula above):
+
+# %%
+c = model.config
+few = collate_sources(tokenizer.encode_batch(sources[:8]), c.pad_id, c.eos_id)
 few = few.to(torch_device)
 limit_tokens = few.size(1) + profile.max_len_b
-assert torch.equal(
-    greedy_by_hand(model, few, limit_tokens), greedy_decode(model, few, limit_tokens)
-)
+ours = greedy_by_hand(model, few, limit_tokens)
+assert torch.equal(ours, greedy_decode(model, few, limit_tokens))
 assert math.isclose(gnmt_length_penalty(10, 0.6), ((5 + 10) / 6) ** 0.6)
-print(
-    "the package's greedy_decode, which uses the key-value cache, writes the same tokens "
-    "for 8 test sentences"
-)
+print(f"the same tokens for {few.size(0)} test sentences")
 
 # %% [markdown]
 # The package never recomputes the prefix. Each decoder layer keeps the keys and values of the
 # positions already written (the key-value cache), so a step feeds only the newest token; the
 # encoder's keys and values for the cross-attention are projected once per sentence. Beam search
 # reorders the cache when beams swap parents. This is the package's beam search, what the
-# evaluation below calls (through `evaluation.translate`, which batches sentences by length):
+# evaluation below calls (through `evaluation.translate`, which batches sentences by length and
+# keeps the cache on):
 
 # %%
 viz.show_source(beam_search)
 assert inspect.signature(beam_search).parameters["use_cache"].default is True
-assert "use_cache" not in inspect.getsource(
-    translate
-)  # translate keeps the default: the cache
+assert "use_cache" not in inspect.getsource(translate)  # translate keeps the default
 
 # %% [markdown]
-# The cache changes the cost, not the result. On a batch of test sentences, with and without it:
+# The cache changes the cost, not the result. On the same eight sentences, beam search with and
+# without it (`report.time_cache`) writes the same tokens; the table gives the seconds:
 
 # %%
-cache_rows = []
-for use_cache in (True, False):
-    started = time.perf_counter()
-    out = beam_search(
-        model,
-        few,
-        beam_size=beam,
-        alpha=decoding.alpha,
-        max_len_a=decoding.max_len_a,
-        max_len_b=decoding.max_len_b,
-        use_cache=use_cache,
-    )
-    cache_rows.append(
-        dict(
-            decoder="key-value cache" if use_cache else "whole prefix every step",
-            seconds=time.perf_counter() - started,
-            tokens=out,
-        )
-    )
+cache_rows = report.time_cache(model, few, decoding)
 assert torch.equal(cache_rows[0]["tokens"], cache_rows[1]["tokens"])
-viz.show_table(
-    pd.DataFrame(cache_rows).drop(columns="tokens").assign(sentences=few.size(0)),
-    seconds="{:.2f}",
-)
+viz.show_table(tables.cache_table(cache_rows, few.size(0)), seconds="{:.2f}")
 
 # %% [markdown]
 # Now the whole test set (or the profile's share of it), once greedy and once with the profile's
@@ -458,88 +339,37 @@ decoded = {"greedy": greedy, BEAM: beamed}
 viz.show_source(paired_bootstrap)
 
 # %% [markdown]
-# Greedy decoding against beam search, each sacreBLEU with its interval:
+# Greedy decoding against beam search, each sacreBLEU with its interval, and the sentence that
+# reads the comparison (`describe_beam`, which calls a change within the noise no difference):
 
 # %%
-intervals = paired_bootstrap(
-    {name: scores["hypotheses"] for name, scores in decoded.items()}, references
-)
-assert all(
-    intervals[name]["bleu"] == scores["sacrebleu"] for name, scores in decoded.items()
-)
-decoding_table = pd.DataFrame(
-    [
-        {
-            "decoding": name,
-            "sacreBLEU ± 95%": viz.plus_minus(
-                scores["sacrebleu"], intervals[name]["ci95"]
-            ),
-            "tokenized BLEU": scores["bleu_tokenized"],
-            "decode seconds": scores["decode_seconds"],
-            "sentences per s": len(sources) / max(scores["decode_seconds"], 0.05),
-        }
-        for name, scores in decoded.items()
-    ]
-)
-viz.show_table(
-    decoding_table,
-    **{
-        "tokenized BLEU": "{:.2f}",
-        "decode seconds": "{:.1f}",
-        "sentences per s": "{:.1f}",
-    },
-)
-beam_test = intervals[BEAM]
-beam_gain = beamed["sacrebleu"] - greedy["sacrebleu"]
-slower = beamed["decode_seconds"] / max(greedy["decode_seconds"], 0.05)
-noise = "beyond" if beam_test["exceeds_noise"] else "within"
-display(
-    Markdown(
-        f"Beam search minus greedy: **{beam_gain:+.2f} sacreBLEU** "
-        f"({beamed['bleu_tokenized'] - greedy['bleu_tokenized']:+.2f} tokenized), at "
-        f"{slower:.1f} times the decoding time. The intervals are "
-        f"±{intervals['greedy']['ci95']:.2f} (greedy) and ±{beam_test['ci95']:.2f} (beam); "
-        f"on these {len(sources):,} sentences the difference is **{noise} the resampling "
-        f"noise** (p = {beam_test['p_value']:.3f})."
-    )
-)
+systems = {name: scores["hypotheses"] for name, scores in decoded.items()}
+intervals = paired_bootstrap(systems, references)
+for name, scores in decoded.items():
+    assert intervals[name]["bleu"] == scores["sacrebleu"]
+compared = report.decoding_record(greedy, beamed, intervals, BEAM)
+table = tables.decoding_table(decoded, intervals, len(sources))
+viz.show_table(table, **tables.DECODING_FORMATS)
+text = describe.describe_beam(compared["greedy"], compared["beam"], len(sources))
+display(Markdown(text))
 
 # %% [markdown]
 # Beam search keeps $k$ hypotheses per sentence, so each step does about $k$ times the work of a
-# greedy step, and a sentence runs until $k$ hypotheses have ended. The table gives the price and
-# the gain measured on this run; whether beam search pays is a property of the model and the test
-# set, and the sentence above says whether this run can tell.
+# greedy step, and a sentence runs until $k$ hypotheses have ended. Whether it pays is a property
+# of the model and the test set; the sentence above says whether this run can tell.
 #
 # The run's own results file, written by `pipeline.run` when it scored the run, holds the same
 # beam search on the same averaged model; read back, it agrees (the decoding is deterministic on a
 # CPU; on a GPU, reductions in another order may flip a rare near-tie):
 
 # %%
-run_record = results.read_result(
-    pipeline.default_results_name(profile), profile.results_folder
-)
-run_scores = (run_record or {}).get("metrics", {})
-same_run = run_scores.get("steps") == run.steps and run_scores.get("test", {}).get(
-    "averaged_checkpoints"
-) == list(averaged["averaged_from"])
+name = pipeline.default_results_name(profile)
+run_record = results.read_result(name, profile.results_folder)
+same_run = report.same_run(run_record, run, averaged_from)
+run_scores = run_record["metrics"] if same_run else {}
 if same_run and torch_device.type == "cpu" and run_scores["test"]["beam_size"] == beam:
-    assert abs(run_scores["sacrebleu"] - beamed["sacrebleu"]) <= 0.5, run_scores[
-        "sacrebleu"
-    ]
-viz.show_table(
-    pd.DataFrame(
-        [
-            dict(
-                scored_by="pipeline.run (chapter 04)",
-                sacrebleu=run_scores["sacrebleu"]
-                if same_run
-                else "another run's file, or none",
-            ),
-            dict(scored_by="this chapter", sacrebleu=beamed["sacrebleu"]),
-        ]
-    ),
-    sacrebleu="{:.2f}",
-)
+    assert abs(run_scores["sacrebleu"] - beamed["sacrebleu"]) <= 0.5, run_scores
+viz.show_table(tables.agreement_table(run_scores, same_run, beamed))
 
 # %% [markdown]
 # ## 5.3 Averaging the last checkpoints
@@ -560,102 +390,52 @@ def average_by_hand(state_dicts: list[dict]) -> dict:
     }
 
 
-chosen = [run_dir / "checkpoints" / name for name in averaged["averaged_from"]]
+# %% [markdown]
+# Checked against the package's `average_checkpoints` on the snapshots of the profile's average:
+
+# %%
+chosen = [run_dir / "checkpoints" / name for name in averaged_from]
 ours = average_by_hand([load_checkpoint(p)["model"] for p in chosen])
 theirs = average_checkpoints(chosen)["model"]
 for name, tensor in theirs.items():
     torch.testing.assert_close(ours[name].to(tensor.dtype), tensor)
-print(
-    f"the mean of {len(chosen)} snapshots by hand equals the package's average_checkpoints"
-)
+print(f"the mean of {len(chosen)} snapshots by hand equals average_checkpoints")
 
 # %% [markdown]
 # How much does it gain here? The newest $k$ snapshots for several $k$ ($k = 1$ is the last
 # snapshot alone): test perplexity per subword (teacher forcing, no smoothing), and test sacreBLEU
 # of the profile's beam search, the decoding section 6.1 scores an averaged model with. Each BLEU
 # carries its 95% interval, and the paired bootstrap compares every average with $k = 1$. The
-# profile's own $k$ is the model of section 5.2.
+# profile's own $k$ was decoded in section 5.2 already and is not decoded twice.
 
 # %%
-sizes = averaging_sizes(profile.average_last, len(run.snapshots))
+sizes = report.averaging_sizes(profile.average_last, len(run.snapshots))
 swept = {}
-for k, checkpoint, used in averaging_sweep(run_dir, sizes):
-    # The profile's own average was decoded in section 5.2 already.
-    same = used == list(averaged["averaged_from"])
-    swept[k] = (used, beamed if same else evaluate(checkpoint, beam))
-tests = paired_bootstrap(
-    {f"k={k}": scores["hypotheses"] for k, (_, scores) in swept.items()}, references
-)
-sweep = pd.DataFrame(
-    [
-        dict(
-            k=k,
-            snapshots=f"{used[0]} .. {used[-1]}" if k > 1 else used[0],
-            test_ppl=scores["ppl"],
-            bleu=scores["sacrebleu"],
-            ci95=tests[f"k={k}"]["ci95"],
-            minus_k1=scores["sacrebleu"] - swept[sizes[0]][1]["sacrebleu"],
-            p_value=tests[f"k={k}"].get("p_value"),
-            beyond_noise=tests[f"k={k}"].get("exceeds_noise"),
-        )
-        for k, (used, scores) in swept.items()
-    ]
-)
-assert sweep.k.tolist() == sizes and np.isfinite(sweep.test_ppl).all()
-shown_sweep = pd.DataFrame(
-    {
-        "k": sweep.k,
-        "snapshots": sweep.snapshots,
-        "test perplexity": sweep.test_ppl,
-        "sacreBLEU ± 95%": [viz.plus_minus(b, c) for b, c in zip(sweep.bleu, sweep.ci95)],
-        "minus k = 1": sweep.minus_k1,
-        "p against k = 1": sweep.p_value,
-        "beyond noise": sweep.beyond_noise,
-    }
-)
-viz.show_table(
-    shown_sweep,
-    "-",
-    **{
-        "test perplexity": "{:.2f}",
-        "minus k = 1": "{:+.2f}",
-        "p against k = 1": "{:.3f}",
-        "beyond noise": "{}",
-    },
-)
-viz.show(
-    viz.averaging_chart(
-        sweep,
-        title=f"Checkpoint averaging, profile {profile.name} "
-        f"({len(run.snapshots)} snapshots kept), beam {beam}",
-    )
-)
+for k, checkpoint, used in report.averaging_sweep(run_dir, sizes):
+    swept[k] = (used, beamed if used == averaged_from else evaluate(checkpoint, beam))
+by_k = {f"k={k}": scores["hypotheses"] for k, (_, scores) in swept.items()}
+sweep = report.sweep_frame(swept, paired_bootstrap(by_k, references))
+assert sweep.k.tolist() == sizes and sweep.test_ppl.notna().all()
+viz.show_table(tables.sweep_table(sweep), "-", **tables.SWEEP_FORMATS)
+
+# %% [markdown]
+# The same sweep as a chart, BLEU with its interval as error bars, and what it says:
 
 # %%
-last, own = sweep.iloc[0], sweep.set_index("k").loc[len(averaged["averaged_from"])]
-others = sweep.iloc[1:]
-text = (
-    f"Averaging the newest {own.name} snapshots (the profile's $k$) against the last alone: "
-    f"test perplexity {last.test_ppl:.2f} → {own.test_ppl:.2f}, sacreBLEU "
-    f"{viz.plus_minus(last.bleu, last.ci95)} → {viz.plus_minus(own.bleu, own.ci95)}"
+title = (
+    f"Checkpoint averaging, profile {profile.name}: {len(run.snapshots)} snapshots kept"
 )
-if own.name > 1:
-    noise = "beyond" if own.beyond_noise else "within"
-    text += f", a difference {noise} the resampling noise (p = {own.p_value:.3f})"
-beyond = int(others.beyond_noise.sum())
-text += (
-    f". Of the {len(others)} averages, {beyond} {'differs' if beyond == 1 else 'differ'} "
-    "from the last snapshot by more than the resampling noise."
-)
-display(Markdown(text))
+viz.show(viz.averaging_chart(sweep, title=title))
+rows = sweep.to_dict(orient="records")
+display(Markdown(describe.describe_averaging(rows, len(averaged_from))))
 
 # %% [markdown]
 # How much averaging helps depends on where the snapshots are. Late in a long run, with the learning
 # rate decayed, the last snapshots differ little and their average is usually a modest gain (the
 # paper reports no ablation of it). In a short run, still improving fast, the oldest snapshots in
-# the average are clearly worse models, and averaging too many of them can cost more than it gains:
-# the sweep above measures where this run stands. Under `smoke` the snapshots are a few dozen
-# steps apart in a model that has barely started learning, and the numbers say little.
+# the average are clearly worse models, and averaging too many of them can cost more than it gains.
+# Under `smoke` the snapshots are a few dozen steps apart in a model that has barely started
+# learning, and the numbers say little.
 #
 # ## 5.4 Two BLEUs
 #
@@ -673,6 +453,8 @@ display(Markdown(text))
 #   ("Arbeits-Markt" becomes "Arbeits ##AT##-##AT## Markt", tensor2tensor's `get_ende_bleu.sh`), so
 #   that a correct half of a compound counts as a matched word. Each split adds matched tokens,
 #   which raises the score; its scripts, not a signature, define it.
+#
+# All three scores of the same outputs, with and without the splitting, each with its signature:
 
 # %%
 hypotheses = beamed["hypotheses"]
@@ -681,42 +463,26 @@ split = tokenized_bleu(hypotheses, references, compound_splitting=True)
 unsplit = tokenized_bleu(hypotheses, references, compound_splitting=False)
 assert round(sacre["score"], 2) == beamed["sacrebleu"]
 assert round(split["score"], 2) == beamed["bleu_tokenized"]
-bleus = pd.DataFrame(
-    [
-        dict(bleu=name, score=scores["score"], signature=scores["signature"])
-        for name, scores in (
-            ("sacreBLEU", sacre),
-            ("tokenized, no compound splitting", unsplit),
-            ("tokenized with compound splitting (the paper's)", split),
-        )
-    ]
-)
 assert (
     abs(split["score"] - sacre["score"]) <= 1.0
-)  # same 13a tokens; only compound splitting differs
-viz.show_table(bleus, score="{:.2f}")
-hyphenated = [r for r in references if "-" in r]
-example = hyphenated[0] if hyphenated else references[0]
-viz.show_table(
-    pd.DataFrame(
-        [
-            ("reference", example),
-            ("13a tokens", tokenize_for_bleu(example)),
-            ("compounds split", split_compounds(tokenize_for_bleu(example))),
-        ],
-        columns=["", "one test reference"],
-    )
-)
-print(f"{len(hyphenated)} of {len(references)} references hold a hyphen")
+)  # same 13a tokens; only the splitting differs
+viz.show_table(tables.bleu_table(sacre, unsplit, split), score="{:.2f}")
 
 # %% [markdown]
-# On Multi30k the two agree closely: the references are plain captions with few hyphenated
-# compounds (the count is printed above), and this package tokenizes both sides with the same `13a`
-# rules sacreBLEU uses, so compound splitting is the only difference. On WMT14 news text, with
-# Moses tokenization and many more compounds, the tokenized score of the time comes out higher than
-# sacreBLEU of the same output, and {cite:t}`post2018sacrebleu` shows how far such choices alone move
-# a score: the paper's 27.3 and 28.4 are tokenized BLEU and are not directly comparable with
-# sacreBLEU numbers. The package's version of the paper's BLEU:
+# What the splitting does to one reference, and how many references it touches at all:
+
+# %%
+viz.show_table(tables.compound_example(references, tokenize_for_bleu, split_compounds))
+hyphenated = sum("-" in r for r in references)
+scores = (sacre["score"], unsplit["score"], split["score"])
+display(Markdown(describe.describe_bleus(*scores, hyphenated, len(references))))
+
+# %% [markdown]
+# This package tokenizes both sides with the same `13a` rules sacreBLEU uses, so compound
+# splitting is the only difference between the two BLEUs here. {cite:t}`post2018sacrebleu` shows
+# how far such choices alone move a score on WMT's news text: the paper's 27.3 and 28.4 are
+# tokenized BLEU and are not directly comparable with sacreBLEU numbers. The package's version of
+# the paper's BLEU:
 
 # %%
 viz.show_source(tokenized_bleu)
@@ -728,36 +494,25 @@ viz.show_source(tokenized_bleu)
 # set, in its order):
 
 # %%
-samples = pd.DataFrame(
-    [
-        dict(
-            source=sources[i],
-            reference=references[i],
-            greedy=greedy["hypotheses"][i],
-            **{f"beam {beam}": hypotheses[i]},
-        )
-        for i in range(min(6, len(sources)))
-    ]
-)
-viz.show_table(samples)
+viz.show_table(tables.samples_table(sources, references, decoded))
 
 # %% [markdown]
 # ## 5.6 What the training cost (Table 2)
 #
 # Table 2 sets each system's BLEU beside its training cost in floating-point operations, estimated as
 # training time $\times$ number of GPUs $\times$ a sustained single-precision rate per GPU (2.8, 3.7,
-# 6.0 and 9.5 TFLOP/s for the K80, K40, M40 and P100). For the base model that is 12 hours on 8 P100s:
+# 6.0 and 9.5 TFLOP/s for the K80, K40, M40 and P100). For the base model that is 12 hours on 8
+# P100s, which reproduces Table 2's figure:
 
 # %%
 base_run = paper.TRAINING["base"]
-base_estimate = paper_way_flops(
-    base_run.wall_time_h * 3600, 8, paper.TABLE2_SUSTAINED_FLOPS["P100"]
-)
-assert round(base_estimate, -17) == paper.table2_row("Transformer (base)").flops_en_de
+p100 = paper.TABLE2_SUSTAINED_FLOPS["P100"]
+base_estimate = report.paper_way_flops(base_run.wall_time_h * 3600, 8, p100)
 table2_base = paper.table2_row("Transformer (base)").flops_en_de
+assert round(base_estimate, -17) == table2_base
 print(
-    f"{base_run.wall_time_h:g} h x 3600 s x 8 GPUs x {paper.TABLE2_SUSTAINED_FLOPS['P100']:.1e} "
-    f"FLOP/s = {flops_text(base_estimate)} FLOPs, Table 2's {flops_text(table2_base)}"
+    f"{base_run.wall_time_h:g} h x 3600 s x 8 GPUs x {p100 / 1e12:.1f} TFLOP/s = "
+    f"{describe.flops_text(base_estimate)} FLOPs (Table 2: {describe.flops_text(table2_base)})"
 )
 
 # %% [markdown]
@@ -765,7 +520,8 @@ print(
 # other way is to count the model's arithmetic: the multiply-adds of every matrix product per token
 # (chapter 02 and `model/flops.py`), times three for the forward and the two products of the backward
 # pass, times the tokens trained on. (The shorthand $6N$ per token, $N$ the parameter count, gives
-# about the same for a model whose parameters all multiply.) For our run, both ways:
+# about the same for a model whose parameters all multiply.) For our run, both ways
+# (`report.run_cost`):
 #
 # - the paper's way needs a sustained rate. For a GPU the package's table holds the data sheet's dense
 #   peak; for a CPU there is no data sheet value, so the chapter measures one here, the speed of large
@@ -774,195 +530,71 @@ print(
 #   the target tokens the run trained on.
 
 # %%
-data = pipeline.prepare_data(
-    profile, data_dir
-)  # the training pairs the run saw, for their lengths
-mean_src, mean_tgt = mean_lengths(data.train)
-counted = counted_training_flops(
-    profile.model_config(), tokenizer.vocab_size, mean_src, mean_tgt, run.target_tokens
-)
-if run.device.startswith("cuda") and torch.cuda.is_available():
-    sustained = flops.peak_flops(run.device, run.precision)
-    gpu_name = torch.cuda.get_device_name(torch.device(run.device))
-    sustained_how = f"data-sheet peak of {gpu_name}, {run.precision}"
-else:
-    decoding_threads = torch.get_num_threads()
-    torch.set_num_threads(training_threads)  # the threads the run trained with
-    sustained = measured_matmul_flops(device="cpu")
-    torch.set_num_threads(decoding_threads)
-    sustained_how = (
-        f"measured here: fp32 matrix products on {cpu_name()}, {training_threads} threads"
-    )
-our_paper_way = paper_way_flops(run.train_time_s, 1, sustained)
-parameters = sum(p.numel() for p in model.parameters())
-rule_of_thumb = six_n_flops(parameters, run.target_tokens)
+vocab = tokenizer.vocab_size
+cost = report.run_cost(profile, run, vocab, parameters, data_dir, training_threads)
 if same_run:  # the run's results file counted the same way while it trained
-    assert math.isclose(run_record["metrics"]["training_flops"], counted, rel_tol=1e-6)
-cost = pd.DataFrame(
-    [
-        ("sustained FLOP/s of the device", f"{sustained:.3g} ({sustained_how})"),
-        (
-            "the paper's way: time x devices x sustained FLOP/s",
-            f"{run.train_time_s:,.1f} s x 1 x {sustained:.3g} = {flops_text(our_paper_way)}",
-        ),
-        (
-            "counted: FLOPs per target token x target tokens",
-            f"{counted / run.target_tokens:,.0f} x {run.target_tokens:,} = {flops_text(counted)}",
-        ),
-        (
-            "6N rule: 6 x parameters x target tokens",
-            f"6 x {parameters:,} x {run.target_tokens:,} = {flops_text(rule_of_thumb)}",
-        ),
-        (
-            "counted / paper's way (model FLOPs utilisation)",
-            f"{counted / our_paper_way:.1%}",
-        ),
-    ],
-    columns=["", f"profile {profile.name}"],
-)
-viz.show_table(cost)
+    assert math.isclose(run_scores["training_flops"], cost.counted, rel_tol=1e-6)
+viz.show_table(tables.cost_table(cost, profile.name))
 
 # %% [markdown]
 # The ratio of the two is the model FLOPs utilisation over the whole run: the share of the device's
 # sustained rate that did the model's arithmetic. The rest went to everything else a step does
 # (memory-bound element-wise work, the optimizer, data, Python) and, for the paper's way, to the
-# peak's optimism. The same ratio for the paper's base model follows from counting its arithmetic
-# (section 5.7 below). `results/<profile>/translation.json` records both; its `training_flops` is
-# the paper's way, like for like with Table 2.
+# peak's optimism. The results record keeps both; its `training_flops` is the paper's way, like
+# for like with Table 2.
 #
 # On Table 2's axes, in two panels. The paper's systems are scored with tokenized BLEU on WMT14's
 # newstest2014 (news text); our runs with sacreBLEU on the profile's test set (for Multi30k,
 # short image captions), with their 95% intervals, and each is labelled with its profile and
-# model size. The cost axis is the same in both panels. The BLEU axes are not: the test sets and
-# the models differ, so a point on the right is no comparison with a point on the left.
+# model size. Beside this run stands the committed `gpu` run when it translated the same test
+# set (`report.gpu_comparison`; paired with this run when both translated the same sentences).
 
 # %%
-table2 = pd.DataFrame(
-    [
-        dict(
-            system=r.model + (" (ensemble)" if r.ensemble else ""),
-            bleu=r.bleu_en_de,
-            training_flops=r.flops_en_de,
-        )
-        for r in paper.TABLE2
-        if r.bleu_en_de is not None and r.flops_en_de is not None
-    ]
-)
+table2 = report.table2_points()
 mine = f"{profile.name}, {parameters / 1e6:.1f}M"
-ours_points = [
-    dict(
-        system=f"{mine} ({how})",
-        bleu=beamed["sacrebleu"],
-        ci95=beam_test["ci95"],
-        training_flops=cost,
-        below=how == "counted",
-    )
-    for how, cost in (("paper's way", our_paper_way), ("counted", counted))
-]
-# The gpu profile's own published run when there is one; else the committed H100 run of the
-# earlier gpu recipe (4+4 layers at d_model 128, chosen on test BLEU, so its score is optimistic).
-gpu_record = (
-    None
-    if profile.name == "gpu"
-    else results.read_result("translation_multi30k_en_de", "gpu")
-    or results.read_result("earlier_recipe_d128x4", "gpu")
+ours = report.run_points(
+    mine, beamed["sacrebleu"], intervals[BEAM]["ci95"], cost.paper_way, cost.counted
 )
-gpu_label = (
-    "gpu"
-    if (gpu_record or {}).get("name") == "translation_multi30k_en_de"
-    else "gpu, earlier recipe chosen on test"
+gpu = report.gpu_comparison(
+    profile.name, test.name, mine, hypotheses, references, test.tgt
 )
-gpu_metrics = (gpu_record or {}).get("metrics", {})
-# The earlier run's translations are committed beside it; a newer run's stay in its run folder.
-gpu_file = (
-    results.results_root() / "gpu" / "logs" / "gpu_test2016_translations.de"
-    if gpu_label != "gpu"
-    else (results.run_folder_of_record(gpu_record or {}) or pathlib.Path("absent"))
-    / "test_translations.txt"
-)
-runs_test = None
-if (
-    gpu_metrics.get("test", {}).get("test_set") == beamed["test_set"]
-    and gpu_file.is_file()
-):  # the gpu run, paired with this one
-    gpu_hypotheses = gpu_file.read_text(encoding="utf-8").splitlines()
-    gpu = f"{gpu_label}, {gpu_metrics['parameters'] / 1e6:.1f}M"
-    paired = len(sources) == len(test.tgt)  # the same sentences: the runs compare, paired
-    runs_test = paired_bootstrap(
-        ({mine: beamed["hypotheses"]} if paired else {}) | {gpu: gpu_hypotheses},
-        references if paired else test.tgt,
-    )
-    assert abs(runs_test[gpu]["bleu"] - gpu_metrics["sacrebleu"]) < 0.01
-    peak = flops.peak_flops_by_name(
-        gpu_record["provenance"]["device_name"], gpu_metrics["precision"]
-    )
-    gpu_way = paper_way_flops(
-        gpu_metrics["train_time_s"], gpu_metrics["world_size"], peak
-    )
-    ours_points += [
-        dict(
-            system=f"{gpu} ({how})",
-            bleu=gpu_metrics["sacrebleu"],
-            ci95=runs_test[gpu]["ci95"],
-            training_flops=cost,
-            below=how == "counted",
-        )
-        for how, cost in (
-            ("paper's way", gpu_way),
-            ("counted", gpu_metrics["training_flops"]),
-        )
-    ]
-ours_table = pd.DataFrame(ours_points)
-
-# %%
-viz.show(
-    viz.table2_panels(
-        table2,
-        ours_table,
-        paper_title="WMT14 newstest2014 EN-DE: the paper's systems",
-        our_title=f"{test.name} EN-DE, {len(sources):,} sentences: our runs",
-    )
-)
-viz.show_table(
-    pd.concat(
-        [
-            table2.assign(test_set="WMT14 newstest2014", bleu_kind="tokenized BLEU"),
-            ours_table.assign(test_set=test.name, bleu_kind="sacreBLEU"),
-        ]
-    )
-    .assign(
-        bleu=lambda d: [
-            viz.plus_minus(b, c, 2 if pd.notna(c) else 1) for b, c in zip(d.bleu, d.ci95)
-        ]
-    )
-    .drop(columns=["ci95", "below"]),
-    training_flops="{:.2e}",
-)
-counted_points = ours_table[ours_table.system.str.endswith("(counted)")]
-assert (
-    counted_points.training_flops.max() < table2.training_flops.min() / 100
-)  # orders of magnitude
-if runs_test is not None:
-    gpu_points = ours_table.set_index("system").training_flops.filter(like=gpu)
-    assert gpu_points[f"{gpu} (paper's way)"] > 100 * gpu_points[f"{gpu} (counted)"]
-if runs_test is not None and paired:
-    difference = runs_test[gpu]["bleu"] - runs_test[mine]["bleu"]
-    noise = "beyond" if runs_test[gpu]["exceeds_noise"] else "within"
-    display(
-        Markdown(
-            f"On the same {len(sources):,} sentences, the committed `gpu` run ({gpu}) scores "
-            f"{difference:+.2f} sacreBLEU against this run ({mine}), {noise} the resampling "
-            f"noise (p = {runs_test[gpu]['p_value']:.3f})."
-        )
-    )
+ours_table = pd.DataFrame(ours + (gpu.points() if gpu else []))
+assert cost.counted < table2.training_flops.min() / 100  # orders of magnitude below
 
 # %% [markdown]
-# Counted, our runs cost orders of magnitude less than any system of Table 2: Multi30k is about
-# 30,000 short sentence pairs where WMT14 EN-DE is 4.5 million, and the models are smaller. Where
-# the committed `gpu` run is shown, its two points are far apart: a small model on an H100 keeps a
-# tiny fraction of the card's peak busy, so the paper's way of pricing a run (which assumes the
-# device works at its rate throughout) overstates its arithmetic by orders of magnitude.
-#
+# The cost axis is the same in both panels. The BLEU axes are not: the test sets and the models
+# differ, so a point on the right is no comparison with a point on the left.
+
+# %%
+our_title = f"{test.name} EN-DE: our runs"
+viz.show(
+    viz.table2_panels(
+        table2, ours_table,
+        paper_title="WMT14 newstest2014 EN-DE: the paper's systems", our_title=our_title,
+    )
+)  # fmt: skip
+viz.show_table(tables.table2_table(table2, ours_table, test.name))
+
+# %% [markdown]
+# What the two panels say, in words:
+
+# %%
+cost_record = {
+    "training_flops": cost.paper_way,
+    "training_flops_counted": cost.counted,
+    "training_flops_how": cost.how,
+    "model_flops_utilisation": cost.utilisation,
+    "parameters": parameters,
+    "run": {"train_time_s": run.train_time_s},
+}
+text = (
+    describe.describe_cost(cost_record) + "\n\n" + describe.describe_table2(cost_record)
+)
+if gpu is not None:
+    text += "\n\n" + describe.describe_gpu_comparison(gpu.record(), len(sources))
+display(Markdown(text))
+
+# %% [markdown]
 # ## 5.7 The paper's recipe (the `paper` profile)
 #
 # The `paper` profile is the base model trained as section 5 describes, on WMT14 EN-DE: the
@@ -970,126 +602,28 @@ if runs_test is not None and paired:
 
 # %%
 paper_profile = get_profile("paper")
-paper_config = paper_profile.model_config()
-recipe_fields = [
-    "corpus",
-    "src_lang",
-    "tgt_lang",
-    "train_split",
-    "valid_split",
-    "test_split",
-    "vocab_size",
-    "preset",
-    "model_overrides",
-    "batch_tokens",
-    "accumulation",
-    "peak_lr",
-    "warmup_steps",
-    "adam_betas",
-    "adam_eps",
-    "max_steps",
-    "precision",
-    "compile",
-    "save_every_minutes",
-    "keep_snapshots",
-    "average_last",
-    "beam_size",
-    "length_penalty_alpha",
-    "max_len_a",
-    "max_len_b",
-]
-recipe_table = pd.DataFrame(
-    [(name, str(getattr(paper_profile, name))) for name in recipe_fields],
-    columns=["field", "paper profile"],
-)
-c = paper_config
-recipe_table.loc[len(recipe_table)] = (
-    "model",
-    f"{c.n_layers} layers, d_model {c.d_model}, d_ff {c.d_ff}, {c.n_heads} heads, "
-    f"dropout {c.dropout}, label smoothing {c.label_smoothing}",
-)
-viz.show_table(recipe_table)
+viz.show_table(tables.paper_recipe_table(paper_profile))
 
 # %% [markdown]
 # Eight processes of 3,584 padded token slots each make about 25,000 real target tokens per step, the
 # paper's batch; 100,000 steps of it are $2.5 \times 10^9$ target tokens. Counted with the base
 # model's arithmetic (its vocabulary of 37,000 pieces, and sentence lengths measured on a sample of
-# WMT14 training text), what does the recipe cost, and what would it take on one H100 today?
+# WMT14 training text), what does the recipe cost, and what would it take on one H100 today? The
+# H100 row assumes a share of its bf16 peak that a well-tuned Transformer step sustains, and,
+# where the repository holds the benchmark, the share measured for the base model's step:
 
 # %%
-recipe_probe = paper_profile.replace(train_split="train_sample", max_valid_pairs=64)
-wmt_data = pipeline.prepare_data(
-    recipe_probe, data_dir
-)  # the 37k BPE on the staged 10k-pair sample
-wmt_src, wmt_tgt = mean_lengths(wmt_data.train)
-recipe_tokens = paper_profile.max_steps * PAPER_TARGET_TOKENS_PER_STEP
-recipe_counted = counted_training_flops(
-    paper_config, paper_profile.vocab_size, wmt_src, wmt_tgt, recipe_tokens
-)
-h100_peak = flops.peak_flops_by_name("H100", "bf16")
-benchmark = results.results_root() / "benchmarks" / "gpu_compile.json"
-measured_fraction = None
-if (
-    benchmark.is_file()
-):  # the base model's bf16 training step, measured on one H100 (benchmarks/README.md)
-    step = json.loads(benchmark.read_text())["measurements"]["gpu_bf16_compile"]["steps"]
-    measured_fraction = step["bf16_compile_model_and_loss"]["mfu_with_logits"]
-# a typical sustained share of the bf16 peak for a well-tuned Transformer step
-ASSUMED_FRACTION = 0.35
-fractions = {"assumed": ASSUMED_FRACTION} | (
-    {"measured for base (benchmarks)": measured_fraction} if measured_fraction else {}
-)
-recipe_cost = pd.DataFrame(
-    [
-        dict(
-            quantity="mean source / target length (subwords + specials), WMT14 sample",
-            value=f"{wmt_src:.1f} / {wmt_tgt:.1f}",
-        ),
-        dict(
-            quantity="training FLOPs per target token (base, counted)",
-            value=f"{recipe_counted / recipe_tokens:,.0f}",
-        ),
-        dict(
-            quantity=f"{paper_profile.max_steps:,} steps x {PAPER_TARGET_TOKENS_PER_STEP:,} target tokens",
-            value=f"{flops_text(recipe_counted)} FLOPs counted",
-        ),
-        dict(
-            quantity="Table 2 (12 h x 8 P100 x 9.5 TFLOP/s)",
-            value=f"{flops_text(base_estimate)} FLOPs",
-        ),
-        dict(
-            quantity="implied P100 utilisation (counted / Table 2)",
-            value=f"{recipe_counted / base_estimate:.0%}",
-        ),
-    ]
-    + [
-        dict(
-            quantity=f"one H100 (bf16 peak {h100_peak / 1e12:.0f} TFLOP/s) at {fraction:.1%} "
-            f"of peak, {how}",
-            value=f"{device_hours(recipe_counted, h100_peak, fraction):.2f} GPU-hours",
-        )
-        for how, fraction in fractions.items()
-    ]
-)
-viz.show_table(recipe_cost)
-implied_p100_utilisation = recipe_counted / base_estimate
+recipe_cost = report.paper_recipe_cost(paper_profile, data_dir)
 assert (
-    implied_p100_utilisation < 1
-)  # Table 2's figure is more than the counted arithmetic
-slowest = min(fractions.values())
-one_h100 = device_hours(recipe_counted, h100_peak, slowest)
-display(
-    Markdown(
-        f"Table 2's figure is {1 / implied_p100_utilisation:.1f} times the counted arithmetic: "
-        f"by the count, the paper's P100s did the model's work at "
-        f"{implied_p100_utilisation:.0%} of their single-precision rate. The rest is what the "
-        "count leaves out (element-wise work, the optimizer, communication) and the distance "
-        f"between a sustained rate and the real one. At {slowest:.1%} of its peak, one H100 "
-        f"does the same arithmetic in {one_h100:.1f} hours, and eight (were they to scale "
-        f"perfectly) in {60 * one_h100 / 8:.0f} minutes, against the paper's "
-        f"{base_run.wall_time_h:g} hours on eight P100s."
-    )
-)
+    recipe_cost.implied_utilisation < 1
+)  # Table 2's figure exceeds the counted arithmetic
+viz.show_table(tables.recipe_cost_table(recipe_cost))
+recipe_record = {
+    "counted_flops": recipe_cost.counted,
+    "table2_flops": recipe_cost.table2,
+    "h100_gpu_hours": recipe_cost.hours(),
+}
+display(Markdown(describe.describe_recipe_cost(recipe_record)))
 
 # %% [markdown]
 # The full recipe needs the 4.5 million WMT14 pairs (the package downloads them from statmt.org on
@@ -1097,167 +631,74 @@ display(
 # training text, its 37,000-piece shared BPE, the paper's batch of 3,584 padded slots, its schedule
 # and Adam's settings, through the same `pipeline.run`. Here on the staged sample of 10,000 WMT14
 # training pairs, with a small model instead of the base one (the only change besides the number of
-# steps), for a few steps:
+# steps), for a few steps, quietly (`report.run_recipe_check`: the trainer's own progress lines
+# are left out, and the table shows its log):
 
 # %%
-recipe_check = paper_profile.replace(
-    train_split="train_sample",
-    max_valid_pairs=64,
-    max_steps=recipe_steps,
-    compile=False,
-    model_overrides=dict(n_layers=1, d_model=64, d_ff=256, n_heads=4, max_len=1024),
-    log_every=1,
-    eval_every=0,
-    save_every_minutes=None,
-    keep_snapshots=1,
+recipe_check = report.recipe_check_profile(paper_profile, recipe_steps)
+check = report.run_recipe_check(recipe_check, data_dir, device)
+assert check.losses[0] < check.uniform_loss + 1  # about a uniform guess to start
+viz.show_table(tables.recipe_log_table(check), **tables.RECIPE_LOG_FORMATS)
+text = describe.describe_recipe_check(
+    check.steps, check.losses, check.valid_loss, check.vocab_size, check.seconds
 )
-with tempfile.TemporaryDirectory() as folder:
-    started = time.perf_counter()
-    recipe_summary = pipeline.run(
-        recipe_check, folder, data_dir=data_dir, device=device, evaluate_test=False
-    )
-    recipe_seconds = time.perf_counter() - started
-    recipe_log = pd.DataFrame([r for r in read_metrics(folder) if r["kind"] == "train"])
-assert (
-    recipe_summary["steps"] == recipe_steps
-    and recipe_summary["stopped_by"] == "max_steps"
-)
-assert np.isfinite(recipe_log.loss).all() and math.isfinite(
-    recipe_summary["valid"]["loss"]
-)
-assert (
-    recipe_log.loss.iloc[0] < math.log(recipe_check.vocab_size) + 1
-)  # about a uniform guess to start
-viz.show_table(
-    recipe_log[["step", "loss", "nll", "lr", "target_tokens"]],
-    loss="{:.3f}",
-    nll="{:.3f}",
-    lr="{:.2e}",
-    target_tokens="{:,}",
-)
-print(
-    f"{recipe_steps} steps of the paper's recipe on wmt14/train_sample in {recipe_seconds:.1f} s "
-    f"(data and BPE included); validation loss on {recipe_check.max_valid_pairs} newstest2013 pairs: "
-    f"{recipe_summary['valid']['loss']:.3f} (a uniform guess over {recipe_check.vocab_size:,} pieces: "
-    f"{math.log(recipe_check.vocab_size):.3f})"
-)
+display(Markdown(text))
 
 # %% [markdown]
 # The learning rate climbs as the warm-up of section 5.3 prescribes ($d_\text{model}^{-0.5} \cdot
-# \mathit{step} \cdot 4000^{-1.5}$, tiny in the first steps), so a few steps move the loss little;
-# the check is that every piece of the recipe runs and gives finite numbers.
+# \mathit{step} \cdot 4000^{-1.5}$, tiny in the first steps), so a few steps move the loss little.
 #
 # The recipe's real results, from a run on GPUs, are shown here once they are committed under
-# `results/paper/`; no such run has been made yet, and then this section shows nothing more.
+# `results/paper/`; no such run has been made yet, and then this cell shows nothing.
 
 # %%
-paper_rows = []
-for name in ("translation", pipeline.default_results_name(paper_profile)):
-    record = results.read_result(name, "paper")
-    if record is None:
-        continue
-    metrics = record.get("metrics", {})
-    paper_rows.append(
-        dict(
-            results_file=f"paper/{name}.json",
-            tokenized_bleu=metrics.get("bleu_tokenized"),
-            sacrebleu=metrics.get("sacrebleu"),
-            training_flops=metrics.get("training_flops"),
-            measured=results.describe_provenance(record),
-        )
-    )
-if paper_rows:
-    viz.show_table(
-        pd.DataFrame(paper_rows),
-        tokenized_bleu="{:.2f}",
-        sacrebleu="{:.2f}",
-        training_flops="{:.2e}",
-    )
+names = ("translation", pipeline.default_results_name(paper_profile))
+paper_records = {n: results.read_result(n, "paper") for n in names}
+paper_table = tables.paper_results_table({n: r for n, r in paper_records.items() if r})
+if paper_table is not None:
+    viz.show_table(paper_table)
 
 # %% [markdown]
 # ## What this chapter wrote
 #
 # `results/<profile>/translation.json`: the beam search scores of the averaged model (the
 # introduction's reproduction summary reads `bleu_tokenized`, `sacrebleu` and `training_flops`),
-# greedy decoding, the averaging sweep and the cost, read back below.
+# greedy decoding, the averaging sweep, the cost, the `gpu` run beside this one and the paper's
+# recipe (`report.chapter_metrics` gathers them):
 
 # %%
-metrics = {
-    "dataset": f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}",
-    "test_set": beamed["test_set"],
-    "sentences": beamed["sentences"],
-    "bleu_tokenized": beamed["bleu_tokenized"],
-    "bleu_tokenized_signature": beamed["bleu_tokenized_signature"],
-    "bleu_tokenized_without_compound_splitting": round(unsplit["score"], 2),
-    "sacrebleu": beamed["sacrebleu"],
-    "sacrebleu_ci95": beam_test[
-        "ci95"
-    ],  # paired bootstrap, sacreBLEU's default resampling
-    "sacrebleu_signature": beamed["sacrebleu_signature"],
-    "ppl": beamed["ppl"],
-    "parameters": parameters,
-    "training_flops": our_paper_way,
-    "training_flops_how": f"paper's way: {run.train_time_s} s x 1 device x {sustained:.4g} FLOP/s "
-    f"({sustained_how})",
-    "training_flops_counted": counted,
-    "training_flops_six_n": rule_of_thumb,
-    "model_flops_utilisation": counted / our_paper_way,
-    "greedy": {k: greedy[k] for k in ("sacrebleu", "bleu_tokenized", "decode_seconds")}
-    | {"sacrebleu_ci95": intervals["greedy"]["ci95"]},
-    "beam": {
-        k: beamed[k]
-        for k in (
-            "sacrebleu",
-            "bleu_tokenized",
-            "decode_seconds",
-            "beam_size",
-            "length_penalty_alpha",
-        )
-    }
-    | {
-        "sacrebleu_ci95": beam_test["ci95"],
-        "p_value_against_greedy": beam_test["p_value"],
-        "exceeds_noise": beam_test["exceeds_noise"],
-    },
-    "kv_cache_seconds": {row["decoder"]: row["seconds"] for row in cache_rows},
-    "averaging": sweep.to_dict(orient="records"),
-    "averaged_checkpoints": list(averaged["averaged_from"]),
-    "run": {
-        "steps": run.steps,
-        "train_time_s": run.train_time_s,
-        "target_tokens": run.target_tokens,
-        "device": run.device,
-        "trained_by_this_chapter": trained_here,
-    },
-    "paper_recipe": {
-        "counted_flops": recipe_counted,
-        "table2_flops": base_estimate,
-        "h100_gpu_hours": {
-            how: device_hours(recipe_counted, h100_peak, f)
-            for how, f in fractions.items()
-        },
-        "check_steps": recipe_steps,
-        "check_losses": recipe_log.loss.tolist(),
-        "check_valid_loss": recipe_summary["valid"]["loss"],
-        "check_seconds": recipe_seconds,
-    },
+bleus = {
+    "without_compound_splitting": unsplit["score"],
+    "references_with_hyphen": hyphenated,
 }
+metrics = report.chapter_metrics(
+    profile, run, beamed, compared, bleus, cost, sweep, cache_rows, averaged_from,
+    (recipe_cost, check), gpu, trained_here,
+)  # fmt: skip
 path = results.write_result(
-    "translation",
-    metrics,
-    profile=profile.results_folder,
-    device=torch_device,
+    "translation", metrics, profile=profile.results_folder, device=torch_device,
     config={"model": profile.model_config().to_dict(), "profile": profile.to_dict()},
     wall_time_s=round(time.perf_counter() - chapter_start, 1),
-)
+)  # fmt: skip
+
+# %% [markdown]
+# Read back, the file holds the numbers above:
+
+# %%
 record = results.read_result("translation", profile.results_folder)
-assert record["metrics"]["bleu_tokenized"] == beamed["bleu_tokenized"]
-assert record["metrics"]["sacrebleu_ci95"] == beam_test["ci95"]
-assert record["metrics"]["sacrebleu"] == beamed["sacrebleu"]
-assert record["metrics"]["training_flops"] == our_paper_way
 written = record["metrics"]
-print(
-    f"wrote {path.parent.name}/{path.name}: tokenized BLEU {written['bleu_tokenized']:.2f}, "
-    f"sacreBLEU {written['sacrebleu']:.2f}, training FLOPs {flops_text(written['training_flops'])}; "
-    f"{results.describe_provenance(record)}; chapter wall time {record['wall_time_s']:.0f} s"
-)
+assert written["bleu_tokenized"] == beamed["bleu_tokenized"]
+assert written["sacrebleu"] == beamed["sacrebleu"]
+assert written["sacrebleu_ci95"] == intervals[BEAM]["ci95"]
+assert written["training_flops"] == cost.paper_way
+print(f"wrote {path.parent.name}/{path.name}: {results.describe_provenance(record)}")
+
+# %% [markdown]
+# ## What this run shows
+#
+# One sentence per finding, read back from the results file just written
+# (`describe.what_this_run_shows`), so that this list, the README and the introduction's summary
+# say the same thing:
+
+# %%
+display(Markdown(describe.what_this_run_shows(record)))
