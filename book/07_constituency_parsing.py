@@ -447,13 +447,14 @@ display(
 # ### The extended run: the tags parser trained until dev F1 stops rising
 #
 # The live curves stop where the chapter's minutes do. The committed extended run trains the tags
-# parser (at d_model 128) on a quarter, a half and all of the training files, an epoch at a time,
+# parser with the chapter's recipe (d_model 128, 1,024-token batches, warm-up 800; the command's
+# defaults) on a quarter, a half and all of the training files, an epoch at a time,
 # and parses the development sentences after every epoch (greedy, constrained). Each share stops
 # once its dev F1 has not risen for a fifth of its epochs. Its shares side by side give F1 against
 # the number of training trees:
 #
 # ```bash
-# python -m annotated_transformer parser-curve --tags --d-model 128 --shares 1 0.5 0.25 \
+# python -m annotated_transformer parser-curve --tags --shares 1 0.5 0.25 \
 #     --out runs/parser-extended --export results/parser_extended_cpu/curves.json
 # ```
 #
