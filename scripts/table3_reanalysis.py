@@ -1,6 +1,6 @@
 """Chapter 06's committed runs read again with each analysis of `experiments.findings`.
 
-    python scripts/table3_reanalysis.py results/book_cpu/model_variations.json \
+    python scripts/table3_reanalysis.py results/book_cpu/model_variations_3seeds.json \
         results/book_cpu/model_variations_seeds4.json --out results/book_cpu/table3_reanalysis.json
 
 For each results file and budget (a quarter, half and all of each run, read from its curves), the
