@@ -79,7 +79,6 @@ import statistics
 import time
 from pathlib import Path
 
-import pandas as pd
 from IPython.display import Markdown, display
 from nltk import Tree
 
@@ -668,29 +667,6 @@ viz.show_table(
     )
 )
 display(Markdown(describe.describe_variant(versus, xx.chosen.name, reads, xx_reads)))
-
-# %% [markdown]
-# Does longer training make the `XX` parser read its sentence? The development sweep
-# (`scripts/parser_sweep.py`, committed in `results/tuning_parser_cpu/`, development trees only)
-# trained the variant at d_model 128 for 40 epochs, on one core:
-
-# %%
-long_run = report.read_committed(
-    committed, "tuning_parser_cpu/xx_d128_40epochs_dev_curve.json"
-)
-if long_run:
-    assert not long_run["recipe"].get("tags", False)  # the XX linearization
-    viz.show_table(
-        pd.DataFrame(
-            [(f"{p['epochs']:.0f}", f"{p['f1']:.1f}") for p in long_run["dev_f1"]],
-            columns=["epochs", "dev F1 (greedy, constrained)"],
-        )
-    )
-    here_best, _ = describe.best_point(xx_run.dev_f1)
-    xx_gain = xx_reads["nll_other_sentence"] - xx_reads["nll_own_sentence"]
-    display(
-        Markdown(describe.describe_long_xx(long_run, here_best, xx_run.epochs, xx_gain))
-    )
 
 # %% [markdown]
 # ## 7.7 Beside Table 4

@@ -210,19 +210,6 @@ def test_variant_sentence_follows_the_paired_bootstrap_and_the_reading():
     assert "do not make the parser read its sentence much more" in same
 
 
-def test_long_xx_sentence_compares_the_epochs_and_the_reading():
-    long_run = {
-        "epochs": 40, "steps": 4400, "recipe": {"n_layers": 2, "d_model": 128, "average_last": 3},
-        "dev_f1": [{"f1": 14.0}, {"f1": 14.9}],
-        "dev": {"greedy, constrained": {"f1": 14.5}, "beam 21, constrained": {"f1": 16.0}},
-        "source_dependence": reads(0.62, 0.786),
-    }  # fmt: skip
-    text = describe.describe_long_xx(long_run, 9.2, 2, 0.017)
-    assert "best snapshot of 14.9 dev F1" in text and "+5.7 points for 20 times" in text
-    assert "begins to read its sentence" in text
-    assert "does not make it read" in describe.describe_long_xx(long_run, 9.2, 2, 0.2)
-
-
 def test_conclusion_states_floors_paper_variant_and_extended_run():
     args = dict(
         f1=17.2, f1_ci95=[11.8, 22.9], sentences=8,

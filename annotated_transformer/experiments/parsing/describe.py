@@ -365,33 +365,6 @@ def describe_variant(
     return text + "the tags alone do not make the parser read its sentence much more."
 
 
-def describe_long_xx(
-    long_run: Mapping, here_best: float, xx_epochs: int, xx_gain: float
-) -> str:
-    """The committed 40-epoch dev run of the XX variant against the live one."""
-    recipe = long_run["recipe"]
-    best = max(p["f1"] for p in long_run["dev_f1"])
-    reads = long_run["source_dependence"]
-    gain = reads["nll_other_sentence"] - reads["nll_own_sentence"]
-    dev = long_run["dev"]
-    verdict = (
-        ": with more training the `XX` parser begins to read its sentence, and F1 follows slowly."
-        if gain > 2 * xx_gain
-        else ": longer training does not make it read its sentence much more."
-    )
-    return (
-        f"{long_run['epochs']:.0f} epochs ({long_run['steps']:,} steps, {recipe['n_layers']} + "
-        f"{recipe['n_layers']} layers at d_model {recipe['d_model']}) reach a best snapshot of "
-        f"{best:.1f} dev F1 (greedy, constrained, as in the curves) against {here_best:.1f} "
-        f"for this chapter's {xx_epochs:g} epochs of {XX_VARIANT}: {best - here_best:+.1f} points "
-        f"for {long_run['epochs'] / xx_epochs:.0f} times the epochs. The average of its last "
-        f"{recipe['average_last']} snapshots scores {dev['greedy, constrained']['f1']:.1f} greedy "
-        f"and {dev['beam 21, constrained']['f1']:.1f} with beam 21. Its sentence is worth "
-        f"{gain:.3f} nats per symbol ({100 * gain / reads['nll_other_sentence']:.0f}% of the "
-        f"loss), against {xx_gain:.3f} for the variant here{verdict}"
-    )
-
-
 # ------------------------------------------------------------------------------ what the run shows
 def describe_conclusion(
     *,
