@@ -546,7 +546,7 @@ def flops_table(budget: pd.DataFrame) -> pd.DataFrame:
             "training FLOPs": [f"{x:.1e}" for x in budget.flops],
             "FLOP/s": [f"{x:.1e}" for x in budget.flops_per_s],
             "minutes": [f"{x:.1f}" for x in budget.minutes],
-            "measured on": budget.where,
+            "measured on": budget["where"],  # (budget.where is the DataFrame method)
         }
     )
 
