@@ -725,7 +725,10 @@ def test_the_committed_test_trees_rescore_the_same_under_pyevalb(predicted, reco
     repeats = 0
     for g, t in zip(gold, test):
         deleted = [tag in parsing.PUNCTUATION_TAGS for _, tag in g.pos()]
-        a, b = parsing.labelled_brackets(g, deleted), parsing.labelled_brackets(t, deleted)
+        a, b = (
+            parsing.labelled_brackets(g, deleted),
+            parsing.labelled_brackets(t, deleted),
+        )
         repeats += sum(min(a[k], b[k]) - 1 for k in a.keys() & b.keys())
     assert matched + repeats == ours.matched
     theirs = 200 * matched / (n_gold + n_test)
