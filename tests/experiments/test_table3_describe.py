@@ -217,4 +217,6 @@ def test_the_flops_table_says_its_runs_in_words():
     table = tables.flops_table(budget)
     assert table.runs[0] == "11 rows × 2 seeds × 1 epoch, dropout's rows 10 epochs"
     assert all("_" not in c for c in table.columns)
-    assert table["measured on"].tolist() == ["this run"]  # the column, not DataFrame.where
+    assert table["measured on"].tolist() == [
+        "this run"
+    ]  # the column, not DataFrame.where
