@@ -108,8 +108,11 @@ papermill_engines.register(ENGINE_NAME, ReportingEngine)
 def expected_times(
     profile: str, results_dir: Path, committed: Path | None
 ) -> tuple[dict[str, float], str]:
-    """{chapter: seconds} of each chapter's last good run, and where they come from."""
-    for root, where in ((results_dir, "the last run"), (committed, "the committed run")):
+    """{chapter: seconds} of each chapter's last good run, and where they come from: this results
+    root's record, and for a chapter it has never run, the committed record."""
+    merged: dict[str, float] = {}
+    sources = []
+    for root, where in ((committed, "the committed run"), (results_dir, "the last run")):
         if root is None:
             continue
         folder = f"book_{profile}" if root is committed else profile
@@ -124,5 +127,8 @@ def expected_times(
             if isinstance(good, dict) and good.get("wall_time_s"):
                 times[name] = float(good["wall_time_s"])
         if times:
-            return times, where
-    return {}, ""
+            merged.update(times)  # the last run's own times win over the committed ones
+            sources.append(where)
+    if not merged:
+        return {}, ""
+    return merged, " and ".join(reversed(sources)) if len(sources) > 1 else sources[0]
