@@ -18,6 +18,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -328,10 +329,15 @@ def test_rule3_an_interrupted_chapter_keeps_the_last_good_one_and_says_so(place,
     argv, outputs = case("book", place)
     before = snapshot(outputs)
     (place["book"] / "book" / "01_demo.py").write_text(INTERRUPTING)
+    # Python leaves SIGINT ignored when it started ignored (a job started with & from a script):
+    # give the test the handler an interactive Ctrl-C meets.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         code = main(argv)
     except KeyboardInterrupt:  # not caught: a traceback
         code = "KeyboardInterrupt"
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert code == 130
     # notebook and results: the last good ones
     assert snapshot(outputs[:2]) == {path: before[path] for path in outputs[:2]}
