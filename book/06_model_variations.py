@@ -717,7 +717,7 @@ display(
 # several times as many epochs of their small corpus:
 #
 # ```bash
-# python -m annotated_transformer table3 --profile cpu --epochs 8 \
+# python -m annotated_transformer table3 --profile cpu --epochs 12 \
 #     --small-epochs 40 --seeds 1 2 3 --out runs/table3-cpu \
 #     --export results/table3_extended_cpu/runs.json
 # ```
