@@ -45,7 +45,7 @@ from annotated_transformer.runtime.files import atomic_write_text
 from annotated_transformer.training import checkpoint as ckpt
 from annotated_transformer.training.run_folder import RESULTS_NAME, claim_run_folder
 from tests.support.tiny_checkpoint import write_tiny_checkpoint
-from tests.support.training import FakeTokenizer, make_trainer, tiny_profile
+from tests.support.training import TINY_RUN, FakeTokenizer, make_trainer, tiny_profile
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = "a man dog cat runs sits in on the park house red blue small big".split()
@@ -80,21 +80,7 @@ def write_corpus(root: Path, lines: dict[str, int], step: int = 7) -> Path:
 
 def tiny_run_profile(**overrides) -> Profile:
     """The smoke profile at a scale of seconds: 6 steps, snapshots every 2, the last 2 averaged."""
-    values = dict(
-        vocab_size=60,
-        max_steps=6,
-        save_every_steps=2,
-        keep_snapshots=3,
-        average_last=2,
-        eval_every=0,
-        log_every=2,
-        batch_tokens=256,
-        eval_max_sentences=6,
-        eval_batch_tokens=400,
-        beam_size=2,
-        max_len_b=5,
-        precision="fp32",
-    )
+    values = dict(TINY_RUN, max_steps=6)
     return get_profile("smoke", **{**values, **overrides})
 
 

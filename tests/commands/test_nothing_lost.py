@@ -37,6 +37,7 @@ from annotated_transformer.training.checkpoint import (
     model_from_checkpoint,
 )
 from tests.commands.test_misuse import tiny_run_profile, write_corpus
+from tests.support.training import TINY_RUN
 
 COMMANDS = [
     "train",
@@ -47,20 +48,7 @@ COMMANDS = [
     "attention",
     "book",
 ]
-TINY = dict(
-    vocab_size=60,
-    save_every_steps=2,
-    keep_snapshots=3,
-    average_last=2,
-    eval_every=0,
-    log_every=2,
-    batch_tokens=256,
-    eval_max_sentences=6,
-    eval_batch_tokens=400,
-    beam_size=2,
-    max_len_b=5,
-    precision="fp32",
-)
+TINY = TINY_RUN
 CHAPTER = """# %% [markdown]
 # # Demo
 

@@ -11,6 +11,23 @@ from annotated_transformer.training.trainer import Trainer
 
 VOCAB = 24
 
+# The smoke profile at a scale of seconds for the commands' tests (train, average, translate, ...):
+# snapshots every 2 steps, the last 2 averaged, a 60-piece vocabulary, fp32 everywhere.
+TINY_RUN = dict(
+    vocab_size=60,
+    save_every_steps=2,
+    keep_snapshots=3,
+    average_last=2,
+    eval_every=0,
+    log_every=2,
+    batch_tokens=256,
+    eval_max_sentences=6,
+    eval_batch_tokens=400,
+    beam_size=2,
+    max_len_b=5,
+    precision="fp32",
+)
+
 
 class FakeTokenizer:
     """Checkpoints store the tokenizer's bytes; synthetic runs need nothing more."""
