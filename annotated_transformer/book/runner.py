@@ -571,14 +571,30 @@ def run_book(
                 log(f"  - {r.error}")
             return book
         if build:
-            stage_site(executed_dir, root=root, log=log, notes=book.notes)
-            for note in live_page.stage_for_site(
-                executed_dir, profile, root
-            ):  # chapter 08's model and runtime
-                log(f"site: {note}")
-                book.notes.append(note)
-            book.site = build_site(executed_dir, html_dir, log=log)
+            book.site = build_book_site(
+                executed_dir, html_dir, profile, root=root, log=log, notes=book.notes
+            )
     return book
+
+
+def build_book_site(
+    executed_dir: Path,
+    html_dir: Path,
+    profile: str,
+    *,
+    root: Path | None = None,
+    log=print,
+    notes: list[str] | None = None,
+) -> SiteBuild:
+    """The site from a profile's executed notebooks: the book's sources staged beside them, chapter
+    08's live translation (its export and onnxruntime-web), then Jupyter Book. The one way `book`
+    and the tests build it, so a test's site is the reader's."""
+    notes = notes if notes is not None else []
+    stage_site(executed_dir, root=root, log=log, notes=notes)
+    for note in live_page.stage_for_site(executed_dir, profile, book_root(root)):
+        log(f"site: {note}")
+        notes.append(note)
+    return build_site(executed_dir, html_dir, log=log)
 
 
 def _run_chapter(

@@ -21,7 +21,6 @@ from annotated_transformer.book import site as site_build
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.evaluation import results
 from annotated_transformer.profiles import CHAPTER_SIZES, PROFILE_NAMES
-from annotated_transformer.web import live_page
 from tests.support.browser import Browser, find_chromium
 from tests.support.pages import audit_page, faults, served
 
@@ -221,10 +220,9 @@ def smoke_book(tmp_path_factory):
     site = None
     if any(c.status == "ok" for c in run.chapters):
         # Build even if a chapter failed: its own test reports it, the site test checks the rest.
-        site_build.stage_site(run.executed_dir, log=lines.append)
-        # chapter 08's live translation (its export, onnxruntime-web), as `book` stages it
-        lines += live_page.stage_for_site(run.executed_dir, "smoke", results.repo_root())
-        site = site_build.build_site(run.executed_dir, out / "html", log=lines.append)
+        site = runner.build_book_site(
+            run.executed_dir, out / "html", "smoke", log=lines.append
+        )
     print(
         "\n".join(lines),
         f"\nsmoke book: {time.perf_counter() - started:.1f} s",
