@@ -58,7 +58,6 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %%
 import math
-import shutil
 import time
 
 import numpy as np
@@ -556,9 +555,8 @@ if profile.name != "gpu" and other.is_file():
 from annotated_transformer.web.onnx_export import OnnxTranslator, export_onnx
 
 web_dir = run_dir / "web"
-# The site serves the export chosen below; drop an earlier run's choice first, so a failure before
-# that choice leaves the site on this run's float32 export rather than an older model.
-shutil.rmtree(run_dir / live_page.LIVE_EXPORT, ignore_errors=True)
+# The site serves the export chosen below (`live_page.publish_choice`); until then, or if this run
+# fails before choosing, the new float32 export is the newer one and the site serves it.
 written = export_onnx(checkpoint, web_dir)
 translator = OnnxTranslator(web_dir)
 checked = captions[: min(5, len(captions))]
@@ -612,9 +610,7 @@ seconds = time.perf_counter() - started
 # %%
 live_bleu = paired_bootstrap(live_translations, live_references)
 live_choice = live_page.choose_export(live_bleu)
-shutil.copytree(
-    small_dir if live_choice == "int8" else web_dir, run_dir / live_page.LIVE_EXPORT
-)
+live_page.publish_choice(small_dir if live_choice == "int8" else web_dir, run_dir)
 same = sum(a == b for a, b in zip(*live_translations.values()))
 export_sizes = {"float32": model_bytes, "int8": small_bytes}
 viz.show_table(

@@ -25,7 +25,7 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from ..runtime.files import PACKAGE_DIR, clone_root
+from ..runtime.files import PACKAGE_DIR, clone_root, staged_tree
 
 ORT_WEB_VERSION = "1.30.0"
 # The registry's dist.integrity for that version (`npm view onnxruntime-web@1.30.0 dist.integrity`).
@@ -178,6 +178,23 @@ def choose_export(comparison: dict[str, dict]) -> str:
     return "int8" if within else "float32"
 
 
+def publish_choice(chosen: str | os.PathLike, run_dir: str | os.PathLike) -> Path:
+    """Copy the export chapter 08 chose (a folder written by `export_onnx`) to `run_dir`/LIVE_EXPORT,
+    where the site build looks first. The copy replaces the previous choice in one step and gets
+    fresh times, so it is newer than the float32 export it was chosen beside; a later float32
+    export (a run that failed before choosing) makes it stale, and the site then serves that."""
+    target = Path(run_dir) / LIVE_EXPORT
+    with staged_tree(target) as stage:
+        shutil.copytree(chosen, stage, dirs_exist_ok=True, copy_function=shutil.copyfile)
+    return target
+
+
+def _older(live: Path, plain: Path) -> bool:
+    """True when the float32 export in `plain` was written after the live choice in `live`."""
+    model = plain / "model.json"
+    return model.is_file() and model.stat().st_mtime > (live / "model.json").stat().st_mtime
+
+
 def stage_for_site(
     stage_dir: str | os.PathLike, profile: str, root: str | os.PathLike
 ) -> list[str]:
@@ -186,7 +203,7 @@ def stage_for_site(
     build's log (what was copied and its size, or why the page's widget will not load)."""
     run_dir = Path(root) / "runs" / f"book-{profile}"
     export = run_dir / LIVE_EXPORT
-    if not (export / "model.json").is_file():
+    if not (export / "model.json").is_file() or _older(export, run_dir / "web"):
         export = run_dir / "web"
     if not (export / "model.json").is_file():
         return [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -166,3 +167,26 @@ def test_site_stages_chapter_08s_choice_before_the_float32_export(tmp_path):
     assert "int8 weights" in notes[0], notes
     served = tmp_path / "stage" / "_extra" / live_page.SITE_LIVE / live_page.SITE_MODEL
     assert json.loads((served / "model.json").read_text())["weights"] == "int8"
+
+
+def test_a_choice_older_than_the_float32_export_is_not_served(tmp_path):
+    """A run that exported float32 and then failed before choosing must not leave the site on the
+    previous model's choice; a run that chose serves its choice."""
+    run_dir = tmp_path / "runs" / "book-p"
+    web, small = run_dir / "web", run_dir / "web-int8"
+    for folder, weights in ((web, "float32"), (small, "int8")):
+        folder.mkdir(parents=True)
+        (folder / "model.json").write_text(json.dumps({"weights": weights}))
+    live = live_page.publish_choice(small, run_dir)
+    old_time = (live / "model.json").stat().st_mtime
+    assert json.loads((live / "model.json").read_text())["weights"] == "int8"
+    assert not live_page._older(live, web)
+    # the next run exports float32 again (after the choice) and stops before its own choice
+    os.utime(live / "model.json", (old_time - 10, old_time - 10))
+    assert live_page._older(live, web)
+    # a new choice replaces the old one whole, including files the new export lacks
+    (live / "left_over.bin").write_bytes(b"x")
+    live_page.publish_choice(web, run_dir)
+    assert json.loads((live / "model.json").read_text())["weights"] == "float32"
+    assert not (live / "left_over.bin").exists()
+    assert not live_page._older(live, web)
