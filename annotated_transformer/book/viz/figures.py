@@ -361,7 +361,8 @@ def cost_quality_chart(
     `cost` and `quality`; `label_sides` moves a crowded label "left" or "below" (default right).
     """
     data = table2.assign(
-        side=table2["system"].map(dict(label_sides or {})).fillna("right")
+        side=table2["system"].map(dict(label_sides or {})).fillna("right"),
+        entry=np.where(table2["ensemble"].astype(bool), "ensemble", "single model"),
     )
     low, high = data[cost].min(), data[cost].max()
     domain = [10 ** np.floor(np.log10(low)), 10 ** np.ceil(np.log10(high))]
@@ -386,7 +387,11 @@ def cost_quality_chart(
                 domain=["earlier systems", "Transformer"], range=["#8a96a3", "#c0392b"]
             ),
         ),
-        shape=alt.Shape("ensemble:N", title="ensemble"),
+        shape=alt.Shape(
+            "entry:N",
+            title=None,
+            scale=alt.Scale(domain=["single model", "ensemble"]),
+        ),
         tooltip=[
             "system",
             alt.Tooltip(f"{quality}:Q", title="BLEU"),
