@@ -166,6 +166,10 @@ def train(
                 + (f", resumed at step {step}" if resume else "")
             )
             print(f"precision {trainer.precision}: {trainer.precision_reason}")
+            if trainer.settings.compile == "auto" and not trainer.compile_failed:
+                # (a failure was logged already, in one line)
+                state = "compiled" if trainer.compiled else "eager"
+                print(f"{state}: {trainer.compile_reason}")
 
     fitted = fit(
         config,
@@ -199,6 +203,8 @@ def train(
         "parameters": count_parameters(model),
         "precision": trainer.precision,
         "precision_reason": trainer.precision_reason,
+        "compiled": trainer.compiled,
+        "compile_reason": trainer.compile_reason,
         "world_size": context.world_size,
         "model_config": config.to_dict(),
     }

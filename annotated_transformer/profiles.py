@@ -30,6 +30,7 @@ from .runtime.checks import (
     Bounds,
     check_all,
 )
+from .runtime.compiling import check_compile
 from .runtime.precision import PRECISIONS, resolve_precision
 from .training import settings as train_settings
 from .training.settings import TrainSettings
@@ -480,7 +481,9 @@ class Profile:
     # engineering
     # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
     precision: str = "auto"
-    compile: bool = False
+    # torch.compile the model and loss: True, False, or "auto" (on a CPU, measured on the run's own
+    # step and taken where it pays: runtime.compiling)
+    compile: bool | str = False
     # CPU threads for torch (None: torch's default, one per core)
     threads: int | None = None
     seed: int = 1
@@ -517,6 +520,7 @@ class Profile:
             raise ValueError(
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
+        check_compile(self.compile)
         if not isinstance(self.book, BookScales):
             raise ValueError(f"book must be a BookScales, got {type(self.book).__name__}")
         info = corpus_info(self.corpus)  # an unknown corpus names the known ones

@@ -94,9 +94,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             options["choices"] = _CHOICES[field]
         elif kind == "switch":
             options.update(action=argparse.BooleanOptionalAction, default=None)
+        elif kind == "compile":
+            # --compile (on), --compile auto (measured on a CPU), --no-compile (off)
+            options.update(nargs="?", const=True, type=compile_setting, metavar="auto")
         elif kind == "number":
             options["type"] = setting(field)
         g.add_argument(FLAGS[field], **options)
+        if kind == "compile":
+            g.add_argument(
+                "--no-compile",
+                dest=field,
+                action="store_const",
+                const=False,
+                help="train eagerly",
+            )
     for field, flag in MODEL_FLAGS.items():
         kind = probability if field in ("dropout", "label_smoothing") else positive_int
         g.add_argument(flag, dest=field, type=kind, help=f"the model's {field}")
@@ -133,7 +144,11 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
     "max_valid_pairs": ("number", None),
     "max_sentence_words": ("number", "skip pairs with a longer side (words of raw text)"),
     "precision": ("choice", None),
-    "compile": ("switch", "torch.compile the model"),
+    "compile": (
+        "compile",
+        "torch.compile the model and loss; `--compile auto` measures this machine's step eager "
+        "and compiled (once, cached) and compiles only where that pays",
+    ),
     "seed": ("number", None),
     "threads": (
         "number",
@@ -152,6 +167,18 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
     "eval_batch_tokens": ("number", "source tokens x beam per decoding batch"),
     "eval_max_sentences": ("number", "score only the first N test sentences"),
 }
+
+
+def compile_setting(text: str) -> bool | str:
+    """--compile's value: auto, or on/off (true/false, yes/no, 1/0)."""
+    value = text.strip().lower()
+    if value == "auto":
+        return "auto"
+    if value in ("on", "true", "yes", "1"):
+        return True
+    if value in ("off", "false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected auto, on or off, got {text!r}")
 
 
 def profile_from_args(args: argparse.Namespace) -> Profile:

@@ -22,6 +22,7 @@ from ..runtime.checks import (
     Bounds,
     check_all,
 )
+from ..runtime.compiling import check_compile
 from ..runtime.precision import PRECISIONS
 
 # What each number may be; `Profile` checks its copies of these fields with the same bounds.
@@ -86,7 +87,8 @@ class TrainSettings:
     budget_clock: str = "wall"
     # engineering
     precision: str = "auto"  # "auto", "bf16" or "fp32"
-    compile: bool = False
+    # torch.compile of the model and the loss: True, False, or "auto" (measured on a CPU: runtime.compiling)
+    compile: bool | str = False
     # the batches' order (and, through `fit`, the initial weights and dropout)
     seed: int = 1
     log_every: int = 50
@@ -120,6 +122,7 @@ class TrainSettings:
             raise ValueError(
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
+        check_compile(self.compile)
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:

@@ -9,6 +9,8 @@ the loop that calls them, then saves. What it adds to the paper makes a run trus
 - the loss of a step is summed over the global batch's target tokens and divided by their count, so
   micro-batches of different sizes weigh exactly as in one big batch;
 - bf16 autocast where the hardware computes in bf16 (`precision_probe`; the loss stays in float32);
+- torch.compile of the model and the loss when asked, or where "auto" measures that it pays on this
+  machine (`compile_probe`);
 - a resume checkpoint after every snapshot and on Ctrl-C / SIGTERM, holding everything down to the RNG
   states and the position inside the epoch, so a resumed run ends with bit-identical parameters
   (`resume_state`); a loss that is no longer finite stops the run before it is saved (`divergence`);
@@ -19,7 +21,6 @@ the loop that calls them, then saves. What it adds to the paper makes a run trus
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,8 @@ from .checkpoint import (
     snapshot_of,
     snapshot_path,
 )
+from .compile_probe import compiled_step_parts, eager_loss, training_compile
 from .divergence import TrainingDiverged
-from .loss import label_smoothed_cross_entropy
 from .precision_probe import training_precision
 from .resume_state import (
     TrainingProgress,
@@ -151,30 +152,39 @@ class Trainer:
 
         forward_model: nn.Module = model
         # The step reads nothing of the logits after backward, so their storage can take the gradient.
-        self.loss_fn = functools.partial(
-            label_smoothed_cross_entropy, inplace_backward=True
-        )
+        self.loss_fn = eager_loss()
         # On the CPU (eager), logits only for real target tokens: the output projection skips padding
         # (4% of a `base` step, results/benchmarks/cpu_train.json). Compiled training keeps all rows: a
         # boolean selection's output size depends on the data, which breaks the graph; and on a GPU it
         # costs a host sync per micro-batch, unmeasured against what it saves, so GPUs keep all rows too.
-        self.real_rows_only = not settings.compile and self.device.type == "cpu"
-        # "auto" on a CPU with bf16 instructions times this model's own step in both precisions.
+        on_cpu = self.device.type == "cpu"
+        # "auto" on a CPU with bf16 instructions times this model's own step in both precisions
+        # (the eager step, unless compiling was asked for).
         choice = training_precision(
             model,
             settings,
             train_data,
             self.batcher,
             self.context,
-            real_rows_only=self.real_rows_only,
+            real_rows_only=on_cpu and settings.compile is not True,
         )
         self.precision, self.precision_reason = choice.precision, choice.reason
+        # "auto" on a CPU times this model's own step eager and compiled, in that precision.
+        compiling = training_compile(
+            model,
+            settings,
+            train_data,
+            self.batcher,
+            self.context,
+            precision=self.precision,
+            micro_batches_per_step=settings.accumulation,
+        )
+        self.compiled, self.compile_reason = compiling.compile, compiling.reason
+        self.compile_failed = compiling.failed
+        self.real_rows_only = on_cpu and not self.compiled
 
-        if settings.compile:
-            forward_model = torch.compile(forward_model)
-            # A graph of its own: log-softmax, gather and mean fuse instead of several float32 passes
-            # over the (tokens x vocabulary) logits.
-            self.loss_fn = torch.compile(label_smoothed_cross_entropy)
+        if self.compiled:
+            forward_model, self.loss_fn = compiled_step_parts(forward_model)
         if self.context.is_distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
             forward_model = DistributedDataParallel(forward_model, device_ids=ids)
@@ -275,6 +285,7 @@ class Trainer:
                     "step": p.step,
                     "world_size": self.context.world_size,
                     "precision": self.precision,
+                    "compiled": self.compiled,
                     "device": str(self.device),
                     "settings": r.to_dict(),
                     **self.metadata,
