@@ -2,6 +2,8 @@
 
 One job per share of the training trees, an epoch a round, dev F1 after every epoch
 (`experiments.parsing_extended`); run it again to continue. Chapter 07 shows the committed curve.
+`--score-test` trains nothing: it scores each stopped job on the test trees once, at the snapshot
+and search chosen on dev (`parsing_extended.score_test`), for chapter 07 to show beside the curve.
 """
 
 from __future__ import annotations
@@ -11,13 +13,17 @@ import time
 
 from .arguments import positive_float, positive_int, probability
 
+TEST_RESULTS = "results/parser_extended_cpu/test.json"  # what chapter 07 reads
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Train the parser of chapter 07 on a quarter, a half and all of the training trees until\n"
         "each one's dev F1 has not risen for a fifth of its epochs; resumable.\n\n"
-        "  python -m annotated_transformer parser-curve --out runs/parser-extended --tags"
+        "  python -m annotated_transformer parser-curve --out runs/parser-extended --tags\n\n"
+        "Once the jobs have stopped, score them on the test trees once (trains nothing):\n\n"
+        "  python -m annotated_transformer parser-curve --out runs/parser-extended --score-test"
     )
     parser.add_argument("--out", default="runs/parser-extended", help="the run folder")
     parser.add_argument(
@@ -53,6 +59,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write --export from what the run folder holds, training nothing (for a run "
         "another process is still training)",
     )
+    parser.add_argument(
+        "--score-test",
+        nargs="?",
+        const=TEST_RESULTS,
+        default=None,
+        metavar="RESULTS",
+        help="train nothing: for each share whose job has stopped (give the --min-epochs and "
+        "--max-epochs it trained under), choose on the dev trees between best.pt and "
+        "best_average.pt and between greedy and beam 21, parse the test trees once with the "
+        f"choice and add it to RESULTS (default {TEST_RESULTS}); a share RESULTS already "
+        "holds is not scored again. The recipe is the run folder's own; its flags are not read",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,6 +81,30 @@ def run(args: argparse.Namespace) -> int:
 
     if any(s > 1 for s in args.shares):
         raise ValueError("parser-curve: a share of the training files is at most 1")
+    shares = sorted(set(args.shares), reverse=True)
+    if args.score_test is not None:
+        if args.export or args.export_only:
+            raise ValueError(
+                "parser-curve: --score-test trains and exports nothing; run it without "
+                "--export and --export-only"
+            )
+        from tqdm import tqdm
+
+        started = time.perf_counter()
+        summary = parsing_extended.score_test(
+            parsing_extended.open_run(args.out, args.min_epochs, args.max_epochs),
+            shares,
+            args.score_test,
+            data_dir=args.data_dir,
+            say=lambda line: tqdm.write(f"parser-curve: {line}"),
+        )
+        scored = ", ".join(f"{s:g}" for s in summary["scored"]) or "none"
+        print(
+            f"parser-curve: shares scored on test: {scored}, in "
+            f"{time.perf_counter() - started:,.0f} s; "
+            + (f"in {args.score_test}" if summary["scored"] else "nothing written")
+        )
+        return 0
     recipe = ParserRecipe(
         n_layers=args.layers,
         d_model=args.d_model,
@@ -80,7 +122,6 @@ def run(args: argparse.Namespace) -> int:
     curve_run = parsing_extended.ParserCurveRun(
         recipe, Path(args.out), args.min_epochs, args.max_epochs
     )
-    shares = sorted(set(args.shares), reverse=True)
     if args.export_only:
         if not args.export:
             raise ValueError("parser-curve: --export-only needs --export PATH")

@@ -11,17 +11,20 @@ epoch a single run would have trained) and retrains nothing.
 
 Each job keeps its last `average_last` snapshots; whenever dev F1 reaches a new best it also keeps
 that epoch's model (`best.pt`) and the average of the snapshots up to it (`best_average.pt`), so the
-model the chapter scores on the test trees can be chosen on dev after the run. The test trees are
-never read here.
+model the chapter scores on the test trees can be chosen on dev after the run. Training never reads
+the test trees; `score_test` does, once a share's job has stopped: it chooses on the dev trees
+between the two models and between greedy and the chapter's beam, parses the test sentences once
+with the choice, and records the score in a results file that it never rewrites for that share.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +37,7 @@ from ..training.checkpoint import (
     atomic_torch_save,
     average_checkpoints,
     list_snapshots,
+    load_checkpoint,
 )
 from ..training.run_folder import LOCK_NAME
 from . import parsing
@@ -164,17 +168,23 @@ class ParserCurveRun:
         return point
 
 
-def read_splits(data_dir=None) -> tuple[list[list[Tree]], list[Tree]]:
-    """(training trees by file, development trees), cleaned, from the treebank."""
+def _cleaned_splits(data_dir, names: Sequence[str]) -> dict[str, list[list[Tree]]]:
+    """The cleaned trees of each split in `names`, by file, from the treebank."""
     from ..data import treebank_zip_path
 
     files = parsing.read_treebank(treebank_zip_path(data_dir))
     split = parsing.split_by_file(files)
 
-    def cleaned(ids):
-        return [t for t in (parsing.clean_tree(x) for f in ids for x in files[f]) if t]
+    def cleaned(fid):
+        return [t for t in (parsing.clean_tree(x) for x in files[fid]) if t]
 
-    return [cleaned([f]) for f in split["train"]], cleaned(split["dev"])
+    return {name: [cleaned(fid) for fid in split[name]] for name in names}
+
+
+def read_splits(data_dir=None) -> tuple[list[list[Tree]], list[Tree]]:
+    """(training trees by file, development trees), cleaned, from the treebank."""
+    splits = _cleaned_splits(data_dir, ("train", "dev"))
+    return splits["train"], [t for trees in splits["dev"] for t in trees]
 
 
 def train_all(
@@ -268,3 +278,317 @@ def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     return atomic_write_text(path, json.dumps(document, indent=1))
+
+
+# --------------------------------------------------------------------------------- the test score
+SNAPSHOT_NAMES = (BEST_NAME, BEST_AVERAGE_NAME)
+SNAPSHOT_WORDS = {
+    BEST_NAME: "the model of its best dev epoch",
+    BEST_AVERAGE_NAME: "the average of its snapshots up to its best dev epoch",
+}
+_STEP = re.compile(r"step_0*(\d+)\.pt$")
+
+
+def open_run(
+    out_dir: str | os.PathLike, min_epochs: int = 20, max_epochs: int = 300
+) -> ParserCurveRun:
+    """The run in `out_dir` under the recipe it was trained with (its ``parser_run.json``), to read;
+    `min_epochs` and `max_epochs` are the stopping rule it was trained under (`should_stop`)."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise ValueError(
+            f"{out} does not exist: give the run folder that `parser-curve --out` trained"
+        )
+    if not (out / PLAN_NAME).is_file():
+        raise ValueError(
+            f"{out} holds no {PLAN_NAME}: it is not a parser-curve run folder"
+        )
+    recipe = ParserRecipe.from_dict(json.loads((out / PLAN_NAME).read_text())["recipe"])
+    return ParserCurveRun(recipe, out, min_epochs, max_epochs)
+
+
+def _recipe_record(run: ParserCurveRun) -> dict:
+    return {k: v for k, v in run.recipe.to_dict().items() if k != "epochs"}
+
+
+def _epochs_of(curve: Sequence[dict], state: dict, name: str) -> list[int]:
+    """The epochs whose snapshots make the checkpoint `state` (one, or those averaged), read from
+    its steps; refused when the curve names none of them (a folder edited by hand)."""
+    by_step = {p["step"]: p["epoch"] for p in curve}
+    steps = (
+        [int(_STEP.search(n).group(1)) for n in state["averaged_from"]]
+        if state.get("averaged_from")
+        else [state["step"]]
+    )
+    missing = [s for s in steps if s not in by_step]
+    if missing:
+        raise ValueError(
+            f"{name} holds step(s) {missing} that the share's {CURVE_NAME} does not end an "
+            "epoch at: the folder is not as the run left it"
+        )
+    return [by_step[s] for s in steps]
+
+
+def score_share(
+    run: ParserCurveRun,
+    share: float,
+    train: Sequence[Tree],
+    dev: Sequence[Tree],
+    test: Sequence[Tree],
+    trees_dir: str | os.PathLike,
+    *,
+    progress: Callable[[int], object] | None = None,
+) -> dict:
+    """One stopped job scored on the test trees once, at the model and search chosen on dev.
+
+    `best.pt` and `best_average.pt` are each parsed on the dev trees greedily and with the
+    chapter's beam (`parsing.choose_search`: beam 21, alpha 0.3, constrained); the pair with the
+    highest dev F1 parses the test sentences once (`parsing.report_parser`, which writes the gold
+    and parsed trees to `trees_dir` for evalb). Ties go to the single snapshot before the average
+    and to greedy before the beam. The test F1's interval and its margins over the two floors
+    are `parsing.paired_f1_bootstrap`'s, as chapter 07 computes them."""
+    from ..evaluation.results import provenance
+    from .parsing.report import read_parsed
+
+    folder = run.folder(share)
+    curve = run.curve(share)
+    data = parsing.ParsingData.from_splits(
+        {"train": list(train), "dev": list(dev), "test": list(test)},
+        tags=run.recipe.tags,
+    )
+    dev_scores, snapshots, best = {}, {}, None
+    for name in SNAPSHOT_NAMES:
+        state = load_checkpoint(folder / name)
+        model, vocabularies = parsing.load_parser(state)
+        if vocabularies != data.vocabularies:
+            raise ValueError(
+                f"{folder / name} was trained on other trees than the first {share:g} of "
+                "these training files: score it with the treebank it was trained on (--data-dir)"
+            )
+        runs, chosen = parsing.choose_search(model, vocabularies, dev, progress=progress)
+        dev_scores[name] = {
+            r.name: {
+                "f1": round(r.score.f1, 2),
+                "invalid": r.score.invalid,
+                "seconds": round(r.seconds, 1),
+            }
+            for r in runs.values()
+        }
+        snapshots[name] = {
+            "what": SNAPSHOT_WORDS[name],
+            "epochs": _epochs_of(curve, state, folder / name),
+        }
+        if best is None or chosen.score.f1 > best[2].score.f1:
+            best = (name, model, chosen)
+    name, model, chosen = best
+    test_report = parsing.report_parser(
+        model,
+        data,
+        split="test",
+        decodings=(dict(beam_size=chosen.beam_size, constrained=True),),
+        results_dir=trees_dir,
+        file_suffix=f"_{share_name(share)}",
+        progress=progress,
+    )
+    parsed = read_parsed(trees_dir, test_report)
+    floors = parsing.baselines(data.trees["test"], data.trees["train"])
+    against = {
+        floor: parsing.paired_f1_bootstrap(data.trees["test"], trees, parsed)
+        for floor, trees in floors.items()
+    }
+    right = next(floor for floor in floors if floor.startswith("right-branching"))
+    headline = test_report["decodings"][chosen.name]
+    made = provenance("cpu")
+    return {
+        "share": share,
+        "train_trees": len(train),
+        "epochs_trained": len(curve),
+        "stopping_rule": {
+            "min_epochs": run.min_epochs,
+            "max_epochs": run.max_epochs,
+            "patience": PATIENCE,
+        },
+        "chosen_on_dev": {
+            "snapshot": name,
+            "search": chosen.name,
+            "beam_size": chosen.beam_size,
+            "epoch": snapshots[name]["epochs"][-1],
+            "dev_f1": round(chosen.score.f1, 2),
+        },
+        "snapshots": snapshots,
+        "dev": dev_scores,
+        "test": {
+            "sentences": test_report["sentences"],
+            **{
+                k: round(headline[k], 2) for k in ("f1", "f1_le40", "precision", "recall")
+            },
+            "f1_ci95": [round(x, 2) for x in against[right]["second"]["ci95"]],
+            "sentences_le40": headline["sentences_le40"],
+            "exact_trees": headline["exact"],
+            "invalid_trees": headline["invalid"],
+            "f1_by_length": headline["f1_by_length"],
+            "seconds": headline["seconds"],
+        },
+        "right_branching_floor": right,
+        "floors": test_report["baselines"],
+        "against_floors": against,
+        "files": test_report["files"],
+        "provenance": {
+            "date": made["date"],
+            "git_commit": made["git_commit"],
+            "git_dirty": made["git_dirty"],
+            "machine": made["device_name"],
+            "platform": made["platform"],
+            "torch": made["torch"],
+            "threads": torch.get_num_threads(),
+        },
+    }
+
+
+def _test_document(run: ParserCurveRun) -> dict:
+    return {
+        "what": "the extended parser run scored on the test sentences once per share, with the "
+        "snapshot and the search chosen on the development trees",
+        "recipe": _recipe_record(run),
+        "choice": {
+            "snapshots": list(SNAPSHOT_NAMES),
+            "searches": [
+                "greedy, constrained",
+                f"beam {parsing.PAPER_BEAM}, constrained",
+            ],
+            "alpha": parsing.PAPER_ALPHA,
+            "max_length": f"input + {parsing.PAPER_EXTRA_LENGTH}",
+        },
+        "scoring": parsing.EVALB_CONVENTIONS,
+        "interval": "95% percentile bootstrap over the test sentences "
+        "(parsing.paired_f1_bootstrap, 2,000 resamples, seed 0)",
+        "jobs": [],
+    }
+
+
+def score_test(
+    run: ParserCurveRun,
+    shares: Sequence[float],
+    path: str | os.PathLike,
+    *,
+    data_dir=None,
+    splits: tuple[Sequence[Sequence[Tree]], Sequence[Tree], Sequence[Tree]] | None = None,
+    show_progress: bool = True,
+    say: Callable[[str], object] | None = None,
+) -> dict:
+    """Score every stopped share on the test trees once (`score_share`), under the run folder's lock,
+    adding each to the results file `path` (written atomically after each share). A share the
+    file already holds is never scored again, and a share whose job has not stopped
+    (`ParserCurveRun.done`) is skipped, each with one line to `say`. `splits`: (training trees by
+    file, dev trees, test trees), read from the treebank when None.
+
+    Returns {"scored", "already", "unfinished": shares, "document": what `path` holds}."""
+    from filelock import FileLock, Timeout
+    from tqdm import tqdm
+
+    from ..runtime.progress import progress_bar
+
+    say = say or tqdm.write
+    path, out = Path(path), Path(run.out_dir)
+    if not out.is_dir():
+        raise ValueError(
+            f"{out} does not exist: give the run folder that `parser-curve --out` trained"
+        )
+    if path.resolve().is_relative_to(out.resolve()):
+        raise ValueError(
+            f"--score-test {path} lies inside the run folder {out}, which it reads; write the "
+            "test score outside it (results/parser_extended_cpu/test.json)"
+        )
+    with_curves = [s for s in shares if (run.folder(s) / CURVE_NAME).is_file()]
+    if not with_curves:
+        raise ValueError(
+            f"{out} holds no {CURVE_NAME} of the shares {', '.join(f'{s:g}' for s in shares)}: "
+            "no epoch has finished, nothing to score"
+        )
+    document = json.loads(path.read_text()) if path.is_file() else _test_document(run)
+    if document.get("recipe") != _recipe_record(run):
+        raise ValueError(
+            f"{path} holds the test scores of a run with another recipe: give another results "
+            "path"
+        )
+    lock = FileLock(str(out / LOCK_NAME))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise ValueError(
+            f"{out} is in use by another parser run: score it once that run has stopped"
+        ) from None
+    try:
+        held = {float(j["share"]): j for j in document["jobs"]}
+        todo, already, unfinished = [], [], []
+        for share in shares:
+            name = share_name(share)
+            if share not in with_curves:
+                say(f"{name}: no epoch has finished in {out}; skipped")
+            elif share in held:
+                job, chosen = held[share], held[share]["chosen_on_dev"]
+                already.append(share)
+                say(
+                    f"{name}: already scored on test in {path} (F1 {job['test']['f1']:.1f}, "
+                    f"{chosen['snapshot']} of epoch {chosen['epoch']}, {chosen['search']}); the "
+                    f"test set is scored once: to rescore, move {path} away"
+                )
+            elif not run.done(share):
+                curve = run.curve(share)
+                at = max(curve, key=lambda p: p["f1"])
+                unfinished.append(share)
+                say(
+                    f"{name}: still training ({len(curve)} epoch{'s' * (len(curve) != 1)}, "
+                    f"best dev F1 "
+                    f"{at['f1']:.1f} at epoch {at['epoch']}; it stops once no new best came "
+                    f"for {PATIENCE:.0%} of its epochs, after at least {run.min_epochs}); skipped"
+                )
+            else:
+                todo.append(share)
+        if todo:
+            if splits is None:
+                read = _cleaned_splits(data_dir, ("train", "dev", "test"))
+                splits = (
+                    read["train"],
+                    [t for trees in read["dev"] for t in trees],
+                    [t for trees in read["test"] for t in trees],
+                )
+            train_by_file, dev, test = splits
+            bar = progress_bar(
+                total=len(todo) * (2 * 2 * len(dev) + len(test)),
+                unit="sentence",
+                desc="test score",
+                disable=not show_progress,
+            )
+            for share in todo:
+                bar.set_postfix_str(share_name(share))
+                job = score_share(
+                    run,
+                    share,
+                    first_share(train_by_file, share),
+                    dev,
+                    test,
+                    path.parent,
+                    progress=bar.update,
+                )
+                document["jobs"] = sorted(
+                    [*document["jobs"], job], key=lambda j: -j["share"]
+                )
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_text(path, json.dumps(document, indent=1))
+                chosen, t = job["chosen_on_dev"], job["test"]
+                say(
+                    f"{share_name(share)}: test F1 {t['f1']:.1f} [{t['f1_ci95'][0]:.1f}, "
+                    f"{t['f1_ci95'][1]:.1f}] ({t['f1_le40']:.1f} on the sentences of at most "
+                    f"40 words), {chosen['snapshot']} of epoch {chosen['epoch']} with "
+                    f"{chosen['search']}, chosen on dev ({chosen['dev_f1']:.1f})"
+                )
+            bar.close()
+        return {
+            "scored": todo,
+            "already": already,
+            "unfinished": unfinished,
+            "document": document,
+        }
+    finally:
+        lock.release()

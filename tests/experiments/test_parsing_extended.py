@@ -70,3 +70,158 @@ def test_an_export_into_the_run_folder_is_refused(tmp_path):
     run = extended.ParserCurveRun(_recipe(), tmp_path)
     with pytest.raises(ValueError, match="inside the run folder"):
         extended.export(run, [1.0], tmp_path / "share_1" / "curve.json")
+
+
+# ------------------------------------------------------------------------------- the test score
+SHAPES = [
+    "(S (NP (DT the) (NN {0})) (VP (VBZ {1})) (. .))",
+    "(S (NP (NNS {0})) (VP (VBD {1}) (NP (DT a) (NN {2}))) (. .))",
+    "(S (NP (PRP it)) (VP (VBZ {1}) (PP (IN at) (NP (NN {0})))))",
+]
+WORDS = ["dog", "cat", "bird", "sees", "runs", "tree", "barks", "house", "sings"]
+
+
+def _trees(n: int, offset: int = 0) -> list:
+    from nltk import Tree
+
+    return [
+        Tree.fromstring(
+            SHAPES[(i + offset) % len(SHAPES)].format(
+                *(WORDS[(i + offset + k) % len(WORDS)] for k in range(3))
+            )
+        )
+        for i in range(n)
+    ]
+
+
+# Training files, dev and test trees of the tiny run: no treebank needed.
+SPLITS = ([_trees(6, k) for k in range(4)], _trees(6, 1), _trees(5, 2))
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A run folder trained by the package's own `train_epoch`: all the files 6 epochs (the most
+    the rule allows: stopped; its models write short trees, so beam 21 is quick), half of them 1
+    epoch (still training), no quarter."""
+    from annotated_transformer.runtime.files import atomic_write_text
+
+    recipe = _recipe(
+        dropout=0.0, batch_tokens=60, warmup_steps=10, peak_lr=1e-2, epochs=6,
+        precision="fp32", tags=True,
+    )  # fmt: skip
+    out = tmp_path_factory.mktemp("parser-run")
+    atomic_write_text(out / extended.PLAN_NAME, json.dumps({"recipe": recipe.to_dict()}))
+    run = extended.ParserCurveRun(recipe, out, min_epochs=1, max_epochs=6)
+    files, dev, _ = SPLITS
+    for share, epochs in ((1.0, 6), (0.5, 1)):
+        for _ in range(epochs):
+            run.train_epoch(share, extended.first_share(files, share), dev)
+    return out
+
+
+def _score(out, path, lines, shares=(1.0, 0.5, 0.25)):
+    return extended.score_test(
+        extended.open_run(out, min_epochs=1, max_epochs=6),
+        shares,
+        path,
+        splits=SPLITS,
+        show_progress=False,
+        say=lines.append,
+    )
+
+
+def test_the_test_score_is_chosen_on_dev_decoded_once_and_never_redone(
+    tiny_run, tmp_path, capsys
+):
+    from annotated_transformer.cli import main
+    from annotated_transformer.experiments import parsing
+
+    path = tmp_path / "results" / "test.json"
+    lines: list[str] = []
+    summary = _score(tiny_run, path, lines)
+    assert (summary["scored"], summary["unfinished"]) == ([1.0], [0.5])
+    assert any(
+        line.startswith("share_0.5: still training (1 epoch,") and "skipped" in line
+        for line in lines
+    )
+    assert any(line.startswith("share_0.25: no epoch has finished") for line in lines)
+    document = json.loads(path.read_text())
+    assert document == summary["document"]
+    (job,) = document["jobs"]
+    assert job["share"] == 1.0 and job["epochs_trained"] == 6
+
+    # every candidate's dev score is recorded, and the choice is the best of the four
+    dev = job["dev"]
+    assert set(dev) == {"best.pt", "best_average.pt"}
+    assert all(
+        set(d) == {"greedy, constrained", "beam 21, constrained"} for d in dev.values()
+    )
+    chosen = job["chosen_on_dev"]
+    assert dev[chosen["snapshot"]][chosen["search"]]["f1"] == max(
+        s["f1"] for d in dev.values() for s in d.values()
+    )
+    curve = extended.ParserCurveRun(_recipe(), tiny_run).curve(1.0)
+    best_epoch = max(p["epoch"] for p in curve if p.get("best"))
+    assert (
+        job["snapshots"]["best.pt"]["epochs"] == [best_epoch]
+        and chosen["epoch"] == best_epoch
+    )
+    assert job["snapshots"]["best_average.pt"]["epochs"][-1] == best_epoch
+
+    # the recorded test F1 is what the chosen model and search parse on the test trees
+    model, vocabularies = parsing.load_parser(tiny_run / "share_1" / chosen["snapshot"])
+    again = parsing.evaluate_parser(
+        model, vocabularies, SPLITS[2], beam_size=chosen["beam_size"], constrained=True
+    )
+    test = job["test"]
+    assert test["sentences"] == 5 and test["f1"] == round(again.score.f1, 2)
+    assert test["f1_ci95"][0] <= test["f1"] <= test["f1_ci95"][1]
+    right = job["against_floors"][job["right_branching_floor"]]
+    assert right["difference"] == pytest.approx(
+        again.score.f1 - right["first"]["f1"], abs=1e-9
+    )
+    assert (path.parent / job["files"]["predicted"]).is_file()
+    assert {"date", "git_commit", "machine"} <= set(job["provenance"])
+
+    # scored once: a second call, through the command, scores nothing and rewrites nothing
+    written = path.read_bytes()
+    rc = main(
+        ["parser-curve", "--out", str(tiny_run), "--score-test", str(path),
+         "--min-epochs", "1", "--max-epochs", "6", "--shares", "1", "0.5"]
+    )  # fmt: skip
+    output = capsys.readouterr().out
+    assert rc == 0 and path.read_bytes() == written
+    assert "share_1: already scored on test" in output and "move" in output
+    assert "share_0.5: still training" in output
+    assert "shares scored on test: none" in output
+
+
+def test_the_test_score_refuses_bad_input_before_any_work(tiny_run, tmp_path, capsys):
+    from filelock import FileLock
+
+    from annotated_transformer.cli import main
+    from annotated_transformer.training.run_folder import LOCK_NAME
+
+    inside = tiny_run / "share_1" / "test.json"
+    with pytest.raises(ValueError, match="inside the run folder"):
+        _score(tiny_run, inside, [])
+    assert not inside.exists()
+    with pytest.raises(ValueError, match="does not exist"):
+        extended.open_run(tmp_path / "missing")
+    with pytest.raises(ValueError, match="not a parser-curve run folder"):
+        extended.open_run(tmp_path)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / extended.PLAN_NAME).write_text(
+        json.dumps({"recipe": _recipe().to_dict()})
+    )
+    with pytest.raises(ValueError, match="no curve.json of the shares 1, 0.5"):
+        _score(tmp_path / "empty", tmp_path / "test.json", [], shares=(1.0, 0.5))
+    with FileLock(str(tiny_run / LOCK_NAME)):  # a run still training holds it
+        with pytest.raises(ValueError, match="in use by another parser run"):
+            _score(tiny_run, tmp_path / "test.json", [])
+    assert not (tmp_path / "test.json").exists()
+    # through the command: one line, no traceback
+    rc = main(["parser-curve", "--out", str(tmp_path / "missing"), "--score-test"])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith("error: ") and "does not exist" in err
+    assert "Traceback" not in err

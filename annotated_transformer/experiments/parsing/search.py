@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from nltk import Tree
@@ -117,12 +117,14 @@ def parse_sentences(
     constrained: bool = True,
     batch_tokens: int = 4000,
     precision: str = "fp32",
+    progress: Callable[[int], object] | None = None,
 ) -> list[str]:
     """The linearized tree the model writes for each sentence (a list of words), in order.
 
     Section 6.3's search by default: beam 21, alpha 0.3, up to the input length + 300 symbols
     (clamped to the model's positions). Beam 1 is greedy decoding. Sentences are sorted by length
-    and packed into batches of about `batch_tokens` source tokens times the beam.
+    and packed into batches of about `batch_tokens` source tokens times the beam. `progress`, when
+    given, is called with the number of sentences each batch parsed (a progress bar's `update`).
     """
     outputs = [""] * len(sentences)
     encoded = [vocabularies.source.encode(words) for words in sentences]
@@ -133,6 +135,8 @@ def parse_sentences(
             "positions: build the model with a larger max_len (`parser_max_len`)"
         )
     wanted = [i for i, ids in enumerate(encoded) if ids]
+    if progress is not None and len(wanted) < len(sentences):
+        progress(len(sentences) - len(wanted))  # empty sentences: nothing to parse
     order = sorted(wanted, key=lambda i: len(encoded[i]))
     widths = [(len(ids) + SRC_SPECIALS) * beam_size for ids in encoded]
     device = next(model.parameters()).device
@@ -156,6 +160,8 @@ def parse_sentences(
             )
         for i, row in zip(batch, out.tolist()):
             outputs[i] = " ".join(vocabularies.target.decode(row[1:]))
+        if progress is not None:
+            progress(len(batch))
     return outputs
 
 
@@ -227,15 +233,22 @@ def choose_search(
     vocabularies: ParserVocabularies,
     dev_trees: Sequence[Tree],
     beams: Sequence[int] = (1, PAPER_BEAM),
+    **decoding,
 ) -> tuple[dict[str, ParseRun], ParseRun]:
     """Parse the development trees with each beam size, constrained to valid trees, and pick the
     search with the highest F1 there: (every run by name, the chosen run). The test split is never
-    read here, so the chapter scores it once with the choice."""
+    read here, so the chapter scores it once with the choice. `decoding`: `parse_sentences`'
+    other options (alpha, progress, ...)."""
     runs = {
         run.name: run
         for run in (
             evaluate_parser(
-                model, vocabularies, dev_trees, beam_size=beam, constrained=True
+                model,
+                vocabularies,
+                dev_trees,
+                beam_size=beam,
+                constrained=True,
+                **decoding,
             )
             for beam in beams
         )
