@@ -135,6 +135,7 @@ def test_the_test_score_is_chosen_on_dev_decoded_once_and_never_redone(
 ):
     from annotated_transformer.cli import main
     from annotated_transformer.experiments import parsing
+    from annotated_transformer.experiments.parsing import describe
 
     path = tmp_path / "results" / "test.json"
     lines: list[str] = []
@@ -182,6 +183,17 @@ def test_the_test_score_is_chosen_on_dev_decoded_once_and_never_redone(
     )
     assert (path.parent / job["files"]["predicted"]).is_file()
     assert {"date", "git_commit", "machine"} <= set(job["provenance"])
+
+    # chapter 07's sentence says what the file holds
+    text = describe.describe_extended_test(document, 91.3, 40_000, [1.0, 0.5, 0.25])
+    low, high = test["f1_ci95"]
+    assert f"**{test['f1']:.1f} F1** (95% interval [{low:.1f}, {high:.1f}])" in text
+    assert (
+        f"dev chose {describe.chosen_words(job)} (dev F1 {chosen['dev_f1']:.1f}" in text
+    )
+    assert (
+        "The jobs on half and a quarter of the files are not scored on test yet" in text
+    )
 
     # scored once: a second call, through the command, scores nothing and rewrites nothing
     written = path.read_bytes()

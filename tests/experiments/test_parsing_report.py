@@ -70,7 +70,96 @@ def extended_document(stopped=(False, False, False), best=(14.0, 17.0, 24.0)):
     }  # fmt: skip
 
 
+def extended_test_document(shares=(1.0,), f1=50.3, snapshot="best_average.pt", beam=21):
+    """What `parsing_extended.score_test` writes, for the shares given (its numbers made up)."""
+    jobs = []
+    for share in shares:
+        trees = {1.0: 3396, 0.5: 1405, 0.25: 559}[share]
+        search = "greedy, constrained" if beam == 1 else f"beam {beam}, constrained"
+        dev = {
+            name: {
+                "greedy, constrained": {"f1": 40.0},
+                "beam 21, constrained": {"f1": 48.0},
+            }
+            for name in ("best.pt", "best_average.pt")
+        }
+        dev[snapshot][search] = {"f1": 52.3}
+        jobs.append(
+            {
+                "share": share,
+                "train_trees": trees,
+                "epochs_trained": 75,
+                "chosen_on_dev": {
+                    "snapshot": snapshot,
+                    "search": search,
+                    "beam_size": beam,
+                    "epoch": 60,
+                    "dev_f1": 52.3,
+                },
+                "snapshots": {
+                    "best.pt": {"epochs": [60]},
+                    "best_average.pt": {"epochs": [58, 59, 60]},
+                },
+                "dev": dev,
+                "test": {
+                    "sentences": 245,
+                    "f1": f1,
+                    "f1_ci95": [f1 - 3.3, f1 + 3.3],
+                    "f1_le40": f1 + 2,
+                    "sentences_le40": 230,
+                },
+                "right_branching_floor": "right-branching (S over NPs)",
+                "against_floors": {
+                    "right-branching (S over NPs)": comparison(
+                        12.6, f1 - 12.6, (34.0, 41.5)
+                    )
+                },
+            }
+        )
+    return {"recipe": {"d_model": 128}, "jobs": jobs}  # fmt: skip
+
+
 # ------------------------------------------------------------------------------------- describe
+def test_extended_test_sentence_says_what_the_file_holds_or_that_there_is_none():
+    text = describe.describe_extended_test(
+        extended_test_document(), 91.3, 40_000, [1.0, 0.5, 0.25]
+    )
+    assert text.startswith("Scored once on the test sentences. With all of the files")
+    assert (
+        "dev chose the average of its snapshots of epochs 58 to 60 with beam 21" in text
+    )
+    assert "(dev F1 52.3, against 40.0 to 48.0 for the other 3 candidates)" in text
+    assert (
+        "**50.3 F1** (95% interval [47.0, 53.6]), 52.3 on the 230 of at most 40" in text
+    )
+    assert (
+        "37.7 points above the right-branching floor (12.6), beyond the resampling"
+        in text
+    )
+    assert (
+        "The paper's 91.3 (WSJ section 23, about 40,000 training trees, 12 times the 3,396 "
+        "here) lies 41.0 points above the test F1 with all of the files." in text
+    )
+    assert (
+        "The jobs on half and a quarter of the files are not scored on test yet" in text
+    )
+    greedy = describe.describe_extended_test(
+        extended_test_document((1.0, 0.5), snapshot="best.pt", beam=1), 91.3, 40_000,
+        [1.0, 0.5],
+    )  # fmt: skip
+    assert "dev chose its model of epoch 60 with greedy decoding" in greedy
+    assert "With half of the files (1,405 trees, 75 epochs)" in greedy
+    assert "not scored on test yet" not in greedy
+    one = describe.describe_extended_test(
+        extended_test_document(), 91.3, 40_000, [1.0, 0.5]
+    )
+    assert "The job on half of the files is not scored on test yet" in one
+    for none in (None, {"jobs": []}):
+        plain = describe.describe_extended_test(none, 91.3, 40_000, [1.0])
+        assert plain.startswith("The extended run has not been scored on the test")
+        assert "parser-curve --out runs/parser-extended --score-test" in plain
+
+
 def test_a_margin_beyond_the_noise_is_a_gain_and_one_within_it_is_not():
     beyond = describe.margin(comparison(difference=6.0, ci=(1.9, 12.3)), "the flat floor")
     assert beyond.startswith(
@@ -229,6 +318,9 @@ def test_conclusion_states_floors_paper_variant_and_extended_run():
     assert "**The XX variant**" in text and "7.8 points below the tags parser" in text
     assert "**The extended run** (the tags parser at d_model 128" in text
     assert "Best dev F1: with a quarter of the files" in text
+    assert "has not been scored on the test sentences yet" in text
+    tested = describe.describe_conclusion(**args, extended_test=extended_test_document())
+    assert "Scored once on the test sentences. With all of the files" in tested
     alone = describe.describe_conclusion(
         **{**args, "extended": None, "reads": reads(1, 2)}
     )
@@ -253,6 +345,13 @@ def test_tables_have_reader_facing_headers_and_no_bare_booleans():
         assert reader_facing(frame)
         assert not frame.isin([True, False]).to_numpy().any() or frame is tables[2]
     assert list(tables[1]["stopped rising"]) == ["not yet", "not yet", "yes"]
+    assert set(tables[1]["test F1 [95% interval]"]) == {"not scored yet"}
+    tested = report.extended_table(document, extended_test_document())
+    assert reader_facing(tested)
+    assert list(tested["test F1 [95% interval]"]) == [
+        "not scored yet", "not scored yet", "50.3 [47.0, 53.6]",
+    ]  # fmt: skip
+    assert list(tested["chosen on dev"])[-1] == "average (epoch 60), beam 21"
     assert list(tables[0]["run"]) == [
         "half of the files (50 trees)", "all of the files (100 trees)",
         "the XX variant, all the files",
@@ -275,6 +374,11 @@ def test_curve_charts_draw_live_and_extended_side_by_side():
     )
     without = report.curve_charts(live_f1, live_loss, None, trees, {"flat (S)": 10.0})
     assert len(without.to_dict()["vconcat"][0]["hconcat"]) == 1
+    tested = report.by_trees(runs, document, 192, extended_test_document())
+    test_rows = tested[tested.run.str.contains("test F1")]
+    assert list(zip(test_rows.trees, test_rows.f1)) == [(3396, 50.3)]
+    chart = report.curve_charts(live_f1, live_loss, None, tested, {"flat (S)": 10.0})
+    assert "test where named" in json.dumps(chart.to_dict())
 
 
 def test_scores_table_and_table4_frame():
@@ -317,7 +421,8 @@ def test_metrics_record_keeps_the_fields_the_summary_reads(tmp_path):
         comparisons=dict(floors=floors, right="right-branching (S over NPs)",
                          versus=comparison(), xx_over_floor=comparison()),
         reads=reads(), xx_reads=reads(), recipes=dict(tags={"epochs": 2}, xx={"epochs": 2}),
-        extended=extended_document(), train_trees=3, params_m=0.2, test_files=["a", "b"],
+        extended=extended_document(), extended_test=extended_test_document(),
+        train_trees=3, params_m=0.2, test_files=["a", "b"],
     )  # fmt: skip
     for key in ("f1", "f1_ci95", "f1_le40", "variant_xx", "params_m", "train_trees",
                 "test_files", "recipe", "learning_curve", "against_floors"):  # fmt: skip
@@ -325,6 +430,9 @@ def test_metrics_record_keeps_the_fields_the_summary_reads(tmp_path):
     assert record["f1_ci95"] == [12.0, 20.0]
     assert record["variant_xx"]["f1"] == 100.0 and "against_tags" in record["variant_xx"]
     assert [r["share"] for r in record["extended_run"]] == [0.25, 0.5, 1.0]
+    assert "test_f1" not in record["extended_run"][0]
+    assert record["extended_run"][-1]["test_f1"] == 50.3
+    assert record["extended_run"][-1]["chosen_on_dev"]["snapshot"] == "best_average.pt"
     json.dumps(record)  # the results file is JSON
 
 
@@ -343,3 +451,15 @@ def test_read_committed_is_none_without_a_clone_or_a_file(tmp_path):
     assert report.read_committed(tmp_path, "parser_extended_cpu/curves.json") == {
         "jobs": []
     }
+
+
+def test_extended_test_scores_are_read_only_for_the_committed_curves_recipe(tmp_path):
+    curves = extended_document()
+    assert report.read_extended_test(tmp_path, curves) is None  # no file yet
+    (tmp_path / "parser_extended_cpu").mkdir()
+    path = tmp_path / report.EXTENDED_TEST
+    path.write_text(json.dumps(extended_test_document()))
+    assert report.read_extended_test(tmp_path, curves)["jobs"][0]["share"] == 1.0
+    path.write_text(json.dumps({**extended_test_document(), "recipe": {"d_model": 256}}))
+    assert report.read_extended_test(tmp_path, curves) is None  # another run's
+    assert report.read_extended_test(None, curves) is None

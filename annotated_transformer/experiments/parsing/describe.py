@@ -2,9 +2,10 @@
 
 Every sentence of the chapter that depends on a number is written here, from plain values or the
 package's records (`paired_f1_bootstrap` comparisons, `source_dependence`, `ShareRun`, the extended
-run's ``curves.json``), so that a test can change the numbers and see the words change. The two
-linearizations keep one name each: the *tags parser* writes each word's part-of-speech tag in its
-slot, as the authors' code does; the *XX variant* writes ``XX``, as Vinyals et al. did.
+run's ``curves.json`` and ``test.json``), so that a test can change the numbers and see the words
+change. The two linearizations keep one name each: the *tags parser* writes each word's
+part-of-speech tag in its slot, as the authors' code does; the *XX variant* writes ``XX``, as
+Vinyals et al. did.
 
 A margin is called a gain or a loss only when its 95% paired bootstrap interval excludes zero; when
 the interval includes zero the sentence says the two cannot be told apart on these sentences.
@@ -178,10 +179,18 @@ def describe_source_dependence(reads: Mapping) -> str:
 
 
 # ------------------------------------------------------------------------------ the extended run
-def extended_summary(document: Mapping) -> list[dict]:
+def scored_jobs(test: Mapping | None) -> dict[float, Mapping]:
+    """The extended run's test records by share (`parsing_extended.score_test`'s file; {} for
+    None)."""
+    return {float(j["share"]): j for j in test["jobs"]} if test else {}
+
+
+def extended_summary(document: Mapping, test: Mapping | None = None) -> list[dict]:
     """One row per share of the extended run (`parsing_extended.export`), smallest share first:
-    trees, epochs, best dev F1 and its epoch, last dev F1, whether the run's rule stopped it."""
+    trees, epochs, best dev F1 and its epoch, last dev F1, whether the run's rule stopped it, and
+    its test record (`test`'s, None where that share is not scored)."""
     stopped = {float(k): v for k, v in document.get("stopped", {}).items()}
+    scored = scored_jobs(test)
     rows = []
     for job in sorted(document["jobs"], key=lambda j: j["share"]):
         f1, at = best_point(job["curve"], key="epoch")
@@ -194,6 +203,7 @@ def extended_summary(document: Mapping) -> list[dict]:
                 at=at,
                 last=job["curve"][-1]["f1"],
                 stopped=bool(stopped.get(float(job["share"]), False)),
+                test=scored.get(float(job["share"])),
             )
         )
     return rows
@@ -258,6 +268,89 @@ def describe_extended(
     elif rate is not None:
         where += ". More trees did not raise the best dev F1 here"
     return f"{lead}: {each}. {state} {where}."
+
+
+SCORE_TEST_COMMAND = (
+    "python -m annotated_transformer parser-curve --out runs/parser-extended --score-test"
+)
+
+
+def search_words(beam_size: int) -> str:
+    return "greedy decoding" if beam_size == 1 else f"beam {beam_size}"
+
+
+def chosen_words(job: Mapping) -> str:
+    """Which model and search dev chose for a share (`score_test`'s record): 'the average of its
+    snapshots of epochs 58 to 60 with beam 21' or 'its model of epoch 60 with greedy decoding'."""
+    chosen = job["chosen_on_dev"]
+    epochs = job["snapshots"][chosen["snapshot"]]["epochs"]
+    model = (
+        f"the average of its snapshots of epochs {epochs[0]} to {epochs[-1]}"
+        if len(epochs) > 1
+        else f"its model of epoch {epochs[-1]}"
+    )
+    return f"{model} with {search_words(chosen['beam_size'])}"
+
+
+def describe_extended_test(
+    test: Mapping | None,
+    paper_f1: float,
+    paper_trees: int,
+    shares: Sequence[float] = (),
+) -> str:
+    """The extended run on the test sentences (`parsing_extended.score_test`'s file), largest
+    share first: what dev chose among its two models and two searches, the test F1 with its
+    interval (all sentences, and those of at most 40 words), the margin over the right-branching
+    floor, and the paper's F1 against the largest share's; `shares` (the run's) not in the file
+    are named as not scored yet. Says so plainly when there is no file."""
+    if not test or not test.get("jobs"):
+        return (
+            "The extended run has not been scored on the test sentences yet. Once a share's job "
+            "has stopped, `parser-curve --score-test` chooses on the dev trees between its best "
+            f"epoch's model and the average of its snapshots up to it, and between greedy "
+            f"decoding and beam 21, then parses the test sentences once with the choice "
+            f"(`{SCORE_TEST_COMMAND}`); this page shows the score here."
+        )
+    jobs = sorted(test["jobs"], key=lambda j: -j["share"])
+    parts = []
+    for job in jobs:
+        t, chosen = job["test"], job["chosen_on_dev"]
+        others = [
+            s["f1"]
+            for snapshot, searches in job["dev"].items()
+            for search, s in searches.items()
+            if (snapshot, search) != (chosen["snapshot"], chosen["search"])
+        ]
+        low, high = t["f1_ci95"]
+        over = job["against_floors"][job["right_branching_floor"]]
+        parts.append(
+            f"With {share_words(job['share'])} of the files ({job['train_trees']:,} trees, "
+            f"{job['epochs_trained']} epochs) dev chose {chosen_words(job)} (dev F1 "
+            f"{chosen['dev_f1']:.1f}, against {min(others):.1f} to {max(others):.1f} for the "
+            f"other {len(others)} candidates); on the {t['sentences']} test sentences it scores "
+            f"**{t['f1']:.1f} F1** (95% interval [{low:.1f}, {high:.1f}]), {t['f1_le40']:.1f} "
+            f"on the {t['sentences_le40']} of at most 40 words: "
+            f"{margin(over, 'the right-branching floor')}."
+        )
+    top = jobs[0]
+    parts.append(
+        f"The paper's {paper_f1} (WSJ section 23, about {paper_trees:,} training trees, "
+        f"{paper_trees / top['train_trees']:.0f} times the {top['train_trees']:,} here) lies "
+        f"{paper_f1 - top['test']['f1']:.1f} points above the test F1 with "
+        f"{share_words(top['share'])} of the files."
+    )
+    missing = [
+        s for s in sorted(shares, reverse=True) if float(s) not in scored_jobs(test)
+    ]
+    if missing:
+        names = listed([share_words(s) for s in missing])
+        jobs_are = "The jobs on" if len(missing) > 1 else "The job on"
+        parts.append(
+            f"{jobs_are} {names} of the files {'are' if len(missing) > 1 else 'is'} not "
+            "scored on test yet (`parser-curve --score-test` scores a share once its job has "
+            "stopped)."
+        )
+    return "Scored once on the test sentences. " + " ".join(parts)
 
 
 # ------------------------------------------------------------------------------------- the search
@@ -382,8 +475,10 @@ def describe_conclusion(
     versus: Mapping,
     extended: Mapping | None,
     reads: Mapping,
+    extended_test: Mapping | None = None,
 ) -> str:
-    """'What this run shows', as a list of short paragraphs in Markdown."""
+    """'What this run shows', as a list of short paragraphs in Markdown; `extended_test`: the
+    extended run's test scores (`parsing_extended.score_test`), None before they exist."""
     low, high = f1_ci95
     parts = [
         f"- **{upper_first(TAGS_PARSER)}** ({TAGS_WHAT}) scores **{f1:.1f} F1** on the "
@@ -413,5 +508,12 @@ def describe_conclusion(
             f"- **The extended run** ({TAGS_PARSER} at d_model {extended['recipe']['d_model']}, "
             "trained until dev F1 stops rising). "
             + describe_extended(extended, paper_f1, paper_trees, lead="Best dev F1")
+            + " "
+            + describe_extended_test(
+                extended_test,
+                paper_f1,
+                paper_trees,
+                [j["share"] for j in extended["jobs"]],
+            )
         )
     return "\n".join(parts)

@@ -1,8 +1,8 @@
 """Chapter 07's bookkeeping: its tables (with reader-facing headers), charts, the test decodings of
 a trained parser, and the results record that the introduction's summary reads.
 
-The sentences are in `describe`; the training in `parsing_curve`; the extended run's file is
-`parsing_extended.export`'s ``curves.json``.
+The sentences are in `describe`; the training in `parsing_curve`; the extended run's files are
+`parsing_extended.export`'s ``curves.json`` and `parsing_extended.score_test`'s ``test.json``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,14 @@ import altair as alt
 import pandas as pd
 from nltk import Tree
 
-from .describe import XX_VARIANT, best_point, extended_summary, share_words
+from .describe import (
+    XX_VARIANT,
+    best_point,
+    extended_summary,
+    interval,
+    search_words,
+    share_words,
+)
 from .linearization import linearize
 from .recipe import report_parser
 from .scoring import EVALB_CUTOFF
@@ -94,6 +101,19 @@ def read_committed(root: str | Path | None, relative: str) -> dict | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+EXTENDED_CURVES = "parser_extended_cpu/curves.json"
+EXTENDED_TEST = "parser_extended_cpu/test.json"
+
+
+def read_extended_test(root: str | Path | None, curves: Mapping | None) -> dict | None:
+    """The extended run's committed test scores (`parsing_extended.score_test`), when they are
+    of the run whose `curves` are committed (the same recipe); else None."""
+    test = read_committed(root, EXTENDED_TEST)
+    if test is None or curves is None or test.get("recipe") != curves.get("recipe"):
+        return None
+    return test
+
+
 # ------------------------------------------------------------------------------------ the curves
 def run_label(run) -> str:
     """A live run's name in charts and tables."""
@@ -135,9 +155,13 @@ def extended_points(document: Mapping) -> pd.DataFrame:
 
 
 def by_trees(
-    runs: Mapping[float, object], document: Mapping | None, d_model: int
+    runs: Mapping[float, object],
+    document: Mapping | None,
+    d_model: int,
+    test: Mapping | None = None,
 ) -> pd.DataFrame:
-    """Best dev F1 against training trees: the live shares, and the extended run's."""
+    """Best dev F1 against training trees: the live shares, and the extended run's; with `test`
+    (its test scores), the test F1 of each scored share beside them."""
     rows = [
         dict(
             run=f"this run (d_model {d_model})",
@@ -154,6 +178,16 @@ def by_trees(
                 f1=r["best"],
             )
             for r in extended_summary(document)
+        ]
+        rows += [
+            dict(
+                run=f"extended run, test F1 (chosen on dev; d_model "
+                f"{document['recipe']['d_model']})",
+                trees=r["trees"],
+                f1=r["test"]["test"]["f1"],
+            )
+            for r in extended_summary(document, test)
+            if r["test"]
         ]
     return pd.DataFrame(rows)
 
@@ -177,7 +211,17 @@ def live_table(runs: Mapping[float, object], variant) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def extended_table(document: Mapping) -> pd.DataFrame:
+def _chosen_cell(job: Mapping | None) -> str:
+    if not job:
+        return ""
+    chosen = job["chosen_on_dev"]
+    model = "average" if chosen["snapshot"].endswith("average.pt") else "best epoch"
+    return f"{model} (epoch {chosen['epoch']}), {search_words(chosen['beam_size'])}"
+
+
+def extended_table(document: Mapping, test: Mapping | None = None) -> pd.DataFrame:
+    """The extended run by share; `test` (its test scores, None before they exist) adds the test
+    F1 with its interval and the model and search dev chose."""
     return pd.DataFrame(
         [
             {
@@ -188,21 +232,35 @@ def extended_table(document: Mapping) -> pd.DataFrame:
                 "at epoch": r["at"],
                 "last dev F1": f"{r['last']:.1f}",
                 "stopped rising": "yes" if r["stopped"] else "not yet",
+                "chosen on dev": _chosen_cell(r["test"]),
+                "test F1 [95% interval]": (
+                    f"{r['test']['test']['f1']:.1f} {interval(r['test']['test']['f1_ci95'])}"
+                    if r["test"]
+                    else "not scored yet"
+                ),
+                f"test {LE40}": f"{r['test']['test']['f1_le40']:.1f}"
+                if r["test"]
+                else "",
             }
-            for r in extended_summary(document)
+            for r in extended_summary(document, test)
         ]
     )
 
 
 def _f1_panel(
-    points: pd.DataFrame, floors: pd.DataFrame, x: str, heading: str, **x_options
+    points: pd.DataFrame,
+    floors: pd.DataFrame,
+    x: str,
+    heading: str,
+    y_title: str = "dev F1 (greedy, constrained)",
+    **x_options,
 ):
     lines = (
         alt.Chart(points)
         .mark_line(point=True)
         .encode(
             x=alt.X(f"{x}:Q", **x_options),
-            y=alt.Y("f1:Q", title="dev F1 (greedy, constrained)"),
+            y=alt.Y("f1:Q", title=y_title),
             color=alt.Color("run:N", title=None, sort=None),
             tooltip=["run", x, alt.Tooltip("f1:Q", format=".1f")],
         )
@@ -235,7 +293,17 @@ def curve_charts(
             )
         )
     scale = alt.Scale(type="log", nice=False)
-    sizes = _f1_panel(trees, rules, "trees", "Best dev F1 by training trees", scale=scale)
+    tested = trees.run.str.contains("test F1").any()
+    sizes = _f1_panel(
+        trees,
+        rules,
+        "trees",
+        "Best dev F1 by training trees" + (", and test F1" if tested else ""),
+        "F1 (dev, greedy; test where named)"
+        if tested
+        else "dev F1 (greedy, constrained)",
+        scale=scale,
+    )
     loss = (
         alt.Chart(live_loss)
         .mark_line()
@@ -485,6 +553,7 @@ def metrics_record(
     xx_reads: Mapping,
     recipes: Mapping[str, Mapping],
     extended: Mapping | None,
+    extended_test: Mapping | None = None,
     **facts,
 ) -> dict:
     """The chapter's results record (read by the introduction's summary: ``f1``, ``f1_ci95``,
@@ -492,6 +561,8 @@ def metrics_record(
 
     `comparisons`: ``floors`` (by floor name, floor first, tags parser second), ``right`` (the
     right-branching floor's name), ``versus`` (tags first, XX second), ``xx_over_floor``.
+    `extended_test`: the extended run's test scores (`parsing_extended.score_test`), whose test
+    F1, interval and choice on dev join each scored share's row of ``extended_run``.
     `facts`: the remaining top-level fields, recorded as they are (dataset, sizes, ...)."""
     floors = comparisons["floors"]
     return {
@@ -520,8 +591,22 @@ def metrics_record(
             "files": xx.report["files"],
         },
         "extended_run": [
-            {k: r[k] for k in ("share", "trees", "epochs", "best", "at", "stopped")}
-            for r in extended_summary(extended)
+            {
+                **{
+                    k: r[k] for k in ("share", "trees", "epochs", "best", "at", "stopped")
+                },
+                **(
+                    {
+                        "test_f1": r["test"]["test"]["f1"],
+                        "test_f1_ci95": r["test"]["test"]["f1_ci95"],
+                        "test_f1_le40": r["test"]["test"]["f1_le40"],
+                        "chosen_on_dev": r["test"]["chosen_on_dev"],
+                    }
+                    if r["test"]
+                    else {}
+                ),
+            }
+            for r in extended_summary(extended, extended_test)
         ]
         if extended
         else None,
