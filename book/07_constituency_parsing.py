@@ -42,7 +42,8 @@
 #    draws their F1 on the development trees epoch by epoch;
 # 4. sets beside this live run the committed *extended run*: the tags parser trained on a quarter,
 #    a half and all of the training files until its development F1 stops rising, which gives F1
-#    against the number of training trees;
+#    against the number of training trees, and, once it has stopped, its test F1 at the model and
+#    search chosen on the development trees;
 # 5. chooses the search on the development trees (greedy or the paper's beam 21, length penalty
 #    $\alpha = 0.3$, outputs up to the input length plus 300, constrained to valid trees), parses
 #    all the test sentences once, and compares the tags parser with two simple floors, with the
@@ -370,7 +371,6 @@ viz.show_table(report.score_table(score))
 # embeddings are separate (`ParserVocabularies`).
 #
 # The model's size and training were chosen on the 273 development trees with
-# The model's size and training were chosen on the development trees with
 # `scripts/parser_sweep.py`, never on the test files; the profile holds the result, with
 # `tags: True` for the tags in the slots. The profile may score fewer development and test
 # sentences than there are (the `smoke` profile does, to run in seconds).
@@ -458,15 +458,27 @@ display(
 # ```
 #
 # The run continues from its folder when started again; this page reads its committed curves.
-# The cell below reads them when they are there, and draws the two runs side by side: the live run
-# and the extended run by epoch on top, best dev F1 against training trees and the live run's dev
-# loss below. The dashed lines are the two floors, on the development trees: the right-branching
-# tree with the commonest labels of the training trees, and the flat tree that puts every word
-# straight under the root.
+# Training never reads the test files. Once a share's job has stopped, one more command trains
+# nothing and scores it on the test sentences once, as section 7.5 scores the live run: on the
+# development trees it chooses between the model of the best epoch and the average of the
+# snapshots up to it, and between greedy decoding and beam 21, then parses the test sentences
+# with the choice and records the score with its interval in
+# `results/parser_extended_cpu/test.json`; a share already there is never scored again:
+#
+# ```bash
+# python -m annotated_transformer parser-curve --out runs/parser-extended --score-test
+# ```
+#
+# The cell below reads both files when they are there, and draws the two runs side by side: the
+# live run and the extended run by epoch on top, best dev F1 against training trees (with the
+# extended run's test F1 once it is scored) and the live run's dev loss below. The dashed lines
+# are the two floors, on the development trees: the right-branching tree with the commonest labels
+# of the training trees, and the flat tree that puts every word straight under the root.
 
 # %%
 committed = results.committed_root()  # None in an installed copy
-extended = report.read_committed(committed, "parser_extended_cpu/curves.json")
+extended = report.read_committed(committed, report.EXTENDED_CURVES)
+extended_test = report.read_extended_test(committed, extended)  # None until it is scored
 dev_floors = {
     name: parsing.corpus_score(dev_trees, trees).f1
     for name, trees in parsing.baselines(dev_trees, train_trees).items()
@@ -477,22 +489,32 @@ viz.show(
         live_f1,
         live_loss,
         report.extended_points(extended) if extended else None,
-        report.by_trees(runs, extended, recipe.d_model),
+        report.by_trees(runs, extended, recipe.d_model, extended_test),
         dev_floors,
     )
 )
 
 # %% [markdown]
 # The live runs in numbers (the development loss is teacher-forced, per target symbol), then the
-# extended run's:
+# extended run's, with its test score beside the dev curve once it is scored:
 
 # %%
 viz.show_table(report.live_table(runs, xx_run))
 if extended:
-    viz.show_table(report.extended_table(extended))
+    viz.show_table(report.extended_table(extended, extended_test))
     paper_f1 = table4_row("Transformer (4 layers)", WSJ_ONLY).f1
     display(
         Markdown(describe.describe_extended(extended, paper_f1, PAPER_TRAINING_SENTENCES))
+    )
+    display(
+        Markdown(
+            describe.describe_extended_test(
+                extended_test,
+                paper_f1,
+                PAPER_TRAINING_SENTENCES,
+                [job["share"] for job in extended["jobs"]],
+            )
+        )
     )
 else:
     display(Markdown("No extended run is committed: run the command above to make one."))
@@ -712,6 +734,7 @@ display(
             versus=versus,
             extended=extended,
             reads=reads,
+            extended_test=extended_test,
         )
     )
 )
@@ -733,7 +756,8 @@ viz.show_table(table4)
 # introduction's reproduction summary), over all sentences and over those of at most 40 words, for
 # every decoding, the floors and the paired bootstraps against them, the learning curves, the
 # development scores the search was chosen by, the recipe, the data sizes, the extended run's best
-# dev F1 by share (`extended_run`) and the XX variant's numbers (`variant_xx`);
+# dev F1 by share with its test F1 once scored (`extended_run`) and the XX variant's numbers
+# (`variant_xx`);
 # `parsing_test_gold.txt`, `parsing_test_predicted.txt` (the tags parser's) and
 # `parsing_test_predicted_xx.txt` (the variant's) beside it hold the gold and parsed test trees one
 # per line, for evalb.
@@ -753,6 +777,7 @@ metrics = report.metrics_record(
         tags=recipe.to_dict(), xx=dataclasses.replace(recipe, tags=False).to_dict()
     ),
     extended=extended,
+    extended_test=extended_test,
     dataset="PTB sample (NLTK)" if treebank_dir is None else "treebank_dir",
     train_trees=len(train_trees),
     dev_trees=len(dev_trees),
