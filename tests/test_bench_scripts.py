@@ -1,4 +1,4 @@
-"""The beam-search and precision benchmarks run, check what they must, and write their records."""
+"""The beam-search, precision and compile benchmarks run, check what they must, and write their records."""
 
 import json
 import subprocess
@@ -45,3 +45,34 @@ def test_precision_benchmark_records_both_paths_and_the_choice(tmp_path):
         assert record["auto_chooses"] == min(seconds, key=seconds.get)
     else:
         assert record["auto_chooses"] == "fp32" and "emulated" in record["auto_reason"]
+
+
+@pytest.mark.slow
+def test_compile_benchmark_records_training_decoding_and_threads(tmp_path):
+    # --quick: the smoke model through Dynamo without code generation, so the numbers mean nothing;
+    # what is checked is the record the full run writes.
+    record = run_script("bench_compile.py", tmp_path / "compile.json", tmp_path)
+    assert record["quick"] and record["cpu"]["name"] and record["cpu"]["flags"]
+    assert isinstance(record["cpu"]["has_bf16_instructions"], bool)
+    fp32 = record["training"]["fp32"]
+    assert set(fp32["variants"]) == {
+        "eager",
+        "eager_all_rows",
+        "compiled_model_and_loss",
+        "compiled_model",
+    }
+    for name, variant in fp32["variants"].items():
+        assert variant["target_tokens_per_s"] > 0 and variant["compile_s"] >= 0, name
+        assert variant["speed_over_eager"] == pytest.approx(
+            fp32["variants"]["eager"]["median_s"] / variant["median_s"]
+        )
+    assert isinstance(fp32["auto"]["compiles"], bool)
+    for search in ("greedy", "beam"):
+        row = record["decoding"][search]
+        assert row["same_tokens"], search
+        assert row["eager"]["tokens_per_s"] > 0 and row["compiled"]["tokens_per_s"] > 0
+        assert row["compiled"]["compile_s"] >= 0
+    settings = record["threads_settings"]["settings"]
+    assert [s["name"] for s in settings] == ["default", "set_num_threads(1)"]
+    assert settings[1]["threads"] == 1
+    assert all(s["training"]["fp32"]["target_tokens_per_s"] > 0 for s in settings)
