@@ -32,10 +32,14 @@ from .teacher_forcing import batch_loss
 PROBE_BATCHES = 3
 
 
-def compiled_step_parts(model: nn.Module):
+def compiled_step_parts(model: nn.Module, **options):
     """The model and the loss as a compiled run uses them: two graphs, the loss's log-softmax, gather
-    and mean fused instead of several float32 passes over the (tokens x vocabulary) logits."""
-    return torch.compile(model), torch.compile(label_smoothed_cross_entropy)
+    and mean fused instead of several float32 passes over the (tokens x vocabulary) logits.
+    `options` go to torch.compile (the benchmark's quick mode picks another backend)."""
+    return (
+        torch.compile(model, **options),
+        torch.compile(label_smoothed_cross_entropy, **options),
+    )
 
 
 def eager_loss():
