@@ -885,6 +885,12 @@ PROFILES: dict[str, Profile] = {
         # results/tuning_multi30k_cpu/decode_choice.json.
         length_penalty_alpha=1.0,
         eval_batch_tokens=3000,
+        # Eager, measured: on a 2-core AMD EPYC with AVX512-BF16 the compiled step was 0.91x to 1.11x
+        # the eager one (fp32 and bf16, 1 and 2 threads) after 150-170 s of compiling, 17-19% of the
+        # budget, so a compiled run would train 0.76x to 0.92x the steps
+        # (results/benchmarks/cpu_compile.json, benchmarks/README.md). "auto" would also spend about
+        # three minutes measuring on each machine's first run; `--compile auto` is there to ask.
+        compile=False,
     ),
     "gpu": Profile(
         name="gpu",
