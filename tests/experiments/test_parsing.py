@@ -693,20 +693,37 @@ def test_evalbs_second_summary_keeps_sentences_of_at_most_40_words():
     assert scores["<=40"].gold == parsing.bracket_score(short, short).gold
 
 
+def _live_f1(folder, key):
+    metrics = json.loads((folder / "constituency_parsing.json").read_text())["metrics"]
+    return (metrics[key] if key else metrics)["f1"]
+
+
+def _extended_f1(folder, share):
+    jobs = json.loads((folder / "test.json").read_text())["jobs"]
+    return next(j["test"]["f1"] for j in jobs if j["share"] == share)
+
+
 @pytest.mark.parametrize(
-    "predicted, record",
+    "where, predicted, recorded",
     [
-        ("parsing_test_predicted.txt", ()),  # the tags parser, the chapter's headline
-        ("parsing_test_predicted_xx.txt", ("variant_xx",)),
+        # the tags parser, the chapter's headline, and the XX variant
+        ("book_cpu", "parsing_test_predicted.txt", lambda f: _live_f1(f, None)),
+        ("book_cpu", "parsing_test_predicted_xx.txt", lambda f: _live_f1(f, "variant_xx")),
+        # the extended run's models, scored once at the choice made on dev
+        *(
+            ("parser_extended_cpu", f"parsing_test_predicted_share_{share:g}.txt",
+             lambda f, share=share: _extended_f1(f, share))
+            for share in (1.0, 0.5, 0.25)
+        ),
     ],
-)
-def test_the_committed_test_trees_rescore_the_same_under_pyevalb(predicted, record):
+)  # fmt: skip
+def test_the_committed_test_trees_rescore_the_same_under_pyevalb(where, predicted, recorded):
     # The trees chapter 07 wrote for evalb, scored again by an independent port: its counts give
     # the recorded F1 once the repeated unary brackets (counted once there) are added back, and
     # without them it stays within 0.5 F1 of ours (the stated tolerance of the port).
     from annotated_transformer.evaluation import results
 
-    folder = results.committed_root() / "book_cpu"
+    folder = results.committed_root() / where
     if not (folder / predicted).is_file():
         pytest.skip(f"no committed {predicted}")
     read = lambda name: [  # noqa: E731
@@ -715,11 +732,8 @@ def test_the_committed_test_trees_rescore_the_same_under_pyevalb(predicted, reco
     ]
     gold, test = read("parsing_test_gold.txt"), read(predicted)
     assert len(gold) == len(test) > 0
-    metrics = json.loads((folder / "constituency_parsing.json").read_text())["metrics"]
-    for key in record:
-        metrics = metrics[key]
     ours = parsing.corpus_score(gold, test)
-    assert ours.f1 == pytest.approx(metrics["f1"], abs=0.01)
+    assert ours.f1 == pytest.approx(recorded(folder), abs=0.01)
     matched, n_gold, n_test = _pyevalb_counts(gold, test)
     assert (n_gold, n_test) == (ours.gold, ours.test)
     repeats = 0
