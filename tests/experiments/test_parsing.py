@@ -717,7 +717,9 @@ def _extended_f1(folder, share):
         ),
     ],
 )  # fmt: skip
-def test_the_committed_test_trees_rescore_the_same_under_pyevalb(where, predicted, recorded):
+def test_the_committed_test_trees_rescore_the_same_under_pyevalb(
+    where, predicted, recorded
+):
     # The trees chapter 07 wrote for evalb, scored again by an independent port: its counts give
     # the recorded F1 once the repeated unary brackets (counted once there) are added back, and
     # without them it stays within 0.5 F1 of ours (the stated tolerance of the port).
