@@ -192,7 +192,9 @@ def publish_choice(chosen: str | os.PathLike, run_dir: str | os.PathLike) -> Pat
 def _older(live: Path, plain: Path) -> bool:
     """True when the float32 export in `plain` was written after the live choice in `live`."""
     model = plain / "model.json"
-    return model.is_file() and model.stat().st_mtime > (live / "model.json").stat().st_mtime
+    return (
+        model.is_file() and model.stat().st_mtime > (live / "model.json").stat().st_mtime
+    )
 
 
 def stage_for_site(
