@@ -752,13 +752,14 @@ else:
 
 
 # %% [markdown]
-# The verdicts of the extended run after each epoch that every row and seed has finished, read with
-# the same statistics as the live run:
+# The verdicts of the extended run after 1, 2, 4 and 8 epochs and after the last epoch that every row
+# and seed has finished, read with the same statistics as the live run (the results file holds the
+# verdicts after every epoch):
 
 
 # %%
 if extended_budgets:
-    viz.show_table(tables.verdict_table(extended_budgets))
+    viz.show_table(tables.verdict_table(tables.doubling_budgets(extended_budgets)))
     viz.show_table(tables.comparison_table(extended_budgets[-1:]))
 
 

@@ -292,6 +292,15 @@ def short_label(budget: Mapping) -> str:
     return f"{n:g} epoch{'' if n == 1 else 's'} (dropout: {budget['small_epoch']:g})"
 
 
+def doubling_budgets(budgets: Sequence[Mapping]) -> list[Mapping]:
+    """The budgets of 1, 2, 4, 8... full epochs and the last one: a verdict table with a column per
+    epoch of a 12-epoch run is wider than the page, and doubling budgets show the trend."""
+    if not budgets:
+        return []
+    kept = [b for b in budgets[:-1] if math.log2(b["full_epoch"]).is_integer()]
+    return kept + [budgets[-1]]
+
+
 def verdict_table(budgets: Sequence[Mapping]) -> pd.DataFrame:
     """Each finding's verdict at each budget (columns: the budgets' short labels)."""
     return pd.DataFrame(

@@ -220,3 +220,26 @@ def test_the_flops_table_says_its_runs_in_words():
     assert table["measured on"].tolist() == [
         "this run"
     ]  # the column, not DataFrame.where
+
+
+def test_the_extended_verdict_table_keeps_doubling_budgets_and_the_last():
+    from annotated_transformer.experiments import table3_tables
+
+    def budgets(n):
+        return [{"full_epoch": float(e), "small_epoch": 3.0 * e} for e in range(1, n + 1)]
+
+    assert [b["full_epoch"] for b in table3_tables.doubling_budgets(budgets(12))] == [
+        1,
+        2,
+        4,
+        8,
+        12,
+    ]
+    assert [b["full_epoch"] for b in table3_tables.doubling_budgets(budgets(8))] == [
+        1,
+        2,
+        4,
+        8,
+    ]
+    assert [b["full_epoch"] for b in table3_tables.doubling_budgets(budgets(1))] == [1]
+    assert table3_tables.doubling_budgets([]) == []
