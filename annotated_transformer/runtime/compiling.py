@@ -22,14 +22,13 @@ True and False are taken as asked.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
-from .files import atomic_write_text, cache_dir
+from .files import read_measured, write_measured
 from .precision import measurement_key
 
 COMPILE_CHOICES = (False, True, "auto")
@@ -100,7 +99,7 @@ def choose_compile(
             **(shape or {}),
         }
     )
-    cached = _read_cache().get(key)
+    cached = read_measured(CACHE_NAME).get(key)
     when = "measured before"
     if cached is not None:
         seconds = cached["seconds"]
@@ -113,7 +112,7 @@ def choose_compile(
             )
             log.warning(reason)
             return CompileChoice(False, reason, failed=True)
-        _write_cache(key, {"seconds": seconds})
+        write_measured(CACHE_NAME, key, {"seconds": seconds})
         when = "measured now"
     planned = run_seconds(seconds["eager"]) if run_seconds is not None else None
     speed = effective_speed(seconds, planned)
@@ -152,26 +151,3 @@ def _measured_reason(
         text += f"; over this run's {run_seconds:.0f} s that is {speed:.2f}x"
     verdict = "compiled" if speed >= MARGIN else "eager"
     return f"{text}; {verdict} (compiling must give {MARGIN:.2f}x)"
-
-
-def _cache_path():
-    return cache_dir() / CACHE_NAME
-
-
-def _read_cache() -> dict:
-    try:
-        return json.loads(_cache_path().read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_cache(key: str, value: dict) -> None:
-    entries = _read_cache()
-    entries[key] = value
-    try:
-        _cache_path().parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(
-            _cache_path(), json.dumps(entries, indent=1, sort_keys=True) + "\n"
-        )
-    except OSError:
-        pass  # a read-only cache only means measuring again next time

@@ -24,7 +24,7 @@ from typing import Callable
 import torch
 
 from .devices import cpu_flags, cpu_name, cpu_supports_bf16
-from .files import atomic_write_text, cache_dir
+from .files import read_measured, write_measured
 
 PRECISIONS = ("auto", "bf16", "fp32")
 CACHE_NAME = "precision.json"
@@ -74,7 +74,7 @@ def choose_precision(
             "fp32", "auto: bf16 instructions, but no step was timed; fp32"
         )
     key = measurement_key(shape or {})
-    cached = _read_cache().get(key)
+    cached = read_measured(CACHE_NAME).get(key)
     if cached is not None:
         seconds = cached["seconds"]
         return PrecisionChoice(
@@ -82,7 +82,7 @@ def choose_precision(
         )
     seconds = probe()
     winner = min(("fp32", "bf16"), key=lambda p: seconds[p])
-    _write_cache(key, {"precision": winner, "seconds": seconds})
+    write_measured(CACHE_NAME, key, {"precision": winner, "seconds": seconds})
     return PrecisionChoice(winner, _measured_reason(seconds, "measured now"), seconds)
 
 
@@ -113,29 +113,6 @@ def _measured_reason(seconds: dict, when: str) -> str:
         f"auto: {when} on this CPU, a training step takes {seconds['fp32'] * 1e3:.0f} ms in fp32 "
         f"and {seconds['bf16'] * 1e3:.0f} ms in bf16 (bf16 {ratio:.2f}x the speed of fp32)"
     )
-
-
-def _cache_path():
-    return cache_dir() / CACHE_NAME
-
-
-def _read_cache() -> dict:
-    try:
-        return json.loads(_cache_path().read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_cache(key: str, value: dict) -> None:
-    entries = _read_cache()
-    entries[key] = value
-    try:
-        _cache_path().parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(
-            _cache_path(), json.dumps(entries, indent=1, sort_keys=True) + "\n"
-        )
-    except OSError:
-        pass  # a read-only cache only means measuring again next time
 
 
 def autocast_context(device: torch.device | str, precision: str):
