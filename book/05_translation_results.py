@@ -200,6 +200,21 @@ else:
     display(Markdown(describe.describe_cpu_choice(evidence.cpu_rows())))
 
 # %% [markdown]
+# Those candidates trained in bf16 on a CPU that has it. On an AMD EPYC with AVX2 only, fp32 is the
+# fast path and a step costs more, so the same 15 minutes buy fewer steps. Would a recipe with
+# cheaper or smaller steps do better there? `scripts/cpu_step_budget_sweep.sh` trained the recipe
+# and rivals for the steps each one affords on that CPU (the recipe's steps there, scaled by each
+# rival's measured step time against the recipe's with the kernels held to AVX2), and scored them
+# on the validation split. A rival would give that kind of CPU a recipe of its own only by beating
+# the profile's beyond the bootstrap's noise. Perplexity per subword compares only within one
+# vocabulary.
+
+# %%
+if evidence is not None and evidence.budget is not None:
+    viz.show_table(recipe_choice.budget_table(evidence.budget))
+    display(Markdown(describe.describe_budget_choice(evidence.budget.rows())))
+
+# %% [markdown]
 # The chosen `cpu` run then picked its decoding on the same validation split: how many snapshots
 # to average, the beam width and the length penalty, each against the paper's (5 snapshots, beam
 # 4, $\alpha = 0.6$), kept only if it wins beyond the bootstrap's noise

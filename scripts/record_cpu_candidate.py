@@ -44,6 +44,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="the candidate's run folder")
     parser.add_argument("change", help="what it changes from the cpu recipe, in words")
+    parser.add_argument(
+        "--folder",
+        default=str(CPU_SWEEP),
+        help="the results folder of its sweep (default: %(default)s; the step-budget sweep of "
+        "scripts/cpu_step_budget_sweep.sh files into tuning_multi30k_avx2)",
+    )
+    parser.add_argument(
+        "--budget", help="how its training length was set, in words (a step-budget sweep)"
+    )
     args = parser.parse_args()
     name = args.run.name
     records = [
@@ -75,7 +84,9 @@ def main() -> None:
         "valid_set": scored["metrics"].get("test_set"),
         "checkpoint": scored["metrics"].get("checkpoint"),
     }
-    folder = REPO / "results" / CPU_SWEEP
+    if args.budget:
+        metrics["budget"] = args.budget
+    folder = REPO / "results" / args.folder
     target = folder / f"valid_{name}.json"
     check_replaceable(target, args.run)
     write_result(

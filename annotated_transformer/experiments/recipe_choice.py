@@ -7,6 +7,10 @@ scored once, for the recipe picked. The evidence is committed with the repositor
 
 - `results/tuning_multi30k_cpu/valid_*.json` (with `valid_*.de`, the translations of the 1,014
   validation sentences): the `cpu` sweep, each candidate trained 15 minutes on 2 cores;
+- `results/tuning_multi30k_avx2/valid_*.json`: the `cpu` recipe against rivals at the step budget of
+  the slowest CPU kind, an AVX2-only AMD EPYC (2,074 steps of the recipe in its 15 minutes), each
+  candidate trained for the steps its own measured step time buys there
+  (`scripts/cpu_step_budget_sweep.sh`);
 - `results/gpu/logs/*_metrics.jsonl`: the `gpu` sweep's validation curves (every 250 steps).
 
 This module reads them into tables, so that chapter 05 and the tests use one reading.
@@ -21,6 +25,7 @@ from pathlib import Path
 from ..model.config import preset
 
 CPU_SWEEP = Path("tuning_multi30k_cpu")
+STEP_BUDGET_SWEEP = Path("tuning_multi30k_avx2")
 GPU_LOGS = Path("gpu") / "logs"
 # The gpu sweep's runs that compete (the others in logs/ repeat the chosen recipe of that day).
 GPU_SWEEP = ("sweep_base6", "sweep_base6ff2048", "sweep_d256x4", "sweep_d128x4")
@@ -69,10 +74,10 @@ class CpuCandidate:
     hypotheses: Path  # its translations of the validation split, one per line
 
 
-def cpu_candidates(results: Path) -> list[CpuCandidate]:
-    """The `cpu` sweep's candidates, in the order they ran."""
+def cpu_candidates(results: Path, sweep: Path = CPU_SWEEP) -> list[CpuCandidate]:
+    """The candidates of a `cpu` sweep (by default the 15-minute one), by name."""
     out = []
-    for path in sorted((results / CPU_SWEEP).glob("valid_*.json")):
+    for path in sorted((results / sweep).glob("valid_*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
         m = record["metrics"]
         out.append(
@@ -180,6 +185,71 @@ def chosen_gpu(candidates: list[GpuCandidate]) -> GpuCandidate:
 
 
 # ------------------------------------------------------------------------------------------ chapter 05
+def candidate_rows(
+    candidates: list[CpuCandidate], pick: CpuCandidate, tests: dict
+) -> list[dict]:
+    """One dict per candidate of a `cpu` sweep: name, validation scores, the paired bootstrap's
+    test against the chosen one (`tests`: paired_bootstrap's entries by name)."""
+    return [
+        {
+            "name": c.name,
+            "change": c.change,
+            "chosen": c is pick,
+            "valid_ppl": c.valid_ppl,
+            "valid_sacrebleu": tests[c.name]["bleu"],
+            "ci95": tests[c.name]["ci95"],
+            "p_value": tests[c.name].get("p_value"),
+            "exceeds_noise": tests[c.name].get("exceeds_noise"),
+        }
+        for c in candidates
+    ]
+
+
+@dataclass(frozen=True)
+class BudgetSweep:
+    """The `cpu` recipe against rivals at the slowest CPU kind's step budget. A rival would give
+    that kind a recipe of its own only by beating the profile's beyond the bootstrap's noise (as a
+    decoding setting must beat the paper's); `pick` is the profile's recipe otherwise."""
+
+    candidates: list[CpuCandidate]
+    pick: CpuCandidate
+    tests: dict  # name -> paired_bootstrap's entry, the profile's recipe first
+
+    def rows(self) -> list[dict]:
+        return candidate_rows(self.candidates, self.pick, self.tests)
+
+    @property
+    def winners(self) -> list[str]:
+        """Rivals that beat the profile's recipe beyond the noise."""
+        return [
+            r["name"]
+            for r in self.rows()
+            if not r["chosen"]
+            and r["exceeds_noise"]
+            and r["valid_sacrebleu"] > self.tests[self.pick.name]["bleu"]
+        ]
+
+
+def budget_sweep(results: Path, recipe: dict, references: list[str]) -> BudgetSweep:
+    """The step-budget sweep, bootstrapped against its candidate with the profile's `recipe`."""
+    from ..evaluation.scoring import paired_bootstrap
+
+    runs = cpu_candidates(results, STEP_BUDGET_SWEEP)
+    baseline = [c for c in runs if c.recipe == recipe]
+    if len(baseline) != 1:
+        raise ValueError(
+            f"{STEP_BUDGET_SWEEP} needs exactly one candidate with the cpu profile's recipe, "
+            f"found {len(baseline)}"
+        )
+    pick = baseline[0]
+    ordered = [pick] + [c for c in runs if c is not pick]
+    tests = paired_bootstrap(
+        {c.name: c.hypotheses.read_text(encoding="utf-8").splitlines() for c in ordered},
+        references,
+    )
+    return BudgetSweep(runs, pick, tests)
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Both sweeps as chapter 05 shows them: the `cpu` candidates with sacreBLEU's paired
@@ -193,21 +263,13 @@ class Evidence:
     gpu: list[GpuCandidate]
     gpu_pick: GpuCandidate
 
+    budget: BudgetSweep | None = (
+        None  # the AVX2-only CPU's step budget; None: not committed
+    )
+
     def cpu_rows(self) -> list[dict]:
         """One dict per `cpu` candidate: name, validation scores, the test against the chosen."""
-        return [
-            {
-                "name": c.name,
-                "change": c.change,
-                "chosen": c is self.cpu_pick,
-                "valid_ppl": c.valid_ppl,
-                "valid_sacrebleu": self.cpu_tests[c.name]["bleu"],
-                "ci95": self.cpu_tests[c.name]["ci95"],
-                "p_value": self.cpu_tests[c.name].get("p_value"),
-                "exceeds_noise": self.cpu_tests[c.name].get("exceeds_noise"),
-            }
-            for c in self.cpu
-        ]
+        return candidate_rows(self.cpu, self.cpu_pick, self.cpu_tests)
 
     def gpu_rows(self) -> list[dict]:
         return [
@@ -255,17 +317,35 @@ def read_evidence(results: Path, data_dir=None) -> Evidence:
         {c.name: c.hypotheses.read_text(encoding="utf-8").splitlines() for c in ordered},
         valid.tgt,
     )
-    return Evidence(cpu_runs, cpu_pick, tests, choice, gpu_runs, gpu_pick)
+    budget = None
+    if (results / STEP_BUDGET_SWEEP).is_dir():
+        budget = budget_sweep(results, recipe_of(cpu), valid.tgt)
+        if budget.winners:
+            raise ValueError(
+                f"{', '.join(budget.winners)} beat the cpu recipe at the AVX2-only CPU's step "
+                "budget beyond the noise: the profile should take it on that kind"
+            )
+    return Evidence(cpu_runs, cpu_pick, tests, choice, gpu_runs, gpu_pick, budget)
 
 
 def cpu_table(evidence: Evidence):
     """The `cpu` candidates: what each changes, its validation scores and its test against the
     chosen one."""
+    return _sweep_table(evidence.cpu, evidence.cpu_rows())
+
+
+def budget_table(sweep: BudgetSweep):
+    """The step-budget sweep as `cpu_table` shows a sweep, without the tokens/s (one thread beside
+    other work, not the slow CPU's speed: the steps carry that)."""
+    return _sweep_table(sweep.candidates, sweep.rows()).drop(columns="target tokens/s")
+
+
+def _sweep_table(candidates: list[CpuCandidate], scored: list[dict]):
     import pandas as pd
 
-    by_name = {c.name: c for c in evidence.cpu}
+    by_name = {c.name: c for c in candidates}
     rows = []
-    for r in evidence.cpu_rows():
+    for r in scored:
         c = by_name[r["name"]]
         against = "" if r["chosen"] else (
             f"p = {r['p_value']:.3f}, " + ("beyond" if r["exceeds_noise"] else "within")

@@ -86,8 +86,8 @@ def describe_cpu_choice(rows: Sequence[Mapping]) -> str:
         d = r["valid_sacrebleu"] - chosen["valid_sacrebleu"]
         if r["exceeds_noise"]:
             parts.append(
-                f"{r['name']} scores {abs(d):.2f} lower, beyond the resampling noise "
-                f"({_p(r['p_value'])})"
+                f"{r['name']} scores {abs(d):.2f} {'lower' if d < 0 else 'higher'}, beyond "
+                f"the resampling noise ({_p(r['p_value'])})"
             )
         else:
             parts.append(
@@ -95,6 +95,32 @@ def describe_cpu_choice(rows: Sequence[Mapping]) -> str:
                 "so the validation set cannot tell it from the chosen one"
             )
     return text + "; " + "; ".join(parts) + "."
+
+
+def describe_budget_choice(rows: Sequence[Mapping]) -> str:
+    """The step-budget sweep's verdict (`BudgetSweep.rows`, the profile's recipe marked chosen):
+    whether a rival beats the recipe beyond the noise, which would give the slow CPU kind a recipe
+    of its own."""
+    text = describe_cpu_choice(rows).replace(
+        "The chosen candidate", "The profile's recipe"
+    )
+    chosen = next(r for r in rows if r["chosen"])
+    winners = [
+        r["name"]
+        for r in rows
+        if not r["chosen"]
+        and r["exceeds_noise"]
+        and r["valid_sacrebleu"] > chosen["valid_sacrebleu"]
+    ]
+    if winners:
+        return text + (
+            f" {' and '.join(winners)} beat{'s' if len(winners) == 1 else ''} it beyond the noise: "
+            "the slow CPU kind should train that recipe instead."
+        )
+    return text + (
+        " No rival beats it beyond the noise, so the `cpu` profile trains the same recipe on "
+        "every CPU kind."
+    )
 
 
 def describe_decode_choice(settings: Mapping[str, Mapping], baseline: str, chosen: str):

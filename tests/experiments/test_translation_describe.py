@@ -103,6 +103,19 @@ def test_cpu_choice_sentence_separates_noise_from_a_loss():
     assert "lower" not in within
 
 
+def test_budget_choice_keeps_the_recipe_unless_a_rival_wins_beyond_noise():
+    kept = describe.describe_budget_choice(_cpu_rows(0.01, True))
+    assert kept.startswith("The profile's recipe, A")
+    assert "same recipe on every CPU kind" in kept
+    rows = _cpu_rows(0.01, True)
+    rows[1]["valid_sacrebleu"] = 37.1  # a rival better beyond the noise
+    beaten = describe.describe_budget_choice(rows)
+    assert "B scores 0.80 higher, beyond the resampling noise" in beaten
+    assert "B beats it beyond the noise" in beaten and "every CPU kind" not in beaten
+    rows[1]["exceeds_noise"] = False  # better, but within the noise: the recipe stays
+    assert "every CPU kind" in describe.describe_budget_choice(rows)
+
+
 def test_decode_choice_sentence_counts_wins_and_the_chance_of_one():
     settings = {
         "paper": {"bleu": 36.3},

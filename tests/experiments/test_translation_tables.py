@@ -194,3 +194,28 @@ def test_recipe_tables_mark_the_chosen_and_say_noise():
     assert gpu_table["gpu candidate"].str.endswith("(chosen)").sum() == 1
     rows = evidence.gpu_rows()
     assert [r["chosen"] for r in rows].count(True) == 1
+
+
+@needs_sweeps
+def test_budget_sweep_keeps_the_profile_recipe_unless_a_rival_wins_beyond_noise():
+    runs = recipe_choice.cpu_candidates(RESULTS, recipe_choice.STEP_BUDGET_SWEEP)
+    recipe = recipe_choice.recipe_of(get_profile("cpu"))
+    base = next(c for c in runs if c.recipe == recipe)
+    tests = {c.name: {"bleu": c.valid_sacrebleu, "ci95": 1.5} for c in runs}
+    rivals = [c for c in runs if c is not base]
+    assert rivals, "the step-budget sweep has no rival to the recipe"
+    for c in rivals:
+        tests[c.name] |= {"p_value": 0.3, "exceeds_noise": False}
+    sweep = recipe_choice.BudgetSweep(runs, base, tests)
+    assert sweep.winners == []
+    table = recipe_choice.budget_table(sweep)
+    assert "target tokens/s" not in table.columns
+    assert table.candidate.str.endswith("(chosen)").sum() == 1
+    # a rival better beyond the noise wins; one worse beyond it does not
+    better, worse = rivals[0].name, rivals[-1].name
+    tests[better] |= {"bleu": tests[base.name]["bleu"] + 1, "p_value": 0.01}
+    tests[better]["exceeds_noise"] = True
+    if worse != better:
+        tests[worse] |= {"bleu": tests[base.name]["bleu"] - 1, "p_value": 0.01}
+        tests[worse]["exceeds_noise"] = True
+    assert recipe_choice.BudgetSweep(runs, base, tests).winners == [better]
