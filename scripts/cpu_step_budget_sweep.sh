@@ -26,9 +26,14 @@ if [ "$mode" = probe ]; then
   while [ $# -ge 2 ]; do
     name=$1 flags=$2
     shift 2
+    log="$out/probe_$name.log"
     # shellcheck disable=SC2086  # the flags are words on purpose
-    "$python" -m annotated_transformer train "${common[@]}" --out "$out/probe_$name" \
-      --max-steps 150 --eval-every 0 $flags 2>/dev/null | grep '^done' | sed "s/^/$name: /"
+    if ! "$python" -m annotated_transformer train "${common[@]}" --out "$out/probe_$name" \
+      --max-steps 150 --eval-every 0 $flags >"$log" 2>&1; then
+      echo "$name: the probe failed, see $log" >&2
+      exit 1
+    fi
+    grep -a '^done' "$log" | sed "s/^/$name: /"
   done
 elif [ "$mode" = train ]; then
   while [ $# -ge 3 ]; do

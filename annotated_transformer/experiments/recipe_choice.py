@@ -221,13 +221,19 @@ class BudgetSweep:
     @property
     def winners(self) -> list[str]:
         """Rivals that beat the profile's recipe beyond the noise."""
-        return [
-            r["name"]
-            for r in self.rows()
-            if not r["chosen"]
-            and r["exceeds_noise"]
-            and r["valid_sacrebleu"] > self.tests[self.pick.name]["bleu"]
-        ]
+        return beyond_noise_above(self.rows())
+
+
+def beyond_noise_above(rows: list[dict]) -> list[str]:
+    """The names of the rows (`candidate_rows`) that score above the chosen one beyond the noise."""
+    chosen = next(r for r in rows if r["chosen"])
+    return [
+        r["name"]
+        for r in rows
+        if not r["chosen"]
+        and r["exceeds_noise"]
+        and r["valid_sacrebleu"] > chosen["valid_sacrebleu"]
+    ]
 
 
 def budget_sweep(results: Path, recipe: dict, references: list[str]) -> BudgetSweep:
@@ -263,9 +269,8 @@ class Evidence:
     gpu: list[GpuCandidate]
     gpu_pick: GpuCandidate
 
-    budget: BudgetSweep | None = (
-        None  # the AVX2-only CPU's step budget; None: not committed
-    )
+    # the AVX2-only CPU's step-budget sweep; None: not committed
+    budget: BudgetSweep | None = None
 
     def cpu_rows(self) -> list[dict]:
         """One dict per `cpu` candidate: name, validation scores, the test against the chosen."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from ..evaluation import paper
 from ..profiles import get_profile
+from .recipe_choice import beyond_noise_above
 from .translation_report import PAPER_TARGET_TOKENS_PER_STEP
 
 # Section 5.1: "about 4.5 million sentence pairs" of WMT 2014 English-German.
@@ -104,14 +105,7 @@ def describe_budget_choice(rows: Sequence[Mapping]) -> str:
     text = describe_cpu_choice(rows).replace(
         "The chosen candidate", "The profile's recipe"
     )
-    chosen = next(r for r in rows if r["chosen"])
-    winners = [
-        r["name"]
-        for r in rows
-        if not r["chosen"]
-        and r["exceeds_noise"]
-        and r["valid_sacrebleu"] > chosen["valid_sacrebleu"]
-    ]
+    winners = beyond_noise_above(rows)
     if winners:
         return text + (
             f" {' and '.join(winners)} beat{'s' if len(winners) == 1 else ''} it beyond the noise: "
