@@ -238,11 +238,6 @@ def train_share(
     )
 
 
-def _train_share_in_worker(arguments: dict) -> ShareRun:
-    torch.set_num_threads(1)
-    return train_share(**arguments)
-
-
 def learning_curves(
     train_by_file: Sequence[Sequence[Tree]],
     dev_trees: Sequence[Tree],
@@ -279,20 +274,11 @@ def learning_curves(
         )
         for share, planned_recipe, folder in planned
     ]
-    if workers <= 1 or torch.device(device).type != "cpu":
-        for job in jobs:
-            yield train_share(**job)
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from ..runtime.side_by_side import side_by_side
 
-    context = multiprocessing.get_context(
-        "spawn"
-    )  # no fork of a process holding torch's threads
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
-        futures = [pool.submit(_train_share_in_worker, job) for job in jobs]
-        for future in as_completed(futures):
-            yield future.result()
+    if torch.device(device).type != "cpu":
+        workers = 1
+    yield from side_by_side(train_share, jobs, workers=workers)
 
 
 def source_dependence(

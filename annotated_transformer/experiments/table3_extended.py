@@ -278,7 +278,6 @@ _WORKER: dict = {}
 def _start_worker(profile: Profile, out_dir: str, data_dir) -> None:
     from ..pipeline import prepare_data
 
-    torch.set_num_threads(1)
     run = Table3Run(profile, out_dir)
     _WORKER.update(run=run, data=prepare_data(run.profile, data_dir))
 
@@ -289,18 +288,14 @@ def _epoch_in_worker(job: Job) -> tuple[Job, dict]:
 
 def _train_in_pool(run: Table3Run, order, workers: int, data_dir, report) -> None:
     """`order` on `workers` processes; a job's next epoch waits for its previous one."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    context = multiprocessing.get_context("spawn")
+    from ..runtime.side_by_side import one_thread_pool
+
     pending = list(order)
     busy: dict = {}  # future -> job
-    with ProcessPoolExecutor(
-        workers,
-        mp_context=context,
-        initializer=_start_worker,
-        initargs=(run.profile, str(run.out_dir), data_dir),
-    ) as pool:
+    start = (run.profile, str(run.out_dir), data_dir)
+    with one_thread_pool(workers, _start_worker, start) as pool:
         while pending or busy:
             running = set(busy.values())
             while len(busy) < workers:

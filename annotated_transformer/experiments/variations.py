@@ -296,10 +296,10 @@ _WORKER: dict = {}
 
 
 def _start_worker(profile: Profile, data_dir) -> None:
-    """A worker process: one thread, and the data prepared once (the tokenizer comes from the cache)."""
+    """A worker process (one thread, see `runtime.side_by_side`): the data prepared once (the
+    tokenizer comes from the cache)."""
     from ..pipeline import prepare_data
 
-    torch.set_num_threads(1)
     _WORKER["data"] = prepare_data(profile, data_dir)
 
 
@@ -342,18 +342,11 @@ def train_rows(
         for job in plan:
             yield train_row(data=data, **arguments(job))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
-    context = multiprocessing.get_context(
-        "spawn"
-    )  # no fork of a process that holds torch's threads
-    with ProcessPoolExecutor(
-        workers,
-        mp_context=context,
-        initializer=_start_worker,
-        initargs=(profile, data_dir),
-    ) as pool:
+    from ..runtime.side_by_side import one_thread_pool
+
+    with one_thread_pool(workers, _start_worker, (profile, data_dir)) as pool:
         futures = [pool.submit(_train_in_worker, arguments(job)) for job in plan]
         for future in as_completed(futures):
             yield future.result()

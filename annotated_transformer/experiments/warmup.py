@@ -115,7 +115,17 @@ def top_over_bottom(gradients: pd.DataFrame) -> dict[tuple[str, str], float]:
     return out
 
 
-def warmup_run(experiment: NormExperiment, norm: str, warmup: bool, steps: int):
+def run_name(norm: str, warmup: bool) -> str:
+    return f"{norm}-norm, " + ("warm-up" if warmup else "no warm-up")
+
+
+def warmup_run(
+    experiment: NormExperiment,
+    norm: str,
+    warmup: bool,
+    steps: int,
+    progress: bool = True,
+):
     """Train one model for `steps`: the schedule with its ramp, or cut to its peak from step 1
     (the rate of step max(step, w)). One row per step: the rate and the batch's NLL per token."""
     s = experiment.setup
@@ -124,9 +134,9 @@ def warmup_run(experiment: NormExperiment, norm: str, warmup: bool, steps: int):
         model.parameters(), lr=0.0, betas=experiment.betas, eps=experiment.eps
     )
     torch.manual_seed(experiment.seed + 1)  # the same dropout draws in all four runs
-    name = f"{norm}-norm, " + ("warm-up" if warmup else "no warm-up")
+    name = run_name(norm, warmup)
     log = []
-    for step in progress_bar(range(1, steps + 1), desc=name):
+    for step in progress_bar(range(1, steps + 1), desc=name, disable=not progress):
         at = step if warmup else max(step, s.warmup)
         rate = noam_lr(at, s.width, s.warmup, s.factor)
         for group in optimizer.param_groups:
@@ -140,17 +150,33 @@ def warmup_run(experiment: NormExperiment, norm: str, warmup: bool, steps: int):
     return log
 
 
-def warmup_runs(experiment: NormExperiment, steps: int) -> pd.DataFrame:
+RUN_ORDER = [(norm, warm) for norm in ("post", "pre") for warm in (True, False)]
+
+
+def warmup_runs(experiment: NormExperiment, steps: int, workers: int = 1) -> pd.DataFrame:
     """The four runs (post- and pre-norm, with and without warm-up), with a running mean of the
-    NLL over a twentieth of the steps for the chart."""
-    log = pd.DataFrame(
-        [
-            row
-            for norm in ("post", "pre")
-            for warm in (True, False)
-            for row in warmup_run(experiment, norm, warm, steps)
-        ]
-    )
+    NLL over a twentieth of the steps for the chart.
+
+    With `workers` > 1 that many one-thread processes share the runs (`runtime.side_by_side`), with
+    a bar over the runs finished; each run's own bar shows only when they go one after another.
+    """
+    from ..runtime.side_by_side import side_by_side
+
+    jobs = [
+        dict(
+            experiment=experiment,
+            norm=norm,
+            warmup=warm,
+            steps=steps,
+            progress=workers <= 1,
+        )
+        for norm, warm in RUN_ORDER
+    ]
+    logs = side_by_side(warmup_run, jobs, workers=workers)
+    if workers > 1:
+        logs = progress_bar(logs, total=len(jobs), desc=f"4 runs on {workers} processes")
+    by_run = {log[0]["run"]: log for log in logs}
+    log = pd.DataFrame([row for n, w in RUN_ORDER for row in by_run[run_name(n, w)]])
     window = max(1, steps // 20)
     log["nll (running mean)"] = log.groupby("run").nll.transform(
         lambda s: s.rolling(window, 1).mean()
