@@ -718,7 +718,7 @@ display(
 #
 # ```bash
 # python -m annotated_transformer table3 --profile cpu --epochs 12 \
-#     --small-epochs 40 --seeds 1 2 3 --out runs/table3-cpu \
+#     --small-epochs 80 --seeds 1 2 3 --out runs/table3-cpu \
 #     --export results/table3_extended_cpu/runs.json
 # ```
 #

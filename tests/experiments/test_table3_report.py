@@ -153,6 +153,20 @@ def _job(folder, row, seed, ppls, corpus="full"):
     (path / extended.CURVE_NAME).write_text(json.dumps(record))
 
 
+def test_dropout_rows_reach_their_whole_target_at_the_last_budget(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / extended.PLAN_NAME).write_text(json.dumps({"identity": {"overfit_share": 20}}))
+    _job(run, "base", 1, [30.0, 20.0, 15.0])
+    _job(run, "base", 1, [900.0 - 10 * e for e in range(8)], corpus="small")
+    out = tmp_path / "results" / report.EXTENDED_NAME
+    report.export(run, out, {"full": 3, "small": 8})
+    budgets = report.extended_budgets(report.read_extended(out))
+    # 8/3 of a small epoch per full one, rounded down: not 2 per full epoch, which ends at 6
+    assert [b["small_epoch"] for b in budgets] == [2, 5, 8]
+    assert budgets[-1]["ppl"]["small"]["base"] == {1: 830.0}
+
+
 def test_export_reads_budgets_and_never_replaces_a_longer_file(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
