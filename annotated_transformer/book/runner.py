@@ -37,8 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from filelock import FileLock, Timeout
-
 from ..evaluation import results
 from ..profiles import get_profile
 from ..runtime.collisions import check_outputs
@@ -49,6 +47,7 @@ from ..runtime.files import (
     check_replaceable_tree,
     publication,
 )
+from ..runtime.locks import folder_lock
 from ..web import live_page
 from .chapters import (
     CHAPTER_GLOB,
@@ -362,15 +361,11 @@ def book_lock(*folders: Path):
     """Hold each folder for this run; another run on the same output or results is refused."""
     with contextlib.ExitStack() as stack:
         for folder in folders:
-            lock = FileLock(str(folder / LOCK_NAME))
-            try:
-                lock.acquire(timeout=0)
-            except Timeout:
-                raise ValueError(
-                    f"another book run is writing into {folder} (it holds {folder / LOCK_NAME}): "
-                    "wait for it to finish, or pass another --output-dir / --results-dir"
-                ) from None
-            stack.callback(lock.release)
+            busy = (
+                f"another book run is writing into {folder} (it holds {folder / LOCK_NAME}): "
+                "wait for it to finish, or pass another --output-dir / --results-dir"
+            )
+            stack.enter_context(folder_lock(folder / LOCK_NAME, busy))
         yield
 
 

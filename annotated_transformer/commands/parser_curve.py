@@ -65,8 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const=TEST_RESULTS,
         default=None,
         metavar="RESULTS",
-        help="train nothing: for each share whose job has stopped (give the --min-epochs and "
-        "--max-epochs it trained under), choose on the dev trees between best.pt and "
+        help="train nothing: for each share whose job has stopped (by the stopping rule the run "
+        "folder records; give --min-epochs and --max-epochs only for a folder too old to record "
+        "it), choose on the dev trees between best.pt and "
         "best_average.pt and between greedy and beam 21, parse the test trees once with the "
         f"choice and add it to RESULTS (default {TEST_RESULTS}); a share RESULTS already "
         "holds is not scored again. The recipe is the run folder's own; its flags are not read",

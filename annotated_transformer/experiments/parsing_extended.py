@@ -195,25 +195,15 @@ def train_all(
     show_progress: bool = True,
 ) -> dict:
     """Advance every share's job an epoch a round until each one stops; under a lock."""
-    from filelock import FileLock, Timeout
-
+    from ..runtime.locks import folder_lock
     from ..runtime.progress import progress_bar
 
     run.check_folder()
     out = Path(run.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if not (out / PLAN_NAME).is_file():
-        atomic_write_text(
-            out / PLAN_NAME, json.dumps({"recipe": run.recipe.to_dict()}, indent=1)
-        )
-    lock = FileLock(str(out / LOCK_NAME))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise ValueError(
-            f"{out} is in use by another parser run; wait for it or give another --out"
-        ) from None
-    try:
+    busy = f"{out} is in use by another parser run; wait for it or give another --out"
+    with folder_lock(out / LOCK_NAME, busy):
+        write_plan(run)
         torch.set_num_threads(1)
         train_by_file, dev = read_splits(data_dir)
         trees = {s: first_share(train_by_file, s) for s in shares}
@@ -232,8 +222,16 @@ def train_all(
                 bar.update(1)
         bar.close()
         return {"trained": trained, "epochs": {s: len(run.curve(s)) for s in shares}}
-    finally:
-        lock.release()
+
+
+def write_plan(run: ParserCurveRun) -> None:
+    """The folder's recipe and the stopping rule it was last trained under, so that scoring it
+    later (`open_run`) judges which jobs have stopped by that rule, not by flags given again."""
+    plan = {
+        "recipe": run.recipe.to_dict(),
+        "stopping": {"min_epochs": run.min_epochs, "max_epochs": run.max_epochs},
+    }
+    atomic_write_text(Path(run.out_dir) / PLAN_NAME, json.dumps(plan, indent=1))
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -292,8 +290,9 @@ _STEP = re.compile(r"step_0*(\d+)\.pt$")
 def open_run(
     out_dir: str | os.PathLike, min_epochs: int = 20, max_epochs: int = 300
 ) -> ParserCurveRun:
-    """The run in `out_dir` under the recipe it was trained with (its ``parser_run.json``), to read;
-    `min_epochs` and `max_epochs` are the stopping rule it was trained under (`should_stop`)."""
+    """The run in `out_dir` under the recipe and stopping rule (`should_stop`) it was trained with
+    (its ``parser_run.json``), to read. `min_epochs` and `max_epochs` stand in for the rule of a
+    folder trained before the plan recorded it."""
     out = Path(out_dir)
     if not out.is_dir():
         raise ValueError(
@@ -303,8 +302,12 @@ def open_run(
         raise ValueError(
             f"{out} holds no {PLAN_NAME}: it is not a parser-curve run folder"
         )
-    recipe = ParserRecipe.from_dict(json.loads((out / PLAN_NAME).read_text())["recipe"])
-    return ParserCurveRun(recipe, out, min_epochs, max_epochs)
+    plan = json.loads((out / PLAN_NAME).read_text())
+    stopping = plan.get("stopping") or {
+        "min_epochs": min_epochs,
+        "max_epochs": max_epochs,
+    }
+    return ParserCurveRun(ParserRecipe.from_dict(plan["recipe"]), out, **stopping)
 
 
 def _recipe_record(run: ParserCurveRun) -> dict:
@@ -483,9 +486,9 @@ def score_test(
     file, dev trees, test trees), read from the treebank when None.
 
     Returns {"scored", "already", "unfinished": shares, "document": what `path` holds}."""
-    from filelock import FileLock, Timeout
     from tqdm import tqdm
 
+    from ..runtime.locks import folder_lock
     from ..runtime.progress import progress_bar
 
     say = say or tqdm.write
@@ -511,14 +514,8 @@ def score_test(
             f"{path} holds the test scores of a run with another recipe: give another results "
             "path"
         )
-    lock = FileLock(str(out / LOCK_NAME))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise ValueError(
-            f"{out} is in use by another parser run: score it once that run has stopped"
-        ) from None
-    try:
+    busy = f"{out} is in use by another parser run: score it once that run has stopped"
+    with folder_lock(out / LOCK_NAME, busy):
         held = {float(j["share"]): j for j in document["jobs"]}
         todo, already, unfinished = [], [], []
         for share in shares:
@@ -590,5 +587,3 @@ def score_test(
             "unfinished": unfinished,
             "document": document,
         }
-    finally:
-        lock.release()

@@ -321,21 +321,14 @@ def train_all(
 ) -> dict:
     """Train every job of `targets` ({job: epochs}) up to its epochs, round by round, under a
     lock on the folder; return how many epochs were trained and how many were already done."""
-    from filelock import FileLock, Timeout
-
     from ..pipeline import prepare_data
+    from ..runtime.locks import folder_lock
     from ..runtime.progress import progress_bar
 
     run.check_folder()
     run.write_identity()
-    lock = FileLock(str(run.out_dir / LOCK_NAME))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise ValueError(
-            f"{run.out_dir} is in use by another table3 process; wait for it or give another --out"
-        ) from None
-    try:
+    busy = f"{run.out_dir} is in use by another table3 process; wait for it or give another --out"
+    with folder_lock(run.out_dir / LOCK_NAME, busy):
         done = {job: run.epochs_done(job) for job in targets}
         order = plan_rounds(done, targets)
         skipped = sum(min(done[j], t) for j, t in targets.items())
@@ -358,5 +351,3 @@ def train_all(
             _train_in_pool(run, order, workers, data_dir, report)
         bar.close()
         return {"trained": len(order), "skipped": skipped}
-    finally:
-        lock.release()

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import statistics
-import time
 
 import torch
 import torch.nn as nn
@@ -23,6 +21,7 @@ from ..runtime.compiling import CompileChoice, choose_compile
 from ..runtime.distributed import DistributedContext, max_over_ranks
 from .loss import label_smoothed_cross_entropy
 from .precision_probe import run_shape
+from .probe_timing import time_alternately
 from .schedule import build_optimizer
 from .settings import TrainSettings
 from .teacher_forcing import batch_loss
@@ -84,9 +83,8 @@ def time_eager_and_compiled(
             (forward, loss_fn), rows_only = compiled_step_parts(copy_), False
         variants[name] = (forward, loss_fn, rows_only, optimizer)
 
-    def one_round(name: str) -> float:
+    def one_round(name: str) -> None:
         forward, loss_fn, rows_only, optimizer = variants[name]
-        started = time.perf_counter()
         for src, tgt in tensors:
             parts = batch_loss(
                 forward,
@@ -101,15 +99,9 @@ def time_eager_and_compiled(
             parts.loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-        return time.perf_counter() - started
 
-    with torch.random.fork_rng(devices=[]):
-        first = {name: one_round(name) for name in ("eager", "compiled")}
-        times: dict[str, list[float]] = {"eager": [], "compiled": []}
-        for r in range(rounds):
-            for name in ("compiled", "eager") if r % 2 else ("eager", "compiled"):
-                times[name].append(one_round(name))
-    steady = {name: statistics.median(t) for name, t in times.items()}
+    rounds_of = {name: functools.partial(one_round, name) for name in variants}
+    first, steady = time_alternately(rounds_of, rounds)
     return {
         "eager": steady["eager"] / len(tensors),
         "compiled": steady["compiled"] / len(tensors),

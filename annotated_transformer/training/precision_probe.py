@@ -10,8 +10,7 @@ rank must compute alike, so a single rank that chose fp32 makes every rank use f
 from __future__ import annotations
 
 import copy
-import statistics
-import time
+import functools
 
 import torch
 import torch.nn as nn
@@ -19,6 +18,7 @@ import torch.nn as nn
 from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
 from ..runtime.distributed import DistributedContext, max_over_ranks
 from ..runtime.precision import PrecisionChoice, choose_precision
+from .probe_timing import time_alternately
 from .settings import TrainSettings
 from .teacher_forcing import batch_loss
 
@@ -46,31 +46,28 @@ def time_both_precisions(
     steps: int = 3,
 ) -> dict[str, float]:
     """Median seconds of `model`'s forward and backward on the pairs `indices` of `data`, fp32 and bf16
-    interleaved, on a copy of the model and with every random generator put back afterwards, so
-    measuring changes nothing about the run."""
+    interleaved (`probe_timing`), on a copy of the model, so measuring changes nothing about the
+    run."""
     model = copy.deepcopy(model).train()
     c = model.config
     src, tgt = collate_pairs([data[j] for j in indices], c.pad_id, c.bos_id, c.eos_id)
     src, tgt = src.to(device), tgt.to(device)
-    times: dict[str, list[float]] = {"fp32": [], "bf16": []}
-    with torch.random.fork_rng(devices=[]):
-        for step in range(steps + 1):  # the first round warms up
-            for precision in ("fp32", "bf16") if step % 2 else ("bf16", "fp32"):
-                started = time.perf_counter()
-                parts = batch_loss(
-                    model,
-                    src,
-                    tgt,
-                    smoothing=c.label_smoothing,
-                    pad_id=c.pad_id,
-                    precision=precision,
-                    real_rows_only=real_rows_only,
-                )
-                parts.loss.backward()
-                model.zero_grad(set_to_none=True)
-                if step:
-                    times[precision].append(time.perf_counter() - started)
-    return {p: statistics.median(v) for p, v in times.items()}
+
+    def step(precision: str):
+        parts = batch_loss(
+            model,
+            src,
+            tgt,
+            smoothing=c.label_smoothing,
+            pad_id=c.pad_id,
+            precision=precision,
+            real_rows_only=real_rows_only,
+        )
+        parts.loss.backward()
+        model.zero_grad(set_to_none=True)
+
+    variants = {p: functools.partial(step, p) for p in ("fp32", "bf16")}
+    return time_alternately(variants, rounds=steps)[1]
 
 
 def training_precision(

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from filelock import FileLock, Timeout
-
 from ..runtime.files import remove_partial_writes
+from ..runtime.locks import folder_lock
 from .checkpoint import RESUME_NAME, SNAPSHOT_DIR, list_snapshots
 
 logger = logging.getLogger(__name__)
@@ -148,15 +147,11 @@ def claim_run_folder(
             "--resume continues the run in the folder and --overwrite sets it aside: pass one of them"
         )
     out_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(out_dir / LOCK_NAME))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise RunFolderError(
-            f"another process is training into {out_dir} (it holds {out_dir / LOCK_NAME}): wait for it to "
-            "finish, or pass another --out"
-        ) from None
-    try:
+    busy = (
+        f"another process is training into {out_dir} (it holds {out_dir / LOCK_NAME}): wait for it to "
+        "finish, or pass another --out"
+    )
+    with folder_lock(out_dir / LOCK_NAME, busy, RunFolderError):
         removed = remove_partial_writes(out_dir) + remove_partial_writes(
             out_dir / SNAPSHOT_DIR
         )
@@ -178,5 +173,3 @@ def claim_run_folder(
                 "--resume, start afresh with --overwrite (moves that run's files aside), or pass another --out"
             )
         yield RunFolder(out_dir, overwrite=replacing)
-    finally:
-        lock.release()

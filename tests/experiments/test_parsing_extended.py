@@ -55,6 +55,11 @@ def test_a_second_call_continues_and_keeps_the_best(data_dir, tmp_path):
     assert [p["epoch"] for p in curve] == [1, 2] and curve[1]["step"] == 2 * curve[0][
         "step"
     ]
+    plan = json.loads((tmp_path / extended.PLAN_NAME).read_text())
+    assert plan["stopping"] == {
+        "min_epochs": 1,
+        "max_epochs": 2,
+    }  # the rule of the last call
     folder = more.folder(0.05)
     assert (folder / extended.BEST_NAME).is_file()
     assert (folder / extended.BEST_AVERAGE_NAME).is_file()
@@ -64,6 +69,20 @@ def test_a_second_call_continues_and_keeps_the_best(data_dir, tmp_path):
         ]
         == 0
     )
+
+
+def test_a_run_is_opened_under_the_stopping_rule_its_folder_records(tmp_path):
+    extended.write_plan(
+        extended.ParserCurveRun(_recipe(), tmp_path, min_epochs=3, max_epochs=9)
+    )
+    opened = extended.open_run(tmp_path, min_epochs=20, max_epochs=300)
+    assert (opened.min_epochs, opened.max_epochs) == (3, 9)
+    assert opened.recipe == _recipe()
+    # a folder trained before the plan recorded its rule: the arguments stand in for it
+    plan = {"recipe": _recipe().to_dict()}
+    (tmp_path / extended.PLAN_NAME).write_text(json.dumps(plan))
+    opened = extended.open_run(tmp_path, min_epochs=1, max_epochs=6)
+    assert (opened.min_epochs, opened.max_epochs) == (1, 6)
 
 
 def test_an_export_into_the_run_folder_is_refused(tmp_path):
