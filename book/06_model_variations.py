@@ -752,6 +752,35 @@ else:
 
 
 # %% [markdown]
+# And dropout's rows on their small corpus for eight times the live run's epochs: where the live
+# chart of section 6.3 stops, the extended run goes on until every row has passed its lowest point,
+# so the chart shows how far each rate of dropout delays overfitting and how high each row climbs
+# after it.
+
+
+# %%
+small_extended = pd.DataFrame()
+if extended_run is not None:
+    small_extended = tables.per_epoch(report.mean_curves(extended_run, "small"))
+if not small_extended.empty:
+    small_extended = small_extended.assign(point=small_extended.epoch)
+    viz.show(
+        viz.line_chart(
+            small_extended,
+            "epoch",
+            "ppl",
+            "row",
+            title="the extended run: dropout's rows on a "
+            f"1/{extended_run['identity']['overfit_share']} share of the pairs",
+            x_title="epochs of the small corpus",
+            y_title="validation perplexity",
+            log_y=True,
+        )
+    )
+    display(Markdown(say.describe_overfitting(small_extended, dropout_of)))
+
+
+# %% [markdown]
 # The verdicts of the extended run after 1, 2, 4 and 8 epochs and after the last epoch that every row
 # and seed has finished, read with the same statistics as the live run (the results file holds the
 # verdicts after every epoch):

@@ -201,10 +201,9 @@ def describe_overfitting(
     text = "; ".join(parts)
     text = text[:1].upper() + text[1:] + ". "
     if rising:
-        return (
-            text
-            + f"{_listed(rising)} {'has' if len(rising) == 1 else 'have'} begun to overfit."
-        )
+        who = _listed(rising)
+        verb = "has" if len(rising) == 1 else "have"
+        return text + f"{who[:1].upper()}{who[1:]} {verb} begun to overfit."
     return text + "No row has begun to overfit at this budget."
 
 

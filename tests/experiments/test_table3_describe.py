@@ -94,6 +94,10 @@ def test_overfitting_is_said_only_where_a_curve_rose():
     )
     assert "D1 (dropout 0) is lowest at epoch 2 (6.0) and ends 25.0% above that" in rising
     assert rising.endswith("D1 has begun to overfit.")
+    both = say.describe_overfitting(
+        _small({"base": [9, 6, 7], "D1": [9, 6, 7.5]}), {"base": 0.1, "D1": 0.0}
+    )
+    assert both.endswith(". Base and D1 have begun to overfit.")  # a sentence's capital
 
 
 def _runs(effects, seeds=(1, 2, 3)):
