@@ -581,7 +581,9 @@ copy_jobs = [
          log_every=max(1, sizes.copy_steps // 10), verbose=False, positional=positional)
     for positional in ("sinusoidal", "learned")
 ]  # fmt: skip
-side_workers = side_by_side_workers(torch_device, len(copy_jobs))
+side_workers = side_by_side_workers(
+    "cpu", len(copy_jobs)
+)  # the copy task trains on a CPU
 copy_runs = {
     run["positional"]: run
     for run in progress_bar(
@@ -848,8 +850,9 @@ display(Markdown(report.describe_gradients(ratios)))
 
 # %% [markdown]
 # In the post-norm model the gradient grows from the bottom layer to the top one; in the pre-norm
-# model it does not. Now the four trainings, two at a time on a CPU as for the copy task (the loss
-# is the per-token NLL of each training batch, smoothed over a few steps for the chart). The dashed line is the loss of a model that ignores
+# model it does not. Now the four trainings, side by side on a CPU as for the copy task, one
+# process per core (the loss is the per-token NLL of each training batch, smoothed over a few steps
+# for the chart). The dashed line is the loss of a model that ignores
 # the context and predicts each target token by its frequency alone.
 
 # %%

@@ -752,10 +752,9 @@ else:
 
 
 # %% [markdown]
-# And dropout's rows on their small corpus for eight times the live run's epochs: where the live
-# chart of section 6.3 stops, the extended run goes on until every row has passed its lowest point,
-# so the chart shows how far each rate of dropout delays overfitting and how high each row climbs
-# after it.
+# The extended run also trains dropout's rows on their small corpus for many times the live run's
+# epochs. Where the live chart of section 6.3 stops, it goes on, so its chart shows how far each
+# rate of dropout delays overfitting and how high each row climbs after its lowest point.
 
 
 # %%

@@ -453,7 +453,7 @@ display(
 # the number of training trees:
 #
 # ```bash
-# python -m annotated_transformer parser-curve --tags --shares 1 0.5 0.25 \
+# python -m annotated_transformer parser-curve --tags --shares 1 0.5 0.25 --min-epochs 60 \
 #     --out runs/parser-extended --export results/parser_extended_cpu/curves.json
 # ```
 #

@@ -70,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "it), choose on the dev trees between best.pt and "
         "best_average.pt and between greedy and beam 21, parse the test trees once with the "
         f"choice and add it to RESULTS (default {TEST_RESULTS}); a share RESULTS already "
-        "holds is not scored again. The recipe is the run folder's own; its flags are not read",
+        "holds is not scored again. The recipe is the run folder's own; the recipe's flags are not read",
     )
 
 
@@ -120,17 +120,18 @@ def run(args: argparse.Namespace) -> int:
         average_last=args.average,
         tags=args.tags,
     )
-    curve_run = parsing_extended.ParserCurveRun(
-        recipe, Path(args.out), args.min_epochs, args.max_epochs
-    )
     if args.export_only:
         if not args.export:
             raise ValueError("parser-curve: --export-only needs --export PATH")
-        curve_run.check_folder()
+        # the folder's own recipe and stopping rule, as --score-test reads them
+        folder_run = parsing_extended.open_run(args.out, args.min_epochs, args.max_epochs)
         print(
-            f"parser-curve: wrote {parsing_extended.export(curve_run, shares, args.export)}"
+            f"parser-curve: wrote {parsing_extended.export(folder_run, shares, args.export)}"
         )
         return 0
+    curve_run = parsing_extended.ParserCurveRun(
+        recipe, Path(args.out), args.min_epochs, args.max_epochs
+    )
     started = time.perf_counter()
     summary = parsing_extended.train_all(curve_run, shares, data_dir=args.data_dir)
     if args.export:

@@ -137,11 +137,12 @@ def extended_budgets(document: Mapping, rows: Sequence[str] | None = None) -> li
     small_rows = sorted({j["row"] for j in jobs if j["corpus"] == "small"})
     small_done = extended.complete_epoch(jobs, "small", small_rows) if small_rows else 0
     # dropout's small corpus at the same share of its target as the full corpus (rounded down, so
-    # that the last budget holds both targets whole)
+    # that the last budget holds both targets whole; at least one epoch)
     targets = document["targets"]
     out = []
     for epoch in range(1, full_done + 1):
-        small_epoch = min(small_done, epoch * targets["small"] // targets["full"])
+        share_of_target = max(1, epoch * targets["small"] // targets["full"])
+        small_epoch = min(small_done, share_of_target)
         ppl = {
             "full": extended.ppl_at_epoch(jobs, "full", epoch),
             "small": extended.ppl_at_epoch(jobs, "small", small_epoch)

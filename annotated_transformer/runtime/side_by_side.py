@@ -41,14 +41,23 @@ def one_thread_pool(
     )
 
 
-def side_by_side_workers(device: torch.device | str, jobs: int) -> int:
-    """How many processes to share `jobs` runs on `device`: one per core on a CPU, never more than
-    there are runs; one on an accelerator, where the runs are better off queued on the device."""
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, which a container's CPU set narrows),
+    where the platform says; otherwise the machine's count."""
     import os
 
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def side_by_side_workers(device: torch.device | str, jobs: int) -> int:
+    """How many processes to share `jobs` runs on `device`: one per usable core on a CPU, never
+    more than there are runs; one on an accelerator, where the runs are better off queued on the
+    device."""
     if torch.device(device).type != "cpu":
         return 1
-    return max(1, min(os.cpu_count() or 1, jobs))
+    return max(1, min(usable_cores(), jobs))
 
 
 def side_by_side(
@@ -60,14 +69,22 @@ def side_by_side(
     """`function(**job)` for each of `jobs`, yielded as each finishes.
 
     With `workers` <= 1 the runs go one after another in this process, with its threads, in the
-    order given. Otherwise `workers` one-thread processes
-    share them and the results come in the order they finish, so each should say which job it is.
+    order given. Otherwise min(`workers`, len(`jobs`)) one-thread processes share them (a single
+    run too, so that it computes as it would beside others) and the results come in the order they
+    finish, so each should say which job it is. A run that raises stops the rest: the runs not yet
+    started are cancelled, and its error reaches the caller.
     """
-    if workers <= 1 or len(jobs) <= 1:
+    if workers <= 1:
         for job in jobs:
             yield function(**job)
         return
+    if not jobs:
+        return
     with one_thread_pool(min(workers, len(jobs))) as pool:
         futures = [pool.submit(_call, function, job) for job in jobs]
-        for future in as_completed(futures):
-            yield future.result()
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise

@@ -256,3 +256,20 @@ def test_the_test_score_refuses_bad_input_before_any_work(tiny_run, tmp_path, ca
     err = capsys.readouterr().err
     assert rc == 1 and err.startswith("error: ") and "does not exist" in err
     assert "Traceback" not in err
+
+
+def test_export_only_writes_the_folders_recipe_and_rule_whatever_the_flags(
+    tiny_run, tmp_path
+):
+    from annotated_transformer.cli import main
+
+    path = tmp_path / "curves.json"
+    rc = main(
+        ["parser-curve", "--out", str(tiny_run), "--export-only", "--export", str(path),
+         "--d-model", "999", "--min-epochs", "1", "--max-epochs", "6", "--shares", "1", "0.5"]
+    )  # fmt: skip
+    assert rc == 0
+    document = json.loads(path.read_text())
+    assert document["recipe"]["d_model"] != 999  # the folder's recipe, not the flags'
+    assert (document["min_epochs"], document["max_epochs"]) == (1, 6)
+    assert document["stopped"] == {"1.0": True, "0.5": False}

@@ -165,6 +165,10 @@ def test_dropout_rows_reach_their_whole_target_at_the_last_budget(tmp_path):
     # 8/3 of a small epoch per full one, rounded down: not 2 per full epoch, which ends at 6
     assert [b["small_epoch"] for b in budgets] == [2, 5, 8]
     assert budgets[-1]["ppl"]["small"]["base"] == {1: 830.0}
+    # a small target below the full one: never a budget without the dropout rows
+    report.export(run, tmp_path / "fewer.json", {"full": 3, "small": 2})
+    budgets = report.extended_budgets(report.read_extended(tmp_path / "fewer.json"))
+    assert [b["small_epoch"] for b in budgets] == [1, 1, 2]
 
 
 def test_export_reads_budgets_and_never_replaces_a_longer_file(tmp_path):

@@ -17,13 +17,23 @@ def test_each_process_has_one_thread_and_one_after_another_keeps_ours():
     assert list(side_by_side(torch.get_num_threads, [{}, {}], workers=1)) == [here] * 2
 
 
-def test_workers_are_one_per_core_on_a_cpu_and_one_on_an_accelerator(monkeypatch):
-    monkeypatch.setattr("os.cpu_count", lambda: 2)
+def test_workers_are_one_per_usable_core_on_a_cpu_and_one_on_an_accelerator(
+    monkeypatch,
+):
+    monkeypatch.setattr("os.cpu_count", lambda: 64)  # the machine's, not this process's
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert side_by_side_workers("cpu", 4) == 2
     assert side_by_side_workers(torch.device("cpu"), 1) == 1
     assert side_by_side_workers("cuda", 4) == 1
+    monkeypatch.delattr("os.sched_getaffinity", raising=False)
+    assert side_by_side_workers("cpu", 4) == 4
     monkeypatch.setattr("os.cpu_count", lambda: None)
     assert side_by_side_workers("cpu", 4) == 1
+
+
+def test_a_single_run_given_workers_still_gets_a_one_thread_process():
+    assert list(side_by_side(torch.get_num_threads, [{}], workers=2)) == [1]
+    assert list(side_by_side(torch.get_num_threads, [], workers=2)) == []
 
 
 @pytest.fixture
