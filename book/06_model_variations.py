@@ -74,7 +74,6 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %%
 import math
-import os
 import time
 
 import numpy as np
@@ -94,6 +93,7 @@ from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.profiles import Table3Scale, get_profile
 from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.runtime.side_by_side import side_by_side_workers
 
 # %% tags=["parameters"]
 profile_name = "cpu"  # smoke | cpu | gpu | paper
@@ -429,7 +429,7 @@ plan = tables.plan_runs(
     job_flops,
 )
 if workers is None:
-    workers = (os.cpu_count() or 1) if torch_device.type == "cpu" else 1
+    workers = side_by_side_workers(torch_device, len(plan))
 workers = max(1, min(int(workers), len(plan)))
 
 
