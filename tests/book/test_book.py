@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import jupytext
@@ -478,6 +479,10 @@ def test_built_pages_fit_the_column_and_leave_the_console_clean(smoke_book):
     with served(out / "html") as root:
         for source in CHAPTERS:
             state = audit_page(chromium, f"{root}/book/{source.stem}.html")
+            if (
+                "crashed" in state
+            ):  # audited on a second browser; the first crash stays visible
+                warnings.warn(f"{source.stem}: {state['crashed']}", stacklevel=1)
             problems += [
                 f"{source.stem}: {w['width']} px {w['tag']} in a "
                 f"{state['column']} px column: {w['text']!r}"

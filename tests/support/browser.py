@@ -31,6 +31,10 @@ def find_chromium() -> str | None:
     return None
 
 
+class BrowserGone(RuntimeError):
+    """Chromium (or the page's renderer) went away under a call: a crash, not a page error."""
+
+
 class Browser:
     """`with Browser(path) as page: page.open(url); page.evaluate("...")`."""
 
@@ -39,6 +43,9 @@ class Browser:
 
     def __enter__(self):
         self._profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
+        # Chromium's own log, kept for the message when it dies under a test (a renderer crash
+        # closes the DevTools socket and says nothing else).
+        self._log = tempfile.TemporaryFile(mode="w+b")
         self._proc = subprocess.Popen(
             [
                 self.chromium,
@@ -56,7 +63,7 @@ class Browser:
                 "about:blank",
             ],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=self._log,
         )
         port_file = Path(self._profile.name) / "DevToolsActivePort"
         deadline = time.monotonic() + 30
@@ -101,17 +108,29 @@ class Browser:
         except subprocess.TimeoutExpired:
             self._proc.kill()
         self._profile.cleanup()
+        self._log.close()
+
+    def log_tail(self, chars: int = 1500) -> str:
+        """The end of what Chromium wrote to its standard error so far."""
+        self._log.flush()
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", "replace")[-chars:]
 
     def call(self, method: str, **params):
+        from tornado.websocket import WebSocketClosedError
+
         async def _call():
             msg_id = next(self._ids)
-            await self._conn.write_message(
-                json.dumps({"id": msg_id, "method": method, "params": params})
-            )
+            try:
+                await self._conn.write_message(
+                    json.dumps({"id": msg_id, "method": method, "params": params})
+                )
+            except WebSocketClosedError:
+                raise BrowserGone(self._gone(method)) from None
             while True:
                 raw = await self._conn.read_message()
                 if raw is None:
-                    raise RuntimeError("Chromium closed the DevTools connection")
+                    raise BrowserGone(self._gone(method))
                 msg = json.loads(raw)
                 if "method" in msg:  # an event, read while waiting for our answer
                     self.events.append(msg)
@@ -121,6 +140,12 @@ class Browser:
                     return msg["result"]
 
         return self._loop.run_until_complete(_call())
+
+    def _gone(self, method: str) -> str:
+        return (
+            f"Chromium closed the DevTools connection during {method} "
+            f"(exit code {self._proc.poll()}); its log ends:\n{self.log_tail()}"
+        )
 
     def open(self, url: str) -> None:
         self.call("Page.navigate", url=url)

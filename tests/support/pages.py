@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.support.browser import Browser
+from tests.support.browser import Browser, BrowserGone
 
 # Every output element that could push past the column or hide a line in a scroll box.
 _WIDE = """(() => {
@@ -73,7 +73,20 @@ def faults(console: list[dict]) -> list[dict]:
 
 def audit_page(chromium: str, url: str, timeout: float = 45.0) -> dict:
     """{"column": px, "wide": [elements wider than it], "console": [messages]} of the page at
-    `url`, once its charts are drawn (or `timeout` has passed), in a 1,400 px wide window."""
+    `url`, once its charts are drawn (or `timeout` has passed), in a 1,400 px wide window.
+
+    A browser that dies under the audit (its DevTools socket closes) is started once more, and the
+    page audited afresh, with the first crash's log kept under "crashed"; a page that takes
+    Chromium down twice raises `BrowserGone`."""
+    try:
+        return _audit_once(chromium, url, timeout)
+    except BrowserGone as first:
+        state = _audit_once(chromium, url, timeout)
+        state["crashed"] = str(first)
+        return state
+
+
+def _audit_once(chromium: str, url: str, timeout: float) -> dict:
     with Browser(chromium, window="1400,1000") as browser:
         browser.listen()
         browser.open(url)
@@ -82,6 +95,8 @@ def audit_page(chromium: str, url: str, timeout: float = 45.0) -> dict:
         while time.monotonic() < deadline:
             try:
                 state = browser.evaluate(_WIDE) or {}
+            except BrowserGone:
+                raise
             except RuntimeError:  # the page is still loading
                 state = {}
             if state.get("ready") == "complete" and state["drawn"] == state["charts"]:
@@ -90,6 +105,8 @@ def audit_page(chromium: str, url: str, timeout: float = 45.0) -> dict:
         time.sleep(1.0)  # late messages (fonts, MathJax)
         try:
             state = browser.evaluate(_WIDE) or state
+        except BrowserGone:
+            raise
         except RuntimeError:
             pass
         state["console"] = browser.console()
