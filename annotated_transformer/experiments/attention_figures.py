@@ -269,44 +269,53 @@ def lines_chart(
         )
     )
     highlighted = set(queries) if queries is not None else set()
-    left = pd.DataFrame(
-        {
-            "i": range(len(query_tokens)),
-            "token": [t.replace("▁", "") or "▁" for t in query_tokens],
-            "x": 0,
-            "picked": [i in highlighted for i in range(len(query_tokens))],
-        }
-    )
-    right = pd.DataFrame(
-        {
-            "i": range(len(key_tokens)),
-            "token": [t.replace("▁", "") or "▁" for t in key_tokens],
-            "x": 1,
-        }
-    )
-    left_text = (
-        alt.Chart(left)
-        .mark_text(align="right", dx=-4)
-        .encode(
-            x=alt.X("x:Q", scale=x),
-            y=alt.Y("i:Q", scale=y, sort="descending"),
-            text="token:N",
-            color=alt.condition("datum.picked", alt.value("#c00000"), alt.value("black")),
-        )
-    )
-    right_text = (
-        alt.Chart(right)
-        .mark_text(align="left", dx=4)
-        .encode(
-            x=alt.X("x:Q", scale=x),
-            y=alt.Y("i:Q", scale=y, sort="descending"),
-            text="token:N",
-        )
-    )
+    left_text, right_text = _token_columns(query_tokens, key_tokens, highlighted, x, y)
     chart = alt.layer(rules, left_text, right_text).properties(
         width=width, height=height, **({"title": title} if title else {})
     )
     return chart
+
+
+def _token_columns(
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    picked: set[int],
+    x: alt.Scale,
+    y: alt.Scale,
+) -> tuple[alt.Chart, alt.Chart]:
+    """The two columns of words the attention lines join: queries right-aligned on the left (the
+    `picked` ones in red), keys left-aligned on the right; a piece that is only the word-start
+    mark shows as the mark, not as nothing."""
+
+    def words(tokens: Sequence[str], side: int) -> pd.DataFrame:
+        frame = pd.DataFrame(
+            {
+                "i": range(len(tokens)),
+                "token": [t.replace("▁", "") or "▁" for t in tokens],
+                "x": side,
+            }
+        )
+        if side == 0:
+            frame["picked"] = [i in picked for i in range(len(tokens))]
+        return frame
+
+    def column(frame: pd.DataFrame, align: str, dx: int, **colour) -> alt.Chart:
+        return (
+            alt.Chart(frame)
+            .mark_text(align=align, dx=dx)
+            .encode(
+                x=alt.X("x:Q", scale=x),
+                y=alt.Y("i:Q", scale=y, sort="descending"),
+                text="token:N",
+                **colour,
+            )
+        )
+
+    red = alt.condition("datum.picked", alt.value("#c00000"), alt.value("black"))
+    return (
+        column(words(query_tokens, 0), "right", -4, color=red),
+        column(words(key_tokens, 1), "left", 4),
+    )
 
 
 def figure3(
@@ -362,36 +371,7 @@ def figure3(
         .transform_filter("datum.layer == layer")
         .add_params(pick)
     )
-    left = pd.DataFrame(
-        {
-            "i": range(len(queries)),
-            "token": [t.replace("▁", "") for t in queries],
-            "x": 0,
-            "picked": [i == q for i in range(len(queries))],
-        }
-    )
-    right = pd.DataFrame(
-        {"i": range(len(keys)), "token": [t.replace("▁", "") for t in keys], "x": 1}
-    )
-    left_text = (
-        alt.Chart(left)
-        .mark_text(align="right", dx=-4)
-        .encode(
-            x=alt.X("x:Q", scale=x),
-            y=alt.Y("i:Q", scale=y, sort="descending"),
-            text="token:N",
-            color=alt.condition("datum.picked", alt.value("#c00000"), alt.value("black")),
-        )
-    )
-    right_text = (
-        alt.Chart(right)
-        .mark_text(align="left", dx=4)
-        .encode(
-            x=alt.X("x:Q", scale=x),
-            y=alt.Y("i:Q", scale=y, sort="descending"),
-            text="token:N",
-        )
-    )
+    left_text, right_text = _token_columns(queries, keys, {q}, x, y)
     return alt.layer(rules, left_text, right_text).properties(
         width=260,
         height=16 * n,

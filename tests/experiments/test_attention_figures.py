@@ -281,3 +281,27 @@ def test_figure3_title_names_the_heads_it_draws(data):
     assert (
         "in heads 1, 3 (" in af.figure3(data, "guitar", heads=[1, 3]).to_dict()["title"]
     )
+
+
+def test_figure3_and_lines_chart_mark_the_query_word_in_the_left_column(data):
+    """Both charts share one pair of word columns: every query on the left, only the picked one
+    red, every key on the right, and a bare word-start piece shown as the mark."""
+
+    def columns(chart):
+        spec = chart.to_dict()
+        texts = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
+        datasets = spec["datasets"]
+        return [datasets[layer["data"]["name"]] for layer in texts]
+
+    queries = data.tokens("encoder", "query")
+    q = af.find_word(queries, "guitar")
+    left, right = columns(af.figure3(data, "guitar"))
+    assert [row["i"] for row in left if row["picked"]] == [q]
+    assert len(left) == len(queries) and "picked" not in right[0]
+    w = np.full((1, 2, 2), 0.5)  # one head, two queries, two keys
+    left, right = columns(
+        af.lines_chart(w, ["▁", "▁a"], ["▁b", "▁"], [0], queries=[1], threshold=0.0)
+    )
+    assert [row["token"] for row in left] == ["▁", "a"]
+    assert [row["token"] for row in right] == ["b", "▁"]
+    assert [row["picked"] for row in left] == [False, True]
