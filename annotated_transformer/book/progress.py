@@ -40,6 +40,9 @@ class ChapterProgress:
             every_s,
         )
         self.cells = 0
+        self.sections: list[
+            str
+        ] = []  # the heading each cell sits under ("" before the first)
         self.cell: int | None = None
         self.cell_line = ""
         self.started = time.monotonic()
@@ -55,13 +58,15 @@ class ChapterProgress:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def notebook_cells(self, count: int) -> None:
-        self.cells = count
+    def notebook(self, cells: list[dict]) -> None:
+        """The chapter's cells (nbformat dicts): how many, and each one's section."""
+        self.cells = len(cells)
+        self.sections = section_of_each_cell(cells)
 
     def cell_started(self, index: int | None, source: str) -> None:
         self.cell = index
         lines = [line for line in (source or "").splitlines() if line.strip()]
-        self.cell_line = lines[0].strip()[:60] if lines else ""
+        self.cell_line = shorten(lines[0].strip()) if lines else ""
 
     def line(self) -> str:
         elapsed = time.monotonic() - self.started
@@ -70,13 +75,40 @@ class ChapterProgress:
             text += f" of about {minutes(self.expected_s)}"
         if self.cell is not None:
             text += f"; cell {self.cell + 1} of {self.cells}"
+            section = self.sections[self.cell] if self.cell < len(self.sections) else ""
+            if section:
+                text += f" in {section}"
             if self.cell_line:
-                text += f" ({self.cell_line})"
+                text += f": {self.cell_line}"
         return text
 
     def _beat(self) -> None:
         while not self._stop.wait(self.every_s):
             self.log(self.line())
+
+
+def section_of_each_cell(cells: list[dict]) -> list[str]:
+    """For each cell, the last Markdown heading at or before it ("4.4 Training", without the
+    #'s), so a progress line says which part of the chapter is running, not just a cell number."""
+    sections, current = [], ""
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            source = cell.get("source", "")
+            text = source if isinstance(source, str) else "".join(source)
+            for line in text.splitlines():
+                if line.startswith("#"):
+                    current = line.lstrip("#").strip()
+        sections.append(current)
+    return sections
+
+
+def shorten(line: str, width: int = 50) -> str:
+    """`line` cut at the last space or bracket before `width` characters, with an ellipsis: a
+    code line in a progress message, whole words only."""
+    if len(line) <= width:
+        return line
+    cut = max(line.rfind(c, 0, width) for c in " ,(")
+    return line[: cut if cut > width // 2 else width].rstrip(" ,(") + " …"
 
 
 def minutes(seconds: float) -> str:
@@ -91,11 +123,12 @@ class ReportingEngine(NBClientEngine):
     def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
         progress: ChapterProgress | None = kwargs.pop("progress", None)
         if progress is not None:
-            progress.notebook_cells(len(nb_man.nb.cells))
+            progress.notebook(nb_man.nb.cells)
             original = nb_man.cell_start
 
             def cell_start(cell, cell_index=None, **more):
-                progress.cell_started(cell_index, cell.get("source", ""))
+                code = cell.get("cell_type") == "code"  # prose runs in no time
+                progress.cell_started(cell_index, cell.get("source", "") if code else "")
                 return original(cell, cell_index, **more)
 
             nb_man.cell_start = cell_start
