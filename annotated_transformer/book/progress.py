@@ -11,6 +11,7 @@ root's `book_run.json`, else the one committed in `results/book_<profile>/`.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -87,24 +88,33 @@ class ChapterProgress:
             self.log(self.line())
 
 
+# A Markdown ATX heading: up to three spaces, one to six #'s, a space, the text, optional closing #'s.
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
 def section_of_each_cell(cells: list[dict]) -> list[str]:
     """For each cell, the last Markdown heading at or before it ("4.4 Training", without the
-    #'s), so a progress line says which part of the chapter is running, not just a cell number."""
+    #'s), so a progress line says which part of the chapter is running, not just a cell number.
+    A `#` line inside a fenced code block is code, not a heading."""
     sections, current = [], ""
     for cell in cells:
         if cell.get("cell_type") == "markdown":
             source = cell.get("source", "")
             text = source if isinstance(source, str) else "".join(source)
+            fenced = False
             for line in text.splitlines():
-                if line.startswith("#"):
-                    current = line.lstrip("#").strip()
+                if _FENCE.match(line):
+                    fenced = not fenced
+                elif not fenced and (heading := _HEADING.match(line)):
+                    current = heading.group(1)
         sections.append(current)
     return sections
 
 
 def shorten(line: str, width: int = 50) -> str:
-    """`line` cut at the last space or bracket before `width` characters, with an ellipsis: a
-    code line in a progress message, whole words only."""
+    """`line` cut to at most `width` characters with an ellipsis: at the last space, comma or
+    opening bracket past the middle, else (one long name or string) at `width` itself."""
     if len(line) <= width:
         return line
     cut = max(line.rfind(c, 0, width) for c in " ,(")

@@ -34,7 +34,7 @@ def test_the_progress_line_names_the_section_and_a_whole_word_cut_of_the_code():
         {"cell_type": "code", "source": "import torch"},
         {"cell_type": "markdown", "source": "# Chapter\n\nProse.\n\n## 4.6 The real run\n"},
         {"cell_type": "code", "source": "\n" + "run_dir = (results.repo_root() or cwd) / 'runs' / name"},
-        {"cell_type": "markdown", "source": ["Prose only, no heading."]},
+        {"cell_type": "markdown", "source": ["Prose.\n", "```bash\n", "# a comment\n", "```\n", "#tag\n"]},
         {"cell_type": "code", "source": "x = 1"},
     ]  # fmt: skip
     said = []
@@ -53,3 +53,11 @@ def test_the_progress_line_names_the_section_and_a_whole_word_cut_of_the_code():
     assert line.startswith("[4/9] 04_training: 0 s so far of about 18 min")
     progress.cell_started(4, cells[4]["source"])
     assert progress.line().endswith("cell 5 of 5 in 4.6 The real run: x = 1")
+
+
+def test_a_code_line_with_no_break_past_its_middle_is_cut_at_the_width():
+    from annotated_transformer.book.progress import shorten
+
+    name = "x = " + "a" * 70
+    assert shorten(name) == name[:50] + " …"
+    assert shorten("short line") == "short line"

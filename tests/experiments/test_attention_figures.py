@@ -298,6 +298,14 @@ def test_figure3_and_lines_chart_mark_the_query_word_in_the_left_column(data):
     left, right = columns(af.figure3(data, "guitar"))
     assert [row["i"] for row in left if row["picked"]] == [q]
     assert len(left) == len(queries) and "picked" not in right[0]
+    bare = af.SentenceAttention(
+        ["▁", "▁guitar"], ["<s>"], {"encoder": np.full((1, 1, 2, 2), 0.5)}
+    )
+    left, right = columns(af.figure3(bare, "guitar"))
+    assert (
+        [row["token"] for row in left] == ["▁", "guitar"] == [r["token"] for r in right]
+    )
+    assert [row["picked"] for row in left] == [False, True]
     w = np.full((1, 2, 2), 0.5)  # one head, two queries, two keys
     left, right = columns(
         af.lines_chart(w, ["▁", "▁a"], ["▁b", "▁"], [0], queries=[1], threshold=0.0)

@@ -43,7 +43,7 @@ class Browser:
 
     def __enter__(self):
         self._profile = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
-        # Chromium's own log, kept for the message when it dies under a test (a renderer crash
+        # Chromium's own log, kept for the message when it dies under a test (a dead browser
         # closes the DevTools socket and says nothing else).
         self._log = tempfile.TemporaryFile(mode="w+b")
         self._proc = subprocess.Popen(
@@ -65,11 +65,23 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=self._log,
         )
+        self._loop = self._conn = None
+        self._dead = ""  # why the page can no longer answer, once it cannot
+        try:
+            self._connect()
+        except BaseException as error:  # a browser that did not start is not left running
+            tail = self.log_tail()
+            self.__exit__(None, None, None)
+            if isinstance(error, Exception) and tail:
+                raise RuntimeError(f"{error}; Chromium's log ends:\n{tail}") from error
+            raise
+        return self
+
+    def _connect(self) -> None:
         port_file = Path(self._profile.name) / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not (port_file.is_file() and port_file.read_text().strip()):
             if self._proc.poll() is not None or time.monotonic() > deadline:
-                self.__exit__(None, None, None)
                 raise RuntimeError(
                     f"Chromium did not open its DevTools port (exit code {self._proc.poll()})"
                 )
@@ -92,15 +104,18 @@ class Browser:
         self._ids = itertools.count(1)
         self.events: list[dict] = []
         self.call("Page.enable")
-        return self
+        self.call(
+            "Inspector.enable"
+        )  # a renderer crash arrives as Inspector.targetCrashed
 
     def __exit__(self, *exc) -> None:
-        if getattr(self, "_conn", None) is not None:
+        if self._conn is not None:
 
             async def close():  # tornado makes futures for the close frame: inside our loop, not "the current" one
                 self._conn.close()
 
             self._loop.run_until_complete(close())
+        if self._loop is not None:
             self._loop.close()
         self._proc.terminate()
         try:
@@ -111,13 +126,18 @@ class Browser:
         self._log.close()
 
     def log_tail(self, chars: int = 1500) -> str:
-        """The end of what Chromium wrote to its standard error so far."""
-        self._log.flush()
-        self._log.seek(0)
-        return self._log.read().decode("utf-8", "replace")[-chars:]
+        """The end of what Chromium wrote to its standard error so far (read at an offset, so the
+        file position Chromium writes at does not move)."""
+        fd = self._log.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - 4 * chars)
+        return os.pread(fd, size - start, start).decode("utf-8", "replace")[-chars:]
 
     def call(self, method: str, **params):
         from tornado.websocket import WebSocketClosedError
+
+        if self._dead:  # a crashed page answers nothing more
+            raise BrowserGone(self._dead)
 
         async def _call():
             msg_id = next(self._ids)
@@ -134,6 +154,10 @@ class Browser:
                 msg = json.loads(raw)
                 if "method" in msg:  # an event, read while waiting for our answer
                     self.events.append(msg)
+                    if msg["method"] == "Inspector.targetCrashed":
+                        raise BrowserGone(
+                            self._gone(method, "the page's renderer crashed")
+                        )
                 if msg.get("id") == msg_id:
                     if "error" in msg:
                         raise RuntimeError(f"{method}: {msg['error']}")
@@ -141,11 +165,17 @@ class Browser:
 
         return self._loop.run_until_complete(_call())
 
-    def _gone(self, method: str) -> str:
-        return (
-            f"Chromium closed the DevTools connection during {method} "
-            f"(exit code {self._proc.poll()}); its log ends:\n{self.log_tail()}"
-        )
+    def _gone(
+        self, method: str, what: str = "Chromium closed the DevTools connection"
+    ) -> str:
+        try:  # a browser whose socket just closed may still be on its way out
+            self._proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+        code = self._proc.poll()
+        state = "still running" if code is None else f"exit code {code}"
+        self._dead = f"{what} during {method} ({state}); its log ends:\n{self.log_tail()}"
+        return self._dead
 
     def open(self, url: str) -> None:
         self.call("Page.navigate", url=url)

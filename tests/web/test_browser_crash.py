@@ -25,6 +25,19 @@ def test_a_dead_browser_raises_browser_gone_with_its_exit_code():
             page.evaluate("1 + 1")
 
 
+def test_a_crashed_renderer_raises_browser_gone_now_and_on_every_later_call():
+    """A renderer that dies leaves the browser and its socket alive: without the crash event,
+    the pending call and every later one would wait for an answer that never comes."""
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium or Chrome on PATH (set AT_CHROMIUM to its path)")
+    with Browser(chromium) as page:
+        with pytest.raises(BrowserGone, match="renderer crashed during Page.crash"):
+            page.call("Page.crash")
+        with pytest.raises(BrowserGone, match="renderer crashed"):
+            page.evaluate("1 + 1")
+
+
 def test_the_audit_retries_a_crashed_browser_once(monkeypatch):
     calls = []
 
