@@ -96,8 +96,18 @@ def missing_extra(command: str, error: ModuleNotFoundError) -> str | None:
     )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line that names it and where the options are listed,
+    not the whole usage block first (a subcommand's usage runs to forty lines)."""
+
+    def error(self, message: str):
+        self.exit(
+            2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n"
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m annotated_transformer",
         description="The Transformer of 'Attention Is All You Need', reproduced.",
     )

@@ -404,14 +404,20 @@ def overtake_note(
     return text + "."
 
 
+def signed(value: float) -> str:
+    """`value` to two decimals with its sign, and a zero as "0.00" (not "-0.00" or "+0.00")."""
+    text = f"{value:+.2f}"
+    return "0.00" if text in ("+0.00", "-0.00") else text
+
+
 def describe_correlation(correlation: Mapping, who: str) -> str:
     """Spearman's correlation with the paper's perplexities, its bootstrap interval, and what the
     interval allows (`who`: "this run", "the extended run after 6 epochs")."""
     c = correlation
     text = (
         f"For {who}, Spearman's rank correlation with the paper's perplexities over "
-        f"{c['rows']} rows is {c['rho']:+.2f}, 95% bootstrap interval {c['low']:+.2f} to "
-        f"{c['high']:+.2f} ({c['samples']:,} resamples"
+        f"{c['rows']} rows is {signed(c['rho'])}, 95% bootstrap interval {signed(c['low'])} "
+        f"to {signed(c['high'])} ({c['samples']:,} resamples"
         + (f", {c['dropped']} with one side constant dropped" if c.get("dropped") else "")
         + "): "
     )

@@ -269,7 +269,8 @@ def describe_bleus(
     return (
         f"On the same outputs the paper's tokenized BLEU reads {split:.2f} with compound "
         f"splitting and {unsplit:.2f} without, and sacreBLEU {sacre:.2f}: the two BLEUs "
-        f"{closely}, because splitting adds {split - unsplit:+.2f} ({count}) and both use the "
+        f"{closely}, because splitting changes the tokenized BLEU by {split - unsplit:+.2f} "
+        f"({count}) and both use the "
         f"same 13a tokens. One set of outputs scored three ways, so these gaps are exact, "
         "not samples. On WMT14 news text, tokenized by Moses and full of compounds, the gap is "
         f"larger, so the paper's {paper.table2_row('Transformer (base)').bleu_en_de} is no "

@@ -39,6 +39,24 @@ def test_help_explains_each_command(command, expected, capsys):
         assert word in text, f"`{command} --help` should mention {word}"
 
 
+@pytest.mark.parametrize(
+    "argv,named",
+    [
+        (["train", "--profile", "nosuch"], "invalid choice: 'nosuch'"),
+        (["train", "--lr", "-1"], "--lr"),
+        (["translate", "--beam", "4"], "--checkpoint"),
+        (["nosuch"], "invalid choice: 'nosuch'"),
+    ],
+)
+def test_a_bad_option_is_one_line_that_names_it(argv, named, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err and "--help` lists the options" in err
+    assert not err.startswith("usage:")
+
+
 def test_profile_picks_defaults_and_flags_override_them():
     import argparse
 

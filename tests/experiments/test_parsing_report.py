@@ -180,7 +180,10 @@ def test_a_margin_beyond_the_noise_is_a_gain_and_one_within_it_is_not():
 
 def test_p_value_says_when_no_resample_reversed_the_margin():
     assert describe.p_value(comparison(p=0.004)) == "p = 0.004"
-    assert describe.p_value(comparison(p=0.0)) == "no resample of 2,000 reversed it"
+    assert (
+        describe.p_value(comparison(p=0.0))
+        == "p < 0.0005: no resample of 2,000 reversed it"
+    )
 
 
 def test_plan_names_the_shares_in_words():

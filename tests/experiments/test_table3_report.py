@@ -117,6 +117,10 @@ def test_the_rank_correlation_is_read_from_its_interval():
     assert "excludes zero" in above
     across = report.describe_correlation(base | {"low": -0.2, "high": 0.9}, "this run")
     assert "includes zero" in across
+    zero = report.describe_correlation(
+        base | {"rho": -0.001, "low": -0.7, "high": 0.7}, "this run"
+    )
+    assert "rows is 0.00, 95% bootstrap interval -0.70" in zero  # no "-0.00"
     below = report.describe_correlation(
         base | {"rho": -0.6, "low": -0.9, "high": -0.1, "dropped": 3}, "x"
     )

@@ -75,10 +75,11 @@ def margin(comparison: Mapping, what: str) -> str:
 
 
 def p_value(comparison: Mapping) -> str:
-    """'p = 0.004', or 'no resample of 2,000 reversed it' when none did."""
+    """'p = 0.004', or 'p < 0.001: no resample of 2,000 reversed it' when none did."""
     if comparison["p_value"] > 0:
         return f"p = {comparison['p_value']:.3f}"
-    return f"no resample of {comparison['samples']:,} reversed it"
+    samples = comparison["samples"]
+    return f"p < {1 / samples:.2g}: no resample of {samples:,} reversed it"
 
 
 # ------------------------------------------------------------------------------- the chapter's plan
