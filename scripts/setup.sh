@@ -61,7 +61,8 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
     "$PY" -m pip install --quiet "$TORCH_DEFAULT_SPEC"
   fi
 fi
-TORCH_HAVE=$("$PY" -c 'import torch; print(torch.__version__)')
+# torch's version from its metadata: importing torch before numpy is installed prints a warning
+TORCH_HAVE=$("$PY" -c 'from importlib.metadata import version; print(version("torch"))')
 echo "[setup] torch $TORCH_HAVE"
 if [ "$LOCKED" = "1" ] && [ -n "$LOCK_TORCH" ] && [ "${TORCH_HAVE%%+*}" != "$LOCK_TORCH" ]; then
   echo "[setup] note: $LOCK was made and tested with torch $LOCK_TORCH, not $TORCH_HAVE"
