@@ -41,9 +41,8 @@ class ChapterProgress:
             every_s,
         )
         self.cells = 0
-        self.sections: list[
-            str
-        ] = []  # the heading each cell sits under ("" before the first)
+        # the heading each cell sits under ("" before the first)
+        self.sections: list[str] = []
         self.cell: int | None = None
         self.cell_line = ""
         self.started = time.monotonic()
