@@ -684,14 +684,14 @@ assert valid_log.ppl.iloc[-1] < tokenizer.vocab_size  # better than a uniform gu
 if len(valid_log) > 1:
     assert valid_log.ppl.iloc[-1] < valid_log.ppl.iloc[0]
 loss_df, ppl_df = report.loss_frames(train_log, valid_log, profile.valid_split)
-viz.show(
+viz.show(viz.legend_below(
     alt.vconcat(
         viz.line_chart(loss_df, "step", "per target token", "quantity", height=220,
                        title=f"Training loss, profile {profile.name}"),
         viz.line_chart(ppl_df, "step", "ppl", "split", log_y=True, points=True,
                        height=220, y_title="perplexity per subword", title="Perplexity"),
     ).resolve_scale(color="independent")
-)  # fmt: skip
+))  # fmt: skip
 
 # %% [markdown]
 # Speed and scores, read from the run's summary (the validation perplexity is of the last

@@ -111,7 +111,8 @@ device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default (of the model trained in chapter 04)
 data_dir = None  # None: $AT_DATA_DIR, then a download
 beam_size = None  # None: the profile's beam (4 outside the smoke profile)
-recipe_steps = None  # optimizer steps of the paper recipe's check in section 5.7; None: this profile's
+# optimizer steps of the paper recipe's check in section 5.7; None: this profile's
+recipe_steps = None
 
 # %% [markdown]
 # The profile is exactly the one chapter 04 trained; it decides the beam, the length penalty, the

@@ -98,10 +98,11 @@ from annotated_transformer.training.fit import build_model
 # %% tags=["parameters"]
 profile_name = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # "auto" picks CUDA when a GPU is visible
-max_steps = None  # not used here (the parser trains for whole epochs); kept for the book's common parameters
+max_steps = None  # unused (the parser trains whole epochs); a parameter of every chapter
 data_dir = None  # None: $AT_DATA_DIR, then a download (of NLTK's Penn Treebank sample)
 parsing_epochs = None  # None: the profile's epochs for the parser
-treebank_dir = None  # a folder of .mrg files (e.g. the LDC release's parsed/mrg/wsj) or a treebank.zip; None: the sample
+# a folder of .mrg files (e.g. the LDC release's parsed/mrg/wsj) or a treebank.zip
+treebank_dir = None  # None: the sample
 
 # %% [markdown]
 # The profile says how large the parser is, how long it trains and on which shares of the training

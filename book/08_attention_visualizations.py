@@ -81,7 +81,7 @@ from annotated_transformer.web import live_page
 
 # %% tags=["parameters"]
 profile_name = "cpu"  # smoke | cpu | gpu | paper
-device = "auto"  # the pictures are computed on the CPU whatever this says: one sentence at a time
+device = "auto"  # unused: the pictures come from the CPU, one sentence at a time
 data_dir = None  # None: $AT_DATA_DIR, then a download
 checkpoint = None  # None: the averaged checkpoint chapter 04 trained under this profile
 # None: the gpu profile's checkpoint, when this clone has trained it

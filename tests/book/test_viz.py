@@ -172,9 +172,23 @@ def test_side_by_side_puts_one_legend_below():
     a, b = viz.line_chart(df, "x", "y", "c"), viz.bar_chart(df, "c", "y")
     spec = viz.chart_spec(viz.side_by_side(a, b, independent_y=True, legend_columns=3))
     assert len(spec["hconcat"]) == 2 and _marks(spec) == ["line", "bar"]
-    assert spec["config"]["legend"] == {"orient": "bottom", "columns": 3}
+    assert spec["config"]["legend"] == {"orient": "bottom", "labelLimit": 0, "columns": 3}
     assert spec["resolve"]["scale"]["y"] == "independent"
     assert "resolve" not in viz.chart_spec(viz.side_by_side(a, b))
+
+
+def test_a_legend_below_shows_long_labels_whole():
+    """Vega-Lite cuts legend labels at 160 px unless told otherwise; the drawn SVG must hold
+    the whole label, the part that tells the lines apart included."""
+    vl_convert = pytest.importorskip("vl_convert")
+    label = "profile cpu (d_model 256, warm-up 400 steps, peak rate 1.0e-03)"
+    df = pd.DataFrame(
+        {"x": [1, 2, 1, 2], "y": [1.0, 2.0, 2.0, 1.0], "c": [label] * 2 + ["b"] * 2}
+    )
+    svg = vl_convert.vegalite_to_svg(
+        viz.chart_spec(viz.legend_below(viz.line_chart(df, "x", "y", "c")))
+    )
+    assert label in svg and "…" not in svg
 
 
 def test_softmax_saturation_chart_has_both_panels():

@@ -199,9 +199,13 @@ def tighten(chart: alt.Chart) -> alt.Chart:
 def legend_below(
     chart: alt.TopLevelMixin, columns: int | None = None
 ) -> alt.TopLevelMixin:
-    """Put the legend under the chart, where it does not eat the page's width."""
+    """Put the legend under the chart, where it does not eat the page's width.
+
+    Labels are never cut (Vega-Lite's default cuts them at 160 px, which hid the settings that
+    tell a chart's lines apart); `columns` stacks long ones.
+    """
     return chart.configure_legend(
-        orient="bottom", **({"columns": columns} if columns else {})
+        orient="bottom", labelLimit=0, **({"columns": columns} if columns else {})
     )
 
 
