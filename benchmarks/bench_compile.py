@@ -543,6 +543,10 @@ def main(argv=None) -> int:
                 "MKL_NUM_THREADS",
                 "KMP_AFFINITY",
                 "OMP_PROC_BIND",
+                # the kernel paths, when a run pins them below what the CPU has
+                "ATEN_CPU_CAPABILITY",
+                "ONEDNN_MAX_CPU_ISA",
+                "MKL_ENABLE_INSTRUCTIONS",
             )
         },
         "provenance": provenance(CPU),

@@ -209,7 +209,7 @@ with_pronoun = sum(
     any(fa.normalise(word) in fa.PRONOUNS for word in text.split()) for text in test.src
 )
 print(
-    f"encoder self-attention of {len(encoded)} test captions in "
+    f"encoder self-attention of {len(encoded):,} test captions in "
     f"{time.perf_counter() - started:.1f} s; {heads_tested} heads, intervals at {level:.2%}"
 )
 anaphora, dependency = samples["anaphora"], samples["dependency"]
@@ -282,7 +282,7 @@ domain = pd.DataFrame(
         {"text": "Figure 3's sentence", "pieces per word": pieces_per_word([FIGURE3])},
         {"text": "Figure 4's sentence", "pieces per word": pieces_per_word([FIGURE4])},
         {
-            "text": f"{len(test.src)} test captions",
+            "text": f"{len(test.src):,} test captions",
             "pieces per word": pieces_per_word(test.src),
         },
     ]

@@ -10,12 +10,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_script(name: str, out: Path, tmp_path: Path) -> dict:
+def run_script(name: str, out: Path, tmp_path: Path, **env: str) -> dict:
     proc = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / name), "--quick", "--out", str(out)],
         capture_output=True,
         text=True,
-        env={"AT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
+        env={"AT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", **env},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(out.read_text())
@@ -50,9 +50,17 @@ def test_precision_benchmark_records_both_paths_and_the_choice(tmp_path):
 @pytest.mark.slow
 def test_compile_benchmark_records_training_decoding_and_threads(tmp_path):
     # --quick: the smoke model through Dynamo without code generation, so the numbers mean nothing;
-    # what is checked is the record the full run writes.
-    record = run_script("bench_compile.py", tmp_path / "compile.json", tmp_path)
+    # what is checked is the record the full run writes. ATEN_CPU_CAPABILITY pins the kernel path
+    # (how a run on a wider CPU stands in for an AVX2-only one), and the record must say so.
+    record = run_script(
+        "bench_compile.py",
+        tmp_path / "compile.json",
+        tmp_path,
+        ATEN_CPU_CAPABILITY="avx2",
+    )
     assert record["quick"] and record["cpu"]["name"] and record["cpu"]["flags"]
+    assert record["cpu"]["capability"] == "AVX2"
+    assert record["env"]["ATEN_CPU_CAPABILITY"] == "avx2"
     assert isinstance(record["cpu"]["has_bf16_instructions"], bool)
     fp32 = record["training"]["fp32"]
     assert set(fp32["variants"]) == {

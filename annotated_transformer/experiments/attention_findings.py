@@ -566,7 +566,7 @@ def describe_samples(captions: int, with_pronoun: int, samples: dict) -> str:
     """How many captions the two heuristics find pairs in."""
     anaphora, dependency = samples["anaphora"], samples["dependency"]
     return (
-        f"Of the {captions} test captions, {with_pronoun} hold one of the pronouns, and the "
+        f"Of the {captions:,} test captions, {with_pronoun} hold one of the pronouns, and the "
         f"heuristic finds an antecedent in {len(anaphora.sentences)} of them "
         f"({len(anaphora.pairs)} pronouns). It finds a verb with a complement three or more "
         f"words away in {len(dependency.sentences)} captions ({len(dependency.pairs)} pairs)."
@@ -656,9 +656,9 @@ def describe_exports(
     inside = "inside" if served == "int8" else "outside"
     size = sizes[served] / 1e6
     return (
-        f"On {captions} test captions the int8 export scores {small['bleu']:.2f} sacreBLEU "
-        f"against float32's {full['bleu']:.2f} (95% interval {low:.2f}-{high:.2f}); {same} of "
-        f"{captions} translations are the same words. The int8 BLEU lies {inside} the "
+        f"On {captions:,} test captions the int8 export scores {small['bleu']:.2f} sacreBLEU "
+        f"against float32's {full['bleu']:.2f} (95% interval {low:.2f}-{high:.2f}); {same:,} of "
+        f"{captions:,} translations are the same words. The int8 BLEU lies {inside} the "
         f"interval, so the page serves the {served} export ({size:.1f} MB of model, against "
         f"{sizes['float32'] / 1e6:.1f} MB for float32)."
     )

@@ -60,19 +60,19 @@ def describe_rows_trained(
         return ""
     unread = [r for r in missing if r in finding_rows]
     extra = [r for r in rows if r not in finding_rows]
-    text = f"This profile trains {len(rows)} of the {len(all_rows)} rows: "
+    text = f"This profile trains {len(rows)} of the {len(all_rows)} rows"
     if unread:
         text += (
-            f"of the rows the findings compare it leaves out {_listed(unread)}, and the "
-            "comparisons of those rows are skipped"
+            f". Of the rows the findings compare it leaves out {_listed(unread)}, so the "
+            "comparisons that need them are skipped"
         )
     else:
-        text += "every row the six findings compare on the whole corpus"
+        text += ", every row the six findings compare on the whole corpus"
     if extra:
-        text += f", and {_listed(extra)} for the table beside the paper's"
+        text += f"; it trains {_listed(extra)} only for the table beside the paper's"
     return (
         text
-        + f". It leaves out {_listed(missing)}; the `gpu` profile trains all of them "
+        + f". In all it leaves out {_listed(missing)}; the `gpu` profile trains all of them "
         "(dropout's finding is read on a small corpus, section 6.3)."
     )
 
@@ -97,8 +97,9 @@ def describe_calibration(
     share = metrics["share_of_epoch"]
     return (
         f"Validation perplexity after {share:g} of an epoch for each candidate (written "
-        f"warm-up steps:peak rate). The rule, {metrics['rule']}, chose **{metrics['chosen']}** "
-        f"({provenance}). This profile trains every row with {warmup} warm-up steps and a "
+        f"warm-up steps:peak rate). The calibration chose **{metrics['chosen']}** "
+        f"({provenance}); how it chose: {metrics['rule']}. This profile trains every row with "
+        f"{warmup} warm-up steps and a "
         f"peak rate of {peak:g}, on batches of {batch_tokens:,} tokens."
     )
 
@@ -217,12 +218,14 @@ def describe_budgets(budgets: Sequence[Mapping], margin_pct: float) -> str:
         for i, x in enumerate(final)
         if len({b["findings"][i]["verdict"] for b in budgets}) > 1
     ]
-    words = {
-        f.HOLDS: "hold",
-        f.DOES_NOT_HOLD: "do not hold",
-        f.CANNOT_TELL: "cannot be told",
+    words = {  # (one, several)
+        f.HOLDS: ("holds", "hold"),
+        f.DOES_NOT_HOLD: ("does not hold", "do not hold"),
+        f.CANNOT_TELL: ("cannot be told", "cannot be told"),
     }
-    counted = ", ".join(f"{counts.get(v, 0)} {words[v]}" for v in f.VERDICTS)
+    counted = ", ".join(
+        f"{counts.get(v, 0)} {words[v][int(counts.get(v, 0)) != 1]}" for v in f.VERDICTS
+    )
     return (
         f"The tie's margin is ±{margin_pct:.1f}% of perplexity. At the longest budget "
         f"({budgets[-1]['label']}): {counted}. "

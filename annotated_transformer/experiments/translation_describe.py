@@ -92,7 +92,9 @@ def describe_cpu_choice(rows: Sequence[Mapping]) -> str:
             )
         else:
             parts.append(
-                f"{r['name']} scores {d:+.2f}, within the resampling noise ({_p(r['p_value'])}), "
+                # "scores -0.06" would read as a score; the sign is the difference's
+                f"{r['name']}'s score differs by {round(d, 2) or 0.0:+.2f}, within the "
+                f"resampling noise ({_p(r['p_value'])}), "
                 "so the validation set cannot tell it from the chosen one"
             )
     return text + "; " + "; ".join(parts) + "."
@@ -180,13 +182,13 @@ def describe_beam(greedy: Mapping, beam: Mapping, sentences: int) -> str:
         f"{plus_minus(beam['sacrebleu'], beam['sacrebleu_ci95'])} sacreBLEU against greedy's "
         f"{plus_minus(greedy['sacrebleu'], greedy['sacrebleu_ci95'])}"
     )
-    where = f"on {sentences:,} sentences, at {slower:.1f} times the decoding time"
+    cost = f" It took {slower:.1f} times greedy's decoding time on the {sentences:,} sentences."
     name = f"Beam search (beam {beam['beam_size']}, α = {beam['length_penalty_alpha']})"
     p = _p(beam["p_value_against_greedy"])
     if not beam["exceeds_noise"]:
         return (
             f"{name} scores {scores}: a change of {gain:+.2f} that lies within the resampling "
-            f"noise ({p}), so on this test set the two cannot be told apart, {where}."
+            f"noise ({p}), so on this test set the two cannot be told apart.{cost}"
         )
     if gain > 0:
         reason = (
@@ -201,7 +203,7 @@ def describe_beam(greedy: Mapping, beam: Mapping, sentences: int) -> str:
     side = "above" if gain > 0 else "below"
     return (
         f"{name} scores {scores}, {abs(gain):.2f} points {side} it ({tokenized:+.2f} "
-        f"tokenized) and beyond the resampling noise ({p}), {where}: {reason}."
+        f"tokenized) and beyond the resampling noise ({p}): {reason}.{cost}"
     )
 
 
