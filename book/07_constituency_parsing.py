@@ -98,7 +98,7 @@ from annotated_transformer.training.fit import build_model
 # %% tags=["parameters"]
 profile_name = "cpu"  # smoke | cpu | gpu | paper
 device = "auto"  # "auto" picks CUDA when a GPU is visible
-max_steps = None  # unused (the parser trains whole epochs); a parameter of every chapter
+max_steps = None  # unused: the parser trains whole epochs
 data_dir = None  # None: $AT_DATA_DIR, then a download (of NLTK's Penn Treebank sample)
 parsing_epochs = None  # None: the profile's epochs for the parser
 # a folder of .mrg files (e.g. the LDC release's parsed/mrg/wsj) or a treebank.zip

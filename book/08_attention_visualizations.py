@@ -282,7 +282,7 @@ domain = pd.DataFrame(
         {"text": "Figure 3's sentence", "pieces per word": pieces_per_word([FIGURE3])},
         {"text": "Figure 4's sentence", "pieces per word": pieces_per_word([FIGURE4])},
         {
-            "text": f"{len(test.src):,} test captions",
+            "text": f"{len(test.src)} test captions",
             "pieces per word": pieces_per_word(test.src),
         },
     ]

@@ -59,8 +59,9 @@ def test_compile_benchmark_records_training_decoding_and_threads(tmp_path):
         ATEN_CPU_CAPABILITY="avx2",
     )
     assert record["quick"] and record["cpu"]["name"] and record["cpu"]["flags"]
-    assert record["cpu"]["capability"] == "AVX2"
     assert record["env"]["ATEN_CPU_CAPABILITY"] == "avx2"
+    if "avx2" in record["cpu"]["flags"]:  # elsewhere torch ignores the pin
+        assert record["cpu"]["capability"] == "AVX2"
     assert isinstance(record["cpu"]["has_bf16_instructions"], bool)
     fp32 = record["training"]["fp32"]
     assert set(fp32["variants"]) == {

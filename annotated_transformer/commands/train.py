@@ -143,13 +143,20 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
         "what --minutes counts: wall time, or this process's CPU time per thread (fair on "
         "a shared machine)",
     ),
-    "max_train_pairs": ("number", "train on the first N pairs only"),
-    "max_valid_pairs": ("number", "validate on the first N pairs only"),
+    "max_train_pairs": (
+        "number",
+        "train on the first N pairs (after --max-sentence-words)",
+    ),
+    "max_valid_pairs": (
+        "number",
+        "validate on the first N pairs (after --max-sentence-words)",
+    ),
     "max_sentence_words": ("number", "skip pairs with a longer side (words of raw text)"),
     "precision": (
         "choice",
-        "bf16 on a GPU that has it; on a CPU with bf16 instructions, auto times a step "
-        "in each (once, cached) and takes the faster",
+        "auto: bf16 on a GPU that has it, else fp32; on a CPU with bf16 instructions, "
+        "training times a step in each (once, cached) and takes the faster, and decoding "
+        "runs in fp32",
     ),
     "compile": (
         "compile",
@@ -164,7 +171,7 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
     "log_every": ("number", "steps between training-loss records"),
     "save_every_minutes": (
         "number",
-        "minutes between snapshots kept for averaging (section 6.1: 10)",
+        "minutes on --budget-clock between snapshots kept for averaging (section 6.1: 10)",
     ),
     "save_every_steps": ("number", "steps between snapshots kept for averaging"),
     "keep_snapshots": ("number", "snapshots kept for averaging"),

@@ -566,10 +566,11 @@ def describe_samples(captions: int, with_pronoun: int, samples: dict) -> str:
     """How many captions the two heuristics find pairs in."""
     anaphora, dependency = samples["anaphora"], samples["dependency"]
     return (
-        f"Of the {captions:,} test captions, {with_pronoun} hold one of the pronouns, and the "
-        f"heuristic finds an antecedent in {len(anaphora.sentences)} of them "
-        f"({len(anaphora.pairs)} pronouns). It finds a verb with a complement three or more "
-        f"words away in {len(dependency.sentences)} captions ({len(dependency.pairs)} pairs)."
+        f"Of the {captions:,} test captions, {with_pronoun:,} "
+        f"{'holds' if with_pronoun == 1 else 'hold'} one of the pronouns, and the "
+        f"heuristic finds an antecedent in {len(anaphora.sentences):,} of them "
+        f"({len(anaphora.pairs):,} pronouns). It finds a verb with a complement three or more "
+        f"words away in {len(dependency.sentences):,} captions ({len(dependency.pairs):,} pairs)."
     )
 
 

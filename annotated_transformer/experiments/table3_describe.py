@@ -64,16 +64,19 @@ def describe_rows_trained(
     if unread:
         text += (
             f". Of the rows the findings compare it leaves out {_listed(unread)}, so the "
-            "comparisons that need them are skipped"
+            f"comparisons that need {'it' if len(unread) == 1 else 'them'} are skipped"
         )
     else:
         text += ", every row the six findings compare on the whole corpus"
     if extra:
-        text += f"; it trains {_listed(extra)} only for the table beside the paper's"
+        text += f"; it trains {_listed(extra)} on the whole corpus for the table beside the paper's"
+    others = [r for r in missing if r not in unread]
+    if others:
+        text += f". It {'also ' if unread else ''}leaves out {_listed(others)}"
     return (
         text
-        + f". In all it leaves out {_listed(missing)}; the `gpu` profile trains all of them "
-        "(dropout's finding is read on a small corpus, section 6.3)."
+        + "; the `gpu` profile trains every row (dropout's finding is read on a small "
+        "corpus, section 6.3)."
     )
 
 

@@ -91,11 +91,15 @@ def describe_cpu_choice(rows: Sequence[Mapping]) -> str:
                 f"the resampling noise ({_p(r['p_value'])})"
             )
         else:
+            # "scores -0.06" would read as a score; the sign is the difference's
+            differs = (
+                f"differs from it by {d:+.2f}"
+                if round(d, 2)
+                else "matches it to two decimals"
+            )
             parts.append(
-                # "scores -0.06" would read as a score; the sign is the difference's
-                f"{r['name']}'s score differs by {round(d, 2) or 0.0:+.2f}, within the "
-                f"resampling noise ({_p(r['p_value'])}), "
-                "so the validation set cannot tell it from the chosen one"
+                f"{r['name']}'s score {differs}, within the resampling noise "
+                f"({_p(r['p_value'])}), so the validation set cannot tell it from the chosen one"
             )
     return text + "; " + "; ".join(parts) + "."
 
@@ -187,7 +191,7 @@ def describe_beam(greedy: Mapping, beam: Mapping, sentences: int) -> str:
     p = _p(beam["p_value_against_greedy"])
     if not beam["exceeds_noise"]:
         return (
-            f"{name} scores {scores}: a change of {gain:+.2f} that lies within the resampling "
+            f"{name} scores {scores}: a change of {round(gain, 2) or 0.0:+.2f} that lies within the resampling "
             f"noise ({p}), so on this test set the two cannot be told apart.{cost}"
         )
     if gain > 0:

@@ -242,3 +242,39 @@ def test_attention_command_picks_heads_by_score(
     assert said.count("head ") == (2 if figure == "4" else len(heads))
     assert main([*argv, "--layer", "1"]) == 1
     assert "leave out --layer and --heads" in capsys.readouterr().err
+
+
+def _samples(sentences: int, pairs: int) -> fa.PairSamples:
+    empty = np.zeros((sentences, 1, 1))
+    return fa.PairSamples(
+        "x",
+        empty,
+        empty,
+        np.zeros(sentences),
+        list(range(sentences)),
+        [(0, 0, 0)] * pairs,
+        searched=sentences,
+    )
+
+
+def test_sample_counts_read_as_numbers_and_agree_in_number():
+    one = fa.describe_samples(
+        1000, 1, {"anaphora": _samples(1, 1), "dependency": _samples(1200, 1500)}
+    )
+    assert one.startswith("Of the 1,000 test captions, 1 holds one of the pronouns")
+    assert "in 1,200 captions (1,500 pairs)" in one
+    many = fa.describe_samples(
+        1000, 162, {"anaphora": _samples(134, 143), "dependency": _samples(475, 529)}
+    )
+    assert "162 hold one of the pronouns" in many
+
+
+def test_exports_sentence_counts_with_separators():
+    bleu = {
+        "float32": {"bleu": 36.44, "mean": 36.4, "ci95": 1.6},
+        "int8": {"bleu": 36.58},
+    }
+    sizes = {"float32": 47.5e6, "int8": 12.7e6}
+    text = fa.describe_exports(bleu, 854, 1000, sizes, "int8")
+    assert text.startswith("On 1,000 test captions the int8 export scores 36.58")
+    assert "854 of 1,000 translations are the same words" in text

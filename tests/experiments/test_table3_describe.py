@@ -31,18 +31,19 @@ def test_rows_left_out_are_named_with_what_they_cost():
     some = say.describe_rows_trained(
         ["base", "A1", "C6"], everything, ["base", "A1", "B1"]
     )
-    assert some.startswith(
-        "This profile trains 3 of the 4 rows. Of the rows the findings"
+    assert some == (
+        "This profile trains 3 of the 4 rows. Of the rows the findings compare it leaves out "
+        "B1, so the comparisons that need it are skipped; it trains C6 on the whole corpus for "
+        "the table beside the paper's; the `gpu` profile trains every row (dropout's finding "
+        "is read on a small corpus, section 6.3)."
     )
-    assert "leaves out B1, so the comparisons that need them are skipped" in some
-    assert (
-        "; it trains C6 only for the table beside the paper's. In all it leaves out B1;"
-        in some
-    )
+    two = say.describe_rows_trained(["base"], everything, ["base", "A1", "B1"])
+    assert "leaves out A1 and B1, so the comparisons that need them are skipped" in two
+    assert "It also leaves out C6;" in two
     enough = say.describe_rows_trained(["base", "A1"], everything, ["base", "A1"])
-    assert (
-        "every row the six findings compare" in enough
-        and "In all it leaves out B1 and C6" in enough
+    assert enough.startswith(
+        "This profile trains 2 of the 4 rows, every row the six findings compare on the "
+        "whole corpus. It leaves out B1 and C6;"
     )
 
 
@@ -253,3 +254,24 @@ def test_the_extended_verdict_table_keeps_doubling_budgets_and_the_last():
     ]
     assert [b["full_epoch"] for b in table3_tables.doubling_budgets(budgets(1))] == [1]
     assert table3_tables.doubling_budgets([]) == []
+
+
+def test_calibration_sentence_names_the_choice_then_how():
+    record = {
+        "metrics": {
+            "share_of_epoch": 0.5,
+            "chosen": "200:4e-3",
+            "rule": "the lowest of base",
+        },
+        "provenance": {
+            "device_name": "AMD EPYC",
+            "date": "2026-11-24",
+            "git_commit": "e14a79c0",
+        },
+    }
+    text = say.describe_calibration(record, 200, 4e-3, 1024)
+    assert (
+        "The calibration chose **200:4e-3** (measured on AMD EPYC on 2026-11-24 at commit "
+        "e14a79c); how it chose: the lowest of base. This profile trains every row with 200 "
+        "warm-up steps and a peak rate of 0.004, on batches of 1,024 tokens."
+    ) in text

@@ -45,6 +45,8 @@ def test_beam_sentence_names_a_difference_only_beyond_the_noise():
     within = describe.describe_beam(*_decoding(30.4, False, 0.3), 1000)
     assert "within the resampling noise" in within and "cannot be told apart" in within
     assert "points above" not in within and "back out" not in within
+    tie = describe.describe_beam(*_decoding(29.999, False, 0.9), 1000)
+    assert "a change of +0.00 that lies within" in tie  # never "-0.00"
 
 
 def _sweep(own_bleu, own_beyond, own_ppl, widest_ppl):
@@ -100,7 +102,10 @@ def test_cpu_choice_sentence_separates_noise_from_a_loss():
     beyond = describe.describe_cpu_choice(_cpu_rows(0.01, True))
     assert "B scores 0.50 lower, beyond the resampling noise (p = 0.010)" in beyond
     within = describe.describe_cpu_choice(_cpu_rows(0.3, False))
-    assert "B's score differs by -0.50, within the resampling noise (p = 0.300)" in within
+    assert (
+        "B's score differs from it by -0.50, within the resampling noise (p = 0.300)"
+        in within
+    )
     assert "cannot tell it" in within
     assert "lower" not in within
 
@@ -117,7 +122,7 @@ def test_budget_choice_keeps_the_recipe_unless_a_rival_wins_beyond_noise():
     rows[1]["exceeds_noise"] = False  # better, but within the noise: the recipe stays
     assert "every CPU kind" in describe.describe_budget_choice(rows)
     rows[1]["valid_sacrebleu"] = 36.299  # a tie to two decimals reads +0.00, never -0.00
-    assert "B's score differs by +0.00" in describe.describe_budget_choice(rows)
+    assert "B's score matches it to two decimals" in describe.describe_budget_choice(rows)
 
 
 def test_decode_choice_sentence_counts_wins_and_the_chance_of_one():
