@@ -160,7 +160,7 @@ def train(
         if context.is_main:
             step = trainer.progress.step
             print(
-                f"training {count_parameters(trainer.model) / 1e6:.1f}M parameters on {len(data.train)} pairs "
+                f"training {count_parameters(trainer.model) / 1e6:.1f}M parameters on {len(data.train):,} pairs "
                 f"({profile.corpus} {profile.src_lang}->{profile.tgt_lang}), {trainer.precision} on "
                 f"{context.device}, world size {context.world_size}"
                 + (f", resumed at step {step}" if resume else "")

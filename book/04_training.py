@@ -279,7 +279,7 @@ package_batcher = TokenBatcher(
 )
 assert ours == package_batcher.epoch_batches(0)
 print(
-    f"{len(ours)} batches of at most {profile.batch_tokens} tokens a side, as TokenBatcher"
+    f"{len(ours)} batches of at most {profile.batch_tokens:,} tokens a side, as TokenBatcher"
 )
 
 # %% [markdown]
@@ -667,7 +667,7 @@ assert stopped != "interrupted", (
     "the run was interrupted: run this cell again to resume it"
 )
 print(
-    f"stopped by {stopped} after {summary['steps']} steps ({summary['epochs']:.2f} epochs)"
+    f"stopped by {stopped} after {summary['steps']:,} steps ({summary['epochs']:.2f} epochs)"
 )
 
 # %% [markdown]

@@ -479,8 +479,11 @@ def summary_panels(
                 | cells
             )
         chapters = sorted({c.chapter[:2] for c in mine})
-        title = (
-            f"{panel.title} (chapter{'s' * (len(chapters) > 1)} {', '.join(chapters)})"
+        where = f"chapter{'s' * (len(chapters) > 1)} {', '.join(chapters)}"
+        title = (  # "Model variations (Table 3; chapter 06)", not "(Table 3) (chapter 06)"
+            f"{panel.title[:-1]}; {where})"
+            if panel.title.endswith(")")
+            else f"{panel.title} ({where})"
         )
         out.append((title, pd.DataFrame(rows)))
     return out

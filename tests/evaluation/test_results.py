@@ -138,7 +138,8 @@ def test_summary_panels_name_what_each_row_was_measured_on(tmp_path):
         root=tmp_path,
     )
     panels = dict(summary.summary_panels("cpu", root=tmp_path))
-    table = panels["English-to-German translation (Table 2) (chapter 05)"].set_index("")
+    assert "The model's size and arithmetic (chapters 02, 03)" in panels
+    table = panels["English-to-German translation (Table 2; chapter 05)"].set_index("")
     assert table.loc["the paper", "measured on"].startswith(
         "WMT14 newstest2014, base model"
     )
