@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..evaluation.results import describe_provenance
 from . import findings as f
-from .table3_report import epochs_words, finding_name, share_words
+from .table3_report import epochs_words, finding_name, share_words, verdict_count
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -221,14 +221,7 @@ def describe_budgets(budgets: Sequence[Mapping], margin_pct: float) -> str:
         for i, x in enumerate(final)
         if len({b["findings"][i]["verdict"] for b in budgets}) > 1
     ]
-    words = {  # (one, several)
-        f.HOLDS: ("holds", "hold"),
-        f.DOES_NOT_HOLD: ("does not hold", "do not hold"),
-        f.CANNOT_TELL: ("cannot be told", "cannot be told"),
-    }
-    counted = ", ".join(
-        f"{counts.get(v, 0)} {words[v][int(counts.get(v, 0)) != 1]}" for v in f.VERDICTS
-    )
+    counted = ", ".join(verdict_count(int(counts.get(v, 0)), v) for v in f.VERDICTS)
     return (
         f"The tie's margin is ±{margin_pct:.1f}% of perplexity. At the longest budget "
         f"({budgets[-1]['label']}): {counted}. "

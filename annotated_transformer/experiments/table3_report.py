@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import findings as f
 from . import table3_extended as extended
+from .wording import signed
 
 EXTENDED_NAME = "runs.json"
 
@@ -193,6 +194,18 @@ _VERDICT = {
     f.DOES_NOT_HOLD: "does not hold",
     f.CANNOT_TELL: "cannot be told",
 }
+_VERDICT_PLURAL = {  # of several findings
+    f.HOLDS: "hold",
+    f.DOES_NOT_HOLD: "do not hold",
+    f.CANNOT_TELL: "cannot be told",
+}
+
+
+def verdict_count(n: int, verdict: str) -> str:
+    """ "1 holds", "2 hold", "0 do not hold": a count of findings with their verdict."""
+    return f"{n} {_VERDICT[verdict] if n == 1 else _VERDICT_PLURAL[verdict]}"
+
+
 # What a pair of C rows varies, by the field the pair changes from base.
 _ASPECTS = (("n_layers", "depth"), ("d_model", "width"), ("d_ff", "feed-forward size"))
 
@@ -404,12 +417,6 @@ def overtake_note(
     return text + "."
 
 
-def signed(value: float) -> str:
-    """`value` to two decimals with its sign, and a zero as "0.00" (not "-0.00" or "+0.00")."""
-    text = f"{value:+.2f}"
-    return "0.00" if text in ("+0.00", "-0.00") else text
-
-
 def describe_correlation(correlation: Mapping, who: str) -> str:
     """Spearman's correlation with the paper's perplexities, its bootstrap interval, and what the
     interval allows (`who`: "this run", "the extended run after 6 epochs")."""
@@ -491,13 +498,8 @@ def tally(run: Mapping) -> str:
         for v in f.VERDICTS
     }
     n = len(run["findings"])
-    words = {
-        f.HOLDS: "hold",
-        f.DOES_NOT_HOLD: "do not hold",
-        f.CANNOT_TELL: "cannot be told",
-    }
     parts = [
-        f"{len(groups[v])} {words[v] if len(groups[v]) != 1 else _VERDICT[v]} ({_listed(groups[v])})"
+        f"{verdict_count(len(groups[v]), v)} ({_listed(groups[v])})"
         for v in f.VERDICTS
         if groups[v]
     ]

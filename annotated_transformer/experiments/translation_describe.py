@@ -17,6 +17,7 @@ from ..evaluation import paper
 from ..profiles import get_profile
 from .recipe_choice import beyond_noise_above
 from .translation_report import PAPER_TARGET_TOKENS_PER_STEP
+from .wording import plus_minus, signed
 
 # Section 5.1: "about 4.5 million sentence pairs" of WMT 2014 English-German.
 WMT14_EN_DE_PAIRS = "4.5 million"
@@ -25,13 +26,6 @@ WMT14_EN_DE_PAIRS = "4.5 million"
 def flops_text(value: float) -> str:
     """3.3e18 as the paper writes it (two significant digits, no '+')."""
     return f"{value:.2g}".replace("e+", "e")
-
-
-def plus_minus(value: float, half_width: float | None, digits: int = 2) -> str:
-    """'36.13 ± 1.20'; the bare score without an interval."""
-    if half_width is None or (isinstance(half_width, float) and math.isnan(half_width)):
-        return f"{value:.{digits}f}"
-    return f"{value:.{digits}f} ± {half_width:.{digits}f}"
 
 
 def _p(p: float) -> str:
@@ -191,7 +185,7 @@ def describe_beam(greedy: Mapping, beam: Mapping, sentences: int) -> str:
     p = _p(beam["p_value_against_greedy"])
     if not beam["exceeds_noise"]:
         return (
-            f"{name} scores {scores}: a change of {round(gain, 2) or 0.0:+.2f} that lies within the resampling "
+            f"{name} scores {scores}: a change of {signed(gain)} that lies within the resampling "
             f"noise ({p}), so on this test set the two cannot be told apart.{cost}"
         )
     if gain > 0:

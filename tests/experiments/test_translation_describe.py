@@ -46,7 +46,7 @@ def test_beam_sentence_names_a_difference_only_beyond_the_noise():
     assert "within the resampling noise" in within and "cannot be told apart" in within
     assert "points above" not in within and "back out" not in within
     tie = describe.describe_beam(*_decoding(29.999, False, 0.9), 1000)
-    assert "a change of +0.00 that lies within" in tie  # never "-0.00"
+    assert "a change of 0.00 that lies within" in tie  # never "-0.00" (wording.signed)
 
 
 def _sweep(own_bleu, own_beyond, own_ppl, widest_ppl):

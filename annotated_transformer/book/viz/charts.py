@@ -12,8 +12,6 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from .display import _missing
-
 
 def _as_array(values: Any) -> np.ndarray:
     """numpy view of a list, array or (CPU or GPU, grad or not) torch tensor."""
@@ -398,14 +396,6 @@ def loglog_with_rules(
             .encode(x="at:Q", y=alt.Y("row:Q", scale=None), text="what")
         )
     return alt.layer(*layers).properties(width=width, height=height, title=title)
-
-
-def plus_minus(value: float, half_width: float | None, digits: int = 2) -> str:
-    """A score beside the half-width of its 95% interval, "36.13 ± 1.20"; the bare score when there
-    is no interval."""
-    if half_width is None or _missing(half_width):
-        return f"{value:.{digits}f}"
-    return f"{value:.{digits}f} ± {half_width:.{digits}f}"
 
 
 def _interval_rules(data: pd.DataFrame, x: alt.X, y: str, half_width: str) -> alt.Chart:

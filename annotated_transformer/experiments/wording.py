@@ -1,0 +1,20 @@
+"""Numbers as the chapters' sentences and tables write them, in one place so that every chapter
+writes an interval and a signed difference the same way."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def plus_minus(value: float, half_width: float | None, digits: int = 2) -> str:
+    """A score beside the half-width of its 95% interval, "36.13 ± 1.20"; the bare score when there
+    is no interval (None, NaN or pandas' NA)."""
+    if half_width is None or pd.isna(half_width):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} ± {half_width:.{digits}f}"
+
+
+def signed(value: float) -> str:
+    """`value` to two decimals with its sign, and a zero as "0.00" (not "-0.00" or "+0.00")."""
+    text = f"{value:+.2f}"
+    return "0.00" if text in ("+0.00", "-0.00") else text
