@@ -22,7 +22,7 @@ import torch
 
 from .data import EncodedPairs, Tokenizer, load_parallel, tokenizer_for_corpus
 from .evaluation.results import check_replaceable, results_path, write_result
-from .evaluation.scoring import evaluate_translation
+from .evaluation.scoring import evaluate_translation, paired_bootstrap
 from .model import flops
 from .model.transformer import count_parameters
 from .profiles import FLAGS, MODEL_FLAGS, Profile, get_profile
@@ -400,7 +400,8 @@ def evaluate(
     progress: bool = False,
 ) -> dict:
     """Translate the profile's test split (or `split`) with its beam settings and score it: sacreBLEU with
-    its signature, tokenized BLEU, perplexity. The "hypotheses" entry holds the translations."""
+    its signature and its 95% interval ("sacrebleu_ci95", the bootstrap's half-width), tokenized
+    BLEU, perplexity. The "hypotheses" entry holds the translations."""
     device = torch.device(device)
     model, tokenizer = model_from_checkpoint(checkpoint, device)
     test = load_parallel(
@@ -425,6 +426,11 @@ def evaluate(
     )
     scores["test_set"] = test.name
     scores["step"] = checkpoint.get("step")
+    # The score's 95% interval over the test sentences (sacreBLEU's bootstrap, seeded): a number
+    # compared with another run's needs it.
+    scores["sacrebleu_ci95"] = paired_bootstrap(
+        {"run": scores["hypotheses"]}, references
+    )["run"]["ci95"]
     return scores
 
 
@@ -456,7 +462,13 @@ def write_results(
             "run_results_path",
         )
     }
-    for key in ("sacrebleu", "bleu_tokenized", "ppl", "sacrebleu_signature"):
+    for key in (
+        "sacrebleu",
+        "sacrebleu_ci95",
+        "bleu_tokenized",
+        "ppl",
+        "sacrebleu_signature",
+    ):
         if key in summary.get("test", {}):
             metrics[key] = summary["test"][key]
     config = {"model": summary["model_config"], "profile": profile.to_dict()}

@@ -894,7 +894,7 @@ PROFILES: dict[str, Profile] = {
     ),
     "gpu": Profile(
         name="gpu",
-        description="one GPU or Colab: Multi30k EN->DE, 41 epochs (a few minutes on an H100)",
+        description="one GPU or Colab: Multi30k EN->DE, 41 epochs (about 6 minutes on an H100)",
         # Table 3: all 20 rows x 3 seeds, 5 epochs each, at half the paper's widths and depths (base:
         # 3 layers, d_model 256, 8 heads of d_k 32), and dropout's rows 50 epochs of a tenth: 8e15
         # FLOPs, about 27 minutes at the rate of the recipe's H100 run (chapter 06 does the arithmetic).

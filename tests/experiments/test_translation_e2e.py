@@ -9,6 +9,7 @@ import sacrebleu
 
 from annotated_transformer import pipeline
 from annotated_transformer.data import load_parallel
+from annotated_transformer.evaluation.scoring import paired_bootstrap
 from annotated_transformer.profiles import Profile, get_profile
 
 pytestmark = pytest.mark.slow  # a real Multi30k run: BPE, 60 steps, beam search, BLEU
@@ -66,6 +67,11 @@ def test_short_multi30k_run_learns_and_is_scored_end_to_end(
     references = load_parallel("multi30k", "test", data_dir=data_dir, download=False).tgt
     expected = sacrebleu.corpus_bleu(hypotheses, [references[:24]]).score
     assert test["sacrebleu"] == round(expected, 2)
+    # its interval is the bootstrap's over those same sentences
+    assert (
+        test["sacrebleu_ci95"]
+        == paired_bootstrap({"x": hypotheses}, references[:24])["x"]["ci95"]
+    )
     assert "tok:13a" in test["sacrebleu_signature"]
     assert "compound-split" in test["bleu_tokenized_signature"]
     assert (
@@ -84,6 +90,7 @@ def test_short_multi30k_run_learns_and_is_scored_end_to_end(
         == test["sacrebleu"]
         == result["metrics"]["sacrebleu"]
     )
+    assert result["metrics"]["sacrebleu_ci95"] == test["sacrebleu_ci95"]
     assert summary["results_path"] == str(
         tmp_path / "results" / "smoke" / "translation_multi30k_en_de.json"
     )
