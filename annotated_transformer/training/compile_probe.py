@@ -26,8 +26,10 @@ from .schedule import build_optimizer
 from .settings import TrainSettings
 from .teacher_forcing import batch_loss
 
-# Batches the probe steps through: distinct shapes, as a run's are. The first compiles a graph for
-# its shape, the second a dynamic one (Dynamo's automatic dynamic shapes), which the rest reuse.
+# Batches the probe steps through: distinct shapes, as a run's are. The first compiles one graph
+# for every shape (`batch_loss` marks rows and length as varying); the later ones catch what
+# Inductor still splits off by shape (on a CPU, a batch past 4,096 tokens changes how its C++
+# reductions accumulate; on a GPU, a length that is a multiple of 8 is aligned).
 PROBE_BATCHES = 3
 
 

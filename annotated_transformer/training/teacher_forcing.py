@@ -16,6 +16,7 @@ import torch.nn as nn
 
 from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
 from ..model.transformer import logits_at_real_targets
+from ..runtime.compat import maybe_mark_dynamic
 from ..runtime.distributed import DistributedContext, all_reduce_sum
 from ..runtime.precision import autocast_context
 from .loss import LossParts, label_smoothed_cross_entropy
@@ -38,12 +39,25 @@ def batch_loss(
     at non-padding target positions (a data-dependent shape: eager mode only).
     """
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
+    _batch_shape_varies(src, tgt_in)
     with autocast_context(src.device, precision):
         if real_rows_only:
             logits, tgt_out = logits_at_real_targets(model, src, tgt_in, tgt_out, pad_id)
         else:
             logits = model(src, tgt_in)
+    _batch_shape_varies(tgt_out)
+    _batch_shape_varies(logits, but_last=True)  # the last is the vocabulary
     return loss_fn(logits, tgt_out, smoothing, pad_id)
+
+
+def _batch_shape_varies(*tensors: torch.Tensor, but_last: bool = False) -> None:
+    """Tell torch.compile that every batch has its own number of rows and length (each tensor's
+    dimensions, `but_last` leaving out the logits' vocabulary), so that the compiled model and loss
+    each compile one graph for every shape. Unmarked, Dynamo compiles a graph for the first batch's
+    shape and a second, dynamic one at the next batch: twice the compile time. Outside
+    torch.compile the mark is an attribute that nothing reads."""
+    for t in tensors:
+        maybe_mark_dynamic(t, tuple(range(t.dim() - but_last)))
 
 
 @torch.no_grad()

@@ -213,3 +213,45 @@ def test_the_compiled_step_computes_the_eager_loss():
         torch.testing.assert_close(
             compiled_grads[name], grad, rtol=1e-4, atol=1e-6, msg=name
         )
+
+
+def _graphs_compiled_over_shapes(model, monkeypatch, marked: bool) -> int:
+    """Dynamo graphs made for the model and the loss over three batches of different rows and
+    lengths (Dynamo's eager backend: tracing and guards without Inductor's minutes of codegen)."""
+    from torch._dynamo.utils import counters
+
+    from annotated_transformer.training import teacher_forcing
+
+    if not marked:
+        monkeypatch.setattr(teacher_forcing, "_batch_shape_varies", lambda *t, **k: None)
+    torch._dynamo.reset()
+    counters.clear()
+    forward, loss_fn = compile_probe.compiled_step_parts(model, backend="eager")
+    c = model.config
+    for rows, length in ((6, 3), (9, 5), (4, 6)):
+        src, tgt = collate_pairs(
+            list(copy_pairs(rows, length)), c.pad_id, c.bos_id, c.eos_id
+        )
+        parts = teacher_forcing.batch_loss(
+            forward,
+            src,
+            tgt,
+            smoothing=c.label_smoothing,
+            pad_id=c.pad_id,
+            real_rows_only=False,
+            loss_fn=loss_fn,
+        )
+        parts.loss.backward()
+    graphs = counters["stats"]["unique_graphs"]
+    torch._dynamo.reset()
+    return graphs
+
+
+def test_a_compiled_step_makes_one_graph_for_every_batch_shape(monkeypatch):
+    # batch_loss marks rows and length as varying, so the model and the loss each compile once;
+    # unmarked, Dynamo compiles each twice (a static graph, then a dynamic one at the next shape),
+    # which on an H100 cost the gpu recipe about 50 s per graph (scripts/gpu/compile_shapes.py).
+    torch.manual_seed(0)
+    model = Transformer(tiny_profile(dropout=0.0).model_config(), VOCAB, VOCAB).train()
+    assert _graphs_compiled_over_shapes(model, monkeypatch, marked=True) == 2
+    assert _graphs_compiled_over_shapes(model, monkeypatch, marked=False) == 4
