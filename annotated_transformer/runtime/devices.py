@@ -79,12 +79,37 @@ def cpu_flags() -> frozenset[str]:
     return frozenset(_cpuinfo().get("flags", "").split())
 
 
+def cpu_capability() -> str:
+    """The instruction set torch's CPU kernels run ("AVX512", "AVX2", ...; "" on a torch too old to
+    say): the CPU's best unless ATEN_CPU_CAPABILITY holds them lower."""
+    return str(getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()).upper()
+
+
+def _bf16_instructions_held_off() -> bool:
+    """True when torch's kernels are held below AVX-512 (ATEN_CPU_CAPABILITY=avx2) or oneDNN's
+    matrix products below its bf16 instruction sets (ONEDNN_MAX_CPU_ISA, or the older
+    DNNL_MAX_CPU_ISA, naming neither BF16, AMX nor AVX10), as when an AVX2-only CPU is imitated."""
+    capability = cpu_capability()
+    if capability and not capability.startswith("AVX512"):
+        return True
+    isa = (
+        os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    ).upper()
+    return (
+        bool(isa)
+        and isa != "DEFAULT"
+        and not any(k in isa for k in ("BF16", "AMX", "AVX10"))
+    )
+
+
 def cpu_supports_bf16() -> bool:
-    """True when the CPU multiplies bf16 natively (AVX512-BF16 or AMX); elsewhere bf16 is emulated and slow."""
+    """True when the CPU multiplies bf16 natively (AVX512-BF16 or AMX) and torch may use it; elsewhere,
+    and where the kernels are held to AVX2 (an AVX2-only CPU imitated), bf16 is emulated and slow."""
+    if _bf16_instructions_held_off():
+        return False
     if {"avx512_bf16", "amx_bf16"} & cpu_flags():
         return True
-    capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()
-    return "AMX" in str(capability).upper()
+    return "AMX" in cpu_capability()
 
 
 def device_name(device: str | torch.device = "auto") -> str:

@@ -81,3 +81,40 @@ def test_measuring_changes_nothing_of_the_run(monkeypatch, cache, tmp_path):
         assert torch.equal(a, b), (
             f"{name} differs: measuring the precision changed the run"
         )
+
+
+@pytest.mark.parametrize(
+    "capability, isa, native",
+    [
+        ("AVX512", None, True),
+        ("AVX2", None, False),  # ATEN_CPU_CAPABILITY=avx2: torch's kernels held to AVX2
+        ("AVX512", "AVX512_CORE", False),  # oneDNN held below its bf16 instructions
+        ("AVX512", "AVX512_CORE_BF16", True),
+        ("AVX512", "DEFAULT", True),
+    ],
+)
+def test_bf16_counts_as_native_only_where_torch_may_use_the_instructions(
+    monkeypatch, capability, isa, native
+):
+    # A CPU flag says what instructions exist, not what torch runs: an AVX2-only CPU imitated on an
+    # AVX512-BF16 one (issue 39's stand-in) must take fp32 unmeasured, as the real one does.
+    from annotated_transformer.runtime import devices
+
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    monkeypatch.setattr(devices, "cpu_capability", lambda: capability)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    if isa is None:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    else:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
+    assert devices.cpu_supports_bf16() is native
+
+
+def test_a_measured_precision_is_not_reused_under_other_kernels(monkeypatch):
+    from annotated_transformer.runtime import devices
+
+    monkeypatch.setattr(P, "cpu_capability", lambda: "AVX512")
+    full = P.measurement_key({"d_model": 8})
+    monkeypatch.setattr(P, "cpu_capability", lambda: "AVX2")
+    assert P.measurement_key({"d_model": 8}) != full
+    assert devices.cpu_capability() == torch.backends.cpu.get_cpu_capability().upper()
