@@ -197,8 +197,9 @@ PANELS: tuple[Panel, ...] = (
 )
 PANEL = {panel.name: panel for panel in PANELS}
 
-# The translation claims read chapter 05's file, else the one `train --profile <name>` writes.
-_TRANSLATION = ("translation", "translation_*")
+# The translation claims read chapter 05's file, else the one `train --profile <name>` writes,
+# else a committed run of the profile's recipe (`recipe_*`, results/gpu/).
+_TRANSLATION = ("translation", "translation_*", "recipe_*")
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(

@@ -417,20 +417,24 @@ class GpuComparison:
         return dict(vars(self))
 
 
+# The `gpu` recipe's committed H100 run, under a name of its own so that a reader's
+# `train --profile gpu --publish` (translation_multi30k_en_de.json) is never refused over it.
+COMMITTED_GPU_RUN = "recipe_d256x4_seed1"
+
+
 def committed_gpu_run(profile_name: str) -> tuple[dict | None, str, Path | None]:
-    """(record, label, its test translations) of the `gpu` profile's published run, else the
-    committed H100 run of the earlier gpu recipe (chosen on test BLEU, so its score is
-    optimistic); (None, "", None) under the gpu profile itself or when neither is committed."""
+    """(record, label, its test translations) of the `gpu` profile's published run, else its
+    committed H100 run, else the committed H100 run of the earlier gpu recipe (chosen on test
+    BLEU, so its score is optimistic); (None, "", None) under the gpu profile itself or when none
+    is there."""
     if profile_name == "gpu":
         return None, "", None
-    record = results.read_result("translation_multi30k_en_de", "gpu")
-    if record is not None:
-        return (
-            record,
-            "gpu",
-            results.run_folder_of_record(record)
-            and (results.run_folder_of_record(record) / TRANSLATIONS_NAME),
-        )
+    # The reader's own `train --profile gpu --publish`, else the committed run of the recipe.
+    for name in ("translation_multi30k_en_de", COMMITTED_GPU_RUN):
+        record = results.read_result(name, "gpu")
+        if record is not None:
+            folder = results.run_folder_of_record(record)
+            return record, "gpu", folder and (folder / TRANSLATIONS_NAME)
     record = results.read_result("earlier_recipe_d128x4", "gpu")
     if record is None:
         return None, "", None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
 
@@ -21,25 +23,13 @@ is_compiling = (
 )
 
 
-def _mark_nothing(tensor: torch.Tensor, dims) -> None:
-    """Before torch._dynamo.maybe_mark_dynamic: Dynamo finds the varying sizes itself, one
-    recompile later."""
-
-
-_mark_dynamic = (
-    None  # resolved at the first call: importing Dynamo costs an eager run time
-)
-
-
 def maybe_mark_dynamic(tensor: torch.Tensor, dims) -> None:
     """Hint to torch.compile that `tensor`'s dimensions `dims` change from call to call (no error
-    if the graph needs one fixed)."""
-    global _mark_dynamic
-    if _mark_dynamic is None:
-        try:
-            import torch._dynamo
-
-            _mark_dynamic = getattr(torch._dynamo, "maybe_mark_dynamic", _mark_nothing)
-        except ImportError:
-            _mark_dynamic = _mark_nothing
-    _mark_dynamic(tensor, dims)
+    if the graph needs one fixed). Nothing where Dynamo was never loaded (then nothing is
+    compiled, and an eager run does not pay for importing it), inside a graph being traced (the
+    mark is for inputs from outside), or on a torch that lacks the hint (Dynamo then finds the
+    varying sizes itself, one recompile later)."""
+    dynamo = sys.modules.get("torch._dynamo")
+    mark = getattr(dynamo, "maybe_mark_dynamic", None)
+    if mark is not None and not is_compiling():
+        mark(tensor, dims)

@@ -85,31 +85,41 @@ def cpu_capability() -> str:
     return str(getattr(torch.backends.cpu, "get_cpu_capability", lambda: "")()).upper()
 
 
-def _bf16_instructions_held_off() -> bool:
-    """True when torch's kernels are held below AVX-512 (ATEN_CPU_CAPABILITY=avx2) or oneDNN's
-    matrix products below its bf16 instruction sets (ONEDNN_MAX_CPU_ISA, or the older
-    DNNL_MAX_CPU_ISA, naming neither BF16, AMX nor AVX10), as when an AVX2-only CPU is imitated."""
-    capability = cpu_capability()
-    if capability and not capability.startswith("AVX512"):
-        return True
-    isa = (
-        os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
-    ).upper()
-    return (
-        bool(isa)
-        and isa != "DEFAULT"
-        and not any(k in isa for k in ("BF16", "AMX", "AVX10"))
-    )
+# oneDNN's instruction-set caps (ONEDNN_MAX_CPU_ISA) below its first with bf16 dot products,
+# AVX512_CORE_BF16. "DEFAULT", "ALL" (oneDNN 2.x), the bf16 and later sets and names oneDNN does
+# not know (which it ignores) leave bf16 on.
+_ONEDNN_CAPS_WITHOUT_BF16 = frozenset(
+    {
+        "SSE41",
+        "AVX",
+        "AVX2",
+        "AVX2_VNNI",
+        "AVX2_VNNI_2",
+        "AVX512_CORE",
+        "AVX512_CORE_VNNI",
+    }
+)
+
+
+def onednn_isa_cap() -> str:
+    """The instruction set oneDNN's matrix products are held to ("" when none is set)."""
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    return cap.strip().upper()
+
+
+def cpu_has_bf16_instructions() -> bool:
+    """True when the CPU has bf16 dot products (AVX512-BF16 or AMX), whatever torch is told to use."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags()) or "AMX" in cpu_capability()
 
 
 def cpu_supports_bf16() -> bool:
-    """True when the CPU multiplies bf16 natively (AVX512-BF16 or AMX) and torch may use it; elsewhere,
-    and where the kernels are held to AVX2 (an AVX2-only CPU imitated), bf16 is emulated and slow."""
-    if _bf16_instructions_held_off():
-        return False
-    if {"avx512_bf16", "amx_bf16"} & cpu_flags():
-        return True
-    return "AMX" in cpu_capability()
+    """True when bf16 matrix products run natively: the CPU has AVX512-BF16 or AMX and oneDNN, which
+    runs them, is not held below those instructions (ONEDNN_MAX_CPU_ISA=AVX2 imitates an
+    AVX2-only CPU). Elsewhere bf16 is emulated and slow. ATEN_CPU_CAPABILITY alone does not decide
+    it: it holds torch's elementwise kernels, not oneDNN's products (the step is then measured)."""
+    return (
+        cpu_has_bf16_instructions() and onednn_isa_cap() not in _ONEDNN_CAPS_WITHOUT_BF16
+    )
 
 
 def device_name(device: str | torch.device = "auto") -> str:

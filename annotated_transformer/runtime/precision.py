@@ -23,7 +23,14 @@ from typing import Callable
 
 import torch
 
-from .devices import cpu_capability, cpu_flags, cpu_name, cpu_supports_bf16
+from .devices import (
+    cpu_capability,
+    cpu_flags,
+    cpu_has_bf16_instructions,
+    cpu_name,
+    cpu_supports_bf16,
+    onednn_isa_cap,
+)
 from .files import read_measured, write_measured
 
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -66,11 +73,11 @@ def choose_precision(
     if device.type != "cpu":
         return PrecisionChoice("fp32", f"auto: fp32 on {device.type}")
     if not cpu_supports_bf16():
-        held = bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
         return PrecisionChoice(
             "fp32",
-            "auto: torch's kernels are held below this CPU's bf16 instructions, so bf16 is emulated"
-            if held
+            f"auto: oneDNN is held to {onednn_isa_cap()}, below this CPU's bf16 instructions "
+            "(imitating a CPU without them), so bf16 is emulated"
+            if cpu_has_bf16_instructions()
             else "auto: this CPU has no AVX512-BF16 or AMX, so bf16 is emulated",
         )
     if probe is None:
@@ -97,14 +104,15 @@ def resolve_precision(precision: str, device: torch.device | str) -> str:
 
 
 def measurement_key(shape: dict) -> str:
-    """What a measured answer depends on: the CPU, its bf16 instructions, the instruction set torch's
-    kernels run, torch, the threads, the shape."""
+    """What a measured answer depends on: the CPU, its bf16 instructions, the instruction sets torch's
+    kernels and oneDNN's products are held to, torch, the threads, the shape."""
     bf16_flags = sorted(f for f in cpu_flags() if "bf16" in f or f.startswith("amx"))
     return json.dumps(
         {
             "cpu": cpu_name(),
             "flags": bf16_flags,
             "kernels": cpu_capability(),
+            "onednn_cap": onednn_isa_cap(),
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),
             **shape,

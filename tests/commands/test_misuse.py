@@ -179,6 +179,17 @@ def test_lost_1_a_run_never_replaces_a_committed_result_of_another_run(
     results.check_replaceable(tmp_path / "not_committed.json", tmp_path)
 
 
+def test_lost_1_the_gpu_profile_publishes_in_a_fresh_clone(monkeypatch):
+    """The committed H100 runs live under names of their own (results/gpu/recipe_*), so that a
+    reader's `train --profile gpu --publish` and `book --profile gpu` (chapters 04 and 05) are not
+    refused over them."""
+    monkeypatch.delenv("AT_RESULTS_DIR", raising=False)
+    profile = get_profile("gpu")
+    for name in (pipeline.default_results_name(profile), "translation", "training"):
+        path = results.results_path(name, "gpu")
+        assert not results.is_committed(path), path
+
+
 def test_lost_2_overwrite_deletes_nothing_when_a_check_fails(tmp_path, capsys):
     """Before: `--overwrite --data-dir missing_dir` deleted last.pt, the snapshots and averaged.pt,
     then failed to find the data."""

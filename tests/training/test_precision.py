@@ -84,23 +84,28 @@ def test_measuring_changes_nothing_of_the_run(monkeypatch, cache, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "capability, isa, native",
+    "flags, capability, isa, native",
     [
-        ("AVX512", None, True),
-        ("AVX2", None, False),  # ATEN_CPU_CAPABILITY=avx2: torch's kernels held to AVX2
-        ("AVX512", "AVX512_CORE", False),  # oneDNN held below its bf16 instructions
-        ("AVX512", "AVX512_CORE_BF16", True),
-        ("AVX512", "DEFAULT", True),
+        ({"avx2", "avx512_bf16"}, "AVX512", None, True),
+        ({"avx2", "avx512_bf16"}, "AVX512", "AVX2", False),  # an AVX2-only CPU imitated
+        ({"avx2", "avx512_bf16"}, "AVX512", "avx512_core", False),  # below the bf16 sets
+        ({"avx2", "avx512_bf16"}, "AVX512", "AVX512_CORE_BF16", True),
+        ({"avx2", "avx512_bf16"}, "AVX512", "AVX512_CORE_FP16", True),  # AMX off, bf16 on
+        ({"avx2", "avx512_bf16"}, "AVX512", "ALL", True),  # oneDNN 2.x: no cap
+        ({"avx2", "avx512_bf16"}, "AVX512", "DEFAULT", True),
+        # ATEN_CPU_CAPABILITY holds the elementwise kernels, not oneDNN's bf16 products
+        ({"avx2", "avx512_bf16"}, "AVX2", None, True),
+        ({"avx2", "avx512f"}, "AVX512", None, False),  # no bf16 instructions at all
     ],
 )
-def test_bf16_counts_as_native_only_where_torch_may_use_the_instructions(
-    monkeypatch, capability, isa, native
+def test_bf16_counts_as_native_only_where_onednn_may_use_the_instructions(
+    monkeypatch, flags, capability, isa, native
 ):
-    # A CPU flag says what instructions exist, not what torch runs: an AVX2-only CPU imitated on an
+    # A CPU flag says what instructions exist, not what runs: an AVX2-only CPU imitated on an
     # AVX512-BF16 one (issue 39's stand-in) must take fp32 unmeasured, as the real one does.
     from annotated_transformer.runtime import devices
 
-    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset(flags))
     monkeypatch.setattr(devices, "cpu_capability", lambda: capability)
     monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
     if isa is None:
@@ -108,13 +113,18 @@ def test_bf16_counts_as_native_only_where_torch_may_use_the_instructions(
     else:
         monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
     assert devices.cpu_supports_bf16() is native
+    assert devices.cpu_has_bf16_instructions() is ("avx512_bf16" in flags)
 
 
-def test_a_measured_precision_is_not_reused_under_other_kernels(monkeypatch):
+def test_a_measured_precision_is_not_reused_under_other_caps(monkeypatch):
     from annotated_transformer.runtime import devices
 
     monkeypatch.setattr(P, "cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(P, "onednn_isa_cap", lambda: "")
     full = P.measurement_key({"d_model": 8})
     monkeypatch.setattr(P, "cpu_capability", lambda: "AVX2")
-    assert P.measurement_key({"d_model": 8}) != full
+    held_aten = P.measurement_key({"d_model": 8})
+    monkeypatch.setattr(P, "onednn_isa_cap", lambda: "AVX512_CORE_BF16")
+    held_both = P.measurement_key({"d_model": 8})
+    assert len({full, held_aten, held_both}) == 3
     assert devices.cpu_capability() == torch.backends.cpu.get_cpu_capability().upper()
