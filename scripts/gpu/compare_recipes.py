@@ -1,7 +1,7 @@
 """The committed Multi30k test2016 translations of the `gpu` recipe's H100 run, the earlier `gpu`
 recipe's and the published `cpu` book run's, side by side: sacreBLEU with its 95% interval, and
 each against the first by sacreBLEU's paired bootstrap on the same 1,000 sentences. Writes
-results/gpu/recipe_comparison.json (results/gpu/README.md quotes it).
+results/gpu/compared_translations.json (results/gpu/README.md quotes it).
 
     AT_DATA_DIR=/path/to/data python scripts/gpu/compare_recipes.py
 """
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from annotated_transformer.data import load_parallel  # noqa: E402
-from annotated_transformer.evaluation.results import provenance  # noqa: E402
+from annotated_transformer.evaluation.results import write_result  # noqa: E402
 from annotated_transformer.evaluation.scoring import paired_bootstrap  # noqa: E402
 
 SYSTEMS = {  # name: (its translations, the results record that scored them)
@@ -51,7 +51,7 @@ for name, (_, record) in SYSTEMS.items():  # the translations its record scored,
             f"{name}: the translations score {tests[name]['bleu']}, its record {scored}"
         )
 first = next(iter(systems))
-out = {
+metrics = {
     "what": "sacreBLEU on Multi30k test2016 (1,000 sentences) with its 95% bootstrap interval; "
     f"each system against {first!r} by sacreBLEU's paired bootstrap on the same sentences",
     "n_samples": N_SAMPLES,
@@ -72,8 +72,15 @@ out = {
         )
         for name in systems
     },
-    "provenance": provenance("cpu"),
 }
-path = ROOT / "results" / "gpu" / "recipe_comparison.json"
-path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-print(json.dumps(out["systems"], indent=1))
+# A results record like the others in results/gpu/ (the summary reads every file there); its
+# name matches none of the summary's patterns for a run (translation*, recipe_*).
+path = write_result(
+    "compared_translations",
+    metrics,
+    profile="gpu",
+    device="cpu",
+    config={"command": "python scripts/gpu/compare_recipes.py"},
+)
+print(path)
+print(json.dumps(metrics["systems"], indent=1))

@@ -205,3 +205,12 @@ def test_a_run_folder_inside_the_clone_is_recorded_relative(tmp_path):
         "y", {"a": 1}, profile="smoke", path=tmp_path / "y.json", run_folder=tmp_path
     )
     assert json.loads(outside.read_text())["run_folder"] == str(tmp_path.resolve())
+
+
+def test_every_committed_file_the_summary_reads_is_a_results_record(monkeypatch):
+    # The introduction reads every JSON of the committed profiles' folders (results/gpu/, ...):
+    # one file that is not a record (no "metrics") stops the whole summary.
+    monkeypatch.delenv("AT_RESULTS_DIR", raising=False)
+    for profile in summary.COMMITTED_PROFILES:
+        for record in results.list_results(profile):
+            assert isinstance(record["metrics"], dict), (profile, record.get("name"))
