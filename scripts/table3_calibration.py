@@ -4,7 +4,8 @@
         --candidate 200:3e-3 --candidate 400:2e-3 --candidate 400:1e-3
 
 trains base, C1 (the shallowest) and C3 (the deepest) with every candidate (warm-up steps:peak rate)
-for a share of an epoch, one seed, two processes, and writes
+for a share of an epoch (or, from 1 up, that many whole epochs), one seed, two processes (on a GPU,
+processes that share it: `--device cuda --workers 4`), and writes
 results/tuning_table3_<profile>/calibration.json:
 every run's curve and time, and the choice: the candidate with base's lowest validation perplexity
 among those under which C3 ends no worse than C1 (depth must not be limited by trainability); when
@@ -27,6 +28,7 @@ from annotated_transformer import pipeline  # noqa: E402
 from annotated_transformer.evaluation import results  # noqa: E402
 from annotated_transformer.experiments import variations  # noqa: E402
 from annotated_transformer.profiles import get_profile  # noqa: E402
+from annotated_transformer.runtime.devices import resolve_device  # noqa: E402
 
 ROWS = ("base", "C1", "C3")
 FIRST_RULE = (
@@ -44,7 +46,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="cpu")
     parser.add_argument(
-        "--epochs", type=float, default=0.5, help="share of an epoch per run"
+        "--epochs",
+        type=float,
+        default=0.5,
+        help="share of an epoch per run; 1 or more: that many whole epochs",
     )
     parser.add_argument("--candidate", action="append", required=True, help="WARMUP:PEAK")
     parser.add_argument("--workers", type=int, default=2)
@@ -56,6 +61,11 @@ def main() -> None:
         "whether depth is limited by post-norm's start",
     )
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (default), cuda, auto: where every run trains",
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -74,10 +84,13 @@ def main() -> None:
         vocab_size=book.table3.vocab_size or base.vocab_size,
         batch_tokens=book.table3.batch_tokens or base.batch_tokens,
     )
+    device = str(resolve_device(args.device))
     data = pipeline.prepare_data(profile, args.data_dir)
-    pairs = max(
-        1, round(len(data.train) * args.epochs)
-    )  # a share of an epoch: that many pairs, once
+    whole = args.epochs >= 1
+    if whole and args.epochs != int(args.epochs):
+        sys.exit(f"--epochs {args.epochs}: from 1 up, give whole epochs")
+    # a share of an epoch: that many pairs, once; from 1 up, every pair that many times
+    pairs = len(data.train) if whole else max(1, round(len(data.train) * args.epochs))
     started = time.perf_counter()
     runs = []
     for candidate in args.candidate:
@@ -94,16 +107,21 @@ def main() -> None:
             dict(
                 row=row,
                 seed=1,
-                epochs=1,
-                train_pairs=pairs,
+                epochs=int(args.epochs) if whole else 1,
+                train_pairs=None if whole else pairs,
                 curve_points=4,
-                corpus="part",
+                corpus="full" if whole else "part",
                 norm_position=args.norm_position,
             )
             for row in ROWS
         ]
         for run in variations.train_rows(
-            plan, data, tried, workers=args.workers, data_dir=args.data_dir
+            plan,
+            data,
+            tried,
+            workers=args.workers,
+            data_dir=args.data_dir,
+            device=device,
         ):
             record = run.to_dict() | {"warmup_steps": int(warmup), "peak_lr": float(peak)}
             runs.append(record | {"candidate": candidate})
@@ -128,6 +146,7 @@ def main() -> None:
             "first_rule": FIRST_RULE,
             "share_of_epoch": args.epochs,
             "train_pairs": pairs,
+            "workers": args.workers,
             "seconds_per_epoch": {
                 row: round(
                     sum(r["train_s"] for r in runs if r["row"] == row)
@@ -144,6 +163,7 @@ def main() -> None:
             "norm_position": args.norm_position,
         },
         wall_time_s=round(time.perf_counter() - started, 1),
+        device=device,
         path=out,
     )
     print(f"chosen: {chosen}; wrote {path}")

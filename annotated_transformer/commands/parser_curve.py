@@ -48,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-epochs", type=positive_int, default=300)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument(
+        "--device",
+        default="auto",
+        help="where every job trains and --score-test parses: auto (a GPU when visible), cpu, "
+        "cuda, cuda:1 ...; a folder is continued only on the kind of device it was trained on",
+    )
+    parser.add_argument(
         "--export",
         default=None,
         help="then write every share's curve to this results file (chapter 07 reads "
@@ -79,10 +85,12 @@ def run(args: argparse.Namespace) -> int:
 
     from ..experiments import parsing_extended
     from ..experiments.parsing_curve import ParserRecipe
+    from ..runtime.devices import resolve_device
 
     if any(s > 1 for s in args.shares):
         raise ValueError("parser-curve: a share of the training files is at most 1")
     shares = sorted(set(args.shares), reverse=True)
+    device = str(resolve_device(args.device))
     if args.score_test is not None:
         if args.export or args.export_only:
             raise ValueError(
@@ -93,7 +101,9 @@ def run(args: argparse.Namespace) -> int:
 
         started = time.perf_counter()
         summary = parsing_extended.score_test(
-            parsing_extended.open_run(args.out, args.min_epochs, args.max_epochs),
+            parsing_extended.open_run(
+                args.out, args.min_epochs, args.max_epochs, device=device
+            ),
             shares,
             args.score_test,
             data_dir=args.data_dir,
@@ -130,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     curve_run = parsing_extended.ParserCurveRun(
-        recipe, Path(args.out), args.min_epochs, args.max_epochs
+        recipe, Path(args.out), args.min_epochs, args.max_epochs, device
     )
     started = time.perf_counter()
     summary = parsing_extended.train_all(curve_run, shares, data_dir=args.data_dir)

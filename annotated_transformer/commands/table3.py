@@ -43,16 +43,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rows",
         nargs="+",
         default=None,
-        help="rows to train (default: every row the findings compare, C6 and C7 included)",
+        help="rows to train, on every corpus they are read on (base, D1 and D2 also on dropout's "
+        "small corpus; default: every row the findings compare, C6 and C7 included)",
     )
     parser.add_argument(
         "--out", default=None, help="the run folder (default: runs/table3-<profile>)"
     )
     parser.add_argument(
+        "--device",
+        default="auto",
+        help="where every job trains: auto (a GPU when visible), cpu, cuda, cuda:1 ...; the "
+        "precision is what auto means there (bf16 on a GPU with it, fp32 on a CPU)",
+    )
+    parser.add_argument(
         "--workers",
         type=positive_int,
         default=1,
-        help="processes of one thread each, side by side (default: %(default)s)",
+        help="processes of one thread each, side by side; on a GPU they share it "
+        "(default: %(default)s)",
     )
     parser.add_argument("--data-dir", default=None)
     parser.add_argument(
@@ -72,6 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..experiments import table3_extended as extended
     from ..model.config import TABLE3_ALL_ROWS
+    from ..runtime.devices import resolve_device
 
     profile = get_profile(args.profile)
     rows = args.rows or extended.extended_rows()
@@ -84,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("table3: --seeds lists a seed twice")
     out = args.out or f"runs/table3-{profile.name}"
     small_epochs = args.small_epochs or 2 * profile.book.table3.overfit_epochs
-    job_run = extended.Table3Run(profile, out)
-    job_run.check_folder()
+    job_run = extended.Table3Run(profile, out, str(resolve_device(args.device)))
+    job_run.check_folder(training=not args.export_only)
     jobs = extended.finding_jobs(rows, sorted(args.seeds))
     targets = {j: (small_epochs if j.corpus == "small" else args.epochs) for j in jobs}
     if args.export_only:

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 from nltk import Tree
 
+from ..runtime.devices import device_name
 from ..runtime.files import atomic_write_text
 from ..training.checkpoint import (
     RESUME_NAME,
@@ -69,12 +70,16 @@ def should_stop(
 
 @dataclass(frozen=True)
 class ParserCurveRun:
-    """A run folder of one job per share, under one recipe (refused when it changes)."""
+    """A run folder of one job per share, under one recipe (refused when it changes), trained on
+    `device` (a resolved device: "cpu", "cuda:0"). The folder records the kind of device it was
+    trained on, and a job is never continued on another kind: the precision "auto" means differs
+    (fp32 on a CPU, bf16 on a GPU with it), and one curve would mix both."""
 
     recipe: ParserRecipe
     out_dir: Path
     min_epochs: int = 20
     max_epochs: int = 300
+    device: str = "cpu"
 
     def folder(self, share: float) -> Path:
         return Path(self.out_dir) / share_name(share)
@@ -98,6 +103,14 @@ class ParserCurveRun:
                 raise ValueError(
                     f"{self.out_dir} was trained with another recipe ({', '.join(changed)} "
                     "differ); continue it with its own recipe, or give another --out"
+                )
+            trained_on = json.loads(path.read_text()).get("device_type", "cpu")
+            here = torch.device(self.device).type
+            if trained_on != here:
+                raise ValueError(
+                    f"{self.out_dir} was trained on {trained_on}, and this run would continue "
+                    f"it on {here} in another precision; continue it with --device "
+                    f"{trained_on}, or give another --out"
                 )
         elif Path(self.out_dir).is_dir() and any(
             p.name != LOCK_NAME for p in Path(self.out_dir).iterdir()
@@ -130,6 +143,7 @@ class ParserCurveRun:
             data,
             settings,
             folder / "train",
+            device=self.device,
             resume=(folder / "train" / RESUME_NAME).is_file(),
         )
         result = fitted.result
@@ -162,6 +176,7 @@ class ParserCurveRun:
             "train_trees": len(train),
             "recipe": recipe.to_dict(),
             "precision": str(fitted.trainer.precision),
+            "device": device_name(self.device),
             "curve": [*curve, point],
         }
         atomic_write_text(folder / CURVE_NAME, json.dumps(record, indent=1))
@@ -230,6 +245,7 @@ def write_plan(run: ParserCurveRun) -> None:
     plan = {
         "recipe": run.recipe.to_dict(),
         "stopping": {"min_epochs": run.min_epochs, "max_epochs": run.max_epochs},
+        "device_type": torch.device(run.device).type,
     }
     atomic_write_text(Path(run.out_dir) / PLAN_NAME, json.dumps(plan, indent=1))
 
@@ -288,11 +304,14 @@ _STEP = re.compile(r"step_0*(\d+)\.pt$")
 
 
 def open_run(
-    out_dir: str | os.PathLike, min_epochs: int = 20, max_epochs: int = 300
+    out_dir: str | os.PathLike,
+    min_epochs: int = 20,
+    max_epochs: int = 300,
+    device: str = "cpu",
 ) -> ParserCurveRun:
     """The run in `out_dir` under the recipe and stopping rule (`should_stop`) it was trained with
-    (its ``parser_run.json``), to read. `min_epochs` and `max_epochs` stand in for the rule of a
-    folder trained before the plan recorded it."""
+    (its ``parser_run.json``), to read, and to score on `device`. `min_epochs` and `max_epochs`
+    stand in for the rule of a folder trained before the plan recorded it."""
     out = Path(out_dir)
     if not out.is_dir():
         raise ValueError(
@@ -307,7 +326,9 @@ def open_run(
         "min_epochs": min_epochs,
         "max_epochs": max_epochs,
     }
-    return ParserCurveRun(ParserRecipe.from_dict(plan["recipe"]), out, **stopping)
+    return ParserCurveRun(
+        ParserRecipe.from_dict(plan["recipe"]), out, **stopping, device=str(device)
+    )
 
 
 def _recipe_record(run: ParserCurveRun) -> dict:
@@ -362,7 +383,7 @@ def score_share(
     dev_scores, snapshots, best = {}, {}, None
     for name in SNAPSHOT_NAMES:
         state = load_checkpoint(folder / name)
-        model, vocabularies = parsing.load_parser(state)
+        model, vocabularies = parsing.load_parser(state, run.device)
         if vocabularies != data.vocabularies:
             raise ValueError(
                 f"{folder / name} was trained on other trees than the first {share:g} of "
@@ -401,7 +422,7 @@ def score_share(
     }
     right = next(floor for floor in floors if floor.startswith("right-branching"))
     headline = test_report["decodings"][chosen.name]
-    made = provenance("cpu")
+    made = provenance(run.device)
     return {
         "share": share,
         "train_trees": len(train),

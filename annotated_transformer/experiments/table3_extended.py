@@ -13,6 +13,11 @@ second invocation with more `--epochs` or more seeds adds to the run and retrain
 
 The rows, scale, warm-up, peak rate, batches and vocabulary are the profile's Table 3 settings
 (`variations.row_config` and `row_settings`), the chapter's own, so both runs differ only in epochs.
+Every job trains on the run's device in the one precision "auto" means there without timing (bf16 on
+a GPU with it, fp32 on a CPU), so the rows of one table never differ in precision; the folder records
+that precision and refuses to continue under another. Rows train eager: each row-epoch builds its
+trainer afresh, and a compile of tens of seconds per model shape costs more than an epoch of these
+small models (issue 49's measurement on an H100 is in results/gpu/README.md).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import torch
 
 from ..model.config import TABLE3_ALL_ROWS
 from ..profiles import Profile
+from ..runtime.devices import device_name
 from ..runtime.files import atomic_write_text
 from ..runtime.precision import resolve_precision
 from ..training.checkpoint import RESUME_NAME
@@ -38,6 +44,9 @@ from . import findings, variations
 CURVE_NAME = "curve.json"
 PLAN_NAME = "table3_run.json"
 OVERFIT_ROWS = ("base", "D1", "D2")
+# A folder made before the identity named its precision trained on a CPU, where Table 3's rows
+# always resolved to fp32 (the committed extended runs record fp32 for every job).
+IDENTITY_BEFORE_DEVICES = {"precision": "fp32"}
 
 
 def data_profile(profile: Profile) -> Profile:
@@ -65,10 +74,12 @@ class Job:
 
 
 def finding_jobs(rows: Sequence[str], seeds: Iterable[int]) -> list[Job]:
-    """Every (row, seed) of the findings that `rows` cover, on the corpus each finding reads."""
+    """Every (row, seed) of `rows` on the whole corpus, and those of `rows` that dropout's finding
+    reads (base, D1, D2) on its small corpus too: a row not named trains on no corpus."""
     seeds = list(seeds)
     small = [r for r in findings.finding_rows(corpus="small") if r in OVERFIT_ROWS]
     small += [r for r in OVERFIT_ROWS if r not in small and r in TABLE3_ALL_ROWS]
+    small = [r for r in small if r in rows]
     return [Job(r, s) for s in seeds for r in rows] + [
         Job(r, s, "small") for s in seeds for r in small
     ]
@@ -94,15 +105,21 @@ def read_curve(folder: Path) -> list[dict]:
 class Table3Run:
     """A run folder of Table 3 jobs under one profile; see the module's docstring.
 
-    The folder records the profile's Table 3 settings when it is made; a later invocation under
-    other settings is refused (its jobs would not be comparable), as is a second process at once.
+    The folder records the profile's Table 3 settings and the precision when it is made; a later
+    invocation under other settings or another precision (a CPU run continued on a GPU) is refused
+    (its jobs would not be comparable), as is a second process at once. `device` is a resolved
+    device ("cpu", "cuda:0"): every job trains there.
     """
 
-    def __init__(self, profile: Profile, out_dir: str | os.PathLike):
+    def __init__(self, profile: Profile, out_dir: str | os.PathLike, device: str = "cpu"):
         self.profile = data_profile(profile)
         self.out_dir = Path(out_dir)
         self.scales = self.profile.book
         self.overfit_share = self.scales.table3.overfit_share
+        self.device = str(device)
+        self.precision = resolve_precision(
+            self.profile.train_settings().precision, self.device
+        )
 
     # ------------------------------------------------------------------ the folder's identity
     def identity(self) -> dict:
@@ -119,10 +136,12 @@ class Table3Run:
             "warmup_steps": self.scales.table3.warmup_steps,
             "peak_lr": self.scales.table3.peak_lr,
             "overfit_share": self.overfit_share,
+            "precision": self.precision,
         }
 
-    def check_folder(self) -> None:
-        """Refuse a folder made under other settings, before any work (one line with the fix)."""
+    def check_folder(self, training: bool = True) -> None:
+        """Refuse a folder made under other settings, before any work (one line with the fix).
+        Reading it (`training` False) does not depend on this machine's precision."""
         path = self.out_dir / PLAN_NAME
         if not path.is_file():
             if self.out_dir.is_dir() and any(
@@ -133,14 +152,21 @@ class Table3Run:
                     "give an empty or new --out"
                 )
             return
-        saved = json.loads(path.read_text())["identity"]
+        saved = {**IDENTITY_BEFORE_DEVICES, **json.loads(path.read_text())["identity"]}
         mine = self.identity()
-        changed = sorted(k for k in mine if saved.get(k) != mine[k])
+        changed = sorted(
+            k for k in mine if saved.get(k) != mine[k] and (training or k != "precision")
+        )
         if changed:
             raise ValueError(
                 f"{self.out_dir} was trained with other Table 3 settings ({', '.join(changed)} "
                 f"differ: {', '.join(f'{k}={saved.get(k)!r}' for k in changed)}); continue it "
-                "with its own profile, or give another --out"
+                + (
+                    "on a device where auto means that precision (--device cpu for fp32), "
+                    if changed == ["precision"]
+                    else "with its own profile, "
+                )
+                + "or give another --out"
             )
 
     def write_identity(self) -> None:
@@ -166,8 +192,7 @@ class Table3Run:
             self.profile, config, epochs=epoch, seed=job.seed
         )
         settings = settings.replace(
-            precision=resolve_precision(settings.precision, "cpu"),
-            name=f"table3 {self.profile.name} {job.name}",
+            precision=self.precision, name=f"table3 {self.profile.name} {job.name}"
         )
         train = data.train
         if job.corpus == "small":
@@ -183,6 +208,7 @@ class Table3Run:
             data.valid,
             settings,
             folder / "train",
+            device=self.device,
             resume=resume,
             show_progress=False,
         )
@@ -206,6 +232,7 @@ class Table3Run:
             "peak_lr": settings.peak_lr,
             "warmup_steps": settings.warmup_steps,
             "precision": trainer.precision,
+            "device": device_name(self.device),
             "curve": [*curve, point],
         }
         atomic_write_text(folder / CURVE_NAME, json.dumps(record, indent=1))
@@ -275,10 +302,10 @@ def small_minimum_passed(curve: Sequence[float]) -> bool:
 _WORKER: dict = {}
 
 
-def _start_worker(profile: Profile, out_dir: str, data_dir) -> None:
+def _start_worker(profile: Profile, out_dir: str, device: str, data_dir) -> None:
     from ..pipeline import prepare_data
 
-    run = Table3Run(profile, out_dir)
+    run = Table3Run(profile, out_dir, device)
     _WORKER.update(run=run, data=prepare_data(run.profile, data_dir))
 
 
@@ -287,14 +314,15 @@ def _epoch_in_worker(job: Job) -> tuple[Job, dict]:
 
 
 def _train_in_pool(run: Table3Run, order, workers: int, data_dir, report) -> None:
-    """`order` on `workers` processes; a job's next epoch waits for its previous one."""
+    """`order` on `workers` processes; a job's next epoch waits for its previous one. On a GPU the
+    processes share it: one small model leaves most of an accelerator idle."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from ..runtime.side_by_side import one_thread_pool
 
     pending = list(order)
     busy: dict = {}  # future -> job
-    start = (run.profile, str(run.out_dir), data_dir)
+    start = (run.profile, str(run.out_dir), run.device, data_dir)
     with one_thread_pool(workers, _start_worker, start) as pool:
         while pending or busy:
             running = set(busy.values())

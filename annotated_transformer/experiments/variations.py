@@ -321,11 +321,12 @@ def train_rows(
     """Train every job of `plan`, yielding each `RowRun` as it finishes (in any order).
 
     A job is `train_row`'s keywords (row, seed, epochs, and corpus and train_pairs where not the
-    whole split) plus "bleu": whether to translate the BLEU sentences. On a CPU with workers > 1,
-    that many processes of one thread each train rows side by side (each prepares the same data from
-    the tokenizer cache once): models this small keep one core busy but gain little from a second
-    thread, so two processes do about twice the work of one. Otherwise the rows train one after
-    another in this process, on `data`.
+    whole split) plus "bleu": whether to translate the BLEU sentences. With workers > 1, that many
+    processes of one thread each train rows side by side (each prepares the same data from the
+    tokenizer cache once): on a CPU, models this small keep one core busy but gain little from a
+    second thread, so two processes do about twice the work of one; on a GPU the processes share it,
+    since one small model leaves most of it idle. Otherwise the rows train one after another in this
+    process, on `data`.
     """
 
     def arguments(job: dict) -> dict:
@@ -338,7 +339,7 @@ def train_rows(
             "bleu_references": list(bleu_references) if scored else [],
         }
 
-    if workers <= 1 or torch.device(device).type != "cpu":
+    if workers <= 1:
         for job in plan:
             yield train_row(data=data, **arguments(job))
         return

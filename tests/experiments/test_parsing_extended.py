@@ -273,3 +273,36 @@ def test_export_only_writes_the_folders_recipe_and_rule_whatever_the_flags(
     assert document["recipe"]["d_model"] != 999  # the folder's recipe, not the flags'
     assert (document["min_epochs"], document["max_epochs"]) == (1, 6)
     assert document["stopped"] == {"1.0": True, "0.5": False}
+
+
+def test_a_folder_continues_only_on_the_kind_of_device_it_was_trained_on(tmp_path):
+    extended.write_plan(extended.ParserCurveRun(_recipe(), tmp_path, device="cuda:0"))
+    assert (
+        json.loads((tmp_path / extended.PLAN_NAME).read_text())["device_type"] == "cuda"
+    )
+    with pytest.raises(ValueError, match="trained on cuda.*--device cuda"):
+        extended.ParserCurveRun(_recipe(), tmp_path, device="cpu").check_folder()
+    extended.ParserCurveRun(_recipe(), tmp_path, device="cuda:1").check_folder()
+    # A plan from before it named a device was trained on a CPU.
+    plan = json.loads((tmp_path / extended.PLAN_NAME).read_text())
+    del plan["device_type"]
+    (tmp_path / extended.PLAN_NAME).write_text(json.dumps(plan))
+    extended.ParserCurveRun(_recipe(), tmp_path, device="cpu").check_folder()
+    assert extended.open_run(tmp_path, device="cuda:0").device == "cuda:0"
+
+
+def test_every_epoch_trains_on_the_runs_device(tmp_path, monkeypatch):
+    from nltk import Tree
+
+    seen = {}
+
+    def fake_train(config, data, settings, out_dir, **options):
+        seen.update(options)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(extended.parsing, "train_parser", fake_train)
+    tree = Tree.fromstring("(S (NP (DT The) (NN dog)) (VP (VBZ runs)) (. .))")
+    run = extended.ParserCurveRun(_recipe(), tmp_path, device="cuda:0")
+    with pytest.raises(RuntimeError, match="stop here"):
+        run.train_epoch(1.0, [tree] * 4, [tree])
+    assert seen["device"] == "cuda:0"

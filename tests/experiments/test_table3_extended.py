@@ -136,3 +136,76 @@ def test_the_command_refuses_an_export_of_nothing_in_one_line(tmp_path, capsys):
     assert code != 0
     assert "holds no finished epoch" in capsys.readouterr().err
     assert not (tmp_path / "runs.json").exists()
+
+
+def test_rows_mean_what_they_say_on_every_corpus():
+    """`--rows base C3` trains base on both corpora and C3 on the whole one: not D1 and D2."""
+    jobs = extended.finding_jobs(["base", "C3"], [1])
+    assert [j.name for j in jobs] == [
+        "full-base-seed1",
+        "full-C3-seed1",
+        "small-base-seed1",
+    ]
+    assert [j.name for j in extended.finding_jobs(["C3"], [1, 2])] == [
+        "full-C3-seed1",
+        "full-C3-seed2",
+    ]
+
+
+def _write_identity(folder, **changes):
+    identity = extended.Table3Run(_tiny(), folder).identity() | changes
+    folder.mkdir(exist_ok=True)
+    (folder / extended.PLAN_NAME).write_text(json.dumps({"identity": identity}))
+
+
+def test_a_folder_continues_only_in_its_own_precision(tmp_path):
+    run = extended.Table3Run(_tiny(), tmp_path / "a", "cpu")
+    assert run.precision == "fp32" and run.identity()["precision"] == "fp32"
+    # A folder from before the identity named its precision was trained on a CPU, in fp32.
+    old = run.identity()
+    del old["precision"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / extended.PLAN_NAME).write_text(json.dumps({"identity": old}))
+    run.check_folder()
+    _write_identity(tmp_path / "b", precision="bf16")  # trained on a GPU
+    on_cpu = extended.Table3Run(_tiny(), tmp_path / "b", "cpu")
+    with pytest.raises(ValueError, match=r"precision differ: precision='bf16'.*--device"):
+        on_cpu.check_folder()
+    on_cpu.check_folder(training=False)  # reading it for an export is fine anywhere
+
+
+def test_every_job_trains_on_the_runs_device_in_its_precision(tmp_path, monkeypatch):
+    """The device and the precision reach `fit` (it trained on the CPU even on a GPU machine)."""
+    seen = {}
+
+    def fake_fit(config, tokenizer, train, valid, settings, out_dir, **options):
+        seen.update(options, precision=settings.precision)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(extended, "fit", fake_fit)
+    # what auto means on a GPU with bf16 (this machine has none)
+    monkeypatch.setattr(extended, "resolve_precision", lambda asked, device: "bf16")
+    run = extended.Table3Run(_tiny(), tmp_path, "cuda:0")
+
+    class Data:
+        train = list(range(40))
+        valid = tokenizer = None
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        run.train_epoch(Job("base", 1), Data())
+    assert seen["device"] == "cuda:0" and seen["precision"] == "bf16"
+
+
+def test_the_command_names_a_device_the_machine_lacks_in_one_line(tmp_path, capsys):
+    import torch
+
+    from annotated_transformer import cli
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code = cli.main(
+        ["table3", "--profile", "smoke", "--out", str(tmp_path / "r"), "--device", "cuda"]
+    )
+    assert code != 0
+    assert "CUDA is not available" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
