@@ -154,7 +154,8 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
     "max_sentence_words": ("number", "skip pairs with a longer side (words of raw text)"),
     "precision": (
         "choice",
-        "auto: bf16 on a GPU that has it, else fp32; on a CPU with bf16 instructions, "
+        "auto: bf16 on a GPU that has it, fp16 with a gradient scaler on one with fp16 "
+        "tensor cores only (V100, T4), else fp32; on a CPU with bf16 instructions, "
         "training times a step in each (once, cached) and takes the faster, and decoding "
         "runs in fp32",
     ),

@@ -54,7 +54,7 @@ class DecodeSettings:
     beam_size 1 is greedy decoding; alpha is the GNMT length penalty's exponent; an output may be
     max_len_a * source length + max_len_b pieces long (section 6.1: beam 4, alpha 0.6, +50).
     `batch_tokens` packs sources (times the beam) into batches; `precision` is the autocast of the
-    forward passes ("fp32" or "bf16").
+    forward passes ("fp32", "bf16" or "fp16").
     """
 
     beam_size: int = 4
@@ -136,7 +136,8 @@ def _source_lengths(model: Transformer, src: torch.Tensor) -> torch.Tensor:
 
 def _step_logits(model, tokens, memory, src_mask, state, use_cache: bool) -> torch.Tensor:
     """Logits (rows, vocab) for the next token after `tokens` (rows, t), in float32 or wider: bf16
-    logits are scored in float32, and a float64 model (the tests' exact checks) stays float64."""
+    and fp16 logits are scored in float32, and a float64 model (the tests' exact checks) stays
+    float64."""
     if use_cache:
         logits = model.decode(tokens[:, -1:], None, src_mask, state)[:, -1]
     else:

@@ -96,7 +96,8 @@ def training_flops_per_target_token(
 
 
 def peak_flops(device: torch.device | str, precision: str = "bf16") -> float | None:
-    """The device's dense peak FLOP/s for `precision` ("bf16" or "fp32"), or None when unknown (CPUs)."""
+    """The device's dense peak FLOP/s for `precision` ("bf16", "fp16" or "fp32"), or None when
+    unknown (CPUs)."""
     device = torch.device(device)
     if device.type != "cuda" or not torch.cuda.is_available():
         return None

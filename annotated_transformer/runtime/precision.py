@@ -1,10 +1,13 @@
-"""Numeric precision: bf16 autocast or float32, chosen by measurement where the answer is not certain.
+"""Numeric precision: bf16 or fp16 autocast, or float32, chosen by measurement where the answer is
+not certain.
 
 A CPU flag says which instructions exist, not which path PyTorch makes fast for a model's shapes: on
 an Intel Xeon with AVX512-BF16 (no AMX) the `cpu` profile's training step ran 2.3 times slower in
 bf16 than in fp32. So "auto" decides like this:
 
-- a GPU with bf16 uses bf16 (its tensor cores are built for it), one without uses fp32;
+- a GPU with bf16 tensor cores (compute capability 8.0 on: A100, H100) uses bf16; one with fp16
+  tensor cores only (7.x: V100, T4) uses fp16 autocast, which training pairs with a gradient
+  scaler, since fp16's narrow range lets small gradients underflow to zero; an older one uses fp32;
 - a CPU without AVX512-BF16 or AMX uses fp32: bf16 is emulated there, about 10x slower
   (results/benchmarks/cpu.json);
 - a CPU with them times the caller's own training step in both precisions (`probe`) and keeps the
@@ -33,15 +36,16 @@ from .devices import (
 )
 from .files import read_measured, write_measured
 
-PRECISIONS = ("auto", "bf16", "fp32")
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 CACHE_NAME = "precision.json"
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 @dataclass(frozen=True)
 class PrecisionChoice:
     """The precision a run uses and, in a few words, why."""
 
-    precision: str  # "bf16" or "fp32"
+    precision: str  # "bf16", "fp16" or "fp32"
     reason: str
     seconds: dict | None = None  # measured seconds per step, by precision, when measured
 
@@ -53,7 +57,8 @@ def choose_precision(
     probe: Callable[[], dict[str, float]] | None = None,
     shape: dict | None = None,
 ) -> PrecisionChoice:
-    """Resolve "auto" (see the module's docstring); "bf16" and "fp32" are taken as asked.
+    """Resolve "auto" (see the module's docstring); "bf16", "fp16" and "fp32" are taken as asked,
+    on any device (a CPU autocasts to float16 too, slowly: for tests, not for speed).
 
     probe: times one training step in each precision, returning seconds by precision; called
         only on a CPU with bf16 instructions and no cached answer for `shape`.
@@ -67,9 +72,19 @@ def choose_precision(
         return PrecisionChoice(precision, "as asked")
     device = torch.device(device)
     if device.type == "cuda":
-        if torch.cuda.is_bf16_supported():
+        # is_bf16_supported() also says yes where bf16 is only emulated (a T4, sm_75): the compute
+        # capability says which tensor cores there are, bf16 from 8.0, fp16 from 7.0.
+        capability = torch.cuda.get_device_capability(device)
+        if capability >= (8, 0) and torch.cuda.is_bf16_supported():
             return PrecisionChoice("bf16", "auto: this GPU computes in bf16")
-        return PrecisionChoice("fp32", "auto: this GPU has no bf16")
+        if capability >= (7, 0):
+            return PrecisionChoice(
+                "fp16", "auto: this GPU has no bf16; fp16 autocast with a gradient scaler"
+            )
+        return PrecisionChoice(
+            "fp32",
+            "auto: this GPU has neither bf16 nor fp16 tensor cores, so neither helps",
+        )
     if device.type != "cpu":
         return PrecisionChoice("fp32", f"auto: fp32 on {device.type}")
     if not cpu_supports_bf16():
@@ -98,8 +113,8 @@ def choose_precision(
 
 
 def resolve_precision(precision: str, device: torch.device | str) -> str:
-    """ "auto" without a measurement: bf16 on GPUs with bf16, fp32 on CPUs (see `choose_precision`,
-    which training uses to measure a CPU with bf16 instructions)."""
+    """ "auto" without a measurement: bf16 or fp16 on GPUs by their tensor cores, fp32 on CPUs (see
+    `choose_precision`, which training uses to measure a CPU with bf16 instructions)."""
     return choose_precision(precision, device).precision
 
 
@@ -130,7 +145,8 @@ def _measured_reason(seconds: dict, when: str) -> str:
 
 
 def autocast_context(device: torch.device | str, precision: str):
-    """bf16 autocast for matrix multiplies; a no-op context for fp32."""
-    if precision == "bf16":
-        return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+    """bf16 or fp16 autocast for matrix multiplies; a no-op context for fp32."""
+    dtype = AUTOCAST_DTYPES.get(precision)
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=torch.device(device).type, dtype=dtype)

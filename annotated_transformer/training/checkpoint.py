@@ -211,7 +211,7 @@ def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
     merged = {
         key: value
         for key, value in newest.items()
-        if key not in ("optimizer", "scheduler", "rng", "model")
+        if key not in ("optimizer", "scheduler", "scaler", "rng", "model")
     }
     merged["model"] = average_state_dicts(c["model"] for c in checkpoints)
     merged["averaged_from"] = [p.name for p in paths]

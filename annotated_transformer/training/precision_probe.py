@@ -4,7 +4,8 @@
 model shape; on a CPU with bf16 instructions it needs a *probe* that times one training step in
 both precisions. The probe lives here rather than beside it because it runs this package's forward
 and loss on the run's first batch, which the runtime layer below cannot import. Under DDP every
-rank must compute alike, so a single rank that chose fp32 makes every rank use fp32.
+rank must compute alike (fp16 alone scales its gradients), so where ranks choose differently all of
+them take the one every rank computes in: fp32 before fp16 before bf16.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from ..runtime.precision import PrecisionChoice, choose_precision
 from .probe_timing import time_alternately
 from .settings import TrainSettings
 from .teacher_forcing import batch_loss
+
+# Where ranks choose differently, the later wins: a GPU with bf16 computes fp16 too, and every
+# device fp32.
+BY_REACH = ("bf16", "fp16", "fp32")
 
 
 def run_shape(model: nn.Module, settings: TrainSettings) -> dict:
@@ -93,8 +98,10 @@ def training_precision(
         ),
         shape=run_shape(model, settings),
     )
-    if context.is_distributed:  # every rank must compute alike: fp32 if any rank says so
-        any_fp32 = max_over_ranks(int(choice.precision == "fp32"), context)
-        if any_fp32 and choice.precision != "fp32":
-            choice = PrecisionChoice("fp32", choice.reason + "; another rank chose fp32")
+    if context.is_distributed:  # every rank must compute alike
+        common = BY_REACH[max_over_ranks(BY_REACH.index(choice.precision), context)]
+        if common != choice.precision:
+            choice = PrecisionChoice(
+                common, choice.reason + f"; another rank chose {common}"
+            )
     return choice

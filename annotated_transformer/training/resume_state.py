@@ -1,10 +1,11 @@
 """What a resume checkpoint (`last.pt`) holds beyond the weights, and which runs may continue from it.
 
 A resumed run must end bit-identical to one that never stopped, so `last.pt` holds the optimizer,
-the schedule, every RNG state and the position in the data (`TrainingProgress`). It also refuses,
-by name, whatever would make the continuation a different run: another model, another tokenizer,
-settings that shape the batches or the schedule, another number of micro-batches per step. A
-refused resume changes nothing; an accepted one restores everything.
+the schedule, the fp16 gradient scaler's factor, every RNG state and the position in the data
+(`TrainingProgress`). It also refuses, by name, whatever would make the continuation a different
+run: another model, another tokenizer, settings that shape the batches or the schedule, another
+number of micro-batches per step. A refused resume changes nothing; an accepted one restores
+everything.
 """
 
 from __future__ import annotations
@@ -39,10 +40,12 @@ def resume_state(
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     progress: TrainingProgress,
     micro_batches_per_step: int,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> dict:
     """The resume checkpoint: a snapshot (weights and what they need) plus everything needed to
-    continue this run exactly."""
-    return {
+    continue this run exactly. The gradient scaler's state is kept only where it is enabled (fp16):
+    bf16 and fp32 checkpoints stay as they were."""
+    state = {
         **snapshot,
         "kind": "resume",
         "optimizer": optimizer.state_dict(),
@@ -51,6 +54,9 @@ def resume_state(
         "progress": asdict(progress),
         "micro_batches_per_step": micro_batches_per_step,
     }
+    if scaler is not None and scaler.is_enabled():
+        state["scaler"] = scaler.state_dict()
+    return state
 
 
 def check_resumable(
@@ -107,11 +113,17 @@ def restore_resume_state(
     model: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> TrainingProgress:
-    """Load a checked resume state into the run's objects and the RNGs; returns where the run was."""
+    """Load a checked resume state into the run's objects and the RNGs; returns where the run was.
+
+    An enabled scaler (fp16) takes the saved factor where there is one; a checkpoint without it (an
+    older one, or one trained in bf16 or fp32: precision may change on resume) starts it afresh."""
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
+    if scaler is not None and scaler.is_enabled() and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
     progress = TrainingProgress(**state["progress"])
     restore_rng_state(state["rng"])
     return progress

@@ -86,7 +86,9 @@ class TrainSettings:
     # "wall": minutes on the clock; "cpu": CPU time of this process divided by its threads
     budget_clock: str = "wall"
     # engineering
-    precision: str = "auto"  # "auto", "bf16" or "fp32"
+    # "auto" (bf16 or fp16 on GPUs by their tensor cores, fp32 or measured on CPUs:
+    # runtime.precision), "bf16", "fp16" (autocast with a gradient scaler) or "fp32"
+    precision: str = "auto"
     # torch.compile of the model and the loss: True, False, or "auto" (measured on a CPU: runtime.compiling)
     compile: bool | str = False
     # the batches' order (and, through `fit`, the initial weights and dropout)

@@ -8,7 +8,8 @@ the loop that calls them, then saves. What it adds to the paper makes a run trus
   and the seed alone, so one process with accumulation N and N processes (DDP) take the same step;
 - the loss of a step is summed over the global batch's target tokens and divided by their count, so
   micro-batches of different sizes weigh exactly as in one big batch;
-- bf16 autocast where the hardware computes in bf16 (`precision_probe`; the loss stays in float32);
+- bf16 autocast where the hardware computes in bf16, fp16 autocast with a gradient scaler on GPUs
+  with fp16 tensor cores only (`precision_probe`; the loss stays in float32);
 - torch.compile of the model and the loss when asked, or where "auto" measures that it pays on this
   machine (`compile_probe`);
 - a resume checkpoint after every snapshot and on Ctrl-C / SIGTERM, holding everything down to the RNG
@@ -169,6 +170,13 @@ class Trainer:
             real_rows_only=on_cpu and settings.compile is not True,
         )
         self.precision, self.precision_reason = choice.precision, choice.reason
+        # fp16 rounds gradients below 6e-8 to zero, so the loss is multiplied by a large factor
+        # before backward and the gradients divided by it before the update; a step whose gradients
+        # overflowed is skipped and the factor halved. Disabled (bf16, fp32), every call of the
+        # scaler is a no-op: scale() returns its input, step() calls optimizer.step().
+        self.scaler = torch.amp.GradScaler(
+            self.device.type, enabled=self.precision == "fp16"
+        )
         # "auto" on a CPU times this model's own step eager and compiled, in that precision.
         compiling = training_compile(
             model,
@@ -222,7 +230,7 @@ class Trainer:
                     loss_fn=self.loss_fn,
                 )
                 # The logits' storage now holds their gradient (inplace_backward) and is freed with the graph.
-                (parts.loss * scale).backward()
+                self.scaler.scale(parts.loss * scale).backward()
             sums += torch.stack(
                 [
                     parts.loss.detach().double(),
@@ -231,10 +239,17 @@ class Trainer:
                 ]
             )
         if self.settings.clip_norm is not None:
+            # the true gradients are clipped, not the fp16 scaler's multiples of them
+            self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(
                 self.model.parameters(), self.settings.clip_norm
             )
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        # The schedule moves on every step, also one the fp16 scaler skipped: it counts global
+        # batches, not updates, so the learning rate at each step is the paper's, and a skipped
+        # step (a few at the start while the scaler finds its factor, then rarely) is one update
+        # the run does without.
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return sums
@@ -404,6 +419,7 @@ class Trainer:
             self.scheduler,
             self.progress,
             self.micro_batches_per_step,
+            self.scaler,
         )
 
     def load_state_dict(self, state: dict, source: str = "the checkpoint") -> None:
@@ -418,7 +434,7 @@ class Trainer:
             micro_batches_per_step=self.micro_batches_per_step,
         )
         self.progress = restore_resume_state(
-            state, self.model, self.optimizer, self.scheduler
+            state, self.model, self.optimizer, self.scheduler, self.scaler
         )
 
     def resume_from(self, path: str | os.PathLike) -> None:

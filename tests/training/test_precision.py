@@ -1,11 +1,12 @@
-"""Precision "auto": asked values are kept, a CPU without bf16 instructions gets fp32 unmeasured, a
-CPU with them gets the faster of two timed steps (cached), and measuring changes nothing of a run."""
+"""Precision "auto": asked values are kept, a GPU gets what its tensor cores compute in, a CPU
+without bf16 instructions gets fp32 unmeasured, a CPU with them gets the faster of two timed steps
+(cached), and measuring changes nothing of a run."""
 
 import pytest
 import torch
 
 from annotated_transformer.runtime import precision as P
-from tests.support.training import make_trainer, tiny_profile
+from tests.support.training import VOCAB, make_trainer, tiny_profile
 
 
 @pytest.fixture
@@ -18,7 +19,7 @@ def never(*_):
     raise AssertionError("the probe must not run here")
 
 
-@pytest.mark.parametrize("asked", ["fp32", "bf16"])
+@pytest.mark.parametrize("asked", ["fp32", "bf16", "fp16"])
 def test_an_asked_precision_is_kept(asked):
     choice = P.choose_precision(asked, "cpu", probe=never)
     assert choice.precision == asked and choice.reason == "as asked"
@@ -26,7 +27,71 @@ def test_an_asked_precision_is_kept(asked):
 
 def test_an_unknown_precision_is_refused():
     with pytest.raises(ValueError, match="precision must be one of"):
-        P.choose_precision("fp16", "cpu")
+        P.choose_precision("fp8", "cpu")
+
+
+@pytest.mark.parametrize(
+    "capability, bf16_supported, chosen",
+    [
+        ((9, 0), True, "bf16"),  # H100
+        ((8, 0), True, "bf16"),  # A100
+        ((7, 5), True, "fp16"),  # T4: torch emulates bf16 there and says yes
+        ((7, 5), False, "fp16"),
+        ((7, 0), False, "fp16"),  # V100
+        ((6, 1), True, "fp32"),  # Pascal: no tensor cores
+        ((6, 1), False, "fp32"),
+    ],
+)
+def test_auto_on_a_gpu_follows_its_tensor_cores(
+    monkeypatch, capability, bf16_supported, chosen
+):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *_: capability)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *_, **__: bf16_supported)
+    choice = P.choose_precision("auto", "cuda", probe=never)
+    assert choice.precision == chosen and choice.reason.startswith("auto: ")
+    if chosen == "fp16":
+        assert "gradient scaler" in choice.reason
+    # a CPU's "auto" is not the GPU's: never fp16, whatever torch.cuda says
+    monkeypatch.setattr(P, "cpu_supports_bf16", lambda: False)
+    assert P.choose_precision("auto", "cpu", probe=never).precision == "fp32"
+
+
+@pytest.mark.parametrize(
+    "precision, dtype",
+    [("fp16", torch.float16), ("bf16", torch.bfloat16), ("fp32", torch.float32)],
+)
+def test_autocast_multiplies_in_the_precision(precision, dtype):
+    a = torch.randn(4, 8)
+    with P.autocast_context("cpu", precision):
+        assert (a @ a.T).dtype == dtype
+
+
+@pytest.mark.parametrize(
+    "mine, other, common",
+    [("bf16", "fp16", "fp16"), ("fp16", "fp32", "fp32"), ("fp16", "bf16", "fp16")],
+)
+def test_ranks_that_choose_differently_train_alike(monkeypatch, mine, other, common):
+    # Under DDP a rank in fp16 scales its gradients and one in bf16 does not: all take the
+    # precision every rank computes in.
+    from annotated_transformer import Transformer
+    from annotated_transformer.runtime.distributed import DistributedContext
+    from annotated_transformer.training import precision_probe
+
+    reach = precision_probe.BY_REACH.index
+    monkeypatch.setattr(
+        precision_probe, "max_over_ranks", lambda value, _: max(value, reach(other))
+    )
+    profile = tiny_profile(precision=mine)
+    choice = precision_probe.training_precision(
+        Transformer(profile.model_config(), VOCAB, VOCAB),
+        profile.train_settings(),
+        None,
+        None,
+        DistributedContext(rank=0, world_size=2),
+        real_rows_only=True,
+    )
+    assert choice.precision == common
+    assert ("another rank chose" in choice.reason) is (common != mine)
 
 
 def test_a_cpu_without_bf16_instructions_gets_fp32_unmeasured(monkeypatch, cache):

@@ -177,6 +177,84 @@ def test_interrupted_and_resumed_run_ends_bit_identical(tmp_path):
         assert torch.equal(a, b), f"{name} differs after resume"
 
 
+def eager_scaler() -> torch.amp.GradScaler:
+    """A scaler that grows its factor every step, so gradients overflow every other step or so
+    and its state (factor, growth count) changes along the run, as over a long real one."""
+    return torch.amp.GradScaler("cpu", growth_interval=1)
+
+
+def test_fp16_trains_through_a_gradient_scaler_that_skips_overflowed_steps(tmp_path):
+    trainer = make_trainer(
+        tiny_profile(
+            precision="fp16", max_steps=30, peak_lr=5e-3, dropout=0.0, clip_norm=1.0
+        ),
+        tmp_path,
+    )
+    assert trainer.scaler.is_enabled() and trainer.precision_reason == "as asked"
+    trainer.scaler = eager_scaler()
+    factors = []
+    trainer.on_step = lambda t: factors.append(t.scaler.get_scale())
+    before = trainer.validate()["loss"]
+    result = trainer.train()
+    # Overflowed steps were skipped (the factor fell) without stopping the run: the loss the
+    # divergence check reads is the unscaled one, finite; the schedule moved on every step.
+    assert any(b < a for a, b in zip(factors, factors[1:]))
+    assert result.progress.step == 30 and trainer.scheduler.last_epoch == 30
+    assert math.isfinite(result.valid["loss"]) and result.valid["loss"] < before - 0.3
+    assert torch.load(tmp_path / "last.pt", weights_only=True)["scaler"]["scale"] > 1
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_bf16_and_fp32_steps_take_no_scaler(tmp_path, precision):
+    # A disabled GradScaler hands every call straight through (scale returns its input, step
+    # calls optimizer.step), so these steps are the ones before fp16 existed.
+    trainer = make_trainer(tiny_profile(precision=precision, max_steps=1), tmp_path)
+    assert not trainer.scaler.is_enabled()
+    loss = torch.ones(())
+    assert trainer.scaler.scale(loss) is loss
+    trainer.train()
+    assert "scaler" not in torch.load(tmp_path / "last.pt", weights_only=True)
+
+
+def test_an_interrupted_fp16_run_resumes_bit_identical_scaler_included(tmp_path):
+    profile = tiny_profile(precision="fp16")
+    uninterrupted = make_trainer(profile, tmp_path / "straight")
+    uninterrupted.scaler = eager_scaler()
+    uninterrupted.train()
+
+    def interrupt_at_step_5(trainer):
+        if trainer.progress.step == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    first = make_trainer(profile, tmp_path / "stopped", on_step=interrupt_at_step_5)
+    first.scaler = eager_scaler()
+    assert first.train().progress.step == 5
+    assert (
+        first.scaler.get_scale() != 2.0**16
+    )  # the factor moved: resuming must restore it
+
+    second = make_trainer(profile, tmp_path / "stopped", model_seed=99)
+    second.resume_from(
+        tmp_path / "stopped" / "last.pt"
+    )  # a default scaler takes the saved one
+    assert second.scaler.state_dict() == first.scaler.state_dict()
+    second.train()
+    for (name, a), (_, b) in zip(
+        uninterrupted.model.state_dict().items(), second.model.state_dict().items()
+    ):
+        assert torch.equal(a, b), f"{name} differs after resume"
+
+
+def test_a_checkpoint_without_scaler_state_resumes_in_fp16(tmp_path):
+    # An older last.pt, or one trained in fp32 (precision may change on resume), has no scaler
+    # state: the fp16 run starts its scaler afresh.
+    make_trainer(tiny_profile(max_steps=2), tmp_path).train()
+    resumed = make_trainer(tiny_profile(precision="fp16", max_steps=4), tmp_path)
+    resumed.resume_from(tmp_path / "last.pt")
+    assert resumed.scaler.get_scale() == 2.0**16
+    assert resumed.train().progress.step == 4
+
+
 def test_time_budget_stops_the_run(tmp_path):
     trainer = make_trainer(
         tiny_profile(max_steps=None, time_budget_minutes=1e-6), tmp_path
