@@ -479,7 +479,8 @@ class Profile:
     # time the run would take alone on that many cores: fair on a machine shared with other jobs.
     budget_clock: str = "wall"
     # engineering
-    # "auto": bf16 where the hardware has it, else fp32; or "bf16", "fp32"
+    # "auto": bf16 where the hardware has it, fp16 on a GPU without it, else fp32; or "bf16",
+    # "fp16", "fp32" (runtime.precision)
     precision: str = "auto"
     # torch.compile the model and loss: True, False, or "auto" (on a CPU, measured on the run's own
     # step and taken where it pays: runtime.compiling)

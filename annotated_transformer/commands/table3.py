@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device",
         default="auto",
         help="where every job trains: auto (a GPU when visible), cpu, cuda, cuda:1 ...; the "
-        "precision is what auto means there (bf16 on a GPU with it, fp32 on a CPU)",
+        "precision is what auto means there (bf16 on a GPU with it, fp16 on one without, fp32 on a CPU)",
     )
     parser.add_argument(
         "--workers",

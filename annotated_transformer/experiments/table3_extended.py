@@ -14,7 +14,7 @@ second invocation with more `--epochs` or more seeds adds to the run and retrain
 The rows, scale, warm-up, peak rate, batches and vocabulary are the profile's Table 3 settings
 (`variations.row_config` and `row_settings`), the chapter's own, so both runs differ only in epochs.
 Every job trains on the run's device in the one precision "auto" means there without timing (bf16 on
-a GPU with it, fp32 on a CPU), so the rows of one table never differ in precision; the folder records
+a GPU with it, fp16 on one without, fp32 on a CPU), so the rows of one table never differ in precision; the folder records
 that precision and refuses to continue under another. Rows train eager: each row-epoch builds its
 trainer afresh, and a compile of tens of seconds per model shape costs more than an epoch of these
 small models (issue 49's measurement on an H100 is in results/gpu/README.md).
