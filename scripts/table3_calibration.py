@@ -93,6 +93,7 @@ def main() -> None:
     pairs = len(data.train) if whole else max(1, round(len(data.train) * args.epochs))
     started = time.perf_counter()
     runs = []
+    plan = []
     for candidate in args.candidate:
         warmup, peak = candidate.split(":")
         tried = profile.replace(
@@ -103,7 +104,7 @@ def main() -> None:
                 ),
             )
         )
-        plan = [
+        plan += [
             dict(
                 row=row,
                 seed=1,
@@ -112,23 +113,23 @@ def main() -> None:
                 curve_points=4,
                 corpus="full" if whole else "part",
                 norm_position=args.norm_position,
+                profile=tried,
             )
             for row in ROWS
         ]
-        for run in variations.train_rows(
-            plan,
-            data,
-            tried,
-            workers=args.workers,
-            data_dir=args.data_dir,
-            device=device,
-        ):
-            record = run.to_dict() | {"warmup_steps": int(warmup), "peak_lr": float(peak)}
-            runs.append(record | {"candidate": candidate})
-            print(
-                f"{candidate} {run.row}: ppl {run.ppl:.1f} in {run.train_s:.0f} s",
-                flush=True,
-            )
+    # every candidate's runs in one pool, so that the workers start once
+    for run in variations.train_rows(
+        plan, data, profile, workers=args.workers, data_dir=args.data_dir, device=device
+    ):
+        # base, C1 and C3 have base's width, so each trains at its candidate's own peak
+        candidate = f"{run.warmup_steps}:{run.peak_lr:g}"
+        runs.append(run.to_dict() | {"candidate": candidate})
+        print(
+            f"{candidate} {run.row}: ppl {run.ppl:.1f} in {run.train_s:.0f} s", flush=True
+        )
+    args.candidate = [
+        f"{int(c.split(':')[0])}:{float(c.split(':')[1]):g}" for c in args.candidate
+    ]
     by = {(r["candidate"], r["row"]): r["ppl"] for r in runs}
     met = [c for c in args.candidate if by[c, "C3"] <= by[c, "C1"]]
     best_base = min(args.candidate, key=lambda c: by[c, "base"])

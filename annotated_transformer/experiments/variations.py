@@ -321,7 +321,8 @@ def train_rows(
     """Train every job of `plan`, yielding each `RowRun` as it finishes (in any order).
 
     A job is `train_row`'s keywords (row, seed, epochs, and corpus and train_pairs where not the
-    whole split) plus "bleu": whether to translate the BLEU sentences. With workers > 1, that many
+    whole split; profile where its Table 3 settings differ) plus "bleu": whether to translate the
+    BLEU sentences. With workers > 1, that many
     processes of one thread each train rows side by side (each prepares the same data from the
     tokenizer cache once): on a CPU, models this small keep one core busy but gain little from a
     second thread, so two processes do about twice the work of one; on a GPU the processes share it,
@@ -333,7 +334,9 @@ def train_rows(
         job = dict(job)
         scored = job.pop("bleu", False)
         return job | {
-            "profile": profile,
+            # a job may name a profile of its own Table 3 settings (a calibration's candidate);
+            # its data must be `profile`'s
+            "profile": job.get("profile", profile),
             "device": str(device),
             "bleu_sources": list(bleu_sources) if scored else [],
             "bleu_references": list(bleu_references) if scored else [],

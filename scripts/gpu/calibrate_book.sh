@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# What sizes the `gpu` book's chapters 06 and 07, and fp16 against bf16, measured on one GPU in one
+# call (issue 49). Each step writes its own folder under runs/gpu-calibration/ and, when $OUT is set
+# (the device machine's folder that comes back), a tarball of it there, so a call cut short still
+# returns every step it finished:
+#
+#   1. table3_costs: Table 3's row-epoch at the gpu scale, the same five jobs (base, C1, C3 and big
+#      on the whole corpus, base on dropout's small one) in one process, then in four that share
+#      the GPU: seconds per row-epoch and the throughput of processes side by side.
+#   2. table3_calibration: warm-up and peak chosen on base's validation perplexity at the gpu scale
+#      after two epochs (scripts/table3_calibration.py, rule in its docstring), four processes
+#      sharing the GPU.
+#   3. fp16: the gpu recipe's first 1,000 steps in fp16 with a gradient scaler (seed 1) beside bf16
+#      (seeds 1 and 2: the seed-to-seed spread is the noise fp16 is judged against), eager, three
+#      processes sharing the GPU.
+#   4. parser_epochs: three epochs of the gpu profile's parser recipe on all the training trees,
+#      seconds per epoch and dev F1 (parser-curve --device).
+#
+#   AT_DATA_DIR=/path/to/data bash scripts/gpu/calibrate_book.sh [STEP ...]
+#
+# PROFILE (default gpu), DEVICE (default cuda) and QUICK=1 (a few steps of each, for a check on a
+# CPU before the GPU's minutes are spent) change what it runs.
+set -uo pipefail
+export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
+python=${PYTHON:-python3}
+profile=${PROFILE:-gpu}
+device=${DEVICE:-cuda}
+quick=${QUICK:-0}
+root=runs/gpu-calibration
+mkdir -p "$root"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(table3_costs table3_calibration fp16 parser_epochs)
+
+pack() {  # step: its folder into $OUT/<step>.tgz
+  if [ -n "${OUT:-}" ]; then
+    tar -czf "$OUT/$1.tgz" -C "$root" "$1" && echo "[$1] packed into \$OUT/$1.tgz"
+  fi
+}
+
+timed() {  # step, command...: run it with its log and wall time in the step's folder
+  local step=$1
+  shift
+  local started=$(date +%s%N)
+  "$@" > "$root/$step/log.txt" 2>&1
+  local status=$? ms=$(( ($(date +%s%N) - started) / 1000000 ))
+  echo "{\"step\": \"$step\", \"command\": \"$*\", \"status\": $status, \"wall_ms\": $ms}" \
+    >> "$root/$step/walls.jsonl"
+  tail -3 "$root/$step/log.txt"
+  return $status
+}
+
+table3_costs() {
+  local d=$root/table3_costs epochs=1
+  mkdir -p "$d"
+  local rows=(base C1 C3 big)
+  [ "$quick" = 1 ] && rows=(base C1)
+  for workers in 1 4; do
+    # the same jobs, so the two walls compare the processes, not the rows
+    timed table3_costs $python -m annotated_transformer table3 --profile "$profile" \
+      --device "$device" --epochs $epochs --small-epochs 1 --seeds 1 --rows "${rows[@]}" \
+      --workers $workers --out "$d/workers_$workers" || return 1
+    mv "$d/log.txt" "$d/log_workers_$workers.txt"
+    # the checkpoints are not needed to read the costs
+    find "$d/workers_$workers" -name "*.pt" -delete
+  done
+}
+
+table3_calibration() {
+  local d=$root/table3_calibration epochs=2
+  mkdir -p "$d"
+  [ "$quick" = 1 ] && epochs=1
+  # around the cpu profile's choice (warm-up 200, peak 4e-3 at d_model 64), its peak moved to
+  # d_model 256 by the paper's d_model^-0.5 (2e-3), warm-ups under the ~270 steps of two epochs
+  timed table3_calibration $python scripts/table3_calibration.py --profile "$profile" \
+    --device "$device" --workers 4 --epochs $epochs \
+    --candidate 100:2e-3 --candidate 200:2e-3 --candidate 100:4e-3 --candidate 100:1e-3 \
+    --out "$d/calibration.json"
+}
+
+fp16() {
+  local d=$root/fp16 steps=1000
+  mkdir -p "$d"
+  [ "$quick" = 1 ] && steps=20
+  # the shared tokenizer once, before three runs race for its cache
+  $python -c "from annotated_transformer.data import tokenizer_for_corpus as t; t('multi30k', 8000)" || return 1
+  local pids=()
+  for run in fp16:1 bf16:1 bf16:2; do
+    local precision=${run%:*} seed=${run#*:}
+    OMP_NUM_THREADS=4 $python -m annotated_transformer train --profile "$profile" \
+      --device "$device" --precision "$precision" --seed "$seed" --max-steps $steps \
+      --minutes 30 --no-compile --no-eval --log-every 25 --eval-every 250 \
+      --save-every-steps $steps --out "$d/${precision}_seed$seed" \
+      > "$d/log_${precision}_seed$seed.txt" 2>&1 &
+    pids+=($!)
+  done
+  local status=0
+  for p in "${pids[@]}"; do wait "$p" || status=1; done
+  find "$d" -name "*.pt" -delete
+  tail -n 2 "$d"/log_*.txt
+  return $status
+}
+
+parser_epochs() {
+  local d=$root/parser_epochs epochs=3
+  mkdir -p "$d"
+  # the gpu profile's parser recipe (profiles.py, chapter 07's sizes): 3 layers at d_model 256,
+  # dropout 0.2, 4,096-token batches, warm-up 800
+  local recipe=(--shares 1 --layers 3 --d-model 256 --heads 4 --dropout 0.2 --batch-tokens 4096)
+  if [ "$quick" = 1 ]; then
+    epochs=1 recipe=(--shares 0.05 --layers 1 --d-model 32 --heads 2 --dropout 0.2 --batch-tokens 1024)
+  fi
+  timed parser_epochs $python -m annotated_transformer parser-curve --device "$device" \
+    "${recipe[@]}" --warmup 800 --min-epochs $epochs --max-epochs $epochs --out "$d/run"
+  find "$d" -name "*.pt" -delete
+}
+
+status=0
+for step in "${steps[@]}"; do
+  echo "[$step] $(date -u +%H:%M:%S)"
+  "$step" || { echo "[$step] failed"; status=1; }
+  pack "$step"
+done
+exit $status
