@@ -220,8 +220,9 @@ assert big["flops_en_de"] < ensembles["flops_en_de"].min() / 3
 # The numbers of the paper that the book measures, one table per task. Each table has a row for
 # the paper, quoted; a row for the profile being executed (e.g. "cpu run"), with what this
 # profile's runs wrote to `results/<profile>/`; and rows for the committed results of the large
-# runs ("gpu run", "paper run"). A dash means that no run of that profile has written the file
-# yet. The column "measured on" names, row by row, the data, the size of the model and, for
+# runs ("gpu run", "paper run"), read from the profile's committed book run
+# (`results/book_gpu/`) where its chapters have run, else from its other committed runs
+# (`results/gpu/`). A dash means that no run of that profile has written the file yet. The column "measured on" names, row by row, the data, the size of the model and, for
 # speed, the hardware behind the row's numbers, read from the same results files. The paper
 # measured its base model on WMT14; the `smoke`, `cpu` and `gpu` profiles train much smaller
 # models on Multi30k (the column gives their sizes), so their rows test the pipeline and do not
@@ -241,7 +242,7 @@ shown = [profile_name] + [p for p in summary.COMMITTED_PROFILES if p != profile_
 for claim in summary.CLAIMS:
     row = claims_table[claims_table["claim"] == claim.label].iloc[0]
     for prof in shown:
-        missing = not summary.files_of(claim, prof)
+        missing = not summary.files_of(claim, prof, executing=profile_name)
         assert (row[summary.profile_column(prof)] == summary.NOT_RUN) == missing, (
             claim.label,
             prof,
@@ -267,12 +268,25 @@ else:
 #
 # The book runner records each chapter's status and wall time in
 # `results/<profile>/book_run.json`. It executes this introduction last, so the table covers the
-# other chapters of the current run (this page's own time appears from the next run on).
+# other chapters of the current run (this page's own time appears from the next run on). Beside
+# it stand the committed runs of the profiles CI cannot rerun: the `gpu` book, executed chapter
+# by chapter on one GPU and committed in `results/book_gpu/` (its pages close this site). Each
+# column names its profile and hardware and gives each chapter's wall time in seconds; a dash
+# marks a chapter that run has not reached yet.
 
 # %%
 record = results.read_result("book_run", profile_name)
+committed_runs = summary.committed_book_runs(profile_name)
 if record is None:
     print(f"No book run recorded for profile {profile_name!r} yet.")
 else:
-    print(f"profile {profile_name}: {results.describe_provenance(record)}")
-    viz.show_table(summary.book_run_table(record), **{"wall time (s)": "{:,.1f}"})
+    print(f"{profile_name}, this run: {results.describe_provenance(record)}")
+for name, run in committed_runs.items():
+    print(f"{name}, committed in results/book_{name}/: {summary.describe_book_run(run)}")
+if record is not None or committed_runs:
+    runs_table = summary.book_run_table(record, committed_runs, profile=profile_name)
+    viz.show_table(
+        runs_table,
+        na_rep=summary.SHOWN_NOT_RUN,
+        **{column: "{:,.1f}" for column in runs_table.columns[1:]},
+    )

@@ -87,9 +87,11 @@ class ChapterRun:
     wall_time_s: float
     error: str | None = None
     cell_index: int | None = None
+    # The files of results/<profile>/ it wrote (relative to that folder), once it is published.
+    results: list[str] | None = None
 
     def to_dict(self) -> dict:
-        return {
+        entry = {
             "status": self.status,
             "wall_time_s": round(self.wall_time_s, 2),
             "error": self.error,
@@ -97,6 +99,9 @@ class ChapterRun:
             "notebook": str(self.notebook),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
+        if self.results is not None:
+            entry["results"] = self.results
+        return entry
 
 
 class ChapterFailed(RuntimeError):
@@ -284,11 +289,16 @@ def _record_chapter(
     """Write this chapter's entry into results/<profile>/book_run.json (others keep theirs).
 
     A chapter that did not succeed keeps, under "published", the good run whose notebook and
-    results are still in place (none when it never succeeded)."""
+    results are still in place (none when it never succeeded). Each entry names its commit and
+    hardware, so that entries of runs on different machines can be merged into one record
+    (`committed.import_run`)."""
     old = results.read_result(RECORD, profile, results_dir)
     chapters = dict((old or {}).get("metrics", {}).get("chapters", {}))
-    commit = results.provenance(device).get("git_commit")
-    entry = {**run.to_dict(), "git_commit": commit}
+    prov = results.provenance(device)
+    entry = {
+        **run.to_dict(),
+        **{k: prov.get(k) for k in ("git_commit", "git_dirty", "device", "device_name")},
+    }
     if run.status != "ok":
         before = chapters.get(run.chapter) or {}
         entry["published"] = (
@@ -567,7 +577,13 @@ def run_book(
             return book
         if build:
             book.site = build_book_site(
-                executed_dir, html_dir, profile, root=root, log=log, notes=book.notes
+                executed_dir,
+                html_dir,
+                profile,
+                root=root,
+                log=log,
+                notes=book.notes,
+                results_dir=results_dir,
             )
     return book
 
@@ -580,12 +596,21 @@ def build_book_site(
     root: Path | None = None,
     log=print,
     notes: list[str] | None = None,
+    results_dir: Path | None = None,
 ) -> SiteBuild:
-    """The site from a profile's executed notebooks: the book's sources staged beside them, chapter
-    08's live translation (its export and onnxruntime-web), then Jupyter Book. The one way `book`
-    and the tests build it, so a test's site is the reader's."""
+    """The site from a profile's executed notebooks: the book's sources staged beside them, the
+    committed runs of other profiles in `results_dir` (default: the results root) as parts of
+    their own, chapter 08's live translation (its export and onnxruntime-web), then Jupyter Book.
+    The one way `book` and the tests build it, so a test's site is the reader's."""
     notes = notes if notes is not None else []
-    stage_site(executed_dir, root=root, log=log, notes=notes)
+    stage_site(
+        executed_dir,
+        root=root,
+        log=log,
+        notes=notes,
+        profile=profile,
+        results_dir=results_dir,
+    )
     for note in live_page.stage_for_site(executed_dir, profile, book_root(root)):
         log(f"site: {note}")
         notes.append(note)
@@ -632,9 +657,17 @@ def _run_chapter(
         with deferred_interrupts():
             if run.status == "ok":
                 run.notebook = published
-                # The record's entry is written into the staged results, then the notebook,
-                # the results and the record are published together.
+                # The record's entry (naming the results files the chapter wrote) is written
+                # into the staged results, then the notebook, the results and the record are
+                # published together.
                 try:
+                    run.results = [
+                        dest.relative_to(results_dir / profile).as_posix()
+                        for dest, _ in changed_results(
+                            staging / "results", results_dir, profile
+                        )
+                        if dest != results.results_path(RECORD, profile, results_dir)
+                    ]
                     record(run, staging / "results")
                     with publication() as together:
                         for dest, staged in changed_results(

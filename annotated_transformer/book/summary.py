@@ -26,6 +26,20 @@ NOT_RUN = "not run yet"
 COMMITTED_PROFILES = ("gpu", "paper")
 
 
+def result_folders(
+    profile: str,
+    executing: str | None = None,
+    committed: Iterable[str] = COMMITTED_PROFILES,
+) -> list[str]:
+    """The results root's folders a profile's column reads, first one first. The executing
+    profile: its own folder (`cpu`), what this run wrote. A committed one: its committed book run
+    (`book_gpu`, see `committed`), then its other committed records (`gpu`: the recipe runs), so
+    that the book run's chapters speak for the profile wherever they have run."""
+    if profile != executing and profile in tuple(committed):
+        return [f"book_{profile}", profile]
+    return [profile]
+
+
 @dataclass(frozen=True)
 class Claim:
     """One number of the paper and where ours is written.
@@ -337,36 +351,47 @@ def finding_cell(metrics: dict, name: str) -> str | None:
 
 
 def _records(
-    claim: Claim, profile: str, root, cache: dict
+    claim: Claim, folders: Iterable[str], root, cache: dict
 ) -> list[tuple[str, dict | None]]:
-    """(stem, record or None) for each results file the claim may read, in its order."""
+    """(stem, record or None) for each results file the claim may read, in its order: every
+    file of the first folder, then of the next (`result_folders`)."""
     found = []
-    for stem in claim.results:
-        if stem.endswith("*"):
-            if (stem, profile) not in cache:
-                cache[stem, profile] = [
-                    (r["name"], r)
-                    for r in list_results(profile, root)
-                    if str(r.get("name", "")).startswith(stem[:-1])
-                ]
-            found += cache[stem, profile]
-        else:
-            if (stem, profile) not in cache:
-                cache[stem, profile] = read_result(stem, profile, root)
-            found.append((stem, cache[stem, profile]))
+    for folder in folders:
+        for stem in claim.results:
+            if stem.endswith("*"):
+                if (stem, folder) not in cache:
+                    cache[stem, folder] = [
+                        (r["name"], r)
+                        for r in list_results(folder, root)
+                        if str(r.get("name", "")).startswith(stem[:-1])
+                    ]
+                found += cache[stem, folder]
+            else:
+                if (stem, folder) not in cache:
+                    cache[stem, folder] = read_result(stem, folder, root)
+                found.append((stem, cache[stem, folder]))
     return found
 
 
 def files_of(
-    claim: Claim, profile: str, root: str | os.PathLike | None = None
+    claim: Claim,
+    profile: str,
+    root: str | os.PathLike | None = None,
+    *,
+    executing: str | None = None,
+    committed: Iterable[str] = COMMITTED_PROFILES,
 ) -> list[str]:
-    """The stems of the results files of `profile` that `claim` may read and that exist."""
-    return [stem for stem, r in _records(claim, profile, root, {}) if r is not None]
+    """The stems of the results files of `profile` that `claim` may read and that exist (in the
+    folders `result_folders` gives it beside the `executing` profile)."""
+    folders = result_folders(profile, executing, committed)
+    return [stem for stem, r in _records(claim, folders, root, {}) if r is not None]
 
 
-def _measured(claim: Claim, profile: str, root, cache: dict) -> tuple[str, dict | None]:
-    """The claim's cell for `profile` and the record it came from (None: no file)."""
-    records = _records(claim, profile, root, cache)
+def _measured(
+    claim: Claim, folders: list[str], root, cache: dict
+) -> tuple[str, dict | None]:
+    """The claim's cell for a profile read from `folders` and the record it came from (None: no file)."""
+    records = _records(claim, folders, root, cache)
     present = [(stem, r) for stem, r in records if r is not None]
     if not present:
         return NOT_RUN, None
@@ -417,17 +442,20 @@ def summary_table(
 ):
     """Every claim as one row, for checking: its panel, the paper's value, one column per profile
     (named by `profile_column`, e.g. "smoke run") and the chapter. Each cell is read from that
-    profile's own results file, or says "not run yet". The page shows `summary_panels` instead,
+    profile's own results file (for a committed profile, its book run's first: `result_folders`),
+    or says "not run yet". The page shows `summary_panels` instead,
     which name what each number was measured on."""
     import pandas as pd  # deferred: pandas comes with the `book` extra, not with the package
 
+    committed = tuple(committed)
     profiles = _profiles(profile, committed)
     cache: dict = {}
     rows = []
     for claim in claims:
         row = {"panel": claim.panel, "claim": claim.label, "in the paper": claim.paper}
         for prof in profiles:
-            row[profile_column(prof)] = _measured(claim, prof, root, cache)[0]
+            folders = result_folders(prof, profile, committed)
+            row[profile_column(prof)] = _measured(claim, folders, root, cache)[0]
         row["chapter"] = claim.chapter
         rows.append(row)
     columns = [
@@ -454,6 +482,7 @@ def summary_panels(
     import pandas as pd  # deferred, as in `summary_table`
 
     claims = tuple(claims)
+    committed = tuple(committed)
     cache: dict = {}
     out = []
     for panel in PANELS:
@@ -466,8 +495,9 @@ def summary_panels(
         ]
         for prof in _profiles(profile, committed):
             cells, described = {}, []
+            folders = result_folders(prof, profile, committed)
             for claim in mine:
-                text, record = _measured(claim, prof, root, cache)
+                text, record = _measured(claim, folders, root, cache)
                 cells[claim.label] = SHOWN_NOT_RUN if text == NOT_RUN else text
                 what = panel.describe(record) if record is not None else ""
                 if what and what not in described:
@@ -526,47 +556,119 @@ def dataset_of(record: dict) -> str:
     return DATASET_OF.get(name, "")
 
 
-def book_run_table(record: dict):
-    """The chapters of a `book_run` results record: status, wall time, date and commit."""
+def committed_book_runs(
+    profile: str,
+    *,
+    committed: Iterable[str] = COMMITTED_PROFILES,
+    root: str | os.PathLike | None = None,
+) -> dict[str, dict]:
+    """{profile: record} of each committed book run (`results/book_<profile>/book_run.json`)
+    of the committed profiles other than the executing `profile`."""
+    from . import committed as committed_runs
+
+    runs = {}
+    for other in committed:
+        if other != profile:
+            record = committed_runs.read_run(other, root)
+            if record is not None:
+                runs[other] = record
+    return runs
+
+
+def book_run_column(profile: str, record: dict) -> str:
+    """A run's column of `book_run_table`: its profile and hardware ("gpu: NVIDIA H100 80GB HBM3")."""
+    from . import committed as committed_runs
+
+    return f"{profile}: {committed_runs.hardware(record)}"
+
+
+def describe_book_run(record: dict) -> str:
+    """'3 chapters, run on 2026-11-27 at commit 1a2b3c4' for a book run's record."""
+    entries = record["metrics"]["chapters"].values()
+    days = sorted({(e.get("date") or "")[:10] for e in entries if e.get("date")})
+    commits = [
+        (e.get("git_commit") or "")[:7]
+        + (" (with local edits)" if e.get("git_dirty") else "")
+        for e in entries
+        if e.get("git_commit")
+    ]
+    commits = list(dict.fromkeys(commits))
+    text = f"{len(entries)} chapter{'s' * (len(entries) != 1)}"
+    if days:
+        text += f", run on {days[0]}" + (f" to {days[-1]}" if len(days) > 1 else "")
+    if commits:
+        text += f" at commit{'s' * (len(commits) > 1)} {', '.join(commits)}"
+    return text
+
+
+def book_run_table(
+    record: dict | None,
+    committed: dict[str, dict] | None = None,
+    *,
+    profile: str | None = None,
+):
+    """Each chapter's wall time in seconds, a column per book run: the executing `profile`'s
+    `record` first, then each committed run (`committed_book_runs`), every column headed with its
+    profile and hardware (`book_run_column`). A chapter that did not succeed shows its status; one
+    that a run has not reached is None (the page shows a dash)."""
     import pandas as pd  # deferred, as in `summary_table`
 
-    return pd.DataFrame(
-        [
-            {
-                "chapter": name,
-                "status": entry["status"],
-                "wall time (s)": entry["wall_time_s"],
-                "date": entry["date"][:16].replace("T", " "),
-                "commit": (entry.get("git_commit") or "")[:7],
-            }
-            for name, entry in record["metrics"]["chapters"].items()
-        ]
-    )
+    runs: dict[str, dict] = {}
+    if record is not None:
+        runs[profile or record.get("profile", "")] = record
+    for name, run in (committed or {}).items():
+        runs.setdefault(name, run)
+    columns = {name: book_run_column(name, run) for name, run in runs.items()}
+    chapters = sorted({c for run in runs.values() for c in run["metrics"]["chapters"]})
+    rows = []
+    for chapter in chapters:
+        row: dict = {"chapter": chapter}
+        for name, run in runs.items():
+            entry = run["metrics"]["chapters"].get(chapter)
+            row[columns[name]] = (
+                None
+                if entry is None
+                else entry["wall_time_s"]
+                if entry.get("status") == "ok"
+                else entry.get("status")
+            )
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["chapter", *columns.values()])
 
 
-def provenance_table(profiles: Iterable[str], root: str | os.PathLike | None = None):
-    """One row per results file of `profiles`: where and when it was measured, and how long it took."""
+def provenance_table(
+    profiles: Iterable[str],
+    root: str | os.PathLike | None = None,
+    *,
+    committed: Iterable[str] = COMMITTED_PROFILES,
+):
+    """One row per results file of `profiles` (the first the executing one; each read from the
+    folders `result_folders` gives it): where and when it was measured, and how long it took."""
     import pandas as pd  # deferred, as in `summary_table`
 
+    profiles, committed = list(profiles), tuple(committed)
     rows = []
     for prof in profiles:
-        for record in list_results(prof, root):
-            prov = record.get("provenance") or {}
-            rows.append(
-                {
-                    "profile": prof,
-                    "result": record.get("name"),
-                    "dataset": dataset_of(record),
-                    "device": prov.get("device_name") or prov.get("device"),
-                    "date": (prov.get("date") or "")[:10],
-                    "commit": (prov.get("git_commit") or "")[:7],
-                    "wall time (s)": record.get("wall_time_s"),
-                }
-            )
+        for folder in result_folders(prof, profiles[0], committed):
+            for record in list_results(folder, root):
+                prov = record.get("provenance") or {}
+                rows.append(
+                    {
+                        "profile": prof,
+                        "folder": f"results/{folder}/",
+                        "result": record.get("name"),
+                        "dataset": dataset_of(record),
+                        "device": prov.get("device_name") or prov.get("device"),
+                        "date": (prov.get("date") or "")[:10],
+                        "commit": (prov.get("git_commit") or "")[:7],
+                        "wall time (s)": record.get("wall_time_s"),
+                    }
+                )
     return pd.DataFrame(
         rows,
         columns=[
             "profile",
+            "folder",
             "result",
             "dataset",
             "device",

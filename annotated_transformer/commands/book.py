@@ -1,5 +1,5 @@
-"""`python -m annotated_transformer book`: execute the chapters and build the site, or `--sync` the
-notebooks from their sources."""
+"""`python -m annotated_transformer book`: execute the chapters and build the site, `--sync` the
+notebooks from their sources, or `--import-run` a book run returned by a GPU machine."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ..book.chapters import _print, _shown, discover_chapters, select_chapters
+from ..book.committed import import_run
 from ..book.runner import run_book
 from ..book.sync import sync_notebooks
 from ..profiles import PROFILE_NAMES
@@ -67,6 +68,15 @@ def add_arguments(parser) -> None:
         action="store_true",
         help="only rewrite book/*.ipynb from book/*.py (no outputs) and exit",
     )
+    parser.add_argument(
+        "--import-run",
+        metavar="RUN",
+        help="only copy a returned run of --profile (a chapters_NN-NN.tgz of "
+        "scripts/gpu/run_chapters.sh, or the folder it unpacks to) into "
+        "results/book_<profile>/ (under --results-dir when given): its notebooks, results "
+        "files and book_run.json entries, chapter by chapter; a chapter whose committed entry "
+        "is newer is refused, and nothing is deleted",
+    )
 
 
 def run(args) -> int:
@@ -78,6 +88,13 @@ def run(args) -> int:
             ):
                 _print(f"wrote {_shown(path)}")
             return 0
+        if args.import_run:
+            report = import_run(
+                args.import_run, args.profile, results_dir=args.results_dir
+            )
+            if not report.imported and not report.unchanged:
+                _print(f"import: nothing taken into {_shown(report.target)}")
+            return 0 if report.ok else 1
         parameters = dict(_parse_param(p) for p in args.param)
         book = run_book(
             args.profile,

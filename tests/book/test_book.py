@@ -7,6 +7,7 @@ import html
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -258,6 +259,9 @@ def test_book_run_is_recorded_with_provenance(smoke_book):
         assert entry["status"] == "ok", entry["error"]
         assert entry["wall_time_s"] == round(chapters[name].wall_time_s, 2) > 0
         assert entry["notebook"] == str(chapters[name].notebook)
+        assert entry["device"] == record["provenance"]["device"] and entry["device_name"]
+    # Each entry names the results files its chapter wrote (what `book --import-run` takes).
+    assert "attention.json" in record["metrics"]["chapters"]["01_attention"]["results"]
     for key in ("git_commit", "torch", "device", "date"):
         assert key in record["provenance"]
 
@@ -354,6 +358,52 @@ def test_site_builds_without_missing_pages(smoke_book):
     assert (
         "cdn.jsdelivr.net/npm/mathjax" not in page
         and (out / "html" / "mathjax" / "tex-svg-full.js").is_file()
+    )
+
+
+@pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
+def test_site_shows_a_committed_gpu_run_as_a_part_of_its_own(smoke_book, tmp_path):
+    """The smoke site built again with a committed `gpu` run of chapter 01 (the smoke run's
+    notebook, filed as a gpu run) in a results root of its own: its page at gpu/01_attention with
+    the run's note, a part in the toc, the launch buttons on the chapter, the book's pages as
+    they were."""
+    from annotated_transformer.book import committed
+    from tests.book.test_committed_runs import H100, make_spell
+
+    chapters_run, _, out, _ = smoke_book
+    spell = make_spell(tmp_path / "spell", {"01_attention": {"wall": 42.0}})
+    executed = nbformat.read(str(chapters_run["01_attention"].notebook), as_version=4)
+    executed.metadata["annotated_transformer"]["profile"] = "gpu"
+    nbformat.write(executed, str(spell / "_build/executed/gpu/book/01_attention.ipynb"))
+    results_root = tmp_path / "results"
+    assert committed.import_run(
+        spell, "gpu", results_dir=results_root, log=lambda _: None
+    ).imported == ["01_attention"]
+    stage = tmp_path / "executed"
+    shutil.copytree(out / "executed" / "smoke", stage)
+    site = runner.build_book_site(
+        stage, tmp_path / "html", "smoke", log=lambda _: None, results_dir=results_root
+    )
+    assert site.ok, f"the site did not build; see {site.log_path}"
+    assert not site.missing_file_warnings, "\n".join(site.missing_file_warnings)
+    assert not [w for w in site.warnings if "gpu/" in w], site.warnings
+    page = (tmp_path / "html" / "gpu" / "01_attention.html").read_text()
+    text = " ".join(
+        " ".join(
+            _built_page_lines(tmp_path / "html" / "gpu" / "01_attention.html")
+        ).split()
+    )
+    assert f"executed on {H100} in 42.0 s" in text
+    assert 'href="../book/01_attention.html"' in page  # the same chapter, this site's run
+    assert "/blob/main/book/01_attention.ipynb" in page
+    assert "/blob/main/gpu/01_attention.ipynb" not in page
+    assert (
+        f"The book on one GPU ({H100})"
+        in (tmp_path / "html" / "book" / "01_attention.html").read_text()
+    )
+    assert sorted(p.name for p in (tmp_path / "html" / "book").glob("*.html")) == sorted(
+        p.name for p in (out / "html" / "book").glob("*.html")
     )
 
 

@@ -182,11 +182,13 @@ def test_provenance_table_and_description(tmp_path):
 
 
 def test_committed_results_are_valid_records():
-    """Whatever sits in results/gpu and results/paper must be readable by the summary."""
+    """Whatever sits in results/gpu and results/paper (and their book runs, results/book_gpu)
+    must be readable by the summary."""
     for profile in summary.COMMITTED_PROFILES:
-        for record in results.list_results(profile):
-            assert record["profile"] == profile
-            assert record["provenance"].get("date"), record["name"]
+        for folder in summary.result_folders(profile):
+            for record in results.list_results(folder):
+                assert record["profile"] == profile
+                assert record["provenance"].get("date"), record["name"]
 
 
 def test_a_run_folder_inside_the_clone_is_recorded_relative(tmp_path):
@@ -212,5 +214,6 @@ def test_every_committed_file_the_summary_reads_is_a_results_record(monkeypatch)
     # one file that is not a record (no "metrics") stops the whole summary.
     monkeypatch.delenv("AT_RESULTS_DIR", raising=False)
     for profile in summary.COMMITTED_PROFILES:
-        for record in results.list_results(profile):
-            assert isinstance(record["metrics"], dict), (profile, record.get("name"))
+        for folder in summary.result_folders(profile):
+            for record in results.list_results(folder):
+                assert isinstance(record["metrics"], dict), (folder, record.get("name"))
