@@ -143,6 +143,7 @@ TABLE3_BOUNDS: dict[str, Bounds] = {
     "peak_lr": OPTIONAL_POSITIVE,
     "overfit_share": COUNT,
     "overfit_epochs": COUNT,
+    "accelerator_workers": COUNT,
     "batch_tokens": OPTIONAL_COUNT,
     "vocab_size": OPTIONAL_VOCABULARY,
 }
@@ -179,6 +180,9 @@ class Table3Scale:
         overfit_share, overfit_epochs: dropout's rows also train on the first 1/overfit_share of
             the training pairs for overfit_epochs epochs, where they can overfit.
         batch_tokens, vocab_size: the rows' batches and shared vocabulary (None: the profile's).
+        accelerator_workers: processes that train rows side by side on one GPU (on a CPU: one per
+            core). One small row leaves a GPU mostly idle: on an H100, four processes trained
+            each row about as fast as one process alone (results/gpu/book_calibration).
     """
 
     rows: tuple[str, ...]
@@ -191,6 +195,7 @@ class Table3Scale:
     peak_lr: float | None = None
     overfit_share: int = 10
     overfit_epochs: int = 10
+    accelerator_workers: int = 1
     batch_tokens: int | None = None
     vocab_size: int | None = None
 
@@ -896,20 +901,26 @@ PROFILES: dict[str, Profile] = {
     "gpu": Profile(
         name="gpu",
         description="one GPU or Colab: Multi30k EN->DE, 41 epochs (about 6 minutes on an H100)",
-        # Table 3: all 20 rows x 3 seeds, 5 epochs each, at half the paper's widths and depths (base:
-        # 3 layers, d_model 256, 8 heads of d_k 32), and dropout's rows 50 epochs of a tenth: 8e15
-        # FLOPs, about 27 minutes at the rate of the recipe's H100 run (chapter 06 does the arithmetic).
+        # Table 3: all 20 rows x 3 seeds at half the paper's widths and depths (base: 3 layers,
+        # d_model 256, 8 heads of d_k 32), 3 epochs each, and dropout's rows 30 epochs of a tenth,
+        # four processes sharing the GPU. Sized on one H100 (results/gpu/book_calibration): a row-epoch
+        # takes 2-5 s once a process is warm, four processes train about as fast each as one alone,
+        # and each process's first row costs 45-60 s of start-up: 60 runs x 3 epochs x ~4 s / 4
+        # processes ~ 3 minutes, the small corpus ~1, start-up ~1.5: about 6 of chapter 06's 8
+        # minutes. Warm-up 200 at peak 2e-3, chosen on base's validation perplexity after two
+        # epochs (results/tuning_table3_gpu/calibration.json).
         book=BookScales(
-            minutes=90,
+            minutes=30,
             table3=Table3Scale(
                 rows=TABLE3_ALL_ROWS,
-                epochs=5,
+                epochs=3,
                 seeds=3,
                 width_divisor=2,
                 depth_divisor=2,
-                warmup_steps=1000,
-                peak_lr=1e-3,
-                overfit_epochs=50,
+                warmup_steps=200,
+                peak_lr=2e-3,
+                overfit_epochs=30,
+                accelerator_workers=4,
             ),
             chapters=_GPU_CHAPTERS,
         ),

@@ -102,7 +102,7 @@ data_dir = None  # None: $AT_DATA_DIR, then a download
 epochs = None  # None: the profile's epochs per Table 3 row
 seeds = None  # None: the profile's number of seeds per row
 first_seed = 1  # the seeds are first_seed, first_seed + 1, ...
-# processes training rows side by side on a CPU; None: one per core (1 on a GPU)
+# processes training rows side by side; None: one per core on a CPU, the profile's on a GPU
 workers = None
 # the results file's name (another, for a rerun with other seeds)
 results_name = "model_variations"
@@ -429,7 +429,9 @@ plan = tables.plan_runs(
     job_flops,
 )
 if workers is None:
-    workers = side_by_side_workers(torch_device, len(plan))
+    workers = side_by_side_workers(
+        torch_device, len(plan), accelerator=scales.table3.accelerator_workers
+    )
 workers = max(1, min(int(workers), len(plan)))
 
 

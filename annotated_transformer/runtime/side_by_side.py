@@ -51,12 +51,14 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def side_by_side_workers(device: torch.device | str, jobs: int) -> int:
-    """How many processes to share `jobs` runs on `device`: one per usable core on a CPU, never
-    more than there are runs; one on an accelerator, where the runs are better off queued on the
-    device."""
+def side_by_side_workers(
+    device: torch.device | str, jobs: int, accelerator: int = 1
+) -> int:
+    """How many processes to share `jobs` runs on `device`, never more than there are runs: one per
+    usable core on a CPU; `accelerator` on a GPU, whose runs are queued on it (more than one where
+    measured to pay: one small model leaves most of a GPU idle)."""
     if torch.device(device).type != "cpu":
-        return 1
+        return max(1, min(accelerator, jobs))
     return max(1, min(usable_cores(), jobs))
 
 

@@ -25,6 +25,10 @@ def test_workers_are_one_per_usable_core_on_a_cpu_and_one_on_an_accelerator(
     assert side_by_side_workers("cpu", 4) == 2
     assert side_by_side_workers(torch.device("cpu"), 1) == 1
     assert side_by_side_workers("cuda", 4) == 1
+    # on a GPU, as many as the caller measured to pay, never more than the runs
+    assert side_by_side_workers("cuda", 9, accelerator=4) == 4
+    assert side_by_side_workers("cuda", 3, accelerator=4) == 3
+    assert side_by_side_workers("cpu", 9, accelerator=4) == 2
     monkeypatch.delattr("os.sched_getaffinity", raising=False)
     assert side_by_side_workers("cpu", 4) == 4
     monkeypatch.setattr("os.cpu_count", lambda: None)
