@@ -9,6 +9,7 @@ and search chosen on dev (`parsing_extended.score_test`), for chapter 07 to show
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from .arguments import positive_float, positive_int, probability
@@ -100,15 +101,24 @@ def run(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         started = time.perf_counter()
-        summary = parsing_extended.score_test(
-            parsing_extended.open_run(
-                args.out, args.min_epochs, args.max_epochs, device=device
-            ),
-            shares,
-            args.score_test,
-            data_dir=args.data_dir,
-            say=lambda line: tqdm.write(f"parser-curve: {line}"),
-        )
+        try:
+            summary = parsing_extended.score_test(
+                parsing_extended.open_run(
+                    args.out, args.min_epochs, args.max_epochs, device=device
+                ),
+                shares,
+                args.score_test,
+                data_dir=args.data_dir,
+                say=lambda line: tqdm.write(f"parser-curve: {line}"),
+            )
+        except KeyboardInterrupt:
+            print(
+                f"parser-curve: interrupted; every share already scored stays in "
+                f"{args.score_test}, the share cut short was not written: score it with the "
+                "same command",
+                file=sys.stderr,
+            )
+            return 130
         scored = ", ".join(f"{s:g}" for s in summary["scored"]) or "none"
         print(
             f"parser-curve: shares scored on test: {scored}, in "
@@ -143,7 +153,15 @@ def run(args: argparse.Namespace) -> int:
         recipe, Path(args.out), args.min_epochs, args.max_epochs, device
     )
     started = time.perf_counter()
-    summary = parsing_extended.train_all(curve_run, shares, data_dir=args.data_dir)
+    try:
+        summary = parsing_extended.train_all(curve_run, shares, data_dir=args.data_dir)
+    except KeyboardInterrupt:
+        print(
+            f"parser-curve: interrupted; every finished epoch stays in {args.out} (a job cut "
+            "short resumes from its checkpoint): continue with the same command",
+            file=sys.stderr,
+        )
+        return 130
     if args.export:
         written = parsing_extended.export(curve_run, shares, args.export)
         print(f"parser-curve: wrote {written}")

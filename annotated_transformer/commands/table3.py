@@ -8,10 +8,13 @@ the same or more epochs and seeds, to continue. Ctrl-C saves where each job stan
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from ..profiles import PROFILES, get_profile
 from .arguments import positive_int
+
+DEFAULT_EPOCHS = 8
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--epochs",
         type=positive_int,
-        default=8,
-        help="epochs of the whole training split per row (default: %(default)s)",
+        default=None,
+        help="epochs of the whole training split per row (default: 8); the run folder records "
+        "the most it was trained to, and its export writes that",
     )
     parser.add_argument(
         "--small-epochs",
@@ -92,30 +96,45 @@ def run(args: argparse.Namespace) -> int:
     if len(set(args.seeds)) != len(args.seeds):
         raise ValueError("table3: --seeds lists a seed twice")
     out = args.out or f"runs/table3-{profile.name}"
+    epochs = args.epochs or DEFAULT_EPOCHS
     small_epochs = args.small_epochs or 2 * profile.book.table3.overfit_epochs
     job_run = extended.Table3Run(profile, out, str(resolve_device(args.device)))
     job_run.check_folder(training=not args.export_only)
     jobs = extended.finding_jobs(rows, sorted(args.seeds))
-    targets = {j: (small_epochs if j.corpus == "small" else args.epochs) for j in jobs}
+    targets = {j: (small_epochs if j.corpus == "small" else epochs) for j in jobs}
     if args.export_only:
         from ..experiments import table3_report
 
         if not args.export:
             raise ValueError("table3: --export-only needs --export PATH")
+        # the targets are the folder's own; a flag given must agree with them
+        asked = {
+            k: v
+            for k, v in (("full", args.epochs), ("small", args.small_epochs))
+            if v is not None
+        }
         written = table3_report.export(
-            out, args.export, {"full": args.epochs, "small": small_epochs}
+            out, args.export, asked or None, say=lambda line: print(f"table3: {line}")
         )
         print(f"table3: wrote {written}")
         return 0
     started = time.perf_counter()
-    summary = extended.train_all(
-        job_run, targets, data_dir=args.data_dir, workers=args.workers
-    )
+    try:
+        summary = extended.train_all(
+            job_run, targets, data_dir=args.data_dir, workers=args.workers
+        )
+    except KeyboardInterrupt:
+        print(
+            f"table3: interrupted; every finished epoch stays in {out} (a job cut short resumes "
+            "from its checkpoint): continue with the same command",
+            file=sys.stderr,
+        )
+        return 130
     if args.export:
         from ..experiments import table3_report
 
         written = table3_report.export(
-            out, args.export, {"full": args.epochs, "small": small_epochs}
+            out, args.export, say=lambda line: print(f"table3: {line}")
         )
         print(f"table3: wrote {written}")
     print(

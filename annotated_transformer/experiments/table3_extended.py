@@ -169,11 +169,34 @@ class Table3Run:
                 + "or give another --out"
             )
 
-    def write_identity(self) -> None:
+    def write_identity(self, targets: dict[str, int] | None = None) -> None:
+        """Write the folder's identity when it is made and record `targets` ({corpus: epochs}
+        this call trains to) beside it, only ever raised: a later call with fewer epochs trains
+        nothing and leaves the record, and a folder made before the record starts from the epochs
+        its curves hold. The export reads them from here, never from the flags."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / PLAN_NAME
-        if not path.is_file():
-            atomic_write_text(path, json.dumps({"identity": self.identity()}, indent=1))
+        plan = (
+            json.loads(path.read_text())
+            if path.is_file()
+            else {"identity": self.identity()}
+        )
+        if targets:
+            recorded = plan.get("targets") or held_epochs(collect(self.out_dir))
+            raised = {
+                corpus: max(recorded.get(corpus, 0), targets.get(corpus, 0))
+                for corpus in sorted({*recorded, *targets})
+            }
+            if raised == plan.get("targets"):
+                return
+            plan["targets"] = raised
+        elif path.is_file():
+            return
+        atomic_write_text(path, json.dumps(plan, indent=1))
+
+    def recorded_targets(self) -> dict[str, int] | None:
+        """The epochs per corpus the folder was trained to (None: made before they were recorded)."""
+        return recorded_targets(self.out_dir)
 
     # ------------------------------------------------------------------ one epoch of one job
     def folder(self, job: Job) -> Path:
@@ -258,6 +281,22 @@ def collect(out_dir: str | os.PathLike) -> list[dict]:
     for path in sorted(Path(out_dir).glob(f"*/{CURVE_NAME}")):
         out.append(json.loads(path.read_text()))
     return out
+
+
+def held_epochs(records: Sequence[dict]) -> dict[str, int]:
+    """{corpus: the most epochs a job of it holds}: what a folder's curves reach."""
+    out: dict[str, int] = {}
+    for r in records:
+        out[r["corpus"]] = max(out.get(r["corpus"], 0), len(r["curve"]))
+    return out
+
+
+def recorded_targets(out_dir: str | os.PathLike) -> dict[str, int] | None:
+    """The targets a run folder's plan records ({"full": 12, "small": 80}), or None."""
+    path = Path(out_dir) / PLAN_NAME
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text()).get("targets") or None
 
 
 def ppl_at_epoch(records: Sequence[dict], corpus: str, epoch: int) -> dict:
@@ -357,6 +396,10 @@ def train_all(
     run.write_identity()
     busy = f"{run.out_dir} is in use by another table3 process; wait for it or give another --out"
     with folder_lock(run.out_dir / LOCK_NAME, busy):
+        corpus_targets: dict[str, int] = {}
+        for job, target in targets.items():
+            corpus_targets[job.corpus] = max(corpus_targets.get(job.corpus, 0), target)
+        run.write_identity(corpus_targets)
         done = {job: run.epochs_done(job) for job in targets}
         order = plan_rounds(done, targets)
         skipped = sum(min(done[j], t) for j, t in targets.items())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -50,11 +50,52 @@ def budget_label(full_epochs: float, small_epochs: float, share: int) -> str:
 
 
 # ------------------------------------------------------------------------------ the extended run
+def export_targets(
+    run_dir: str | os.PathLike,
+    asked: Mapping[str, int] | None = None,
+    say: Callable[[str], object] | None = None,
+) -> dict[str, int]:
+    """The epochs per corpus the export writes as the run's targets: the folder's own record
+    (`table3_extended.Table3Run.write_identity`), never a flag's. `asked` (targets a caller was
+    given) must agree with the record, else ValueError in one line; a folder made before the
+    record takes `asked`, or the epochs its curves hold, saying so to `say`."""
+    recorded = extended.recorded_targets(run_dir)
+    if recorded is not None:
+        differ = {k: v for k, v in (asked or {}).items() if recorded.get(k, v) != v}
+        if differ:
+            flags = {"full": "--epochs", "small": "--small-epochs"}
+            raise ValueError(
+                f"{run_dir} was trained to "
+                + ", ".join(f"{flags.get(k, k)} {recorded[k]}" for k in differ)
+                + ", not "
+                + ", ".join(f"{v}" for v in differ.values())
+                + ": its export writes the targets it records; leave the flag out, or train to "
+                "more epochs first"
+            )
+        return dict(recorded)
+    if asked:
+        return dict(asked)
+    held = extended.held_epochs(extended.collect(run_dir))
+    held.setdefault("full", 0)
+    held.setdefault("small", 0)
+    if say is not None:
+        say(
+            f"{run_dir} records no targets (made before they were recorded): exporting with the "
+            f"epochs its curves hold ({held['full']} of the whole corpus, {held['small']} of "
+            "dropout's small one)"
+        )
+    return held
+
+
 def export(
-    run_dir: str | os.PathLike, path: str | os.PathLike, targets: Mapping[str, int]
+    run_dir: str | os.PathLike,
+    path: str | os.PathLike,
+    targets: Mapping[str, int] | None = None,
+    say: Callable[[str], object] | None = None,
 ) -> Path:
     """Write every job's curve of an extended run folder to `path` (the committed results file),
-    with the epochs the run aims at per corpus (`targets`: {"full": 8, "small": 40}).
+    with the epochs the run aims at per corpus ({"full": 8, "small": 40}), read from the folder
+    (`export_targets`: `targets`, when given, must agree with the folder's record).
 
     Refuses to replace a file that holds a job or an epoch the run folder lacks: a results file is
     only ever replaced by a longer run of the same jobs.
@@ -71,6 +112,7 @@ def export(
     if not records:
         raise ValueError(f"{run_dir} holds no finished epoch: nothing to export")
     identity = json.loads((run_dir / extended.PLAN_NAME).read_text())["identity"]
+    targets = export_targets(run_dir, targets, say)
     if path.is_file():
         old = read_extended(path)
         mine = {_key(r): len(r["curve"]) for r in records}

@@ -209,3 +209,81 @@ def test_the_command_names_a_device_the_machine_lacks_in_one_line(tmp_path, caps
     assert code != 0
     assert "CUDA is not available" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+def _curve(folder, row, seed, epochs, corpus="full"):
+    path = folder / f"{corpus}-{row}-seed{seed}"
+    path.mkdir(parents=True, exist_ok=True)
+    curve = [{"epoch": e + 1, "ppl": 30.0 - e} for e in range(epochs)]
+    record = {"row": row, "seed": seed, "corpus": corpus, "curve": curve}
+    (path / extended.CURVE_NAME).write_text(json.dumps(record))
+
+
+def _export_only(out, to, *flags):
+    from annotated_transformer import cli
+
+    return cli.main(
+        ["table3", "--profile", "smoke", "--out", str(out), "--export-only"]
+        + ["--export", str(to), *flags]
+    )
+
+
+def test_the_export_writes_the_targets_the_folder_records_not_the_flags(tmp_path, capsys):
+    """Trained to 3 epochs and dropout's rows to 12: an export without the flags writes those
+    (not the defaults 8 and 2 x overfit_epochs), and a flag that disagrees is refused in one line."""
+    out = tmp_path / "run"
+    extended.Table3Run(_tiny(), out).write_identity({"full": 3, "small": 12})
+    _curve(out, "base", 1, 2)
+    _curve(out, "base", 1, 5, corpus="small")
+    assert _export_only(out, tmp_path / "a.json") == 0
+    document = json.loads((tmp_path / "a.json").read_text())
+    assert document["targets"] == {"full": 3, "small": 12}
+    assert _export_only(out, tmp_path / "b.json", "--epochs", "3") == 0
+    capsys.readouterr()
+    assert _export_only(out, tmp_path / "c.json", "--epochs", "8") != 0
+    err = capsys.readouterr().err
+    assert "was trained to --epochs 3, not 8" in err and err.count("error:") == 1
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_the_recorded_targets_are_only_raised(tmp_path, monkeypatch):
+    """A later call with fewer epochs trains nothing and leaves the record; a folder made before
+    the record starts from what its curves hold, and its export says so."""
+    from annotated_transformer import pipeline
+    from annotated_transformer.experiments import table3_report
+
+    monkeypatch.setattr(pipeline, "prepare_data", lambda *a, **k: None)
+    run = extended.Table3Run(_tiny(), tmp_path / "run")
+    run.write_identity({"full": 6, "small": 20})
+    run.write_identity({"full": 4, "small": 30})
+    assert run.recorded_targets() == {"full": 6, "small": 30}
+    # a folder from before the record, its curves at 3 epochs: a call for 2 records 3
+    old = extended.Table3Run(_tiny(), tmp_path / "old")
+    old.write_identity()
+    _curve(old.out_dir, "base", 1, 3)
+    lines: list[str] = []
+    table3_report.export(old.out_dir, tmp_path / "old.json", say=lines.append)
+    assert json.loads((tmp_path / "old.json").read_text())["targets"] == {
+        "full": 3,
+        "small": 0,
+    }
+    assert len(lines) == 1 and "records no targets" in lines[0]
+    summary = extended.train_all(old, {Job("base", 1): 2}, show_progress=False)
+    assert summary["trained"] == 0
+    assert old.recorded_targets() == {"full": 3}
+
+
+def test_an_interrupt_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
+    from annotated_transformer import cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(extended, "train_all", interrupted)
+    out = tmp_path / "run"
+    code = cli.main(
+        ["table3", "--profile", "smoke", "--out", str(out), "--device", "cpu"]
+    )
+    assert code == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "interrupted" in err[0] and str(out) in err[0]
