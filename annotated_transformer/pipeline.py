@@ -180,7 +180,11 @@ def train(
         out_dir,
         context=context,
         resume=resume,
-        metadata={"profile": profile.to_dict(), "train_pairs": len(data.train)},
+        metadata={
+            "profile": profile.to_dict(),
+            "train_pairs": len(data.train),
+            "test_data": test_digest(profile, data_dir),
+        },
         show_progress=show_progress,
         on_step=on_step,
         on_start=announce,
@@ -296,6 +300,23 @@ def data_inputs(profile: Profile, data_dir, splits) -> list[tuple[str, Path]]:
     return found
 
 
+def test_digest(profile: Profile, data_dir) -> str | None:
+    """A sha256 of the test split's files as they are on this machine (None: not here yet): a
+    resumed run is scored on the test set it was started for, or refused."""
+    import hashlib
+
+    files = [path for _, path in data_inputs(profile, data_dir, (profile.test_split,))]
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def what_it_translates(checkpoint: dict) -> str:
     """'multi30k en->de, profile cpu, step 2166' from what a checkpoint records (or less)."""
     stored = checkpoint.get("profile") or {}
@@ -349,10 +370,22 @@ def checkpoint_profile(
     )
 
 
-def check_resumable(profile: Profile, checkpoint_path: str | Path) -> None:
+def check_resumable(profile: Profile, checkpoint_path: str | Path, data_dir=None) -> None:
     """Refuse, before any data is prepared, to resume `checkpoint_path` under a profile that
-    changes its data, tokenizer, model, batches or schedule; the message names the flag."""
+    changes its data, tokenizer, model, batches or schedule, or with other test files than the
+    run started with (`test_digest`); the message names the flag. (Other validation pairs are
+    refused when the trainer resumes: `training.resume_state.check_resumable`.)"""
     state = load_checkpoint(checkpoint_path, mmap=True)
+    saved_test = state.get("test_data")
+    if saved_test is not None:
+        mine = test_digest(profile, data_dir)
+        if mine is not None and mine != saved_test:
+            raise ValueError(
+                f"--resume: {checkpoint_path} was started with other {profile.test_split} "
+                "(test) files than this run's (other files or --data-dir): a resumed run is "
+                "scored on its own test set; resume with the run's own data, or start afresh "
+                "with --overwrite or another --out"
+            )
     stored = state.get("profile")
     if isinstance(stored, dict):
         for name in (
@@ -594,7 +627,9 @@ def run(
         ) as folder:
             if resume:
                 check_resumable(
-                    profile, out_dir / RESUME_NAME if resume is True else resume
+                    profile,
+                    out_dir / RESUME_NAME if resume is True else resume,
+                    data_dir,
                 )
             data = prepare_data(
                 profile, data_dir, context, profile.model_config().max_len

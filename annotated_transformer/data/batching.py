@@ -259,6 +259,21 @@ class EncodedPairs(Dataset):
         self._src_flat, self._src_offsets = _flatten(src_ids)
         self._tgt_flat, self._tgt_offsets = _flatten(tgt_ids)
 
+    def digest(self) -> str:
+        """A sha256 of every pair's token ids: the same pairs, in the same order, give the same
+        digest (a resume checks that it validates on what the run validated on)."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for array in (
+            self._src_flat,
+            self._src_offsets,
+            self._tgt_flat,
+            self._tgt_offsets,
+        ):
+            h.update(np.ascontiguousarray(array).tobytes())
+        return h.hexdigest()
+
     @classmethod
     def from_texts(
         cls,

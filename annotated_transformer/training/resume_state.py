@@ -4,7 +4,8 @@ A resumed run must end bit-identical to one that never stopped, so `last.pt` hol
 the schedule, the fp16 gradient scaler's factor, every RNG state and the position in the data
 (`TrainingProgress`). It also refuses, by name, whatever would make the continuation a different
 run: another model, another tokenizer, settings that shape the batches or the schedule, another
-number of micro-batches per step. A refused resume changes nothing; an accepted one restores
+number of micro-batches per step, other validation pairs (`data_digest`: a curve would mix two
+validation sets). A refused resume changes nothing; an accepted one restores
 everything.
 """
 
@@ -34,6 +35,12 @@ class TrainingProgress:
     last_valid: dict = field(default_factory=dict)
 
 
+def data_digest(pairs) -> str | None:
+    """What a run validates on, as a digest of its pairs (None: data that cannot say)."""
+    digest = getattr(pairs, "digest", None)
+    return digest() if callable(digest) else None
+
+
 def resume_state(
     snapshot: dict,
     optimizer: torch.optim.Optimizer,
@@ -41,6 +48,7 @@ def resume_state(
     progress: TrainingProgress,
     micro_batches_per_step: int,
     scaler: torch.amp.GradScaler | None = None,
+    data: dict | None = None,
 ) -> dict:
     """The resume checkpoint: a snapshot (weights and what they need) plus everything needed to
     continue this run exactly. The gradient scaler's state is kept only where it is enabled (fp16):
@@ -54,6 +62,8 @@ def resume_state(
         "progress": asdict(progress),
         "micro_batches_per_step": micro_batches_per_step,
     }
+    if data:
+        state["data"] = dict(data)
     if scaler is not None and scaler.is_enabled():
         state["scaler"] = scaler.state_dict()
     return state
@@ -67,6 +77,7 @@ def check_resumable(
     settings: TrainSettings,
     tokenizer,
     micro_batches_per_step: int,
+    data: dict | None = None,
 ) -> None:
     """Raise ValueError, naming the change, unless this run may continue the one `state` saved.
 
@@ -99,6 +110,15 @@ def check_resumable(
             f"{source} was trained with another tokenizer than this run's (other training "
             "text or --data-dir): resume with the run's own data, or start afresh with --overwrite"
         )
+    saved_data, data = state.get("data") or {}, data or {}
+    for name in sorted(set(saved_data) & set(data)):
+        if saved_data[name] is not None and data[name] is not None:
+            if saved_data[name] != data[name]:
+                raise ValueError(
+                    f"{source} was validated on other {name} data than this run's (other "
+                    "files or --data-dir): its curve would mix two validation sets; resume with "
+                    "the run's own data, or start afresh with --overwrite or another --out"
+                )
     saved_batches = state.get("micro_batches_per_step", micro_batches_per_step)
     if saved_batches != micro_batches_per_step:
         raise ValueError(

@@ -49,6 +49,7 @@ from .precision_probe import training_precision
 from .resume_state import (
     TrainingProgress,
     check_resumable,
+    data_digest,
     restore_resume_state,
     resume_state,
 )
@@ -420,7 +421,14 @@ class Trainer:
             self.progress,
             self.micro_batches_per_step,
             self.scaler,
+            data=self._data_identity(),
         )
+
+    def _data_identity(self) -> dict:
+        """What the run validates on (its pairs' digest), computed once: the data never changes."""
+        if getattr(self, "_valid_digest", None) is None:
+            self._valid_digest = data_digest(self.valid_data)
+        return {"valid": self._valid_digest}
 
     def load_state_dict(self, state: dict, source: str = "the checkpoint") -> None:
         """Continue the run `state` saved. Everything that shapes the model, the batches or the
@@ -432,6 +440,7 @@ class Trainer:
             settings=self.settings,
             tokenizer=self.tokenizer,
             micro_batches_per_step=self.micro_batches_per_step,
+            data=self._data_identity(),
         )
         self.progress = restore_resume_state(
             state, self.model, self.optimizer, self.scheduler, self.scaler

@@ -268,9 +268,7 @@ def test_wrong_4_the_trainer_itself_refuses_another_learning_rate(tmp_path):
 def test_wrong_5_resume_with_another_tokenizer_is_refused(world, tmp_path):
     """Before: --resume --data-dir other_text (same vocabulary size) swapped in a new tokenizer
     under the trained embeddings."""
-    other = write_corpus(
-        tmp_path / "other", {"train": 300, "valid": 20, "test": 20}, step=4
-    )
+    other = _other_split(tmp_path, "train")  # its validation and test splits the run's
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
         with pytest.raises(ValueError, match="another tokenizer"):
@@ -282,6 +280,60 @@ def test_wrong_5_resume_with_another_tokenizer_is_refused(world, tmp_path):
                 device="cpu",
                 show_progress=False,
             )
+
+
+def test_wrong_5_the_trainer_refuses_other_validation_pairs(tmp_path):
+    """Before: a resume validated on whatever pairs it was given, and one curve held two
+    validation sets (issue 50)."""
+    from tests.support.training import copy_pairs
+
+    profile = tiny_profile(max_steps=4, save_every_steps=2)
+    make_trainer(profile, tmp_path).train()
+    same = make_trainer(profile.replace(max_steps=6), tmp_path)
+    same.resume_from(tmp_path / "last.pt")  # the same pairs: accepted
+    resumed = make_trainer(profile.replace(max_steps=6), tmp_path)
+    resumed.valid_data = copy_pairs(20, 2)
+    with pytest.raises(ValueError, match="validated on other valid data"):
+        resumed.resume_from(tmp_path / "last.pt")
+
+
+def _other_split(tmp_path, split: str) -> Path:
+    """The world's corpus with `split` replaced by other sentences of the same words."""
+    import shutil
+
+    other = write_corpus(tmp_path / "other", {"train": 300, "valid": 20, "test": 20})
+    changed = write_corpus(tmp_path / "changed", {split: 20}, step=4)
+    for path in (changed / "multi30k").iterdir():
+        shutil.copyfile(path, other / "multi30k" / path.name)
+    return other
+
+
+@pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
+@pytest.mark.parametrize(
+    "split,message", [("valid", "validated on other valid data"), ("test", "test")]
+)
+def test_wrong_5_resume_with_another_validation_or_test_split_is_refused(
+    world, tmp_path, split, message
+):
+    """Before: --resume --data-dir with the same training text but another validation split
+    mixed two validation sets in one curve (issue 50); another test split scored the run on
+    a test set it was not started for."""
+    other = _other_split(tmp_path, split)
+    metrics = (world["run"] / "metrics.jsonl").read_text()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
+        with pytest.raises(ValueError, match=message):
+            pipeline.run(
+                tiny_run_profile(max_steps=8),
+                world["run"],
+                data_dir=other,
+                resume=True,
+                device="cpu",
+                show_progress=False,
+            )
+    assert (world["run"] / "metrics.jsonl").read_text().count('"start"') == metrics.count(
+        '"start"'
+    )
 
 
 class OtherTokenizer(FakeTokenizer):
