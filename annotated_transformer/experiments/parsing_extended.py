@@ -32,7 +32,7 @@ import torch
 from nltk import Tree
 
 from ..runtime.devices import device_name
-from ..runtime.files import atomic_write_text
+from ..runtime.files import atomic_write_text, staged_files
 from ..training.checkpoint import (
     RESUME_NAME,
     atomic_torch_save,
@@ -91,6 +91,18 @@ class ParserCurveRun:
     def done(self, share: float) -> bool:
         f1 = [p["f1"] for p in self.curve(share)]
         return should_stop(f1, min_epochs=self.min_epochs, max_epochs=self.max_epochs)
+
+    def stopped(self, share: float) -> bool:
+        """Whether the share's job stopped under the rule of the training call that trained it
+        last: the folder records each share's stop (`record_stops`) with that call's rule, and a
+        share trained since (a longer curve) has not stopped. A folder from before the record is
+        judged by its recorded rule (`done`)."""
+        path = Path(self.out_dir) / PLAN_NAME
+        plan = json.loads(path.read_text()) if path.is_file() else {}
+        if "stops" not in plan:
+            return self.done(share)
+        stop = plan["stops"].get(share_name(share))
+        return stop is not None and stop["epochs"] == len(self.curve(share))
 
     def check_folder(self) -> None:
         path = Path(self.out_dir) / PLAN_NAME
@@ -225,6 +237,7 @@ def train_all(
         trained = 0
         bar = progress_bar(unit="epoch", desc="parser", disable=not show_progress)
         while True:
+            record_stops(run, shares)
             active = [s for s in shares if not run.done(s)]
             if not active:
                 break
@@ -241,13 +254,37 @@ def train_all(
 
 def write_plan(run: ParserCurveRun) -> None:
     """The folder's recipe and the stopping rule it was last trained under, so that scoring it
-    later (`open_run`) judges which jobs have stopped by that rule, not by flags given again."""
+    later (`open_run`) judges which jobs have stopped by that rule, not by flags given again.
+    The shares' recorded stops (`record_stops`) are kept: each under the rule it stopped by."""
+    path = Path(run.out_dir) / PLAN_NAME
+    old = json.loads(path.read_text()) if path.is_file() else {}
     plan = {
         "recipe": run.recipe.to_dict(),
         "stopping": {"min_epochs": run.min_epochs, "max_epochs": run.max_epochs},
         "device_type": torch.device(run.device).type,
+        "stops": old.get("stops", {}),
     }
-    atomic_write_text(Path(run.out_dir) / PLAN_NAME, json.dumps(plan, indent=1))
+    atomic_write_text(path, json.dumps(plan, indent=1))
+
+
+def record_stops(run: ParserCurveRun, shares: Sequence[float]) -> None:
+    """Record in the folder's plan each share that this training call finds stopped, with its
+    epochs and this call's rule: `--score-test` scores a share only while its curve is as long
+    as when it stopped, so a later call's other rule never makes a share still training look
+    stopped."""
+    path = Path(run.out_dir) / PLAN_NAME
+    plan = json.loads(path.read_text())
+    stops = dict(plan.get("stops", {}))
+    for share in shares:
+        if run.done(share):
+            stops[share_name(share)] = {
+                "epochs": len(run.curve(share)),
+                "min_epochs": run.min_epochs,
+                "max_epochs": run.max_epochs,
+            }
+    if stops != plan.get("stops"):
+        plan["stops"] = stops
+        atomic_write_text(path, json.dumps(plan, indent=1))
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -530,6 +567,11 @@ def score_test(
             "no epoch has finished, nothing to score"
         )
     document = json.loads(path.read_text()) if path.is_file() else _test_document(run)
+    if "choice" not in document or not all("test" in j for j in document.get("jobs", [])):
+        raise ValueError(
+            f"{path} is not a test-results record of parser-curve --score-test (the curves "
+            "export?): give the test results path (results/parser_extended_cpu/test.json)"
+        )
     if document.get("recipe") != _recipe_record(run):
         raise ValueError(
             f"{path} holds the test scores of a run with another recipe: give another results "
@@ -551,7 +593,7 @@ def score_test(
                     f"{chosen['snapshot']} of epoch {chosen['epoch']}, {chosen['search']}); the "
                     f"test set is scored once: to rescore, move {path} away"
                 )
-            elif not run.done(share):
+            elif not run.stopped(share):
                 curve = run.curve(share)
                 at = max(curve, key=lambda p: p["f1"])
                 unfinished.append(share)
@@ -580,15 +622,17 @@ def score_test(
             )
             for share in todo:
                 bar.set_postfix_str(share_name(share))
-                job = score_share(
-                    run,
-                    share,
-                    first_share(train_by_file, share),
-                    dev,
-                    test,
-                    path.parent,
-                    progress=bar.update,
-                )
+                # the tree files appear beside the results file only once the share is scored
+                with staged_files(path.parent) as stage:
+                    job = score_share(
+                        run,
+                        share,
+                        first_share(train_by_file, share),
+                        dev,
+                        test,
+                        stage,
+                        progress=bar.update,
+                    )
                 document["jobs"] = sorted(
                     [*document["jobs"], job], key=lambda j: -j["share"]
                 )

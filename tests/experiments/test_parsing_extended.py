@@ -306,3 +306,43 @@ def test_every_epoch_trains_on_the_runs_device(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="stop here"):
         run.train_epoch(1.0, [tree] * 4, [tree])
     assert seen["device"] == "cuda:0"
+
+
+def test_the_test_score_refuses_a_file_that_is_not_a_test_record(tiny_run, tmp_path):
+    """Before: the curves export was taken as the results file and test scores were added to it."""
+    curves = tmp_path / "curves.json"
+    extended.export(extended.open_run(tiny_run, 1, 6), [1.0, 0.5], curves)
+    before = curves.read_text()
+    with pytest.raises(ValueError, match="not a test-results record"):
+        _score(tiny_run, curves, [])
+    assert curves.read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curves.json"]
+
+
+def test_a_share_is_stopped_only_by_the_rule_it_stopped_under(tmp_path):
+    """Before: a later call with another --min-epochs rewrote the folder's rule, and a share still
+    training under its own rule was scored on test. Now each training call records the shares it
+    finds stopped, with its rule and their epochs; a share trained since is not stopped."""
+    recipe = _recipe(epochs=6)
+    run = extended.ParserCurveRun(recipe, tmp_path, min_epochs=50, max_epochs=300)
+    share = tmp_path / extended.share_name(1.0)
+    share.mkdir(parents=True)
+
+    def curve(epochs):
+        points = [{"epoch": e + 1, "step": e, "f1": 90.0 - e} for e in range(epochs)]
+        (share / extended.CURVE_NAME).write_text(json.dumps({"curve": points}))
+
+    curve(5)
+    extended.write_plan(run)
+    extended.record_stops(run, [1.0])
+    assert not run.stopped(1.0)  # 5 epochs of at least 50: still training
+    # a later call's looser rule (written before it trains) does not stop it by itself
+    loose = extended.ParserCurveRun(recipe, tmp_path, min_epochs=2, max_epochs=300)
+    extended.write_plan(loose)
+    assert not extended.open_run(tmp_path).stopped(1.0)
+    extended.record_stops(loose, [1.0])  # that call found it stopped under its rule
+    assert extended.open_run(tmp_path).stopped(1.0)
+    # a stricter call that trains it further: the earlier stop no longer holds
+    extended.write_plan(run)
+    curve(6)
+    assert not extended.open_run(tmp_path).stopped(1.0)
