@@ -19,6 +19,7 @@ from ..experiments.attention_figures import (
 )
 from ..runtime.collisions import check_outputs
 from ..runtime.files import atomic_write_bytes
+from ..runtime.ownership import check_output
 from ..training.checkpoint import model_from_checkpoint
 from .arguments import positive_int
 
@@ -105,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         [("--out", out)],
         [("--score-on", args.score_on), *pipeline.checkpoint_inputs(args.checkpoint)],
     )
+    check_output("--out", out, command="attention")
     checkpoint, source = pipeline.load_for_evaluation(args.checkpoint)
     model, tokenizer = model_from_checkpoint(checkpoint, "cpu", name=source)
     data = sentence_attention(model, tokenizer, args.sentence, args.translation)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..runtime.collisions import check_outputs
+from ..runtime.ownership import check_output
 from ..training import derived
 from ..training.checkpoint import atomic_torch_save, average_checkpoints, list_snapshots
 from ..training.run_folder import AVERAGED_NAME
@@ -35,7 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "what the run's averaged.pt holds; another number needs --output)",
     )
     parser.add_argument(
-        "--output", default=None, help="where to write (default: <run>/averaged.pt)"
+        "--output",
+        default=None,
+        help="where to write (default: <run>/averaged.pt; any other file goes outside the run "
+        "folder, e.g. <run>-averages/last3.pt)",
     )
 
 
@@ -69,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
         output = Path(args.output)
     check_writable(output, "--output")
     check_outputs([("--output", output)], [("a checkpoint averaged", p) for p in used])
+    # Inside a run folder `average` writes only that run's documented model, <run>/averaged.pt;
+    # any other average (other snapshots, another --last) goes beside the run, not into it.
+    mine = [Path(args.run) / AVERAGED_NAME] if args.run else []
+    check_output("--output", output, command="average", mine=mine)
     averaged = average_checkpoints(used)
     atomic_torch_save(averaged, output)
     if args.run:

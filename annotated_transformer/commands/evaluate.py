@@ -20,6 +20,7 @@ from ..profiles import PROFILE_NAMES
 from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
+from ..runtime.ownership import check_output, owner_of_folder
 from .arguments import setting
 from .translate import check_writable
 
@@ -111,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
                 "--publish, or leave --name out"
             )
         check_name(args.name, "--name")
+    check_output("--hypotheses", args.hypotheses, command="evaluate")
     if args.hypotheses:
         check_writable(Path(args.hypotheses), "--hypotheses")
     device = resolve_device(args.device)
@@ -133,9 +135,16 @@ def run(args: argparse.Namespace) -> int:
     if args.publish:
         name = args.name or f"evaluation_{profile.corpus}_{split}"
         out = results_path(name, profile.results_folder)
+        check_output("--publish --name", out, command="evaluate", publish=True)
         check_replaceable(out, run_folder)
     else:
+        # The one file `evaluate` files inside a run folder of `train`: the run it scores (README).
         out = run_folder / f"evaluation_{profile.corpus}_{split}.json"
+        owner = owner_of_folder(run_folder)
+        scored = owner is not None and owner.maker == "train"
+        check_output(
+            "the evaluation file", out, command="evaluate", mine=[out] if scored else []
+        )
         check_writable(out, "the evaluation file")
     check_outputs(
         [("--hypotheses", args.hypotheses), ("the results file", out)],

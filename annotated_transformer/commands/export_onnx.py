@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .. import pipeline
 from ..runtime.collisions import check_outputs
+from ..runtime.ownership import check_output, relative_to_clone
 from ..training.checkpoint import model_from_checkpoint
 from ..web.onnx_export import export_onnx
 
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(
         [], pipeline.checkpoint_inputs(args.checkpoint), folders=[("--out", out)]
     )
+    check_output("--out", out, command="export-onnx", folder=True)
     try:  # a folder that cannot be made is named now, not after the export
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -58,7 +60,12 @@ def run(args: argparse.Namespace) -> int:
     model_from_checkpoint(
         checkpoint, name=source
     )  # a checkpoint it cannot use, named now
-    written = export_onnx(checkpoint, out, quantize=args.quantize)
+    origin = {
+        "path": relative_to_clone(args.checkpoint),
+        "step": checkpoint.get("step"),
+        "averaged_from": checkpoint.get("averaged_from"),
+    }
+    written = export_onnx(checkpoint, out, quantize=args.quantize, origin=origin)
     for path in written.values():
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     print(f"exported {source}")

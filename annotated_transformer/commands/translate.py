@@ -17,6 +17,7 @@ from ..model.decoding import DecodeSettings
 from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
+from ..runtime.ownership import check_output
 from ..runtime.precision import resolve_precision
 from ..training.checkpoint import model_from_checkpoint
 from .arguments import setting
@@ -116,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
             [("--output", output)],
             [("--input", args.input), *pipeline.checkpoint_inputs(args.checkpoint)],
         )
+        check_output("--output", output, command="translate")
     device = resolve_device(args.device)
     checkpoint, source = pipeline.load_for_evaluation(args.checkpoint, args.average_last)
     model, tokenizer = model_from_checkpoint(checkpoint, device, name=source)

@@ -69,6 +69,20 @@ def disk_full_error(path: str | os.PathLike, error: BaseException) -> DiskFull |
     )
 
 
+@contextlib.contextmanager
+def _naming(destination: str | os.PathLike) -> Iterator[None]:
+    """An OSError in the block (making the temporary sibling, moving it into place) names the
+    destination the user asked for, not the temporary `.part` file it went through."""
+    try:
+        yield
+    except DiskFull:
+        raise
+    except OSError as error:
+        if error.errno is None:
+            raise
+        raise type(error)(error.errno, error.strerror, str(destination)) from error
+
+
 def _before_publish(staged: Path, target: Path) -> None:
     """Called with the complete staged output just before it is moved into place: the one moment
     every producer passes through (a test interrupts it here, as a signal or a full disk would)."""
@@ -88,9 +102,10 @@ def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> P
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    fd, tmp_name = tempfile.mkstemp(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".part"
-    )
+    with _naming(given):
+        fd, tmp_name = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".part"
+        )
     try:
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -104,7 +119,8 @@ def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> P
             if full is None:
                 raise
             raise full from error
-        os.replace(tmp_name, target)
+        with _naming(given):
+            os.replace(tmp_name, target)
     finally:
         Path(tmp_name).unlink(missing_ok=True)
     return given
@@ -120,7 +136,8 @@ def staged_files(folder: str | os.PathLike) -> Iterator[Path]:
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=folder, prefix=".staged.", suffix=".part"))
+    with _naming(folder):
+        stage = Path(tempfile.mkdtemp(dir=folder, prefix=".staged.", suffix=".part"))
     try:
         try:
             yield stage
@@ -133,8 +150,9 @@ def staged_files(folder: str | os.PathLike) -> Iterator[Path]:
             raise full from error
         for path in files:
             target = folder / path.relative_to(stage)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, target)
+            with _naming(target):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -152,9 +170,10 @@ def staged_tree(
     folder = Path(folder)
     check_replaceable_tree(folder, marker)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(
-        tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".part")
-    )
+    with _naming(folder):
+        stage = Path(
+            tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".part")
+        )
     old = stage.with_suffix(".old")
     try:
         try:
@@ -165,10 +184,11 @@ def staged_tree(
             if full is None:
                 raise
             raise full from error
-        os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
-        if folder.exists():
-            os.replace(folder, old)
-        os.replace(stage, folder)
+        with _naming(folder):
+            os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
+            if folder.exists():
+                os.replace(folder, old)
+            os.replace(stage, folder)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
@@ -188,9 +208,10 @@ class Publication:
         target = Path(path)
         target = Path(os.path.realpath(target)) if target.is_symlink() else target
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".part"
-        )
+        with _naming(target):
+            fd, tmp_name = tempfile.mkstemp(
+                dir=target.parent, prefix=f".{target.name}.", suffix=".part"
+            )
         self.staged.append((Path(tmp_name), target))
         try:
             with os.fdopen(fd, "wb") as handle, open(source, "rb") as original:
@@ -214,7 +235,8 @@ class Publication:
                     raise
                 raise full from error
         for tmp, target in self.staged:
-            os.replace(tmp, target)
+            with _naming(target):
+                os.replace(tmp, target)
 
     def _discard(self) -> None:
         for tmp, _ in self.staged:

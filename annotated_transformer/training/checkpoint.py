@@ -26,6 +26,7 @@ from ..data.tokenizer import Tokenizer
 from ..model.config import TransformerConfig
 from ..model.transformer import Transformer
 from ..runtime.files import atomic_write
+from .settings import FIXED_ON_RESUME
 
 CHECKPOINT_FORMAT = 1
 RESUME_NAME = "last.pt"
@@ -192,7 +193,8 @@ def average_state_dicts(
 
 def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
     """One checkpoint whose weights are the mean of `paths`' weights (section 6.1); the config, tokenizer and
-    step come from the newest (last) one, and `averaged_from` records the inputs."""
+    step come from the newest (last) one, and `averaged_from` records the inputs. Snapshots of two
+    runs (another model, tokenizer, seed, batches or schedule) are refused."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("no checkpoints to average: train longer, or lower --last")
@@ -208,6 +210,13 @@ def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
                 raise ValueError(
                     f"{path} has another {what} than {paths[-1]}: average snapshots of one run only"
                 )
+        for field in ("train_pairs", *FIXED_ON_RESUME):
+            theirs, ours = _run_fact(checkpoint, field), _run_fact(newest, field)
+            if theirs != ours:
+                raise ValueError(
+                    f"{path} is a snapshot of another run than {paths[-1]} ({field} "
+                    f"{theirs!r} against {ours!r}): average snapshots of one run only"
+                )
     merged = {
         key: value
         for key, value in newest.items()
@@ -216,6 +225,15 @@ def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
     merged["model"] = average_state_dicts(c["model"] for c in checkpoints)
     merged["averaged_from"] = [p.name for p in paths]
     return merged
+
+
+def _run_fact(checkpoint: dict, field: str):
+    """What a snapshot records of its run that no resume may change (`FIXED_ON_RESUME`: the seed,
+    the batches, the schedule) or the training pairs it read; None when it records none."""
+    if field == "train_pairs":
+        return checkpoint.get("train_pairs")
+    value = (checkpoint.get("settings") or {}).get(field)
+    return list(value) if isinstance(value, tuple) else value
 
 
 def average_last(out_dir: str | os.PathLike, k: int) -> tuple[dict, list[Path]]:

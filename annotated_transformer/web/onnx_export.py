@@ -103,8 +103,12 @@ def export_onnx(
     out_dir: str | os.PathLike,
     *,
     quantize: bool = False,
+    origin: dict | None = None,
 ) -> dict[str, Path]:
     """Write encoder.onnx, decoder.onnx, tokenizer.json and model.json into `out_dir`.
+
+    `origin` (the checkpoint's path, step and `averaged_from`, as `export-onnx` gives it) goes into
+    model.json as "checkpoint", so an export names what it was made from.
 
     `quantize=True` stores the weight matrices as int8 (onnxruntime's dynamic quantization), about a
     quarter of the float32 files; its arithmetic differs, so its tokens can differ from PyTorch's,
@@ -114,11 +118,13 @@ def export_onnx(
     # Every file is written into a staging folder and moved into `out_dir` only when all four are
     # complete: an interrupted export leaves the previous one whole.
     with staged_files(out_dir) as staging:
-        written = _export_into(staging, model, tokenizer, quantize)
+        written = _export_into(staging, model, tokenizer, quantize, origin)
     return {name: Path(out_dir) / path.name for name, path in written.items()}
 
 
-def _export_into(out: Path, model, tokenizer, quantize: bool) -> dict[str, Path]:
+def _export_into(
+    out: Path, model, tokenizer, quantize: bool, origin: dict | None = None
+) -> dict[str, Path]:
     src = torch.tensor([tokenizer.encode("A dog runs.") + [tokenizer.eos_id]])
     prefix = torch.tensor([[tokenizer.bos_id, 5, 6]])
     written = {}
@@ -191,6 +197,8 @@ def _export_into(out: Path, model, tokenizer, quantize: bool) -> dict[str, Path]
         "weights": "int8" if quantize else "float32",
         "files": {name: path.name for name, path in written.items()},
     }
+    if origin is not None:
+        info["checkpoint"] = origin
     written["model"] = atomic_write_text(out / MODEL_FILE, json.dumps(info, indent=1))
     return written
 
