@@ -650,18 +650,20 @@ viz.show_source(Trainer.train)
 viz.show_source(Trainer.train_step)
 
 # %% [markdown]
-# The run goes to `runs/book-<profile>/` in the clone. When the kernel is restarted in the middle
+# The run goes to `runs/book-<profile>/` in the clone (a book run with `--param` has one of its
+# own, under its `--output-dir`). When the kernel is restarted in the middle
 # of a run of the same profile, the chapter continues it from its last checkpoint (the `resume`
-# parameter, through `report.start_run`); a finished run is replaced by a fresh one. A run files
+# parameter, through `report.start_run`); a finished run is set aside for a fresh one. A run files
 # its scores in its own folder (`results.json`); the book, like `train --publish`, also publishes
 # them into `results/<profile>/`, where its pages and the README read them.
 
 # %%
-run_dir = (results.repo_root() or pathlib.Path.cwd()) / "runs" / f"book-{profile.name}"
+run_dir = results.book_run_dir(profile.name)
 resuming = report.start_run(run_dir, profile, resume)
 summary = pipeline.run(
-    profile, run_dir, data_dir=data_dir, resume=resuming, device=device, publish=True
-)
+    profile, run_dir, data_dir=data_dir, resume=resuming, overwrite=not resuming,
+    device=device, publish=True,
+)  # fmt: skip
 stopped = summary["stopped_by"]
 assert stopped != "interrupted", (
     "the run was interrupted: run this cell again to resume it"
@@ -742,7 +744,7 @@ demo = get_profile(
     "smoke", max_steps=sizes.resume_steps, batch_tokens=512, eval_every=0, log_every=4,
     save_every_steps=sizes.resume_steps // 3, keep_snapshots=3,
 )  # fmt: skip
-demo_root = report.fresh_folder(run_dir.parent / f"book-{profile.name}-resume")
+demo_root = report.fresh_folder(run_dir.with_name(f"{run_dir.name}-resume"))
 stop_at = sizes.resume_stop_at
 
 

@@ -138,7 +138,8 @@ display(Markdown(describe.describe_plan(profile, torch_device, beam)))
 # %% [markdown]
 # ## 5.1 The trained model
 #
-# Chapter 04 ran `pipeline.run` for this profile into `runs/book-<profile>/` in the clone: the
+# Chapter 04 ran `pipeline.run` for this profile into `runs/book-<profile>/` in the clone (a book
+# run with `--param`: the run folder under its own `--output-dir`): the
 # run's log (`metrics.jsonl`), its snapshots (`checkpoints/step_*.pt`, model weights only, written
 # every few minutes or steps), the average of the last of them (`averaged.pt`), and the test
 # translations. Every checkpoint carries its configuration and its tokenizer, so nothing else is
@@ -149,7 +150,7 @@ display(Markdown(describe.describe_plan(profile, torch_device, beam)))
 
 # %%
 repo = results.repo_root() or pathlib.Path.cwd()
-run_dir = repo / "runs" / f"book-{profile.name}"
+run_dir = results.book_run_dir(profile.name)
 run = report.finished_run(run_dir, profile)
 trained_here = run is None
 if trained_here:

@@ -95,7 +95,7 @@ chapter_start = time.perf_counter()
 # waiting for a second thread made each step many times slower.
 torch.set_num_threads(1)
 repo = results.repo_root() or pathlib.Path.cwd()
-run_dir = repo / "runs" / f"book-{profile.name}"
+run_dir = results.book_run_dir(profile.name)
 checkpoint = pathlib.Path(checkpoint) if checkpoint else run_dir / "averaged.pt"
 if not checkpoint.is_file():
     raise FileNotFoundError(

@@ -18,6 +18,19 @@ notebook in `<output-dir>/failed/<profile>/` for reading, and is recorded as fai
 published run it left in place). Two runs on the same output or results refuse each other (a lock,
 as run folders have), every output folder is checked before the first chapter, and `--param`
 cannot change the profile a run is filed under.
+
+The book's run folder (the model chapter 04 trains, which chapters 05 and 08 read) is owned by
+the profile's book run and written only by its chapter 04 on success. It is `runs/book-<profile>`
+in the clone for a run into the clone's results (`<root>/results`); any other run (a `--param`
+run, a run with a `--results-dir` of its own) has `runs/book-<profile>` under its --output-dir,
+so it never sets the profile's model aside. The runner passes it to the kernels as
+$AT_BOOK_RUN_DIR. While chapter 04 runs, the published run waits beside the folder in
+`<folder>.published`; when the chapter succeeds, it goes into the new run's `replaced/<time>/`
+(nothing is deleted, as with `train --overwrite`); when it fails or is interrupted, the new run
+goes to `<folder>.partial` (which the next chapter 04 resumes) and the published run comes back.
+A run killed in between is put right by the next book run before its first chapter. Every move
+is made holding the folder's training lock (`training.run_folder.LOCK_NAME`): a process training
+into it refuses the book in one line, and nothing of it is moved.
 """
 
 from __future__ import annotations
@@ -48,6 +61,8 @@ from ..runtime.files import (
     publication,
 )
 from ..runtime.locks import folder_lock
+from ..training.run_folder import ASIDE_DIR
+from ..training.run_folder import LOCK_NAME as RUN_LOCK_NAME
 from ..web import live_page
 from .chapters import (
     CHAPTER_GLOB,
@@ -63,7 +78,7 @@ from .chapters import (
     parameters_cell_index,
     select_chapters,
 )
-from .site import SiteBuild, build_site, stage_site
+from .site import SiteBuild, build_site, check_reader_files, stage_site
 
 # Chapters that summarise the others' results run last, so their tables show this run.
 SUMMARY_CHAPTERS = ("00_introduction",)
@@ -71,6 +86,10 @@ SUMMARY_CHAPTERS = ("00_introduction",)
 RUNNER_PARAMETERS = {"profile_name": "--profile", "device": "--device"}
 LOCK_NAME = ".book.lock"
 RECORD = "book_run"
+# The chapters that train the book's run folder: the published run is set beside it while they run.
+TRAINING_CHAPTERS = ("04_training",)
+PUBLISHED_SUFFIX = ".published"  # the published run, while a training chapter runs
+PARTIAL_SUFFIX = ".partial"  # a training chapter's run that failed or was interrupted
 
 # ----------------------------------------------------------------------------------------------
 # Executing chapters
@@ -135,11 +154,18 @@ def register_kernel(jupyter_dir: str | os.PathLike) -> str:
 
 
 @contextlib.contextmanager
-def book_environment(root: Path, profile: str, jupyter_dir: Path, results_dir: Path):
+def book_environment(
+    root: Path,
+    profile: str,
+    jupyter_dir: Path,
+    results_dir: Path,
+    run_dir: Path | None = None,
+):
     """Environment of the chapter kernels, restored afterwards.
 
     AT_BOOK_BUILD=1 switches `viz.show` to offline HTML; PYTHONPATH makes the kernel import this
-    clone's package; AT_RESULTS_DIR sends results where the runner reads them.
+    clone's package; AT_RESULTS_DIR sends results where the runner reads them; AT_BOOK_RUN_DIR
+    names the book's run folder (`book_run_folder`).
     """
 
     def prepend(var: str, value: str) -> str:
@@ -155,6 +181,8 @@ def book_environment(root: Path, profile: str, jupyter_dir: Path, results_dir: P
         # ipykernel's debugger otherwise warns about frozen modules on every start.
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
+    if run_dir is not None:
+        changes[results.BOOK_RUN_ENV] = str(run_dir)
     saved = {k: os.environ.get(k) for k in changes}
     os.environ.update(changes)
     try:
@@ -433,6 +461,119 @@ def changed_results(
     return changed
 
 
+# ----------------------------------------------------------------------------------------------
+# The book's run folder
+
+
+def book_run_folder(
+    root: Path, profile: str, output_dir: Path, results_dir: Path
+) -> Path:
+    """The run folder this book run's chapter 04 trains and chapters 05 and 08 read: the clone's
+    `runs/book-<profile>` for a run into the clone's own results, else one under --output-dir
+    (a `--param` run always has results of its own, so never the profile's folder)."""
+    if Path(results_dir).resolve() == (root / "results").resolve():
+        return root / "runs" / f"book-{profile}"
+    return Path(output_dir) / "runs" / f"book-{profile}"
+
+
+def _beside(run_dir: Path, suffix: str) -> Path:
+    return run_dir.with_name(run_dir.name + suffix)
+
+
+@contextlib.contextmanager
+def run_folder_lock(run_dir: Path):
+    """Hold the run folder's training lock (the one `train` takes) while runs are moved."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    busy = (
+        f"another process is training into {run_dir} (it holds {run_dir / RUN_LOCK_NAME}): "
+        "wait for it to finish; the book moves nothing of it"
+    )
+    with folder_lock(run_dir / RUN_LOCK_NAME, busy):
+        yield
+
+
+def _holds_anything(folder: Path) -> bool:
+    return folder.is_dir() and any(p.name != RUN_LOCK_NAME for p in folder.iterdir())
+
+
+def _move_folder(source: Path, target: Path) -> None:
+    """Rename `source` to `target` (absent), dropping `source`'s empty lock file on the way."""
+    (source / RUN_LOCK_NAME).unlink(missing_ok=True)
+    os.replace(source, target)
+
+
+def restore_published_run(run_dir: Path, log: Log = _print) -> None:
+    """Put right what a training chapter killed mid-way left (a `.published` run beside the
+    folder): the folder's run goes to `.partial`, the published one comes back. Holding the lock."""
+    published = _beside(run_dir, PUBLISHED_SUFFIX)
+    if not published.is_dir():
+        return
+    with run_folder_lock(run_dir):
+        _return_published(run_dir)
+    log(
+        f"book: {_shown(run_dir)} holds its published run again (a training chapter was "
+        f"killed while it stood aside); the unfinished run is in {_shown(_beside(run_dir, PARTIAL_SUFFIX))}"
+    )
+
+
+def _return_published(run_dir: Path) -> None:
+    published = _beside(run_dir, PUBLISHED_SUFFIX)
+    partial = _beside(run_dir, PARTIAL_SUFFIX)
+    if _holds_anything(run_dir):
+        if partial.exists():  # an older unfinished run: kept inside the newer one
+            partial_aside = run_dir / ASIDE_DIR / f"partial-{_stamp()}"
+            partial_aside.parent.mkdir(parents=True, exist_ok=True)
+            _move_folder(partial, partial_aside)
+        os.replace(run_dir, partial)
+    else:
+        shutil.rmtree(run_dir, ignore_errors=True)  # only its lock file
+    if published.is_dir():
+        os.replace(published, run_dir)
+
+
+def _stamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def set_published_run_aside(run_dir: Path) -> None:
+    """Before a training chapter: the published run to `.published`, and an unfinished run of
+    an earlier try (`.partial`) into the folder, for the chapter to resume. Holding the lock."""
+    published = _beside(run_dir, PUBLISHED_SUFFIX)
+    partial = _beside(run_dir, PARTIAL_SUFFIX)
+    with run_folder_lock(run_dir):
+        if _holds_anything(run_dir):
+            (run_dir / RUN_LOCK_NAME).unlink(missing_ok=True)
+            os.replace(run_dir, published)
+        if partial.is_dir():
+            shutil.rmtree(run_dir, ignore_errors=True)  # at most an empty lock file
+            os.replace(partial, run_dir)
+
+
+def keep_trained_run(run_dir: Path) -> None:
+    """After a training chapter succeeded: the run it trained is the published one; the one
+    before goes into its `replaced/<time>/` (with what that one had set aside)."""
+    published = _beside(run_dir, PUBLISHED_SUFFIX)
+    if not published.is_dir():
+        return
+    aside = run_dir / ASIDE_DIR
+    aside.mkdir(parents=True, exist_ok=True)
+    older = published / ASIDE_DIR
+    if older.is_dir():
+        for entry in sorted(older.iterdir()):
+            if not (aside / entry.name).exists():
+                os.replace(entry, aside / entry.name)
+        with contextlib.suppress(OSError):
+            older.rmdir()
+    _move_folder(published, aside / _stamp())
+
+
+def return_published_run(run_dir: Path) -> None:
+    """After a training chapter failed or was interrupted: its run to `.partial`, the published
+    run back into the folder."""
+    with run_folder_lock(run_dir):
+        _return_published(run_dir)
+
+
 def run_book(
     profile: str = "cpu",
     *,
@@ -480,6 +621,7 @@ def run_book(
     )
     executed_dir = output_dir / "executed" / profile
     html_dir = output_dir / "html"
+    run_dir = book_run_folder(root, profile, output_dir, results_dir)
     all_chapters = discover_chapters(root)
     selected = _execution_order(select_chapters(all_chapters, chapters))
     if not selected:
@@ -502,6 +644,7 @@ def run_book(
     )
     if build:
         check_replaceable_tree(html_dir, SITE_MARKER)
+        check_reader_files(html_dir)
     resolved_device = resolve_device(device)
     expected, expected_from = expected_times(
         profile, results_dir, results.committed_root()
@@ -522,8 +665,14 @@ def run_book(
     jupyter_dir = output_dir / "jupyter"
     record = results.results_path(RECORD, profile, results_dir)
     with book_lock(output_dir, results_dir / profile):
+        # A training chapter killed before this run left the published run beside its folder;
+        # a process training into the folder refuses the run here, before the first chapter.
+        restore_published_run(run_dir, log)
+        if any(c.stem in TRAINING_CHAPTERS for c in selected):
+            with run_folder_lock(run_dir):
+                pass
         kernel = register_kernel(jupyter_dir)
-        with book_environment(root, profile, jupyter_dir, results_dir):
+        with book_environment(root, profile, jupyter_dir, results_dir, run_dir):
             for number, source in enumerate(selected, 1):
                 prefix = f"[{number}/{len(selected)}] {source.stem}"
                 took = expected.get(source.stem)
@@ -542,6 +691,7 @@ def run_book(
                             output_dir=output_dir,
                             executed_dir=executed_dir,
                             results_dir=results_dir,
+                            run_dir=run_dir if source.stem in TRAINING_CHAPTERS else None,
                             progress=progress,
                             record=lambda r, root: _record_chapter(
                                 profile,
@@ -629,10 +779,13 @@ def _run_chapter(
     results_dir: Path,
     progress,
     record,
+    run_dir: Path | None = None,
 ) -> ChapterRun:
     """One chapter, atomically: executed into its staging folder, then its notebook, results
     and record entry published together when it succeeded; otherwise the previous good ones
-    stay and the record says what happened (also for a Ctrl-C, which then propagates)."""
+    stay and the record says what happened (also for a Ctrl-C, which then propagates).
+    `run_dir`: the book's run folder, for a chapter that trains it (`TRAINING_CHAPTERS`): its
+    run replaces the published one only when the chapter is published."""
     staging = output_dir / ".staging" / profile / source.stem
     shutil.rmtree(
         staging, ignore_errors=True
@@ -644,7 +797,11 @@ def _run_chapter(
     saved_results_env = os.environ.get(results.RESULTS_ENV)
     os.environ[results.RESULTS_ENV] = str(stage_results(results_dir, profile, staging))
     started = time.perf_counter()
+    set_aside = trained_run_kept = False
     try:
+        if run_dir is not None:
+            set_published_run_aside(run_dir)
+            set_aside = True
         run = execute_chapter(
             source,
             staged_notebook,
@@ -675,6 +832,9 @@ def _run_chapter(
                         ):
                             together.add(dest, staged)
                         together.add(published, staged_notebook)
+                    if run_dir is not None:
+                        keep_trained_run(run_dir)
+                        trained_run_kept = True
                 except OSError as error:  # a full disk: nothing of it was published
                     run.status = "failed"
                     run.error = (
@@ -703,6 +863,9 @@ def _run_chapter(
             record(interrupted, results_dir)
         raise
     finally:
+        if set_aside and not trained_run_kept:
+            with deferred_interrupts():
+                return_published_run(run_dir)
         if saved_results_env is None:
             os.environ.pop(results.RESULTS_ENV, None)
         else:

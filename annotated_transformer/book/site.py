@@ -348,6 +348,48 @@ sys.exit(result if isinstance(result, int) else 1)
 """
 
 
+# The files a build wrote into the site, one a line, kept in the site: any other file in it is a
+# reader's own, which a rebuild (replacing the folder whole) would delete, so the build refuses.
+SITE_FILES = ".site_files"
+
+
+def reader_files(html_dir: str | os.PathLike) -> list[str]:
+    """The files in a built site that its build did not write (relative, sorted): a reader's
+    own. None can be told apart in a site built before the build listed its files."""
+    html_dir = Path(html_dir)
+    listing = html_dir / SITE_FILES
+    if html_dir.is_symlink() or not listing.is_file():
+        return []
+    built = set(listing.read_text(encoding="utf-8").splitlines()) | {SITE_FILES}
+    found = (p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*"))
+    return sorted(
+        name for name in found if name not in built and not (html_dir / name).is_dir()
+    )
+
+
+def check_reader_files(html_dir: str | os.PathLike) -> None:
+    """Refuse, in one line naming them, to rebuild a site that holds files of a reader's."""
+    found = reader_files(html_dir)
+    if found:
+        shown = ", ".join(found[:5]) + (
+            f" and {len(found) - 5} more" if len(found) > 5 else ""
+        )
+        raise FileExistsError(
+            f"{html_dir} holds {len(found)} file(s) its build did not write ({shown}): "
+            "rebuilding replaces the folder whole, so move them out of it, or pass another "
+            "--output-dir"
+        )
+
+
+def _list_site_files(site: Path) -> None:
+    files = sorted(
+        p.relative_to(site).as_posix()
+        for p in site.rglob("*")
+        if p.is_file() or p.is_symlink()
+    )
+    (site / SITE_FILES).write_text("".join(f"{f}\n" for f in files), encoding="utf-8")
+
+
 @dataclass
 class SiteBuild:
     """Outcome of `build_site`: exit code, Sphinx warnings, the full log and the index page."""
@@ -379,9 +421,11 @@ def build_site(
     next to the site (`<html_dir>/../sphinx-build.log`). The site is built in a staging sibling
     and replaces `html_dir` whole (no pages left over from chapters that are gone) only when the
     build succeeded: a failed or interrupted build leaves the previous site. A folder there that
-    is not a site this function built (no Sphinx `.buildinfo`) is refused, not replaced.
+    is not a site this function built (no Sphinx `.buildinfo`) is refused, not replaced, and so
+    is a site holding files its build did not write (`SITE_FILES` lists those it did).
     """
     stage_dir, html_dir = Path(stage_dir), Path(html_dir)
+    check_reader_files(html_dir)
     doctrees = html_dir.parent / ".doctrees"
     log_path = html_dir.parent / "sphinx-build.log"
     start = time.perf_counter()
@@ -402,6 +446,7 @@ def build_site(
             )
             if proc.returncode != 0 or not (staging / "index.html").is_file():
                 raise _BuildFailed
+            _list_site_files(staging)
     except _BuildFailed:
         pass
     output = proc.stdout + proc.stderr

@@ -33,6 +33,9 @@ from ..runtime.files import atomic_write_text, clone_root
 
 SCHEMA_VERSION = 1
 RESULTS_ENV = "AT_RESULTS_DIR"
+# The book's run folder of a profile (chapter 04 trains it, 05 and 08 read it), as the book
+# runner sets it for the chapters' kernels (book/runner.py); a chapter run by hand uses the clone's.
+BOOK_RUN_ENV = "AT_BOOK_RUN_DIR"
 
 
 def repo_root() -> Path | None:
@@ -48,6 +51,15 @@ def results_root(root: str | os.PathLike | None = None) -> Path:
         return Path(os.environ[RESULTS_ENV])
     repo = repo_root()
     return (repo / "results") if repo is not None else Path.cwd() / "results"
+
+
+def book_run_dir(profile_name: str) -> Path:
+    """The book's run folder of `profile_name`: $AT_BOOK_RUN_DIR (set by the book runner, e.g.
+    under a `--param` run's own --output-dir), else `runs/book-<profile>` in the clone (else in
+    the working directory)."""
+    if os.environ.get(BOOK_RUN_ENV):
+        return Path(os.environ[BOOK_RUN_ENV])
+    return (repo_root() or Path.cwd()) / "runs" / f"book-{profile_name}"
 
 
 def committed_root() -> Path | None:

@@ -22,7 +22,6 @@ import pandas as pd
 from ..data.batching import TokenBatcher, padding_fraction
 from ..evaluation import paper
 from ..training.checkpoint import RESUME_NAME
-from ..training.run_folder import clear_run
 from ..training.schedule import noam_lr
 from .translation_report import PAPER_TARGET_TOKENS_PER_STEP, read_metrics
 
@@ -234,14 +233,12 @@ def smoothing_tables(vocab_size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 # ------------------------------------------------------------------------------ 4.6 the run
 def start_run(folder: str | Path, profile, resume: bool) -> bool:
-    """Prepare the chapter's run folder: True when it holds an unfinished run of exactly `profile`
-    to continue (and `resume` asks for it); otherwise the older run's files are moved aside to
-    `replaced/<time>/` (never deleted), so that no snapshot of it is ever averaged into this one."""
-    folder = Path(folder)
-    if resume and unfinished_run_of(folder, profile):
-        return True
-    clear_run(folder)
-    return False
+    """Whether the chapter continues the run in its folder: True when it holds an unfinished run
+    of exactly `profile` (and `resume` asks for it). Otherwise the chapter starts afresh with
+    `pipeline.run(..., overwrite=True)`, which moves an older run's files aside to
+    `replaced/<time>/` (never deleted) only once it holds the folder's lock, so a run that is
+    refused moves nothing of the run that holds it. Reads only."""
+    return bool(resume and unfinished_run_of(Path(folder), profile))
 
 
 def unfinished_run_of(folder: str | Path, profile) -> bool:

@@ -1,0 +1,285 @@
+"""The book's run folder belongs to the profile's book run (issue 50, part B), and the site to
+its build.
+
+- A `--param` run trains a run folder of its own (under its --output-dir), so the profile's
+  chapter 08 never reads the `--param` run's model.
+- The lock comes first: a process training into the folder refuses the book before anything of
+  it is moved (and chapter 04's `report.start_run` moves nothing by itself).
+- A training chapter that fails or is interrupted leaves the published run in the folder (its
+  own goes to `<folder>.partial`, which the next chapter 04 resumes); one killed mid-way is put
+  right by the next book run.
+- A site rebuild refuses, in one line naming them, files a reader put into the site.
+
+The chapters are stand-ins (a kernel start each, seconds) that write and read the run folder as
+chapters 04 and 08 do, through `results.book_run_dir`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from annotated_transformer.book import runner, site
+from annotated_transformer.evaluation import results
+
+REPO = Path(__file__).resolve().parents[2]
+
+TRAINING = """# %% tags=["parameters"]
+profile_name = "cpu"
+device = "auto"
+steps = 3
+
+# %%
+import os, signal, time
+from annotated_transformer.evaluation import results
+run = results.book_run_dir(profile_name)
+run.mkdir(parents=True, exist_ok=True)
+with open(run / "metrics.jsonl", "a") as log:
+    log.write(f"{steps}\\n")
+
+# %%
+MODE = "ok"
+if MODE == "fail":
+    raise RuntimeError("the chapter fails after training")
+if MODE == "interrupt":
+    os.kill(os.getppid(), signal.SIGINT)
+    time.sleep(30)
+results.write_result("training", {"steps": steps}, profile=profile_name)
+"""
+
+FIGURES = """# %% tags=["parameters"]
+profile_name = "cpu"
+device = "auto"
+
+# %%
+from annotated_transformer.evaluation import results
+model = (results.book_run_dir(profile_name) / "metrics.jsonl").read_text()
+results.write_result("figures", {"model": model}, profile=profile_name)
+"""
+
+
+@pytest.fixture
+def book(tmp_path, monkeypatch):
+    """A book of two stand-in chapters (04 trains the run folder, 08 reads it) in a clone of its
+    own, whose results root is its results/."""
+    monkeypatch.delenv(results.RESULTS_ENV, raising=False)
+    monkeypatch.delenv(results.BOOK_RUN_ENV, raising=False)
+    root = tmp_path / "clone"
+    (root / "book").mkdir(parents=True)
+    shutil.copy(REPO / "_config.yml", root)
+    (root / "book" / "04_training.py").write_text(TRAINING)
+    (root / "book" / "08_attention_visualizations.py").write_text(FIGURES)
+    return root
+
+
+def run(root: Path, *chapters: str, **kwargs):
+    kwargs.setdefault("results_dir", root / "results")
+    kwargs.setdefault("output_dir", root / "_build")
+    return runner.run_book(
+        "smoke",
+        root=root,
+        chapters=list(chapters),
+        build=False,
+        log=lambda line: None,
+        **kwargs,
+    )
+
+
+def chapter(root: Path, **changes) -> None:
+    text = TRAINING
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    (root / "book" / "04_training.py").write_text(text)
+
+
+def figures(results_dir: Path) -> str:
+    return results.read_result("figures", "smoke", results_dir)["metrics"]["model"]
+
+
+def test_chapters_take_the_run_folder_from_the_runner():
+    """Before: chapters 04, 05 and 08 each spelled `runs/book-<profile>` in the clone."""
+    for name in ("04_training", "05_translation_results", "08_attention_visualizations"):
+        source = (REPO / "book" / f"{name}.py").read_text()
+        assert "results.book_run_dir(profile.name)" in source, name
+        assert not re.search(r'"runs" / f"book-\{profile', source), name
+    assert runner.TRAINING_CHAPTERS == ("04_training",)
+
+
+def test_a_param_run_trains_a_run_folder_of_its_own(book, tmp_path):
+    """Before: a `--param` run trained chapter 04 into runs/book-<profile>, and the profile's
+    next chapter 08 published its figures from the `--param` run's model."""
+    assert all(c.status == "ok" for c in run(book, "04").chapters)
+    profiles_run = book / "runs" / "book-smoke"
+    assert (profiles_run / "metrics.jsonl").read_text() == "3\n"
+
+    other = run(
+        book,
+        "04",
+        "08",
+        output_dir=tmp_path / "other",
+        results_dir=tmp_path / "other_results",
+        parameters={"steps": 40},
+    )
+    assert all(c.status == "ok" for c in other.chapters)
+    assert (profiles_run / "metrics.jsonl").read_text() == "3\n"
+    assert not (profiles_run / "replaced").exists()
+    own = tmp_path / "other" / "runs" / "book-smoke"
+    assert (own / "metrics.jsonl").read_text() == "40\n"
+    assert figures(tmp_path / "other_results") == "40\n"
+
+    assert all(c.status == "ok" for c in run(book, "08").chapters)
+    assert figures(book / "results") == "3\n"
+
+
+def test_the_run_folder_follows_the_results_root(tmp_path):
+    root = tmp_path / "clone"
+    assert runner.book_run_folder(root, "cpu", root / "x", root / "results") == (
+        root / "runs" / "book-cpu"
+    )
+    assert runner.book_run_folder(root, "cpu", tmp_path / "o", tmp_path / "r") == (
+        tmp_path / "o" / "runs" / "book-cpu"
+    )
+
+
+def test_a_live_run_refuses_the_book_before_anything_moves(book):
+    """Before: the old run was set aside before the folder's lock was taken, so a refused book
+    run had already moved a live run's metrics.jsonl."""
+    from filelock import FileLock
+
+    live = book / "runs" / "book-smoke"
+    live.mkdir(parents=True)
+    (live / "metrics.jsonl").write_text("live\n")
+    with FileLock(str(live / ".lock")):
+        with pytest.raises(ValueError) as refused:
+            run(book, "04")
+    assert "another process is training into" in str(refused.value)
+    assert "\n" not in str(refused.value)
+    assert (live / "metrics.jsonl").read_text() == "live\n"
+    assert sorted(p.name for p in live.parent.iterdir()) == ["book-smoke"]
+    assert results.read_result(runner.RECORD, "smoke", book / "results") is None
+
+
+def test_chapter_04_start_moves_nothing_of_the_run_it_replaces(tmp_path):
+    """Before: `report.start_run` moved an older run aside itself, before `pipeline.run` took the
+    folder's lock; now `pipeline.run(overwrite=True)` does it, holding the lock."""
+    from annotated_transformer.experiments import training_report as report
+    from annotated_transformer.profiles import get_profile
+
+    folder = tmp_path / "run"
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text('{"kind": "start", "profile": {}}\n')
+    (folder / "last.pt").write_bytes(b"x")
+    (folder / "checkpoints" / "step_10.pt").write_bytes(b"x")
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    assert report.start_run(folder, get_profile("smoke"), resume=True) is False
+    assert report.start_run(folder, get_profile("smoke"), resume=False) is False
+    assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    source = (REPO / "book" / "04_training.py").read_text()
+    assert "overwrite=not resuming" in source
+
+
+def test_a_failed_or_interrupted_chapter_04_leaves_the_published_run(book):
+    """Before: a failed or interrupted chapter 04 kept its last good notebook and results but
+    left its partial run in runs/book-<profile>, which chapters 05 and 08 then used."""
+    assert all(c.status == "ok" for c in run(book, "04").chapters)
+    folder = book / "runs" / "book-smoke"
+    partial = folder.with_name("book-smoke.partial")
+
+    chapter(book, **{"steps = 3": "steps = 7", 'MODE = "ok"': 'MODE = "fail"'})
+    (failed,) = run(book, "04").chapters
+    assert failed.status == "failed"
+    assert (folder / "metrics.jsonl").read_text() == "3\n"
+    assert (partial / "metrics.jsonl").read_text() == "7\n"
+    assert not folder.with_name("book-smoke.published").exists()
+
+    chapter(book, **{"steps = 3": "steps = 9", 'MODE = "ok"': 'MODE = "interrupt"'})
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(book, "04")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert (folder / "metrics.jsonl").read_text() == "3\n"
+    assert (
+        partial / "metrics.jsonl"
+    ).read_text() == "7\n9\n"  # it continued the partial run
+    record = results.read_result(runner.RECORD, "smoke", book / "results")
+    assert record["metrics"]["chapters"]["04_training"]["status"] == "interrupted"
+
+    assert all(c.status == "ok" for c in run(book, "08").chapters)
+    assert figures(book / "results") == "3\n"
+
+    chapter(book, **{"steps = 3": "steps = 11"})
+    assert all(c.status == "ok" for c in run(book, "04", "08").chapters)
+    assert (folder / "metrics.jsonl").read_text() == "7\n9\n11\n"
+    assert figures(book / "results") == "7\n9\n11\n"
+    (aside,) = (
+        folder / "replaced"
+    ).iterdir()  # the run it replaced: set aside, not deleted
+    assert (aside / "metrics.jsonl").read_text() == "3\n"
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["book-smoke"]
+
+
+def test_a_killed_training_chapter_is_put_right_by_the_next_run(book):
+    folder = book / "runs" / "book-smoke"
+    folder.mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text("unfinished\n")
+    published = folder.with_name("book-smoke.published")
+    published.mkdir()
+    (published / "metrics.jsonl").write_text("3\n")
+    assert all(c.status == "ok" for c in run(book, "08").chapters)
+    assert figures(book / "results") == "3\n"
+    assert not published.exists()
+    partial = folder.with_name("book-smoke.partial")
+    assert (partial / "metrics.jsonl").read_text() == "unfinished\n"
+
+
+# ------------------------------------------------------------------------------------------ site
+FAKE_SPHINX = """
+import sys
+from pathlib import Path
+out = Path(sys.argv[2])
+out.mkdir(parents=True, exist_ok=True)
+(out / "index.html").write_text("<html></html>")
+(out / ".buildinfo").write_text("built")
+(out / "_static").mkdir(exist_ok=True)
+(out / "_static" / "page.css").write_text("")
+"""
+
+
+def test_a_site_rebuild_refuses_a_readers_files(tmp_path, monkeypatch, book):
+    """Before: the rebuild replaced `_build/html` whole and deleted what a reader put there."""
+    monkeypatch.setattr(site, "_SPHINX_BUILD", FAKE_SPHINX)
+    html = tmp_path / "out" / "html"
+    assert site.build_site(tmp_path / "stage", html, log=lambda line: None).ok
+    assert site.reader_files(html) == []
+    assert site.build_site(tmp_path / "stage", html, log=lambda line: None).ok
+
+    (html / "notes.txt").write_text("mine")
+    (html / "_static" / "extra.js").write_text("mine")
+    with pytest.raises(FileExistsError) as refused:
+        site.build_site(tmp_path / "stage", html, log=lambda line: None)
+    message = str(refused.value)
+    assert "\n" not in message and "notes.txt" in message
+    assert "_static/extra.js" in message
+    assert (html / "notes.txt").read_text() == "mine"
+    # the book refuses before its first chapter
+    with pytest.raises(FileExistsError):
+        runner.run_book(
+            "smoke",
+            root=book,
+            chapters=["08"],
+            output_dir=tmp_path / "out",
+            results_dir=book / "results",
+            log=lambda line: None,
+        )
+    assert results.read_result(runner.RECORD, "smoke", book / "results") is None
+    assert json.loads(json.dumps(site.reader_files(html))) == [
+        "_static/extra.js",
+        "notes.txt",
+    ]
