@@ -13,8 +13,9 @@ import argparse
 import logging
 
 from .. import pipeline
-from ..evaluation.results import check_name
+from ..evaluation.results import check_name, results_path
 from ..profiles import FLAGS, MODEL_FLAGS, PROFILE_NAMES, Profile, get_profile
+from ..runtime.ownership import check_output
 from ..runtime.precision import PRECISIONS
 from .arguments import positive_int, probability, setting
 
@@ -222,6 +223,10 @@ def run(args: argparse.Namespace) -> int:
     if args.results_name is not None:
         check_name(args.results_name, "--results-name")
     profile = profile_from_args(args)
+    if args.publish:  # a name the book's record says a chapter wrote is the book's
+        name = args.results_name or pipeline.default_results_name(profile)
+        published = results_path(name, profile.results_folder)
+        check_output("--publish --results-name", published, command="train", publish=True)
     summary = pipeline.run(
         profile,
         args.out,

@@ -165,7 +165,7 @@ def check_output(
             raise OwnedFolderError(
                 f"{flag} {shown(path)} is the book's: {chapter} wrote it (see "
                 f"{shown(real.parent / BOOK_MARKER)}), and only `book` replaces it; publish "
-                "under another --name, or into another results root (AT_RESULTS_DIR)"
+                f"under another name ({flag.split()[-1]}), or into another results root (AT_RESULTS_DIR)"
             )
         return
     owner = owner_of(path, itself=folder)

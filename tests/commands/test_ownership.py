@@ -21,6 +21,7 @@ from annotated_transformer.cli import main
 from annotated_transformer.runtime import files, ownership
 from annotated_transformer.training.checkpoint import list_snapshots
 from tests.commands.test_misuse import tiny_run_profile, write_corpus
+from tests.commands.test_nothing_lost import train_argv
 
 
 # ------------------------------------------------------------------------------------------ fixtures
@@ -259,7 +260,16 @@ def test_publish_refuses_a_name_a_chapter_owns(name, chapter, place, capsys):
     argv = ["evaluate", "--checkpoint", str(run), "--device", "cpu"]
     argv += ["--data-dir", str(place["data"]), "--max-sentences", "8", "--beam", "1"]
     line = refused([*argv, "--publish", "--name", name], capsys, place["book_results"])
-    assert chapter in line and "another --name" in line, line
+    assert chapter in line and "another name (--name)" in line, line
+
+
+@pytest.mark.parametrize("more", [[], ["--results-name", "training"]])
+def test_train_publish_refuses_a_name_a_chapter_owns(more, place, capsys):
+    """Before: `train --profile smoke --publish` replaced chapter 04's record after training."""
+    argv = train_argv(place["tmp"] / "new_run", place["data"], "--publish", *more)
+    line = refused(argv, capsys, place["book_results"])
+    assert "04_training" in line and "another name (--results-name)" in line, line
+    assert not (place["tmp"] / "new_run").exists()
 
 
 @pytest.mark.slow
