@@ -28,6 +28,7 @@ import torch  # noqa: E402
 
 from annotated_transformer.data import treebank_zip_path  # noqa: E402
 from annotated_transformer.experiments import parsing, parsing_curve  # noqa: E402
+from annotated_transformer.runtime.devices import device_name, resolve_device  # noqa: E402
 
 
 def main() -> None:
@@ -49,6 +50,11 @@ def main() -> None:
     p.add_argument("--precision", default="auto")
     p.add_argument("--beam", type=int, default=parsing.PAPER_BEAM)
     p.add_argument("--data-dir", default=None)
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (default), cuda, auto: where it trains and parses",
+    )
     p.add_argument(
         "--tags",
         action="store_true",
@@ -75,6 +81,7 @@ def main() -> None:
         precision=args.precision,
         tags=args.tags,
     )
+    device = str(resolve_device(args.device))
     files = parsing.read_treebank(treebank_zip_path(args.data_dir))
     split_files = parsing.split_by_file(files)
 
@@ -90,10 +97,11 @@ def main() -> None:
         recipe,
         args.out,
         share=args.train_share,
+        device=device,
     )
     for point in run.dev_f1:
         print(point, flush=True)
-    model, vocabularies = parsing.load_parser(run.averaged)
+    model, vocabularies = parsing.load_parser(run.averaged, device)
     scored_runs, _ = parsing.choose_search(model, vocabularies, dev, beams=(1, args.beam))
     finals = {}
     for scored in scored_runs.values():
@@ -112,6 +120,7 @@ def main() -> None:
         "source_dependence": parsing_curve.source_dependence(model, vocabularies, dev),
         "seconds_in_all": round(time.perf_counter() - started, 1),
         "threads": torch.get_num_threads(),
+        "device": device_name(device),
     }
     (args.out / "dev_curve.json").write_text(json.dumps(record, indent=2))
 
