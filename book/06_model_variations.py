@@ -245,7 +245,7 @@ assert profile.name == "smoke" or all(
 #
 # One warm-up and one peak learning rate serve every row, chosen on base:
 # `scripts/table3_calibration.py` trains base, C1 (the shallowest row) and C3 (the deepest) with a
-# few candidates for part of an epoch and keeps base's best among those under which C3 ends no worse
+# few candidates for part of an epoch (two epochs at the `gpu` scale) and keeps base's best among those under which C3 ends no worse
 # than C1: with a short warm-up at a high peak, a deeper post-norm stack can start badly (chapter 04
 # measures what warm-up does for one), and the depth rows would measure that rather than what depth
 # buys. The

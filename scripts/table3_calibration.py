@@ -36,8 +36,8 @@ FIRST_RULE = (
     "ends no worse than C1 (the shallowest)"
 )
 SECOND_RULE = (
-    "no candidate met the first rule (C3, the deepest row, ends no worse than C1 after the share "
-    "of an epoch); chosen instead: the candidate with the lowest perplexity of base that also gives "
+    "no candidate met the first rule (C3, the deepest row, ends no worse than C1 after the "
+    "calibration's training); chosen instead: the candidate with the lowest perplexity of base that also gives "
     "C3 its lowest perplexity"
 )
 

@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 
 from ..evaluation import results
 from ..runtime.files import atomic_write_text, publication
-from .chapters import Log, _print, _shown
+from .chapters import Log, _print, _shown, book_root
 
 RECORD = "book_run"
 NOTEBOOKS = "notebooks"
@@ -308,11 +308,59 @@ def _results_of(
     return files, unattributed
 
 
+def _sent_commit(commit: str) -> str:
+    """The full hash of `commit` in this clone (ValueError, in one line, when it names none)."""
+    import subprocess
+
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--verify", f"{commit}^{{commit}}"],
+            cwd=book_root(),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        raise ValueError(
+            f"--commit {commit}: no such commit in this clone; give the commit whose tree the "
+            "GPU machine ran"
+        ) from None
+
+
+def _source_at(commit: str, chapter: str) -> str | None:
+    """The digest the runner records (`source_sha256`) of book/<chapter>.py at `commit`."""
+    import hashlib
+    import subprocess
+
+    shown = subprocess.run(
+        ["git", "show", f"{commit}:book/{chapter}.py"],
+        cwd=book_root(),
+        capture_output=True,
+    )
+    if shown.returncode != 0:
+        return None
+    return hashlib.sha256(shown.stdout).hexdigest()[:16]
+
+
+def _with_commit(value, recorded: str | None, commit: str, note: str):
+    """`value` (a record, or part of one) with every provenance naming `recorded` naming `commit`,
+    clean, and the note saying why."""
+    if isinstance(value, dict):
+        value = {k: _with_commit(v, recorded, commit, note) for k, v in value.items()}
+        if "git_commit" in value and value["git_commit"] == recorded:
+            value.update(git_commit=commit, git_dirty=False, git_note=note)
+        return value
+    if isinstance(value, list):
+        return [_with_commit(v, recorded, commit, note) for v in value]
+    return value
+
+
 def import_run(
     source: str | os.PathLike,
     profile: str = "gpu",
     *,
     results_dir: str | os.PathLike | None = None,
+    commit: str | None = None,
     log: Log = _print,
 ) -> ImportReport:
     """Copy a returned book run of `profile` into `<results root>/book_<profile>/`.
@@ -323,8 +371,15 @@ def import_run(
     published together. A chapter whose committed entry is newer is refused (kept as it is), one
     with the same date is left unchanged, one that failed or was interrupted is skipped. Nothing in
     the folder is deleted, and `results/<profile>/` is not touched.
+
+    `commit`: the commit whose tree the machine ran, where its git metadata was older than the tree
+    (a copy of the working tree with a stale `.git`, as some GPU hosts send it), so the run recorded
+    a wrong commit "with local edits". Each chapter's notebook must record the digest of its source
+    at `commit` (else the chapter is refused); its entry and results then name `commit`, clean,
+    with a `git_note` that keeps the commit the machine recorded.
     """
     source = Path(source)
+    sent = _sent_commit(commit) if commit else None
     target = run_folder(profile, results_dir)
     baseline = results.results_root(results_dir) / profile
     report = ImportReport(target)
@@ -369,6 +424,12 @@ def import_run(
                     f"(profile {meta.get('profile')!r}, status {meta.get('status')!r})"
                 )
                 continue
+            if sent and meta.get("source_sha256") != _source_at(sent, chapter):
+                report.refused.append(
+                    f"{chapter}: its source is not book/{chapter}.py of {sent[:7]} (--commit); "
+                    "not taken"
+                )
+                continue
             before = kept.get(chapter)
             if before is not None:
                 ours, theirs = _date(entry.get("date")), _date(before.get("date"))
@@ -378,7 +439,7 @@ def import_run(
                         f"this run's ({entry.get('date')}); kept"
                     )
                     continue
-                if theirs == ours and before.get("git_commit") == entry.get("git_commit"):
+                if theirs == ours:  # the same run, whatever commit a correction wrote
                     report.unchanged.append(chapter)
                     continue
             chosen.append(chapter)
@@ -392,6 +453,18 @@ def import_run(
         scratch = Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="book-import-"))
         )
+
+        def corrected(value, entry: dict):
+            recorded = entry.get("git_commit")
+            if not sent or recorded == sent:
+                return value
+            note = (
+                f"the GPU machine's git metadata was older than its tree and recorded "
+                f"{(recorded or 'no commit')[:7]} with local edits; the tree it ran was "
+                f"{sent[:7]} (its chapter sources match), set on import"
+            )
+            return _with_commit(value, recorded, sent, note)
+
         with publication() as together:
             for chapter in chosen:
                 dest = f"results/{folder_name(profile)}/{NOTEBOOKS}/{chapter}.ipynb"
@@ -407,9 +480,18 @@ def import_run(
                             "does not hold"
                         )
                     staged = _scrubbed_copy(src, scratch / "results" / name, clone)
+                    if sent and name.endswith(".json"):
+                        record = corrected(
+                            json.loads(staged.read_text(encoding="utf-8")),
+                            entries[chapter],
+                        )
+                        staged = atomic_write_text(
+                            scratch / "results" / name,
+                            json.dumps(record, indent=1) + "\n",
+                        )
                     together.add(target / name, staged)
                     report.written.append(target / name)
-                entry = dict(entries[chapter])
+                entry = corrected(dict(entries[chapter]), entries[chapter])
                 kind, name = entry_device(entry, spell)
                 entry.update(
                     notebook=dest,
@@ -422,6 +504,7 @@ def import_run(
                 kept[chapter] = entry
                 report.imported.append(chapter)
             if chosen:
+                spell = corrected(spell, spell.get("provenance") or {})
                 record = _merged(committed, spell, kept, chosen, source.name, now)
                 staged = atomic_write_text(
                     scratch / "book_run.json", json.dumps(record, indent=1) + "\n"

@@ -77,6 +77,13 @@ def add_arguments(parser) -> None:
         "files and book_run.json entries, chapter by chapter; a chapter whose committed entry "
         "is newer is refused, and nothing is deleted",
     )
+    parser.add_argument(
+        "--commit",
+        metavar="SHA",
+        help="with --import-run: the commit whose tree the machine ran, where its git metadata "
+        "was older than the tree (the run then records a wrong commit with local edits); each "
+        "chapter's source must match that commit's, and the records name it",
+    )
 
 
 def run(args) -> int:
@@ -90,7 +97,10 @@ def run(args) -> int:
             return 0
         if args.import_run:
             report = import_run(
-                args.import_run, args.profile, results_dir=args.results_dir
+                args.import_run,
+                args.profile,
+                results_dir=args.results_dir,
+                commit=args.commit,
             )
             if not report.imported and not report.unchanged:
                 _print(f"import: nothing taken into {_shown(report.target)}")

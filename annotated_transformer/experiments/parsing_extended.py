@@ -72,8 +72,9 @@ def should_stop(
 class ParserCurveRun:
     """A run folder of one job per share, under one recipe (refused when it changes), trained on
     `device` (a resolved device: "cpu", "cuda:0"). The folder records the kind of device it was
-    trained on, and a job is never continued on another kind: the precision "auto" means differs
-    (fp32 on a CPU, bf16 on a GPU with it), and one curve would mix both."""
+    trained on and is continued only on that kind, and each job continues in the precision its
+    curve was trained in: "auto" may mean another one elsewhere (measured on a CPU, bf16 or fp16 on
+    a GPU), and one curve never mixes two."""
 
     recipe: ParserRecipe
     out_dir: Path
@@ -83,6 +84,10 @@ class ParserCurveRun:
 
     def folder(self, share: float) -> Path:
         return Path(self.out_dir) / share_name(share)
+
+    def precision_of(self, share: float) -> str:
+        """The precision the job of `share` trained in (its `curve.json`)."""
+        return json.loads((self.folder(share) / CURVE_NAME).read_text())["precision"]
 
     def curve(self, share: float) -> list[dict]:
         path = self.folder(share) / CURVE_NAME
@@ -149,6 +154,10 @@ class ParserCurveRun:
             log_every=10_000,
             keep_snapshots=recipe.average_last,
         )
+        if curve:
+            # A job continues in the precision its curve was trained in: "auto" may mean another
+            # one here (measured on a CPU; fp16 on a GPU without bf16), and one curve never mixes two.
+            settings = settings.replace(precision=self.precision_of(share))
         started = time.perf_counter()
         fitted = parsing.train_parser(
             recipe.config(data),

@@ -98,8 +98,14 @@ def describe_calibration(
     the rule, the choice, and what this profile trains with."""
     metrics, provenance = record["metrics"], describe_provenance(record)
     share = metrics["share_of_epoch"]
+    # below 1: a share of one epoch; from 1 up, whole epochs (scripts/table3_calibration.py)
+    trained = (
+        f"{share:g} of an epoch"
+        if share < 1
+        else f"{share:g} epoch" + ("" if share == 1 else "s")
+    )
     return (
-        f"Validation perplexity after {share:g} of an epoch for each candidate (written "
+        f"Validation perplexity after {trained} for each candidate (written "
         f"warm-up steps:peak rate). The calibration chose **{metrics['chosen']}** "
         f"({provenance}); how it chose: {metrics['rule']}. This profile trains every row with "
         f"{warmup} warm-up steps and a "

@@ -130,7 +130,10 @@ def export(
     document = {
         "identity": identity,
         "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": _cpu_name(),
+        # where the jobs trained: each job records its device; jobs from before that record
+        # trained on this command's CPU
+        "machine": ", ".join(sorted({r["device"] for r in records if r.get("device")}))
+        or _cpu_name(),
         "targets": dict(targets),
         "jobs": records,
     }

@@ -20,7 +20,16 @@ device=${DEVICE:-auto}
 name="chapters_$1"
 [ $# -gt 1 ] && name="chapters_$1-${!#}"
 log=_build/$name.log
-mkdir -p _build
+mkdir -p _build "results/$profile"
+# The committed run's records (results/book_<profile>/) into the profile's results folder first,
+# where missing, so that a chapter reading another's results (the introduction, 05 and 08 after
+# 04) sees the whole run, not just this spell's. `book --import-run` takes back only the chapters
+# that ran here. (Run in a clone of your own, these copies show up as untracked files.)
+if [ -d "results/book_$profile" ]; then
+  for f in "results/book_$profile"/*.json; do
+    [ -e "results/$profile/$(basename "$f")" ] || cp "$f" "results/$profile/"
+  done
+fi
 started=$(date -u +%H:%M:%S)
 # SIGINT, as Ctrl-C: the book records the chapter it cuts short and keeps every one published
 timeout --signal=INT --kill-after=30 "${LIMIT_S:-100000}" \

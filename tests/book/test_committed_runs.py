@@ -190,6 +190,64 @@ def test_spells_accumulate_chapter_by_chapter_and_an_older_one_is_refused(tmp_pa
     assert sorted(p.name for p in (root / "gpu").iterdir()) == ["README.md"]
 
 
+def test_a_stale_commit_is_set_right_only_where_the_sources_match(tmp_path):
+    """--commit: the machine's git metadata was older than its tree. A chapter whose notebook
+    records the digest of its source at that commit takes the commit, clean, with a note; one
+    whose source differs is refused; importing the same spell again changes nothing."""
+    import hashlib
+    import subprocess
+
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    stale = "d" * 40
+    spell = make_spell(
+        tmp_path / "spell",
+        {
+            "01_attention": {
+                "files": {
+                    "attention.json": '{"provenance": {"git_commit": "'
+                    + stale
+                    + '", "git_dirty": true}}'
+                },
+                "commit": stale,
+            },
+            "02_model": {"files": {"model.json": "{}"}, "commit": stale},
+        },
+    )
+    executed = spell / "_build" / "executed" / "gpu" / "book"
+    for chapter, digest in (
+        (
+            "01_attention",
+            hashlib.sha256((ROOT / "book/01_attention.py").read_bytes()).hexdigest()[:16],
+        ),
+        ("02_model", "not-that-source"),
+    ):
+        nb = nbformat.read(str(executed / f"{chapter}.ipynb"), as_version=4)
+        nb.metadata["annotated_transformer"]["source_sha256"] = digest
+        nbformat.write(nb, str(executed / f"{chapter}.ipynb"))
+    root = tmp_path / "results"
+    if subprocess.run(
+        ["git", "diff", "--quiet", "HEAD", "--", "book/01_attention.py"], cwd=ROOT
+    ).returncode:
+        pytest.skip("book/01_attention.py has local edits")
+    report = committed.import_run(
+        spell, "gpu", results_dir=root, commit=head[:9], log=lambda _: None
+    )
+    assert report.imported == ["01_attention"]
+    assert report.refused and report.refused[0].startswith("02_model: its source is not")
+    entry = _entries(root)["01_attention"]
+    assert (entry["git_commit"], entry["git_dirty"]) == (head, False)
+    assert "recorded ddddddd with local edits" in entry["git_note"]
+    prov = json.loads((root / "book_gpu" / "attention.json").read_text())["provenance"]
+    assert (prov["git_commit"], prov["git_dirty"]) == (head, False)
+    again = committed.import_run(spell, "gpu", results_dir=root, log=lambda _: None)
+    assert again.unchanged == ["01_attention"]
+    assert _entries(root)["01_attention"]["git_commit"] == head
+    with pytest.raises(ValueError, match="--commit nothing: no such commit"):
+        committed.import_run(spell, "gpu", results_dir=root, commit="nothing")
+
+
 def test_the_cli_says_no_when_a_chapter_is_refused(tmp_path):
     root = tmp_path / "results"
     newer = make_spell(

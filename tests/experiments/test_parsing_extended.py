@@ -297,7 +297,7 @@ def test_every_epoch_trains_on_the_runs_device(tmp_path, monkeypatch):
     seen = {}
 
     def fake_train(config, data, settings, out_dir, **options):
-        seen.update(options)
+        seen.update(options, precision=settings.precision)
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(extended.parsing, "train_parser", fake_train)
@@ -305,7 +305,15 @@ def test_every_epoch_trains_on_the_runs_device(tmp_path, monkeypatch):
     run = extended.ParserCurveRun(_recipe(), tmp_path, device="cuda:0")
     with pytest.raises(RuntimeError, match="stop here"):
         run.train_epoch(1.0, [tree] * 4, [tree])
-    assert seen["device"] == "cuda:0"
+    assert seen["device"] == "cuda:0" and seen["precision"] == "auto"  # a new job
+    # a job continues in the precision its curve was trained in, whatever auto means here
+    run.folder(1.0).mkdir(parents=True)
+    (run.folder(1.0) / extended.CURVE_NAME).write_text(
+        json.dumps({"precision": "bf16", "curve": [{"epoch": 1, "f1": 1.0}]})
+    )
+    with pytest.raises(RuntimeError, match="stop here"):
+        run.train_epoch(1.0, [tree] * 4, [tree])
+    assert seen["precision"] == "bf16"
 
 
 def test_the_test_score_refuses_a_file_that_is_not_a_test_record(tiny_run, tmp_path):

@@ -275,3 +275,9 @@ def test_calibration_sentence_names_the_choice_then_how():
         "e14a79c); how it chose: the lowest of base. This profile trains every row with 200 "
         "warm-up steps and a peak rate of 0.004, on batches of 1,024 tokens."
     ) in text
+    assert text.startswith("Validation perplexity after 0.5 of an epoch for each")
+    record["metrics"]["share_of_epoch"] = 2.0  # whole epochs from 1 up
+    text = say.describe_calibration(record, 200, 4e-3, 1024)
+    assert text.startswith("Validation perplexity after 2 epochs for each")
+    record["metrics"]["share_of_epoch"] = 1
+    assert "after 1 epoch for each" in say.describe_calibration(record, 200, 4e-3, 1024)

@@ -287,3 +287,22 @@ def test_an_interrupt_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
     assert code == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "interrupted" in err[0] and str(out) in err[0]
+
+
+def test_an_export_names_where_the_jobs_trained_and_reads_a_gpu_folder_anywhere(tmp_path):
+    """A folder trained on a GPU (bf16) exports on a CPU machine, and the export names the GPU,
+    not the exporting machine's CPU."""
+    out = tmp_path / "run"
+    extended.Table3Run(_tiny(), out).write_identity({"full": 1, "small": 1})
+    plan = json.loads((out / extended.PLAN_NAME).read_text())
+    plan["identity"]["precision"] = "bf16"
+    (out / extended.PLAN_NAME).write_text(json.dumps(plan))
+    _curve(out, "base", 1, 1)
+    record = json.loads((out / "full-base-seed1" / extended.CURVE_NAME).read_text())
+    record["device"] = "NVIDIA H100 80GB HBM3"
+    (out / "full-base-seed1" / extended.CURVE_NAME).write_text(json.dumps(record))
+    assert _export_only(out, tmp_path / "a.json") == 0
+    assert (
+        json.loads((tmp_path / "a.json").read_text())["machine"]
+        == "NVIDIA H100 80GB HBM3"
+    )
