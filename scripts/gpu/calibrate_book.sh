@@ -15,6 +15,14 @@
 #      processes sharing the GPU.
 #   4. parser_epochs: three epochs of the gpu profile's parser recipe on all the training trees,
 #      seconds per epoch and dev F1 (parser-curve --device).
+#   5. sdpa_backends: the start-up of step 1 (45-55 s before a process's first row runs at speed,
+#      again for a row of another width and for new batch shapes) has the pattern of cuDNN's
+#      attention building an execution plan for every new (batch, length) shape; the same rows in
+#      fresh processes with cuDNN's attention in torch's default place and with it put last
+#      (TORCH_CUDNN_SDPA_DEPRIORITIZED=1), seconds per job.
+#   6. table3_all_rows: one epoch of all 20 rows, one seed, dropout's rows one small-corpus epoch,
+#      four processes (SDPA_ENV=TORCH_CUDNN_SDPA_DEPRIORITIZED=1 to run it with the backend that
+#      step 5 found faster): what an epoch of chapter 06's table costs per seed.
 #
 #   AT_DATA_DIR=/path/to/data bash scripts/gpu/calibrate_book.sh [STEP ...]
 #
@@ -30,6 +38,7 @@ root=runs/gpu-calibration
 mkdir -p "$root"
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(table3_costs table3_calibration fp16 parser_epochs)
+rows_all=(base A1 A2 A3 A4 B1 B2 C1 C2 C3 C4 C5 C6 C7 D1 D2 D3 D4 E big)
 
 pack() {  # step: its folder into $OUT/<step>.tgz
   if [ -n "${OUT:-}" ]; then
@@ -112,6 +121,33 @@ parser_epochs() {
   timed parser_epochs $python -m annotated_transformer parser-curve --device "$device" \
     "${recipe[@]}" --warmup 800 --min-epochs $epochs --max-epochs $epochs --out "$d/run"
   find "$d" -name "*.pt" -delete
+}
+
+sdpa_backends() {
+  local d=$root/sdpa_backends
+  mkdir -p "$d"
+  local rows=(base C1 big)
+  [ "$quick" = 1 ] && rows=(base C1)
+  for order in default cudnn_last; do
+    local env=()
+    [ $order = cudnn_last ] && env=(TORCH_CUDNN_SDPA_DEPRIORITIZED=1)
+    timed sdpa_backends env "${env[@]}" $python -m annotated_transformer table3 \
+      --profile "$profile" --device "$device" --epochs 1 --small-epochs 1 --seeds 1 \
+      --rows "${rows[@]}" --workers 1 --out "$d/$order" || return 1
+    mv "$d/log.txt" "$d/log_$order.txt"
+    find "$d/$order" -name "*.pt" -delete
+  done
+}
+
+table3_all_rows() {
+  local d=$root/table3_all_rows
+  mkdir -p "$d"
+  local rows=("${rows_all[@]}")
+  [ "$quick" = 1 ] && rows=(base C1 D1)
+  timed table3_all_rows env ${SDPA_ENV:-} $python -m annotated_transformer table3 \
+    --profile "$profile" --device "$device" --epochs 1 --small-epochs 1 --seeds 1 \
+    --rows "${rows[@]}" --workers 4 --out "$d/run"
+  find "$d/run" -name "*.pt" -delete
 }
 
 status=0
