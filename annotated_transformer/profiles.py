@@ -904,10 +904,12 @@ PROFILES: dict[str, Profile] = {
         # Table 3: all 20 rows x 3 seeds at half the paper's widths and depths (base: 3 layers,
         # d_model 256, 8 heads of d_k 32), 3 epochs each, and dropout's rows 30 epochs of a tenth,
         # four processes sharing the GPU. Sized on one H100 (results/gpu/book_calibration): a row-epoch
-        # takes 2-5 s once a process is warm, four processes train about as fast each as one alone,
-        # and each process's first row costs 45-60 s of start-up: 60 runs x 3 epochs x ~4 s / 4
-        # processes ~ 3 minutes, the small corpus ~1, start-up ~1.5: about 6 of chapter 06's 8
-        # minutes. Warm-up 200 at peak 2e-3, chosen on base's validation perplexity after two
+        # takes 2-5 s once a process is warm, four warm processes train about as fast each as one
+        # alone: 60 runs x 3 epochs x ~4 s / 4 processes ~ 3 minutes, the small corpus ~1. Unmeasured:
+        # the start-up, 46-53 s for a process's first row and again for new shapes (a new width,
+        # new batch shapes): once per process it is ~1 minute more, once per row shape it could be
+        # several; calibrate_book.sh's sdpa_backends and table3_all_rows measure it before the
+        # chapter runs. Warm-up 200 at peak 2e-3, chosen on base's validation perplexity after two
         # epochs (results/tuning_table3_gpu/calibration.json).
         book=BookScales(
             minutes=30,

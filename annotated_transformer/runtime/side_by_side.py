@@ -5,6 +5,11 @@ gains little from a second thread in one process: on a 2-core CPU, 200 copy-task
 the same time with one thread as with two. Two such runs in two one-thread processes therefore take
 about the time of one. Chapters 04, 06 and 07 and the `table3` command share their runs this way.
 
+On a GPU the same processes share the device: one such model leaves most of it idle, and on an
+H100 four processes side by side each trained a Table 3 row about as fast as one alone
+(results/gpu/book_calibration), so a caller that measured it asks for more than one
+(`side_by_side_workers(..., accelerator=N)`).
+
 Processes are spawned, never forked: a fork of a process that already holds torch's thread pool can
 hang in the child. The function a job runs must be importable (a module's top-level function, not
 one a notebook defines), because a spawned process finds it by name.

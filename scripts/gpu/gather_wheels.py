@@ -4,8 +4,8 @@
 
     python3 scripts/gpu/gather_wheels.py --python-version 3.12 --have scripts/gpu/device_packages.txt
     # on the GPU machine, from the clone:
-    python3 -m pip install --no-index --no-deps --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site
+    python3 -m pip install --no-index --no-deps --target .whl/site .whl/*.whl
+    export PYTHONPATH=$PWD/.whl/site
     python3 -m annotated_transformer book --profile gpu --no-build
 
 What goes in the folder (default `.whl/`, git-ignored; its *.whl files are replaced on each run):
@@ -560,7 +560,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[wheels] {len(wheels)} wheel(s), {total / 2**20:.1f} MiB in {dest}")
     if total > args.max_mib * 2**20:
         print(
-            f"[wheels] more than {args.max_mib:g} MiB: the device's 64 MiB carries the repo too",
+            f"[wheels] more than {args.max_mib:g} MiB: try --lean, where what is copied to the GPU "
+            "machine (the clone, the data and these wheels) is limited",
             file=sys.stderr,
         )
     return 0

@@ -17,7 +17,7 @@ def test_each_process_has_one_thread_and_one_after_another_keeps_ours():
     assert list(side_by_side(torch.get_num_threads, [{}, {}], workers=1)) == [here] * 2
 
 
-def test_workers_are_one_per_usable_core_on_a_cpu_and_one_on_an_accelerator(
+def test_workers_are_one_per_usable_core_on_a_cpu_and_as_asked_on_an_accelerator(
     monkeypatch,
 ):
     monkeypatch.setattr("os.cpu_count", lambda: 64)  # the machine's, not this process's
