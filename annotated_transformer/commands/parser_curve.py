@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 
+from ..runtime.ownership import check_own_folder
 from .arguments import positive_float, positive_int, probability
 
 TEST_RESULTS = "results/parser_extended_cpu/test.json"  # what chapter 07 reads
@@ -149,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
             f"parser-curve: wrote {parsing_extended.export(folder_run, shares, args.export)}"
         )
         return 0
+    check_own_folder("--out", args.out, command="parser-curve")
     curve_run = parsing_extended.ParserCurveRun(
         recipe, Path(args.out), args.min_epochs, args.max_epochs, device
     )

@@ -12,6 +12,7 @@ import sys
 import time
 
 from ..profiles import PROFILES, get_profile
+from ..runtime.ownership import check_own_folder
 from .arguments import positive_int
 
 DEFAULT_EPOCHS = 8
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or f"runs/table3-{profile.name}"
     epochs = args.epochs or DEFAULT_EPOCHS
     small_epochs = args.small_epochs or 2 * profile.book.table3.overfit_epochs
+    check_own_folder("--out", out, command="table3")
     job_run = extended.Table3Run(profile, out, str(resolve_device(args.device)))
     job_run.check_folder(training=not args.export_only)
     jobs = extended.finding_jobs(rows, sorted(args.seeds))

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from .. import pipeline
 from ..evaluation.results import check_name, results_path
 from ..profiles import FLAGS, MODEL_FLAGS, PROFILE_NAMES, Profile, get_profile
-from ..runtime.ownership import check_output
+from ..runtime.ownership import check_output, check_own_folder
 from ..runtime.precision import PRECISIONS
 from .arguments import positive_int, probability, setting
 
@@ -227,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
         name = args.results_name or pipeline.default_results_name(profile)
         published = results_path(name, profile.results_folder)
         check_output("--publish --results-name", published, command="train", publish=True)
+    # another command's folder (an extended run, the book's results, the site) is not a run folder
+    check_own_folder("--out", args.out or Path("runs") / profile.name, command="train")
     summary = pipeline.run(
         profile,
         args.out,

@@ -182,6 +182,18 @@ def check_output(
     )
 
 
+def check_own_folder(flag: str, path: str | os.PathLike, *, command: str) -> None:
+    """Refuse, in one line, a folder that a command makes and continues (`train --out`, `table3
+    --out`, `parser-curve --out`) where it is another command's folder or lies inside one; a new
+    or plain folder, or one that `command` made (to continue or set aside), passes."""
+    owner = owner_of(path, itself=True)
+    if owner is None or (
+        owner.maker == command and _real(owner.folder) == _real(Path(path))
+    ):
+        return
+    check_output(flag, path, command=command, folder=True)
+
+
 def relative_to_clone(path: str | os.PathLike) -> str:
     """A path as a record names it: relative to the clone when inside it, else absolute."""
     resolved = Path(path).resolve()

@@ -311,3 +311,37 @@ def test_the_markers_are_the_makers_own_names():
     assert ownership.BOOK_MARKER == f"{runner.RECORD}.json"
     assert set(ownership.RUN_MARKERS) == {run_folder.METRICS_NAME, checkpoint.RESUME_NAME}
     assert ownership.SNAPSHOT_GLOB.startswith(f"{checkpoint.SNAPSHOT_DIR}/")
+
+
+@pytest.mark.parametrize(
+    "command, argv",
+    [
+        ("train", ["train", "--profile", "smoke", "--max-steps", "1", "--out"]),
+        ("table3", ["table3", "--profile", "smoke", "--epochs", "1", "--out"]),
+        ("parser-curve", ["parser-curve", "--max-epochs", "1", "--out"]),
+    ],
+)
+@pytest.mark.parametrize("other", ["train", "table3", "parser-curve", "book"])
+def test_a_run_command_refuses_another_commands_folder(
+    tmp_path, capsys, command, argv, other
+):
+    """train, table3 and parser-curve make and continue their own --out; another command's folder,
+    or a folder inside one, is refused in one line before any work, and nothing in it changes."""
+    marker = {
+        "train": "metrics.jsonl",
+        "table3": ownership.TABLE3_MARKER,
+        "parser-curve": ownership.PARSER_MARKER,
+        "book": ownership.BOOK_MARKER,
+    }[other]
+    folder = tmp_path / "theirs"
+    folder.mkdir()
+    (folder / marker).write_text("{}")
+    if other == command:
+        # its own kind: the check passes (the command then continues or refuses as before)
+        ownership.check_own_folder("--out", folder, command=command)
+        with pytest.raises(ownership.OwnedFolderError, match="is the|only"):
+            ownership.check_own_folder("--out", folder / "inner", command=command)
+        return
+    for out in (folder, folder / "inner"):
+        line = refused([*argv, str(out)], capsys, folder)
+        assert "theirs" in line and f"`{other}`" in line, line
