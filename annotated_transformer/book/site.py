@@ -350,17 +350,17 @@ sys.exit(result if isinstance(result, int) else 1)
 
 # The files a build wrote into the site, one a line, kept in the site: any other file in it is a
 # reader's own, which a rebuild (replacing the folder whole) would delete, so the build refuses.
-SITE_FILES = ".site_files"
+SITE_LISTING = ".site_files"
 
 
 def reader_files(html_dir: str | os.PathLike) -> list[str]:
     """The files in a built site that its build did not write (relative, sorted): a reader's
     own. None can be told apart in a site built before the build listed its files."""
     html_dir = Path(html_dir)
-    listing = html_dir / SITE_FILES
+    listing = html_dir / SITE_LISTING
     if html_dir.is_symlink() or not listing.is_file():
         return []
-    built = set(listing.read_text(encoding="utf-8").splitlines()) | {SITE_FILES}
+    built = set(listing.read_text(encoding="utf-8").splitlines()) | {SITE_LISTING}
     found = (p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*"))
     return sorted(
         name for name in found if name not in built and not (html_dir / name).is_dir()
@@ -387,7 +387,7 @@ def _list_site_files(site: Path) -> None:
         for p in site.rglob("*")
         if p.is_file() or p.is_symlink()
     )
-    (site / SITE_FILES).write_text("".join(f"{f}\n" for f in files), encoding="utf-8")
+    (site / SITE_LISTING).write_text("".join(f"{f}\n" for f in files), encoding="utf-8")
 
 
 @dataclass
@@ -422,7 +422,7 @@ def build_site(
     and replaces `html_dir` whole (no pages left over from chapters that are gone) only when the
     build succeeded: a failed or interrupted build leaves the previous site. A folder there that
     is not a site this function built (no Sphinx `.buildinfo`) is refused, not replaced, and so
-    is a site holding files its build did not write (`SITE_FILES` lists those it did).
+    is a site holding files its build did not write (`SITE_LISTING` lists those it did).
     """
     stage_dir, html_dir = Path(stage_dir), Path(html_dir)
     check_reader_files(html_dir)
