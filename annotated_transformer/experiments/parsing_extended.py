@@ -615,6 +615,23 @@ def score_test(
             else:
                 todo.append(share)
         if todo:
+            # A folder holds the tree files of one results file: those its jobs name. Another's
+            # (a second results file beside it) would be overwritten by these shares' trees.
+            ours = {
+                name for j in document["jobs"] for name in (j.get("files") or {}).values()
+            }
+            theirs = sorted(
+                p.name
+                for p in path.parent.glob("parsing_test_*.txt")
+                if p.name not in ours
+            )
+            if theirs:
+                raise ValueError(
+                    f"{path.parent} holds test trees that {path.name} does not name "
+                    f"({', '.join(theirs[:3])}): another results file's scores; a folder holds "
+                    "the trees of one results file, so give --score-test a path in a folder of "
+                    "its own"
+                )
             if splits is None:
                 read = _cleaned_splits(data_dir, ("train", "dev", "test"))
                 splits = (

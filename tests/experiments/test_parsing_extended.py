@@ -354,3 +354,21 @@ def test_a_share_is_stopped_only_by_the_rule_it_stopped_under(tmp_path):
     extended.write_plan(run)
     curve(6)
     assert not extended.open_run(tmp_path).stopped(1.0)
+
+
+def test_a_folder_holds_the_test_trees_of_one_results_file(tiny_run, tmp_path):
+    """Before: a second results file scored into the same folder rewrote the first one's tree
+    files, which its record still names. Now the second is refused before any work."""
+    first = tmp_path / "scores" / "test.json"
+    _score(tiny_run, first, [], shares=(1.0,))
+    trees = sorted(p.name for p in first.parent.glob("parsing_test_*.txt"))
+    assert trees == ["parsing_test_gold.txt", "parsing_test_predicted_share_1.txt"]
+    before = {name: (first.parent / name).read_bytes() for name in trees}
+    with pytest.raises(
+        ValueError, match="holds test trees that other.json does not name"
+    ):
+        _score(tiny_run, first.parent / "other.json", [], shares=(1.0,))
+    assert not (first.parent / "other.json").exists()
+    assert {name: (first.parent / name).read_bytes() for name in trees} == before
+    # the first results file's own call goes on as before: nothing left to score
+    assert _score(tiny_run, first, [], shares=(1.0,))["already"] == [1.0]
