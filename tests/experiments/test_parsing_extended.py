@@ -372,3 +372,16 @@ def test_a_folder_holds_the_test_trees_of_one_results_file(tiny_run, tmp_path):
     assert {name: (first.parent / name).read_bytes() for name in trees} == before
     # the first results file's own call goes on as before: nothing left to score
     assert _score(tiny_run, first, [], shares=(1.0,))["already"] == [1.0]
+
+
+def test_an_interrupt_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
+    from annotated_transformer import cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(extended, "train_all", interrupted)
+    out = tmp_path / "run"
+    assert cli.main(["parser-curve", "--out", str(out), "--device", "cpu"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "interrupted" in err[0] and str(out) in err[0], err
