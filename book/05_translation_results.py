@@ -143,23 +143,17 @@ display(Markdown(describe.describe_plan(profile, torch_device, beam)))
 # run's log (`metrics.jsonl`), its snapshots (`checkpoints/step_*.pt`, model weights only, written
 # every few minutes or steps), the average of the last of them (`averaged.pt`), and the test
 # translations. Every checkpoint carries its configuration and its tokenizer, so nothing else is
-# needed to translate. When the folder holds no finished run of exactly this profile (this chapter
-# opened on its own, or chapter 04 run with other parameters), the chapter makes one with the same
-# call chapter 04 uses; an older run there is moved aside to `replaced/<time>/`, so none of its
-# snapshots is ever averaged into the new one.
+# needed to translate. That folder is the book's, and only chapter 04 writes it: in a book run
+# where it holds no finished run of exactly this profile, this chapter stops and says to run
+# chapter 04 first. Opened on its own (by hand, or in Colab), it trains one of its own instead,
+# with the same call chapter 04 uses, beside the book's folder in `runs/book-<profile>-chapter05/`
+# (`report.run_to_translate`); an older run there is moved aside to `replaced/<time>/`, so none of
+# its snapshots is ever averaged into the new one.
 
 # %%
 repo = results.repo_root() or pathlib.Path.cwd()
-run_dir = results.book_run_dir(profile.name)
-run = report.finished_run(run_dir, profile)
-trained_here = run is None
-if trained_here:
-    print(f"no finished {profile.name} run in runs/{run_dir.name}/: training it")
-    pipeline.run(
-        profile, run_dir, data_dir=data_dir, device=device, publish=True, overwrite=True
-    )
-    run = report.finished_run(run_dir, profile)
-assert run is not None, f"runs/{run_dir.name} still holds no finished run"
+run, trained_here = report.run_to_translate(profile, data_dir=data_dir, device=device)
+run_dir = run.folder
 viz.show_table(tables.run_table(run, run_dir.name, trained_here, profile.name))
 
 # %% [markdown]

@@ -545,7 +545,10 @@ if profile.name != "gpu" and other.is_file():
 # key-value cache: a cache would add two inputs and two outputs per layer and a position offset,
 # while recomputation is the same function the decoding tests already check against the cache
 # (`use_cache=False`), and for a caption of twenty pieces it costs milliseconds. Both graphs also
-# output their attention weights, which the page draws.
+# output their attention weights, which the page draws. The chapter writes its exports beside the
+# book's run folder, in `runs/book-<profile>-onnx/` (`web/`, `web-int8/`, and the one the page
+# serves, `web-live/`), never into it: that folder is chapter 04's, and `export-onnx` likewise
+# refuses an `--out` inside a run folder.
 #
 # Before the page uses them, the exported graphs translate test captions with onnxruntime in
 # Python, and must produce the PyTorch model's tokens exactly:
@@ -554,7 +557,9 @@ if profile.name != "gpu" and other.is_file():
 # needs `pip install onnx onnxruntime`
 from annotated_transformer.web.onnx_export import OnnxTranslator, export_onnx
 
-web_dir = run_dir / "web"
+# Beside the run folder, never in it (only chapter 04 writes that): `runs/book-<profile>-onnx/`.
+exports_dir = live_page.exports_dir(run_dir)
+web_dir = exports_dir / live_page.FLOAT32_EXPORT
 # The site serves the export chosen below (`live_page.publish_choice`); until then, or if this run
 # fails before choosing, the new float32 export is the newer one and the site serves it.
 written = export_onnx(checkpoint, web_dir)
@@ -582,7 +587,7 @@ print(
 # page serves int8 only when its BLEU lies inside that interval.
 
 # %%
-small_dir = run_dir / "web-int8"
+small_dir = exports_dir / live_page.INT8_EXPORT
 small = export_onnx(checkpoint, small_dir, quantize=True)
 small_translator = OnnxTranslator(small_dir)
 small_bytes = sum(p.stat().st_size for p in small.values())
@@ -610,7 +615,7 @@ seconds = time.perf_counter() - started
 # %%
 live_bleu = paired_bootstrap(live_translations, live_references)
 live_choice = live_page.choose_export(live_bleu)
-live_page.publish_choice(small_dir if live_choice == "int8" else web_dir, run_dir)
+live_page.publish_choice(small_dir if live_choice == "int8" else web_dir, exports_dir)
 same = sum(a == b for a, b in zip(*live_translations.values()))
 export_sizes = {"float32": model_bytes, "int8": small_bytes}
 viz.show_table(
@@ -636,7 +641,8 @@ display(Markdown(text))
 # sentencepiece), and decodes greedily. Type a sentence and press Enter. The picture under the
 # translation is the encoder-decoder attention of the layer and head you pick. In a notebook the
 # widget has nothing to load its files from; it runs on the built site (`python -m
-# annotated_transformer book` copies the model next to the page).
+# annotated_transformer book` copies the model from `runs/book-<profile>-onnx/web-live/` next to
+# the page).
 
 # %%
 if viz.in_book_build():

@@ -31,6 +31,14 @@ goes to `<folder>.partial` (which the next chapter 04 resumes) and the published
 A run killed in between is put right by the next book run before its first chapter. Every move
 is made holding the folder's training lock (`training.run_folder.LOCK_NAME`): a process training
 into it refuses the book in one line, and nothing of it is moved.
+
+What the other chapters derive from the run folder goes beside it, never into it: chapter 08's
+ONNX exports (the live page's model, which the site build copies from there) go to
+`<folder>-onnx/` (`live_page.exports_dir`: where `export-onnx` points an --out inside a run
+folder). Chapter 05 trains nothing in a book run: finding no finished run of the profile in the
+folder, it refuses in one line naming chapter 04 ("run chapter 04 first: ..."). Opened on its
+own (no $AT_BOOK_RUN_DIR), it reads the folder's run, else trains one of its own beside it in
+`<folder>-chapter05/` (`translation_report.run_to_translate`).
 """
 
 from __future__ import annotations
@@ -734,6 +742,7 @@ def run_book(
                 log=log,
                 notes=book.notes,
                 results_dir=results_dir,
+                exports=live_page.exports_dir(run_dir),
             )
     return book
 
@@ -747,12 +756,16 @@ def build_book_site(
     log=print,
     notes: list[str] | None = None,
     results_dir: Path | None = None,
+    exports: Path | None = None,
 ) -> SiteBuild:
     """The site from a profile's executed notebooks: the book's sources staged beside them, the
     committed runs of other profiles in `results_dir` (default: the results root) as parts of
-    their own, chapter 08's live translation (its export and onnxruntime-web), then Jupyter Book.
-    The one way `book` and the tests build it, so a test's site is the reader's."""
+    their own, chapter 08's live translation (its export in `exports`, default the one beside
+    the clone's `runs/book-<profile>`, and onnxruntime-web), then Jupyter Book. The one way
+    `book` and the tests build it, so a test's site is the reader's."""
     notes = notes if notes is not None else []
+    if exports is None:
+        exports = live_page.exports_dir(book_root(root) / "runs" / f"book-{profile}")
     stage_site(
         executed_dir,
         root=root,
@@ -761,7 +774,7 @@ def build_book_site(
         profile=profile,
         results_dir=results_dir,
     )
-    for note in live_page.stage_for_site(executed_dir, profile, book_root(root)):
+    for note in live_page.stage_for_site(executed_dir, exports):
         log(f"site: {note}")
         notes.append(note)
     return build_site(executed_dir, html_dir, log=log)

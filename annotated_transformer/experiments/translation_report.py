@@ -104,6 +104,53 @@ def finished_run(folder: str | Path, profile: Profile) -> FinishedRun | None:
     )
 
 
+# Beside the book's run folder: the run chapter 05 trains when it is opened on its own.
+STANDALONE_SUFFIX = "-chapter05"
+
+
+class NoBookRun(RuntimeError):
+    """A book run's chapter 05 found no finished run of its profile (one line, naming chapter 04)."""
+
+
+def run_to_translate(
+    profile: Profile, *, data_dir=None, device: str = "auto", log=print
+) -> tuple[FinishedRun, bool]:
+    """The run chapter 05 translates, and whether it trained it now.
+
+    The book's run folder (`results.book_run_dir`) is written only by chapter 04. Its finished
+    run of exactly `profile` is the one; in a book run ($AT_BOOK_RUN_DIR set by the runner) none
+    there is refused in one line naming chapter 04. A chapter opened on its own reads, else
+    trains (the call chapter 04 makes), a run of its own beside the folder:
+    `<run folder>-chapter05/` (an older run there goes to its `replaced/<time>/`)."""
+    book_run = results.book_run_dir(profile.name)
+    run = finished_run(book_run, profile)
+    if run is not None:
+        return run, False
+    if results.in_book_run():
+        raise NoBookRun(
+            f"run chapter 04 first: {book_run} holds no finished {profile.name} run, and only "
+            f"chapter 04 trains it (python -m annotated_transformer book --profile "
+            f"{profile.name} --chapters 04 05)"
+        )
+    own = book_run.with_name(book_run.name + STANDALONE_SUFFIX)
+    run = finished_run(own, profile)
+    if run is not None:
+        log(
+            f"no finished {profile.name} run in {book_run}: reading this chapter's own, {own}"
+        )
+        return run, False
+    log(
+        f"no finished {profile.name} run in {book_run}: training one of this chapter's own in {own}"
+    )
+    run_pipeline(
+        profile, own, data_dir=data_dir, device=device, publish=True, overwrite=True
+    )
+    run = finished_run(own, profile)
+    if run is None:
+        raise RuntimeError(f"{own} still holds no finished {profile.name} run")
+    return run, True
+
+
 def _training_fields(profile: dict) -> dict:
     """A profile's fields that decide what a run trains and scores: all but the name's description and the
     scales of the book's other chapters, which may change without making a trained model stale. The round

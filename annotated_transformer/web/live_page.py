@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 from ..runtime.files import PACKAGE_DIR, clone_root, staged_tree
+from ..runtime.ownership import BESIDE
 
 ORT_WEB_VERSION = "1.30.0"
 # The registry's dist.integrity for that version (`npm view onnxruntime-web@1.30.0 dist.integrity`).
@@ -46,9 +47,20 @@ SCRIPT_NAME = "live-translate.js"  # in the site's _static
 SITE_LIVE = "live"
 SITE_RUNTIME = "onnxruntime-web"  # under live/
 SITE_MODEL = "model"  # under live/
-# Under runs/book-<profile>/: the export the site serves, the one chapter 08 chose (`choose_export`);
-# an older run folder without it serves its float32 export, "web".
+# Chapter 08's exports of the book's run, in `exports_dir(<run folder>)`: float32, int8, and the
+# one the site serves, the one chapter 08 chose (`choose_export`); without a choice newer than the
+# float32 export the site serves that.
+FLOAT32_EXPORT = "web"
+INT8_EXPORT = "web-int8"
 LIVE_EXPORT = "web-live"
+
+
+def exports_dir(run_dir: str | os.PathLike) -> Path:
+    """Where chapter 08 writes its ONNX exports of the book's run folder `run_dir`: beside it,
+    never in it (only chapter 04 writes the run folder), as `<run folder>-onnx/`, the place
+    `export-onnx` names for an --out that lies inside a run folder."""
+    run_dir = Path(run_dir)
+    return run_dir.with_name(f"{run_dir.name}-{BESIDE['export-onnx']}")
 
 
 def _repo_root() -> Path:
@@ -178,12 +190,13 @@ def choose_export(comparison: dict[str, dict]) -> str:
     return "int8" if within else "float32"
 
 
-def publish_choice(chosen: str | os.PathLike, run_dir: str | os.PathLike) -> Path:
-    """Copy the export chapter 08 chose (a folder written by `export_onnx`) to `run_dir`/LIVE_EXPORT,
-    where the site build looks first. The copy replaces the previous choice in one step and gets
+def publish_choice(chosen: str | os.PathLike, exports: str | os.PathLike) -> Path:
+    """Copy the export chapter 08 chose (a folder written by `export_onnx`) to
+    `exports`/LIVE_EXPORT (`exports`: the folder `exports_dir` names), where the site build looks
+    first. The copy replaces the previous choice in one step and gets
     fresh times, so it is newer than the float32 export it was chosen beside; a later float32
     export (a run that failed before choosing) makes it stale, and the site then serves that."""
-    target = Path(run_dir) / LIVE_EXPORT
+    target = Path(exports) / LIVE_EXPORT
     with staged_tree(target) as stage:
         shutil.copytree(chosen, stage, dirs_exist_ok=True, copy_function=shutil.copyfile)
     return target
@@ -197,16 +210,15 @@ def _older(live: Path, plain: Path) -> bool:
     )
 
 
-def stage_for_site(
-    stage_dir: str | os.PathLike, profile: str, root: str | os.PathLike
-) -> list[str]:
-    """Put chapter 08's live translation into a staged site: the export that chapter wrote under
-    `runs/book-<profile>/web/`, onnxruntime-web and the widget's script. Returns notes for the
-    build's log (what was copied and its size, or why the page's widget will not load)."""
-    run_dir = Path(root) / "runs" / f"book-{profile}"
-    export = run_dir / LIVE_EXPORT
-    if not (export / "model.json").is_file() or _older(export, run_dir / "web"):
-        export = run_dir / "web"
+def stage_for_site(stage_dir: str | os.PathLike, exports: str | os.PathLike) -> list[str]:
+    """Put chapter 08's live translation into a staged site: the export that chapter chose in
+    `exports` (`exports_dir` of the book's run folder), onnxruntime-web and the widget's script.
+    Returns notes for the build's log (what was copied and its size, or why the page's widget
+    will not load)."""
+    exports = Path(exports)
+    export = exports / LIVE_EXPORT
+    if not (export / "model.json").is_file() or _older(export, exports / FLOAT32_EXPORT):
+        export = exports / FLOAT32_EXPORT
     if not (export / "model.json").is_file():
         return [
             (

@@ -9,9 +9,15 @@ its build.
   own goes to `<folder>.partial`, which the next chapter 04 resumes); one killed mid-way is put
   right by the next book run.
 - A site rebuild refuses, in one line naming them, files a reader put into the site.
+- Chapter 08's ONNX exports go beside the run folder (`<folder>-onnx/`, where `export-onnx`
+  points an --out inside a run folder), and the site build stages the live page's model from
+  there (issue 50, deliverable 1).
+- Chapter 05 never trains the run folder: in a book run with no finished run there it refuses in
+  one line naming chapter 04; opened on its own it trains a run of its own beside the folder.
 
 The chapters are stand-ins (a kernel start each, seconds) that write and read the run folder as
-chapters 04 and 08 do, through `results.book_run_dir`.
+chapters 04, 05 and 08 do, through `results.book_run_dir`, `report.run_to_translate` and
+`live_page.exports_dir`.
 """
 
 from __future__ import annotations
@@ -58,8 +64,27 @@ device = "auto"
 
 # %%
 from annotated_transformer.evaluation import results
-model = (results.book_run_dir(profile_name) / "metrics.jsonl").read_text()
+from annotated_transformer.web import live_page
+run = results.book_run_dir(profile_name)
+model = (run / "metrics.jsonl").read_text()
+exports = live_page.exports_dir(run)
+web = exports / live_page.FLOAT32_EXPORT
+web.mkdir(parents=True, exist_ok=True)
+(web / "model.json").write_text('{"weights": "float32"}')
+live_page.publish_choice(web, exports)
 results.write_result("figures", {"model": model}, profile=profile_name)
+"""
+
+TRANSLATION = """# %% tags=["parameters"]
+profile_name = "cpu"
+device = "auto"
+
+# %%
+from annotated_transformer.evaluation import results
+from annotated_transformer.experiments import translation_report as report
+from annotated_transformer.profiles import get_profile
+run, trained = report.run_to_translate(get_profile(profile_name))
+results.write_result("scores", {"folder": str(run.folder)}, profile=profile_name)
 """
 
 
@@ -73,6 +98,7 @@ def book(tmp_path, monkeypatch):
     (root / "book").mkdir(parents=True)
     shutil.copy(REPO / "_config.yml", root)
     (root / "book" / "04_training.py").write_text(TRAINING)
+    (root / "book" / "05_translation_results.py").write_text(TRANSLATION)
     (root / "book" / "08_attention_visualizations.py").write_text(FIGURES)
     return root
 
@@ -102,11 +128,20 @@ def figures(results_dir: Path) -> str:
 
 
 def test_chapters_take_the_run_folder_from_the_runner():
-    """Before: chapters 04, 05 and 08 each spelled `runs/book-<profile>` in the clone."""
+    """Before: chapters 04, 05 and 08 each spelled `runs/book-<profile>` in the clone; chapter 05
+    trained into it, and chapter 08 wrote its ONNX exports into it."""
     for name in ("04_training", "05_translation_results", "08_attention_visualizations"):
         source = (REPO / "book" / f"{name}.py").read_text()
-        assert "results.book_run_dir(profile.name)" in source, name
         assert not re.search(r'"runs" / f"book-\{profile', source), name
+    for name in ("04_training", "08_attention_visualizations"):
+        source = (REPO / "book" / f"{name}.py").read_text()
+        assert "results.book_run_dir(profile.name)" in source, name
+    translation = (REPO / "book" / "05_translation_results.py").read_text()
+    assert "report.run_to_translate(profile" in translation
+    assert "pipeline.run(" not in translation
+    figures_source = (REPO / "book" / "08_attention_visualizations.py").read_text()
+    assert "live_page.exports_dir(run_dir)" in figures_source
+    assert not re.search(r'run_dir / "web', figures_source)
     assert runner.TRAINING_CHAPTERS == ("04_training",)
 
 
@@ -222,7 +257,11 @@ def test_a_failed_or_interrupted_chapter_04_leaves_the_published_run(book):
         folder / "replaced"
     ).iterdir()  # the run it replaced: set aside, not deleted
     assert (aside / "metrics.jsonl").read_text() == "3\n"
-    assert sorted(p.name for p in folder.parent.iterdir()) == ["book-smoke"]
+    assert sorted(p.name for p in folder.parent.iterdir()) == [
+        "book-smoke",
+        "book-smoke-onnx",
+    ]
+    assert not [p for p in folder.rglob("*") if "web" in p.name]
 
 
 def test_a_killed_training_chapter_is_put_right_by_the_next_run(book):
@@ -283,3 +322,128 @@ def test_a_site_rebuild_refuses_a_readers_files(tmp_path, monkeypatch, book):
         "_static/extra.js",
         "notes.txt",
     ]
+
+
+# ---------------------------------------------------------------- what other chapters derive
+def test_chapter_08s_exports_lie_beside_the_run_folder_and_the_site_stages_them(
+    book, tmp_path, monkeypatch
+):
+    """Before: chapter 08 wrote web/, web-int8/ and web-live/ into the run folder, which only
+    chapter 04 writes, and the site build staged the live model from the clone's
+    runs/book-<profile> even for a run whose run folder is under its own --output-dir."""
+    staged = []
+    monkeypatch.setattr(runner, "stage_site", lambda *a, **k: None)
+    monkeypatch.setattr(
+        runner.live_page,
+        "stage_for_site",
+        lambda stage, exports: staged.append(Path(exports)) or [],
+    )
+    monkeypatch.setattr(runner, "build_site", lambda *a, **k: "built")
+    book_run = runner.run_book(
+        "smoke",
+        root=book,
+        chapters=["04", "08"],
+        output_dir=tmp_path / "other",
+        results_dir=tmp_path / "other_results",
+        parameters={"steps": 40},
+        log=lambda line: None,
+    )
+    assert all(c.status == "ok" for c in book_run.chapters)
+    assert book_run.site == "built"
+    folder = tmp_path / "other" / "runs" / "book-smoke"
+    exports = folder.with_name("book-smoke-onnx")
+    assert staged == [exports]
+    assert sorted(p.name for p in folder.iterdir() if p.name != ".lock") == [
+        "metrics.jsonl"
+    ]
+    assert (exports / runner.live_page.LIVE_EXPORT / "model.json").is_file()
+    assert not (book / "runs").exists()
+
+
+def test_export_onnx_points_where_chapter_08_writes(tmp_path):
+    """`export-onnx --out` inside a run folder is refused, naming the folder chapter 08 uses."""
+    from annotated_transformer.runtime import ownership
+    from annotated_transformer.web import live_page
+
+    folder = (tmp_path / "runs" / "book-smoke").resolve()
+    folder.mkdir(parents=True)
+    (folder / "metrics.jsonl").write_text("")
+    exports = live_page.exports_dir(folder)
+    for name in (live_page.FLOAT32_EXPORT, live_page.INT8_EXPORT, live_page.LIVE_EXPORT):
+        ownership.check_output(
+            "--out", exports / name, command="export-onnx", folder=True
+        )
+        with pytest.raises(ownership.OwnedFolderError) as refused:
+            ownership.check_output(
+                "--out", folder / name, command="export-onnx", folder=True
+            )
+        assert str(refused.value).endswith(f"e.g. {exports / name}")
+
+
+def _finished_run(folder: Path, profile_name: str = "smoke") -> None:
+    """What `pipeline.run` leaves, as `report.finished_run` reads it."""
+    from annotated_transformer import pipeline
+    from annotated_transformer.profiles import get_profile
+
+    (folder / "checkpoints").mkdir(parents=True)
+    records = [
+        {
+            "kind": "start",
+            "profile": get_profile(profile_name).to_dict(),
+            "device": "cpu",
+            "precision": "fp32",
+        },
+        {"kind": "train", "target_tokens": 10},
+        {"kind": "stop", "step": 3, "train_time_s": 1.0, "stopped_by": "max_steps"},
+    ]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "checkpoints" / "step_3.pt").write_bytes(b"x")
+    (folder / pipeline.AVERAGED_NAME).write_bytes(b"x")
+    (folder / pipeline.TRANSLATIONS_NAME).write_text("")
+
+
+def test_chapter_05_in_a_book_run_refuses_without_chapter_04s_run(book):
+    """Before: chapter 05 trained into the published run folder when it found no finished run."""
+    (failed,) = run(book, "05").chapters
+    assert failed.status == "failed"
+    assert "NoBookRun: run chapter 04 first: " in failed.error
+    assert "--chapters 04 05" in failed.error and "\n" not in failed.error
+    runs = book / "runs"
+    assert not runs.exists() or sorted(p.name for p in runs.iterdir()) == ["book-smoke"]
+    assert not (runs / "book-smoke" / "metrics.jsonl").exists()
+
+    _finished_run(runs / "book-smoke")
+    before = sorted(p.relative_to(runs) for p in runs.rglob("*"))
+    assert all(c.status == "ok" for c in run(book, "05").chapters)
+    scores = results.read_result("scores", "smoke", book / "results")["metrics"]
+    assert scores["folder"] == str(runs / "book-smoke")
+    assert sorted(p.relative_to(runs) for p in runs.rglob("*")) == before
+
+
+def test_chapter_05_opened_on_its_own_trains_a_run_of_its_own_beside(
+    tmp_path, monkeypatch
+):
+    from annotated_transformer.experiments import translation_report as report
+    from annotated_transformer.profiles import get_profile
+
+    monkeypatch.delenv(results.BOOK_RUN_ENV, raising=False)
+    monkeypatch.setattr(results, "repo_root", lambda: tmp_path)
+    trained = []
+
+    def train(profile, folder, **kwargs):
+        trained.append((Path(folder), kwargs["overwrite"]))
+        _finished_run(Path(folder))
+
+    monkeypatch.setattr(report, "run_pipeline", train)
+    profile = get_profile("smoke")
+    own = tmp_path / "runs" / "book-smoke-chapter05"
+    found, trained_here = report.run_to_translate(profile, log=lambda line: None)
+    assert (found.folder, trained_here) == (own, True)
+    assert trained == [(own, True)]
+    assert not (tmp_path / "runs" / "book-smoke").exists()
+    found, trained_here = report.run_to_translate(profile, log=lambda line: None)
+    assert (found.folder, trained_here, len(trained)) == (own, False, 1)
+    # chapter 04's run, once there, is the one read
+    _finished_run(tmp_path / "runs" / "book-smoke")
+    found, trained_here = report.run_to_translate(profile, log=lambda line: None)
+    assert (found.folder, trained_here) == (tmp_path / "runs" / "book-smoke", False)

@@ -139,7 +139,9 @@ def test_a_changed_tarball_is_refused(tmp_path, monkeypatch):
 
 
 def test_site_without_export_gets_a_note(tmp_path):
-    notes = live_page.stage_for_site(tmp_path / "stage", "nosuchprofile", tmp_path)
+    notes = live_page.stage_for_site(
+        tmp_path / "stage", tmp_path / "runs" / "book-x-onnx"
+    )
     assert len(notes) == 1 and "no export" in notes[0]
 
 
@@ -156,12 +158,15 @@ def test_the_page_serves_int8_only_when_its_bleu_is_inside_float32s_interval():
 def test_site_stages_chapter_08s_choice_before_the_float32_export(tmp_path):
     if not live_page.ort_cache_dir().is_dir():
         pytest.skip("onnxruntime-web is not in the cache (scripts/setup.sh fetches it)")
-    run_dir = tmp_path / "runs" / "book-p"
-    for name, weights in (("web", "float32"), (live_page.LIVE_EXPORT, "int8")):
-        (run_dir / name).mkdir(parents=True)
-        (run_dir / name / "model.json").write_text(json.dumps({"weights": weights}))
+    exports = live_page.exports_dir(tmp_path / "runs" / "book-p")
+    for name, weights in (
+        (live_page.FLOAT32_EXPORT, "float32"),
+        (live_page.LIVE_EXPORT, "int8"),
+    ):
+        (exports / name).mkdir(parents=True)
+        (exports / name / "model.json").write_text(json.dumps({"weights": weights}))
     try:
-        notes = live_page.stage_for_site(tmp_path / "stage", "p", tmp_path)
+        notes = live_page.stage_for_site(tmp_path / "stage", exports)
     except FileNotFoundError as error:
         pytest.skip(str(error))
     assert "int8 weights" in notes[0], notes
@@ -172,12 +177,13 @@ def test_site_stages_chapter_08s_choice_before_the_float32_export(tmp_path):
 def test_a_choice_older_than_the_float32_export_is_not_served(tmp_path):
     """A run that exported float32 and then failed before choosing must not leave the site on the
     previous model's choice; a run that chose serves its choice."""
-    run_dir = tmp_path / "runs" / "book-p"
-    web, small = run_dir / "web", run_dir / "web-int8"
+    exports = live_page.exports_dir(tmp_path / "runs" / "book-p")
+    web = exports / live_page.FLOAT32_EXPORT
+    small = exports / live_page.INT8_EXPORT
     for folder, weights in ((web, "float32"), (small, "int8")):
         folder.mkdir(parents=True)
         (folder / "model.json").write_text(json.dumps({"weights": weights}))
-    live = live_page.publish_choice(small, run_dir)
+    live = live_page.publish_choice(small, exports)
     old_time = (live / "model.json").stat().st_mtime
     assert json.loads((live / "model.json").read_text())["weights"] == "int8"
     assert not live_page._older(live, web)
@@ -186,7 +192,7 @@ def test_a_choice_older_than_the_float32_export_is_not_served(tmp_path):
     assert live_page._older(live, web)
     # a new choice replaces the old one whole, including files the new export lacks
     (live / "left_over.bin").write_bytes(b"x")
-    live_page.publish_choice(web, run_dir)
+    live_page.publish_choice(web, exports)
     assert json.loads((live / "model.json").read_text())["weights"] == "float32"
     assert not (live / "left_over.bin").exists()
     assert not live_page._older(live, web)
