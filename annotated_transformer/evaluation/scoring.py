@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import sacrebleu
 import torch
@@ -39,27 +39,41 @@ _COMPOUND = re.compile(r"(\S)-(\S)")
 
 
 # ------------------------------------------------------------------------------------------ decoding
-@torch.no_grad()
-def check_sentences(sentences, what: str = "sentences") -> None:
-    """One ValueError for what is not a list of sentences: a single string (which would be
-    translated character by character), or items that are not strings."""
+def sentence_list(sentences, what: str = "sentences") -> list[str]:
+    """The one door for a list of sentences: any sequence or iterable (a list, a tuple, a pandas
+    Series, a generator), read once and by position, as a new list of str. One ValueError, naming
+    `what`, for a single string (which would be translated character by character), a mapping, a
+    set or a data frame (no order or no sentences), something not iterable, or an item that is not
+    a str (named by its position and type)."""
     if isinstance(sentences, (str, bytes)):
         raise ValueError(
             f"{what} must be a list of sentences, got one {type(sentences).__name__} "
             f"({sentences[:40]!r}): pass [text]"
         )
-    try:
-        bad = next((s for s in sentences if not isinstance(s, str)), None)
-    except TypeError:
+    kind = type(sentences).__name__
+    if kind == "DataFrame":
         raise ValueError(
-            f"{what} must be a list of sentences, got {type(sentences).__name__}"
-        ) from None
-    if bad is not None:
-        raise ValueError(
-            f"{what} must be a list of strings, got an item of type {type(bad).__name__}: {bad!r:.60}"
+            f"{what} must be a list of sentences, got a DataFrame: pass one of its columns (df['en'])"
         )
+    if isinstance(sentences, (Mapping, set, frozenset)):
+        raise ValueError(
+            f"{what} must be a list of sentences in order, got a {kind}: pass a list"
+        )
+    try:
+        # list() reads a pandas Series by position (its values), and a generator exactly once.
+        items = list(sentences)
+    except TypeError:
+        raise ValueError(f"{what} must be a list of sentences, got {kind}") from None
+    for position, item in enumerate(items):
+        if not isinstance(item, str):
+            raise ValueError(
+                f"{what} must be a list of strings, but item {position} is a "
+                f"{type(item).__name__}: {item!r:.60}"
+            )
+    return [str(item) for item in items]
 
 
+@torch.no_grad()
 def translate(
     model: nn.Module,
     tokenizer,
@@ -78,7 +92,7 @@ def translate(
     (section 6.1: a=1, b=50), clamped to what the model's positions hold. A source longer than the
     positions is cut, with a warning naming it.
     """
-    check_sentences(sentences)
+    sentences = sentence_list(sentences)
     settings = (settings or DecodeSettings()).replace(**changes)
     beam_size, precision = settings.beam_size, settings.precision
     outputs: list[str] = [""] * len(sentences)
@@ -142,6 +156,8 @@ def sacrebleu_score(
     hypotheses: Sequence[str], references: Sequence[str], tokenize: str = "13a"
 ) -> dict:
     """sacreBLEU on detokenized text: {"score", "signature", "precisions", "bp", "sys_len", "ref_len"}."""
+    hypotheses = sentence_list(hypotheses, "hypotheses")
+    references = sentence_list(references, "references")
     _check_lengths(hypotheses, references)
     metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
     result = metric.corpus_score(list(hypotheses), [list(references)])
@@ -177,6 +193,10 @@ def paired_bootstrap(
 
     if len(systems) < 1:
         raise ValueError("paired_bootstrap needs at least one system")
+    references = sentence_list(references, "references")
+    systems = {
+        name: sentence_list(hyps, f"system {name!r}") for name, hyps in systems.items()
+    }
     for hypotheses in systems.values():
         _check_lengths(hypotheses, references)
     metric = sacrebleu.metrics.BLEU(tokenize=tokenize)
@@ -226,6 +246,8 @@ def tokenized_bleu(
     tokenizer: str = "13a",
 ) -> dict:
     """The paper's kind of BLEU: tokenize both sides, split compounds (German), then BLEU on the tokens."""
+    hypotheses = sentence_list(hypotheses, "hypotheses")
+    references = sentence_list(references, "references")
     _check_lengths(hypotheses, references)
 
     def prepare(text: str) -> str:
@@ -270,8 +292,8 @@ def evaluate_translation(
     Returns {"sacrebleu", "sacrebleu_signature", "bleu_tokenized", "bleu_tokenized_signature", "ppl",
     "sentences", "hypotheses"}; compound splitting applies when the target language is German.
     """
-    check_sentences(sources, "sources")
-    check_sentences(references, "references")
+    sources = sentence_list(sources, "sources")
+    references = sentence_list(references, "references")
     _check_lengths(sources, references)
     started = time.perf_counter()
     settings = settings or DecodeSettings()

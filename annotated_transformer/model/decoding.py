@@ -47,6 +47,11 @@ BOUNDS: dict[str, Bounds] = {
 }
 
 
+# The autocasts decoding runs in (runtime.precision.autocast_context); "auto" is the profile's, resolved
+# for a device before it reaches here.
+DECODE_PRECISIONS = ("fp32", "bf16", "fp16")
+
+
 @dataclass(frozen=True)
 class DecodeSettings:
     """How to translate, as one record from the profile to evaluation and the chapters.
@@ -66,6 +71,11 @@ class DecodeSettings:
 
     def __post_init__(self):
         check_all("", self.to_dict(), BOUNDS)
+        if self.precision not in DECODE_PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {', '.join(DECODE_PRECISIONS)}, got {self.precision!r} "
+                "(a profile's 'auto' is resolved for the device by Profile.decode_settings)"
+            )
 
     def replace(self, **changes) -> "DecodeSettings":
         return dataclasses.replace(self, **changes)

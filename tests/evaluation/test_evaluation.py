@@ -174,3 +174,90 @@ def test_paired_bootstrap_tells_noise_from_a_real_difference():
     # the interval is the sentences' variation: about mean +- ci95 holds the whole-set score
     for row in out.values():
         assert abs(row["bleu"] - row["mean"]) < row["ci95"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tiny_tokenizer):
+    torch.manual_seed(0)
+    return Transformer(
+        preset("tiny", dropout=0.0), tiny_tokenizer.vocab_size, tiny_tokenizer.vocab_size
+    ).eval()
+
+
+def test_sentences_are_read_by_position_from_any_sequence_or_iterable(
+    tiny_model, tiny_tokenizer
+):
+    pd = pytest.importorskip("pandas")
+    sentences = ["a man runs", "dog", "the big red house", "cat sits"]
+    expected = translate(tiny_model, tiny_tokenizer, sentences, beam_size=1, max_len_b=4)
+    # A Series sorted by another column (a permuted index) and one whose index is no permutation
+    # of 0..n-1 both come back in the Series' own order.
+    frame = pd.DataFrame({"en": sentences, "key": [3, 1, 2, 0]})
+    permuted = frame.sort_values("key").en
+    assert translate(tiny_model, tiny_tokenizer, permuted, beam_size=1, max_len_b=4) == [
+        expected[i] for i in (3, 1, 2, 0)
+    ]
+    labelled = pd.Series(sentences, index=[10, 20, 30, 40])
+    assert (
+        translate(tiny_model, tiny_tokenizer, labelled, beam_size=1, max_len_b=4)
+        == expected
+    )
+    # A generator is read once; a tuple is a sequence like any other.
+    generated = (s for s in sentences)
+    assert (
+        translate(tiny_model, tiny_tokenizer, generated, beam_size=1, max_len_b=4)
+        == expected
+    )
+    assert (
+        translate(tiny_model, tiny_tokenizer, tuple(sentences), beam_size=1, max_len_b=4)
+        == expected
+    )
+
+
+@pytest.mark.parametrize(
+    "sentences, words",
+    [
+        ([None], ["item 0", "NoneType"]),
+        (["dog", 1], ["item 1", "int"]),
+        (iter(["dog", b"cat"]), ["item 1", "bytes"]),
+        ("a man runs", ["one str", "[text]"]),
+        ({"dog", "cat"}, ["set", "in order"]),
+        (5, ["got int"]),
+    ],
+)
+def test_what_is_not_a_list_of_sentences_is_one_line_naming_the_item(
+    tiny_model, tiny_tokenizer, sentences, words
+):
+    with pytest.raises(ValueError) as caught:
+        translate(tiny_model, tiny_tokenizer, sentences)
+    message = str(caught.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_scores_read_their_sentences_by_position_too():
+    pd = pytest.importorskip("pandas")
+    references = ["Ein Hund läuft.", "Zwei Katzen schlafen im Haus."]
+    hypotheses = pd.Series(references, index=[7, 3])
+    assert sacrebleu_score(hypotheses, references)["score"] == pytest.approx(100.0)
+    assert tokenized_bleu(iter(references), references)["score"] == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="item 1 is a NoneType"):
+        sacrebleu_score(["Ein Hund läuft.", None], references)
+
+
+@pytest.mark.parametrize("precision", ["bogus", "auto", "FP16"])
+def test_translate_refuses_a_precision_it_cannot_decode_in(
+    tiny_model, tiny_tokenizer, precision
+):
+    with pytest.raises(
+        ValueError, match=f"precision must be one of fp32, bf16, fp16, got '{precision}'"
+    ):
+        translate(tiny_model, tiny_tokenizer, ["dog"], precision=precision)
+
+
+def test_decode_settings_take_every_autocast_and_nothing_else():
+    from annotated_transformer.model.decoding import DecodeSettings
+
+    for precision in ("fp32", "bf16", "fp16"):
+        assert DecodeSettings(precision=precision).precision == precision
+    with pytest.raises(ValueError, match="got 'bogus'"):
+        DecodeSettings(precision="bogus")
