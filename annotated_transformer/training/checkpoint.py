@@ -84,7 +84,32 @@ def load_checkpoint(
         raise CheckpointError(
             f"{path} is not a checkpoint of this package (format {CHECKPOINT_FORMAT}); was it written by `train`?"
         )
+    if (
+        not mmap
+    ):  # a mapped look reads settings only; whoever uses the weights loads them whole
+        check_finite_weights(state["model"], path)
     return state
+
+
+def check_finite_weights(weights, path: str | os.PathLike) -> None:
+    """One CheckpointError naming `path` and the first floating tensor of `weights` (a state dict)
+    that holds NaN or inf: such weights decode to empty lines or fail deep in beam search, so
+    they are refused where a checkpoint is loaded for use (the optimizer state is left alone)."""
+    if not isinstance(weights, dict):
+        raise CheckpointError(
+            f"{path} holds no model weights (its 'model' is a {type(weights).__name__}): "
+            "was it written by `train`?"
+        )
+    for name, tensor in weights.items():
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+            continue
+        if bool(torch.isfinite(tensor).all()):
+            continue
+        what = "NaN" if bool(torch.isnan(tensor).any()) else "inf"
+        raise CheckpointError(
+            f"{path}: weight {name} holds {what}: the run diverged before this checkpoint was "
+            "written; average earlier snapshots (checkpoints/step_*.pt) or retrain"
+        )
 
 
 # ------------------------------------------------------------------------------------------ RNG

@@ -112,3 +112,37 @@ def test_loading_a_missing_or_foreign_file_says_what_to_do(tmp_path):
     torch.save({"weights": torch.zeros(1)}, tmp_path / "foreign.pt")
     with pytest.raises(ValueError, match="not a checkpoint of this package"):
         ckpt.load_checkpoint(tmp_path / "foreign.pt")
+
+
+@pytest.mark.parametrize("bad, word", [(float("nan"), "NaN"), (float("inf"), "inf")])
+def test_a_checkpoint_with_weights_that_are_not_finite_is_refused_naming_the_tensor(
+    tmp_path, bad, word
+):
+    weight = torch.ones(3)
+    weight[1] = bad
+    path = tmp_path / "averaged.pt"
+    torch.save(fake_checkpoint(weight), path)
+    with pytest.raises(ValueError) as caught:
+        ckpt.load_checkpoint(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: weight w holds {word}:") and "\n" not in message
+    assert "average earlier snapshots" in message
+
+
+def test_averaging_and_resuming_check_every_input_and_a_mapped_look_does_not(tmp_path):
+    good, bad = torch.ones(2), torch.tensor([1.0, float("-inf")])
+    folder = tmp_path / "run"
+    (folder / ckpt.SNAPSHOT_DIR).mkdir(parents=True)
+    torch.save(fake_checkpoint(good, 1), folder / ckpt.SNAPSHOT_DIR / "step_00000001.pt")
+    torch.save(fake_checkpoint(bad, 2), folder / ckpt.SNAPSHOT_DIR / "step_00000002.pt")
+    with pytest.raises(ValueError, match=r"step_00000002\.pt: weight w holds inf"):
+        ckpt.average_last(folder, 2)
+    resume = fake_checkpoint(bad, 2) | {"kind": "resume", "optimizer": {"state": {}}}
+    torch.save(resume, folder / ckpt.RESUME_NAME)
+    with pytest.raises(ValueError, match=r"last\.pt: weight w holds inf"):
+        ckpt.load_checkpoint(folder)
+    # A mapped look at the settings (mmap=True) reads no weights, so it does not judge them.
+    assert ckpt.load_checkpoint(folder, mmap=True)["step"] == 2
+    # Integer buffers are not weights: a checkpoint with finite floats loads.
+    torch.save(fake_checkpoint(good, 1), tmp_path / "fine.pt")
+    assert ckpt.load_checkpoint(tmp_path / "fine.pt")["step"] == 1
