@@ -546,6 +546,13 @@ class Profile:
             raise ValueError(
                 "the profile sets no limit: give max_steps, max_epochs or time_budget_minutes"
             )
+        if self.average_last > self.keep_snapshots:
+            raise ValueError(
+                f"average_last (--average-last) {self.average_last} is more than keep_snapshots "
+                f"(--keep-snapshots) {self.keep_snapshots}: only {self.keep_snapshots} snapshots "
+                f"are kept to average; raise --keep-snapshots to at least {self.average_last} or "
+                "lower --average-last"
+            )
         self.model_config()  # an unknown preset or an invalid override, in the config's words
 
     @property
@@ -1009,6 +1016,7 @@ PROFILES["paper-big"] = PROFILES["paper"].replace(
     preset="big",
     model_overrides=dict(max_len=1024),
     max_steps=300_000,
+    keep_snapshots=20,
     average_last=20,
 )
 

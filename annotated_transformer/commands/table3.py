@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from ..experiments import table3_extended as extended
     from ..model.config import TABLE3_ALL_ROWS
     from ..runtime.devices import resolve_device
+    from ..runtime.side_by_side import check_workers
 
     profile = get_profile(args.profile)
     rows = args.rows or extended.extended_rows()
@@ -100,7 +101,10 @@ def run(args: argparse.Namespace) -> int:
     epochs = args.epochs or DEFAULT_EPOCHS
     small_epochs = args.small_epochs or 2 * profile.book.table3.overfit_epochs
     check_own_folder("--out", out, command="table3")
-    job_run = extended.Table3Run(profile, out, str(resolve_device(args.device)))
+    device = str(resolve_device(args.device))
+    if not args.export_only:
+        check_workers(args.workers, device)
+    job_run = extended.Table3Run(profile, out, device)
     job_run.check_folder(training=not args.export_only)
     jobs = extended.finding_jobs(rows, sorted(args.seeds))
     targets = {j: (small_epochs if j.corpus == "small" else epochs) for j in jobs}

@@ -119,7 +119,14 @@ def first_share(train_by_file: Sequence[Sequence[Tree]], share: float) -> list[T
     """The trees of the first `share` of the training files (whole files: no article is split)."""
     if not 0 < share <= 1:
         raise ValueError(f"a share of the training files must be in (0, 1], not {share}")
-    files = max(1, round(len(train_by_file) * share))
+    total = len(train_by_file)
+    files = round(total * share)
+    if files < 1:
+        # A whole file would be a share several times the one asked for: refuse, not round up.
+        raise ValueError(
+            f"a share of {share:g} of the {total} training files selects no whole file (one file "
+            f"is a share of {1 / total:.4g}): give a share of at least {1 / total:.4g}"
+        )
     return [tree for trees in train_by_file[:files] for tree in trees]
 
 

@@ -82,6 +82,19 @@ class ParserCurveRun:
     max_epochs: int = 300
     device: str = "cpu"
 
+    def __post_init__(self):
+        if self.min_epochs < 1 or self.max_epochs < 1:
+            raise ValueError(
+                f"min_epochs (--min-epochs) {self.min_epochs} and max_epochs (--max-epochs) "
+                f"{self.max_epochs} must be at least 1"
+            )
+        if self.min_epochs > self.max_epochs:
+            raise ValueError(
+                f"min_epochs (--min-epochs) {self.min_epochs} is more than max_epochs "
+                f"(--max-epochs) {self.max_epochs}: a job stops at max_epochs, so the rule of at "
+                "least min_epochs could never hold; lower --min-epochs or raise --max-epochs"
+            )
+
     def folder(self, share: float) -> Path:
         return Path(self.out_dir) / share_name(share)
 

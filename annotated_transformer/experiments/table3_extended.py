@@ -36,6 +36,7 @@ from ..profiles import Profile
 from ..runtime.devices import device_name
 from ..runtime.files import atomic_write_text
 from ..runtime.precision import resolve_precision
+from ..runtime.side_by_side import check_workers
 from ..training.checkpoint import RESUME_NAME
 from ..training.fit import fit
 from ..training.run_folder import LOCK_NAME
@@ -392,6 +393,7 @@ def train_all(
     from ..runtime.locks import folder_lock
     from ..runtime.progress import progress_bar
 
+    check_workers(workers, run.device)
     run.check_folder()
     run.write_identity()
     busy = f"{run.out_dir} is in use by another table3 process; wait for it or give another --out"

@@ -612,6 +612,7 @@ def recipe_check_profile(paper_profile: Profile, steps: int) -> Profile:
         eval_every=0,
         save_every_minutes=None,
         keep_snapshots=1,
+        average_last=1,
     )
 
 

@@ -56,6 +56,33 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+# How many worker processes a GPU's runs may share per usable core: each still needs a core to feed it.
+GPU_WORKERS_PER_CORE = 2
+
+
+def check_workers(
+    workers: int, device: torch.device | str, flag: str = "--workers"
+) -> int:
+    """`workers` when the machine can run that many processes side by side: at most its usable
+    cores on a CPU (one thread each), at most GPU_WORKERS_PER_CORE times them on a GPU; else one
+    ValueError naming `flag` and the most this machine takes (a process each, at hundreds of MB
+    each, would exhaust the memory long before finishing)."""
+    cores = usable_cores()
+    on_cpu = torch.device(device).type == "cpu"
+    most = cores if on_cpu else GPU_WORKERS_PER_CORE * cores
+    if workers > most:
+        where = (
+            "one process per usable core on a CPU"
+            if on_cpu
+            else f"at most {GPU_WORKERS_PER_CORE} processes per usable core feeding a GPU"
+        )
+        raise ValueError(
+            f"{flag} {workers} is more than this machine runs side by side ({cores} usable "
+            f"cores, {where}): give {flag} {most} or fewer"
+        )
+    return workers
+
+
 def side_by_side_workers(
     device: torch.device | str, jobs: int, accelerator: int = 1
 ) -> int:

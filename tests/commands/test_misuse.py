@@ -707,3 +707,49 @@ def test_an_empty_test_split_is_named_before_training(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"test split .*test_2016_flickr\.en.*--no-eval"):
         pipeline.run(tiny_run_profile(), tmp_path / "R", data_dir=data, device="cpu")
     assert not (tmp_path / "R" / "metrics.jsonl").exists()  # nothing trained
+
+
+# ------------------------------------------------------------------------------------------ settings that contradict each other
+def test_averaging_more_snapshots_than_are_kept_is_refused_naming_both_flags(
+    capsys, tmp_path
+):
+    with pytest.raises(ValueError) as caught:
+        get_profile("smoke", average_last=5, keep_snapshots=2)
+    message = str(caught.value)
+    assert "--average-last" in message and "--keep-snapshots" in message
+    assert "\n" not in message
+    assert get_profile("smoke", average_last=2, keep_snapshots=2).average_last == 2
+    # Every shipped profile keeps at least the snapshots it averages.
+    assert all(p.average_last <= p.keep_snapshots for p in PROFILES.values())
+    out = tmp_path / "R"
+    code = main(
+        ["train", "--profile", "smoke", "--average-last", "5", "--keep-snapshots", "2"]
+        + ["--out", str(out)]
+    )
+    line = error_line(capsys)
+    assert code in (1, 2) and "--average-last" in line and "--keep-snapshots" in line
+    assert not out.exists()
+
+
+def test_more_side_by_side_workers_than_the_machine_runs_is_refused(
+    monkeypatch, capsys, tmp_path
+):
+    from annotated_transformer.runtime import side_by_side
+
+    monkeypatch.setattr(side_by_side, "usable_cores", lambda: 4)
+    assert side_by_side.check_workers(4, "cpu") == 4
+    assert side_by_side.check_workers(8, "cuda:0") == 8
+    with pytest.raises(
+        ValueError, match=r"^--workers 5 is more .*4 usable cores.*--workers 4 or fewer"
+    ):
+        side_by_side.check_workers(5, "cpu")
+    with pytest.raises(ValueError, match="--workers 8 or fewer"):
+        side_by_side.check_workers(9, "cuda")
+    out = tmp_path / "T"
+    code = main(
+        ["table3", "--profile", "smoke", "--epochs", "1", "--workers", "1000"]
+        + ["--device", "cpu", "--out", str(out)]
+    )
+    line = error_line(capsys)
+    assert code == 1 and "--workers 1000" in line and "--workers 4 or fewer" in line
+    assert not out.exists()

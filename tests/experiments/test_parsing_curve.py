@@ -49,7 +49,19 @@ def test_a_share_takes_whole_files_from_the_front():
     files = [trees(3, k) for k in range(4)]
     assert parsing_curve.first_share(files, 1.0) == [t for f in files for t in f]
     assert parsing_curve.first_share(files, 0.5) == files[0] + files[1]
-    assert parsing_curve.first_share(files, 0.01) == files[0]  # never empty
+    assert parsing_curve.first_share(files, 0.25) == files[0]
+
+
+@pytest.mark.parametrize("share", [0.01, 0.0001, 0.125])
+def test_a_share_below_one_files_worth_is_refused_not_rounded_up_to_a_file(share):
+    """A share that rounds to no whole file would train on a whole file, several times the share
+    asked for: one line naming the share, the file count and the smallest share that means one."""
+    files = [trees(3, k) for k in range(4)]
+    with pytest.raises(ValueError) as caught:
+        parsing_curve.first_share(files, share)
+    message = str(caught.value)
+    assert f"share of {share:g} of the 4 training files" in message
+    assert "at least 0.25" in message and "\n" not in message
     for bad in (0, -0.5, 1.5):
         with pytest.raises(ValueError, match="share"):
             parsing_curve.first_share(files, bad)

@@ -385,3 +385,28 @@ def test_an_interrupt_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
     assert cli.main(["parser-curve", "--out", str(out), "--device", "cpu"]) == 130
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "interrupted" in err[0] and str(out) in err[0], err
+
+
+@pytest.mark.parametrize("low, high", [(10, 5), (301, 300), (0, 5)])
+def test_a_stopping_rule_whose_least_is_above_its_most_is_refused_naming_both_flags(
+    tmp_path, low, high
+):
+    with pytest.raises(ValueError) as caught:
+        extended.ParserCurveRun(_recipe(), tmp_path, min_epochs=low, max_epochs=high)
+    message = str(caught.value)
+    assert "--min-epochs" in message and "--max-epochs" in message and "\n" not in message
+    assert extended.ParserCurveRun(_recipe(), tmp_path, min_epochs=5, max_epochs=5)
+
+
+def test_parser_curve_refuses_min_epochs_above_max_epochs_before_any_work(
+    tmp_path, capsys
+):
+    from annotated_transformer.cli import main
+
+    out = tmp_path / "run"
+    code = main(
+        ["parser-curve", "--min-epochs", "10", "--max-epochs", "5", "--out", str(out)]
+    )
+    err = capsys.readouterr().err
+    assert code != 0 and "--min-epochs" in err and "--max-epochs" in err
+    assert not out.exists()
