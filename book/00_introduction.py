@@ -48,8 +48,9 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from annotated_transformer.book import summary, viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.evaluation import paper, results
-from annotated_transformer.profiles import PROFILES, get_profile
+from annotated_transformer.profiles import PROFILES
 from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
@@ -60,7 +61,7 @@ max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download
 
 # %% tags=["hide-input"]
-profile = get_profile(profile_name, max_steps=max_steps)
+profile = chapter_profile(profile_name, max_steps=max_steps)
 print(f"profile {profile.name!r} on {resolve_device(device)}: {profile.description}")
 
 # %% [markdown]

@@ -55,13 +55,13 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import Transformer, attention_maps, preset
 from annotated_transformer.book import viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.evaluation import results
 from annotated_transformer.model.attention import (
     MultiHeadAttention,
     explicit_attention,
     fused_attention,
 )
-from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
@@ -76,7 +76,7 @@ seed = 0  # every random tensor of the chapter follows from it
 # the timed inputs are.
 
 # %%
-profile = get_profile(profile_name)
+profile = chapter_profile(profile_name)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)

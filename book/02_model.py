@@ -58,6 +58,7 @@ from annotated_transformer import (
     preset,
 )
 from annotated_transformer.book import viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.paper import TABLE3 as PAPER_TABLE3
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
@@ -67,7 +68,6 @@ from annotated_transformer.model.layers import (
     PositionwiseFeedForward,
     sinusoidal_positions,
 )
-from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.training.teacher_forcing import batch_loss
 
@@ -82,7 +82,7 @@ vocab_size = 37_000  # the paper's shared BPE vocabulary, as rounded in section 
 # The profile only changes how many positions and shifts the positional-encoding checks cover:
 
 # %%
-profile = get_profile(profile_name)
+profile = chapter_profile(profile_name)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)

@@ -60,11 +60,11 @@ from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer.book import viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data.reading import load_parallel
 from annotated_transformer.data.tokenizer import train_tokenizer
 from annotated_transformer.evaluation import paper, results
 from annotated_transformer.experiments import complexity
-from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import device_name, resolve_device
 
 # %% tags=["parameters"]
@@ -82,7 +82,7 @@ seed = 0
 # at the base model's d = 512:
 
 # %%
-profile = get_profile(profile_name)
+profile = chapter_profile(profile_name)
 device = resolve_device(device)
 if device.type == "cpu" and threads is not None:
     torch.set_num_threads(threads)

@@ -73,6 +73,7 @@ from IPython.display import Markdown, display
 # %%
 from annotated_transformer import Transformer, pipeline, preset
 from annotated_transformer.book import viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import (
     TokenBatcher,
     load_parallel,
@@ -116,7 +117,7 @@ seed = 0  # the chapter's own experiments (the profile's run has the profile's s
 # asserts only what holds at any scale (`learns` is false).
 
 # %%
-profile = get_profile(profile_name, max_steps=max_steps)
+profile = chapter_profile(profile_name, max_steps=max_steps)
 torch_device = resolve_device(device)
 chapter_start = time.perf_counter()
 sizes = profile.chapter_sizes("04")

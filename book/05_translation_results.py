@@ -78,6 +78,7 @@ from IPython.display import Markdown, display
 # %%
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import collate_sources, load_parallel
 from annotated_transformer.evaluation import paper, results
 from annotated_transformer.evaluation.scoring import (
@@ -121,7 +122,7 @@ recipe_steps = None
 # trained with.
 
 # %%
-profile = get_profile(profile_name, max_steps=max_steps)
+profile = chapter_profile(profile_name, max_steps=max_steps)
 torch_device = resolve_device(device)
 decoding = profile.decode_settings(torch_device).replace(
     beam_size=int(beam_size or profile.beam_size)

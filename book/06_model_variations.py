@@ -83,6 +83,7 @@ from IPython.display import Markdown, display
 
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import results
 from annotated_transformer.experiments import findings, variations
@@ -91,7 +92,7 @@ from annotated_transformer.experiments import table3_report as report
 from annotated_transformer.experiments import table3_tables as tables
 from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
-from annotated_transformer.profiles import Table3Scale, get_profile
+from annotated_transformer.profiles import Table3Scale
 from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.runtime.side_by_side import side_by_side_workers
 
@@ -115,7 +116,7 @@ extended_profile = None
 
 
 # %%
-profile = get_profile(profile_name)
+profile = chapter_profile(profile_name)
 scales = profile.book
 # The data of every row: the profile's corpus, with the Table 3 vocabulary and batches where set.
 table3_profile = profile.replace(

@@ -84,6 +84,7 @@ from IPython.display import Markdown, display
 from nltk import Tree
 
 from annotated_transformer.book import viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import treebank_zip_path
 from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY, table4_row
@@ -91,7 +92,6 @@ from annotated_transformer.experiments import parsing, parsing_curve
 from annotated_transformer.experiments.parsing import describe, report
 from annotated_transformer.model.config import preset
 from annotated_transformer.model.transformer import count_parameters
-from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.training.fit import build_model
 
@@ -111,7 +111,7 @@ treebank_dir = None  # None: the sample
 # input length plus 300), which the package holds as `parsing.PAPER_BEAM` and its neighbours.
 
 # %%
-profile = get_profile(profile_name, max_steps=max_steps)
+profile = chapter_profile(profile_name, max_steps=max_steps)
 sizes = profile.chapter_sizes("07")
 device = resolve_device(device)
 chapter_start = time.perf_counter()

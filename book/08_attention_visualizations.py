@@ -66,6 +66,7 @@ import torch
 from IPython.display import HTML, Markdown, display
 
 from annotated_transformer.book import viz
+from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.scoring import paired_bootstrap
@@ -74,7 +75,6 @@ from annotated_transformer.experiments import attention_findings as fa
 from annotated_transformer.model.attention import explicit_attention
 from annotated_transformer.model.decoding import greedy_decode
 from annotated_transformer.model.transformer import attention_maps
-from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.progress import progress_bar
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 from annotated_transformer.web import live_page
@@ -89,7 +89,7 @@ compare_checkpoint = None
 test_sentences = None  # None: how many test captions section 8.6 translates (64)
 
 # %%
-profile = get_profile(profile_name)
+profile = chapter_profile(profile_name)
 chapter_start = time.perf_counter()
 # One sentence at a time: the matrices are too small for threads to pay, and on a busy machine
 # waiting for a second thread made each step many times slower.

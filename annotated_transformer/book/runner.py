@@ -86,6 +86,7 @@ from .chapters import (
     parameters_cell_index,
     select_chapters,
 )
+from .parameters import check_chapter_parameters
 from .site import SiteBuild, build_site, check_reader_files, stage_site
 
 # Chapters that summarise the others' results run last, so their tables show this run.
@@ -116,6 +117,8 @@ class ChapterRun:
     cell_index: int | None = None
     # The files of results/<profile>/ it wrote (relative to that folder), once it is published.
     results: list[str] | None = None
+    # The parameters it was given: profile_name, device and the --param ones its cell has.
+    parameters: dict | None = None
 
     def to_dict(self) -> dict:
         entry = {
@@ -126,6 +129,8 @@ class ChapterRun:
             "notebook": str(self.notebook),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
+        if self.parameters is not None:
+            entry["parameters"] = self.parameters
         if self.results is not None:
             entry["results"] = self.results
         return entry
@@ -290,7 +295,9 @@ def execute_chapter(
             {"status": status, "wall_time_s": round(wall, 2)}
         )
         atomic_write_text(output_path, nbformat.writes(executed))
-    return ChapterRun(name, source, output_path, status, wall, error, cell_index)
+    return ChapterRun(
+        name, source, output_path, status, wall, error, cell_index, parameters=params
+    )
 
 
 @dataclass
@@ -616,6 +623,15 @@ def run_book(
 
     get_profile(profile)  # unknown profiles fail before any work
     root = book_root(root)
+    all_chapters = discover_chapters(root)
+    selected = _execution_order(select_chapters(all_chapters, chapters))
+    if not selected:
+        raise FileNotFoundError(
+            f"no chapters found under {root / 'book'} (expected {CHAPTER_GLOB})"
+        )
+    # Each --param is a parameter of a selected chapter, of its default's type; a chapter is
+    # given only the ones its parameters cell has.
+    takes = check_chapter_parameters(parameters, selected)
     check_parameters(parameters, output_dir, results_dir, root)
     output_dir = Path(output_dir) if output_dir else root / "_build"
     results_dir = (
@@ -630,12 +646,6 @@ def run_book(
     executed_dir = output_dir / "executed" / profile
     html_dir = output_dir / "html"
     run_dir = book_run_folder(root, profile, output_dir, results_dir)
-    all_chapters = discover_chapters(root)
-    selected = _execution_order(select_chapters(all_chapters, chapters))
-    if not selected:
-        raise FileNotFoundError(
-            f"no chapters found under {root / 'book'} (expected {CHAPTER_GLOB})"
-        )
     # Every output is checked before the first chapter: writable, not an input, not someone
     # else's folder that the site build would replace.
     check_writable_folder(output_dir, "the book's output folder (--output-dir)")
@@ -694,7 +704,7 @@ def run_book(
                             source,
                             profile=profile,
                             device=device,
-                            parameters=parameters,
+                            parameters=takes[source.stem],
                             kernel=kernel,
                             output_dir=output_dir,
                             executed_dir=executed_dir,
@@ -870,6 +880,11 @@ def _run_chapter(
             time.perf_counter() - started,
             f"chapter {source.stem} was interrupted (Ctrl-C or a signal); the previous good "
             f"notebook and results are kept",
+            parameters={
+                "profile_name": profile,
+                "device": device,
+                **(parameters or {}),
+            },
         )
         with deferred_interrupts():
             interrupted.notebook = _keep_failed(staged_notebook, kept, interrupted)

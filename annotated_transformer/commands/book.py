@@ -3,25 +3,16 @@ notebooks from their sources, or `--import-run` a book run returned by a GPU mac
 
 from __future__ import annotations
 
-import ast
 import sys
-from typing import Any
 
 from ..book.chapters import _print, _shown, discover_chapters, select_chapters
 from ..book.committed import import_run
+from ..book.parameters import parse_param
 from ..book.runner import run_book
 from ..book.sync import sync_notebooks
 from ..profiles import PROFILE_NAMES
 
-
-def _parse_param(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise ValueError(f"--param expects NAME=VALUE, got {text!r}")
-    name, value = text.split("=", 1)
-    try:
-        return name.strip(), ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return name.strip(), value  # a bare word is a string
+_parse_param = parse_param  # NAME=VALUE: a Python literal, else the bare word
 
 
 def add_arguments(parser) -> None:
@@ -48,7 +39,8 @@ def add_arguments(parser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="extra parameter for every chapter, e.g. --param max_steps=50 (repeatable); "
+        help="a parameter of the selected chapters' parameters cells, e.g. --param "
+        "max_steps=50 (repeatable): a name one of them has, a value of its default's type; "
         "the run is then not the profile's, so it needs --output-dir and --results-dir of its own",
     )
     parser.add_argument(

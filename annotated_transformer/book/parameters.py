@@ -1,0 +1,160 @@
+"""The chapters' parameters as a contract: each chapter's `parameters` cell names the values a run
+may set and, by its defaults, their types. `book --param NAME=VALUE` is checked against the cells of
+the chapters selected before any chapter runs (a name no selected chapter has, or a value its
+default's type does not allow, is refused in one line naming `--param NAME`), and a chapter opened by
+hand (papermill `-p profile_name ...`) fails on a bad profile in one line (`chapter_profile`)."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+PARAMETERS_TAG = 'tags=["parameters"]'
+
+
+class ParameterError(ValueError):
+    """A parameter a chapter cannot take; IPython shows it as one line, without a traceback."""
+
+    def _render_traceback_(
+        self,
+    ) -> list[str]:  # IPython's hook for an exception's own display
+        return [f"{type(self).__name__}: {self}"]
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """`NAME=VALUE` as (name, value): a Python literal, else the bare word as a string."""
+    if "=" not in text:
+        raise ValueError(f"--param expects NAME=VALUE, got {text!r}")
+    name, value = (part.strip() for part in text.split("=", 1))
+    if not name.isidentifier():
+        raise ValueError(
+            f"--param {text!r}: {name!r} is not a parameter name; NAME is one name of a "
+            "chapter's parameters cell (letters, digits and _, no dots), e.g. --param seed=1"
+        )
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return name, value  # a bare word is a string
+
+
+def chapter_parameters(source: str | os.PathLike) -> dict[str, Any]:
+    """The names of a chapter's `parameters` cell and their default values, read from its
+    jupytext .py source with `ast` (nothing of the chapter runs); {} without such a cell."""
+    return {name: default for name, (default, _) in _parameters_cell(source).items()}
+
+
+def _parameters_cell(source: str | os.PathLike) -> dict[str, tuple[Any, str]]:
+    """Each parameter's default and its comment (the line's own and the comment lines above)."""
+    lines = Path(source).read_text(encoding="utf-8").splitlines()
+    cell: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith("# %%"):
+            if inside:
+                break
+            inside = PARAMETERS_TAG in line.replace(" ", "").replace("'", '"')
+            continue
+        if inside:
+            cell.append(line)
+    defaults: dict[str, tuple[Any, str]] = {}
+    previous_end = 0
+    for node in ast.parse("\n".join(cell)).body:
+        comment = "\n".join(cell[previous_end : node.end_lineno])
+        previous_end = node.end_lineno or previous_end
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            try:
+                default = ast.literal_eval(node.value)
+            except ValueError:
+                default = None  # not a literal: any value
+            defaults[node.targets[0].id] = (default, comment)
+    return defaults
+
+
+def _expects(default: Any) -> tuple[tuple[type, ...], str] | None:
+    """The types a value for a parameter with this default may have, and their description;
+    None when the default (None) allows any value."""
+    if default is None:
+        return None
+    if isinstance(default, bool):
+        return (bool,), "True or False"
+    if isinstance(default, int):
+        return (int,), "a whole number"
+    if isinstance(default, float):
+        return (int, float), "a number"
+    if isinstance(default, str):
+        return (str,), "a string"
+    return (type(default),), f"a {type(default).__name__}"
+
+
+def _allowed(value: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and bool not in types:
+        return False  # True is an int to Python, not a count
+    return isinstance(value, types)
+
+
+def check_chapter_parameters(
+    parameters: dict | None, sources: Iterable[str | os.PathLike]
+) -> dict[str, dict[str, Any]]:
+    """Check `parameters` against the parameters cells of the chapters `sources`: every name is a
+    parameter of at least one of them, and every value has the type of that parameter's default
+    (an int for an int, an int or a float for a float, True/False for a bool, a string for a string;
+    any value for a None default). Returns, per chapter (its stem), the parameters it takes.
+
+    Raises:
+        ValueError: one line naming `--param NAME` and the closest names, or what it expects.
+    """
+    parameters = parameters or {}
+    cells = {Path(s).stem: _parameters_cell(s) for s in sources}
+    known = sorted({name for cell in cells.values() for name in cell})
+    for name, value in parameters.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(
+                f"--param {name!r}: not a parameter name; NAME is one name of a chapter's "
+                "parameters cell (letters, digits and _, no dots)"
+            )
+        having = [chapter for chapter, cell in cells.items() if name in cell]
+        if not having:
+            close = difflib.get_close_matches(name, known, n=3)
+            raise ValueError(
+                f"--param {name}: no chapter selected has a parameter {name!r}"
+                + (f"; did you mean {' or '.join(close)}?" if close else "")
+                + f" (their parameters: {', '.join(known) or 'none'})"
+            )
+        for chapter in having:
+            default, comment = cells[chapter][name]
+            expected = _expects(default)
+            # A comment that documents None (`threads = 1  # ... None: default`) allows it.
+            if value is None and "None" in comment:
+                continue
+            if expected is not None and not _allowed(value, expected[0]):
+                raise ValueError(
+                    f"--param {name}={value!r}: chapter {chapter}'s {name} expects "
+                    f"{expected[1]} (its default is {default!r})"
+                )
+    return {
+        chapter: {k: v for k, v in parameters.items() if k in cell}
+        for chapter, cell in cells.items()
+    }
+
+
+def chapter_profile(profile_name: str, **overrides):
+    """`profiles.get_profile(profile_name, **overrides)` for a chapter's first cell: a profile or an
+    override it does not take fails in one line (a `ParameterError`, shown without a traceback),
+    naming the parameter, so a chapter run by hand with papermill says what to fix at once."""
+    from ..profiles import get_profile
+
+    try:
+        return get_profile(profile_name, **overrides)
+    except ValueError as exc:
+        given = ", ".join(
+            [f"profile_name={profile_name!r}"]
+            + [f"{k}={v!r}" for k, v in overrides.items() if v is not None]
+        )
+        raise ParameterError(f"parameters {given}: {exc}") from None

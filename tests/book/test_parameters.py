@@ -1,0 +1,155 @@
+"""Book parameters as a contract (issue 51): `--param` names and values are checked against the
+selected chapters' parameters cells before any chapter runs, each refusal is one line naming
+`--param NAME`, the run's record says what each chapter was given, and a chapter run by hand with a
+bad `profile_name` fails in one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from annotated_transformer.book import parameters, runner
+from annotated_transformer.commands import book as book_command
+from annotated_transformer.evaluation import results
+
+REPO = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted((REPO / "book").glob("[0-9][0-9]_*.py"))
+
+DEMO = """# %% [markdown]
+# # Demo
+
+# %% tags=["parameters"]
+profile_name = "cpu"
+device = "auto"
+seed = 0  # every random number follows from it
+threads = 1  # None: the default
+
+# %%
+from annotated_transformer.evaluation import results
+results.write_result("demo", {"seed": seed}, profile=profile_name)
+"""
+
+
+def _cli(argv: list[str], capsys) -> tuple[int, str]:
+    parser = argparse.ArgumentParser()
+    book_command.add_arguments(parser)
+    code = book_command.run(parser.parse_args(argv))
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture
+def clone(tmp_path, monkeypatch):
+    monkeypatch.delenv(results.RESULTS_ENV, raising=False)
+    monkeypatch.delenv(results.BOOK_RUN_ENV, raising=False)
+    root = tmp_path / "clone"
+    (root / "book").mkdir(parents=True)
+    shutil.copy(REPO / "_config.yml", root)
+    (root / "book" / "01_demo.py").write_text(DEMO)
+    return root
+
+
+def test_the_chapters_parameters_are_read_from_their_cells():
+    cells = {c.stem: parameters.chapter_parameters(c) for c in CHAPTERS}
+    assert cells["01_attention"] == {
+        "profile_name": "cpu",
+        "device": "auto",
+        "seed": 0,
+    }
+    assert cells["02_model"]["vocab_size"] == 37_000
+    assert all({"profile_name", "device"} <= set(c) for c in cells.values())
+
+
+@pytest.mark.parametrize(
+    ("param", "says"),
+    [
+        (
+            "sede=5",
+            "--param sede: no chapter selected has a parameter 'sede'; did you mean seed",
+        ),
+        (
+            "seed=1.5",
+            "--param seed=1.5: chapter 01_attention's seed expects a whole number",
+        ),
+        (
+            "seed=abc",
+            "--param seed='abc': chapter 01_attention's seed expects a whole number",
+        ),
+        ("seed=True", "expects a whole number"),
+        ("=5", "--param '=5': '' is not a parameter name"),
+        (
+            "book.minutes=3",
+            "--param 'book.minutes=3': 'book.minutes' is not a parameter name",
+        ),
+        ("vocab_size=5", "no chapter selected has a parameter 'vocab_size'"),  # 02's only
+    ],
+)
+def test_a_bad_param_is_one_line_before_any_chapter(
+    param, says, tmp_path, capsys, monkeypatch
+):
+    """Before: each ran the chapter (exit 0 with papermill's warning, seed 1 for 1.5, or an
+    IndentationError, NameError or int() error inside the chapter)."""
+    monkeypatch.setattr(
+        runner, "execute_chapter", lambda *a, **k: pytest.fail("a chapter ran")
+    )
+    argv = ["--profile", "smoke", "--chapters", "01", "--no-build", "--param", param]
+    argv += ["--output-dir", str(tmp_path / "o"), "--results-dir", str(tmp_path / "r")]
+    code, err = _cli(argv, capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and says in err, err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "r").exists()
+
+
+def test_values_follow_the_defaults_type():
+    sources = [c for c in CHAPTERS if c.stem[:2] in ("03", "04", "06")]
+    takes = parameters.check_chapter_parameters(
+        {
+            "seed": 2,
+            "threads": None,
+            "resume": False,
+            "max_steps": 5,
+            "results_name": "x",
+        },
+        sources,
+    )
+    assert takes["04_training"] == {"seed": 2, "resume": False, "max_steps": 5}
+    assert takes["06_model_variations"] == {"results_name": "x"}
+    for bad in ({"resume": 1}, {"results_name": 3}, {"kernel_size": None}):
+        with pytest.raises(ValueError, match=f"--param {next(iter(bad))}="):
+            parameters.check_chapter_parameters(bad, sources)
+
+
+def test_a_bad_profile_by_hand_is_one_line():
+    """Before: papermill -p profile_name nonsense printed get_profile's whole traceback."""
+    with pytest.raises(parameters.ParameterError) as caught:
+        parameters.chapter_profile("nonsense")
+    (line,) = caught.value._render_traceback_()
+    assert line.startswith(
+        "ParameterError: parameters profile_name='nonsense': unknown profile"
+    )
+    assert "smoke" in line
+    assert parameters.chapter_profile("smoke", max_steps=None).name == "smoke"
+    for source in CHAPTERS:
+        assert "profile = chapter_profile(profile_name" in source.read_text(), source.name
+
+
+@pytest.mark.book
+def test_the_record_says_what_each_chapter_was_given(clone, tmp_path):
+    run = runner.run_book(
+        "smoke",
+        root=clone,
+        chapters=["01"],
+        output_dir=tmp_path / "out",
+        results_dir=tmp_path / "res",
+        parameters={"seed": 7},
+        build=False,
+        log=lambda line: None,
+    )
+    assert [c.status for c in run.chapters] == ["ok"]
+    record = json.loads((tmp_path / "res" / "smoke" / "book_run.json").read_text())
+    entry = record["metrics"]["chapters"]["01_demo"]
+    assert entry["parameters"] == {"profile_name": "smoke", "device": "auto", "seed": 7}
+    assert results.read_result("demo", "smoke", tmp_path / "res")["metrics"]["seed"] == 7
