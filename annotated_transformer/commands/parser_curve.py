@@ -127,6 +127,16 @@ def run(args: argparse.Namespace) -> int:
             + (f"in {args.score_test}" if summary["scored"] else "nothing written")
         )
         return 0
+    if args.export_only:
+        if not args.export:
+            raise ValueError("parser-curve: --export-only needs --export PATH")
+        # the folder's own recipe and stopping rule, as --score-test reads them
+        folder_run = parsing_extended.open_run(args.out, args.min_epochs, args.max_epochs)
+        print(
+            f"parser-curve: wrote {parsing_extended.export(folder_run, shares, args.export)}"
+        )
+        return 0
+    check_own_folder("--out", args.out, command="parser-curve")
     recipe = ParserRecipe(
         n_layers=args.layers,
         d_model=args.d_model,
@@ -141,16 +151,6 @@ def run(args: argparse.Namespace) -> int:
         average_last=args.average,
         tags=args.tags,
     )
-    if args.export_only:
-        if not args.export:
-            raise ValueError("parser-curve: --export-only needs --export PATH")
-        # the folder's own recipe and stopping rule, as --score-test reads them
-        folder_run = parsing_extended.open_run(args.out, args.min_epochs, args.max_epochs)
-        print(
-            f"parser-curve: wrote {parsing_extended.export(folder_run, shares, args.export)}"
-        )
-        return 0
-    check_own_folder("--out", args.out, command="parser-curve")
     curve_run = parsing_extended.ParserCurveRun(
         recipe, Path(args.out), args.min_epochs, args.max_epochs, device
     )

@@ -73,6 +73,15 @@ class ParserRecipe:
                 f"epochs ({self.epochs}), snapshot_epochs ({self.snapshot_epochs}) and "
                 f"average_last ({self.average_last}) must be at least 1"
             )
+        snapshots = self.epochs // self.snapshot_epochs
+        if self.average_last > snapshots:
+            # parser-curve's flags: --average is average_last, --max-epochs the epochs
+            raise ValueError(
+                f"average_last (parser-curve --average) {self.average_last} is more than the "
+                f"{snapshots} snapshot(s) that epochs (--max-epochs) {self.epochs} at one every "
+                f"snapshot_epochs {self.snapshot_epochs} write: average at most {snapshots} or "
+                "train more epochs"
+            )
 
     @classmethod
     def from_dict(cls, values: dict) -> "ParserRecipe":

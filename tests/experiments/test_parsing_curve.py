@@ -143,3 +143,18 @@ def test_chapter_runs_train_the_tags_parser_with_its_xx_twin_beside_it():
     assert live.seconds > 0
     with pytest.raises(ValueError, match="tags=True"):
         parsing_curve.chapter_runs(files, trees(4, 1), TINY, [1.0], show_progress=False)
+
+
+@pytest.mark.parametrize(
+    "epochs, every, average", [(4, 2, 3), (1, 1, 3), (12, 5, 3), (2, 3, 1)]
+)
+def test_a_recipe_that_averages_more_snapshots_than_it_writes_is_refused(
+    epochs, every, average
+):
+    with pytest.raises(ValueError) as caught:
+        dataclasses.replace(
+            TINY, epochs=epochs, snapshot_epochs=every, average_last=average
+        )
+    message = str(caught.value)
+    assert "--average" in message and "--max-epochs" in message and "\n" not in message
+    assert dataclasses.replace(TINY, epochs=6, snapshot_epochs=2, average_last=3)

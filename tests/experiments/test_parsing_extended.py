@@ -410,3 +410,14 @@ def test_parser_curve_refuses_min_epochs_above_max_epochs_before_any_work(
     err = capsys.readouterr().err
     assert code != 0 and "--min-epochs" in err and "--max-epochs" in err
     assert not out.exists()
+
+
+def test_parser_curve_refuses_averaging_more_epochs_than_it_may_train(tmp_path, capsys):
+    from annotated_transformer.cli import main
+
+    out = tmp_path / "run"
+    argv = ["parser-curve", "--min-epochs", "1", "--max-epochs", "2", "--average", "3"]
+    code = main([*argv, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code != 0 and "--average" in err and "(--max-epochs) 2" in err
+    assert not out.exists()
