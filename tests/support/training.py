@@ -64,6 +64,7 @@ def tiny_profile(**overrides) -> Profile:
         save_every_steps=4,
         save_every_minutes=None,
         keep_snapshots=3,
+        average_last=3,  # no more than are kept (the profile refuses that)
         precision="fp32",
         eval_batch_tokens=200,
         seed=3,
