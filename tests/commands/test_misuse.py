@@ -7,6 +7,7 @@ tiny synthetic corpus laid out as Multi30k (no data needed); the tests that shar
 marked slow, as a busy machine takes tens of seconds over it.
 """
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -84,10 +85,11 @@ def tiny_run_profile(**overrides) -> Profile:
     return get_profile("smoke", **{**values, **overrides})
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    """A tiny corpus, caches and results root of its own, and one finished run of it."""
-    root = tmp_path_factory.mktemp("misuse")
+@contextlib.contextmanager
+def tiny_world(root: Path):
+    """Under `root`: a tiny corpus (`data/`), a cache and a results root of their own (set in the
+    environment while the context is open, downloads off) and one finished run (`run/`). Yields
+    {"root", "data", "run", "summary", "patch"}: the commands' test modules share it."""
     data = write_corpus(root / "data", {"train": 300, "valid": 20, "test": 20})
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AT_CACHE_DIR", str(root / "cache"))
@@ -98,7 +100,14 @@ def world(tmp_path_factory):
         summary = pipeline.run(
             tiny_run_profile(), run, data_dir=data, device="cpu", show_progress=False
         )
-        yield dict(root=root, data=data, run=run, summary=summary)
+        yield dict(root=root, data=data, run=run, summary=summary, patch=patch)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A tiny corpus, caches and results root of its own, and one finished run of it."""
+    with tiny_world(tmp_path_factory.mktemp("misuse")) as made:
+        yield made
 
 
 def error_line(capsys) -> str:
@@ -269,17 +278,7 @@ def test_wrong_5_resume_with_another_tokenizer_is_refused(world, tmp_path):
     """Before: --resume --data-dir other_text (same vocabulary size) swapped in a new tokenizer
     under the trained embeddings."""
     other = _other_split(tmp_path, "train")  # its validation and test splits the run's
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
-        with pytest.raises(ValueError, match="another tokenizer"):
-            pipeline.run(
-                tiny_run_profile(max_steps=8),
-                world["run"],
-                data_dir=other,
-                resume=True,
-                device="cpu",
-                show_progress=False,
-            )
+    _resume_refused(world, other, tmp_path, "another tokenizer")
 
 
 def test_wrong_5_the_trainer_refuses_other_validation_pairs(tmp_path):
@@ -295,6 +294,21 @@ def test_wrong_5_the_trainer_refuses_other_validation_pairs(tmp_path):
     resumed.valid_data = copy_pairs(20, 2)
     with pytest.raises(ValueError, match="validated on other valid data"):
         resumed.resume_from(tmp_path / "last.pt")
+
+
+def _resume_refused(world, data_dir: Path, tmp_path, message: str) -> None:
+    """`--resume` of the world's run on the corpus in `data_dir` is refused with `message`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
+        with pytest.raises(ValueError, match=message):
+            pipeline.run(
+                tiny_run_profile(max_steps=8),
+                world["run"],
+                data_dir=data_dir,
+                resume=True,
+                device="cpu",
+                show_progress=False,
+            )
 
 
 def _other_split(tmp_path, split: str) -> Path:
@@ -320,17 +334,7 @@ def test_wrong_5_resume_with_another_validation_or_test_split_is_refused(
     a test set it was not started for."""
     other = _other_split(tmp_path, split)
     metrics = (world["run"] / "metrics.jsonl").read_text()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
-        with pytest.raises(ValueError, match=message):
-            pipeline.run(
-                tiny_run_profile(max_steps=8),
-                world["run"],
-                data_dir=other,
-                resume=True,
-                device="cpu",
-                show_progress=False,
-            )
+    _resume_refused(world, other, tmp_path, message)
     assert (world["run"] / "metrics.jsonl").read_text().count('"start"') == metrics.count(
         '"start"'
     )

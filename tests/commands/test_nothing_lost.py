@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from annotated_transformer import pipeline
 from annotated_transformer.book import runner
 from annotated_transformer.cli import main
 from annotated_transformer.evaluation.scoring import translate
@@ -36,7 +35,7 @@ from annotated_transformer.training.checkpoint import (
     load_checkpoint,
     model_from_checkpoint,
 )
-from tests.commands.test_misuse import tiny_run_profile, write_corpus
+from tests.commands.test_misuse import tiny_world
 from tests.support.training import TINY_RUN
 
 COMMANDS = [
@@ -68,17 +67,8 @@ results.write_result("demo", {"value": value}, profile=profile_name)
 def world(tmp_path_factory):
     """A tiny corpus, caches and a results root of its own, one finished run, and a one-chapter
     book run once."""
-    root = tmp_path_factory.mktemp("nothing_lost")
-    data = write_corpus(root / "data", {"train": 300, "valid": 20, "test": 20})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AT_CACHE_DIR", str(root / "cache"))
-        patch.setenv("AT_RESULTS_DIR", str(root / "results"))
-        patch.setenv("AT_OFFLINE", "1")
-        patch.delenv("AT_DATA_DIR", raising=False)
-        run = root / "run"
-        pipeline.run(
-            tiny_run_profile(), run, data_dir=data, device="cpu", show_progress=False
-        )
+    with tiny_world(tmp_path_factory.mktemp("nothing_lost")) as made:
+        root, data, run = made["root"], made["data"], made["run"]
         book = root / "book_root"
         (book / "book").mkdir(parents=True)
         shutil.copy(Path(__file__).resolve().parents[2] / "_config.yml", book)

@@ -20,7 +20,7 @@ from annotated_transformer import pipeline
 from annotated_transformer.cli import main
 from annotated_transformer.runtime import files, ownership
 from annotated_transformer.training.checkpoint import list_snapshots
-from tests.commands.test_misuse import tiny_run_profile, write_corpus
+from tests.commands.test_misuse import tiny_run_profile, tiny_world
 from tests.commands.test_nothing_lost import train_argv
 
 
@@ -28,27 +28,17 @@ from tests.commands.test_nothing_lost import train_argv
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """A tiny corpus, caches of its own, one finished run and a second run with another seed."""
-    root = tmp_path_factory.mktemp("ownership")
-    data = write_corpus(root / "data", {"train": 300, "valid": 20, "test": 20})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("AT_CACHE_DIR", str(root / "cache"))
-        patch.setenv("AT_RESULTS_DIR", str(root / "results"))
-        patch.setenv("AT_OFFLINE", "1")
-        patch.delenv("AT_DATA_DIR", raising=False)
-        run = root / "run"
-        pipeline.run(
-            tiny_run_profile(), run, data_dir=data, device="cpu", show_progress=False
-        )
-        other = root / "other_seed"
+    with tiny_world(tmp_path_factory.mktemp("ownership")) as made:
+        other = made["root"] / "other_seed"
         pipeline.run(
             tiny_run_profile(seed=2),
             other,
-            data_dir=data,
+            data_dir=made["data"],
             device="cpu",
             show_progress=False,
             evaluate_test=False,
         )
-        yield dict(root=root, data=data, run=run, other=other)
+        yield dict(root=made["root"], data=made["data"], run=made["run"], other=other)
 
 
 @pytest.fixture
