@@ -82,7 +82,12 @@ def _first_line(source: str) -> str:
 
 
 def _source_digest(source: Path) -> str:
-    return hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    return digest_of_source(source.read_bytes())
+
+
+def digest_of_source(text: bytes) -> str:
+    """What an executed notebook records of its chapter's source (`source_sha256`)."""
+    return hashlib.sha256(text).hexdigest()[:16]
 
 
 def _shown(path: Path) -> str:

@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 
 from ..evaluation import results
 from ..runtime.files import atomic_write_text, publication
-from .chapters import Log, _print, _shown, book_root
+from .chapters import Log, _print, _shown, book_root, digest_of_source
 
 RECORD = "book_run"
 NOTEBOOKS = "notebooks"
@@ -329,7 +329,6 @@ def _sent_commit(commit: str) -> str:
 
 def _source_at(commit: str, chapter: str) -> str | None:
     """The digest the runner records (`source_sha256`) of book/<chapter>.py at `commit`."""
-    import hashlib
     import subprocess
 
     shown = subprocess.run(
@@ -339,7 +338,7 @@ def _source_at(commit: str, chapter: str) -> str | None:
     )
     if shown.returncode != 0:
         return None
-    return hashlib.sha256(shown.stdout).hexdigest()[:16]
+    return digest_of_source(shown.stdout)
 
 
 def _with_commit(value, recorded: str | None, commit: str, note: str):
