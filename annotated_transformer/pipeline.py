@@ -165,11 +165,14 @@ def train(
                 f"{context.device}, world size {context.world_size}"
                 + (f", resumed at step {step}" if resume else "")
             )
-            print(f"precision {trainer.precision}: {trainer.precision_reason}")
-            if trainer.settings.compile == "auto" and not trainer.compile_failed:
+            print(f"precision {trainer.precision}: {trainer.execution.precision_reason}")
+            if (
+                trainer.settings.compile == "auto"
+                and not trainer.execution.compile_failed
+            ):
                 # (a failure was logged already, in one line)
                 state = "compiled" if trainer.compiled else "eager"
-                print(f"{state}: {trainer.compile_reason}")
+                print(f"{state}: {trainer.execution.compile_reason}")
 
     fitted = fit(
         config,
@@ -206,9 +209,9 @@ def train(
         "valid": result.valid,
         "parameters": count_parameters(model),
         "precision": trainer.precision,
-        "precision_reason": trainer.precision_reason,
+        "precision_reason": trainer.execution.precision_reason,
         "compiled": trainer.compiled,
-        "compile_reason": trainer.compile_reason,
+        "compile_reason": trainer.execution.compile_reason,
         "world_size": context.world_size,
         "model_config": config.to_dict(),
     }

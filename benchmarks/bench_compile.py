@@ -45,6 +45,7 @@ os.environ.setdefault(
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import copy  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -71,7 +72,9 @@ from annotated_transformer.runtime.devices import (  # noqa: E402
     cpu_name,
     cpu_supports_bf16,
 )
+from annotated_transformer.runtime.distributed import DistributedContext  # noqa: E402
 from annotated_transformer.training.compile_probe import compiled_step_parts  # noqa: E402
+from annotated_transformer.training.execution import choose_execution  # noqa: E402
 from annotated_transformer.training.fit import build_model  # noqa: E402
 from annotated_transformer.training.trainer import Trainer  # noqa: E402
 
@@ -134,6 +137,8 @@ def training_setup(
     out = tempfile.mkdtemp(prefix="bench_compile_run_")
     settings = profile.train_settings().replace(precision=precision, compile=False)
     trainers = {}
+    # explicit settings: choosing measures nothing
+    execution = choose_execution(model, settings, data, DistributedContext())
     for name in variants:
         trainers[name] = Trainer(
             copy.deepcopy(model),
@@ -142,6 +147,7 @@ def training_setup(
             None,
             settings,
             out,
+            execution=execution,
             show_progress=False,
         )
     first = trainers["eager"]
@@ -156,17 +162,16 @@ def training_setup(
 
 def make_variant(trainer: Trainer, name: str, compile_options: dict) -> None:
     """Turn an eager trainer into `name`'s step."""
-    if name == "eager_all_rows":
-        trainer.real_rows_only = False
-    elif (
+    if name == "eager":
+        return
+    trainer.execution = dataclasses.replace(trainer.execution, real_rows_only=False)
+    if (
         name == "compiled_model_and_loss"
     ):  # exactly what the trainer does with compile=True
-        trainer.real_rows_only = False
         trainer.forward_model, trainer.loss_fn = compiled_step_parts(
             trainer.model, **compile_options
         )
     elif name == "compiled_model":
-        trainer.real_rows_only = False
         trainer.forward_model = torch.compile(trainer.model, **compile_options)
 
 

@@ -31,7 +31,9 @@ from bench_model import provenance  # noqa: E402
 from annotated_transformer.data import EncodedPairs  # noqa: E402
 from annotated_transformer.profiles import get_profile  # noqa: E402
 from annotated_transformer.runtime.devices import cpu_supports_bf16  # noqa: E402
+from annotated_transformer.runtime.distributed import DistributedContext  # noqa: E402
 from annotated_transformer.runtime.precision import choose_precision  # noqa: E402
+from annotated_transformer.training.execution import choose_execution  # noqa: E402
 from annotated_transformer.training.fit import build_model  # noqa: E402
 from annotated_transformer.training.precision_probe import (  # noqa: E402
     time_both_precisions,
@@ -73,13 +75,15 @@ def main(argv=None) -> int:
     model = build_model(config, profile.vocab_size, seed=0)
     settings = profile.train_settings().replace(precision="fp32")
     with tempfile.TemporaryDirectory() as out:
+        data = synthetic_pairs(2000, profile.vocab_size)
         trainer = Trainer(
             model,
             _NoTokenizer(),
-            synthetic_pairs(2000, profile.vocab_size),
+            data,
             None,
             settings,
             out,
+            execution=choose_execution(model, settings, data, DistributedContext()),
             show_progress=False,
         )
         seconds = time_both_precisions(
@@ -87,7 +91,7 @@ def main(argv=None) -> int:
             trainer.train_data,
             trainer.batcher.epoch_batches(0)[0],
             trainer.device,
-            real_rows_only=trainer.real_rows_only,
+            real_rows_only=trainer.execution.real_rows_only,
             steps=steps,
         )
         tokens = sum(

@@ -16,6 +16,7 @@ import torch.nn as nn
 
 from ..runtime.distributed import DistributedContext, max_over_ranks
 from .checkpoint import RESUME_NAME
+from .step_stats import StepStats
 from .stopping import STOP_CHECK_EVERY
 
 
@@ -24,7 +25,7 @@ class TrainingDiverged(RuntimeError):
 
 
 def loss_diverged(
-    step_sums: torch.Tensor, step: int, device: torch.device, context: DistributedContext
+    stats: StepStats, step: int, device: torch.device, context: DistributedContext
 ) -> bool:
     """Whether the step's loss is not finite (NaN or inf), the same answer on every rank.
 
@@ -33,7 +34,7 @@ def loss_diverged(
     """
     if device.type != "cpu" and step % STOP_CHECK_EVERY:
         return False
-    bad = int(not bool(torch.isfinite(step_sums[:2]).all()))
+    bad = int(not stats.losses_are_finite())
     return bool(max_over_ranks(bad, context))
 
 

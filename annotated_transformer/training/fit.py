@@ -19,6 +19,7 @@ from ..model.config import TransformerConfig
 from ..model.transformer import Transformer
 from ..runtime.distributed import DistributedContext
 from .checkpoint import RESUME_NAME
+from .execution import choose_execution
 from .settings import TrainSettings
 from .trainer import Trainer, TrainResult
 
@@ -86,6 +87,7 @@ def fit(
     vocab = vocab_size if vocab_size is not None else tokenizer.vocab_size
     model = build_model(config, vocab, seed=settings.seed, device=context.device)
     torch.manual_seed(settings.seed * 1000 + context.rank)
+    execution = choose_execution(model, settings, train, context)
     trainer = Trainer(
         model,
         tokenizer,
@@ -94,6 +96,7 @@ def fit(
         settings,
         out_dir,
         context,
+        execution=execution,
         show_progress=show_progress,
         on_step=on_step,
         metadata=metadata,

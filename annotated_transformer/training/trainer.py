@@ -9,9 +9,8 @@ the loop that calls them, then saves. What it adds to the paper makes a run trus
 - the loss of a step is summed over the global batch's target tokens and divided by their count, so
   micro-batches of different sizes weigh exactly as in one big batch;
 - bf16 autocast where the hardware computes in bf16, fp16 autocast with a gradient scaler on GPUs
-  with fp16 tensor cores only (`precision_probe`; the loss stays in float32);
-- torch.compile of the model and the loss when asked, or where "auto" measures that it pays on this
-  machine (`compile_probe`);
+  with fp16 tensor cores only (the loss stays in float32), and torch.compile of the model and the
+  loss: both decided before the trainer is built (`execution.choose_execution`) and passed in;
 - a resume checkpoint after every snapshot and on Ctrl-C / SIGTERM, holding everything down to the RNG
   states and the position inside the epoch, so a resumed run ends with bit-identical parameters
   (`resume_state`); a loss that is no longer finite stops the run before it is saved (`divergence`);
@@ -32,7 +31,7 @@ import torch
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
+from ..data.batching import EncodedPairs, collate_pairs
 from ..runtime.distributed import DistributedContext, barrier
 from . import divergence, stopping
 from .checkpoint import (
@@ -43,9 +42,10 @@ from .checkpoint import (
     snapshot_of,
     snapshot_path,
 )
-from .compile_probe import compiled_step_parts, eager_loss, training_compile
+from .compile_probe import compiled_step_parts, eager_loss
 from .divergence import TrainingDiverged
-from .precision_probe import training_precision
+from .execution import StepExecution
+from .global_batches import micro_batches_per_step, run_batcher
 from .resume_state import (
     TrainingProgress,
     check_resumable,
@@ -55,6 +55,7 @@ from .resume_state import (
 )
 from .schedule import NoamSchedule, build_optimizer, schedule_factor
 from .settings import TrainSettings
+from .step_stats import StepStats
 from .stopping import STOP_CHECK_EVERY
 from .teacher_forcing import batch_loss, teacher_forced_loss
 from .training_log import TrainingLog
@@ -91,6 +92,7 @@ class Trainer:
         settings: how to train, for how long and when to save (`TrainSettings`).
         out_dir: `metrics.jsonl`, `last.pt` (resume) and `checkpoints/step_*.pt` (snapshots) go here.
         context: rank, world size and device (default: one process on the model's device).
+        execution: precision and compiling, decided before (`execution.choose_execution`).
         show_progress: draw a tqdm bar on rank 0.
         on_step: called as on_step(trainer) after every optimizer step (tests use it to interrupt a run).
         metadata: JSON-able facts stored in every checkpoint and in the `start` record of the metrics
@@ -107,6 +109,7 @@ class Trainer:
         out_dir: str | os.PathLike,
         context: DistributedContext | None = None,
         *,
+        execution: StepExecution,
         show_progress: bool = True,
         on_step: Callable[["Trainer"], None] | None = None,
         metadata: dict | None = None,
@@ -135,80 +138,51 @@ class Trainer:
             settings.warmup_steps,
             schedule_factor(settings, self.config.d_model),
         )
-        # One global batch = accumulation micro-batches on each of world_size ranks; the batcher makes the
-        # number of micro-batches per epoch a multiple of that, so the plan does not depend on how the
-        # product is split between ranks and accumulation.
-        self.micro_batches_per_step = settings.accumulation * self.context.world_size
-        self.batcher = TokenBatcher(
-            train_data.src_lengths,
-            train_data.tgt_lengths,
-            settings.batch_tokens,
-            shuffle=True,
-            seed=settings.seed,
-            batches_per_step=self.micro_batches_per_step,
-            skip_too_long=True,
+        self.micro_batches_per_step = micro_batches_per_step(
+            settings, self.context.world_size
         )
+        self.batcher = run_batcher(train_data, settings, self.context.world_size)
         self._tgt_label_counts = (
             np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1
         )  # tokens + eos
 
-        forward_model: nn.Module = model
-        # The step reads nothing of the logits after backward, so their storage can take the gradient.
-        self.loss_fn = eager_loss()
-        # On the CPU (eager), logits only for real target tokens: the output projection skips padding
-        # (4% of a `base` step, results/benchmarks/cpu_train.json). Compiled training keeps all rows: a
-        # boolean selection's output size depends on the data, which breaks the graph; and on a GPU it
-        # costs a host sync per micro-batch, unmeasured against what it saves, so GPUs keep all rows too.
-        on_cpu = self.device.type == "cpu"
-        # "auto" on a CPU with bf16 instructions times this model's own step in both precisions
-        # (the eager step, unless compiling was asked for).
-        choice = training_precision(
-            model,
-            settings,
-            train_data,
-            self.batcher,
-            self.context,
-            real_rows_only=on_cpu and settings.compile is not True,
-        )
-        self.precision, self.precision_reason = choice.precision, choice.reason
+        self.execution = execution
         # fp16 rounds gradients below 6e-8 to zero, so the loss is multiplied by a large factor
         # before backward and the gradients divided by it before the update; a step whose gradients
         # overflowed is skipped and the factor halved. Disabled (bf16, fp32), every call of the
         # scaler is a no-op: scale() returns its input, step() calls optimizer.step().
         self.scaler = torch.amp.GradScaler(
-            self.device.type, enabled=self.precision == "fp16"
+            self.device.type, enabled=execution.precision == "fp16"
         )
-        # "auto" on a CPU times this model's own step eager and compiled, in that precision.
-        compiling = training_compile(
-            model,
-            settings,
-            train_data,
-            self.batcher,
-            self.context,
-            precision=self.precision,
-            micro_batches_per_step=settings.accumulation,
-        )
-        self.compiled, self.compile_reason = compiling.compile, compiling.reason
-        self.compile_failed = compiling.failed
-        self.real_rows_only = on_cpu and not self.compiled
-
-        if self.compiled:
+        # The step reads nothing of the logits after backward, so their storage can take the gradient.
+        forward_model, self.loss_fn = model, eager_loss()
+        if execution.compiled:
             forward_model, self.loss_fn = compiled_step_parts(forward_model)
         if self.context.is_distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
             forward_model = DistributedDataParallel(forward_model, device_ids=ids)
         self.forward_model = forward_model
+        # Set where they happen, read at the end of the run: the step last validated and saved.
+        self._snapshot_step: int | None = None
+
+    @property
+    def precision(self) -> str:
+        return self.execution.precision
+
+    @property
+    def compiled(self) -> bool:
+        return self.execution.compiled
 
     # -------------------------------------------------------------------------------------- one step
-    def train_step(self, global_batch: list[list[int]]) -> torch.Tensor:
-        """One optimizer update on this rank's share of `global_batch`; returns (loss_sum, nll_sum, tokens)."""
+    def train_step(self, global_batch: list[list[int]]) -> StepStats:
+        """One optimizer update on this rank's share of `global_batch`; returns its sums."""
         mine = global_batch[self.context.rank :: self.context.world_size]
         global_tokens = int(
             sum(self._tgt_label_counts[b].sum() for b in map(np.asarray, global_batch))
         )
         # DDP averages gradients over ranks; multiplying by world_size turns that average into the sum.
         scale = self.context.world_size / global_tokens
-        sums = torch.zeros(3, device=self.device, dtype=torch.float64)
+        stats = StepStats.zeros(self.device)
         self.forward_model.train()
         for i, indices in enumerate(mine):
             src, tgt = self._micro_batch(indices)
@@ -226,19 +200,13 @@ class Trainer:
                     tgt,
                     smoothing=self.config.label_smoothing,
                     pad_id=self.config.pad_id,
-                    precision=self.precision,
-                    real_rows_only=self.real_rows_only,
+                    precision=self.execution.precision,
+                    real_rows_only=self.execution.real_rows_only,
                     loss_fn=self.loss_fn,
                 )
                 # The logits' storage now holds their gradient (inplace_backward) and is freed with the graph.
                 self.scaler.scale(parts.loss * scale).backward()
-            sums += torch.stack(
-                [
-                    parts.loss.detach().double(),
-                    parts.nll.detach().double(),
-                    parts.tokens.double(),
-                ]
-            )
+            stats.add_micro_batch(parts.loss, parts.nll, parts.tokens)
         if self.settings.clip_norm is not None:
             # the true gradients are clipped, not the fp16 scaler's multiples of them
             self.scaler.unscale_(self.optimizer)
@@ -253,7 +221,7 @@ class Trainer:
         # the run does without.
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return sums
+        return stats
 
     def _micro_batch(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """The pairs `indices` as padded source and target ids on the device."""
@@ -276,7 +244,7 @@ class Trainer:
             self.model,
             self.valid_data,
             batch_tokens=self.settings.eval_batch_tokens,
-            precision=self.precision,
+            precision=self.execution.precision,
             context=self.context,
         )
         self.progress.last_valid = {**result, "step": self.progress.step}
@@ -300,8 +268,8 @@ class Trainer:
                     "kind": "start",
                     "step": p.step,
                     "world_size": self.context.world_size,
-                    "precision": self.precision,
-                    "compiled": self.compiled,
+                    "precision": self.execution.precision,
+                    "compiled": self.execution.compiled,
                     "device": str(self.device),
                     "settings": r.to_dict(),
                     **self.metadata,
@@ -317,13 +285,13 @@ class Trainer:
                 if global_batch is None:
                     stopped_by = "max_epochs"
                     break
-                step_sums = self.train_step(global_batch)
-                self.log.add(step_sums)
+                stats = self.train_step(global_batch)
+                self.log.add(stats)
                 p.step += 1
                 p.batch_cursor += 1
                 clock.tick(p)
-                if divergence.loss_diverged(step_sums, p.step, self.device, self.context):
-                    self._diverged(f"the loss is {float(step_sums[0]):g}")
+                if divergence.loss_diverged(stats, p.step, self.device, self.context):
+                    self._diverged(f"the loss is {float(stats.loss_sum):g}")
                 if self.on_step is not None:
                     self.on_step(self)
                 if p.step % r.log_every == 0:
@@ -339,17 +307,10 @@ class Trainer:
                 stopped_by = stopping.stop_decision(r, p, self._stop, self.context)
             self.log.close(p, self.scheduler.get_last_lr()[0])
             if stopped_by != "interrupted":  # the end of a run: validate and save
-                just_validated = (
-                    bool(r.eval_every)
-                    and p.step % r.eval_every == 0
-                    and p.last_valid.get("step") == p.step
-                )
-                valid = p.last_valid if just_validated else self.validate()
-                if not (
-                    r.save_every_steps
-                    and p.step % r.save_every_steps == 0
-                    and snapshot_path(self.out_dir, p.step).is_file()
-                ):
+                # validate() records the step it validated at; a run that just did needs no second pass
+                validated_now = p.last_valid.get("step") == p.step
+                valid = p.last_valid if validated_now else self.validate()
+                if self._snapshot_step != p.step:
                     self.save_snapshot()
             else:
                 valid = p.last_valid
@@ -390,6 +351,7 @@ class Trainer:
         if self.context.is_main:
             atomic_torch_save(self.snapshot_dict(), path)
             prune_snapshots(self.out_dir, self.settings.keep_snapshots)
+        self._snapshot_step = self.progress.step
         return path
 
     def save_resume_checkpoint(self) -> Path | None:
@@ -445,6 +407,9 @@ class Trainer:
         self.progress = restore_resume_state(
             state, self.model, self.optimizer, self.scheduler, self.scaler
         )
+        # the snapshot of the step resumed at, when the run that stopped there saved one
+        saved = snapshot_path(self.out_dir, self.progress.step).is_file()
+        self._snapshot_step = self.progress.step if saved else None
 
     def resume_from(self, path: str | os.PathLike) -> None:
         """Continue from a resume checkpoint (a `last.pt` or the `--out` folder holding it)."""

@@ -15,18 +15,17 @@ import math
 import time
 from pathlib import Path
 
-import torch
-
-from ..runtime.distributed import DistributedContext, all_reduce_sum
+from ..runtime.distributed import DistributedContext
 from ..runtime.progress import on_a_page, progress_bar
 from .resume_state import TrainingProgress
 from .run_folder import METRICS_NAME
 from .settings import TrainSettings
+from .step_stats import StepStats
 from .stopping import budget_seconds_used
 
 
 class TrainingLog:
-    """The run's records and its bar; `add` each step's (loss, nll, tokens) sums, `report` them."""
+    """The run's records and its bar; `add` each step's `StepStats`, `report` their means."""
 
     def __init__(
         self,
@@ -59,12 +58,12 @@ class TrainingLog:
                 dynamic_ncols=True,
                 desc=f"train {self.settings.name}",
             )
-        self.window = torch.zeros(3, device=self.context.device, dtype=torch.float64)
+        self.window = StepStats.zeros(self.context.device)
         self.window_start, self.window_steps = time.perf_counter(), 0
 
-    def add(self, step_sums: torch.Tensor) -> None:
-        """Count one step's (loss_sum, nll_sum, tokens) towards the next report."""
-        self.window += step_sums
+    def add(self, stats: StepStats) -> None:
+        """Count one step's sums towards the next report."""
+        self.window += stats
         self.window_steps += 1
 
     def tick(self) -> None:
@@ -111,9 +110,7 @@ class TrainingLog:
 
     def _report(self, progress: TrainingProgress, lr: float, bar) -> None:
         # The all-reduce runs on every rank; the tokens it counts are added to the progress.
-        loss_sum, nll_sum, tokens = all_reduce_sum(
-            self.window.clone(), self.context
-        ).tolist()
+        loss_sum, nll_sum, tokens = self.window.totals(self.context)
         now = time.perf_counter()
         seconds = max(now - self.window_start, 1e-9)
         tokens = max(tokens, 1.0)

@@ -12,7 +12,9 @@ import torch
 from annotated_transformer import Transformer
 from annotated_transformer.cli import main
 from annotated_transformer.data import EncodedPairs, train_tokenizer
+from annotated_transformer.runtime.distributed import DistributedContext
 from annotated_transformer.training.checkpoint import list_snapshots, load_checkpoint
+from annotated_transformer.training.execution import choose_execution
 from annotated_transformer.training.trainer import Trainer
 from tests.support.training import tiny_profile
 
@@ -93,13 +95,15 @@ def tiny_run(tmp_path_factory):
     model = Transformer(
         profile.model_config(), tokenizer.vocab_size, tokenizer.vocab_size
     )
+    train, settings = EncodedPairs(ids, ids), profile.train_settings()
     Trainer(
         model,
         tokenizer,
-        EncodedPairs(ids, ids),
+        train,
         None,
-        profile.train_settings(),
+        settings,
         out,
+        execution=choose_execution(model, settings, train, DistributedContext()),
         show_progress=False,
     ).train()
     return out

@@ -7,6 +7,8 @@ import torch
 from annotated_transformer import Transformer
 from annotated_transformer.data import EncodedPairs
 from annotated_transformer.profiles import PROFILES, Profile
+from annotated_transformer.runtime.distributed import DistributedContext
+from annotated_transformer.training.execution import choose_execution
 from annotated_transformer.training.trainer import Trainer
 
 VOCAB = 24
@@ -80,13 +82,15 @@ def make_trainer(profile, out_dir, on_step=None, model_seed=0):
     torch.manual_seed(model_seed)
     model = Transformer(profile.model_config(), VOCAB, VOCAB)
     torch.manual_seed(profile.seed)
+    train, settings = copy_pairs(120, 0), profile.train_settings()
     return Trainer(
         model,
         FakeTokenizer(),
-        copy_pairs(120, 0),
+        train,
         copy_pairs(20, 1),
-        profile.train_settings(),
+        settings,
         out_dir,
+        execution=choose_execution(model, settings, train, DistributedContext()),
         show_progress=False,
         on_step=on_step,
     )

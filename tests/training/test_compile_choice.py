@@ -130,9 +130,9 @@ def test_the_trainer_trains_eagerly_when_compiling_fails(cache, tmp_path, monkey
 
     monkeypatch.setattr(compile_probe, "compiled_step_parts", broken)
     trainer = make_trainer(tiny_profile(compile="auto", max_steps=2), tmp_path / "run")
-    assert not trainer.compiled and trainer.compile_failed
-    assert "RuntimeError: no C++ compiler" in trainer.compile_reason
-    assert trainer.real_rows_only  # the eager CPU step
+    assert not trainer.compiled and trainer.execution.compile_failed
+    assert "RuntimeError: no C++ compiler" in trainer.execution.compile_reason
+    assert trainer.execution.real_rows_only  # the eager CPU step
     assert trainer.train().progress.step == 2
 
 
@@ -141,11 +141,11 @@ def test_the_trainer_takes_a_measured_answer(cache, tmp_path, monkeypatch):
         compile_probe, "time_eager_and_compiled", lambda *a, **k: dict(FAST)
     )
     trainer = make_trainer(tiny_profile(compile="auto"), tmp_path / "run")
-    assert trainer.compiled and "measured now" in trainer.compile_reason
-    assert not trainer.real_rows_only  # a compiled graph takes every row
+    assert trainer.compiled and "measured now" in trainer.execution.compile_reason
+    assert not trainer.execution.real_rows_only  # a compiled graph takes every row
     assert isinstance(trainer.forward_model, torch._dynamo.eval_frame.OptimizedModule)
     again = make_trainer(tiny_profile(compile="auto"), tmp_path / "again")
-    assert again.compiled and "measured before" in again.compile_reason
+    assert again.compiled and "measured before" in again.execution.compile_reason
 
 
 def test_the_run_length_comes_from_the_budget_or_the_steps(tmp_path):

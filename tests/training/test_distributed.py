@@ -10,9 +10,11 @@ import torch.multiprocessing as mp
 
 from annotated_transformer import Transformer
 from annotated_transformer.runtime.distributed import (
+    DistributedContext,
     init_distributed,
     shutdown_distributed,
 )
+from annotated_transformer.training.execution import choose_execution
 from annotated_transformer.training.trainer import Trainer
 from tests.support.training import VOCAB, FakeTokenizer, copy_pairs, tiny_profile
 
@@ -36,14 +38,17 @@ def train_one(out_dir, context=None):
     profile = profile_for_world(context.world_size if context else 1)
     torch.manual_seed(0)
     model = Transformer(profile.model_config(), VOCAB, VOCAB)
+    train, settings = copy_pairs(120, 0), profile.train_settings()
+    context = context or DistributedContext()
     trainer = Trainer(
         model,
         FakeTokenizer(),
-        copy_pairs(120, 0),
+        train,
         copy_pairs(20, 1),
-        profile.train_settings(),
+        settings,
         out_dir,
         context,
+        execution=choose_execution(model, settings, train, context),
         show_progress=False,
     )
     result = trainer.train()

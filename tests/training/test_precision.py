@@ -133,7 +133,7 @@ def test_measuring_changes_nothing_of_the_run(monkeypatch, cache, tmp_path):
     )
     assert (
         measured.precision in ("fp32", "bf16")
-        and "measured now" in measured.precision_reason
+        and "measured now" in measured.execution.precision_reason
     )
     measured.train()
     asked = make_trainer(

@@ -190,7 +190,9 @@ def test_fp16_trains_through_a_gradient_scaler_that_skips_overflowed_steps(tmp_p
         ),
         tmp_path,
     )
-    assert trainer.scaler.is_enabled() and trainer.precision_reason == "as asked"
+    assert (
+        trainer.scaler.is_enabled() and trainer.execution.precision_reason == "as asked"
+    )
     trainer.scaler = eager_scaler()
     factors = []
     trainer.on_step = lambda t: factors.append(t.scaler.get_scale())

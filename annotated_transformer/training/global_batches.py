@@ -1,0 +1,32 @@
+"""A run's batches: one optimizer step takes one *global batch* of micro-batches.
+
+A global batch is `accumulation x world_size` micro-batches of about `batch_tokens` tokens each,
+fixed by the data and the seed alone. The batcher makes the number of micro-batches per epoch a
+multiple of that, so the plan does not depend on how the product is split between ranks and
+accumulation: one process accumulating N micro-batches and N processes (DDP) take the same steps.
+"""
+
+from __future__ import annotations
+
+from ..data.batching import EncodedPairs, TokenBatcher
+from .settings import TrainSettings
+
+
+def micro_batches_per_step(settings: TrainSettings, world_size: int) -> int:
+    """How many micro-batches one optimizer step takes, over all ranks."""
+    return settings.accumulation * world_size
+
+
+def run_batcher(
+    train_data: EncodedPairs, settings: TrainSettings, world_size: int
+) -> TokenBatcher:
+    """The shuffled token batches of a run on `world_size` ranks, the same for every rank."""
+    return TokenBatcher(
+        train_data.src_lengths,
+        train_data.tgt_lengths,
+        settings.batch_tokens,
+        shuffle=True,
+        seed=settings.seed,
+        batches_per_step=micro_batches_per_step(settings, world_size),
+        skip_too_long=True,
+    )

@@ -1,0 +1,63 @@
+"""What one optimizer step measured: its label-smoothed loss, its negative log-likelihood and its
+target tokens, each summed over the step's micro-batches.
+
+The three sums live in one float64 tensor on the device: adding a micro-batch or a step costs no
+host synchronisation, and a report all-reduces them in one call. The names say which is which.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..runtime.distributed import DistributedContext, all_reduce_sum
+
+
+class StepStats:
+    """Sums of (loss, nll, target tokens); `values` is the float64 tensor that holds them."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: torch.Tensor):
+        if values.shape != (3,) or values.dtype != torch.float64:
+            raise ValueError(f"StepStats holds 3 float64 sums, got {tuple(values.shape)}")
+        self.values = values
+
+    @classmethod
+    def zeros(cls, device: torch.device | str) -> StepStats:
+        return cls(torch.zeros(3, device=device, dtype=torch.float64))
+
+    def add_micro_batch(
+        self, loss: torch.Tensor, nll: torch.Tensor, tokens: torch.Tensor
+    ) -> None:
+        """Count one micro-batch's summed loss, summed nll and target tokens (detached)."""
+        self.values += torch.stack(
+            [loss.detach().double(), nll.detach().double(), tokens.double()]
+        )
+
+    def __iadd__(self, other: StepStats) -> StepStats:
+        self.values += other.values
+        return self
+
+    def zero_(self) -> None:
+        self.values.zero_()
+
+    @property
+    def loss_sum(self) -> torch.Tensor:
+        return self.values[0]
+
+    @property
+    def nll_sum(self) -> torch.Tensor:
+        return self.values[1]
+
+    @property
+    def tokens(self) -> torch.Tensor:
+        return self.values[2]
+
+    def losses_are_finite(self) -> bool:
+        """Whether the loss and the nll sums are finite numbers (one host synchronisation)."""
+        return bool(torch.isfinite(self.values[:2]).all())
+
+    def totals(self, context: DistributedContext) -> tuple[float, float, float]:
+        """(loss_sum, nll_sum, tokens) summed over all ranks, as Python floats."""
+        loss_sum, nll_sum, tokens = all_reduce_sum(self.values.clone(), context).tolist()
+        return loss_sum, nll_sum, tokens
