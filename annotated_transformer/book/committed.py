@@ -45,6 +45,7 @@ from pathlib import Path, PurePosixPath
 
 from ..evaluation import results
 from ..runtime.files import atomic_write_text, publication
+from ..runtime.records import read_record, record_text
 from .chapters import Log, _print, _shown, book_root, digest_of_source
 
 RECORD = "book_run"
@@ -392,7 +393,11 @@ def import_run(
                 f"{profile!r} profile (its tarball holds _build/executed/<profile>/ and "
                 "results/<profile>/)"
             )
-        spell = json.loads(record_path.read_text(encoding="utf-8"))
+        spell = read_record(
+            record_path,
+            "book_run",
+            fix="give a tarball that `book` wrote (its results/<profile>/book_run.json)",
+        )
         if spell.get("profile") != profile or "metrics" not in spell:
             raise ValueError(
                 f"{record_path.relative_to(base)} is a record of profile "
@@ -506,7 +511,8 @@ def import_run(
                 spell = corrected(spell, spell.get("provenance") or {})
                 record = _merged(committed, spell, kept, chosen, source.name, now)
                 staged = atomic_write_text(
-                    scratch / "book_run.json", json.dumps(record, indent=1) + "\n"
+                    scratch / "book_run.json",
+                    record_text(record, "book_run", target / "book_run.json") + "\n",
                 )
                 together.add(target / "book_run.json", staged)
                 report.written.append(target / "book_run.json")

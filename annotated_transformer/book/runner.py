@@ -652,6 +652,10 @@ def run_book(
     check_writable_folder(
         results_dir / profile, "the book's results folder (--results-dir)"
     )
+    # Every record of the profile (the book's record, the results the chapters read) is checked
+    # against its schema here, so that a broken one is named at its own path before any chapter
+    # runs, not in a chapter's staged copy of it after the chapter ran.
+    results.list_results(profile, results_dir)
     check_outputs(
         [],
         [("the chapter source", c) for c in selected],
@@ -834,6 +838,10 @@ def _run_chapter(
             kernel_name=kernel,
             progress=progress,
         )
+        if (
+            run.error
+        ):  # a results file the kernel read is named where it lives, not staged
+            run.error = run.error.replace(str(staging / "results"), str(results_dir))
         with deferred_interrupts():
             if run.status == "ok":
                 run.notebook = published

@@ -30,12 +30,20 @@ import torch
 
 from ..runtime.devices import device_name, resolve_device
 from ..runtime.files import atomic_write_text, clone_root
+from ..runtime.records import read_record, record_text
 
 SCHEMA_VERSION = 1
 RESULTS_ENV = "AT_RESULTS_DIR"
 # The book's run folder of a profile (chapter 04 trains it, 05 and 08 read it), as the book
 # runner sets it for the chapters' kernels (book/runner.py); a chapter run by hand uses the clone's.
 BOOK_RUN_ENV = "AT_BOOK_RUN_DIR"
+# The results records of a schema of their own (runtime.records), by name; any other is a "result".
+RECORD_KINDS = {"book_run": "book_run"}
+
+
+def record_kind(name: str) -> str:
+    """The kind of record (`runtime.records.SCHEMAS`) the results file `name` is."""
+    return RECORD_KINDS.get(name, "result")
 
 
 def repo_root() -> Path | None:
@@ -269,7 +277,7 @@ def write_result(
         "run_folder": _folder_text(run_folder),
         "provenance": provenance(device),
     }
-    text = json.dumps(record, indent=2, default=_jsonable)
+    text = record_text(record, record_kind(name), path, indent=2, default=_jsonable)
     return atomic_write_text(path, text + "\n")
 
 
@@ -280,17 +288,7 @@ def read_result(
     path = results_path(name, profile, root)
     if not path.is_file():
         return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"{path} is not valid JSON ({exc}); delete it and rerun the chapter that writes it"
-        ) from exc
-    if not isinstance(record, dict) or "metrics" not in record:
-        raise ValueError(
-            f"{path} is not a results file (no 'metrics'); it should come from write_result"
-        )
-    return record
+    return read_record(path, record_kind(name))
 
 
 def list_results(profile: str, root: str | os.PathLike | None = None) -> list[dict]:

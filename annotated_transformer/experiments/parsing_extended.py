@@ -19,7 +19,6 @@ with the choice, and records the score in a results file that it never rewrites 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -32,7 +31,8 @@ import torch
 from nltk import Tree
 
 from ..runtime.devices import device_name
-from ..runtime.files import atomic_write_text, staged_files
+from ..runtime.files import staged_files
+from ..runtime.records import check_record, read_json, read_record, write_record
 from ..training.checkpoint import (
     RESUME_NAME,
     atomic_torch_save,
@@ -100,11 +100,17 @@ class ParserCurveRun:
 
     def precision_of(self, share: float) -> str:
         """The precision the job of `share` trained in (its `curve.json`)."""
-        return json.loads((self.folder(share) / CURVE_NAME).read_text())["precision"]
+        record = read_record(self.folder(share) / CURVE_NAME, "parser_job")
+        if "precision" not in record:
+            raise ValueError(
+                f"{self.folder(share) / CURVE_NAME} does not record the precision its curve was "
+                f"trained in; delete the share's folder {self.folder(share)} to retrain it"
+            )
+        return record["precision"]
 
     def curve(self, share: float) -> list[dict]:
         path = self.folder(share) / CURVE_NAME
-        return json.loads(path.read_text())["curve"] if path.is_file() else []
+        return read_record(path, "parser_job")["curve"] if path.is_file() else []
 
     def done(self, share: float) -> bool:
         f1 = [p["f1"] for p in self.curve(share)]
@@ -116,7 +122,7 @@ class ParserCurveRun:
         share trained since (a longer curve) has not stopped. A folder from before the record is
         judged by its recorded rule (`done`)."""
         path = Path(self.out_dir) / PLAN_NAME
-        plan = json.loads(path.read_text()) if path.is_file() else {}
+        plan = read_record(path, "parser_run") if path.is_file() else {}
         if "stops" not in plan:
             return self.done(share)
         stop = plan["stops"].get(share_name(share))
@@ -126,7 +132,8 @@ class ParserCurveRun:
         path = Path(self.out_dir) / PLAN_NAME
         if path.is_file():
             # The epochs are the run's limit, not its recipe: a later call may raise them.
-            saved = json.loads(path.read_text())["recipe"]
+            plan = read_record(path, "parser_run")
+            saved = plan["recipe"]
             mine = self.recipe.to_dict()
             changed = sorted(k for k in mine if k != "epochs" and saved.get(k) != mine[k])
             if changed:
@@ -134,7 +141,7 @@ class ParserCurveRun:
                     f"{self.out_dir} was trained with another recipe ({', '.join(changed)} "
                     "differ); continue it with its own recipe, or give another --out"
                 )
-            trained_on = json.loads(path.read_text()).get("device_type", "cpu")
+            trained_on = plan.get("device_type", "cpu")
             here = torch.device(self.device).type
             if trained_on != here:
                 raise ValueError(
@@ -213,7 +220,7 @@ class ParserCurveRun:
             "device": device_name(self.device),
             "curve": [*curve, point],
         }
-        atomic_write_text(folder / CURVE_NAME, json.dumps(record, indent=1))
+        write_record(folder / CURVE_NAME, "parser_job", record)
         return point
 
 
@@ -279,14 +286,14 @@ def write_plan(run: ParserCurveRun) -> None:
     later (`open_run`) judges which jobs have stopped by that rule, not by flags given again.
     The shares' recorded stops (`record_stops`) are kept: each under the rule it stopped by."""
     path = Path(run.out_dir) / PLAN_NAME
-    old = json.loads(path.read_text()) if path.is_file() else {}
+    old = read_record(path, "parser_run") if path.is_file() else {}
     plan = {
         "recipe": run.recipe.to_dict(),
         "stopping": {"min_epochs": run.min_epochs, "max_epochs": run.max_epochs},
         "device_type": torch.device(run.device).type,
         "stops": old.get("stops", {}),
     }
-    atomic_write_text(path, json.dumps(plan, indent=1))
+    write_record(path, "parser_run", plan)
 
 
 def record_stops(run: ParserCurveRun, shares: Sequence[float]) -> None:
@@ -295,7 +302,7 @@ def record_stops(run: ParserCurveRun, shares: Sequence[float]) -> None:
     as when it stopped, so a later call's other rule never makes a share still training look
     stopped."""
     path = Path(run.out_dir) / PLAN_NAME
-    plan = json.loads(path.read_text())
+    plan = read_record(path, "parser_run")
     stops = dict(plan.get("stops", {}))
     for share in shares:
         if run.done(share):
@@ -306,7 +313,7 @@ def record_stops(run: ParserCurveRun, shares: Sequence[float]) -> None:
             }
     if stops != plan.get("stops"):
         plan["stops"] = stops
-        atomic_write_text(path, json.dumps(plan, indent=1))
+        write_record(path, "parser_run", plan)
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -323,11 +330,11 @@ def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike
     for share in shares:
         folder = run.folder(share)
         if (folder / CURVE_NAME).is_file():
-            jobs.append(json.loads((folder / CURVE_NAME).read_text()))
+            jobs.append(read_record(folder / CURVE_NAME, "parser_job"))
     if not jobs:
         raise ValueError(f"{run.out_dir} holds no finished epoch: nothing to export")
     if path.is_file():
-        old = json.loads(path.read_text())
+        old = read_record(path, "parser_export")
         mine = {j["share"]: len(j["curve"]) for j in jobs}
         lost = [
             f"share {j['share']:g} ({len(j['curve'])} epochs)"
@@ -350,7 +357,7 @@ def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike
         "jobs": [{k: v for k, v in j.items() if k != "recipe"} for j in jobs],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    return atomic_write_text(path, json.dumps(document, indent=1))
+    return write_record(path, "parser_export", document)
 
 
 # --------------------------------------------------------------------------------- the test score
@@ -380,7 +387,7 @@ def open_run(
         raise ValueError(
             f"{out} holds no {PLAN_NAME}: it is not a parser-curve run folder"
         )
-    plan = json.loads((out / PLAN_NAME).read_text())
+    plan = read_record(out / PLAN_NAME, "parser_run")
     stopping = plan.get("stopping") or {
         "min_epochs": min_epochs,
         "max_epochs": max_epochs,
@@ -588,12 +595,17 @@ def score_test(
             f"{out} holds no {CURVE_NAME} of the shares {', '.join(f'{s:g}' for s in shares)}: "
             "no epoch has finished, nothing to score"
         )
-    document = json.loads(path.read_text()) if path.is_file() else _test_document(run)
-    if "choice" not in document or not all("test" in j for j in document.get("jobs", [])):
+    document = read_json(path, "parser_test") if path.is_file() else _test_document(run)
+    if (
+        not isinstance(document, dict)
+        or "choice" not in document
+        or not all(isinstance(j, dict) and "test" in j for j in document.get("jobs", []))
+    ):
         raise ValueError(
             f"{path} is not a test-results record of parser-curve --score-test (the curves "
             "export?): give the test results path (results/parser_extended_cpu/test.json)"
         )
+    check_record(document, "parser_test", path)
     if document.get("recipe") != _recipe_record(run):
         raise ValueError(
             f"{path} holds the test scores of a run with another recipe: give another results "
@@ -676,7 +688,7 @@ def score_test(
                     [*document["jobs"], job], key=lambda j: -j["share"]
                 )
                 path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(path, json.dumps(document, indent=1))
+                write_record(path, "parser_test", document)
                 chosen, t = job["chosen_on_dev"], job["test"]
                 say(
                     f"{share_name(share)}: test F1 {t['f1']:.1f} [{t['f1_ci95'][0]:.1f}, "

@@ -22,7 +22,6 @@ small models (issue 49's measurement on an H100 is in results/gpu/README.md).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -34,8 +33,8 @@ import torch
 from ..model.config import TABLE3_ALL_ROWS
 from ..profiles import Profile
 from ..runtime.devices import device_name
-from ..runtime.files import atomic_write_text
 from ..runtime.precision import resolve_precision
+from ..runtime.records import read_record, write_record
 from ..runtime.side_by_side import check_workers
 from ..training.checkpoint import RESUME_NAME
 from ..training.fit import fit
@@ -100,7 +99,7 @@ def extended_rows() -> list[str]:
 def read_curve(folder: Path) -> list[dict]:
     """A job's curve so far: {"epoch", "step", "ppl", "train_s"} per finished epoch."""
     path = folder / CURVE_NAME
-    return json.loads(path.read_text())["curve"] if path.is_file() else []
+    return read_record(path, "table3_job")["curve"] if path.is_file() else []
 
 
 class Table3Run:
@@ -153,7 +152,7 @@ class Table3Run:
                     "give an empty or new --out"
                 )
             return
-        saved = {**IDENTITY_BEFORE_DEVICES, **json.loads(path.read_text())["identity"]}
+        saved = {**IDENTITY_BEFORE_DEVICES, **read_record(path, "table3_run")["identity"]}
         mine = self.identity()
         changed = sorted(
             k for k in mine if saved.get(k) != mine[k] and (training or k != "precision")
@@ -178,7 +177,7 @@ class Table3Run:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / PLAN_NAME
         plan = (
-            json.loads(path.read_text())
+            read_record(path, "table3_run")
             if path.is_file()
             else {"identity": self.identity()}
         )
@@ -193,7 +192,7 @@ class Table3Run:
             plan["targets"] = raised
         elif path.is_file():
             return
-        atomic_write_text(path, json.dumps(plan, indent=1))
+        write_record(path, "table3_run", plan)
 
     def recorded_targets(self) -> dict[str, int] | None:
         """The epochs per corpus the folder was trained to (None: made before they were recorded)."""
@@ -259,7 +258,7 @@ class Table3Run:
             "device": device_name(self.device),
             "curve": [*curve, point],
         }
-        atomic_write_text(folder / CURVE_NAME, json.dumps(record, indent=1))
+        write_record(folder / CURVE_NAME, "table3_job", record)
         return point
 
 
@@ -280,7 +279,7 @@ def collect(out_dir: str | os.PathLike) -> list[dict]:
     """Every job's record in a run folder (row, seed, corpus, curve...), in name order."""
     out = []
     for path in sorted(Path(out_dir).glob(f"*/{CURVE_NAME}")):
-        out.append(json.loads(path.read_text()))
+        out.append(read_record(path, "table3_job"))
     return out
 
 
@@ -297,7 +296,7 @@ def recorded_targets(out_dir: str | os.PathLike) -> dict[str, int] | None:
     path = Path(out_dir) / PLAN_NAME
     if not path.is_file():
         return None
-    return json.loads(path.read_text()).get("targets") or None
+    return read_record(path, "table3_run").get("targets") or None
 
 
 def ppl_at_epoch(records: Sequence[dict], corpus: str, epoch: int) -> dict:

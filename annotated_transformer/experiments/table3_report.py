@@ -9,13 +9,13 @@ change the runs could have seen, and exports and reads the extended run's commit
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..runtime.records import read_record, write_record
 from . import findings as f
 from . import table3_extended as extended
 from .wording import signed
@@ -100,8 +100,6 @@ def export(
     Refuses to replace a file that holds a job or an epoch the run folder lacks: a results file is
     only ever replaced by a longer run of the same jobs.
     """
-    from ..runtime.files import atomic_write_text
-
     run_dir, path = Path(run_dir), Path(path)
     if path.resolve().is_relative_to(run_dir.resolve()):
         raise ValueError(
@@ -111,8 +109,9 @@ def export(
     records = extended.collect(run_dir)
     if not records:
         raise ValueError(f"{run_dir} holds no finished epoch: nothing to export")
-    identity = json.loads((run_dir / extended.PLAN_NAME).read_text())["identity"]
-    targets = export_targets(run_dir, targets, say)
+    identity = read_record(run_dir / extended.PLAN_NAME, "table3_run")["identity"]
+    # chapter 06 reads both corpora's targets: a corpus the run never trained has 0
+    targets = {"full": 0, "small": 0, **export_targets(run_dir, targets, say)}
     if path.is_file():
         old = read_extended(path)
         mine = {_key(r): len(r["curve"]) for r in records}
@@ -138,7 +137,7 @@ def export(
         "jobs": records,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    return atomic_write_text(path, json.dumps(document, indent=1))
+    return write_record(path, "table3_export", document)
 
 
 def _cpu_name() -> str:
@@ -157,7 +156,7 @@ def _key(record: Mapping) -> tuple:
 
 def read_extended(path: str | os.PathLike) -> dict:
     """The committed extended run: {"identity", "jobs": [job records with curves], ...}."""
-    return json.loads(Path(path).read_text())
+    return read_record(path, "table3_export")
 
 
 def load_extended(

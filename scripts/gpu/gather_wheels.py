@@ -86,6 +86,7 @@ ROOTS = (
     "sentencepiece",
     "sacrebleu",
     "filelock",
+    "jsonschema",  # runtime/records.py (nbformat brings it too)
     "nltk",
     "statsmodels",
     "scipy",  # experiments/findings.py's t quantiles (statsmodels brings it too)

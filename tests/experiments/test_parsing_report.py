@@ -449,11 +449,12 @@ def test_read_committed_is_none_without_a_clone_or_a_file(tmp_path):
     assert report.read_committed(tmp_path, "parser_extended_cpu/curves.json") is None
     (tmp_path / "parser_extended_cpu").mkdir()
     (tmp_path / "parser_extended_cpu" / "curves.json").write_text(
-        json.dumps({"jobs": []})
+        json.dumps(extended_document())
     )
-    assert report.read_committed(tmp_path, "parser_extended_cpu/curves.json") == {
-        "jobs": []
-    }
+    assert (
+        report.read_committed(tmp_path, "parser_extended_cpu/curves.json")
+        == extended_document()
+    )
 
 
 def test_extended_test_scores_are_read_only_for_the_committed_curves_recipe(tmp_path):

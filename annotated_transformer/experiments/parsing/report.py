@@ -90,19 +90,24 @@ def mean_lengths(trees: Sequence[Tree]) -> tuple[float, float]:
     )
 
 
-def read_committed(root: str | Path | None, relative: str) -> dict | None:
-    """The committed JSON file `relative` under the clone's results folder `root`; None when
-    there is no clone (`root` None) or no such file."""
-    import json
+EXTENDED_CURVES = "parser_extended_cpu/curves.json"
+EXTENDED_TEST = "parser_extended_cpu/test.json"
+# the kind of record (runtime.records) each committed file is
+COMMITTED_KINDS = {EXTENDED_CURVES: "parser_export", EXTENDED_TEST: "parser_test"}
+
+
+def read_committed(
+    root: str | Path | None, relative: str, kind: str | None = None
+) -> dict | None:
+    """The committed record `relative` under the clone's results folder `root`, checked as a
+    record of `kind` (default: `COMMITTED_KINDS`'s); None when there is no clone (`root` None)
+    or no such file."""
+    from ...runtime.records import read_record
 
     path = Path(root) / relative if root else None
     if path is None or not path.is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-EXTENDED_CURVES = "parser_extended_cpu/curves.json"
-EXTENDED_TEST = "parser_extended_cpu/test.json"
+    return read_record(path, kind or COMMITTED_KINDS[relative])
 
 
 def read_extended_test(root: str | Path | None, curves: Mapping | None) -> dict | None:
