@@ -15,14 +15,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from .data import EncodedPairs, Tokenizer, load_parallel, tokenizer_for_corpus
 from .evaluation.results import check_replaceable, results_path, write_result
-from .evaluation.scoring import evaluate_translation, paired_bootstrap
+from .evaluation.scoring import evaluate_translation, paired_bootstrap, translations_text
 from .model import flops
 from .model.transformer import count_parameters
 from .profiles import FLAGS, MODEL_FLAGS, Profile, get_profile
@@ -62,6 +62,9 @@ class PreparedData:
     tokenizer: Tokenizer
     train: EncodedPairs
     valid: EncodedPairs
+    # split -> reason -> pairs left out: "empty", "over_long" (max_sentence_words) and
+    # "over_positions" (longer than the model's max_len)
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def prepare_data(
@@ -94,7 +97,10 @@ def prepare_data(
     if max_positions is None:
         max_positions = profile.model_config().max_len
 
+    dropped: dict[str, dict[str, int]] = {}
+
     def encode(split: str, limit: int | None) -> EncodedPairs:
+        # Training text may hold empty lines (WMT14's sample has one): they are dropped and counted.
         corpus = load_parallel(
             profile.corpus,
             split,
@@ -102,6 +108,7 @@ def prepare_data(
             profile.tgt_lang,
             data_dir,
             max_words=profile.max_sentence_words,
+            drop_empty=True,
         )
         src, tgt = (
             (corpus.src[:limit], corpus.tgt[:limit])
@@ -114,6 +121,7 @@ def prepare_data(
                 f"(skipped: {corpus.skipped}): fix or replace these files"
             )
         pairs, too_long = EncodedPairs.from_texts(shared, src, tgt).fitting(max_positions)
+        dropped[split] = {**corpus.skipped, "over_positions": too_long}
         if too_long:
             logger.warning(
                 "dropped %d pairs of %s longer than the model's %d positions",
@@ -127,10 +135,24 @@ def prepare_data(
         shared,
         encode(profile.train_split, profile.max_train_pairs),
         encode(profile.valid_split, profile.max_valid_pairs),
+        dropped,
     )
 
 
 # ------------------------------------------------------------------------------------------ training
+def _dropped_note(dropped: dict[str, dict[str, int]]) -> str:
+    """The start line's "; pairs left out: train 1 empty, ..." ("" when no pair was)."""
+    parts = [
+        f"{split} "
+        + ", ".join(
+            f"{n} {reason.replace('_', '-')}" for reason, n in counts.items() if n
+        )
+        for split, counts in dropped.items()
+        if any(counts.values())
+    ]
+    return f"; pairs left out: {'; '.join(parts)}" if parts else ""
+
+
 def train(
     profile: Profile,
     out_dir: str | Path,
@@ -164,6 +186,7 @@ def train(
                 f"({profile.corpus} {profile.src_lang}->{profile.tgt_lang}), {trainer.precision} on "
                 f"{context.device}, world size {context.world_size}"
                 + (f", resumed at step {step}" if resume else "")
+                + _dropped_note(data.dropped)
             )
             print(f"precision {trainer.precision}: {trainer.execution.precision_reason}")
             if (
@@ -214,6 +237,7 @@ def train(
         "compile_reason": trainer.execution.compile_reason,
         "world_size": context.world_size,
         "model_config": config.to_dict(),
+        "dropped_pairs": data.dropped,
     }
     # Training FLOPs counted from the model (section 6.1 estimates them from time x GPUs x FLOP/s instead).
     per_token = flops.training_flops_per_target_token(
@@ -692,7 +716,7 @@ def _evaluate_and_file(
     )
     atomic_write_text(
         out_dir / TRANSLATIONS_NAME,
-        "\n".join(scores.pop("hypotheses")) + "\n",
+        translations_text(scores.pop("hypotheses")),
     )
     scores["averaged_checkpoints"] = [p.name for p in used]
     summary["test"] = scores

@@ -10,6 +10,7 @@ from pathlib import Path
 from .. import pipeline
 from ..book.viz import EXPORT_FORMATS, export
 from ..data import load_parallel
+from ..data.textfiles import text_lines
 from ..experiments import attention_findings as findings
 from ..experiments.attention_figures import (
     FIGURES,
@@ -140,8 +141,7 @@ def pick_heads(args: argparse.Namespace, model, tokenizer, data) -> tuple:
         raise ValueError("--head scores encoder self-attention: leave --kind at encoder")
     phenomenon = args.head.removeprefix("best-")
     if args.score_on:
-        text = Path(args.score_on).read_text(encoding="utf-8")
-        sentences = [line.strip() for line in text.splitlines() if line.strip()]
+        sentences = [line.strip() for line in text_lines(args.score_on) if line.strip()]
     else:
         sentences = load_parallel("multi30k", "test", "en", "de").src
     encoded = findings.encoder_attention(model, tokenizer, sentences)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import pipeline
 from ..evaluation.results import check_name, check_replaceable, results_path, write_result
+from ..evaluation.scoring import translations_text
 from ..profiles import PROFILE_NAMES
 from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     )
     hypotheses = scores.pop("hypotheses")
     if args.hypotheses:
-        atomic_write_text(args.hypotheses, "\n".join(hypotheses) + "\n")
+        atomic_write_text(args.hypotheses, translations_text(hypotheses))
     scores["checkpoint"] = source
     written = write_result(
         out.stem,

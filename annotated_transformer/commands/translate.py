@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from .. import pipeline
-from ..evaluation.scoring import translate
+from ..data.textfiles import decoded_lines, text_lines
+from ..evaluation.scoring import translate, translations_text
 from ..model.decoding import DecodeSettings
 from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
@@ -76,25 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
 
 
-def read_lines(raw: bytes) -> tuple[list[str], list[int]]:
-    """Lines split on "\\n" alone, and the 1-based numbers of lines that are not UTF-8 (read as "").
-
-    str.splitlines would also break a line at U+2028, NEL or a form feed, shifting every later output
-    line against its input line; one undecodable line must not cost the others their translations.
-    """
-    parts = raw.split(b"\n")
-    if parts and parts[-1] == b"":
-        parts.pop()  # the newline that ends the last line
-    lines, undecodable = [], []
-    for number, part in enumerate(parts, start=1):
-        try:
-            lines.append(part.rstrip(b"\r").decode("utf-8"))
-        except UnicodeDecodeError:
-            lines.append("")
-            undecodable.append(number)
-    return lines, undecodable
-
-
 def check_writable(path: Path, flag: str = "--output") -> None:
     """Fail before any decoding, not after it, when the output cannot be written."""
     path = Path(path)
@@ -118,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
             [("--input", args.input), *pipeline.checkpoint_inputs(args.checkpoint)],
         )
         check_output("--output", output, command="translate")
+    # Lines split on "\n" alone (str.splitlines would also break one at U+2028, NEL or a form
+    # feed, shifting every later output line against its input line); text that is not UTF-8 is
+    # refused whole, naming the line and byte, rather than translated as something else. A file
+    # is read before the model loads; standard input after, as a user typing it expects.
+    lines = list(text_lines(args.input)) if args.input else None
     device = resolve_device(args.device)
     checkpoint, source = pipeline.load_for_evaluation(args.checkpoint, args.average_last)
     model, tokenizer = model_from_checkpoint(checkpoint, device, name=source)
@@ -125,13 +112,8 @@ def run(args: argparse.Namespace) -> int:
         f"translating with {source} ({pipeline.what_it_translates(checkpoint)})",
         file=sys.stderr,
     )
-    raw = Path(args.input).read_bytes() if args.input else sys.stdin.buffer.read()
-    lines, undecodable = read_lines(raw)
-    for number in undecodable:
-        print(
-            f"line {number}: not valid UTF-8; its output line is left empty",
-            file=sys.stderr,
-        )
+    if lines is None:
+        lines = decoded_lines(sys.stdin.buffer.read(), "standard input")
     decoding = DecodeSettings(
         beam_size=args.beam,
         alpha=args.alpha,
@@ -140,8 +122,7 @@ def run(args: argparse.Namespace) -> int:
         precision=resolve_precision("auto", device),
     )
     translated = translate(model, tokenizer, lines, decoding)
-    # One output line per input line: a translation never carries a line break of its own.
-    text = "".join(" ".join(line.splitlines()) + "\n" for line in translated)
+    text = translations_text(translated)
     if output is not None:
         atomic_write_text(output, text)
     else:

@@ -1,9 +1,13 @@
 """Parallel corpora as aligned sentence pairs, with the pairs a model cannot learn from dropped and counted.
 
-Real corpora hold empty lines, stray whitespace, the odd undecodable byte and a few sentences far longer
-than the rest. Each of those would crash or skew training much later and far from its cause, so reading
-drops such a pair here, counts it by reason and logs the counts; only a difference in line counts
-between the two files is an error, because then no pair's alignment can be trusted.
+Real corpora hold empty lines, stray whitespace and a few sentences far longer than the rest. Each of
+those would crash or skew training much later and far from its cause, so reading drops such a pair
+here when asked (`drop_empty`, `max_words`), counts it by reason and logs the counts. Without
+`drop_empty` an empty line is an error naming the file and line: a test set scored on fewer pairs
+than its files hold, with translations that no longer pair with the source lines, is not the test
+set. A difference in line counts between the two files is an error, because then no pair's alignment
+can be trusted, and so is a line that is not UTF-8 (`textfiles.text_lines`): dropping it would score
+or train on part of a file saved in another encoding.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Iterator
 
 from .locate import split_files
 from .registry import corpus_info
-from .textfiles import raw_lines
+from .textfiles import text_lines
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +35,7 @@ class ParallelCorpus:
     tgt_lang: str
     src: list[str]
     tgt: list[str]
-    skipped: dict[str, int]  # {"empty": n, "over_long": n, "undecodable": n}
+    skipped: dict[str, int]  # {"empty": n, "over_long": n}: pairs dropped as asked
     path: Path  # folder the files were read from
     src_path: Path
     tgt_path: Path
@@ -46,7 +50,7 @@ class ParallelCorpus:
         return iter(zip(self.src, self.tgt))
 
 
-def _count_rest(lines: Iterator[bytes]) -> int:
+def _count_rest(lines: Iterator[str]) -> int:
     return sum(1 for _ in lines)
 
 
@@ -58,23 +62,25 @@ def read_parallel_files(
     src_lang: str = "src",
     tgt_lang: str = "tgt",
     max_words: int | None = None,
+    drop_empty: bool = False,
 ) -> ParallelCorpus:
-    """Read two line-aligned files (plain or gzipped) into a ParallelCorpus.
+    """Read two line-aligned files (plain or gzipped, UTF-8) into a ParallelCorpus.
 
     Whitespace around each sentence is stripped. A pair is skipped and counted, never passed on to crash
-    something later, when either side is empty, has more than `max_words` whitespace-separated words, or
-    is not valid UTF-8. (`max_words` counts words of the raw sentence, before tokenization; the model's
-    `max_len` counts subword positions.) Files whose line counts differ raise ValueError.
+    something later, when either side has more than `max_words` whitespace-separated words, or, with
+    `drop_empty`, is empty. (`max_words` counts words of the raw sentence, before tokenization; the
+    model's `max_len` counts subword positions.) An empty side without `drop_empty`, a line that is not
+    UTF-8, and files whose line counts differ raise ValueError.
     """
     if max_words is not None and max_words < 1:
         raise ValueError(f"max_words must be >= 1 or None, got {max_words!r}")
     src_path, tgt_path = Path(src_path), Path(tgt_path)
     name = name or f"{src_path.name}|{tgt_path.name}"
-    skipped = {"empty": 0, "over_long": 0, "undecodable": 0}
+    skipped = {"empty": 0, "over_long": 0}
     sources: list[str] = []
     targets: list[str] = []
 
-    src_lines, tgt_lines = raw_lines(src_path), raw_lines(tgt_path)
+    src_lines, tgt_lines = text_lines(src_path), text_lines(tgt_path)
     count = 0
     for count, (src_raw, tgt_raw) in enumerate(
         itertools.zip_longest(src_lines, tgt_lines), start=1
@@ -87,13 +93,16 @@ def read_parallel_files(
                 f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}: line i of one must translate line i "
                 "of the other; re-fetch the pair or fix the files"
             )
-        try:
-            src_text = src_raw.decode("utf-8").strip().lstrip("\ufeff").strip()
-            tgt_text = tgt_raw.decode("utf-8").strip().lstrip("\ufeff").strip()
-        except UnicodeDecodeError:
-            skipped["undecodable"] += 1
-            continue
+        src_text = src_raw.strip().lstrip("\ufeff").strip()
+        tgt_text = tgt_raw.strip().lstrip("\ufeff").strip()
         if not src_text or not tgt_text:
+            if not drop_empty:
+                empty = src_path if not src_text else tgt_path
+                raise ValueError(
+                    f"{empty}: line {count} is empty, so it pairs with no sentence of "
+                    f"{tgt_path if empty == src_path else src_path}: remove the pair from both "
+                    "files (or fill it in)"
+                )
             skipped["empty"] += 1
             continue
         if max_words is not None and (
@@ -104,14 +113,10 @@ def read_parallel_files(
         sources.append(src_text)
         targets.append(tgt_text)
 
-    message = (
-        f"skipped {skipped['empty']} empty, {skipped['over_long']} over-long, "
-        f"{skipped['undecodable']} undecodable pairs of {name}"
-    )
-    # Empty lines are common and harmless (Multi30k's training split has one): only pairs lost to
-    # length or encoding are worth a warning on a reader's page.
-    lost = skipped["over_long"] + skipped["undecodable"]
-    logger.log(logging.WARNING if lost else logging.INFO, message)
+    message = f"skipped {skipped['empty']} empty, {skipped['over_long']} over-long pairs of {name}"
+    # Empty lines are common and harmless in training text (WMT14's sample has one): only pairs
+    # lost to length are worth a warning on a reader's page.
+    logger.log(logging.WARNING if skipped["over_long"] else logging.INFO, message)
     return ParallelCorpus(
         name=name,
         src_lang=src_lang,
@@ -134,9 +139,11 @@ def load_parallel(
     max_words: int | None = None,
     *,
     download: bool = True,
+    drop_empty: bool = False,
 ) -> ParallelCorpus:
     """Load one split of a parallel corpus (languages default to the corpus's usual direction), found as
-    `locate` says; pairs with a side over `max_words` words are skipped.
+    `locate` says; pairs with a side over `max_words` words are skipped, and with `drop_empty` the
+    pairs with an empty side (else they are an error).
 
     Example: ``load_parallel("multi30k", "train")`` -> 29,000 English -> German pairs.
     """
@@ -153,4 +160,5 @@ def load_parallel(
         src_lang=src_lang,
         tgt_lang=tgt_lang,
         max_words=max_words,
+        drop_empty=drop_empty,
     )

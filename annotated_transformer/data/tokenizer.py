@@ -332,6 +332,7 @@ class CorpusTokenizer:
             info.languages[1],
             data_dir,
             download=download,
+            drop_empty=True,
         )
         if not len(pairs):
             raise ValueError(

@@ -267,6 +267,12 @@ def tokenized_bleu(
     }
 
 
+def translations_text(hypotheses: Sequence[str]) -> str:
+    """The text of a translations file: line i is the translation of source line i, whatever the
+    characters (a translation's own line breaks, U+2028 or NEL included, become spaces)."""
+    return "".join(" ".join(line.splitlines()) + "\n" for line in hypotheses)
+
+
 def _check_lengths(hypotheses: Sequence[str], references: Sequence[str]) -> None:
     if len(hypotheses) != len(references):
         raise ValueError(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -83,6 +84,39 @@ def _naming(destination: str | os.PathLike) -> Iterator[None]:
         raise type(error)(error.errno, error.strerror, str(destination)) from error
 
 
+# What tempfile adds around the stem of a staging name: "." + stem + "." + 8 random characters + ".part".
+_STAGING_EXTRA = len(".") + len(".") + 8 + len(".part")
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def staging_prefix(folder: str | os.PathLike, name: str) -> str:
+    """The prefix (".<name>.") of the staging sibling of `folder`/`name`, shortened when the whole
+    staging name would not fit the file system's limit on one name (NAME_MAX, 255 bytes), so every
+    name that may exist may also be written: its first bytes, then "~" and 8 hex digits of a hash
+    of the whole name, so two long names with the same beginning stage under different names."""
+    encoded = os.fsencode(name)
+    room = _name_max(Path(folder)) - _STAGING_EXTRA
+    if len(encoded) <= room:
+        return f".{name}."
+    digest = hashlib.sha256(encoded).hexdigest()[:8]
+    head = encoded[: room - len(digest) - 1]
+    # Cut on a character, not inside one: an incomplete UTF-8 sequence at the end is dropped.
+    for end in range(len(head), max(len(head) - 4, 0), -1):
+        try:
+            head[:end].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        head = head[:end]
+        break
+    return f".{os.fsdecode(head)}~{digest}."
+
+
 def _before_publish(staged: Path, target: Path) -> None:
     """Called with the complete staged output just before it is moved into place: the one moment
     every producer passes through (a test interrupts it here, as a signal or a full disk would)."""
@@ -104,7 +138,9 @@ def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> P
         mode = 0o666 & ~_umask()
     with _naming(given):
         fd, tmp_name = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".part"
+            dir=target.parent,
+            prefix=staging_prefix(target.parent, target.name),
+            suffix=".part",
         )
     try:
         try:
@@ -172,7 +208,11 @@ def staged_tree(
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _naming(folder):
         stage = Path(
-            tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".part")
+            tempfile.mkdtemp(
+                dir=folder.parent,
+                prefix=staging_prefix(folder.parent, folder.name),
+                suffix=".part",
+            )
         )
     old = stage.with_suffix(".old")
     try:
@@ -210,7 +250,9 @@ class Publication:
         target.parent.mkdir(parents=True, exist_ok=True)
         with _naming(target):
             fd, tmp_name = tempfile.mkstemp(
-                dir=target.parent, prefix=f".{target.name}.", suffix=".part"
+                dir=target.parent,
+                prefix=staging_prefix(target.parent, target.name),
+                suffix=".part",
             )
         self.staged.append((Path(tmp_name), target))
         try:
