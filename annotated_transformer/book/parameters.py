@@ -1,18 +1,57 @@
 """The chapters' parameters as a contract: each chapter's `parameters` cell names the values a run
 may set and, by its defaults, their types. `book --param NAME=VALUE` is checked against the cells of
 the chapters selected before any chapter runs (a name no selected chapter has, or a value its
-default's type does not allow, is refused in one line naming `--param NAME`), and a chapter opened by
-hand (papermill `-p profile_name ...`) fails on a bad profile in one line (`chapter_profile`)."""
+default's type does not allow, or a number outside the parameter's range in `PARAMETER_BOUNDS`, is
+refused in one line naming `--param NAME`), and a chapter opened by hand (papermill `-p ...`) fails on
+a bad profile or an out-of-range value in one line (`chapter_profile`)."""
 
 from __future__ import annotations
 
 import ast
 import difflib
 import os
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..runtime.checks import OPTIONAL_COUNT, Bounds
+
 PARAMETERS_TAG = 'tags=["parameters"]'
+
+
+@dataclass(frozen=True)
+class OddBounds(Bounds):
+    """Bounds of a whole number that must also be odd (a kernel that keeps the length n)."""
+
+    def describe(self, none: bool = True) -> str:
+        return "an odd " + super().describe(none).removeprefix("a ")
+
+    def _inside(self, value: float) -> bool:
+        return super()._inside(value) and int(value) % 2 == 1
+
+
+# The numbers each chapter parameter may take, declared once for every chapter that has the name
+# (tests/book/test_parameters.py checks that every numeric parameter of a chapter is here and that
+# its default is inside). None is allowed where the chapter's default is None.
+PARAMETER_BOUNDS: dict[str, Bounds] = {
+    # seeds: what torch, numpy and random all take
+    "seed": Bounds(int, 0, high=2**32 - 1),
+    "first_seed": Bounds(int, 0, high=2**32 - 1),
+    # steps, epochs and counts of something: at least one (0 would train or show nothing)
+    "max_steps": OPTIONAL_COUNT,
+    "recipe_steps": OPTIONAL_COUNT,
+    "epochs": OPTIONAL_COUNT,
+    "parsing_epochs": OPTIONAL_COUNT,
+    "seeds": OPTIONAL_COUNT,
+    "workers": OPTIONAL_COUNT,
+    "threads": OPTIONAL_COUNT,
+    "beam_size": OPTIONAL_COUNT,
+    "test_sentences": OPTIONAL_COUNT,
+    "kernel_size": OddBounds(int, 1),
+    # more pieces than the 4 special ids (pad, bos, eos, unk)
+    "vocab_size": Bounds(int, 5),
+}
 
 
 class ParameterError(ValueError):
@@ -93,6 +132,20 @@ def _expects(default: Any) -> tuple[tuple[type, ...], str] | None:
     return (type(default),), f"a {type(default).__name__}"
 
 
+def out_of_bounds(name: str, value: Any) -> str | None:
+    """What `value` of the parameter `name` should be when it is outside `PARAMETER_BOUNDS`
+    (e.g. 'a whole number from 1 to 2147483647 (or None)'); None when it is inside, or when the
+    name has no bounds."""
+    bounds = PARAMETER_BOUNDS.get(name)
+    if bounds is None:
+        return None
+    try:
+        bounds.check(name, value)
+    except ValueError:
+        return bounds.describe()
+    return None
+
+
 def _allowed(value: Any, types: tuple[type, ...]) -> bool:
     if isinstance(value, bool) and bool not in types:
         return False  # True is an int to Python, not a count
@@ -105,7 +158,8 @@ def check_chapter_parameters(
     """Check `parameters` against the parameters cells of the chapters `sources`: every name is a
     parameter of at least one of them, and every value has the type of that parameter's default
     (an int for an int, an int or a float for a float, True/False for a bool, a string for a string;
-    any value for a None default). Returns, per chapter (its stem), the parameters it takes.
+    any value for a None default), inside its `PARAMETER_BOUNDS` where it has some. Returns, per
+    chapter (its stem), the parameters it takes.
 
     Raises:
         ValueError: one line naming `--param NAME` and the closest names, or what it expects.
@@ -138,6 +192,12 @@ def check_chapter_parameters(
                     f"--param {name}={value!r}: chapter {chapter}'s {name} expects "
                     f"{expected[1]} (its default is {default!r})"
                 )
+            allowed = out_of_bounds(name, value)
+            if allowed is not None:
+                raise ValueError(
+                    f"--param {name}={value!r}: chapter {chapter}'s {name} must be "
+                    f"{allowed} (its default is {default!r})"
+                )
     return {
         chapter: {k: v for k, v in parameters.items() if k in cell}
         for chapter, cell in cells.items()
@@ -147,9 +207,25 @@ def check_chapter_parameters(
 def chapter_profile(profile_name: str, **overrides):
     """`profiles.get_profile(profile_name, **overrides)` for a chapter's first cell: a profile or an
     override it does not take fails in one line (a `ParameterError`, shown without a traceback),
-    naming the parameter, so a chapter run by hand with papermill says what to fix at once."""
+    naming the parameter, so a chapter run by hand with papermill says what to fix at once.
+
+    The chapter's other parameters are checked against `PARAMETER_BOUNDS` here too: papermill
+    puts them in the notebook's namespace, which is the caller's globals (only the names with
+    bounds are read), so a seed of -1 given to papermill stops in the first cell, as
+    `book --param` stops it before any chapter runs.
+    """
     from ..profiles import get_profile
 
+    namespace = sys._getframe(1).f_globals
+    values = {name: namespace[name] for name in PARAMETER_BOUNDS if name in namespace}
+    values.update((k, v) for k, v in overrides.items() if k in PARAMETER_BOUNDS)
+    for name, value in values.items():
+        allowed = out_of_bounds(name, value)
+        if allowed is not None:
+            raise ParameterError(
+                f"parameter {name}={value!r}: {name} must be {allowed}; run the chapter with "
+                f"another value (papermill -p {name} VALUE)"
+            )
     try:
         return get_profile(profile_name, **overrides)
     except ValueError as exc:

@@ -3,8 +3,10 @@
 A shared vocabulary is what lets the model tie its embedding matrices (section 3.4). The tokenizer of a
 corpus is trained on its training split only, so no dev or test sentence shapes the vocabulary, and is
 cached under a key of everything that changes the result (the files' sha256, vocabulary size, model type,
-lowercasing, trainer options), so the second call only loads a few hundred kilobytes. The serialized model
-is small enough to travel inside every checkpoint (`to_bytes` / `from_bytes`).
+lowercasing, trainer options), so the second call only loads a few hundred kilobytes. What the cache
+holds is checked against the settings that asked for it when loaded (`_load_cached`): a damaged file is
+one line naming it, another tokenizer under the key's name is moved aside and the asked one trained.
+The serialized model is small enough to travel inside every checkpoint (`to_bytes` / `from_bytes`).
 """
 
 from __future__ import annotations
@@ -56,8 +58,24 @@ class Tokenizer:
     # -- construction and serialization ------------------------------------------------------------
     @classmethod
     def from_bytes(cls, model_proto: bytes) -> "Tokenizer":
-        """Rebuild from `to_bytes()` output, e.g. the copy stored in a checkpoint."""
-        return cls(spm.SentencePieceProcessor(model_proto=bytes(model_proto)))
+        """Rebuild from `to_bytes()` output, e.g. the copy stored in a checkpoint.
+
+        Raises:
+            ValueError: the bytes are not a whole sentencepiece model (empty, cut short, another
+                file), or a model with other special ids.
+        """
+        processor = spm.SentencePieceProcessor()
+        try:
+            processor.LoadFromSerializedProto(bytes(model_proto))
+        except RuntimeError as error:
+            # sentencepiece's C++ parser says only "INTERNAL: ... ParseFromArray"
+            raise ValueError(
+                f"not a sentencepiece model ({len(model_proto)} bytes that do not parse: "
+                "truncated, damaged or another kind of file)"
+            ) from error
+        if processor.get_piece_size() == 0:
+            raise ValueError("not a sentencepiece model (no pieces: an empty file?)")
+        return cls(processor)
 
     def to_bytes(self) -> bytes:
         """The serialized model proto: all that is needed to rebuild this exact tokenizer."""
@@ -65,7 +83,11 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
-        return cls.from_bytes(Path(path).read_bytes())
+        """The tokenizer in a .model file; a ValueError naming the file when it is not one."""
+        try:
+            return cls.from_bytes(Path(path).read_bytes())
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write the model file atomically (a reader never sees half a file)."""
@@ -238,13 +260,84 @@ def train_tokenizer(
         Path(cache_dir)
         / f"{cache_name}-{model_type}{vocab_size}-{key.hexdigest()[:16]}.model"
     )
-    if path.is_file():
-        return Tokenizer.load(path)
+    cached = _load_cached(path, options)
+    if cached is not None:
+        return cached
     tokenizer = Tokenizer.from_bytes(
         _train_model_bytes(_non_empty(sentences), options, seed, num_threads)
     )
     tokenizer.save(path)
     return tokenizer
+
+
+def _load_cached(path: Path, options: dict) -> Tokenizer | None:
+    """The tokenizer cached at `path` when it is the one `options` (the key's settings) ask for;
+    None when there is none, so the caller trains it.
+
+    A file that loads but holds another tokenizer (another number of pieces, model type or
+    normalization: copied in by hand, or written by an older recipe under the same name) is not
+    used and not deleted: it is moved aside, to a name saying what it holds
+    (`<name>.holds-<pieces>-<type>.model`), and None sends the caller to train the tokenizer asked
+    for into the key. A user who asked for 1,000 pieces expects a model of 1,000 pieces; refusing
+    would make them delete a file by hand to get what retraining gives anyway, and moving it
+    aside loses nothing. A file that does not load at all (truncated, damaged) is refused in one
+    line naming it: nothing in it is worth keeping, but the reason it broke (a full disk, a
+    copy cut short) is worth a look before it is replaced.
+    """
+    if not path.is_file():
+        return None
+    try:
+        tokenizer = Tokenizer.load(path)
+    except ValueError as error:
+        raise ValueError(
+            f"cached tokenizer {error}; delete it and the tokenizer is trained again"
+        ) from None
+    holds = _held_settings(tokenizer)
+    mismatch = _mismatch(holds, options)
+    if mismatch is None:
+        return tokenizer
+    aside = path.with_name(
+        f"{path.stem}.holds-{holds['pieces']}-{holds.get('model_type', 'unknown')}.model"
+    )
+    os.replace(path, aside)
+    logger.warning(
+        "%s holds %s, not the %s asked for: moved to %s; training the tokenizer asked for",
+        path,
+        mismatch[0],
+        mismatch[1],
+        aside.name,
+    )
+    return None
+
+
+def _held_settings(tokenizer: Tokenizer) -> dict:
+    """What a loaded model is: its piece count and, where protobuf can read the model's own
+    record of its training, its model type and normalization rule."""
+    held = {"pieces": tokenizer.vocab_size}
+    try:
+        from sentencepiece import sentencepiece_model_pb2 as model_pb2
+    except ImportError:  # protobuf is not installed: the piece count alone is checked
+        return held
+    proto = model_pb2.ModelProto()
+    proto.ParseFromString(tokenizer.to_bytes())
+    held["model_type"] = model_pb2.TrainerSpec.ModelType.Name(
+        proto.trainer_spec.model_type
+    ).lower()
+    held["normalization_rule_name"] = proto.normalizer_spec.name
+    return held
+
+
+def _mismatch(held: dict, options: dict) -> tuple[str, str] | None:
+    """(what the model holds, what was asked) for the first setting that differs; None if none.
+    A char model has one piece per character seen, fewer than vocab_size allows."""
+    asked = options["vocab_size"]
+    pieces = held["pieces"]
+    if (pieces > asked) if options["model_type"] == "char" else (pieces != asked):
+        return f"a tokenizer of {pieces} pieces", f"{asked}"
+    for name in ("model_type", "normalization_rule_name"):
+        if name in held and held[name] != options[name]:
+            return f"{name} {held[name]!r}", f"{options[name]!r}"
+    return None
 
 
 def _non_empty(sentences: Iterable[str]) -> Iterable[str]:
@@ -262,7 +355,9 @@ def _non_empty(sentences: Iterable[str]) -> Iterable[str]:
 class CorpusTokenizer:
     """The recipe of a corpus's shared tokenizer: trained on both sides of one training split with
     these options, once, then loaded from the cache. The cache file's name carries a hash of the
-    training files' sha256 and the options, so a changed file or option never reuses a stale model."""
+    training files' sha256 and the options, so a changed file or option never reuses a stale model;
+    what is loaded is checked against the options too (`_load_cached`: its piece count, model type
+    and normalization), so a file that holds another tokenizer under that name is never used."""
 
     corpus: str
     vocab_size: int = 8000
@@ -299,6 +394,10 @@ class CorpusTokenizer:
     def cache_path(self, data_dir=None, cache_dir=None, download: bool = True) -> Path:
         """Where this tokenizer is (or will be) cached: `cache_dir`, default $AT_CACHE_DIR/tokenizers
         or ~/.cache/annotated_transformer/tokenizers."""
+        return self._keyed(data_dir, cache_dir, download)[0]
+
+    def _keyed(self, data_dir, cache_dir, download: bool):
+        """(cache path, corpus info, split, trainer options): the key and what it is made of."""
         info, split, files, options = self._source(data_dir, download)
         key = {
             "format": _CACHE_FORMAT,
@@ -311,19 +410,17 @@ class CorpusTokenizer:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
         folder = Path(cache_dir) if cache_dir is not None else _default_tokenizer_dir()
         lower = "-lc" if self.lowercase else ""
-        return (
-            folder
-            / f"{info.name}-{split}-{self.model_type}{self.vocab_size}{lower}-{digest}.model"
-        )
+        name = f"{info.name}-{split}-{self.model_type}{self.vocab_size}{lower}-{digest}.model"
+        return folder / name, info, split, options
 
     def load_or_train(
         self, data_dir=None, cache_dir=None, download: bool = True
     ) -> Tokenizer:
         """The cached tokenizer, trained first when the cache does not hold it."""
-        path = self.cache_path(data_dir, cache_dir, download)
-        if path.is_file():
-            return Tokenizer.load(path)
-        info, split, _, options = self._source(data_dir, download)
+        path, info, split, options = self._keyed(data_dir, cache_dir, download)
+        cached = _load_cached(path, options)
+        if cached is not None:
+            return cached
         started = time.perf_counter()
         pairs = load_parallel(
             info.name,

@@ -370,7 +370,9 @@ def _metrics(run_dir: Path) -> list[dict]:
 @dataclass
 class ChapterRuns:
     """Chapter 07's live runs: the tags parser by share, the XX variant on all the files, and the
-    averaged models of both on all the files (loaded before the run folders go)."""
+    averaged models of both on all the files (loaded before the run folders go, by
+    `load_checkpoint`, which refuses a file with a NaN or inf weight in one line naming the file
+    and the tensor, as every other checkpoint is refused)."""
 
     runs: dict[float, ShareRun]
     variant: ShareRun
@@ -422,10 +424,10 @@ def chapter_runs(
             bar.update(1)
             if not run.tags:
                 variant = run
-                states["xx"] = torch.load(run.averaged, weights_only=False)
+                states["xx"] = load_checkpoint(run.averaged)
                 continue
             runs[run.share] = run
             if run.share == 1.0:
-                states["tags"] = torch.load(run.averaged, weights_only=False)
+                states["tags"] = load_checkpoint(run.averaged)
         bar.close()
     return ChapterRuns(runs, variant, states, time.perf_counter() - started)

@@ -134,6 +134,57 @@ class Transformer(nn.Module):
         """(B, 1, 1, S) boolean, True where the key is a real token."""
         return (src != self.config.pad_id)[:, None, None, :]
 
+    # ------------------------------------------------------------------ input checks
+    # Python ints from .shape only, so they cost nothing next to a layer, and torch.compile turns
+    # them into guards and ONNX tracing into constants instead of graph breaks.
+    def _check_tokens(self, name: str, tokens: torch.Tensor, start: int = 0) -> None:
+        """A (B, length) batch of ids whose positions start..start+length-1 all exist: past
+        max_len a learned table has no row and sinusoids give positions no training ever saw."""
+        if tokens.dim() != 2:
+            raise ValueError(
+                f"{name} must be a (batch, length) tensor of token ids, got shape "
+                f"{tuple(tokens.shape)}: add the batch dimension (tokens[None]) for one sequence"
+            )
+        end = start + tokens.size(1)
+        if end > self.config.max_len:
+            reach = f"positions {start}..{end - 1}" if start else f"{end} positions"
+            raise ValueError(
+                f"{name} {tuple(tokens.shape)} reaches {reach}, past the model's "
+                f"max_len={self.config.max_len}: cut the sequence to {self.config.max_len} "
+                "tokens, or build the model with a larger max_len (sinusoidal positions load "
+                "the same weights at any max_len)"
+            )
+
+    @staticmethod
+    def _check_pair(src: torch.Tensor, tgt_in: torch.Tensor) -> None:
+        """Sources and targets of one batch: a single source would otherwise be broadcast
+        against every target row (and other counts fail deep in cross-attention)."""
+        if src.dim() == 2 and tgt_in.dim() == 2 and src.size(0) != tgt_in.size(0):
+            raise ValueError(
+                f"src {tuple(src.shape)} and tgt_in {tuple(tgt_in.shape)} have {src.size(0)} "
+                f"and {tgt_in.size(0)} rows: pass one target row per source row (row i of "
+                "tgt_in is the translation of row i of src)"
+            )
+
+    @staticmethod
+    def _check_mask(
+        name: str, mask: torch.Tensor | None, batch: int, length: int | None, of: str
+    ) -> None:
+        """A source mask (B, 1, 1, S) for `batch` rows and, when given, `length` keys; a mask
+        of another batch would otherwise broadcast silently (one row's mask for every row)."""
+        if mask is None:
+            return
+        if (
+            mask.dim() != 4
+            or mask.size(0) != batch
+            or (length is not None and mask.size(-1) != length)
+        ):
+            want = f"({batch}, 1, 1, {length if length is not None else 'S'})"
+            raise ValueError(
+                f"{name} {tuple(mask.shape)} does not fit the {batch} rows of {of}: it must be "
+                f"{want}, as model.source_mask(src) of the same batch of sources gives"
+            )
+
     def embed(
         self,
         tokens: torch.Tensor,
@@ -148,8 +199,11 @@ class Transformer(nn.Module):
         self, src: torch.Tensor, src_mask: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Encoder output (B, S, d_model) for source ids (B, S)."""
+        self._check_tokens("src", src)
         if src_mask is None:
             src_mask = self.source_mask(src)
+        else:
+            self._check_mask("src_mask", src_mask, src.size(0), src.size(1), "src")
         x = self.embed(src, self.src_embed, self.src_positions)
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
@@ -176,6 +230,21 @@ class Transformer(nn.Module):
                 f"got {only_at.dtype} {tuple(only_at.shape)}"
             )
         start = state.length if state is not None else 0
+        self._check_tokens("tgt_in", tgt_in, start)
+        batch = tgt_in.size(0)
+        if state is not None:
+            self._check_mask(
+                "the decoder state's src_mask", state.src_mask, batch, None, "tgt_in"
+            )
+        else:
+            if memory is None or memory.dim() != 3 or memory.size(0) != batch:
+                got = "None" if memory is None else str(tuple(memory.shape))
+                raise ValueError(
+                    f"memory {got} must be the encoder's output (B, S, d_model) for the "
+                    f"{batch} rows of tgt_in {tuple(tgt_in.shape)}: encode the same batch of "
+                    "sources as the targets"
+                )
+            self._check_mask("src_mask", src_mask, batch, memory.size(1), "memory")
         x = self.embed(tgt_in, self.tgt_embed, self.tgt_positions, start)
         for i, layer in enumerate(self.decoder_layers):
             if state is None:
@@ -228,6 +297,7 @@ class Transformer(nn.Module):
     def forward(
         self, src: torch.Tensor, tgt_in: torch.Tensor, only_at: torch.Tensor | None = None
     ) -> torch.Tensor:
+        self._check_pair(src, tgt_in)
         src_mask = self.source_mask(src)
         memory = self.encode(src, src_mask)
         return self.decode(tgt_in, memory, src_mask, only_at=only_at)
@@ -335,8 +405,11 @@ def attention_maps(
 
     Returns {"encoder": [L x (B, h, S, S)], "decoder_self": [L x (B, h, T, T)],
     "decoder_cross": [L x (B, h, T, S)]}; the decoder entries are present only when `tgt` (the
-    decoder input, starting with bos) is given. Runs in eval mode, so dropout is off.
+    decoder input, starting with bos) is given. Runs in eval mode, so dropout is off. `src` and
+    `tgt` have one row per sentence and at most `config.max_len` positions (ValueError otherwise).
     """
+    if tgt is not None:
+        model._check_pair(src, tgt)
     was_training = model.training
     model.eval()
     try:

@@ -1,7 +1,8 @@
 """Book parameters as a contract (issue 51): `--param` names and values are checked against the
 selected chapters' parameters cells before any chapter runs, each refusal is one line naming
-`--param NAME`, the run's record says what each chapter was given, and a chapter run by hand with a
-bad `profile_name` fails in one line."""
+`--param NAME`, numbers stay inside each parameter's declared range, the run's record says what each
+chapter was given, and a chapter run by hand with a bad `profile_name` or an out-of-range value fails
+in one line."""
 
 from __future__ import annotations
 
@@ -85,6 +86,15 @@ def test_the_chapters_parameters_are_read_from_their_cells():
             "--param 'book.minutes=3': 'book.minutes' is not a parameter name",
         ),
         ("vocab_size=5", "no chapter selected has a parameter 'vocab_size'"),  # 02's only
+        (
+            "seed=-1",
+            "--param seed=-1: chapter 01_attention's seed must be a whole number from 0 to "
+            "4294967295 (its default is 0)",
+        ),
+        (
+            "seed=4294967296",
+            "--param seed=4294967296: chapter 01_attention's seed must be",
+        ),
     ],
 )
 def test_a_bad_param_is_one_line_before_any_chapter(
@@ -120,6 +130,108 @@ def test_values_follow_the_defaults_type():
     for bad in ({"resume": 1}, {"results_name": 3}, {"kernel_size": None}):
         with pytest.raises(ValueError, match=f"--param {next(iter(bad))}="):
             parameters.check_chapter_parameters(bad, sources)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "chapter", "allowed"),
+    [
+        ("seed", -1, "01_attention", "a whole number from 0 to 4294967295"),
+        ("first_seed", -1, "06_model_variations", "a whole number from 0 to 4294967295"),
+        (
+            "max_steps",
+            0,
+            "00_introduction",
+            "a whole number from 1 to 2147483647 (or None)",
+        ),
+        ("max_steps", -5, "00_introduction", "from 1 to"),
+        ("max_steps", "abc", "00_introduction", "a whole number from 1"),
+        ("max_steps", 2.5, "00_introduction", "a whole number from 1"),
+        ("recipe_steps", 0, "05_translation_results", "from 1 to"),
+        ("beam_size", 0, "05_translation_results", "from 1 to"),
+        ("epochs", 0, "06_model_variations", "from 1 to"),
+        ("seeds", 0, "06_model_variations", "from 1 to"),
+        ("workers", -2, "06_model_variations", "from 1 to"),
+        ("parsing_epochs", 0, "07_constituency_parsing", "from 1 to"),
+        ("test_sentences", 0, "08_attention_visualizations", "from 1 to"),
+        ("threads", 0, "03_why_self_attention", "from 1 to"),
+        ("kernel_size", 4, "03_why_self_attention", "an odd whole number from 1"),
+        ("kernel_size", -1, "03_why_self_attention", "an odd whole number from 1"),
+        ("vocab_size", 4, "02_model", "a whole number from 5"),
+    ],
+)
+def test_a_value_outside_its_range_is_one_line_naming_the_param_and_the_range(
+    name, value, chapter, allowed
+):
+    with pytest.raises(ValueError) as caught:
+        parameters.check_chapter_parameters({name: value}, CHAPTERS)
+    message = str(caught.value)
+    assert message.startswith(f"--param {name}={value!r}: chapter {chapter}'s {name} ")
+    assert allowed in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        {"seed": 0},
+        {"seed": 2**32 - 1},
+        {"first_seed": 0},
+        {"max_steps": 1},
+        {"max_steps": None},
+        {"epochs": 1, "seeds": 1, "workers": 1, "parsing_epochs": None},
+        {"beam_size": 1, "recipe_steps": 1, "test_sentences": 1},
+        {"threads": None, "kernel_size": 1},
+        {"kernel_size": 5},
+        {"vocab_size": 5},
+    ],
+)
+def test_values_at_the_ends_of_their_ranges_are_taken(given):
+    takes = parameters.check_chapter_parameters(given, CHAPTERS)
+    assert {k: v for taken in takes.values() for k, v in taken.items()} == given
+
+
+def test_every_numeric_parameter_has_a_range_that_holds_its_default():
+    cells = {c.stem: parameters.chapter_parameters(c) for c in CHAPTERS}
+    names = {name for cell in cells.values() for name in cell}
+    assert set(parameters.PARAMETER_BOUNDS) <= names  # no range for a name no chapter has
+    for chapter, cell in cells.items():
+        for name, default in cell.items():
+            bounds = parameters.PARAMETER_BOUNDS.get(name)
+            if isinstance(default, int) and not isinstance(default, bool):
+                assert bounds is not None, f"{chapter}'s {name} has no range"
+            if bounds is not None:
+                assert bounds.check(name, default) == default, (chapter, name)
+                assert bounds.optional or default is not None, (chapter, name)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "allowed"),
+    [
+        ("seed", -1, "a whole number from 0 to 4294967295"),
+        ("max_steps", 0, "a whole number from 1 to 2147483647 (or None)"),
+        ("epochs", 0, "a whole number from 1"),
+        ("kernel_size", 2, "an odd whole number from 1"),
+    ],
+)
+def test_a_chapter_run_by_hand_stops_at_its_first_cell_on_an_out_of_range_value(
+    name, value, allowed
+):
+    """papermill puts the parameters in the notebook's globals; the first cell's
+    `chapter_profile` reads the ones with a range from there."""
+    namespace = {
+        "chapter_profile": parameters.chapter_profile,
+        "profile_name": "smoke",
+        "max_steps": None,
+        name: value,
+    }
+    first_cell = "profile = chapter_profile(profile_name, max_steps=max_steps)"
+    with pytest.raises(parameters.ParameterError) as caught:
+        exec(first_cell, namespace)
+    (line,) = caught.value._render_traceback_()
+    assert line.startswith(f"ParameterError: parameter {name}={value!r}: {name} must be ")
+    assert allowed in line and f"papermill -p {name} VALUE" in line and "\n" not in line
+    namespace[name] = {"seed": 0, "max_steps": 1, "epochs": None, "kernel_size": 3}[name]
+    exec(first_cell, namespace)
+    assert namespace["profile"].name == "smoke"
 
 
 def test_a_bad_profile_by_hand_is_one_line():

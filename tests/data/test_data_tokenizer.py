@@ -230,3 +230,143 @@ def test_multi30k_tokenizer_second_call_is_cached_fast_and_identical(
         "multi30k", 8000, data_dir=STAGED_DATA_DIR, cache_dir=cache, lowercase=True
     )
     assert other != path  # every option that changes the model changes the key
+
+
+# ------------------------------------------------------------------ the cache checks what it loads
+def tiny_multi30k(root) -> str:
+    """A Multi30k-shaped training split of toy sentences (both sides), for a corpus tokenizer."""
+    folder = root / "multi30k"
+    folder.mkdir(parents=True)
+    (folder / "train.en").write_text("\n".join(toy_sentences(300, seed=1)) + "\n")
+    (folder / "train.de").write_text("\n".join(toy_sentences(300, seed=2)) + "\n")
+    return str(root)
+
+
+def cached_files(folder) -> list[str]:
+    return sorted(path.name for path in folder.glob("*.model"))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # a copy cut short
+        lambda data: data[:10],
+        lambda data: b"",  # an empty file
+        lambda data: b"not a model at all\n" * 40,
+    ],
+)
+def test_a_damaged_cached_tokenizer_is_one_line_naming_the_file_and_the_fix(
+    tmp_path, damage
+):
+    train_tokenizer(toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    (path,) = tmp_path.glob("*.model")
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(ValueError) as caught:
+        train_tokenizer(toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    message = str(caught.value)
+    assert message.startswith(f"cached tokenizer {path}: not a sentencepiece model")
+    assert "delete it and the tokenizer is trained again" in message
+    assert "\n" not in message and "INTERNAL" not in message
+    assert caught.value.__cause__ is None  # no sentencepiece traceback beneath it
+    assert path.is_file()  # left for a look at what broke it
+    path.unlink()
+    again = train_tokenizer(
+        toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1
+    )
+    assert again.vocab_size == 80
+
+
+def test_a_damaged_model_file_names_itself_when_loaded(tmp_path):
+    path = tmp_path / "broken.model"
+    path.write_bytes(b"\x0a\x05abc")
+    with pytest.raises(ValueError, match=f"^{path}: not a sentencepiece model"):
+        Tokenizer.load(path)
+    with pytest.raises(ValueError, match="not a sentencepiece model"):
+        Tokenizer.from_bytes(b"")
+
+
+@pytest.mark.parametrize(
+    ("other", "holds"),
+    [
+        (dict(vocab_size=50), "holds-50-bpe"),
+        (dict(vocab_size=60, model_type="unigram"), "holds-60-unigram"),
+    ],
+)
+def test_a_cached_tokenizer_unlike_the_one_asked_for_is_moved_aside_and_the_asked_one_trained(
+    tmp_path, other, holds
+):
+    asked = train_tokenizer(
+        toy_sentences(), vocab_size=60, cache_dir=tmp_path, num_threads=1
+    )
+    (path,) = tmp_path.glob("*.model")
+    stranger = train_tokenizer(toy_sentences(), num_threads=1, **other)
+    stranger.save(path)  # another tokenizer under the name of the one asked for
+    got = train_tokenizer(
+        toy_sentences(), vocab_size=60, cache_dir=tmp_path, num_threads=1
+    )
+    assert got == asked and got.vocab_size == 60
+    assert Tokenizer.load(path) == asked  # the key holds what it names
+    (aside,) = tmp_path.glob(f"*.{holds}.model")
+    assert Tokenizer.load(aside) == stranger  # nothing lost
+    assert len(cached_files(tmp_path)) == 2
+
+
+def test_a_lowercasing_tokenizer_is_not_taken_for_a_cased_one(tmp_path):
+    train_tokenizer(toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1)
+    (path,) = tmp_path.glob("*.model")
+    train_tokenizer(toy_sentences(), vocab_size=80, lowercase=True, num_threads=1).save(
+        path
+    )
+    got = train_tokenizer(
+        toy_sentences(), vocab_size=80, cache_dir=tmp_path, num_threads=1
+    )
+    assert got.decode(got.encode("The Dog.")) == "The Dog."
+
+
+def test_a_cached_char_tokenizer_of_fewer_pieces_than_asked_is_reused(
+    tmp_path, monkeypatch
+):
+    """A char model has one piece per character seen, fewer than vocab_size allows."""
+    first = train_tokenizer(
+        toy_sentences(), vocab_size=80, model_type="char", cache_dir=tmp_path
+    )
+    assert first.vocab_size < 80
+    monkeypatch.setattr(
+        tokenizer_module,
+        "_train_model_bytes",
+        lambda *a, **k: pytest.fail("a matching cached tokenizer was retrained"),
+    )
+    again = train_tokenizer(
+        toy_sentences(), vocab_size=80, model_type="char", cache_dir=tmp_path
+    )
+    assert again == first and len(cached_files(tmp_path)) == 1
+
+
+def test_a_corpus_tokenizer_of_60_pieces_is_not_used_for_a_profile_asking_for_80(
+    tmp_path,
+):
+    """The profile's model is built with the tokenizer's vocabulary size, so a cached tokenizer
+    of another size under the asked key would build another model than the profile asks for."""
+    data, cache = tiny_multi30k(tmp_path / "data"), tmp_path / "cache"
+    small = tokenizer_for_corpus(
+        "multi30k", 60, data_dir=data, cache_dir=cache, download=False
+    )
+    asked_path = tokenizer_cache_path(
+        "multi30k", 80, data_dir=data, cache_dir=cache, download=False
+    )
+    small.save(asked_path)
+    got = tokenizer_for_corpus(
+        "multi30k", 80, data_dir=data, cache_dir=cache, download=False
+    )
+    assert got.vocab_size == 80 and Tokenizer.load(asked_path) == got
+    assert (
+        Tokenizer.load(asked_path.with_name(asked_path.stem + ".holds-60-bpe.model"))
+        == small
+    )
+    asked_path.write_bytes(asked_path.read_bytes()[:100])
+    with pytest.raises(ValueError) as caught:
+        tokenizer_for_corpus(
+            "multi30k", 80, data_dir=data, cache_dir=cache, download=False
+        )
+    assert str(caught.value).startswith(f"cached tokenizer {asked_path}: ")
+    assert "delete it" in str(caught.value) and "\n" not in str(caught.value)

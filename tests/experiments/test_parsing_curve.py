@@ -11,7 +11,11 @@ import torch
 from nltk import Tree
 
 from annotated_transformer.experiments import parsing, parsing_curve
-from annotated_transformer.training.checkpoint import list_snapshots, load_checkpoint
+from annotated_transformer.training.checkpoint import (
+    CheckpointError,
+    list_snapshots,
+    load_checkpoint,
+)
 from annotated_transformer.training.fit import build_model
 
 TINY = parsing_curve.ParserRecipe(
@@ -158,3 +162,26 @@ def test_a_recipe_that_averages_more_snapshots_than_it_writes_is_refused(
     message = str(caught.value)
     assert "--average" in message and "--max-epochs" in message and "\n" not in message
     assert dataclasses.replace(TINY, epochs=6, snapshot_epochs=2, average_last=3)
+
+
+def test_chapter_runs_refuse_an_averaged_model_with_a_non_finite_weight(monkeypatch):
+    """The averaged models chapter 07 keeps pass the finite-weight check of `load_checkpoint`:
+    one line naming the file and the tensor."""
+    real_average = parsing_curve.average_checkpoints
+
+    def poisoned_average(paths):
+        merged = real_average(paths)
+        name = next(iter(merged["model"]))
+        merged["model"][name] = torch.full_like(merged["model"][name], float("nan"))
+        return merged
+
+    monkeypatch.setattr(parsing_curve, "average_checkpoints", poisoned_average)
+    files = [trees(6, k) for k in range(2)]
+    tags = dataclasses.replace(
+        TINY, tags=True, epochs=1, snapshot_epochs=1, average_last=1
+    )
+    with pytest.raises(CheckpointError) as caught:
+        parsing_curve.chapter_runs(files, trees(4, 1), tags, [1.0], show_progress=False)
+    message = str(caught.value)
+    assert parsing_curve.AVERAGED_NAME in message and "holds NaN" in message
+    assert "weight src_embed.weight" in message and "\n" not in message

@@ -10,6 +10,7 @@ from annotated_transformer.model.config import TABLE3_ROWS
 from annotated_transformer.model.layers import (
     DecoderLayer,
     EncoderLayer,
+    PositionalEncoding,
     sinusoidal_positions,
 )
 from annotated_transformer.model.transformer import (
@@ -169,7 +170,7 @@ def test_embeddings_are_scaled_and_positions_added():
     torch.testing.assert_close(x, expected)
 
 
-def test_sinusoids_follow_the_formula_and_extend_past_max_len():
+def test_sinusoids_follow_the_formula_and_the_layer_extends_past_max_len():
     pe = sinusoidal_positions(50, 16)
     pos, i = 17, 3
     assert pe[pos, 2 * i].item() == pytest.approx(
@@ -178,14 +179,18 @@ def test_sinusoids_follow_the_formula_and_extend_past_max_len():
     assert pe[pos, 2 * i + 1].item() == pytest.approx(
         torch.cos(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6
     )
-    model = tiny_model(max_len=8).eval()
-    out = model(
-        torch.randint(4, 50, (1, 12)), torch.randint(4, 50, (1, 10))
-    )  # longer than max_len
-    assert torch.isfinite(out).all()
-    learned = tiny_model(max_len=8, positional="learned")
+    # The layer computes sinusoids for any position (section 3.5); the model keeps to its
+    # max_len (tests/model/test_input_checks.py), and a larger max_len loads the same weights.
+    layer = PositionalEncoding(16, 8, "sinusoidal")
+    torch.testing.assert_close(layer.positions(0, 12), sinusoidal_positions(12, 16))
+    learned = PositionalEncoding(16, 8, "learned")
     with pytest.raises(ValueError, match="max_len"):
-        learned(torch.randint(4, 50, (1, 12)), torch.randint(4, 50, (1, 3)))
+        learned.positions(0, 12)
+    model = tiny_model(max_len=8).eval()
+    longer = tiny_model(max_len=16).eval()
+    longer.load_state_dict(model.state_dict())
+    src, tgt = torch.randint(4, 50, (1, 8)), torch.randint(4, 50, (1, 8))
+    torch.testing.assert_close(longer(src, tgt), model(src, tgt))
 
 
 def test_dropout_only_where_the_paper_puts_it():
