@@ -2,7 +2,7 @@
 training -> the average of the last snapshots -> beam search on the test set -> BLEU -> results file.
 
 This is what `train`, `evaluate` and the book's chapters call; a command is argument parsing plus one
-call here. Every default comes from a `Profile` (profiles.py). Following one batch: `prepare_data`
+call here. Every default comes from a `Profile` (profiles/). Following one batch: `prepare_data`
 reads the corpus (data/reading.py via `load_parallel`), encodes it with the corpus's tokenizer
 (data/tokenizer.py) into `EncodedPairs` (data/batching.py); the `Trainer` (training/trainer.py) packs
 them into token batches (`TokenBatcher`) and trains on them through `teacher_forcing.batch_loss`
@@ -25,7 +25,7 @@ from .evaluation.results import check_replaceable, results_path, write_result
 from .evaluation.scoring import evaluate_translation, paired_bootstrap, translations_text
 from .model import flops
 from .model.transformer import count_parameters
-from .profiles import FLAGS, MODEL_FLAGS, Profile, get_profile
+from .profiles import Profile, get_profile
 from .runtime.collisions import check_outputs
 from .runtime.distributed import (
     DistributedContext,
@@ -438,14 +438,25 @@ def check_resumable(profile: Profile, checkpoint_path: str | Path, data_dir=None
         _refuse_resume(checkpoint_path, name, old, new)
 
 
+class ResumeConflict(ValueError):
+    """A resumed run asks for another value of a setting its checkpoint fixed. `setting` is the
+    field's name; the command line names its flag too (`with_setting_label`)."""
+
+    def __init__(self, path, setting: str, old, new, label: str | None = None):
+        self.path, self.setting, self.old, self.new = path, setting, old, new
+        super().__init__(
+            f"--resume: {path} was trained with {label or setting} {old!r}, this run asks for "
+            f"{new!r}; a resumed run keeps its data, model, batches and schedule: drop the "
+            "change, or start afresh with --overwrite or another --out"
+        )
+
+    def with_setting_label(self, label: str) -> "ResumeConflict":
+        """The same refusal naming the setting as `label` (e.g. 'warmup_steps (--warmup)')."""
+        return ResumeConflict(self.path, self.setting, self.old, self.new, label)
+
+
 def _refuse_resume(path, name: str, old, new) -> None:
-    flag = FLAGS.get(name) or MODEL_FLAGS.get(name)
-    setting = f"{name} ({flag})" if flag else name
-    raise ValueError(
-        f"--resume: {path} was trained with {setting} {old!r}, this run asks for {new!r}; a "
-        "resumed run keeps its data, model, batches and schedule: drop the change, or start "
-        "afresh with --overwrite or another --out"
-    )
+    raise ResumeConflict(path, name, old, new)
 
 
 # ------------------------------------------------------------------------------------------ evaluation

@@ -1,6 +1,6 @@
 """`python -m annotated_transformer train`: train a translation model, then average and evaluate it.
 
-The profile picks every default (profiles.py); flags override single fields, each parsed with
+The profile picks every default (profiles/catalogue.py); flags override single fields, each parsed with
 its field's own bounds. The work is `pipeline.run`: a run writes into `--out` (default
 `runs/<profile>`) `metrics.jsonl`, `last.pt` (resume), `checkpoints/step_*.pt` (snapshots),
 `averaged.pt`, `test_translations.txt` and its results file `results.json`; `--publish` also files
@@ -15,10 +15,11 @@ from pathlib import Path
 
 from .. import pipeline
 from ..evaluation.results import check_name, results_path
-from ..profiles import FLAGS, MODEL_FLAGS, PROFILE_NAMES, Profile, get_profile
+from ..profiles import PROFILE_NAMES, Profile, get_profile
 from ..runtime.ownership import check_output, check_own_folder
 from ..runtime.precision import PRECISIONS
 from .arguments import positive_int, probability, setting
+from .flags import FLAGS, MODEL_FLAGS, flag_of
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -230,17 +231,23 @@ def run(args: argparse.Namespace) -> int:
         check_output("--publish --results-name", published, command="train", publish=True)
     # another command's folder (an extended run, the book's results, the site) is not a run folder
     check_own_folder("--out", args.out or Path("runs") / profile.name, command="train")
-    summary = pipeline.run(
-        profile,
-        args.out,
-        data_dir=args.data_dir,
-        resume=args.resume,
-        overwrite=args.overwrite,
-        device=args.device,
-        evaluate_test=not args.no_eval,
-        results_name=args.results_name,
-        publish=args.publish,
-    )
+    try:
+        summary = pipeline.run(
+            profile,
+            args.out,
+            data_dir=args.data_dir,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            device=args.device,
+            evaluate_test=not args.no_eval,
+            results_name=args.results_name,
+            publish=args.publish,
+        )
+    except pipeline.ResumeConflict as conflict:  # name the flag that changed the setting
+        flag = flag_of(conflict.setting)
+        if flag is None:
+            raise
+        raise conflict.with_setting_label(f"{conflict.setting} ({flag})") from None
     if summary["stopped_by"] == "interrupted":
         print(
             f"interrupted at step {summary['steps']}; checkpoint saved: continue with the same command and --resume"

@@ -21,6 +21,7 @@ import torch
 
 from annotated_transformer import pipeline
 from annotated_transformer.cli import main
+from annotated_transformer.commands.flags import FLAGS
 from annotated_transformer.commands.train import add_arguments, profile_from_args
 from annotated_transformer.evaluation import results
 from annotated_transformer.model.config import preset
@@ -32,13 +33,13 @@ from annotated_transformer.model.decoding import (
 from annotated_transformer.model.transformer import Transformer
 from annotated_transformer.profiles import (
     BOOK_BOUNDS,
-    FLAGS,
     PROFILE_BOUNDS,
     PROFILES,
     TABLE3_BOUNDS,
     BookScales,
     Profile,
     Table3Scale,
+    flat_fields,
     get_profile,
 )
 from annotated_transformer.runtime.checks import LARGEST_INT
@@ -513,7 +514,7 @@ def test_wrong_11_a_plain_file_beside_its_gz_is_named_not_ignored(tmp_path):
 # ------------------------------------------------------------------------------------------ bounds
 NUMERIC = sorted(
     f.name
-    for f in dataclasses.fields(Profile)
+    for f in flat_fields().values()
     if any(kind in str(f.type) for kind in ("int", "float"))
     and "tuple" not in str(f.type)
 )
@@ -535,7 +536,7 @@ def test_boundary_values_from_python(field, value):
     with pytest.raises(ValueError, match=f"^{field} must be"):
         get_profile("smoke", **{field: value})
     with pytest.raises(ValueError, match=f"^{field} must be"):
-        Profile(
+        Profile.flat(
             **{
                 **PROFILES["smoke"].to_dict(),
                 "book": PROFILES["smoke"].book,

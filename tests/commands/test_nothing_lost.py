@@ -27,9 +27,9 @@ import torch
 
 from annotated_transformer.book import runner
 from annotated_transformer.cli import main
+from annotated_transformer.commands.flags import FLAGS
 from annotated_transformer.evaluation.scoring import translate
 from annotated_transformer.model.decoding import beam_search, greedy_decode
-from annotated_transformer.profiles import FLAGS
 from annotated_transformer.runtime import files
 from annotated_transformer.training.checkpoint import (
     load_checkpoint,

@@ -75,7 +75,7 @@ def tiny_profile(**overrides) -> Profile:
     base.update(overrides)
     if dropout is not None:
         base["model_overrides"] = {**base["model_overrides"], "dropout": dropout}
-    return Profile(**base)
+    return Profile.flat(**base)
 
 
 def make_trainer(profile, out_dir, on_step=None, model_seed=0):
