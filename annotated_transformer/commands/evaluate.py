@@ -68,13 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--beam",
         type=setting("beam_size"),
         default=None,
-        help="beam width (default: the profile's, 4)",
+        help="beam width (default: the profile's)",
     )
     parser.add_argument(
         "--alpha",
         type=setting("length_penalty_alpha"),
         default=None,
-        help="length penalty (default: the profile's, 0.6)",
+        help="length penalty (default: the profile's)",
     )
     parser.add_argument(
         "--average-last",

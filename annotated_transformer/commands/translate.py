@@ -19,7 +19,6 @@ from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
 from ..runtime.ownership import check_output
-from ..runtime.precision import resolve_precision
 from ..training.checkpoint import model_from_checkpoint
 from .arguments import setting
 
@@ -28,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
         "Translate text with a trained checkpoint: one sentence per input line, one translation per output\n"
-        "line, in the same order (beam search with the paper's length penalty, section 6.1).\n\n"
+        "line, in the same order (beam search with the paper's length penalty, section 6.1), decoded\n"
+        "as `evaluate` decodes: with the beam, length penalty and batches of the checkpoint's profile.\n\n"
         "  echo 'Two dogs play in the snow.' | python -m annotated_transformer translate --checkpoint runs/cpu/averaged.pt\n"
         "  python -m annotated_transformer translate --checkpoint runs/cpu/averaged.pt --input en.txt --output de.txt"
     )
@@ -53,26 +53,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--beam",
         type=setting("beam_size"),
-        default=4,
-        help="beam width; 1 is greedy decoding (default: %(default)s)",
+        default=None,
+        help="beam width; 1 is greedy decoding (default: the checkpoint's profile's)",
     )
     parser.add_argument(
         "--alpha",
         type=setting("length_penalty_alpha"),
-        default=0.6,
-        help="length penalty alpha (default: %(default)s)",
+        default=None,
+        help="length penalty alpha (default: the checkpoint's profile's)",
     )
     parser.add_argument(
         "--max-len-b",
         type=setting("max_len_b"),
-        default=50,
-        help="outputs may be source length + this many subwords long (default: %(default)s)",
+        default=None,
+        help="outputs may be source length + this many subwords long (default: the "
+        "checkpoint's profile's)",
     )
     parser.add_argument(
         "--batch-tokens",
         type=setting("eval_batch_tokens"),
-        default=4000,
-        help="source tokens x beam per decoding batch",
+        default=None,
+        help="source tokens x beam per decoding batch (default: the checkpoint's profile's)",
     )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
 
@@ -89,6 +90,20 @@ def check_writable(path: Path, flag: str = "--output") -> None:
         )
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise PermissionError(f"{flag} {path}: not writable; name a file you may write")
+
+
+def decode_settings(checkpoint: dict, args: argparse.Namespace, device) -> DecodeSettings:
+    """The checkpoint's profile's decoding (as `evaluate` decodes), with the flags given applied."""
+    profile, _ = pipeline.checkpoint_profile(checkpoint)
+    flags = {
+        "beam_size": args.beam,
+        "alpha": args.alpha,
+        "max_len_b": args.max_len_b,
+        "batch_tokens": args.batch_tokens,
+    }
+    return profile.decode_settings(str(device)).replace(
+        **{name: value for name, value in flags.items() if value is not None}
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,13 +129,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if lines is None:
         lines = decoded_lines(sys.stdin.buffer.read(), "standard input")
-    decoding = DecodeSettings(
-        beam_size=args.beam,
-        alpha=args.alpha,
-        max_len_b=args.max_len_b,
-        batch_tokens=args.batch_tokens,
-        precision=resolve_precision("auto", device),
-    )
+    decoding = decode_settings(checkpoint, args, device)
     translated = translate(model, tokenizer, lines, decoding)
     text = translations_text(translated)
     if output is not None:
