@@ -28,7 +28,7 @@
 # This chapter measures all three instead of quoting them: FLOPs counted by PyTorch, wall-clock
 # time and memory as $n$ and $d$ grow, fitted against the table's exponents, and path lengths
 # computed on the graph of which position feeds which. The machinery is
-# `annotated_transformer.experiments.complexity`.
+# `annotated_transformer.experiments.complexity.table1`.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. A clone (this
@@ -64,7 +64,7 @@ from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data.reading import load_parallel
 from annotated_transformer.data.tokenizer import train_tokenizer
 from annotated_transformer.evaluation import paper, results
-from annotated_transformer.experiments import complexity
+from annotated_transformer.experiments.complexity import table1 as complexity
 from annotated_transformer.runtime.devices import device_name, resolve_device
 
 # %% tags=["parameters"]
@@ -160,7 +160,7 @@ with torch.no_grad():
 
 # %% [markdown]
 # The three plain functions and the package's layers agree (the cell checks it). The package's
-# layers, as `annotated_transformer.experiments.complexity` defines them:
+# layers, as `annotated_transformer.experiments.complexity.table1` defines them:
 
 # %%
 viz.show_source(complexity.make_layer)

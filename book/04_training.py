@@ -53,7 +53,7 @@ if importlib.util.find_spec("annotated_transformer") is None:
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas, altair) and the package's pieces of
 # section 5. The functions that draw its tables and write its sentences live in
-# `experiments/training_report.py`, the post-norm experiment in `experiments/warmup.py`.
+# `experiments/training_studies/write_up.py`, the post-norm experiment in `experiments/training_studies/warmup.py`.
 
 # %%
 import collections
@@ -82,9 +82,9 @@ from annotated_transformer.data import (
     train_tokenizer,
 )
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments import training_report as report
-from annotated_transformer.experiments import warmup
-from annotated_transformer.experiments.copy_task import (
+from annotated_transformer.experiments.training_studies import warmup
+from annotated_transformer.experiments.training_studies import write_up as report
+from annotated_transformer.experiments.training_studies.copy_task import (
     accuracy_by_length,
     train_copy_task,
 )

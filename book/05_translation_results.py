@@ -59,10 +59,10 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas) and the package's decoding, scoring
-# and checkpoint functions. Its tables come from `experiments/translation_tables.py`, every
-# sentence that reads a number from `experiments/translation_describe.py`, and the bookkeeping
+# and checkpoint functions. Its tables come from `experiments/translation/tables.py`, every
+# sentence that reads a number from `experiments/translation/sentences.py`, and the bookkeeping
 # (the run folder, the cost, the paper's recipe, the results record) from
-# `experiments/translation_report.py`.
+# `experiments/translation/table2.py`.
 
 # %%
 import inspect
@@ -89,10 +89,9 @@ from annotated_transformer.evaluation.scoring import (
     tokenized_bleu,
     translate,
 )
-from annotated_transformer.experiments import recipe_choice
-from annotated_transformer.experiments import translation_describe as describe
-from annotated_transformer.experiments import translation_report as report
-from annotated_transformer.experiments import translation_tables as tables
+from annotated_transformer.experiments.translation import recipe_choice, tables
+from annotated_transformer.experiments.translation import sentences as describe
+from annotated_transformer.experiments.translation import table2 as report
 from annotated_transformer.model.decoding import (
     beam_search,
     gnmt_length_penalty,

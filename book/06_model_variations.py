@@ -86,10 +86,11 @@ from annotated_transformer.book import viz
 from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments import findings, variations
-from annotated_transformer.experiments import table3_describe as say
-from annotated_transformer.experiments import table3_report as report
-from annotated_transformer.experiments import table3_tables as tables
+from annotated_transformer.experiments.table3 import rows as variations
+from annotated_transformer.experiments.table3 import sentences as say
+from annotated_transformer.experiments.table3 import statistics as findings
+from annotated_transformer.experiments.table3 import tables
+from annotated_transformer.experiments.table3 import verdicts as report
 from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.profiles import Table3Scale
@@ -571,7 +572,7 @@ lowest = small_mean.loc[small_mean.groupby("row").ppl.idxmin()].set_index("row")
 # is measured on the whole validation split and moves long before greedy translations score much
 # BLEU.
 #
-# The statistics are in `experiments/findings.py`:
+# The statistics are in `experiments/table3/statistics.py`:
 #
 # - every run of a corpus goes into one model: log perplexity = row effect + seed effect + noise.
 #   All rows' runs of one seed saw the same batches, so a seed is a **block** whose luck is shared by

@@ -88,8 +88,10 @@ from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import treebank_zip_path
 from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY, table4_row
-from annotated_transformer.experiments import parsing, parsing_curve
-from annotated_transformer.experiments.parsing import describe, report
+from annotated_transformer.experiments import parsing
+from annotated_transformer.experiments.parsing import curve as parsing_curve
+from annotated_transformer.experiments.parsing import report
+from annotated_transformer.experiments.parsing import sentences as describe
 from annotated_transformer.model.config import preset
 from annotated_transformer.model.transformer import count_parameters
 from annotated_transformer.runtime.devices import resolve_device
@@ -354,7 +356,7 @@ assert parsing.bracket_score(example, parsing.with_slot_tags(wrong)) == score
 viz.show_table(report.score_table(score))
 
 # %% [markdown]
-# `tests/experiments/test_parsing.py` checks the package's scorer on more hand-computed cases (a missing
+# `tests/experiments/parsing/test_parser.py` checks the package's scorer on more hand-computed cases (a missing
 # bracket, a crossing bracket, punctuation, PRT and ADVP, duplicate unary brackets), and the F1 of
 # the trained parser below is computed both ways.
 #

@@ -70,8 +70,8 @@ from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.scoring import paired_bootstrap
-from annotated_transformer.experiments import attention_figures as af
-from annotated_transformer.experiments import attention_findings as fa
+from annotated_transformer.experiments.attention import figures as af
+from annotated_transformer.experiments.attention import head_scores as fa
 from annotated_transformer.model.attention import explicit_attention
 from annotated_transformer.model.decoding import greedy_decode
 from annotated_transformer.model.transformer import attention_maps
@@ -152,7 +152,7 @@ print(
 )
 
 # %% [markdown]
-# `annotated_transformer.experiments.attention_figures.sentence_attention` runs this on one sentence (the
+# `annotated_transformer.experiments.attention.figures.sentence_attention` runs this on one sentence (the
 # source ends in `</s>` as in training; the decoder reads the model's own greedy translation) and
 # keeps the weights as arrays of shape (layers, heads, queries, keys).
 #

@@ -24,7 +24,7 @@ from annotated_transformer import pipeline  # noqa: E402
 from annotated_transformer.data.reading import load_parallel  # noqa: E402
 from annotated_transformer.evaluation.results import check_replaceable, write_result  # noqa: E402
 from annotated_transformer.evaluation.scoring import paired_bootstrap  # noqa: E402
-from annotated_transformer.experiments.recipe_choice import CPU_SWEEP  # noqa: E402
+from annotated_transformer.experiments.translation.recipe_choice import CPU_SWEEP  # noqa: E402
 
 
 def main() -> None:

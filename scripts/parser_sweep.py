@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python scripts/parser_sweep.py runs/parser/c --epochs 10 --d-model 256
 
-Trains the parsing model (`experiments.parsing_curve.ParserRecipe`) on the Penn Treebank sample's
+Trains the parsing model (`experiments.parsing.curve.ParserRecipe`) on the Penn Treebank sample's
 training files (or the first `--train-share` of them) for whole epochs, keeping a snapshot every
 `--snapshot-epochs` epochs, scores every snapshot on the 273 development trees (greedy, constrained
 to valid trees), then the average of the last snapshots greedy and with the paper's search (beam
@@ -27,7 +27,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from annotated_transformer.data import treebank_zip_path  # noqa: E402
-from annotated_transformer.experiments import parsing, parsing_curve  # noqa: E402
+from annotated_transformer.experiments import parsing  # noqa: E402
+from annotated_transformer.experiments.parsing import curve as parsing_curve  # noqa: E402
 from annotated_transformer.runtime.devices import device_name, resolve_device  # noqa: E402
 
 

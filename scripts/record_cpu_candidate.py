@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from annotated_transformer.evaluation.results import check_replaceable, write_result  # noqa: E402
-from annotated_transformer.experiments.recipe_choice import (  # noqa: E402
+from annotated_transformer.experiments.translation.recipe_choice import (  # noqa: E402
     CPU_SWEEP,
     RECIPE_FIELDS,
 )

@@ -1,4 +1,4 @@
-"""Chapter 06's committed runs read again with each analysis of `experiments.findings`.
+"""Chapter 06's committed runs read again with each analysis of `experiments.table3.statistics`.
 
     python scripts/table3_reanalysis.py results/book_cpu/model_variations_3seeds.json \
         results/book_cpu/model_variations_seeds4.json --out results/book_cpu/table3_reanalysis.json
@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from annotated_transformer.experiments import findings  # noqa: E402
+from annotated_transformer.experiments.table3 import statistics as findings  # noqa: E402
 from annotated_transformer.runtime.files import atomic_write_text  # noqa: E402
 
 # (share of the run, index of the full-corpus curve point, of the small-corpus one): the chapter's

@@ -89,6 +89,83 @@ def test_a_module_imports_only_lower_layers(path):
         )
 
 
+EXPERIMENTS = PACKAGE / "experiments"
+ARTEFACTS = sorted(p.name for p in EXPERIMENTS.iterdir() if (p / "__init__.py").is_file())
+
+
+def artefact_of(module: list[str]) -> str | None:
+    """The artefact package a dotted module (as a list) lies in, or None."""
+    if module[:2] == ["annotated_transformer", "experiments"] and len(module) > 2:
+        return module[2] if module[2] in ARTEFACTS else None
+    return None
+
+
+def imported_modules(path: Path) -> set[tuple[str, ...]]:
+    """Every module of the package that `path` imports, as absolute dotted parts."""
+    package = list(path.relative_to(REPO).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = base + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.startswith("annotated_transformer"):
+                target = node.module.split(".")
+            else:
+                continue
+            found.add(tuple(target))
+            found.update(tuple(target + [a.name]) for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(
+                tuple(a.name.split("."))
+                for a in node.names
+                if a.name.startswith("annotated_transformer.")
+            )
+    return found
+
+
+def test_every_experiment_lives_in_an_artefact_package():
+    loose = sorted(
+        p.name
+        for p in EXPERIMENTS.glob("*.py")
+        if p.name not in ("__init__.py", "wording.py")  # wording: the shared helpers
+    )
+    assert not loose, f"experiments/ modules outside an artefact package: {loose}"
+    assert {"complexity", "training_studies", "translation", "table3", "parsing"} <= set(
+        ARTEFACTS
+    ) and "attention" in ARTEFACTS
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(EXPERIMENTS.rglob("*.py")),
+    ids=lambda p: str(p.relative_to(EXPERIMENTS)),
+)
+def test_an_artefact_package_imports_no_other_artefact_package(path):
+    own = artefact_of(list(path.relative_to(REPO).with_suffix("").parts))
+    for module in imported_modules(path):
+        other = artefact_of(list(module))
+        assert other is None or other == own, (
+            f"{path.relative_to(PACKAGE)} imports {'.'.join(module)}: an artefact package "
+            "imports the layers below and experiments.wording, never another artefact's "
+            "package; move what both need down a layer"
+        )
+
+
+def test_the_artefact_check_sees_a_cross_import():
+    bad = EXPERIMENTS / "table3" / "bad_example_for_test.py"
+    try:
+        bad.write_text("from ..translation import table2\n")
+        assert ("annotated_transformer", "experiments", "translation", "table2") in (
+            imported_modules(bad)
+        )
+        assert artefact_of(["annotated_transformer", "experiments", "translation"]) == (
+            "translation"
+        )
+    finally:
+        bad.unlink()
+
+
 def test_the_checker_sees_an_upward_import(tmp_path):
     # The test above can fail: an import from the book into the model is caught.
     bad = PACKAGE / "model" / "bad_example_for_test.py"

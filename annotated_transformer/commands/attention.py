@@ -11,8 +11,8 @@ from .. import pipeline
 from ..book.viz import EXPORT_FORMATS, export
 from ..data import load_parallel
 from ..data.textfiles import text_lines
-from ..experiments import attention_findings as findings
-from ..experiments.attention_figures import (
+from ..experiments.attention import head_scores as findings
+from ..experiments.attention.figures import (
     FIGURES,
     KINDS,
     build_figure,

@@ -1,7 +1,7 @@
 """`python -m annotated_transformer table3`: Table 3's rows past the book's budget, resumable.
 
 Trains every (row, seed) of the six findings under a profile's Table 3 settings, one epoch a round
-(`experiments.table3_extended`), and keeps each finished epoch in the run folder; run it again, with
+(`experiments.table3.extended`), and keeps each finished epoch in the run folder; run it again, with
 the same or more epochs and seeds, to continue. Ctrl-C saves where each job stands.
 """
 
@@ -83,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments import table3_extended as extended
+    from ..experiments.table3 import extended
     from ..model.config import TABLE3_ALL_ROWS
     from ..runtime.devices import resolve_device
     from ..runtime.side_by_side import check_workers
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = extended.finding_jobs(rows, sorted(args.seeds))
     targets = {j: (small_epochs if j.corpus == "small" else epochs) for j in jobs}
     if args.export_only:
-        from ..experiments import table3_report
+        from ..experiments.table3 import verdicts as table3_report
 
         if not args.export:
             raise ValueError("table3: --export-only needs --export PATH")
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 130
     if args.export:
-        from ..experiments import table3_report
+        from ..experiments.table3 import verdicts as table3_report
 
         written = table3_report.export(
             out, args.export, say=lambda line: print(f"table3: {line}")

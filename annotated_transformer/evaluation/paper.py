@@ -181,3 +181,7 @@ def table4_row(parser: str, training: str) -> Table4Row:
         if row.parser == parser and row.training == training:
             return row
     raise KeyError(f"no row {parser!r} ({training}) in Table 4")
+
+
+# Section 5.1: each training batch held about 25,000 source and 25,000 target tokens.
+PAPER_TARGET_TOKENS_PER_STEP = 25_000

@@ -64,7 +64,7 @@ def _record(cls, values: dict):
 
 @dataclass(frozen=True)
 class Table3Scale:
-    """How chapter 06 trains the rows of Table 3 under a profile (`experiments.variations`).
+    """How chapter 06 trains the rows of Table 3 under a profile (`experiments.table3.rows`).
 
     Attributes:
         rows: the Table 3 rows the chapter trains, in the table's order.
@@ -254,7 +254,7 @@ class ParsingSizes:
 
     Attributes:
         recipe: the fields of the parser's recipe this profile sets (`ParserRecipe.from_dict` of
-            `experiments.parsing_curve`; the others keep the recipe's defaults).
+            `experiments.parsing.curve`; the others keep the recipe's defaults).
         shares: the shares of the training files, one run each, that the learning curve trains on.
         workers: processes training the runs side by side on a CPU (one on a GPU).
         dev_trees: development trees each snapshot is scored on (None: all).

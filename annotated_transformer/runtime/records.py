@@ -109,7 +109,7 @@ BOOK_RUN = {
     },
 }
 
-# experiments.table3_extended: a job's curve.json, and the jobs of its export.
+# experiments.table3.extended: a job's curve.json, and the jobs of its export.
 _TABLE3_POINT = _object(
     ["epoch", "ppl"],
     epoch=_integer(1),
@@ -154,7 +154,7 @@ TABLE3_EXPORT = _object(
     jobs=_list(TABLE3_JOB, min_items=1),
 )
 
-# experiments.parsing_extended: a share's curve.json, the folder's plan, the export, the test score.
+# experiments.parsing.extended: a share's curve.json, the folder's plan, the export, the test score.
 _PARSER_POINT = _object(
     ["epoch", "f1"],
     epoch=_integer(1),

@@ -147,3 +147,15 @@ class TrainingLog:
                 postfix["val_ppl"] = f"{progress.last_valid['ppl']:.2f}"
             bar.set_postfix(postfix, refresh=False)
             bar.update(1)
+
+
+def read_metrics(folder: str | Path) -> list[dict]:
+    """The records of a run's `metrics.jsonl`, oldest first ([] when there is none)."""
+    path = Path(folder) / METRICS_NAME
+    if not path.is_file():
+        return []
+    return [
+        json.loads(line)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]

@@ -89,7 +89,7 @@ ROOTS = (
     "jsonschema",  # runtime/records.py (nbformat brings it too)
     "nltk",
     "statsmodels",
-    "scipy",  # experiments/findings.py's t quantiles (statsmodels brings it too)
+    "scipy",  # experiments/table3/statistics.py's t quantiles (statsmodels brings it too)
     # the chapters: charts as inline Vega-Lite specs, tables, chapter 08's ONNX export and check
     "altair",
     "pandas",

@@ -81,7 +81,7 @@ device = "auto"
 
 # %%
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments import translation_report as report
+from annotated_transformer.experiments.translation import table2 as report
 from annotated_transformer.profiles import get_profile
 run, trained = report.run_to_translate(get_profile(profile_name))
 results.write_result("scores", {"folder": str(run.folder)}, profile=profile_name)
@@ -202,7 +202,7 @@ def test_a_live_run_refuses_the_book_before_anything_moves(book):
 def test_chapter_04_start_moves_nothing_of_the_run_it_replaces(tmp_path):
     """Before: `report.start_run` moved an older run aside itself, before `pipeline.run` took the
     folder's lock; now `pipeline.run(overwrite=True)` does it, holding the lock."""
-    from annotated_transformer.experiments import training_report as report
+    from annotated_transformer.experiments.training_studies import write_up as report
     from annotated_transformer.profiles import get_profile
 
     folder = tmp_path / "run"
@@ -423,7 +423,7 @@ def test_chapter_05_in_a_book_run_refuses_without_chapter_04s_run(book):
 def test_chapter_05_opened_on_its_own_trains_a_run_of_its_own_beside(
     tmp_path, monkeypatch
 ):
-    from annotated_transformer.experiments import translation_report as report
+    from annotated_transformer.experiments.translation import table2 as report
     from annotated_transformer.profiles import get_profile
 
     monkeypatch.delenv(results.BOOK_RUN_ENV, raising=False)

@@ -10,8 +10,8 @@ import pytest
 
 from annotated_transformer.book import summary
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments import findings
-from annotated_transformer.experiments import training_report as report
+from annotated_transformer.experiments.table3 import statistics as findings
+from annotated_transformer.experiments.training_studies import write_up as report
 
 COMMITTED = Path(__file__).resolve().parents[2] / "results" / "book_cpu"
 

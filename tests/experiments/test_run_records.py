@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from annotated_transformer.experiments import parsing_extended, table3_report
-from annotated_transformer.experiments import table3_extended as extended
+from annotated_transformer.experiments.parsing import extended as parsing_extended
+from annotated_transformer.experiments.table3 import extended
+from annotated_transformer.experiments.table3 import verdicts as table3_report
 
-from .test_table3_extended import _curve, _export_only, _tiny
+from .table3.test_extended import _curve, _export_only, _tiny
 
 
 def _folder_with_one_job(tmp_path):

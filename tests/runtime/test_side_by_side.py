@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from annotated_transformer.data.batching import EncodedPairs
-from annotated_transformer.experiments import warmup
-from annotated_transformer.experiments.copy_task import train_copy_task
+from annotated_transformer.experiments.training_studies import warmup
+from annotated_transformer.experiments.training_studies.copy_task import train_copy_task
 from annotated_transformer.runtime.side_by_side import side_by_side, side_by_side_workers
 
 

@@ -2,7 +2,10 @@
 
 The paper parses English with the translation model unchanged, following Vinyals et al. (2015),
 "Grammar as a foreign language": the source is the sentence, the target is its parse tree written
-out depth first as one line of tokens. This package holds everything that is specific to trees, one module per part (`treebank`, `linearization`, `scoring`, `vocabulary`, `search`, `baselines`, `recipe`); the
+out depth first as one line of tokens. This package holds everything that is specific to trees, one
+module per part (`treebank`, `linearization`, `scoring`, `vocabulary`, `search`, `baselines`,
+`training`), chapter 07's sentences (`sentences`) and record (`report`), the learning curves
+(`curve`) and the run until dev F1 stops rising (`extended`); the
 model, training (`fit`) and beam search are the translation ones. The parser's own parts: a target
 vocabulary of the linearization's symbols and a source vocabulary of words, with separate
 embeddings (`ParserVocabularies`); a constraint that lets the search write valid trees only
@@ -56,15 +59,6 @@ from .linearization import (  # noqa: F401
     linearize,
     with_slot_tags,
 )
-from .recipe import (  # noqa: F401
-    ParsingData,
-    load_parser,
-    parser_max_len,
-    report_parser,
-    train_and_report,
-    train_parser,
-    write_trees,
-)
 from .scoring import (  # noqa: F401
     EQUIVALENT_LABELS,
     EVALB_CONVENTIONS,
@@ -88,6 +82,15 @@ from .search import (  # noqa: F401
     choose_search,
     evaluate_parser,
     parse_sentences,
+)
+from .training import (  # noqa: F401
+    ParsingData,
+    load_parser,
+    parser_max_len,
+    report_parser,
+    train_and_report,
+    train_parser,
+    write_trees,
 )
 from .treebank import (  # noqa: F401
     EMPTY_ELEMENT,

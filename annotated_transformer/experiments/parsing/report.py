@@ -17,7 +17,10 @@ import altair as alt
 import pandas as pd
 from nltk import Tree
 
-from .describe import (
+from .linearization import linearize
+from .scoring import EVALB_CUTOFF
+from .search import PAPER_BEAM, ParseRun, choose_search
+from .sentences import (
     XX_VARIANT,
     best_point,
     extended_summary,
@@ -25,10 +28,7 @@ from .describe import (
     search_words,
     share_words,
 )
-from .linearization import linearize
-from .recipe import report_parser
-from .scoring import EVALB_CUTOFF
-from .search import PAPER_BEAM, ParseRun, choose_search
+from .training import report_parser
 
 LE40 = f"F1, ≤{EVALB_CUTOFF} words"
 WIDTH = 88  # characters of a printed line that fit the page's column
@@ -453,7 +453,7 @@ def variant_table(
     rows: Sequence[tuple[str, Mapping, Mapping, Mapping, Mapping]],
 ) -> pd.DataFrame:
     """(name, dev runs, its side of the paired bootstrap, test headline, source_dependence)."""
-    from .describe import interval, sentence_share
+    from .sentences import interval, sentence_share
 
     return pd.DataFrame(
         [

@@ -1,0 +1,426 @@
+"""Table 3 past one epoch: a resumable run of every row and seed, one epoch at a time.
+
+Chapter 06 trains its rows for the profile's budget inside the book's time. Whether a finding holds
+once the rows have learned needs more epochs than a chapter can afford, so this run trains them
+outside the book, over as many sessions as it takes, and the chapter reads what it committed.
+
+The run folder holds one job per (corpus, row, seed): a training folder (`fit`'s resume checkpoint)
+and `curve.json`, the validation perplexity after every epoch so far. Jobs advance in rounds, every
+job one epoch per round, so an interrupted run leaves all rows at about the same epoch and every
+finished round is a whole Table 3 at that budget. Because the paper's schedule has no horizon, a job
+resumed for more epochs is bit for bit the job that would have been trained for them at once: a
+second invocation with more `--epochs` or more seeds adds to the run and retrains nothing.
+
+The rows, scale, warm-up, peak rate, batches and vocabulary are the profile's Table 3 settings
+(`variations.row_config` and `row_settings`), the chapter's own, so both runs differ only in epochs.
+Every job trains on the run's device in the one precision "auto" means there without timing (bf16 on
+a GPU with it, fp16 on one without, fp32 on a CPU), so the rows of one table never differ in precision; the folder records
+that precision and refuses to continue under another. Rows train eager: each row-epoch builds its
+trainer afresh, and a compile of tens of seconds per model shape costs more than an epoch of these
+small models (issue 49's measurement on an H100 is in results/gpu/README.md).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ...model.config import TABLE3_ALL_ROWS
+from ...profiles import Profile
+from ...runtime.devices import device_name
+from ...runtime.precision import resolve_precision
+from ...runtime.records import read_record, write_record
+from ...runtime.side_by_side import check_workers
+from ...training.checkpoint import RESUME_NAME
+from ...training.fit import fit
+from ...training.run_folder import LOCK_NAME
+from . import rows as variations
+from . import statistics as findings
+
+CURVE_NAME = "curve.json"
+PLAN_NAME = "table3_run.json"
+OVERFIT_ROWS = ("base", "D1", "D2")
+# A folder made before the identity named its precision trained on a CPU, where Table 3's rows
+# always resolved to fp32 (the committed extended runs record fp32 for every job).
+IDENTITY_BEFORE_DEVICES = {"precision": "fp32"}
+
+
+def data_profile(profile: Profile) -> Profile:
+    """The profile whose data every Table 3 row trains on: its corpus, with the Table 3 vocabulary
+    and batch size where the profile sets them."""
+    book = profile.book
+    return profile.replace(
+        vocab_size=book.table3.vocab_size or profile.vocab_size,
+        batch_tokens=book.table3.batch_tokens or profile.batch_tokens,
+    )
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row and seed on one corpus: "full" (the whole training split) or "small" (its first
+    1/overfit_share pairs, where dropout's rows can overfit)."""
+
+    row: str
+    seed: int
+    corpus: str = "full"
+
+    @property
+    def name(self) -> str:
+        return f"{self.corpus}-{self.row}-seed{self.seed}"
+
+
+def finding_jobs(rows: Sequence[str], seeds: Iterable[int]) -> list[Job]:
+    """Every (row, seed) of `rows` on the whole corpus, and those of `rows` that dropout's finding
+    reads (base, D1, D2) on its small corpus too: a row not named trains on no corpus."""
+    seeds = list(seeds)
+    small = [r for r in findings.finding_rows(corpus="small") if r in OVERFIT_ROWS]
+    small += [r for r in OVERFIT_ROWS if r not in small and r in TABLE3_ALL_ROWS]
+    small = [r for r in small if r in rows]
+    return [Job(r, s) for s in seeds for r in rows] + [
+        Job(r, s, "small") for s in seeds for r in small
+    ]
+
+
+def extended_rows() -> list[str]:
+    """The 13 rows of the findings in Table 3's order: every row a finding compares (C6 and C7
+    included) and dropout's D1 and D2, which the full-corpus table and its rank correlation show."""
+    wanted = {
+        *findings.finding_rows(),
+        *findings.finding_rows(corpus="small"),
+        *OVERFIT_ROWS,
+    }
+    return [r for r in TABLE3_ALL_ROWS if r in wanted]
+
+
+def read_curve(folder: Path) -> list[dict]:
+    """A job's curve so far: {"epoch", "step", "ppl", "train_s"} per finished epoch."""
+    path = folder / CURVE_NAME
+    return read_record(path, "table3_job")["curve"] if path.is_file() else []
+
+
+class Table3Run:
+    """A run folder of Table 3 jobs under one profile; see the module's docstring.
+
+    The folder records the profile's Table 3 settings and the precision when it is made; a later
+    invocation under other settings or another precision (a CPU run continued on a GPU) is refused
+    (its jobs would not be comparable), as is a second process at once. `device` is a resolved
+    device ("cpu", "cuda:0"): every job trains there.
+    """
+
+    def __init__(self, profile: Profile, out_dir: str | os.PathLike, device: str = "cpu"):
+        self.profile = data_profile(profile)
+        self.out_dir = Path(out_dir)
+        self.scales = self.profile.book
+        self.overfit_share = self.scales.table3.overfit_share
+        self.device = str(device)
+        self.precision = resolve_precision(
+            self.profile.train_settings().precision, self.device
+        )
+
+    # ------------------------------------------------------------------ the folder's identity
+    def identity(self) -> dict:
+        """What every job of the folder shares: change any of it and the rows differ."""
+        p = self.profile
+        return {
+            "profile": p.name,
+            "corpus": p.corpus,
+            "vocab_size": p.vocab_size,
+            "batch_tokens": p.batch_tokens,
+            "scale": list(
+                variations.scale_of(p).__dict__.values()
+            ),  # width, depth, heads
+            "warmup_steps": self.scales.table3.warmup_steps,
+            "peak_lr": self.scales.table3.peak_lr,
+            "overfit_share": self.overfit_share,
+            "precision": self.precision,
+        }
+
+    def check_folder(self, training: bool = True) -> None:
+        """Refuse a folder made under other settings, before any work (one line with the fix).
+        Reading it (`training` False) does not depend on this machine's precision."""
+        path = self.out_dir / PLAN_NAME
+        if not path.is_file():
+            if self.out_dir.is_dir() and any(
+                p.name != LOCK_NAME for p in self.out_dir.iterdir()
+            ):
+                raise ValueError(
+                    f"{self.out_dir} holds files but no {PLAN_NAME}: it is not a Table 3 run; "
+                    "give an empty or new --out"
+                )
+            return
+        saved = {**IDENTITY_BEFORE_DEVICES, **read_record(path, "table3_run")["identity"]}
+        mine = self.identity()
+        changed = sorted(
+            k for k in mine if saved.get(k) != mine[k] and (training or k != "precision")
+        )
+        if changed:
+            raise ValueError(
+                f"{self.out_dir} was trained with other Table 3 settings ({', '.join(changed)} "
+                f"differ: {', '.join(f'{k}={saved.get(k)!r}' for k in changed)}); continue it "
+                + (
+                    "on a device where auto means that precision (--device cpu for fp32), "
+                    if changed == ["precision"]
+                    else "with its own profile, "
+                )
+                + "or give another --out"
+            )
+
+    def write_identity(self, targets: dict[str, int] | None = None) -> None:
+        """Write the folder's identity when it is made and record `targets` ({corpus: epochs}
+        this call trains to) beside it, only ever raised: a later call with fewer epochs trains
+        nothing and leaves the record, and a folder made before the record starts from the epochs
+        its curves hold. The export reads them from here, never from the flags."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        path = self.out_dir / PLAN_NAME
+        plan = (
+            read_record(path, "table3_run")
+            if path.is_file()
+            else {"identity": self.identity()}
+        )
+        if targets:
+            recorded = plan.get("targets") or held_epochs(collect(self.out_dir))
+            raised = {
+                corpus: max(recorded.get(corpus, 0), targets.get(corpus, 0))
+                for corpus in sorted({*recorded, *targets})
+            }
+            if raised == plan.get("targets"):
+                return
+            plan["targets"] = raised
+        elif path.is_file():
+            return
+        write_record(path, "table3_run", plan)
+
+    def recorded_targets(self) -> dict[str, int] | None:
+        """The epochs per corpus the folder was trained to (None: made before they were recorded)."""
+        return recorded_targets(self.out_dir)
+
+    # ------------------------------------------------------------------ one epoch of one job
+    def folder(self, job: Job) -> Path:
+        return self.out_dir / job.name
+
+    def epochs_done(self, job: Job) -> int:
+        return len(read_curve(self.folder(job)))
+
+    def train_epoch(self, job: Job, data) -> dict:
+        """Train `job` one more epoch (resuming its checkpoint) and record its validation perplexity."""
+        folder = self.folder(job)
+        curve = read_curve(folder)
+        epoch = len(curve) + 1
+        config = variations.row_config(job.row, self.profile)
+        settings = variations.row_settings(
+            self.profile, config, epochs=epoch, seed=job.seed
+        )
+        settings = settings.replace(
+            precision=self.precision, name=f"table3 {self.profile.name} {job.name}"
+        )
+        train = data.train
+        if job.corpus == "small":
+            train = train.subset(range(len(train) // self.overfit_share))
+        # A checkpoint holds the position inside the epoch (Ctrl-C saves one), so an epoch cut
+        # short continues where it stopped and ends as it would have.
+        resume = (folder / "train" / RESUME_NAME).is_file()
+        started = time.perf_counter()
+        fitted = fit(
+            config,
+            data.tokenizer,
+            train,
+            data.valid,
+            settings,
+            folder / "train",
+            device=self.device,
+            resume=resume,
+            show_progress=False,
+        )
+        trainer, result = fitted.trainer, fitted.result
+        if result.stopped_by != "max_epochs":
+            raise KeyboardInterrupt(f"{job.name} stopped by {result.stopped_by}")
+        point = {
+            "epoch": epoch,
+            "epochs": round(trainer.epochs_done(), 4),
+            "step": result.progress.step,
+            "ppl": float(result.valid["ppl"]),
+            "train_s": round(result.progress.train_time_s, 2),
+            "wall_s": round(time.perf_counter() - started, 2),
+        }
+        record = {
+            "row": job.row,
+            "seed": job.seed,
+            "corpus": job.corpus,
+            "train_pairs": len(train),
+            "config": config.to_dict(),
+            "peak_lr": settings.peak_lr,
+            "warmup_steps": settings.warmup_steps,
+            "precision": trainer.precision,
+            "device": device_name(self.device),
+            "curve": [*curve, point],
+        }
+        write_record(folder / CURVE_NAME, "table3_job", record)
+        return point
+
+
+def plan_rounds(done: dict[Job, int], targets: dict[Job, int]) -> list[tuple[Job, int]]:
+    """The order of the epochs still to train, by the share of its target each epoch reaches
+    (then in the jobs' order): an interrupted run leaves every job about as far along, and a job of
+    40 short epochs moves five epochs for every one of a job of 8."""
+    order = list(targets)
+    todo = [
+        (job, epoch)
+        for job, target in targets.items()
+        for epoch in range(done.get(job, 0) + 1, target + 1)
+    ]
+    return sorted(todo, key=lambda t: (t[1] / targets[t[0]], order.index(t[0])))
+
+
+def collect(out_dir: str | os.PathLike) -> list[dict]:
+    """Every job's record in a run folder (row, seed, corpus, curve...), in name order."""
+    out = []
+    for path in sorted(Path(out_dir).glob(f"*/{CURVE_NAME}")):
+        out.append(read_record(path, "table3_job"))
+    return out
+
+
+def held_epochs(records: Sequence[dict]) -> dict[str, int]:
+    """{corpus: the most epochs a job of it holds}: what a folder's curves reach."""
+    out: dict[str, int] = {}
+    for r in records:
+        out[r["corpus"]] = max(out.get(r["corpus"], 0), len(r["curve"]))
+    return out
+
+
+def recorded_targets(out_dir: str | os.PathLike) -> dict[str, int] | None:
+    """The targets a run folder's plan records ({"full": 12, "small": 80}), or None."""
+    path = Path(out_dir) / PLAN_NAME
+    if not path.is_file():
+        return None
+    return read_record(path, "table3_run").get("targets") or None
+
+
+def ppl_at_epoch(records: Sequence[dict], corpus: str, epoch: int) -> dict:
+    """{row: {seed: validation perplexity after `epoch` epochs}} of the jobs that reached it."""
+    out: dict[str, dict[int, float]] = {}
+    for r in records:
+        if r["corpus"] == corpus and len(r["curve"]) >= epoch:
+            out.setdefault(r["row"], {})[r["seed"]] = r["curve"][epoch - 1]["ppl"]
+    return out
+
+
+def complete_epoch(
+    records: Sequence[dict],
+    corpus: str,
+    rows: Sequence[str],
+    seeds: Sequence[int] | None = None,
+) -> int:
+    """The last epoch that every job of `rows` x `seeds` on `corpus` has finished (0: none, or a
+    job not started). `seeds` default: every seed in `records`."""
+    seeds = sorted({r["seed"] for r in records}) if seeds is None else seeds
+    done = {
+        (r["row"], r["seed"]): len(r["curve"]) for r in records if r["corpus"] == corpus
+    }
+    return min((done.get((row, s), 0) for row in rows for s in seeds), default=0)
+
+
+def flattened_at(curve: Sequence[float], threshold: float = 0.01) -> int | None:
+    """The first epoch after which the perplexity fell by less than `threshold` (a fraction) in
+    one epoch (None: it has not flattened yet)."""
+    for i in range(1, len(curve)):
+        if curve[i] > curve[i - 1] * (1 - threshold):
+            return i + 1
+    return None
+
+
+def small_minimum_passed(curve: Sequence[float]) -> bool:
+    """Whether a curve has risen above its lowest point (the model overfits)."""
+    return len(curve) >= 2 and curve[-1] > min(curve)
+
+
+# ------------------------------------------------------------------------------------------ the loop
+_WORKER: dict = {}
+
+
+def _start_worker(profile: Profile, out_dir: str, device: str, data_dir) -> None:
+    from ...pipeline import prepare_data
+
+    run = Table3Run(profile, out_dir, device)
+    _WORKER.update(run=run, data=prepare_data(run.profile, data_dir))
+
+
+def _epoch_in_worker(job: Job) -> tuple[Job, dict]:
+    return job, _WORKER["run"].train_epoch(job, _WORKER["data"])
+
+
+def _train_in_pool(run: Table3Run, order, workers: int, data_dir, report) -> None:
+    """`order` on `workers` processes; a job's next epoch waits for its previous one. On a GPU the
+    processes share it: one small model leaves most of an accelerator idle."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from ...runtime.side_by_side import one_thread_pool
+
+    pending = list(order)
+    busy: dict = {}  # future -> job
+    start = (run.profile, str(run.out_dir), run.device, data_dir)
+    with one_thread_pool(workers, _start_worker, start) as pool:
+        while pending or busy:
+            running = set(busy.values())
+            while len(busy) < workers:
+                ready = next((t for t in pending if t[0] not in running), None)
+                if ready is None:
+                    break
+                pending.remove(ready)
+                busy[pool.submit(_epoch_in_worker, ready[0])] = ready[0]
+                running.add(ready[0])
+            finished, _ = wait(list(busy), return_when=FIRST_COMPLETED)
+            for future in finished:
+                busy.pop(future)
+                report(*future.result())
+
+
+def train_all(
+    run: Table3Run,
+    targets: dict[Job, int],
+    *,
+    data_dir=None,
+    workers: int = 1,
+    show_progress: bool = True,
+) -> dict:
+    """Train every job of `targets` ({job: epochs}) up to its epochs, round by round, under a
+    lock on the folder; return how many epochs were trained and how many were already done."""
+    from ...pipeline import prepare_data
+    from ...runtime.locks import folder_lock
+    from ...runtime.progress import progress_bar
+
+    check_workers(workers, run.device)
+    run.check_folder()
+    run.write_identity()
+    busy = f"{run.out_dir} is in use by another table3 process; wait for it or give another --out"
+    with folder_lock(run.out_dir / LOCK_NAME, busy):
+        corpus_targets: dict[str, int] = {}
+        for job, target in targets.items():
+            corpus_targets[job.corpus] = max(corpus_targets.get(job.corpus, 0), target)
+        run.write_identity(corpus_targets)
+        done = {job: run.epochs_done(job) for job in targets}
+        order = plan_rounds(done, targets)
+        skipped = sum(min(done[j], t) for j, t in targets.items())
+        bar = progress_bar(
+            total=len(order), unit="epoch", desc="table3", disable=not show_progress
+        )
+
+        def report(job: Job, point: dict) -> None:
+            bar.set_postfix_str(
+                f"{job.name} epoch {point['epoch']}: ppl {point['ppl']:.2f}"
+            )
+            bar.update(1)
+
+        if workers <= 1:
+            torch.set_num_threads(1)
+            data = prepare_data(run.profile, data_dir)
+            for job, _ in order:
+                report(job, run.train_epoch(job, data))
+        else:
+            _train_in_pool(run, order, workers, data_dir, report)
+        bar.close()
+        return {"trained": len(order), "skipped": skipped}

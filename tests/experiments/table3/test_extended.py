@@ -1,0 +1,308 @@
+"""Table 3's extended run: epochs trained one at a time equal a run of all of them at once, a second
+invocation adds and retrains nothing, and a folder of other settings or in use is refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from filelock import FileLock
+
+from annotated_transformer.experiments.table3 import extended
+from annotated_transformer.experiments.table3 import rows as variations
+from annotated_transformer.profiles import get_profile
+
+Job = extended.Job
+
+
+def test_thirteen_rows_cover_every_finding_and_dropouts_small_corpus():
+    rows = extended.extended_rows()
+    assert rows == [
+        "base",
+        "A1",
+        "A4",
+        "B1",
+        "C1",
+        "C3",
+        "C4",
+        "C5",
+        "C6",
+        "C7",
+        "D1",
+        "D2",
+        "E",
+    ]
+    jobs = extended.finding_jobs(rows, [1, 2])
+    assert len(jobs) == 13 * 2 + 3 * 2
+    assert {j.row for j in jobs if j.corpus == "small"} == {"base", "D1", "D2"}
+    assert len({j.name for j in jobs}) == len(jobs)
+
+
+def test_rounds_advance_every_job_by_its_share_of_the_target():
+    a, b, small = Job("base", 1), Job("C1", 1), Job("D1", 1, "small")
+    order = extended.plan_rounds({a: 1}, {a: 2, b: 2, small: 4})
+    # By the share of the target reached, ties in the jobs' order: small's quarter epochs first.
+    assert order == [
+        (small, 1),
+        (b, 1),
+        (small, 2),
+        (small, 3),
+        (a, 2),
+        (b, 2),
+        (small, 4),
+    ]
+    assert extended.plan_rounds({a: 3}, {a: 2}) == []
+
+
+def test_flattening_and_minimum():
+    assert extended.flattened_at([30.0, 20.0, 15.0, 14.9]) == 4
+    assert extended.flattened_at([30.0, 20.0, 15.0]) is None
+    assert extended.small_minimum_passed([9.0, 8.0, 8.5])
+    assert not extended.small_minimum_passed([9.0, 8.0, 7.9])
+
+
+def _tiny(profile_name="smoke"):
+    return get_profile(
+        profile_name, max_train_pairs=120, max_valid_pairs=30, batch_tokens=256
+    )
+
+
+@pytest.mark.slow  # trains a row three times on Multi30k
+def test_epoch_by_epoch_equals_one_run_and_a_second_call_adds(data_dir, tmp_path):
+    from annotated_transformer import pipeline
+
+    profile = _tiny()
+    data = pipeline.prepare_data(extended.data_profile(profile), data_dir)
+    at_once = variations.train_row(
+        "C1", data, extended.data_profile(profile), seed=2, epochs=2, curve_points=2
+    )
+    run = extended.Table3Run(profile, tmp_path / "run")
+    job = Job("C1", 2)
+    first = extended.train_all(run, {job: 1}, data_dir=data_dir, show_progress=False)
+    second = extended.train_all(run, {job: 2}, data_dir=data_dir, show_progress=False)
+    assert first == {"trained": 1, "skipped": 0} and second == {
+        "trained": 1,
+        "skipped": 1,
+    }
+    curve = extended.read_curve(run.folder(job))
+    assert [p["epoch"] for p in curve] == [1, 2]
+    assert [p["ppl"] for p in curve] == pytest.approx(
+        [p["ppl"] for p in at_once.curve], rel=1e-6
+    )
+    again = extended.train_all(run, {job: 2}, data_dir=data_dir, show_progress=False)
+    assert again == {"trained": 0, "skipped": 2}
+    records = extended.collect(tmp_path / "run")
+    assert extended.ppl_at_epoch(records, "full", 2) == {"C1": {2: curve[1]["ppl"]}}
+    assert extended.complete_epoch(records, "full", ["C1"]) == 2
+    assert extended.complete_epoch(records, "full", ["C1", "base"]) == 0
+
+
+def test_a_folder_of_other_settings_or_in_use_is_refused(tmp_path):
+    run = extended.Table3Run(_tiny(), tmp_path)
+    run.write_identity()
+    other = extended.Table3Run(_tiny("cpu"), tmp_path)
+    with pytest.raises(ValueError, match="other Table 3 settings"):
+        other.check_folder()
+    with FileLock(str(tmp_path / ".lock")):
+        with pytest.raises(ValueError, match="in use by another table3 process"):
+            extended.train_all(run, {Job("base", 1): 1}, show_progress=False)
+    stranger = tmp_path / "elsewhere"
+    stranger.mkdir()
+    (stranger / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a Table 3 run"):
+        extended.Table3Run(_tiny(), stranger).check_folder()
+    assert (
+        json.loads((tmp_path / extended.PLAN_NAME).read_text())["identity"]["profile"]
+        == "smoke"
+    )
+
+
+def test_the_command_refuses_an_export_of_nothing_in_one_line(tmp_path, capsys):
+    from annotated_transformer import cli
+
+    out = tmp_path / "run"
+    code = cli.main(
+        [
+            "table3",
+            "--profile",
+            "smoke",
+            "--out",
+            str(out),
+            "--export-only",
+            "--export",
+            str(tmp_path / "runs.json"),
+        ]
+    )
+    assert code != 0
+    assert "holds no finished epoch" in capsys.readouterr().err
+    assert not (tmp_path / "runs.json").exists()
+
+
+def test_rows_mean_what_they_say_on_every_corpus():
+    """`--rows base C3` trains base on both corpora and C3 on the whole one: not D1 and D2."""
+    jobs = extended.finding_jobs(["base", "C3"], [1])
+    assert [j.name for j in jobs] == [
+        "full-base-seed1",
+        "full-C3-seed1",
+        "small-base-seed1",
+    ]
+    assert [j.name for j in extended.finding_jobs(["C3"], [1, 2])] == [
+        "full-C3-seed1",
+        "full-C3-seed2",
+    ]
+
+
+def _write_identity(folder, **changes):
+    identity = extended.Table3Run(_tiny(), folder).identity() | changes
+    folder.mkdir(exist_ok=True)
+    (folder / extended.PLAN_NAME).write_text(json.dumps({"identity": identity}))
+
+
+def test_a_folder_continues_only_in_its_own_precision(tmp_path):
+    run = extended.Table3Run(_tiny(), tmp_path / "a", "cpu")
+    assert run.precision == "fp32" and run.identity()["precision"] == "fp32"
+    # A folder from before the identity named its precision was trained on a CPU, in fp32.
+    old = run.identity()
+    del old["precision"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / extended.PLAN_NAME).write_text(json.dumps({"identity": old}))
+    run.check_folder()
+    _write_identity(tmp_path / "b", precision="bf16")  # trained on a GPU
+    on_cpu = extended.Table3Run(_tiny(), tmp_path / "b", "cpu")
+    with pytest.raises(ValueError, match=r"precision differ: precision='bf16'.*--device"):
+        on_cpu.check_folder()
+    on_cpu.check_folder(training=False)  # reading it for an export is fine anywhere
+
+
+def test_every_job_trains_on_the_runs_device_in_its_precision(tmp_path, monkeypatch):
+    """The device and the precision reach `fit` (it trained on the CPU even on a GPU machine)."""
+    seen = {}
+
+    def fake_fit(config, tokenizer, train, valid, settings, out_dir, **options):
+        seen.update(options, precision=settings.precision)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(extended, "fit", fake_fit)
+    # what auto means on a GPU with bf16 (this machine has none)
+    monkeypatch.setattr(extended, "resolve_precision", lambda asked, device: "bf16")
+    run = extended.Table3Run(_tiny(), tmp_path, "cuda:0")
+
+    class Data:
+        train = list(range(40))
+        valid = tokenizer = None
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        run.train_epoch(Job("base", 1), Data())
+    assert seen["device"] == "cuda:0" and seen["precision"] == "bf16"
+
+
+def test_the_command_names_a_device_the_machine_lacks_in_one_line(tmp_path, capsys):
+    import torch
+
+    from annotated_transformer import cli
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code = cli.main(
+        ["table3", "--profile", "smoke", "--out", str(tmp_path / "r"), "--device", "cuda"]
+    )
+    assert code != 0
+    assert "CUDA is not available" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def _curve(folder, row, seed, epochs, corpus="full"):
+    path = folder / f"{corpus}-{row}-seed{seed}"
+    path.mkdir(parents=True, exist_ok=True)
+    curve = [{"epoch": e + 1, "ppl": 30.0 - e} for e in range(epochs)]
+    record = {"row": row, "seed": seed, "corpus": corpus, "curve": curve}
+    (path / extended.CURVE_NAME).write_text(json.dumps(record))
+
+
+def _export_only(out, to, *flags):
+    from annotated_transformer import cli
+
+    return cli.main(
+        ["table3", "--profile", "smoke", "--out", str(out), "--export-only"]
+        + ["--export", str(to), *flags]
+    )
+
+
+def test_the_export_writes_the_targets_the_folder_records_not_the_flags(tmp_path, capsys):
+    """Trained to 3 epochs and dropout's rows to 12: an export without the flags writes those
+    (not the defaults 8 and 2 x overfit_epochs), and a flag that disagrees is refused in one line."""
+    out = tmp_path / "run"
+    extended.Table3Run(_tiny(), out).write_identity({"full": 3, "small": 12})
+    _curve(out, "base", 1, 2)
+    _curve(out, "base", 1, 5, corpus="small")
+    assert _export_only(out, tmp_path / "a.json") == 0
+    document = json.loads((tmp_path / "a.json").read_text())
+    assert document["targets"] == {"full": 3, "small": 12}
+    assert _export_only(out, tmp_path / "b.json", "--epochs", "3") == 0
+    capsys.readouterr()
+    assert _export_only(out, tmp_path / "c.json", "--epochs", "8") != 0
+    err = capsys.readouterr().err
+    assert "was trained to --epochs 3, not 8" in err and err.count("error:") == 1
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_the_recorded_targets_are_only_raised(tmp_path, monkeypatch):
+    """A later call with fewer epochs trains nothing and leaves the record; a folder made before
+    the record starts from what its curves hold, and its export says so."""
+    from annotated_transformer import pipeline
+    from annotated_transformer.experiments.table3 import verdicts as table3_report
+
+    monkeypatch.setattr(pipeline, "prepare_data", lambda *a, **k: None)
+    run = extended.Table3Run(_tiny(), tmp_path / "run")
+    run.write_identity({"full": 6, "small": 20})
+    run.write_identity({"full": 4, "small": 30})
+    assert run.recorded_targets() == {"full": 6, "small": 30}
+    # a folder from before the record, its curves at 3 epochs: a call for 2 records 3
+    old = extended.Table3Run(_tiny(), tmp_path / "old")
+    old.write_identity()
+    _curve(old.out_dir, "base", 1, 3)
+    lines: list[str] = []
+    table3_report.export(old.out_dir, tmp_path / "old.json", say=lines.append)
+    assert json.loads((tmp_path / "old.json").read_text())["targets"] == {
+        "full": 3,
+        "small": 0,
+    }
+    assert len(lines) == 1 and "records no targets" in lines[0]
+    summary = extended.train_all(old, {Job("base", 1): 2}, show_progress=False)
+    assert summary["trained"] == 0
+    assert old.recorded_targets() == {"full": 3}
+
+
+def test_an_interrupt_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
+    from annotated_transformer import cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(extended, "train_all", interrupted)
+    out = tmp_path / "run"
+    code = cli.main(
+        ["table3", "--profile", "smoke", "--out", str(out), "--device", "cpu"]
+    )
+    assert code == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "interrupted" in err[0] and str(out) in err[0]
+
+
+def test_an_export_names_where_the_jobs_trained_and_reads_a_gpu_folder_anywhere(tmp_path):
+    """A folder trained on a GPU (bf16) exports on a CPU machine, and the export names the GPU,
+    not the exporting machine's CPU."""
+    out = tmp_path / "run"
+    extended.Table3Run(_tiny(), out).write_identity({"full": 1, "small": 1})
+    plan = json.loads((out / extended.PLAN_NAME).read_text())
+    plan["identity"]["precision"] = "bf16"
+    (out / extended.PLAN_NAME).write_text(json.dumps(plan))
+    _curve(out, "base", 1, 1)
+    record = json.loads((out / "full-base-seed1" / extended.CURVE_NAME).read_text())
+    record["device"] = "NVIDIA H100 80GB HBM3"
+    (out / "full-base-seed1" / extended.CURVE_NAME).write_text(json.dumps(record))
+    assert _export_only(out, tmp_path / "a.json") == 0
+    assert (
+        json.loads((tmp_path / "a.json").read_text())["machine"]
+        == "NVIDIA H100 80GB HBM3"
+    )

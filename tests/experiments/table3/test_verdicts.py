@@ -1,0 +1,242 @@
+"""Chapter 06's words and the extended run's results file: budgets in words, one sentence per
+finding that states direction, size and interval, and an export that never loses epochs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from annotated_transformer.experiments.table3 import extended
+from annotated_transformer.experiments.table3 import statistics as f
+from annotated_transformer.experiments.table3 import verdicts as report
+
+
+def test_budgets_are_said_in_words():
+    assert report.budget_label(1, 10, 20) == (
+        "1 epoch; dropout rows: 10 epochs on a twentieth of the pairs"
+    )
+    assert report.budget_label(8, 40, 7).endswith("40 epochs on 1/7 of the pairs")
+
+
+def _runs(effects, seeds=(1, 2, 3), seed=0):
+    rng = np.random.default_rng(seed)
+    blocks = rng.normal(0, 0.1, len(seeds))
+    rows = ["base", "A1", "A4", "B1", "C1", "C3", "C4", "C5", "D1", "D2", "E"]
+    return {
+        r: {
+            s: float(40 * np.exp(effects.get(r, 0) + b + rng.normal(0, 0.01)))
+            for s, b in zip(seeds, blocks)
+        }
+        for r in rows
+    }
+
+
+def _live(found, epochs=1, name="this run"):
+    return {
+        "name": name,
+        "label": f"{epochs} epoch",
+        "full_epoch": epochs,
+        "findings": found,
+    }
+
+
+def _line(text, name):
+    return next(line for line in text.splitlines() if name in line)
+
+
+def test_each_finding_gets_a_sentence_with_its_direction_and_interval():
+    runs = _runs({"A1": 0.2, "C1": -0.3})
+    found = f.assess(f.FINDINGS, {"full": runs, "small": {}})
+    text = report.conclusion([_live(found)], [{"C1": "C1 (1 layer)"}])
+    assert text.startswith("*This run*: 1 epoch.")
+    one_head = _line(text, "One head")
+    assert re.search(
+        r"it holds: A1 ends 2\d\.\d% above base in perplexity \(interval \+", one_head
+    )
+    bigger = _line(text, "Bigger is better")
+    # the "does not hold" is depth's; width cannot tell; feed-forward was not trained
+    assert "does not hold because of depth: C1 (1 layer) ends 2" in bigger
+    assert "the opposite of the paper" in bigger
+    assert "feed-forward size: C6 against C7 was not trained" in bigger
+    tie = _line(text, "positions tie")
+    assert "margin" in tie
+    untrained = f.assess(
+        f.FINDINGS, {"full": {r: v for r, v in runs.items() if r != "A4"}}
+    )
+    text = report.conclusion([_live(untrained), _live(found, 6, "the extended run")])
+    heads = _line(text, "Too many heads")
+    assert "(this run) it was not compared: A4 against base was not trained" in heads
+    assert heads.endswith("Only the longer run compares it.")
+
+
+def test_a_difference_inside_its_interval_is_not_called_a_difference():
+    found = f.assess(f.FINDINGS, {"full": _runs({"A4": 0.01})})
+    heads = _line(report.conclusion([_live(found)]), "Too many heads")
+    assert "cannot be told" in heads and "within the noise" in heads
+    assert "includes no change" in heads and "four times in five" in heads
+    assert "as in the paper" not in heads and "opposite" not in heads
+    clearly = f.assess(f.FINDINGS, {"full": _runs({"A4": 0.3})})
+    heads = _line(report.conclusion([_live(clearly)]), "Too many heads")
+    assert "within the noise" not in heads and "as in the paper" in heads
+
+
+def test_which_way_learned_positions_went():
+    better = f.assess(f.FINDINGS, {"full": _runs({"E": -0.2})})
+    assert "E did better than base" in _line(report.conclusion([_live(better)]), "tie")
+    worse = f.assess(f.FINDINGS, {"full": _runs({"E": 0.2})})
+    assert "E did worse than base" in _line(report.conclusion([_live(worse)]), "tie")
+    tie = f.assess(f.FINDINGS, {"full": _runs({"E": 0.0})})
+    assert "a tie" in _line(report.conclusion([_live(tie)]), "tie")
+
+
+def test_the_longer_budget_says_what_it_changed_and_why():
+    early = f.assess(f.FINDINGS, {"full": _runs({"C1": -0.3, "A4": 0.01})})
+    late = f.assess(f.FINDINGS, {"full": _runs({"C1": 0.1, "A4": 0.005}, seed=1)})
+    runs = [_live(early), _live(late, 6, "the extended run")]
+    notes = [{}, {"bigger is better": "C3 overtook C1 for good in epoch 5."}]
+    text = report.conclusion(runs, [], notes)
+    bigger = _line(text, "Bigger is better")
+    assert "After 6 epochs (the extended run) it holds" in bigger
+    assert "C3 overtook C1 for good in epoch 5." in bigger
+    assert "changed the verdict from does not hold to holds: C1 went from" in bigger
+    assert re.search(r"C1 went from 2\d\.\d% below C3 to \d+\.\d% above it", bigger)
+    heads = _line(text, "Too many heads")
+    assert "left the verdict as it was (cannot be told)" in heads
+    assert "the smallest change the runs could find from" in heads
+    closing = report.closing(runs, [None, None])
+    assert "The longer budget changed bigger is better (does not hold → holds)" in closing
+
+
+def test_the_rank_correlation_is_read_from_its_interval():
+    base = {"rho": 0.5, "samples": 10_000, "dropped": 0, "rows": 11}
+    above = report.describe_correlation(base | {"low": 0.1, "high": 0.9}, "this run")
+    assert "+0.50, 95% bootstrap interval +0.10 to +0.90" in above
+    assert "excludes zero" in above
+    across = report.describe_correlation(base | {"low": -0.2, "high": 0.9}, "this run")
+    assert "includes zero" in across
+    zero = report.describe_correlation(
+        base | {"rho": -0.001, "low": -0.7, "high": 0.7}, "this run"
+    )
+    assert "rows is 0.00, 95% bootstrap interval -0.70" in zero  # no "-0.00"
+    below = report.describe_correlation(
+        base | {"rho": -0.6, "low": -0.9, "high": -0.1, "dropped": 3}, "x"
+    )
+    assert (
+        "against the paper's order" in below
+        and "3 with one side constant dropped" in below
+    )
+
+
+def test_the_tally_counts_verdicts_in_words():
+    found = f.assess(f.FINDINGS, {"full": _runs({"B1": 0.3, "C1": -0.3})})
+    text = report.tally(_live(found))
+    assert text.startswith(
+        "After 1 epoch (this run), of the 6 findings 1 holds (small keys hurt)"
+    )
+    assert "1 does not hold (bigger is better)" in text
+
+
+def test_overfitting_note_reads_the_small_corpus_curve():
+    assert "no row had begun to overfit" in report.overfit_note({"base": [9.0, 8.0, 7.0]})
+    note = report.overfit_note(
+        {"base": [9.0, 8.0, 8.4], "D1": [9.0, 7.0, 9.8]}, ("D1", "base")
+    )
+    assert "D1 was lowest at epoch 2 of 3 and ended 40.0% above it" in note
+    assert "base was lowest at epoch 2 of 3 and ended 5.0% above it" in note
+    assert note.endswith("they had begun to overfit, where dropout can help.")
+
+
+def _job(folder, row, seed, ppls, corpus="full"):
+    path = folder / f"{corpus}-{row}-seed{seed}"
+    path.mkdir(parents=True)
+    curve = [{"epoch": i + 1, "ppl": p} for i, p in enumerate(ppls)]
+    record = {"row": row, "seed": seed, "corpus": corpus, "curve": curve}
+    (path / extended.CURVE_NAME).write_text(json.dumps(record))
+
+
+def test_dropout_rows_reach_their_whole_target_at_the_last_budget(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / extended.PLAN_NAME).write_text(json.dumps({"identity": {"overfit_share": 20}}))
+    _job(run, "base", 1, [30.0, 20.0, 15.0])
+    _job(run, "base", 1, [900.0 - 10 * e for e in range(8)], corpus="small")
+    out = tmp_path / "results" / report.EXTENDED_NAME
+    report.export(run, out, {"full": 3, "small": 8})
+    budgets = report.extended_budgets(report.read_extended(out))
+    # 8/3 of a small epoch per full one, rounded down: not 2 per full epoch, which ends at 6
+    assert [b["small_epoch"] for b in budgets] == [2, 5, 8]
+    assert budgets[-1]["ppl"]["small"]["base"] == {1: 830.0}
+    # a small target below the full one: never a budget without the dropout rows
+    report.export(run, tmp_path / "fewer.json", {"full": 3, "small": 2})
+    budgets = report.extended_budgets(report.read_extended(tmp_path / "fewer.json"))
+    assert [b["small_epoch"] for b in budgets] == [1, 1, 2]
+
+
+def test_export_reads_budgets_and_never_replaces_a_longer_file(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / extended.PLAN_NAME).write_text(json.dumps({"identity": {"overfit_share": 20}}))
+    for seed in (1, 2):
+        _job(run, "base", seed, [30.0, 20.0 + seed])
+        _job(run, "A1", seed, [31.0, 25.0 + seed])
+        _job(run, "base", seed, [900.0, 300.0, 200.0, 210.0], corpus="small")
+    out = tmp_path / "results" / report.EXTENDED_NAME
+    report.export(run, out, {"full": 2, "small": 4})
+    document = report.read_extended(out)
+    budgets = report.extended_budgets(document)
+    assert [b["full_epoch"] for b in budgets] == [1, 2]
+    assert [b["small_epoch"] for b in budgets] == [2, 4]
+    assert budgets[1]["ppl"]["full"]["A1"] == {1: 26.0, 2: 27.0}
+    assert budgets[1]["label"].startswith(
+        "2 epochs; dropout rows: 4 epochs on a twentieth"
+    )
+    assert report.mean_curves(document, "small")["base"][-1] == pytest.approx(210.0)
+    # A shorter run folder must not replace the file.
+    short = tmp_path / "short"
+    short.mkdir()
+    (short / extended.PLAN_NAME).write_text(
+        json.dumps({"identity": {"overfit_share": 20}})
+    )
+    _job(short, "base", 1, [30.0])
+    before = out.read_text()
+    with pytest.raises(ValueError, match="holds what .* lacks"):
+        report.export(short, out, {"full": 2, "small": 4})
+    assert out.read_text() == before
+
+
+def test_overtaking_is_read_from_the_mean_curves():
+    assert "C3 overtook C1 for good in epoch 3" in report.overtake_note(
+        {"C1": [30.0, 20.0, 16.0, 14.0], "C3": [40.0, 22.0, 15.9, 13.0]}
+    )
+    closing = report.overtake_note(
+        {"C1": [30.0, 20.0], "C3": [45.0, 22.0]}, epochs=[0.5, 1]
+    )
+    assert "After 1 epoch C3 was still behind C1" in closing
+    assert "but closing: its gap fell from 50% at epoch 0.5 to 10%" in closing
+    opening = report.overtake_note({"C1": [30.0, 20.0], "C3": [33.0, 30.0]})
+    assert "still behind" in opening and "closing" not in opening
+    assert report.overtake_note({"C1": [30.0]}) == ""
+
+
+def test_flattening_says_whether_base_still_learns():
+    assert "has not yet fallen by less than 1%" in report.flattening_note(
+        {"base": [30.0, 20.0]}
+    )
+    note = report.flattening_note({"base": [30.0, 20.0, 19.9, 19.8]})
+    assert (
+        "fell 0.5% in epoch 4" in note and "first fell by less than 1% in epoch 3" in note
+    )
+
+
+def test_an_export_into_the_run_folder_is_refused(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    _job(run, "base", 1, [30.0])
+    target = run / "full-base-seed1" / extended.CURVE_NAME
+    before = target.read_text()
+    with pytest.raises(ValueError, match="inside the run folder"):
+        report.export(run, target, {"full": 1, "small": 1})
+    assert target.read_text() == before
