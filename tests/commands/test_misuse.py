@@ -241,7 +241,7 @@ def test_lost_3_overwrite_deletes_only_the_runs_own_files(tmp_path):
 
 # ------------------------------------------------------------------------------------------ Wrong
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_wrong_4_resume_with_another_learning_rate_is_refused_not_ignored(
+def test_resume_with_another_learning_rate_is_refused_not_ignored(
     world, tmp_path
 ):
     """Before: --resume --lr 1e-5 trained at the saved schedule's rate while the start record of
@@ -265,7 +265,7 @@ def test_wrong_4_resume_with_another_learning_rate_is_refused_not_ignored(
     assert len(starts) == 1  # nothing was claimed for the refused resume
 
 
-def test_wrong_4_the_trainer_itself_refuses_another_learning_rate(tmp_path):
+def test_the_trainer_itself_refuses_another_learning_rate(tmp_path):
     """For callers of `fit` and `Trainer`, who pass no profile."""
     profile = tiny_profile(max_steps=4, save_every_steps=2)
     make_trainer(profile, tmp_path).train()
@@ -275,14 +275,14 @@ def test_wrong_4_the_trainer_itself_refuses_another_learning_rate(tmp_path):
 
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_wrong_5_resume_with_another_tokenizer_is_refused(world, tmp_path):
+def test_resume_with_another_tokenizer_is_refused(world, tmp_path):
     """Before: --resume --data-dir other_text (same vocabulary size) swapped in a new tokenizer
     under the trained embeddings."""
     other = _other_split(tmp_path, "train")  # its validation and test splits the run's
     _resume_refused(world, other, tmp_path, "another tokenizer")
 
 
-def test_wrong_5_the_trainer_refuses_other_validation_pairs(tmp_path):
+def test_the_trainer_refuses_other_validation_pairs(tmp_path):
     """Before: a resume validated on whatever pairs it was given, and one curve held two
     validation sets (issue 50)."""
     from tests.support.training import copy_pairs
@@ -327,7 +327,7 @@ def _other_split(tmp_path, split: str) -> Path:
 @pytest.mark.parametrize(
     "split,message", [("valid", "validated on other valid data"), ("test", "test")]
 )
-def test_wrong_5_resume_with_another_validation_or_test_split_is_refused(
+def test_resume_with_another_validation_or_test_split_is_refused(
     world, tmp_path, split, message
 ):
     """Before: --resume --data-dir with the same training text but another validation split
@@ -346,7 +346,7 @@ class OtherTokenizer(FakeTokenizer):
         return b"another"
 
 
-def test_wrong_5_average_refuses_snapshots_of_two_tokenizers(tmp_path):
+def test_average_refuses_snapshots_of_two_tokenizers(tmp_path):
     profile = tiny_profile(max_steps=4, save_every_steps=2)
     make_trainer(profile, tmp_path / "a").train()
     trainer = make_trainer(profile, tmp_path / "b")
@@ -359,7 +359,7 @@ def test_wrong_5_average_refuses_snapshots_of_two_tokenizers(tmp_path):
 
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_wrong_6_evaluate_refuses_a_profile_of_another_corpus(world, capsys):
+def test_evaluate_refuses_a_profile_of_another_corpus(world, capsys):
     """Before: `evaluate --profile gpu-iwslt14` fed German into an EN->DE model and filed the
     score under results/gpu-iwslt14/."""
     argv = ["evaluate", "--checkpoint", str(world["run"]), "--device", "cpu"]
@@ -370,7 +370,7 @@ def test_wrong_6_evaluate_refuses_a_profile_of_another_corpus(world, capsys):
 
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_wrong_6_evaluate_files_under_the_checkpoints_own_profile(world, capsys):
+def test_evaluate_files_under_the_checkpoints_own_profile(world, capsys):
     """Before: `--profile cpu` with a smoke checkpoint filed a smoke model's score under cpu/."""
     argv = ["evaluate", "--checkpoint", str(world["run"]), "--device", "cpu"]
     argv += ["--data-dir", str(world["data"]), "--profile", "cpu", "--publish"]
@@ -386,7 +386,7 @@ def test_wrong_6_evaluate_files_under_the_checkpoints_own_profile(world, capsys)
     assert record["metrics"]["sentences"] == 6  # the checkpoint's profile: 6 sentences
 
 
-def test_wrong_7_decoding_lengths_are_checked_and_never_overflow():
+def test_decoding_lengths_are_checked_and_never_overflow():
     """Before: max_len_b=2**63 - 1 wrapped around to a limit of one token, and greedy_decode
     with max_new_tokens=-5 emitted a token."""
     torch.manual_seed(0)
@@ -408,7 +408,7 @@ def test_wrong_7_decoding_lengths_are_checked_and_never_overflow():
     )
 
 
-def test_wrong_7_translate_refuses_an_overflowing_length_at_parse_time(capsys):
+def test_translate_refuses_an_overflowing_length_at_parse_time(capsys):
     with pytest.raises(SystemExit) as caught:
         main(["translate", "--checkpoint", "x.pt", "--max-len-b", str(2**63 - 1)])
     assert caught.value.code == 2 and "argument --max-len-b" in error_line(capsys)
@@ -425,7 +425,7 @@ def test_wrong_7_translate_refuses_an_overflowing_length_at_parse_time(capsys):
         ("corpus", "bogus"),
     ],
 )
-def test_wrong_8_python_refuses_what_the_command_line_refuses(field, value):
+def test_python_refuses_what_the_command_line_refuses(field, value):
     """Before: get_profile("smoke", max_steps=0) and the rest were accepted from Python, and
     pipeline.run trained nothing and wrote BLEU 0.0."""
     with pytest.raises(
@@ -434,7 +434,7 @@ def test_wrong_8_python_refuses_what_the_command_line_refuses(field, value):
         get_profile("smoke", **{field: value})
 
 
-def test_wrong_9_a_trainer_without_tokenizer_writes_a_checkpoint_it_can_resume(tmp_path):
+def test_a_trainer_without_tokenizer_writes_a_checkpoint_it_can_resume(tmp_path):
     """Before: the empty tokenizer bytes made last.pt unreadable to weights_only loading, and
     resume called it damaged."""
     profile = tiny_profile(max_steps=4, save_every_steps=2)
@@ -452,7 +452,7 @@ def test_wrong_9_a_trainer_without_tokenizer_writes_a_checkpoint_it_can_resume(t
 
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_wrong_10_a_run_folder_is_the_same_model_in_every_command(world, capsys):
+def test_a_run_folder_is_the_same_model_in_every_command(world, capsys):
     """Before: translate used the folder's last.pt and evaluate the average of its last
     snapshots, and neither said which."""
     run = world["run"]
@@ -483,7 +483,7 @@ def test_wrong_10_a_run_folder_is_the_same_model_in_every_command(world, capsys)
     assert outputs[run] == outputs[run / pipeline.AVERAGED_NAME]
 
 
-def test_wrong_11_atomic_writes_keep_the_mode_and_write_through_a_symlink(tmp_path):
+def test_atomic_writes_keep_the_mode_and_write_through_a_symlink(tmp_path):
     """Before: every atomic write left a 0600 file and replaced a symlink with a file."""
     shared = tmp_path / "shared.txt"
     shared.write_text("old")
@@ -502,7 +502,7 @@ def test_wrong_11_atomic_writes_keep_the_mode_and_write_through_a_symlink(tmp_pa
     assert link.is_symlink() and shared.read_text() == "through"
 
 
-def test_wrong_11_a_plain_file_beside_its_gz_is_named_not_ignored(tmp_path):
+def test_a_plain_file_beside_its_gz_is_named_not_ignored(tmp_path):
     data = write_corpus(tmp_path, {"train": 10})
     subprocess.run(["gzip", "-k", str(data / "multi30k" / "train.en")], check=True)
     from annotated_transformer.data import load_parallel

@@ -193,7 +193,7 @@ def leftovers(paths: list[Path]) -> list[Path]:
 # ------------------------------------------------------------------------------------------ rule 1
 @pytest.mark.parametrize("fault", ["disk full", "interrupt"])
 @pytest.mark.parametrize("command", COMMANDS)
-def test_rule1_an_interrupted_write_leaves_the_previous_output(
+def test_an_interrupted_write_leaves_the_previous_output(
     command, fault, place, monkeypatch, capsys
 ):
     """Before: a Ctrl-C during `book` left a partial notebook in place of the last good one, and
@@ -278,7 +278,7 @@ def collision(command: str, p: dict) -> tuple[list[str], Path]:
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_rule2_no_output_overwrites_an_input(command, place, capsys):
+def test_no_output_overwrites_an_input(command, place, capsys):
     """Before: `translate --input f --output f` replaced the English with German, exit 0."""
     argv, victim = collision(command, place)
     before = victim.read_bytes()
@@ -301,7 +301,7 @@ INTERRUPTING = CHAPTER.replace(
 )
 
 
-def test_rule3_an_interrupted_chapter_keeps_the_last_good_one_and_says_so(place, capsys):
+def test_an_interrupted_chapter_keeps_the_last_good_one_and_says_so(place, capsys):
     """Before: Ctrl-C during `book` left a partial executed notebook in place of the last good
     one, while the record still said the chapter ran "ok"."""
     argv, outputs = case("book", place)
@@ -324,7 +324,7 @@ def test_rule3_an_interrupted_chapter_keeps_the_last_good_one_and_says_so(place,
     assert json.loads(outputs[1].read_text())["metrics"]["value"] == 1
 
 
-def test_rule3_two_book_runs_on_one_output_refuse_each_other(place, capsys):
+def test_two_book_runs_on_one_output_refuse_each_other(place, capsys):
     from filelock import FileLock
 
     argv, outputs = case("book", place)
@@ -336,7 +336,7 @@ def test_rule3_two_book_runs_on_one_output_refuse_each_other(place, capsys):
 
 
 @pytest.mark.parametrize("param", ["profile_name=cpu", "device=cuda", "max_steps=5"])
-def test_rule3_parameters_cannot_file_a_run_under_a_profile(param, place, capsys):
+def test_parameters_cannot_file_a_run_under_a_profile(param, place, capsys):
     """Before: `--param profile_name=cpu` ran the cpu chapters into results/smoke/, and
     `--param max_steps=5` filed a 5-step run as the profile's."""
     argv = ["book", "--profile", "smoke", "--no-build", "--param", param]
@@ -347,7 +347,7 @@ def test_rule3_parameters_cannot_file_a_run_under_a_profile(param, place, capsys
 
 # ------------------------------------------------------------------------------------------ rule 4
 @pytest.mark.parametrize("command", COMMANDS)
-def test_rule4_nothing_deletes_what_it_did_not_create(command, place, capsys):
+def test_nothing_deletes_what_it_did_not_create(command, place, capsys):
     """Before: `--overwrite` and chapter 04 deleted the old run; `train --resume --no-eval` left
     the old averaged.pt and results.json beside newer snapshots; the site build deleted any
     folder named html."""
@@ -387,7 +387,7 @@ def test_rule4_nothing_deletes_what_it_did_not_create(command, place, capsys):
 
 # ------------------------------------------------------------------------------------------ rule 5
 @pytest.mark.parametrize("command", COMMANDS)
-def test_rule5_an_output_that_cannot_be_written_is_one_line_before_work(
+def test_an_output_that_cannot_be_written_is_one_line_before_work(
     command, place, capsys
 ):
     """Before: the book ran its first chapter, then failed to write its results folder."""
@@ -430,7 +430,7 @@ def test_rule5_an_output_that_cannot_be_written_is_one_line_before_work(
     ids=["1-D", "float", "id too big", "negative id", "list"],
 )
 @pytest.mark.parametrize("decode", ["greedy", "beam"])
-def test_rule5_the_decoding_functions_name_a_bad_source(world, decode, src, words):
+def test_the_decoding_functions_name_a_bad_source(world, decode, src, words):
     """Before: an IndexError from the embedding, or a shape error from attention."""
     model, _ = model_from_checkpoint(load_checkpoint(world["run"] / "averaged.pt"))
     with pytest.raises(ValueError, match=words) as caught:
@@ -441,7 +441,7 @@ def test_rule5_the_decoding_functions_name_a_bad_source(world, decode, src, word
     assert "\n" not in str(caught.value)
 
 
-def test_rule5_a_string_where_sentences_are_expected_is_one_line(world):
+def test_a_string_where_sentences_are_expected_is_one_line(world):
     """Before: translate(model, tok, "a man runs") translated it character by character."""
     model, tokenizer = model_from_checkpoint(
         load_checkpoint(world["run"] / "averaged.pt")
@@ -452,7 +452,7 @@ def test_rule5_a_string_where_sentences_are_expected_is_one_line(world):
         translate(model, tokenizer, ["a man", 5])
 
 
-def test_rule1_a_full_disk_under_torch_save_is_one_oserror(tmp_path):
+def test_a_full_disk_under_torch_save_is_one_oserror(tmp_path):
     """The real failure, not the hook: torch's writer raising with the OSError as its context."""
     target = tmp_path / "x.pt"
     target.write_bytes(b"old")
