@@ -20,6 +20,7 @@ import pytest
 
 from annotated_transformer.book import chapters, runner, sphinx_assets, sync
 from annotated_transformer.book import site as site_build
+from annotated_transformer.book.viz import audit
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.evaluation import results
 from annotated_transformer.profiles import CHAPTER_SIZES, PROFILE_NAMES
@@ -514,6 +515,20 @@ def test_built_page_draws_its_charts_offline(smoke_book):
         int.from_bytes(png[16:20], "big") > 300
         and int.from_bytes(png[20:24], "big") > 200
     )
+
+
+@pytest.mark.book
+@pytest.mark.slow  # the smoke book: every chapter, then the site
+def test_every_chart_of_the_book_tells_its_series_apart(smoke_book):
+    chapters, _, _, _ = smoke_book
+    found = [
+        f"{name}: {collision}"
+        for name, run in chapters.items()
+        if run.status == "ok"
+        for _, spec in audit.page_specs(run.notebook)
+        for collision in audit.series_collisions(spec)
+    ]
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.book

@@ -1,0 +1,95 @@
+"""Every series of a chart can be told apart: the audit over the charts' Vega-Lite specs finds two
+series drawn in the same colour with the same stroke, and passes charts whose series differ."""
+
+import json
+
+import altair as alt
+import pandas as pd
+import pytest
+
+from annotated_transformer.book.viz import audit
+from annotated_transformer.book.viz.display import book_html, chart_spec
+
+
+def curves(n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"row": f"R{i:02d}", "epoch": e, "ppl": 10 - e + i}
+            for i in range(n)
+            for e in (1, 2)
+        ]
+    )
+
+
+def lines(n: int, **colour) -> dict:
+    chart = (
+        alt.Chart(curves(n), title="curves")
+        .mark_line()
+        .encode(x="epoch:Q", y="ppl:Q", color=alt.Color("row:N", **colour))
+    )
+    return chart_spec(chart)
+
+
+def test_eleven_series_on_the_default_ten_colours_collide():
+    found = audit.series_collisions(lines(11))
+    assert found == ["curves: row 'R00' and 'R10' share colour 0 and stroke"]
+
+
+def test_ten_series_on_ten_colours_do_not():
+    assert audit.series_collisions(lines(10)) == []
+
+
+def test_a_scheme_of_twenty_colours_separates_thirteen_series():
+    assert audit.series_collisions(lines(13, scale=alt.Scale(scheme="tableau20"))) == []
+
+
+def test_dashes_on_the_same_field_help_only_until_colour_and_dash_repeat_together():
+    def dashed(n):
+        spec = lines(n)
+        spec["encoding"]["strokeDash"] = {"field": "row", "type": "nominal"}
+        return spec
+
+    assert audit.series_collisions(dashed(10)) == []
+    # 10 colours x 5 dashes: the 11th series repeats the first's colour and dash
+    assert len(audit.series_collisions(dashed(11))) == 1
+
+
+def test_an_explicit_range_that_repeats_a_colour_collides():
+    found = audit.series_collisions(
+        lines(3, scale=alt.Scale(range=["#111111", "#222222", "#111111"]))
+    )
+    assert found == ["curves: row 'R00' and 'R02' share colour #111111 and stroke"]
+
+
+def test_layers_and_concatenations_are_audited():
+    spec = chart_spec(
+        alt.hconcat(
+            alt.Chart(curves(2)).mark_point().encode(x="epoch:Q", y="ppl:Q"),
+            alt.layer(
+                alt.Chart(curves(12), title="inner")
+                .mark_line()
+                .encode(x="epoch:Q", y="ppl:Q", color="row:N")
+            ),
+        )
+    )
+    assert len(audit.series_collisions(spec)) == 2
+
+
+@pytest.mark.parametrize("n", [3, 12])
+def test_a_pages_specs_are_found_in_its_executed_notebook(tmp_path, n):
+    chart = (
+        alt.Chart(curves(n), title="curves")
+        .mark_line()
+        .encode(x="epoch:Q", y="ppl:Q", color="row:N")
+    )
+    cell = {
+        "cell_type": "code",
+        "outputs": [
+            {"output_type": "display_data", "data": {"text/html": book_html(chart)}}
+        ],
+    }
+    path = tmp_path / "page.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "markdown"}, cell]}))
+    ((index, spec),) = audit.page_specs(path)
+    assert index == 1 and spec == chart_spec(chart)
+    assert bool(audit.series_collisions(spec)) == (n > 10)
