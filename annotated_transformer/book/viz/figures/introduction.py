@@ -107,7 +107,7 @@ def profiles_table(profiles: Iterable[Any]) -> pd.DataFrame:
 def sizes_table(chapter: str, profile_name: str) -> pd.DataFrame:
     """A chapter's sizes (`Profile.chapter_sizes`) as one row per field of its record and one column
     per profile: the four main profiles and the executing one, whose column is marked "(this run)"."""
-    from ...profiles import get_profile
+    from ....profiles import get_profile
 
     names = list(dict.fromkeys(["smoke", "cpu", "gpu", "paper", profile_name]))
     sizes = {
