@@ -472,7 +472,8 @@ def evaluate(
 ) -> dict:
     """Translate the profile's test split (or `split`) with its beam settings and score it: sacreBLEU with
     its signature and its 95% interval ("sacrebleu_ci95", the bootstrap's half-width), tokenized
-    BLEU, perplexity. The "hypotheses" entry holds the translations."""
+    BLEU, perplexity and the test pairs it leaves out ("ppl_pairs_left_out": too long for the
+    model's positions). The "hypotheses" entry holds the translations."""
     device = torch.device(device)
     model, tokenizer = model_from_checkpoint(checkpoint, device)
     test = load_parallel(
@@ -538,6 +539,7 @@ def write_results(
         "sacrebleu_ci95",
         "bleu_tokenized",
         "ppl",
+        "ppl_pairs_left_out",
         "sacrebleu_signature",
     ):
         if key in summary.get("test", {}):

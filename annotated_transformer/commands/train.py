@@ -259,6 +259,11 @@ def run(args: argparse.Namespace) -> int:
     if "test" in summary:
         t = summary["test"]
         line += f"; test sacreBLEU {t['sacrebleu']:.2f} ({t['sacrebleu_signature']}), tokenized BLEU {t['bleu_tokenized']:.2f}"
+        if t.get("ppl_pairs_left_out"):
+            line += (
+                f", perplexity {t['ppl']:.2f} leaving out {t['ppl_pairs_left_out']} test "
+                "pairs too long for the model's positions"
+            )
         line += f"; results -> {summary['results_path']}"
     print(line)
     return 0

@@ -27,7 +27,13 @@ import torch.nn as nn
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from sacrebleu.tokenizers.tokenizer_intl import TokenizerV14International
 
-from ..data.batching import SRC_SPECIALS, EncodedPairs, collate_sources, pack_by_tokens
+from ..data.batching import (
+    SRC_SPECIALS,
+    TGT_SPECIALS,
+    EncodedPairs,
+    collate_sources,
+    pack_by_tokens,
+)
 from ..model.decoding import DecodeSettings, beam_search, greedy_decode
 from ..runtime.precision import autocast_context
 from ..runtime.progress import progress_bar
@@ -283,6 +289,38 @@ def _check_lengths(hypotheses: Sequence[str], references: Sequence[str]) -> None
 
 
 # ------------------------------------------------------------------------------------------ everything
+def perplexity_pairs(
+    pairs: EncodedPairs, max_positions: int, batch_tokens: int
+) -> tuple[EncodedPairs, int]:
+    """(the pairs perplexity is measured on, how many of `pairs` it leaves out): those longer than
+    the model's `max_positions` (`EncodedPairs.fitting`), and those wider than one batch of
+    `batch_tokens` alone, which `teacher_forced_loss` would skip."""
+    fitting, over_positions = pairs.fitting(max_positions)
+    keep = [
+        i
+        for i, (s, t) in enumerate(
+            zip(fitting.src_lengths.tolist(), fitting.tgt_lengths.tolist())
+        )
+        if s + SRC_SPECIALS <= batch_tokens and t + TGT_SPECIALS <= batch_tokens
+    ]
+    over_batch = len(fitting) - len(keep)
+    if over_batch:
+        fitting = fitting.subset(keep)
+    left_out = over_positions + over_batch
+    if left_out:
+        logger.warning(
+            "perplexity leaves out %d of %d pairs (%d longer than the model's %d positions, "
+            "%d wider than a batch of %d tokens); the result counts them in ppl_pairs_left_out",
+            left_out,
+            len(pairs),
+            over_positions,
+            max_positions,
+            over_batch,
+            batch_tokens,
+        )
+    return fitting, left_out
+
+
 def evaluate_translation(
     model: nn.Module,
     tokenizer,
@@ -296,7 +334,10 @@ def evaluate_translation(
     """Translate `sources`, then score against `references`: sacreBLEU, tokenized BLEU, perplexity.
 
     Returns {"sacrebleu", "sacrebleu_signature", "bleu_tokenized", "bleu_tokenized_signature", "ppl",
-    "sentences", "hypotheses"}; compound splitting applies when the target language is German.
+    "ppl_pairs_left_out", "sentences", "hypotheses"}; compound splitting applies when the target
+    language is German. Both BLEUs score every sentence; perplexity leaves out the pairs that do
+    not fit the model's positions (nor, with a `batch_tokens` below them, one batch), and
+    "ppl_pairs_left_out" counts them (0: "ppl" is over every pair).
     """
     sources = sentence_list(sources, "sources")
     references = sentence_list(references, "references")
@@ -309,15 +350,11 @@ def evaluate_translation(
     tokenized = tokenized_bleu(
         hypotheses, references, compound_splitting=target_language == "de"
     )
-    pairs, too_long = EncodedPairs.from_texts(
-        tokenizer, list(sources), list(references)
-    ).fitting(model.config.max_len)
-    if too_long:
-        logger.warning(
-            "perplexity leaves out %d pairs longer than the model's %d positions",
-            too_long,
-            model.config.max_len,
-        )
+    pairs, left_out = perplexity_pairs(
+        EncodedPairs.from_texts(tokenizer, list(sources), list(references)),
+        model.config.max_len,
+        settings.batch_tokens,
+    )
     loss = teacher_forced_loss(
         model, pairs, batch_tokens=settings.batch_tokens, precision=settings.precision
     )
@@ -327,6 +364,7 @@ def evaluate_translation(
         "bleu_tokenized": round(tokenized["score"], 2),
         "bleu_tokenized_signature": tokenized["signature"],
         "ppl": round(loss["ppl"], 3),
+        "ppl_pairs_left_out": left_out,
         "nll_per_subword": round(loss["nll"], 4),
         "sentences": len(hypotheses),
         "beam_size": settings.beam_size,

@@ -167,8 +167,11 @@ class PositionalEncoding(nn.Module):
             self.table = nn.Embedding(max_len, d_model)
             nn.init.normal_(self.table.weight, std=d_model**-0.5)
         else:
-            # Not a parameter and not saved: sinusoids are recomputed, and can be extended
-            # past max_len, which is the paper's argument for them (section 3.5).
+            # Not a parameter and not saved: sinusoids are recomputed, so this layer extends them
+            # past max_len when asked (`positions`), the paper's argument for them (section 3.5).
+            # The Transformer does not ask: it refuses positions past its max_len
+            # (Transformer._check_tokens), which no training saw; since the table is not in the
+            # weights, a longer sequence needs the same weights loaded at a larger max_len.
             self.register_buffer(
                 "table", sinusoidal_positions(max_len, d_model), persistent=False
             )

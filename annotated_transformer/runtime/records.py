@@ -220,16 +220,25 @@ PARSER_TEST = _object(
     ),
 )
 
-# web.onnx_export: the export's model.json, which OnnxTranslator and the live page read.
+# web.onnx_export: the export's model.json, which OnnxTranslator and the live page read (the page
+# loads the graphs its "files" name and decodes with max_len, bos_id, eos_id and banned).
 ONNX_MODEL = _object(
     ["max_len", "bos_id", "eos_id", "banned", "weights", "files"],
+    layers=_integer(1),
+    encoder_layers=_integer(1),
+    heads=_integer(1),
+    d_model=_integer(1),
     max_len=_integer(2),
     vocab_size=_integer(1),
     bos_id=_integer(0),
     eos_id=_integer(0),
     banned=_list(_integer(0)),
     weights={"enum": ["float32", "int8"]},
-    files={"type": "object", "additionalProperties": _STRING},
+    files={
+        **_object(["encoder", "decoder"], encoder=_STRING, decoder=_STRING),
+        "additionalProperties": _STRING,
+    },
+    checkpoint=_OBJECT,
 )
 
 SCHEMAS: dict[str, dict] = {

@@ -18,7 +18,6 @@ import base64
 import hashlib
 import html
 import io
-import json
 import os
 import shutil
 import tarfile
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from ..runtime.files import PACKAGE_DIR, clone_root, staged_tree
 from ..runtime.ownership import BESIDE
+from ..runtime.records import RecordError, read_record
 
 ORT_WEB_VERSION = "1.30.0"
 # The registry's dist.integrity for that version (`npm view onnxruntime-web@1.30.0 dist.integrity`).
@@ -127,7 +127,10 @@ def stage_live_assets(
     download: bool = True,
 ) -> dict[str, int]:
     """Copy the widget's script into `static_dir`, and onnxruntime-web and (when given) an
-    `export_onnx` folder into `live_dir`; returns the bytes of each part, what a reader downloads."""
+    `export_onnx` folder into `live_dir`; returns the bytes of each part, what a reader downloads.
+    An export whose model.json the page could not use is a RecordError, and nothing is copied."""
+    if model_dir is not None:
+        read_record(Path(model_dir) / "model.json", "onnx_model")
     static, live = Path(static_dir), Path(live_dir)
     static.mkdir(parents=True, exist_ok=True)
     shutil.copy2(_repo_root() / "_static" / SCRIPT_NAME, static / SCRIPT_NAME)
@@ -227,13 +230,15 @@ def stage_for_site(stage_dir: str | os.PathLike, exports: str | os.PathLike) -> 
             )
         ]
     try:
+        # the export's description, checked before anything is staged: the page's widget cannot
+        # load a model whose model.json lacks a field it reads
+        weights = read_record(export / "model.json", "onnx_model")["weights"]
         sizes = stage_live_assets(
             Path(stage_dir) / "_static", Path(stage_dir) / "_extra" / SITE_LIVE, export
         )
-    except OSError as error:
+    except (OSError, RecordError) as error:
         return [f"live translation left out of the site: {error}"]
     total = sum(sizes.values())
-    weights = json.loads((export / "model.json").read_text()).get("weights", "float32")
     return [
         f"live translation ({weights} weights): {total / 1e6:.1f} MB in _static and {SITE_LIVE}/ ("
         + ", ".join(f"{name} {size / 1e6:.2f} MB" for name, size in sizes.items())

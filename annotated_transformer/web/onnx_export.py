@@ -26,6 +26,7 @@ from torch import nn
 
 from ..model.transformer import Transformer, recording_attention
 from ..runtime.files import atomic_write_text, staged_files
+from ..runtime.records import read_record, record_text
 from ..training.checkpoint import model_from_checkpoint
 
 ENCODER_FILE = "encoder.onnx"
@@ -118,13 +119,19 @@ def export_onnx(
     # Every file is written into a staging folder and moved into `out_dir` only when all four are
     # complete: an interrupted export leaves the previous one whole.
     with staged_files(out_dir) as staging:
-        written = _export_into(staging, model, tokenizer, quantize, origin)
+        written = _export_into(staging, model, tokenizer, quantize, origin, Path(out_dir))
     return {name: Path(out_dir) / path.name for name, path in written.items()}
 
 
 def _export_into(
-    out: Path, model, tokenizer, quantize: bool, origin: dict | None = None
+    out: Path,
+    model,
+    tokenizer,
+    quantize: bool,
+    origin: dict | None = None,
+    published: Path | None = None,
 ) -> dict[str, Path]:
+    """The four files, written into `out` (a staging folder that becomes `published`)."""
     src = torch.tensor([tokenizer.encode("A dog runs.") + [tokenizer.eos_id]])
     prefix = torch.tensor([[tokenizer.bos_id, 5, 6]])
     written = {}
@@ -199,7 +206,11 @@ def _export_into(
     }
     if origin is not None:
         info["checkpoint"] = origin
-    written["model"] = atomic_write_text(out / MODEL_FILE, json.dumps(info, indent=1))
+    # checked as its readers (OnnxTranslator, the live page) will check it: a description they
+    # would refuse is never written (RecordError naming the file it was to be), and the staged
+    # export is dropped whole
+    text = record_text(info, "onnx_model", (published or out) / MODEL_FILE)
+    written["model"] = atomic_write_text(out / MODEL_FILE, text)
     return written
 
 
@@ -210,7 +221,8 @@ class OnnxTranslator:
         import onnxruntime as ort  # optional dependency: only export checks and the live page need it
 
         folder = Path(folder)
-        self.info = json.loads((folder / MODEL_FILE).read_text())
+        # a broken or hand-edited model.json is one line naming the file and the field
+        self.info = read_record(folder / MODEL_FILE, "onnx_model")
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         self.encoder = ort.InferenceSession(

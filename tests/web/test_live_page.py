@@ -155,6 +155,20 @@ def test_the_page_serves_int8_only_when_its_bleu_is_inside_float32s_interval():
         live_page.choose_export({"int8": full, "float32": full})
 
 
+def _model_json(weights: str) -> str:
+    """A whole model.json (what the page reads; the site refuses less) with `weights`."""
+    return json.dumps(
+        {
+            "max_len": 64,
+            "bos_id": 1,
+            "eos_id": 2,
+            "banned": [0, 1],
+            "weights": weights,
+            "files": {"encoder": "encoder.onnx", "decoder": "decoder.onnx"},
+        }
+    )
+
+
 def test_site_stages_chapter_08s_choice_before_the_float32_export(tmp_path):
     if not live_page.ort_cache_dir().is_dir():
         pytest.skip("onnxruntime-web is not in the cache (scripts/setup.sh fetches it)")
@@ -164,7 +178,7 @@ def test_site_stages_chapter_08s_choice_before_the_float32_export(tmp_path):
         (live_page.LIVE_EXPORT, "int8"),
     ):
         (exports / name).mkdir(parents=True)
-        (exports / name / "model.json").write_text(json.dumps({"weights": weights}))
+        (exports / name / "model.json").write_text(_model_json(weights))
     try:
         notes = live_page.stage_for_site(tmp_path / "stage", exports)
     except FileNotFoundError as error:
