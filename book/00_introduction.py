@@ -103,7 +103,8 @@ viz.show_table(viz.profiles_table(PROFILES.values()))
 #
 # ```bash
 # # execute every chapter with the cpu profile and build the site
-# bash scripts/setup.sh && .venv/bin/python -m annotated_transformer book --profile cpu
+# bash scripts/setup.sh && \
+#     .venv/bin/python -m annotated_transformer book --profile cpu
 #
 # # unit tests, chapter smoke runs, the site build and the browser check
 # bash scripts/setup.sh && .venv/bin/python -m pytest
@@ -121,7 +122,8 @@ viz.show_table(viz.profiles_table(PROFILES.values()))
 # papermill directly:
 #
 # ```bash
-# papermill book/04_training.ipynb 04_training.out.ipynb -k python3 -p profile_name gpu -p device cuda
+# papermill book/04_training.ipynb 04_training.out.ipynb -k python3 \
+#     -p profile_name gpu -p device cuda
 # ```
 #
 # **Colab.** The launch button at the top of each page (the rocket) opens the chapter in Colab;

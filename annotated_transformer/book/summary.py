@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 from ..evaluation import paper
@@ -53,7 +54,9 @@ class Claim:
         chapter: the chapter that computes it.
         panel: the name of its `Panel`.
         fmt: how to print our number.
-        interval: key of the half-width of our number's 95% interval, printed as "± x" when present.
+        interval: key of our number's 95% interval: a half-width, printed as "± x", or a
+            [low, high] pair, printed as "(95%: low-high)"; a record without it takes the interval
+            a committed comparison computed on the same translations (`rescored_interval`).
         noise: key of a list, one boolean per seed: whether a difference exceeds its resampling noise.
         derive: when given, our cell is `derive(metrics)` (None: not in the file) instead of the
             value at `key`: a verdict read from the chapter's own findings, for one.
@@ -275,11 +278,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "training cost (FLOPs, Table 2's way)",
         _flops(_BASE.flops_en_de),
-        "translation",
+        _TRANSLATION,
         "training_flops",
         "05_translation_results",
         "translation",
-        "{:.2g}",
+        derive=lambda metrics: training_cost_cell(metrics),
     ),
     Claim(
         "dev perplexity per subword, base",
@@ -308,8 +311,41 @@ CLAIMS: tuple[Claim, ...] = (
         "07_constituency_parsing",
         "parsing",
         "{:.1f}",
+        interval="f1_ci95",
     ),
 )
+
+
+def training_cost_cell(metrics: dict) -> str | None:
+    """The training cost as Table 2 counts it (time x devices x the device's sustained rate, as
+    chapter 05 measures it), or, from a run record without a measured rate, the count of the
+    model's operations, said as such. None when the record has neither."""
+    value = metrics.get("training_flops")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    if "training_flops_how" in metrics:
+        return _flops(value)
+    return f"{_flops(value)} (operations counted; the run measured no rate)"
+
+
+def rescored_interval(record: dict, root=None) -> float | None:
+    """The 95% half-width a committed comparison (`compared_translations`, in the record's own
+    results folder) computed for this record's translations, or None."""
+    folder, name = record.get("profile"), record.get("name")
+    if not folder or not name:
+        return None
+    for other in list_results(folder, root):
+        systems = other.get("metrics", {}).get("systems")
+        if not isinstance(systems, dict):
+            continue
+        for system in systems.values():
+            if (
+                isinstance(system, dict)
+                and Path(str(system.get("record", ""))).stem == name
+                and isinstance(system.get("ci95"), (int, float))
+            ):
+                return float(system["ci95"])
+    return None
 
 
 def chapter06_findings(metrics: dict) -> list[dict] | None:
@@ -401,20 +437,25 @@ def _measured(
         else:
             value = lookup(record["metrics"], claim.key, default=None)
         if value is not None:
-            return _format_claim(claim, record, value), record
+            return _format_claim(claim, record, value, root), record
     return f"not in {present[0][0]}.json", None
 
 
-def _format_claim(claim: Claim, record: dict, value) -> str:
+def _format_claim(claim: Claim, record: dict, value, root=None) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return str(value)
     if isinstance(value, float) and math.isnan(value):
         return "nan"
     text = claim.fmt.format(value).replace("e+", "e")  # 3.3e18, as the paper writes it
     if claim.interval:
-        half = lookup(record["metrics"], claim.interval, default=None)
-        if isinstance(half, (int, float)):
-            text += f" ± {claim.fmt.format(half).lstrip('+')}"
+        interval = lookup(record["metrics"], claim.interval, default=None)
+        if interval is None:
+            interval = rescored_interval(record, root)
+        if isinstance(interval, (int, float)) and not isinstance(interval, bool):
+            text += f" ± {claim.fmt.format(interval).lstrip('+')}"
+        elif isinstance(interval, list) and len(interval) == 2:
+            low, high = (claim.fmt.format(x) for x in interval)
+            text += f" (95%: {low}-{high})"
     if claim.noise:
         seeds = lookup(record["metrics"], claim.noise, default=None)
         if isinstance(seeds, list) and seeds:

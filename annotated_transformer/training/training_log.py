@@ -150,12 +150,20 @@ class TrainingLog:
 
 
 def read_metrics(folder: str | Path) -> list[dict]:
-    """The records of a run's `metrics.jsonl`, oldest first ([] when there is none)."""
+    """The records of a run's `metrics.jsonl`, oldest first ([] when there is none); a line
+    that is not JSON is one ValueError naming the file and the line."""
     path = Path(folder) / METRICS_NAME
     if not path.is_file():
         return []
-    return [
-        json.loads(line)
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError as error:
+            raise ValueError(
+                f"{path}: line {number} is not a JSON record ({error.msg}); the run's log is "
+                "damaged: restore it, or train the run again with --overwrite"
+            ) from None
+    return records
