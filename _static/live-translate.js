@@ -175,53 +175,88 @@
   }
 
   // ---------------------------------------------------------------- the widget
+  // Nothing is fetched until the reader asks for a translation: the model and the runtime (some
+  // 27 MB) load on the first request, which the status line says while it waits. An empty input
+  // is refused without loading anything; after an error the previous translation and its picture
+  // are cleared, so what stays on screen is never a stale answer.
   function setUp(box) {
     var input = box.querySelector(".at-live-input"), button = box.querySelector(".at-live-go");
     var status = box.querySelector(".at-live-status"), output = box.querySelector(".at-live-output");
     var chart = box.querySelector(".at-live-chart");
-    button.disabled = true;
-    var loading = Translator.load(box.getAttribute("data-model"), box.getAttribute("data-runtime"));
-    box.atTranslator = loading;
-    loading.then(function (translator) {
-      status.textContent = "model loaded: type an English sentence";
-      box.setAttribute("data-state", "ready");
-      button.disabled = false;
-      async function go() {
-        button.disabled = true;
+    box.atTranslator = null;  // the loading promise, once the reader has asked
+    box.setAttribute("data-state", "idle");
+    status.textContent = "the model loads when you ask for your first translation";
+
+    function clear() { output.textContent = ""; chart.textContent = ""; box.removeAttribute("data-ms"); }
+
+    function load() {
+      if (!box.atTranslator) {
+        box.atTranslator = Translator.load(box.getAttribute("data-model"), box.getAttribute("data-runtime"));
+        box.atTranslator.catch(function () { box.atTranslator = null; });  // the next click tries again
+      }
+      return box.atTranslator;
+    }
+
+    var busy = false;
+    async function go() {
+      if (busy) return;
+      var sentence = input.value.trim();
+      if (!sentence) {
+        clear();
+        status.textContent = "type an English sentence first";
+        box.setAttribute("data-state", "empty");
+        return;
+      }
+      busy = true; button.disabled = true;
+      try {
+        var translator;
+        if (!box.atTranslator) {
+          box.setAttribute("data-state", "loading");
+          status.textContent = "loading the model (once, for the first translation)...";
+        }
+        try {
+          translator = await load();
+        } catch (err) {
+          clear();
+          status.textContent = "the model could not be loaded: " + err +
+            " (the page must be served over http(s), with the files of `export-onnx` in the site's live/model/)";
+          box.setAttribute("data-state", "error");
+          return;
+        }
         box.setAttribute("data-state", "translating");
         status.textContent = "translating...";
         var start = performance.now();
         try {
-          var result = await translator.translate(input.value);
+          var result = await translator.translate(sentence);
           var ms = performance.now() - start;
           output.textContent = result.text;
           status.textContent = "translated in " + ms.toFixed(0) + " ms (" + (result.ids.length - 1) +
             " tokens, greedy decoding, in this page)";
           box.setAttribute("data-ms", ms.toFixed(1));
+          chart.textContent = "";
           if (window.vegaEmbed && result.cross) {
             await window.vegaEmbed(chart, attentionSpec(result, translator.tokenizer),
                                    { renderer: "svg", actions: false });
           }
           box.setAttribute("data-state", "done");
         } catch (err) {
+          clear();
           status.textContent = "translation failed: " + err;
           box.setAttribute("data-state", "error");
         }
-        button.disabled = false;
+      } finally {
+        busy = false; button.disabled = false;
       }
-      button.addEventListener("click", go);
-      input.addEventListener("keydown", function (e) { if (e.key === "Enter") go(); });
-    }).catch(function (err) {
-      status.textContent = "the model could not be loaded: " + err +
-        " (the page must be served over http(s), with the files of `export-onnx` in the site's live/model/)";
-      box.setAttribute("data-state", "error");
-    });
+    }
+    button.addEventListener("click", go);
+    input.addEventListener("keydown", function (e) { if (e.key === "Enter") go(); });
+    box.atSetUp = true;
   }
 
   window.atLive = { Tokenizer: Tokenizer, Translator: Translator };
   function start() {
     var boxes = document.querySelectorAll("div.at-live");
-    for (var i = 0; i < boxes.length; i++) if (!boxes[i].atTranslator) setUp(boxes[i]);
+    for (var i = 0; i < boxes.length; i++) if (!boxes[i].atSetUp) setUp(boxes[i]);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

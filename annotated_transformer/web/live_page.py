@@ -172,7 +172,8 @@ def widget_html(
         f'<input class="at-live-input" type="text" size="60" value="{html.escape(example)}" '
         'aria-label="English sentence">'
         '<button class="at-live-go" type="button">Translate</button>'
-        '<div class="at-live-status">loading the model...</div>'
+        '<div class="at-live-status">the model loads when you ask for your first '
+        "translation</div>"
         '<div class="at-live-output" lang="de"></div>'
         '<div class="at-live-chart"></div></div>\n'
         f'<script src="{static_url}/{SCRIPT_NAME}"></script>'

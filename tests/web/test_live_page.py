@@ -68,14 +68,37 @@ def site(tmp_path_factory, request):
     server.shutdown()
 
 
+LOADED = """performance.getEntriesByType('resource').map(e => e.name)
+    .filter(n => /\\.(onnx|wasm)$|ort\\.wasm|tokenizer\\.json|model\\.json/.test(n))"""
+STATE = "document.querySelector('.at-live')?.getAttribute('data-state')"
+
+
+def click_translate(page, sentence: str) -> None:
+    page.evaluate(f"""(() => {{
+        document.querySelector('.at-live-input').value = {json.dumps(sentence)};
+        document.querySelector('.at-live-go').click();
+    }})()""")
+
+
 def test_live_page_translates_a_typed_sentence(site):
     root, checkpoint, url = site
     model, tokenizer = model_from_checkpoint(checkpoint)
     with Browser(find_chromium()) as page:
         page.open(url)
-        page.wait_for(
-            "document.querySelector('.at-live')?.getAttribute('data-state') === 'ready'",
-            timeout=30,
+        page.wait_for(f"{STATE} === 'idle'", timeout=30)
+        # nothing of the model is fetched before the reader asks
+        assert page.evaluate(LOADED) == []
+        click_translate(page, "   ")
+        page.wait_for(f"{STATE} === 'empty'", timeout=10)
+        assert page.evaluate(LOADED) == []
+        sentence = "A girl in a red coat walks her dog."
+        click_translate(page, sentence)
+        page.wait_for(f"{STATE} === 'done'", timeout=60)
+        loaded = page.evaluate(LOADED)
+        assert any(n.endswith(".onnx") for n in loaded), loaded
+        text = page.evaluate("document.querySelector('.at-live-output').textContent")
+        page_ms = float(
+            page.evaluate("document.querySelector('.at-live').getAttribute('data-ms')")
         )
         # The JavaScript encoder against sentencepiece itself.
         encoded = page.evaluate(
@@ -86,23 +109,17 @@ def test_live_page_translates_a_typed_sentence(site):
             await_promise=True,
         )
         assert encoded == [tokenizer.encode(s) for s in TOKENIZER_SENTENCES]
-        sentence = "A girl in a red coat walks her dog."
-        page.evaluate(f"""(() => {{
-            const input = document.querySelector('.at-live-input');
-            input.value = {json.dumps(sentence)};
-            document.querySelector('.at-live-go').click();
-        }})()""")
-        page.wait_for(
-            "document.querySelector('.at-live')?.getAttribute('data-state') === 'done'",
-            timeout=30,
-        )
-        text = page.evaluate("document.querySelector('.at-live-output').textContent")
-        page_ms = float(
-            page.evaluate("document.querySelector('.at-live').getAttribute('data-ms')")
-        )
         page.screenshot(
             REPO / "results" / "smoke" / "screenshots" / "live_translation_test.png"
         )
+        # an error clears the previous answer instead of leaving it on screen as if it were one
+        click_translate(page, " ".join(["dog"] * 200))  # past the tiny model's positions
+        page.wait_for(f"{STATE} === 'error'", timeout=30)
+        assert (
+            page.evaluate("document.querySelector('.at-live-output').textContent") == ""
+        )
+        status = page.evaluate("document.querySelector('.at-live-status').textContent")
+        assert "longer than the model's positions" in status
     ids = tokenizer.encode(sentence) + [tokenizer.eos_id]
     if json.loads((root / "export" / "model.json").read_text())["weights"] == "int8":
         # int8 arithmetic is not PyTorch's: the page must match onnxruntime's own greedy search
