@@ -142,7 +142,7 @@ def page_note(profile: str, chapter: str, record: dict | None, executing: str) -
         ran = f"its entry is missing from `{folder}book_run.json`"
     else:
         commit = (entry.get("git_commit") or "")[:7]
-        dirty = " (with local edits)" if entry.get("git_dirty") else ""
+        dirty = results.uncommitted_changes(entry)
         ran = (
             f"executed on **{entry_device(entry, record)[1]}** in "
             f"**{entry.get('wall_time_s', 0):,.1f} s** on {(entry.get('date') or '')[:10]}"

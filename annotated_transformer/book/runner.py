@@ -340,7 +340,17 @@ def _record_chapter(
     prov = results.provenance(device)
     entry = {
         **run.to_dict(),
-        **{k: prov.get(k) for k in ("git_commit", "git_dirty", "device", "device_name")},
+        **{
+            k: prov.get(k)
+            for k in (
+                "git_commit",
+                "git_dirty",
+                "git_changed_files",
+                "git_changed_count",
+                "device",
+                "device_name",
+            )
+        },
     }
     if run.status != "ok":
         before = chapters.get(run.chapter) or {}

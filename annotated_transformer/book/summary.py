@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..evaluation import paper
-from ..evaluation.results import list_results, lookup, read_result
+from ..evaluation.results import list_results, lookup, read_result, uncommitted_changes
 from ..model.config import preset
 
 NOT_RUN = "not run yet"
@@ -628,8 +628,7 @@ def describe_book_run(record: dict) -> str:
     entries = record["metrics"]["chapters"].values()
     days = sorted({(e.get("date") or "")[:10] for e in entries if e.get("date")})
     commits = [
-        (e.get("git_commit") or "")[:7]
-        + (" (with local edits)" if e.get("git_dirty") else "")
+        (e.get("git_commit") or "")[:7] + uncommitted_changes(e)
         for e in entries
         if e.get("git_commit")
     ]

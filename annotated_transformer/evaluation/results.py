@@ -182,21 +182,33 @@ def run_folder_of_record(record: dict) -> Path | None:
     return path if path.is_absolute() or clone is None else clone / path
 
 
+MAX_CHANGED_FILES = 20
+
+
 def provenance(device: Any = None) -> dict:
-    """Who made a number: git commit (and whether the tree had edits), torch, device, date (UTC).
+    """Who made a number: git commit (whether the tree had edits, and to which tracked files),
+    torch, device, date (UTC).
 
     "device" is the device type ("cuda", "cpu"), "device_name" the hardware (`devices.device_name`);
     `device` None means what "auto" picks.
     """
     resolved = resolve_device(str(device) if device is not None else "auto")
     commit = _git("rev-parse", "HEAD")
-    dirty = None
+    dirty, changed = None, []
     if commit is not None:
         status = _git("status", "--porcelain", "--untracked-files=no")
         dirty = bool(status) if status is not None else None
+        changed = [
+            line.split(maxsplit=1)[-1]
+            for line in (status or "").splitlines()
+            if line.strip()
+        ]
     return {
         "git_commit": commit,
         "git_dirty": dirty,
+        # which tracked files differed from the commit, so a reader can tell what the edits were
+        "git_changed_files": changed[:MAX_CHANGED_FILES],
+        "git_changed_count": len(changed),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
@@ -324,7 +336,19 @@ def describe_provenance(record: dict) -> str:
     commit = prov.get("git_commit")
     text = f"measured on {where} on {date}"
     if commit:
-        text += f" at commit {commit[:7]}" + (
-            " (with local edits)" if prov.get("git_dirty") else ""
-        )
+        text += f" at commit {commit[:7]}" + uncommitted_changes(prov)
     return text
+
+
+def uncommitted_changes(prov: dict) -> str:
+    """How the tree that made a record differed from its commit, in words ("" when it did not):
+    the files, when the record lists them, else that which files was not recorded."""
+    if not prov.get("git_dirty"):
+        return ""
+    files = prov.get("git_changed_files")
+    if not files:
+        return ", from a tree with uncommitted changes (which files was not recorded)"
+    count = prov.get("git_changed_count", len(files))
+    named = ", ".join(files[:3]) + (f" and {count - 3} more" if count > 3 else "")
+    noun = "file" if count == 1 else "files"
+    return f", with uncommitted changes to {count} {noun} ({named})"
