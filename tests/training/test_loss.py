@@ -1,5 +1,7 @@
 """The package's loss (hand-written backward) equals PyTorch's cross-entropy in value and gradient."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -142,3 +144,16 @@ def test_inplace_backward_refuses_a_second_backward_instead_of_using_overwritten
     (first,) = torch.autograd.grad(plain, y, retain_graph=True)
     (second,) = torch.autograd.grad(plain, y)
     torch.testing.assert_close(first, second)
+
+
+def test_label_smoothing_equals_hand_computed_value():
+    # V = 4, logits (0, ln 2, 0, 0): probabilities (1, 2, 1, 1) / 5, target 1, eps = 0.1.
+    #   nll     = -ln(2/5)                              = 0.916291
+    #   uniform = -(3 ln(1/5) + ln(2/5)) / 4            = 1.436151
+    #   loss    = 0.9 * 0.916291 + 0.1 * 1.436151       = 0.968277
+    logits = torch.tensor([[[0.0, math.log(2.0), 0.0, 0.0], [5.0, 1.0, 2.0, 3.0]]])
+    target = torch.tensor([[1, 0]])  # the second position is padding and must not count
+    parts = label_smoothed_cross_entropy(logits, target, smoothing=0.1, pad_id=0)
+    assert parts.tokens.item() == 1
+    assert parts.nll.item() == pytest.approx(0.916291, abs=1e-6)
+    assert parts.loss.item() == pytest.approx(0.968277, abs=1e-6)

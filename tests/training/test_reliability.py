@@ -1,10 +1,5 @@
 """No silent wrong results: a run folder holds one run, a diverging run stops, bad input gets one clear line."""
 
-import os
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -16,11 +11,8 @@ from annotated_transformer.training.checkpoint import (
     list_snapshots,
     load_checkpoint,
 )
-from annotated_transformer.training.run_folder import RunFolderError, claim_run_folder
 from annotated_transformer.training.trainer import TrainingDiverged
 from tests.support.training import make_trainer, tiny_profile
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def fake_run(folder: Path) -> None:
@@ -30,84 +22,7 @@ def fake_run(folder: Path) -> None:
     (folder / "metrics.jsonl").write_text("{}\n")
 
 
-# ------------------------------------------------------------------------------------------ run folders
-def test_a_fresh_run_refuses_a_folder_that_holds_another_run(tmp_path):
-    fake_run(tmp_path)
-    with pytest.raises(
-        RunFolderError, match=r"already holds a run .*--resume.*--overwrite"
-    ):
-        with claim_run_folder(tmp_path, resume=False):
-            pass
-
-
-def test_overwrite_leaves_no_file_of_the_old_run(tmp_path):
-    fake_run(tmp_path)
-    (tmp_path / "notes.txt").write_text("mine")  # not a run file: kept
-    with claim_run_folder(tmp_path, resume=False, overwrite=True) as folder:
-        assert (tmp_path / "last.pt").exists()  # nothing goes before the caller's checks
-        folder.clear_old_run()
-        assert (
-            not (tmp_path / "last.pt").exists()
-            and not (tmp_path / "metrics.jsonl").exists()
-        )
-        assert list_snapshots(tmp_path) == []
-    assert (tmp_path / "notes.txt").read_text() == "mine"
-
-
-def test_resume_refuses_a_folder_with_nothing_to_resume(tmp_path):
-    with pytest.raises(RunFolderError, match="nothing to resume"):
-        with claim_run_folder(tmp_path / "typo", resume=True):
-            pass
-    with pytest.raises(RunFolderError, match="pass one of them"):
-        with claim_run_folder(tmp_path, resume=True, overwrite=True):
-            pass
-
-
-def test_unfinished_writes_of_a_dead_process_are_removed(tmp_path):
-    (tmp_path / "checkpoints").mkdir()
-    leftover = tmp_path / "checkpoints" / ".step_00000020.pt.abc123.part"
-    leftover.write_bytes(b"half a checkpoint")
-    with claim_run_folder(tmp_path, resume=False):
-        assert not leftover.exists()
-
-
-def test_a_second_process_cannot_train_into_the_same_folder(tmp_path):
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(f"""
-            import time
-            from annotated_transformer.training.run_folder import claim_run_folder
-            with claim_run_folder({str(tmp_path)!r}, resume=False):
-                print("holding", flush=True)
-                time.sleep(60)
-        """),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    try:
-        assert holder.stdout.readline().strip() == "holding"
-        with pytest.raises(RunFolderError, match="another process is training into"):
-            with claim_run_folder(tmp_path, resume=False):
-                pass
-    finally:
-        holder.kill()
-        holder.wait()
-    # The lock dies with its process: a killed run never leaves the folder locked.
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with claim_run_folder(tmp_path, resume=False):
-                break
-        except RunFolderError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
+# ------------------------------------------------------------------------------------------ commands
 def test_train_command_refuses_an_existing_run_in_one_line(tmp_path, capsys):
     fake_run(tmp_path)
     assert main(["train", "--profile", "smoke", "--out", str(tmp_path)]) == 1

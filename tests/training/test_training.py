@@ -10,9 +10,6 @@ import pytest
 import torch
 
 from annotated_transformer.profiles import PROFILES, Profile, get_profile
-from annotated_transformer.training.loss import label_smoothed_cross_entropy
-from annotated_transformer.training.schedule import NoamSchedule, noam_lr, peak_lr
-from annotated_transformer.training.trainer import schedule_factor
 from tests.support.training import (  # noqa: F401
     VOCAB,
     FakeTokenizer,
@@ -22,55 +19,7 @@ from tests.support.training import (  # noqa: F401
 )
 
 
-# ------------------------------------------------------------------------------------------ loss
-def test_label_smoothing_equals_hand_computed_value():
-    # V = 4, logits (0, ln 2, 0, 0): probabilities (1, 2, 1, 1) / 5, target 1, eps = 0.1.
-    #   nll     = -ln(2/5)                              = 0.916291
-    #   uniform = -(3 ln(1/5) + ln(2/5)) / 4            = 1.436151
-    #   loss    = 0.9 * 0.916291 + 0.1 * 1.436151       = 0.968277
-    logits = torch.tensor([[[0.0, math.log(2.0), 0.0, 0.0], [5.0, 1.0, 2.0, 3.0]]])
-    target = torch.tensor([[1, 0]])  # the second position is padding and must not count
-    parts = label_smoothed_cross_entropy(logits, target, smoothing=0.1, pad_id=0)
-    assert parts.tokens.item() == 1
-    assert parts.nll.item() == pytest.approx(0.916291, abs=1e-6)
-    assert parts.loss.item() == pytest.approx(0.968277, abs=1e-6)
-
-
-# ------------------------------------------------------------------------------------------ schedule
-def test_schedule_equals_formula_and_resumes_from_state_dict():
-    d_model, warmup = 512, 400
-    param = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.Adam([param], lr=1.0)
-    schedule = NoamSchedule(optimizer, d_model, warmup)
-    seen = {}
-    for step in range(1, 801):
-        seen[step] = optimizer.param_groups[0][
-            "lr"
-        ]  # the rate used by update number `step`
-        optimizer.step()
-        schedule.step()
-    for step in (1, 100, 399, 400, 401, 800):
-        by_hand = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-        assert seen[step] == pytest.approx(by_hand, rel=1e-12)
-    assert max(seen.values()) == pytest.approx(peak_lr(d_model, warmup), rel=1e-12)
-    assert peak_lr(512, 4000) == pytest.approx(7.0e-4, rel=2e-3)  # the paper's base model
-
-    resumed_optimizer = torch.optim.Adam([param], lr=1.0)
-    resumed = NoamSchedule(resumed_optimizer, d_model, warmup)
-    resumed.load_state_dict(schedule.state_dict())
-    resumed_optimizer.param_groups[0]["lr"] = resumed.get_last_lr()[0]
-    assert resumed_optimizer.param_groups[0]["lr"] == pytest.approx(
-        noam_lr(801, d_model, warmup), rel=1e-12
-    )
-
-
-def test_profile_peak_lr_sets_the_top_of_the_curve():
-    profile = tiny_profile(peak_lr=2e-3, warmup_steps=400)
-    factor = schedule_factor(profile, 256)
-    assert noam_lr(400, 256, 400, factor) == pytest.approx(2e-3)
-    assert schedule_factor(tiny_profile(peak_lr=None), 256) == 1.0
-
-
+# ------------------------------------------------------------------------------------------ profiles
 def test_every_profile_builds_a_valid_model_config():
     for name in PROFILES:
         assert get_profile(name).model_config().max_len >= 256

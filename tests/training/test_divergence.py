@@ -1,0 +1,91 @@
+"""A loss or weights that are no longer finite are noticed, by every rank alike, and the message
+says what was kept and what to change."""
+
+import pytest
+import torch
+
+from annotated_transformer.runtime.distributed import DistributedContext
+from annotated_transformer.training import divergence
+from annotated_transformer.training.divergence import (
+    loss_diverged,
+    message,
+    weights_are_finite,
+)
+from annotated_transformer.training.step_stats import StepStats
+from annotated_transformer.training.stopping import STOP_CHECK_EVERY
+
+CPU, GPU = torch.device("cpu"), torch.device("cuda")  # only the type is read
+ONE = DistributedContext()
+
+
+def stats(loss: float, nll: float = 1.0) -> StepStats:
+    result = StepStats.zeros("cpu")
+    result.add_micro_batch(torch.tensor(loss), torch.tensor(nll), torch.tensor(3))
+    return result
+
+
+@pytest.mark.parametrize(
+    "loss,nll", [(float("nan"), 1.0), (float("inf"), 1.0), (1.0, float("-inf"))]
+)
+def test_a_loss_that_is_not_finite_diverged_at_every_step_on_a_cpu(loss, nll):
+    for step in range(1, STOP_CHECK_EVERY + 2):
+        assert loss_diverged(stats(loss, nll), step, CPU, ONE)
+
+
+def test_a_finite_loss_did_not_diverge_however_large():
+    for loss in (0.0, 1e-30, 3.5, 3e38):  # 3e38: near float32's largest
+        assert not loss_diverged(stats(loss), 1, CPU, ONE)
+
+
+def test_elsewhere_the_loss_is_read_every_stop_check():
+    """Each read waits for the device; a NaN between checks is caught at the next, or before a save."""
+    bad = stats(float("nan"))
+    checked = [
+        s for s in range(1, 3 * STOP_CHECK_EVERY + 1) if loss_diverged(bad, s, GPU, ONE)
+    ]
+    assert checked == [STOP_CHECK_EVERY, 2 * STOP_CHECK_EVERY, 3 * STOP_CHECK_EVERY]
+
+
+@pytest.mark.parametrize("theirs,diverged", [(0, False), (1, True)])
+def test_ranks_decide_together(monkeypatch, theirs, diverged):
+    seen = []
+
+    def max_over_ranks(value, context):
+        seen.append(value)
+        return max(value, theirs)
+
+    monkeypatch.setattr(divergence, "max_over_ranks", max_over_ranks)
+    two_ranks = DistributedContext(rank=1, world_size=2)
+    assert loss_diverged(stats(1.0), 1, CPU, two_ranks) is diverged
+    assert seen == [0]
+
+
+def test_finite_weights_are_finite():
+    assert weights_are_finite(
+        torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2))
+    )
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_one_bad_entry_anywhere_makes_the_weights_not_finite(bad, dtype):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)).to(dtype)
+    with torch.no_grad():
+        model[1].bias[1] = bad
+    assert not weights_are_finite(model)
+
+
+def test_the_message_names_the_step_the_rate_and_the_last_good_checkpoint(tmp_path):
+    (tmp_path / "last.pt").write_bytes(b"x")
+    text = message("the loss is nan", 17, 3e-3, tmp_path)
+    assert text.startswith(
+        "training diverged at step 17: the loss is nan (learning rate 3.00e-03)"
+    )
+    assert f"the last good checkpoint is {tmp_path / 'last.pt'}" in text
+    assert "--lr" in text and "--warmup" in text and "--resume" in text
+
+
+def test_without_a_checkpoint_the_message_offers_only_a_fresh_start(tmp_path):
+    text = message("the weights are no longer finite", 2, 1e-4, tmp_path)
+    assert "no checkpoint was written" in text and "--resume" not in text
+    assert text.endswith("start afresh with --overwrite")

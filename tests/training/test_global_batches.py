@@ -1,0 +1,71 @@
+"""A step takes accumulation x world_size micro-batches, and the plan of steps depends on that
+product alone: one process accumulating N takes the steps N ranks take."""
+
+import numpy as np
+import pytest
+
+from annotated_transformer.data.batching import EncodedPairs
+from annotated_transformer.training.global_batches import (
+    micro_batches_per_step,
+    run_batcher,
+)
+from annotated_transformer.training.settings import TrainSettings
+from tests.support.training import copy_pairs
+
+PAIRS = copy_pairs(120, 0)
+
+
+def settings(**changes) -> TrainSettings:
+    return TrainSettings(max_steps=10, batch_tokens=96, **changes)
+
+
+@pytest.mark.parametrize("accumulation,world", [(1, 1), (3, 1), (1, 4), (2, 3)])
+def test_a_step_takes_accumulation_times_world_size_micro_batches(accumulation, world):
+    assert micro_batches_per_step(settings(accumulation=accumulation), world) == (
+        accumulation * world
+    )
+
+
+@pytest.mark.parametrize("accumulation,world", [(1, 1), (2, 1), (3, 1), (2, 2), (1, 5)])
+def test_every_epoch_is_whole_steps_of_every_pair_once(accumulation, world):
+    batcher = run_batcher(PAIRS, settings(accumulation=accumulation), world)
+    for epoch in range(3):
+        batches = batcher.epoch_batches(epoch)
+        assert len(batches) % (accumulation * world) == 0
+        assert sorted(i for batch in batches for i in batch) == list(range(len(PAIRS)))
+        assert batcher.steps_per_epoch(epoch) == len(batches) // (accumulation * world)
+
+
+def test_accumulating_two_and_two_ranks_plan_the_same_batches():
+    accumulated = run_batcher(PAIRS, settings(accumulation=2), world_size=1)
+    distributed = run_batcher(PAIRS, settings(accumulation=1), world_size=2)
+    for epoch in range(3):
+        assert accumulated.epoch_batches(epoch) == distributed.epoch_batches(epoch)
+
+
+def test_the_plan_is_the_seeds_and_each_epoch_its_own():
+    first = run_batcher(PAIRS, settings(seed=1), 1)
+    again = run_batcher(PAIRS, settings(seed=1), 1)
+    other = run_batcher(PAIRS, settings(seed=2), 1)
+    assert first.epoch_batches(0) == again.epoch_batches(0)
+    assert first.epoch_batches(0) != other.epoch_batches(0)
+    assert first.epoch_batches(0) != first.epoch_batches(1)
+
+
+def test_every_micro_batch_fits_batch_tokens_on_both_sides():
+    batcher = run_batcher(PAIRS, settings(), 1)
+    src = np.asarray(PAIRS.src_lengths) + 1  # + eos
+    tgt = np.asarray(PAIRS.tgt_lengths) + 2  # + bos and eos
+    for batch in batcher.epoch_batches(0):
+        assert src[batch].max() * len(batch) <= 96
+        assert tgt[batch].max() * len(batch) <= 96
+
+
+def test_a_pair_too_long_for_a_micro_batch_is_left_out_not_fatal():
+    long_pair = list(range(4, 24)) * 5  # 100 tokens: more than 96 slots alone
+    seqs = [list(PAIRS[i][0]) for i in range(len(PAIRS))] + [long_pair]
+    pairs = EncodedPairs(seqs, seqs)
+    batcher = run_batcher(pairs, settings(), 1)
+    assert batcher.too_long == [len(PAIRS)]
+    used = sorted(i for batch in batcher.epoch_batches(0) for i in batch)
+    assert used == list(range(len(PAIRS)))
