@@ -129,6 +129,7 @@ def test_summary_panels_name_what_each_row_was_measured_on(tmp_path):
             "sacrebleu_ci95": 1.21,
             "bleu_tokenized": 36.08,
             "training_flops": 3.3e15,
+            "training_flops_how": "paper's way: time x devices x rate",
             "parameters": 7_577_600,
             "test_set": "multi30k/test_2016_flickr",
             "sentences": 1000,
