@@ -39,8 +39,11 @@ def loss_diverged(
 
 
 def weights_are_finite(model: nn.Module) -> bool:
-    norms = torch.stack([p.detach().float().norm() for p in model.parameters()])
-    return bool(torch.isfinite(norms).all())
+    """Whether every weight is a finite number (checked element by element: a norm of finite
+    weights can itself overflow), one host synchronisation for the whole model."""
+    return bool(
+        torch.stack([torch.isfinite(p.detach()).all() for p in model.parameters()]).all()
+    )
 
 
 def message(what: str, step: int, lr: float, out_dir: Path) -> str:

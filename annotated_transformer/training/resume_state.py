@@ -97,11 +97,15 @@ def check_resumable(
             f"{source} was trained with another model ({', '.join(changed)} differ): resume "
             "with the run's own profile and options, or start afresh with --overwrite"
         )
-    for name, old, new in settings.resume_conflicts(state.get("settings", {})):
+    conflicts = settings.resume_conflicts(state.get("settings", {}))
+    if conflicts:  # every one at once, not one per attempt
+        changed = ", ".join(
+            f"{name} {old!r}, this run asks for {new!r}" for name, old, new in conflicts
+        )
         raise ValueError(
-            f"{source} was trained with {name} {old!r}, this run asks for {new!r}: a resumed "
-            "run keeps what shapes its batches and schedule; drop the change, or start "
-            "afresh with --overwrite or another --out"
+            f"{source} was trained with {changed}: a resumed run keeps what shapes its "
+            "batches and schedule; drop the change, or start afresh with --overwrite or "
+            "another --out"
         )
     saved_tokenizer = state.get("tokenizer") or None
     mine = (tokenizer.to_bytes() or None) if tokenizer is not None else None

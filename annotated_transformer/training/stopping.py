@@ -49,6 +49,9 @@ class StopRequest:
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        # the request ended this run; the trainer's next `train()` (a notebook cell run again)
+        # starts without one, and its first Ctrl-C asks again instead of aborting
+        self.requested = False
         return False
 
 

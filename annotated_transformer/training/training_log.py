@@ -113,8 +113,10 @@ class TrainingLog:
         loss_sum, nll_sum, tokens = self.window.totals(self.context)
         now = time.perf_counter()
         seconds = max(now - self.window_start, 1e-9)
-        tokens = max(tokens, 1.0)
         progress.target_tokens += int(tokens)
+        tokens = max(
+            tokens, 1.0
+        )  # a window without tokens reports zeros, not a division by 0
         record = {
             "kind": "train",
             "step": progress.step,

@@ -66,6 +66,13 @@ def test_finite_weights_are_finite():
     )
 
 
+def test_huge_finite_weights_are_finite_although_their_norm_overflows():
+    layer = torch.nn.Linear(4, 4)
+    with torch.no_grad():
+        layer.weight.fill_(1e30)  # finite in float32; the norm of 16 of them is not
+    assert not torch.isfinite(layer.weight.norm()) and weights_are_finite(layer)
+
+
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_one_bad_entry_anywhere_makes_the_weights_not_finite(bad, dtype):

@@ -219,6 +219,13 @@ def test_each_fixed_setting_that_changed_is_refused_by_name(name):
         check(saved_state(), settings=SETTINGS.replace(**{name: new}))
 
 
+def test_every_fixed_setting_that_changed_is_named_at_once():
+    changed = {name: OTHER_VALUES[name] for name in ("warmup_steps", "seed")}
+    with pytest.raises(ValueError) as refused:
+        check(saved_state(), settings=SETTINGS.replace(**changed))
+    assert all(f"{name} " in str(refused.value) for name in changed)
+
+
 @pytest.mark.parametrize("tokenizer", [OtherTokenizer(), False])
 def test_another_tokenizer_is_refused(tokenizer):
     with pytest.raises(ValueError, match="another tokenizer"):

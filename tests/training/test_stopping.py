@@ -57,14 +57,26 @@ def test_a_second_ctrl_c_aborts_at_once():
         os.kill(os.getpid(), signal.SIGINT)
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGINT)
-    assert stop.requested
+        assert stop.requested
+
+
+def test_a_request_ends_with_its_run_and_the_next_run_starts_without_one():
+    stop = StopRequest()
+    with stop:
+        os.kill(os.getpid(), signal.SIGINT)
+    assert (
+        not stop.requested and stop.reason == "SIGINT"
+    )  # the reason stays for the record
+    with stop:  # a notebook cell run again: its first Ctrl-C asks, it does not abort
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.requested
 
 
 def test_a_second_sigterm_is_still_only_a_request():
     with StopRequest() as stop:
         os.kill(os.getpid(), signal.SIGTERM)
         os.kill(os.getpid(), signal.SIGTERM)
-    assert stop.requested and stop.reason == "SIGTERM"
+        assert stop.requested and stop.reason == "SIGTERM"
 
 
 def test_the_handlers_come_back_after_an_exception():
