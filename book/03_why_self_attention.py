@@ -63,7 +63,8 @@ from annotated_transformer.book import viz
 from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data.reading import load_parallel
 from annotated_transformer.data.tokenizer import train_tokenizer
-from annotated_transformer.evaluation import paper, results
+from annotated_transformer.evaluation import paper
+from annotated_transformer.experiments.complexity import record, sentences
 from annotated_transformer.experiments.complexity import table1 as complexity
 from annotated_transformer.runtime.devices import device_name, resolve_device
 
@@ -333,27 +334,10 @@ assert abs(memory_slopes["recurrent"] - 1) < 0.05, memory_slopes
 assert abs(memory_slopes["convolutional"] - 1) < 0.05, memory_slopes
 
 # %%
-s = slopes.set_index("kind")
 longest_two = by_n[by_n.kind == "self-attention"].sort_values("n").tail(2)
 attention_memory_last = complexity.loglog_slope(longest_two.n, longest_two.saved_bytes)
-exponent = lambda kind, column: f"{s.loc[kind, column]:.2f}"
-display(
-    Markdown(
-        f"Measured on {where}, the fitted exponents of time against n are "
-        f"{exponent('self-attention', 'time_vs_n')} for self-attention (Table 1: 2), "
-        f"{exponent('recurrent', 'time_vs_n')} for the recurrent layer (1) and "
-        f"{exponent('convolutional', 'time_vs_n')} for the convolution (1); against d "
-        f"they are "
-        f"{exponent('self-attention', 'time_vs_d')} (1), "
-        f"{exponent('recurrent', 'time_vs_d')} (2) "
-        f"and {exponent('convolutional', 'time_vs_d')} (2). The memory that "
-        f"self-attention keeps "
-        f"for its backward pass grows with exponent "
-        f"{exponent('self-attention', 'memory_vs_n')} over "
-        f"the larger half of the lengths and {attention_memory_last:.2f} between the two "
-        f"longest."
-    )
-)
+slope_values = slopes.set_index("kind").to_dict("index")
+display(Markdown(sentences.describe_slopes(where, slope_values, attention_memory_last)))
 
 # %% [markdown]
 # Measured exponents drift from the table's for three usual reasons: fixed costs per call or per
@@ -607,21 +591,11 @@ lstm_crossover = next(
 assert lstm_crossover == 2 * cross.d
 
 # %%
-crossover_text = (
-    f"at n = {measured_crossover:,.0f}"
-    if measured_crossover is not None
-    else f"beyond the longest length measured, {max(cross.ns):,}"
+crossover_words = sentences.describe_crossover(
+    where, cross.batch, cross.d, measured_crossover, cross.ns
 )
-display(
-    Markdown(
-        f"On {where}, with batch {cross.batch}, the mixing steps take the same time "
-        f"{crossover_text}, "
-        f"against $n = d = {cross.d}$ in FLOPs. An LSTM costs "
-        f"${lstm_flops_per_position / cross.d**2:.0f} d^2$ FLOPs per position, and "
-        f"the full attention "
-        f"sub-layer is cheaper than it for every n below {lstm_crossover:,}."
-    )
-)
+lstm_words = sentences.describe_lstm(lstm_crossover, cross.d, lstm_flops_per_position)
+display(Markdown(f"{crossover_words} {lstm_words}"))
 
 # %% [markdown]
 # Either way the Transformer's real advantage is the one section 3.4 counts: none of its work
@@ -764,14 +738,15 @@ viz.show_table(
 # The paper's argument for self-attention's cost rests on sentences being shorter than the model
 # width, "which is most often the case" with subword vocabularies. Checked on the two corpora of
 # this book: a small shared BPE model (sentencepiece) is trained on a few thousand training
-# pairs of Multi30k and of the WMT sample, and the test sentences of both are measured in its
-# subwords. A small vocabulary cuts words into more pieces than the paper's 37,000, so these
-# lengths are, if anything, longer than the paper's. First the BPE model:
+# pairs of Multi30k and of the WMT sample (a pair with an empty side is left out), and the test
+# sentences of both are measured in its subwords. A small vocabulary cuts words into more
+# pieces than the paper's 37,000, so these lengths are, if anything, longer than the paper's.
+# First the BPE model:
 
 # %%
 bpe = sizes.bpe
 multi30k = load_parallel("multi30k", "train", data_dir=data_dir)
-wmt_train = load_parallel("wmt14", "train_sample", data_dir=data_dir)
+wmt_train = load_parallel("wmt14", "train_sample", data_dir=data_dir, drop_empty=True)
 bpe_text = [
     *multi30k.src[: bpe.lines],
     *multi30k.tgt[: bpe.lines],
@@ -787,8 +762,8 @@ tokenizer = train_tokenizer(bpe_text, bpe.vocab, num_threads=1)
 lengths = []
 for corpus, split in (("multi30k", "test"), ("wmt14", "newstest2014")):
     test = load_parallel(corpus, split, data_dir=data_dir)
-    for lang, sentences in ((test.src_lang, test.src), (test.tgt_lang, test.tgt)):
-        for ids in tokenizer.encode_batch(list(sentences[: bpe.test_lines])):
+    for lang, side in ((test.src_lang, test.src), (test.tgt_lang, test.tgt)):
+        for ids in tokenizer.encode_batch(list(side[: bpe.test_lines])):
             lengths.append({"corpus": f"{corpus} {split} ({lang})", "subwords": len(ids)})
 lengths = pd.DataFrame(lengths)
 
@@ -809,7 +784,7 @@ below = (
     )
     .reset_index()
 )
-assert (below.share_below_d > 0.99).all()
+assert (below.share_below_d > sentences.MOST_SENTENCES).all()
 viz.show_table(
     below.rename(columns={"share_below_d": f"share with n < {d_model}"}),
     **{f"share with n < {d_model}": "{:.2%}", "median": "{:.0f}"},
@@ -820,14 +795,8 @@ viz.show_table(
 
 # %%
 viz.show(
-    viz.histogram(
-        lengths,
-        "subwords",
-        "corpus",
-        rule_at=d_model,
-        rule_label=f"d_model = {d_model}",
-        x_title="sentence length (subwords)",
-        title=f"Test sentences in subwords ({bpe.vocab:,}-piece BPE)",
+    viz.figures.why_self_attention.sentence_lengths_chart(
+        lengths, d_model, title=f"Test sentences in subwords ({bpe.vocab:,}-piece BPE)"
     )
 )
 
@@ -837,66 +806,22 @@ viz.show(
 # few dozen more. In the mixing step, self-attention is the cheaper layer for real sentences;
 # section 3.6 showed what the projections add to that.
 
+# %% tags=["remove-cell"]
+written = record.write(
+    record.build(
+        device=device, sizes=sizes, kernel_size=kernel_size, slopes=slopes, paths=paths,
+        by_n=by_n, by_d=by_d, crossover_times=crossover_times,
+        measured_crossover=measured_crossover, lstm_crossover=lstm_crossover,
+        sentence_lengths=below, d_model=d_model,
+        restricted=(r, restricted_slope, full_slope),
+    ),
+    profile_name, device, time.perf_counter() - chapter_start,
+)  # fmt: skip
+
 # %% [markdown]
-# ## What this chapter wrote
+# ## What this run shows
 #
-# The measurements go to `results/<profile>/why_self_attention.json`, with the device they ran
-# on; the introduction's reproduction summary reads the measured crossover from there.
+# Table 1's claims as this run measured them, read back from the chapter's results record:
 
-# %% tags=["remove-cell"]
-slope_metrics = {
-    r.kind: {
-        "time_vs_n": r.time_vs_n,
-        "time_vs_d": r.time_vs_d,
-        "memory_vs_n": r.memory_vs_n,
-        "memory_vs_d": r.memory_vs_d,
-        "paper_n": r.paper_n,
-        "paper_d": r.paper_d,
-    }
-    for r in slopes.itertuples()
-}
-path_metrics = {
-    kind: {
-        int(r.n): int(r.max_path_length) for r in paths[paths.kind == kind].itertuples()
-    }
-    for kind in complexity.PATH_KINDS
-}
-timings = {
-    "by_n": by_n.to_dict(orient="records"),
-    "by_d": by_d.to_dict(orient="records"),
-    "crossover": crossover_times.to_dict(orient="records"),
-}
-
-# %% tags=["remove-cell"]
-metrics = {
-    "device_name": where,
-    "threads": torch.get_num_threads() if device.type == "cpu" else None,
-    "crossover_d": cross.d,
-    "crossover_n": measured_crossover
-    if measured_crossover is not None
-    else f"above {max(cross.ns)}",
-    "crossover_n_flops": flop_crossover,
-    "lstm_crossover_n_flops_with_projections": lstm_crossover,
-    "slopes": slope_metrics,
-    "max_path_length": path_metrics,
-    "timings": timings,
-    "sizes": sizes,
-    "kernel_size": kernel_size,
-    "dataset": "random tensors; multi30k and wmt14 test lengths",
-    "sentence_lengths": below.to_dict(orient="records"),
-    "restricted_attention": {
-        "r": r,
-        "time_slope": restricted_slope,
-        "full_time_slope": full_slope,
-    },
-}
-
-# %% tags=["remove-cell"]
-path = results.write_result(
-    "why_self_attention",
-    metrics,
-    profile=profile_name,
-    device=device,
-    wall_time_s=round(time.perf_counter() - chapter_start, 2),
-)
-print(f"wrote {path.parent.name}/{path.name} under the results folder")
+# %%
+display(Markdown(sentences.closing(record.read(profile_name))))
