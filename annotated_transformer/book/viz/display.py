@@ -165,10 +165,53 @@ def show_table(df: pd.DataFrame, na_rep: str = "", **formats: str) -> None:
     display(HTML(table_html(df, na_rep=na_rep, **formats)))
 
 
+SOURCE_CLASS = "at-source"
+# How far a wrapped line of source hangs under its own first character: one indentation level.
+SOURCE_HANG = 4
+
+
+def source_html(source: str) -> str:
+    """`source` highlighted as Python (the site's Pygments classes), one block per line with a
+    hanging indent: a line wider than the column wraps under its own indentation plus
+    `SOURCE_HANG` characters, never back at column 0, so the code's shape survives the wrap.
+
+    The lines are blocks with no newline characters between them, so a reader's copy (the
+    browser's innerText) has one newline a line; an empty line keeps its height with a space.
+    """
+    from html import escape
+
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import PythonLexer
+    except ImportError:  # no Pygments: the same layout, unhighlighted
+        body = [escape(line) for line in source.splitlines()]
+    else:
+        html = highlight(source, PythonLexer(stripnl=False), HtmlFormatter(nowrap=True))
+        body = html.splitlines()
+    lines = []
+    for text, html_line in zip(source.splitlines(), body):
+        hang = len(text) - len(text.lstrip(" ")) + SOURCE_HANG
+        style = f"display:block;padding-left:{hang}ch;text-indent:-{hang}ch"
+        lines.append(f'<span style="{style}">{html_line or " "}</span>')
+    pre_style = "white-space:pre-wrap;overflow-wrap:anywhere"
+    return (
+        f'<div class="{SOURCE_CLASS} highlight-python notranslate"><div class="highlight">'
+        f'<pre style="{pre_style}">{"".join(lines)}</pre></div></div>'
+    )
+
+
 def show_source(obj: Any) -> None:
-    """The package's own source of a function, method or class, as a reader would open it."""
+    """The package's own source of a function, method or class, as a reader would open it.
+
+    In Jupyter and Colab a Markdown code block; on the book's pages `source_html`, whose long
+    lines wrap under their own indentation instead of at column 0."""
     import inspect
 
-    from IPython.display import Markdown, display
+    from IPython.display import HTML, Markdown, display
 
-    display(Markdown(f"```python\n{inspect.getsource(obj).rstrip()}\n```"))
+    source = inspect.getsource(obj).rstrip()
+    if in_book_build():
+        display(HTML(source_html(source)))
+    else:
+        display(Markdown(f"```python\n{source}\n```"))
