@@ -1,10 +1,10 @@
-"""Nothing lost, nothing misfiled (issue 24): results stay with their run, --overwrite deletes only
+"""Nothing lost, nothing misfiled: results stay with their run, --overwrite deletes only
 a run's files and only after its checks, a resumed run is the run it claims to be, and every
 misuse gets one line naming the flag or file, before any training or decoding.
 
-Each test of "Lost" and "Wrong" is named after its case. The runs here train a tiny model on a
-tiny synthetic corpus laid out as Multi30k (no data needed); the tests that share that run are
-marked slow, as a busy machine takes tens of seconds over it.
+The runs here train a tiny model on a tiny synthetic corpus laid out as Multi30k (no data
+needed); the tests that share that run are marked slow, as a busy machine takes tens of
+seconds over it.
 """
 
 import contextlib
@@ -130,10 +130,11 @@ def fake_run(folder: Path) -> None:
     (folder / "metrics.jsonl").write_text("{}\n")
 
 
-# ------------------------------------------------------------------------------------------ Lost
+# --------------------------------------------------------------------------- nothing lost
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_lost_1_a_run_files_its_results_with_the_run_and_not_in_results(world):
-    """Before: every run wrote results/<profile>/, whatever --out said, without its run folder."""
+def test_a_run_files_its_results_with_the_run_and_not_in_results(world):
+    """The record in the run folder (--out) names that folder, the profile, the model and
+    the commit, and nothing is written under results/ unless --publish asks."""
     run, summary = world["run"], world["summary"]
     assert (
         summary["results_path"] == str(run / RESULTS_NAME) == summary["run_results_path"]
@@ -147,7 +148,7 @@ def test_lost_1_a_run_files_its_results_with_the_run_and_not_in_results(world):
 
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_lost_1_publish_files_a_copy_that_records_its_run(world, tmp_path, monkeypatch):
+def test_publish_files_a_copy_that_records_its_run(world, tmp_path, monkeypatch):
     monkeypatch.setenv("AT_RESULTS_DIR", str(tmp_path / "results"))
     summary = pipeline.run(
         tiny_run_profile(max_steps=2),
@@ -166,9 +167,7 @@ def test_lost_1_publish_files_a_copy_that_records_its_run(world, tmp_path, monke
     assert (tmp_path / "run" / RESULTS_NAME).is_file()
 
 
-def test_lost_1_a_run_never_replaces_a_committed_result_of_another_run(
-    tmp_path, monkeypatch
-):
+def test_a_run_never_replaces_a_committed_result_of_another_run(tmp_path, monkeypatch):
     """The README's H100 result (results/gpu/, committed) survives `train --profile gpu --publish`
     under its name: refused before the folder is even made."""
     monkeypatch.delenv("AT_RESULTS_DIR", raising=False)
@@ -189,7 +188,7 @@ def test_lost_1_a_run_never_replaces_a_committed_result_of_another_run(
     results.check_replaceable(tmp_path / "not_committed.json", tmp_path)
 
 
-def test_lost_1_the_gpu_profile_publishes_in_a_fresh_clone(monkeypatch):
+def test_the_gpu_profile_publishes_in_a_fresh_clone(monkeypatch):
     """The committed H100 runs live under names of their own (results/gpu/recipe_*), so that a
     reader's `train --profile gpu --publish` and `book --profile gpu` (chapters 04 and 05) are not
     refused over them."""
@@ -200,9 +199,10 @@ def test_lost_1_the_gpu_profile_publishes_in_a_fresh_clone(monkeypatch):
         assert not results.is_committed(path), path
 
 
-def test_lost_2_overwrite_deletes_nothing_when_a_check_fails(tmp_path, capsys):
-    """Before: `--overwrite --data-dir missing_dir` deleted last.pt, the snapshots and averaged.pt,
-    then failed to find the data."""
+def test_overwrite_deletes_nothing_when_a_check_fails(tmp_path, capsys):
+    """Every check (here a missing --data-dir) comes before `--overwrite` touches the run:
+    last.pt, averaged.pt, the snapshots and metrics.jsonl are all there after the
+    refusal."""
     run = tmp_path / "R"
     fake_run(run)
     argv = ["train", "--profile", "smoke", "--out", str(run), "--overwrite"]
@@ -217,8 +217,9 @@ def test_lost_2_overwrite_deletes_nothing_when_a_check_fails(tmp_path, capsys):
         assert (run / name).read_bytes() in (b"x", b"{}\n"), name
 
 
-def test_lost_3_overwrite_deletes_only_the_runs_own_files(tmp_path):
-    """Before: the whole checkpoints/ folder went, with a user's notes and models in it."""
+def test_overwrite_deletes_only_the_runs_own_files(tmp_path):
+    """Only the files a run writes are cleared; a user's notes and models beside them, in
+    the run folder or anywhere under checkpoints/, stay."""
     fake_run(tmp_path)
     mine = [
         tmp_path / "notes.txt",
@@ -239,14 +240,12 @@ def test_lost_3_overwrite_deletes_only_the_runs_own_files(tmp_path):
     assert all(path.read_text() == "mine" for path in mine)
 
 
-# ------------------------------------------------------------------------------------------ Wrong
+# -------------------------------------------- nothing misfiled, no run mixed with another
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_resume_with_another_learning_rate_is_refused_not_ignored(
-    world, tmp_path
-):
-    """Before: --resume --lr 1e-5 trained at the saved schedule's rate while the start record of
-    metrics.jsonl said 1e-5."""
-    with pytest.raises(ValueError, match=r"peak_lr \(--lr\) 0\.002.*1e-05"):
+def test_resume_with_another_learning_rate_is_refused_not_ignored(world, tmp_path):
+    """A resume is refused when --lr differs from the run's: the saved schedule would
+    train at its own rate while the start record in metrics.jsonl named the new one."""
+    with pytest.raises(ValueError, match=r"peak_lr 0\.002.*1e-05"):
         pipeline.run(
             tiny_run_profile(peak_lr=1e-5, max_steps=8),
             world["run"],
@@ -276,15 +275,15 @@ def test_the_trainer_itself_refuses_another_learning_rate(tmp_path):
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
 def test_resume_with_another_tokenizer_is_refused(world, tmp_path):
-    """Before: --resume --data-dir other_text (same vocabulary size) swapped in a new tokenizer
-    under the trained embeddings."""
+    """A resume is refused when --data-dir holds other training text, even of the same
+    vocabulary size: the trained embeddings belong to the run's own tokenizer."""
     other = _other_split(tmp_path, "train")  # its validation and test splits the run's
     _resume_refused(world, other, tmp_path, "another tokenizer")
 
 
 def test_the_trainer_refuses_other_validation_pairs(tmp_path):
-    """Before: a resume validated on whatever pairs it was given, and one curve held two
-    validation sets (issue 50)."""
+    """A resume on validation pairs other than the run's is refused, so that one curve
+    never mixes two validation sets; the run's own pairs are accepted."""
     from tests.support.training import copy_pairs
 
     profile = tiny_profile(max_steps=4, save_every_steps=2)
@@ -330,9 +329,9 @@ def _other_split(tmp_path, split: str) -> Path:
 def test_resume_with_another_validation_or_test_split_is_refused(
     world, tmp_path, split, message
 ):
-    """Before: --resume --data-dir with the same training text but another validation split
-    mixed two validation sets in one curve (issue 50); another test split scored the run on
-    a test set it was not started for."""
+    """A resume on the run's training text but another validation split is refused (one
+    curve would mix two validation sets), and so is another test split (the run would be
+    scored on a test set it was not started for); metrics.jsonl gains no start record."""
     other = _other_split(tmp_path, split)
     metrics = (world["run"] / "metrics.jsonl").read_text()
     _resume_refused(world, other, tmp_path, message)
@@ -360,8 +359,8 @@ def test_average_refuses_snapshots_of_two_tokenizers(tmp_path):
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
 def test_evaluate_refuses_a_profile_of_another_corpus(world, capsys):
-    """Before: `evaluate --profile gpu-iwslt14` fed German into an EN->DE model and filed the
-    score under results/gpu-iwslt14/."""
+    """`evaluate --profile gpu-iwslt14` on an EN->DE Multi30k model is one line naming
+    both corpora and --profile, and nothing is filed under results/gpu-iwslt14/."""
     argv = ["evaluate", "--checkpoint", str(world["run"]), "--device", "cpu"]
     assert main([*argv, "--profile", "gpu-iwslt14", "--publish"]) == 1
     line = error_line(capsys)
@@ -371,7 +370,8 @@ def test_evaluate_refuses_a_profile_of_another_corpus(world, capsys):
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
 def test_evaluate_files_under_the_checkpoints_own_profile(world, capsys):
-    """Before: `--profile cpu` with a smoke checkpoint filed a smoke model's score under cpu/."""
+    """`evaluate --profile cpu --publish` with a smoke checkpoint says so and files the
+    score under smoke/, scored as the smoke profile scores, never under cpu/."""
     argv = ["evaluate", "--checkpoint", str(world["run"]), "--device", "cpu"]
     argv += ["--data-dir", str(world["data"]), "--profile", "cpu", "--publish"]
     assert main(argv) == 0
@@ -387,8 +387,9 @@ def test_evaluate_files_under_the_checkpoints_own_profile(world, capsys):
 
 
 def test_decoding_lengths_are_checked_and_never_overflow():
-    """Before: max_len_b=2**63 - 1 wrapped around to a limit of one token, and greedy_decode
-    with max_new_tokens=-5 emitted a token."""
+    """A max_len_b past LARGEST_INT is refused rather than wrapped around to a one-token
+    limit, a negative max_new_tokens is refused rather than yielding a token, and
+    LARGEST_INT itself decodes as far as the positions allow, never overflowing."""
     torch.manual_seed(0)
     model = Transformer(preset("tiny", max_len=16), 20, 20).eval()
     src = torch.tensor([[5, 6, 7, 2]])
@@ -426,8 +427,8 @@ def test_translate_refuses_an_overflowing_length_at_parse_time(capsys):
     ],
 )
 def test_python_refuses_what_the_command_line_refuses(field, value):
-    """Before: get_profile("smoke", max_steps=0) and the rest were accepted from Python, and
-    pipeline.run trained nothing and wrote BLEU 0.0."""
+    """get_profile refuses the values the command line refuses (max_steps=0 and the rest),
+    so a run started from Python cannot train zero steps and record BLEU 0.0."""
     with pytest.raises(
         ValueError, match=field if field != "corpus" else "unknown corpus"
     ):
@@ -435,8 +436,9 @@ def test_python_refuses_what_the_command_line_refuses(field, value):
 
 
 def test_a_trainer_without_tokenizer_writes_a_checkpoint_it_can_resume(tmp_path):
-    """Before: the empty tokenizer bytes made last.pt unreadable to weights_only loading, and
-    resume called it damaged."""
+    """A checkpoint saved without a tokenizer records None, loads under weights_only
+    loading and resumes; only building a translating model from it is refused, naming the
+    lack."""
     profile = tiny_profile(max_steps=4, save_every_steps=2)
     trainer = make_trainer(profile, tmp_path)
     trainer.tokenizer = None
@@ -453,8 +455,8 @@ def test_a_trainer_without_tokenizer_writes_a_checkpoint_it_can_resume(tmp_path)
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
 def test_a_run_folder_is_the_same_model_in_every_command(world, capsys):
-    """Before: translate used the folder's last.pt and evaluate the average of its last
-    snapshots, and neither said which."""
+    """A run folder given as --checkpoint is its averaged.pt (the average of its last
+    snapshots) to every command, and each command says on stderr which model it read."""
     run = world["run"]
     by_folder, said = pipeline.load_for_evaluation(run)
     averaged = ckpt.load_checkpoint(run / pipeline.AVERAGED_NAME)
@@ -484,7 +486,8 @@ def test_a_run_folder_is_the_same_model_in_every_command(world, capsys):
 
 
 def test_atomic_writes_keep_the_mode_and_write_through_a_symlink(tmp_path):
-    """Before: every atomic write left a 0600 file and replaced a symlink with a file."""
+    """An atomic write keeps a file's mode, gives a new file the umask's, and writes
+    through a symlink to its target instead of replacing the link."""
     shared = tmp_path / "shared.txt"
     shared.write_text("old")
     shared.chmod(0o644)
@@ -630,9 +633,9 @@ def test_asking_for_cuda_without_a_gpu_is_one_line(capsys, tmp_path):
 
 
 @pytest.mark.slow  # a tiny run: seconds alone, more on a busy machine
-def test_resume_with_another_vocabulary_size_names_the_flag_before_training(world):
+def test_resume_with_another_vocabulary_size_is_refused_before_training(world):
     with pytest.raises(
-        ValueError, match=r"vocab_size \(--vocab-size\) 60, this run asks for 50"
+        pipeline.ResumeConflict, match=r"vocab_size 60, this run asks for 50"
     ):
         pipeline.run(
             tiny_run_profile(vocab_size=50, max_steps=8),
@@ -642,6 +645,20 @@ def test_resume_with_another_vocabulary_size_names_the_flag_before_training(worl
             device="cpu",
             show_progress=False,
         )
+
+
+def test_the_train_command_names_the_flag_of_a_setting_a_resume_refuses(
+    monkeypatch, tmp_path, capsys
+):
+    def refuse(*args, **kwargs):
+        raise pipeline.ResumeConflict(tmp_path / "last.pt", "vocab_size", 60, 50)
+
+    monkeypatch.setattr(pipeline, "run", refuse)
+    code = main(
+        ["train", "--profile", "smoke", "--out", str(tmp_path / "run"), "--resume"]
+    )
+    assert code == 1
+    assert "vocab_size (--vocab-size) 60, this run asks for 50" in error_line(capsys)
 
 
 def test_average_across_vocabulary_sizes_is_one_line(tmp_path):
