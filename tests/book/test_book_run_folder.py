@@ -1,4 +1,4 @@
-"""The book's run folder belongs to the profile's book run (issue 50, part B), and the site to
+"""The book's run folder belongs to the profile's book run, and the site to
 its build.
 
 - A `--param` run trains a run folder of its own (under its --output-dir), so the profile's
@@ -11,7 +11,7 @@ its build.
 - A site rebuild refuses, in one line naming them, files a reader put into the site.
 - Chapter 08's ONNX exports go beside the run folder (`<folder>-onnx/`, where `export-onnx`
   points an --out inside a run folder), and the site build stages the live page's model from
-  there (issue 50, deliverable 1).
+  there.
 - Chapter 05 never trains the run folder: in a book run with no finished run there it refuses in
   one line naming chapter 04; opened on its own it trains a run of its own beside the folder.
 
@@ -128,8 +128,10 @@ def figures(results_dir: Path) -> str:
 
 
 def test_chapters_take_the_run_folder_from_the_runner():
-    """Before: chapters 04, 05 and 08 each spelled `runs/book-<profile>` in the clone; chapter 05
-    trained into it, and chapter 08 wrote its ONNX exports into it."""
+    """No chapter spells `runs/book-<profile>`: chapters 04 and 08 take the folder from
+    `results.book_run_dir`, chapter 05 finds its run through `report.run_to_translate` and
+    trains none itself, and chapter 08 writes its ONNX exports to
+    `live_page.exports_dir`."""
     for name in ("04_training", "05_translation_results", "08_attention_visualizations"):
         source = (REPO / "book" / f"{name}.py").read_text()
         assert not re.search(r'"runs" / f"book-\{profile', source), name
@@ -146,8 +148,9 @@ def test_chapters_take_the_run_folder_from_the_runner():
 
 
 def test_a_param_run_trains_a_run_folder_of_its_own(book, tmp_path):
-    """Before: a `--param` run trained chapter 04 into runs/book-<profile>, and the profile's
-    next chapter 08 published its figures from the `--param` run's model."""
+    """A `--param` run trains under its own --output-dir and leaves the profile's run
+    folder as it was, so the profile's next chapter 08 draws its figures from the
+    profile's model."""
     assert all(c.status == "ok" for c in run(book, "04").chapters)
     profiles_run = book / "runs" / "book-smoke"
     assert (profiles_run / "metrics.jsonl").read_text() == "3\n"
@@ -182,8 +185,9 @@ def test_the_run_folder_follows_the_results_root(tmp_path):
 
 
 def test_a_live_run_refuses_the_book_before_anything_moves(book):
-    """Before: the old run was set aside before the folder's lock was taken, so a refused book
-    run had already moved a live run's metrics.jsonl."""
+    """The folder's lock is taken before the old run is set aside: a book run refused by a
+    process training into the folder has moved nothing of that live run and recorded
+    nothing."""
     from filelock import FileLock
 
     live = book / "runs" / "book-smoke"
@@ -200,8 +204,8 @@ def test_a_live_run_refuses_the_book_before_anything_moves(book):
 
 
 def test_chapter_04_start_moves_nothing_of_the_run_it_replaces(tmp_path):
-    """Before: `report.start_run` moved an older run aside itself, before `pipeline.run` took the
-    folder's lock; now `pipeline.run(overwrite=True)` does it, holding the lock."""
+    """`report.start_run` leaves an older run where it is: `pipeline.run(overwrite=True)`
+    sets it aside, holding the folder's lock."""
     from annotated_transformer.experiments.training_studies import write_up as report
     from annotated_transformer.profiles import get_profile
 
@@ -219,8 +223,9 @@ def test_chapter_04_start_moves_nothing_of_the_run_it_replaces(tmp_path):
 
 
 def test_a_failed_or_interrupted_chapter_04_leaves_the_published_run(book):
-    """Before: a failed or interrupted chapter 04 kept its last good notebook and results but
-    left its partial run in runs/book-<profile>, which chapters 05 and 08 then used."""
+    """A failed or interrupted chapter 04 leaves the published run in runs/book-<profile>
+    for chapters 05 and 08 and its own in `<folder>.partial`, which the next chapter 04
+    continues; the run a finished chapter 04 replaces is set aside, not deleted."""
     assert all(c.status == "ok" for c in run(book, "04").chapters)
     folder = book / "runs" / "book-smoke"
     partial = folder.with_name("book-smoke.partial")
@@ -292,7 +297,8 @@ out.mkdir(parents=True, exist_ok=True)
 
 
 def test_a_site_rebuild_refuses_a_readers_files(tmp_path, monkeypatch, book):
-    """Before: the rebuild replaced `_build/html` whole and deleted what a reader put there."""
+    """A rebuild refuses, in one line naming them, files a reader put into the built site,
+    and the book refuses before its first chapter; the reader's files stay."""
     monkeypatch.setattr(site, "_SPHINX_BUILD", FAKE_SPHINX)
     html = tmp_path / "out" / "html"
     assert site.build_site(tmp_path / "stage", html, log=lambda line: None).ok
@@ -328,9 +334,9 @@ def test_a_site_rebuild_refuses_a_readers_files(tmp_path, monkeypatch, book):
 def test_chapter_08s_exports_lie_beside_the_run_folder_and_the_site_stages_them(
     book, tmp_path, monkeypatch
 ):
-    """Before: chapter 08 wrote web/, web-int8/ and web-live/ into the run folder, which only
-    chapter 04 writes, and the site build staged the live model from the clone's
-    runs/book-<profile> even for a run whose run folder is under its own --output-dir."""
+    """Chapter 08 writes its exports to `<folder>-onnx/` beside the run folder, which only
+    chapter 04 writes, and the site build stages the live model from the exports of this
+    run's own folder, under its --output-dir, never from the clone's runs/."""
     staged = []
     monkeypatch.setattr(runner, "stage_site", lambda *a, **k: None)
     monkeypatch.setattr(
@@ -403,7 +409,8 @@ def _finished_run(folder: Path, profile_name: str = "smoke") -> None:
 
 
 def test_chapter_05_in_a_book_run_refuses_without_chapter_04s_run(book):
-    """Before: chapter 05 trained into the published run folder when it found no finished run."""
+    """In a book run with no finished run in the folder, chapter 05 fails in one line
+    naming chapter 04 and trains nothing into the folder."""
     (failed,) = run(book, "05").chapters
     assert failed.status == "failed"
     assert "NoBookRun: run chapter 04 first: " in failed.error

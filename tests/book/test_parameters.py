@@ -1,4 +1,4 @@
-"""Book parameters as a contract (issue 51): `--param` names and values are checked against the
+"""Book parameters as a contract: `--param` names and values are checked against the
 selected chapters' parameters cells before any chapter runs, each refusal is one line naming
 `--param NAME`, numbers stay inside each parameter's declared range, the run's record says what each
 chapter was given, and a chapter run by hand with a bad `profile_name` or an out-of-range value fails
@@ -100,8 +100,10 @@ def test_the_chapters_parameters_are_read_from_their_cells():
 def test_a_bad_param_is_one_line_before_any_chapter(
     param, says, tmp_path, capsys, monkeypatch
 ):
-    """Before: each ran the chapter (exit 0 with papermill's warning, seed 1 for 1.5, or an
-    IndentationError, NameError or int() error inside the chapter)."""
+    """A `--param` naming no selected chapter's parameter, or giving a value the parameter
+    cannot take, exits 2 with one line before any chapter runs or any folder is made,
+    instead of reaching the chapter as papermill's warning, a rounded seed or an error
+    inside it."""
     monkeypatch.setattr(
         runner, "execute_chapter", lambda *a, **k: pytest.fail("a chapter ran")
     )
@@ -235,7 +237,9 @@ def test_a_chapter_run_by_hand_stops_at_its_first_cell_on_an_out_of_range_value(
 
 
 def test_a_bad_profile_by_hand_is_one_line():
-    """Before: papermill -p profile_name nonsense printed get_profile's whole traceback."""
+    """A chapter run by hand with an unknown `profile_name` fails in one line naming the
+    known profiles, not get_profile's traceback; every chapter builds its profile this
+    way."""
     with pytest.raises(parameters.ParameterError) as caught:
         parameters.chapter_profile("nonsense")
     (line,) = caught.value._render_traceback_()

@@ -1,12 +1,13 @@
-"""Nothing lost by design (issue 38): one test per rule, each over every command that writes
-(train, evaluate, translate, average, export-onnx, attention, book).
+"""Nothing lost by design: a section of tests per rule below, each test over every
+command that writes (train, evaluate, translate, average, export-onnx, attention, book).
 
-1. Staged writes: a full disk or an interrupt at the moment an output is published leaves the
-   previous version intact, and a full disk is one line.
-2. No output overwrites an input (after following symlinks): refused in one line, before work.
-3. The book is atomic per chapter and locked; --param cannot file a run under a profile.
-4. Nothing deletes what it did not create; a run folder's derived files are its model's.
-5. Every user error is one line, before work.
+- Staged writes: a full disk or an interrupt at the moment an output is published leaves
+  the previous version intact, and a full disk is one line.
+- No output overwrites an input (after following symlinks): refused in one line, before
+  work.
+- The book is atomic per chapter and locked; --param cannot file a run under a profile.
+- Nothing deletes what it did not create; a run folder's derived files are its model's.
+- Every user error is one line, before work.
 
 The runs train a tiny model on a tiny synthetic corpus laid out as Multi30k (no data needed), and
 the book runs a one-chapter book of its own (a kernel start, seconds).
@@ -128,8 +129,8 @@ def case(command: str, p: dict) -> tuple[list[str], list[Path]]:
     averaged = str(run / "averaged.pt")
     if command == "train":
         argv = train_argv(run, p["data"], "--resume", max_steps=8)
-        # (its averaged.pt and results.json no longer describe the run once a newer snapshot
-        # lands: they are set aside, rule 4)
+        # (its averaged.pt and results.json stop describing the run once a newer snapshot
+        # lands: they are set aside, see test_nothing_deletes_what_it_did_not_create)
         return argv, [run / "last.pt"]
     if command == "evaluate":
         (run / "evaluation_multi30k_test.json").write_text("{}")
@@ -190,14 +191,15 @@ def leftovers(paths: list[Path]) -> list[Path]:
     ]
 
 
-# ------------------------------------------------------------------------------------------ rule 1
+# -------------------------------------------------------------------------- staged writes
 @pytest.mark.parametrize("fault", ["disk full", "interrupt"])
 @pytest.mark.parametrize("command", COMMANDS)
 def test_an_interrupted_write_leaves_the_previous_output(
     command, fault, place, monkeypatch, capsys
 ):
-    """Before: a Ctrl-C during `book` left a partial notebook in place of the last good one, and
-    a full disk during training ended in torch's 40-line traceback."""
+    """A full disk or a Ctrl-C while an output is published leaves the previous output
+    byte for byte, with no staged file beside it; a full disk is one line, not torch's
+    traceback (the book records the chapter as not published)."""
     argv, outputs = case(command, place)
     before = snapshot(outputs)
 
@@ -231,7 +233,7 @@ def test_an_interrupted_write_leaves_the_previous_output(
     assert not leftovers(outputs)
 
 
-# ------------------------------------------------------------------------------------------ rule 2
+# ---------------------------------------------------------- no output overwrites an input
 def collision(command: str, p: dict) -> tuple[list[str], Path]:
     """(argv whose output is one of its inputs, that input)."""
     run, tmp, data = p["run"], p["tmp"], p["data"]
@@ -279,7 +281,9 @@ def collision(command: str, p: dict) -> tuple[list[str], Path]:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_no_output_overwrites_an_input(command, place, capsys):
-    """Before: `translate --input f --output f` replaced the English with German, exit 0."""
+    """An output that is one of the command's inputs, named directly or through a symlink,
+    is refused in one line naming that input, before any training or decoding (else
+    `translate --input f --output f` would replace the English with German)."""
     argv, victim = collision(command, place)
     before = victim.read_bytes()
     started = time.perf_counter()
@@ -290,7 +294,7 @@ def test_no_output_overwrites_an_input(command, place, capsys):
     assert time.perf_counter() - started < 20  # refused before any training or decoding
 
 
-# ------------------------------------------------------------------------------------------ rule 3
+# --------------------------------------------------- the book: atomic per chapter, locked
 INTERRUPTING = CHAPTER.replace(
     'results.write_result("demo"',
     "import os, signal, time\n"
@@ -302,8 +306,9 @@ INTERRUPTING = CHAPTER.replace(
 
 
 def test_an_interrupted_chapter_keeps_the_last_good_one_and_says_so(place, capsys):
-    """Before: Ctrl-C during `book` left a partial executed notebook in place of the last good
-    one, while the record still said the chapter ran "ok"."""
+    """A Ctrl-C inside a chapter keeps its last good executed notebook and results, and
+    the book's record says the chapter was interrupted while its published version is the
+    "ok" one."""
     argv, outputs = case("book", place)
     before = snapshot(outputs)
     (place["book"] / "book" / "01_demo.py").write_text(INTERRUPTING)
@@ -337,20 +342,22 @@ def test_two_book_runs_on_one_output_refuse_each_other(place, capsys):
 
 @pytest.mark.parametrize("param", ["profile_name=cpu", "device=cuda", "max_steps=5"])
 def test_parameters_cannot_file_a_run_under_a_profile(param, place, capsys):
-    """Before: `--param profile_name=cpu` ran the cpu chapters into results/smoke/, and
-    `--param max_steps=5` filed a 5-step run as the profile's."""
+    """A `--param` that would change which run a profile's results describe (its profile
+    name, device or steps) is refused in one line before anything is built, so
+    results/<profile>/ holds only that profile's own runs."""
     argv = ["book", "--profile", "smoke", "--no-build", "--param", param]
     assert main(argv) == 2
     assert "--param" in one_line(capsys)
     assert not (place["book"] / "_build").exists()
 
 
-# ------------------------------------------------------------------------------------------ rule 4
+# ------------------------------------------------- nothing deletes what it did not create
 @pytest.mark.parametrize("command", COMMANDS)
 def test_nothing_deletes_what_it_did_not_create(command, place, capsys):
-    """Before: `--overwrite` and chapter 04 deleted the old run; `train --resume --no-eval` left
-    the old averaged.pt and results.json beside newer snapshots; the site build deleted any
-    folder named html."""
+    """`--overwrite` sets the old run aside under replaced/; a resumed run left unscored
+    keeps no averaged.pt or results.json of older snapshots; the site build leaves a
+    reader's file in html/; `average` keeps the run's averaged.pt unless --output names a
+    file; and a stale averaged.pt is refused as not the run's model."""
     run, tmp = place["run"], place["tmp"]
     old = snapshot([run / "averaged.pt", run / "results.json", run / "last.pt"])
     if command == "train":
@@ -385,12 +392,12 @@ def test_nothing_deletes_what_it_did_not_create(command, place, capsys):
     assert "not the run's model" in one_line(capsys)
 
 
-# ------------------------------------------------------------------------------------------ rule 5
+# ---------------------------------------------- every user error is one line, before work
 @pytest.mark.parametrize("command", COMMANDS)
-def test_an_output_that_cannot_be_written_is_one_line_before_work(
-    command, place, capsys
-):
-    """Before: the book ran its first chapter, then failed to write its results folder."""
+def test_an_output_that_cannot_be_written_is_one_line_before_work(command, place, capsys):
+    """An output path that cannot be written (one under a plain file) is one line naming
+    it, before any training, decoding or chapter, and every existing output is left as it
+    was."""
     blocker = place["tmp"] / "a_file"
     blocker.write_text("x")
     argv, outputs = case(command, place)
@@ -431,7 +438,9 @@ def test_an_output_that_cannot_be_written_is_one_line_before_work(
 )
 @pytest.mark.parametrize("decode", ["greedy", "beam"])
 def test_the_decoding_functions_name_a_bad_source(world, decode, src, words):
-    """Before: an IndexError from the embedding, or a shape error from attention."""
+    """A source that is not a 2-D tensor of the vocabulary's ids is one ValueError line
+    saying what is wrong, never an IndexError from the embedding or a shape error from
+    attention."""
     model, _ = model_from_checkpoint(load_checkpoint(world["run"] / "averaged.pt"))
     with pytest.raises(ValueError, match=words) as caught:
         if decode == "greedy":
@@ -442,7 +451,8 @@ def test_the_decoding_functions_name_a_bad_source(world, decode, src, words):
 
 
 def test_a_string_where_sentences_are_expected_is_one_line(world):
-    """Before: translate(model, tok, "a man runs") translated it character by character."""
+    """A bare string is refused (it would be translated character by character), as is a
+    list holding anything but strings."""
     model, tokenizer = model_from_checkpoint(
         load_checkpoint(world["run"] / "averaged.pt")
     )

@@ -1,9 +1,10 @@
-"""Every folder has one owner (issue 50): an output inside a folder another command made is refused
+"""Every folder has one owner: an output inside a folder another command made is refused
 in one line that names the owner and where to write instead, before any work; the maker's own
 documented writes still go through.
 
-Each case below got through before (exit 0, a file of the run or of the book replaced). The runs
-are the tiny synthetic runs of test_misuse (seconds), trained once per module.
+Unrefused, each case below would exit 0 having replaced a file of the run or of the
+book. The runs are the tiny synthetic runs of test_misuse (seconds), trained once per
+module.
 """
 
 from __future__ import annotations
@@ -255,7 +256,9 @@ def test_publish_refuses_a_name_a_chapter_owns(name, chapter, place, capsys):
 
 @pytest.mark.parametrize("more", [[], ["--results-name", "training"]])
 def test_train_publish_refuses_a_name_a_chapter_owns(more, place, capsys):
-    """Before: `train --profile smoke --publish` replaced chapter 04's record after training."""
+    """`train --publish` under a name chapter 04 owns is refused in one line naming the
+    chapter and --results-name, before training, so the chapter's record is never
+    replaced."""
     argv = train_argv(place["tmp"] / "new_run", place["data"], "--publish", *more)
     line = refused(argv, capsys, place["book_results"])
     assert "04_training" in line and "another name (--results-name)" in line, line

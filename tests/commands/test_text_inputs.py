@@ -1,6 +1,6 @@
 """The commands read the text a user gives them as UTF-8 or stop in one line naming the file, the
 line, the byte and the fix (the traceback behind --debug), and no line of a test set is dropped, so
-line i of the sources, the references and the translations stay one pair (issue 51)."""
+line i of the sources, the references and the translations stay one pair."""
 
 from __future__ import annotations
 

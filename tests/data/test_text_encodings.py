@@ -1,5 +1,5 @@
 """Text files are read as UTF-8 or refused in one line that names the file, the line, the byte and
-the fix (issue 51); no line is dropped unless the caller asks, and then it is counted."""
+the fix; no line is dropped unless the caller asks, and then it is counted."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every name a file may have may also be written: the staging sibling of a staged write fits the
-file system's limit on one name (255 bytes) however long the destination's name is (issue 51)."""
+file system's limit on one name (255 bytes) however long the destination's name is."""
 
 from __future__ import annotations
 

@@ -166,8 +166,8 @@ def test_measuring_changes_nothing_of_the_run(monkeypatch, cache, tmp_path):
 def test_bf16_counts_as_native_only_where_onednn_may_use_the_instructions(
     monkeypatch, flags, capability, isa, native
 ):
-    # A CPU flag says what instructions exist, not what runs: an AVX2-only CPU imitated on an
-    # AVX512-BF16 one (issue 39's stand-in) must take fp32 unmeasured, as the real one does.
+    # A CPU flag says what instructions exist, not what runs: an AVX2-only CPU imitated on
+    # an AVX512-BF16 one must take fp32 unmeasured, as a real AVX2-only one does.
     from annotated_transformer.runtime import devices
 
     monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset(flags))

@@ -317,7 +317,8 @@ def test_every_epoch_trains_on_the_runs_device(tmp_path, monkeypatch):
 
 
 def test_the_test_score_refuses_a_file_that_is_not_a_test_record(tiny_run, tmp_path):
-    """Before: the curves export was taken as the results file and test scores were added to it."""
+    """A file that is not a test-results record (here the curves export) is refused as the
+    results file, left unchanged, and nothing is written beside it."""
     curves = tmp_path / "curves.json"
     extended.export(extended.open_run(tiny_run, 1, 6), [1.0, 0.5], curves)
     before = curves.read_text()
@@ -328,9 +329,9 @@ def test_the_test_score_refuses_a_file_that_is_not_a_test_record(tiny_run, tmp_p
 
 
 def test_a_share_is_stopped_only_by_the_rule_it_stopped_under(tmp_path):
-    """Before: a later call with another --min-epochs rewrote the folder's rule, and a share still
-    training under its own rule was scored on test. Now each training call records the shares it
-    finds stopped, with its rule and their epochs; a share trained since is not stopped."""
+    """Each training call records the shares it finds stopped, with its own rule and their
+    epochs; a later call with another --min-epochs leaves that record, and a share trained
+    since it was recorded is not stopped (so it is not scored on test)."""
     recipe = _recipe(epochs=6)
     run = extended.ParserCurveRun(recipe, tmp_path, min_epochs=50, max_epochs=300)
     share = tmp_path / extended.share_name(1.0)
@@ -357,8 +358,8 @@ def test_a_share_is_stopped_only_by_the_rule_it_stopped_under(tmp_path):
 
 
 def test_a_folder_holds_the_test_trees_of_one_results_file(tiny_run, tmp_path):
-    """Before: a second results file scored into the same folder rewrote the first one's tree
-    files, which its record still names. Now the second is refused before any work."""
+    """A second results file scored into a folder whose tree files the first one's record
+    names is refused before any work, and those tree files stay byte for byte."""
     first = tmp_path / "scores" / "test.json"
     _score(tiny_run, first, [], shares=(1.0,))
     trees = sorted(p.name for p in first.parent.glob("parsing_test_*.txt"))

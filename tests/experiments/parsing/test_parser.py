@@ -185,7 +185,8 @@ def test_delinearize_repairs_what_is_no_tree(line, repaired, repairs):
 
 
 def test_delinearize_keeps_the_words_in_order_after_a_bare_slot():
-    # Issue 25: the unplaced word used to join the phrase before the last slot (leaves a, c, b).
+    # The word with no slot left joins at the end, not inside the phrase before the last
+    # slot (which would give the leaves a, c, b).
     result = parsing.delinearize("(S XX )S XX", ["a", "b", "c"])
     assert result.tree.leaves() == ["a", "b", "c"] and not result.valid
 
@@ -319,7 +320,7 @@ def test_the_target_vocabulary_round_trips_every_tree_of_the_sample(sample_trees
             back = parsing.delinearize(" ".join(vocab.decode(ids)), tree.leaves())
             assert back.valid
             assert back.tree == (tree if tags else parsing.with_slot_tags(tree))
-    # From the training trees alone: about 57 symbols (the issue's count), one symbol a bracket.
+    # From the training trees alone: about 57 symbols, one symbol a bracket.
     train_vocab = parsing.tree_vocabulary(splits["train"])
     assert 40 <= len(train_vocab) <= 80 and train_vocab.symbols[4] == parsing.WORD_SLOT
     unseen = [
