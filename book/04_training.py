@@ -52,8 +52,9 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas, altair) and the package's pieces of
-# section 5. The functions that draw its tables and write its sentences live in
-# `experiments/training_studies/write_up.py`, the post-norm experiment in `experiments/training_studies/warmup.py`.
+# section 5. Its tables live in `experiments/training_studies/write_up.py`, the sentences
+# whose words depend on a number in `sentences.py` beside it, the post-norm experiment in
+# `warmup.py`.
 
 # %%
 import collections
@@ -82,7 +83,7 @@ from annotated_transformer.data import (
     train_tokenizer,
 )
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments.training_studies import warmup
+from annotated_transformer.experiments.training_studies import record, sentences, warmup
 from annotated_transformer.experiments.training_studies import write_up as report
 from annotated_transformer.experiments.training_studies.copy_task import (
     accuracy_by_length,
@@ -122,7 +123,7 @@ torch_device = resolve_device(device)
 chapter_start = time.perf_counter()
 sizes = profile.chapter_sizes("04")
 learns = profile_name != "smoke"
-display(Markdown(report.describe_plan(profile, torch_device)))
+display(Markdown(sentences.describe_plan(profile, torch_device)))
 viz.show_table(viz.sizes_table("04", profile_name))
 
 # %% [markdown]
@@ -142,10 +143,10 @@ viz.show_table(viz.sizes_table("04", profile_name))
 
 
 # %%
-def learn_bpe(sentences: list[str], merges: int) -> list[str]:
+def learn_bpe(texts: list[str], merges: int) -> list[str]:
     """The first `merges` pieces that byte-pair encoding adds to the characters, in order."""
     words = collections.Counter(
-        tuple("▁" + word) for sentence in sentences for word in sentence.split()
+        tuple("▁" + word) for sentence in texts for word in sentence.split()
     )
     learned = []
     for _ in range(merges):
@@ -218,7 +219,7 @@ assert tokenizer.vocab_size == profile.vocab_size
 assert (bpe["pieces per word"] >= 1).all()  # a word is one piece or several, never less
 assert (bpe[bpe.split == "train"]["unknown pieces"] == 0).all()
 viz.show_table(bpe, **report.BPE_FORMATS)
-display(Markdown(report.describe_bpe(bpe.to_dict("records"), tokenizer.vocab_size)))
+display(Markdown(sentences.describe_bpe(bpe.to_dict("records"), tokenizer.vocab_size)))
 
 # %% [markdown]
 # A few test sentences as the model sees them (each piece between spaces; `▁` starts a word).
@@ -307,7 +308,7 @@ assert (
 )  # sorting pays
 assert spread.iloc[2] < spread.iloc[1]  # ... and a token budget evens out sorted batches
 viz.show_table(batching, **report.BATCHING_FORMATS)
-display(Markdown(report.describe_padding(padding.to_dict())))
+display(Markdown(sentences.describe_padding(padding.to_dict())))
 
 # %% [markdown]
 # Among sorted batches, a fixed number of sentences makes batches of short sentences small and
@@ -602,7 +603,7 @@ viz.show(
     viz.line_chart(copy_history, "step", "loss", points=True, title=title, height=200,
                    y_title="label-smoothed loss per token")
 )  # fmt: skip
-display(Markdown(report.describe_copy(copy_run)))
+display(Markdown(sentences.describe_copy(copy_run)))
 viz.show_source(train_copy_task)
 
 # %% [markdown]
@@ -704,7 +705,7 @@ viz.show(viz.legend_below(
 # %%
 viz.show_table(report.run_table(summary, start_record, torch_device, profile.name))
 print("sacreBLEU signature:", summary["test"]["sacrebleu_signature"])
-display(Markdown(report.describe_perplexities(summary, valid_log, profile.eval_every)))
+display(Markdown(sentences.describe_perplexities(summary, valid_log, profile.eval_every)))
 
 # %% [markdown]
 # The paper's base model took about 0.4 s per step on eight P100 GPUs (section 5.2), with about
@@ -716,18 +717,11 @@ throughput = report.throughput_table(summary, torch_device, profile.name)
 viz.show_table(throughput, **report.THROUGHPUT_FORMATS)
 
 # %% [markdown]
-# The run wrote its results file with its provenance; read back, it holds the numbers above:
+# The run published its translation results with their provenance; read back, they hold the
+# scores above (`record.published_translation` checks it):
 
 # %%
-results_file = pathlib.Path(summary["results_path"])
-record = results.read_result(results_file.stem, profile.results_folder)
-test_scores = summary["test"]
-assert record is not None and record["metrics"]["sacrebleu"] == test_scores["sacrebleu"]
-assert record["metrics"]["bleu_tokenized"] == test_scores["bleu_tokenized"]
-assert record["metrics"]["steps"] == summary["steps"]
-print(
-    f"{results_file.parent.name}/{results_file.name}: {results.describe_provenance(record)}"
-)
+print(record.published_translation(summary, profile.results_folder))
 
 # %% [markdown]
 # ### Stopping and resuming exactly
@@ -849,7 +843,7 @@ viz.show(
     ).properties(width=260, height=220, title="Gradient per layer before the first update")
 )  # fmt: skip
 ratios = {f"{n}, {s}": v for (n, s), v in top.items()}
-display(Markdown(report.describe_gradients(ratios)))
+display(Markdown(sentences.describe_gradients(ratios)))
 
 # %% [markdown]
 # In the post-norm model the gradient grows from the bottom layer to the top one; in the pre-norm
@@ -894,7 +888,7 @@ viz.show_table(final, **{column: "{:.3f}" for column in final.columns[1:]})
 
 # %%
 warm_nll, warm_se = nll.to_dict(), final.set_index("run")["standard error"].to_dict()
-display(Markdown(report.describe_warmup(warm_nll, warm_se)))
+display(Markdown(sentences.describe_warmup(warm_nll, warm_se)))
 
 # %% [markdown]
 # ### Do sinusoidal positions extrapolate to longer sequences? (section 3.5)
@@ -957,34 +951,20 @@ viz.show_table(shown, sinusoidal="{:.0%}", learned="{:.0%}")
 
 # %%
 rows = extrapolation.to_dict("records")
-display(Markdown(report.describe_extrapolation(rows, L, sizes.eval_per_length)))
+display(Markdown(sentences.describe_extrapolation(rows, L, sizes.eval_per_length)))
 
-# %% [markdown]
-# ## What this chapter wrote
-#
-# `pipeline.run` wrote the translation results above to `results/<profile>/translation_<corpus>_...json`.
-# The chapter's own measurements go to `results/<profile>/training.json`, whose `step_time_s` the
-# introduction's reproduction summary sets beside the paper's 0.4 s.
-
-# %%
-warm = (final, top)
-metrics = report.chapter_metrics(
-    profile, summary, bpe, batching, copy_run, warm, extrapolation, sizes
-)
-path = results.write_result(
-    "training", metrics, profile=profile.results_folder, device=torch_device,
-    config={"model": profile.model_config().to_dict(), "profile": profile.to_dict()},
-    wall_time_s=round(time.perf_counter() - chapter_start, 1),
+# %% tags=["remove-cell"]
+written = record.write(
+    record.build(profile, summary, bpe, batching, copy_run, (final, top), extrapolation,
+                 sizes, resume_identical=largest == 0.0),
+    profile, torch_device, time.perf_counter() - chapter_start,
 )  # fmt: skip
-written = results.read_result("training", profile.results_folder)
-assert written["metrics"]["step_time_s"] == metrics["step_time_s"]
-print(f"wrote {path.parent.name}/{path.name} under the results folder")
 
 # %% [markdown]
 # ## What this run shows
 #
-# One sentence per finding, read back from the results file just written, so that this list, the
+# One sentence per finding, read back from the chapter's results record, so that this list, the
 # README and the introduction's summary say the same thing:
 
 # %%
-display(Markdown(report.what_this_run_shows(written)))
+display(Markdown(sentences.closing(record.read(profile.results_folder))))
