@@ -15,6 +15,7 @@ Typical use (English -> German Multi30k, as the `cpu` profile trains)::
 
 from .batching import (
     EncodedPairs,
+    LengthBuckets,
     TokenBatcher,
     collate_pairs,
     collate_sources,
@@ -48,6 +49,7 @@ __all__ = [
     "CorpusInfo",
     "DataNotFoundError",
     "EncodedPairs",
+    "LengthBuckets",
     "ParallelCorpus",
     "SPECIAL_IDS",
     "TokenBatcher",

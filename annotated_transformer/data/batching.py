@@ -67,6 +67,62 @@ def pack_by_tokens(
     return batches
 
 
+class LengthBuckets:
+    """A few padded widths that every batch's source and target tensors are padded up to (issue 54).
+
+    A compiled step (torch.compile, CUDA graphs) is specialised to its tensors' shapes; batches packed
+    by tokens have a new (rows, source width, target width) almost every step. With buckets, each side's
+    width is padded to the smallest bucket size that holds it, and the rows to what the token budget
+    allows at those widths (`TokenBatcher.padded_shape`), so an epoch has at most len(sizes) ** 2 shapes.
+    Padding is masked (source keys) or ignored (target labels), so a batch's loss is the unpadded one
+    to float rounding. `sizes` are tensor widths, bos/eos included, in increasing order.
+    """
+
+    def __init__(self, sizes: Sequence[int]):
+        sizes = [int(s) for s in sizes]
+        if not sizes or any(s < 1 for s in sizes) or sorted(set(sizes)) != sizes:
+            raise ValueError(
+                f"bucket sizes must be increasing positive widths, got {sizes}"
+            )
+        self.sizes: tuple[int, ...] = tuple(sizes)
+
+    @classmethod
+    def doubling(
+        cls, largest: int, smallest: int = 8, per_doubling: int = 2
+    ) -> "LengthBuckets":
+        """Sizes from `smallest` up in `per_doubling` even steps per doubling (2: 8, 12, 16, 24, 32, ...),
+        each a multiple of 4, and `largest` last: padding wastes under 1 / per_doubling of a width."""
+        if largest < 1 or smallest < 1 or per_doubling < 1:
+            raise ValueError("largest, smallest and per_doubling must be >= 1")
+        sizes, low = set(), smallest
+        while low < largest:
+            for i in range(per_doubling):
+                size = low + low * i // per_doubling
+                sizes.add(-(-size // 4) * 4)
+            low *= 2
+        return cls(sorted(s for s in sizes if s < largest) + [largest])
+
+    @property
+    def largest(self) -> int:
+        return self.sizes[-1]
+
+    def widths(self, widths: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Each width's bucket; a width past the largest size stays as it is (the batcher leaves
+        such pairs out)."""
+        widths = np.asarray(widths, dtype=np.int64)
+        sizes = np.asarray(self.sizes, dtype=np.int64)
+        index = np.searchsorted(sizes, widths, side="left")
+        return np.where(
+            index < len(sizes), sizes[np.minimum(index, len(sizes) - 1)], widths
+        )
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __repr__(self) -> str:
+        return f"LengthBuckets({list(self.sizes)})"
+
+
 class TokenBatcher:
     """The batches of each epoch: lists of pair indices whose padded size fits `max_tokens` on both sides.
 
@@ -76,6 +132,11 @@ class TokenBatcher:
     keeps padding low; then the batch order is shuffled. Every pair is in exactly one batch per epoch, and
     the batches are a function of (lengths, max_tokens, seed, epoch) alone, so a resumed run sees exactly
     the batches it would have seen.
+
+    With `buckets` (a `LengthBuckets`; default None, batches exactly as without the option) each pair
+    costs its bucketed widths in the packing, a pair past the largest bucket counts as too long, and
+    `padded_shape(batch)` gives the (rows, source width, target width) to collate a batch to: rows
+    max_tokens // the wider bucket, so the shape is a function of the two buckets alone.
 
     Pairs that do not fit the budget even alone raise ValueError by default; with skip_too_long=True they
     are left out of every epoch instead and listed in `.too_long` (and logged once).
@@ -97,6 +158,7 @@ class TokenBatcher:
         batches_per_step: int = 1,
         max_pairs: int | None = None,
         skip_too_long: bool = False,
+        buckets: LengthBuckets | None = None,
     ):
         if len(src_lengths) != len(tgt_lengths):
             raise ValueError(
@@ -115,15 +177,25 @@ class TokenBatcher:
         self.seed = int(seed)
         self.batches_per_step = batches_per_step
         self.max_pairs = max_pairs
+        self.buckets = buckets
         self._cached: tuple[int, list[list[int]]] | None = None
+        # What a pair costs in a batch: its widths, or with buckets the bucketed widths.
+        self._src_cost, self._tgt_cost = self.src_widths, self.tgt_widths
+        unbucketable = np.zeros(len(self.src_widths), dtype=bool)
+        if buckets is not None:
+            self._src_cost = buckets.widths(self.src_widths)
+            self._tgt_cost = buckets.widths(self.tgt_widths)
+            unbucketable = (self.src_widths > buckets.largest) | (
+                self.tgt_widths > buckets.largest
+            )
 
         too_long = np.flatnonzero(
-            (self.src_widths > max_tokens) | (self.tgt_widths > max_tokens)
+            (self._src_cost > max_tokens) | (self._tgt_cost > max_tokens) | unbucketable
         )
         self.too_long: list[int] = too_long.tolist()
         if self.too_long:
             worst = int(
-                max(self.src_widths[too_long].max(), self.tgt_widths[too_long].max())
+                max(self._src_cost[too_long].max(), self._tgt_cost[too_long].max())
             )
             if not skip_too_long:
                 raise ValueError(
@@ -157,13 +229,26 @@ class TokenBatcher:
         # Stable sort by target then source width: equal lengths keep their (random) order.
         order = order[np.lexsort((self.src_widths[order], self.tgt_widths[order]))]
         batches = pack_by_tokens(
-            order, (self.src_widths, self.tgt_widths), self.max_tokens, self.max_pairs
+            order, (self._src_cost, self._tgt_cost), self.max_tokens, self.max_pairs
         )
         batches = self._split_to_multiple(batches, self.batches_per_step)
         if self.shuffle:
             batches = [batches[i] for i in rng.permutation(len(batches))]
         self._cached = (epoch, batches)
         return batches
+
+    def padded_shape(self, batch: Sequence[int]) -> tuple[int, int, int] | None:
+        """(rows, source width, target width) to collate `batch` to (`collate_pairs(pad_to=...)`),
+        or None without buckets (each side padded to its longest pair, as always)."""
+        if self.buckets is None:
+            return None
+        index = np.asarray(batch, dtype=np.int64)
+        src = int(self._src_cost[index].max())
+        tgt = int(self._tgt_cost[index].max())
+        rows = self.max_tokens // max(src, tgt)
+        if self.max_pairs is not None:
+            rows = min(rows, self.max_pairs)
+        return max(rows, len(index)), src, tgt
 
     def steps_per_epoch(self, epoch: int) -> int:
         return len(self.epoch_batches(epoch)) // self.batches_per_step
@@ -204,14 +289,31 @@ def padding_fraction(batches: Sequence[Sequence[int]], *lengths: Sequence[int]) 
     return 0.0 if padded == 0 else 1.0 - real / padded
 
 
+def _padded(rows: int, width: int, pad_to: tuple[int, int] | None, side: str):
+    """The (rows, width) of a collated side, or `pad_to` when given (never smaller)."""
+    if pad_to is None:
+        return rows, width
+    if pad_to[0] < rows or pad_to[1] < width:
+        raise ValueError(
+            f"cannot pad a {side} batch of {rows} rows x {width} to {pad_to[0]} x {pad_to[1]}"
+        )
+    return int(pad_to[0]), int(pad_to[1])
+
+
 def collate_sources(
-    sources: Sequence[Sequence[int]], pad_id: int = 0, eos_id: int = 2
+    sources: Sequence[Sequence[int]],
+    pad_id: int = 0,
+    eos_id: int = 2,
+    *,
+    pad_to: tuple[int, int] | None = None,
 ) -> torch.Tensor:
-    """A (batch, width) LongTensor of source ids + eos, padded with pad_id: what the encoder reads."""
+    """A (batch, width) LongTensor of source ids + eos, padded with pad_id: what the encoder reads.
+    `pad_to` (rows, width) pads further, with rows of padding only (a bucketed batch)."""
     if len(sources) == 0:
         raise ValueError("cannot collate an empty batch")
+    width = max(len(ids) for ids in sources) + SRC_SPECIALS
     src = np.full(
-        (len(sources), max(len(ids) for ids in sources) + SRC_SPECIALS),
+        _padded(len(sources), width, pad_to, "source"),
         pad_id,
         dtype=np.int64,
     )
@@ -226,19 +328,35 @@ def collate_pairs(
     pad_id: int = 0,
     bos_id: int = 1,
     eos_id: int = 2,
+    *,
+    pad_to: tuple[int, int, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(src, tgt) LongTensors from encoded pairs: src = tokens + eos, tgt = bos + tokens + eos, padded with
-    pad_id. The decoder reads tgt[:, :-1] and learns to predict tgt[:, 1:] (teacher forcing)."""
+    pad_id. The decoder reads tgt[:, :-1] and learns to predict tgt[:, 1:] (teacher forcing).
+
+    `pad_to` = (rows, source width, target width), as `TokenBatcher.padded_shape` gives with buckets,
+    pads both further: rows past the pairs are padding only (their bos too, so nothing is scored)."""
     if len(pairs) == 0:
         raise ValueError("cannot collate an empty batch")
-    src = collate_sources([src_ids for src_ids, _ in pairs], pad_id, eos_id)
+    rows = None if pad_to is None else pad_to[0]
+    src = collate_sources(
+        [src_ids for src_ids, _ in pairs],
+        pad_id,
+        eos_id,
+        pad_to=None if pad_to is None else (pad_to[0], pad_to[1]),
+    )
     # Filled in numpy and handed over without a copy: per-row torch indexing costs ~10x more.
     tgt = np.full(
-        (len(pairs), max(len(ids) for _, ids in pairs) + TGT_SPECIALS),
+        _padded(
+            len(pairs),
+            max(len(ids) for _, ids in pairs) + TGT_SPECIALS,
+            None if pad_to is None else (rows, pad_to[2]),
+            "target",
+        ),
         pad_id,
         dtype=np.int64,
     )
-    tgt[:, 0] = bos_id
+    tgt[: len(pairs), 0] = bos_id
     for row, (_, tgt_ids) in enumerate(pairs):
         tgt[row, 1 : len(tgt_ids) + 1] = tgt_ids
         tgt[row, len(tgt_ids) + 1] = eos_id

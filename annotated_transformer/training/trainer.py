@@ -227,7 +227,9 @@ class Trainer:
         """The pairs `indices` as padded source and target ids on the device."""
         c = self.config
         pairs = [self.train_data[j] for j in indices]
-        src, tgt = collate_pairs(pairs, c.pad_id, c.bos_id, c.eos_id)
+        # A batcher with length buckets pads each batch to one of a few shapes (None: to its longest).
+        pad_to = self.batcher.padded_shape(indices)
+        src, tgt = collate_pairs(pairs, c.pad_id, c.bos_id, c.eos_id, pad_to=pad_to)
         if self.device.type != "cuda":
             return src.to(self.device), tgt.to(self.device)
         # From pinned host memory the copy to the GPU runs while the GPU is still busy.
