@@ -56,13 +56,13 @@ from torch.utils.flop_counter import FlopCounterMode
 from annotated_transformer import Transformer, attention_maps, preset
 from annotated_transformer.book import viz
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.evaluation import results
+from annotated_transformer.experiments.scaled_attention import record, sentences
 from annotated_transformer.model.attention import (
     MultiHeadAttention,
     explicit_attention,
     fused_attention,
 )
-from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.runtime.devices import device_name, resolve_device
 
 # %% tags=["parameters"]
 profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below
@@ -291,16 +291,10 @@ viz.show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
 # above 0.9) and that its gradient is at least an order of magnitude smaller than with the scale:
 
 # %%
-wide = saturation.pivot(
-    index="d_k", columns="scores", values=["largest_weight", "gradient_norm"]
-)
-widest = max(sizes.d_ks)
-grad_ratio = (
-    wide.loc[widest, ("gradient_norm", "scaled")]
-    / wide.loc[widest, ("gradient_norm", "unscaled")]
-)
-assert wide.loc[widest, ("largest_weight", "unscaled")] > 0.9
-assert grad_ratio > 10
+by_d_k = record.saturation_by_d_k(saturation)
+widest = by_d_k[max(sizes.d_ks)]
+assert widest["largest_weight_unscaled"] > 0.9
+assert widest["gradient_norm_scaled"] / widest["gradient_norm_unscaled"] > 10
 
 # %% [markdown]
 # Both measurements against the width, on a log scale of $d_k$:
@@ -309,27 +303,7 @@ assert grad_ratio > 10
 viz.show(viz.softmax_saturation_chart(saturation))
 
 # %%
-smallest = min(sizes.d_ks)
-small_ratio = (
-    wide.loc[smallest, ("gradient_norm", "scaled")]
-    / wide.loc[smallest, ("gradient_norm", "unscaled")]
-)
-display(
-    Markdown(
-        f"With the scale, the largest weight stays near "
-        f"{wide.loc[widest, ('largest_weight', 'scaled')]:.2f} at every width, and the "
-        f"gradient keeps "
-        f"its size. Without it, at d_k = {widest} the softmax gives on average "
-        f"{wide.loc[widest, ('largest_weight', 'unscaled')]:.1%} of its weight to a "
-        f"single key out of "
-        f"{sizes.n_keys}, and the gradient reaching the scores of a typical row is "
-        f"{grad_ratio:,.0f} "
-        f"times smaller than with the scale (at d_k = {smallest} that ratio is "
-        f"{small_ratio:.1f})."
-        " The paper's heads have d_k = 64; its single-head variant in Table 3 has d_k = "
-        "512."
-    )
-)
+display(Markdown(sentences.describe_saturation(by_d_k, sizes.n_keys)))
 
 # %% [markdown]
 # ### Additive attention, the alternative
@@ -790,13 +764,16 @@ for a, b in zip((q_fused, k_fused, v_fused), three):
     torch.testing.assert_close(a, b(x), atol=1e-6, rtol=1e-5)
 
 # %% [markdown]
-# Does one product save time? The timings of this chapter run on its device and report the
-# median of `repeats` runs after one warm-up call, waiting for the GPU to finish each run:
+# Does one product save time? The timings of this chapter run on its device: one warm-up call,
+# then `repeats` timed runs, each waited for until the GPU has finished. The tables report the
+# median run and the fastest and slowest: that spread is the timing noise a difference must
+# exceed before the chapter calls one alternative faster.
 
 
 # %%
 @torch.no_grad()
-def median_time(fn, repeats: int) -> float:
+def run_times(fn, repeats: int) -> list[float]:
+    """Milliseconds of each of `repeats` runs of fn, after one warm-up call."""
     fn()  # warm-up
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -806,8 +783,8 @@ def median_time(fn, repeats: int) -> float:
         fn()
         if device.type == "cuda":
             torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+        times.append(1e3 * (time.perf_counter() - start))
+    return times
 
 
 # %% [markdown]
@@ -819,23 +796,28 @@ d = 512
 three_dev = nn.ModuleList(nn.Linear(d, d) for _ in range(3)).to(device)
 fused_dev = nn.Linear(d, 3 * d).to(device)
 x = torch.randn(sizes.time_batch, sizes.time_len, d, device=device)
-projection_times = pd.DataFrame(
-    [
-        dict(
-            projection="three nn.Linear(512, 512)",
-            ms=1e3 * median_time(lambda: [m(x) for m in three_dev], sizes.repeats),
-        ),
-        dict(
-            projection="one nn.Linear(512, 1536), split",
-            ms=1e3 * median_time(lambda: fused_dev(x).split(d, -1), sizes.repeats),
-        ),
-    ]
-)
+projection_runs = {
+    record.THREE_PROJECTIONS: run_times(lambda: [m(x) for m in three_dev], sizes.repeats),
+    record.ONE_PROJECTION: run_times(lambda: fused_dev(x).split(d, -1), sizes.repeats),
+}
 print(
-    f"input {tuple(x.shape)} on {device}; median of {sizes.repeats} runs "
+    f"input {tuple(x.shape)} on {device}; {sizes.repeats} runs each "
     "(not asserted: timings vary with the machine)"
 )
-viz.show_table(projection_times, ms="{:.3f}")
+viz.show_table(
+    record.timing_table(projection_runs, "projection"),
+    ms="{:.3f}",
+    fastest_ms="{:.3f}",
+    slowest_ms="{:.3f}",
+)
+
+# %% [markdown]
+# The answer, from the medians and the spread of the runs:
+
+# %%
+display(
+    Markdown(sentences.describe_projections(projection_runs, where=device_name(device)))
+)
 
 # %% [markdown]
 # ## 1.7 The package's two paths: fused and explicit
@@ -886,73 +868,43 @@ def run_explicit():
     mha.record = None
 
 
-path_times = pd.DataFrame(
-    [
-        dict(
-            path="fused (F.scaled_dot_product_attention)",
-            ms=1e3 * median_time(lambda: mha(x, mask=mask), sizes.repeats),
-            weights_kept_MB=0.0,
-        ),
-        dict(
-            path="explicit (records the weights)",
-            ms=1e3 * median_time(run_explicit, sizes.repeats),
-            weights_kept_MB=recorded.numel() * recorded.element_size() / 2**20,
-        ),
-    ]
+path_runs = {
+    record.FUSED_PATH: run_times(lambda: mha(x, mask=mask), sizes.repeats),
+    record.EXPLICIT_PATH: run_times(run_explicit, sizes.repeats),
+}
+weights_mb = recorded.numel() * recorded.element_size() / 2**20
+viz.show_table(
+    record.timing_table(path_runs, "path").assign(weights_kept_MB=[0.0, weights_mb]),
+    ms="{:.2f}",
+    fastest_ms="{:.2f}",
+    slowest_ms="{:.2f}",
+    weights_kept_MB="{:.1f}",
 )
-viz.show_table(path_times, ms="{:.2f}", weights_kept_MB="{:.1f}")
 
 # %%
 display(
     Markdown(
         f"Both paths agree to within {(fused_out - explicit_out).abs().max().item():.1e} "
-        f"on a batch of "
-        f"{sizes.time_batch} sequences of {sizes.time_len} positions ({device}). The "
-        f"explicit path keeps "
-        f"{path_times.weights_kept_MB[1]:.1f} MB of weights for this one layer; they "
-        f"grow with the "
-        "square of the length, which is why training never records them."
+        f"on a batch of {sizes.time_batch} sequences of {sizes.time_len} positions "
+        f"({device}). {sentences.describe_paths(path_runs, weights_mb)}"
     )
 )
 
+# %% tags=["remove-cell"]
+written = record.write(
+    record.build(
+        sizes=sizes, variance=variance, saturation=saturation, additive=additive,
+        head_costs=head_costs, projection_runs=projection_runs, path_runs=path_runs,
+        explicit_weights_mb=weights_mb,
+    ),
+    profile_name, device, time.perf_counter() - chapter_start,
+)  # fmt: skip
+
 # %% [markdown]
-# ## What this chapter wrote
+# ## What this run shows
 #
-# The measurements above go to `results/<profile>/attention.json`, with the run's provenance, so
-# that other pages can cite them without retyping numbers.
+# The chapter's measurements, read back from its results record, with section 1.6's question
+# answered:
 
-# %% tags=["remove-cell"]
-saturation_metrics = {
-    int(d): {
-        f"{quantity}_{scores}": wide.loc[d, (quantity, scores)]
-        for quantity in ("largest_weight", "gradient_norm")
-        for scores in ("unscaled", "scaled")
-    }
-    for d in wide.index
-}
-metrics = {
-    "dot_product_variance": {
-        int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled}
-        for r in variance.itertuples()
-    },
-    "softmax_saturation": saturation_metrics,
-    "gradient_ratio_at_widest_d_k": {
-        "d_k": int(widest),
-        "scaled_over_unscaled": float(grad_ratio),
-    },
-    "multi_head_cost": head_costs.to_dict(orient="records"),
-    "projection_ms": projection_times.set_index("projection").ms.to_dict(),
-    "attention_path_ms": path_times.set_index("path").ms.to_dict(),
-    "sizes": sizes,
-    "dataset": "random tensors",
-}
-
-# %% tags=["remove-cell"]
-path = results.write_result(
-    "attention",
-    metrics,
-    profile=profile_name,
-    device=device,
-    wall_time_s=round(time.perf_counter() - chapter_start, 2),
-)
-print(f"wrote {path.parent.name}/{path.name} under the results folder")
+# %%
+display(Markdown(sentences.closing(record.read(profile_name))))

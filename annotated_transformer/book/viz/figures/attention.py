@@ -87,7 +87,7 @@ def softmax_saturation_chart(
     """
     panel = dict(log_x=True, points=True, width=270, height=240)
     return side_by_side(
-        tighten(
+        _tick_every_value(
             line_chart(
                 saturation,
                 x,
@@ -96,9 +96,10 @@ def softmax_saturation_chart(
                 title="Largest softmax weight",
                 y_title="mean largest weight",
                 **panel,
-            )
+            ),
+            x,
         ),
-        tighten(
+        _tick_every_value(
             line_chart(
                 saturation,
                 x,
@@ -108,9 +109,27 @@ def softmax_saturation_chart(
                 title="Gradient reaching the scores",
                 y_title="median gradient norm",
                 **panel,
-            )
+            ),
+            x,
         ),
     )
+
+
+def _tick_every_value(chart: alt.Chart, x: str) -> alt.Chart:
+    """`tighten`, with a labelled tick at every swept value of `x`, however many: none is
+    dropped for crowding (Vega-Lite hides a log axis's labels that would overlap, which lost
+    the widest d_k of a narrow panel); labels are written without a thousands separator, and
+    turned when the values are many."""
+    chart = tighten(chart)
+    values = sorted(float(v) for v in chart.data[x].unique())
+    chart.encoding["x"]["axis"] = alt.Axis(
+        values=values,
+        format="d",
+        labelOverlap=False,
+        labelAngle=0,
+        labelFlush=False,
+    )
+    return chart
 
 
 def relative_cost_chart(

@@ -1,0 +1,158 @@
+"""Chapter 01's results record, `results/<profile>/attention.json`.
+
+What its "metrics" hold, built by `build` from what the chapter measured:
+
+* `dot_product_variance`: per d_k, the sample variance of q·k (`unscaled`) and of q·k/√d_k
+  (`scaled`) for standard normal q and k, over the profile's `samples` draws;
+* `softmax_saturation`: per d_k, the mean largest softmax weight and the median gradient norm
+  reaching the scores, with and without the scale (`largest_weight_unscaled`, ...);
+* `gradient_ratio_at_widest_d_k`: the scaled over the unscaled gradient norm at the widest d_k;
+* `additive_attention`: per d_k of the additive comparison, the mean time of additive and of
+  dot-product scores (`additive_ms`, `dot_product_ms`, over the profile's `repeats` calls) and
+  the mean largest weight of each kind of score's softmax;
+* `multi_head_cost`: per number of heads at d_model = 512 and n = 64, the parameters, the
+  matrix-product FLOPs and the softmax's score entries;
+* `projection_ms`, `attention_path_ms`: the median time of each projection (three against one
+  fused, `THREE_PROJECTIONS` and `ONE_PROJECTION`) and of each code path (`FUSED_PATH`,
+  `EXPLICIT_PATH`); `projection_runs_ms`, `attention_path_runs_ms`: every timed run behind those
+  medians, whose spread is the timing noise the closing weighs a difference against;
+* `explicit_weights_kept_mb`: the memory of the weights the explicit path keeps for one layer;
+* `sizes`, `dataset`: what was measured (random tensors).
+
+`write` writes it through `results.write_result` and `read` reads it back;
+`sentences.closing` turns the record read back into the chapter's closing section.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from ...evaluation import results
+
+RESULTS_NAME = "attention"
+DATASET = "random tensors"
+
+# The timed alternatives, as the chapter's tables and the record name them.
+THREE_PROJECTIONS = "three nn.Linear(512, 512)"
+ONE_PROJECTION = "one nn.Linear(512, 1536), split"
+FUSED_PATH = "fused (F.scaled_dot_product_attention)"
+EXPLICIT_PATH = "explicit (records the weights)"
+
+# The additive comparison's columns, as the chapter's table names them, and the record's names.
+ADDITIVE_COLUMNS = {
+    "d_k": "d_k",
+    "additive (ms)": "additive_ms",
+    "dot product (ms)": "dot_product_ms",
+    "largest weight, additive": "largest_weight_additive",
+    "largest weight, unscaled dot product": "largest_weight_unscaled_dot_product",
+}
+
+
+def median(times: Sequence[float]) -> float:
+    """The chapter's median of timed runs: the middle one (the upper of the two middle ones
+    for an even count)."""
+    return sorted(times)[len(times) // 2]
+
+
+def timing_table(runs: Mapping[str, Sequence[float]], label: str) -> pd.DataFrame:
+    """One row per timed alternative of `runs` ({name: milliseconds of each run}): `label`
+    (the name), `ms` (the median), `fastest_ms` and `slowest_ms` (the spread of the runs)."""
+    return pd.DataFrame(
+        [
+            {label: name, "ms": median(t), "fastest_ms": min(t), "slowest_ms": max(t)}
+            for name, t in runs.items()
+        ]
+    )
+
+
+def saturation_by_d_k(saturation: pd.DataFrame) -> dict:
+    """{d_k: {"largest_weight_unscaled", "largest_weight_scaled", "gradient_norm_unscaled",
+    "gradient_norm_scaled"}} from the chapter's long table (columns d_k, scores,
+    largest_weight, gradient_norm): the record's `softmax_saturation`, which the page's
+    sentence reads too."""
+    wide = saturation.pivot(
+        index="d_k", columns="scores", values=["largest_weight", "gradient_norm"]
+    )
+    return {
+        int(d): {
+            f"{quantity}_{scores}": wide.loc[d, (quantity, scores)]
+            for quantity in ("largest_weight", "gradient_norm")
+            for scores in ("unscaled", "scaled")
+        }
+        for d in wide.index
+    }
+
+
+def build(
+    *,
+    sizes: Any,
+    variance: pd.DataFrame,
+    saturation: pd.DataFrame,
+    additive: pd.DataFrame,
+    head_costs: pd.DataFrame,
+    projection_runs: Mapping[str, Sequence[float]],
+    path_runs: Mapping[str, Sequence[float]],
+    explicit_weights_mb: float,
+) -> dict:
+    """The record's metrics from the chapter's computed objects: `variance` (d_k, unscaled,
+    scaled), `saturation` (d_k, scores, largest_weight, gradient_norm), `additive` (the
+    additive table, `ADDITIVE_COLUMNS`), `head_costs` (one row per number of heads), the
+    milliseconds of every timed run of the projections and the code paths, and the explicit
+    path's kept weights in MB."""
+    by_d_k = saturation_by_d_k(saturation)
+    widest = max(by_d_k)
+    return {
+        "dot_product_variance": {
+            int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled}
+            for r in variance.itertuples()
+        },
+        "softmax_saturation": by_d_k,
+        "gradient_ratio_at_widest_d_k": {
+            "d_k": int(widest),
+            "scaled_over_unscaled": float(
+                by_d_k[widest]["gradient_norm_scaled"]
+                / by_d_k[widest]["gradient_norm_unscaled"]
+            ),
+        },
+        "additive_attention": additive[list(ADDITIVE_COLUMNS)]
+        .rename(columns=ADDITIVE_COLUMNS)
+        .to_dict(orient="records"),
+        "multi_head_cost": head_costs.to_dict(orient="records"),
+        "projection_ms": {name: median(t) for name, t in projection_runs.items()},
+        "projection_runs_ms": {name: list(t) for name, t in projection_runs.items()},
+        "attention_path_ms": {name: median(t) for name, t in path_runs.items()},
+        "attention_path_runs_ms": {name: list(t) for name, t in path_runs.items()},
+        "explicit_weights_kept_mb": explicit_weights_mb,
+        "sizes": sizes,
+        "dataset": DATASET,
+    }
+
+
+def write(
+    metrics: dict,
+    profile_name: str,
+    device: torch.device,
+    wall_time_s: float,
+    results_dir: str | os.PathLike | None = None,
+) -> Path:
+    """`results/<profile_name>/attention.json` (under `results_dir`, default the results
+    root), stamped with the device's provenance; the path written."""
+    return results.write_result(
+        RESULTS_NAME,
+        metrics,
+        profile=profile_name,
+        device=device,
+        wall_time_s=round(wall_time_s, 2),
+        root=results_dir,
+    )
+
+
+def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dict | None:
+    """The record `write` wrote for `profile_name`, or None when the chapter has not run."""
+    return results.read_result(RESULTS_NAME, profile_name, results_dir)
