@@ -3,7 +3,12 @@
 `flops` counts what the model computes. Nothing here knows about data, training or the book."""
 
 from .config import PRESET_NAMES, TABLE3_ROWS, TransformerConfig, preset
-from .decoding import beam_search, greedy_decode
+from .decoding import (
+    StaticGreedyDecoder,
+    beam_search,
+    greedy_decode,
+    static_greedy_decode,
+)
 from .transformer import (
     Transformer,
     attention_maps,
@@ -13,6 +18,7 @@ from .transformer import (
 
 __all__ = [
     "PRESET_NAMES",
+    "StaticGreedyDecoder",
     "TABLE3_ROWS",
     "Transformer",
     "TransformerConfig",
@@ -22,4 +28,5 @@ __all__ = [
     "expected_parameter_count",
     "greedy_decode",
     "preset",
+    "static_greedy_decode",
 ]

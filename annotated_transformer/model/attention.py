@@ -113,6 +113,10 @@ class KVCache:
         )
         self.length = 0
 
+    # Which cached positions a query may see: None for this cache (the filled prefix, all of it);
+    # a StaticKVCache's boolean mask over its whole capacity.
+    visible: torch.Tensor | None = None
+
     def update(
         self, k: torch.Tensor, v: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -133,6 +137,52 @@ class KVCache:
         if n:
             self.k[:, :, :n] = self.k[:, :, :n].index_select(0, index)
             self.v[:, :, :n] = self.v[:, :, :n].index_select(0, index)
+
+
+class StaticKVCache(KVCache):
+    """A KV cache whose tensors never change shape: what a CUDA graph can replay (issue 54).
+
+    Every step writes one position, the one `position` (a 0-dim long tensor on the device, advanced
+    by the decoder in place) points at, and attention reads the whole capacity with `visible`
+    (1, 1, 1, capacity), True at positions up to `position`: no Python integer follows the
+    decoding, so one step's kernels and shapes are every step's. Masked positions weigh exactly
+    zero in the softmax, so the output is the growing cache's up to float rounding. `position` and
+    `visible` are shared by a decoder's layers; `StaticGreedyDecoder` owns and advances them.
+    """
+
+    def __init__(
+        self,
+        batch_size: int,
+        n_heads: int,
+        capacity: int,
+        d_k: int,
+        d_v: int,
+        *,
+        position: torch.Tensor,
+        visible: torch.Tensor,
+        device,
+        dtype,
+    ):
+        super().__init__(
+            batch_size, n_heads, capacity, d_k, d_v, device=device, dtype=dtype
+        )
+        self.k.zero_()
+        self.v.zero_()
+        self.position, self.visible = position, visible
+
+    def update(
+        self, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if k.size(-2) != 1:
+            raise ValueError("a static KV cache takes one position per step")
+        index = self.position.view(1)
+        self.k.index_copy_(2, index, k)
+        self.v.index_copy_(2, index, v)
+        return self.k, self.v
+
+    def reorder(self, index: torch.Tensor) -> None:
+        self.k.copy_(self.k.index_select(0, index))
+        self.v.copy_(self.v.index_select(0, index))
 
 
 class MultiHeadAttention(nn.Module):
@@ -193,7 +243,11 @@ class MultiHeadAttention(nn.Module):
             if cache is not None:
                 # Cached decoding feeds only new positions; they may see every cached one.
                 k, v = cache.update(k, v)
-                if q.size(-2) == 1:
+                if (
+                    cache.visible is not None
+                ):  # a static cache: its mask says what is filled
+                    mask, is_causal = cache.visible, False
+                elif q.size(-2) == 1:
                     is_causal = False
                 elif cache.length != q.size(-2):
                     raise ValueError(

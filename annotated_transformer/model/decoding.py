@@ -19,6 +19,7 @@ may end (eos), so no score becomes NaN. Without the hook decoding is exactly wha
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -32,6 +33,7 @@ from ..runtime.checks import (
     Bounds,
     check_all,
 )
+from .attention import StaticKVCache
 from .transformer import Transformer
 
 # (prefixes (rows, t), source of each row (rows,), tokens left (rows,)) -> allowed (rows, vocab)
@@ -335,3 +337,233 @@ def beam_search(
         return out
     finally:
         model.train(was_training)
+
+
+# ---------------------------------------------------------------------------------- static decoding
+# How often the static decoder asks whether every row has finished: the one host synchronisation of
+# its loop. Between checks it may run up to CHECK_EVERY - 1 steps past the last eos; those steps
+# write padding only, and the result is trimmed to what greedy_decode returns.
+CHECK_EVERY = 8
+
+
+def capture_step(step: Callable[[], None], device: torch.device, warmup: int = 2):
+    """`step` as a replayable CUDA graph on a GPU; elsewhere `step` itself (the same static path).
+
+    `step` must read and write only tensors that live as long as the graph (static buffers, updated
+    in place) and synchronise nothing with the host. The warm-up calls (on a side stream, as
+    torch.cuda.graphs asks) run it for real, so its owner resets its buffers before every use; the
+    capture itself computes nothing.
+    """
+    if device.type != "cuda":
+        return step
+    stream = torch.cuda.Stream(device)
+    stream.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            step()
+    torch.cuda.current_stream(device).wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+class StaticGreedyDecoder:
+    """Greedy decoding with the KV cache in tensors of fixed shape: a step a CUDA graph can hold.
+
+    Built for a fixed (batch_size, src_len, max_new_tokens); `decoder(src)` takes up to batch_size
+    sources of up to src_len positions (padded to that shape: rows of padding start finished) and
+    returns exactly what `greedy_decode(model, src, max_new_tokens)` returns, bos to eos, pad after.
+
+    The encoder runs eagerly once per call and its output's keys and values are copied into static
+    buffers. Then every step is the same function of the same buffers: embed the last token at
+    `position` (a 0-dim device tensor), write its keys and values at that position of each layer's
+    `StaticKVCache`, attend over the whole cache under the `visible` mask, ban pad and bos, take the
+    argmax, pad it where a row has finished, and advance `position`, all in place. Nothing in a step
+    reads a value back to Python; the loop asks whether every row has finished once every
+    `check_every` steps (the only host synchronisation), so it may run a few steps past the end,
+    which write padding and are trimmed off. With `graphs` on a GPU the step is captured once as a
+    CUDA graph and replayed (`capture_step`); on a CPU, or with graphs=False, it is called eagerly.
+
+    Float32 or float64 weights, no autocast and no `allowed_tokens` hook: what greedy_decode does
+    with neither.
+    """
+
+    def __init__(
+        self,
+        model: Transformer,
+        batch_size: int,
+        src_len: int,
+        max_new_tokens: int,
+        *,
+        check_every: int = CHECK_EVERY,
+        graphs: bool = True,
+    ):
+        c = model.config
+        self.model = model
+        self.batch_size = COUNT.check("batch_size", batch_size)
+        self.src_len = COUNT.check("src_len", src_len)
+        self.max_new_tokens = min(
+            COUNT.check("max_new_tokens", max_new_tokens), c.max_len - 1
+        )
+        self.check_every = COUNT.check("check_every", check_every)
+        param = next(model.parameters())
+        device, dtype = param.device, param.dtype
+        self.device = device
+        n = self.max_new_tokens
+        self.position = torch.zeros((), dtype=torch.long, device=device)
+        self._arange = torch.arange(n, device=device)
+        self.visible = torch.zeros(1, 1, 1, n, dtype=torch.bool, device=device)
+        self.caches = [
+            StaticKVCache(
+                batch_size,
+                c.n_heads,
+                n,
+                c.head_dim_k,
+                c.head_dim_v,
+                position=self.position,
+                visible=self.visible,
+                device=device,
+                dtype=dtype,
+            )
+            for _ in model.decoder_layers
+        ]
+        h = c.n_heads
+        self.src_mask = torch.zeros(
+            batch_size, 1, 1, src_len, dtype=torch.bool, device=device
+        )
+        self.memory_kv = [
+            (
+                torch.zeros(
+                    batch_size, h, src_len, c.head_dim_k, device=device, dtype=dtype
+                ),
+                torch.zeros(
+                    batch_size, h, src_len, c.head_dim_v, device=device, dtype=dtype
+                ),
+            )
+            for _ in model.decoder_layers
+        ]
+        self.tokens = torch.full(
+            (batch_size, n + 1), c.pad_id, dtype=torch.long, device=device
+        )
+        self.last = torch.full((batch_size, 1), c.bos_id, dtype=torch.long, device=device)
+        self.finished = torch.zeros(batch_size, dtype=torch.bool, device=device)
+        self._banned = torch.tensor(_banned_tokens(model), device=device)
+        positions = model.tgt_positions
+        positions.positions(0, n)  # sinusoids: extend the table now, never inside a step
+        self._table = (
+            positions.table.weight if positions.kind == "learned" else positions.table
+        )
+        self._step = self._eager_step
+        if graphs and device.type == "cuda":
+            was_training = model.training
+            model.eval()
+            try:
+                with torch.no_grad():
+                    self._step = capture_step(self._eager_step, device)
+            finally:
+                model.train(was_training)
+
+    def _eager_step(self) -> None:
+        """One decoding step on the static buffers, everything in place."""
+        model, c = self.model, self.model.config
+        index = self.position.view(1)
+        self.visible.copy_((self._arange <= self.position).view(1, 1, 1, -1))
+        x = model.tgt_embed(self.last) * math.sqrt(c.d_model)
+        x = model.dropout(x + self._table.index_select(0, index).to(x.dtype))
+        for i, layer in enumerate(model.decoder_layers):
+            x = layer(
+                x,
+                None,
+                self.src_mask,
+                cache=self.caches[i],
+                memory_kv=self.memory_kv[i],
+            )
+        logits = model.generator(model.decoder_norm(x))[:, -1]
+        logits = logits if logits.dtype == torch.float64 else logits.float()
+        logits.index_fill_(1, self._banned, float("-inf"))
+        next_token = logits.argmax(dim=-1).masked_fill_(self.finished, c.pad_id)
+        self.tokens.index_copy_(1, index + 1, next_token[:, None])
+        self.finished |= next_token == c.eos_id
+        self.last.copy_(next_token[:, None])
+        self.position += 1
+
+    def _load(self, src: torch.Tensor) -> int:
+        """Encode `src` into the static buffers and reset the state; returns its rows."""
+        model, c = self.model, self.model.config
+        check_source(model, src)
+        rows, width = src.shape
+        if rows > self.batch_size or width > self.src_len:
+            raise ValueError(
+                f"this decoder holds {self.batch_size} sources of up to {self.src_len} positions, "
+                f"got {tuple(src.shape)}: build one for that shape"
+            )
+        if (rows, width) != (self.batch_size, self.src_len):
+            padded = torch.full(
+                (self.batch_size, self.src_len),
+                c.pad_id,
+                dtype=src.dtype,
+                device=src.device,
+            )
+            padded[:rows, :width] = src
+            src = padded
+        src_mask = model.source_mask(src)
+        memory = model.encode(src, src_mask)
+        self.src_mask.copy_(src_mask)
+        for (k, v), layer in zip(self.memory_kv, model.decoder_layers):
+            new_k, new_v = layer.cross_attn.project_kv(memory)
+            k.copy_(new_k)
+            v.copy_(new_v)
+        for cache in self.caches:
+            cache.k.zero_()
+            cache.v.zero_()
+        self.position.zero_()
+        self.tokens.fill_(c.pad_id)
+        self.tokens[:, 0] = c.bos_id
+        self.last.fill_(c.bos_id)
+        self.finished.zero_()
+        self.finished[rows:] = True  # rows of padding take no part
+        return rows
+
+    @torch.no_grad()
+    def __call__(self, src: torch.Tensor) -> torch.Tensor:
+        model = self.model
+        was_training = model.training
+        model.eval()
+        try:
+            rows = self._load(src)
+            steps = 0
+            while steps < self.max_new_tokens:
+                self._step()
+                steps += 1
+                if steps % self.check_every == 0 and bool(self.finished.all()):
+                    break
+            out = self.tokens[:rows, : steps + 1]
+            # greedy_decode stops at the step where the last row ended: trim the padding-only
+            # steps that ran after it (pad is never generated, so those columns are all pad).
+            written = (out[:, 1:] != model.config.pad_id).any(dim=0)
+            width = 1 + int(written.nonzero().max()) + 1 if bool(written.any()) else 1
+            return out[:, :width].clone()
+        finally:
+            model.train(was_training)
+
+
+def static_greedy_decode(
+    model: Transformer,
+    src: torch.Tensor,
+    max_new_tokens: int,
+    *,
+    check_every: int = CHECK_EVERY,
+    graphs: bool = True,
+) -> torch.Tensor:
+    """greedy_decode's tokens through a `StaticGreedyDecoder` built for `src`'s shape (one call;
+    keep the decoder to reuse its buffers and graph across batches of that shape)."""
+    decoder = StaticGreedyDecoder(
+        model,
+        src.size(0),
+        src.size(1),
+        max_new_tokens,
+        check_every=check_every,
+        graphs=graphs,
+    )
+    return decoder(src)
