@@ -42,7 +42,6 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %%
 import math
-import statistics
 import time
 
 import pandas as pd
@@ -59,8 +58,8 @@ from annotated_transformer import (
 )
 from annotated_transformer.book import viz
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.paper import TABLE3 as PAPER_TABLE3
+from annotated_transformer.experiments.architecture import record, sentences
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.layers import (
     DecoderLayer,
@@ -436,18 +435,7 @@ viz.show(
 )
 
 # %%
-at4 = split[(split.d_ff_over_d_model == 4)].set_index("n")
-display(
-    Markdown(
-        f"At the paper's ratio the feed-forward network holds "
-        f"{at4.ffn_parameter_share.iloc[0]:.0%} of "
-        f"an encoder layer's parameters and does {at4.ffn_flop_share.loc[32]:.0%} of its "
-        f"FLOPs on a "
-        f"32-token sentence ({at4.ffn_flop_share.loc[512]:.0%} at 512 tokens, where "
-        f"attention's "
-        "n-squared term grows)."
-    )
-)
+display(Markdown(sentences.describe_ffn_share(record.ffn_share_at_4x(split))))
 
 # %% [markdown]
 # What the extra width buys is a question for training, not for counting. The paper's Table 3
@@ -554,19 +542,12 @@ viz.show_table(scale_check, value="{:.3f}")
 # %%
 saved = count_parameters(untied_base) - count_parameters(base_model)
 assert saved == 2 * vocab_size * base.d_model
-display(
-    Markdown(
-        f"In the base model with a {vocab_size:,}-token vocabulary, one shared matrix "
-        f"instead of three saves "
-        f"{saved / 1e6:.1f}M parameters: {count_parameters(untied_base) / 1e6:.1f}M with "
-        f"three separate matrices, "
-        f"{count_parameters(base_model) / 1e6:.1f}M shared. That is "
-        f"{saved / count_parameters(untied_base):.0%} of the "
-        "untied model, for a constraint that also makes sense: a token's input vector "
-        "and the vector its "
-        "output score is measured against live in the same space."
-    )
-)
+tied_m = count_parameters(base_model) / 1e6
+display(Markdown(sentences.describe_tying(saved / 1e6, tied_m, vocab_size)))
+
+# %% [markdown]
+# The constraint also makes sense: a token's input vector and the vector its output score is
+# measured against live in the same space.
 
 # %% [markdown]
 # ## 2.5 Positional encoding
@@ -837,23 +818,10 @@ viz.show(
 # rows. The cell checks that the big model is the one row above the paper's count:
 
 # %%
-listed = counts.dropna(subset=["paper_m"])
-gaps = listed.set_index("row").gap_in_vocabulary_rows
-positive = gaps[gaps > 0]
-median_gap = statistics.median(positive)
-assert gaps["big"] < 0 and len(positive) == len(gaps) - 1
-display(
-    Markdown(
-        f"Our counts fall short of the paper's in {len(positive)} of the {len(gaps)} "
-        f"rows that list one, by a median of {median_gap:,.0f} rows of width d_model "
-        f"(from "
-        f"{positive.min():,.0f} to {positive.max():,.0f}; rounding the paper's counts to "
-        f"millions alone moves a row by up to {0.5e6 / 512:,.0f} rows at d_model = 512). "
-        f"The suggested vocabulary is {round(vocab_size + median_gap, -3):,.0f} tokens. "
-        f"The big model is {-gaps['big']:,.0f} rows above the paper's "
-        f"{PAPER_TABLE3['big'].params_m}M."
-    )
-)
+gaps = record.gaps(counts)
+assert gaps["big"] < 0 and all(gap > 0 for row, gap in gaps.items() if row != "big")
+paper_m = {row: PAPER_TABLE3[row].params_m for row in gaps}
+display(Markdown(sentences.describe_parameter_gaps(gaps, paper_m, vocab_size)))
 
 # %% [markdown]
 # A gap measured in rows of the embedding matrix, and roughly the same across depths, widths
@@ -863,32 +831,19 @@ display(
 # paper's: with the same vocabulary as the others it would be further above, so its count in
 # the paper seems to use a different convention we could not pin down.
 
-# %% [markdown]
-# ## What this chapter wrote
-#
-# The parameter counts go to `results/<profile>/model.json`; the introduction's reproduction summary
-# reads the base and big counts from there.
-
 # %% tags=["remove-cell"]
-metrics = {
-    "vocab_size": vocab_size,
-    "params_m": {r.row: r.ours_m for r in counts.itertuples()},
-    "paper_params_m": {r.row: r.paper_m for r in listed.itertuples()},
-    "gap_in_vocabulary_rows": {r: float(v) for r, v in gaps.items()},
-    "median_gap_in_vocabulary_rows": float(median_gap),
-    "ffn_share_at_4x": {
-        "parameters": float(at4.ffn_parameter_share.iloc[0]),
-        "flops_by_n": {int(n): float(v) for n, v in at4.ffn_flop_share.items()},
-    },
-    "positional_shift_max_abs_error": max(e["max_abs_error"] for e in shift_errors),
-    "tying_saves_m": saved / 1e6,
-}
-metrics["dataset"] = "none (counts)"
-path = results.write_result(
-    "model",
-    metrics,
-    profile=profile_name,
-    device="cpu",
-    wall_time_s=round(time.perf_counter() - chapter_start, 2),
-)
-print(f"wrote {path.parent.name}/{path.name} under the results folder")
+written = record.write(
+    record.build(
+        sizes=sizes, vocab_size=vocab_size, counts=counts, split=split,
+        shift_errors=shift_errors, tying_saves=saved,
+    ),
+    profile_name, time.perf_counter() - chapter_start,
+)  # fmt: skip
+
+# %% [markdown]
+# ## What this run shows
+#
+# The chapter's counts and checks, read back from its results record:
+
+# %%
+display(Markdown(sentences.closing(record.read(profile_name))))
