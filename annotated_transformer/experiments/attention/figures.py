@@ -141,18 +141,60 @@ def head_statistics(data: SentenceAttention) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# Vega's "viridis" scheme (d3's interpolateViridis, matplotlib's colormap) at 0, 0.1, ..., 1:
+# enough to tell a cell's luminance, which decides the colour of the number written on it.
+VIRIDIS = (
+    "#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c",
+    "#22a884", "#44bf70", "#7ad151", "#bddf26", "#fde725",
+)  # fmt: skip
+
+
+def _rgb(hex_colour: str) -> np.ndarray:
+    return np.array([int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=float)
+
+
+def relative_luminance(rgb: Sequence[float]) -> float:
+    """WCAG's relative luminance of an sRGB colour given as 0-255 channels (0 black, 1 white)."""
+    c = np.asarray(rgb, dtype=float) / 255
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+def viridis(t: float) -> np.ndarray:
+    """The viridis colour at `t` in [0, 1], interpolated between the stops of `VIRIDIS`."""
+    position = min(max(float(t), 0.0), 1.0) * (len(VIRIDIS) - 1)
+    low = min(int(position), len(VIRIDIS) - 2)
+    share = position - low
+    return (1 - share) * _rgb(VIRIDIS[low]) + share * _rgb(VIRIDIS[low + 1])
+
+
+def text_colour(background: Sequence[float]) -> str:
+    """Black or white, whichever contrasts more with `background` (WCAG's contrast ratio)."""
+    lum = relative_luminance(background)
+    return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"
+
+
 def head_statistics_chart(
     stats: pd.DataFrame, measure: str = "entropy (bits)"
 ) -> alt.Chart:
-    """A layer-by-head grid of one measure for each kind of attention."""
+    """A layer-by-head grid of one measure for each kind of attention, its value written on each
+    cell in black or white, whichever reads better on the cell's viridis colour."""
     data = stats.dropna(subset=[measure])
+    domain = [float(data[measure].min()), float(data[measure].max())]
+    span = (domain[1] - domain[0]) or 1.0
+    data = data.assign(
+        text_colour=[text_colour(viridis((v - domain[0]) / span)) for v in data[measure]]
+    )
     base = (
         alt.Chart(data)
         .mark_rect()
         .encode(
             x=alt.X("head:O"),
             y=alt.Y("layer:O"),
-            color=alt.Color(f"{measure}:Q", scale=alt.Scale(scheme="viridis")),
+            color=alt.Color(
+                f"{measure}:Q",
+                scale=alt.Scale(scheme="viridis", domain=domain, nice=False, zero=False),
+            ),
             tooltip=["kind", "layer", "head", alt.Tooltip(f"{measure}:Q", format=".2f")],
         )
         .properties(
@@ -160,7 +202,10 @@ def head_statistics_chart(
         )
     )
     text = base.mark_text(fontSize=9).encode(
-        text=alt.Text(f"{measure}:Q", format=".1f"), color=alt.value("white")
+        text=alt.Text(f"{measure}:Q", format=".1f"),
+        color=alt.condition(
+            "datum.text_colour == 'black'", alt.value("black"), alt.value("white")
+        ),
     )
     return (base + text).facet(
         column=alt.Column("kind:N", title=None, sort=list(KINDS)),

@@ -417,23 +417,60 @@ def head_scores(
     return pd.DataFrame(rows)
 
 
+def passing_heads(scores: pd.DataFrame) -> pd.DataFrame:
+    """The heads that show the phenomenon (`shows`: both intervals above 1), best ratio first.
+
+    The one selection of the chapter: the table marks these rows, and every sentence that names
+    a head takes it from here, so no sentence names a head the table does not mark (the
+    best-scoring head among them only when it passes)."""
+    return scores[scores["shows"].astype(bool)].sort_values("ratio", ascending=False)
+
+
 def top_heads(scores: pd.DataFrame) -> list[tuple[int, int]]:
-    """(layer, head) of the heads that show the phenomenon, best ratio first; the single best
-    head when none does."""
-    ranked = scores.sort_values("ratio", ascending=False)
-    shown = ranked[ranked["shows"]]
-    chosen = shown if len(shown) else ranked.head(1)
+    """(layer, head) of the heads that show the phenomenon (`passing_heads`), best ratio first;
+    the single best head when none does."""
+    chosen = passing_heads(scores)
+    if chosen.empty:
+        chosen = scores.sort_values("ratio", ascending=False).head(1)
     return [(int(r.layer), int(r.head)) for r in chosen.itertuples()]
 
 
 def layer_heads(scores: pd.DataFrame, at_least: int = 1) -> tuple[int, list[int]]:
     """The best-scoring head's layer and the heads of that layer to draw: those that show the
-    phenomenon, best first, filled up with the next-best heads of the layer to `at_least`."""
+    phenomenon, best first, filled up with the next-best heads of the layer to `at_least`
+    (the `attention --head best-...` command's choice, which prints every ratio it draws)."""
     layer = top_heads(scores)[0][0]
     ranked = scores[scores["layer"] == layer].sort_values("ratio", ascending=False)
-    shown = [int(h) for h in ranked[ranked["shows"]]["head"]]
+    shown = [int(h) for h in passing_heads(ranked)["head"]]
     rest = [int(h) for h in ranked["head"] if int(h) not in shown]
     return layer, (shown + rest)[: max(at_least, len(shown))]
+
+
+@dataclass(frozen=True)
+class DrawnHeads:
+    """What a figure of the chapter draws: a layer, its heads, and which of them pass the test
+    (`passing_heads`; empty when no head of the model does)."""
+
+    layer: int
+    heads: list[int]
+    passing: list[int]
+
+
+def figure_heads(scores: pd.DataFrame, count: int | None = None) -> DrawnHeads:
+    """The layer and heads a figure draws. With heads passing: the layer of the first of them,
+    its passing heads best first, filled up with the layer's next heads by ratio to `count`
+    (cut to `count` when given). With none: the last layer's first `count` heads (every head
+    without `count`), as the paper's Figure 3 draws every head of a layer, so the figure singles
+    out no head the test did not."""
+    passing = passing_heads(scores)
+    if passing.empty:
+        layer = int(scores["layer"].max())
+        heads = sorted(int(h) for h in scores[scores["layer"] == layer]["head"])
+        return DrawnHeads(layer, heads[:count] if count else heads, [])
+    layer, heads = layer_heads(scores, at_least=count or 1)
+    heads = heads[:count] if count else heads
+    shown = [int(h) for h in passing[passing["layer"] == layer]["head"]]
+    return DrawnHeads(layer, heads, [h for h in heads if h in shown])
 
 
 def query_word(pieces: Sequence[str], phenomenon: str) -> str | None:
@@ -460,13 +497,15 @@ def example(
     samples: PairSamples,
     encoded: Sequence[EncodedSentence],
     layer: int,
-    head: int,
+    heads: int | Sequence[int],
     *,
     max_words: int = 14,
 ) -> Example:
-    """The pair on which head (layer, head) puts the most weight beyond its baseline, among
-    sentences of at most `max_words` words whose query word is the first word of that spelling
-    (so `find_word` follows the same word): the clearest case, not a typical one."""
+    """The pair on which the heads (layer, heads) put the most weight beyond its baseline (one
+    head's weight, or the mean over several heads'), among sentences of at most `max_words`
+    words whose query word is the first word of that spelling (so `find_word` follows the same
+    word): the clearest case, not a typical one."""
+    index = [h - 1 for h in ([heads] if isinstance(heads, int) else heads)]
     best, best_gain = None, -math.inf
     for s, q, k in samples.pairs:
         words, spans = words_of(encoded[s].pieces)
@@ -476,7 +515,7 @@ def example(
         ):
             continue
         w, b = pair_weight(encoded[s].weights, spans[q], spans[k])
-        weight = float(w[layer - 1, head - 1])
+        weight = float(w[layer - 1, index].mean())
         if weight - b > best_gain:
             best_gain = weight - b
             best = Example(
@@ -492,53 +531,7 @@ def example(
     return best
 
 
-def describe(scores: pd.DataFrame, query: str, key: str) -> str:
-    """Markdown sentences that say what the table shows: which heads' intervals lie above the
-    even spread, or that none does, the best head's numbers, and what the same key words draw
-    from the average query in that head."""
-    n = int(scores["sentences"].iloc[0])
-    pairs = int(scores["pairs"].iloc[0])
-    shown = scores[scores["shows"]].sort_values("ratio", ascending=False)
-    best = shown.iloc[0] if len(shown) else scores.loc[scores["ratio"].idxmax()]
-
-    def head_text(r) -> str:
-        return (
-            f"layer {int(r['layer'])} head {int(r['head'])} ({r['weight']:.3f} against "
-            f"{r['even spread']:.3f}, ratio {r['ratio']:.2f}, interval "
-            f"{r['low']:.2f}-{r['high']:.2f})"
-        )
-
-    opening = f"Over {n} sentences ({pairs} pairs), "
-    if len(shown):
-        listed = "; ".join(head_text(r) for _, r in shown.iterrows())
-        verdict = (
-            f"{len(shown)} of {len(scores)} heads {'puts' if len(shown) == 1 else 'put'} "
-            f"more weight from {query} on {key} than an even spread would and than the "
-            f"caption's other words give {key}, with both intervals above 1: {listed}."
-        )
-    else:
-        verdict = (
-            f"no head of {len(scores)} puts more weight from {query} on {key} than both an "
-            f"even spread and the caption's other words give {key}, with its intervals clear "
-            f"of them; the best is {head_text(best)}."
-        )
-    below = int((scores["high"] < 1).sum())
-    tail = (
-        f" {below} head{'s' if below != 1 else ''} put{'s' if below == 1 else ''} "
-        "clearly less than an even spread there."
-        if below
-        else ""
-    )
-    control = (
-        f" In layer {int(best['layer'])} head {int(best['head'])} the same key words draw "
-        f"{best['from every word']:.3f} from the average query piece, so the weight from "
-        f"{query} is {best['weight'] / best['from every word']:.2f} times what any word gives "
-        "them."
-    )
-    return opening + verdict + tail + control
-
-
-# ------------------------------------------------------------------------------ chapter 08's words
+# ------------------------------------------------------------------------------ chapter 08's tables
 SCORE_FORMATS = {
     "weight": "{:.3f}",
     "from every word": "{:.3f}",
@@ -551,27 +544,20 @@ SCORE_FORMATS = {
 
 def score_table(table: pd.DataFrame) -> pd.DataFrame:
     """The per-head table as the chapter shows it: weights, the even spread, the ratio and its
-    interval, the ratio over every word and its lower end, and "yes" where both lie above 1."""
+    interval, the ratio over every word and its lower end, and "yes" on the rows of
+    `passing_heads`, the heads the chapter's sentences may name."""
+    passing = set(zip(*(passing_heads(table)[c] for c in ("layer", "head"))))
     shown = table.assign(
         interval=[f"{a:.2f}-{b:.2f}" for a, b in zip(table["low"], table["high"])],
-        above=["yes" if s else "" for s in table["shows"]],
+        above=[
+            "yes" if (layer, head) in passing else ""
+            for layer, head in zip(table["layer"], table["head"])
+        ],
     )
     columns = ["layer", "head", "weight", "from every word", "even spread", "ratio"]
     return shown[
         [*columns, "interval", "over every word", "over every word low", "above"]
     ]
-
-
-def describe_samples(captions: int, with_pronoun: int, samples: dict) -> str:
-    """How many captions the two heuristics find pairs in."""
-    anaphora, dependency = samples["anaphora"], samples["dependency"]
-    return (
-        f"Of the {captions:,} test captions, {with_pronoun:,} "
-        f"{'holds' if with_pronoun == 1 else 'hold'} one of the pronouns, and the "
-        f"heuristic finds an antecedent in {len(anaphora.sentences):,} of them "
-        f"({len(anaphora.pairs):,} pronouns). It finds a verb with a complement three or more "
-        f"words away in {len(dependency.sentences):,} captions ({len(dependency.pairs):,} pairs)."
-    )
 
 
 def encoder_head_table(per_caption: pd.DataFrame, scores: dict) -> pd.DataFrame:
@@ -598,22 +584,6 @@ HEAD_FORMATS = {
 APART_SE = 4
 
 
-def _layer_sentence(rows: pd.DataFrame) -> str:
-    sharp = rows.loc[rows["entropy (bits)"].idxmin()]
-    broad = rows.loc[rows["entropy (bits)"].idxmax()]
-    near = rows.loc[rows["mean distance"].idxmin()]
-    far = rows.loc[rows["mean distance"].idxmax()]
-    gap = broad["entropy (bits)"] - sharp["entropy (bits)"]
-    return (
-        f"In layer {int(sharp['layer'])} the entropy runs from "
-        f"{sharp['entropy (bits)']:.2f} bits (head {int(sharp['head'])}) to "
-        f"{broad['entropy (bits)']:.2f} (head {int(broad['head'])}), a gap "
-        f"{gap / rows['entropy s.e.'].max():.0f} times the largest standard error, and the "
-        f"mean distance from {near['mean distance']:.2f} pieces (head {int(near['head'])}) "
-        f"to {far['mean distance']:.2f} (head {int(far['head'])})."
-    )
-
-
 def layers_apart(heads: pd.DataFrame) -> list[int]:
     """The layers whose sharpest and broadest heads differ by more than `APART_SE` errors."""
     return [
@@ -622,94 +592,3 @@ def layers_apart(heads: pd.DataFrame) -> list[int]:
         if (rows["entropy (bits)"].max() - rows["entropy (bits)"].min())
         > APART_SE * rows["entropy s.e."].max()
     ]
-
-
-def describe_layers(heads: pd.DataFrame, even_bits: float) -> str:
-    """Figure 5's point, read off the per-head table: do a layer's heads spread differently?"""
-    apart = layers_apart(heads)
-    layers = heads["layer"].nunique()
-    text = f"An even spread over a caption is {even_bits:.2f} bits on average. "
-    text += " ".join(_layer_sentence(rows) for _, rows in heads.groupby("layer"))
-    if not apart:
-        return text + (
-            f" In no layer do the sharpest and the broadest head differ by more than "
-            f"{APART_SE} standard errors of a mean: these numbers do not show Figure 5's point."
-        )
-    where = (
-        "In every layer"
-        if len(apart) == layers
-        else f"In layer{'s' if len(apart) > 1 else ''} {', '.join(map(str, apart))}"
-    )
-    return text + (
-        f" {where} the sharpest and the broadest head differ by more than {APART_SE} "
-        "standard errors of a mean: the heads of one layer spread their weight differently, "
-        "Figure 5's point."
-    )
-
-
-def describe_exports(
-    bleu: dict, same: int, captions: int, sizes: dict, served: str
-) -> str:
-    """The int8 export against the float32 one: BLEU with the interval, and which one the page
-    serves (int8 only when its BLEU lies inside float32's interval)."""
-    full, small = bleu["float32"], bleu["int8"]
-    low, high = full["mean"] - full["ci95"], full["mean"] + full["ci95"]
-    inside = "inside" if served == "int8" else "outside"
-    size = sizes[served] / 1e6
-    return (
-        f"On {captions:,} test captions the int8 export scores {small['bleu']:.2f} sacreBLEU "
-        f"against float32's {full['bleu']:.2f} (95% interval {low:.2f}-{high:.2f}); {same:,} of "
-        f"{captions:,} translations are the same words. The int8 BLEU lies {inside} the "
-        f"interval, so the page serves the {served} export ({size:.1f} MB of model, against "
-        f"{sizes['float32'] / 1e6:.1f} MB for float32)."
-    )
-
-
-def what_this_run_shows(metrics: dict) -> str:
-    """Chapter 08's closing list, from its results record (`attention_figures.json`)."""
-    lines = []
-    for name, query, key in (
-        ("dependency", "a verb", "its distant complement"),
-        ("anaphora", "a pronoun", "its antecedent"),
-    ):
-        found = metrics["findings"][name]
-        heads = pd.DataFrame(found["heads"])
-        shown = heads[heads["shows"].astype(bool)]
-        best = heads.loc[heads["ratio"].idxmax()]
-        lines.append(
-            f"{len(shown)} of {len(heads)} encoder heads put more weight from {query} on "
-            f"{key} than an even spread and the caption's other words would, over "
-            f"{found['sentences']} captions; the best, layer {int(best['layer'])} head "
-            f"{int(best['head'])}, at {best['ratio']:.2f} times the even spread (interval "
-            f"{best['low']:.2f}-{best['high']:.2f})."
-        )
-    heads5 = pd.DataFrame(metrics["encoder_heads_test"])
-    apart = layers_apart(heads5)
-    lines.append(
-        f"In {len(apart)} of {heads5['layer'].nunique()} encoder layers the heads spread their "
-        f"weight differently (entropies more than {APART_SE} standard errors apart): "
-        + (
-            "Figure 5's point holds here."
-            if apart
-            else "Figure 5's point does not show here."
-        )
-    )
-    share = metrics["figure3_share_on_more_difficult"]
-    lines.append(
-        f"On the paper's own Figure 3 sentence, news text foreign to this caption model, the "
-        f'heads of the drawn layer put {share["mean"]:.3f} of the weight of "making" on '
-        f'"more difficult" on average (at most {share["max"]:.3f}), against '
-        f"{share['even_spread']:.3f} for an even spread."
-    )
-    live = metrics["onnx_int8"]
-    sizes = {"float32": metrics["onnx_model_bytes"], "int8": live["bytes"]}
-    lines.append(
-        describe_exports(
-            live["bleu"],
-            live["same_translations"],
-            live["captions"],
-            sizes,
-            live["served"],
-        )
-    )
-    return "\n".join(f"- {line}" for line in lines)

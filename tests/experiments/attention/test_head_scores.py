@@ -10,6 +10,7 @@ import pytest
 from annotated_transformer.cli import main
 from annotated_transformer.experiments.attention import figures as af
 from annotated_transformer.experiments.attention import head_scores as fa
+from annotated_transformer.experiments.attention import sentences
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 from tests.support.tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
@@ -116,7 +117,7 @@ def test_scores_and_baseline_of_a_head_set_by_hand():
     assert bool(scores.loc[1, "shows"]) and not bool(scores.loc[2, "shows"])
     assert scores.loc[2, "ratio"] == pytest.approx(1.0)
     assert fa.top_heads(scores.reset_index()) == [(1, 1)]
-    text = fa.describe(scores.reset_index(), "the pronoun", "its antecedent")
+    text = sentences.describe(scores.reset_index(), "the pronoun", "its antecedent")
     assert "1 of 2 heads puts more weight from the pronoun on its antecedent" in text
     assert "layer 1 head 1 (0.600 against 0.143, ratio 4.20" in text
     assert f"{0.6 / ((0.6 + 6 / 7) / 7):.2f} times" in text
@@ -145,7 +146,7 @@ def test_a_head_that_looks_at_the_noun_from_every_word_is_not_named():
 def test_describe_says_plainly_when_no_head_shows_it():
     encoded = [synthetic_sentence(1 / 7) for _ in range(3)]  # head 1 is even there too
     scores = fa.head_scores(fa.collect_pairs(encoded, "anaphora"))
-    text = fa.describe(scores, "the pronoun", "its antecedent")
+    text = sentences.describe(scores, "the pronoun", "its antecedent")
     assert text.startswith("Over 3 sentences (3 pairs), no head of 2")
     assert len(fa.top_heads(scores)) == 1
 
@@ -242,39 +243,3 @@ def test_attention_command_picks_heads_by_score(
     assert said.count("head ") == (2 if figure == "4" else len(heads))
     assert main([*argv, "--layer", "1"]) == 1
     assert "leave out --layer and --heads" in capsys.readouterr().err
-
-
-def _samples(sentences: int, pairs: int) -> fa.PairSamples:
-    empty = np.zeros((sentences, 1, 1))
-    return fa.PairSamples(
-        "x",
-        empty,
-        empty,
-        np.zeros(sentences),
-        list(range(sentences)),
-        [(0, 0, 0)] * pairs,
-        searched=sentences,
-    )
-
-
-def test_sample_counts_read_as_numbers_and_agree_in_number():
-    one = fa.describe_samples(
-        1000, 1, {"anaphora": _samples(1, 1), "dependency": _samples(1200, 1500)}
-    )
-    assert one.startswith("Of the 1,000 test captions, 1 holds one of the pronouns")
-    assert "in 1,200 captions (1,500 pairs)" in one
-    many = fa.describe_samples(
-        1000, 162, {"anaphora": _samples(134, 143), "dependency": _samples(475, 529)}
-    )
-    assert "162 hold one of the pronouns" in many
-
-
-def test_exports_sentence_counts_with_separators():
-    bleu = {
-        "float32": {"bleu": 36.44, "mean": 36.4, "ci95": 1.6},
-        "int8": {"bleu": 36.58},
-    }
-    sizes = {"float32": 47.5e6, "int8": 12.7e6}
-    text = fa.describe_exports(bleu, 854, 1000, sizes, "int8")
-    assert text.startswith("On 1,000 test captions the int8 export scores 36.58")
-    assert "854 of 1,000 translations are the same words" in text
