@@ -85,3 +85,132 @@ def test_compile_benchmark_records_training_decoding_and_threads(tmp_path):
     assert [s["name"] for s in settings] == ["default", "set_num_threads(1)"]
     assert settings[1]["threads"] == 1
     assert all(s["training"]["fp32"]["target_tokens_per_s"] > 0 for s in settings)
+
+
+def test_profile_kinds_classify_cpu_ops_and_gpu_kernels():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from profile_step import KINDS, classify
+
+    expected = {
+        "aten::mm": "matmul",
+        "aten::addmm": "matmul",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64": "matmul",
+        "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn": "matmul",
+        "triton_tem_fused_mm_3": "matmul",
+        "aten::_scaled_dot_product_flash_attention_for_cpu": "attention",
+        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>": "attention",
+        "fmha_cutlassF_bf16_aligned_64x64_rf_sm80": "attention",
+        "aten::_log_softmax": "softmax/cross-entropy",
+        "triton_red_fused__log_softmax_exp_sum_7": "softmax/cross-entropy",
+        "aten::exp": "softmax/cross-entropy",
+        "aten::_fused_adam_": "optimizer",
+        "Optimizer.step#Adam.step": "optimizer",
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>": "optimizer",
+        "aten::native_layer_norm": "elementwise/other",
+        "triton_poi_fused_add_native_dropout_4": "elementwise/other",
+        "aten::copy_": "elementwise/other",
+    }
+    assert {classify(name) for name in expected} <= set(KINDS)
+    assert {name: classify(name) for name in expected} == expected
+
+
+def test_profile_step_table_adds_up(tmp_path):
+    # The smoke profile's eager step, 2 profiled steps on the CPU: the kinds are the whole total.
+    out = tmp_path / "profile.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "profile_step.py"),
+            "--profile",
+            "smoke",
+            "--warmup",
+            "1",
+            "--steps",
+            "2",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env={"AT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads(out.read_text())
+    profile = record["profile"]
+    assert profile["profiled_steps"] == 2 and profile["metric"] == "self_cpu_time_total"
+    kinds = profile["by_kind_ms_per_step"]
+    assert list(kinds) == [
+        "matmul",
+        "attention",
+        "softmax/cross-entropy",
+        "optimizer",
+        "elementwise/other",
+    ]
+    assert kinds["matmul"] > 0 and kinds["attention"] > 0 and kinds["optimizer"] > 0
+    assert sum(kinds.values()) == pytest.approx(profile["total_ms_per_step"], rel=1e-9)
+    assert sum(profile["by_kind_percent"].values()) == pytest.approx(100.0)
+    t = record["timing"]
+    assert t["wall_s_per_step"] > 0 and t["host_cpu_s_per_step"] > 0
+    # The markdown table: its rows, as printed (3 decimals), add up to its total within rounding.
+    table = (tmp_path / "profile.md").read_text()
+    rows = {
+        line.split("|")[1].strip(): float(line.split("|")[2])
+        for line in table.splitlines()
+        if line.startswith("| ") and line.split("|")[1].strip() in list(kinds) + ["total"]
+    }
+    assert set(rows) == set(kinds) | {"total"}
+    total = rows.pop("total")
+    assert sum(rows.values()) == pytest.approx(total, abs=0.0005 * len(rows) + 1e-9)
+
+
+def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_path):
+    record = run_script("bench_gpu_step.py", tmp_path / "speed.json", tmp_path)
+    training = record["training"]
+    assert set(training["variants"]) == {
+        "eager",
+        "compiled",
+        "compiled_bucketed",
+        "compiled_bucketed_reduce_overhead",
+    }
+    for name, v in training["variants"].items():
+        assert "error" not in v, (name, v)
+        assert v["target_tokens_per_s"] > 0 and v["mfu"] is None  # no peak for a CPU
+        assert v["speed_over_eager"] == pytest.approx(
+            training["variants"]["eager"]["median_s"] / v["median_s"]
+        )
+    bucketed = training["variants"]["compiled_bucketed"]["padded_shape"]
+    assert training["variants"]["eager"]["padded_shape"] is None
+    assert bucketed[1] in training["buckets"] and bucketed[2] in training["buckets"]
+    for row in record["decoding"]:
+        assert row["same_tokens"] and not row["static_graphed"]  # graphs on CUDA only
+        assert set(row["decoders"]) == {"recompute", "eager_cache", "static_cache"}
+
+
+@pytest.mark.slow
+def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
+    # scripts/gpu/speed.sh with DEVICE=cpu QUICK=1: the GPU run's commands, the smoke profile.
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu" / "speed.sh")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={
+            "AT_CACHE_DIR": str(tmp_path / "cache"),
+            "PATH": "/usr/bin:/bin",
+            "PYTHON": sys.executable,
+            "DEVICE": "cpu",
+            "QUICK": "1",
+            "OUT": str(out),
+        },
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    names = {p.name for p in out.iterdir()}
+    for stem in ("profile_step_compiled", "profile_step_eager"):
+        assert {f"{stem}.json", f"{stem}.md", f"{stem}.log"} <= names
+        record = json.loads((out / f"{stem}.json").read_text())
+        assert record["setting"]["compile"] == (stem == "profile_step_compiled")
+    speed = json.loads((out / "speed_step.json").read_text())
+    assert all(row["same_tokens"] for row in speed["decoding"])

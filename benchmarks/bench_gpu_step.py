@@ -1,0 +1,288 @@
+"""The training step and greedy decoding at the hardware's pace: each change alone (issue 54).
+
+    python benchmarks/bench_gpu_step.py --device cuda --profile paper --precision bf16 \\
+        --batch-tokens 24576 --out results/gpu/speed_step.json      # the GPU run (scripts/gpu/speed.sh)
+    python benchmarks/bench_gpu_step.py --quick --out /tmp/s.json    # CPU, the plumbing: what the test runs
+
+Training: the trainer's own step (`Trainer.train_step`, built as profile_step.make_trainer builds it) on
+one global batch of synthetic pairs, the same batch for every variant, each variant a trainer with the
+same initial weights, all in one process, interleaved within every repeat:
+
+- eager: the trainer's step as a run without --compile takes it;
+- compiled: the model and the loss compiled, as `train --compile` (default mode);
+- compiled_bucketed: the same with lengths padded to `LengthBuckets.doubling(max_len + 1)` (the
+  change alone: a few more padded positions, a fixed shape);
+- compiled_bucketed_reduce_overhead: and torch.compile(mode="reduce-overhead"), which captures the
+  compiled graphs as CUDA graphs on a GPU (on a CPU the mode changes nothing).
+
+Target tokens per second and MFU (`model.flops`: training FLOPs per real target token, the
+vocabulary projection counted, against the device's dense peak; None on a CPU) for each, with the
+process's CPU time per step beside the wall time.
+
+Decoding: greedy decoding of `--decode-batch` sources with the profile's model (random weights, an
+end-of-sentence bias so outputs end at caption lengths, as bench_compile.py), in fp32: recomputation
+(`use_cache=False`), the eager KV cache (`greedy_decode`) and the static cache
+(`StaticGreedyDecoder`, its step a CUDA graph on a GPU), same tokens checked.
+
+--quick: the smoke profile, two rounds, and torch.compile with the "eager" backend (Dynamo without code
+generation: the plumbing, not the speed; no mode then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))
+
+from bench_beam import sources  # noqa: E402
+from bench_compile import decoding_model  # noqa: E402
+from bench_model import interleaved, provenance  # noqa: E402
+from profile_step import first_global_batch, make_trainer, sync  # noqa: E402
+
+from annotated_transformer import greedy_decode  # noqa: E402
+from annotated_transformer.data.batching import LengthBuckets  # noqa: E402
+from annotated_transformer.model.decoding import StaticGreedyDecoder  # noqa: E402
+from annotated_transformer.model.flops import mfu, training_flops_per_target_token  # noqa: E402
+from annotated_transformer.profiles import Profile, get_profile  # noqa: E402
+
+TRAINING_VARIANTS = (
+    "eager",
+    "compiled",
+    "compiled_bucketed",
+    "compiled_bucketed_reduce_overhead",
+)
+DECODERS = ("recompute", "eager_cache", "static_cache")
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def bench_training(
+    profile: Profile,
+    device: torch.device,
+    precision: str,
+    *,
+    batch_tokens: int | None,
+    rounds: int,
+    warmup: int,
+    quick: bool,
+) -> dict:
+    torch._dynamo.reset()
+    buckets = LengthBuckets.doubling(profile.model_config().max_len + 1)
+    base = {"backend": "eager"} if quick else {}
+    settings = {
+        "eager": dict(compile=False),
+        "compiled": dict(compile=True, compile_options=base),
+        "compiled_bucketed": dict(compile=True, compile_options=base, buckets=buckets),
+        "compiled_bucketed_reduce_overhead": dict(
+            compile=True,
+            compile_options=base if quick else {"mode": "reduce-overhead"},
+            buckets=buckets,
+        ),
+    }
+    trainers = {
+        name: make_trainer(profile, device, precision, batch_tokens=batch_tokens, **kw)
+        for name, kw in settings.items()
+    }
+    batch, tokens = first_global_batch(trainers["eager"])
+    # (rows, source width, target width) of the bucketed variants' batch; None: padded to its longest
+    shapes = {name: t.batcher.padded_shape(batch[0]) for name, t in trainers.items()}
+    # Learning rate 0 keeps every trainer's weights, so each round computes the same step.
+    for t in trainers.values():
+        for group in t.optimizer.param_groups:
+            group["lr"] = 0.0
+    first, errors = {}, {}
+    for name, trainer in trainers.items():
+        sync(device)
+        started = time.perf_counter()
+        try:
+            for _ in range(max(1, warmup)):
+                trainer.train_step(batch)
+            sync(device)
+        except Exception as error:  # noqa: BLE001 (a compiler failure is a result here)
+            errors[name] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+            log(f"training {name}: failed: {errors[name]}")
+            continue
+        first[name] = time.perf_counter() - started
+        log(f"training {name}: warm-up {first[name]:.1f} s")
+    fns = {
+        name: (lambda t=t: t.train_step(batch))
+        for name, t in trainers.items()
+        if name not in errors
+    }
+    times = interleaved(fns, rounds, 0, device)
+    config = profile.model_config()
+    data = trainers["eager"].train_data
+    chosen = [j for b in batch for j in b]
+    mean_src = float(sum(int(data.src_lengths[j]) + 1 for j in chosen)) / len(chosen)
+    mean_tgt = float(tokens) / len(chosen)
+    flops_per_token = training_flops_per_target_token(
+        config, profile.vocab_size, mean_src, mean_tgt
+    )
+    eager_s = times["eager"]["median_s"] if "eager" in times else None
+    variants = {}
+    for name, t in times.items():
+        rate = tokens / t["median_s"]
+        variants[name] = {
+            **t,
+            "warmup_s": first[name],
+            "target_tokens_per_s": rate,
+            "host_cpu_over_wall": t["median_process_cpu_s"] / t["median_s"],
+            "mfu": mfu(rate * flops_per_token, device, precision),
+            "speed_over_eager": eager_s / t["median_s"] if eager_s else None,
+            "padded_shape": shapes[name],
+        }
+    for name, message in errors.items():
+        variants[name] = {"error": message}
+    log(
+        "training: "
+        + ", ".join(
+            f"{n} {v['target_tokens_per_s']:,.0f} tok/s"
+            for n, v in variants.items()
+            if "error" not in v
+        )
+    )
+    return {
+        "precision": precision,
+        "target_tokens": tokens,
+        "pairs": len(chosen),
+        "flops_per_target_token": flops_per_token,
+        "buckets": list(buckets.sizes),
+        "rounds": rounds,
+        "warmup_steps": max(1, warmup),
+        "quick_compile_backend": base.get("backend"),
+        "variants": variants,
+    }
+
+
+def bench_decoding(
+    profile: Profile,
+    device: torch.device,
+    *,
+    batch: int,
+    src_len: int,
+    max_new: int,
+    rounds: int,
+    eos_bias: float = 3.2,
+) -> dict:
+    model = decoding_model(profile, eos_bias).to(device)
+    src = sources(batch, src_len, profile.vocab_size).to(device)
+    started = time.perf_counter()
+    static = StaticGreedyDecoder(model, batch, src_len, max_new)
+    build_s = time.perf_counter() - started
+    runs = {
+        "recompute": lambda: greedy_decode(model, src, max_new, use_cache=False),
+        "eager_cache": lambda: greedy_decode(model, src, max_new),
+        "static_cache": lambda: static(src),
+    }
+    outputs = {name: run() for name, run in runs.items()}
+    same = all(torch.equal(outputs["eager_cache"], o) for o in outputs.values())
+    generated = int((outputs["eager_cache"][:, 1:] != model.config.pad_id).sum())
+    times = interleaved(runs, rounds, 1, device)
+    recompute_s = times["recompute"]["median_s"]
+    out = {
+        "batch": batch,
+        "src_len": src_len,
+        "max_new_tokens": max_new,
+        "output_width": int(outputs["eager_cache"].size(1)),
+        "generated_tokens": generated,
+        "same_tokens": same,
+        "static_graphed": static._step != static._eager_step,
+        "static_build_s": build_s,
+        "decoders": {
+            name: {
+                **t,
+                "tokens_per_s": generated / t["median_s"],
+                "speed_over_recompute": recompute_s / t["median_s"],
+                "host_cpu_over_wall": t["median_process_cpu_s"] / t["median_s"],
+            }
+            for name, t in times.items()
+        },
+    }
+    log(
+        "decoding: "
+        + ", ".join(
+            f"{n} {v['speed_over_recompute']:.2f}x" for n, v in out["decoders"].items()
+        )
+        + f", same tokens: {same}"
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--profile", default=None, help="default: smoke with --quick, else paper"
+    )
+    parser.add_argument("--precision", default=None, choices=["fp32", "bf16", "fp16"])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--batch-tokens", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--warmup", type=int, default=None)
+    parser.add_argument("--decode-batch", type=int, default=None)
+    parser.add_argument("--decode-src-len", type=int, default=25)
+    parser.add_argument("--decode-max-new", type=int, default=None)
+    parser.add_argument("--only", action="append", choices=["train", "decode"])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    profile = get_profile(args.profile or ("smoke" if args.quick else "paper"))
+    precision = args.precision or ("bf16" if device.type == "cuda" else "fp32")
+    rounds = args.rounds or (2 if args.quick else 10)
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 3)
+    parts = set(args.only or ["train", "decode"])
+    record: dict = {
+        "quick": args.quick,
+        "profile": profile.name,
+        "device": {
+            "type": device.type,
+            "name": torch.cuda.get_device_name(device)
+            if device.type == "cuda"
+            else "cpu",
+        },
+        "provenance": provenance(device),
+    }
+    if "train" in parts:
+        record["training"] = bench_training(
+            profile,
+            device,
+            precision,
+            batch_tokens=args.batch_tokens,
+            rounds=rounds,
+            warmup=warmup,
+            quick=args.quick,
+        )
+    if "decode" in parts:
+        batches = (
+            [args.decode_batch] if args.decode_batch else ([4] if args.quick else [1, 64])
+        )
+        record["decoding"] = [
+            bench_decoding(
+                profile,
+                device,
+                batch=b,
+                src_len=8 if args.quick else args.decode_src_len,
+                max_new=args.decode_max_new or (12 if args.quick else 100),
+                rounds=rounds,
+            )
+            for b in batches
+        ]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+if __name__ == "__main__":
+    main()
