@@ -84,16 +84,15 @@ from IPython.display import Markdown, display
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.book.viz.figures import variations as curves_figure
 from annotated_transformer.data import load_parallel
-from annotated_transformer.evaluation import results
+from annotated_transformer.experiments.table3 import record, tables
 from annotated_transformer.experiments.table3 import rows as variations
 from annotated_transformer.experiments.table3 import sentences as say
 from annotated_transformer.experiments.table3 import statistics as findings
-from annotated_transformer.experiments.table3 import tables
 from annotated_transformer.experiments.table3 import verdicts as report
 from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
-from annotated_transformer.profiles import Table3Scale
 from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.runtime.side_by_side import side_by_side_workers
 
@@ -135,6 +134,8 @@ torch_device = resolve_device(device)
 if profile.threads:
     torch.set_num_threads(profile.threads)
 chapter_start = time.perf_counter()
+# what the chapter computes, kept as it goes for its results record (`record.write`, at the end)
+this_run = record.ThisRun(table3_profile, scale, rows, n_epochs, seed_list, overfit_rows)
 
 # %% [markdown]
 # In words:
@@ -261,25 +262,16 @@ assert profile.name == "smoke" or all(
 # %%
 # The calibration is committed with the clone (results/tuning_table3_<profile>/), wherever this run
 # writes its own results.
-committed = results.committed_root()
-calibration = committed and results.read_result(
-    "calibration", f"tuning_table3_{profile.name}", committed
-)
+calibration = record.committed_calibration(profile.name, scales.table3)
 warmup, peak = scales.table3.warmup_steps, scales.table3.peak_lr
-if calibration:
-    tried = pd.DataFrame(calibration["metrics"]["runs"])
-    tried = tried.pivot(index="candidate", columns="row", values="ppl").reset_index()
-    tried = tried.rename_axis(columns=None)[["candidate", "base", "C1", "C3"]]
-    viz.show_table(tried, base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
+if calibration.chosen:
+    viz.show_table(calibration.tried(), base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
     batch_tokens = table3_profile.batch_tokens
-    words = say.describe_calibration(calibration, warmup, peak, batch_tokens)
+    words = say.describe_calibration(calibration.chosen, warmup, peak, batch_tokens)
     display(Markdown(words))
-    calibrated = Table3Scale.recorded(calibration["config"]["profile"]["book"])
-    if calibrated.batch_tokens == scales.table3.batch_tokens:
-        chosen_warmup, chosen_peak = calibration["metrics"]["chosen"].split(":")
-        assert (int(chosen_warmup), float(chosen_peak)) == (warmup, peak), (
-            "the profile's Table 3 warm-up and peak are not the calibration's choice"
-        )
+    assert calibration.agrees(warmup, peak), (
+        "the profile's Table 3 warm-up and peak are not the calibration's choice"
+    )
 else:
     display(Markdown(say.describe_no_calibration(warmup, peak)))
 
@@ -294,23 +286,8 @@ else:
 
 
 # %%
-tuning = f"tuning_table3_{profile.name}"
-whole_epoch = committed and results.read_result("calibration_epoch1", tuning, committed)
-pre_norm = committed and results.read_result(
-    "calibration_epoch1_prenorm", tuning, committed
-)
-same_batches = bool(whole_epoch and pre_norm) and all(
-    Table3Scale.recorded(r["config"]["profile"]["book"]).batch_tokens
-    == scales.table3.batch_tokens
-    for r in (whole_epoch, pre_norm)
-)
-if whole_epoch and not same_batches:
-    display(
-        Markdown(
-            "The committed whole-epoch grid was run at other batches than this profile's; it is "
-            "not shown. Rerun `scripts/table3_calibration.py --epochs 1` for this profile."
-        )
-    )
+if calibration.other_batches:
+    display(Markdown(say.describe_other_batches()))
 
 
 # %% [markdown]
@@ -319,25 +296,14 @@ if whole_epoch and not same_batches:
 
 
 # %%
-if calibration and same_batches:
-    chosen = calibration["metrics"]["chosen"]
-    post_runs = pd.DataFrame(whole_epoch["metrics"]["runs"])
-    pre_runs = pd.DataFrame(pre_norm["metrics"]["runs"])
-    grid = pd.concat(
-        [
-            post_runs.assign(norm="post (the paper's)"),
-            pre_runs.assign(norm="pre (diagnostic)"),
-        ]
-    )
-    grid = grid.pivot(
-        index=["norm", "candidate"], columns="row", values="ppl"
-    ).reset_index()
-    grid = grid.rename_axis(columns=None)[["norm", "candidate", "base", "C1", "C3"]]
-    viz.show_table(grid, base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
-    by = post_runs.pivot(index="candidate", columns="row", values="ppl")
-    pre_at = pre_runs[pre_runs.candidate == chosen].set_index("row").ppl
+if calibration.shows_grid:
+    viz.show_table(calibration.grid(), base="{:.1f}", C1="{:.1f}", C3="{:.1f}")
+    by, chosen = calibration.post_norm(), calibration.choice
     assert by.base.idxmin() == chosen, "the whole epoch picks another candidate for base"
-    display(Markdown(say.describe_whole_epoch(by, pre_at, chosen, whole_epoch)))
+    words = say.describe_whole_epoch(
+        by, calibration.pre_norm_at_choice(), chosen, calibration.whole_epoch
+    )
+    display(Markdown(words))
 
 
 # %% [markdown]
@@ -377,6 +343,11 @@ display(
             overfit_pairs,
         )
     )
+)
+this_run.keep(
+    valid_pairs=len(data.valid),
+    bleu_sentences=len(bleu_sources),
+    overfit_pairs=overfit_pairs,
 )
 
 
@@ -492,44 +463,24 @@ assert (full.epochs >= n_epochs - 1e-6).all()
 assert (small.epochs >= overfit_epochs - 1e-6).all()
 assert np.isfinite(measured.ppl).all() and (measured.ppl > 1).all()
 assert all(full[full.row == row].params.nunique() == 1 for row in rows)
+this_run.keep(runs=runs, train_seconds=train_seconds, workers=workers)
 
 
 # %% [markdown]
 # ## 6.3 Validation curves
 #
 # Each run's validation perplexity (per subword, on the whole validation split) as it trains, the
-# mean over seeds of the log perplexity; one panel per group of rows, base in each. A finding can
-# only be read once its rows have stopped moving relative to one another; the curves show whether
-# they have.
+# mean over seeds of the log perplexity; one panel per group of rows. Base is in every panel as the
+# wide grey band under the other rows, so a row that lies on base shows as a line along the band;
+# every other row keeps one colour and dash of its own in every chart of the chapter, so rows that
+# end together still show as two lines. A finding can only be read once its rows have stopped
+# moving relative to one another; the curves show whether they have.
 
 
 # %%
-def group_panels(mean_curves: pd.DataFrame):
-    """Mean validation curves (columns row, epoch, ppl), one panel per group of rows."""
-    panels = []
-    for title, members in tables.GROUPS.items():
-        mine = mean_curves[mean_curves.row.isin(members)]
-        panels.append(
-            viz.line_chart(
-                mine,
-                "epoch",
-                "ppl",
-                "row",
-                title=title,
-                x_title="epochs of the training split",
-                y_title="validation perplexity",
-                log_y=True,
-                points=True,
-                width=180,
-                height=240,
-            )
-        )
-    return viz.side_by_side(*panels)
-
-
 full_curves, small_curves = tables.curve_points(full), tables.curve_points(small)
 full_mean = tables.mean_curve(full_curves)
-viz.show(group_panels(full_mean))
+viz.show(curves_figure.validation_curves_chart(full_mean))
 
 
 # %% [markdown]
@@ -545,21 +496,13 @@ viz.show(group_panels(full_mean))
 # %%
 small_mean = tables.mean_curve(small_curves)
 viz.show(
-    viz.line_chart(
-        small_mean,
-        "epoch",
-        "ppl",
-        "row",
-        title=f"the first {overfit_pairs:,} training pairs",
-        x_title="epochs of the small corpus",
-        y_title="validation perplexity",
-        log_y=True,
-        points=True,
+    curves_figure.overfitting_chart(
+        small_mean, title=f"the first {overfit_pairs:,} training pairs"
     )
 )
 dropout_of = {r: scale.config(r).dropout for r in overfit_rows}
 display(Markdown(say.describe_overfitting(small_mean, dropout_of)))
-lowest = small_mean.loc[small_mean.groupby("row").ppl.idxmin()].set_index("row")
+this_run.keep(small_mean=small_mean)
 
 
 # %% [markdown]
@@ -614,9 +557,10 @@ BUDGETS = (0.25, 0.5, 1.0)  # shares of each run's training, read from its curve
 budgets = tables.live_budgets(
     full_curves, small_curves, BUDGETS, CURVE_POINTS, overfit_epochs, overfit_share
 )
-extended_run, extended_budgets = report.load_extended(
-    committed, extended_profile or profile.name
+extended_run, extended_budgets = record.committed_extended(
+    extended_profile or profile.name
 )
+this_run.keep(budgets=budgets, extended_budgets=extended_budgets)
 
 
 # %% [markdown]
@@ -634,37 +578,10 @@ extended_run, extended_budgets = report.load_extended(
 
 
 # %%
-def by_point(mean: pd.DataFrame) -> dict:
-    return {row: list(g.sort_values("point").ppl) for row, g in mean.groupby("row")}
-
-
 names = tables.row_names(scale, TABLE3_ALL_ROWS)
-live = dict(name="this run", **budgets[-1])
-said, notes = (
-    [live],
-    [
-        {
-            "dropout helps": report.overfit_note(by_point(small_mean), ("D1", "base")),
-            "bigger is better": report.overtake_note(
-                by_point(full_mean), "C1", "C3", sorted(full_mean.epoch.unique())
-            ),
-        }
-    ],
+said, notes = tables.findings_said(
+    budgets, small_mean, full_mean, extended_run, extended_budgets
 )
-if extended_budgets:
-    said.append(dict(name="the extended run", **extended_budgets[-1]))
-    small_ext = report.mean_curves(extended_run, "small")
-    small_ext = {
-        r: c[: extended_budgets[-1]["small_epoch"]] for r, c in small_ext.items()
-    }
-    notes.append(
-        {
-            "dropout helps": report.overfit_note(small_ext, ("D1", "base")),
-            "bigger is better": report.overtake_note(
-                report.mean_curves(extended_run), "C1", "C3"
-            ),
-        }
-    )
 display(Markdown(report.conclusion(said, [names], notes)))
 
 
@@ -741,7 +658,7 @@ if extended_run is None:
     )
 else:
     extended_curves = report.mean_curves(extended_run)
-    viz.show(group_panels(tables.per_epoch(extended_curves)))
+    viz.show(curves_figure.validation_curves_chart(tables.per_epoch(extended_curves)))
     display(
         Markdown(
             say.describe_extended_progress(
@@ -767,17 +684,12 @@ if extended_run is not None:
     small_extended = tables.per_epoch(report.mean_curves(extended_run, "small"))
 if not small_extended.empty:
     small_extended = small_extended.assign(point=small_extended.epoch)
+    small_share = extended_run["identity"]["overfit_share"]
     viz.show(
-        viz.line_chart(
+        curves_figure.overfitting_chart(
             small_extended,
-            "epoch",
-            "ppl",
-            "row",
-            title="the extended run: dropout's rows on a "
-            f"1/{extended_run['identity']['overfit_share']} share of the pairs",
-            x_title="epochs of the small corpus",
-            y_title="validation perplexity",
-            log_y=True,
+            title=f"the extended run: dropout's rows on a 1/{small_share} share of the pairs",
+            points=False,
         )
     )
     display(Markdown(say.describe_overfitting(small_extended, dropout_of)))
@@ -828,6 +740,7 @@ final_ppl = {
 table = tables.beside_table3(rows, final_ppl, bleu_tests, params)
 assert table.row.tolist() == rows
 assert ((table.ppl_low <= table.ppl) & (table.ppl <= table.ppl_high)).all()
+this_run.keep(table=table, final_ppl=final_ppl)
 
 
 # %% [markdown]
@@ -901,6 +814,7 @@ display(
         )
     )
 )
+this_run.keep(correlation=correlation, extended_correlation=ext_correlation)
 
 
 # %% [markdown]
@@ -933,137 +847,25 @@ done_flops = sum(
     training_flops(r.row, r.epochs * target_tokens * share[r.corpus]) for r in runs
 )
 achieved = done_flops / measured.train_s.sum()  # per process, validation included
-lengths = (mean_src, mean_tgt)
-budget_rows = [
-    tables.table3_flops(profile.name, target_tokens, lengths, overfit_rows)
-    | dict(flops_per_s=achieved * workers, where=f"this run, {workers} process(es)")
-]
-gpu_record = results.read_result("sweep_d256x4", "gpu")
-if gpu_record and profile.name != "gpu":
-    g = gpu_record["metrics"]
-    gpu_tokens = g["target_tokens"] / g["epochs"]
-    gpu_lengths = (
-        mean_src / mean_tgt * gpu_tokens / len(data.train),
-        gpu_tokens / len(data.train),
-    )
-    budget_rows.append(
-        tables.table3_flops("gpu", gpu_tokens, gpu_lengths, overfit_rows)
-        | dict(
-            flops_per_s=g["training_flops"] / g["train_time_s"],
-            where="the gpu recipe's run: " + results.describe_provenance(gpu_record),
-        )
-    )
-budget = pd.DataFrame(budget_rows)
-budget["minutes"] = budget.flops / budget.flops_per_s / 60
+budget = tables.flops_budget(
+    profile.name,
+    target_tokens,
+    (mean_src, mean_tgt),
+    overfit_rows,
+    achieved,
+    workers,
+    len(data.train),
+    record.gpu_recipe_run(),
+)
 viz.show_table(tables.flops_table(budget))
 gpu_row = budget.iloc[1].to_dict() if len(budget) > 1 else None
 display(Markdown(say.describe_flops(done_flops, train_seconds / 60, achieved, gpu_row)))
+this_run.keep(flops=budget)
 
 
-# %% [markdown]
-# ## What this chapter wrote
-#
-# `results/<profile>/model_variations.json` holds, for every row: the geometric-mean perplexity and
-# its interval, the perplexity and BLEU of every seed with BLEU's bootstrap intervals, the
-# difference from base and whether it exceeds the resampling noise, the parameter count, the epochs
-# trained, the seeds, every seed's validation curve, and what the row trained with (its model
-# configuration, warm-up, peak rate and maximum length as used). Beside them: the overfitting runs
-# and their curves, the verdicts at every budget with every comparison's interval, the rank
-# correlation with its bootstrap interval, and the FLOPs arithmetic. The introduction's reproduction
-# summary reads `rows.base.ppl` and `rows.A1.bleu_minus_base`.
-
-
-# %% [markdown]
-# The configuration and training settings each row trained with (seed aside) go with the results,
-# so that a later reader can tell what produced them:
-
-
-# %%
-def trained_with(row: str) -> dict:
-    """The configuration and training settings the row's runs trained with (seed aside)."""
-    config = variations.row_config(row, table3_profile)
-    train = variations.row_settings(
-        table3_profile, config, epochs=n_epochs, seed=1
-    ).to_dict()
-    return {
-        "model": config.to_dict(),
-        "train": {k: v for k, v in train.items() if k != "seed"},
-    }
-
-
-config = {
-    "profile": table3_profile.to_dict(),
-    "scale": {"width": scale.width, "depth": scale.depth, "heads": scale.heads},
-    "rows": {row: trained_with(row) for row in rows},
-}
-
-
-# %% [markdown]
-# The metrics: the rows and overfitting runs (`tables.row_records`, `tables.overfit_records`), the
-# verdicts at every budget, both runs' rank correlations, and the FLOPs arithmetic:
-
-
-# %%
-metrics = {
-    "rows": tables.row_records(
-        table, runs, final_ppl, seed_list, max_len, table3_profile.batch_tokens
-    ),
-    "overfit": tables.overfit_records(
-        runs, overfit_rows, seed_list, overfit_pairs, lowest.epoch.to_dict()
-    ),
-    "verdicts": budgets,
-    "spearman_ppl": correlation,
-    "extended": {
-        "epochs": len(extended_budgets),
-        "verdicts": [
-            {k: b[k] for k in ("full_epoch", "small_epoch", "label", "findings")}
-            for b in extended_budgets
-        ],
-        "spearman_ppl": ext_correlation,
-    },
-    "tie_margin_pct": round(findings.percent(findings.TIE_MARGIN), 3),
-    "alpha": findings.ALPHA,
-    "flops": budget.to_dict(orient="records"),
-    "dataset": f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}, "
-    f"{profile.valid_split} split",
-    "bleu": f"sacreBLEU, greedy translations of all {len(bleu_sources)} validation sentences",
-    "ppl": f"per subword on all {len(data.valid)} pairs of the validation split",
-    "train_seconds": round(train_seconds, 1),
-    "workers": workers,
-}
-
-
-# %% [markdown]
-# Written, and read back: the introduction's reproduction summary reads `rows.base.ppl` and
-# `rows.A1.bleu_minus_base` from this file.
-
-
-# %%
-path = results.write_result(
-    results_name,
-    metrics,
-    profile=profile.name,
-    config=config,
-    device=torch_device,
-    wall_time_s=round(time.perf_counter() - chapter_start, 1),
-)
-record = results.read_result(results_name, profile.name)
-assert record is not None and set(record["metrics"]["rows"]) == set(rows)
-assert (
-    results.lookup(record["metrics"], "rows.base.ppl") == metrics["rows"]["base"]["ppl"]
-)
-base_trained = record["config"]["rows"]["base"]
-assert base_trained["model"]["warmup_steps"] == base_trained["train"]["warmup_steps"]
-assert base_trained["model"]["max_len"] == max_len
-assert len(record["metrics"]["verdicts"]) == len(BUDGETS)
-display(
-    Markdown(
-        say.describe_written(
-            f"{path.parent.name}/{path.name}",
-            time.perf_counter() - chapter_start,
-            train_seconds,
-        )
-    )
+# %% tags=["remove-cell"]
+path = record.write(
+    this_run, torch_device, time.perf_counter() - chapter_start, results_name
 )
 
 
@@ -1076,4 +878,4 @@ display(
 
 
 # %%
-display(Markdown(report.closing(said, [correlation, ext_correlation][: len(said)])))
+display(Markdown(say.closing(record.read(profile.name, name=results_name))))

@@ -1,7 +1,8 @@
 """Chapter 06's sentences about its run: what it trains, how the training went, what the curves,
 BLEU scores and FLOPs say. Every sentence that depends on a number is made here from that number
-(the findings' own words are `table3_report`'s), so that each can be tested with inputs that change
-it. The arguments are plain numbers, mappings and data frames, never the chapter's globals.
+(the findings' own words are `verdicts`'), so that each can be tested with inputs that change
+it. The arguments are plain numbers, mappings and data frames, never the chapter's globals;
+`closing` makes the chapter's last section from its results record as read back.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ import pandas as pd
 
 from ...evaluation.results import describe_provenance
 from . import statistics as f
-from .verdicts import epochs_words, finding_name, share_words, verdict_count
+from .verdicts import (
+    describe_correlation,
+    epochs_words,
+    finding_name,
+    share_words,
+    tally,
+    verdict_count,
+    verdict_words,
+)
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -20,6 +29,10 @@ def _listed(items: Sequence[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def _plural(n: int, word: str) -> str:
@@ -117,6 +130,13 @@ def describe_no_calibration(warmup: int, peak: float) -> str:
     return (
         f"No calibration of this profile's warm-up ({warmup} steps) and peak rate ({peak:g}) is "
         "committed; the curves of C1 and C3 in section 6.3 show whether the deepest row trains."
+    )
+
+
+def describe_other_batches() -> str:
+    return (
+        "The committed whole-epoch grid was run at other batches than this profile's; it is "
+        "not shown. Rerun `scripts/table3_calibration.py --epochs 1` for this profile."
     )
 
 
@@ -305,8 +325,36 @@ def describe_flops(done: float, minutes: float, rate: float, gpu: Mapping | None
     return text
 
 
-def describe_written(name: str, seconds: float, train_seconds: float) -> str:
-    return (
-        f"This chapter wrote `{name}` after {seconds / 60:.1f} minutes, "
-        f"{train_seconds / 60:.1f} of them training."
-    )
+# ------------------------------------------------------------------------------ what this run shows
+def closing(record: Mapping) -> str:
+    """ "What this run shows", from the chapter's record as read back (`record.read`): this run's
+    verdicts at its longest budget counted, and, where the record holds a committed extended run,
+    its verdicts at its longest, the findings the longer budget changed, then each run's rank
+    correlation with the paper's perplexities with its interval. A finding is named under the
+    verdict its test gave, whatever the size of its difference."""
+    metrics = record["metrics"]
+    runs = [dict(name="this run", **metrics["verdicts"][-1])]
+    correlations = [metrics["spearman_ppl"]]
+    extended = metrics.get("extended") or {}
+    if extended.get("verdicts"):
+        runs.append(dict(name="the extended run", **extended["verdicts"][-1]))
+        correlations.append(extended.get("spearman_ppl"))
+    text = [tally(r) for r in runs]
+    if len(runs) > 1:
+        moved = [
+            f"{_lower_first(finding_name(a['finding']))} ({verdict_words(a['verdict'])} → "
+            f"{verdict_words(b['verdict'])})"
+            for a, b in zip(runs[0]["findings"], runs[-1]["findings"])
+            if a["verdict"] != b["verdict"]
+        ]
+        text.append(
+            "The longer budget changed "
+            + (_listed(moved) if moved else "no verdict")
+            + "."
+        )
+    text += [
+        describe_correlation(c, r["name"])
+        for r, c in zip(runs, correlations)
+        if c is not None
+    ]
+    return " ".join(text)

@@ -1,7 +1,7 @@
 """Chapter 06's bookkeeping: the tables it shows and the frames its charts and verdicts read.
 
-Nothing here decides a verdict (that is `findings`) or writes a sentence (`table3_describe`,
-`table3_report`): these functions turn the rows' configurations, the runs' curves and scores into
+Nothing here decides a verdict (that is `statistics`) or writes a sentence (`sentences`,
+`verdicts`): these functions turn the rows' configurations, the runs' curves and scores into
 data frames with reader-facing column names, so that the chapter's cells stay a few lines each.
 """
 
@@ -29,23 +29,6 @@ FIELD_WORDS = {
     "dropout": "dropout",
     "label_smoothing": "label smoothing",
     "positional": "positions",
-}
-
-# The chapter's panels of validation curves: each group of Table 3 with base in it.
-GROUPS = {
-    "heads and key size (A, B)": ["base", "A1", "A2", "A3", "A4", "B1", "B2"],
-    "depth, width, feed-forward (C)": [
-        "base",
-        "C1",
-        "C2",
-        "C3",
-        "C4",
-        "C5",
-        "C6",
-        "C7",
-        "big",
-    ],
-    "regularisation and positions (D, E)": ["base", "D1", "D2", "D3", "D4", "E"],
 }
 
 
@@ -560,68 +543,85 @@ def flops_table(budget: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-# ------------------------------------------------------------------------------ the results file
-def row_records(
-    table: pd.DataFrame,
-    runs: Sequence,
-    final_ppl: Mapping[str, Mapping[int, float]],
-    seeds: Sequence[int],
-    max_len: int,
-    batch_tokens: int,
-) -> dict:
-    """`metrics["rows"]` of model_variations.json: per row its scores, seeds, curves and settings."""
-
-    def run_of(row: str, seed: int):
-        return next(r for r in runs if (r.row, r.seed, r.corpus) == (row, seed, "full"))
-
-    out = {}
-    for r in table.itertuples():
-        mine = [run_of(r.row, s) for s in seeds]
-        out[r.row] = {
-            "ppl": round(r.ppl, 3),
-            "ppl_ci95": [round(r.ppl_low, 3), round(r.ppl_high, 3)],
-            "ppl_seeds": [round(final_ppl[r.row][s], 3) for s in seeds],
-            "bleu": round(r.bleu, 2),
-            "bleu_seeds": [round(x, 2) for x in r.bleu_seeds],
-            "bleu_ci95_seeds": r.bleu_ci95_seeds,
-            "bleu_minus_base": round(r.bleu_minus_base, 2),
-            "bleu_beyond_noise_of_base_seeds": r.beyond,
-            "params_m": round(r.params / 1e6, 4),
-            "seeds": list(seeds),
-            "epochs": [x.epochs for x in mine],
-            "steps": [x.steps for x in mine],
-            "curves": {str(s): x.curve for s, x in zip(seeds, mine)},
-            "train_s": [round(x.train_s, 1) for x in mine],
-            "trained_with": {
-                "warmup_steps": mine[0].warmup_steps,
-                "peak_lr": mine[0].peak_lr,
-                "max_len": max_len,
-                "batch_tokens": batch_tokens,
-            },
-        }
-    return out
-
-
-def overfit_records(
-    runs: Sequence,
-    rows: Sequence[str],
-    seeds: Sequence[int],
+def flops_budget(
+    profile_name: str,
+    tokens_per_epoch: float,
+    src_tgt: tuple[float, float],
+    overfit_rows: Sequence[str],
+    achieved: float,
+    workers: int,
     train_pairs: int,
-    lowest_epoch: Mapping[str, float],
-) -> dict:
-    """`metrics["overfit"]`: per dropout row its small-corpus runs, curves and lowest epoch."""
-    out = {}
-    for row in rows:
-        mine = [
-            next(r for r in runs if (r.row, r.seed, r.corpus) == (row, s, "small"))
-            for s in seeds
-        ]
-        out[row] = {
-            "train_pairs": train_pairs,
-            "seeds": list(seeds),
-            "epochs": [x.epochs for x in mine],
-            "ppl_seeds": [round(x.ppl, 3) for x in mine],
-            "curves": {str(s): x.curve for s, x in zip(seeds, mine)},
-            "lowest_epoch": float(lowest_epoch[row]),
+    gpu_record: Mapping | None = None,
+) -> pd.DataFrame:
+    """The FLOPs arithmetic of section 6.7: this profile's Table 3 (`table3_flops`) at the rate
+    this run `achieved` per process times its `workers`, and, beside it unless this is the `gpu`
+    profile, the `gpu` profile's at the rate its own recipe's run (`gpu_record`, the results
+    record of that run, None when there is none) achieved; its corpus's mean lengths follow this
+    corpus's from the tokens it trained on per epoch (`train_pairs`: this corpus's pairs). Columns
+    profile, rows, seeds, epochs, overfit_epochs, flops, flops_per_s, where, minutes."""
+    from ...evaluation.results import describe_provenance
+
+    mean_src, mean_tgt = src_tgt
+    rows = [
+        table3_flops(profile_name, tokens_per_epoch, src_tgt, overfit_rows)
+        | dict(flops_per_s=achieved * workers, where=f"this run, {workers} process(es)")
+    ]
+    if gpu_record and profile_name != "gpu":
+        g = gpu_record["metrics"]
+        gpu_tokens = g["target_tokens"] / g["epochs"]
+        gpu_lengths = (
+            mean_src / mean_tgt * gpu_tokens / train_pairs,
+            gpu_tokens / train_pairs,
+        )
+        rows.append(
+            table3_flops("gpu", gpu_tokens, gpu_lengths, overfit_rows)
+            | dict(
+                flops_per_s=g["training_flops"] / g["train_time_s"],
+                where="the gpu recipe's run: " + describe_provenance(gpu_record),
+            )
+        )
+    budget = pd.DataFrame(rows)
+    budget["minutes"] = budget.flops / budget.flops_per_s / 60
+    return budget
+
+
+# ------------------------------------------------------------------------------ the findings said
+def by_point(mean: pd.DataFrame) -> dict[str, list[float]]:
+    """{row: its mean curve's perplexities in the order of its points} (`mean_curve`'s frame)."""
+    return {row: list(g.sort_values("point").ppl) for row, g in mean.groupby("row")}
+
+
+def findings_said(
+    budgets: Sequence[Mapping],
+    small_mean: pd.DataFrame,
+    full_mean: pd.DataFrame,
+    extended_run: Mapping | None = None,
+    extended_budgets: Sequence[Mapping] = (),
+) -> tuple[list[dict], list[dict]]:
+    """The runs `verdicts.conclusion` puts in words, and a note per finding and run: this run's
+    longest budget ("this run") and, with a committed extended run, its longest ("the extended
+    run"); for each, whether dropout's rows had begun to overfit (D1 and base on the small
+    corpus) and whether the deeper C3 had overtaken C1."""
+    said = [dict(name="this run", **budgets[-1])]
+    notes = [
+        {
+            "dropout helps": report.overfit_note(by_point(small_mean), ("D1", "base")),
+            "bigger is better": report.overtake_note(
+                by_point(full_mean), "C1", "C3", sorted(full_mean.epoch.unique())
+            ),
         }
-    return out
+    ]
+    if extended_budgets:
+        last = extended_budgets[-1]
+        said.append(dict(name="the extended run", **last))
+        small = report.mean_curves(extended_run, "small")
+        small = {r: c[: last["small_epoch"]] for r, c in small.items()}
+        notes.append(
+            {
+                "dropout helps": report.overfit_note(small, ("D1", "base")),
+                "bigger is better": report.overtake_note(
+                    report.mean_curves(extended_run), "C1", "C3"
+                ),
+            }
+        )
+    return said, notes

@@ -245,6 +245,12 @@ _VERDICT_PLURAL = {  # of several findings
 }
 
 
+def verdict_words(verdict: str) -> str:
+    """A verdict as a sentence says it of one finding: "holds", "does not hold", "cannot be
+    told"."""
+    return _VERDICT[verdict]
+
+
 def verdict_count(n: int, verdict: str) -> str:
     """ "1 holds", "2 hold", "0 do not hold": a count of findings with their verdict."""
     return f"{n} {_VERDICT[verdict] if n == 1 else _VERDICT_PLURAL[verdict]}"
@@ -548,27 +554,3 @@ def tally(run: Mapping) -> str:
         if groups[v]
     ]
     return f"{_run_title(run)}, of the {n} findings " + _listed(parts) + "."
-
-
-def closing(runs: Sequence[Mapping], correlations: Sequence[Mapping | None]) -> str:
-    """The chapter's last paragraph: each run's verdicts counted, the findings the longer budget
-    changed, and each run's rank correlation with the paper with its interval."""
-    text = [tally(r) for r in runs]
-    if len(runs) > 1:
-        moved = [
-            f"{_lower(finding_name(a['finding']))} ({_VERDICT[a['verdict']]} → "
-            f"{_VERDICT[b['verdict']]})"
-            for a, b in zip(runs[0]["findings"], runs[-1]["findings"])
-            if a["verdict"] != b["verdict"]
-        ]
-        text.append(
-            "The longer budget changed "
-            + (_listed(moved) if moved else "no verdict")
-            + "."
-        )
-    text += [
-        describe_correlation(c, r["name"])
-        for r, c in zip(runs, correlations)
-        if c is not None
-    ]
-    return " ".join(text)

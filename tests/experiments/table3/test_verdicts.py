@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from annotated_transformer.experiments.table3 import extended
+from annotated_transformer.experiments.table3 import sentences as say
 from annotated_transformer.experiments.table3 import statistics as f
 from annotated_transformer.experiments.table3 import verdicts as report
 
@@ -106,7 +107,17 @@ def test_the_longer_budget_says_what_it_changed_and_why():
     heads = _line(text, "Too many heads")
     assert "left the verdict as it was (cannot be told)" in heads
     assert "the smallest change the runs could find from" in heads
-    closing = report.closing(runs, [None, None])
+    record = {
+        "metrics": {
+            "verdicts": [{k: v for k, v in runs[0].items() if k != "name"}],
+            "spearman_ppl": None,
+            "extended": {
+                "verdicts": [{k: v for k, v in runs[1].items() if k != "name"}],
+                "spearman_ppl": None,
+            },
+        }
+    }
+    closing = say.closing(record)
     assert "The longer budget changed bigger is better (does not hold → holds)" in closing
 
 
