@@ -74,7 +74,6 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %%
 import collections
-import dataclasses
 import math
 import statistics
 import time
@@ -90,7 +89,7 @@ from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY, table4_row
 from annotated_transformer.experiments import parsing
 from annotated_transformer.experiments.parsing import curve as parsing_curve
-from annotated_transformer.experiments.parsing import report
+from annotated_transformer.experiments.parsing import record, report
 from annotated_transformer.experiments.parsing import sentences as describe
 from annotated_transformer.model.config import preset
 from annotated_transformer.model.transformer import count_parameters
@@ -117,7 +116,9 @@ profile = chapter_profile(profile_name, max_steps=max_steps)
 sizes = profile.chapter_sizes("07")
 device = resolve_device(device)
 chapter_start = time.perf_counter()
-PAPER_TRAINING_SENTENCES = 40_000  # "about 40K training sentences" of the WSJ
+# what the chapter computes, kept as it goes for its results record (`record.write`, at the end)
+this_run = record.ThisRun(record.treebank_name(treebank_dir))
+PAPER_TRAINING_SENTENCES = describe.PAPER_TRAINING_TREES  # "about 40K" of the WSJ
 PAPER_VOCABULARY = 16_000  # word pieces, WSJ-only setting
 PAPER_BEAM = parsing.PAPER_BEAM
 assert (PAPER_BEAM, parsing.PAPER_ALPHA, parsing.PAPER_EXTRA_LENGTH) == (21, 0.3, 300)
@@ -155,6 +156,7 @@ def cleaned(file_ids):
 splits = {name: cleaned(ids) for name, ids in split_files.items()}
 viz.show_table(report.split_table(splits, split_files))
 assert len(splits["train"]) > len(splits["test"]) > 0
+this_run.keep(split_files=split_files)
 
 # %% [markdown]
 # Vinyals et al. write the tree depth first: an opening bracket with its label where a phrase
@@ -390,6 +392,12 @@ data = parsing.ParsingData.from_splits(
 config = recipe.config(data)
 vocabularies = data.vocabularies
 assert vocabularies.tags
+this_run.keep(
+    recipe=recipe,
+    train_trees=len(train_trees),
+    dev_trees=len(dev_trees),
+    vocabularies=vocabularies,
+)
 
 # %% [markdown]
 # The target vocabulary is read from the training trees, so a label or tag that training never uses
@@ -419,6 +427,7 @@ viz.show_table(
 parameters = count_parameters(build_model(config, vocabularies.sizes, seed=recipe.seed))
 lengths = report.mean_lengths(train_trees)
 display(Markdown(describe.describe_model(parameters, unspelled, *lengths)))
+this_run.keep(parameters=parameters)
 
 # %% [markdown]
 # ## 7.4 What it takes to parse: F1 against epochs and against training trees
@@ -444,6 +453,7 @@ display(
         describe.describe_training(list(runs.values()), xx_run, live.seconds, workers)
     )
 )
+this_run.keep(live=live, workers=workers, config=model.config)
 
 # %% [markdown]
 # ### The extended run: the tags parser trained until dev F1 stops rising
@@ -479,9 +489,8 @@ display(
 # of the training trees, and the flat tree that puts every word straight under the root.
 
 # %%
-committed = results.committed_root()  # None in an installed copy
-extended = report.read_committed(committed, report.EXTENDED_CURVES)
-extended_test = report.read_extended_test(committed, extended)  # None until it is scored
+extended, extended_test = record.committed_extended()  # test: None until it is scored
+this_run.keep(extended=extended, extended_test=extended_test)
 dev_floors = {
     name: parsing.corpus_score(dev_trees, trees).f1
     for name, trees in parsing.baselines(dev_trees, train_trees).items()
@@ -533,6 +542,7 @@ else:
 # %%
 reads = parsing_curve.source_dependence(model, vocabularies, dev_trees)
 display(Markdown(describe.describe_source_dependence(reads)))
+this_run.keep(reads=reads)
 
 # %% [markdown]
 # ## 7.5 Decoding, chosen on the development trees; the test files once
@@ -569,7 +579,7 @@ display(Markdown(describe.describe_searches(profiles, dev_gold)))
 # two summaries (all sentences, and those of at most 40 words).
 
 # %%
-results_folder = results.results_path("constituency_parsing", profile.name).parent
+results_folder = results.results_path(record.RESULTS_NAME, profile.name).parent
 test_report = parsing.report_parser(
     model,
     data,
@@ -589,6 +599,7 @@ assert all(
 evalb = parsing.corpus_scores(test_trees, parsed)
 assert math.isclose(evalb["all"].f1, headline["f1"])
 assert math.isclose(evalb["<=40"].f1, headline["f1_le40"])
+this_run.keep(tags=tags)
 
 # %% [markdown]
 # The floors are parsed on the same sentences, and the tags parser is set against each with a
@@ -603,8 +614,8 @@ over_floors = {
     name: parsing.paired_f1_bootstrap(test_trees, trees, parsed)
     for name, trees in floor_trees.items()
 }
-right_floor = next(name for name in floor_trees if name.startswith("right-branching"))
-flat_floor = next(name for name in floor_trees if name.startswith("flat"))
+right_floor = record.floor_named(floor_trees, "right-branching")
+flat_floor = record.floor_named(floor_trees, "flat")
 better_floor = max(floor_trees, key=lambda name: over_floors[name]["first"]["f1"])
 floor_words = {right_floor: "the right-branching floor", flat_floor: "the flat floor"}
 viz.show_table(report.scores_table(test_report["decodings"], test_report["baselines"]))
@@ -622,6 +633,7 @@ display(
         )
     )
 )
+this_run.keep(floors=over_floors)
 
 # %% [markdown]
 # One test sentence of about twelve words, the gold tree against the parse (whose tags are the
@@ -672,6 +684,7 @@ assert math.isclose(
     parsing.corpus_scores(test_trees, xx.parsed)["<=40"].f1, xx.headline["f1_le40"]
 )
 xx_reads = parsing_curve.source_dependence(xx_model, xx_vocabularies, dev_trees)
+this_run.keep(xx=xx, xx_reads=xx_reads)
 
 # %% [markdown]
 # The two parsers on the same test sentences, with the same paired bootstrap as against the
@@ -692,13 +705,13 @@ viz.show_table(
     )
 )
 display(Markdown(describe.describe_variant(versus, xx.chosen.name, reads, xx_reads)))
+this_run.keep(versus=versus, xx_over_floor=xx_over_floor)
 
 # %% [markdown]
 # ## 7.7 Beside Table 4
 #
 # Table 4's WSJ-only parsers, the paper's among them, with this run's two parsers. The paper's rows
-# are scored on WSJ section 23; ours on the test files of the treebank this run reads (the full
-# table, with the semi-supervised rows, is under the detailed tables at the end).
+# are scored on WSJ section 23; ours on the test files of the treebank this run reads.
 
 # %%
 paper_f1 = table4_row("Transformer (4 layers)", WSJ_ONLY).f1
@@ -709,9 +722,20 @@ ours = [
 ]
 table4 = report.table4_frame(TABLE4, [(label, training, h) for label, h in ours])
 viz.show(report.table4_chart(table4, [WSJ_ONLY, training], [label for label, _ in ours]))
+assert headline["f1"] < paper_f1 or treebank_dir is not None  # a tenth of the data
 
 # %% [markdown]
-# ## 7.8 What this run shows
+# Table 4 in full, with the semi-supervised rows, and this run's two parsers under it (F1 on the
+# test sentences of at most 40 words beside F1 on all of them, evalb's two summaries):
+
+# %%
+viz.show_table(table4)
+
+# %% tags=["remove-cell"]
+path = record.write(this_run, profile.name, device, time.perf_counter() - chapter_start)
+
+# %% [markdown]
+# ## What this run shows
 #
 # The tags parser's test F1 with its interval, against the two floors, the paper and the XX
 # variant, and what the extended run says about more trees and more training. "Beyond the
@@ -719,88 +743,4 @@ viz.show(report.table4_chart(table4, [WSJ_ONLY, training], [label for label, _ i
 # "within" means that the test sentences cannot tell the two apart.
 
 # %%
-display(
-    Markdown(
-        describe.describe_conclusion(
-            f1=headline["f1"],
-            f1_ci95=over_floors[right_floor]["second"]["ci95"],
-            sentences=len(test_trees),
-            over_right=over_floors[right_floor],
-            over_flat=over_floors[flat_floor],
-            paper_f1=paper_f1,
-            paper_trees=PAPER_TRAINING_SENTENCES,
-            paper_model=f"a {preset('parsing').n_layers}-layer model with d_model "
-            f"{preset('parsing').d_model}",
-            train_trees=len(train_trees),
-            params_m=parameters / 1e6,
-            epochs=runs[1.0].epochs,
-            versus=versus,
-            extended=extended,
-            reads=reads,
-            extended_test=extended_test,
-        )
-    )
-)
-assert headline["f1"] < paper_f1 or treebank_dir is not None  # a tenth of the data
-
-# %% [markdown]
-# ## Detailed tables
-#
-# Table 4 in full, with this run's two parsers under it (F1 on the test sentences of at most 40
-# words beside F1 on all of them, evalb's two summaries):
-
-# %%
-viz.show_table(table4)
-
-# %% [markdown]
-# ## What this chapter wrote
-#
-# `results/<profile>/constituency_parsing.json` holds the tags parser's test F1 (read by the
-# introduction's reproduction summary), over all sentences and over those of at most 40 words, for
-# every decoding, the floors and the paired bootstraps against them, the learning curves, the
-# development scores the search was chosen by, the recipe, the data sizes, the extended run's best
-# dev F1 by share with its test F1 once scored (`extended_run`) and the XX variant's numbers
-# (`variant_xx`);
-# `parsing_test_gold.txt`, `parsing_test_predicted.txt` (the tags parser's) and
-# `parsing_test_predicted_xx.txt` (the variant's) beside it hold the gold and parsed test trees one
-# per line, for evalb.
-
-# %%
-metrics = report.metrics_record(
-    tags=tags,
-    xx=xx,
-    runs=runs,
-    xx_run=xx_run,
-    comparisons=dict(
-        floors=over_floors, right=right_floor, versus=versus, xx_over_floor=xx_over_floor
-    ),
-    reads=reads,
-    xx_reads=xx_reads,
-    recipes=dict(
-        tags=recipe.to_dict(), xx=dataclasses.replace(recipe, tags=False).to_dict()
-    ),
-    extended=extended,
-    extended_test=extended_test,
-    dataset="PTB sample (NLTK)" if treebank_dir is None else "treebank_dir",
-    train_trees=len(train_trees),
-    dev_trees=len(dev_trees),
-    test_files=split_files["test"],
-    vocabulary=dict(
-        source_words=len(vocabularies.source), target_symbols=len(vocabularies.target)
-    ),
-    params_m=round(parameters / 1e6, 3),
-    curve_seconds=round(live.seconds, 1),
-    workers=workers,
-    paper_f1=paper_f1,
-)
-
-# %% tags=["remove-cell"]
-path = results.write_result(
-    "constituency_parsing",
-    metrics,
-    profile=profile.name,
-    config=model.config,
-    device=device,
-    wall_time_s=round(time.perf_counter() - chapter_start, 1),
-)
-print(f"wrote {path.parent.name}/{path.name} under the results folder")
+display(Markdown(describe.closing(record.read(profile.name))))

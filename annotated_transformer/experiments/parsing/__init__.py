@@ -4,8 +4,8 @@ The paper parses English with the translation model unchanged, following Vinyals
 "Grammar as a foreign language": the source is the sentence, the target is its parse tree written
 out depth first as one line of tokens. This package holds everything that is specific to trees, one
 module per part (`treebank`, `linearization`, `scoring`, `vocabulary`, `search`, `baselines`,
-`training`), chapter 07's sentences (`sentences`) and record (`report`), the learning curves
-(`curve`) and the run until dev F1 stops rising (`extended`); the
+`training`), chapter 07's sentences (`sentences`), tables and charts (`report`) and results record
+(`record`), the learning curves (`curve`) and the run until dev F1 stops rising (`extended`); the
 model, training (`fit`) and beam search are the translation ones. The parser's own parts: a target
 vocabulary of the linearization's symbols and a source vocabulary of words, with separate
 embeddings (`ParserVocabularies`); a constraint that lets the search write valid trees only

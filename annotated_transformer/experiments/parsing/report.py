@@ -1,8 +1,9 @@
-"""Chapter 07's bookkeeping: its tables (with reader-facing headers), charts, the test decodings of
-a trained parser, and the results record that the introduction's summary reads.
+"""Chapter 07's tables (with reader-facing headers), charts and the test decodings of a trained
+parser.
 
-The sentences are in `describe`; the training in `parsing_curve`; the extended run's files are
-`parsing_extended.export`'s ``curves.json`` and `parsing_extended.score_test`'s ``test.json``.
+The sentences are in `sentences`; the training in `curve`; the results record and the committed
+extended run (`extended.export`'s ``curves.json`` and `extended.score_test`'s ``test.json``) in
+`record`.
 """
 
 from __future__ import annotations
@@ -88,35 +89,6 @@ def mean_lengths(trees: Sequence[Tree]) -> tuple[float, float]:
         statistics.mean(len(linearize(t).split()) for t in trees),
         statistics.mean(len(t.leaves()) for t in trees),
     )
-
-
-EXTENDED_CURVES = "parser_extended_cpu/curves.json"
-EXTENDED_TEST = "parser_extended_cpu/test.json"
-# the kind of record (runtime.records) each committed file is
-COMMITTED_KINDS = {EXTENDED_CURVES: "parser_export", EXTENDED_TEST: "parser_test"}
-
-
-def read_committed(
-    root: str | Path | None, relative: str, kind: str | None = None
-) -> dict | None:
-    """The committed record `relative` under the clone's results folder `root`, checked as a
-    record of `kind` (default: `COMMITTED_KINDS`'s); None when there is no clone (`root` None)
-    or no such file."""
-    from ...runtime.records import read_record
-
-    path = Path(root) / relative if root else None
-    if path is None or not path.is_file():
-        return None
-    return read_record(path, kind or COMMITTED_KINDS[relative])
-
-
-def read_extended_test(root: str | Path | None, curves: Mapping | None) -> dict | None:
-    """The extended run's committed test scores (`parsing_extended.score_test`), when they are
-    of the run whose `curves` are committed (the same recipe); else None."""
-    test = read_committed(root, EXTENDED_TEST)
-    if test is None or curves is None or test.get("recipe") != curves.get("recipe"):
-        return None
-    return test
 
 
 # ------------------------------------------------------------------------------------ the curves
@@ -252,20 +224,50 @@ def extended_table(document: Mapping, test: Mapping | None = None) -> pd.DataFra
     )
 
 
+PAD = 0.05  # of an axis's span: the room left beyond the data at each end
+
+
+def padded(values, *, log: bool = False, from_zero: bool = False) -> list[float]:
+    """An axis domain `PAD` of the data's span beyond its ends (on a log axis, of the span of its
+    logarithms), so that no line or point lies on the frame; `from_zero` starts it at 0."""
+    low, high = float(min(values)), float(max(values))
+    if log:
+        ratio = (high / low) ** PAD if high > low else 1.25
+        return [low / ratio, high * ratio]
+    pad = (high - low) * PAD if high > low else max(abs(high) * PAD, 0.5)
+    return [0.0 if from_zero else low - pad, high + pad]
+
+
+def _scale(domain: list[float], log: bool = False) -> alt.Scale:
+    return alt.Scale(domain=domain, nice=False, **({"type": "log"} if log else {}))
+
+
 def _f1_panel(
     points: pd.DataFrame,
     floors: pd.DataFrame,
     x: str,
     heading: str,
     y_title: str = "dev F1 (greedy, constrained)",
-    **x_options,
+    x_title: str = "epochs",
+    log_x: bool = False,
 ):
+    """F1 against `x`, the floors as dashed rules, both axes a little beyond the data."""
+    f1 = list(points.f1) + list(floors.f1)
+    y_scale = _scale(padded(f1, from_zero=True))
     lines = (
         alt.Chart(points)
         .mark_line(point=True)
         .encode(
-            x=alt.X(f"{x}:Q", **x_options),
-            y=alt.Y("f1:Q", title=y_title),
+            x=alt.X(
+                f"{x}:Q",
+                title=x_title,
+                scale=_scale(padded(points[x], log=log_x), log_x),
+                # on a log axis, ticks at the sizes measured (its own ticks crowd)
+                axis=alt.Axis(values=sorted(set(points[x])), format=",")
+                if log_x
+                else alt.Undefined,
+            ),
+            y=alt.Y("f1:Q", title=y_title, scale=y_scale),
             color=alt.Color("run:N", title=None, sort=None),
             tooltip=["run", x, alt.Tooltip("f1:Q", format=".1f")],
         )
@@ -273,7 +275,10 @@ def _f1_panel(
     rules = (
         alt.Chart(floors)
         .mark_rule(strokeDash=[4, 3], color="gray")
-        .encode(y="f1:Q", tooltip=["floor", alt.Tooltip("f1:Q", format=".1f")])
+        .encode(
+            y=alt.Y("f1:Q", scale=y_scale),
+            tooltip=["floor", alt.Tooltip("f1:Q", format=".1f")],
+        )
     )
     return (lines + rules).properties(width=250, height=190, title=heading)
 
@@ -286,18 +291,12 @@ def curve_charts(
     floors: Mapping[str, float],
 ) -> alt.VConcatChart:
     """Four panels, two a row, one legend under them: the live run and the extended run by epoch,
-    best dev F1 by training trees, and the live run's dev loss. Dashed lines: the floors."""
+    best dev F1 by training trees, and the live run's dev loss. Dashed lines: the floors. Every
+    axis ends a little beyond its data (`padded`), so no curve or point is cut at the frame."""
     rules = pd.DataFrame([dict(floor=k, f1=v) for k, v in floors.items()])
-    top = [
-        _f1_panel(live_f1, rules, "epoch", "This run: dev F1 by epoch", title="epochs")
-    ]
+    top = [_f1_panel(live_f1, rules, "epoch", "This run: dev F1 by epoch")]
     if extended is not None and len(extended):
-        top.append(
-            _f1_panel(
-                extended, rules, "epoch", "Extended run: dev F1 by epoch", title="epochs"
-            )
-        )
-    scale = alt.Scale(type="log", nice=False)
+        top.append(_f1_panel(extended, rules, "epoch", "Extended run: dev F1 by epoch"))
     tested = trees.run.str.contains("test F1").any()
     sizes = _f1_panel(
         trees,
@@ -307,15 +306,18 @@ def curve_charts(
         "F1 (dev, greedy; test where named)"
         if tested
         else "dev F1 (greedy, constrained)",
-        scale=scale,
+        x_title="training trees",
+        log_x=True,
     )
     loss = (
         alt.Chart(live_loss)
-        .mark_line()
+        .mark_line(point=True)
         .encode(
-            x=alt.X("epoch:Q", title="epochs"),
+            x=alt.X("epoch:Q", title="epochs", scale=_scale(padded(live_loss.epoch))),
             y=alt.Y(
-                "nll:Q", title="dev loss per symbol (nats)", scale=alt.Scale(zero=False)
+                "nll:Q",
+                title="dev loss per symbol (nats)",
+                scale=_scale(padded(live_loss.nll)),
             ),
             color=alt.Color("run:N", title=None, sort=None),
             tooltip=["run", "epoch", alt.Tooltip("nll:Q", format=".3f")],
@@ -519,104 +521,3 @@ def table4_chart(
         )
         .configure_legend(orient="bottom")
     )
-
-
-# ------------------------------------------------------------------------------- the results file
-def _rounded(record: Mapping, keys: Sequence[str]) -> dict:
-    return {k: round(record[k], 2) for k in keys}
-
-
-def parser_record(evaluated: Evaluated, *, with_invalid_dev: bool = True) -> dict:
-    """The numbers of one parser's test headline and its choice on dev."""
-    h = evaluated.headline
-    return {
-        **_rounded(h, ["f1", "f1_le40"]),
-        "sentences_le40": h["sentences_le40"],
-        **_rounded(h, ["precision", "recall"]),
-        "invalid_trees": h["invalid"],
-        "exact_trees": h["exact"],
-        "decoding_chosen_on_dev": evaluated.chosen.name,
-        "dev": {
-            name: {
-                "f1": round(r.score.f1, 2),
-                **({"invalid": r.score.invalid} if with_invalid_dev else {}),
-                "seconds": round(r.seconds, 1),
-            }
-            for name, r in evaluated.dev_runs.items()
-        },
-    }
-
-
-def metrics_record(
-    *,
-    tags: Evaluated,
-    xx: Evaluated,
-    runs: Mapping[float, object],
-    xx_run,
-    comparisons: Mapping[str, Mapping],
-    reads: Mapping,
-    xx_reads: Mapping,
-    recipes: Mapping[str, Mapping],
-    extended: Mapping | None,
-    extended_test: Mapping | None = None,
-    **facts,
-) -> dict:
-    """The chapter's results record (read by the introduction's summary: ``f1``, ``f1_ci95``,
-    ``f1_le40``, ``variant_xx``, ``params_m``, ``train_trees``, ``test_files``, ``recipe``).
-
-    `comparisons`: ``floors`` (by floor name, floor first, tags parser second), ``right`` (the
-    right-branching floor's name), ``versus`` (tags first, XX second), ``xx_over_floor``.
-    `extended_test`: the extended run's test scores (`parsing_extended.score_test`), whose test
-    F1, interval and choice on dev join each scored share's row of ``extended_run``.
-    `facts`: the remaining top-level fields, recorded as they are (dataset, sizes, ...)."""
-    floors = comparisons["floors"]
-    return {
-        "linearization": "part-of-speech tags in the word slots (the authors' code)",
-        "f1": round(tags.headline["f1"], 2),
-        "f1_ci95": [round(x, 2) for x in floors[comparisons["right"]]["second"]["ci95"]],
-        **parser_record(tags),
-        "test_sentences": tags.report["sentences"],
-        "test": tags.report["decodings"],
-        "baselines": tags.report["baselines"],
-        "against_floors": floors,
-        "learning_curve": {
-            f"{share:g}": run.to_dict() for share, run in sorted(runs.items())
-        },
-        "source_dependence": reads,
-        "variant_xx": {
-            "what": "XX in the word slots (the linearization of Vinyals et al.)",
-            **parser_record(xx, with_invalid_dev=False),
-            "test": xx.report["decodings"],
-            "learning_curve": xx_run.to_dict(),
-            "source_dependence": xx_reads,
-            # paired bootstrap: first the parser with tags, second the variant (XX minus tags)
-            "against_tags": comparisons["versus"],
-            "against_right_branching_floor": comparisons["xx_over_floor"],
-            "recipe": recipes["xx"],
-            "files": xx.report["files"],
-        },
-        "extended_run": [
-            {
-                **{
-                    k: r[k] for k in ("share", "trees", "epochs", "best", "at", "stopped")
-                },
-                **(
-                    {
-                        "test_f1": r["test"]["test"]["f1"],
-                        "test_f1_ci95": r["test"]["test"]["f1_ci95"],
-                        "test_f1_le40": r["test"]["test"]["f1_le40"],
-                        "chosen_on_dev": r["test"]["chosen_on_dev"],
-                    }
-                    if r["test"]
-                    else {}
-                ),
-            }
-            for r in extended_summary(extended, extended_test)
-        ]
-        if extended
-        else None,
-        "recipe": recipes["tags"],
-        "scoring": tags.report["scoring"],
-        "decoding": tags.report["decoding"],
-        **facts,
-    }

@@ -460,36 +460,70 @@ def describe_variant(
 
 
 # ------------------------------------------------------------------------------ what the run shows
-def describe_conclusion(
-    *,
-    f1: float,
-    f1_ci95: Sequence[float],
-    sentences: int,
-    over_right: Mapping,
-    over_flat: Mapping,
-    paper_f1: float,
-    paper_trees: int,
-    paper_model: str,
-    train_trees: int,
-    params_m: float,
-    epochs: float,
-    versus: Mapping,
-    extended: Mapping | None,
-    reads: Mapping,
-    extended_test: Mapping | None = None,
-) -> str:
-    """'What this run shows', as a list of short paragraphs in Markdown; `extended_test`: the
-    extended run's test scores (`parsing_extended.score_test`), None before they exist."""
-    low, high = f1_ci95
+PAPER_TRAINING_TREES = 40_000  # "about 40K training sentences" of the WSJ (section 6.3)
+
+
+def paper_model() -> str:
+    """The paper's parser in words: 'a 4-layer model with d_model 1024'."""
+    from ...model.config import preset
+
+    paper = preset("parsing")
+    return f"a {paper.n_layers}-layer model with d_model {paper.d_model}"
+
+
+def describe_extended_closing(rows: Sequence[Mapping], paper_f1: float) -> str:
+    """The extended run in one bullet (`record`'s ``extended_run`` rows): the largest share's best
+    dev F1, whether its rule stopped it, and its test F1 once scored, against the paper's."""
+    top = max(rows, key=lambda r: r["share"])
+    state = (
+        "its rule has stopped it"
+        if top["stopped"]
+        else "it is still rising by its rule, so that best is a lower bound"
+    )
+    text = (
+        f"- **The extended run** ({TAGS_PARSER} trained until dev F1 stops rising, section 7.4): "
+        f"with {share_words(top['share'])} of the files ({top['trees']:,} trees) its best dev "
+        f"F1 is {top['best']:.1f}, at epoch {top['at']} of {top['epochs']}; {state}. "
+    )
+    if "test_f1" not in top:
+        return text + (
+            f"It has not been scored on the test sentences yet (`{SCORE_TEST_COMMAND}`)."
+        )
+    low, high = top["test_f1_ci95"]
+    return text + (
+        "Scored once on the test sentences with the model and search the development trees "
+        f"chose, it reaches **{top['test_f1']:.1f} F1** (95% interval [{low:.1f}, "
+        f"{high:.1f}]), {paper_f1 - top['test_f1']:.1f} points below the paper's {paper_f1}."
+    )
+
+
+def closing(record: Mapping) -> str:
+    """'What this run shows', as a list of short paragraphs in Markdown, from the chapter's record
+    as read back (`record.read`): the tags parser's test F1 at the search chosen on the
+    development trees, with its interval and its margins over the two floors; the paper; the XX
+    variant against the tags parser; and the committed extended run, in one bullet, where the
+    record holds one. The decoding it names is the one chosen on dev, whichever scored highest on
+    test, and a margin is called a gain only beyond the resampling noise."""
+    m = record["metrics"]
+    floors = m["against_floors"]
+    right = m.get("right_branching_floor") or next(
+        name for name in floors if name.startswith("right-branching")
+    )
+    flat = next(name for name in floors if name.startswith("flat"))
+    f1, (low, high), paper_f1 = m["f1"], m["f1_ci95"], m["paper_f1"]
+    curves = m["learning_curve"]
+    epochs = curves[max(curves, key=float)]["epochs"]
+    versus = m["variant_xx"]["against_tags"]
     parts = [
         f"- **{upper_first(TAGS_PARSER)}** ({TAGS_WHAT}) scores **{f1:.1f} F1** on the "
-        f"{sentences} test sentences; resampling the sentences puts it between {low:.1f} and "
-        f"{high:.1f} (95% bootstrap interval). It is {margin(over_right, 'the right-branching floor')}, "
-        f"and {margin(over_flat, 'the flat floor')}.",
+        f"{m['test_sentences']} test sentences; resampling the sentences puts it between "
+        f"{low:.1f} and {high:.1f} (95% bootstrap interval). It is "
+        f"{margin(floors[right], 'the right-branching floor')}, and "
+        f"{margin(floors[flat], 'the flat floor')}.",
         f"- **Against the paper.** The paper reports {paper_f1} on WSJ section 23 with about "
-        f"{paper_trees:,} training trees and {paper_model}. This parser, "
-        f"{params_m:.1f}M parameters trained {epochs:g} epochs on {train_trees:,} trees, is "
-        f"{paper_f1 - f1:.1f} points below it"
+        f"{PAPER_TRAINING_TREES:,} training trees and {paper_model()}. This parser, "
+        f"{m['params_m']:.1f}M parameters trained {epochs:g} epochs on {m['train_trees']:,} "
+        f"trees, is {paper_f1 - f1:.1f} points below it"
         + (
             f", and even the top of its interval ({high:.1f}) is far from it."
             if high < paper_f1
@@ -497,24 +531,13 @@ def describe_conclusion(
         )
         + (
             " By the test of section 7.4 it barely reads its sentence yet."
-            if reads_little(reads)
+            if reads_little(m["source_dependence"])
             else ""
         ),
         f"- **{upper_first(XX_VARIANT)}** ({XX_WHAT}) scores {versus['second']['f1']:.1f} F1 on "
         f"the same sentences: {margin(versus, TAGS_PARSER)}; paired bootstrap "
         f"{p_value(versus)}.",
     ]
-    if extended:
-        parts.append(
-            f"- **The extended run** ({TAGS_PARSER} at d_model {extended['recipe']['d_model']}, "
-            "trained until dev F1 stops rising). "
-            + describe_extended(extended, paper_f1, paper_trees, lead="Best dev F1")
-            + " "
-            + describe_extended_test(
-                extended_test,
-                paper_f1,
-                paper_trees,
-                [j["share"] for j in extended["jobs"]],
-            )
-        )
+    if m.get("extended_run"):
+        parts.append(describe_extended_closing(m["extended_run"], paper_f1))
     return "\n".join(parts)

@@ -303,34 +303,6 @@ def test_variant_sentence_follows_the_paired_bootstrap_and_the_reading():
     assert "do not make the parser read its sentence much more" in same
 
 
-def test_conclusion_states_floors_paper_variant_and_extended_run():
-    args = dict(
-        f1=17.2, f1_ci95=[11.8, 22.9], sentences=8,
-        over_right=comparison(11.2, 6.0, (-3.1, 14.1)),
-        over_flat=comparison(10.6, 6.6, (1.9, 12.3)),
-        paper_f1=91.3, paper_trees=40_000, paper_model="a 4-layer model with d_model 1024",
-        train_trees=3396, params_m=0.2, epochs=2.0,
-        versus=comparison(17.2, -7.8, (-15.3, -1.4)), extended=extended_document(),
-        reads=reads(1.869, 1.885),
-    )  # fmt: skip
-    text = describe.describe_conclusion(**args)
-    assert "between 11.8 and 22.9 (95% bootstrap interval)" in text
-    assert "not distinguishable from the right-branching floor (11.2)" in text
-    assert "6.6 points above the flat floor (10.6), beyond the resampling noise" in text
-    assert "74.1 points below it, and even the top of its interval (22.9)" in text
-    assert "barely reads its sentence" in text
-    assert "**The XX variant**" in text and "7.8 points below the tags parser" in text
-    assert "**The extended run** (the tags parser at d_model 128" in text
-    assert "Best dev F1: with a quarter of the files" in text
-    assert "has not been scored on the test sentences yet" in text
-    tested = describe.describe_conclusion(**args, extended_test=extended_test_document())
-    assert "Scored once on the test sentences. With all of the files" in tested
-    alone = describe.describe_conclusion(
-        **{**args, "extended": None, "reads": reads(1, 2)}
-    )
-    assert "extended run" not in alone and "barely" not in alone
-
-
 # --------------------------------------------------------------------------------------- report
 def reader_facing(frame: pd.DataFrame) -> bool:
     return not any(re.fullmatch(r"[a-z0-9]+(_[a-z0-9]+)+", str(c)) for c in frame.columns)
@@ -385,6 +357,34 @@ def test_curve_charts_draw_live_and_extended_side_by_side():
     assert "test where named" in json.dumps(chart.to_dict())
 
 
+def _panels(spec):
+    for row in spec["vconcat"]:
+        for panel in row["hconcat"]:
+            yield from panel.get("layer", [panel])
+
+
+def test_no_curve_or_point_of_the_curve_charts_lies_on_a_frame():
+    runs = {0.5: share_run(0.5, trees=50), 1.0: share_run(f1s=(5.0, 9.0, 11.9))}
+    live_f1, live_loss = report.live_points(runs, share_run(tags=False))
+    document = extended_document()
+    trees = report.by_trees(runs, document, 192, extended_test_document())
+    floors = {"flat (S)": 10.0, "right-branching (S over NPs)": 12.0}
+    spec = report.curve_charts(
+        live_f1, live_loss, report.extended_points(document), trees, floors
+    ).to_dict()
+    checked = 0
+    for layer in _panels(spec):
+        data = spec["datasets"][layer["data"]["name"]]
+        for channel in ("x", "y"):
+            encoding = layer["encoding"].get(channel)
+            if not encoding or "scale" not in encoding:
+                continue
+            low, high = encoding["scale"]["domain"]
+            assert all(low < d[encoding["field"]] < high for d in data), (channel, layer)
+            checked += 1
+    assert checked >= 9  # x and y of every panel, and the floors' rules
+
+
 def test_scores_table_and_table4_frame():
     record = {"f1": 17.2, "f1_le40": 17.2, "precision": 18.5, "recall": 16.1, "exact": 0,
               "invalid": 0, "symbols_per_output": 56.0, "seconds": 0.2}  # fmt: skip
@@ -407,64 +407,6 @@ def test_wrapped_lines_fit_the_column():
     assert all(line.startswith(" " * 10) for line in lines[1:])
 
 
-def test_metrics_record_keeps_the_fields_the_summary_reads(tmp_path):
-    tree = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))")
-    score = parsing.corpus_score([tree], [tree])
-    run = parsing.ParseRun("greedy, constrained", 1, True, ["x"], [parsing.Delinearized(tree)],
-                           score, 0.1)  # fmt: skip
-    headline = {"f1": 100.0, "f1_le40": 100.0, "sentences_le40": 1, "precision": 100.0,
-                "recall": 100.0, "invalid": 0, "exact": 1}  # fmt: skip
-    test_report = {
-        "sentences": 1, "decodings": {run.name: headline}, "baselines": {},
-        "scoring": "evalb", "decoding": {}, "files": {"predicted": "p.txt"},
-    }  # fmt: skip
-    evaluated = report.Evaluated({run.name: run}, run, test_report, [tree])
-    floors = {"right-branching (S over NPs)": comparison()}
-    record = report.metrics_record(
-        tags=evaluated, xx=evaluated, runs={1.0: share_run()}, xx_run=share_run(tags=False),
-        comparisons=dict(floors=floors, right="right-branching (S over NPs)",
-                         versus=comparison(), xx_over_floor=comparison()),
-        reads=reads(), xx_reads=reads(), recipes=dict(tags={"epochs": 2}, xx={"epochs": 2}),
-        extended=extended_document(), extended_test=extended_test_document(),
-        train_trees=3, params_m=0.2, test_files=["a", "b"],
-    )  # fmt: skip
-    for key in ("f1", "f1_ci95", "f1_le40", "variant_xx", "params_m", "train_trees",
-                "test_files", "recipe", "learning_curve", "against_floors"):  # fmt: skip
-        assert key in record
-    assert record["f1_ci95"] == [12.0, 20.0]
-    assert record["variant_xx"]["f1"] == 100.0 and "against_tags" in record["variant_xx"]
-    assert [r["share"] for r in record["extended_run"]] == [0.25, 0.5, 1.0]
-    assert "test_f1" not in record["extended_run"][0]
-    assert record["extended_run"][-1]["test_f1"] == 50.3
-    assert record["extended_run"][-1]["chosen_on_dev"]["snapshot"] == "best_average.pt"
-    json.dumps(record)  # the results file is JSON
-
-
 @pytest.mark.parametrize("share", [0.25, 0.5, 1.0])
 def test_share_words_round_trip_the_profiles_shares(share):
     assert describe.share_words(share) in ("a quarter", "half", "all")
-
-
-def test_read_committed_is_none_without_a_clone_or_a_file(tmp_path):
-    assert report.read_committed(None, "parser_extended_cpu/curves.json") is None
-    assert report.read_committed(tmp_path, "parser_extended_cpu/curves.json") is None
-    (tmp_path / "parser_extended_cpu").mkdir()
-    (tmp_path / "parser_extended_cpu" / "curves.json").write_text(
-        json.dumps(extended_document())
-    )
-    assert (
-        report.read_committed(tmp_path, "parser_extended_cpu/curves.json")
-        == extended_document()
-    )
-
-
-def test_extended_test_scores_are_read_only_for_the_committed_curves_recipe(tmp_path):
-    curves = extended_document()
-    assert report.read_extended_test(tmp_path, curves) is None  # no file yet
-    (tmp_path / "parser_extended_cpu").mkdir()
-    path = tmp_path / report.EXTENDED_TEST
-    path.write_text(json.dumps(extended_test_document()))
-    assert report.read_extended_test(tmp_path, curves)["jobs"][0]["share"] == 1.0
-    path.write_text(json.dumps({**extended_test_document(), "recipe": {"d_model": 256}}))
-    assert report.read_extended_test(tmp_path, curves) is None  # another run's
-    assert report.read_extended_test(None, curves) is None

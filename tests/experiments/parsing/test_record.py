@@ -1,0 +1,198 @@
+"""Chapter 07's results record and its closing section: the record is built from what the chapter
+kept and read back with the fields the introduction's summary reads, the treebank is recorded as
+what it is, the committed extended run is found, and the closing names the decoding chosen on the
+development trees, never a better-scoring one picked apart from it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from nltk import Tree
+
+from annotated_transformer.experiments import parsing
+from annotated_transformer.experiments.parsing import record, report
+from annotated_transformer.experiments.parsing import sentences as describe
+from annotated_transformer.experiments.parsing.curve import ChapterRuns, ParserRecipe
+
+from .test_report import (
+    comparison,
+    extended_document,
+    extended_test_document,
+    reads,
+    share_run,
+)
+
+RIGHT = "right-branching (S over NPs)"
+FLAT = "flat (S)"
+
+
+def evaluated(chosen_f1=17.2, other_f1=40.0) -> report.Evaluated:
+    """A parser whose search chosen on dev scores `chosen_f1` on test, beside an unconstrained
+    beam that scores `other_f1` there."""
+    tree = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))")
+    score = parsing.corpus_score([tree], [tree])
+    run = parsing.ParseRun("greedy, constrained", 1, True, ["x"], [parsing.Delinearized(tree)],
+                           score, 0.1)  # fmt: skip
+
+    def headline(f1):
+        return {"f1": f1, "f1_le40": f1, "sentences_le40": 8, "precision": f1, "recall": f1,
+                "invalid": 0, "exact": 1}  # fmt: skip
+
+    test_report = {
+        "sentences": 8,
+        "decodings": {run.name: headline(chosen_f1),
+                      "beam 21, unconstrained": headline(other_f1)},
+        "baselines": {}, "scoring": "evalb", "decoding": {}, "files": {"predicted": "p.txt"},
+    }  # fmt: skip
+    return report.Evaluated({run.name: run}, run, test_report, [tree])
+
+
+def this_run(treebank_dir=None, extended=True, versus=None) -> record.ThisRun:
+    run = record.ThisRun(record.treebank_name(treebank_dir))
+    run.keep(
+        split_files={"train": ["a"], "dev": ["b"], "test": ["c", "d"]},
+        recipe=ParserRecipe(tags=True), train_trees=3396, dev_trees=16,
+        vocabularies=SimpleNamespace(source=["w"] * 30, target=["s"] * 12),
+        parameters=212_345,
+        live=ChapterRuns({0.5: share_run(0.5), 1.0: share_run()}, share_run(tags=False),
+                         {}, 12.34),
+        workers=2,
+        extended=extended_document(stopped=(True, True, True)) if extended else None,
+        extended_test=extended_test_document() if extended else None,
+        reads=reads(1.869, 1.885), xx_reads=reads(),
+        tags=evaluated(), xx=evaluated(9.4, 9.4),
+        floors={RIGHT: comparison(11.2, 6.0, (-3.1, 14.1)),
+                FLAT: comparison(10.6, 6.6, (1.9, 12.3))},
+        versus=versus or comparison(17.2, -7.8, (-15.3, -1.4), p=0.004),
+        xx_over_floor=comparison(),
+    )  # fmt: skip
+    return run
+
+
+def test_the_record_holds_what_the_summary_reads_and_reads_back_the_same(tmp_path):
+    run = this_run()
+    metrics = record.build(run)
+    for key in ("f1", "f1_ci95", "f1_le40", "variant_xx", "params_m", "train_trees",
+                "test_files", "recipe", "learning_curve", "against_floors"):  # fmt: skip
+        assert key in metrics
+    assert metrics["f1_ci95"] == [13.2, 21.2]  # the right-branching floor's second side
+    assert metrics["right_branching_floor"] == RIGHT
+    assert metrics["recipe"]["tags"] and not metrics["variant_xx"]["recipe"]["tags"]
+    assert metrics["variant_xx"]["f1"] == 9.4 and "against_tags" in metrics["variant_xx"]
+    assert [r["share"] for r in metrics["extended_run"]] == [0.25, 0.5, 1.0]
+    assert "test_f1" not in metrics["extended_run"][0]
+    assert metrics["extended_run"][-1]["test_f1"] == 50.3
+    assert metrics["extended_run"][-1]["chosen_on_dev"]["snapshot"] == "best_average.pt"
+    assert metrics["vocabulary"] == {"source_words": 30, "target_symbols": 12}
+    assert metrics["params_m"] == 0.212 and metrics["curve_seconds"] == 12.3
+    assert metrics["test_files"] == ["c", "d"] and metrics["paper_f1"] == 91.3
+    path = record.write(run, "smoke", "cpu", 3.21, results_dir=tmp_path)
+    assert path == tmp_path / "smoke" / f"{record.RESULTS_NAME}.json"
+    back = record.read("smoke", tmp_path)
+    assert back["metrics"] == json.loads(json.dumps(metrics))
+    assert back["wall_time_s"] == 3.2
+
+
+@pytest.mark.parametrize(
+    "given, recorded",
+    [
+        (None, "PTB sample (NLTK)"),
+        ("~/ldc/parsed/mrg/wsj", "~/ldc/parsed/mrg/wsj"),  # as given, not expanded
+        (Path("data/treebank.zip"), "data/treebank.zip"),
+    ],
+)
+def test_the_treebank_is_recorded_as_the_reader_gave_it(given, recorded):
+    assert record.treebank_name(given) == recorded
+    assert record.build(this_run(given))["dataset"] == recorded
+
+
+def test_keep_refuses_a_name_the_record_has_no_field_for():
+    with pytest.raises(TypeError, match="no field flors"):
+        record.ThisRun("x").keep(flors={})
+
+
+def _closing(run: record.ThisRun) -> str:
+    return describe.closing({"metrics": json.loads(json.dumps(record.build(run)))})
+
+
+def test_closing_names_the_decoding_chosen_on_dev_not_a_better_one_on_test():
+    text = _closing(this_run())
+    assert "scores **17.2 F1** on the 8 test sentences" in text
+    assert "40.0" not in text  # the unconstrained beam scored higher on test
+    assert "between 13.2 and 21.2 (95% bootstrap interval)" in text
+    assert "not distinguishable from the right-branching floor (11.2)" in text
+    assert "6.6 points above the flat floor (10.6), beyond the resampling noise" in text
+    assert "74.1 points below it, and even the top of its interval (21.2)" in text
+    assert "trained 3 epochs on 3,396 trees" in text  # the run on all the files
+    assert "barely reads its sentence" in text
+
+
+def test_closing_does_not_call_a_variant_within_the_noise_better():
+    # the XX variant scores higher, but the margin's interval includes zero
+    noisy = comparison(17.2, 2.0, (-6.0, 8.0), p=0.3)
+    text = _closing(this_run(versus=noisy))
+    variant = next(line for line in text.splitlines() if "XX variant" in line)
+    assert (
+        "scores 19.2 F1" in variant
+        and "not distinguishable from the tags parser" in variant
+    )
+    assert "beyond" not in variant
+
+
+def test_closing_says_the_extended_run_once_in_one_bullet():
+    text = _closing(this_run())
+    extended = [line for line in text.splitlines() if "extended run" in line.lower()]
+    assert len(extended) == 1
+    assert "with all of the files (3,396 trees) its best dev F1 is 24.0" in extended[0]
+    assert "**50.3 F1** (95% interval [47.0, 53.6]), 41.0 points below" in extended[0]
+    assert (
+        "Best dev F1: with a quarter" not in text
+    )  # section 7.4's paragraph stays there
+    assert len(re.findall(r"\w+", extended[0])) < 90
+
+
+def test_closing_names_the_largest_share_even_where_a_smaller_one_tests_higher():
+    run = this_run()
+    run.keep(extended_test=extended_test_document((1.0, 0.5)))
+    metrics = json.loads(json.dumps(record.build(run)))
+    half = next(r for r in metrics["extended_run"] if r["share"] == 0.5)
+    half["test_f1"] = 70.0  # planted: the half share scores higher on test
+    text = describe.closing({"metrics": metrics})
+    assert "70.0" not in text and "**50.3 F1**" in text
+
+
+def test_closing_says_when_the_extended_run_is_not_scored_or_not_there():
+    run = this_run()
+    run.keep(extended_test=None, extended=extended_document())
+    text = _closing(run)
+    assert "still rising by its rule" in text
+    assert "has not been scored on the test sentences yet" in text
+    alone = _closing(this_run(extended=False))
+    assert "extended run" not in alone.lower()
+    assert alone.count("\n- ") == 2  # three bullets
+
+
+def test_read_committed_is_none_without_a_clone_or_a_file(tmp_path):
+    assert record.read_committed(None, record.EXTENDED_CURVES) is None
+    assert record.read_committed(tmp_path, record.EXTENDED_CURVES) is None
+    (tmp_path / "parser_extended_cpu").mkdir()
+    (tmp_path / record.EXTENDED_CURVES).write_text(json.dumps(extended_document()))
+    assert record.read_committed(tmp_path, record.EXTENDED_CURVES) == extended_document()
+    curves, test = record.committed_extended(tmp_path)
+    assert curves == extended_document() and test is None
+
+
+def test_extended_test_scores_are_read_only_for_the_committed_curves_recipe(tmp_path):
+    curves = extended_document()
+    assert record.read_extended_test(tmp_path, curves) is None  # no file yet
+    (tmp_path / "parser_extended_cpu").mkdir()
+    path = tmp_path / record.EXTENDED_TEST
+    path.write_text(json.dumps(extended_test_document()))
+    assert record.read_extended_test(tmp_path, curves)["jobs"][0]["share"] == 1.0
+    path.write_text(json.dumps({**extended_test_document(), "recipe": {"d_model": 256}}))
+    assert record.read_extended_test(tmp_path, curves) is None  # another run's
+    assert record.read_extended_test(None, curves) is None
