@@ -60,9 +60,10 @@ if importlib.util.find_spec("annotated_transformer") is None:
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas) and the package's decoding, scoring
 # and checkpoint functions. Its tables come from `experiments/translation/tables.py`, every
-# sentence that reads a number from `experiments/translation/sentences.py`, and the bookkeeping
-# (the run folder, the cost, the paper's recipe, the results record) from
-# `experiments/translation/table2.py`.
+# sentence that reads a number from `experiments/translation/sentences.py`, the steps from a run
+# folder to its numbers (the run, the averaging, the cost, the paper's recipe) from
+# `experiments/translation/table2.py`, and the results record, with the committed runs the
+# chapter shows, from `experiments/translation/record.py`.
 
 # %%
 import inspect
@@ -74,7 +75,7 @@ import torch
 from IPython.display import Markdown, display
 
 # %% [markdown]
-# And the package's, with the chapter's three modules of the experiments folder.
+# And the package's, with the chapter's modules of the experiments folder.
 # %%
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
@@ -89,7 +90,7 @@ from annotated_transformer.evaluation.scoring import (
     tokenized_bleu,
     translate,
 )
-from annotated_transformer.experiments.translation import recipe_choice, tables
+from annotated_transformer.experiments.translation import recipe_choice, record, tables
 from annotated_transformer.experiments.translation import sentences as describe
 from annotated_transformer.experiments.translation import table2 as report
 from annotated_transformer.model.decoding import (
@@ -358,7 +359,7 @@ systems = {name: scores["hypotheses"] for name, scores in decoded.items()}
 intervals = paired_bootstrap(systems, references)
 for name, scores in decoded.items():
     assert intervals[name]["bleu"] == scores["sacrebleu"]
-compared = report.decoding_record(greedy, beamed, intervals, BEAM)
+compared = record.decoding_record(greedy, beamed, intervals, BEAM)
 table = tables.decoding_table(decoded, intervals, len(sources))
 viz.show_table(table, **tables.DECODING_FORMATS)
 text = describe.describe_beam(compared["greedy"], compared["beam"], len(sources))
@@ -556,9 +557,12 @@ viz.show_table(tables.cost_table(cost, profile.name))
 #
 # On Table 2's axes, in two panels. The paper's systems are scored with tokenized BLEU on WMT14's
 # newstest2014 (news text); our runs with sacreBLEU on the profile's test set (for Multi30k,
-# short image captions), with their 95% intervals, and each is labelled with its profile and
-# model size. Beside this run stands the committed `gpu` run when it translated the same test
-# set (`report.gpu_comparison`; paired with this run when both translated the same sentences).
+# short image captions), with their 95% intervals. Each of our runs is priced both ways, so it is
+# two points at one BLEU, joined by a line, their shapes saying which cost is which, and one
+# label naming its profile and model size. Beside this run stands the committed `gpu` run when it
+# translated the same test set (`report.gpu_comparison`; paired with this run when both
+# translated the same sentences). Every label sits where it covers no other label, point or
+# error bar (`viz.table2_panels`).
 
 # %%
 table2 = report.table2_points()
@@ -590,17 +594,8 @@ viz.show_table(tables.table2_table(table2, ours_table, test.name))
 # What the two panels say, in words:
 
 # %%
-cost_record = {
-    "training_flops": cost.paper_way,
-    "training_flops_counted": cost.counted,
-    "training_flops_how": cost.how,
-    "model_flops_utilisation": cost.utilisation,
-    "parameters": parameters,
-    "run": {"train_time_s": run.train_time_s},
-}
-text = (
-    describe.describe_cost(cost_record) + "\n\n" + describe.describe_table2(cost_record)
-)
+costs = record.cost_fields(cost)  # as the results record holds them
+text = describe.describe_cost(costs) + "\n\n" + describe.describe_table2(costs)
 if gpu is not None:
     text += "\n\n" + describe.describe_gpu_comparison(gpu.record(), len(sources))
 display(Markdown(text))
@@ -629,12 +624,7 @@ assert (
     recipe_cost.implied_utilisation < 1
 )  # Table 2's figure exceeds the counted arithmetic
 viz.show_table(tables.recipe_cost_table(recipe_cost))
-recipe_record = {
-    "counted_flops": recipe_cost.counted,
-    "table2_flops": recipe_cost.table2,
-    "h100_gpu_hours": recipe_cost.hours(),
-}
-display(Markdown(describe.describe_recipe_cost(recipe_record)))
+display(Markdown(describe.describe_recipe_cost(record.recipe_cost_fields(recipe_cost))))
 
 # %% [markdown]
 # The full recipe needs the 4.5 million WMT14 pairs (the package downloads them from statmt.org on
@@ -660,56 +650,28 @@ display(Markdown(text))
 # \mathit{step} \cdot 4000^{-1.5}$, tiny in the first steps), so a few steps move the loss little.
 #
 # The recipe's real results, from a run on GPUs, are shown here once they are committed under
-# `results/paper/`; no such run has been made yet, and then this cell shows nothing.
+# `results/paper/` (`record.paper_runs`); no such run has been made yet, and then this cell shows
+# nothing.
 
 # %%
-names = ("translation", pipeline.default_results_name(paper_profile))
-paper_records = {n: results.read_result(n, "paper") for n in names}
-paper_table = tables.paper_results_table({n: r for n, r in paper_records.items() if r})
+paper_table = tables.paper_results_table(record.paper_runs())
 if paper_table is not None:
     viz.show_table(paper_table)
 
-# %% [markdown]
-# ## What this chapter wrote
-#
-# `results/<profile>/translation.json`: the beam search scores of the averaged model (the
-# introduction's reproduction summary reads `bleu_tokenized`, `sacrebleu` and `training_flops`),
-# greedy decoding, the averaging sweep, the cost, the `gpu` run beside this one and the paper's
-# recipe (`report.chapter_metrics` gathers them):
-
-# %%
-bleus = {
-    "without_compound_splitting": unsplit["score"],
-    "references_with_hyphen": hyphenated,
-}
-metrics = report.chapter_metrics(
-    profile, run, beamed, compared, bleus, cost, sweep, cache_rows, averaged_from,
-    (recipe_cost, check), gpu, trained_here,
+# %% tags=["remove-cell"]
+written = record.write(
+    record.build(
+        profile, run, beamed, compared, (unsplit["score"], hyphenated), cost, sweep,
+        cache_rows, averaged_from, (recipe_cost, check), gpu, trained_here,
+    ),
+    profile, torch_device, time.perf_counter() - chapter_start,
 )  # fmt: skip
-path = results.write_result(
-    "translation", metrics, profile=profile.results_folder, device=torch_device,
-    config={"model": profile.model_config().to_dict(), "profile": profile.to_dict()},
-    wall_time_s=round(time.perf_counter() - chapter_start, 1),
-)  # fmt: skip
-
-# %% [markdown]
-# Read back, the file holds the numbers above:
-
-# %%
-record = results.read_result("translation", profile.results_folder)
-written = record["metrics"]
-assert written["bleu_tokenized"] == beamed["bleu_tokenized"]
-assert written["sacrebleu"] == beamed["sacrebleu"]
-assert written["sacrebleu_ci95"] == intervals[BEAM]["ci95"]
-assert written["training_flops"] == cost.paper_way
-print(f"wrote {path.parent.name}/{path.name}: {results.describe_provenance(record)}")
 
 # %% [markdown]
 # ## What this run shows
 #
-# One sentence per finding, read back from the results file just written
-# (`describe.what_this_run_shows`), so that this list, the README and the introduction's summary
-# say the same thing:
+# One sentence per finding, read back from the chapter's results record (`describe.closing`), so
+# that this list, the README and the introduction's summary say the same thing:
 
 # %%
-display(Markdown(describe.what_this_run_shows(record)))
+display(Markdown(describe.closing(record.read(profile.results_folder))))

@@ -1,5 +1,5 @@
 """Chapter 05's sentences: every sentence of the chapter whose words depend on a number, and the
-closing list of what one run shows, read from its results record
+closing list of what one run shows (`closing`), read from its results record
 (`results/<profile>/translation.json`).
 
 A difference between two BLEU scores is called a difference only when sacreBLEU's paired
@@ -401,7 +401,7 @@ def describe_result(metrics: Mapping) -> str:
     )
 
 
-def what_this_run_shows(record: Mapping) -> str:
+def closing(record: Mapping) -> str:
     """The chapter's closing list: one item per finding, from its results record
     (`results/<profile>/translation.json`, as `results.read_result` returns it)."""
     m = record["metrics"]

@@ -40,6 +40,7 @@ from ...profiles import Profile
 from ...runtime.devices import cpu_name
 from ...training.checkpoint import average_last, list_snapshots
 from ...training.training_log import read_metrics
+from .record import committed_gpu_run
 
 
 # ------------------------------------------------------------------------------------------ the run
@@ -237,10 +238,10 @@ def measured_matmul_flops(
 
 
 # ------------------------------------------------------------------------------------------ chapter 05
-# Chapter 05's bookkeeping: the steps between a finished run and the chapter's results record, so
-# that the page keeps the ideas (greedy decoding, averaging, the two BLEUs, the cost) and calls
-# these for the rest. The sentences that read the numbers are in `translation_describe`, the
-# tables in `translation_tables`.
+# Chapter 05's steps between a finished run and its numbers, so that the page keeps the ideas
+# (greedy decoding, averaging, the two BLEUs, the cost) and calls these for the rest. The
+# sentences that read the numbers are in `sentences`, the tables in `tables`, the results record
+# in `record`.
 
 # Section 5.7 runs a few steps of the paper's recipe with a small model: enough to see it run.
 RECIPE_STEPS = {"smoke": 2, "cpu": 8}
@@ -253,23 +254,6 @@ RECIPE_CHECK_MODEL = dict(n_layers=1, d_model=64, d_ff=256, n_heads=4, max_len=1
 def recipe_check_steps(profile_name: str, requested: int | None = None) -> int:
     """The optimizer steps of section 5.7's check: `requested`, else the profile's (20 on GPUs)."""
     return int(requested or RECIPE_STEPS.get(profile_name, 20))
-
-
-def decoding_record(greedy: dict, beamed: dict, intervals: dict, beam_name: str) -> dict:
-    """Greedy decoding and beam search as the results record holds them: scores, seconds, the
-    bootstrap's 95% half-widths, and the beam's p-value against greedy."""
-    test = intervals[beam_name]
-    keep = ("sacrebleu", "bleu_tokenized", "decode_seconds")
-    return {
-        "greedy": {k: greedy[k] for k in keep}
-        | {"sacrebleu_ci95": intervals["greedy"]["ci95"]},
-        "beam": {k: beamed[k] for k in keep + ("beam_size", "length_penalty_alpha")}
-        | {
-            "sacrebleu_ci95": test["ci95"],
-            "p_value_against_greedy": test["p_value"],
-            "exceeds_noise": test["exceeds_noise"],
-        },
-    }
 
 
 def time_cache(model, sources: torch.Tensor, decoding) -> list[dict]:
@@ -390,20 +374,14 @@ def run_cost(
 
 
 # ------------------------------------------------------------------------------------------ Table 2
-# Two of Table 2's points lie so close that their labels would overlap: this one's goes below.
-LABEL_BELOW = ("GNMT + RL (ensemble)",)
-
-
 def table2_points() -> pd.DataFrame:
-    """The paper's Table 2 systems with an EN-DE BLEU and cost: system, bleu, training_flops, and
-    `below` (the chart puts that point's label under it)."""
+    """The paper's Table 2 systems with an EN-DE BLEU and cost: system, bleu, training_flops."""
     return pd.DataFrame(
         [
             {
-                "system": (name := r.model + (" (ensemble)" if r.ensemble else "")),
+                "system": r.model + (" (ensemble)" if r.ensemble else ""),
                 "bleu": r.bleu_en_de,
                 "training_flops": r.flops_en_de,
-                "below": name in LABEL_BELOW,
             }
             for r in paper.TABLE2
             if r.bleu_en_de is not None and r.flops_en_de is not None
@@ -411,17 +389,24 @@ def table2_points() -> pd.DataFrame:
     )
 
 
+# How a run's training cost is priced: its two points on Table 2's cost axis.
+COSTS = ("paper's way", "counted")
+
+
 def run_points(label: str, bleu: float, ci95: float, paper_way: float, counted: float):
-    """One run's two points on Table 2's axes: priced the paper's way, and counted (label below)."""
+    """One run's two points on Table 2's axes, priced the paper's way and counted: `system`
+    (the run and the cost, for tables), `run` (the chart's one label for both points), `cost`
+    (how it was priced, the point's shape), bleu, ci95, training_flops."""
     return [
         {
             "system": f"{label} ({how})",
+            "run": label,
+            "cost": how,
             "bleu": bleu,
             "ci95": ci95,
-            "training_flops": cost,
-            "below": how == "counted",
+            "training_flops": flops_spent,
         }
-        for how, cost in (("paper's way", paper_way), ("counted", counted))
+        for how, flops_spent in zip(COSTS, (paper_way, counted))
     ]
 
 
@@ -448,31 +433,6 @@ class GpuComparison:
 
     def record(self) -> dict:
         return dict(vars(self))
-
-
-# The `gpu` recipe's committed H100 run, under a name of its own so that a reader's
-# `train --profile gpu --publish` (translation_multi30k_en_de.json) is never refused over it.
-COMMITTED_GPU_RUN = "recipe_d256x4_seed1"
-
-
-def committed_gpu_run(profile_name: str) -> tuple[dict | None, str, Path | None]:
-    """(record, label, its test translations) of the `gpu` profile's published run, else its
-    committed H100 run, else the committed H100 run of the earlier gpu recipe (chosen on test
-    BLEU, so its score is optimistic); (None, "", None) under the gpu profile itself or when none
-    is there."""
-    if profile_name == "gpu":
-        return None, "", None
-    # The reader's own `train --profile gpu --publish`, else the committed run of the recipe.
-    for name in ("translation_multi30k_en_de", COMMITTED_GPU_RUN):
-        record = results.read_result(name, "gpu")
-        if record is not None:
-            folder = results.run_folder_of_record(record)
-            return record, "gpu", folder and (folder / TRANSLATIONS_NAME)
-    record = results.read_result("earlier_recipe_d128x4", "gpu")
-    if record is None:
-        return None, "", None
-    file = results.results_root() / "gpu" / "logs" / "gpu_test2016_translations.de"
-    return record, "gpu, earlier recipe chosen on test", file
 
 
 def gpu_comparison(
@@ -645,70 +605,3 @@ def run_recipe_check(check: Profile, data_dir=None, device="auto") -> RecipeChec
         valid_pairs=check.max_valid_pairs,
         vocab_size=check.vocab_size,
     )
-
-
-# ------------------------------------------------------------------------------------------ the record
-def chapter_metrics(
-    profile: Profile,
-    run: FinishedRun,
-    beamed: dict,
-    decoded: dict,
-    bleus: dict,
-    cost: RunCost,
-    sweep,
-    cache_rows: list[dict],
-    averaged_from,
-    recipe: tuple[RecipeCost, RecipeCheck],
-    gpu: GpuComparison | None,
-    trained_here: bool,
-) -> dict:
-    """The record `results/<profile>/translation.json` holds. `decoded`: `decoding_record`'s;
-    `bleus`: {"without_compound_splitting", "references_with_hyphen"}; `recipe`: section 5.7's
-    cost and check. The introduction's summary reads `bleu_tokenized`, `sacrebleu` (with
-    `sacrebleu_ci95`) and `training_flops` (the paper's way, like for like with Table 2)."""
-    recipe_cost, check = recipe
-    beam = decoded["beam"]
-    return {
-        "dataset": f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}",
-        "test_set": beamed["test_set"],
-        "sentences": beamed["sentences"],
-        "bleu_tokenized": beamed["bleu_tokenized"],
-        "bleu_tokenized_signature": beamed["bleu_tokenized_signature"],
-        "bleu_tokenized_without_compound_splitting": round(
-            bleus["without_compound_splitting"], 2
-        ),
-        "references_with_hyphen": bleus["references_with_hyphen"],
-        "sacrebleu": beamed["sacrebleu"],
-        "sacrebleu_ci95": beam["sacrebleu_ci95"],  # paired bootstrap, sacreBLEU's default
-        "sacrebleu_signature": beamed["sacrebleu_signature"],
-        "ppl": beamed["ppl"],
-        "parameters": cost.parameters,
-        "training_flops": cost.paper_way,
-        "training_flops_how": f"paper's way: {cost.train_time_s} s x 1 device x "
-        f"{cost.sustained:.4g} FLOP/s ({cost.how})",
-        "training_flops_counted": cost.counted,
-        "training_flops_six_n": cost.six_n,
-        "model_flops_utilisation": cost.utilisation,
-        **decoded,
-        "kv_cache_seconds": {row["decoder"]: row["seconds"] for row in cache_rows},
-        "averaging": sweep.to_dict(orient="records"),
-        "averaged_checkpoints": list(averaged_from),
-        "run": {
-            "steps": run.steps,
-            "train_time_s": run.train_time_s,
-            "target_tokens": run.target_tokens,
-            "device": run.device,
-            "trained_by_this_chapter": trained_here,
-        },
-        "gpu_comparison": gpu.record() if gpu else None,
-        "paper_recipe": {
-            "counted_flops": recipe_cost.counted,
-            "table2_flops": recipe_cost.table2,
-            "h100_gpu_hours": recipe_cost.hours(),
-            "check_steps": check.steps,
-            "check_losses": check.losses,
-            "check_valid_loss": check.valid_loss,
-            "check_vocab_size": check.vocab_size,
-            "check_seconds": check.seconds,
-        },
-    }

@@ -1,9 +1,9 @@
 """Chapter 05's tables, as a reader sees them: reader-facing headers, intervals beside scores, and
 one quantity a row where the values are long, so that every table fits the book's column.
 
-The numbers come from `translation_report` (the run, the averaging sweep, the cost, the paper's
-recipe) and from the chapter's decoding; the sentences that read them are in
-`translation_describe`.
+The numbers come from `table2` (the run, the averaging sweep, the cost, the paper's recipe) and
+from the chapter's decoding; the sentences that read them are in `sentences`, and the committed
+runs the chapter shows are found by `record`.
 """
 
 from __future__ import annotations
@@ -203,10 +203,37 @@ def table2_table(paper_points: pd.DataFrame, ours: pd.DataFrame, test_name: str)
     )
 
 
+# What an unset field of the `paper` profile means, in words (a table cell never reads "None").
+RECIPE_NONE_WORDS = {
+    "peak_lr": "the paper's schedule (no peak set: d_model^-0.5 x the warm-up curve)",
+    "max_steps": "no limit",
+}
+RECIPE_WORDS = {"precision": {"auto": "auto (bf16 or fp16 on a GPU, fp32 on a CPU)"}}
+
+
+def recipe_value(name: str, value) -> str:
+    """One field of a profile as a reader reads it: words for an unset field, "max_len 1024" for
+    a dictionary of overrides, "0.9, 0.98" for a pair, yes or no for a switch."""
+    if value is None:
+        return RECIPE_NONE_WORDS.get(name, "none")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {recipe_value(k, v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (tuple, list)):
+        return ", ".join(recipe_value(name, v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return RECIPE_WORDS.get(name, {}).get(value, str(value))
+
+
 def paper_recipe_table(paper_profile) -> pd.DataFrame:
-    """The `paper` profile field by field, and its model in one row."""
+    """The `paper` profile field by field (`recipe_value`'s words), and its model in one row."""
     c = paper_profile.model_config()
-    rows = [(name, str(getattr(paper_profile, name))) for name in PAPER_RECIPE_FIELDS]
+    rows = [
+        (name, recipe_value(name, getattr(paper_profile, name)))
+        for name in PAPER_RECIPE_FIELDS
+    ]
     rows.append(
         (
             "model",

@@ -219,7 +219,7 @@ def cpu_root(tmp_path_factory) -> Path:
 
 def test_closing_list_quotes_the_summary_s_numbers(cpu_root):
     record = results.read_result("translation", "cpu", cpu_root)
-    text = describe.what_this_run_shows(record)
+    text = describe.closing(record)
     metrics = record["metrics"]
     assert text.count("\n- ") >= 7
     table = summary.summary_table("cpu", committed=(), root=cpu_root).set_index("claim")

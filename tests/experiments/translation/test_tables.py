@@ -1,6 +1,6 @@
-"""Chapter 05's bookkeeping and tables: the decoding record, the averaging sweep's frame, the
-points on Table 2's axes, the paper recipe's cost, the results record, and the recipe sweeps'
-tables, each from small inputs whose answers are known."""
+"""Chapter 05's tables and the steps behind them: the averaging sweep's frame, the points on
+Table 2's axes, the paper recipe's cost and fields, and the recipe sweeps' tables, each from small
+inputs whose answers are known."""
 
 import math
 
@@ -20,19 +20,6 @@ def test_recipe_check_steps_default_by_profile():
     assert report.recipe_check_steps("cpu", 3) == 3
 
 
-def test_decoding_record_keeps_scores_intervals_and_the_test():
-    greedy = {"sacrebleu": 30.0, "bleu_tokenized": 30.1, "decode_seconds": 5.0}
-    beamed = greedy | {"sacrebleu": 31.0, "beam_size": 4, "length_penalty_alpha": 0.6}
-    intervals = {
-        "greedy": {"bleu": 30.0, "ci95": 1.5},
-        "beam": {"bleu": 31.0, "ci95": 1.4, "p_value": 0.01, "exceeds_noise": True},
-    }
-    record = report.decoding_record(greedy, beamed, intervals, "beam")
-    assert record["greedy"]["sacrebleu_ci95"] == 1.5
-    assert record["beam"]["p_value_against_greedy"] == 0.01
-    assert record["beam"]["exceeds_noise"] and record["beam"]["beam_size"] == 4
-
-
 def test_sweep_frame_measures_every_average_from_the_last_snapshot():
     swept = {
         1: (["s3"], {"ppl": 7.0, "sacrebleu": 34.0}),
@@ -50,13 +37,16 @@ def test_sweep_frame_measures_every_average_from_the_last_snapshot():
     assert shown["sacreBLEU ± 95%"].tolist() == ["34.00 ± 1.50", "36.00 ± 1.40"]
 
 
-def test_run_points_put_the_counted_label_below():
+def test_run_points_are_one_run_priced_two_ways():
     points = report.run_points("cpu, 7.6M", 37.0, 1.5, 2.8e14, 1.2e14)
     assert [p["system"] for p in points] == [
         "cpu, 7.6M (paper's way)",
         "cpu, 7.6M (counted)",
     ]
-    assert [p["below"] for p in points] == [False, True]
+    assert [(p["run"], p["cost"]) for p in points] == [
+        ("cpu, 7.6M", "paper's way"),
+        ("cpu, 7.6M", "counted"),
+    ]
     table2 = report.table2_points()
     assert "Transformer (base)" in table2.system.tolist()
     shown = tables.table2_table(table2, pd.DataFrame(points), "multi30k/test_2016_flickr")
@@ -110,6 +100,17 @@ def test_the_recipe_check_is_the_paper_recipe_with_a_small_model():
     assert set(report.PAPER_RECIPE_FIELDS) | {"model"} == set(table.index)
 
 
+def test_the_recipe_table_says_unset_fields_and_overrides_in_words():
+    table = tables.paper_recipe_table(get_profile("paper")).set_index("field")
+    cells = table["paper profile"]
+    assert not cells.str.contains(r"None|\{|\(\d|True|False").any()  # no Python reprs
+    assert cells["peak_lr"].startswith("the paper's schedule")
+    assert cells["model_overrides"] == "max_len 1024"
+    assert cells["adam_betas"] == "0.9, 0.98" and cells["compile"] == "yes"
+    assert tables.recipe_value("model_overrides", {}) == "none"
+    assert tables.recipe_value("max_steps", None) == "no limit"
+
+
 def test_recipe_check_log_has_reader_headers():
     check = report.RecipeCheck(
         steps=2, seconds=1.0, losses=[11.0, 10.9],
@@ -130,35 +131,6 @@ def test_compound_example_takes_the_first_hyphenated_reference():
         "EIN ARBEITS-MARKT.",
         "EIN ARBEITS - MARKT.",
     ]
-
-
-def test_chapter_metrics_hold_what_the_summary_reads():
-    run = report.FinishedRun(
-        folder=None, steps=10, train_time_s=900.0, target_tokens=1_000_000, device="cpu",
-        precision="bf16", stopped_by="max_steps", snapshots=("a", "b"),
-    )  # fmt: skip
-    beamed = {"test_set": "t", "sentences": 3, "bleu_tokenized": 37.02, "sacrebleu": 37.0,
-              "bleu_tokenized_signature": "s", "sacrebleu_signature": "s", "ppl": 6.4}  # fmt: skip
-    decoded = {"greedy": {}, "beam": {"sacrebleu_ci95": 1.54}}
-    recipe_cost = report.RecipeCost(
-        30, 31, 100_000, 2.5e9, 1e18, 3.3e18, 1e15, {"a": 0.35}
-    )
-    check = report.RecipeCheck(2, 1.0, [11.0, 10.9], [], 10.9, 64, 37_000)
-    sweep = pd.DataFrame([{"k": 1}])
-    bleus = {"without_compound_splitting": 37.004, "references_with_hyphen": 12}
-    m = report.chapter_metrics(
-        get_profile("smoke"), run, beamed, decoded, bleus, _cost(), sweep, [], ["a", "b"],
-        (recipe_cost, check), None, False,
-    )  # fmt: skip
-    assert (m["bleu_tokenized"], m["sacrebleu"], m["sacrebleu_ci95"]) == (
-        37.02,
-        37.0,
-        1.54,
-    )
-    assert m["training_flops"] == 2.7e14 and m["training_flops_counted"] == 1.08e14
-    assert m["bleu_tokenized_without_compound_splitting"] == 37.0
-    assert m["paper_recipe"]["check_vocab_size"] == 37_000
-    assert m["gpu_comparison"] is None and m["references_with_hyphen"] == 12
 
 
 # ------------------------------------------------------------------------------------------ sweeps

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..charts import (
-    _interval_rules,
-)
+from ..charts import _interval_rules as _chart_interval_rules
+
+# How a run's training cost is priced (`experiments.translation.table2.COSTS`): the shapes of its
+# two points.
+_COSTS = ("paper's way", "counted")
 
 
 def averaging_chart(
@@ -48,7 +52,7 @@ def averaging_chart(
             ],
         )
     )
-    bleu = alt.layer(line, _interval_rules(sweep, x, "bleu", "ci95")).properties(
+    bleu = alt.layer(line, _chart_interval_rules(sweep, x, "bleu", "ci95")).properties(
         width=260,
         height=200,
         title=f"{bleu_title} ± 95% interval (higher is better)",
@@ -56,51 +60,392 @@ def averaging_chart(
     return alt.hconcat(ppl, bleu).resolve_scale(y="independent").properties(title=title)
 
 
+# ------------------------------------------------------------------------------------------ labels
+# Table 2's panels write each point's label beside it, at an offset chosen per label so that no
+# label covers another label, a point or an error bar, and none leaves the panel. The chart's
+# scales are set here (the cost axis's decades, the BLEU axis's padded extent), so the panel's
+# pixels are known before Vega draws it; a label's width is measured in the advance widths of
+# Helvetica and Arial, the sans-serif fonts the book's charts are drawn in.
+_FONT_SIZE = 10
+_LABEL_HEIGHT = 12.0
+_POINT_RADIUS = 5.0  # a point of size 70 (square pixels) is a disc of radius 4.7
+_BAR_HALF_WIDTH = 1.0
+_PANEL_WIDTH, _PANEL_HEIGHT = 230, 300
+# Advance widths in ems (Helvetica/Arial); any other character counts as 0.6.
+_EM = {
+    **dict.fromkeys("ijl'|", 0.222), **dict.fromkeys("ftI ,.:;/!", 0.278),
+    **dict.fromkeys("r()-[]", 0.333), **dict.fromkeys("Jcksvxyz", 0.5),
+    **dict.fromkeys("abdeghnopqu0123456789L_#$", 0.556), "+": 0.584, "=": 0.584,
+    **dict.fromkeys("FTZ", 0.611), **dict.fromkeys("ABEKPSVXY&", 0.667),
+    **dict.fromkeys("CDHNRUw", 0.722), **dict.fromkeys("GOQ", 0.778),
+    **dict.fromkeys("mM", 0.833), "%": 0.889, "W": 0.944,
+}  # fmt: skip
+
+
+def text_width(text: str, size: float = _FONT_SIZE) -> float:
+    """The drawn width of `text` in pixels at font size `size`, with 5% to spare."""
+    return 1.05 * size * sum(_EM.get(c, 0.6) for c in text)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a label goes from its point: `anchor` is the point's left end ("x0"), right end
+    ("x1") or middle ("mid") when one label names two points of one run, `level` the point's
+    height ("y") or the top ("top") or bottom ("bottom") of its error bar; then `dx`, `dy` and
+    the text's alignment, as Vega-Lite's text mark takes them."""
+
+    name: str
+    anchor: str
+    level: str
+    dx: int
+    dy: int
+    align: str
+
+
+# In order of preference.
+PLACEMENTS = (
+    Placement("right", "x1", "y", 7, 0, "left"),
+    Placement("left", "x0", "y", -7, 0, "right"),
+    Placement("above right", "x1", "y", 7, -12, "left"),
+    Placement("below right", "x1", "y", 7, 12, "left"),
+    Placement("above left", "x0", "y", -7, -12, "right"),
+    Placement("below left", "x0", "y", -7, 12, "right"),
+    Placement("above", "mid", "y", 0, -12, "center"),
+    Placement("below", "mid", "y", 0, 12, "center"),
+    Placement("over the interval", "mid", "top", 0, -12, "center"),
+    Placement("under the interval", "mid", "bottom", 0, 12, "center"),
+)
+PLACEMENT = {p.name: p for p in PLACEMENTS}
+# A point whose row has a true `below` takes this one.
+BELOW = PLACEMENT["below right"]
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels, y downwards
+
+
+@dataclass(frozen=True)
+class Label:
+    """One label to place: its text and its points (one, or a run's two at one BLEU), in the
+    panel's pixels: `x0`, `x1` (the leftmost and rightmost point), `y`, and the error bar's
+    `top` and `bottom` (`y` without a bar)."""
+
+    text: str
+    x0: float
+    x1: float
+    y: float
+    top: float
+    bottom: float
+    forced: Placement | None = None
+
+    @property
+    def points(self) -> tuple[tuple[float, float], ...]:
+        return ((self.x0, self.y), (self.x1, self.y))
+
+    def box(self, p: Placement) -> Box:
+        """The pixels the text covers in placement `p`."""
+        x = {"x0": self.x0, "x1": self.x1, "mid": (self.x0 + self.x1) / 2}[p.anchor]
+        y = {"y": self.y, "top": self.top, "bottom": self.bottom}[p.level] + p.dy
+        width = text_width(self.text)
+        left = {"left": x + p.dx, "right": x + p.dx - width, "center": x - width / 2}
+        x0 = left[p.align]
+        return x0, y - _LABEL_HEIGHT / 2, x0 + width, y + _LABEL_HEIGHT / 2
+
+
+def _overlap(a: Box, b: Box) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return w * h if w > 0 and h > 0 else 0.0
+
+
+def _distance(box: Box, point: tuple[float, float]) -> float:
+    x, y = point
+    return float(np.hypot(max(box[0] - x, 0, x - box[2]), max(box[1] - y, 0, y - box[3])))
+
+
+@dataclass(frozen=True)
+class Scene:
+    """What a panel's labels keep clear of: every point's centre, the error bars, and the panel,
+    which a label may leave by `overflow` pixels on the right (Vega widens the row of panels to
+    hold it, so nothing of the next panel is covered)."""
+
+    points: list[tuple[float, float]]
+    bars: list[Box]
+    width: float = _PANEL_WIDTH
+    height: float = _PANEL_HEIGHT
+    overflow: float = 0.0
+
+    @property
+    def obstacles(self) -> list[Box]:
+        r = _POINT_RADIUS
+        return [(x - r, y - r, x + r, y + r) for x, y in self.points] + self.bars
+
+    def outside(self, box: Box) -> float:
+        """How much of `box` lies outside the panel, as an area."""
+        inside = _overlap(box, (0.0, 0.0, self.width + self.overflow, self.height))
+        return (box[2] - box[0]) * (box[3] - box[1]) - inside
+
+    def closer_to_another(self, label: Label, box: Box) -> bool:
+        """Whether a point other than the label's own lies as near the label as its own do: a
+        reader would take the label for that point's."""
+        own = min(_distance(box, p) for p in label.points)
+        return any(
+            _distance(box, p) <= own
+            for p in self.points
+            if all(np.hypot(p[0] - q[0], p[1] - q[1]) > 0.5 for q in label.points)
+        )
+
+
+# What a label that would be read as another point's costs, beside areas of overlap.
+_MISREAD = 1e4
+
+
+def place_labels(
+    labels: list[Label], scene: Scene, *, budget: int = 20_000
+) -> list[Placement]:
+    """A placement per label such that no label overlaps another, a point or an error bar, none
+    leaves the panel (`scene`), and each lies nearer its own point than any other: the first
+    such set in the order of `PLACEMENTS`, found by backtracking, the most constrained label
+    first. When none exists (or `budget` steps do not find one), each label in turn takes its
+    least-overlapping placement."""
+    obstacles = scene.obstacles
+
+    def candidates(label: Label) -> list[Placement]:
+        return [label.forced] if label.forced else list(PLACEMENTS)
+
+    def fixed_cost(label: Label, p: Placement) -> float:
+        box = label.box(p)
+        misread = _MISREAD if scene.closer_to_another(label, box) else 0.0
+        return scene.outside(box) + sum(_overlap(box, o) for o in obstacles) + misread
+
+    free = [[p for p in candidates(lab) if fixed_cost(lab, p) == 0] for lab in labels]
+    order = sorted(range(len(labels)), key=lambda i: len(free[i]))
+    chosen: dict[int, Placement] = {}
+    steps = 0
+
+    def search(k: int) -> bool:
+        nonlocal steps
+        if k == len(order):
+            return True
+        i = order[k]
+        for p in free[i]:
+            steps += 1
+            if steps > budget:
+                return False
+            box = labels[i].box(p)
+            if all(_overlap(box, labels[j].box(q)) == 0 for j, q in chosen.items()):
+                chosen[i] = p
+                if search(k + 1):
+                    return True
+                del chosen[i]
+        return False
+
+    if search(0):
+        return [chosen[i] for i in range(len(labels))]
+    placed: list[Box] = []
+    out = []
+    for label in labels:
+        p = min(
+            candidates(label),
+            key=lambda p: (
+                fixed_cost(label, p) + sum(_overlap(label.box(p), b) for b in placed)
+            ),
+        )
+        placed.append(label.box(p))
+        out.append(p)
+    return out
+
+
+def bleu_domain(points: pd.DataFrame) -> list[float]:
+    """The BLEU axis: every point and error bar, and room above and below for a label, never
+    below a BLEU of 0."""
+    ci = points["ci95"].fillna(0) if "ci95" in points else 0
+    low, high = float((points["bleu"] - ci).min()), float((points["bleu"] + ci).max())
+    span = (high - low) or 1.0
+    pad = span * (2.2 * _LABEL_HEIGHT) / (_PANEL_HEIGHT - 4.4 * _LABEL_HEIGHT)
+    return [max(low - pad, 0.0) if low >= 0 else low - pad, high + pad]
+
+
+def label_layout(
+    points: pd.DataFrame, x_domain: list[float], y_domain: list[float], overflow: float
+) -> tuple[list[Label], Scene, pd.DataFrame]:
+    """The panel's labels (one per `run` when the frame has that column, else one per point),
+    its `Scene` (points, error bars and the line joining a run's two points, in pixels; labels
+    may run `overflow` pixels past its right edge), and the labels' rows (text and their points' data coordinates: `cost0`, `cost1`,
+    `bleu`, `top`, `bottom`)."""
+    lx = np.log10(x_domain)
+
+    def x_px(flops: float) -> float:
+        return _PANEL_WIDTH * (np.log10(flops) - lx[0]) / (lx[1] - lx[0])
+
+    def y_px(bleu: float) -> float:
+        low, high = y_domain
+        return _PANEL_HEIGHT * (1 - (bleu - low) / (high - low))
+
+    ci = points["ci95"].fillna(0.0) if "ci95" in points else pd.Series(0.0, points.index)
+    frame = points.assign(
+        _ci=ci, _label=points["run"] if "run" in points else points["system"]
+    )
+    below = frame["below"].fillna(False).astype(bool) if "below" in frame else None
+    centres, bars, labels, rows = [], [], [], []
+    for x, y, c in zip(frame["training_flops"], frame["bleu"], frame["_ci"]):
+        px, py = x_px(x), y_px(y)
+        centres.append((px, py))
+        if c > 0:
+            h = _BAR_HALF_WIDTH
+            bars.append((px - h, y_px(y + c), px + h, y_px(y - c)))
+    for text, group in frame.groupby("_label", sort=False):
+        costs = group["training_flops"]
+        bleu, c = float(group["bleu"].iloc[0]), float(group["_ci"].max())
+        forced = BELOW if below is not None and below[group.index].any() else None
+        if len(group) > 1:  # the line that joins a run's two points
+            bars.append(
+                (x_px(costs.min()), y_px(bleu) - 1, x_px(costs.max()), y_px(bleu) + 1)
+            )
+        labels.append(
+            Label(
+                str(text), x_px(costs.min()), x_px(costs.max()), y_px(bleu),
+                y_px(bleu + c), y_px(bleu - c), forced,
+            )
+        )  # fmt: skip
+        rows.append(
+            {
+                "text": str(text), "cost0": float(costs.min()),
+                "cost1": float(costs.max()), "bleu": bleu, "top": bleu + c,
+                "bottom": bleu - c,
+            }
+        )  # fmt: skip
+    return labels, Scene(centres, bars, overflow=overflow), pd.DataFrame(rows)
+
+
+def _label_layers(rows: pd.DataFrame, placements: list[Placement], x, y_scale):
+    """One text layer per placement in use (a layer with no rows gives its scale an infinite
+    extent, which Vega reports on the console); `x(field)` is the panel's cost channel."""
+    frame = rows.assign(placement=[p.name for p in placements])
+    frame["at_cost"] = [
+        {"x0": r.cost0, "x1": r.cost1, "mid": float(np.sqrt(r.cost0 * r.cost1))}[
+            PLACEMENT[r.placement].anchor
+        ]
+        for r in frame.itertuples()
+    ]
+    frame["at_bleu"] = [
+        {"y": r.bleu, "top": r.top, "bottom": r.bottom}[PLACEMENT[r.placement].level]
+        for r in frame.itertuples()
+    ]
+    layers = []
+    for p in PLACEMENTS:
+        mine = frame[frame.placement == p.name]
+        if mine.empty:
+            continue
+        layers.append(
+            alt.Chart(mine)
+            .mark_text(align=p.align, dx=p.dx, dy=p.dy, fontSize=_FONT_SIZE)
+            .encode(
+                x=x("at_cost:Q"),
+                y=alt.Y("at_bleu:Q", scale=y_scale),
+                text="text:N",
+            )
+        )
+    return layers
+
+
 def _cost_panel(
-    points: pd.DataFrame, *, title: str, y_title: str, domain: list[float], color: str
+    points: pd.DataFrame,
+    *,
+    title: str,
+    y_title: str,
+    domain: list[float],
+    color: str,
+    overflow: float,
 ) -> alt.LayerChart:
     ticks = [
         float(10**e)
         for e in range(int(np.log10(domain[0])), int(np.log10(domain[1])) + 1, 2)
     ]
-    x = alt.X(
-        "training_flops:Q",
-        scale=alt.Scale(type="log", domain=domain),
-        axis=alt.Axis(values=ticks, format=".0e"),
-        title="training cost (FLOPs, log scale)",
+
+    def cost_channel(field: str) -> alt.X:
+        return alt.X(
+            field,
+            scale=alt.Scale(type="log", domain=domain),
+            axis=alt.Axis(values=ticks, format=".0e"),
+            title="training cost (FLOPs, log scale)",
+        )
+
+    x = cost_channel("training_flops:Q")
+    y_domain = bleu_domain(points)
+    y_scale = alt.Scale(domain=y_domain, nice=False, zero=False)
+    shape = (
+        {
+            "shape": alt.Shape(
+                "cost:N",
+                scale=alt.Scale(domain=list(_COSTS), range=["circle", "diamond"]),
+                legend=alt.Legend(title="training cost", orient="bottom"),
+            )
+        }
+        if "cost" in points
+        else {}
     )
     base = alt.Chart(points).encode(
         x=x,
-        y=alt.Y("bleu:Q", title=y_title, scale=alt.Scale(zero=False)),
+        y=alt.Y("bleu:Q", title=y_title, scale=y_scale),
         tooltip=[
             "system",
             alt.Tooltip("bleu:Q", format=".2f"),
             alt.Tooltip("training_flops:Q", format=".2e"),
         ],
+        **shape,
     )
-    below = points["below"] if "below" in points else pd.Series(False, index=points.index)
-    labels = points.assign(below=below.fillna(False).astype(bool))
-    # A label layer only for labels it has: a layer with no rows gives its scale an infinite
-    # extent, which Vega reports on the console.
+    labels, scene, rows = label_layout(points, domain, y_domain, overflow)
+    placements = place_labels(labels, scene)
     layers = [
         base.mark_point(filled=True, size=70, color=color),
-        *(
-            alt.Chart(labels[labels.below == under])
-            .mark_text(align="left", dx=7, fontSize=10, **placement)
-            .encode(x=x, y="bleu:Q", text="system:N")
-            for under, placement in ((False, {}), (True, {"dy": 12}))
-            if (labels.below == under).any()
-        ),
+        *_label_layers(rows, placements, cost_channel, y_scale),
     ]
-    if "ci95" in points and points["ci95"].notna().any():
+    if "run" in points:  # a run's two costs, joined at its one BLEU
+        joins = alt.Chart(rows).mark_rule(color=color, strokeWidth=1.5)
         layers.insert(
-            0, _interval_rules(points.dropna(subset=["ci95"]), x, "bleu", "ci95")
+            0,
+            joins.encode(
+                x=cost_channel("cost0:Q"),
+                x2="cost1:Q",
+                y=alt.Y("bleu:Q", scale=y_scale),
+            ),
         )
+    if "ci95" in points and points["ci95"].notna().any():
+        bars = points.dropna(subset=["ci95"])
+        layers.insert(0, _interval_rules(bars, x, "bleu", "ci95", y_scale))
     # Two panels and their labels fit the book's 800-pixel column (at 260 px each they took
     # 852); a long title breaks at ": ".
     lines = title.split(": ", 1)
     title = [lines[0] + ":", lines[1]] if len(lines) == 2 else title
-    return alt.layer(*layers).properties(width=230, height=300, title=title)
+    return alt.layer(*layers).properties(
+        width=_PANEL_WIDTH, height=_PANEL_HEIGHT, title=title
+    )
+
+
+def _interval_rules(
+    data: pd.DataFrame, x: alt.X, y: str, half_width: str, y_scale
+) -> alt.Chart:
+    """Error bars on the panel's BLEU scale (`charts._interval_rules`, with the scale set)."""
+    bars = data.assign(low=data[y] - data[half_width], high=data[y] + data[half_width])
+    return (
+        alt.Chart(bars)
+        .mark_rule(color="black")
+        .encode(x=x, y=alt.Y("low:Q", scale=y_scale), y2=alt.Y2("high:Q"))
+    )
+
+
+def cost_domain(*frames: pd.DataFrame) -> list[float]:
+    """The cost axis both panels share: the decades around every point's `training_flops`."""
+    costs = pd.concat([f.training_flops for f in frames])
+    return [
+        float(10 ** np.floor(np.log10(costs.min()))),
+        float(10 ** np.ceil(np.log10(costs.max()))),
+    ]
+
+
+# How far the labels of each panel may run past its right edge: two panels of 230 pixels, their
+# axes (about 60 each) and these stay within the book's 800-pixel column. Table 2's own systems
+# crowd the left panel's top right corner, where "GNMT + RL (ensemble)" fits only to the right.
+LABEL_OVERFLOW = (115, 45)
 
 
 def table2_panels(
@@ -117,14 +462,13 @@ def table2_panels(
     ours on ours (error bars where `our_points` has `ci95`). The cost axis is the same in both
     panels; the BLEU axes are not, because the test sets differ.
 
-    Both frames have the columns `system`, `bleu` and `training_flops`; a true `below` puts a
-    point's label under it rather than beside it (two points of one run, close together).
+    Both frames have the columns `system`, `bleu` and `training_flops`. Each point is labelled
+    at the offset `place_labels` chooses, clear of the other labels, the points and the error
+    bars. Rows with a `run` (`experiments.translation.table2.run_points`) are one run priced two
+    ways: one label names the run, a line joins its two points, and their shapes, with a legend
+    below, say which cost is which. A true `below` puts a point's label under it.
     """
-    costs = pd.concat([paper_points.training_flops, our_points.training_flops])
-    domain = [
-        float(10 ** np.floor(np.log10(costs.min()))),
-        float(10 ** np.ceil(np.log10(costs.max()))),
-    ]
+    domain = cost_domain(paper_points, our_points)
     return (
         alt.hconcat(
             _cost_panel(
@@ -133,9 +477,15 @@ def table2_panels(
                 y_title=paper_y,
                 domain=domain,
                 color="#4c78a8",
+                overflow=LABEL_OVERFLOW[0],
             ),
             _cost_panel(
-                our_points, title=our_title, y_title=our_y, domain=domain, color="#f58518"
+                our_points,
+                title=our_title,
+                y_title=our_y,
+                domain=domain,
+                color="#f58518",
+                overflow=LABEL_OVERFLOW[1],
             ),
         )
         .resolve_scale(y="independent")

@@ -1,0 +1,207 @@
+"""Chapter 05's results record, `results/<profile>/translation.json`, and the committed runs the
+chapter shows beside its own.
+
+What the record's "metrics" hold, built by `build` from what the chapter computed:
+
+* the averaged model's beam search on the test set: `dataset`, `test_set`, `sentences`,
+  `bleu_tokenized` (the paper's kind, with compound splitting) with its signature and its value
+  `..._without_compound_splitting`, `references_with_hyphen`, `sacrebleu` with
+  `sacrebleu_ci95` (paired bootstrap) and its signature, `ppl`; the introduction's summary reads
+  `bleu_tokenized`, `sacrebleu` with `sacrebleu_ci95`, and `training_flops`;
+* the cost (`cost_fields`): `parameters`, `training_flops` (the paper's way: seconds x one device
+  x a sustained rate, like for like with Table 2) and `training_flops_how`,
+  `training_flops_counted` (from the model), `training_flops_six_n`, `model_flops_utilisation`;
+* `greedy` and `beam` (`decoding_record`): both decodings' scores, seconds and 95% half-widths,
+  and the beam's p-value against greedy; `kv_cache_seconds`: beam search with and without the
+  key-value cache;
+* `averaging`: the averaging sweep, one row per k; `averaged_checkpoints`: the snapshots of the
+  profile's average;
+* `run`: the run's steps, training time, target tokens, device, and whether this chapter
+  trained it;
+* `gpu_comparison`: the committed `gpu` run beside this one (`table2.GpuComparison.record`), or
+  None;
+* `paper_recipe`: section 5.7, the recipe counted (`recipe_cost_fields`) and its check's steps,
+  losses, validation loss, vocabulary and seconds (`recipe_check_fields`).
+
+Its "config" holds the model's configuration and the profile. `write` writes it through
+`results.write_result`, `read` reads it back, and `sentences.closing` turns it into the chapter's
+closing section. `committed_gpu_run` and `paper_runs` find the committed runs the chapter shows.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...evaluation import results
+from ...pipeline import TRANSLATIONS_NAME, default_results_name
+from ...profiles import Profile, get_profile
+
+if TYPE_CHECKING:
+    from .table2 import FinishedRun, GpuComparison, RecipeCheck, RecipeCost, RunCost
+
+RESULTS_NAME = "translation"
+
+
+# ------------------------------------------------------------------------------------------ parts
+def decoding_record(greedy: dict, beamed: dict, intervals: dict, beam_name: str) -> dict:
+    """Greedy decoding and beam search as the results record holds them: scores, seconds, the
+    bootstrap's 95% half-widths, and the beam's p-value against greedy."""
+    test = intervals[beam_name]
+    keep = ("sacrebleu", "bleu_tokenized", "decode_seconds")
+    return {
+        "greedy": {k: greedy[k] for k in keep}
+        | {"sacrebleu_ci95": intervals["greedy"]["ci95"]},
+        "beam": {k: beamed[k] for k in keep + ("beam_size", "length_penalty_alpha")}
+        | {
+            "sacrebleu_ci95": test["ci95"],
+            "p_value_against_greedy": test["p_value"],
+            "exceeds_noise": test["exceeds_noise"],
+        },
+    }
+
+
+def cost_fields(cost: RunCost) -> dict:
+    """The run's cost as the record holds it (with `run.train_time_s`, which the cost sentences
+    read beside it)."""
+    return {
+        "parameters": cost.parameters,
+        "training_flops": cost.paper_way,
+        "training_flops_how": f"paper's way: {cost.train_time_s} s x 1 device x "
+        f"{cost.sustained:.4g} FLOP/s ({cost.how})",
+        "training_flops_counted": cost.counted,
+        "training_flops_six_n": cost.six_n,
+        "model_flops_utilisation": cost.utilisation,
+        "run": {"train_time_s": cost.train_time_s},
+    }
+
+
+def recipe_cost_fields(recipe_cost: RecipeCost) -> dict:
+    """Section 5.7's count of the paper's recipe, as the record's `paper_recipe` holds it."""
+    return {
+        "counted_flops": recipe_cost.counted,
+        "table2_flops": recipe_cost.table2,
+        "h100_gpu_hours": recipe_cost.hours(),
+    }
+
+
+def recipe_check_fields(check: RecipeCheck) -> dict:
+    """Section 5.7's few steps of the recipe, as the record's `paper_recipe` holds them."""
+    return {
+        "check_steps": check.steps,
+        "check_losses": check.losses,
+        "check_valid_loss": check.valid_loss,
+        "check_vocab_size": check.vocab_size,
+        "check_seconds": check.seconds,
+    }
+
+
+# ------------------------------------------------------------------------------------------ record
+def build(
+    profile: Profile,
+    run: FinishedRun,
+    beamed: dict,
+    decoded: dict,
+    bleus: tuple[float, int],
+    cost: RunCost,
+    sweep,
+    cache_rows: list[dict],
+    averaged_from,
+    recipe: tuple[RecipeCost, RecipeCheck],
+    gpu: GpuComparison | None,
+    trained_here: bool,
+) -> dict:
+    """The record's metrics. `decoded`: `decoding_record`'s; `bleus`: the tokenized BLEU without
+    compound splitting and the number of references with a hyphen; `sweep`: the averaging
+    sweep's frame; `recipe`: section 5.7's cost and check."""
+    without_splitting, hyphenated = bleus
+    recipe_cost, check = recipe
+    costs = cost_fields(cost)
+    return {
+        "dataset": f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}",
+        "test_set": beamed["test_set"],
+        "sentences": beamed["sentences"],
+        "bleu_tokenized": beamed["bleu_tokenized"],
+        "bleu_tokenized_signature": beamed["bleu_tokenized_signature"],
+        "bleu_tokenized_without_compound_splitting": round(without_splitting, 2),
+        "references_with_hyphen": hyphenated,
+        "sacrebleu": beamed["sacrebleu"],
+        "sacrebleu_ci95": decoded["beam"]["sacrebleu_ci95"],  # paired bootstrap
+        "sacrebleu_signature": beamed["sacrebleu_signature"],
+        "ppl": beamed["ppl"],
+        **{k: v for k, v in costs.items() if k != "run"},
+        **decoded,
+        "kv_cache_seconds": {row["decoder"]: row["seconds"] for row in cache_rows},
+        "averaging": sweep.to_dict(orient="records"),
+        "averaged_checkpoints": list(averaged_from),
+        "run": {
+            "steps": run.steps,
+            "train_time_s": run.train_time_s,
+            "target_tokens": run.target_tokens,
+            "device": run.device,
+            "trained_by_this_chapter": trained_here,
+        },
+        "gpu_comparison": gpu.record() if gpu else None,
+        "paper_recipe": recipe_cost_fields(recipe_cost) | recipe_check_fields(check),
+    }
+
+
+def write(
+    metrics: dict,
+    profile: Profile,
+    device: Any,
+    wall_time_s: float,
+    results_dir: str | os.PathLike | None = None,
+) -> Path:
+    """`results/<profile's results folder>/translation.json` (under `results_dir`, default the
+    results root), with the model's configuration and the profile; the path written."""
+    return results.write_result(
+        RESULTS_NAME,
+        metrics,
+        profile=profile.results_folder,
+        device=device,
+        config={"model": profile.model_config().to_dict(), "profile": profile.to_dict()},
+        wall_time_s=round(wall_time_s, 1),
+        root=results_dir,
+    )
+
+
+def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dict | None:
+    """The record `write` wrote for `profile_name` (its results folder), or None when the
+    chapter has not run."""
+    return results.read_result(RESULTS_NAME, profile_name, results_dir)
+
+
+# ------------------------------------------------------------------------------------------ committed
+# The `gpu` recipe's committed H100 run, under a name of its own so that a reader's
+# `train --profile gpu --publish` (translation_multi30k_en_de.json) is never refused over it.
+COMMITTED_GPU_RUN = "recipe_d256x4_seed1"
+
+
+def committed_gpu_run(profile_name: str) -> tuple[dict | None, str, Path | None]:
+    """(record, label, its test translations) of the `gpu` profile's published run, else its
+    committed H100 run, else the committed H100 run of the earlier gpu recipe (chosen on test
+    BLEU, so its score is optimistic); (None, "", None) under the gpu profile itself or when none
+    is there."""
+    if profile_name == "gpu":
+        return None, "", None
+    # The reader's own `train --profile gpu --publish`, else the committed run of the recipe.
+    for name in ("translation_multi30k_en_de", COMMITTED_GPU_RUN):
+        record = results.read_result(name, "gpu")
+        if record is not None:
+            folder = results.run_folder_of_record(record)
+            return record, "gpu", folder and (folder / TRANSLATIONS_NAME)
+    record = results.read_result("earlier_recipe_d128x4", "gpu")
+    if record is None:
+        return None, "", None
+    file = results.results_root() / "gpu" / "logs" / "gpu_test2016_translations.de"
+    return record, "gpu, earlier recipe chosen on test", file
+
+
+def paper_runs(results_dir: str | os.PathLike | None = None) -> dict[str, dict]:
+    """The `paper` profile's results committed under `results/paper/` ({file stem: record}):
+    this chapter's and the run's own; empty while no GPU run of the recipe is committed."""
+    names = (RESULTS_NAME, default_results_name(get_profile("paper")))
+    found = {name: results.read_result(name, "paper", results_dir) for name in names}
+    return {name: record for name, record in found.items() if record}

@@ -1,0 +1,92 @@
+"""Table 2's panels (chapter 05): every label lies clear of the other labels, of every point and
+error bar, within its panel (and the overflow the row allows), and nearer its own point than
+any other, for Table 2's own systems and for our runs priced two ways."""
+
+import itertools
+
+import pandas as pd
+import pytest
+
+from annotated_transformer.book import viz
+from annotated_transformer.book.viz.figures import translation as figures
+from annotated_transformer.experiments.translation import table2 as report
+
+# The committed cpu run and the earlier gpu run, as chapter 05 draws them: the cpu run's two
+# costs lie three pixels apart, and both runs carry error bars.
+OURS = pd.DataFrame(
+    report.run_points("cpu, 7.6M", 36.61, 1.61, 1.25e14, 9.96e13)
+    + report.run_points("gpu (earlier), 2.3M", 38.97, 1.67, 4.11e17, 6.48e14)
+)
+PAPER = report.table2_points()
+
+
+def _placed(points: pd.DataFrame, overflow: float):
+    domain = figures.cost_domain(PAPER, OURS)
+    y_domain = figures.bleu_domain(points)
+    labels, scene, _ = figures.label_layout(points, domain, y_domain, overflow)
+    placements = figures.place_labels(labels, scene)
+    return labels, scene, [label.box(p) for label, p in zip(labels, placements)]
+
+
+def _assert_clear(labels, scene, boxes):
+    for a, b in itertools.combinations(boxes, 2):
+        assert figures._overlap(a, b) == 0, (a, b)
+    for label, box in zip(labels, boxes):
+        assert scene.outside(box) == 0, label.text
+        for obstacle in scene.obstacles:
+            assert figures._overlap(box, obstacle) == 0, (label.text, obstacle)
+        assert not scene.closer_to_another(label, box), label.text
+
+
+@pytest.mark.parametrize(
+    "points,overflow",
+    [(PAPER, figures.LABEL_OVERFLOW[0]), (OURS, figures.LABEL_OVERFLOW[1])],
+    ids=["the paper's systems", "our runs"],
+)
+def test_no_label_covers_another_a_point_or_an_error_bar(points, overflow):
+    _assert_clear(*_placed(points, overflow))
+
+
+def test_a_run_priced_two_ways_is_labelled_once():
+    labels, _, _ = _placed(OURS, figures.LABEL_OVERFLOW[1])
+    assert [label.text for label in labels] == ["cpu, 7.6M", "gpu (earlier), 2.3M"]
+
+
+def test_two_points_a_few_pixels_apart_take_labels_on_either_side():
+    """ConvS2S (ensemble) and GNMT + RL (ensemble) lie 4 pixels apart in BLEU and 11 in cost:
+    one label goes left, the other right, and neither sits over the other's point."""
+    labels, scene, boxes = _placed(PAPER, figures.LABEL_OVERFLOW[0])
+    _assert_clear(labels, scene, boxes)
+    where = {label.text: box for label, box in zip(labels, boxes)}
+    conv, gnmt = where["ConvS2S (ensemble)"], where["GNMT + RL (ensemble)"]
+    assert conv[2] < gnmt[0]  # ConvS2S's label ends before GNMT's begins
+
+
+def test_a_label_no_placement_can_clear_takes_the_least_overlap():
+    crowded = figures.Scene(points=[(50.0, 50.0), (50.0, 62.0), (50.0, 38.0)], bars=[])
+    label = figures.Label("x" * 60, 50.0, 50.0, 50.0, 50.0, 50.0)
+    (placement,) = figures.place_labels([label], crowded)
+    assert placement in figures.PLACEMENTS
+
+
+def test_the_chart_draws_each_label_at_its_placement():
+    spec = viz.chart_spec(
+        viz.table2_panels(PAPER, OURS, paper_title="a: b", our_title="c: d")
+    )
+    for panel in spec["hconcat"]:
+        texts = [layer for layer in panel["layer"] if layer["mark"]["type"] == "text"]
+        offsets = {(p.dx, p.dy, p.align) for p in figures.PLACEMENTS}
+        for layer in texts:
+            mark = layer["mark"]
+            assert (mark["dx"], mark["dy"], mark["align"]) in offsets
+    right = spec["hconcat"][1]
+    shapes = [
+        layer["encoding"]["shape"]
+        for layer in right["layer"]
+        if layer["mark"]["type"] == "point"
+    ]
+    assert shapes and shapes[0]["field"] == "cost"
+
+
+def test_text_width_grows_with_wide_letters():
+    assert figures.text_width("WWW") > figures.text_width("iii") * 3
