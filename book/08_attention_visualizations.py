@@ -519,9 +519,9 @@ print(
 #
 # The `gpu` profile trains its own model on a GPU (4+4 layers at $d_\text{model} = 256$ with
 # dropout, against the `cpu` profile's 3+3 layers without; chapter 05 says how each was chosen),
-# and the `gpu` book, run on one H100, is committed with the repository (`results/book_gpu/`).
-# Its run of this chapter, when there is one, measured the same heads on the same captions
-# (`record.committed_gpu` finds it):
+# and the `gpu` book, run on one H100, is committed chapter by chapter in `results/book_gpu/`.
+# Its run of this chapter, once there is one, tests that model's heads on the same captions with
+# the same heuristics (`record.committed_gpu` finds its record):
 
 # %%
 display(Markdown(sentences.describe_gpu_book(record.committed_gpu(), profile.name)))
