@@ -314,7 +314,7 @@ display(Markdown(sentences.describe_saturation(by_d_k, sizes.n_keys)))
 # 3.2.1, but the dot product is faster and more space-efficient in practice, because it is one
 # matrix product; additive attention must form a $d_k$-wide hidden vector for every (query, key)
 # pair. And for large $d_k$ additive attention beat the *unscaled* dot product in the paper's
-# citation (Britz et al., 2017); the saturation measured above is the likely reason, since
+# citation {cite:p}`britz2017massive`; the saturation measured above is the likely reason, since
 # the tanh keeps additive scores bounded whatever the width. The additive score of every pair:
 
 

@@ -214,7 +214,7 @@ viz.show_source(EncoderLayer)
 # stack (pre-norm). Pre-norm leaves an identity path from the input to the output of the whole
 # stack, so gradients reach the first layers unscaled and training tolerates a shorter warm-up or
 # none; post-norm sends every path through $2N$ normalisations and is known to need the warm-up
-# (Xiong et al., 2020). The package follows the paper by default and builds pre-norm with
+# {cite:p}`xiong2020layernorm`. The package follows the paper by default and builds pre-norm with
 # `TransformerConfig(norm_position="pre")`; chapter 04 trains both side by side.
 
 # %% [markdown]

@@ -696,7 +696,7 @@ display(
 # The FLOP counter confirms $4 r n d$ for the restricted layer at every length; the path column
 # shows the price, which section 3.5 computed on the same graphs.
 #
-# **Separable convolutions** (Chollet, 2017) split a convolution into a depthwise
+# **Separable convolutions** {cite:p}`chollet2017xception` split a convolution into a depthwise
 # one (each of the $d$ channels convolved on its own, $k n d$ multiply-adds) and a pointwise one
 # (a $d \times d$ matrix at every position, $n d^2$). Section 4 notes that even with $k = n$ their
 # complexity, $O(k n d + n d^2)$, equals that of a self-attention layer plus a position-wise
@@ -795,7 +795,7 @@ viz.show_table(
 
 # %%
 viz.show(
-    viz.figures.why_self_attention.sentence_lengths_chart(
+    viz.sentence_lengths_chart(
         lengths, d_model, title=f"Test sentences in subwords ({bpe.vocab:,}-piece BPE)"
     )
 )

@@ -782,7 +782,7 @@ print(f"all {tensors} weight tensors are bit-identical (largest difference {larg
 # 2022 {cite:p}`rush2018annotated`, like most Transformers since, normalises the *input* of each
 # sub-layer instead, $x + \mathrm{Sublayer}(\mathrm{LayerNorm}(x))$, and adds one last LayerNorm at
 # the top of each stack (pre-norm). The residual path then runs from the embeddings to the top
-# untouched. Xiong et al. (2020, *On Layer Normalization in the Transformer Architecture*) showed
+# untouched. {cite:t}`xiong2020layernorm` showed
 # that at initialisation the post-norm layers near the output receive the largest gradients, so a
 # large learning rate at the very first steps throws them off, which the warm-up prevents; with
 # pre-norm the gradients do not grow towards the top, and the warm-up can go.

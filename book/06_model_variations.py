@@ -84,7 +84,6 @@ from IPython.display import Markdown, display
 from annotated_transformer import pipeline
 from annotated_transformer.book import viz
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.book.viz.figures import variations as curves_figure
 from annotated_transformer.data import load_parallel
 from annotated_transformer.experiments.table3 import record, tables
 from annotated_transformer.experiments.table3 import rows as variations
@@ -480,7 +479,7 @@ this_run.keep(runs=runs, train_seconds=train_seconds, workers=workers)
 # %%
 full_curves, small_curves = tables.curve_points(full), tables.curve_points(small)
 full_mean = tables.mean_curve(full_curves)
-viz.show(curves_figure.validation_curves_chart(full_mean))
+viz.show(viz.validation_curves_chart(full_mean))
 
 
 # %% [markdown]
@@ -496,9 +495,7 @@ viz.show(curves_figure.validation_curves_chart(full_mean))
 # %%
 small_mean = tables.mean_curve(small_curves)
 viz.show(
-    curves_figure.overfitting_chart(
-        small_mean, title=f"the first {overfit_pairs:,} training pairs"
-    )
+    viz.overfitting_chart(small_mean, title=f"the first {overfit_pairs:,} training pairs")
 )
 dropout_of = {r: scale.config(r).dropout for r in overfit_rows}
 display(Markdown(say.describe_overfitting(small_mean, dropout_of)))
@@ -658,7 +655,7 @@ if extended_run is None:
     )
 else:
     extended_curves = report.mean_curves(extended_run)
-    viz.show(curves_figure.validation_curves_chart(tables.per_epoch(extended_curves)))
+    viz.show(viz.validation_curves_chart(tables.per_epoch(extended_curves)))
     display(
         Markdown(
             say.describe_extended_progress(
@@ -686,7 +683,7 @@ if not small_extended.empty:
     small_extended = small_extended.assign(point=small_extended.epoch)
     small_share = extended_run["identity"]["overfit_share"]
     viz.show(
-        curves_figure.overfitting_chart(
+        viz.overfitting_chart(
             small_extended,
             title=f"the extended run: dropout's rows on a 1/{small_share} share of the pairs",
             points=False,

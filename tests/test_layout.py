@@ -131,9 +131,34 @@ def test_every_experiment_lives_in_an_artefact_package():
         if p.name not in ("__init__.py", "wording.py")  # wording: the shared helpers
     )
     assert not loose, f"experiments/ modules outside an artefact package: {loose}"
-    assert {"complexity", "training_studies", "translation", "table3", "parsing"} <= set(
-        ARTEFACTS
-    ) and "attention" in ARTEFACTS
+    assert set(ARTEFACTS) == {
+        "scaled_attention",
+        "architecture",
+        "complexity",
+        "training_studies",
+        "translation",
+        "table3",
+        "parsing",
+        "attention",
+    }
+
+
+@pytest.mark.parametrize("artefact", ARTEFACTS)
+def test_every_artefact_package_has_the_same_contract(artefact):
+    """What a reader can predict of each package: its record (written, read back) and the
+    sentences that close its chapter from that record."""
+    import importlib
+
+    record = importlib.import_module(
+        f"annotated_transformer.experiments.{artefact}.record"
+    )
+    sentences = importlib.import_module(
+        f"annotated_transformer.experiments.{artefact}.sentences"
+    )
+    assert isinstance(record.RESULTS_NAME, str) and record.RESULTS_NAME
+    for name in ("build", "write", "read"):
+        assert callable(getattr(record, name, None)), f"{artefact}.record.{name}"
+    assert callable(getattr(sentences, "closing", None)), f"{artefact}.sentences.closing"
 
 
 @pytest.mark.parametrize(

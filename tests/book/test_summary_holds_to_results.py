@@ -11,7 +11,9 @@ import pytest
 from annotated_transformer.book import summary
 from annotated_transformer.evaluation import results
 from annotated_transformer.experiments.table3 import statistics as findings
-from annotated_transformer.experiments.training_studies import write_up as report
+from annotated_transformer.experiments.training_studies import (
+    sentences as training_sentences,
+)
 
 COMMITTED = Path(__file__).resolve().parents[2] / "results" / "book_cpu"
 
@@ -53,7 +55,7 @@ def test_chapter_04_closes_on_the_summary_s_step_time(cpu_root):
     table = summary.summary_table("cpu", committed=(), root=cpu_root)
     record = results.read_result("training", "cpu", cpu_root)
     step = _cell(table, "seconds per training step")
-    assert f"One step took {step} s" in report.what_this_run_shows(record)
+    assert f"One step took {step} s" in training_sentences.closing(record)
 
 
 def test_table_3_row_carries_chapter_06_s_verdict(cpu_root):

@@ -23,7 +23,6 @@ from ...evaluation.paper import PAPER_TARGET_TOKENS_PER_STEP
 from ...training.checkpoint import RESUME_NAME
 from ...training.schedule import noam_lr
 from ...training.training_log import read_metrics
-from .sentences import closing as what_this_run_shows  # noqa: F401  (tests/book read it)
 
 
 # ------------------------------------------------------------------------------------ 4.1 BPE

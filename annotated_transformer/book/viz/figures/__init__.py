@@ -30,10 +30,13 @@ from .translation import (  # noqa: F401
     table2_panels,
 )
 from .variations import (  # noqa: F401
+    overfitting_chart,
     table3_differences_chart,
+    validation_curves_chart,
 )
 from .why_self_attention import (  # noqa: F401
     crossover_chart,
     path_length_charts,
     scaling_charts,
+    sentence_lengths_chart,
 )
