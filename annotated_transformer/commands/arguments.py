@@ -32,3 +32,43 @@ non_negative_float = NON_NEGATIVE.argument()
 probability = (
     PROBABILITY.argument()
 )  # a rate such as dropout or label smoothing: 0 <= p < 1
+
+
+# The decoding flags `translate` and `evaluate` share, each naming the profile field it overrides
+# (None keeps the checkpoint's profile's value, so both commands decode alike by default).
+DECODING_FLAGS = {
+    "--beam": ("beam_size", "beam width; 1 is greedy decoding"),
+    "--alpha": ("length_penalty_alpha", "length penalty alpha"),
+    "--max-len-b": (
+        "max_len_b",
+        "outputs may be source length + this many subwords long",
+    ),
+    "--batch-tokens": ("eval_batch_tokens", "source tokens x beam per decoding batch"),
+}
+
+
+def add_decoding_arguments(parser) -> None:
+    """--beam, --alpha, --max-len-b, --batch-tokens and --average-last, defaulting to the
+    checkpoint's profile's values."""
+    for flag, (field, help_text) in DECODING_FLAGS.items():
+        parser.add_argument(
+            flag,
+            type=setting(field),
+            default=None,
+            help=f"{help_text} (default: the checkpoint's profile's)",
+        )
+    parser.add_argument(
+        "--average-last",
+        type=setting("average_last"),
+        default=None,
+        help="with a run folder: snapshots to average (default: the run's profile's)",
+    )
+
+
+def decoding_overrides(args) -> dict:
+    """The profile fields the decoding flags given on the command line set."""
+    given = {
+        field: getattr(args, flag[2:].replace("-", "_"))
+        for flag, (field, _) in DECODING_FLAGS.items()
+    }
+    return {field: value for field, value in given.items() if value is not None}

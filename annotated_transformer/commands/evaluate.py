@@ -22,7 +22,7 @@ from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
 from ..runtime.ownership import check_output, owner_of_folder
-from .arguments import setting
+from .arguments import add_decoding_arguments, decoding_overrides, setting
 from .translate import check_writable
 
 
@@ -64,24 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="test split (default: the profile's, e.g. test_2016_flickr)",
     )
-    parser.add_argument(
-        "--beam",
-        type=setting("beam_size"),
-        default=None,
-        help="beam width (default: the profile's)",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=setting("length_penalty_alpha"),
-        default=None,
-        help="length penalty (default: the profile's)",
-    )
-    parser.add_argument(
-        "--average-last",
-        type=setting("average_last"),
-        default=None,
-        help="with a run folder: snapshots to average (default: the run's profile's)",
-    )
+    add_decoding_arguments(parser)
     parser.add_argument(
         "--max-sentences",
         type=setting("eval_max_sentences"),
@@ -121,16 +104,7 @@ def run(args: argparse.Namespace) -> int:
     profile, warning = pipeline.checkpoint_profile(checkpoint, args.profile, source)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
-    profile = profile.replace(
-        **{
-            name: value
-            for name, value in (
-                ("beam_size", args.beam),
-                ("length_penalty_alpha", args.alpha),
-            )
-            if value is not None
-        }
-    )
+    profile = profile.replace(**decoding_overrides(args))
     split = args.split or profile.test_split
     run_folder = pipeline.run_folder_of(args.checkpoint)
     if args.publish:

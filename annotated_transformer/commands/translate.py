@@ -20,7 +20,7 @@ from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
 from ..runtime.ownership import check_output
 from ..training.checkpoint import model_from_checkpoint
-from .arguments import setting
+from .arguments import add_decoding_arguments, decoding_overrides
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,42 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "folder: the average of its last snapshots, as `evaluate` reads it",
     )
     parser.add_argument(
-        "--average-last",
-        type=setting("average_last"),
-        default=None,
-        help="with a run folder: snapshots to average (default: the run's profile's)",
-    )
-    parser.add_argument(
         "--input", default=None, help="file of source sentences (default: standard input)"
     )
     parser.add_argument(
         "--output", default=None, help="file to write (default: standard output)"
     )
-    parser.add_argument(
-        "--beam",
-        type=setting("beam_size"),
-        default=None,
-        help="beam width; 1 is greedy decoding (default: the checkpoint's profile's)",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=setting("length_penalty_alpha"),
-        default=None,
-        help="length penalty alpha (default: the checkpoint's profile's)",
-    )
-    parser.add_argument(
-        "--max-len-b",
-        type=setting("max_len_b"),
-        default=None,
-        help="outputs may be source length + this many subwords long (default: the "
-        "checkpoint's profile's)",
-    )
-    parser.add_argument(
-        "--batch-tokens",
-        type=setting("eval_batch_tokens"),
-        default=None,
-        help="source tokens x beam per decoding batch (default: the checkpoint's profile's)",
-    )
+    add_decoding_arguments(parser)
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, ...")
 
 
@@ -95,15 +65,7 @@ def check_writable(path: Path, flag: str = "--output") -> None:
 def decode_settings(checkpoint: dict, args: argparse.Namespace, device) -> DecodeSettings:
     """The checkpoint's profile's decoding (as `evaluate` decodes), with the flags given applied."""
     profile, _ = pipeline.checkpoint_profile(checkpoint)
-    flags = {
-        "beam_size": args.beam,
-        "alpha": args.alpha,
-        "max_len_b": args.max_len_b,
-        "batch_tokens": args.batch_tokens,
-    }
-    return profile.decode_settings(str(device)).replace(
-        **{name: value for name, value in flags.items() if value is not None}
-    )
+    return profile.replace(**decoding_overrides(args)).decode_settings(str(device))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -44,6 +44,7 @@ from typing import Any
 
 from ...evaluation import results
 from ...evaluation.paper import WSJ_ONLY, table4_row
+from ..chapter_state import ChapterState
 from .report import Evaluated
 from .sentences import extended_summary
 
@@ -69,7 +70,7 @@ def floor_named(floors: Mapping[str, Any], kind: str) -> str:
 
 
 @dataclass
-class ThisRun:
+class ThisRun(ChapterState):
     """What chapter 07 computed, kept as it goes for its results record."""
 
     treebank: str  # `treebank_name`
@@ -98,15 +99,6 @@ class ThisRun:
     xx: Evaluated | None = None
     versus: Mapping | None = None  # tags first, XX second
     xx_over_floor: Mapping | None = None  # right-branching floor first, XX second
-
-    def keep(self, **values: Any) -> None:
-        """Set the named fields to what the chapter has just computed."""
-        names = {x.name for x in dataclasses.fields(self)}
-        unknown = sorted(set(values) - names)
-        if unknown:
-            raise TypeError(f"ThisRun has no field {', '.join(unknown)}")
-        for name, value in values.items():
-            setattr(self, name, value)
 
 
 # ------------------------------------------------------------------------------------ the record

@@ -34,7 +34,6 @@ the model configuration and training settings its runs used (seed aside).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ import pandas as pd
 
 from ...evaluation import results
 from ...profiles import Profile, Table3Scale
+from ..chapter_state import ChapterState
 from . import rows as variations
 from . import statistics as f
 from . import verdicts
@@ -57,7 +57,7 @@ GPU_RECIPE_RUN = ("sweep_d256x4", "gpu")
 
 
 @dataclass
-class ThisRun:
+class ThisRun(ChapterState):
     """What chapter 06 computed, kept as it goes for its results record."""
 
     profile: Profile  # the Table 3 profile (its vocabulary and batches applied)
@@ -86,15 +86,6 @@ class ThisRun:
     correlation: dict | None = None
     extended_correlation: dict | None = None
     flops: pd.DataFrame | None = None
-
-    def keep(self, **values: Any) -> None:
-        """Set the named fields to what the chapter has just computed."""
-        names = {x.name for x in dataclasses.fields(self)}
-        unknown = sorted(set(values) - names)
-        if unknown:
-            raise TypeError(f"ThisRun has no field {', '.join(unknown)}")
-        for name, value in values.items():
-            setattr(self, name, value)
 
 
 # ------------------------------------------------------------------------------ the record
