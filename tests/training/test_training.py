@@ -1,6 +1,5 @@
 """The training loop does what section 5 says, and a stopped run continues exactly where it stopped."""
 
-import dataclasses
 import json
 import math
 import os
@@ -9,7 +8,6 @@ import signal
 import pytest
 import torch
 
-from annotated_transformer.profiles import PROFILES, Profile, get_profile
 from tests.support.training import (  # noqa: F401
     VOCAB,
     FakeTokenizer,
@@ -17,60 +15,6 @@ from tests.support.training import (  # noqa: F401
     make_trainer,
     tiny_profile,
 )
-
-
-# ------------------------------------------------------------------------------------------ profiles
-def test_every_profile_builds_a_valid_model_config():
-    for name in PROFILES:
-        assert get_profile(name).model_config().max_len >= 256
-    with pytest.raises(ValueError, match="unknown profile"):
-        get_profile("laptop")
-    with pytest.raises(ValueError, match="unknown profile fields"):
-        get_profile("cpu", max_stpes=3)
-
-
-def test_profile_overrides_apply_only_when_given():
-    assert get_profile("cpu", max_steps=7, beam_size=None).max_steps == 7
-    assert get_profile("cpu", beam_size=None).beam_size == PROFILES["cpu"].beam_size
-
-
-def test_profile_round_trips_through_its_dict():
-    for profile in PROFILES.values():
-        assert Profile.from_dict(profile.to_dict()) == profile
-
-
-def test_a_profile_recorded_by_an_older_version_still_loads():
-    """Checkpoints keep the profile they trained under; a book field removed or added since must
-    not make an older checkpoint unreadable (evaluate read such a checkpoint and failed)."""
-    record = PROFILES["cpu"].to_dict()
-    record["book"]["a_field_that_is_gone"] = 300
-    assert Profile.from_dict(record) == PROFILES["cpu"]
-    required = [
-        f.name
-        for f in dataclasses.fields(type(PROFILES["cpu"].book))
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    ]
-    del record["book"][required[0]]  # a field added since the record was written
-    assert Profile.from_dict(record).book == PROFILES["cpu"].book
-    record["name"] = "no-such-profile"
-    with pytest.raises(TypeError):
-        Profile.from_dict(record)
-
-
-def test_a_profile_recorded_before_table3_was_one_record_keeps_its_values():
-    """A results file or checkpoint written before `Table3Scale` holds its fields as the book's
-    `table3_<field>` keys, and (through JSON) its chapter sizes as lists where a record has tuples."""
-    for profile in PROFILES.values():
-        record = json.loads(json.dumps(profile.to_dict()))
-        table3 = record["book"].pop("table3")
-        record["book"].update({f"table3_{k}": v for k, v in table3.items()})
-        record["book"]["table3_steps"] = 600  # a field gone since
-        assert Profile.from_dict(record) == profile
-
-
-def test_variants_keep_their_own_results_folder():
-    assert get_profile("gpu-iwslt14").results_folder == "gpu-iwslt14"
-    assert get_profile("paper-big").results_folder == "paper-big"
 
 
 # ------------------------------------------------------------------------------------------ the loop
