@@ -23,7 +23,10 @@ _WIDE = """(() => {
   for (const el of column.querySelectorAll(selector)) {
     const box = el.getBoundingClientRect();
     const width = Math.max(el.scrollWidth || 0, box.width);
-    if (width > limit + 1 && !seen.has(el)) {
+    // a scroll box narrower than the column still hides what it must scroll to show
+    const hidden = el.clientWidth > 0 && (el.scrollWidth || 0) > el.clientWidth + 1 &&
+      getComputedStyle(el).overflowX !== "visible";
+    if ((width > limit + 1 || hidden) && !seen.has(el)) {
       seen.add(el);
       wide.push({tag: el.tagName.toLowerCase(), width: Math.round(width),
                  text: (el.textContent || "").trim().slice(0, 80)});

@@ -175,7 +175,7 @@ def validation_curves_chart(
     groups: Mapping[str, Sequence[str]] = GROUPS,
     x_title: str = "epochs of the training split",
     y_title: str = "validation perplexity",
-    width: int = 215,
+    width: int = 190,  # three panels and their axes inside the book's 808 px chart box
     height: int = 240,
 ) -> alt.HConcatChart:
     """Mean validation curves (columns row, epoch, ppl), one panel per group of rows that holds
