@@ -93,3 +93,26 @@ def test_a_pages_specs_are_found_in_its_executed_notebook(tmp_path, n):
     ((index, spec),) = audit.page_specs(path)
     assert index == 1 and spec == chart_spec(chart)
     assert bool(audit.series_collisions(spec)) == (n > 10)
+
+
+def panels(resolve_independent: bool) -> dict:
+    """Three panels of five rows each, as chapter 06 drew its groups of Table 3's rows."""
+    frames = [curves(15).iloc[10 * k : 10 * (k + 1)] for k in range(3)]
+    chart = alt.hconcat(
+        *[
+            alt.Chart(frame).mark_line().encode(x="epoch:Q", y="ppl:Q", color="row:N")
+            for frame in frames
+        ]
+    )
+    if resolve_independent:
+        chart = chart.resolve_scale(color="independent")
+    return chart_spec(chart)
+
+
+def test_panels_that_share_a_colour_scale_pool_their_series():
+    # fifteen rows over three panels on one ten-colour scale: five pairs drawn alike
+    assert len(audit.series_collisions(panels(resolve_independent=False))) == 5
+
+
+def test_panels_with_scales_of_their_own_are_audited_one_by_one():
+    assert audit.series_collisions(panels(resolve_independent=True)) == []

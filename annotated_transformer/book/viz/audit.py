@@ -69,16 +69,23 @@ def page_specs(notebook: str | Path) -> list[tuple[int, dict]]:
     return found
 
 
-def _units(spec: dict, inherited: dict | None = None) -> Iterator[tuple[dict, dict]]:
-    """(unit spec, the data it draws) of every mark in a (layered, concatenated, faceted) spec."""
+def _units(
+    spec: dict, inherited: dict | None = None, scope: tuple = ()
+) -> Iterator[tuple[dict, dict, tuple]]:
+    """(unit spec, the data it draws, its colour scope) of every mark in a (layered,
+    concatenated, faceted) spec. Vega-Lite shares a colour scale across layers and concatenated
+    views unless `resolve` makes it independent; units of one scope share one scale."""
     data = spec.get("data") or inherited or {}
+    independent = (spec.get("resolve") or {}).get("scale", {}).get(
+        "color"
+    ) == "independent"
     for key in ("layer", "concat", "hconcat", "vconcat"):
-        for child in spec.get(key, []):
-            yield from _units(child, data)
+        for i, child in enumerate(spec.get(key, [])):
+            yield from _units(child, data, scope + ((key, i),) if independent else scope)
     if "spec" in spec:
-        yield from _units(spec["spec"], data)
+        yield from _units(spec["spec"], data, scope)
     if "mark" in spec:
-        yield spec, data
+        yield spec, data, scope
 
 
 def _mark_type(unit: dict) -> str:
@@ -137,12 +144,13 @@ def _style(index: int, style) -> Any:
 
 def series_collisions(spec: dict) -> list[str]:
     """The pairs of series in `spec` drawn alike (same colour, same dash and shape), one line
-    each, naming the chart's title and the two values; [] when every series is distinct."""
+    each, naming the chart's title and the two values; [] when every series is distinct. The
+    values of a colour field are pooled over every unit that shares its scale."""
     datasets = spec.get("datasets", {})
     title = spec.get("title")
     title = title.get("text") if isinstance(title, dict) else title
-    found = []
-    for unit, data in _units(spec):
+    scales: dict[tuple, dict] = {}
+    for unit, data, scope in _units(spec):
         encoding = unit.get("encoding", {})
         colour = encoding.get("color")
         if _mark_type(unit) not in SERIES_MARKS or not isinstance(colour, dict):
@@ -150,16 +158,31 @@ def series_collisions(spec: dict) -> list[str]:
         if colour.get("type") not in ("nominal", "ordinal") or "field" not in colour:
             continue
         field = colour["field"]
-        domain = _domain(colour, _values(data, datasets))
+        shared = scales.setdefault(
+            (scope, field),
+            {"colour": colour, "values": [], "dashes": [], "shapes": []},
+        )
+        shared["values"] += _domain(colour, _values(data, datasets))
+        for name, default, key in (
+            ("strokeDash", DEFAULT_DASHES, "dashes"),
+            ("shape", DEFAULT_SHAPES, "shapes"),
+        ):
+            other = encoding.get(name)
+            same = isinstance(other, dict) and other.get("field") == field
+            shared[key].append(_cycle(other, default) if same else None)
+    found = []
+    for (_, field), shared in scales.items():
+        colour = shared["colour"]
+        explicit = (colour.get("scale") or {}).get("domain")
+        domain = (
+            list(explicit)
+            if isinstance(explicit, list)
+            else sorted(set(shared["values"]), key=lambda v: (v is None, str(v)))
+        )
         palette = _palette(colour)
-        same_field = {
-            name: encoding.get(name)
-            for name in ("strokeDash", "shape")
-            if isinstance(encoding.get(name), dict)
-            and encoding[name].get("field") == field
-        }
-        dashes = _cycle(same_field.get("strokeDash"), DEFAULT_DASHES)
-        shapes = _cycle(same_field.get("shape"), DEFAULT_SHAPES)
+        # a dash or shape separates series only where every unit of the scale draws it
+        dashes = shared["dashes"][0] if None not in shared["dashes"] else None
+        shapes = shared["shapes"][0] if None not in shared["shapes"] else None
         seen: dict[tuple, Any] = {}
         for i, value in enumerate(domain):
             colour_i = (
