@@ -1,4 +1,4 @@
-"""The training step and greedy decoding at the hardware's pace: each change alone (issue 54).
+"""The training step and decoding at the hardware's pace: each change alone (issue 54).
 
     python benchmarks/bench_gpu_step.py --device cuda --profile paper --precision bf16 \\
         --batch-tokens 24576 --out results/gpu/speed_step.json      # the GPU run (scripts/gpu/speed.sh)
@@ -19,10 +19,11 @@ Target tokens per second and MFU (`model.flops`: training FLOPs per real target 
 vocabulary projection counted, against the device's dense peak; None on a CPU) for each, with the
 process's CPU time per step beside the wall time.
 
-Decoding: greedy decoding of `--decode-batch` sources with the profile's model (random weights, an
-end-of-sentence bias so outputs end at caption lengths, as bench_compile.py), in fp32: recomputation
-(`use_cache=False`), the eager KV cache (`greedy_decode`) and the static cache
-(`StaticGreedyDecoder`, its step a CUDA graph on a GPU), same tokens checked.
+Decoding: greedy decoding and beam search (beam 4, alpha 0.6) of `--decode-batch` sources with the
+profile's model (random weights, an end-of-sentence bias so outputs end at caption lengths, as
+bench_compile.py), in fp32: recomputation (`use_cache=False`), the eager KV cache (`greedy_decode`,
+`beam_search`) and the static cache (`StaticGreedyDecoder`, `StaticBeamDecoder`, their steps CUDA
+graphs on a GPU), same tokens checked.
 
 --quick: the smoke profile, two rounds, and torch.compile with the "eager" backend (Dynamo without code
 generation: the plumbing, not the speed; no mode then).
@@ -48,10 +49,13 @@ from bench_compile import decoding_model  # noqa: E402
 from bench_model import interleaved, provenance  # noqa: E402
 from profile_step import first_global_batch, make_trainer, sync  # noqa: E402
 
-from annotated_transformer import greedy_decode  # noqa: E402
+from annotated_transformer import beam_search, greedy_decode  # noqa: E402
 from annotated_transformer.data.batching import LengthBuckets  # noqa: E402
-from annotated_transformer.model.decoding import StaticGreedyDecoder  # noqa: E402
 from annotated_transformer.model.flops import mfu, training_flops_per_target_token  # noqa: E402
+from annotated_transformer.model.static_decoding import (  # noqa: E402
+    StaticBeamDecoder,
+    StaticGreedyDecoder,
+)
 from annotated_transformer.profiles import Profile, get_profile  # noqa: E402
 
 TRAINING_VARIANTS = (
@@ -173,24 +177,39 @@ def bench_decoding(
     src_len: int,
     max_new: int,
     rounds: int,
+    search: str = "greedy",
+    beam_size: int = 4,
     eos_bias: float = 3.2,
 ) -> dict:
+    """One search ("greedy", or "beam" of `beam_size` with alpha 0.6 and every source's allowance
+    `max_new`) by recomputation, the eager cache and the static cache, on the same sources."""
     model = decoding_model(profile, eos_bias).to(device)
     src = sources(batch, src_len, profile.vocab_size).to(device)
     started = time.perf_counter()
-    static = StaticGreedyDecoder(model, batch, src_len, max_new)
+    if search == "greedy":
+        static = StaticGreedyDecoder(model, batch, src_len, max_new)
+        runs = {
+            "recompute": lambda: greedy_decode(model, src, max_new, use_cache=False),
+            "eager_cache": lambda: greedy_decode(model, src, max_new),
+            "static_cache": lambda: static(src),
+        }
+    else:
+        beam = dict(beam_size=beam_size, alpha=0.6, max_len_a=0.0, max_len_b=max_new)
+        static = StaticBeamDecoder(model, batch, src_len, **beam)
+        runs = {
+            "recompute": lambda: beam_search(model, src, **beam, use_cache=False),
+            "eager_cache": lambda: beam_search(model, src, **beam),
+            "static_cache": lambda: static(src),
+        }
     build_s = time.perf_counter() - started
-    runs = {
-        "recompute": lambda: greedy_decode(model, src, max_new, use_cache=False),
-        "eager_cache": lambda: greedy_decode(model, src, max_new),
-        "static_cache": lambda: static(src),
-    }
     outputs = {name: run() for name, run in runs.items()}
     same = all(torch.equal(outputs["eager_cache"], o) for o in outputs.values())
     generated = int((outputs["eager_cache"][:, 1:] != model.config.pad_id).sum())
     times = interleaved(runs, rounds, 1, device)
     recompute_s = times["recompute"]["median_s"]
     out = {
+        "search": search,
+        "beam_size": beam_size if search == "beam" else 1,
         "batch": batch,
         "src_len": src_len,
         "max_new_tokens": max_new,
@@ -210,7 +229,7 @@ def bench_decoding(
         },
     }
     log(
-        "decoding: "
+        f"{search} decoding, batch {batch}: "
         + ", ".join(
             f"{n} {v['speed_over_recompute']:.2f}x" for n, v in out["decoders"].items()
         )
@@ -275,7 +294,9 @@ def main(argv: list[str] | None = None) -> dict:
                 src_len=8 if args.quick else args.decode_src_len,
                 max_new=args.decode_max_new or (12 if args.quick else 100),
                 rounds=rounds,
+                search=search,
             )
+            for search in ("greedy", "beam")
             for b in batches
         ]
     out = Path(args.out)

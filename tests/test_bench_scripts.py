@@ -183,6 +183,7 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
     bucketed = training["variants"]["compiled_bucketed"]["padded_shape"]
     assert training["variants"]["eager"]["padded_shape"] is None
     assert bucketed[1] in training["buckets"] and bucketed[2] in training["buckets"]
+    assert sorted(row["search"] for row in record["decoding"]) == ["beam", "greedy"]
     for row in record["decoding"]:
         assert row["same_tokens"] and not row["static_graphed"]  # graphs on CUDA only
         assert set(row["decoders"]) == {"recompute", "eager_cache", "static_cache"}

@@ -1,12 +1,14 @@
-"""The paper's model, read first: config -> attention -> layers -> transformer -> decoding.
+"""The paper's model, read first: config -> attention -> layers -> transformer -> decoding
+(-> static_decoding, the same searches in fixed shapes for CUDA graphs).
 
 `flops` counts what the model computes. Nothing here knows about data, training or the book."""
 
 from .config import PRESET_NAMES, TABLE3_ROWS, TransformerConfig, preset
-from .decoding import (
+from .decoding import beam_search, greedy_decode
+from .static_decoding import (
+    StaticBeamDecoder,
     StaticGreedyDecoder,
-    beam_search,
-    greedy_decode,
+    static_beam_search,
     static_greedy_decode,
 )
 from .transformer import (
@@ -18,6 +20,7 @@ from .transformer import (
 
 __all__ = [
     "PRESET_NAMES",
+    "StaticBeamDecoder",
     "StaticGreedyDecoder",
     "TABLE3_ROWS",
     "Transformer",
@@ -28,5 +31,6 @@ __all__ = [
     "expected_parameter_count",
     "greedy_decode",
     "preset",
+    "static_beam_search",
     "static_greedy_decode",
 ]

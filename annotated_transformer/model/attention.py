@@ -147,7 +147,7 @@ class StaticKVCache(KVCache):
     (1, 1, 1, capacity), True at positions up to `position`: no Python integer follows the
     decoding, so one step's kernels and shapes are every step's. Masked positions weigh exactly
     zero in the softmax, so the output is the growing cache's up to float rounding. `position` and
-    `visible` are shared by a decoder's layers; `StaticGreedyDecoder` owns and advances them.
+    `visible` are shared by a decoder's layers; the static decoders (`static_decoding`) own and advance them.
     """
 
     def __init__(

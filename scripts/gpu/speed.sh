@@ -11,7 +11,7 @@
 #    the top kernels, the host's launch calls -> $OUT/profile_step_{compiled,eager}.{json,md}
 # 2. bench_gpu_step.py: eager, compiled, compiled + length buckets, compiled + buckets +
 #    reduce-overhead (CUDA graphs), interleaved on the same batch (tokens/s, MFU); greedy decoding
-#    by recomputation, the eager KV cache and the static cache as a CUDA graph, batch 1 and 64,
+#    and beam search (4) by recomputation, the eager KV cache and the static cache as a CUDA graph, batch 1 and 64,
 #    same tokens checked -> $OUT/speed_step.json
 # Each part stops after PART_LIMIT_S seconds (default 300). Each command's log goes to $OUT/*.log; a failing part does not stop the others, and the script
 # exits non-zero if any failed. Copy $OUT/* to results/gpu/ to commit them.

@@ -1,12 +1,15 @@
-"""The static-shape greedy decoder (what a CUDA graph replays) returns greedy_decode's tokens."""
+"""The static-shape decoders (what a CUDA graph replays) return greedy_decode's tokens and
+beam_search's hypotheses and scores."""
 
 import pytest
 import torch
 
-from annotated_transformer import Transformer, greedy_decode, preset
-from annotated_transformer.model.decoding import (
+from annotated_transformer import Transformer, beam_search, greedy_decode, preset
+from annotated_transformer.model.static_decoding import (
+    StaticBeamDecoder,
     StaticGreedyDecoder,
     capture_step,
+    static_beam_search,
     static_greedy_decode,
 )
 
@@ -108,3 +111,88 @@ def test_on_a_cpu_graph_capture_falls_back_to_the_static_step():
     )
     assert torch.equal(decoder(src), greedy_decode(model, src, 8))
     assert model.training is False
+
+
+# ------------------------------------------------------------------------------------ beam search
+
+
+@pytest.mark.parametrize("positional", ["sinusoidal", "learned"])
+@pytest.mark.parametrize("eos_above", [None, 1.0, 1.5])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_static_beam_returns_beam_search_hypotheses_and_scores(
+    positional, eos_above, seed
+):
+    # float64, so that rounding (the static cache attends over its whole capacity, masked) cannot
+    # reorder hypotheses; the scores agree to rounding
+    torch.manual_seed(seed)
+    model = random_model(eos_above, sharpen=3.0, positional=positional).double()
+    rows, width = (1, 3, 5)[seed], (4, 7, 9)[seed]
+    src = random_sources(rows, width, seed)
+    for k, alpha, a, b in [
+        (1, 0.6, 1.0, 5),
+        (2, 0.0, 0.5, 3),
+        (4, 0.6, 1.0, 10),
+        (5, 1.0, 0.0, 17),
+    ]:
+        expected, expected_scores = beam_search(
+            model, src, k, alpha, a, b, return_scores=True
+        )
+        out, scores = static_beam_search(model, src, k, alpha, a, b, return_scores=True)
+        assert torch.equal(out, expected), (k, alpha, a, b)
+        torch.testing.assert_close(scores, expected_scores, rtol=1e-12, atol=1e-12)
+
+
+def test_static_beam_in_float32_and_pre_norm():
+    torch.manual_seed(7)
+    model = random_model(1.0, sharpen=3.0, norm_position="pre")
+    src = random_sources(6, 8, seed=7)
+    expected, expected_scores = beam_search(
+        model, src, 4, 0.6, 1.0, 12, return_scores=True
+    )
+    out, scores = static_beam_search(model, src, 4, 0.6, 1.0, 12, return_scores=True)
+    assert torch.equal(out, expected)
+    assert scores.dtype == expected_scores.dtype == torch.float32
+    torch.testing.assert_close(scores, expected_scores)
+
+
+def test_static_beam_sources_stop_at_different_steps_and_checks_run_past_them():
+    # Some sources gather their k finished hypotheses early, others run to their own length
+    # limit (a * length + b differs by source) and end their open beams there.
+    torch.manual_seed(5)
+    model = random_model(1.0, sharpen=3.0).double()
+    src = random_sources(6, 8, seed=5)
+    expected = beam_search(model, src, 3, 0.6, 1.0, 8)
+    lengths = (expected[:, 1:] != model.config.pad_id).sum(dim=1).tolist()
+    assert len(set(lengths)) > 2, lengths
+    ends_without_eos = [model.config.eos_id not in row for row in expected.tolist()]
+    assert any(ends_without_eos) and not all(ends_without_eos)
+    for every in (1, 2, 5, 64):
+        assert torch.equal(
+            static_beam_search(model, src, 3, 0.6, 1.0, 8, check_every=every), expected
+        )
+
+
+def test_one_beam_decoder_serves_smaller_batches_and_repeated_calls():
+    torch.manual_seed(4)
+    model = random_model(1.0, sharpen=3.0).double()
+    decoder = StaticBeamDecoder(model, batch_size=4, src_len=9, beam_size=3, max_len_b=8)
+    for seed, (rows, width) in enumerate([(4, 9), (2, 6), (4, 9), (1, 2)]):
+        src = random_sources(rows, width, seed + 10)
+        expected = beam_search(model, src, 3, 0.6, 1.0, 8)
+        assert torch.equal(decoder(src), expected), (rows, width)
+    with pytest.raises(ValueError, match="holds 4 sources"):
+        decoder(random_sources(5, 9, 0))
+    with pytest.raises(ValueError, match="up to 9 positions"):
+        decoder(random_sources(2, 10, 0))
+
+
+def test_static_beam_keeps_the_model_limit_and_the_eval_mode():
+    torch.manual_seed(3)
+    model = random_model(None, sharpen=3.0, max_len=12).double().train()
+    src = random_sources(2, 6, seed=3)
+    decoder = StaticBeamDecoder(model, 2, 6, beam_size=2, max_len_b=50, graphs=True)
+    assert decoder.capacity == 11  # max_len - 1, whatever a and b ask for
+    assert decoder._step == decoder._eager_step  # no graph on a CPU
+    out = decoder(src)
+    assert torch.equal(out, beam_search(model, src, 2, 0.6, 1.0, 50))
+    assert out.size(1) <= 12 and model.training is True

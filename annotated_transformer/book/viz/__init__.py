@@ -7,7 +7,6 @@ from ...experiments.wording import plus_minus  # noqa: F401  (tables and caption
 from .charts import (  # noqa: F401
     bar_chart,
     heatmap,
-    histogram,
     legend_below,
     line_chart,
     loglog_with_reference,

@@ -1,4 +1,4 @@
-"""Chart builders any chapter can use: lines, bars, heatmaps, histograms, log-log plots with a
+"""Chart builders any chapter can use: lines, bars, heatmaps, log-log plots with a
 reference slope, and the small layout helpers (panels side by side, a legend below). They take plain
 data (DataFrames, arrays, tensors) and return altair charts; `display.show` puts one on the page.
 """
@@ -220,78 +220,6 @@ def side_by_side(
     if independent_y:
         row = row.resolve_scale(y="independent")
     return legend_below(row, legend_columns)
-
-
-def histogram(
-    df: pd.DataFrame,
-    value: str,
-    color: str | None = None,
-    *,
-    bins: int = 40,
-    rule_at: float | None = None,
-    rule_label: str | None = None,
-    title: str | None = None,
-    x_title: str | None = None,
-    width: int = 560,
-    height: int = 260,
-) -> alt.LayerChart:
-    """Share of rows per bin of `value` (bins shared by every group), one overlaid histogram per
-    value of `color`, with an optional dashed vertical rule (a threshold) at `rule_at`."""
-    values = df[value].to_numpy(dtype=float)
-    high = max(values.max(), rule_at or 0.0)
-    edges = np.linspace(0.0, high * 1.02 if high > 0 else 1.0, bins + 1)
-    groups = df.groupby(color, sort=False) if color else [(None, df)]
-    rows = []
-    for name, part in groups:
-        counts, _ = np.histogram(part[value].to_numpy(dtype=float), bins=edges)
-        for left, right, count in zip(edges[:-1], edges[1:], counts):
-            rows.append(
-                {
-                    "start": left,
-                    "end": right,
-                    "share": count / max(len(part), 1),
-                    "zero": 0.0,
-                    **({color: name} if color else {}),
-                }
-            )
-    binned = pd.DataFrame(rows)
-    encoding = {
-        "x": alt.X("start:Q", title=x_title or value),
-        "x2": "end:Q",
-        "y": alt.Y(
-            "share:Q", stack=None, title="share of sentences", axis=alt.Axis(format="%")
-        ),
-        "y2": "zero:Q",
-        "tooltip": [
-            *([color] if color else []),
-            alt.Tooltip("start:Q", format=".0f"),
-            alt.Tooltip("end:Q", format=".0f"),
-            alt.Tooltip("share:Q", format=".1%"),
-        ],
-    }
-    if color:
-        encoding["color"] = alt.Color(
-            f"{color}:N",
-            title=None,
-            sort=None,
-            legend=alt.Legend(orient="bottom", columns=2, labelLimit=0),
-        )
-    layers = [alt.Chart(binned).mark_bar(opacity=0.55, binSpacing=0).encode(**encoding)]
-    if rule_at is not None:
-        rule = pd.DataFrame([{"at": rule_at, "what": rule_label or f"{rule_at:g}"}])
-        layers.append(
-            alt.Chart(rule)
-            .mark_rule(color="#444", strokeDash=[4, 3])
-            .encode(x="at:Q", tooltip=["what"])
-        )
-        layers.append(
-            alt.Chart(rule)
-            .mark_text(align="right", dx=-4, dy=10, color="#444", fontSize=10)
-            .encode(x="at:Q", y=alt.value(0), text="what")
-        )
-    return alt.layer(*layers).properties(
-        width=width, height=height, **({"title": title} if title else {})
-    )
 
 
 def _log_x(df: pd.DataFrame, x: str, title: str | None = None) -> alt.X:
