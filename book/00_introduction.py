@@ -233,7 +233,8 @@ assert big["flops_en_de"] < ensembles["flops_en_de"].min() / 3
 # results file.
 
 # %%
-for title, table in summary.summary_panels(profile_name):
+panels = summary.summary_panels(profile_name)
+for title, table in panels:
     display(Markdown(f"**{title}**"))
     viz.show_table(table)
 
@@ -250,7 +251,7 @@ for claim in summary.CLAIMS:
             claim.label,
             prof,
         )
-for title, table in summary.summary_panels(profile_name):
+for title, table in panels:
     numbers = table.drop(columns=["", "measured on"]) != summary.SHOWN_NOT_RUN
     assert (table["measured on"][numbers.any(axis=1)] != summary.SHOWN_NOT_RUN).all(), (
         title
@@ -293,3 +294,14 @@ if record is not None or committed_runs:
         na_rep=summary.SHOWN_NOT_RUN,
         **{column: "{:,.1f}" for column in runs_table.columns[1:]},
     )
+
+# %% [markdown]
+# ## What this run shows
+#
+# One sentence for each row of the summary tables above that holds a measurement, written from
+# those same tables (`summary.closing`), so that this list cannot say what a table does not; then
+# one for each book run in the table just above, with its time and hardware.
+
+# %%
+book_runs = ({profile_name: record} if record is not None else {}) | committed_runs
+display(Markdown("\n".join(f"- {line}" for line in summary.closing(panels, book_runs))))

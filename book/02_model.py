@@ -595,8 +595,9 @@ torch.testing.assert_close(
 viz.show_source(sinusoidal_positions)
 
 # %% [markdown]
-# The wavelengths, and the table as a picture: every dimension against the position, and a few
-# dimensions as curves:
+# The wavelengths, and the start of the table as a picture: its first 64 dimensions against the
+# first 100 positions (the fast dimensions; the slower ones change too little over 100 positions
+# to see), and a few dimensions as curves:
 
 # %%
 two_i = torch.arange(0, base.d_model, 2, dtype=torch.float64)

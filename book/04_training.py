@@ -404,8 +404,11 @@ viz.show(heat)
 
 # %% [markdown]
 # The loss is the cross-entropy between that target and the model's distribution, summed over real
-# tokens. As a textbook would write it, against the package's loss (a hand-written backward pass
-# that never builds the smoothed matrix) and PyTorch's own `label_smoothing` option:
+# tokens. As a textbook would write it, against the package's loss and PyTorch's own
+# `label_smoothing` option. The package never builds the smoothed matrix: it adds (1 - ε) times the
+# negative log-likelihood to ε times the mean of -log p over the vocabulary. Its source below is
+# that sum as plain operations, what `torch.compile` traces; run eagerly, a hand-written backward
+# pass computes the same gradient without keeping the log-probabilities:
 
 
 # %%

@@ -127,7 +127,8 @@ viz.show_source(explicit_attention)
 # %% [markdown]
 # Three properties hold for every weight drawn below, and are checked here on two sentences of
 # different lengths batched together (so the shorter one is padded): each row is a probability
-# distribution, padding receives nothing, and a decoder position sees no later position.
+# distribution, padding receives nothing, and a decoder position sees no later position. The table
+# gives the shape of each kind's weights, the same in every layer.
 
 # %%
 pair = ["A man in a blue shirt is playing a guitar.", "Two dogs run."]
@@ -145,9 +146,14 @@ for kind, layers in maps.items():
             assert w[1, ..., len(ids[1]) :].abs().max() == 0, "padding received attention"
 for w in maps["decoder_self"]:
     assert torch.equal(w, w.tril()), "a decoder position saw a later one"
-print(
-    {kind: tuple(layers[0].shape) for kind, layers in maps.items()},
-    "(batch, heads, queries, keys) per layer",
+viz.show_table(
+    pd.DataFrame(
+        [
+            dict(attention=kind, layers=len(layers), **dict(zip(dims, layers[0].shape)))
+            for kind, layers in maps.items()
+            for dims in [("batch", "heads", "queries", "keys")]
+        ]
+    )
 )
 
 # %% [markdown]

@@ -327,9 +327,12 @@ def _record_chapter(
     run: ChapterRun,
     device: str,
     results_dir: Path,
-    wall_time_s: float,
 ) -> Path:
     """Write this chapter's entry into results/<profile>/book_run.json (others keep theirs).
+
+    The record's wall time is the sum of its good chapters' times, as `committed.import_run`
+    counts it: the book's time as the record holds it, whichever invocations ran its chapters (a
+    run of one chapter does not make the book that chapter's time).
 
     A chapter that did not succeed keeps, under "published", the good run whose notebook and
     results are still in place (none when it never succeeded). Each entry names its commit and
@@ -369,7 +372,14 @@ def _record_chapter(
         metrics,
         profile=profile,
         device=device,
-        wall_time_s=round(wall_time_s, 2),
+        wall_time_s=round(
+            sum(
+                float(c.get("wall_time_s") or 0)
+                for c in chapters.values()
+                if c.get("status") == "ok"
+            ),
+            2,
+        ),
         root=results_dir,
     )
 
@@ -726,11 +736,7 @@ def run_book(
                             run_dir=run_dir if source.stem in TRAINING_CHAPTERS else None,
                             progress=progress,
                             record=lambda r, root: _record_chapter(
-                                profile,
-                                r,
-                                resolved_device,
-                                root,
-                                time.perf_counter() - start,
+                                profile, r, resolved_device, root
                             ),
                         )
                 except KeyboardInterrupt:

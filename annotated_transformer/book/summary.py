@@ -717,3 +717,53 @@ def provenance_table(
             "wall time (s)",
         ],
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# The introduction's closing section
+
+
+def _shown(value) -> bool:
+    """Whether a panel cell holds a measurement (not a dash, not "not in <file>")."""
+    text = str(value)
+    return text not in (SHOWN_NOT_RUN, NOT_RUN) and not text.startswith("not in ")
+
+
+def closing(
+    panels: list[tuple[str, object]], runs: dict[str, dict] | None = None
+) -> list[str]:
+    """The introduction's "What this run shows": one sentence per panel and profile row that holds
+    a measurement, written from `panels` (what `summary_panels` returns, the tables the page shows
+    above it), so that no sentence can say what its table does not; then one sentence per book run
+    in `runs` ({profile: book_run record}) with its chapters, time and hardware."""
+    sentences = []
+    for title, table in panels:
+        labels = [c for c in table.columns if c not in ("", "measured on")]
+        paper = table[table[""] == "the paper"].iloc[0]
+        for _, row in table[table[""] != "the paper"].iterrows():
+            measured = [label for label in labels if _shown(row[label])]
+            if not measured:
+                continue
+            ours = "; ".join(f"{label}: {row[label]}" for label in measured)
+            theirs = "; ".join(f"{paper[label]}" for label in measured)
+            sentences.append(
+                f"{title}: the {row['']} measured {ours}, on {row['measured on']} "
+                f"(the paper: {theirs}, on {paper['measured on']})."
+            )
+    from . import committed as committed_runs
+
+    for profile, record in (runs or {}).items():
+        entries = record["metrics"]["chapters"].values()
+        good = [e for e in entries if e.get("status") == "ok"]
+        if not good:
+            continue
+        seconds = sum(float(e.get("wall_time_s") or 0) for e in good)
+        failed = len(entries) - len(good)
+        sentences.append(
+            f"The {profile} book: {describe_book_run(record)}, on "
+            f"{committed_runs.hardware(record)}; {seconds:,.0f} s of chapters "
+            f"({seconds / 60:.1f} minutes)"
+            + (f", {failed} of them without success" if failed else "")
+            + "."
+        )
+    return sentences

@@ -336,11 +336,31 @@ def test_the_runner_records_each_chapter_s_files_and_hardware(tmp_path):
         3.0,
         results=["attention.json"],
     )
-    path = runner._record_chapter("smoke", run, "cpu", tmp_path, 3.0)
+    path = runner._record_chapter("smoke", run, "cpu", tmp_path)
     entry = json.loads(path.read_text())["metrics"]["chapters"]["01_attention"]
     assert entry["results"] == ["attention.json"]
     assert entry["device"] == "cpu" and entry["device_name"].endswith("cores)")
     assert "git_commit" in entry and "git_dirty" in entry
+
+
+def test_the_run_record_s_time_is_its_good_chapters_whatever_runs_wrote_them(tmp_path):
+    # A later run of one chapter replaces that chapter's time; the record's time stays the book's
+    # (the sum over its good chapters), not the last invocation's.
+    def run(chapter, status, seconds):
+        return runner.ChapterRun(
+            chapter, Path(f"book/{chapter}.py"), Path("x.ipynb"), status, seconds
+        )
+
+    for r in (run("01_attention", "ok", 3.0), run("02_model", "ok", 5.0)):
+        runner._record_chapter("smoke", r, "cpu", tmp_path)
+    path = runner._record_chapter(
+        "smoke", run("01_attention", "ok", 2.0), "cpu", tmp_path
+    )
+    assert json.loads(path.read_text())["wall_time_s"] == 2.0 + 5.0
+    path = runner._record_chapter(
+        "smoke", run("03_why_self_attention", "error", 9.0), "cpu", tmp_path
+    )
+    assert json.loads(path.read_text())["wall_time_s"] == 2.0 + 5.0
 
 
 # ----------------------------------------------------------------------------------------------

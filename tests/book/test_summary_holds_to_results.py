@@ -81,3 +81,70 @@ def test_finding_cell_follows_the_verdict():
         cell = summary.finding_cell({"rows": rows}, "one head is worse")
         assert cell.endswith(expected), cell
     assert summary.finding_cell({}, "one head is worse") is None
+
+
+def test_the_introduction_s_closing_says_only_what_its_tables_hold(cpu_root):
+    panels = summary.summary_panels("cpu", committed=(), root=cpu_root)
+    lines = summary.closing(panels)
+    said = 0
+    for title, table in panels:
+        paper = table[table[""] == "the paper"].iloc[0]
+        for _, row in table[table[""] != "the paper"].iterrows():
+            mine = [line for line in lines if line.startswith(f"{title}: the {row['']} ")]
+            cells = [c for c in table.columns if c not in ("", "measured on")]
+            shown = [c for c in cells if row[c] != summary.SHOWN_NOT_RUN]
+            assert len(mine) == (1 if shown else 0), (title, row[""])
+            for label in shown:
+                assert f"{label}: {row[label]}" in mine[0]
+                assert str(paper[label]) in mine[0]
+            said += len(mine)
+    assert said == len(lines) >= 5  # every panel of the committed cpu run has a sentence
+
+
+def test_the_introduction_s_closing_leaves_out_what_did_not_run(tmp_path):
+    # Only chapter 05's record: one sentence (its panel), none for the panels without numbers,
+    # and a cell the record lacks ("not in translation.json") is not said as a measurement.
+    results.write_result(
+        "translation",
+        {"sacrebleu": 36.13, "sacrebleu_ci95": 1.21, "bleu_tokenized": 36.08},
+        profile="cpu",
+        device="cpu",
+        root=tmp_path,
+    )
+    panels = summary.summary_panels("cpu", committed=(), root=tmp_path)
+    (line,) = summary.closing(panels)
+    assert line.startswith(
+        "English-to-German translation (Table 2; chapter 05): the cpu run"
+    )
+    assert "sacreBLEU ± 95%: 36.1 ± 1.2" in line and "36.1;" in line
+    assert "training cost" not in line and "not in" not in line
+
+
+def test_the_introduction_s_closing_gives_each_book_run_its_time_and_hardware():
+    def entry(status, seconds, device):
+        return {
+            "status": status,
+            "wall_time_s": seconds,
+            "date": "2026-11-27T09:00:00+00:00",
+            "git_commit": "4c449b3" + "0" * 33,
+            "device": "cuda" if "H100" in device else "cpu",
+            "device_name": device,
+        }
+
+    runs = {
+        "cpu": {
+            "metrics": {
+                "chapters": {
+                    "01_attention": entry("ok", 20.0, "AMD EPYC (2 cores)"),
+                    "04_training": entry("ok", 1100.0, "AMD EPYC (2 cores)"),
+                    "06_model_variations": entry("error", 300.0, "AMD EPYC (2 cores)"),
+                }
+            }
+        }
+    }
+    (line,) = summary.closing([], runs)
+    assert line.startswith(
+        "The cpu book: 3 chapters, run on 2026-11-27 at commit 4c449b3"
+    )
+    assert "on AMD EPYC (2 cores); 1,120 s of chapters (18.7 minutes)" in line
+    assert line.endswith(", 1 of them without success.")

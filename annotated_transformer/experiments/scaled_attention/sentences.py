@@ -10,6 +10,7 @@ runs: every run of one alternative faster than every run of the other, over at l
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from . import record as _record
@@ -29,12 +30,15 @@ def describe_variance(variance: Mapping[int | str, Mapping[str, float]]) -> str:
     `variance`: {d_k: {"unscaled", "scaled"}}, as the record holds it."""
     rows = _by_d_k(variance)
     smallest, widest = min(rows), max(rows)
-    off_d_k = max(abs(r["unscaled"] / d - 1) for d, r in rows.items())
+    # rounded up to a tenth of a percent, so that "within" holds for every row
+    off_d_k = (
+        math.ceil(1000 * max(abs(r["unscaled"] / d - 1) for d, r in rows.items())) / 1000
+    )
     scaled = [r["scaled"] for r in rows.values()]
     return (
         f"The variance of q·k went from {rows[smallest]['unscaled']:.1f} at "
         f"d_k = {smallest} to {rows[widest]['unscaled']:,.1f} at d_k = {widest}, within "
-        f"{off_d_k:.0%} of d_k at every width; divided by √d_k, it stayed between "
+        f"{off_d_k:.1%} of d_k at every width; divided by √d_k, it stayed between "
         f"{min(scaled):.3f} and {max(scaled):.3f}."
     )
 
@@ -56,7 +60,8 @@ def describe_saturation(
         gradient = f"{wide_ratio:,.0f} times smaller than with the scale"
     else:
         gradient = f"{1 / wide_ratio:,.1f} times larger than with the scale"
-    low, high = f"{min(scaled_peaks):.2f}", f"{max(scaled_peaks):.2f}"
+    # as many decimals as the chapter's table, so the range holds every row it shows
+    low, high = f"{min(scaled_peaks):.3f}", f"{max(scaled_peaks):.3f}"
     stays = f"at {low}" if low == high else f"between {low} and {high}"
     return (
         f"With the scale, the largest weight stays {stays} at every width. Without it, at d_k = {widest} the softmax "

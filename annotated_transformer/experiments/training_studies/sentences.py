@@ -107,10 +107,16 @@ def describe_perplexities(summary: Mapping, valid_log, eval_every: int) -> str:
     )
     during = valid_log[valid_log.step < steps]
     if len(during):
+        last, final = float(during.ppl.iloc[-1]), float(summary["valid"]["ppl"])
+        # what the two numbers show, whichever way they moved
+        after = (
+            "and the model kept learning after it"
+            if final < last
+            else "and the last steps did not lower it"
+        )
         text += (
             f"The last measurement during training, at step {int(during.step.iloc[-1]):,}, "
-            f"read {during.ppl.iloc[-1]:.2f} (the trainer measures every {eval_every:,} "
-            "steps, and the model kept learning after it). "
+            f"read {last:.2f} (the trainer measures every {eval_every:,} steps, {after}). "
         )
     return text + (
         f"The test perplexity, {test['ppl']:.2f}, is of the average of "
@@ -181,8 +187,8 @@ def describe_warmup(final_nll: Mapping[str, float], spread: Mapping | None = Non
     if post_sign > 0 and pre_sign <= 0:
         reason = (
             "The reason: at the first steps the post-norm model's top layers get the largest "
-            "gradients, and a full learning rate throws them off; pre-norm keeps the gradients "
-            "even across layers."
+            "gradients, and a full learning rate throws them off; the pre-norm model's top "
+            "layers get smaller ones (the ratios above), so the full rate does them less harm."
         )
     else:
         reason = (

@@ -99,7 +99,11 @@ def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
             "sacreBLEU ± 95%": [plus_minus(b, c) for b, c in zip(sweep.bleu, sweep.ci95)],
             "minus k = 1": sweep.minus_k1,
             "p against k = 1": sweep.p_value,
-            "beyond noise": sweep.beyond_noise,
+            # k = 1 is the reference itself: no comparison, shown as a dash
+            "beyond the noise": [
+                None if b is None or b != b else ("yes" if b else "no")
+                for b in sweep.beyond_noise
+            ],
         }
     )
 
@@ -108,7 +112,6 @@ SWEEP_FORMATS = {
     "test perplexity": "{:.2f}",
     "minus k = 1": "{:+.2f}",
     "p against k = 1": "{:.3f}",
-    "beyond noise": "{}",
 }
 
 

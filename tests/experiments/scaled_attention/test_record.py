@@ -159,8 +159,8 @@ def test_a_path_many_times_slower_is_said_as_a_factor():
 def test_closing_has_one_line_per_measurement():
     text = sentences.closing(_record())
     assert text.count("\n- ") == 5 and text.startswith("- ")
-    assert "from 4.1 at d_k = 4 to 492.0 at d_k = 512, within 4% of d_k" in text
-    assert "the largest weight stays at 0.16 at every width" in text
+    assert "from 4.1 at d_k = 4 to 492.0 at d_k = 512, within 4.0% of d_k" in text
+    assert "the largest weight stays at 0.160 at every width" in text
     assert "94.0% of its weight to a single key out of 32" in text
     assert "140 times smaller than with the scale" in text
     assert "the parameters stay at 1,050,624" in text

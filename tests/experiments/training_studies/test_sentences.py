@@ -167,3 +167,15 @@ def test_closing_names_no_kind_of_position_whose_lead_is_inside_the_intervals():
 def test_closing_says_when_the_resumed_run_differs():
     text = sentences.closing(_planted(resume_bit_identical=False))
     assert "did not end with the weights" in text and "bit-identical" not in text
+
+
+def test_perplexity_sentence_says_which_way_the_last_steps_moved():
+    import pandas as pd
+
+    log = pd.DataFrame({"step": [300, 600, 900], "ppl": [12.0, 9.0, 7.83]})
+    run = {"steps": 1000, "test": {"ppl": 6.4, "averaged_checkpoints": ["a", "b"]}}
+    lower = sentences.describe_perplexities({**run, "valid": {"ppl": 7.70}}, log, 300)
+    higher = sentences.describe_perplexities({**run, "valid": {"ppl": 7.86}}, log, 300)
+    assert "read 7.83" in lower and "kept learning after it" in lower
+    assert "read 7.83" in higher and "kept learning" not in higher
+    assert "the last steps did not lower it" in higher
