@@ -522,7 +522,7 @@ viz.show_table(one_hot, vocabulary="{:,}", **{
 # ## 4.5 The copy task: the whole loop in a minute
 #
 # Before spending minutes or hours on a real corpus, a check that the pieces learn together. The
-# copy task asks the model to output its input: random sequences of digits-like tokens (ids after
+# copy task asks the model to output its input: random sequences of digit-like tokens (ids after
 # the four special ones), of random lengths. It needs no data, trains in seconds to minutes on a
 # CPU, and fails visibly if the masks, the shift of the decoder input, the loss or the schedule are
 # wrong. The loop is short: a batch, the loss of the shifted target, a step of Adam and of the

@@ -519,14 +519,14 @@ this_run.keep(small_mean=small_mean)
 #   every row; the model removes it and estimates one noise level from all the runs (ordinary least
 #   squares in statsmodels). A comparison is the difference of two row effects, shown as a change
 #   in percent of perplexity, with a Student-t interval whose degrees of freedom come from the whole
-#   table: (rows - 1) x (seeds - 1), 20 for 11 rows of 3 seeds, where one pair's own three seeds
-#   give 2. The price is an assumption that every row is about as noisy as every other;
+#   table: (rows - 1) x (seeds - 1), for example 20 for 11 rows of 3 seeds, where one pair's own
+#   three seeds give 2. The price is an assumption that every row is about as noisy as every other;
 # - beside each interval, the **detectable** change: the true difference the test would find four
 #   times in five at its level. A comparison that "cannot tell" with a detectable change of 5% says
 #   that any effect is probably smaller than 5%, which is a result too;
 # - the comparisons of the six findings form one family corrected with **Holm's** method, so
-#   the chance that any verdict of a budget is wrong by chance stays under 5%: with all eight, the
-#   comparison with the smallest p-value is tested at 5%/8, the next at 5%/7, and so on until one
+#   the chance that any verdict of a budget is wrong by chance stays under 5%: with all eight
+#   comparisons (all 20 rows), the one with the smallest p-value is tested at 5%/8, the next at 5%/7, and so on until one
 #   fails. A pair the profile does not train (the `cpu` profile leaves C6/C7 out) is listed but
 #   joins neither the family nor its finding, which reads the pairs it has. Each
 #   interval below is at the confidence its step used, so a comparison holds exactly when its
@@ -763,8 +763,9 @@ display(Markdown(say.describe_bleu(bleu_tests, len(bleu_references))))
 # The perplexities live on different scales (the paper's are near 5 after 100,000 steps on 4.5
 # million sentence pairs), so the chart compares *differences from base*, ours beside the paper's:
 # for perplexity the change in percent, for BLEU the change in points. The whiskers on our
-# perplexity bars are the 95% interval of the seed-paired difference; on our BLEU bars the range of
-# the per-seed differences. Our BLEU bars are pale where the row is within the resampling noise of
+# perplexity bars are 95% intervals from the pooled model of section 6.4, before Holm's correction
+# (so a whisker clear of zero is not yet a verdict: the table of section 6.4 gives those); on our
+# BLEU bars the range of the per-seed differences. Our BLEU bars are pale where the row is within the resampling noise of
 # base in at least one seed.
 
 

@@ -521,7 +521,7 @@ print(
 # python -m annotated_transformer export-onnx --checkpoint $CKPT --out web-model/
 # ```
 #
-# ## 8.8 The `gpu` model
+# ### The same measurements on the `gpu` model
 #
 # The `gpu` profile trains its own model on a GPU (4+4 layers at $d_\text{model} = 256$ with
 # dropout, against the `cpu` profile's 3+3 layers without; chapter 05 says how each was chosen),
@@ -533,7 +533,7 @@ print(
 display(Markdown(sentences.describe_gpu_book(record.committed_gpu(), profile.name)))
 
 # %% [markdown]
-# ## 8.9 Translation in this page
+# ## 8.8 Translation in this page
 #
 # `python -m annotated_transformer export-onnx` writes the model as two ONNX graphs: the encoder,
 # and one decoder step. The step recomputes the whole German prefix each time instead of carrying a
@@ -570,7 +570,7 @@ model_bytes = sum(p.stat().st_size for p in written.values())
 print(
     f"the ONNX model gives the PyTorch tokens on {len(checked)} test captions; "
     f"its files: {model_bytes / 1e6:.1f} MB ("
-    + ", ".join(f"{p.name} {p.stat().st_size / 1e6:.2f} MB" for p in written.values())
+    + ", ".join(f"{p.name} {viz.file_size(p.stat().st_size)}" for p in written.values())
     + ")"
 )
 

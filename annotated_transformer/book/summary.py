@@ -117,14 +117,20 @@ def _describe_counts(record: dict) -> str:
     return "the paper's configurations, counted (no data)"
 
 
+def _hardware(record: dict) -> str:
+    """The machine that wrote `record` ("AMD EPYC (2 cores)", "NVIDIA H100 80GB HBM3")."""
+    provenance = record.get("provenance") or {}
+    return str(provenance.get("device_name") or provenance.get("device") or "")
+
+
 def _describe_training(record: dict) -> str:
-    metrics, provenance = _metrics(record), record.get("provenance") or {}
+    metrics = _metrics(record)
     tokens = metrics.get("target_tokens_per_step")
     return _joined(
         str(metrics.get("dataset", "")),
         _millions(metrics.get("parameters")),
         f"batches of about {tokens:,.0f} target tokens" if tokens else "",
-        str(provenance.get("device_name") or provenance.get("device") or ""),
+        _hardware(record),
     )
 
 
@@ -137,6 +143,7 @@ def _describe_translation(record: dict) -> str:
         str(test_set or ""),
         f"{sentences:,} sentences" if sentences else "",
         _millions(metrics.get("parameters")),
+        _hardware(record),
     )
 
 
@@ -148,6 +155,7 @@ def _describe_variations(record: dict) -> str:
         str(metrics.get("dataset", "")),
         f"base row {base['params_m']:.2f}M parameters" if "params_m" in base else "",
         f"{steps:,} steps x {seeds} seeds" if steps and seeds else "",
+        _hardware(record),
     )
 
 
@@ -170,6 +178,7 @@ def _describe_parsing(record: dict) -> str:
         else "",
         f"{metrics['recipe']['epochs']} epochs" if metrics.get("recipe") else "",
         f"{metrics['steps']:,} steps" if metrics.get("steps") else "",
+        _hardware(record),
     )
 
 

@@ -342,12 +342,14 @@ def describe_provenance(record: dict) -> str:
 
 def uncommitted_changes(prov: dict) -> str:
     """How the tree that made a record differed from its commit, in words ("" when it did not):
-    the files, when the record lists them, else that which files was not recorded."""
+    the files, when the record lists them, else that the record does not say which."""
     if not prov.get("git_dirty"):
         return ""
     files = prov.get("git_changed_files")
     if not files:
-        return ", from a tree with uncommitted changes (which files was not recorded)"
+        return (
+            ", from a tree with uncommitted changes (the record does not say which files)"
+        )
     count = prov.get("git_changed_count", len(files))
     named = ", ".join(files[:3]) + (f" and {count - 3} more" if count > 3 else "")
     noun = "file" if count == 1 else "files"

@@ -18,3 +18,12 @@ def signed(value: float) -> str:
     """`value` to two decimals with its sign, and a zero as "0.00" (not "-0.00" or "+0.00")."""
     text = f"{value:+.2f}"
     return "0.00" if text in ("+0.00", "-0.00") else text
+
+
+def file_size(size: int) -> str:
+    """A file's size in the unit that gives it a digit before the point: "12.7 MB", "24 kB",
+    "318 bytes" (a small file printed in MB reads "0.00 MB", as if empty)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.{1 if size < 100 * scale else 0}f} {unit}"
+    return f"{size:,} byte{'s' * (size != 1)}"

@@ -428,7 +428,10 @@ def test_the_toc_gains_a_part_of_the_gpu_run_s_chapters_only(tmp_path, gpu_resul
         f"executed on **{H100}** in **16.2 s** on 2026-11-27 at commit `aaaaaaa`" in first
     )
     # the run's tree had edits, and its record does not say which files
-    assert "from a tree with uncommitted changes (which files was not recorded)" in first
+    assert (
+        "from a tree with uncommitted changes (the record does not say which files)"
+        in first
+    )
     assert "[its page](../book/01_attention.ipynb)" in first
     assert "remove-cell" in page.cells[2].metadata["tags"]
     # The executing profile's run is never a part of its own site.

@@ -401,7 +401,8 @@ def test_table2_panels_keep_the_test_sets_apart_on_one_cost_axis():
     assert _panel_titles(spec) == ["newstest2014", "ours"]
     assert spec["resolve"]["scale"]["y"] == "independent"
     domains = [p["layer"][-1]["encoding"]["x"]["scale"]["domain"] for p in (left, right)]
-    assert domains[0] == domains[1] == [1e14, 1e20]  # one cost axis for both test sets
+    # one cost axis for both test sets, with room on each side of the outermost points
+    assert domains[0] == domains[1] == [1e13, 1e20]
     # one label layer per placement that has labels: an empty layer is a console warning
     assert _marks(left) == ["point", "text"]
     assert _marks(right) == ["rule", "point", "text"]
@@ -448,3 +449,17 @@ def test_table3_differences_chart_fades_what_is_within_noise():
         if "who" in r
     }
     assert faded[("bleu", "ours")] is True and faded[("ppl", "ours")] is False
+
+
+def test_log_axis_ticks_only_values_whose_labels_fit():
+    from annotated_transformer.book.viz.charts import _log_ticks
+
+    assert _log_ticks([2, 4, 8, 16, 1024, 512]) == [2, 4, 8, 16, 512, 1024]
+    assert _log_ticks([64, 128, 256, 512, 768, 1024, 1536, 2048, 3072]) == [
+        64,
+        128,
+        256,
+        512,
+        1024,
+        2048,
+    ]

@@ -38,7 +38,7 @@ def test_an_edited_tree_names_the_files_it_changed():
 
 
 def test_an_older_record_without_the_files_says_they_were_not_recorded():
-    assert "which files was not recorded" in results.uncommitted_changes(
+    assert "the record does not say which files" in results.uncommitted_changes(
         {"git_dirty": True}
     )
 

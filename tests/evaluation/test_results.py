@@ -145,13 +145,14 @@ def test_summary_panels_name_what_each_row_was_measured_on(tmp_path):
         "WMT14 newstest2014, base model"
     )
     cpu, gpu = table.loc["cpu run"], table.loc["gpu run"]
+    here = results.provenance("cpu")["device_name"]  # the machine that wrote both records
     assert (
         cpu["measured on"]
-        == "multi30k/test_2016_flickr, 1,000 sentences, 7.6M-parameter model"
+        == f"multi30k/test_2016_flickr, 1,000 sentences, 7.6M-parameter model, {here}"
     )
     assert (
         gpu["measured on"]
-        == "multi30k/test_2016_flickr, 1,000 sentences, 2.3M-parameter model"
+        == f"multi30k/test_2016_flickr, 1,000 sentences, 2.3M-parameter model, {here}"
     )
     assert cpu["sacreBLEU ± 95%"] == "36.1 ± 1.2" and gpu["sacreBLEU ± 95%"] == "39.0"
     assert cpu["training cost (FLOPs, Table 2's way)"] == "3.3e15"

@@ -3,7 +3,7 @@ charts), `charts` builds the kinds of chart any chapter uses, `figures` the figu
 each. Chapters import this package as `viz` and call every public name from here.
 """
 
-from ...experiments.wording import plus_minus  # noqa: F401  (tables and captions alike)
+from ...experiments.wording import file_size, plus_minus  # noqa: F401  (tables and captions alike)
 from .charts import (  # noqa: F401
     bar_chart,
     heatmap,

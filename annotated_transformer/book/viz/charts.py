@@ -222,13 +222,29 @@ def side_by_side(
     return legend_below(row, legend_columns)
 
 
+# The smallest ratio between neighbouring ticks of a log x axis: closer ticks would have labels
+# that Vega hides for overlapping, leaving ticks without a number (chapter 03's 1,024 and 2,048
+# between 768 and 1,536).
+LOG_TICK_RATIO = 1.9
+
+
+def _log_ticks(values) -> list[float]:
+    """The measured values, smallest first, leaving out each one closer than LOG_TICK_RATIO to
+    the last one kept."""
+    kept: list[float] = []
+    for v in sorted({float(v) for v in values}):
+        if not kept or v >= kept[-1] * LOG_TICK_RATIO:
+            kept.append(v)
+    return kept
+
+
 def _log_x(df: pd.DataFrame, x: str, title: str | None = None) -> alt.X:
-    """A log x axis that ends at the data and ticks the measured values."""
+    """A log x axis that ends at the data and ticks measured values, as many as fit a label."""
     return alt.X(
         f"{x}:Q",
         scale=alt.Scale(type="log", nice=False),
         title=title or x,
-        axis=alt.Axis(values=sorted(float(v) for v in df[x].unique())),
+        axis=alt.Axis(values=_log_ticks(df[x].unique())),
     )
 
 
@@ -272,7 +288,8 @@ def loglog_with_reference(
     )
     expected = (
         alt.Chart(pd.DataFrame(reference))
-        .mark_line(strokeDash=[5, 4], opacity=0.6)
+        # clipped: a steep reference runs below the smallest measurement, out of the frame
+        .mark_line(strokeDash=[5, 4], opacity=0.6, clip=True)
         .encode(x=f"{x}:Q", y=f"{y}:Q", color=colors)
     )
     return (expected + measured).properties(width=width, height=height, title=title)
@@ -292,13 +309,12 @@ def loglog_with_rules(
     height: int = 260,
 ) -> alt.LayerChart:
     """Lines of `y` against `x` on log-log axes, one per `color` (in order of appearance),
-    with a labelled dashed vertical rule at each x of `rules` ({label: x})."""
-    marks = pd.DataFrame(
-        [
-            dict(at=at, what=label, row=12 + 14 * i)
-            for i, (label, at) in enumerate(rules.items())
-        ]
-    )
+    with a labelled dashed vertical rule at each x of `rules` ({label: x}).
+
+    Each label runs up its own rule, on its left, from the bottom of the frame: a label written
+    across the frame would cross the next rule when two rules stand close (chapter 03's n = d and
+    measured crossovers), and lines that rise with x leave the bottom of a rule free."""
+    marks = pd.DataFrame([dict(at=at, what=label) for label, at in rules.items()])
     lines = (
         alt.Chart(df)
         .mark_line(point=True)
@@ -320,8 +336,16 @@ def loglog_with_rules(
         )
         layers.append(
             alt.Chart(marks)
-            .mark_text(align="right", dx=-4, fontSize=10, color="#444")
-            .encode(x="at:Q", y=alt.Y("row:Q", scale=None), text="what")
+            .mark_text(
+                angle=270,
+                align="left",
+                baseline="bottom",
+                dx=4,
+                dy=-3,
+                fontSize=10,
+                color="#444",
+            )
+            .encode(x="at:Q", y=alt.value(height), text="what")
         )
     return alt.layer(*layers).properties(width=width, height=height, title=title)
 

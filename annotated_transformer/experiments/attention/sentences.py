@@ -248,15 +248,15 @@ def describe_greedy_paths(paths: Mapping) -> str:
 
 
 def describe_gpu_book(record: Mapping | None, profile_name: str) -> str:
-    """Section 8.8: the committed `gpu` book's chapter 08 (`record.committed_gpu`), or where it
-    will appear."""
+    """The `gpu` model's heads (end of section 8.7): the committed `gpu` book's chapter 08
+    (`record.committed_gpu`), or where it will appear."""
     if profile_name == "gpu":
         return "This is the `gpu` book: its heads are the ones measured above."
     if record is None:
         return (
             "The `gpu` book has not run this chapter yet. When it has, its pages appear on "
             "this site as the book on one GPU, its record in "
-            "`results/book_gpu/attention_figures.json`, and this section sets its heads "
+            "`results/book_gpu/attention_figures.json`, and this paragraph sets its heads "
             "beside these."
         )
     lines = [_findings_line(record["metrics"], name) for name in PHENOMENON_WORDS]

@@ -19,6 +19,11 @@ WORD_SLOT = "XX"
 REPAIR_ROOT = "TOP"
 
 
+def _count(n: int, noun: str) -> str:
+    """ "1 word", "2 words": a repair as a reader reads it."""
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def with_slot_tags(tree: Tree) -> Tree:
     """The tree with every part-of-speech tag replaced by ``XX`` (what `delinearize` of an XX line gives)."""
     if is_preterminal(tree):
@@ -129,11 +134,11 @@ def delinearize(sequence: str, words: Sequence[str]) -> Delinearized:
                 f"dropped the word slot {token}: all {len(words)} words are placed"
             )
     if stack:
-        repairs.append(f"closed {len(stack)} constituent(s) left open")
+        repairs.append(f"closed {_count(len(stack), 'constituent')} left open")
         while stack:
             close()
     if used < len(words):
-        repairs.append(f"attached {len(words) - used} word(s) without a slot")
+        repairs.append(f"attached {_count(len(words) - used, 'word')} without a slot")
         missing = [Tree(WORD_SLOT, [word]) for word in words[used:]]
         # They follow every placed word: at the end of the last top-level item when
         # it is a phrase, else as top-level items of their own (never before a bare
@@ -145,7 +150,7 @@ def delinearize(sequence: str, words: Sequence[str]) -> Delinearized:
     if len(roots) == 1 and not is_preterminal(roots[0]):
         return Delinearized(roots[0], _summarize(repairs))
     if roots:  # a single word slot, or several top-level items
-        repairs.append(f"put {len(roots)} top-level item(s) under {REPAIR_ROOT}")
+        repairs.append(f"put {_count(len(roots), 'top-level item')} under {REPAIR_ROOT}")
     else:
         repairs.append("the line holds no constituent and there are no words")
     return Delinearized(Tree(REPAIR_ROOT, roots), _summarize(repairs))

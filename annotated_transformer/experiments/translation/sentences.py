@@ -273,8 +273,8 @@ def describe_bleus(
         f"({count}) and both use the "
         f"same 13a tokens. One set of outputs scored three ways, so these gaps are exact, "
         "not samples. On WMT14 news text, tokenized by Moses and full of compounds, the gap is "
-        f"larger, so the paper's {paper.table2_row('Transformer (base)').bleu_en_de} is no "
-        "sacreBLEU."
+        f"larger, so the paper's {paper.table2_row('Transformer (base)').bleu_en_de} cannot be "
+        "read as a sacreBLEU score."
     )
 
 

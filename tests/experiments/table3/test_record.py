@@ -214,7 +214,7 @@ def test_the_gpu_rows_provenance_says_plainly_how_its_tree_differed(provenance, 
     }  # fmt: skip
     budget = tables.flops_budget("smoke", 1e5, (12.0, 13.0), ["base"], 1e9, 2, 1000, gpu)
     where = budget["where"].tolist()
-    assert where[0] == "this run, 2 process(es)"
+    assert where[0] == "this run, 2 processes"
     assert said in where[1] and "local edits" not in where[1]
     assert budget.minutes.tolist() == pytest.approx(
         (budget.flops / budget.flops_per_s / 60).tolist()

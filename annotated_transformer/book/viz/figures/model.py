@@ -262,10 +262,19 @@ def parameter_count_chart(counts: pd.DataFrame, *, ours_label: str) -> alt.VConc
         .mark_point(filled=True, size=70)
         .encode(
             x=rows,
-            y=alt.Y("gap_in_vocabulary_rows:Q", title="(paper - ours) / d_model"),
-            color=alt.Color(
-                "d_model:N", title="d_model", scale=alt.Scale(scheme="greys")
+            # padded by a tenth so that no point sits on the frame ("big" did)
+            y=alt.Y(
+                "gap_in_vocabulary_rows:Q",
+                title="(paper - ours) / d_model",
+                scale=alt.Scale(padding=12),
             ),
+            # d_model as shape and a dark colour each: a grey ramp left 256 white on white
+            color=alt.Color(
+                "d_model:N",
+                title="d_model",
+                scale=alt.Scale(range=["#4c78a8", "#e45756", "#54a24b", "#b279a2"]),
+            ),
+            shape=alt.Shape("d_model:N", title="d_model"),
             tooltip=[
                 "row",
                 "d_model",

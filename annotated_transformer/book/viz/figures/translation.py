@@ -264,6 +264,24 @@ def bleu_domain(points: pd.DataFrame) -> list[float]:
     return [max(low - pad, 0.0) if low >= 0 else low - pad, high + pad]
 
 
+def interval_bars(points: pd.DataFrame) -> pd.DataFrame:
+    """Where a panel draws its error bars (`training_flops`, `bleu`, `ci95`): at each point with
+    a `ci95`, or, where the frame has runs priced two ways (`run`), once per run at the middle of
+    the line joining its two costs, since both share the run's BLEU interval (two bars side by
+    side at nearly equal costs read as one thick bar)."""
+    columns = ["training_flops", "bleu", "ci95"]
+    if "ci95" not in points:
+        return pd.DataFrame(columns=columns)
+    bars = points.dropna(subset=["ci95"])
+    if "run" in bars and len(bars):
+        bars = bars.groupby("run", sort=False, as_index=False).agg(
+            bleu=("bleu", "first"),
+            ci95=("ci95", "first"),
+            training_flops=("training_flops", lambda f: float(np.exp(np.log(f).mean()))),
+        )
+    return bars[columns].reset_index(drop=True)
+
+
 def label_layout(
     points: pd.DataFrame, x_domain: list[float], y_domain: list[float], overflow: float
 ) -> tuple[list[Label], Scene, pd.DataFrame]:
@@ -286,12 +304,14 @@ def label_layout(
     )
     below = frame["below"].fillna(False).astype(bool) if "below" in frame else None
     centres, bars, labels, rows = [], [], [], []
-    for x, y, c in zip(frame["training_flops"], frame["bleu"], frame["_ci"]):
-        px, py = x_px(x), y_px(y)
-        centres.append((px, py))
+    for x, y in zip(frame["training_flops"], frame["bleu"]):
+        centres.append((x_px(x), y_px(y)))
+    for x, y, c in zip(
+        *(interval_bars(points)[k] for k in ("training_flops", "bleu", "ci95"))
+    ):
         if c > 0:
             h = _BAR_HALF_WIDTH
-            bars.append((px - h, y_px(y + c), px + h, y_px(y - c)))
+            bars.append((x_px(x) - h, y_px(y + c), x_px(x) + h, y_px(y - c)))
     for text, group in frame.groupby("_label", sort=False):
         costs = group["training_flops"]
         bleu, c = float(group["bleu"].iloc[0]), float(group["_ci"].max())
@@ -409,8 +429,8 @@ def _cost_panel(
                 y=alt.Y("bleu:Q", scale=y_scale),
             ),
         )
-    if "ci95" in points and points["ci95"].notna().any():
-        bars = points.dropna(subset=["ci95"])
+    bars = interval_bars(points)
+    if len(bars):
         layers.insert(0, _interval_rules(bars, x, "bleu", "ci95", y_scale))
     # Two panels and their labels fit the book's 800-pixel column (at 260 px each they took
     # 852); a long title breaks at ": ".
@@ -434,11 +454,13 @@ def _interval_rules(
 
 
 def cost_domain(*frames: pd.DataFrame) -> list[float]:
-    """The cost axis both panels share: the decades around every point's `training_flops`."""
+    """The cost axis both panels share: the decades around every point's `training_flops`,
+    with at least 0.3 of a decade between a point and either end, so that no point sits on the
+    frame (chapter 05's cpu run at 1.1e14 sat on a 1e14 edge)."""
     costs = pd.concat([f.training_flops for f in frames])
     return [
-        float(10 ** np.floor(np.log10(costs.min()))),
-        float(10 ** np.ceil(np.log10(costs.max()))),
+        float(10 ** np.floor(np.log10(costs.min()) - 0.3)),
+        float(10 ** np.ceil(np.log10(costs.max()) + 0.3)),
     ]
 
 
