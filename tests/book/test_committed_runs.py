@@ -540,8 +540,12 @@ def test_the_run_record_names_notebooks_inside_the_clone_by_relative_path(tmp_pa
     # A record committed from a clone under /tmp must not name /tmp; a notebook outside the
     # clone keeps the path it was given.
     inside = ROOT / "_build" / "executed" / "cpu" / "book" / "01_attention.ipynb"
-    run = runner.ChapterRun("01_attention", Path("book/01_attention.py"), inside, "ok", 1.0)
+    run = runner.ChapterRun(
+        "01_attention", Path("book/01_attention.py"), inside, "ok", 1.0
+    )
     assert run.to_dict()["notebook"] == "_build/executed/cpu/book/01_attention.ipynb"
     outside = tmp_path / "01_attention.ipynb"
-    run = runner.ChapterRun("01_attention", Path("book/01_attention.py"), outside, "ok", 1.0)
+    run = runner.ChapterRun(
+        "01_attention", Path("book/01_attention.py"), outside, "ok", 1.0
+    )
     assert run.to_dict()["notebook"] == str(outside)
