@@ -196,6 +196,16 @@ def greedy_decode(
         model.train(was_training)
 
 
+def length_limits(
+    model: Transformer, src: torch.Tensor, max_len_a: float, max_len_b: int
+) -> torch.Tensor:
+    """Each source's output allowance, a * length + b tokens (eos included), at least 1 and at most
+    what the positions hold; clamped in float64 before the cast, so a huge b cannot wrap around
+    to a tiny limit. A LongTensor (batch,) on `src`'s device."""
+    allowance = max_len_a * _source_lengths(model, src).double() + float(max_len_b)
+    return allowance.clamp(1, model.config.max_len - 1).long()
+
+
 def gnmt_length_penalty(length: int | torch.Tensor, alpha: float):
     """GNMT's ((5 + |Y|) / 6) ** alpha, by which a hypothesis' log-probability is divided."""
     return ((5.0 + length) / 6.0) ** alpha
@@ -233,13 +243,7 @@ def beam_search(
         batch, k = src.size(0), beam_size
         device = src.device
         # Outputs stop where the model's positions end, whatever a and b ask for.
-        # Clamped in float64 before the cast, so a huge b cannot wrap around to a tiny limit.
-        limits = (
-            (max_len_a * _source_lengths(model, src).double() + float(max_len_b))
-            .clamp(1, c.max_len - 1)
-            .long()
-            .tolist()
-        )
+        limits = length_limits(model, src, max_len_a, max_len_b).tolist()
         longest = max(limits)
         # Every source is encoded once and its memory repeated k times: rows b*k .. b*k+k-1 are
         # its beams.

@@ -24,7 +24,7 @@ import torch
 
 from ..runtime.checks import COUNT, NON_NEGATIVE, NON_NEGATIVE_INT
 from .attention import StaticKVCache
-from .decoding import _banned_tokens, _source_lengths, check_source, gnmt_length_penalty
+from .decoding import _banned_tokens, check_source, gnmt_length_penalty, length_limits
 from .transformer import Transformer
 
 # How often a static decoder asks whether everything has finished.
@@ -382,14 +382,7 @@ class StaticBeamDecoder(_StaticDecoder):
             rows = src.size(0) if src.dim() == 2 else 0
             padded = self._padded(src, self.batch_size)
             self._encode(padded, beams=self.beam_size)
-            limits = (
-                (
-                    self.max_len_a * _source_lengths(model, padded).double()
-                    + float(self.max_len_b)
-                )
-                .clamp(1, c.max_len - 1)
-                .long()
-            )
+            limits = length_limits(model, padded, self.max_len_a, self.max_len_b)
             self.limits.copy_(limits)
             self.scores.fill_(float("-inf"))
             self.scores[:, 0] = (
