@@ -27,3 +27,11 @@ def file_size(size: int) -> str:
         if size >= scale:
             return f"{size / scale:.{1 if size < 100 * scale else 0}f} {unit}"
     return f"{size:,} byte{'s' * (size != 1)}"
+
+
+def gap(a: float, b: float, digits: int = 1) -> str:
+    """`a - b` as the difference of the two numbers as printed, without its sign: beside 50.6
+    and 9.6 it reads 41.0, never the 41.1 of the unrounded 50.64 - 9.56 that a reader cannot
+    get back from the page."""
+    shown = round(float(f"{a:.{digits}f}") - float(f"{b:.{digits}f}"), digits)
+    return f"{abs(shown):.{digits}f}"

@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from ..wording import gap
+
 TAGS_PARSER = "the tags parser"
 XX_VARIANT = "the XX variant"
 TAGS_WHAT = "part-of-speech tags in the word slots, as the authors' code writes them"
@@ -62,12 +64,14 @@ def margin(comparison: Mapping, what: str) -> str:
     d, base = comparison["difference"], comparison["first"]["f1"]
     span = interval(comparison["difference_ci95"], signed=True)
     side = "above" if d > 0 else "below"
+    # the margin between the two scores as the page prints them (the second's is beside it)
+    shown = gap(comparison["second"]["f1"], base)
     if beyond_noise(comparison):
         return (
-            f"{abs(d):.1f} points {side} {what} ({base:.1f}), beyond the resampling noise "
+            f"{shown} points {side} {what} ({base:.1f}), beyond the resampling noise "
             f"(the margin's 95% interval, {span}, excludes zero)"
         )
-    here = f"{abs(d):.1f} points {side}" if round(abs(d), 1) > 0 else "level"
+    here = f"{shown} points {side}" if float(shown) > 0 else "level"
     return (
         f"not distinguishable from {what} ({base:.1f}): {here} on these sentences, within "
         f"the resampling noise (the margin's 95% interval, {span}, includes zero)"
@@ -252,7 +256,7 @@ def describe_extended(
     rate = points_per_doubling(rows)
     where = (
         f"The paper's {paper_f1}, a test F1 on other sentences (WSJ section 23), lies "
-        f"{paper_f1 - top['best']:.1f} points above the best"
+        f"{gap(paper_f1, top['best'])} points above the best"
     )
     if running:
         # A rate per doubling from bests that are still rising would be read as a forecast.
@@ -337,7 +341,7 @@ def describe_extended_test(
     parts.append(
         f"The paper's {paper_f1} (WSJ section 23, about {paper_trees:,} training trees, "
         f"{paper_trees / top['train_trees']:.0f} times the {top['train_trees']:,} here) lies "
-        f"{paper_f1 - top['test']['f1']:.1f} points above the test F1 with "
+        f"{gap(paper_f1, top['test']['f1'])} points above the test F1 with "
         f"{share_words(top['share'])} of the files."
     )
     missing = [
@@ -493,7 +497,7 @@ def describe_extended_closing(rows: Sequence[Mapping], paper_f1: float) -> str:
     return text + (
         "Scored once on the test sentences with the model and search the development trees "
         f"chose, it reaches **{top['test_f1']:.1f} F1** (95% interval [{low:.1f}, "
-        f"{high:.1f}]), {paper_f1 - top['test_f1']:.1f} points below the paper's {paper_f1}."
+        f"{high:.1f}]), {gap(paper_f1, top['test_f1'])} points below the paper's {paper_f1}."
     )
 
 
@@ -523,7 +527,7 @@ def closing(record: Mapping) -> str:
         f"- **Against the paper.** The paper reports {paper_f1} on WSJ section 23 with about "
         f"{PAPER_TRAINING_TREES:,} training trees and {paper_model()}. This parser, "
         f"{m['params_m']:.1f}M parameters trained {epochs:g} epochs on {m['train_trees']:,} "
-        f"trees, is {paper_f1 - f1:.1f} points below it"
+        f"trees, is {gap(paper_f1, f1)} points below it"
         + (
             f", and even the top of its interval ({high:.1f}) is far from it."
             if high < paper_f1

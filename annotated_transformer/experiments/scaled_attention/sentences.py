@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from ..wording import gap
 from . import record as _record
 
 # Fewer runs than this say nothing about the timing noise: with 3 runs each, two
@@ -157,13 +158,13 @@ def timing_comparison(
         )
     if verdict in ("faster", "slower"):
         return (
-            f"{spread}: {name_b} is {verdict} by {abs(a - b):.2f} ms "
+            f"{spread}: {name_b} is {verdict} by {gap(a, b, 2)} ms "
             f"({_relative(a, b)}), more than the timing noise, since every one of its "
             f"runs was {verdict} than every run of {name_a}."
         )
     return (
         f"{spread}: the runs' ranges overlap, so the difference of the medians "
-        f"({abs(b - a):.2f} ms) is within the timing noise and this run shows neither as "
+        f"({gap(b, a, 2)} ms) is within the timing noise and this run shows neither as "
         "faster."
     )
 

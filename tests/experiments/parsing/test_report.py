@@ -410,3 +410,12 @@ def test_wrapped_lines_fit_the_column():
 @pytest.mark.parametrize("share", [0.25, 0.5, 1.0])
 def test_share_words_round_trip_the_profiles_shares(share):
     assert describe.share_words(share) in ("a quarter", "half", "all")
+
+
+def test_a_margin_is_the_difference_of_the_scores_as_printed():
+    # 50.64 against the flat floor's 9.56: the page prints 50.6 and (9.6), so the margin is 41.0
+    # (the unrounded 41.08 read "41.1 points above the flat floor (9.6)" beside 50.6)
+    text = describe.margin(
+        comparison(first=9.56, difference=41.08, ci=(37.2, 44.9)), "the flat floor"
+    )
+    assert text.startswith("41.0 points above the flat floor (9.6)")
