@@ -164,6 +164,8 @@ class Trainer:
         self.forward_model = forward_model
         # Set where they happen, read at the end of the run: the step last validated and saved.
         self._snapshot_step: int | None = None
+        # The learning rate of the last step taken (before any: the first step's).
+        self._step_lr: float = self.scheduler.get_last_lr()[0]
 
     @property
     def precision(self) -> str:
@@ -287,6 +289,8 @@ class Trainer:
                 if global_batch is None:
                     stopped_by = "max_epochs"
                     break
+                # the rate this step's update uses: the log and a divergence name it, not the next one's
+                self._step_lr = self.scheduler.get_last_lr()[0]
                 stats = self.train_step(global_batch)
                 self.log.add(stats)
                 p.step += 1
@@ -297,7 +301,7 @@ class Trainer:
                 if self.on_step is not None:
                     self.on_step(self)
                 if p.step % r.log_every == 0:
-                    self.log.report(p, self.scheduler.get_last_lr()[0])
+                    self.log.report(p, self._step_lr)
                 else:
                     self.log.tick()
                 if r.eval_every and p.step % r.eval_every == 0:
@@ -307,7 +311,7 @@ class Trainer:
                     self.save_snapshot()
                     self.save_resume_checkpoint()
                 stopped_by = stopping.stop_decision(r, p, self._stop, self.context)
-            self.log.close(p, self.scheduler.get_last_lr()[0])
+            self.log.close(p, self._step_lr)
             if stopped_by != "interrupted":  # the end of a run: validate and save
                 # validate() records the step it validated at; a run that just did needs no second pass
                 validated_now = p.last_valid.get("step") == p.step
@@ -420,7 +424,8 @@ class Trainer:
 
     def _diverged(self, what: str) -> NoReturn:
         """Stop with TrainingDiverged; nothing from this step on is saved."""
-        lr = self.scheduler.get_last_lr()[0]
-        message = divergence.message(what, self.progress.step, lr, self.out_dir)
+        message = divergence.message(
+            what, self.progress.step, self._step_lr, self.out_dir
+        )
         self.log.diverged(self.progress.step, message)
         raise TrainingDiverged(message)

@@ -8,6 +8,7 @@ import signal
 import pytest
 import torch
 
+from annotated_transformer.training.schedule import noam_lr
 from tests.support.training import (  # noqa: F401
     VOCAB,
     FakeTokenizer,
@@ -165,3 +166,19 @@ def test_resume_refuses_a_weights_only_checkpoint(tmp_path):
         make_trainer(tiny_profile(), tmp_path / "other").resume_from(
             tmp_path / "checkpoints" / "step_00000004.pt"
         )
+
+
+def test_the_logged_rate_is_the_one_the_logged_step_used(tmp_path):
+    trainer = make_trainer(tiny_profile(max_steps=7, log_every=1, eval_every=0), tmp_path)
+    schedule = trainer.scheduler
+    trainer.train()
+    records = [
+        json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
+    ]
+    train = [r for r in records if r["kind"] == "train"]
+    assert [r["step"] for r in train] == list(range(1, 8))
+    for record in train:  # step k's update used the schedule's rate at k
+        expected = noam_lr(
+            record["step"], schedule.d_model, schedule.warmup_steps, schedule.factor
+        )
+        assert record["lr"] == pytest.approx(expected, rel=1e-12)

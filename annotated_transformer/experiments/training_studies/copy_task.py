@@ -68,15 +68,14 @@ def train_copy_task(
         loss = parts.loss / parts.tokens
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        lr = schedule.get_last_lr()[0]  # the rate this step's update uses
         optimizer.step()
         schedule.step()
         if step % log_every == 0 or step == steps:
-            history.append(
-                {"step": step, "loss": loss.item(), "lr": schedule.get_last_lr()[0]}
-            )
+            history.append({"step": step, "loss": loss.item(), "lr": lr})
             if verbose:
                 print(
-                    f"step {step:5d}  loss {loss.item():.3f}  lr {schedule.get_last_lr()[0]:.2e}",
+                    f"step {step:5d}  loss {loss.item():.3f}  lr {lr:.2e}",
                     flush=True,
                 )
     train_seconds = time.perf_counter() - start

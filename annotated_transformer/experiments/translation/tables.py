@@ -280,10 +280,10 @@ def recipe_cost_table(cost: RecipeCost) -> pd.DataFrame:
 
 
 def recipe_log_table(check: RecipeCheck) -> pd.DataFrame:
-    """The check's training log: step, loss, NLL, learning rate, target tokens."""
+    """The check's training log: step, loss, NLL, the learning rate the step used, target tokens so far."""
     return pd.DataFrame(check.log).rename(
         columns={"loss": "smoothed loss", "nll": "NLL", "lr": "learning rate",
-                 "target_tokens": "target tokens"}
+                 "target_tokens": "target tokens so far"}
     )  # fmt: skip
 
 
@@ -291,7 +291,7 @@ RECIPE_LOG_FORMATS = {
     "smoothed loss": "{:.3f}",
     "NLL": "{:.3f}",
     "learning rate": "{:.2e}",
-    "target tokens": "{:,}",
+    "target tokens so far": "{:,}",
 }
 
 

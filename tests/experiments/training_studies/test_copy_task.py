@@ -3,13 +3,26 @@
 import pytest
 
 from annotated_transformer.experiments.training_studies.copy_task import train_copy_task
+from annotated_transformer.model import preset
+from annotated_transformer.training.schedule import noam_lr
 
-pytestmark = pytest.mark.slow  # 1,600 training steps: a minute and a half on 2 idle cores
 
-
+@pytest.mark.slow  # 1,600 training steps: a minute and a half on 2 idle cores
 def test_copy_task_learns_to_copy():
     result = train_copy_task("copy", steps=1600, verbose=False)
     # 1,000 held-out sequences of 1-10 symbols; a model that had not learned would score ~0.
     assert result["accuracy"] >= 0.99, result["accuracy"]
     losses = [h["loss"] for h in result["history"]]
     assert losses[-1] < losses[0]
+
+
+def test_the_logged_rate_is_the_one_the_logged_step_used():
+    result = train_copy_task("copy", steps=4, log_every=1, verbose=False)
+    # the tiny model's width and the task's 200 warm-up steps; the first step's rate is the
+    # schedule's at k = 1 (the log named the next step's before)
+    d_model = preset("tiny").d_model
+    assert [r["step"] for r in result["history"]] == [1, 2, 3, 4]
+    for record in result["history"]:
+        assert record["lr"] == pytest.approx(
+            noam_lr(record["step"], d_model, 200), rel=1e-12
+        )

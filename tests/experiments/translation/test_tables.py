@@ -119,7 +119,13 @@ def test_recipe_check_log_has_reader_headers():
     )  # fmt: skip
     assert check.uniform_loss == pytest.approx(math.log(37_000))
     columns = tables.recipe_log_table(check).columns.tolist()
-    assert columns == ["step", "smoothed loss", "NLL", "learning rate", "target tokens"]
+    assert columns == [
+        "step",
+        "smoothed loss",
+        "NLL",
+        "learning rate",
+        "target tokens so far",
+    ]
     assert set(tables.RECIPE_LOG_FORMATS) <= set(columns)
 
 
