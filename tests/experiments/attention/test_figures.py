@@ -313,3 +313,17 @@ def test_figure3_and_lines_chart_mark_the_query_word_in_the_left_column(data):
     assert [row["token"] for row in left] == ["▁", "a"]
     assert [row["token"] for row in right] == ["b", "▁"]
     assert [row["picked"] for row in left] == [False, True]
+
+
+def test_numbers_on_the_head_grid_are_white_on_the_mid_teals_and_black_on_the_greens():
+    # WCAG 2's ratio chose black on #21918c, where the numbers were hard to read; APCA chooses
+    # white there and black from the greens on, as the eye does
+    colours = [af.text_colour(af._rgb(stop)) for stop in af.VIRIDIS]
+    assert colours == ["white"] * 7 + ["black"] * 4
+    # the method's published reference pair: #888 text on white is about Lc 63.1
+    assert af.apca_contrast((136, 136, 136), (255, 255, 255)) == pytest.approx(
+        63.06, abs=0.1
+    )
+    assert (
+        af.apca_contrast((255, 255, 255), (0, 0, 0)) < -100
+    )  # light on dark is negative
