@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Mapping
 
 import altair as alt
@@ -115,21 +114,10 @@ def crossover_chart(
 
 
 # Gridline steps of a share axis, finest first: the first that needs at most this many.
-_SHARE_STEPS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25)
-_MAX_SHARE_TICKS = 8
-
-
-def _share_axis(highest: float) -> tuple[float, list[float]]:
-    """(top of a share axis, its tick values): a multiple of a round step above `highest`
-    with a tenth of headroom, so that the tallest bar ends inside the frame and the band
-    below the top edge holds no gridline but the edge's."""
-    wanted = max(highest, 1e-9) * 1.1
-    step = next(
-        (s for s in _SHARE_STEPS if math.ceil(wanted / s) <= _MAX_SHARE_TICKS),
-        _SHARE_STEPS[-1],
-    )
-    count = min(math.ceil(wanted / step), round(1 / step))
-    return count * step, [round(i * step, 10) for i in range(count + 1)]
+# The share axis runs a tenth past 100%: every curve ends inside the frame, and the band above
+# the 100% gridline, where no line runs, holds the name of d_model.
+_SHARE_TOP = 1.1
+_DASHES = ([1, 0], [6, 3], [2, 2], [8, 3, 2, 3])
 
 
 def sentence_lengths_chart(
@@ -138,58 +126,66 @@ def sentence_lengths_chart(
     *,
     value: str = "subwords",
     color: str = "corpus",
-    bins: int = 40,
     title: str | None = None,
     x_title: str = "sentence length (subwords)",
     width: int = 560,
     height: int = 260,
 ) -> alt.LayerChart:
-    """Share of sentences per bin of length (bins shared by every group), one overlaid
-    histogram per value of `color`, with `d_model` marked by a dashed rule and named beside it.
+    """The share of sentences at most n long (each group's empirical distribution function, a
+    step line per value of `color`, told apart by colour and dash), with `d_model` marked by a
+    dashed rule and named beside it.
 
-    The axes end at the data and the rule, and the share axis has headroom, so that no bar
-    leaves the frame; the length axis draws no gridlines, and the name sits in the band below
-    the frame's top edge, where no line runs, so that nothing crosses it."""
+    Cumulative curves do not hide one another as four overlaid histograms do, and they read the
+    chapter's question directly: how close to 100% each corpus is long before d_model. The length
+    axis ends at the longest sentence or the rule and draws no gridlines; the share axis has
+    headroom, and the name sits in the band above 100%, so that nothing crosses it."""
     values = lengths[value].to_numpy(dtype=float)
     high = max(float(values.max()) if len(values) else 0.0, float(d_model)) * 1.02
-    edges = np.linspace(0.0, high, bins + 1)
     rows = []
     for name, part in lengths.groupby(color, sort=False):
-        counts, _ = np.histogram(part[value].to_numpy(dtype=float), bins=edges)
-        share = counts / max(len(part), 1)
+        ordered = np.sort(part[value].to_numpy(dtype=float))
+        seen, counts = np.unique(ordered, return_counts=True)
+        shares = np.cumsum(counts) / len(ordered)
+        rows.append({"length": 0.0, "share": 0.0, color: name})
         rows += [
-            {"start": a, "end": b, "share": s, "zero": 0.0, color: name}
-            for a, b, s in zip(edges[:-1], edges[1:], share)
+            {"length": float(n), "share": float(s), color: name}
+            for n, s in zip(seen, shares)
         ]
-    binned = pd.DataFrame(rows)
-    top, ticks = _share_axis(float(binned.share.max()) if len(binned) else 0.0)
+        rows.append({"length": float(high), "share": 1.0, color: name})
+    curves = pd.DataFrame(rows)
+    names = list(dict.fromkeys(curves[color])) if len(curves) else []
+    legend = alt.Legend(orient="bottom", columns=2, labelLimit=0, symbolType="stroke")
+    dashes = [list(_DASHES[i % len(_DASHES)]) for i in range(len(names))]
     x_scale = alt.Scale(domain=[0.0, float(high)], nice=False)
-    x = alt.X("start:Q", title=x_title, scale=x_scale, axis=alt.Axis(grid=False))
-    y_axis = alt.Axis(format="%", values=ticks)
-    bars = (
-        alt.Chart(binned)
-        .mark_bar(opacity=0.55, binSpacing=0, clip=True)
+    x = alt.X("length:Q", title=x_title, scale=x_scale, axis=alt.Axis(grid=False))
+    lines = (
+        alt.Chart(curves)
+        .mark_line(interpolate="step-after", strokeWidth=2, clip=True)
         .encode(
             x=x,
-            x2="end:Q",
             y=alt.Y(
                 "share:Q",
-                stack=None,
-                title="share of sentences",
-                scale=alt.Scale(domain=[0.0, top], nice=False),
-                axis=y_axis,
+                title="share of sentences at most this long",
+                scale=alt.Scale(domain=[0.0, _SHARE_TOP], nice=False),
+                axis=alt.Axis(format="%", values=[0.0, 0.25, 0.5, 0.75, 1.0]),
             ),
-            y2="zero:Q",
             color=alt.Color(
                 f"{color}:N",
                 title=None,
-                sort=None,
-                legend=alt.Legend(orient="bottom", columns=2, labelLimit=0),
+                sort=names,
+                scale=alt.Scale(domain=names),
+                legend=legend,
+            ),
+            strokeDash=alt.StrokeDash(
+                f"{color}:N",
+                sort=names,
+                title=None,
+                scale=alt.Scale(domain=names, range=dashes),
+                legend=legend,  # the same legend as the colour's: one entry per group, both drawn
             ),
             tooltip=[
                 color,
-                alt.Tooltip("start:Q", format=".0f"),
-                alt.Tooltip("end:Q", format=".0f"),
+                alt.Tooltip("length:Q", format=".0f", title=f"{value}, at most"),
                 alt.Tooltip("share:Q", format=".1%"),
             ],
         )
@@ -206,6 +202,6 @@ def sentence_lengths_chart(
         .mark_text(align="right", baseline="top", dx=-4, dy=4, color="#444", fontSize=10)
         .encode(x=alt.X("at:Q", scale=x_scale), y=alt.value(0), text="what")
     )
-    return alt.layer(bars, rule, name).properties(
+    return alt.layer(lines, rule, name).properties(
         width=width, height=height, **({"title": title} if title else {})
     )
