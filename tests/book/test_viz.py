@@ -80,6 +80,14 @@ def test_positional_encoding_chart_has_heatmap_and_curves():
     )
     spec = viz.chart_spec(viz.positional_encoding_chart(pe, dims=(2, 3)))
     assert sorted(_marks(spec)) == ["line", "rect"]
+    # one panel per dimension (on one axis, close wavelengths tangled), each named with its
+    # function and wavelength: 2 pi 10000^(2/16) = 19.9 for the pair 2, 3
+    curves = spec["vconcat"][1]
+    assert curves["facet"]["row"]["field"] == "dimension"
+    assert curves["facet"]["row"]["sort"] == [
+        "dim 2: sin, wavelength 19.9",
+        "dim 3: cos, wavelength 19.9",
+    ]
     with pytest.raises(ValueError, match="outside d_model=16"):
         viz.positional_encoding_chart(pe, dims=(40,))
 

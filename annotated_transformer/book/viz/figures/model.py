@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 import altair as alt
@@ -10,7 +11,6 @@ import pandas as pd
 from ..charts import (
     _as_array,
     heatmap,
-    line_chart,
 )
 
 
@@ -22,7 +22,8 @@ def positional_encoding_chart(
     max_dims: int = 64,
 ) -> alt.VConcatChart:
     """Sinusoidal positional encodings (section 3.5): a heatmap of positions by dimensions, and
-    the curves of a few dimensions, whose wavelengths grow geometrically with the index."""
+    the curves of a few dimensions, one panel each, whose wavelengths grow geometrically with
+    the index."""
     values = _as_array(pe)
     while values.ndim > 2 and values.shape[0] == 1:  # (1, max_len, d_model) buffers
         values = values[0]
@@ -44,22 +45,51 @@ def positional_encoding_chart(
         domain=(-1.0, 1.0),
         cell=max(3, 560 // values.shape[0]),
     )
+    d_model = values.shape[1]
+    names = [_dimension_name(d, d_model) for d in dims]
     curves = pd.DataFrame(
         [
-            {"position": pos, "PE": float(values[pos, d]), "dimension": f"dim {d}"}
-            for d in dims
+            {"position": pos, "PE": float(values[pos, d]), "dimension": name}
+            for d, name in zip(dims, names)
             for pos in range(values.shape[0])
         ]
     )
-    lines = line_chart(
-        curves,
-        "position",
-        "PE",
-        "dimension",
-        title="A few dimensions along the positions",
-        height=200,
-    )
-    return alt.vconcat(grid, lines).resolve_scale(color="independent")
+    # One small panel per dimension on a shared position axis: drawn on one axis, curves of
+    # close wavelengths cross each other at every step and cannot be followed.
+    lines = (
+        alt.Chart(curves)
+        .mark_line(color="#4c78a8")
+        .encode(
+            x=alt.X("position:Q", title="position", scale=alt.Scale(nice=False)),
+            y=alt.Y(
+                "PE:Q",
+                title=None,
+                scale=alt.Scale(domain=[-1.0, 1.0]),
+                axis=alt.Axis(values=[-1, 0, 1], format="d"),
+            ),
+            tooltip=["dimension", "position", alt.Tooltip("PE:Q", format=".3f")],
+        )
+        .properties(width=560, height=42)
+        .facet(
+            row=alt.Row(
+                "dimension:N",
+                sort=names,
+                title=None,
+                header=alt.Header(labelAngle=0, labelAnchor="start", labelOrient="top",
+                                  labelPadding=2, labelFontSize=11),
+            ),
+            spacing=6,
+            title="A few dimensions along the positions",
+        )
+    )  # fmt: skip
+    return alt.vconcat(grid, lines)
+
+
+def _dimension_name(d: int, d_model: int) -> str:
+    """'dim 5: cos, wavelength 6.9': even dimensions are sines, odd ones cosines, and the pair
+    2i, 2i + 1 repeats every 2 pi 10000^(2i / d_model) positions."""
+    wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / d_model)
+    return f"dim {d}: {'cos' if d % 2 else 'sin'}, wavelength {wavelength:,.1f}"
 
 
 def block_diagram(
