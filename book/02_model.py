@@ -597,7 +597,7 @@ viz.show_source(sinusoidal_positions)
 # %% [markdown]
 # The wavelengths, and the start of the table as a picture: its first 64 dimensions against the
 # first 100 positions (the fast dimensions; the slower ones change too little over 100 positions
-# to see), and a few dimensions as curves:
+# to see), and five dimensions as curves, one panel each, named with their wavelengths:
 
 # %%
 two_i = torch.arange(0, base.d_model, 2, dtype=torch.float64)
