@@ -324,13 +324,21 @@ def additive_scores(q, k, W_q, W_k, w):
     return torch.tanh((q @ W_q)[..., :, None, :] + (k @ W_k)[..., None, :, :]) @ w
 
 
-def mean_time(fn, repeats: int) -> float:
-    """Mean seconds of `repeats` calls of fn, after one warm-up call."""
-    fn()
-    start = time.perf_counter()
+@torch.no_grad()
+def run_times(fn, repeats: int) -> list[float]:
+    """Milliseconds of each of `repeats` runs of fn, after one warm-up call (the spread of the
+    runs is the timing noise a difference is weighed against)."""
+    fn()  # warm-up
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    times = []
     for _ in range(repeats):
+        start = time.perf_counter()
         fn()
-    return (time.perf_counter() - start) / repeats
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(1e3 * (time.perf_counter() - start))
+    return times
 
 
 # %% [markdown]
@@ -344,25 +352,27 @@ def additive_row(d_k: int) -> dict:
     W_q, W_k = (torch.randn(d_k, d_k) / math.sqrt(d_k) for _ in range(2))
     w = torch.randn(d_k) / math.sqrt(d_k)
     qa, ka = torch.randn(sizes.time_len, d_k), torch.randn(sizes.n_keys * 4, d_k)
-    additive_s = mean_time(lambda: additive_scores(qa, ka, W_q, W_k, w), sizes.repeats)
-    dot_s = mean_time(lambda: qa @ ka.T / math.sqrt(d_k), sizes.repeats)
+    additive_runs = run_times(lambda: additive_scores(qa, ka, W_q, W_k, w), sizes.repeats)
+    dot_runs = run_times(lambda: qa @ ka.T / math.sqrt(d_k), sizes.repeats)
     q1, keys = torch.randn(trials, 1, d_k), torch.randn(trials, sizes.n_keys, d_k)
     additive_weights = additive_scores(q1, keys, W_q, W_k, w).softmax(-1)
     unscaled_weights = (q1 @ keys.transpose(-2, -1)).softmax(-1)
     return {
         "d_k": d_k,
-        "additive (ms)": 1e3 * additive_s,
-        "dot product (ms)": 1e3 * dot_s,
+        "additive (ms)": record.median(additive_runs),
+        "dot product (ms)": record.median(dot_runs),
         "largest weight, additive": additive_weights.amax(-1).mean().item(),
         "largest weight, unscaled dot product": unscaled_weights.amax(-1).mean().item(),
+        "additive runs (ms)": additive_runs,
+        "dot product runs (ms)": dot_runs,
     }
 
 
 # %% [markdown]
-# Three widths. At the widest, one matrix product stands against an $(n_q, n_k, d_k)$ tanh; the
-# table shows the times measured on this machine (timings are shown, never asserted: a busy
-# machine moves them), and the cell checks that additive scoring's largest weight is below the
-# unscaled dot product's:
+# Three widths. At the widest, one matrix product stands against an $(n_q, n_k, d_k)$ tanh. The
+# table shows the median of `repeats` timed runs on this machine with the fastest and the slowest
+# (timings are shown, never asserted: a busy machine moves them), and the cell checks that
+# additive scoring's largest weight is below the unscaled dot product's:
 
 # %%
 additive = pd.DataFrame([additive_row(d_k) for d_k in (16, 64, 256)])
@@ -371,15 +381,8 @@ assert (
     widest_additive["largest weight, additive"]
     < widest_additive["largest weight, unscaled dot product"]
 )
-viz.show_table(
-    additive,
-    **{
-        "additive (ms)": "{:.2f}",
-        "dot product (ms)": "{:.3f}",
-        "largest weight, additive": "{:.3f}",
-        "largest weight, unscaled dot product": "{:.3f}",
-    },
-)
+viz.show_table(record.additive_table(additive))
+display(Markdown(sentences.describe_additive_timing(record.additive_rows(additive))))
 
 # %% [markdown]
 # The timings are of the profile's `time_len` queries against four times `n_keys` keys on this
@@ -768,23 +771,6 @@ for a, b in zip((q_fused, k_fused, v_fused), three):
 # then `repeats` timed runs, each waited for until the GPU has finished. The tables report the
 # median run and the fastest and slowest: that spread is the timing noise a difference must
 # exceed before the chapter calls one alternative faster.
-
-
-# %%
-@torch.no_grad()
-def run_times(fn, repeats: int) -> list[float]:
-    """Milliseconds of each of `repeats` runs of fn, after one warm-up call."""
-    fn()  # warm-up
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(1e3 * (time.perf_counter() - start))
-    return times
 
 
 # %% [markdown]

@@ -7,9 +7,10 @@ What its "metrics" hold, built by `build` from what the chapter measured:
 * `softmax_saturation`: per d_k, the mean largest softmax weight and the median gradient norm
   reaching the scores, with and without the scale (`largest_weight_unscaled`, ...);
 * `gradient_ratio_at_widest_d_k`: the scaled over the unscaled gradient norm at the widest d_k;
-* `additive_attention`: per d_k of the additive comparison, the mean time of additive and of
-  dot-product scores (`additive_ms`, `dot_product_ms`, over the profile's `repeats` calls) and
-  the mean largest weight of each kind of score's softmax;
+* `additive_attention`: per d_k of the additive comparison, the median time of additive and of
+  dot-product scores (`additive_ms`, `dot_product_ms`) with every timed run behind it
+  (`additive_runs_ms`, `dot_product_runs_ms`, the profile's `repeats` each; records before them
+  hold means) and the mean largest weight of each kind of score's softmax;
 * `multi_head_cost`: per number of heads at d_model = 512 and n = 64, the parameters, the
   matrix-product FLOPs and the softmax's score entries;
 * `projection_ms`, `attention_path_ms`: the median time of each projection (three against one
@@ -51,6 +52,8 @@ ADDITIVE_COLUMNS = {
     "dot product (ms)": "dot_product_ms",
     "largest weight, additive": "largest_weight_additive",
     "largest weight, unscaled dot product": "largest_weight_unscaled_dot_product",
+    "additive runs (ms)": "additive_runs_ms",
+    "dot product runs (ms)": "dot_product_runs_ms",
 }
 
 
@@ -68,6 +71,43 @@ def timing_table(runs: Mapping[str, Sequence[float]], label: str) -> pd.DataFram
             {label: name, "ms": median(t), "fastest_ms": min(t), "slowest_ms": max(t)}
             for name, t in runs.items()
         ]
+    )
+
+
+def additive_rows(additive: pd.DataFrame) -> list[dict]:
+    """The chapter's additive table (`ADDITIVE_COLUMNS`) as the record's `additive_attention`:
+    one dict per d_k, the medians beside every timed run."""
+    rows = additive[list(ADDITIVE_COLUMNS)].rename(columns=ADDITIVE_COLUMNS)
+    return [
+        {**row, "additive_runs_ms": list(row["additive_runs_ms"]),
+         "dot_product_runs_ms": list(row["dot_product_runs_ms"])}
+        for row in rows.to_dict(orient="records")
+    ]  # fmt: skip
+
+
+def additive_table(additive: pd.DataFrame) -> pd.DataFrame:
+    """The additive comparison as the page shows it: each scoring's median milliseconds with the
+    fastest and the slowest run beside it, and each softmax's mean largest weight."""
+
+    def timed(runs: Sequence[float], digits: int) -> str:
+        return f"{median(runs):.{digits}f} ({min(runs):.{digits}f} to {max(runs):.{digits}f})"
+
+    return pd.DataFrame(
+        {
+            "d_k": additive["d_k"],
+            "additive, ms: median (fastest to slowest)": [
+                timed(r, 2) for r in additive["additive runs (ms)"]
+            ],
+            "dot product, ms: median (fastest to slowest)": [
+                timed(r, 3) for r in additive["dot product runs (ms)"]
+            ],
+            "largest weight, additive": additive["largest weight, additive"].map(
+                "{:.3f}".format
+            ),
+            "largest weight, unscaled dot product": additive[
+                "largest weight, unscaled dot product"
+            ].map("{:.3f}".format),
+        }
     )
 
 
@@ -120,9 +160,7 @@ def build(
                 / by_d_k[widest]["gradient_norm_unscaled"]
             ),
         },
-        "additive_attention": additive[list(ADDITIVE_COLUMNS)]
-        .rename(columns=ADDITIVE_COLUMNS)
-        .to_dict(orient="records"),
+        "additive_attention": additive_rows(additive),
         "multi_head_cost": head_costs.to_dict(orient="records"),
         "projection_ms": {name: median(t) for name, t in projection_runs.items()},
         "projection_runs_ms": {name: list(t) for name, t in projection_runs.items()},

@@ -74,21 +74,36 @@ def describe_saturation(
     )
 
 
-def describe_additive(rows: Sequence[Mapping[str, float]], repeats: int) -> str:
+def describe_additive_timing(rows: Sequence[Mapping]) -> str:
+    """Additive against dot-product scores at the widest d_k, by their timed runs (the record's
+    `additive_attention`): the medians, the spread, and whether the difference exceeds it."""
+    row = max(rows, key=lambda r: r["d_k"])
+    return f"At d_k = {row['d_k']}, " + timing_comparison(
+        "dot product", row["dot_product_runs_ms"], "additive", row["additive_runs_ms"]
+    )
+
+
+def describe_additive(rows: Sequence[Mapping], repeats: int) -> str:
     """Additive against dot-product scores at the widest d_k of the comparison: their times
-    and whether additive scores' softmax is less peaked than the unscaled dot product's.
-    `rows`: the record's `additive_attention`."""
+    (with the runs' spread where the record keeps the runs) and whether additive scores'
+    softmax is less peaked than the unscaled dot product's. `rows`: the record's
+    `additive_attention`."""
     row = max(rows, key=lambda r: r["d_k"])
     additive, dot = (
         row["largest_weight_additive"],
         row["largest_weight_unscaled_dot_product"],
     )
     peaked = "stays more spread than" if additive < dot else "is no more spread than"
+    weights = (
+        f"additive scores' softmax {peaked} the unscaled dot product's: largest weight "
+        f"{additive:.3f} against {dot:.3f}."
+    )
+    if "additive_runs_ms" in row:
+        return f"{describe_additive_timing(rows)} At that width, {weights}"
     return (
         f"At d_k = {row['d_k']}, additive scores took {row['additive_ms']:.2f} ms against "
-        f"{row['dot_product_ms']:.3f} ms for the dot product (means of {repeats} calls), and "
-        f"their softmax {peaked} the unscaled dot product's: largest weight {additive:.3f} "
-        f"against {dot:.3f}."
+        f"{row['dot_product_ms']:.3f} ms for the dot product (means of {repeats} calls, "
+        f"without their spread), and {weights}"
     )
 
 

@@ -38,9 +38,11 @@ def _built(projection_runs=None) -> dict:
     additive = pd.DataFrame(
         [
             {"d_k": 16, "additive (ms)": 1.5, "dot product (ms)": 0.02,
-             "largest weight, additive": 0.08, "largest weight, unscaled dot product": 0.6},
+             "largest weight, additive": 0.08, "largest weight, unscaled dot product": 0.6,
+             "additive runs (ms)": [1.4, 1.5, 1.9], "dot product runs (ms)": [0.02, 0.02, 0.03]},
             {"d_k": 256, "additive (ms)": 12.0, "dot product (ms)": 0.04,
-             "largest weight, additive": 0.09, "largest weight, unscaled dot product": 0.9},
+             "largest weight, additive": 0.09, "largest weight, unscaled dot product": 0.9,
+             "additive runs (ms)": [11.0, 12.0, 13.5], "dot product runs (ms)": [0.05, 0.04, 0.03]},
         ]
     )  # fmt: skip
     heads = pd.DataFrame(
@@ -143,6 +145,8 @@ def test_closing_does_not_judge_a_difference_from_too_few_runs():
 def test_closing_of_a_record_with_only_medians_says_it_cannot_judge_the_noise():
     metrics = _record()["metrics"]
     del metrics["projection_runs_ms"], metrics["attention_path_runs_ms"]
+    for row in metrics["additive_attention"]:
+        del row["additive_runs_ms"], row["dot_product_runs_ms"]
     text = sentences.closing({"metrics": metrics})
     line = _projection_line(text)
     assert "This record cannot tell" in line and "keeps no single runs" in line
@@ -181,6 +185,34 @@ def test_additive_scores_are_named_at_the_widest_d_k_and_only_as_spread_when_the
     rows[1]["largest_weight_additive"] = 0.95  # above the unscaled dot product's 0.9
     text = sentences.describe_additive(rows, 3)
     assert "is no more spread than" in text and "stays more spread" not in text
+
+
+def test_additive_timings_are_compared_by_their_runs_not_their_means():
+    rows = _record()["metrics"]["additive_attention"]
+    assert rows[1]["additive_runs_ms"] == [11.0, 12.0, 13.5]
+    text = sentences.describe_additive(rows, 3)
+    # medians with their ranges, and slower only because every run was
+    assert "`dot product` took a median of 0.04 ms (0.03 to 0.05 ms over 3 runs)" in text
+    assert "`additive` is slower by 11.96 ms" in text and "every one of its runs" in text
+    rows[1]["additive_runs_ms"] = [0.01, 0.04, 0.06]  # overlapping the dot product's runs
+    text = sentences.describe_additive(rows, 3)
+    assert "within the timing noise" in text and "slower by" not in text
+    # a record from before the runs were kept says its means carry no spread
+    old = [{k: v for k, v in row.items() if not k.endswith("_runs_ms")} for row in rows]
+    assert "means of 3 calls, without their spread" in sentences.describe_additive(old, 3)
+
+
+def test_the_additive_table_shows_each_median_with_its_fastest_and_slowest_run():
+    table = record.additive_table(
+        pd.DataFrame(
+            [{"d_k": 256, "largest weight, additive": 0.09,
+              "largest weight, unscaled dot product": 0.9,
+              "additive runs (ms)": [11.0, 13.5, 12.0], "dot product runs (ms)": [0.05, 0.04, 0.03]}]
+        )
+    )  # fmt: skip
+    row = table.iloc[0]
+    assert row["additive, ms: median (fastest to slowest)"] == "12.00 (11.00 to 13.50)"
+    assert row["dot product, ms: median (fastest to slowest)"] == "0.040 (0.030 to 0.050)"
 
 
 def test_head_costs_that_change_are_not_said_to_stay():
