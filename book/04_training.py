@@ -583,7 +583,7 @@ print("after 10 steps the loop above and train_copy_task hold bit-identical weig
 # %%
 copy_jobs = [
     dict(steps=sizes.copy_steps, batch_size=sizes.copy_batch, length=copy_length, seed=seed,
-         log_every=max(1, sizes.copy_steps // 10), verbose=False, positional=positional)
+         log_every=max(1, sizes.copy_steps // 40), verbose=False, positional=positional)
     for positional in ("sinusoidal", "learned")
 ]  # fmt: skip
 side_workers = side_by_side_workers(
@@ -601,10 +601,11 @@ copy_history = pd.DataFrame(copy_run["history"])
 assert copy_history.loss.iloc[-1] < copy_history.loss.iloc[0]
 if learns:
     assert copy_run["accuracy"] >= 0.95, copy_run["accuracy"]
+window = int(copy_history.steps.max())
 title = f"Copy task: training loss (held-out accuracy {copy_run['accuracy']:.1%})"
 viz.show(
     viz.line_chart(copy_history, "step", "loss", points=True, title=title, height=200,
-                   y_title="label-smoothed loss per token")
+                   y_title=f"loss per token, mean of {window} steps")
 )  # fmt: skip
 display(Markdown(sentences.describe_copy(copy_run)))
 viz.show_source(train_copy_task)

@@ -471,3 +471,23 @@ def test_log_axis_ticks_only_values_whose_labels_fit():
         1024,
         2048,
     ]
+
+
+def test_axes_that_end_at_the_data_leave_room_for_the_outermost_points():
+    # chapter 01's d_k = 2 and 1,024 and chapter 04's 0% and 100% sat half outside the frame
+    df = pd.DataFrame({"d_k": [2, 16, 1024], "v": [2.0, 16.0, 1000.0], "s": ["a"] * 3})
+    tight = viz.chart_spec(viz.tighten(viz.line_chart(df, "d_k", "v", "s", log_x=True,
+                                                      log_y=True, points=True)))  # fmt: skip
+    for channel in ("x", "y"):
+        scale = tight["encoding"][channel]["scale"]
+        assert scale["nice"] is False and scale["padding"] == viz.charts.EDGE_PADDING > 0
+    plain = viz.chart_spec(viz.line_chart(df, "d_k", "v", "s", points=True))
+    assert plain["encoding"]["y"]["scale"]["padding"] == viz.charts.EDGE_PADDING
+    rows = pd.DataFrame(
+        {"length": [1, 2, 3], "positions": "learned", "exact_sequence": [1.0, 0.5, 0.0],
+         "tokens_in_place": [1.0, 0.7, 0.4]}
+    )  # fmt: skip
+    extrapolation = viz.chart_spec(viz.extrapolation_chart(rows, 2))
+    lines = extrapolation["spec"]["layer"][0]["encoding"]
+    assert lines["y"]["scale"]["domain"] == [0, 1]
+    assert lines["x"]["scale"]["padding"] == lines["y"]["scale"]["padding"] > 0

@@ -20,7 +20,24 @@ def _as_array(values: Any) -> np.ndarray:
     return np.asarray(values)
 
 
-def _scale(log: bool) -> alt.Scale:
+# Pixels between the frame and the outermost data: an axis that ends at the data (or at 0 and
+# 100%) otherwise draws its first and last points half outside the frame.
+EDGE_PADDING = 8
+
+
+def edge_scale(*, log: bool = False, **options: Any) -> alt.Scale:
+    """A scale that ends at the data (no rounding out to round numbers) with `EDGE_PADDING`
+    pixels to spare at both ends, so that no point sits on the frame."""
+    return alt.Scale(
+        type="log" if log else "linear", nice=False, padding=EDGE_PADDING, **options
+    )
+
+
+def _scale(log: bool, points: bool = False) -> alt.Scale:
+    if points:  # rounded out, and padded: a point on a round end would sit on the frame
+        return alt.Scale(
+            **({"type": "log"} if log else {"zero": False}), padding=EDGE_PADDING
+        )
     return alt.Scale(type="log") if log else alt.Scale(zero=False)
 
 
@@ -46,8 +63,8 @@ def line_chart(
                 f"line_chart: no column {column!r} in the DataFrame (has {list(df.columns)})"
             )
     encoding = dict(
-        x=alt.X(x, type="quantitative", title=x_title or x, scale=_scale(log_x)),
-        y=alt.Y(y, type="quantitative", title=y_title or y, scale=_scale(log_y)),
+        x=alt.X(x, type="quantitative", title=x_title or x, scale=_scale(log_x, points)),
+        y=alt.Y(y, type="quantitative", title=y_title or y, scale=_scale(log_y, points)),
         tooltip=[c for c in (color, x, y) if c is not None],
     )
     if color is not None:
@@ -173,14 +190,15 @@ def heatmap(
 
 
 def tighten(chart: alt.Chart) -> alt.Chart:
-    """End log axes at the data instead of rounding them out to powers of ten, and tick the x
-    values that were measured (log axes otherwise crowd their labels). Returns `chart`."""
+    """End log axes at the data instead of rounding them out to powers of ten (with
+    `EDGE_PADDING` to spare), and tick the x values that were measured (log axes otherwise crowd
+    their labels). Returns `chart`."""
     for channel in ("x", "y"):
         encoding = chart.encoding[channel]
         scale = encoding["scale"]
         if scale is alt.Undefined or scale["type"] != "log":
             continue
-        encoding["scale"] = alt.Scale(type="log", nice=False)
+        encoding["scale"] = edge_scale(log=True)
         field = (
             encoding["field"]
             if encoding["field"] is not alt.Undefined
@@ -242,7 +260,7 @@ def _log_x(df: pd.DataFrame, x: str, title: str | None = None) -> alt.X:
     """A log x axis that ends at the data and ticks measured values, as many as fit a label."""
     return alt.X(
         f"{x}:Q",
-        scale=alt.Scale(type="log", nice=False),
+        scale=edge_scale(log=True),
         title=title or x,
         axis=alt.Axis(values=_log_ticks(df[x].unique())),
     )
@@ -281,7 +299,7 @@ def loglog_with_reference(
         .mark_line(point=True)
         .encode(
             x=_log_x(df, x),
-            y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
+            y=alt.Y(f"{y}:Q", scale=edge_scale(log=True), title=y_title),
             color=colors,
             tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
         )
@@ -320,7 +338,7 @@ def loglog_with_rules(
         .mark_line(point=True)
         .encode(
             x=_log_x(df, x),
-            y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log", nice=False), title=y_title),
+            y=alt.Y(f"{y}:Q", scale=edge_scale(log=True), title=y_title),
             color=alt.Color(
                 f"{color}:N", title=color_title, sort=list(dict.fromkeys(df[color]))
             ),

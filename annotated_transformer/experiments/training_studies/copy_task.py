@@ -41,7 +41,9 @@ def train_copy_task(
     """Train a tiny Transformer on synthetic data and return held-out exact-sequence accuracy.
 
     `positional` is "sinusoidal" (the paper's) or "learned" (Table 3's row E), for chapter 04's
-    question whether either extrapolates to longer sequences than it was trained on.
+    question whether either extrapolates to longer sequences than it was trained on. The
+    returned `history` holds step 1's loss, then the mean loss of every `log_every` steps (each
+    record's `steps` says how many), with the learning rate its last step used.
     """
     torch.manual_seed(seed)
     config = preset(
@@ -56,7 +58,7 @@ def train_copy_task(
     schedule = NoamSchedule(optimizer, config.d_model, config.warmup_steps, factor=1.0)
     train_gen = torch.Generator().manual_seed(seed + 1)
     start = time.perf_counter()
-    history = []
+    history, window = [], []
     for step in range(1, steps + 1):
         src, tgt = synthetic_batch(
             task, batch_size, length, vocab_size, generator=train_gen
@@ -71,13 +73,15 @@ def train_copy_task(
         lr = schedule.get_last_lr()[0]  # the rate this step's update uses
         optimizer.step()
         schedule.step()
-        if step % log_every == 0 or step == steps:
-            history.append({"step": step, "loss": loss.item(), "lr": lr})
+        window.append(loss.item())
+        # the first step (the untrained model's loss), then every log_every steps the mean of
+        # the steps since the last record: one batch's loss alone jumps with its draw
+        if step == 1 or step % log_every == 0 or step == steps:
+            mean = sum(window) / len(window)
+            history.append({"step": step, "loss": mean, "steps": len(window), "lr": lr})
+            window = []
             if verbose:
-                print(
-                    f"step {step:5d}  loss {loss.item():.3f}  lr {lr:.2e}",
-                    flush=True,
-                )
+                print(f"step {step:5d}  loss {mean:.3f}  lr {lr:.2e}", flush=True)
     train_seconds = time.perf_counter() - start
     # Held-out sequences come from a generator the training loop never touched.
     test_gen = torch.Generator().manual_seed(seed + 12345)

@@ -10,6 +10,7 @@ import pandas as pd
 from ..charts import (
     _as_array,
     bar_chart,
+    edge_scale,
     heatmap,
 )
 
@@ -92,9 +93,15 @@ def extrapolation_chart(rows: pd.DataFrame, trained_length: int) -> alt.FacetCha
         alt.Chart()
         .mark_line(point=True)
         .encode(
-            x=alt.X("length:Q", title="sequence length (dashed: longest in training)"),
+            x=alt.X(
+                "length:Q",
+                title="sequence length (dashed: longest in training)",
+                scale=edge_scale(),
+            ),
             y=alt.Y(
-                "accuracy:Q", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")
+                "accuracy:Q",
+                scale=edge_scale(domain=[0, 1]),
+                axis=alt.Axis(format="%", values=[0, 0.2, 0.4, 0.6, 0.8, 1.0]),
             ),
             color=alt.Color("positions:N", legend=alt.Legend(orient="bottom")),
             tooltip=["positions", "length", alt.Tooltip("accuracy:Q", format=".0%")],
