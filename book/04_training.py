@@ -52,9 +52,9 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas, altair) and the package's pieces of
-# section 5. Its tables live in `experiments/training_studies/write_up.py`, the sentences
-# whose words depend on a number in `sentences.py` beside it, the post-norm experiment in
-# `warmup.py`.
+# section 5. Its tables live in `experiments/training_studies/tables.py`, its run folders in
+# `runs.py` beside it, the sentences whose words depend on a number in `sentences.py`, the
+# post-norm experiment in `warmup.py`.
 
 # %%
 import collections
@@ -83,8 +83,13 @@ from annotated_transformer.data import (
     train_tokenizer,
 )
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments.training_studies import record, sentences, warmup
-from annotated_transformer.experiments.training_studies import write_up as report
+from annotated_transformer.experiments.training_studies import (
+    record,
+    runs,
+    sentences,
+    tables,
+    warmup,
+)
 from annotated_transformer.experiments.training_studies.copy_task import (
     accuracy_by_length,
     train_copy_task,
@@ -214,11 +219,11 @@ splits = {"train": train_text} | {
     name: load_parallel(profile.corpus, name, *langs, data_dir)
     for name in (profile.valid_split, profile.test_split)
 }
-bpe = report.bpe_table(tokenizer, splits, *langs, limit=profile.max_train_pairs)
+bpe = tables.bpe_table(tokenizer, splits, *langs, limit=profile.max_train_pairs)
 assert tokenizer.vocab_size == profile.vocab_size
 assert (bpe["pieces per word"] >= 1).all()  # a word is one piece or several, never less
 assert (bpe[bpe.split == "train"]["unknown pieces"] == 0).all()
-viz.show_table(bpe, **report.BPE_FORMATS)
+viz.show_table(bpe, **tables.BPE_FORMATS)
 display(Markdown(sentences.describe_bpe(bpe.to_dict("records"), tokenizer.vocab_size)))
 
 # %% [markdown]
@@ -300,14 +305,14 @@ viz.show_source(TokenBatcher.epoch_batches)
 # uneven the work per batch is.
 
 # %%
-batching = report.batching_table(data, profile.batch_tokens, profile.seed, seed)
+batching = tables.batching_table(data, profile.batch_tokens, profile.seed, seed)
 padding = batching.set_index("batches")["padding"]
 spread = batching.set_index("batches")["spread of target tokens"]
 assert (
     padding.iloc[1] < padding.iloc[0] and padding.iloc[2] < padding.iloc[0]
 )  # sorting pays
 assert spread.iloc[2] < spread.iloc[1]  # ... and a token budget evens out sorted batches
-viz.show_table(batching, **report.BATCHING_FORMATS)
+viz.show_table(batching, **tables.BATCHING_FORMATS)
 display(Markdown(sentences.describe_padding(padding.to_dict())))
 
 # %% [markdown]
@@ -357,8 +362,8 @@ viz.show_source(noam_lr)
 # %%
 d_profile = profile.model_config().d_model
 factor = schedule_factor(profile, d_profile)
-curves = report.schedule_curves(d_profile, profile.warmup_steps, factor, profile.name)
-schedule_df, peaks = report.schedule_frames(curves)
+curves = tables.schedule_curves(d_profile, profile.warmup_steps, factor, profile.name)
+schedule_df, peaks = tables.schedule_frames(curves)
 if profile.peak_lr is not None:
     top = noam_lr(profile.warmup_steps, d_profile, profile.warmup_steps, factor)
     assert math.isclose(top, profile.peak_lr, rel_tol=1e-9)
@@ -508,7 +513,7 @@ viz.show_table(optima, perplexity="{:.3f}", **{
 # says, with an interval on each BLEU, which of its differences exceed the noise.
 
 # %%
-smoothing_rows, one_hot = report.smoothing_tables(profile.vocab_size)
+smoothing_rows, one_hot = tables.smoothing_tables(profile.vocab_size)
 assert smoothing_rows["dev perplexity"].is_monotonic_increasing
 assert smoothing_rows["dev BLEU"].iloc[1] > smoothing_rows["dev BLEU"].iloc[0]
 display(Markdown("**The paper, Table 3 (newstest2013):**"))
@@ -659,13 +664,13 @@ viz.show_source(Trainer.train_step)
 # The run goes to `runs/book-<profile>/` in the clone (a book run with `--param` has one of its
 # own, under its `--output-dir`). When the kernel is restarted in the middle
 # of a run of the same profile, the chapter continues it from its last checkpoint (the `resume`
-# parameter, through `report.start_run`); a finished run is set aside for a fresh one. A run files
+# parameter, through `runs.start_run`); a finished run is set aside for a fresh one. A run files
 # its scores in its own folder (`results.json`); the book, like `train --publish`, also publishes
 # them into `results/<profile>/`, where its pages and the README read them.
 
 # %%
 run_dir = results.book_run_dir(profile.name)
-resuming = report.start_run(run_dir, profile, resume)
+resuming = runs.start_run(run_dir, profile, resume)
 summary = pipeline.run(
     profile, run_dir, data_dir=data_dir, resume=resuming, overwrite=not resuming,
     device=device, publish=True,
@@ -685,13 +690,13 @@ print(
 # measures (perplexity = $e^{\text{NLL}}$ per subword).
 
 # %%
-train_log, valid_log, start_record = report.run_logs(run_dir)
+train_log, valid_log, start_record = runs.run_logs(run_dir)
 assert train_log.step.max() == summary["steps"]
 assert train_log.loss.iloc[-1] < train_log.loss.iloc[0]  # it learns
 assert valid_log.ppl.iloc[-1] < tokenizer.vocab_size  # better than a uniform guess
 if len(valid_log) > 1:
     assert valid_log.ppl.iloc[-1] < valid_log.ppl.iloc[0]
-loss_df, ppl_df = report.loss_frames(train_log, valid_log, profile.valid_split)
+loss_df, ppl_df = tables.loss_frames(train_log, valid_log, profile.valid_split)
 viz.show(viz.legend_below(
     alt.vconcat(
         viz.line_chart(loss_df, "step", "per target token", "quantity", height=220,
@@ -707,7 +712,7 @@ viz.show(viz.legend_below(
 # table names every choice behind the score.
 
 # %%
-viz.show_table(report.run_table(summary, start_record, torch_device, profile.name))
+viz.show_table(tables.run_table(summary, start_record, torch_device, profile.name))
 print("sacreBLEU signature:", summary["test"]["sacrebleu_signature"])
 display(Markdown(sentences.describe_perplexities(summary, valid_log, profile.eval_every)))
 
@@ -717,8 +722,8 @@ display(Markdown(sentences.describe_perplexities(summary, valid_log, profile.eva
 # is of throughput, not a reproduction:
 
 # %%
-throughput = report.throughput_table(summary, torch_device, profile.name)
-viz.show_table(throughput, **report.THROUGHPUT_FORMATS)
+throughput = tables.throughput_table(summary, torch_device, profile.name)
+viz.show_table(throughput, **tables.THROUGHPUT_FORMATS)
 
 # %% [markdown]
 # The run published its translation results with their provenance; read back, they hold the
@@ -743,7 +748,7 @@ demo = get_profile(
     "smoke", max_steps=sizes.resume_steps, batch_tokens=512, eval_every=0, log_every=4,
     save_every_steps=sizes.resume_steps // 3, keep_snapshots=3,
 )  # fmt: skip
-demo_root = report.fresh_folder(run_dir.with_name(f"{run_dir.name}-resume"))
+demo_root = runs.fresh_folder(run_dir.with_name(f"{run_dir.name}-resume"))
 stop_at = sizes.resume_stop_at
 
 
@@ -757,22 +762,22 @@ def stop_after(step: int):
 
 # %% [markdown]
 # The three runs, each through `pipeline.run` without its progress bar and its opening lines
-# (`report.quiet_run`); before the resumed one this process's random state is changed on
+# (`runs.quiet_run`); before the resumed one this process's random state is changed on
 # purpose, because the checkpoint's must win:
 
 # %%
 quiet = dict(data_dir=data_dir, device="cpu")
-straight = report.quiet_run(demo, demo_root / "straight", **quiet)
-stopped = report.quiet_run(
+straight = runs.quiet_run(demo, demo_root / "straight", **quiet)
+stopped = runs.quiet_run(
     demo, demo_root / "stopped", on_step=stop_after(stop_at), **quiet
 )
 torch.manual_seed(12345)
-resumed = report.quiet_run(demo, demo_root / "stopped", resume=True, **quiet)
+resumed = runs.quiet_run(demo, demo_root / "stopped", resume=True, **quiet)
 assert stopped["stopped_by"] == "interrupted" and stopped["steps"] == stop_at
 assert straight["steps"] == resumed["steps"] == demo.max_steps
-tensors, largest = report.compare_weights(demo_root / "straight", demo_root / "stopped")
+tensors, largest = runs.compare_weights(demo_root / "straight", demo_root / "stopped")
 assert largest == 0.0 and straight["valid"]["loss"] == resumed["valid"]["loss"]
-table = report.resume_table(straight, stopped, resumed, stop_at)
+table = tables.resume_table(straight, stopped, resumed, stop_at)
 viz.show_table(table, **{"validation loss": "{:.6f}"})
 print(f"all {tensors} weight tensors are bit-identical (largest difference {largest})")
 

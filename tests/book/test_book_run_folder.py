@@ -4,7 +4,7 @@ its build.
 - A `--param` run trains a run folder of its own (under its --output-dir), so the profile's
   chapter 08 never reads the `--param` run's model.
 - The lock comes first: a process training into the folder refuses the book before anything of
-  it is moved (and chapter 04's `report.start_run` moves nothing by itself).
+  it is moved (and chapter 04's `runs.start_run` moves nothing by itself).
 - A training chapter that fails or is interrupted leaves the published run in the folder (its
   own goes to `<folder>.partial`, which the next chapter 04 resumes); one killed mid-way is put
   right by the next book run.
@@ -204,9 +204,9 @@ def test_a_live_run_refuses_the_book_before_anything_moves(book):
 
 
 def test_chapter_04_start_moves_nothing_of_the_run_it_replaces(tmp_path):
-    """`report.start_run` leaves an older run where it is: `pipeline.run(overwrite=True)`
+    """`runs.start_run` leaves an older run where it is: `pipeline.run(overwrite=True)`
     sets it aside, holding the folder's lock."""
-    from annotated_transformer.experiments.training_studies import write_up as report
+    from annotated_transformer.experiments.training_studies import runs
     from annotated_transformer.profiles import get_profile
 
     folder = tmp_path / "run"
@@ -215,8 +215,8 @@ def test_chapter_04_start_moves_nothing_of_the_run_it_replaces(tmp_path):
     (folder / "last.pt").write_bytes(b"x")
     (folder / "checkpoints" / "step_10.pt").write_bytes(b"x")
     before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
-    assert report.start_run(folder, get_profile("smoke"), resume=True) is False
-    assert report.start_run(folder, get_profile("smoke"), resume=False) is False
+    assert runs.start_run(folder, get_profile("smoke"), resume=True) is False
+    assert runs.start_run(folder, get_profile("smoke"), resume=False) is False
     assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
     source = (REPO / "book" / "04_training.py").read_text()
     assert "overwrite=not resuming" in source

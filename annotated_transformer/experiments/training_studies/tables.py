@@ -1,18 +1,16 @@
-"""Chapter 04's tables and the bookkeeping of its runs: the measurements of section 5 the chapter
-makes, as a reader sees them.
+"""Chapter 04's tables: the measurements of section 5 the chapter makes, as a reader sees them.
 
 The chapter keeps the textbook versions of each idea on the page (BPE, batches by token count, the
-schedule, label smoothing, the copy task's loop) and calls this module for the rest: the tables
-that compare them with the package's, and the bookkeeping of its run folder and of the resume
-demonstration. Its sentences are in `sentences`, its results record in `record`.
+schedule, label smoothing, the copy task's loop) and calls this module for the tables that compare
+them with the package's, and for the tables of its run (speed, scores, the resume demonstration).
+The run folders themselves are handled by `runs`, the sentences by `sentences`, the results record
+by `record`.
 """
 
 from __future__ import annotations
 
 import math
-import shutil
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,9 +18,7 @@ import pandas as pd
 from ...data.batching import TokenBatcher, padding_fraction
 from ...evaluation import paper
 from ...evaluation.paper import PAPER_TARGET_TOKENS_PER_STEP
-from ...training.checkpoint import RESUME_NAME
 from ...training.schedule import noam_lr
-from ...training.training_log import read_metrics
 
 
 # ------------------------------------------------------------------------------------ 4.1 BPE
@@ -183,43 +179,6 @@ def smoothing_tables(vocab_size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 # ------------------------------------------------------------------------------ 4.6 the run
-def start_run(folder: str | Path, profile, resume: bool) -> bool:
-    """Whether the chapter continues the run in its folder: True when it holds an unfinished run
-    of exactly `profile` (and `resume` asks for it). Otherwise the chapter starts afresh with
-    `pipeline.run(..., overwrite=True)`, which moves an older run's files aside to
-    `replaced/<time>/` (never deleted) only once it holds the folder's lock, so a run that is
-    refused moves nothing of the run that holds it. Reads only."""
-    return bool(resume and unfinished_run_of(Path(folder), profile))
-
-
-def unfinished_run_of(folder: str | Path, profile) -> bool:
-    """Whether `folder` holds a run of exactly this profile that stopped (or was killed) early."""
-    import json
-
-    folder = Path(folder)
-    records = read_metrics(folder)
-    starts = [r for r in records if r["kind"] == "start"]
-    stops = [r for r in records if r["kind"] == "stop"]
-    same = bool(starts) and starts[0]["profile"] == json.loads(
-        json.dumps(profile.to_dict())
-    )
-    early = (
-        not stops or stops[-1]["stopped_by"] == "interrupted" or len(stops) < len(starts)
-    )
-    return (folder / RESUME_NAME).is_file() and same and early
-
-
-def run_logs(folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """(training log, validation log, start record) of a run folder's `metrics.jsonl`; a resumed
-    run may log a step twice, and the later line wins."""
-    records = read_metrics(folder)
-    frame = lambda kind: pd.DataFrame(
-        [r for r in records if r["kind"] == kind]
-    ).drop_duplicates("step", keep="last")
-    start = next(r for r in records if r["kind"] == "start")
-    return frame("train"), frame("valid"), start
-
-
 def loss_frames(train_log, valid_log, valid_split: str):
     """(the two training losses in long form, the training and validation perplexities)."""
     losses = train_log.melt(
@@ -311,37 +270,3 @@ def resume_table(straight: Mapping, stopped: Mapping, resumed: Mapping, stop_at:
             row("... then resumed", resumed, resumed["valid"]["loss"]),
         ]
     )
-
-
-# ------------------------------------------------------------------------------ the demonstration
-def fresh_folder(path: str | Path) -> Path:
-    """`path`, emptied: a demonstration's runs must not find an older run there."""
-    path = Path(path)
-    shutil.rmtree(path, ignore_errors=True)
-    return path
-
-
-def compare_weights(first: str | Path, second: str | Path) -> tuple[int, float]:
-    """(tensors, largest absolute difference) between the models of two resume checkpoints."""
-    from ...training.checkpoint import load_checkpoint
-
-    a = load_checkpoint(Path(first) / RESUME_NAME)["model"]
-    b = load_checkpoint(Path(second) / RESUME_NAME)["model"]
-    if a.keys() != b.keys():
-        raise ValueError("the two checkpoints hold different tensors")
-    largest = max((a[n].float() - b[n].float()).abs().max().item() for n in a)
-    return len(a), largest
-
-
-def quiet_run(profile, folder: str | Path, **kwargs) -> dict:
-    """`pipeline.run` without a progress bar, a test evaluation or the trainer's opening lines
-    (what it trains, in which precision): a demonstration's run, whose table says what it did."""
-    import contextlib
-    import io
-
-    from ... import pipeline
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        return pipeline.run(
-            profile, folder, evaluate_test=False, show_progress=False, **kwargs
-        )
