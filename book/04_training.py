@@ -69,8 +69,7 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 
 # %% [markdown]
-# And the package's: the data pipeline, the model, the loss, the schedule and the trainer, with
-# the experiments' own modules.
+# And the package's: the model, the data pipeline and the results files,
 # %%
 from annotated_transformer import Transformer, pipeline, preset
 from annotated_transformer.book import viz
@@ -83,6 +82,10 @@ from annotated_transformer.data import (
     train_tokenizer,
 )
 from annotated_transformer.evaluation import results
+
+# %% [markdown]
+# the chapter's own experiments, tables and sentences,
+# %%
 from annotated_transformer.experiments.training_studies import (
     record,
     runs,
@@ -94,6 +97,10 @@ from annotated_transformer.experiments.training_studies.copy_task import (
     accuracy_by_length,
     train_copy_task,
 )
+
+# %% [markdown]
+# and the layers, the profiles, the runtime, the loss, the schedule and the trainer:
+# %%
 from annotated_transformer.model.layers import EncoderLayer
 from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
