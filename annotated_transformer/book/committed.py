@@ -355,6 +355,104 @@ def _with_commit(value, recorded: str | None, commit: str, note: str):
     return value
 
 
+def _read_spell(base: Path, source: Path, profile: str) -> dict:
+    """The returned run's `book_run.json`, checked to be a book run of `profile`."""
+    record_path = base / "results" / profile / "book_run.json"
+    if not record_path.is_file():
+        raise FileNotFoundError(
+            f"{source} holds no results/{profile}/book_run.json: not a book run of the "
+            f"{profile!r} profile (its tarball holds _build/executed/<profile>/ and "
+            "results/<profile>/)"
+        )
+    spell = read_record(
+        record_path,
+        "book_run",
+        fix="give a tarball that `book` wrote (its results/<profile>/book_run.json)",
+    )
+    if spell.get("profile") != profile or "metrics" not in spell:
+        raise ValueError(
+            f"{record_path.relative_to(base)} is a record of profile "
+            f"{spell.get('profile')!r}, not {profile!r}: pass --profile {spell.get('profile')}"
+        )
+    return spell
+
+
+def _verdict(
+    chapter: str,
+    entry: dict,
+    notebook: Path,
+    before: dict | None,
+    profile: str,
+    sent: str | None,
+    source: Path,
+) -> tuple[str, str]:
+    """Whether a returned chapter is taken: ("take", ""), ("unchanged", ""), or ("skipped" or
+    "refused", why). Skipped: not a good run of `profile`; refused: a good run that must not
+    replace what is committed (an older one, or a source that is not the commit's)."""
+    if entry.get("status") != "ok":
+        why = f"{entry.get('status')} in this run; its committed entry, if any, stays"
+        return "skipped", why
+    if not notebook.is_file():
+        return "skipped", f"its notebook is not in {_shown(source)}"
+    meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
+    meta = meta.get("annotated_transformer") or {}
+    if meta.get("profile") != profile or meta.get("status") != "ok":
+        return "skipped", (
+            f"its notebook is not a good run of {profile!r} "
+            f"(profile {meta.get('profile')!r}, status {meta.get('status')!r})"
+        )
+    if sent and meta.get("source_sha256") != _source_at(sent, chapter):
+        return (
+            "refused",
+            f"its source is not book/{chapter}.py of {sent[:7]} (--commit); not taken",
+        )
+    if before is not None:
+        ours, theirs = _date(entry.get("date")), _date(before.get("date"))
+        if theirs > ours:
+            return "refused", (
+                f"the committed entry ({before.get('date')}) is newer than this run's "
+                f"({entry.get('date')}); kept"
+            )
+        if theirs == ours:  # the same run, whatever commit a correction wrote
+            return "unchanged", ""
+    return "take", ""
+
+
+def _commit_correction(sent: str | None):
+    """`corrected(value, entry)`: `value` (a record or an entry) naming `sent` clean, with a
+    `git_note` keeping the commit the machine recorded in `entry`; `value` as it is without
+    --commit or where the machine recorded `sent` itself."""
+
+    def corrected(value, entry: dict):
+        recorded = entry.get("git_commit")
+        if not sent or recorded == sent:
+            return value
+        note = (
+            f"the GPU machine's git metadata was older than its tree and recorded "
+            f"{(recorded or 'no commit')[:7]} with local edits; the tree it ran was "
+            f"{sent[:7]} (its chapter sources match), set on import"
+        )
+        return _with_commit(value, recorded, sent, note)
+
+    return corrected
+
+
+def _log_report(report: ImportReport, log: Log) -> None:
+    for chapter in report.imported:
+        log(f"import: {chapter} taken into {_shown(report.target)}")
+    for chapter in report.unchanged:
+        log(f"import: {chapter} already there (same run), left as it is")
+    for line in report.skipped:
+        log(f"import: skipped {line}")
+    for line in report.refused:
+        log(f"import: refused {line}")
+    for name in report.unattributed:
+        log(
+            f"import: {name} differs from the results root's copy but no chapter of the record "
+            "wrote it; not taken"
+        )
+
+
 def import_run(
     source: str | os.PathLike,
     profile: str = "gpu",
@@ -380,29 +478,14 @@ def import_run(
     """
     source = Path(source)
     sent = _sent_commit(commit) if commit else None
+    corrected = _commit_correction(sent)
     target = run_folder(profile, results_dir)
-    baseline = results.results_root(results_dir) / profile
     report = ImportReport(target)
     with ExitStack() as stack:
         base = _unpacked(source, stack)
-        record_path = base / "results" / profile / "book_run.json"
         executed = base / "_build" / "executed" / profile / "book"
-        if not record_path.is_file():
-            raise FileNotFoundError(
-                f"{source} holds no results/{profile}/book_run.json: not a book run of the "
-                f"{profile!r} profile (its tarball holds _build/executed/<profile>/ and "
-                "results/<profile>/)"
-            )
-        spell = read_record(
-            record_path,
-            "book_run",
-            fix="give a tarball that `book` wrote (its results/<profile>/book_run.json)",
-        )
-        if spell.get("profile") != profile or "metrics" not in spell:
-            raise ValueError(
-                f"{record_path.relative_to(base)} is a record of profile "
-                f"{spell.get('profile')!r}, not {profile!r}: pass --profile {spell.get('profile')}"
-            )
+        returned = base / "results" / profile
+        spell = _read_spell(base, source, profile)
         entries = spell["metrics"].get("chapters") or {}
         committed = read_run(profile, results_dir)
         kept = dict((committed or {}).get("metrics", {}).get("chapters", {}))
@@ -410,80 +493,46 @@ def import_run(
         chosen = []
         for chapter, entry in sorted(entries.items()):
             notebook = executed / f"{chapter}.ipynb"
-            if entry.get("status") != "ok":
-                report.skipped.append(
-                    f"{chapter}: {entry.get('status')} in this run; its committed entry, if any, stays"
-                )
-                continue
-            if not notebook.is_file():
-                report.skipped.append(
-                    f"{chapter}: its notebook is not in {_shown(source)}"
-                )
-                continue
-            meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
-            meta = meta.get("annotated_transformer") or {}
-            if meta.get("profile") != profile or meta.get("status") != "ok":
-                report.skipped.append(
-                    f"{chapter}: its notebook is not a good run of {profile!r} "
-                    f"(profile {meta.get('profile')!r}, status {meta.get('status')!r})"
-                )
-                continue
-            if sent and meta.get("source_sha256") != _source_at(sent, chapter):
-                report.refused.append(
-                    f"{chapter}: its source is not book/{chapter}.py of {sent[:7]} (--commit); "
-                    "not taken"
-                )
-                continue
-            before = kept.get(chapter)
-            if before is not None:
-                ours, theirs = _date(entry.get("date")), _date(before.get("date"))
-                if theirs > ours:
-                    report.refused.append(
-                        f"{chapter}: the committed entry ({before.get('date')}) is newer than "
-                        f"this run's ({entry.get('date')}); kept"
-                    )
-                    continue
-                if theirs == ours:  # the same run, whatever commit a correction wrote
-                    report.unchanged.append(chapter)
-                    continue
-            chosen.append(chapter)
+            verdict, why = _verdict(
+                chapter, entry, notebook, kept.get(chapter), profile, sent, source
+            )
+            if verdict == "take":
+                chosen.append(chapter)
+            elif verdict == "unchanged":
+                report.unchanged.append(chapter)
+            else:
+                getattr(report, verdict).append(f"{chapter}: {why}")
 
-        files, report.unattributed = _results_of(
-            entries, chosen, base / "results" / profile, baseline
-        )
+        baseline = results.results_root(results_dir) / profile
+        files, report.unattributed = _results_of(entries, chosen, returned, baseline)
         clone = _machine_root(entries)
         prov = spell.get("provenance") or {}
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         scratch = Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="book-import-"))
         )
-
-        def corrected(value, entry: dict):
-            recorded = entry.get("git_commit")
-            if not sent or recorded == sent:
-                return value
-            note = (
-                f"the GPU machine's git metadata was older than its tree and recorded "
-                f"{(recorded or 'no commit')[:7]} with local edits; the tree it ran was "
-                f"{sent[:7]} (its chapter sources match), set on import"
-            )
-            return _with_commit(value, recorded, sent, note)
-
         with publication() as together:
+
+            def stage(destination: Path, staged: Path) -> None:
+                together.add(destination, staged)
+                report.written.append(destination)
+
             for chapter in chosen:
                 dest = f"results/{folder_name(profile)}/{NOTEBOOKS}/{chapter}.ipynb"
                 text = _notebook_text(executed / f"{chapter}.ipynb", chapter, dest, clone)
-                staged = atomic_write_text(scratch / f"{chapter}.ipynb", text)
-                together.add(target / NOTEBOOKS / f"{chapter}.ipynb", staged)
-                report.written.append(target / NOTEBOOKS / f"{chapter}.ipynb")
+                stage(
+                    target / NOTEBOOKS / f"{chapter}.ipynb",
+                    atomic_write_text(scratch / f"{chapter}.ipynb", text),
+                )
                 for name in files[chapter]:
-                    src = base / "results" / profile / name
-                    if not src.is_file():
+                    if not (returned / name).is_file():
                         raise FileNotFoundError(
                             f"{chapter}: its record names results file {name}, which the run "
                             "does not hold"
                         )
-                    staged = _scrubbed_copy(src, scratch / "results" / name, clone)
+                    staged = _scrubbed_copy(
+                        returned / name, scratch / "results" / name, clone
+                    )
                     if sent and name.endswith(".json"):
                         record = corrected(
                             json.loads(staged.read_text(encoding="utf-8")),
@@ -493,8 +542,7 @@ def import_run(
                             scratch / "results" / name,
                             json.dumps(record, indent=1) + "\n",
                         )
-                    together.add(target / name, staged)
-                    report.written.append(target / name)
+                    stage(target / name, staged)
                 entry = corrected(dict(entries[chapter]), entries[chapter])
                 kind, name = entry_device(entry, spell)
                 entry.update(
@@ -510,24 +558,12 @@ def import_run(
             if chosen:
                 spell = corrected(spell, spell.get("provenance") or {})
                 record = _merged(committed, spell, kept, chosen, source.name, now)
-                staged = atomic_write_text(
-                    scratch / "book_run.json",
-                    record_text(record, "book_run", target / "book_run.json") + "\n",
+                text = record_text(record, "book_run", target / "book_run.json") + "\n"
+                stage(
+                    target / "book_run.json",
+                    atomic_write_text(scratch / "book_run.json", text),
                 )
-                together.add(target / "book_run.json", staged)
-                report.written.append(target / "book_run.json")
-    for chapter in report.imported:
-        log(f"import: {chapter} taken into {_shown(target)}")
-    for chapter in report.unchanged:
-        log(f"import: {chapter} already there (same run), left as it is")
-    for line in report.skipped:
-        log(f"import: skipped {line}")
-    for line in report.refused:
-        log(f"import: refused {line}")
-    for name in report.unattributed:
-        log(
-            f"import: {name} differs from the results root's copy but no chapter of the record wrote it; not taken"
-        )
+    _log_report(report, log)
     return report
 
 

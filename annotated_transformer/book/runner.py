@@ -666,39 +666,13 @@ def run_book(
     takes = check_chapter_parameters(parameters, selected)
     check_parameters(parameters, output_dir, results_dir, root)
     output_dir = Path(output_dir) if output_dir else root / "_build"
-    results_dir = (
-        Path(results_dir)
-        if results_dir
-        else (
-            Path(os.environ[results.RESULTS_ENV])
-            if os.environ.get(results.RESULTS_ENV)
-            else root / "results"
-        )
-    )
+    results_dir = _results_root(results_dir, root)
     executed_dir = output_dir / "executed" / profile
     html_dir = output_dir / "html"
     run_dir = book_run_folder(root, profile, output_dir, results_dir)
-    # Every output is checked before the first chapter: writable, not an input, not someone
-    # else's folder that the site build would replace.
-    check_writable_folder(output_dir, "the book's output folder (--output-dir)")
-    check_writable_folder(
-        results_dir / profile, "the book's results folder (--results-dir)"
+    _check_outputs(
+        profile, selected, output_dir, results_dir, executed_dir, html_dir, build
     )
-    # Every record of the profile (the book's record, the results the chapters read) is checked
-    # against its schema here, so that a broken one is named at its own path before any chapter
-    # runs, not in a chapter's staged copy of it after the chapter ran.
-    results.list_results(profile, results_dir)
-    check_outputs(
-        [],
-        [("the chapter source", c) for c in selected],
-        folders=[
-            ("the executed notebooks' folder", executed_dir),
-            ("the site folder", html_dir),
-        ],
-    )
-    if build:
-        check_replaceable_tree(html_dir, SITE_MARKER)
-        check_reader_files(html_dir)
     resolved_device = resolve_device(device)
     expected, expected_from = expected_times(
         profile, results_dir, results.committed_root()
@@ -787,6 +761,46 @@ def run_book(
                 exports=live_page.exports_dir(run_dir),
             )
     return book
+
+
+def _results_root(results_dir: str | os.PathLike | None, root: Path) -> Path:
+    """--results-dir, else $AT_RESULTS_DIR, else the clone's `results/`."""
+    if results_dir:
+        return Path(results_dir)
+    if os.environ.get(results.RESULTS_ENV):
+        return Path(os.environ[results.RESULTS_ENV])
+    return root / "results"
+
+
+def _check_outputs(
+    profile: str,
+    selected: list[Path],
+    output_dir: Path,
+    results_dir: Path,
+    executed_dir: Path,
+    html_dir: Path,
+    build: bool,
+) -> None:
+    """Every output checked before the first chapter, each failure one line: writable, not an
+    input, not someone else's folder that the site build would replace; and every record of the
+    profile (the book's record, the results the chapters read) against its schema, so that a
+    broken one is named at its own path, not in a chapter's staged copy of it after it ran."""
+    check_writable_folder(output_dir, "the book's output folder (--output-dir)")
+    check_writable_folder(
+        results_dir / profile, "the book's results folder (--results-dir)"
+    )
+    results.list_results(profile, results_dir)
+    check_outputs(
+        [],
+        [("the chapter source", c) for c in selected],
+        folders=[
+            ("the executed notebooks' folder", executed_dir),
+            ("the site folder", html_dir),
+        ],
+    )
+    if build:
+        check_replaceable_tree(html_dir, SITE_MARKER)
+        check_reader_files(html_dir)
 
 
 def build_book_site(
