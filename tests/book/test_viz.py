@@ -482,7 +482,10 @@ def test_axes_that_end_at_the_data_leave_room_for_the_outermost_points():
         scale = tight["encoding"][channel]["scale"]
         assert scale["nice"] is False and scale["padding"] == viz.charts.EDGE_PADDING > 0
     plain = viz.chart_spec(viz.line_chart(df, "d_k", "v", "s", points=True))
-    assert plain["encoding"]["y"]["scale"]["padding"] == viz.charts.EDGE_PADDING
+    for channel in ("x", "y"):
+        # padded, then not rounded out: "nice" after the padding ran chapter 04's steps from -400
+        scale = plain["encoding"][channel]["scale"]
+        assert scale["padding"] == viz.charts.EDGE_PADDING and scale["nice"] is False
     rows = pd.DataFrame(
         {"length": [1, 2, 3], "positions": "learned", "exact_sequence": [1.0, 0.5, 0.0],
          "tokens_in_place": [1.0, 0.7, 0.4]}

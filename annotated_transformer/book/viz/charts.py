@@ -34,10 +34,9 @@ def edge_scale(*, log: bool = False, **options: Any) -> alt.Scale:
 
 
 def _scale(log: bool, points: bool = False) -> alt.Scale:
-    if points:  # rounded out, and padded: a point on a round end would sit on the frame
-        return alt.Scale(
-            **({"type": "log"} if log else {"zero": False}), padding=EDGE_PADDING
-        )
+    if points:  # ending at the data with room to spare: rounded out after the padding, an
+        # axis ran from -400 steps or to 10,000 perplexity
+        return edge_scale(log=True) if log else edge_scale(zero=False)
     return alt.Scale(type="log") if log else alt.Scale(zero=False)
 
 
