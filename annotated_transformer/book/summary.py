@@ -254,7 +254,7 @@ CLAIMS: tuple[Claim, ...] = (
         "crossover_n",
         "03_why_self_attention",
         "model",
-        "{:.0f}",
+        "{:,.0f}",
     ),
     Claim(
         "seconds per training step",

@@ -70,7 +70,7 @@ def build(
         "crossover_d": cross.d,
         "crossover_n": measured_crossover
         if measured_crossover is not None
-        else f"above {max(cross.ns)}",
+        else f"above {max(cross.ns):,}",
         "crossover_n_flops": table1.flop_crossover_n(cross.d),
         "lstm_crossover_n_flops_with_projections": lstm_crossover,
         "slopes": {

@@ -73,7 +73,12 @@ def test_the_summary_reads_the_crossover_from_this_record():
 
 def test_a_crossover_beyond_the_longest_length_is_written_as_text():
     longest = max(SIZES.crossover.ns)
-    assert _built(crossover=None)["crossover_n"] == f"above {longest}"
+    assert _built(crossover=None)["crossover_n"] == f"above {longest:,}"
+
+
+def test_the_summary_writes_a_measured_crossover_with_thousands_separators():
+    claim = next(c for c in summary.CLAIMS if c.key == "crossover_n")
+    assert claim.fmt.format(1467) == "1,467"  # it read "1467" beside "above 16384"
 
 
 def _record(**changes) -> dict:
