@@ -767,15 +767,12 @@ for a, b in zip((q_fused, k_fused, v_fused), three):
     torch.testing.assert_close(a, b(x), atol=1e-6, rtol=1e-5)
 
 # %% [markdown]
-# Does one product save time? The timings of this chapter run on its device: one warm-up call,
-# then `repeats` timed runs, each waited for until the GPU has finished. The tables report the
-# median run and the fastest and slowest: that spread is the timing noise a difference must
-# exceed before the chapter calls one alternative faster.
-
-
-# %% [markdown]
-# Three projections of width 512 against one of width 1536, on a batch of the profile's
-# `time_batch` sequences of `time_len` positions:
+# Does one product save time? The timings from here on run on the chapter's device, through
+# `run_times` of section 1.2: one warm-up call, then `repeats` timed runs, each waited for until a
+# GPU has finished. The tables report the median run and the fastest and slowest: that spread is the
+# timing noise a difference must exceed before the chapter calls one alternative faster. Three
+# projections of width 512 against one of width 1536, on a batch of the profile's `time_batch`
+# sequences of `time_len` positions:
 
 # %%
 d = 512

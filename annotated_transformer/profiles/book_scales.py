@@ -128,7 +128,7 @@ class AttentionSizes:
             additive against dot-product scores).
         time_batch: sequences in a timed batch.
         time_len: positions in a timed sequence (and queries in the timing of the two scorings).
-        repeats: runs each timing takes the mean or the median of.
+        repeats: timed runs behind each timing's median and spread.
     """
 
     samples: int

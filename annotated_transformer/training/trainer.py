@@ -164,7 +164,9 @@ class Trainer:
         self.forward_model = forward_model
         # Set where they happen, read at the end of the run: the step last validated and saved.
         self._snapshot_step: int | None = None
-        # The learning rate of the last step taken (before any: the first step's).
+        # The learning rate of the last step this process took (set before each step; until the
+        # first, the schedule's current rate, which a divergence message could only name after
+        # a resumed run that took no step).
         self._step_lr: float = self.scheduler.get_last_lr()[0]
 
     @property

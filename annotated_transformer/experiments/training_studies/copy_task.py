@@ -42,8 +42,9 @@ def train_copy_task(
 
     `positional` is "sinusoidal" (the paper's) or "learned" (Table 3's row E), for chapter 04's
     question whether either extrapolates to longer sequences than it was trained on. The
-    returned `history` holds step 1's loss, then the mean loss of every `log_every` steps (each
-    record's `steps` says how many), with the learning rate its last step used.
+    returned `history` holds step 1's loss alone, then at every multiple of `log_every` (and the
+    last step) the mean loss of the steps since the previous multiple, step 1 included in the
+    first (each record's `steps` says how many), with the learning rate its last step used.
     """
     torch.manual_seed(seed)
     config = preset(
@@ -74,12 +75,14 @@ def train_copy_task(
         optimizer.step()
         schedule.step()
         window.append(loss.item())
-        # the first step (the untrained model's loss), then every log_every steps the mean of
-        # the steps since the last record: one batch's loss alone jumps with its draw
+        # the first step alone (the untrained model's loss), then every log_every steps the mean
+        # of those log_every steps (one batch's loss alone jumps with its draw)
         if step == 1 or step % log_every == 0 or step == steps:
-            mean = sum(window) / len(window)
-            history.append({"step": step, "loss": mean, "steps": len(window), "lr": lr})
-            window = []
+            shown = window if step > 1 else window[:1]
+            mean = sum(shown) / len(shown)
+            history.append({"step": step, "loss": mean, "steps": len(shown), "lr": lr})
+            if step > 1 or log_every == 1:
+                window = []
             if verbose:
                 print(f"step {step:5d}  loss {mean:.3f}  lr {lr:.2e}", flush=True)
     train_seconds = time.perf_counter() - start

@@ -31,10 +31,13 @@ def test_the_logged_rate_is_the_one_the_logged_step_used():
 def test_the_history_starts_at_step_one_and_then_averages_each_window():
     result = train_copy_task("copy", steps=7, log_every=3, verbose=False)
     history = result["history"]
-    assert [(r["step"], r["steps"]) for r in history] == [(1, 1), (3, 2), (6, 3), (7, 1)]
+    # windows of log_every steps ending at its multiples, step 1 inside the first as well
+    assert [(r["step"], r["steps"]) for r in history] == [(1, 1), (3, 3), (6, 3), (7, 1)]
     # the untrained model's loss is about a uniform guess over the 14 symbols, ln 14 = 2.64
     assert 2.0 < history[0]["loss"] < 3.5
     # a window's loss is the mean of its steps': logged one by one they average to it
     each = train_copy_task("copy", steps=7, log_every=1, verbose=False)["history"]
     losses = [r["loss"] for r in each]
     assert history[2]["loss"] == pytest.approx(sum(losses[3:6]) / 3, rel=1e-12)
+    assert history[1]["loss"] == pytest.approx(sum(losses[0:3]) / 3, rel=1e-12)
+    assert history[0]["loss"] == losses[0]

@@ -86,7 +86,7 @@ def positional_encoding_chart(
 
 
 def _dimension_name(d: int, d_model: int) -> str:
-    """'dim 5: cos, wavelength 6.9': even dimensions are sines, odd ones cosines, and the pair
+    """'dim 5: cos, wavelength 6.8' (d_model 512): even dimensions are sines, odd ones cosines, and the pair
     2i, 2i + 1 repeats every 2 pi 10000^(2i / d_model) positions."""
     wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / d_model)
     return f"dim {d}: {'cos' if d % 2 else 'sin'}, wavelength {wavelength:,.1f}"
