@@ -78,11 +78,7 @@ def additive_rows(additive: pd.DataFrame) -> list[dict]:
     """The chapter's additive table (`ADDITIVE_COLUMNS`) as the record's `additive_attention`:
     one dict per d_k, the medians beside every timed run."""
     rows = additive[list(ADDITIVE_COLUMNS)].rename(columns=ADDITIVE_COLUMNS)
-    return [
-        {**row, "additive_runs_ms": list(row["additive_runs_ms"]),
-         "dot_product_runs_ms": list(row["dot_product_runs_ms"])}
-        for row in rows.to_dict(orient="records")
-    ]  # fmt: skip
+    return rows.to_dict(orient="records")
 
 
 def additive_table(additive: pd.DataFrame) -> pd.DataFrame:

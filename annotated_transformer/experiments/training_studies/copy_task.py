@@ -78,10 +78,9 @@ def train_copy_task(
         # the first step alone (the untrained model's loss), then every log_every steps the mean
         # of those log_every steps (one batch's loss alone jumps with its draw)
         if step == 1 or step % log_every == 0 or step == steps:
-            shown = window if step > 1 else window[:1]
-            mean = sum(shown) / len(shown)
-            history.append({"step": step, "loss": mean, "steps": len(shown), "lr": lr})
-            if step > 1 or log_every == 1:
+            mean = sum(window) / len(window)
+            history.append({"step": step, "loss": mean, "steps": len(window), "lr": lr})
+            if step % log_every == 0 or step == steps:  # step 1 stays in the first window
                 window = []
             if verbose:
                 print(f"step {step:5d}  loss {mean:.3f}  lr {lr:.2e}", flush=True)
