@@ -22,10 +22,12 @@
 # checkpoints of the run. It then asks what Table 2 asks: how good, and at what cost. In order:
 #
 # 1. how the `cpu` and `gpu` recipes, and the `cpu` run's decoding, were chosen on validation data;
-# 2. greedy decoding against beam search on the test set, both on the decoder's key-value cache;
-# 3. what averaging the last $k$ snapshots gains, for several $k$;
-# 4. two BLEUs {cite:p}`papineni2002bleu`: sacreBLEU with its signature {cite:p}`post2018sacrebleu`,
-#    and the paper's tokenized BLEU with compound splitting, and why they differ;
+# 2. greedy decoding against beam search on the validation split, both on the decoder's key-value
+#    cache;
+# 3. what averaging the last $k$ snapshots gains on the same split, for several $k$;
+# 4. the test score, once, and two BLEUs {cite:p}`papineni2002bleu`: sacreBLEU with its signature
+#    {cite:p}`post2018sacrebleu`, and the paper's tokenized BLEU with compound splitting, and why
+#    they differ;
 # 5. translations beside their sources and references;
 # 6. the run's training cost in FLOPs, estimated the paper's way and counted from the model, set
 #    beside the systems of Table 2;
@@ -33,10 +35,10 @@
 #    sample of WMT14 to show that its data path works.
 #
 # What the chapter will show, each with its number at the end: the test score of the run with
-# its interval; whether beam search beats greedy decoding by more than the test set's noise, and
-# at what price in time; whether averaging helps this run; how far the paper's BLEU and sacreBLEU
-# differ on these captions; how many orders of magnitude separate this run's cost from the
-# paper's; and what the paper's own recipe costs today.
+# its interval; whether beam search beats greedy decoding by more than the validation set's
+# noise, and at what price in time; whether averaging helps this run; how far the paper's BLEU
+# and sacreBLEU differ on these captions; how many orders of magnitude separate this run's cost
+# from the paper's; and what the paper's own recipe costs today.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package when it is missing. A clone (this
@@ -160,19 +162,24 @@ viz.show_table(tables.run_table(run, run_dir.name, trained_here, profile.name))
 # %% [markdown]
 # The model of section 6.1 is the average of the last `average_last` snapshots (5 for the base
 # model in the paper, 20 for the big one), which is what `averaged.pt` holds. Loaded, it is a
-# `Transformer` and a tokenizer; the test sentences are the profile's share of its test split:
+# `Transformer` and a tokenizer. It translates two sets of sentences, each the profile's share
+# of its split: the validation split, where decodings and averages are compared (a comparison
+# that could choose a setting must not look at the test set), and the test split, scored once
+# with the profile's decoding:
 
 # %%
 averaged = load_checkpoint(run_dir / pipeline.AVERAGED_NAME)
 model, tokenizer = model_from_checkpoint(averaged, torch_device)
 langs = (profile.src_lang, profile.tgt_lang)
+valid = load_parallel(profile.corpus, profile.valid_split, *langs, data_dir)
 test = load_parallel(profile.corpus, profile.test_split, *langs, data_dir)
 limit = profile.eval_max_sentences
-sources, references = test.src[:limit], test.tgt[:limit]  # [:None] keeps them all
+valid_sources, valid_references = valid.src[:limit], valid.tgt[:limit]  # [:None]: all
+sources, references = test.src[:limit], test.tgt[:limit]
 parameters = sum(p.numel() for p in model.parameters())
 averaged_from = list(averaged["averaged_from"])
-text = describe.describe_model(parameters, averaged_from, len(sources), test.name)
-display(Markdown(text))
+shares = {valid.name: len(valid_sources), test.name: len(sources)}
+display(Markdown(describe.describe_model(parameters, averaged_from, shares)))
 
 # %% [markdown]
 # ### How the `cpu` and `gpu` recipes were chosen
@@ -277,19 +284,19 @@ def greedy_by_hand(model, src: torch.Tensor, max_new_tokens: int) -> torch.Tenso
 
 
 # %% [markdown]
-# On the first eight test sentences it must write the very tokens of the package's
+# On the first eight validation sentences it must write the very tokens of the package's
 # `greedy_decode`, which keeps a cache instead of recomputing the prefix (and the package's
 # length penalty must be the formula above):
 
 # %%
 c = model.config
-few = collate_sources(tokenizer.encode_batch(sources[:8]), c.pad_id, c.eos_id)
+few = collate_sources(tokenizer.encode_batch(valid_sources[:8]), c.pad_id, c.eos_id)
 few = few.to(torch_device)
 limit_tokens = few.size(1) + profile.max_len_b
 ours = greedy_by_hand(model, few, limit_tokens)
 assert torch.equal(ours, greedy_decode(model, few, limit_tokens))
 assert math.isclose(gnmt_length_penalty(10, 0.6), ((5 + 10) / 6) ** 0.6)
-print(f"the same tokens for {few.size(0)} test sentences")
+print(f"the same tokens for {few.size(0)} validation sentences")
 
 # %% [markdown]
 # The package never recomputes the prefix. Each decoder layer keeps the keys and values of the
@@ -314,27 +321,29 @@ assert torch.equal(cache_rows[0]["tokens"], cache_rows[1]["tokens"])
 viz.show_table(tables.cache_table(cache_rows, few.size(0)), seconds="{:.2f}")
 
 # %% [markdown]
-# Now the whole test set (or the profile's share of it), once greedy and once with the profile's
-# beam, each through `pipeline.evaluate`, the function `pipeline.run` scores a run with. Both use
-# the same averaged model, the same batches and the same length limit; the times are the decoding
-# alone, on this machine.
+# Now the whole validation split (or the profile's share of it), once greedy and once with the
+# profile's beam, each through `pipeline.evaluate`, the function `pipeline.run` scores a run with.
+# Both use the same averaged model, the same batches and the same length limit; the times are the
+# decoding alone, on this machine. The comparison could choose a decoding, so it is made here and
+# not on the test set, which section 5.4 scores once.
 
 
 # %%
-def evaluate(checkpoint: dict, beam_size: int) -> dict:
-    """pipeline.evaluate with the profile's settings and `beam_size` (1: greedy)."""
+def evaluate(checkpoint: dict, beam_size: int, split: str) -> dict:
+    """pipeline.evaluate on `split` with the profile's settings and `beam_size` (1: greedy)."""
     return pipeline.evaluate(
         checkpoint,
         profile.replace(beam_size=beam_size),
         data_dir=data_dir,
         device=torch_device,
+        split=split,
         progress=True,
     )
 
 
-greedy = evaluate(averaged, 1)
-beamed = evaluate(averaged, beam)
-assert greedy["sentences"] == beamed["sentences"] == len(sources)
+greedy = evaluate(averaged, 1, profile.valid_split)
+beamed = evaluate(averaged, beam, profile.valid_split)
+assert greedy["sentences"] == beamed["sentences"] == len(valid_sources)
 BEAM = f"beam {beam}, alpha {decoding.alpha}"
 decoded = {"greedy": greedy, BEAM: beamed}
 
@@ -342,8 +351,8 @@ decoded = {"greedy": greedy, BEAM: beamed}
 # A BLEU score is a measurement on one sample of sentences; another sample of the same kind would
 # give another number. To tell a difference between two systems from that noise, each score gets a
 # 95% interval from sacreBLEU's paired bootstrap resampling {cite:p}`koehn2004significance`: the
-# test set is drawn again, with replacement, many times, and both systems are scored on each draw
-# (the same sentences for both: *paired*). The spread of a system's scores over the draws is its
+# sentences are drawn again, with replacement, many times, and both systems are scored on each
+# draw (the same sentences for both: *paired*). The spread of a system's scores over the draws is its
 # interval; how often the draws alone produce a difference as large as the one observed is the
 # p-value, and a difference with $p < 0.05$ exceeds the resampling noise. The package's wrapper:
 
@@ -356,32 +365,21 @@ viz.show_source(paired_bootstrap)
 
 # %%
 systems = {name: scores["hypotheses"] for name, scores in decoded.items()}
-intervals = paired_bootstrap(systems, references)
+intervals = paired_bootstrap(systems, valid_references)
 for name, scores in decoded.items():
     assert intervals[name]["bleu"] == scores["sacrebleu"]
 compared = record.decoding_record(greedy, beamed, intervals, BEAM)
-table = tables.decoding_table(decoded, intervals, len(sources))
+table = tables.decoding_table(decoded, intervals, len(valid_sources))
 viz.show_table(table, **tables.DECODING_FORMATS)
-text = describe.describe_beam(compared["greedy"], compared["beam"], len(sources))
+text = describe.describe_beam(
+    compared["greedy"], compared["beam"], len(valid_sources), valid.name
+)
 display(Markdown(text))
 
 # %% [markdown]
 # Beam search keeps $k$ hypotheses per sentence, so each step does about $k$ times the work of a
 # greedy step, and a sentence runs until $k$ hypotheses have ended. Whether it pays is a property
-# of the model and the test set; the sentence above says whether this run can tell.
-#
-# The run's own results file, written by `pipeline.run` when it scored the run, holds the same
-# beam search on the same averaged model; read back, it agrees (the decoding is deterministic on a
-# CPU; on a GPU, reductions in another order may flip a rare near-tie):
-
-# %%
-name = pipeline.default_results_name(profile)
-run_record = results.read_result(name, profile.results_folder)
-same_run = report.same_run(run_record, run, averaged_from)
-run_scores = run_record["metrics"] if same_run else {}
-if same_run and torch_device.type == "cpu" and run_scores["test"]["beam_size"] == beam:
-    assert abs(run_scores["sacrebleu"] - beamed["sacrebleu"]) <= 0.5, run_scores
-viz.show_table(tables.agreement_table(run_scores, same_run, beamed))
+# of the model and the sentences; the sentence above says whether this run can tell.
 
 # %% [markdown]
 # ## 5.3 Averaging the last checkpoints
@@ -415,19 +413,21 @@ print(f"the mean of {len(chosen)} snapshots by hand equals average_checkpoints")
 
 # %% [markdown]
 # How much does it gain here? The newest $k$ snapshots for several $k$ ($k = 1$ is the last
-# snapshot alone): test perplexity per subword (teacher forcing, no smoothing), and test sacreBLEU
-# of the profile's beam search, the decoding section 6.1 scores an averaged model with. Each BLEU
-# carries its 95% interval, and the paired bootstrap compares every average with $k = 1$. The
-# profile's own $k$ was decoded in section 5.2 already and is not decoded twice.
+# snapshot alone), on the same validation sentences: perplexity per subword (teacher forcing, no
+# smoothing), and sacreBLEU of the profile's beam search, the decoding section 6.1 scores an
+# averaged model with. Each BLEU carries its 95% interval, and the paired bootstrap compares every
+# average with $k = 1$. The profile's own $k$ was decoded in section 5.2 already and is not
+# decoded twice.
 
 # %%
 sizes = report.averaging_sizes(profile.average_last, len(run.snapshots))
 swept = {}
 for k, checkpoint, used in report.averaging_sweep(run_dir, sizes):
-    swept[k] = (used, beamed if used == averaged_from else evaluate(checkpoint, beam))
+    scores = beamed if used == averaged_from else None
+    swept[k] = (used, scores or evaluate(checkpoint, beam, profile.valid_split))
 by_k = {f"k={k}": scores["hypotheses"] for k, (_, scores) in swept.items()}
-sweep = report.sweep_frame(swept, paired_bootstrap(by_k, references))
-assert sweep.k.tolist() == sizes and sweep.test_ppl.notna().all()
+sweep = report.sweep_frame(swept, paired_bootstrap(by_k, valid_references))
+assert sweep.k.tolist() == sizes and sweep.ppl.notna().all()
 viz.show_table(tables.sweep_table(sweep), "-", **tables.SWEEP_FORMATS)
 
 # %% [markdown]
@@ -449,8 +449,32 @@ display(Markdown(describe.describe_averaging(rows, len(averaged_from))))
 # Under `smoke` the snapshots are a few dozen steps apart in a model that has barely started
 # learning, and the numbers say little.
 #
-# ## 5.4 Two BLEUs
+# ## 5.4 The test score, and two BLEUs
 #
+# Everything above that could choose (the decoding, the averaging) looked at the validation split
+# alone. The test split is translated once, with the profile's decoding of the profile's averaged
+# model, and that is the run's score, with sacreBLEU's bootstrap interval:
+
+# %%
+tested = evaluate(averaged, beam, profile.test_split)
+assert tested["sentences"] == len(sources)
+display(Markdown(describe.describe_result(tested)))
+
+# %% [markdown]
+# The run's own results file, written by `pipeline.run` when it scored the run, holds the same
+# beam search on the same averaged model; read back, it agrees (the decoding is deterministic on a
+# CPU; on a GPU, reductions in another order may flip a rare near-tie):
+
+# %%
+name = pipeline.default_results_name(profile)
+run_record = results.read_result(name, profile.results_folder)
+same_run = report.same_run(run_record, run, averaged_from)
+run_scores = run_record["metrics"] if same_run else {}
+if same_run and torch_device.type == "cpu" and run_scores["test"]["beam_size"] == beam:
+    assert abs(run_scores["sacrebleu"] - tested["sacrebleu"]) <= 0.5, run_scores
+viz.show_table(tables.agreement_table(run_scores, same_run, tested))
+
+# %% [markdown]
 # BLEU compares the $n$-grams (1 to 4 words) of a translation with those of a reference: the
 # geometric mean of the four $n$-gram precisions over the whole test set, times a penalty when the
 # output is shorter than the references. What counts as a *word* is not part of the definition:
@@ -469,12 +493,12 @@ display(Markdown(describe.describe_averaging(rows, len(averaged_from))))
 # All three scores of the same outputs, with and without the splitting, each with its signature:
 
 # %%
-hypotheses = beamed["hypotheses"]
+hypotheses = tested["hypotheses"]
 sacre = sacrebleu_score(hypotheses, references)
 split = tokenized_bleu(hypotheses, references, compound_splitting=True)
 unsplit = tokenized_bleu(hypotheses, references, compound_splitting=False)
-assert round(sacre["score"], 2) == beamed["sacrebleu"]
-assert round(split["score"], 2) == beamed["bleu_tokenized"]
+assert round(sacre["score"], 2) == tested["sacrebleu"]
+assert round(split["score"], 2) == tested["bleu_tokenized"]
 assert (
     abs(split["score"] - sacre["score"]) <= 1.0
 )  # same 13a tokens; only the splitting differs
@@ -502,11 +526,11 @@ viz.show_source(tokenized_bleu)
 # %% [markdown]
 # ## 5.5 Translations
 #
-# A few test sentences, with the reference and both decodings (the first sentences of the test
-# set, in its order):
+# A few validation sentences, with the reference and both decodings (the first sentences of the
+# split, in its order; the test set was decoded only with the profile's beam):
 
 # %%
-viz.show_table(tables.samples_table(sources, references, decoded))
+viz.show_table(tables.samples_table(valid_sources, valid_references, decoded))
 
 # %% [markdown]
 # ## 5.6 What the training cost (Table 2)
@@ -568,7 +592,7 @@ viz.show_table(tables.cost_table(cost, profile.name))
 table2 = report.table2_points()
 mine = f"{profile.name}, {parameters / 1e6:.1f}M"
 ours = report.run_points(
-    mine, beamed["sacrebleu"], intervals[BEAM]["ci95"], cost.paper_way, cost.counted
+    mine, tested["sacrebleu"], tested["sacrebleu_ci95"], cost.paper_way, cost.counted
 )
 gpu = report.gpu_comparison(
     profile.name, test.name, mine, hypotheses, references, test.tgt
@@ -661,7 +685,7 @@ if paper_table is not None:
 # %% tags=["remove-cell"]
 written = record.write(
     record.build(
-        profile, run, beamed, compared, (unsplit["score"], hyphenated), cost, sweep,
+        profile, run, tested, compared, (unsplit["score"], hyphenated), cost, sweep,
         cache_rows, averaged_from, (recipe_cost, check), gpu, trained_here,
     ),
     profile, torch_device, time.perf_counter() - chapter_start,

@@ -380,10 +380,12 @@ def test_plus_minus_writes_the_interval_or_the_bare_score():
 
 def test_averaging_chart_draws_bleu_with_error_bars():
     sweep = pd.DataFrame(
-        {"k": [1, 2, 5], "test_ppl": [7.0, 6.8, 6.6], "bleu": [35, 35.5, 36], "ci95": 1.0}
+        {"k": [1, 2, 5], "ppl": [7.0, 6.8, 6.6], "bleu": [35, 35.5, 36], "ci95": 1.0}
     )
     spec = viz.chart_spec(viz.averaging_chart(sweep, title="averaging"))
     assert _marks(spec) == ["line", "line", "rule"]
+    titles = [panel.get("title") for panel in spec["hconcat"]]
+    assert titles[0] == "validation perplexity (lower is better)"
     rules = [d for d in _datasets(spec) if "low" in d[0]]
     assert [(r["low"], r["high"]) for r in rules[0]] == [(34, 36), (34.5, 36.5), (35, 37)]
     assert spec["resolve"]["scale"]["y"] == "independent"

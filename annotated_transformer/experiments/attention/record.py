@@ -68,7 +68,8 @@ def build(
     and an even spread's; `paper_law`: the weight from "its" on "Law" per head and the two heads
     drawn; `drawn`: Figures 3 and 4's `figure_heads`; `cases`: their `example`s; `domain`:
     the pieces-per-word table; `live`: the exports' `bytes` ({"float32", "int8"}),
-    `captions`, `same` translations, paired-bootstrap `bleu` and the export `served`."""
+    `captions` of the `split` compared on, `same` translations, paired-bootstrap `bleu` and the
+    export `served`."""
     share, uniform = paper_share
     on_law, chosen = paper_law
     drawn3, drawn4 = drawn
@@ -111,6 +112,7 @@ def build(
             "same_translations": int(live["same"]),
             "bleu": live["bleu"],
             "served": live["served"],
+            "split": live["split"],
         },
         "greedy_paths": greedy_paths,
     }

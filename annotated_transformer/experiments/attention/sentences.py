@@ -188,16 +188,17 @@ def describe_layers(heads: pd.DataFrame, even_bits: float) -> str:
 
 
 def describe_exports(
-    bleu: dict, same: int, captions: int, sizes: dict, served: str
+    bleu: dict, same: int, captions: int, sizes: dict, served: str, split: str
 ) -> str:
-    """The int8 export against the float32 one: BLEU with the interval, and which one the page
+    """The int8 export against the float32 one on `captions` captions of `split` (validation:
+    the comparison chooses what the page serves): BLEU with the interval, and which one the page
     serves (int8 only when its BLEU lies inside float32's interval)."""
     full, small = bleu["float32"], bleu["int8"]
     low, high = full["mean"] - full["ci95"], full["mean"] + full["ci95"]
     inside = "inside" if served == "int8" else "outside"
     size = sizes[served] / 1e6
     return (
-        f"On {captions:,} test captions the int8 export scores {small['bleu']:.2f} sacreBLEU "
+        f"On {captions:,} captions of `{split}` the int8 export scores {small['bleu']:.2f} sacreBLEU "
         f"against float32's {full['bleu']:.2f} (95% interval {low:.2f}-{high:.2f}); {same:,} of "
         f"{captions:,} translations are the same words. The int8 BLEU lies {inside} the "
         f"interval, so the page serves the {served} export ({size:.1f} MB of model, against "
@@ -319,6 +320,7 @@ def closing(record: Mapping) -> str:
             live["captions"],
             sizes,
             live["served"],
+            live["split"],
         )
     )
     if metrics.get("greedy_paths"):

@@ -3,7 +3,7 @@ chapter shows beside its own.
 
 What the record's "metrics" hold, built by `build` from what the chapter computed:
 
-* the averaged model's beam search on the test set: `dataset`, `test_set`, `sentences`,
+* the averaged model's beam search on the test set, scored once: `dataset`, `test_set`, `sentences`,
   `bleu_tokenized` (the paper's kind, with compound splitting) with its signature and its value
   `..._without_compound_splitting`, `references_with_hyphen`, `sacrebleu` with
   `sacrebleu_ci95` (paired bootstrap) and its signature, `ppl`; the introduction's summary reads
@@ -11,11 +11,11 @@ What the record's "metrics" hold, built by `build` from what the chapter compute
 * the cost (`cost_fields`): `parameters`, `training_flops` (the paper's way: seconds x one device
   x a sustained rate, like for like with Table 2) and `training_flops_how`,
   `training_flops_counted` (from the model), `training_flops_six_n`, `model_flops_utilisation`;
-* `greedy` and `beam` (`decoding_record`): both decodings' scores, seconds and 95% half-widths,
-  and the beam's p-value against greedy; `kv_cache_seconds`: beam search with and without the
-  key-value cache;
-* `averaging`: the averaging sweep, one row per k; `averaged_checkpoints`: the snapshots of the
-  profile's average;
+* `greedy` and `beam` (`decoding_record`), on the validation split (`decoding_set`,
+  `decoding_sentences`): both decodings' scores, seconds and 95% half-widths, and the beam's
+  p-value against greedy; `kv_cache_seconds`: beam search with and without the key-value cache;
+* `averaging`: the averaging sweep on the same validation sentences, one row per k;
+  `averaged_checkpoints`: the snapshots of the profile's average;
 * `run`: the run's steps, training time, target tokens, device, and whether this chapter
   trained it;
 * `gpu_comparison`: the committed `gpu` run beside this one (`table2.GpuComparison.record`), or
@@ -46,11 +46,21 @@ RESULTS_NAME = "translation"
 
 # ------------------------------------------------------------------------------------------ parts
 def decoding_record(greedy: dict, beamed: dict, intervals: dict, beam_name: str) -> dict:
-    """Greedy decoding and beam search as the results record holds them: scores, seconds, the
-    bootstrap's 95% half-widths, and the beam's p-value against greedy."""
+    """Greedy decoding and beam search as the results record holds them: the sentences they
+    decoded (the validation split's: a comparison that may choose is not made on test), scores,
+    seconds, the bootstrap's 95% half-widths, and the beam's p-value against greedy."""
+    if (greedy["test_set"], greedy["sentences"]) != (
+        beamed["test_set"],
+        beamed["sentences"],
+    ):
+        raise ValueError(
+            "greedy and beam decoded different sentences: no paired comparison"
+        )
     test = intervals[beam_name]
     keep = ("sacrebleu", "bleu_tokenized", "decode_seconds")
     return {
+        "decoding_set": greedy["test_set"],
+        "decoding_sentences": greedy["sentences"],
         "greedy": {k: greedy[k] for k in keep}
         | {"sacrebleu_ci95": intervals["greedy"]["ci95"]},
         "beam": {k: beamed[k] for k in keep + ("beam_size", "length_penalty_alpha")}
@@ -112,9 +122,10 @@ def build(
     gpu: GpuComparison | None,
     trained_here: bool,
 ) -> dict:
-    """The record's metrics. `decoded`: `decoding_record`'s; `bleus`: the tokenized BLEU without
-    compound splitting and the number of references with a hyphen; `sweep`: the averaging
-    sweep's frame; `recipe`: section 5.7's cost and check."""
+    """The record's metrics. `beamed`: the test set's one decoding (`pipeline.evaluate`, with its
+    interval); `decoded`: `decoding_record`'s; `bleus`: the tokenized BLEU without compound
+    splitting and the number of references with a hyphen; `sweep`: the averaging sweep's frame;
+    `recipe`: section 5.7's cost and check."""
     without_splitting, hyphenated = bleus
     recipe_cost, check = recipe
     costs = cost_fields(cost)
@@ -127,7 +138,7 @@ def build(
         "bleu_tokenized_without_compound_splitting": round(without_splitting, 2),
         "references_with_hyphen": hyphenated,
         "sacrebleu": beamed["sacrebleu"],
-        "sacrebleu_ci95": decoded["beam"]["sacrebleu_ci95"],  # paired bootstrap
+        "sacrebleu_ci95": beamed["sacrebleu_ci95"],  # sacreBLEU's bootstrap
         "sacrebleu_signature": beamed["sacrebleu_signature"],
         "ppl": beamed["ppl"],
         **{k: v for k, v in costs.items() if k != "run"},

@@ -3,9 +3,11 @@ closing list of what one run shows (`closing`), read from its results record
 (`results/<profile>/translation.json`).
 
 A difference between two BLEU scores is called a difference only when sacreBLEU's paired
-bootstrap puts it beyond the resampling noise (p < 0.05); otherwise the sentence says the test set
-cannot tell the two apart. Differences between BLEUs of the same outputs (the two tokenizations)
-and between costs are exact, not samples, and carry no interval.
+bootstrap puts it beyond the resampling noise (p < 0.05); otherwise the sentence says the sentences
+cannot tell the two apart. The comparisons that could choose a setting (greedy or beam, how many
+snapshots to average) are on the validation split; the test set is scored once. Differences
+between BLEUs of the same outputs (the two tokenizations) and between costs are exact, not
+samples, and carry no interval.
 """
 
 from __future__ import annotations
@@ -48,19 +50,21 @@ def describe_plan(profile, device, beam: int) -> str:
         else "every sentence"
     )
     return (
-        f"Under profile `{profile.name}` the chapter translates {share} of the "
-        f"{profile.corpus} test split ({profile.src_lang} to {profile.tgt_lang}) with beam "
-        f"{beam} and length penalty α = {profile.length_penalty_alpha:g}, on {device}."
+        f"Under profile `{profile.name}` the chapter compares decodings on {share} of the "
+        f"{profile.corpus} validation split ({profile.src_lang} to {profile.tgt_lang}), then "
+        f"translates {share} of its test split once, with beam {beam} and length penalty "
+        f"α = {profile.length_penalty_alpha:g}, on {device}."
     )
 
 
 def describe_model(
-    parameters: int, averaged_from: Sequence[str], sentences: int, test: str
+    parameters: int, averaged_from: Sequence[str], sentences: Mapping[str, int]
 ):
-    """The averaged model and the sentences it will translate."""
+    """The averaged model and the sentences it will translate ({split name: how many})."""
+    sets = " and ".join(f"{n:,} sentences of `{name}`" for name, n in sentences.items())
     return (
         f"The model has {parameters:,} parameters, each the mean of {_names(averaged_from)}; "
-        f"the test set is {sentences:,} sentences of `{test}`."
+        f"it will translate {sets}."
     )
 
 
@@ -171,8 +175,9 @@ def describe_gpu_choice(rows: Sequence[Mapping]) -> str:
 
 
 # ------------------------------------------------------------------------------------------ decoding
-def describe_beam(greedy: Mapping, beam: Mapping, sentences: int) -> str:
-    """Beam search against greedy decoding (the record's "greedy" and "beam" entries)."""
+def describe_beam(greedy: Mapping, beam: Mapping, sentences: int, split: str) -> str:
+    """Beam search against greedy decoding (the record's "greedy" and "beam" entries) on
+    `sentences` sentences of `split`."""
     gain = beam["sacrebleu"] - greedy["sacrebleu"]
     tokenized = beam["bleu_tokenized"] - greedy["bleu_tokenized"]
     slower = beam["decode_seconds"] / max(greedy["decode_seconds"], 0.05)
@@ -180,13 +185,14 @@ def describe_beam(greedy: Mapping, beam: Mapping, sentences: int) -> str:
         f"{plus_minus(beam['sacrebleu'], beam['sacrebleu_ci95'])} sacreBLEU against greedy's "
         f"{plus_minus(greedy['sacrebleu'], greedy['sacrebleu_ci95'])}"
     )
-    cost = f" It took {slower:.1f} times greedy's decoding time on the {sentences:,} sentences."
+    cost = f" It took {slower:.1f} times greedy's decoding time."
+    where = f"on the {sentences:,} sentences of `{split}`"
     name = f"Beam search (beam {beam['beam_size']}, α = {beam['length_penalty_alpha']})"
     p = _p(beam["p_value_against_greedy"])
     if not beam["exceeds_noise"]:
         return (
-            f"{name} scores {scores}: a change of {signed(gain)} that lies within the resampling "
-            f"noise ({p}), so on this test set the two cannot be told apart.{cost}"
+            f"{name} scores {scores} {where}: a change of {signed(gain)} that lies within the "
+            f"resampling noise ({p}), so these sentences cannot tell the two apart.{cost}"
         )
     if gain > 0:
         reason = (
@@ -200,14 +206,14 @@ def describe_beam(greedy: Mapping, beam: Mapping, sentences: int) -> str:
         )
     side = "above" if gain > 0 else "below"
     return (
-        f"{name} scores {scores}, {abs(gain):.2f} points {side} it ({tokenized:+.2f} "
-        f"tokenized) and beyond the resampling noise ({p}): {reason}.{cost}"
+        f"{name} scores {scores} {where}, {abs(gain):.2f} points {side} it "
+        f"({tokenized:+.2f} tokenized) and beyond the resampling noise ({p}): {reason}.{cost}"
     )
 
 
 def describe_averaging(rows: Sequence[Mapping], own_k: int) -> str:
-    """The averaging sweep (the record's "averaging"): the profile's average against the last
-    snapshot, and how the other averages compare with it."""
+    """The averaging sweep (the record's "averaging", on the validation split): the profile's
+    average against the last snapshot, and how the other averages compare with it."""
     last = rows[0]
     own = next(r for r in rows if r["k"] == own_k)
     if own_k == 1:
@@ -222,13 +228,11 @@ def describe_averaging(rows: Sequence[Mapping], own_k: int) -> str:
             side = "above" if d > 0 else "below"
             verdict = f"{abs(d):.2f} sacreBLEU {side} it, beyond the resampling noise"
         else:
-            verdict = (
-                "a change within the resampling noise, so no gain this test set can tell"
-            )
+            verdict = "a change within the resampling noise, so no gain the validation set can tell"
         text = (
-            f"Averaging the newest {own_k} snapshots scores {scores} for the last one alone, "
-            f"{verdict} ({_p(own['p_value'])}); test perplexity goes from "
-            f"{last['test_ppl']:.2f} to {own['test_ppl']:.2f}."
+            f"On the validation split, averaging the newest {own_k} snapshots scores {scores} "
+            f"for the last one alone, {verdict} ({_p(own['p_value'])}); perplexity goes from "
+            f"{last['ppl']:.2f} to {own['ppl']:.2f}."
         )
     averages = [r for r in rows if r["k"] > 1]
     if len(averages) > 1:
@@ -239,17 +243,17 @@ def describe_averaging(rows: Sequence[Mapping], own_k: int) -> str:
             f"the noise, {down} below it, and {len(averages) - up - down} within it."
         )
     widest = rows[-1]
-    if own["test_ppl"] > last["test_ppl"]:
+    if own["ppl"] > last["ppl"]:
         text += (
-            f" Here averaging raises the test perplexity ({last['test_ppl']:.2f} for the last "
-            f"snapshot, {widest['test_ppl']:.2f} for all {widest['k']}): the snapshots are far "
+            f" Here averaging raises the validation perplexity ({last['ppl']:.2f} for the last "
+            f"snapshot, {widest['ppl']:.2f} for all {widest['k']}): the snapshots are far "
             "apart in a run that is still changing fast, so their mean is a worse model than "
             "the last of them."
         )
-    elif widest["k"] > own_k and widest["test_ppl"] > own["test_ppl"]:
+    elif widest["k"] > own_k and widest["ppl"] > own["ppl"]:
         text += (
-            f" Averaging all {widest['k']} kept snapshots raises the test perplexity again, to "
-            f"{widest['test_ppl']:.2f}: the oldest of them are worse models of a run that was "
+            f" Averaging all {widest['k']} kept snapshots raises the validation perplexity "
+            f"again, to {widest['ppl']:.2f}: the oldest of them are worse models of a run that was "
             "still improving, and they pull the mean back."
         )
     return text
@@ -409,7 +413,7 @@ def closing(record: Mapping) -> str:
     recipe = m["paper_recipe"]
     lines = [
         describe_result(m),
-        describe_beam(m["greedy"], m["beam"], m["sentences"]),
+        describe_beam(m["greedy"], m["beam"], m["decoding_sentences"], m["decoding_set"]),
         describe_averaging(m["averaging"], own_k),
         describe_bleus(
             m["sacrebleu"],

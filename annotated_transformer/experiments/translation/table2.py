@@ -291,14 +291,15 @@ def same_run(run_record: dict | None, run: FinishedRun, averaged_from) -> bool:
 
 def sweep_frame(swept: dict, tests: dict) -> pd.DataFrame:
     """The averaging sweep, one row per k: {k: (snapshot names, scores)} and the paired
-    bootstrap of every average against k = 1 (`tests`, keyed "k=<k>")."""
+    bootstrap of every average against k = 1 (`tests`, keyed "k=<k>"). The scores are on the
+    validation split, where a choice among the averages may be made; `ppl` is its perplexity."""
     first = next(iter(swept.values()))[1]["sacrebleu"]
     return pd.DataFrame(
         [
             {
                 "k": k,
                 "snapshots": f"{used[0]} .. {used[-1]}" if k > 1 else used[0],
-                "test_ppl": scores["ppl"],
+                "ppl": scores["ppl"],
                 "bleu": scores["sacrebleu"],
                 "ci95": tests[f"k={k}"]["ci95"],
                 "minus_k1": scores["sacrebleu"] - first,

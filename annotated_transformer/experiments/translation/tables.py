@@ -90,12 +90,12 @@ def agreement_table(run_scores: Mapping, same: bool, beamed: Mapping) -> pd.Data
 
 
 def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
-    """The averaging sweep (`sweep_frame`) with headers in words."""
+    """The averaging sweep (`sweep_frame`, on the validation split) with headers in words."""
     return pd.DataFrame(
         {
             "k": sweep.k,
             "snapshots": sweep.snapshots,
-            "test perplexity": sweep.test_ppl,
+            "validation perplexity": sweep.ppl,
             "sacreBLEU ± 95%": [plus_minus(b, c) for b, c in zip(sweep.bleu, sweep.ci95)],
             "minus k = 1": sweep.minus_k1,
             "p against k = 1": sweep.p_value,
@@ -109,7 +109,7 @@ def sweep_table(sweep: pd.DataFrame) -> pd.DataFrame:
 
 
 SWEEP_FORMATS = {
-    "test perplexity": "{:.2f}",
+    "validation perplexity": "{:.2f}",
     "minus k = 1": "{:+.2f}",
     "p against k = 1": "{:.3f}",
 }
@@ -145,7 +145,7 @@ def compound_example(references: Sequence[str], tokenize, split) -> pd.DataFrame
 
 
 def samples_table(sources, references, decoded: Mapping[str, Mapping], n: int = 6):
-    """The first `n` test sentences: source, reference, and each decoding's translation."""
+    """The first `n` sentences: source, reference, and each decoding's translation."""
     return pd.DataFrame(
         [
             {"source": sources[i], "reference": references[i]}

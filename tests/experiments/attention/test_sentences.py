@@ -99,6 +99,7 @@ def _record(dependency: pd.DataFrame, anaphora: pd.DataFrame, **extra) -> dict:
             "same_translations": 873,
             "bleu": bleu,
             "served": "int8",
+            "split": "multi30k/val",
         },
     } | extra
     return {"metrics": metrics}
@@ -218,12 +219,12 @@ def test_export_sentence_follows_the_choice():
         "int8": {"bleu": 36.49, "mean": 36.47, "ci95": 1.58},
     }
     sizes = {"float32": 47.5e6, "int8": 12.7e6}
-    kept = sentences.describe_exports(bleu, 854, 1000, sizes, "int8")
+    kept = sentences.describe_exports(bleu, 854, 1000, sizes, "int8", "v")
     assert (
         "lies inside the interval" in kept and "serves the int8 export (12.7 MB" in kept
     )
     bleu["int8"]["bleu"] = 30.0
-    dropped = sentences.describe_exports(bleu, 500, 1000, sizes, "float32")
+    dropped = sentences.describe_exports(bleu, 500, 1000, sizes, "float32", "v")
     assert "lies outside" in dropped and "serves the float32 export (47.5 MB" in dropped
 
 
@@ -233,8 +234,10 @@ def test_exports_sentence_counts_with_separators():
         "int8": {"bleu": 36.58},
     }
     sizes = {"float32": 47.5e6, "int8": 12.7e6}
-    text = sentences.describe_exports(bleu, 854, 1000, sizes, "int8")
-    assert text.startswith("On 1,000 test captions the int8 export scores 36.58")
+    text = sentences.describe_exports(bleu, 854, 1000, sizes, "int8", "multi30k/val")
+    assert text.startswith(
+        "On 1,000 captions of `multi30k/val` the int8 export scores 36.58"
+    )
     assert "854 of 1,000 translations are the same words" in text
 
 

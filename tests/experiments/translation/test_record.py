@@ -3,6 +3,7 @@ among them), its parts as the page's sentences read them, and `write` and `read`
 results folder."""
 
 import pandas as pd
+import pytest
 
 from annotated_transformer.experiments.translation import record, sentences
 from annotated_transformer.experiments.translation import table2 as report
@@ -22,8 +23,11 @@ def _metrics() -> dict:
         precision="bf16", stopped_by="max_steps", snapshots=("a", "b"),
     )  # fmt: skip
     beamed = {"test_set": "t", "sentences": 3, "bleu_tokenized": 37.02, "sacrebleu": 37.0,
-              "bleu_tokenized_signature": "s", "sacrebleu_signature": "s", "ppl": 6.4}  # fmt: skip
-    decoded = {"greedy": {}, "beam": {"sacrebleu_ci95": 1.54}}
+              "bleu_tokenized_signature": "s", "sacrebleu_signature": "s", "ppl": 6.4,
+              "sacrebleu_ci95": 1.54}  # fmt: skip
+    # the validation split's comparison, whose interval is not the test score's
+    decoded = {"decoding_set": "v", "decoding_sentences": 4, "greedy": {},
+               "beam": {"sacrebleu_ci95": 9.99}}  # fmt: skip
     recipe_cost = report.RecipeCost(
         30, 31, 100_000, 2.5e9, 1e18, 3.3e18, 1e15, {"a": 0.35}
     )
@@ -46,6 +50,7 @@ def test_the_record_holds_what_the_summary_reads():
     assert m["bleu_tokenized_without_compound_splitting"] == 37.0
     assert m["paper_recipe"]["check_vocab_size"] == 37_000
     assert m["gpu_comparison"] is None and m["references_with_hyphen"] == 12
+    assert (m["test_set"], m["decoding_set"], m["decoding_sentences"]) == ("t", "v", 4)
     assert m["run"] == {
         "steps": 10,
         "train_time_s": 900.0,
@@ -66,6 +71,7 @@ def test_the_page_s_cost_sentences_read_the_record_s_own_fields():
 
 def test_decoding_record_keeps_scores_intervals_and_the_test():
     greedy = {"sacrebleu": 30.0, "bleu_tokenized": 30.1, "decode_seconds": 5.0}
+    greedy |= {"test_set": "multi30k/val", "sentences": 1014}
     beamed = greedy | {"sacrebleu": 31.0, "beam_size": 4, "length_penalty_alpha": 0.6}
     intervals = {
         "greedy": {"bleu": 30.0, "ci95": 1.5},
@@ -75,6 +81,12 @@ def test_decoding_record_keeps_scores_intervals_and_the_test():
     assert decoded["greedy"]["sacrebleu_ci95"] == 1.5
     assert decoded["beam"]["p_value_against_greedy"] == 0.01
     assert decoded["beam"]["exceeds_noise"] and decoded["beam"]["beam_size"] == 4
+    assert (decoded["decoding_set"], decoded["decoding_sentences"]) == (
+        "multi30k/val",
+        1014,
+    )
+    with pytest.raises(ValueError, match="different sentences"):
+        record.decoding_record(greedy, beamed | {"sentences": 1000}, intervals, "beam")
 
 
 def test_write_and_read_through_the_profile_s_results_folder(tmp_path):

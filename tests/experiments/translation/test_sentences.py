@@ -36,29 +36,32 @@ def _decoding(beam_bleu: float, beyond: bool, p: float = 0.01):
 
 
 def test_beam_sentence_names_a_difference_only_beyond_the_noise():
-    up = describe.describe_beam(*_decoding(31.2, True), 1000)
+    up = describe.describe_beam(*_decoding(31.2, True), 1000, "multi30k/val")
+    assert "on the 1,000 sentences of `multi30k/val`" in up
     assert "1.20 points above it" in up and "back out of an early word" in up
-    assert up.endswith("It took 2.5 times greedy's decoding time on the 1,000 sentences.")
+    assert up.endswith("It took 2.5 times greedy's decoding time.")
     assert "p = 0.010" in up
-    down = describe.describe_beam(*_decoding(28.9, True), 1000)
+    down = describe.describe_beam(*_decoding(28.9, True), 1000, "v")
     assert "1.10 points below it" in down and "probabilities are not BLEU" in down
-    within = describe.describe_beam(*_decoding(30.4, False, 0.3), 1000)
-    assert "within the resampling noise" in within and "cannot be told apart" in within
+    within = describe.describe_beam(*_decoding(30.4, False, 0.3), 1000, "v")
+    assert (
+        "within the resampling noise" in within and "cannot tell the two apart" in within
+    )
     assert "points above" not in within and "back out" not in within
-    tie = describe.describe_beam(*_decoding(29.999, False, 0.9), 1000)
+    tie = describe.describe_beam(*_decoding(29.999, False, 0.9), 1000, "v")
     assert "a change of 0.00 that lies within" in tie  # never "-0.00" (wording.signed)
 
 
 def _sweep(own_bleu, own_beyond, own_ppl, widest_ppl):
     return [
-        {"k": 1, "test_ppl": 7.0, "bleu": 34.0, "ci95": 1.5, "minus_k1": 0.0,
+        {"k": 1, "ppl": 7.0, "bleu": 34.0, "ci95": 1.5, "minus_k1": 0.0,
          "p_value": math.nan, "beyond_noise": None},
-        {"k": 2, "test_ppl": 6.8, "bleu": 35.5, "ci95": 1.5, "minus_k1": 1.5,
+        {"k": 2, "ppl": 6.8, "bleu": 35.5, "ci95": 1.5, "minus_k1": 1.5,
          "p_value": 0.002, "beyond_noise": True},
-        {"k": 5, "test_ppl": own_ppl, "bleu": own_bleu, "ci95": 1.5,
+        {"k": 5, "ppl": own_ppl, "bleu": own_bleu, "ci95": 1.5,
          "minus_k1": own_bleu - 34.0, "p_value": 0.001 if own_beyond else 0.4,
          "beyond_noise": own_beyond},
-        {"k": 10, "test_ppl": widest_ppl, "bleu": 34.3, "ci95": 1.5, "minus_k1": 0.3,
+        {"k": 10, "ppl": widest_ppl, "bleu": 34.3, "ci95": 1.5, "minus_k1": 0.3,
          "p_value": 0.5, "beyond_noise": False},
     ]  # fmt: skip
 
@@ -70,10 +73,14 @@ def test_averaging_sentence_follows_the_bootstrap_and_the_perplexity():
         "2 score above the last snapshot beyond the noise, 0 below it, and 1 within"
         in gain
     )
-    assert "raises the test perplexity again, to 6.80" in gain
+    assert gain.startswith("On the validation split, averaging the newest 5")
+    assert "raises the validation perplexity again, to 6.80" in gain
     within = describe.describe_averaging(_sweep(34.5, False, 6.4, 6.3), 5)
-    assert "no gain this test set can tell" in within and "sacreBLEU above" not in within
-    assert "raises the test perplexity" not in within  # the widest is the best model here
+    assert "no gain the validation set can tell" in within
+    assert "sacreBLEU above" not in within
+    assert (
+        "raises the validation perplexity" not in within
+    )  # the widest is the best model here
     worse = describe.describe_averaging(_sweep(33.0, True, 7.5, 8.0), 5)
     assert "1.00 sacreBLEU below it" in worse and "Here averaging raises" in worse
     alone = describe.describe_averaging(_sweep(37.0, True, 6.4, 6.8)[:1], 1)

@@ -35,6 +35,7 @@ def test_sweep_frame_measures_every_average_from_the_last_snapshot():
     assert frame.beyond_noise.tolist() == [None, True]
     shown = tables.sweep_table(frame)
     assert shown["sacreBLEU ± 95%"].tolist() == ["34.00 ± 1.50", "36.00 ± 1.40"]
+    assert shown["validation perplexity"].tolist() == [7.0, 6.5]
 
 
 def test_run_points_are_one_run_priced_two_ways():

@@ -16,13 +16,14 @@ _COSTS = ("paper's way", "counted")
 
 
 def averaging_chart(
-    sweep: pd.DataFrame, *, title: str, bleu_title: str = "test sacreBLEU"
+    sweep: pd.DataFrame, *, title: str, split: str = "validation"
 ) -> alt.HConcatChart:
-    """Checkpoint averaging (section 6.1): test perplexity and test BLEU against the number of
-    newest snapshots averaged, BLEU with its 95% interval as error bars.
+    """Checkpoint averaging (section 6.1): perplexity and sacreBLEU on `split` against the number
+    of newest snapshots averaged, BLEU with its 95% interval as error bars.
 
-    `sweep` has the columns `k`, `test_ppl`, `bleu` and `ci95` (the interval's half-width).
+    `sweep` has the columns `k`, `ppl`, `bleu` and `ci95` (the interval's half-width).
     """
+    bleu_title = f"{split} sacreBLEU"
     x = alt.X(
         "k:Q",
         title="snapshots averaged (newest k)",
@@ -34,10 +35,10 @@ def averaging_chart(
         .mark_line(point=True)
         .encode(
             x=x,
-            y=alt.Y("test_ppl:Q", title="perplexity", scale=alt.Scale(zero=False)),
-            tooltip=["k", alt.Tooltip("test_ppl:Q", format=".2f")],
+            y=alt.Y("ppl:Q", title="perplexity", scale=alt.Scale(zero=False)),
+            tooltip=["k", alt.Tooltip("ppl:Q", format=".2f")],
         )
-        .properties(width=260, height=200, title="test perplexity (lower is better)")
+        .properties(width=260, height=200, title=f"{split} perplexity (lower is better)")
     )
     line = (
         alt.Chart(sweep)
