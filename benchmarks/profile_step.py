@@ -7,12 +7,15 @@
 The step is `Trainer.train_step` (forward, label-smoothed loss, backward, fused Adam, schedule) on one
 global batch of synthetic pairs with Multi30k's lengths (`bench_precision.synthetic_pairs`, as
 bench_compile.py builds them), the same batch every step. First `--warmup` steps (compiling, Adam's
-state), then `--steps` timed steps without the profiler (wall and process CPU time per step: when the
-host's CPU time equals the wall time, the host sets the pace), then the same steps under the profiler.
+state), then `--steps` timed steps without the profiler (wall and process CPU time per step: on a CPU,
+when the host's CPU time equals the wall time, the host sets the pace; on a GPU it cannot tell, since
+waiting for the device spins a core and counts as CPU time), then the same steps under the profiler.
+On a GPU the record's `device_busy_share` says who sets the pace instead: the kernels' time per
+step over an unprofiled step's wall time, near 1 when the GPU is never idle.
 
 What the profiler sees is sorted into kinds by `classify` (matmul, attention, softmax/cross-entropy,
-optimizer, elementwise/other): on a GPU the kernels' device time (self device time: each kernel once),
-on a CPU the operators' self CPU time. The kinds add up to the profiled total; the record also holds
+optimizer, elementwise/other): on a GPU the device's own events alone (kernels, copies, memsets), each
+once (`time_by_kind`), on a CPU the operators' self CPU time. The kinds add up to the profiled total; the record also holds
 the top operators, and on a GPU the host time spent in kernel-launch calls. Writes the JSON (`--out`)
 and a markdown table beside it (same name, .md).
 """
@@ -186,8 +189,32 @@ def profiled(trainer: Trainer, batch, steps: int, top: int = 15) -> dict:
         for _ in range(steps):
             trainer.train_step(batch)
         sync(device)
-    metric = "self_device_time_total" if cuda else "self_cpu_time_total"
     events = [e for e in prof.key_averages() if not e.key.startswith("ProfilerStep")]
+    out = time_by_kind(events, cuda, steps, top)
+    if cuda:
+        launches = [e for e in events if e.key in LAUNCH_CALLS]
+        out["host_launch_ms_per_step"] = (
+            sum(e.self_cpu_time_total for e in launches) / 1e3 / steps
+        )
+        out["launches_per_step"] = sum(e.count for e in launches) / steps
+    return out
+
+
+def time_by_kind(events, cuda: bool, steps: int, top: int = 15) -> dict:
+    """The profiler's averaged events (`key_averages()`) as time by kind per step.
+
+    On a GPU only the device's own events count (`device_type` CUDA: kernels, memcpy, memset),
+    by their device time. A CPU operator such as `aten::mm` also carries, as its self device
+    time, the time of the kernels it launched, so summing operators and kernels together would
+    count every kernel twice (a first H100 trace summed 128.6 ms of "device time" in a 70.7 ms
+    step). On a CPU the operators' self CPU time, which excludes their children, adds up."""
+    if cuda:
+        from torch.autograd import DeviceType
+
+        metric = "self_device_time_total"
+        events = [e for e in events if e.device_type == DeviceType.CUDA]
+    else:
+        metric = "self_cpu_time_total"
     by_kind = {kind: 0.0 for kind in KINDS}
     rows = []
     for e in events:
@@ -199,7 +226,7 @@ def profiled(trainer: Trainer, batch, steps: int, top: int = 15) -> dict:
         rows.append((us, e.key, kind, e.count))
     total = sum(by_kind.values())
     rows.sort(reverse=True)
-    out = {
+    return {
         "metric": metric,
         "profiled_steps": steps,
         "total_ms_per_step": total / 1e3 / steps,
@@ -218,13 +245,6 @@ def profiled(trainer: Trainer, batch, steps: int, top: int = 15) -> dict:
             for us, name, kind, count in rows[:top]
         ],
     }
-    if cuda:
-        launches = [e for e in events if e.key in LAUNCH_CALLS]
-        out["host_launch_ms_per_step"] = (
-            sum(e.self_cpu_time_total for e in launches) / 1e3 / steps
-        )
-        out["launches_per_step"] = sum(e.count for e in launches) / steps
-    return out
 
 
 def markdown(record: dict) -> str:
@@ -246,6 +266,10 @@ def markdown(record: dict) -> str:
         f"{1e3 * t['host_cpu_s_per_step']:.3f} ms (unprofiled, {t['steps']} steps)",
         f"- profiled {where} per step: {p['total_ms_per_step']:.3f} ms",
     ]
+    if "device_busy_share" in p:
+        lines.append(
+            f"- kernels busy {p['device_busy_share']:.0%} of an unprofiled step's wall time"
+        )
     if "host_launch_ms_per_step" in p:
         lines.append(
             f"- host time in launch calls per step: {p['host_launch_ms_per_step']:.3f} ms "
@@ -269,6 +293,11 @@ def markdown(record: dict) -> str:
             f"| {row['calls_per_step']:g} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def say(line: str) -> None:
+    """A progress line at once: a run cut short by its time limit still says where it stopped."""
+    print(f"[profile_step] {line}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -313,13 +342,26 @@ def main(argv: list[str] | None = None) -> dict:
         batch_tokens=args.batch_tokens,
     )
     batch, tokens = first_global_batch(trainer)
+    say(
+        f"{args.profile} on {device}, {args.precision}, compile {args.compile}: warming up"
+    )
     started = time.perf_counter()
     for _ in range(args.warmup):
         trainer.train_step(batch)
     sync(device)
     warmup_s = time.perf_counter() - started
+    say(
+        f"{args.warmup} warm-up steps in {warmup_s:.1f} s ({tokens:,} target tokens a step)"
+    )
     timing = {**timed_steps(trainer, batch, args.steps), "steps": args.steps}
     timing["target_tokens_per_s"] = tokens / timing["wall_s_per_step"]
+    say(f"{args.steps} timed steps: {1e3 * timing['wall_s_per_step']:.2f} ms a step")
+    profile_record = profiled(trainer, batch, args.steps)
+    if device.type == "cuda":
+        wall_ms = 1e3 * timing["wall_s_per_step"]
+        profile_record["device_busy_share"] = (
+            profile_record["total_ms_per_step"] / wall_ms
+        )
     record = {
         "setting": {
             "profile": args.profile,
@@ -339,7 +381,7 @@ def main(argv: list[str] | None = None) -> dict:
         "target_tokens": tokens,
         "warmup_s": warmup_s,
         "timing": timing,
-        "profile": profiled(trainer, batch, args.steps),
+        "profile": profile_record,
         "provenance": provenance(device),
     }
     out = Path(args.out)

@@ -834,13 +834,16 @@ viz.show_source(EncoderLayer.forward)
 # The experiment: a six-layer model of width 64 on the profile's training pairs, post-norm and
 # pre-norm, each trained twice with the same batches: with a warm-up to the peak rate, and starting
 # at the peak at once (the same curve with its ramp cut off: the rate of step
-# $\max(\mathit{step}, w)$). First the gradient each layer receives at initialisation, before any
-# update, averaged over a few batches (`warmup.layer_gradient_norms`):
+# $\max(\mathit{step}, w)$). Like the copy task it runs on the CPU under every profile: a model
+# this small is a few hundred tiny kernel launches a step on a GPU (on one H100 the four runs
+# one after another took longer than four CPU processes do). First the gradient each layer
+# receives at initialisation, before any update, averaged over a few batches
+# (`warmup.layer_gradient_norms`):
 
 # %%
 setup = warmup.NormSetup()
 experiment = warmup.NormExperiment(
-    data.train, tokenizer.vocab_size, setup, seed, torch_device,
+    data.train, tokenizer.vocab_size, setup, seed, "cpu",
     profile.adam_betas, profile.adam_eps,
 )  # fmt: skip
 gradients = pd.concat(
@@ -869,7 +872,7 @@ display(Markdown(sentences.describe_gradients(ratios)))
 # the context and predicts each target token by its frequency alone.
 
 # %%
-side_workers = side_by_side_workers(torch_device, len(warmup.RUN_ORDER))
+side_workers = side_by_side_workers("cpu", len(warmup.RUN_ORDER))
 warmup_log = warmup.warmup_runs(experiment, sizes.norm_steps, workers=side_workers)
 final = warmup.final_losses(warmup_log, sizes.norm_steps)
 nll = final.set_index("run").iloc[:, 0]

@@ -114,6 +114,40 @@ def test_profile_kinds_classify_cpu_ops_and_gpu_kernels():
     assert {name: classify(name) for name in expected} == expected
 
 
+def test_gpu_time_by_kind_counts_each_kernel_once():
+    # An operator carries its kernels' time as its own self device time: only the device's
+    # events count, or the H100's first trace (128.6 ms in a 70.7 ms step) comes back.
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from types import SimpleNamespace
+
+    from profile_step import time_by_kind
+    from torch.autograd import DeviceType
+
+    def event(key, device_type, device_us, cpu_us=0.0):
+        return SimpleNamespace(
+            key=key, device_type=device_type, count=2,
+            self_device_time_total=device_us, self_cpu_time_total=cpu_us,
+        )  # fmt: skip
+
+    events = [
+        event("aten::mm", DeviceType.CPU, 30.0, 5.0),
+        event("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", DeviceType.CUDA, 30.0),
+        event("aten::_cudnn_attention_forward", DeviceType.CPU, 20.0, 4.0),
+        event("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", DeviceType.CUDA, 20.0),
+        event("Memcpy HtoD (Pageable -> Device)", DeviceType.CUDA, 10.0),
+    ]
+    gpu = time_by_kind(events, cuda=True, steps=2)
+    assert gpu["metric"] == "self_device_time_total"
+    assert gpu["total_ms_per_step"] == pytest.approx(0.030)  # 60 us over 2 steps
+    assert gpu["by_kind_ms_per_step"]["matmul"] == pytest.approx(0.015)
+    assert gpu["by_kind_ms_per_step"]["attention"] == pytest.approx(0.010)
+    assert [row["name"][:4] for row in gpu["top_ops"]] == ["sm90", "cudn", "Memc"]
+    cpu = time_by_kind(events, cuda=False, steps=1)
+    assert cpu["total_ms_per_step"] == pytest.approx(
+        0.009
+    )  # the operators' self CPU time
+
+
 def test_profile_step_table_adds_up(tmp_path):
     # The smoke profile's eager step, 2 profiled steps on the CPU: the kinds are the whole total.
     out = tmp_path / "profile.json"

@@ -6,7 +6,8 @@
 #   AT_DATA_DIR=/path/to/data bash scripts/gpu/run_chapters.sh 01 02 03
 #
 # Writes $OUT/chapters_<NN-NN>.tgz (when $OUT is set, as on the device machine) holding the executed
-# notebooks (_build/executed/gpu/), the profile's results folder (results/gpu/, with book_run.json:
+# notebooks (_build/executed/gpu/; a chapter that failed or was cut short: _build/failed/gpu/), the
+# profile's results folder (results/gpu/, with book_run.json:
 # each chapter's time, device and commit) and the run's log. `results/book_gpu/` is made from it.
 # PROFILE (default gpu) and DEVICE (default auto) change what it runs; LIMIT_S stops the run after
 # that many seconds (the chapter then running is recorded as interrupted), so that a fixed call
@@ -38,7 +39,12 @@ timeout --signal=INT --kill-after=30 "${LIMIT_S:-100000}" \
 status=${PIPESTATUS[0]}
 echo "[chapters] $started to $(date -u +%H:%M:%S) UTC, exit $status" | tee -a "$log"
 if [ -n "${OUT:-}" ]; then
-  tar -czf "$OUT/$name.tgz" "_build/executed/$profile" "results/$profile" "$log" \
-    && echo "[chapters] packed into \$OUT/$name.tgz"
+  # what exists of: the executed notebooks, the notebook of a chapter that failed or was cut
+  # short (its cells carry their durations: where the time went), the results and the log
+  packed=()
+  for path in "_build/executed/$profile" "_build/failed/$profile" "results/$profile" "$log"; do
+    [ -e "$path" ] && packed+=("$path")
+  done
+  tar -czf "$OUT/$name.tgz" "${packed[@]}" && echo "[chapters] packed into \$OUT/$name.tgz"
 fi
 exit $status

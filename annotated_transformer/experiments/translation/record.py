@@ -6,7 +6,7 @@ What the record's "metrics" hold, built by `build` from what the chapter compute
 * the averaged model's beam search on the test set, scored once: `dataset`, `test_set`, `sentences`,
   `bleu_tokenized` (the paper's kind, with compound splitting) with its signature and its value
   `..._without_compound_splitting`, `references_with_hyphen`, `sacrebleu` with
-  `sacrebleu_ci95` (paired bootstrap) and its signature, `ppl`; the introduction's summary reads
+  `sacrebleu_ci95` (sacreBLEU's bootstrap) and its signature, `ppl`; the introduction's summary reads
   `bleu_tokenized`, `sacrebleu` with `sacrebleu_ci95`, and `training_flops`;
 * the cost (`cost_fields`): `parameters`, `training_flops` (the paper's way: seconds x one device
   x a sustained rate, like for like with Table 2) and `training_flops_how`,

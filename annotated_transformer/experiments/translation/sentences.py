@@ -397,7 +397,7 @@ def describe_result(metrics: Mapping) -> str:
     """The chapter's headline: the averaged model's test scores."""
     return (
         f"The averaged model scores {plus_minus(metrics['sacrebleu'], metrics['sacrebleu_ci95'])} "
-        f"sacreBLEU (95% interval of a paired bootstrap) and {metrics['bleu_tokenized']:.2f} "
+        f"sacreBLEU (95% bootstrap interval) and {metrics['bleu_tokenized']:.2f} "
         f"tokenized BLEU, the paper's kind, on {metrics['sentences']:,} sentences of "
         f"`{metrics['test_set']}`, against the paper's "
         f"{paper.table2_row('Transformer (base)').bleu_en_de} for the base model on WMT14 "
