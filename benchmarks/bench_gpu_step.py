@@ -17,7 +17,8 @@ same initial weights, all in one process, interleaved within every repeat:
 
 Target tokens per second and MFU (`model.flops`: training FLOPs per real target token, the
 vocabulary projection counted, against the device's dense peak; None on a CPU) for each, with the
-process's CPU time per step beside the wall time.
+process's CPU time per step beside the wall time (on a GPU the two are equal whoever sets the pace:
+waiting on the device spins a core; `profile_step.py`'s `device_busy_share` tells instead).
 
 Decoding: greedy decoding and beam search (beam 4, alpha 0.6) of `--decode-batch` sources with the
 profile's model (random weights, an end-of-sentence bias so outputs end at caption lengths, as
