@@ -182,8 +182,8 @@ def widget_html(
 
 def choose_export(comparison: dict[str, dict]) -> str:
     """Which export the live page serves, from `paired_bootstrap` of the float32 and int8 exports'
-    test translations (float32 first): "int8" when its BLEU lies within the 95% bootstrap interval
-    of the float32 export's, else "float32". The int8 weights are a quarter of the download; a
+    translations of the validation captions (float32 first; a choice is not made on test): "int8"
+    when its BLEU lies within the 95% bootstrap interval of the float32 export's, else "float32". The int8 weights are a quarter of the download; a
     reader should get them only when the loss they cost cannot be told from noise."""
     if list(comparison)[:1] != ["float32"] or "int8" not in comparison:
         raise ValueError(

@@ -17,8 +17,9 @@ What its "metrics" hold, built by `build` from what the chapter computed:
 * Figure 5 and section 8.6: `encoder_heads_test` (entropy, its standard error and distance per
   encoder head over the test captions), `per_head` (every kind of attention over
   `test_captions` translated captions), `explorer_spec_bytes`;
-* the live page: `onnx_model_bytes` (float32), `onnx_int8` (its bytes, the captions, how many
-  translations equal float32's, both BLEUs with the paired bootstrap, the export served) and
+* the live page: `onnx_model_bytes` (float32), `onnx_int8` (its bytes, the captions and their
+  `split`, validation's, how many translations equal float32's, both BLEUs with the paired
+  bootstrap, the export served) and
   `greedy_paths`, the float32 export beside chapter 05's greedy decoding of the same captions
   (`exports.compare_greedy`).
 

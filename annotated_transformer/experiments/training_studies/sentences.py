@@ -130,8 +130,8 @@ def describe_run(metrics: Mapping) -> str:
         f"The profile's run trained {metrics['steps']:,} steps in "
         f"{metrics['train_time_s']:,.0f} s and ended at a validation perplexity of "
         f"{metrics['valid_ppl']:.2f} per subword; its averaged model scores "
-        f"{metrics['test_sacrebleu']:.1f} sacreBLEU on the test set (chapter 05 gives the "
-        "interval and the translations)."
+        f"{metrics['test_sacrebleu']:.1f} sacreBLEU on the test set (chapter 05 gives its "
+        "interval)."
     )
 
 

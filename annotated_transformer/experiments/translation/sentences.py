@@ -52,7 +52,7 @@ def describe_plan(profile, device, beam: int) -> str:
     return (
         f"Under profile `{profile.name}` the chapter compares decodings on {share} of the "
         f"{profile.corpus} validation split ({profile.src_lang} to {profile.tgt_lang}), then "
-        f"translates {share} of its test split once, with beam {beam} and length penalty "
+        f"scores {share} of its test split with one setting, beam {beam} and length penalty "
         f"α = {profile.length_penalty_alpha:g}, on {device}."
     )
 
@@ -217,7 +217,10 @@ def describe_averaging(rows: Sequence[Mapping], own_k: int) -> str:
     last = rows[0]
     own = next(r for r in rows if r["k"] == own_k)
     if own_k == 1:
-        text = f"The profile averages nothing: its model is the last snapshot ({last['bleu']:.2f})."
+        text = (
+            "The profile averages nothing: its model is the last snapshot "
+            f"({last['bleu']:.2f} on the validation split)."
+        )
     else:
         d = own["bleu"] - last["bleu"]
         scores = (

@@ -85,6 +85,15 @@ def test_averaging_sentence_follows_the_bootstrap_and_the_perplexity():
     assert "1.00 sacreBLEU below it" in worse and "Here averaging raises" in worse
     alone = describe.describe_averaging(_sweep(37.0, True, 6.4, 6.8)[:1], 1)
     assert alone.startswith("The profile averages nothing")
+    assert "(34.00 on the validation split)" in alone
+
+
+def test_plan_names_the_split_that_compares_and_the_one_scored():
+    from annotated_transformer.profiles import get_profile
+
+    plan = describe.describe_plan(get_profile("cpu"), "cpu", 4)
+    assert "compares decodings on every sentence of the multi30k validation split" in plan
+    assert "scores every sentence of its test split with one setting, beam 4" in plan
 
 
 def test_bleu_sentence_says_how_far_the_two_bleus_are_apart():
