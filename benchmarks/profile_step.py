@@ -54,11 +54,15 @@ _OPTIMIZER = re.compile(r"adam|optimizer\.step|multi_tensor_apply|_foreach_|fuse
 _ATTENTION = re.compile(
     r"scaled_dot_product|flash|fmha|efficient_attention|attention|sdpa|_attn"
 )
+# The loss's exp and log passes over the logits: aten's operators on a CPU, their kernels on a GPU
+# (`exp_kernel_cuda`, `log_kernel_cuda`); the max and sum reductions stay elementwise/other there
+# (a reduction kernel's name does not say whose it is).
 _SOFTMAX = re.compile(
     r"softmax|logsumexp|cross_entropy|nll_loss|label_smooth|^aten::(amax|exp_?|log_?)$"
+    r"|\b(exp|log)_kernel_cuda"
 )
 _MATMUL = re.compile(
-    r"gemm|cublas|cutlass|xmma|mkldnn|onednn|triton_tem_fused_(mm|addmm|bmm)"
+    r"gemm|cublas|cutlass|xmma|nvjet|mkldnn|onednn|triton_tem_fused_(mm|addmm|bmm)"
     r"|^aten::(mm|addmm|bmm|matmul|linear|_addmm_activation|baddbmm)$"
 )
 
@@ -204,7 +208,9 @@ def time_by_kind(events, cuda: bool, steps: int, top: int = 15) -> dict:
     """The profiler's averaged events (`key_averages()`) as time by kind per step.
 
     On a GPU only the device's own events count (`device_type` CUDA: kernels, memcpy, memset),
-    by their device time. A CPU operator such as `aten::mm` also carries, as its self device
+    by their device time; not the device-side copies of `record_function` ranges
+    (`is_user_annotation`, such as `Optimizer.step#Adam.step`), whose time spans the kernels
+    inside them. A CPU operator such as `aten::mm` also carries, as its self device
     time, the time of the kernels it launched, so summing operators and kernels together would
     count every kernel twice (a first H100 trace summed 128.6 ms of "device time" in a 70.7 ms
     step). On a CPU the operators' self CPU time, which excludes their children, adds up."""
@@ -212,7 +218,12 @@ def time_by_kind(events, cuda: bool, steps: int, top: int = 15) -> dict:
         from torch.autograd import DeviceType
 
         metric = "self_device_time_total"
-        events = [e for e in events if e.device_type == DeviceType.CUDA]
+        events = [
+            e
+            for e in events
+            if e.device_type == DeviceType.CUDA
+            and not getattr(e, "is_user_annotation", False)
+        ]
     else:
         metric = "self_cpu_time_total"
     by_kind = {kind: 0.0 for kind in KINDS}

@@ -97,6 +97,9 @@ def test_profile_kinds_classify_cpu_ops_and_gpu_kernels():
         "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64": "matmul",
         "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn": "matmul",
         "triton_tem_fused_mm_3": "matmul",
+        "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT": "matmul",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::exp_kernel_cuda(at::TensorIteratorBase&)": "softmax/cross-entropy",
+        "void cunn_SoftMaxForward<4, float, float, float, LogSoftMaxForwardEpilogue>": "softmax/cross-entropy",
         "aten::_scaled_dot_product_flash_attention_for_cpu": "attention",
         "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>": "attention",
         "fmha_cutlassF_bf16_aligned_64x64_rf_sm80": "attention",
@@ -123,9 +126,9 @@ def test_gpu_time_by_kind_counts_each_kernel_once():
     from profile_step import time_by_kind
     from torch.autograd import DeviceType
 
-    def event(key, device_type, device_us, cpu_us=0.0):
+    def event(key, device_type, device_us, cpu_us=0.0, annotation=False):
         return SimpleNamespace(
-            key=key, device_type=device_type, count=2,
+            key=key, device_type=device_type, count=2, is_user_annotation=annotation,
             self_device_time_total=device_us, self_cpu_time_total=cpu_us,
         )  # fmt: skip
 
@@ -135,13 +138,18 @@ def test_gpu_time_by_kind_counts_each_kernel_once():
         event("aten::_cudnn_attention_forward", DeviceType.CPU, 20.0, 4.0),
         event("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", DeviceType.CUDA, 20.0),
         event("Memcpy HtoD (Pageable -> Device)", DeviceType.CUDA, 10.0),
+        # a record_function range's device-side copy spans the kernels inside it
+        event("Optimizer.step#Adam.step", DeviceType.CUDA, 8.0, annotation=True),
+        event("multi_tensor_apply_kernel<FusedAdamMathFunctor>", DeviceType.CUDA, 6.0),
     ]
     gpu = time_by_kind(events, cuda=True, steps=2)
     assert gpu["metric"] == "self_device_time_total"
-    assert gpu["total_ms_per_step"] == pytest.approx(0.030)  # 60 us over 2 steps
+    assert gpu["total_ms_per_step"] == pytest.approx(0.033)  # 66 us over 2 steps
     assert gpu["by_kind_ms_per_step"]["matmul"] == pytest.approx(0.015)
     assert gpu["by_kind_ms_per_step"]["attention"] == pytest.approx(0.010)
-    assert [row["name"][:4] for row in gpu["top_ops"]] == ["sm90", "cudn", "Memc"]
+    assert gpu["by_kind_ms_per_step"]["optimizer"] == pytest.approx(0.003)
+    names = [row["name"][:4] for row in gpu["top_ops"]]
+    assert names == ["sm90", "cudn", "Memc", "mult"]
     cpu = time_by_kind(events, cuda=False, steps=1)
     assert cpu["total_ms_per_step"] == pytest.approx(
         0.009

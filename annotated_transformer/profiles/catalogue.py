@@ -145,9 +145,10 @@ GPU = Profile(
         max_epochs=41,
         precision="auto",
         # Eager: at 9.4M parameters compiling does not pay over 41 epochs. The compiled seed-1 run
-        # took 326.5 s, 142.8 s of it before step 50 (compiling), then 33 steps a second; eager,
-        # the same recipe's first 1,000 steps took 73.6 s beside two other runs on the GPU (30
-        # steps a second once warm): about 220 s for the 5,412 steps (results/gpu/README.md).
+        # reached step 1,000 at 197.5 s (142.8 s before step 50, compiling), eager the same
+        # recipe's first 1,000 steps in 73.6 s beside two other runs on the GPU; between steps 250
+        # and 1,000 both ran about 29 steps a second, and compiled ran 35 after. Eager: about
+        # 200-225 s for the 5,412 steps against 326.5 s (results/gpu/README.md).
         compile=False,
         log_every=50,
         eval_every=250,
@@ -212,6 +213,7 @@ PROFILES["gpu-iwslt14"] = GPU.replace(
     time_budget_minutes=None,
     max_steps=60_000,
     max_epochs=None,
+    compile=True,  # 60,000 steps of a wider model: compiling pays here, unlike the gpu recipe
     save_every_steps=2000,
     keep_snapshots=10,
     average_last=5,
