@@ -142,8 +142,9 @@ GPU_CHAPTERS = {
         bpe=SubwordSample(lines=4000, vocab=4000, test_lines=3003),
     ),
     # 04's small studies (the copy task, post-norm against pre-norm) train on the CPU under every
-    # profile, at the cpu sizes: on one H100, 400 steps of the four norm runs on the GPU took
-    # longer than the cpu book's 250 on two cores (results/book_gpu/README.md).
+    # profile, at the cpu sizes: on one H100, the four norm runs of 400 steps on the GPU had not
+    # finished after more than a minute, where two cores train them for 250 steps in under one
+    # (results/book_gpu/README.md).
     #
     # Not yet run on a GPU: the cpu recipe one size up, and the epochs where the cpu curve flattens
     # times four; the curve this profile draws is what should set its scale.
