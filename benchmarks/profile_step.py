@@ -224,6 +224,11 @@ def time_by_kind(events, cuda: bool, steps: int, top: int = 15) -> dict:
             if e.device_type == DeviceType.CUDA
             and not getattr(e, "is_user_annotation", False)
         ]
+        if not events:  # a profiler that saw no kernels would report a step of 0 ms
+            raise SystemExit(
+                "profile_step: the profiler recorded no GPU kernel (is CUPTI available to "
+                "torch.profiler here?); no time by kind to report"
+            )
     else:
         metric = "self_cpu_time_total"
     by_kind = {kind: 0.0 for kind in KINDS}

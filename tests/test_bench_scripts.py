@@ -150,6 +150,8 @@ def test_gpu_time_by_kind_counts_each_kernel_once():
     assert gpu["by_kind_ms_per_step"]["optimizer"] == pytest.approx(0.003)
     names = [row["name"][:4] for row in gpu["top_ops"]]
     assert names == ["sm90", "cudn", "Memc", "mult"]
+    with pytest.raises(SystemExit, match="no GPU kernel"):
+        time_by_kind(events[:1], cuda=True, steps=2)  # operators only: nothing to count
     cpu = time_by_kind(events, cuda=False, steps=1)
     assert cpu["total_ms_per_step"] == pytest.approx(
         0.009
