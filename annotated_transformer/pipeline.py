@@ -26,6 +26,7 @@ from .evaluation.scoring import evaluate_translation, paired_bootstrap, translat
 from .model import flops
 from .model.transformer import count_parameters
 from .profiles import Profile, get_profile
+from .runtime import attention_kernels
 from .runtime.collisions import check_outputs
 from .runtime.distributed import (
     DistributedContext,
@@ -189,6 +190,8 @@ def train(
                 + _dropped_note(data.dropped)
             )
             print(f"precision {trainer.precision}: {trainer.execution.precision_reason}")
+            if context.device.type == "cuda":
+                print(f"attention: {attention_kernels.describe(context.device)}")
             if (
                 trainer.settings.compile == "auto"
                 and not trainer.execution.compile_failed
@@ -235,6 +238,7 @@ def train(
         "precision_reason": trainer.execution.precision_reason,
         "compiled": trainer.compiled,
         "compile_reason": trainer.execution.compile_reason,
+        "attention_kernels": attention_kernels.describe(context.device),
         "world_size": context.world_size,
         "model_config": config.to_dict(),
         "dropped_pairs": data.dropped,

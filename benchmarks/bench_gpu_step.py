@@ -8,7 +8,10 @@ Training: the trainer's own step (`Trainer.train_step`, built as profile_step.ma
 one global batch of synthetic pairs, the same batch for every variant, each variant a trainer with the
 same initial weights, all in one process, interleaved within every repeat:
 
-- eager: the trainer's step as a run without --compile takes it;
+- eager: the trainer's step as a run without --compile takes it (cuDNN's attention left out, as
+  `runtime.attention_kernels` does for varying shapes);
+- eager_cudnn_attention: the same with cuDNN's attention allowed, in torch's order: what leaving it
+  out costs or saves once the plan for this batch's shape is built (the warm-up builds it);
 - compiled: the model and the loss compiled, as `train --compile` (default mode);
 - compiled_bucketed: the same with lengths padded to `LengthBuckets.doubling(max_len + 1)` (the
   change alone: a few more padded positions, a fixed shape);
@@ -58,9 +61,11 @@ from annotated_transformer.model.static_decoding import (  # noqa: E402
     StaticGreedyDecoder,
 )
 from annotated_transformer.profiles import Profile, get_profile  # noqa: E402
+from annotated_transformer.runtime import attention_kernels  # noqa: E402
 
 TRAINING_VARIANTS = (
     "eager",
+    "eager_cudnn_attention",
     "compiled",
     "compiled_bucketed",
     "compiled_bucketed_reduce_overhead",
@@ -87,6 +92,7 @@ def bench_training(
     base = {"backend": "eager"} if quick else {}
     settings = {
         "eager": dict(compile=False),
+        "eager_cudnn_attention": dict(compile=False),
         "compiled": dict(compile=True, compile_options=base),
         "compiled_bucketed": dict(compile=True, compile_options=base, buckets=buckets),
         "compiled_bucketed_reduce_overhead": dict(
@@ -107,12 +113,13 @@ def bench_training(
         for group in t.optimizer.param_groups:
             group["lr"] = 0.0
     first, errors = {}, {}
+    steps = {name: _step(name, t, batch) for name, t in trainers.items()}
     for name, trainer in trainers.items():
         sync(device)
         started = time.perf_counter()
         try:
             for _ in range(max(1, warmup)):
-                trainer.train_step(batch)
+                steps[name]()
             sync(device)
         except Exception as error:  # noqa: BLE001 (a compiler failure is a result here)
             errors[name] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
@@ -120,11 +127,7 @@ def bench_training(
             continue
         first[name] = time.perf_counter() - started
         log(f"training {name}: warm-up {first[name]:.1f} s")
-    fns = {
-        name: (lambda t=t: t.train_step(batch))
-        for name, t in trainers.items()
-        if name not in errors
-    }
+    fns = {name: step for name, step in steps.items() if name not in errors}
     times = interleaved(fns, rounds, 0, device)
     config = profile.model_config()
     data = trainers["eager"].train_data
@@ -168,6 +171,19 @@ def bench_training(
         "quick_compile_backend": base.get("backend"),
         "variants": variants,
     }
+
+
+def _step(name: str, trainer, batch):
+    """The variant's step: the trainer's, and for `eager_cudnn_attention` with cuDNN's attention
+    allowed where the trainer leaves it out (runtime.attention_kernels)."""
+    if name != "eager_cudnn_attention":
+        return lambda: trainer.train_step(batch)
+
+    def step():
+        with attention_kernels.cudnn_allowed():
+            return trainer.train_step(batch)
+
+    return step
 
 
 def bench_decoding(

@@ -21,6 +21,22 @@ def run_script(name: str, out: Path, tmp_path: Path, **env: str) -> dict:
     return json.loads(out.read_text())
 
 
+def test_the_cudnn_variant_steps_with_cudnn_attention_allowed_and_the_others_without():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_gpu_step import TRAINING_VARIANTS, _step
+
+    from annotated_transformer.runtime import attention_kernels
+
+    class Trainer:
+        def train_step(self, batch):
+            return attention_kernels.cudnn_attention_allowed()
+
+    allowed = {name: _step(name, Trainer(), [[0]])() for name in TRAINING_VARIANTS}
+    assert allowed.pop("eager_cudnn_attention") is True
+    assert not any(allowed.values())
+    assert attention_kernels.cudnn_attention_allowed() is False  # and only inside its step
+
+
 @pytest.mark.slow
 def test_beam_benchmark_decodes_the_same_tokens_both_ways(tmp_path):
     record = run_script("bench_beam.py", tmp_path / "beam.json", tmp_path)
@@ -214,6 +230,7 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
     training = record["training"]
     assert set(training["variants"]) == {
         "eager",
+        "eager_cudnn_attention",
         "compiled",
         "compiled_bucketed",
         "compiled_bucketed_reduce_overhead",

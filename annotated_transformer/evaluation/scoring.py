@@ -35,6 +35,7 @@ from ..data.batching import (
     pack_by_tokens,
 )
 from ..model.decoding import DecodeSettings, beam_search, greedy_decode
+from ..runtime import attention_kernels
 from ..runtime.precision import autocast_context
 from ..runtime.progress import progress_bar
 from ..training.teacher_forcing import teacher_forced_loss
@@ -136,7 +137,10 @@ def translate(
             src = collate_sources(
                 [encoded[i] for i in batch], config.pad_id, config.eos_id
             ).to(device)
-            with autocast_context(device, precision):
+            with (
+                autocast_context(device, precision),
+                attention_kernels.for_varying_shapes(device),
+            ):
                 if beam_size > 1:
                     out = beam_search(
                         model,

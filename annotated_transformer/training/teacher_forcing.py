@@ -16,6 +16,7 @@ import torch.nn as nn
 
 from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
 from ..model.transformer import logits_at_real_targets
+from ..runtime import attention_kernels
 from ..runtime.compat import maybe_mark_dynamic
 from ..runtime.distributed import DistributedContext, all_reduce_sum
 from ..runtime.precision import autocast_context
@@ -40,7 +41,10 @@ def batch_loss(
     """
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
     _batch_shape_varies(src, tgt_in)
-    with autocast_context(src.device, precision):
+    with (
+        autocast_context(src.device, precision),
+        attention_kernels.for_varying_shapes(src.device),
+    ):
         if real_rows_only:
             logits, tgt_out = logits_at_real_targets(model, src, tgt_in, tgt_out, pad_id)
         else:

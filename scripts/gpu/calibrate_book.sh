@@ -17,12 +17,13 @@
 #      seconds per epoch and dev F1 (parser-curve --device).
 #   5. sdpa_backends: the start-up of step 1 (45-55 s before a process's first row runs at speed,
 #      again for a row of another width and for new batch shapes) has the pattern of cuDNN's
-#      attention building an execution plan for every new (batch, length) shape; the same rows in
-#      fresh processes with cuDNN's attention in torch's default place and with it put last
-#      (TORCH_CUDNN_SDPA_DEPRIORITIZED=1), seconds per job.
+#      attention building an execution plan for every new (batch, length) shape. The package now
+#      leaves cuDNN's attention out where shapes vary (runtime/attention_kernels.py); the same rows
+#      in fresh processes as the package runs them (cudnn_out) and with cuDNN's attention allowed
+#      in torch's order (cudnn_in, AT_CUDNN_ATTENTION=1), seconds per job.
 #   6. table3_all_rows: one epoch of all 20 rows, one seed, dropout's rows one small-corpus epoch,
-#      four processes (SDPA_ENV=TORCH_CUDNN_SDPA_DEPRIORITIZED=1 to run it with the backend that
-#      step 5 found faster): what an epoch of chapter 06's table costs per seed.
+#      four processes (SDPA_ENV=AT_CUDNN_ATTENTION=1 to run it with cuDNN's attention, should step
+#      5 find it faster): what an epoch of chapter 06's table costs per seed.
 #
 #   AT_DATA_DIR=/path/to/data bash scripts/gpu/calibrate_book.sh [STEP ...]
 #
@@ -128,9 +129,9 @@ sdpa_backends() {
   mkdir -p "$d"
   local rows=(base C1 big)
   [ "$quick" = 1 ] && rows=(base C1)
-  for order in default cudnn_last; do
-    local env=()
-    [ $order = cudnn_last ] && env=(TORCH_CUDNN_SDPA_DEPRIORITIZED=1)
+  for order in cudnn_out cudnn_in; do
+    local env=(AT_CUDNN_ATTENTION=0)
+    [ $order = cudnn_in ] && env=(AT_CUDNN_ATTENTION=1)
     timed sdpa_backends env "${env[@]}" $python -m annotated_transformer table3 \
       --profile "$profile" --device "$device" --epochs 1 --small-epochs 1 --seeds 1 \
       --rows "${rows[@]}" --workers 1 --out "$d/$order" || return 1

@@ -14,6 +14,7 @@ from nltk import Tree
 from ...data.batching import SRC_SPECIALS, collate_sources, pack_by_tokens
 from ...model.decoding import beam_search
 from ...model.transformer import Transformer
+from ...runtime import attention_kernels
 from ...runtime.precision import autocast_context
 from .linearization import Delinearized, delinearize
 from .scoring import BracketScore, _short_sentences, corpus_score, f1_by_length
@@ -148,7 +149,10 @@ def parse_sentences(
             if constrained
             else None
         )
-        with autocast_context(device, precision):
+        with (
+            autocast_context(device, precision),
+            attention_kernels.for_varying_shapes(device),
+        ):
             out = beam_search(
                 model,
                 src,

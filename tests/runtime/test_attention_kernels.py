@@ -1,0 +1,132 @@
+"""Where shapes vary (training, validation, beam search, parsing), a GPU's attention leaves cuDNN's
+kernel out, so no execution plan is built per new shape; elsewhere, and on a CPU, torch chooses."""
+
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+from nltk import Tree
+from torch.nn.attention import sdpa_kernel
+
+from annotated_transformer import Transformer
+from annotated_transformer.data import train_tokenizer
+from annotated_transformer.data.batching import collate_pairs, collate_sources
+from annotated_transformer.evaluation.scoring import translate
+from annotated_transformer.experiments import parsing
+from annotated_transformer.experiments.translation import table2
+from annotated_transformer.model.config import preset
+from annotated_transformer.model.decoding import DecodeSettings
+from annotated_transformer.runtime import attention_kernels
+from annotated_transformer.training.fit import build_model
+from annotated_transformer.training.teacher_forcing import batch_loss
+from tests.support.training import VOCAB, copy_pairs, tiny_profile
+
+BACKENDS = torch.backends.cuda
+
+
+def enabled() -> dict:
+    return {
+        "cudnn": BACKENDS.cudnn_sdp_enabled(),
+        "flash": BACKENDS.flash_sdp_enabled(),
+        "efficient": BACKENDS.mem_efficient_sdp_enabled(),
+        "math": BACKENDS.math_sdp_enabled(),
+    }
+
+
+ALL_ON = {"cudnn": True, "flash": True, "efficient": True, "math": True}
+
+
+def test_on_a_gpu_every_backend_but_cudnns_and_the_flags_come_back(monkeypatch):
+    monkeypatch.delenv(attention_kernels.ENVIRONMENT, raising=False)
+    assert enabled() == ALL_ON
+    with attention_kernels.for_varying_shapes(torch.device("cuda")):
+        assert enabled() == {**ALL_ON, "cudnn": False}
+    assert enabled() == ALL_ON
+    assert "cuDNN's attention left out" in attention_kernels.describe("cuda")
+
+
+def test_on_a_cpu_nothing_changes(monkeypatch):
+    monkeypatch.delenv(attention_kernels.ENVIRONMENT, raising=False)
+    with attention_kernels.for_varying_shapes("cpu"):
+        assert enabled() == ALL_ON
+    assert "off a GPU" in attention_kernels.describe("cpu")
+
+
+def test_the_environment_and_cudnn_allowed_keep_cudnn(monkeypatch):
+    monkeypatch.setenv(attention_kernels.ENVIRONMENT, "1")
+    with attention_kernels.for_varying_shapes("cuda"):
+        assert enabled() == ALL_ON
+    assert "AT_CUDNN_ATTENTION=1" in attention_kernels.describe("cuda")
+    # cudnn_allowed overrides the environment either way, and ends with its block
+    with attention_kernels.cudnn_allowed(False):
+        with attention_kernels.for_varying_shapes("cuda"):
+            assert not enabled()["cudnn"]
+    monkeypatch.delenv(attention_kernels.ENVIRONMENT)
+    with attention_kernels.cudnn_allowed():
+        with attention_kernels.for_varying_shapes("cuda"):
+            assert enabled() == ALL_ON
+    with attention_kernels.for_varying_shapes("cuda"):
+        assert not enabled()["cudnn"]
+
+
+@pytest.fixture
+def as_on_a_gpu(monkeypatch):
+    """Every varying-shape path behaves as on a GPU, and each SDPA call records whether cuDNN's
+    attention was enabled when it ran."""
+    monkeypatch.setattr(
+        attention_kernels,
+        "for_varying_shapes",
+        lambda device: sdpa_kernel(attention_kernels.WITHOUT_CUDNN),
+    )
+    seen = []
+    fused = F.scaled_dot_product_attention
+
+    def recording(*args, **kwargs):
+        seen.append(BACKENDS.cudnn_sdp_enabled())
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", recording)
+    return seen
+
+
+def _model(vocab: int, seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(preset("tiny", dropout=0.0), vocab, vocab).eval()
+
+
+def test_the_training_step_and_validation_attend_without_cudnn(as_on_a_gpu):
+    config = tiny_profile().model_config()
+    pairs = copy_pairs(6, 0)
+    src, tgt = collate_pairs(pairs, config.pad_id, config.bos_id, config.eos_id)
+    batch_loss(_model(VOCAB), src, tgt, smoothing=0.1, pad_id=config.pad_id)
+    assert as_on_a_gpu and not any(as_on_a_gpu)
+
+
+def test_translation_attends_without_cudnn(as_on_a_gpu):
+    words = "a man dog runs in the park".split()
+    tokenizer = train_tokenizer(
+        [" ".join(words[i:] + words[:i]) for i in range(50)], vocab_size=30
+    )
+    model = _model(tokenizer.vocab_size)
+    translate(model, tokenizer, ["a man runs", "dog"], beam_size=2, max_len_b=4)
+    translate(model, tokenizer, ["a man runs"], beam_size=1, max_len_b=4)
+    assert as_on_a_gpu and not any(as_on_a_gpu)
+
+
+def test_parsing_and_chapter_05s_cache_timing_attend_without_cudnn(as_on_a_gpu):
+    trees = [Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ runs)))")]
+    vocabs = parsing.ParserVocabularies.from_trees(trees, min_count=1)
+    model = build_model(preset("tiny", dropout=0.0), vocabs.sizes, seed=0).eval()
+    parsing.parse_sentences(
+        model, vocabs, [["the", "dog", "runs"]], beam_size=2, extra_length=4
+    )
+    assert as_on_a_gpu and not any(as_on_a_gpu)
+    as_on_a_gpu.clear()
+    rng = random.Random(0)
+    sources = collate_sources(
+        [[rng.randrange(4, VOCAB) for _ in range(5)] for _ in range(2)]
+    )
+    decoding = DecodeSettings(beam_size=2, max_len_b=3)
+    rows = table2.time_cache(_model(VOCAB), sources, decoding)
+    assert len(rows) == 2 and as_on_a_gpu and not any(as_on_a_gpu)
