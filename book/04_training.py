@@ -87,6 +87,7 @@ from annotated_transformer.evaluation import results
 # the chapter's own experiments, tables and sentences,
 # %%
 from annotated_transformer.experiments.training_studies import (
+    cpu_studies,
     record,
     runs,
     sentences,
@@ -104,8 +105,6 @@ from annotated_transformer.experiments.training_studies.copy_task import (
 from annotated_transformer.model.layers import EncoderLayer
 from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
-from annotated_transformer.runtime.progress import progress_bar
-from annotated_transformer.runtime.side_by_side import side_by_side, side_by_side_workers
 from annotated_transformer.training import loss as losses
 from annotated_transformer.training.schedule import (
     NoamSchedule,
@@ -127,7 +126,10 @@ seed = 0  # the chapter's own experiments (the profile's run has the profile's s
 # %% [markdown]
 # The profile decides everything the chapter trains. Its own small experiments have sizes of
 # their own (`sizes`); under `smoke` they are too short to learn much, so the chapter then
-# asserts only what holds at any scale (`learns` is false).
+# asserts only what holds at any scale (`learns` is false). Two of them, the copy task (4.5) and
+# post-norm against pre-norm (4.7), train small models on the CPU under every profile. On a GPU
+# machine, whose cores mostly idle while the GPU trains, they start early, in processes of their
+# own, and train beside the rest of the chapter (`cpu_studies`); on a CPU each waits for its section.
 
 # %%
 profile = chapter_profile(profile_name, max_steps=max_steps)
@@ -135,6 +137,7 @@ torch_device = resolve_device(device)
 chapter_start = time.perf_counter()
 sizes = profile.chapter_sizes("04")
 learns = profile_name != "smoke"
+studies = cpu_studies.CpuStudies(sizes, seed, early=torch_device.type == "cuda")
 display(Markdown(sentences.describe_plan(profile, torch_device)))
 viz.show_table(viz.sizes_table("04", profile_name))
 
@@ -262,6 +265,9 @@ viz.show_table(examples)
 
 # %%
 data = pipeline.prepare_data(profile, data_dir)  # the encoded pairs the trainer reads
+studies.prepare_norm_study(
+    data.train, tokenizer.vocab_size, profile
+)  # 4.7's, on these pairs
 src_widths = data.train.src_lengths + 1  # + eos
 tgt_widths = data.train.tgt_lengths + 2  # bos + ... + eos
 
@@ -433,7 +439,10 @@ def smoothed_loss(logits, target, eps, pad_id=0):
     return -(q * log_p).sum(-1)[target != pad_id].sum()
 
 
-logits = torch.randn(len(toy_target), V, dtype=torch.float64, requires_grad=True)
+draw = torch.Generator().manual_seed(seed)
+logits = torch.randn(
+    len(toy_target), V, dtype=torch.float64, generator=draw, requires_grad=True
+)
 ours_loss = smoothed_loss(logits, toy_target, eps)
 package = losses.label_smoothed_cross_entropy(logits, toy_target, eps, pad_id=0)
 pytorch = F.cross_entropy(
@@ -588,26 +597,13 @@ print("after 10 steps the loop above and train_copy_task hold bit-identical weig
 # by greedy decoding: a sequence counts as right only if every token and the end-of-sequence are.
 # The same recipe with learned position embeddings in place of the sinusoids trains beside it, for
 # a question of section 3.5 that the chapter comes back to at its end. A model this small keeps
-# only one core busy (200 of its steps took about as long with one thread as with two), so on a
-# CPU the two runs go to two processes of one thread each (`runtime.side_by_side`) and take about
-# the time of one.
+# only one core busy (200 of its steps took about as long with one thread as with two), so the two
+# runs go to two processes of one thread each (`runtime.side_by_side`) and take about the time of
+# one; on a GPU machine they have been training since the chapter's start.
 
 # %%
-copy_jobs = [
-    dict(steps=sizes.copy_steps, batch_size=sizes.copy_batch, length=copy_length, seed=seed,
-         log_every=max(1, sizes.copy_steps // 40), verbose=False, positional=positional)
-    for positional in ("sinusoidal", "learned")
-]  # fmt: skip
-side_workers = side_by_side_workers(
-    "cpu", len(copy_jobs)
-)  # the copy task trains on a CPU
-copy_runs = {
-    run["positional"]: run
-    for run in progress_bar(
-        side_by_side(train_copy_task, copy_jobs, workers=side_workers),
-        total=len(copy_jobs), desc=f"copy task, 2 runs on {side_workers} process(es)",
-    )
-}  # fmt: skip
+assert [job["length"] for job in cpu_studies.copy_jobs(sizes, seed)] == [copy_length] * 2
+copy_runs = studies.copy_task()
 copy_run = copy_runs["sinusoidal"]
 copy_history = pd.DataFrame(copy_run["history"])
 assert copy_history.loss.iloc[-1] < copy_history.loss.iloc[0]
@@ -836,16 +832,16 @@ viz.show_source(EncoderLayer.forward)
 # at the peak at once (the same curve with its ramp cut off: the rate of step
 # $\max(\mathit{step}, w)$). Like the copy task it runs on the CPU under every profile: on one
 # H100, the four runs of 400 steps, one after another, had not finished after more than a minute,
-# where two CPU cores train all four for 250 steps in under one. First the gradient each layer
-# receives at initialisation, before any update, averaged over a few batches
-# (`warmup.layer_gradient_norms`):
+# where two CPU cores train all four for 250 steps in under one. (On a GPU machine the four runs
+# started in 4.2, once the training pairs were encoded, and trained while the GPU ran 4.6.) First
+# the gradient each layer receives at initialisation, before any update, averaged over a few
+# batches (`warmup.layer_gradient_norms`):
 
 # %%
-setup = warmup.NormSetup()
-experiment = warmup.NormExperiment(
-    data.train, tokenizer.vocab_size, setup, seed, "cpu",
-    profile.adam_betas, profile.adam_eps,
-)  # fmt: skip
+experiment = (
+    studies.norm_experiment
+)  # built in 4.2 on the training pairs, trained on the CPU
+setup = experiment.setup
 gradients = pd.concat(
     [warmup.layer_gradient_norms(experiment, n) for n in ("post", "pre")]
 )
@@ -872,8 +868,7 @@ display(Markdown(sentences.describe_gradients(ratios)))
 # the context and predicts each target token by its frequency alone.
 
 # %%
-side_workers = side_by_side_workers("cpu", len(warmup.RUN_ORDER))
-warmup_log = warmup.warmup_runs(experiment, sizes.norm_steps, workers=side_workers)
+warmup_log = studies.norm_study()  # warmup.warmup_run four times, side by side
 final = warmup.final_losses(warmup_log, sizes.norm_steps)
 nll = final.set_index("run").iloc[:, 0]
 frequency_loss = warmup.unigram_entropy(data.train, tokenizer.eos_id)

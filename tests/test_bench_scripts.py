@@ -34,7 +34,8 @@ def test_the_cudnn_variant_steps_with_cudnn_attention_allowed_and_the_others_wit
     allowed = {name: _step(name, Trainer(), [[0]])() for name in TRAINING_VARIANTS}
     assert allowed.pop("eager_cudnn_attention") is True
     assert not any(allowed.values())
-    assert attention_kernels.cudnn_attention_allowed() is False  # and only inside its step
+    # and only inside its step
+    assert attention_kernels.cudnn_attention_allowed() is False
 
 
 @pytest.mark.slow

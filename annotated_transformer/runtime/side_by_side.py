@@ -122,3 +122,42 @@ def side_by_side(
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+
+
+class StartedEarly:
+    """`side_by_side(function, jobs, workers=workers)` whose processes may start before the code
+    that reads their results: `start()` submits every job at once (in at least one process, since
+    a run started early must not occupy the caller), and `results()` yields them as they finish.
+    Not started, `results()` runs them then, as `side_by_side` does. Either way each job computes
+    the same thing: one thread, its own seeds.
+    """
+
+    def __init__(self, function: Callable, jobs: Sequence[dict], *, workers: int):
+        self.function, self.jobs, self.workers = function, list(jobs), workers
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list = []
+
+    @property
+    def started(self) -> bool:
+        return self._pool is not None
+
+    def start(self) -> StartedEarly:
+        if self._pool is None and self.jobs:
+            self._pool = one_thread_pool(max(1, min(self.workers, len(self.jobs))))
+            self._futures = [
+                self._pool.submit(_call, self.function, job) for job in self.jobs
+            ]
+        return self
+
+    def results(self) -> Iterator:
+        if self._pool is None:
+            yield from side_by_side(self.function, self.jobs, workers=self.workers)
+            return
+        pool, self._pool = self._pool, None
+        try:
+            for future in as_completed(self._futures):
+                yield future.result()
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
