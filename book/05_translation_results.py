@@ -425,8 +425,11 @@ print(f"the mean of {len(chosen)} snapshots by hand equals average_checkpoints")
 sizes = report.averaging_sizes(profile.average_last, len(run.snapshots))
 swept = {}
 for k, checkpoint, used in report.averaging_sweep(run_dir, sizes):
-    scores = beamed if used == averaged_from else None
-    swept[k] = (used, scores or evaluate(checkpoint, beam, profile.valid_split))
+    if used == averaged_from:
+        scores = beamed  # the profile's average, decoded in 5.2
+    else:
+        scores = evaluate(checkpoint, beam, profile.valid_split)
+    swept[k] = (used, scores)
 by_k = {f"k={k}": scores["hypotheses"] for k, (_, scores) in swept.items()}
 sweep = report.sweep_frame(swept, paired_bootstrap(by_k, valid_references))
 assert sweep.k.tolist() == sizes and sweep.ppl.notna().all()

@@ -178,6 +178,17 @@ def smoothing_tables(vocab_size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows, one_hot
 
 
+def smoothed_loss_floor(vocab_size: int, epsilon: float) -> float:
+    """The lowest label-smoothed loss per token where every target is certain (the copy task):
+    the entropy of the smoothed target, 1 - epsilon + epsilon / V on the reference and epsilon / V
+    on each of the other V - 1 ids, as `training.loss` spreads it. Zero without smoothing."""
+    if not epsilon:
+        return 0.0
+    rest = epsilon / vocab_size
+    top = 1.0 - epsilon + rest
+    return -(top * math.log(top) + (vocab_size - 1) * rest * math.log(rest))
+
+
 # ------------------------------------------------------------------------------ 4.6 the run
 def loss_frames(train_log, valid_log, valid_split: str):
     """(the two training losses in long form, the training and validation perplexities)."""

@@ -41,3 +41,29 @@ def test_the_history_starts_at_step_one_and_then_averages_each_window():
     assert history[2]["loss"] == pytest.approx(sum(losses[3:6]) / 3, rel=1e-12)
     assert history[1]["loss"] == pytest.approx(sum(losses[0:3]) / 3, rel=1e-12)
     assert history[0]["loss"] == losses[0]
+
+
+@pytest.mark.parametrize("vocab, epsilon", [(14, 0.1), (40, 0.2), (14, 0.0)])
+def test_the_loss_floor_is_the_smoothed_losss_minimum(vocab, epsilon):
+    import torch
+
+    from annotated_transformer.experiments.training_studies.tables import (
+        smoothed_loss_floor,
+    )
+    from annotated_transformer.training.loss import label_smoothed_cross_entropy
+
+    floor = smoothed_loss_floor(vocab, epsilon)
+    target = torch.tensor([4, 5, 9, 13])
+    # the optimum: the smoothed target itself as the model's distribution
+    best = torch.full((4, vocab), epsilon / vocab, dtype=torch.float64)
+    best[torch.arange(4), target] += 1 - epsilon
+    if epsilon:
+        at_best = label_smoothed_cross_entropy(best.log(), target, epsilon, pad_id=0)
+        assert at_best.loss.item() / 4 == pytest.approx(floor, rel=1e-9)
+    else:
+        assert floor == 0.0
+    # another distribution loses more
+    draw = torch.Generator().manual_seed(0)
+    other = torch.randn(4, vocab, dtype=torch.float64, generator=draw)
+    above = label_smoothed_cross_entropy(other, target, epsilon, pad_id=0)
+    assert above.loss.item() / 4 > floor
