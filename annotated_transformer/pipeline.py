@@ -35,7 +35,7 @@ from .runtime.distributed import (
     shutdown_distributed,
 )
 from .runtime.files import atomic_write_text
-from .training import derived
+from .training import derived, stopping
 from .training.checkpoint import (
     RESUME_NAME,
     atomic_torch_save,
@@ -227,6 +227,9 @@ def train(
         "stopped_by": result.stopped_by,
         "train_time_s": round(progress.train_time_s, 1),
         "train_cpu_s_per_thread": round(progress.train_cpu_s, 1),
+        "cpu_share": stopping.cpu_share(
+            progress.train_time_s, progress.train_cpu_s, context.device
+        ),
         "threads": torch.get_num_threads(),
         "target_tokens": progress.target_tokens,
         "target_tokens_per_s": round(

@@ -106,6 +106,7 @@ from annotated_transformer.model.layers import EncoderLayer
 from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.training import loss as losses
+from annotated_transformer.training import stopping
 from annotated_transformer.training.schedule import (
     NoamSchedule,
     noam_lr,
@@ -689,6 +690,8 @@ assert stopped != "interrupted", (
 print(
     f"stopped by {stopped} after {summary['steps']:,} steps ({summary['epochs']:.2f} epochs)"
 )
+if note := stopping.contention_note(summary["cpu_share"], stopped):
+    display(Markdown(f"**Note:** {note}."))  # another program shared the cores
 
 # %% [markdown]
 # The trainer logs the mean loss of the last steps, the learning rate and the speed every few steps,

@@ -18,6 +18,7 @@ from ..evaluation.results import check_name, results_path
 from ..profiles import PROFILE_NAMES, Profile, get_profile
 from ..runtime.ownership import check_output, check_own_folder
 from ..runtime.precision import PRECISIONS
+from ..training import stopping
 from .arguments import positive_int, probability, setting
 from .flags import FLAGS, MODEL_FLAGS, flag_of
 
@@ -266,4 +267,7 @@ def run(args: argparse.Namespace) -> int:
             )
         line += f"; results -> {summary['results_path']}"
     print(line)
+    note = stopping.contention_note(summary.get("cpu_share"), summary["stopped_by"])
+    if note:
+        print(f"note: {note}")
     return 0

@@ -74,6 +74,36 @@ class SessionClock:
         )
 
 
+# A training process alone on a CPU keeps its threads busy about 97-99% of the wall time (the `cpu`
+# profile's committed runs); below this share other processes took the cores from it.
+CONTENDED_BELOW = 0.8
+
+
+def cpu_share(train_time_s: float, train_cpu_s: float, device) -> float | None:
+    """The share of the wall time the training threads ran (CPU time per thread over wall time),
+    on a CPU; None on a GPU, where waiting on the device spins a core and the share says nothing."""
+    if torch.device(device).type != "cpu" or train_time_s <= 0:
+        return None
+    return train_cpu_s / train_time_s
+
+
+def contention_note(share: float | None, stopped_by: str) -> str | None:
+    """One line when other processes took the cores from the training threads, naming what it cost
+    a run stopped by its (wall-clock) time budget; None when the run had the machine to itself."""
+    if share is None or share >= CONTENDED_BELOW:
+        return None
+    note = (
+        f"the training threads ran only {share:.0%} of the wall time: other processes were using "
+        "the cores"
+    )
+    if stopped_by == "time_budget":
+        note += (
+            ", so this time-budgeted run trained fewer steps than the machine affords alone "
+            "(run it on a quiet machine, or train with budget_clock='cpu')"
+        )
+    return note
+
+
 def budget_seconds_used(settings: TrainSettings, progress: TrainingProgress) -> float:
     """Seconds spent so far on the settings' budget clock (wall, or CPU time per thread)."""
     return (

@@ -258,3 +258,18 @@ def test_the_session_clock_adds_this_sessions_time_to_the_runs(monkeypatch):
     assert progress.train_time_s == pytest.approx(312.0)
     assert progress.train_cpu_s == pytest.approx(48.0)  # CPU seconds per thread
     assert clock.threads == max(1, torch.get_num_threads())
+
+
+def test_a_run_that_shared_its_cores_says_so_and_what_it_cost():
+    from annotated_transformer.training.stopping import contention_note, cpu_share
+
+    alone = cpu_share(900.0, 892.3, "cpu")  # the cpu book's published run
+    assert alone == pytest.approx(0.991, abs=1e-3)
+    assert contention_note(alone, "time_budget") is None
+    starved = cpu_share(900.0, 300.0, "cpu")
+    note = contention_note(starved, "time_budget")
+    assert "33% of the wall time" in note and "fewer steps" in note
+    assert "fewer steps" not in contention_note(starved, "max_epochs")
+    # on a GPU the share says nothing: waiting on the device spins a core
+    assert cpu_share(900.0, 300.0, "cuda") is None
+    assert contention_note(None, "time_budget") is None
