@@ -25,9 +25,10 @@ waiting on the device spins a core; `profile_step.py`'s `device_busy_share` tell
 
 Decoding: greedy decoding and beam search (beam 4, alpha 0.6) of `--decode-batch` sources with the
 profile's model (random weights, an end-of-sentence bias so outputs end at caption lengths, as
-bench_compile.py), in fp32: recomputation (`use_cache=False`), the eager KV cache (`greedy_decode`,
-`beam_search`) and the static cache (`StaticGreedyDecoder`, `StaticBeamDecoder`, their steps CUDA
-graphs on a GPU), same tokens checked.
+bench_compile.py), in fp32: recomputation (`use_cache=False`) and the eager KV cache
+(`greedy_decode`, `beam_search`), both without cuDNN's attention on a GPU as `translate` runs them,
+and the static cache (`StaticGreedyDecoder`, `StaticBeamDecoder`, their steps CUDA graphs on a
+GPU), same tokens checked.
 
 --quick: the smoke profile, two rounds, and torch.compile with the "eager" backend (Dynamo without code
 generation: the plumbing, not the speed; no mode then).
@@ -174,16 +175,28 @@ def bench_training(
 
 
 def _step(name: str, trainer, batch):
-    """The variant's step: the trainer's, and for `eager_cudnn_attention` with cuDNN's attention
-    allowed where the trainer leaves it out (runtime.attention_kernels)."""
-    if name != "eager_cudnn_attention":
-        return lambda: trainer.train_step(batch)
+    """The variant's step: the trainer's, with cuDNN's attention allowed for
+    `eager_cudnn_attention` only and left out for every other variant, whatever the environment
+    says (runtime.attention_kernels)."""
+    allowed = name == "eager_cudnn_attention"
 
     def step():
-        with attention_kernels.cudnn_allowed():
+        with attention_kernels.allow_cudnn_attention(allowed):
             return trainer.train_step(batch)
 
     return step
+
+
+def _varying(device, decode):
+    """`decode` as the package's translation runs it: the eager decoders meet a new key length every
+    step, so on a GPU they run without cuDNN's attention (runtime.attention_kernels)."""
+
+    def run():
+        with attention_kernels.allow_cudnn_attention(False):
+            with attention_kernels.for_varying_shapes(device):
+                return decode()
+
+    return run
 
 
 def bench_decoding(
@@ -206,16 +219,20 @@ def bench_decoding(
     if search == "greedy":
         static = StaticGreedyDecoder(model, batch, src_len, max_new)
         runs = {
-            "recompute": lambda: greedy_decode(model, src, max_new, use_cache=False),
-            "eager_cache": lambda: greedy_decode(model, src, max_new),
+            "recompute": _varying(
+                device, lambda: greedy_decode(model, src, max_new, use_cache=False)
+            ),
+            "eager_cache": _varying(device, lambda: greedy_decode(model, src, max_new)),
             "static_cache": lambda: static(src),
         }
     else:
         beam = dict(beam_size=beam_size, alpha=0.6, max_len_a=0.0, max_len_b=max_new)
         static = StaticBeamDecoder(model, batch, src_len, **beam)
         runs = {
-            "recompute": lambda: beam_search(model, src, **beam, use_cache=False),
-            "eager_cache": lambda: beam_search(model, src, **beam),
+            "recompute": _varying(
+                device, lambda: beam_search(model, src, **beam, use_cache=False)
+            ),
+            "eager_cache": _varying(device, lambda: beam_search(model, src, **beam)),
             "static_cache": lambda: static(src),
         }
     build_s = time.perf_counter() - started

@@ -130,7 +130,8 @@ seed = 0  # the chapter's own experiments (the profile's run has the profile's s
 # asserts only what holds at any scale (`learns` is false). Two of them, the copy task (4.5) and
 # post-norm against pre-norm (4.7), train small models on the CPU under every profile. On a GPU
 # machine, whose cores mostly idle while the GPU trains, they start early, in processes of their
-# own, and train beside the rest of the chapter (`cpu_studies`); on a CPU each waits for its section.
+# own, when it has a core for each of their six runs and one for the chapter, and train beside the
+# rest of the chapter (`cpu_studies`); elsewhere each waits for its section.
 
 # %%
 profile = chapter_profile(profile_name, max_steps=max_steps)
@@ -600,7 +601,8 @@ print("after 10 steps the loop above and train_copy_task hold bit-identical weig
 # a question of section 3.5 that the chapter comes back to at its end. A model this small keeps
 # only one core busy (200 of its steps took about as long with one thread as with two), so the two
 # runs go to two processes of one thread each (`runtime.side_by_side`) and take about the time of
-# one; on a GPU machine they have been training since the chapter's start.
+# one; started early (a GPU machine with cores to spare), they have been training since the
+# chapter's start.
 
 # %%
 assert [job["length"] for job in cpu_studies.copy_jobs(sizes, seed)] == [copy_length] * 2
@@ -625,7 +627,7 @@ viz.show_source(train_copy_task)
 
 # %% [markdown]
 # The loss cannot reach zero: with $\epsilon = 0.1$ its floor is the entropy of the smoothed target
-# (the dashed line, about 0.55 for these 14 ids), the price of section 4.4. Under the `smoke` profile the task is trained for too few steps to be
+# (the dashed line), the price of section 4.4. Under the `smoke` profile the task is trained for too few steps to be
 # solved; the loss falls, which is all that profile checks.
 #
 # ## 4.6 The profile's real run
@@ -839,15 +841,14 @@ viz.show_source(EncoderLayer.forward)
 # at the peak at once (the same curve with its ramp cut off: the rate of step
 # $\max(\mathit{step}, w)$). Like the copy task it runs on the CPU under every profile: on one
 # H100, the four runs of 400 steps, one after another, had not finished after more than a minute,
-# where two CPU cores train all four for 250 steps in under one. (On a GPU machine the four runs
-# started in 4.2, once the training pairs were encoded, and trained while the GPU ran 4.6.) First
+# where two CPU cores train all four for 250 steps in under one. (Started early, on a GPU machine
+# with cores to spare, the four runs began in 4.2 and trained while the GPU ran 4.6.) First
 # the gradient each layer receives at initialisation, before any update, averaged over a few
 # batches (`warmup.layer_gradient_norms`):
 
 # %%
-experiment = (
-    studies.norm_experiment
-)  # built in 4.2 on the training pairs, trained on the CPU
+# built in 4.2 on the training pairs; its models train on the CPU
+experiment = studies.norm_experiment
 setup = experiment.setup
 gradients = pd.concat(
     [warmup.layer_gradient_norms(experiment, n) for n in ("post", "pre")]
@@ -875,8 +876,8 @@ display(Markdown(sentences.describe_gradients(ratios)))
 # the context and predicts each target token by its frequency alone.
 
 # %%
-warmup_log = studies.norm_study()  # warmup.warmup_run four times, side by side
-final = warmup.final_losses(warmup_log, sizes.norm_steps)
+norm_log = studies.norm_study()  # warmup.warmup_run four times, side by side
+final = warmup.final_losses(norm_log, sizes.norm_steps)
 nll = final.set_index("run").iloc[:, 0]
 frequency_loss = warmup.unigram_entropy(data.train, tokenizer.eos_id)
 assert np.isfinite(nll).all()
@@ -890,7 +891,7 @@ if learns:
     floor = min(frequency_loss, nll["post-norm, no warm-up"] - 0.1)
     assert nll["pre-norm, no warm-up"] < floor
 curves = viz.line_chart(
-    warmup_log, "step", "nll (running mean)", "run", y_title="training NLL per token",
+    norm_log, "step", "nll (running mean)", "run", y_title="training NLL per token",
     title=f"Six layers, peak rate {setup.peak:g}, with and without {setup.warmup} "
     "warm-up steps",
 )  # fmt: skip

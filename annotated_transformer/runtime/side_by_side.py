@@ -18,6 +18,7 @@ one a notebook defines), because a spawned process finds it by name.
 from __future__ import annotations
 
 import multiprocessing
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -126,38 +127,54 @@ def side_by_side(
 
 class StartedEarly:
     """`side_by_side(function, jobs, workers=workers)` whose processes may start before the code
-    that reads their results: `start()` submits every job at once (in at least one process, since
-    a run started early must not occupy the caller), and `results()` yields them as they finish.
-    Not started, `results()` runs them then, as `side_by_side` does. Either way each job computes
-    the same thing: one thread, its own seeds.
+    that reads their results: `start()` submits every job at once to one-thread processes (at
+    least one, since a run started early must not occupy the caller), and `results()` yields them
+    as they finish. Not started, `results()` runs them then, exactly as `side_by_side` does (in
+    this process, with its threads, when `workers` <= 1). A second `results()` yields the first
+    one's results again instead of training anew (a notebook cell run twice).
+
+    A run already going cannot be stopped from outside: `close()` (also called when the object is
+    collected) cancels the jobs not yet started and lets the running ones finish, so a chapter that
+    fails between `start()` and `results()` leaves at most its running jobs behind, for as long as
+    each takes.
     """
 
     def __init__(self, function: Callable, jobs: Sequence[dict], *, workers: int):
         self.function, self.jobs, self.workers = function, list(jobs), workers
+        self.started = False
         self._pool: ProcessPoolExecutor | None = None
         self._futures: list = []
-
-    @property
-    def started(self) -> bool:
-        return self._pool is not None
+        self._results: list | None = None
+        self._closer = None
 
     def start(self) -> StartedEarly:
-        if self._pool is None and self.jobs:
-            self._pool = one_thread_pool(max(1, min(self.workers, len(self.jobs))))
-            self._futures = [
-                self._pool.submit(_call, self.function, job) for job in self.jobs
-            ]
+        if not self.started and self.jobs:
+            pool = one_thread_pool(max(1, min(self.workers, len(self.jobs))))
+            self._futures = [pool.submit(_call, self.function, job) for job in self.jobs]
+            self._pool, self.started = pool, True
+            self._closer = weakref.finalize(
+                self, pool.shutdown, wait=False, cancel_futures=True
+            )
         return self
 
+    def close(self) -> None:
+        if self._closer is not None:
+            self._closer()  # runs once, however often called
+        self._pool = None
+
     def results(self) -> Iterator:
-        if self._pool is None:
-            yield from side_by_side(self.function, self.jobs, workers=self.workers)
+        if self._results is not None:
+            yield from self._results
             return
-        pool, self._pool = self._pool, None
+        got = []
+        if self._pool is None:
+            source = side_by_side(self.function, self.jobs, workers=self.workers)
+        else:
+            source = (future.result() for future in as_completed(self._futures))
         try:
-            for future in as_completed(self._futures):
-                yield future.result()
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown()
+            for result in source:
+                got.append(result)
+                yield result
+        finally:
+            self.close()
+        self._results = got

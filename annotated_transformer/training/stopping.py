@@ -75,7 +75,8 @@ class SessionClock:
 
 
 # A training process alone on a CPU keeps its threads busy about 97-99% of the wall time (the `cpu`
-# profile's committed runs); below this share other processes took the cores from it.
+# profile's committed runs); below this share other processes (or a CPU quota, or more threads than
+# usable cores) held it back.
 CONTENDED_BELOW = 0.8
 
 
@@ -93,8 +94,8 @@ def contention_note(share: float | None, stopped_by: str) -> str | None:
     if share is None or share >= CONTENDED_BELOW:
         return None
     note = (
-        f"the training threads ran only {share:.0%} of the wall time: other processes were using "
-        "the cores"
+        f"the training threads ran only {share:.0%} of the wall time: other processes used the "
+        "cores (or a CPU quota held them back)"
     )
     if stopped_by == "time_budget":
         note += (

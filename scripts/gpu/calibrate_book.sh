@@ -129,6 +129,9 @@ sdpa_backends() {
   mkdir -p "$d"
   local rows=(base C1 big)
   [ "$quick" = 1 ] && rows=(base C1)
+  # cudnn_out (the package's default) first: whatever a first process pays once on a fresh machine
+  # (file and page caches) then counts against the default, not for it. cuDNN's plans are cached
+  # per process, so each order starts from none.
   for order in cudnn_out cudnn_in; do
     local env=(AT_CUDNN_ATTENTION=0)
     [ $order = cudnn_in ] && env=(AT_CUDNN_ATTENTION=1)

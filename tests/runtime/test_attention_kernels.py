@@ -7,19 +7,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 from nltk import Tree
-from torch.nn.attention import sdpa_kernel
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from annotated_transformer import Transformer
 from annotated_transformer.data import train_tokenizer
 from annotated_transformer.data.batching import collate_pairs, collate_sources
 from annotated_transformer.evaluation.scoring import translate
 from annotated_transformer.experiments import parsing
+from annotated_transformer.experiments.parsing.curve import _teacher_forced_nll
 from annotated_transformer.experiments.translation import table2
 from annotated_transformer.model.config import preset
 from annotated_transformer.model.decoding import DecodeSettings
 from annotated_transformer.runtime import attention_kernels
 from annotated_transformer.training.fit import build_model
-from annotated_transformer.training.teacher_forcing import batch_loss
+from annotated_transformer.training.teacher_forcing import batch_loss, teacher_forced_loss
 from tests.support.training import VOCAB, copy_pairs, tiny_profile
 
 BACKENDS = torch.backends.cuda
@@ -43,7 +44,17 @@ def test_on_a_gpu_every_backend_but_cudnns_and_the_flags_come_back(monkeypatch):
     with attention_kernels.for_varying_shapes(torch.device("cuda")):
         assert enabled() == {**ALL_ON, "cudnn": False}
     assert enabled() == ALL_ON
-    assert "cuDNN's attention left out" in attention_kernels.describe("cuda")
+    assert "without cuDNN's attention" in attention_kernels.describe("cuda")
+    # a backend someone switched off stays off inside, and cuDNN's comes back as it was
+    with sdpa_kernel([SDPBackend.MATH, SDPBackend.CUDNN_ATTENTION]):
+        with attention_kernels.for_varying_shapes("cuda"):
+            assert enabled() == {
+                "cudnn": False,
+                "flash": False,
+                "efficient": False,
+                "math": True,
+            }
+        assert enabled()["cudnn"]
 
 
 def test_on_a_cpu_nothing_changes(monkeypatch):
@@ -53,17 +64,17 @@ def test_on_a_cpu_nothing_changes(monkeypatch):
     assert "off a GPU" in attention_kernels.describe("cpu")
 
 
-def test_the_environment_and_cudnn_allowed_keep_cudnn(monkeypatch):
+def test_the_environment_and_allow_cudnn_attention_keep_cudnn(monkeypatch):
     monkeypatch.setenv(attention_kernels.ENVIRONMENT, "1")
     with attention_kernels.for_varying_shapes("cuda"):
         assert enabled() == ALL_ON
     assert "AT_CUDNN_ATTENTION=1" in attention_kernels.describe("cuda")
-    # cudnn_allowed overrides the environment either way, and ends with its block
-    with attention_kernels.cudnn_allowed(False):
+    # allow_cudnn_attention overrides the environment either way, and ends with its block
+    with attention_kernels.allow_cudnn_attention(False):
         with attention_kernels.for_varying_shapes("cuda"):
             assert not enabled()["cudnn"]
     monkeypatch.delenv(attention_kernels.ENVIRONMENT)
-    with attention_kernels.cudnn_allowed():
+    with attention_kernels.allow_cudnn_attention():
         with attention_kernels.for_varying_shapes("cuda"):
             assert enabled() == ALL_ON
     with attention_kernels.for_varying_shapes("cuda"):
@@ -72,13 +83,15 @@ def test_the_environment_and_cudnn_allowed_keep_cudnn(monkeypatch):
 
 @pytest.fixture
 def as_on_a_gpu(monkeypatch):
-    """Every varying-shape path behaves as on a GPU, and each SDPA call records whether cuDNN's
-    attention was enabled when it ran."""
-    monkeypatch.setattr(
-        attention_kernels,
-        "for_varying_shapes",
-        lambda device: sdpa_kernel(attention_kernels.WITHOUT_CUDNN),
-    )
+    """Every varying-shape path behaves as on a GPU: the context it asks for, for the device its
+    tensors are on (checked to be the model's, here the CPU), switches cuDNN's attention off. Each
+    SDPA call records whether cuDNN's attention was enabled when it ran."""
+
+    def as_if_cuda(device):
+        assert torch.device(device).type == "cpu", device  # the model's device, passed on
+        return attention_kernels.cudnn_attention_off()
+
+    monkeypatch.setattr(attention_kernels, "for_varying_shapes", as_if_cuda)
     seen = []
     fused = F.scaled_dot_product_attention
 
@@ -99,7 +112,11 @@ def test_the_training_step_and_validation_attend_without_cudnn(as_on_a_gpu):
     config = tiny_profile().model_config()
     pairs = copy_pairs(6, 0)
     src, tgt = collate_pairs(pairs, config.pad_id, config.bos_id, config.eos_id)
-    batch_loss(_model(VOCAB), src, tgt, smoothing=0.1, pad_id=config.pad_id)
+    model = _model(VOCAB)
+    batch_loss(model, src, tgt, smoothing=0.1, pad_id=config.pad_id)
+    assert as_on_a_gpu and not any(as_on_a_gpu)
+    as_on_a_gpu.clear()
+    teacher_forced_loss(model, pairs, batch_tokens=64)  # validation
     assert as_on_a_gpu and not any(as_on_a_gpu)
 
 
@@ -121,6 +138,10 @@ def test_parsing_and_chapter_05s_cache_timing_attend_without_cudnn(as_on_a_gpu):
     parsing.parse_sentences(
         model, vocabs, [["the", "dog", "runs"]], beam_size=2, extra_length=4
     )
+    assert as_on_a_gpu and not any(as_on_a_gpu)
+    as_on_a_gpu.clear()
+    pairs = [(vocabs.source.encode(t.leaves()), [5, 6, 7]) for t in trees]
+    _teacher_forced_nll(model, pairs)  # chapter 07's own-sentence check
     assert as_on_a_gpu and not any(as_on_a_gpu)
     as_on_a_gpu.clear()
     rng = random.Random(0)

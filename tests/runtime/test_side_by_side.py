@@ -73,7 +73,7 @@ def test_a_failing_run_raises_in_the_caller():
         list(side_by_side(train_copy_task, jobs, workers=2))
 
 
-def test_warmup_runs_side_by_side_keep_the_order_and_the_losses(one_thread):
+def test_the_norm_runs_side_by_side_keep_the_order_and_the_losses(one_thread):
     rng = np.random.default_rng(0)
     lengths = rng.integers(3, 12, size=(64, 2))
     src = [rng.integers(4, 40, size=n).tolist() for n in lengths[:, 0]]
@@ -82,8 +82,12 @@ def test_warmup_runs_side_by_side_keep_the_order_and_the_losses(one_thread):
     experiment = warmup.NormExperiment(
         EncodedPairs(src, tgt), 40, setup, 0, torch.device("cpu"), (0.9, 0.98), 1e-9
     )
-    alone = warmup.warmup_runs(experiment, 6)
-    apart = warmup.warmup_runs(experiment, 6, workers=2)
+
+    def runs(workers: int):
+        jobs = warmup.warmup_jobs(experiment, 6, progress=False)
+        return warmup.log_frame(side_by_side(warmup.warmup_run, jobs, workers=workers), 6)
+
+    alone, apart = runs(1), runs(2)
     names = [warmup.run_name(n, w) for n, w in warmup.RUN_ORDER]
     assert list(apart.run.unique()) == names == list(alone.run.unique())
     np.testing.assert_array_equal(apart.nll, alone.nll)

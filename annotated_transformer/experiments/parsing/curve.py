@@ -33,6 +33,7 @@ from nltk import Tree
 
 from ...data.batching import TokenBatcher, collate_pairs
 from ...model.config import TransformerConfig, preset
+from ...runtime import attention_kernels
 from ...training.checkpoint import average_checkpoints, list_snapshots, load_checkpoint
 from ...training.run_folder import METRICS_NAME
 from ...training.settings import TrainSettings
@@ -349,7 +350,8 @@ def _teacher_forced_nll(model, pairs, batch: int = 32) -> float:
             c.eos_id,
         )
         src, tgt = src.to(device), tgt.to(device)
-        logits = model(src, tgt[:, :-1]).float()
+        with attention_kernels.for_varying_shapes(device):
+            logits = model(src, tgt[:, :-1]).float()
         gold = tgt[:, 1:]
         total += F.cross_entropy(
             logits.reshape(-1, logits.size(-1)),

@@ -6,11 +6,12 @@ whatever the profile: on one H100 the norm runs had not finished 400 steps after
 on the GPU, where two CPU cores train them in under one (results/book_gpu/README.md).
 
 On a CPU each study starts in its own section, when the cores are free. On a GPU machine the
-chapter's process mostly waits on the device while its other cores idle, so there both start as
-soon as their inputs exist (the copy task at once, the norm runs once the training pairs are
-encoded) and train beside the chapter's demonstrations and the real run on the GPU (4.6); their
-sections then collect them. Where and when they run changes nothing they compute: one thread per
-run, the same seeds and batches.
+chapter's process mostly waits on the device while its other cores idle, so there, given a core
+for each of the six runs and one more for the chapter, both start as soon as their inputs exist:
+the copy task at once, beside the chapter's set-up and demonstrations (it is collected in 4.5,
+before the real run), and the norm runs once the training pairs are encoded, beside the rest and
+the real run on the GPU (4.6); their sections then collect them. Where and when they run changes
+nothing they compute: one thread per run, the same seeds and batches.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 from ...profiles import Profile
 from ...profiles.book_scales import TrainingSizes
 from ...runtime.progress import progress_bar
-from ...runtime.side_by_side import StartedEarly, side_by_side_workers
+from ...runtime.side_by_side import StartedEarly, side_by_side_workers, usable_cores
 from . import warmup
 from .copy_task import train_copy_task
 
@@ -45,17 +46,20 @@ def copy_jobs(sizes: TrainingSizes, seed: int) -> list[dict]:
 
 
 class CpuStudies:
-    """The copy task and the norm study of one chapter run; `early` starts each as soon as it can."""
+    """The copy task and the norm study of one chapter run. With `early` (the chapter's device is
+    a GPU) each starts as soon as it can, when the machine has a core for every run and one for
+    the chapter; `self.early` says whether they did."""
 
     def __init__(self, sizes: TrainingSizes, seed: int, *, early: bool):
-        self.sizes, self.seed, self.early = sizes, seed, early
+        self.sizes, self.seed = sizes, seed
         jobs = copy_jobs(sizes, seed)
         self.copy_workers = side_by_side_workers("cpu", len(jobs))
         self._copy = StartedEarly(train_copy_task, jobs, workers=self.copy_workers)
         self.norm_workers = side_by_side_workers("cpu", len(warmup.RUN_ORDER))
+        self.early = early and usable_cores() > self.copy_workers + self.norm_workers
         self.norm_experiment: warmup.NormExperiment | None = None
         self._norm: StartedEarly | None = None
-        if early:
+        if self.early:
             self._copy.start()
 
     def prepare_norm_study(
@@ -67,8 +71,11 @@ class CpuStudies:
             pairs, vocab, warmup.NormSetup(), self.seed, "cpu",
             profile.adam_betas, profile.adam_eps,
         )  # fmt: skip
+        one_by_one = (
+            self.norm_workers <= 1 and not self.early
+        )  # each run's bar, in this process
         jobs = warmup.warmup_jobs(
-            self.norm_experiment, self.sizes.norm_steps, progress=self.norm_workers <= 1
+            self.norm_experiment, self.sizes.norm_steps, progress=one_by_one
         )
         self._norm = StartedEarly(warmup.warmup_run, jobs, workers=self.norm_workers)
         if self.early:
@@ -89,7 +96,7 @@ class CpuStudies:
         return {run["positional"]: run for run in runs}
 
     def norm_study(self) -> pd.DataFrame:
-        """The four norm runs as `warmup.warmup_log` gives them, waiting for those still training."""
+        """The four norm runs as `warmup.log_frame` gives them, waiting for those still training."""
         if self._norm is None:
             raise RuntimeError(
                 "prepare_norm_study first: the runs need the training pairs"
@@ -101,4 +108,4 @@ class CpuStudies:
                 total=len(warmup.RUN_ORDER),
                 desc=self.where("post-norm against pre-norm"),
             )
-        return warmup.warmup_log(logs, self.sizes.norm_steps)
+        return warmup.log_frame(logs, self.sizes.norm_steps)

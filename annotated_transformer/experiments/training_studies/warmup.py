@@ -163,7 +163,7 @@ def warmup_jobs(experiment: NormExperiment, steps: int, progress: bool) -> list[
     ]
 
 
-def warmup_log(logs, steps: int) -> pd.DataFrame:
+def log_frame(logs, steps: int) -> pd.DataFrame:
     """The four runs' logs (in any order) as one frame in RUN_ORDER, with a running mean of the NLL
     over a twentieth of the steps for the chart."""
     by_run = {log[0]["run"]: log for log in logs}
@@ -173,21 +173,6 @@ def warmup_log(logs, steps: int) -> pd.DataFrame:
         lambda s: s.rolling(window, 1).mean()
     )
     return log
-
-
-def warmup_runs(experiment: NormExperiment, steps: int, workers: int = 1) -> pd.DataFrame:
-    """The four runs (post- and pre-norm, with and without warm-up), as `warmup_log` gives them.
-
-    With `workers` > 1 that many one-thread processes share the runs (`runtime.side_by_side`), with
-    a bar over the runs finished; each run's own bar shows only when they go one after another.
-    """
-    from ...runtime.side_by_side import side_by_side
-
-    jobs = warmup_jobs(experiment, steps, progress=workers <= 1)
-    logs = side_by_side(warmup_run, jobs, workers=workers)
-    if workers > 1:
-        logs = progress_bar(logs, total=len(jobs), desc=f"4 runs on {workers} processes")
-    return warmup_log(logs, steps)
 
 
 def final_losses(log: pd.DataFrame, steps: int) -> pd.DataFrame:

@@ -6,12 +6,13 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from annotated_transformer.experiments.training_studies import warmup
+from annotated_transformer.experiments.training_studies import cpu_studies, warmup
 from annotated_transformer.experiments.training_studies.cpu_studies import (
     CpuStudies,
     copy_jobs,
 )
 from annotated_transformer.profiles import get_profile
+from annotated_transformer.runtime import side_by_side
 from annotated_transformer.runtime.side_by_side import StartedEarly
 from tests.support.training import VOCAB, copy_pairs
 
@@ -21,6 +22,7 @@ SIZES = dataclasses.replace(SMOKE.chapter_sizes("04"), copy_steps=30, norm_steps
 
 def _run(early: bool) -> tuple[dict, pd.DataFrame, bool, bool]:
     studies = CpuStudies(SIZES, 0, early=early)
+    assert studies.early == early
     copy_started = studies._copy.started
     studies.prepare_norm_study(copy_pairs(40, 0), VOCAB, SMOKE)
     norm_started = studies._norm.started
@@ -28,7 +30,8 @@ def _run(early: bool) -> tuple[dict, pd.DataFrame, bool, bool]:
 
 
 @pytest.mark.slow
-def test_started_early_or_late_the_studies_compute_the_same():
+def test_started_early_or_late_the_studies_compute_the_same(monkeypatch):
+    monkeypatch.setattr(cpu_studies, "usable_cores", lambda: 16)  # a GPU machine's host
     early_copy, early_norm, *early_started = _run(early=True)
     late_copy, late_norm, *late_started = _run(early=False)
     assert early_started == [True, True] and late_started == [False, False]
@@ -41,6 +44,16 @@ def test_started_early_or_late_the_studies_compute_the_same():
         warmup.run_name(n, w) for n, w in warmup.RUN_ORDER
     ]
     assert (early_norm.groupby("run").step.max() == SIZES.norm_steps).all()
+
+
+def test_early_only_with_a_core_for_every_run_and_one_for_the_chapter(monkeypatch):
+    for cores, early in ((2, False), (6, False), (7, True)):
+        monkeypatch.setattr(cpu_studies, "usable_cores", lambda c=cores: c)
+        monkeypatch.setattr(side_by_side, "usable_cores", lambda c=cores: c)
+        studies = CpuStudies(SIZES, 0, early=True)
+        assert studies.early is early and studies._copy.started is early, cores
+        studies._copy.close()
+    assert CpuStudies(SIZES, 0, early=False).early is False
 
 
 def test_the_copy_jobs_are_the_two_positionals_at_the_chapters_sizes():
@@ -63,6 +76,21 @@ def test_started_early_yields_every_result_and_runs_in_place_when_not_started():
     early = StartedEarly(_square, jobs, workers=2).start()
     assert early.started
     assert sorted(early.results()) == [0, 1, 4, 9, 16]
+    assert sorted(early.results()) == [0, 1, 4, 9, 16]  # again, not computed anew
     late = StartedEarly(_square, jobs, workers=1)
     assert not late.started
     assert list(late.results()) == [0, 1, 4, 9, 16]  # in this process, in order
+
+
+def _count(x: int, calls: list) -> int:
+    calls.append(x)
+    return x
+
+
+def test_a_second_results_call_computes_nothing_again():
+    calls = []
+    late = StartedEarly(
+        _count, [dict(x=1, calls=calls), dict(x=2, calls=calls)], workers=1
+    )
+    assert list(late.results()) == list(late.results()) == [1, 2]
+    assert calls == [1, 2]
