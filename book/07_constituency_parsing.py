@@ -438,10 +438,13 @@ this_run.keep(parameters=parameters)
 # and the XX variant on all the files beside it, with the same recipe. Each run keeps a snapshot
 # every few epochs and parses the development sentences with every snapshot (greedy, constrained
 # to valid trees, as below); the model each run is judged by is the average of its last snapshots.
-# On a CPU the runs train in separate processes of one thread each, one per core.
+# On a CPU the runs train in separate processes of one thread each, one per core; on a GPU four
+# such processes share the device, as chapter 06's rows do.
 
 # %%
-workers = sizes.workers if device.type == "cpu" else 1
+workers = (
+    sizes.workers
+)  # the profile's: 2 on the cpu profile's two cores, 4 sharing a GPU
 live = parsing_curve.chapter_runs(
     train_by_file, dev_trees, recipe, sizes.shares, workers=workers, device=str(device)
 )

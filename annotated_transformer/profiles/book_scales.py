@@ -256,7 +256,7 @@ class ParsingSizes:
         recipe: the fields of the parser's recipe this profile sets (`ParserRecipe.from_dict` of
             `experiments.parsing.curve`; the others keep the recipe's defaults).
         shares: the shares of the training files, one run each, that the learning curve trains on.
-        workers: processes training the runs side by side on a CPU (one on a GPU).
+        workers: processes training the runs side by side (one thread each on a CPU; sharing the device on a GPU).
         dev_trees: development trees each snapshot is scored on (None: all).
         test_sentences: test sentences the averaged parser is scored on (None: all).
     """

@@ -186,3 +186,24 @@ def test_chapter_runs_refuse_an_averaged_model_with_a_non_finite_weight(monkeypa
     message = str(caught.value)
     assert parsing_curve.AVERAGED_NAME in message and "holds NaN" in message
     assert "weight src_embed.weight" in message and "\n" not in message
+
+
+def test_on_a_gpu_the_runs_share_the_device_in_the_workers_asked_for(
+    monkeypatch, tmp_path
+):
+    from annotated_transformer.runtime import side_by_side
+
+    asked = {}
+
+    def record(function, jobs, *, workers):
+        asked.update(workers=workers, devices={job["device"] for job in jobs})
+        return iter(())
+
+    monkeypatch.setattr(side_by_side, "side_by_side", record)
+    files, dev = [trees(6, k) for k in range(4)], trees(4, 1)
+    list(
+        parsing_curve.learning_curves(
+            files, dev, TINY, [1.0, 0.5], tmp_path, workers=4, device="cuda"
+        )
+    )
+    assert asked == {"workers": 4, "devices": {"cuda"}}  # before: one after another
