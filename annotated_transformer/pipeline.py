@@ -141,10 +141,6 @@ def prepare_data(
 
 
 # ------------------------------------------------------------------------------------------ training
-def _rounded(share: float | None) -> float | None:
-    return None if share is None else round(share, 3)
-
-
 def _dropped_note(dropped: dict[str, dict[str, int]]) -> str:
     """The start line's "; pairs left out: train 1 empty, ..." ("" when no pair was)."""
     parts = [
@@ -231,10 +227,8 @@ def train(
         "stopped_by": result.stopped_by,
         "train_time_s": round(progress.train_time_s, 1),
         "train_cpu_s_per_thread": round(progress.train_cpu_s, 1),
-        "cpu_share": _rounded(
-            stopping.cpu_share(
-                progress.train_time_s, progress.train_cpu_s, context.device
-            )
+        "cpu_share": stopping.cpu_share(
+            progress.train_time_s, progress.train_cpu_s, context.device
         ),
         "threads": torch.get_num_threads(),
         "target_tokens": progress.target_tokens,

@@ -81,11 +81,12 @@ CONTENDED_BELOW = 0.8
 
 
 def cpu_share(train_time_s: float, train_cpu_s: float, device) -> float | None:
-    """The share of the wall time the training threads ran (CPU time per thread over wall time),
-    on a CPU; None on a GPU, where waiting on the device spins a core and the share says nothing."""
+    """The share of the wall time the training threads ran (CPU time per thread over wall time, to
+    3 decimals), on a CPU; None on a GPU, where waiting on the device spins a core and the share
+    says nothing."""
     if torch.device(device).type != "cpu" or train_time_s <= 0:
         return None
-    return train_cpu_s / train_time_s
+    return round(train_cpu_s / train_time_s, 3)
 
 
 def contention_note(share: float | None, stopped_by: str) -> str | None:
@@ -100,7 +101,7 @@ def contention_note(share: float | None, stopped_by: str) -> str | None:
     if stopped_by == "time_budget":
         note += (
             ", so this time-budgeted run trained fewer steps than the machine affords alone "
-            "(run it on a quiet machine, or train with budget_clock='cpu')"
+            "(run it on a quiet machine, or with --budget-clock cpu)"
         )
     return note
 

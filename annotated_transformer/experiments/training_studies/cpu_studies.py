@@ -71,9 +71,8 @@ class CpuStudies:
             pairs, vocab, warmup.NormSetup(), self.seed, "cpu",
             profile.adam_betas, profile.adam_eps,
         )  # fmt: skip
-        one_by_one = (
-            self.norm_workers <= 1 and not self.early
-        )  # each run's bar, in this process
+        # each run's own bar only when the runs go one after another in this process
+        one_by_one = self.norm_workers <= 1 and not self.early
         jobs = warmup.warmup_jobs(
             self.norm_experiment, self.sizes.norm_steps, progress=one_by_one
         )
@@ -82,16 +81,17 @@ class CpuStudies:
             self._norm.start()
         return self.norm_experiment
 
-    def where(self, study: str) -> str:
+    def where(self, study: str, workers: int) -> str:
         """How a study's runs were placed, for its progress bar."""
-        workers = self.copy_workers if study == "copy task" else self.norm_workers
         when = "started early" if self.early else "started now"
         return f"{study}, {when}, on {workers} CPU process(es)"
 
     def copy_task(self) -> dict[str, dict]:
         """{positional: train_copy_task's result}, waiting for the runs still training."""
         runs = progress_bar(
-            self._copy.results(), total=len(POSITIONALS), desc=self.where("copy task")
+            self._copy.results(),
+            total=len(POSITIONALS),
+            desc=self.where("copy task", self.copy_workers),
         )
         return {run["positional"]: run for run in runs}
 
@@ -106,6 +106,6 @@ class CpuStudies:
             logs = progress_bar(
                 logs,
                 total=len(warmup.RUN_ORDER),
-                desc=self.where("post-norm against pre-norm"),
+                desc=self.where("post-norm against pre-norm", self.norm_workers),
             )
         return warmup.log_frame(logs, self.sizes.norm_steps)
