@@ -628,21 +628,24 @@ display(
 # %% [markdown]
 # ### The extended run: the same rows, trained until they settle
 #
-# One epoch measures how fast a row starts as much as where it ends: a deeper post-norm stack
-# starts slower (section 6.2's calibration), and no row overfits in one epoch, so dropout cannot yet
-# help. The extended run trains the same rows with the same settings, seeds and batches for several
-# epochs, including C6 and C7, which this profile's live run leaves out, and dropout's rows for
-# several times as many epochs of their small corpus:
-#
-# ```bash
-# python -m annotated_transformer table3 --profile cpu --epochs 12 \
-#     --small-epochs 80 --seeds 1 2 3 --out runs/table3-cpu \
-#     --export results/table3_extended_cpu/runs.json
-# ```
-#
-# It keeps every finished epoch of every (row, seed) in its run folder and continues from there when
-# run again, so it spreads over as many sessions as it needs. Its results are committed; this page
-# reads them as they are and does not retrain them. Its curves, mean over seeds:
+# A short budget measures how fast a row starts as much as where it ends: a deeper post-norm stack
+# starts slower (section 6.2's calibration), and dropout can only help a model that has begun to
+# overfit. So a second run, outside the book, trains the rows for longer, and dropout's rows for
+# many more epochs of their small corpus:
+
+
+# %%
+display(
+    Markdown(
+        say.describe_extended_plan(
+            rows, n_epochs, extended_run, extended_profile or profile.name
+        )
+    )
+)
+
+
+# %% [markdown]
+# Its curves, mean over seeds:
 
 
 # %%

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,43 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
         assert record["setting"]["compile"] == (stem == "profile_step_compiled")
     speed = json.loads((out / "speed_step.json").read_text())
     assert all(row["same_tokens"] for row in speed["decoding"])
+
+
+@pytest.mark.slow
+def test_table3_extended_script_exports_whole_epochs_on_a_cpu(tmp_path, data_dir):
+    # scripts/gpu/table3_extended.sh with DEVICE=cpu QUICK=1: the spell's command on the smoke
+    # profile, its export and the tarball that comes back, all under BUILD_DIR
+    out, build = tmp_path / "out", tmp_path / "build"
+    out.mkdir()
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu" / "table3_extended.sh")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={
+            "AT_CACHE_DIR": str(tmp_path / "cache"),
+            "AT_DATA_DIR": data_dir,
+            "PATH": "/usr/bin:/bin",
+            "PYTHON": sys.executable,
+            "DEVICE": "cpu",
+            "QUICK": "1",
+            "OUT": str(out),
+            "BUILD_DIR": str(build),
+        },
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    side = build / "table3_extended_smoke"
+    document = json.loads((side / "runs.json").read_text())
+    jobs = {(j["corpus"], j["row"]): len(j["curve"]) for j in document["jobs"]}
+    assert jobs == {
+        ("full", "base"): 1,
+        ("full", "C1"): 1,
+        ("full", "D1"): 1,
+        ("small", "base"): 1,
+        ("small", "D1"): 1,
+    }
+    assert document["targets"] == {"full": 1, "small": 1}
+    with tarfile.open(out / "table3_extended_smoke.tgz") as packed:
+        names = {Path(n).name for n in packed.getnames()}
+    assert names == {"log.txt", "runs.json"}  # no checkpoints travel back
+    assert "2 processes, exit 0" in (side / "log.txt").read_text()

@@ -2,7 +2,8 @@
 
 Trains every (row, seed) of the six findings under a profile's Table 3 settings, one epoch a round
 (`experiments.table3.extended`), and keeps each finished epoch in the run folder; run it again, with
-the same or more epochs and seeds, to continue. Ctrl-C saves where each job stands.
+the same or more epochs and seeds, to continue. Ctrl-C saves where each job stands; `--minutes`
+starts no epoch after a time, for a machine lent for a fixed spell, and keeps whole epochs only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 
 from ..profiles import PROFILES, get_profile
 from ..runtime.ownership import check_own_folder
-from .arguments import positive_int
+from .arguments import positive_float, positive_int
 
 DEFAULT_EPOCHS = 8
 
@@ -24,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Train Table 3's rows for more epochs than chapter 06 affords, resumably; chapter 06 shows\n"
         "the committed result beside its live run.\n\n"
         "  python -m annotated_transformer table3 --profile cpu --epochs 8 --seeds 1 2 3\n"
-        "  python -m annotated_transformer table3 --profile cpu --epochs 12   # continue to 12"
+        "  python -m annotated_transformer table3 --profile cpu --epochs 12   # continue to 12\n"
+        "  python -m annotated_transformer table3 --profile gpu --minutes 8   # whole epochs in 8 min"
     )
     parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
     parser.add_argument(
@@ -66,6 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="processes of one thread each, side by side; on a GPU they share it "
         "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--minutes",
+        type=positive_float,
+        default=None,
+        help="start no epoch after this many minutes (those running finish, and --export "
+        "writes what is done); the same command continues (default: no limit)",
     )
     parser.add_argument("--data-dir", default=None)
     parser.add_argument(
@@ -127,7 +136,11 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         summary = extended.train_all(
-            job_run, targets, data_dir=args.data_dir, workers=args.workers
+            job_run,
+            targets,
+            data_dir=args.data_dir,
+            workers=args.workers,
+            minutes=args.minutes,
         )
     except KeyboardInterrupt:
         print(
@@ -143,9 +156,15 @@ def run(args: argparse.Namespace) -> int:
             out, args.export, say=lambda line: print(f"table3: {line}")
         )
         print(f"table3: wrote {written}")
+    left = (
+        f", {summary['left']} left when the {args.minutes:g} minutes ended (continue with the "
+        "same command)"
+        if summary["left"]
+        else ""
+    )
     print(
         f"table3 {profile.name}: {summary['trained']} epoch(s) trained in "
-        f"{time.perf_counter() - started:,.0f} s, {summary['skipped']} already done; "
+        f"{time.perf_counter() - started:,.0f} s, {summary['skipped']} already done{left}; "
         f"{len(jobs)} jobs in {out}"
     )
     return 0

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -353,9 +353,12 @@ def _epoch_in_worker(job: Job) -> tuple[Job, dict]:
     return job, _WORKER["run"].train_epoch(job, _WORKER["data"])
 
 
-def _train_in_pool(run: Table3Run, order, workers: int, data_dir, report) -> None:
+def _train_in_pool(
+    run: Table3Run, order, workers: int, data_dir, report, may_start: Callable[[], bool]
+) -> None:
     """`order` on `workers` processes; a job's next epoch waits for its previous one. On a GPU the
-    processes share it: one small model leaves most of an accelerator idle."""
+    processes share it: one small model leaves most of an accelerator idle. Once `may_start()` is
+    False no further epoch starts, and those running finish."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from ...runtime.side_by_side import one_thread_pool
@@ -365,14 +368,18 @@ def _train_in_pool(run: Table3Run, order, workers: int, data_dir, report) -> Non
     start = (run.profile, str(run.out_dir), run.device, data_dir)
     with one_thread_pool(workers, _start_worker, start) as pool:
         while pending or busy:
+            if not may_start():
+                pending.clear()
             running = set(busy.values())
-            while len(busy) < workers:
+            while len(busy) < workers and pending:
                 ready = next((t for t in pending if t[0] not in running), None)
                 if ready is None:
                     break
                 pending.remove(ready)
                 busy[pool.submit(_epoch_in_worker, ready[0])] = ready[0]
                 running.add(ready[0])
+            if not busy:
+                break
             finished, _ = wait(list(busy), return_when=FIRST_COMPLETED)
             for future in finished:
                 busy.pop(future)
@@ -386,14 +393,25 @@ def train_all(
     data_dir=None,
     workers: int = 1,
     show_progress: bool = True,
+    minutes: float | None = None,
 ) -> dict:
     """Train every job of `targets` ({job: epochs}) up to its epochs, round by round, under a
-    lock on the folder; return how many epochs were trained and how many were already done."""
+    lock on the folder. With `minutes`, no epoch starts after that many minutes (those running
+    finish), so a fixed spell of machine time ends with whole epochs kept, and the same call
+    continues. Returns the epochs trained, those already done, and those `left` when the minutes
+    ended."""
     from ...pipeline import prepare_data
     from ...runtime.locks import folder_lock
     from ...runtime.progress import progress_bar
 
     check_workers(workers, run.device)
+    if minutes is not None and not minutes > 0:
+        raise ValueError(f"minutes must be positive, got {minutes}")
+    deadline = None if minutes is None else time.monotonic() + 60.0 * minutes
+
+    def may_start() -> bool:
+        return deadline is None or time.monotonic() < deadline
+
     run.check_folder()
     run.write_identity()
     busy = f"{run.out_dir} is in use by another table3 process; wait for it or give another --out"
@@ -408,8 +426,11 @@ def train_all(
         bar = progress_bar(
             total=len(order), unit="epoch", desc="table3", disable=not show_progress
         )
+        trained = 0
 
         def report(job: Job, point: dict) -> None:
+            nonlocal trained
+            trained += 1
             bar.set_postfix_str(
                 f"{job.name} epoch {point['epoch']}: ppl {point['ppl']:.2f}"
             )
@@ -419,8 +440,12 @@ def train_all(
             torch.set_num_threads(1)
             data = prepare_data(run.profile, data_dir)
             for job, _ in order:
+                if not may_start():
+                    break
                 report(job, run.train_epoch(job, data))
-        else:
-            _train_in_pool(run, order, workers, data_dir, report)
+        elif order:
+            # the shared tokenizer trained (or found) once, before the processes race to train it
+            prepare_data(run.profile, data_dir)
+            _train_in_pool(run, order, workers, data_dir, report, may_start)
         bar.close()
-        return {"trained": len(order), "skipped": skipped}
+        return {"trained": trained, "skipped": skipped, "left": len(order) - trained}

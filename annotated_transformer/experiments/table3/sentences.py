@@ -12,11 +12,14 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ...evaluation.results import describe_provenance
+from ...model.config import TABLE3_ALL_ROWS
+from . import extended
 from . import statistics as f
 from .verdicts import (
     describe_correlation,
     epochs_words,
     finding_name,
+    reproducing_command,
     share_words,
     tally,
     verdict_count,
@@ -279,6 +282,53 @@ def describe_swaps(
         "budgets is three looks at the same runs, so a verdict seen at one budget only deserves "
         "less weight than one seen at all three."
     )
+
+
+def describe_extended_plan(
+    live_rows: Sequence[str], live_epochs: float, document: Mapping | None, profile: str
+) -> str:
+    """What the committed extended run `document` adds to this page's live run (its epochs, the
+    rows the live run leaves out) and the command that made it; with none committed, the command
+    that would make one for `profile`."""
+    if document is None:  # the thirteen, and any other row the live run trains
+        wanted = {*extended.extended_rows(), *live_rows}
+        rows = [r for r in TABLE3_ALL_ROWS if r in wanted]
+    else:
+        rows = [
+            r
+            for r in TABLE3_ALL_ROWS
+            if any(j["row"] == r and j["corpus"] == "full" for j in document["jobs"])
+        ]
+    added = [r for r in rows if r not in live_rows]
+    missing = [r for r in live_rows if r not in rows]
+    text = (
+        f"This page's live run trained its rows for {epochs_words(live_epochs)} of the whole "
+        "corpus. The extended run trains the same rows"
+        + (f" and {_listed(added)}, which the live run leaves out," if added else "")
+        + (f" except {_listed(missing)}," if missing else "")
+        + " with the same settings and batches for more epochs"
+    )
+    if document is not None:
+        targets = document["targets"]
+        text += (
+            f" ({targets['full']} of the whole corpus, {targets['small']} of dropout's small "
+            "one)"
+        )
+    text += (
+        ". It keeps every finished epoch of every row and seed in its run folder and continues "
+        "from there when run again, so it can spread over as many sessions as it needs; "
+    )
+    if document is not None:
+        text += (
+            "its results are committed, and this page reads them as they are without "
+            "retraining. The command that made it:"
+        )
+    else:
+        text += (
+            f"none is committed for the `{profile}` profile yet (once one is, this page reads "
+            "it as it is). The command that would make it:"
+        )
+    return f"{text}\n\n```bash\n{reproducing_command(document, profile, rows)}\n```"
 
 
 def describe_extended_progress(

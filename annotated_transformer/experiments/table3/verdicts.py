@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ...model.config import TABLE3_ALL_ROWS
 from ...runtime.records import read_record, write_record
 from ..wording import signed
 from . import extended
@@ -169,6 +170,44 @@ def load_extended(
         return None, []
     document = read_extended(path)
     return document, extended_budgets(document)
+
+
+def reproducing_command(
+    document: Mapping | None, profile: str, rows: Sequence[str] | None = None
+) -> str:
+    """The `table3` command that trains what the committed extended run `document` holds (its
+    profile, epochs, seeds and rows; `--rows` only where they are not the default thirteen), or,
+    with none committed, `profile`'s run of `rows` (default the thirteen) at the command's other
+    defaults; lines broken as a shell reads them. Workers, device and minutes change how fast, not
+    what: they are left out."""
+    groups = ["python -m annotated_transformer table3"]  # a flag and its values each
+    if document is None:
+        groups += [f"--profile {profile}", "--seeds 1 2 3"]
+        rows = list(rows or extended.extended_rows())
+    else:
+        profile = document["identity"]["profile"]
+        targets = document["targets"]
+        seeds = sorted({j["seed"] for j in document["jobs"]})
+        rows = [
+            r
+            for r in TABLE3_ALL_ROWS
+            if any(j["row"] == r and j["corpus"] == "full" for j in document["jobs"])
+        ]
+        groups += [f"--profile {profile}", f"--epochs {targets['full']}"]
+        if targets.get("small"):
+            groups.append(f"--small-epochs {targets['small']}")
+        groups.append("--seeds " + " ".join(map(str, seeds)))
+    if rows != extended.extended_rows():
+        groups.append("--rows " + " ".join(rows))
+    groups.append(f"--export results/table3_extended_{profile}/{EXTENDED_NAME}")
+    lines = [groups[0]]
+    for group in groups[1:]:
+        if len(lines[-1]) + 1 + len(group) > 86:
+            lines[-1] += " \\"
+            lines.append("    " + group)
+        else:
+            lines[-1] += " " + group
+    return "\n".join(lines)
 
 
 def extended_budgets(document: Mapping, rows: Sequence[str] | None = None) -> list[dict]:

@@ -306,3 +306,112 @@ def test_an_export_names_where_the_jobs_trained_and_reads_a_gpu_folder_anywhere(
         json.loads((tmp_path / "a.json").read_text())["machine"]
         == "NVIDIA H100 80GB HBM3"
     )
+
+
+class _Clock:
+    """A monotonic clock that each trained epoch moves on by `epoch_s` seconds."""
+
+    def __init__(self, epoch_s: float):
+        self.now, self.epoch_s, self.started = 0.0, epoch_s, []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def epoch(self, job):
+        self.started.append(job.name)
+        self.now += self.epoch_s
+        return {"epoch": 1, "ppl": 10.0}
+
+
+def _five_jobs():
+    return {Job(row, 1): 1 for row in ("base", "A1", "A4", "B1", "C1")}
+
+
+def test_no_epoch_starts_once_the_minutes_are_spent(tmp_path, monkeypatch):
+    """One process: epochs of 30 s under a one-minute limit start at 0 s and 30 s, and the
+    other three are left, counted as such."""
+    from annotated_transformer import pipeline
+
+    clock = _Clock(30.0)
+    monkeypatch.setattr(pipeline, "prepare_data", lambda *a, **k: None)
+    monkeypatch.setattr(extended.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(
+        extended.Table3Run, "train_epoch", lambda self, job, data: clock.epoch(job)
+    )
+    run = extended.Table3Run(_tiny(), tmp_path / "run")
+    summary = extended.train_all(run, _five_jobs(), minutes=1.0, show_progress=False)
+    assert summary == {"trained": 2, "skipped": 0, "left": 3}
+    assert clock.started == ["full-base-seed1", "full-A1-seed1"]
+    unlimited = extended.train_all(run, _five_jobs(), show_progress=False)
+    assert unlimited["left"] == 0 and unlimited["trained"] == 5
+    with pytest.raises(ValueError, match="minutes must be positive"):
+        extended.train_all(run, _five_jobs(), minutes=0.0, show_progress=False)
+
+
+def test_processes_side_by_side_start_nothing_after_the_minutes_and_finish_what_runs(
+    tmp_path, monkeypatch
+):
+    """Several processes: once the minutes are spent no epoch is handed out, and the epochs
+    handed out before are all reported although they end after the limit (a pool that runs each
+    epoch as it is handed out stands in for the processes, so the order is fixed)."""
+    import contextlib
+    from concurrent.futures import Future
+
+    from annotated_transformer import pipeline
+    from annotated_transformer.runtime import side_by_side
+
+    clock, prepared = _Clock(25.0), []
+    # here once, so that the processes find the tokenizer instead of each training it
+    monkeypatch.setattr(pipeline, "prepare_data", lambda *a, **k: prepared.append(a))
+
+    class RunsAtOnce:
+        def submit(self, function, job):
+            future = Future()
+            future.set_result(function(job))
+            return future
+
+    @contextlib.contextmanager
+    def pool(workers, initializer, initargs):
+        yield RunsAtOnce()
+
+    monkeypatch.setattr(side_by_side, "one_thread_pool", pool)
+    monkeypatch.setattr(extended, "_epoch_in_worker", lambda job: (job, clock.epoch(job)))
+    monkeypatch.setattr(extended.time, "monotonic", clock.monotonic)
+    run = extended.Table3Run(_tiny(), tmp_path / "run")
+    summary = extended.train_all(
+        run, _five_jobs(), workers=2, minutes=40 / 60, show_progress=False
+    )
+    # two handed out at 0 s (the pool fills first) end at 50 s, past the 40 s: no third starts
+    assert summary == {"trained": 2, "skipped": 0, "left": 3}
+    assert clock.started == ["full-base-seed1", "full-A1-seed1"]
+    assert len(prepared) == 1
+
+
+def test_the_command_passes_its_minutes_on_and_says_what_is_left(
+    tmp_path, monkeypatch, capsys
+):
+    from annotated_transformer import cli
+
+    seen = {}
+
+    def stopped_early(run, targets, **options):
+        seen.update(options)
+        return {"trained": 7, "skipped": 0, "left": 5}
+
+    monkeypatch.setattr(extended, "train_all", stopped_early)
+    args = [
+        "table3",
+        "--profile",
+        "smoke",
+        "--out",
+        str(tmp_path / "r"),
+        "--device",
+        "cpu",
+    ]
+    assert cli.main([*args, "--minutes", "8"]) == 0
+    assert seen["minutes"] == 8.0
+    out = capsys.readouterr().out
+    assert "5 left when the 8 minutes ended" in out and "same command" in out
+    with pytest.raises(SystemExit):  # argparse's one line and exit 2, before any work
+        cli.main([*args, "--minutes", "0"])
+    assert "--minutes: must be a number > 0" in capsys.readouterr().err

@@ -281,3 +281,60 @@ def test_calibration_sentence_names_the_choice_then_how():
     assert text.startswith("Validation perplexity after 2 epochs for each")
     record["metrics"]["share_of_epoch"] = 1
     assert "after 1 epoch for each" in say.describe_calibration(record, 200, 4e-3, 1024)
+
+
+def _extended_document(profile, rows, seeds=(1, 2, 3), full=12, small=80):
+    jobs = [
+        {"row": r, "seed": s, "corpus": "full", "curve": []} for r in rows for s in seeds
+    ] + [{"row": "D1", "seed": s, "corpus": "small", "curve": []} for s in seeds]
+    return {
+        "identity": {"profile": profile},
+        "targets": {"full": full, "small": small},
+        "jobs": jobs,
+    }
+
+
+def _parsed(command: str):
+    """The command as the shell would split it, parsed by the package's own parser."""
+    import shlex
+
+    from annotated_transformer import cli
+
+    words = shlex.split(command.replace("\\\n", " "))
+    assert words[:4] == ["python", "-m", "annotated_transformer", "table3"]
+    return cli.build_parser().parse_args(words[3:])
+
+
+def test_the_extended_plan_names_the_rows_it_adds_and_the_command_that_made_it():
+    from annotated_transformer.experiments.table3 import extended
+
+    thirteen = extended.extended_rows()
+    live = [r for r in thirteen if r not in ("C6", "C7")]
+    text = say.describe_extended_plan(live, 1, _extended_document("cpu", thirteen), "cpu")
+    assert "live run trained its rows for 1 epoch" in text
+    assert "the same rows and C6 and C7, which the live run leaves out" in text
+    assert "(12 of the whole corpus, 80 of dropout's small one)" in text
+    assert "The command that made it:" in text
+    command = text.split("```bash\n")[1].split("\n```")[0]
+    args = _parsed(command)
+    assert (args.profile, args.epochs, args.small_epochs) == ("cpu", 12, 80)
+    assert args.seeds == [1, 2, 3] and args.rows is None  # the thirteen: the default
+    assert args.export == "results/table3_extended_cpu/runs.json"
+    assert all(len(line) <= 90 for line in command.splitlines())
+
+
+def test_a_gpu_plan_with_all_rows_and_none_committed_gives_a_command_for_all_of_them():
+    from annotated_transformer.model.config import TABLE3_ALL_ROWS
+
+    everything = list(TABLE3_ALL_ROWS)
+    text = say.describe_extended_plan(everything, 3, None, "gpu")
+    assert "for 3 epochs" in text and "leaves out" not in text and "except" not in text
+    assert "none is committed for the `gpu` profile yet" in text
+    assert "its results are committed" not in text
+    args = _parsed(text.split("```bash\n")[1].split("\n```")[0])
+    assert args.profile == "gpu" and args.rows == everything
+    # a committed run of fewer rows than the live run says which it lacks
+    fewer = say.describe_extended_plan(
+        everything, 3, _extended_document("gpu", everything[:-1]), "gpu"
+    )
+    assert "the same rows except big," in fewer
