@@ -16,8 +16,6 @@ from ..profiles import PROFILES, get_profile
 from ..runtime.ownership import check_own_folder
 from .arguments import positive_float, positive_int
 
-DEFAULT_EPOCHS = 8
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -93,6 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..experiments.table3 import extended
+    from ..experiments.table3 import verdicts as table3_report
     from ..model.config import TABLE3_ALL_ROWS
     from ..runtime.devices import resolve_device
     from ..runtime.side_by_side import check_workers
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if len(set(args.seeds)) != len(args.seeds):
         raise ValueError("table3: --seeds lists a seed twice")
     out = args.out or f"runs/table3-{profile.name}"
-    epochs = args.epochs or DEFAULT_EPOCHS
+    epochs = args.epochs or table3_report.DEFAULT_EXTENDED_EPOCHS
     small_epochs = args.small_epochs or 2 * profile.book.table3.overfit_epochs
     check_own_folder("--out", out, command="table3")
     device = str(resolve_device(args.device))
@@ -118,8 +117,6 @@ def run(args: argparse.Namespace) -> int:
     jobs = extended.finding_jobs(rows, sorted(args.seeds))
     targets = {j: (small_epochs if j.corpus == "small" else epochs) for j in jobs}
     if args.export_only:
-        from ..experiments.table3 import verdicts as table3_report
-
         if not args.export:
             raise ValueError("table3: --export-only needs --export PATH")
         # the targets are the folder's own; a flag given must agree with them
@@ -150,8 +147,6 @@ def run(args: argparse.Namespace) -> int:
         )
         return 130
     if args.export:
-        from ..experiments.table3 import verdicts as table3_report
-
         written = table3_report.export(
             out, args.export, say=lambda line: print(f"table3: {line}")
         )

@@ -358,13 +358,16 @@ def _train_in_pool(
 ) -> None:
     """`order` on `workers` processes; a job's next epoch waits for its previous one. On a GPU the
     processes share it: one small model leaves most of an accelerator idle. Once `may_start()` is
-    False no further epoch starts, and those running finish."""
+    False no further epoch starts, and those running finish. An epoch that fails (a GPU out of
+    memory with eight processes on it) does the same, and its error is raised once the running
+    epochs are done and kept, where an `--export-only` finds them."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
     from ...runtime.side_by_side import one_thread_pool
 
     pending = list(order)
     busy: dict = {}  # future -> job
+    failed: Exception | None = None
     start = (run.profile, str(run.out_dir), run.device, data_dir)
     with one_thread_pool(workers, _start_worker, start) as pool:
         while pending or busy:
@@ -383,7 +386,15 @@ def _train_in_pool(
             finished, _ = wait(list(busy), return_when=FIRST_COMPLETED)
             for future in finished:
                 busy.pop(future)
-                report(*future.result())
+                try:
+                    done = future.result()
+                except Exception as error:
+                    failed = failed or error
+                    pending.clear()
+                    continue
+                report(*done)
+    if failed is not None:
+        raise failed
 
 
 def train_all(

@@ -7,6 +7,7 @@ it. The arguments are plain numbers, mappings and data frames, never the chapter
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -16,6 +17,7 @@ from ...model.config import TABLE3_ALL_ROWS
 from . import extended
 from . import statistics as f
 from .verdicts import (
+    DEFAULT_EXTENDED_EPOCHS,
     describe_correlation,
     epochs_words,
     finding_name,
@@ -287,18 +289,21 @@ def describe_swaps(
 def describe_extended_plan(
     live_rows: Sequence[str], live_epochs: float, document: Mapping | None, profile: str
 ) -> str:
-    """What the committed extended run `document` adds to this page's live run (its epochs, the
-    rows the live run leaves out) and the command that made it; with none committed, the command
-    that would make one for `profile`."""
+    """What the committed extended run `document` adds to this page's live run (the rows the live
+    run leaves out, the epochs it aims at) and the command that made it; with none committed, a
+    command for `profile` that would make one, at four times the live run's epochs (at least the
+    command's default)."""
     if document is None:  # the thirteen, and any other row the live run trains
         wanted = {*extended.extended_rows(), *live_rows}
         rows = [r for r in TABLE3_ALL_ROWS if r in wanted]
+        epochs = max(DEFAULT_EXTENDED_EPOCHS, 4 * math.ceil(live_epochs))
     else:
         rows = [
             r
             for r in TABLE3_ALL_ROWS
             if any(j["row"] == r and j["corpus"] == "full" for j in document["jobs"])
         ]
+        epochs = document["targets"]["full"]
     added = [r for r in rows if r not in live_rows]
     missing = [r for r in live_rows if r not in rows]
     text = (
@@ -306,29 +311,29 @@ def describe_extended_plan(
         "corpus. The extended run trains the same rows"
         + (f" and {_listed(added)}, which the live run leaves out," if added else "")
         + (f" except {_listed(missing)}," if missing else "")
-        + " with the same settings and batches for more epochs"
+        + f" with the same settings and batches, toward {epochs_words(epochs)} of the whole corpus"
     )
     if document is not None:
-        targets = document["targets"]
         text += (
-            f" ({targets['full']} of the whole corpus, {targets['small']} of dropout's small "
-            "one)"
+            f" and {epochs_words(document['targets']['small'])} of dropout's small one"
         )
     text += (
-        ". It keeps every finished epoch of every row and seed in its run folder and continues "
-        "from there when run again, so it can spread over as many sessions as it needs; "
+        ". The command keeps every finished epoch of every row and seed in its run folder and "
+        "continues from there when run again on the same machine, so a run can spread over "
+        "sessions; "
     )
     if document is not None:
         text += (
-            "its results are committed, and this page reads them as they are without "
+            "the run's results are committed, and this page reads them as they are without "
             "retraining. The command that made it:"
         )
     else:
         text += (
             f"none is committed for the `{profile}` profile yet (once one is, this page reads "
-            "it as it is). The command that would make it:"
+            "it as it is). A command that would make it:"
         )
-    return f"{text}\n\n```bash\n{reproducing_command(document, profile, rows)}\n```"
+    command = reproducing_command(document, profile, rows, epochs)
+    return f"{text}\n\n```bash\n{command}\n```"
 
 
 def describe_extended_progress(
@@ -337,7 +342,7 @@ def describe_extended_progress(
     """How far the committed extended run has got, and whether base's curve has flattened."""
     text = f"Every row and seed has finished {finished} of the run's {target} epochs"
     if finished < target:
-        text += " (it is still running: later epochs will be added)"
+        text += " (short of its target: what follows is read at the epochs it reached)"
     return f"{text}; written {written[:10]} on {machine}. {flattening}".strip()
 
 

@@ -22,6 +22,8 @@ from . import extended
 from . import statistics as f
 
 EXTENDED_NAME = "runs.json"
+# `table3 --epochs` when not given (commands/table3.py reads it from here)
+DEFAULT_EXTENDED_EPOCHS = 8
 
 _PARTS = {
     2: "a half",
@@ -173,16 +175,22 @@ def load_extended(
 
 
 def reproducing_command(
-    document: Mapping | None, profile: str, rows: Sequence[str] | None = None
+    document: Mapping | None,
+    profile: str,
+    rows: Sequence[str] | None = None,
+    epochs: int | None = None,
 ) -> str:
-    """The `table3` command that trains what the committed extended run `document` holds (its
-    profile, epochs, seeds and rows; `--rows` only where they are not the default thirteen), or,
-    with none committed, `profile`'s run of `rows` (default the thirteen) at the command's other
-    defaults; lines broken as a shell reads them. Workers, device and minutes change how fast, not
-    what: they are left out."""
+    """The `table3` command that trains what the committed extended run `document` aims at (its
+    profile, target epochs, seeds and rows; `--rows` only where they are not the default thirteen),
+    or, with none committed, `profile`'s run of `rows` (default the thirteen) for `epochs` (default
+    the command's); lines broken as a shell reads them. Workers, device and a time limit change how
+    fast and how far a call gets, not what the run aims at: they are left out."""
     groups = ["python -m annotated_transformer table3"]  # a flag and its values each
     if document is None:
-        groups += [f"--profile {profile}", "--seeds 1 2 3"]
+        groups.append(f"--profile {profile}")
+        if epochs is not None:
+            groups.append(f"--epochs {epochs}")
+        groups.append("--seeds 1 2 3")
         rows = list(rows or extended.extended_rows())
     else:
         profile = document["identity"]["profile"]

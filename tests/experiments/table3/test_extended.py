@@ -348,43 +348,87 @@ def test_no_epoch_starts_once_the_minutes_are_spent(tmp_path, monkeypatch):
         extended.train_all(run, _five_jobs(), minutes=0.0, show_progress=False)
 
 
-def test_processes_side_by_side_start_nothing_after_the_minutes_and_finish_what_runs(
-    tmp_path, monkeypatch
-):
-    """Several processes: once the minutes are spent no epoch is handed out, and the epochs
-    handed out before are all reported although they end after the limit (a pool that runs each
-    epoch as it is handed out stands in for the processes, so the order is fixed)."""
+class _OneAtATime:
+    """A pool whose epochs run only when `wait` collects them, the oldest first, one per call: an
+    epoch handed out before the limit can still be running after it (stands in for the
+    processes, in a fixed order)."""
+
+    def __init__(self, clock: _Clock):
+        self.clock, self.queued = clock, []
+
+    def submit(self, function, job):
+        from concurrent.futures import Future
+
+        future = Future()
+        self.queued.append((future, function, job))
+        return future
+
+    def wait(self, futures, return_when=None):
+        future, function, job = self.queued.pop(0)
+        try:
+            future.set_result(function(job))
+        except Exception as error:
+            future.set_exception(error)
+        return {future}, set(futures) - {future}
+
+
+def _pool_of(monkeypatch, pool: _OneAtATime, epoch) -> list:
+    """Route `train_all`'s processes through `pool`, each epoch `epoch(job)`; returns the list of
+    the main process's data preparations."""
+    import concurrent.futures
     import contextlib
-    from concurrent.futures import Future
 
     from annotated_transformer import pipeline
     from annotated_transformer.runtime import side_by_side
 
-    clock, prepared = _Clock(25.0), []
+    @contextlib.contextmanager
+    def pool_of(workers, initializer, initargs):
+        yield pool
+
+    prepared: list = []
+    monkeypatch.setattr(side_by_side, "one_thread_pool", pool_of)
+    monkeypatch.setattr(concurrent.futures, "wait", pool.wait)
+    monkeypatch.setattr(extended, "_epoch_in_worker", lambda job: (job, epoch(job)))
+    monkeypatch.setattr(extended.time, "monotonic", pool.clock.monotonic)
     # here once, so that the processes find the tokenizer instead of each training it
     monkeypatch.setattr(pipeline, "prepare_data", lambda *a, **k: prepared.append(a))
+    return prepared
 
-    class RunsAtOnce:
-        def submit(self, function, job):
-            future = Future()
-            future.set_result(function(job))
-            return future
 
-    @contextlib.contextmanager
-    def pool(workers, initializer, initargs):
-        yield RunsAtOnce()
-
-    monkeypatch.setattr(side_by_side, "one_thread_pool", pool)
-    monkeypatch.setattr(extended, "_epoch_in_worker", lambda job: (job, clock.epoch(job)))
-    monkeypatch.setattr(extended.time, "monotonic", clock.monotonic)
+def test_processes_side_by_side_start_nothing_after_the_minutes_and_finish_what_runs(
+    tmp_path, monkeypatch
+):
+    """Two processes, epochs of 25 s, a limit of 40 s: two start at 0 s, the third at 25 s when
+    the first ends; at 50 s no fourth starts, and the third, still running, is kept."""
+    clock = _Clock(25.0)
+    pool = _OneAtATime(clock)
+    prepared = _pool_of(monkeypatch, pool, clock.epoch)
     run = extended.Table3Run(_tiny(), tmp_path / "run")
     summary = extended.train_all(
         run, _five_jobs(), workers=2, minutes=40 / 60, show_progress=False
     )
-    # two handed out at 0 s (the pool fills first) end at 50 s, past the 40 s: no third starts
-    assert summary == {"trained": 2, "skipped": 0, "left": 3}
-    assert clock.started == ["full-base-seed1", "full-A1-seed1"]
+    assert summary == {"trained": 3, "skipped": 0, "left": 2}
+    assert clock.started == ["full-base-seed1", "full-A1-seed1", "full-A4-seed1"]
     assert len(prepared) == 1
+
+
+def test_a_failed_epoch_lets_the_running_ones_finish_then_raises(tmp_path, monkeypatch):
+    """A process's error (a GPU out of memory) starts no further epoch, keeps the one still
+    running, then reaches the caller."""
+    clock = _Clock(1.0)
+    reported = []
+
+    def epoch(job):
+        if job.row == "base":
+            raise RuntimeError("CUDA out of memory")
+        reported.append(job.name)
+        return clock.epoch(job)
+
+    _pool_of(monkeypatch, _OneAtATime(clock), epoch)
+    run = extended.Table3Run(_tiny(), tmp_path / "run")
+    with pytest.raises(RuntimeError, match="out of memory"):
+        extended.train_all(run, _five_jobs(), workers=2, show_progress=False)
+    assert reported == ["full-A1-seed1"]  # handed out beside base, finished, kept
 
 
 def test_the_command_passes_its_minutes_on_and_says_what_is_left(

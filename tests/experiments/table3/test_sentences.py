@@ -139,10 +139,10 @@ def test_swaps_and_the_price_of_three_looks():
     )
 
 
-def test_extended_progress_says_whether_the_run_goes_on():
-    going = say.describe_extended_progress(6, 8, "2025-02-03T10:00", "a CPU", "")
-    assert "6 of the run's 8 epochs (it is still running" in going
-    assert "still running" not in say.describe_extended_progress(
+def test_extended_progress_says_whether_the_run_is_short_of_its_target():
+    short = say.describe_extended_progress(6, 8, "2025-02-03T10:00", "a CPU", "")
+    assert "6 of the run's 8 epochs (short of its target" in short
+    assert "short of" not in say.describe_extended_progress(
         8, 8, "2025-02-03", "a CPU", ""
     )
 
@@ -313,7 +313,10 @@ def test_the_extended_plan_names_the_rows_it_adds_and_the_command_that_made_it()
     text = say.describe_extended_plan(live, 1, _extended_document("cpu", thirteen), "cpu")
     assert "live run trained its rows for 1 epoch" in text
     assert "the same rows and C6 and C7, which the live run leaves out" in text
-    assert "(12 of the whole corpus, 80 of dropout's small one)" in text
+    assert (
+        "toward 12 epochs of the whole corpus and 80 epochs of dropout's small one"
+        in text
+    )
     assert "The command that made it:" in text
     command = text.split("```bash\n")[1].split("\n```")[0]
     args = _parsed(command)
@@ -329,10 +332,15 @@ def test_a_gpu_plan_with_all_rows_and_none_committed_gives_a_command_for_all_of_
     everything = list(TABLE3_ALL_ROWS)
     text = say.describe_extended_plan(everything, 3, None, "gpu")
     assert "for 3 epochs" in text and "leaves out" not in text and "except" not in text
+    assert (
+        "toward 12 epochs" in text
+    )  # four times the live run's, more than the default 8
     assert "none is committed for the `gpu` profile yet" in text
-    assert "its results are committed" not in text
+    assert "results are committed" not in text
     args = _parsed(text.split("```bash\n")[1].split("\n```")[0])
-    assert args.profile == "gpu" and args.rows == everything
+    assert args.profile == "gpu" and args.rows == everything and args.epochs == 12
+    # a long live run still gets a command for more epochs than it trained
+    assert "toward 80 epochs" in say.describe_extended_plan(everything, 20, None, "paper")
     # a committed run of fewer rows than the live run says which it lacks
     fewer = say.describe_extended_plan(
         everything, 3, _extended_document("gpu", everything[:-1]), "gpu"
