@@ -309,7 +309,7 @@ def describe_extended_plan(
     text = (
         f"This page's live run trained its rows for {epochs_words(live_epochs)} of the whole "
         "corpus. The extended run trains the same rows"
-        + (f" and {_listed(added)}, which the live run leaves out," if added else "")
+        + (f" plus {_listed(added)}, which the live run leaves out," if added else "")
         + (f" except {_listed(missing)}," if missing else "")
         + f" with the same settings and batches, toward {epochs_words(epochs)} of the whole corpus"
     )

@@ -295,14 +295,17 @@ def _extended_document(profile, rows, seeds=(1, 2, 3), full=12, small=80):
 
 
 def _parsed(command: str):
-    """The command as the shell would split it, parsed by the package's own parser."""
+    """The command as the shell would split it, parsed by the table3 command's own options."""
+    import argparse
     import shlex
 
-    from annotated_transformer import cli
+    from annotated_transformer.commands import table3
 
     words = shlex.split(command.replace("\\\n", " "))
     assert words[:4] == ["python", "-m", "annotated_transformer", "table3"]
-    return cli.build_parser().parse_args(words[3:])
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    table3.add_arguments(parser)
+    return parser.parse_args(words[4:])
 
 
 def test_the_extended_plan_names_the_rows_it_adds_and_the_command_that_made_it():
@@ -312,7 +315,7 @@ def test_the_extended_plan_names_the_rows_it_adds_and_the_command_that_made_it()
     live = [r for r in thirteen if r not in ("C6", "C7")]
     text = say.describe_extended_plan(live, 1, _extended_document("cpu", thirteen), "cpu")
     assert "live run trained its rows for 1 epoch" in text
-    assert "the same rows and C6 and C7, which the live run leaves out" in text
+    assert "the same rows plus C6 and C7, which the live run leaves out" in text
     assert (
         "toward 12 epochs of the whole corpus and 80 epochs of dropout's small one"
         in text
