@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Sequence
 
 from .training.trainer import TrainingDiverged
 
@@ -106,7 +107,9 @@ class OneLineParser(argparse.ArgumentParser):
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser, with the options of the command `argv` names (default: this
+    process's arguments) loaded: only that command's module is imported."""
     parser = OneLineParser(
         prog="python -m annotated_transformer",
         description="The Transformer of 'Attention Is All You Need', reproduced.",
@@ -115,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the full traceback of an error"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    requested = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    argv = sys.argv[1:] if argv is None else argv
+    requested = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text, _) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == requested:
@@ -146,10 +150,9 @@ KNOWN_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, TrainingDi
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv is not None:
-        sys.argv = [sys.argv[0], *argv]
-    parser = build_parser()
-    args, unknown = parser.parse_known_args()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
+    args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "_options_unknown", False):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:

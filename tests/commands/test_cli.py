@@ -273,3 +273,21 @@ def test_a_command_without_its_extra_names_the_extra_in_one_line(
     lines = proc.stderr.strip().splitlines()
     assert "Traceback" not in proc.stderr
     assert f"annotated-transformer[{extra}]" in lines[0] and blocked in lines[0]
+
+
+def test_main_reads_its_argv_and_leaves_the_process_arguments_alone(monkeypatch, capsys):
+    """A command's options load from the argv given, not from this process's: two commands in
+    a row each parse their own, and sys.argv is what it was (a test that called main once used
+    to leave it naming that command for every later parser)."""
+    from annotated_transformer import cli
+
+    monkeypatch.setattr(sys, "argv", ["pytest", "tests"])
+    with pytest.raises(SystemExit) as first:
+        main(["table3", "--minutes", "0"])
+    assert first.value.code == 2 and "--minutes" in capsys.readouterr().err
+    assert sys.argv == ["pytest", "tests"]
+    parsed = cli.build_parser(["translate", "--help"])
+    assert "translate" in parsed.format_help()
+    assert (
+        cli.build_parser(["table3"]).parse_args(["table3", "--workers", "2"]).workers == 2
+    )
