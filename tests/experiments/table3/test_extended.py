@@ -80,17 +80,15 @@ def test_epoch_by_epoch_equals_one_run_and_a_second_call_adds(data_dir, tmp_path
     job = Job("C1", 2)
     first = extended.train_all(run, {job: 1}, data_dir=data_dir, show_progress=False)
     second = extended.train_all(run, {job: 2}, data_dir=data_dir, show_progress=False)
-    assert first == {"trained": 1, "skipped": 0} and second == {
-        "trained": 1,
-        "skipped": 1,
-    }
+    assert first == {"trained": 1, "skipped": 0, "left": 0}
+    assert second == {"trained": 1, "skipped": 1, "left": 0}
     curve = extended.read_curve(run.folder(job))
     assert [p["epoch"] for p in curve] == [1, 2]
     assert [p["ppl"] for p in curve] == pytest.approx(
         [p["ppl"] for p in at_once.curve], rel=1e-6
     )
     again = extended.train_all(run, {job: 2}, data_dir=data_dir, show_progress=False)
-    assert again == {"trained": 0, "skipped": 2}
+    assert again == {"trained": 0, "skipped": 2, "left": 0}
     records = extended.collect(tmp_path / "run")
     assert extended.ppl_at_epoch(records, "full", 2) == {"C1": {2: curve[1]["ppl"]}}
     assert extended.complete_epoch(records, "full", ["C1"]) == 2
