@@ -1,7 +1,7 @@
 """The training step and decoding at the hardware's pace: each change alone (issue 54).
 
     python benchmarks/bench_gpu_step.py --device cuda --profile paper --precision bf16 \\
-        --batch-tokens 24576 --out results/gpu/speed_step.json      # the GPU run (scripts/gpu/speed.sh)
+        --batch-tokens 24576 --out results/gpu/speed_step.json      # on a GPU (speed.sh runs it in parts)
     python benchmarks/bench_gpu_step.py --quick --out /tmp/s.json    # CPU, the plumbing: what the test runs
 
 Training: the trainer's own step (`Trainer.train_step`, built as profile_step.make_trainer builds it) on
@@ -31,7 +31,9 @@ and the static cache (`StaticGreedyDecoder`, `StaticBeamDecoder`, their steps CU
 GPU), same tokens checked.
 
 --quick: the smoke profile, two rounds, and torch.compile with the "eager" backend (Dynamo without code
-generation: the plumbing, not the speed; no mode then).
+generation: the plumbing, not the speed; no mode then). `--variants` times some of the training
+variants (eager always among them); decoding runs before training, and the record is written after
+each part, so a call cut short keeps what it finished (scripts/gpu/speed.sh splits the parts).
 """
 
 from __future__ import annotations
@@ -87,7 +89,10 @@ def bench_training(
     rounds: int,
     warmup: int,
     quick: bool,
+    variants: tuple[str, ...] = TRAINING_VARIANTS,
 ) -> dict:
+    """The training step of each of `variants` (eager always among them: it is the reference
+    every other is measured against, in this process, on the same batch)."""
     torch._dynamo.reset()
     buckets = LengthBuckets.doubling(profile.model_config().max_len + 1)
     base = {"backend": "eager"} if quick else {}
@@ -102,9 +107,11 @@ def bench_training(
             buckets=buckets,
         ),
     }
+    wanted = {"eager", *variants}
     trainers = {
         name: make_trainer(profile, device, precision, batch_tokens=batch_tokens, **kw)
         for name, kw in settings.items()
+        if name in wanted
     }
     batch, tokens = first_global_batch(trainers["eager"])
     # (rows, source width, target width) of the bucketed variants' batch; None: padded to its longest
@@ -286,6 +293,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--decode-src-len", type=int, default=25)
     parser.add_argument("--decode-max-new", type=int, default=None)
     parser.add_argument("--only", action="append", choices=["train", "decode"])
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=TRAINING_VARIANTS,
+        default=list(TRAINING_VARIANTS),
+        help="training variants to time (eager, the reference, is always one of them)",
+    )
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
@@ -306,6 +320,33 @@ def main(argv: list[str] | None = None) -> dict:
         },
         "provenance": provenance(device),
     }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        """The record as it stands, after every part: a call cut short keeps the parts it ran."""
+        out.write_text(json.dumps(record, indent=2) + "\n")
+
+    # decoding first: it compiles nothing, so it is done before the compiles can use up the time
+    if "decode" in parts:
+        batches = (
+            [args.decode_batch] if args.decode_batch else ([4] if args.quick else [1, 64])
+        )
+        record["decoding"] = []
+        for search in ("greedy", "beam"):
+            for b in batches:
+                record["decoding"].append(
+                    bench_decoding(
+                        profile,
+                        device,
+                        batch=b,
+                        src_len=8 if args.quick else args.decode_src_len,
+                        max_new=args.decode_max_new or (12 if args.quick else 100),
+                        rounds=rounds,
+                        search=search,
+                    )
+                )
+                save()
     if "train" in parts:
         record["training"] = bench_training(
             profile,
@@ -315,27 +356,9 @@ def main(argv: list[str] | None = None) -> dict:
             rounds=rounds,
             warmup=warmup,
             quick=args.quick,
+            variants=tuple(args.variants),
         )
-    if "decode" in parts:
-        batches = (
-            [args.decode_batch] if args.decode_batch else ([4] if args.quick else [1, 64])
-        )
-        record["decoding"] = [
-            bench_decoding(
-                profile,
-                device,
-                batch=b,
-                src_len=8 if args.quick else args.decode_src_len,
-                max_new=args.decode_max_new or (12 if args.quick else 100),
-                rounds=rounds,
-                search=search,
-            )
-            for search in ("greedy", "beam")
-            for b in batches
-        ]
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+        save()
     return record
 
 

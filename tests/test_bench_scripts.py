@@ -11,9 +11,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_script(name: str, out: Path, tmp_path: Path, **env: str) -> dict:
+def run_script(name: str, out: Path, tmp_path: Path, *args: str, **env: str) -> dict:
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / name), "--quick", "--out", str(out)],
+        [sys.executable, str(REPO / "benchmarks" / name), "--quick", "--out", str(out)]
+        + list(args),
         capture_output=True,
         text=True,
         env={"AT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", **env},
@@ -254,12 +255,19 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
         assert set(row["decoders"]) == {"recompute", "eager_cache", "static_cache"}
 
 
-@pytest.mark.slow
-def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
-    # scripts/gpu/speed.sh with DEVICE=cpu QUICK=1: the GPU run's commands, the smoke profile.
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / "gpu" / "speed.sh")],
+def test_gpu_step_benchmark_times_the_variants_asked_beside_eager(tmp_path):
+    """A call of its own for the compiled variants still has eager, the reference, beside them."""
+    record = run_script(
+        "bench_gpu_step.py", tmp_path / "s.json", tmp_path, "--only", "train",
+        "--variants", "compiled",
+    )  # fmt: skip
+    assert set(record["training"]["variants"]) == {"eager", "compiled"}
+    assert "decoding" not in record
+
+
+def _speed(tmp_path, *parts, **env):
+    return subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu" / "speed.sh"), *parts],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -269,17 +277,55 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
             "PYTHON": sys.executable,
             "DEVICE": "cpu",
             "QUICK": "1",
-            "OUT": str(out),
+            "OUT": str(tmp_path / "out"),
+            **env,
         },
     )
+
+
+def test_speed_script_checks_its_parts_and_its_time_before_running_any():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        unknown = _speed(Path(tmp), "decode", "everything")
+        assert unknown.returncode == 2 and "unknown part everything" in unknown.stderr
+        assert not (Path(tmp) / "out" / "decode.log").exists()
+        # under a minute left for a part: skipped and named for the next call, exit non-zero
+        short = _speed(Path(tmp), "decode", LIMIT_S="30")
+        assert short.returncode == 1
+        assert "decode skipped" in short.stdout and "another call" in short.stdout
+
+
+@pytest.mark.slow
+def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
+    # scripts/gpu/speed.sh with DEVICE=cpu QUICK=1: the GPU run's commands, the smoke profile.
+    proc = _speed(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tmp_path / "out"
     names = {p.name for p in out.iterdir()}
+    parts = (
+        "decode",
+        "train_eager",
+        "profile_eager",
+        "train_compiled",
+        "profile_compiled",
+    )
+    assert {f"{part}.log" for part in parts} <= names
     for stem in ("profile_step_compiled", "profile_step_eager"):
-        assert {f"{stem}.json", f"{stem}.md", f"{stem}.log"} <= names
+        assert {f"{stem}.json", f"{stem}.md"} <= names
         record = json.loads((out / f"{stem}.json").read_text())
         assert record["setting"]["compile"] == (stem == "profile_step_compiled")
-    speed = json.loads((out / "speed_step.json").read_text())
-    assert all(row["same_tokens"] for row in speed["decoding"])
+    decode = json.loads((out / "speed_decode.json").read_text())
+    assert all(row["same_tokens"] for row in decode["decoding"])
+    eager = json.loads((out / "speed_train_eager.json").read_text())["training"]
+    assert set(eager["variants"]) == {"eager", "eager_cudnn_attention"}
+    compiled = json.loads((out / "speed_train_compiled.json").read_text())["training"]
+    assert set(compiled["variants"]) == {
+        "eager",
+        "compiled",
+        "compiled_bucketed",
+        "compiled_bucketed_reduce_overhead",
+    }
 
 
 @pytest.mark.slow

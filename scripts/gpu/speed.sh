@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
-# Issue 54 on one GPU: where the `base` training step's time goes and what each change buys, in one
-# command (about 6 minutes on an H100; nothing to install: the benchmarks put the checkout on
-# sys.path and the machine's torch is used, see device_packages.txt):
+# Issue 54 on one GPU: what each change buys the `base` training step and decoding, and where the
+# step's time goes, in parts ordered by what they tell per second of GPU time (nothing to install:
+# the benchmarks put the checkout on sys.path and the machine's torch is used, see
+# device_packages.txt):
 #
-#   bash scripts/gpu/speed.sh                      # on the GPU machine; everything lands in $OUT
+#   bash scripts/gpu/speed.sh                       # on the GPU machine; everything lands in $OUT
+#   bash scripts/gpu/speed.sh profile_compiled      # a part the first call did not reach
 #   DEVICE=cpu QUICK=1 OUT=/tmp/s bash scripts/gpu/speed.sh   # the same commands on a CPU (the test)
 #
-# 1. profile_step.py: the trainer's compiled bf16 step (model and loss compiled, as `train --compile`)
-#    under torch.profiler, then the eager step: wall and host CPU per step, kernel time by kind,
-#    the top kernels, the host's launch calls -> $OUT/profile_step_{compiled,eager}.{json,md}
-# 2. bench_gpu_step.py: eager, compiled, compiled + length buckets, compiled + buckets +
-#    reduce-overhead (CUDA graphs), interleaved on the same batch (tokens/s, MFU); greedy decoding
-#    and beam search (4) by recomputation, the eager KV cache and the static cache as a CUDA graph, batch 1 and 64,
-#    same tokens checked -> $OUT/speed_step.json
-# Each part stops after PART_LIMIT_S seconds (default 300). Each command's log goes to $OUT/*.log; a failing part does not stop the others, and the script
-# exits non-zero if any failed. Copy $OUT/* to results/gpu/ to commit them.
+# The parts (default: all five, in this order):
+#   decode            bench_gpu_step.py --only decode: greedy decoding and beam search (4) by
+#                     recomputation, the eager KV cache and the static cache as a CUDA graph, batch
+#                     1 and 64, same tokens checked -> speed_decode.json
+#   train_eager       bench_gpu_step.py: the eager step with and without cuDNN's attention,
+#                     interleaved on one batch (tokens/s, MFU) -> speed_train_eager.json
+#   profile_eager     profile_step.py: the eager bf16 step under torch.profiler: kernel time by
+#                     kind, the top kernels, the launch calls -> profile_step_eager.{json,md}
+#   train_compiled    bench_gpu_step.py: eager (the reference, same process and batch), compiled,
+#                     + length buckets, + reduce-overhead (CUDA graphs) -> speed_train_compiled.json
+#   profile_compiled  profile_step.py --compile -> profile_step_compiled.{json,md}
+# Compiling the `base` model with its 37,000-piece vocabulary takes minutes, so the compiled parts
+# come last. LIMIT_S (default 570, under the device's 10 minutes a call) bounds the whole script:
+# each part gets the time left (at most PART_LIMIT_S where that is set), and a part that would
+# start with under 60 s left is skipped and named, for the next call. The benchmark writes its record
+# after each of its parts, so a part cut short keeps what it finished. Each part's log goes to
+# $OUT/<part>.log; a failed or skipped part does not stop the others, and the script then exits
+# non-zero. Copy $OUT/* to results/gpu/ (benchmarks: results/benchmarks/gpu_*.json) to commit.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 python=${PYTHON:-python3}
 device=${DEVICE:-cuda}
 out=${OUT:-_build/speed}
+limit=${LIMIT_S:-570}
 mkdir -p "$out"
 if [ -n "${QUICK:-}" ]; then
   profile=(--profile smoke --precision fp32 --warmup 1 --steps 2)
@@ -29,19 +41,47 @@ else
   profile=(--profile paper --precision bf16 --batch-tokens 24576 --warmup 5 --steps 10)
   bench=(--profile paper --precision bf16 --batch-tokens 24576)
 fi
+known=(decode train_eager profile_eager train_compiled profile_compiled)
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=("${known[@]}")
+for part in "${parts[@]}"; do  # every name checked before any part runs
+  [[ " ${known[*]} " == *" $part "* ]] \
+    || { echo "speed.sh: unknown part $part; choose from ${known[*]}" >&2; exit 2; }
+done
+started=$(date +%s)
 status=0
-run() {  # name, command...
-  local name=$1
+run() {  # part, command...
+  local part=$1
   shift
-  echo "[speed] $name: $*"
-  timeout --kill-after=20 "${PART_LIMIT_S:-300}" "$@" >"$out/$name.log" 2>&1 || { echo "[speed] $name failed (exit $?), see $out/$name.log"; status=1; }
-  tail -n 25 "$out/$name.log"
+  local left=$(( limit - ($(date +%s) - started) ))
+  if [ "$left" -lt 60 ]; then
+    echo "[speed] $part skipped: ${left} s of LIMIT_S=$limit left; run it in another call"
+    status=1
+    return
+  fi
+  local part_limit=$(( left - 10 ))
+  [ -n "${PART_LIMIT_S:-}" ] && [ "$PART_LIMIT_S" -lt "$part_limit" ] && part_limit=$PART_LIMIT_S
+  echo "[speed] $part ($part_limit s at most): $*"
+  timeout --kill-after=10 "$part_limit" "$@" >"$out/$part.log" 2>&1 \
+    || { echo "[speed] $part failed (exit $?), see $out/$part.log"; status=1; }
+  tail -n 25 "$out/$part.log"
 }
-run profile_step_compiled $python benchmarks/profile_step.py --device "$device" "${profile[@]}" \
-  --compile --out "$out/profile_step_compiled.json"
-run profile_step_eager $python benchmarks/profile_step.py --device "$device" "${profile[@]}" \
-  --out "$out/profile_step_eager.json"
-run speed_step $python benchmarks/bench_gpu_step.py --device "$device" "${bench[@]}" \
-  --out "$out/speed_step.json"
+for part in "${parts[@]}"; do
+  case $part in
+    decode) run decode $python benchmarks/bench_gpu_step.py --device "$device" "${bench[@]}" \
+      --only decode --out "$out/speed_decode.json" ;;
+    train_eager) run train_eager $python benchmarks/bench_gpu_step.py --device "$device" \
+      "${bench[@]}" --only train --variants eager eager_cudnn_attention \
+      --out "$out/speed_train_eager.json" ;;
+    profile_eager) run profile_eager $python benchmarks/profile_step.py --device "$device" \
+      "${profile[@]}" --out "$out/profile_step_eager.json" ;;
+    train_compiled) run train_compiled $python benchmarks/bench_gpu_step.py --device "$device" \
+      "${bench[@]}" --only train \
+      --variants eager compiled compiled_bucketed compiled_bucketed_reduce_overhead \
+      --out "$out/speed_train_compiled.json" ;;
+    profile_compiled) run profile_compiled $python benchmarks/profile_step.py \
+      --device "$device" "${profile[@]}" --compile --out "$out/profile_step_compiled.json" ;;
+  esac
+done
 echo "[speed] done, exit $status; files in $out"
 exit $status
