@@ -33,7 +33,9 @@ GPU), same tokens checked.
 --quick: the smoke profile, two rounds, and torch.compile with the "eager" backend (Dynamo without code
 generation: the plumbing, not the speed; no mode then). `--variants` times some of the training
 variants (eager always among them); decoding runs before training, and the record is written after
-each part, so a call cut short keeps what it finished (scripts/gpu/speed.sh splits the parts).
+each decoding and after training, so a call cut short keeps what it finished; training is timed
+only once every variant has warmed up, so scripts/gpu/speed.sh gives each compiled variant a call of
+its own beside eager.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from annotated_transformer.model.static_decoding import (  # noqa: E402
 )
 from annotated_transformer.profiles import Profile, get_profile  # noqa: E402
 from annotated_transformer.runtime import attention_kernels  # noqa: E402
+from annotated_transformer.runtime.files import atomic_write_text  # noqa: E402
 
 TRAINING_VARIANTS = (
     "eager",
@@ -324,8 +327,9 @@ def main(argv: list[str] | None = None) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
-        """The record as it stands, after every part: a call cut short keeps the parts it ran."""
-        out.write_text(json.dumps(record, indent=2) + "\n")
+        """The record as it stands, written whole (never half a file), after each decoding and
+        after training: a call cut short keeps the parts it finished."""
+        atomic_write_text(out, json.dumps(record, indent=2) + "\n")
 
     # decoding first: it compiles nothing, so it is done before the compiles can use up the time
     if "decode" in parts:

@@ -255,6 +255,7 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
         assert set(row["decoders"]) == {"recompute", "eager_cache", "static_cache"}
 
 
+@pytest.mark.slow  # a second run of the benchmark, with one compile
 def test_gpu_step_benchmark_times_the_variants_asked_beside_eager(tmp_path):
     """A call of its own for the compiled variants still has eager, the reference, beside them."""
     record = run_script(
@@ -287,9 +288,16 @@ def test_speed_script_checks_its_parts_and_its_time_before_running_any():
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        unknown = _speed(Path(tmp), "decode", "everything")
-        assert unknown.returncode == 2 and "unknown part everything" in unknown.stderr
+        for parts in (
+            ("decode", "everything"),
+            ("decode train_eager",),
+        ):  # names, exactly
+            unknown = _speed(Path(tmp), *parts)
+            assert unknown.returncode == 2 and "unknown part" in unknown.stderr
         assert not (Path(tmp) / "out" / "decode.log").exists()
+        for bad in ("0", "300s"):
+            limit = _speed(Path(tmp), "decode", PART_LIMIT_S=bad)
+            assert limit.returncode == 2 and f"PART_LIMIT_S={bad} is not" in limit.stderr
         # under a minute left for a part: skipped and named for the next call, exit non-zero
         short = _speed(Path(tmp), "decode", LIMIT_S="30")
         assert short.returncode == 1
@@ -298,18 +306,14 @@ def test_speed_script_checks_its_parts_and_its_time_before_running_any():
 
 @pytest.mark.slow
 def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
-    # scripts/gpu/speed.sh with DEVICE=cpu QUICK=1: the GPU run's commands, the smoke profile.
-    proc = _speed(tmp_path)
+    # scripts/gpu/speed.sh with DEVICE=cpu QUICK=1: the GPU run's commands, the smoke profile,
+    # with time enough on a busy 2-core machine that no part is skipped
+    proc = _speed(tmp_path, LIMIT_S="3000")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = tmp_path / "out"
     names = {p.name for p in out.iterdir()}
-    parts = (
-        "decode",
-        "train_eager",
-        "profile_eager",
-        "train_compiled",
-        "profile_compiled",
-    )
+    parts = ("decode", "train_eager", "profile_eager", "train_compiled", "train_bucketed")
+    parts += ("train_graphs", "profile_compiled")
     assert {f"{part}.log" for part in parts} <= names
     for stem in ("profile_step_compiled", "profile_step_eager"):
         assert {f"{stem}.json", f"{stem}.md"} <= names
@@ -319,13 +323,13 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
     assert all(row["same_tokens"] for row in decode["decoding"])
     eager = json.loads((out / "speed_train_eager.json").read_text())["training"]
     assert set(eager["variants"]) == {"eager", "eager_cudnn_attention"}
-    compiled = json.loads((out / "speed_train_compiled.json").read_text())["training"]
-    assert set(compiled["variants"]) == {
-        "eager",
-        "compiled",
-        "compiled_bucketed",
-        "compiled_bucketed_reduce_overhead",
-    }
+    for part, variant in (
+        ("compiled", "compiled"),
+        ("bucketed", "compiled_bucketed"),
+        ("graphs", "compiled_bucketed_reduce_overhead"),
+    ):
+        record = json.loads((out / f"speed_train_{part}.json").read_text())["training"]
+        assert set(record["variants"]) == {"eager", variant}  # one compile, beside eager
 
 
 @pytest.mark.slow

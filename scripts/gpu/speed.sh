@@ -8,7 +8,7 @@
 #   bash scripts/gpu/speed.sh profile_compiled      # a part the first call did not reach
 #   DEVICE=cpu QUICK=1 OUT=/tmp/s bash scripts/gpu/speed.sh   # the same commands on a CPU (the test)
 #
-# The parts (default: all five, in this order):
+# The parts (default: all of them, in this order):
 #   decode            bench_gpu_step.py --only decode: greedy decoding and beam search (4) by
 #                     recomputation, the eager KV cache and the static cache as a CUDA graph, batch
 #                     1 and 64, same tokens checked -> speed_decode.json
@@ -16,16 +16,19 @@
 #                     interleaved on one batch (tokens/s, MFU) -> speed_train_eager.json
 #   profile_eager     profile_step.py: the eager bf16 step under torch.profiler: kernel time by
 #                     kind, the top kernels, the launch calls -> profile_step_eager.{json,md}
-#   train_compiled    bench_gpu_step.py: eager (the reference, same process and batch), compiled,
-#                     + length buckets, + reduce-overhead (CUDA graphs) -> speed_train_compiled.json
+#   train_compiled, train_bucketed, train_graphs
+#                     bench_gpu_step.py: one change each beside eager (the reference, same process
+#                     and batch): the model and loss compiled; and lengths bucketed; and
+#                     mode="reduce-overhead" (CUDA graphs) -> speed_train_<part>.json
 #   profile_compiled  profile_step.py --compile -> profile_step_compiled.{json,md}
 # Compiling the `base` model with its 37,000-piece vocabulary takes minutes, so the compiled parts
-# come last. LIMIT_S (default 570, under the device's 10 minutes a call) bounds the whole script:
-# each part gets the time left (at most PART_LIMIT_S where that is set), and a part that would
-# start with under 60 s left is skipped and named, for the next call. The benchmark writes its record
-# after each of its parts, so a part cut short keeps what it finished. Each part's log goes to
-# $OUT/<part>.log; a failed or skipped part does not stop the others, and the script then exits
-# non-zero. Copy $OUT/* to results/gpu/ (benchmarks: results/benchmarks/gpu_*.json) to commit.
+# come last, one compile a part: the benchmark times training only once every variant it was given
+# has warmed up, so a part cut short loses only its own variant. LIMIT_S (default 570, under the
+# device's 10 minutes a call) bounds the whole script: each part gets the time left (at most
+# PART_LIMIT_S, a whole number of seconds, where that is set), and a part that would start with
+# under 60 s left is skipped and named, for the next call. Each part's log goes to $OUT/<part>.log;
+# a failed or skipped part does not stop the others, and the script then exits non-zero. Copy
+# $OUT/* to results/gpu/ (benchmarks: results/benchmarks/gpu_*.json) to commit.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 python=${PYTHON:-python3}
@@ -41,13 +44,18 @@ else
   profile=(--profile paper --precision bf16 --batch-tokens 24576 --warmup 5 --steps 10)
   bench=(--profile paper --precision bf16 --batch-tokens 24576)
 fi
-known=(decode train_eager profile_eager train_compiled profile_compiled)
+known=(decode train_eager profile_eager train_compiled train_bucketed train_graphs profile_compiled)
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=("${known[@]}")
-for part in "${parts[@]}"; do  # every name checked before any part runs
-  [[ " ${known[*]} " == *" $part "* ]] \
-    || { echo "speed.sh: unknown part $part; choose from ${known[*]}" >&2; exit 2; }
+for part in "${parts[@]}"; do  # every name checked, exactly, before any part runs
+  found=
+  for name in "${known[@]}"; do [ "$part" = "$name" ] && found=1; done
+  [ -n "$found" ] || { echo "speed.sh: unknown part '$part'; choose from ${known[*]}" >&2; exit 2; }
 done
+if [ -n "${PART_LIMIT_S:-}" ] && ! [[ "$PART_LIMIT_S" =~ ^[1-9][0-9]*$ ]]; then
+  echo "speed.sh: PART_LIMIT_S=$PART_LIMIT_S is not a whole number of seconds above 0" >&2
+  exit 2
+fi
 started=$(date +%s)
 status=0
 run() {  # part, command...
@@ -76,11 +84,16 @@ for part in "${parts[@]}"; do
     profile_eager) run profile_eager $python benchmarks/profile_step.py --device "$device" \
       "${profile[@]}" --out "$out/profile_step_eager.json" ;;
     train_compiled) run train_compiled $python benchmarks/bench_gpu_step.py --device "$device" \
-      "${bench[@]}" --only train \
-      --variants eager compiled compiled_bucketed compiled_bucketed_reduce_overhead \
-      --out "$out/speed_train_compiled.json" ;;
+      "${bench[@]}" --only train --variants compiled --out "$out/speed_train_compiled.json" ;;
+    train_bucketed) run train_bucketed $python benchmarks/bench_gpu_step.py --device "$device" \
+      "${bench[@]}" --only train --variants compiled_bucketed \
+      --out "$out/speed_train_bucketed.json" ;;
+    train_graphs) run train_graphs $python benchmarks/bench_gpu_step.py --device "$device" \
+      "${bench[@]}" --only train --variants compiled_bucketed_reduce_overhead \
+      --out "$out/speed_train_graphs.json" ;;
     profile_compiled) run profile_compiled $python benchmarks/profile_step.py \
       --device "$device" "${profile[@]}" --compile --out "$out/profile_step_compiled.json" ;;
+    *) echo "speed.sh: no command for part '$part'" >&2; exit 2 ;;
   esac
 done
 echo "[speed] done, exit $status; files in $out"
