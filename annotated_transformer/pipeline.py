@@ -68,6 +68,14 @@ class PreparedData:
     dropped: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
+def corpus_tokenizer(profile: Profile, data_dir=None) -> Tokenizer:
+    """The profile's shared BPE: trained on its training split the first time, then read from the
+    cache."""
+    return tokenizer_for_corpus(
+        profile.corpus, profile.vocab_size, split=profile.train_split, data_dir=data_dir
+    )
+
+
 def prepare_data(
     profile: Profile,
     data_dir=None,
@@ -79,22 +87,14 @@ def prepare_data(
     (`max_positions`, default the profile's model's)."""
     is_main = context is None or context.is_main
 
-    def tokenizer() -> Tokenizer:
-        return tokenizer_for_corpus(
-            profile.corpus,
-            profile.vocab_size,
-            split=profile.train_split,
-            data_dir=data_dir,
-        )
-
     if (
         is_main
     ):  # rank 0 trains (or finds) the tokenizer; the others then load it from the cache
-        shared = tokenizer()
+        shared = corpus_tokenizer(profile, data_dir)
     if context is not None:
         barrier(context)
     if not is_main:
-        shared = tokenizer()
+        shared = corpus_tokenizer(profile, data_dir)
     if max_positions is None:
         max_positions = profile.model_config().max_len
 

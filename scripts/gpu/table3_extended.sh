@@ -44,8 +44,11 @@ if [ "$seconds" = bad ] || [ $(( seconds + 90 )) -gt "$limit" ]; then
 fi
 name=table3_extended_$profile
 side=${BUILD_DIR:-_build}/$name
-rm -rf "$side" && mkdir -p "$side"
+mkdir -p "$side"
 export_to=$side/runs.json
+# an earlier call's export is kept beside, never removed; its utilisation file was this script's
+[ -f "$export_to" ] && mv "$export_to" "$side/runs.$(date -u +%Y%m%dT%H%M%S).json"
+rm -f "$side/gpu_utilisation.csv"
 run_dir=runs/table3-$profile
 [ -n "${QUICK:-}" ] && run_dir=$side/run  # the smoke check keeps to its own folder
 log=$side/log.txt

@@ -411,7 +411,7 @@ def train_all(
     finish), so a fixed spell of machine time ends with whole epochs kept, and the same call
     continues. Returns the epochs trained, those already done, and those `left` when the minutes
     ended."""
-    from ...pipeline import prepare_data
+    from ...pipeline import corpus_tokenizer, prepare_data
     from ...runtime.locks import folder_lock
     from ...runtime.progress import progress_bar
 
@@ -456,7 +456,7 @@ def train_all(
                 report(job, run.train_epoch(job, data))
         elif order:
             # the shared tokenizer trained (or found) once, before the processes race to train it
-            prepare_data(run.profile, data_dir)
+            corpus_tokenizer(run.profile, data_dir)
             _train_in_pool(run, order, workers, data_dir, report, may_start)
         bar.close()
         return {"trained": trained, "skipped": skipped, "left": len(order) - trained}

@@ -21,6 +21,7 @@ from .verdicts import (
     describe_correlation,
     epochs_words,
     finding_name,
+    full_corpus_rows,
     reproducing_command,
     share_words,
     tally,
@@ -298,11 +299,7 @@ def describe_extended_plan(
         rows = [r for r in TABLE3_ALL_ROWS if r in wanted]
         epochs = max(DEFAULT_EXTENDED_EPOCHS, 4 * math.ceil(live_epochs))
     else:
-        rows = [
-            r
-            for r in TABLE3_ALL_ROWS
-            if any(j["row"] == r and j["corpus"] == "full" for j in document["jobs"])
-        ]
+        rows = full_corpus_rows(document)
         epochs = document["targets"]["full"]
     added = [r for r in rows if r not in live_rows]
     missing = [r for r in live_rows if r not in rows]

@@ -174,6 +174,12 @@ def load_extended(
     return document, extended_budgets(document)
 
 
+def full_corpus_rows(document: Mapping) -> list[str]:
+    """The rows an extended run `document` trains on the whole corpus, in Table 3's order."""
+    trained = {j["row"] for j in document["jobs"] if j["corpus"] == "full"}
+    return [r for r in TABLE3_ALL_ROWS if r in trained]
+
+
 def reproducing_command(
     document: Mapping | None,
     profile: str,
@@ -196,11 +202,7 @@ def reproducing_command(
         profile = document["identity"]["profile"]
         targets = document["targets"]
         seeds = sorted({j["seed"] for j in document["jobs"]})
-        rows = [
-            r
-            for r in TABLE3_ALL_ROWS
-            if any(j["row"] == r and j["corpus"] == "full" for j in document["jobs"])
-        ]
+        rows = full_corpus_rows(document)
         groups += [f"--profile {profile}", f"--epochs {targets['full']}"]
         if targets.get("small"):
             groups.append(f"--small-epochs {targets['small']}")

@@ -372,7 +372,7 @@ class _OneAtATime:
 
 def _pool_of(monkeypatch, pool: _OneAtATime, epoch) -> list:
     """Route `train_all`'s processes through `pool`, each epoch `epoch(job)`; returns the list of
-    the main process's data preparations."""
+    the main process's tokenizer preparations."""
     import concurrent.futures
     import contextlib
 
@@ -389,7 +389,7 @@ def _pool_of(monkeypatch, pool: _OneAtATime, epoch) -> list:
     monkeypatch.setattr(extended, "_epoch_in_worker", lambda job: (job, epoch(job)))
     monkeypatch.setattr(extended.time, "monotonic", pool.clock.monotonic)
     # here once, so that the processes find the tokenizer instead of each training it
-    monkeypatch.setattr(pipeline, "prepare_data", lambda *a, **k: prepared.append(a))
+    monkeypatch.setattr(pipeline, "corpus_tokenizer", lambda *a, **k: prepared.append(a))
     return prepared
 
 
