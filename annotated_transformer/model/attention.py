@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..runtime.compat import is_compiling
+from ..runtime.compat import is_compiling, is_vmapped
 
 
 def _guard_fully_masked(
@@ -28,12 +28,18 @@ def _guard_fully_masked(
 
     On the CPU, asking whether any row is empty costs nothing and usually saves the fix-up. On a GPU
     (or inside torch.compile) that question is a host sync (a graph break when compiled), so there
-    the fix-up is always applied: two cheap elementwise passes instead of a stall per attention call.
+    the fix-up is always applied: two cheap elementwise passes instead of a stall per attention call;
+    likewise under `torch.func.vmap` (stacked models), where no tensor may steer Python.
     """
     if mask is None:
         return None, None
     has_key = mask.any(dim=-1, keepdim=True)
-    if mask.device.type == "cpu" and not is_compiling() and bool(has_key.all()):
+    if (
+        mask.device.type == "cpu"
+        and not is_compiling()
+        and not is_vmapped(has_key)
+        and bool(has_key.all())
+    ):
         return mask, None
     return mask | ~has_key, has_key
 

@@ -33,3 +33,11 @@ def maybe_mark_dynamic(tensor: torch.Tensor, dims) -> None:
     mark = getattr(dynamo, "maybe_mark_dynamic", None)
     if mark is not None and not is_compiling():
         mark(tensor, dims)
+
+
+def is_vmapped(tensor: torch.Tensor) -> bool:
+    """True for a tensor seen inside `torch.func.vmap` (one model's slice of stacked models): its
+    values cannot steer Python control flow there. False on a torch without functorch's hook."""
+    functorch = getattr(torch._C, "_functorch", None)
+    check = getattr(functorch, "is_batchedtensor", None)
+    return bool(check(tensor)) if check is not None else False

@@ -1,0 +1,394 @@
+"""Several Table 3 models in one step, against one after another and against processes (issue 49).
+
+    python benchmarks/bench_stacked_rows.py --device cuda --out results/gpu/stacked_rows.json
+    python benchmarks/bench_stacked_rows.py --quick --out /tmp/stacked.json   # CPU: the plumbing
+
+A Table 3 row at the `gpu` scale (d_model 256) is too small to keep an H100 busy, so the book trains
+several at once. Two ways exist, and the issue asks which is faster:
+
+- processes: each model trained by a process of its own, all sharing the device (what `table3
+  --workers` does, and what the calibration measured);
+- stacked: the models' weights stacked along a new first dimension (`torch.func.stack_module_state`)
+  and one step of all of them through `torch.func.vmap`, so each kernel launch does the work of
+  every model.
+
+Both against the baseline, the same models trained one after another in one process. Every variant
+trains `--models` copies of one row (the seeds of a row share their shapes, so they can stack) on
+the same synthetic batches: each model its own batch of Multi30k-like lengths, one padded shape for
+all, with the trainer's fused Adam, in the precision a Table 3 row gets on the device. The one
+process's two variants alternate within every round; the processes run afterwards, their clock
+started by a barrier once each has warmed up.
+
+Stacking changes how the loss is written (vmap needs fixed shapes: the logits at every target
+position, padding masked, through the plain-op loss), not what it computes. Before timing, the
+record checks that one stacked step gives each model the loss and gradients that the trainer's own
+path (`batch_loss`) gives it alone (dropout off, fp32). The record also keeps the warnings vmap
+raised: an operator without a batching rule runs once per model, which is what an attention
+backward without one costs (torch's CPU kernels have none; on CUDA, see the record).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import multiprocessing as mp
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))
+
+from bench_model import interleaved, provenance  # noqa: E402
+
+from annotated_transformer.experiments.table3.rows import (  # noqa: E402
+    row_config,
+    row_settings,
+)
+from annotated_transformer.model.config import TransformerConfig  # noqa: E402
+from annotated_transformer.model.transformer import Transformer  # noqa: E402
+from annotated_transformer.profiles import get_profile  # noqa: E402
+from annotated_transformer.runtime import attention_kernels  # noqa: E402
+from annotated_transformer.runtime.devices import resolve_device  # noqa: E402
+from annotated_transformer.runtime.files import atomic_write_text  # noqa: E402
+from annotated_transformer.runtime.precision import (  # noqa: E402
+    autocast_context,
+    resolve_precision,
+)
+from annotated_transformer.training.loss import composite_smoothed_cross_entropy  # noqa: E402
+from annotated_transformer.training.schedule import build_optimizer  # noqa: E402
+from annotated_transformer.training.teacher_forcing import batch_loss  # noqa: E402
+
+VARIANTS = ("one_after_another", "stacked", "processes")
+POOL = 4  # distinct batches per model, cycled
+
+
+def model_batches(
+    config: TransformerConfig, vocab: int, rows: int, model: int, seed: int, device
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """`POOL` (src, tgt) batches of model number `model`, all of one shape: `rows` pairs of 10-20
+    source and 12-22 target pieces (Multi30k's lengths), eos and bos added, padded to 21 and 24
+    columns."""
+    g = torch.Generator().manual_seed(seed * 1000 + model)
+    batches = []
+    for _ in range(POOL):
+        src = torch.full((rows, 21), config.pad_id, dtype=torch.long)
+        tgt = torch.full((rows, 24), config.pad_id, dtype=torch.long)
+        for r in range(rows):
+            n_src = int(torch.randint(10, 21, (1,), generator=g))
+            n_tgt = int(torch.randint(12, 23, (1,), generator=g))
+            src[r, :n_src] = torch.randint(4, vocab, (n_src,), generator=g)
+            src[r, n_src] = config.eos_id
+            tgt[r, 0] = config.bos_id
+            tgt[r, 1 : n_tgt + 1] = torch.randint(4, vocab, (n_tgt,), generator=g)
+            tgt[r, n_tgt + 1] = config.eos_id
+        batches.append((src.to(device), tgt.to(device)))
+    return batches
+
+
+def padded_batches(config, vocab: int, rows: int, models: int, seed: int, device) -> list:
+    """Each model's `model_batches`."""
+    return [model_batches(config, vocab, rows, m, seed, device) for m in range(models)]
+
+
+def optimizer(module: torch.nn.Module, settings, device) -> torch.optim.Adam:
+    """The trainer's fused Adam at the row's peak rate, held (the schedule does not change speed)."""
+    adam = build_optimizer(module, settings, device)
+    for group in adam.param_groups:
+        group["lr"] = settings.peak_lr or 1e-3
+    return adam
+
+
+def build_models(
+    config: TransformerConfig, vocab: int, models: int, seed: int, device
+) -> list[Transformer]:
+    out = []
+    for m in range(models):
+        torch.manual_seed(seed + m)
+        out.append(Transformer(config, vocab, vocab).to(device).train())
+    return out
+
+
+class Stacked:
+    """`models` (one shape) as one set of stacked leaves, trained by one vmapped step."""
+
+    def __init__(self, models: list[Transformer], precision: str, device, settings):
+        self.params, self.buffers = torch.func.stack_module_state(models)
+        # functional_call needs every name of a tied weight (embeddings and output projection)
+        first: dict[int, str] = {}
+        named = list(models[0].named_parameters(remove_duplicate=False))
+        for name, p in named:
+            first.setdefault(id(p), name)
+        self.alias = {name: first[id(p)] for name, p in named}
+        self.skeleton = copy.deepcopy(models[0]).to("meta")
+        self.config, self.precision, self.device = models[0].config, precision, device
+        holder = torch.nn.Module()
+        holder.stacked = torch.nn.ParameterList(self.params.values())
+        self.optimizer = optimizer(holder, settings, device)
+        self.losses = torch.func.vmap(self._one, randomness="different")
+
+    def _one(self, params, buffers, src, tgt):
+        named = {name: params[a] for name, a in self.alias.items()}
+        logits = torch.func.functional_call(
+            self.skeleton, (named, buffers), (src, tgt[:, :-1]), tie_weights=False
+        )
+        c = self.config
+        parts = composite_smoothed_cross_entropy(
+            logits, tgt[:, 1:], c.label_smoothing, c.pad_id
+        )
+        return parts.loss / parts.tokens
+
+    def loss(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        """Per-model mean losses of stacked batches (models, rows, width)."""
+        with (
+            autocast_context(self.device, self.precision),
+            attention_kernels.for_varying_shapes(self.device),
+        ):
+            return self.losses(self.params, self.buffers, src, tgt)
+
+    def step(self, src: torch.Tensor, tgt: torch.Tensor) -> None:
+        self.loss(src, tgt).sum().backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+
+def separate_loss(model: Transformer, src, tgt, precision: str) -> torch.Tensor:
+    """One model's mean loss as the trainer computes it (`batch_loss`: real target rows only)."""
+    c = model.config
+    parts = batch_loss(
+        model, src, tgt, smoothing=c.label_smoothing, pad_id=c.pad_id, precision=precision
+    )
+    return parts.loss / parts.tokens
+
+
+def stacked_matches_separate(
+    config: TransformerConfig, vocab: int, rows: int, models: int, device, settings
+) -> dict:
+    """One step's losses and gradients, stacked against each model alone (fp32, no dropout)."""
+    config = config.replace(dropout=0.0)
+    alone = build_models(config, vocab, models, seed=7, device=device)
+    batches = padded_batches(config, vocab, rows, models, seed=7, device=device)
+    stacked = Stacked(alone, "fp32", device, settings)
+    src = torch.stack([b[0][0] for b in batches])
+    tgt = torch.stack([b[0][1] for b in batches])
+    stacked_losses = stacked.loss(src, tgt)
+    stacked_losses.sum().backward()
+    loss_diff = grad_diff = grad_scale = 0.0
+    for m, model in enumerate(alone):
+        loss = separate_loss(model, src[m], tgt[m], "fp32")
+        loss.backward()
+        loss_diff = max(loss_diff, abs(loss.item() - stacked_losses[m].item()))
+        for name, p in model.named_parameters():
+            mine = stacked.params[stacked.alias[name]].grad[m]
+            grad_diff = max(grad_diff, float((p.grad - mine).abs().max()))
+            grad_scale = max(grad_scale, float(p.grad.abs().max()))
+    return {
+        "models": models,
+        "max_loss_difference": loss_diff,
+        "max_gradient_difference": grad_diff,
+        "largest_gradient": grad_scale,
+    }
+
+
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _train_alone(arguments: dict, barrier, results) -> None:
+    """A process of the `processes` variant: one model, warmed up, then timed from the barrier."""
+    torch.set_num_threads(arguments["threads"])
+    device = torch.device(arguments["device"])
+    config, vocab, m = arguments["config"], arguments["vocab"], arguments["index"]
+    model = build_models(config, vocab, 1, arguments["seed"] + m, device)[0]
+    batches = model_batches(
+        config, vocab, arguments["rows"], m, arguments["seed"], device
+    )
+    adam = optimizer(model, arguments["settings"], device)
+
+    def step(k: int) -> None:
+        src, tgt = batches[k % POOL]
+        separate_loss(model, src, tgt, arguments["precision"]).backward()
+        adam.step()
+        adam.zero_grad(set_to_none=True)
+
+    for k in range(arguments["warmup"]):
+        step(k)
+    _sync(device)
+    barrier.wait()
+    started = time.perf_counter()
+    for k in range(arguments["steps"]):
+        step(k)
+    _sync(device)
+    results.put((m, time.perf_counter() - started))
+
+
+def time_processes(arguments: dict, models: int) -> dict:
+    """Wall seconds per step of all `models` when each trains in a process of its own."""
+    context = mp.get_context("spawn")
+    barrier, results = context.Barrier(models + 1), context.Queue()
+    workers = [
+        context.Process(
+            target=_train_alone, args=({**arguments, "index": m}, barrier, results)
+        )
+        for m in range(models)
+    ]
+    for w in workers:
+        w.start()
+    barrier.wait(timeout=600)
+    started = time.perf_counter()
+    each = dict(results.get(timeout=1800) for _ in workers)
+    wall = time.perf_counter() - started
+    for w in workers:
+        w.join()
+    steps = arguments["steps"]
+    return {
+        "median_s": wall / steps,
+        "each_process_s_per_step": [round(each[m] / steps, 6) for m in sorted(each)],
+        "steps": steps,
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="auto")
+    parser.add_argument(
+        "--profile", default="gpu", help="whose Table 3 scale (default gpu)"
+    )
+    parser.add_argument("--row", default="base")
+    parser.add_argument(
+        "--models", type=int, default=3, help="models at once (3: a row's seeds)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=60, help="timed steps of every model"
+    )
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke scale, a few steps: plumbing"
+    )
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.models < 2:
+        parser.error(f"--models {args.models}: stacking needs at least 2 models")
+    if args.quick:
+        args.profile, args.steps, args.warmup, args.models = "smoke", 3, 1, 2
+    started = time.perf_counter()
+    device = resolve_device(args.device)
+    profile = get_profile(args.profile)
+    config = row_config(args.row, profile)
+    settings = row_settings(profile, config, epochs=1, seed=1)
+    table3 = profile.book.table3
+    vocab = table3.vocab_size or profile.vocab_size
+    batch_tokens = table3.batch_tokens or profile.batch_tokens
+    rows = max(1, batch_tokens // 24)  # the target side's 24 columns fill the budget
+    precision = resolve_precision(settings.precision, device)
+    check = stacked_matches_separate(
+        config, vocab, min(rows, 16), args.models, device, settings
+    )
+    print(f"[stacked] stacked against alone: {json.dumps(check)}", flush=True)
+
+    record = {
+        "schema": 1,
+        "name": "bench_stacked_rows",
+        "quick": args.quick,
+        "command": "benchmarks/bench_stacked_rows.py " + " ".join(argv or sys.argv[1:]),
+        "provenance": provenance(device),
+        "profile": profile.name,
+        "row": args.row,
+        "config": dataclasses.asdict(config),
+        "models": args.models,
+        "batch": {"rows": rows, "source_width": 21, "target_width": 24},
+        "precision": precision,
+        "stacked_matches_separate": check,
+    }
+    models = build_models(config, vocab, args.models, seed=1, device=device)
+    batches = padded_batches(config, vocab, rows, args.models, seed=1, device=device)
+    real_targets = sum(int((b[0][1][:, 1:] != config.pad_id).sum()) for b in batches)
+    timed: dict = {}
+    in_process = {}
+    if "one_after_another" in args.variants:
+        optimizers = [optimizer(m, settings, device) for m in models]
+        counter = {"k": 0}
+
+        def one_after_another() -> None:
+            k = counter["k"] = counter["k"] + 1
+            for m, model in enumerate(models):
+                src, tgt = batches[m][k % POOL]
+                separate_loss(model, src, tgt, precision).backward()
+                optimizers[m].step()
+                optimizers[m].zero_grad(set_to_none=True)
+
+        in_process["one_after_another"] = one_after_another
+    if "stacked" in args.variants:
+        stacked = Stacked(models, precision, device, settings)
+        stacked_batches = [
+            (
+                torch.stack([b[k][0] for b in batches]),
+                torch.stack([b[k][1] for b in batches]),
+            )
+            for k in range(POOL)
+        ]
+        turn = {"k": 0}
+
+        def stacked_step() -> None:
+            k = turn["k"] = turn["k"] + 1
+            stacked.step(*stacked_batches[k % POOL])
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            stacked_step()
+        record["vmap_warnings"] = sorted({str(w.message).split(".")[0] for w in caught})
+        in_process["stacked"] = stacked_step
+    if in_process:
+        print(f"[stacked] timing {', '.join(in_process)} side by side", flush=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            timed.update(interleaved(in_process, args.steps, args.warmup, device))
+    if "processes" in args.variants:
+        print(f"[stacked] timing {args.models} processes", flush=True)
+        arguments = {
+            "device": str(device),
+            "config": config,
+            "vocab": vocab,
+            "rows": rows,
+            "seed": 1,
+            "settings": settings,
+            "precision": precision,
+            "steps": args.steps,
+            "warmup": args.warmup,
+            "threads": 1 if device.type == "cpu" else torch.get_num_threads(),
+        }
+        timed["processes"] = time_processes(arguments, args.models)
+    tokens_per_step = real_targets / POOL  # every model's batch, on average over the pool
+    base = timed.get("one_after_another", {}).get("median_s")
+    for name, t in timed.items():
+        t["model_steps_per_s"] = args.models / t["median_s"]
+        t["target_tokens_per_s"] = tokens_per_step / t["median_s"]
+        t["speed_vs_one_after_another"] = base / t["median_s"] if base else None
+        print(
+            f"[stacked] {name}: {t['median_s'] * 1e3:.1f} ms for a step of all {args.models}, "
+            f"{t['model_steps_per_s']:.1f} model-steps/s"
+            + (
+                f", {t['speed_vs_one_after_another']:.2f}x one after another"
+                if base
+                else ""
+            ),
+            flush=True,
+        )
+    record["variants"] = timed
+    record["wall_time_s"] = round(time.perf_counter() - started, 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+if __name__ == "__main__":
+    main()
