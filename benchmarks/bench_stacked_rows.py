@@ -21,10 +21,15 @@ started by a barrier once each has warmed up.
 
 Stacking changes how the loss is written (vmap needs fixed shapes: the logits at every target
 position, padding masked, through the plain-op loss), not what it computes. Before timing, the
-record checks that one stacked step gives each model the loss and gradients that the trainer's own
-path (`batch_loss`) gives it alone (dropout off, fp32). The record also keeps the warnings vmap
-raised: an operator without a batching rule runs once per model, which is what an attention
-backward without one costs (torch's CPU kernels have none; on CUDA, see the record).
+record checks that a stacked step gives each model the loss and gradients that the trainer's own
+path (`batch_loss`) gives it alone, and, after one Adam step each, the same loss again (dropout off,
+fp32; at the device's precision too where that is not fp32, with a tolerance for its rounding).
+The record also keeps the warnings vmap raised: an operator without a batching rule runs once per
+model (torch's CPU attention has none; on CUDA, see the record).
+
+Times: the in-process variants alternate in rounds of `INNER` steps, the device drained at each
+round's ends, and each reports the median round's seconds per step; the processes report their
+wall time from the barrier to the last one's end over the steps (a mean: `mean_s`).
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import itertools
 import json
 import multiprocessing as mp
+import queue
 import sys
 import time
 import warnings
@@ -47,6 +54,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
 from bench_model import interleaved, provenance  # noqa: E402
+from profile_step import sync  # noqa: E402
 
 from annotated_transformer.experiments.table3.rows import (  # noqa: E402
     row_config,
@@ -68,6 +76,7 @@ from annotated_transformer.training.teacher_forcing import batch_loss  # noqa: E
 
 VARIANTS = ("one_after_another", "stacked", "processes")
 POOL = 4  # distinct batches per model, cycled
+INNER = 5  # steps in a timed round of the in-process variants
 
 
 def model_batches(
@@ -109,6 +118,7 @@ def optimizer(module: torch.nn.Module, settings, device) -> torch.optim.Adam:
 def build_models(
     config: TransformerConfig, vocab: int, models: int, seed: int, device
 ) -> list[Transformer]:
+    """Model m initialised from seed `seed + m`, whichever process builds it."""
     out = []
     for m in range(models):
         torch.manual_seed(seed + m)
@@ -120,7 +130,14 @@ class Stacked:
     """`models` (one shape) as one set of stacked leaves, trained by one vmapped step."""
 
     def __init__(self, models: list[Transformer], precision: str, device, settings):
-        self.params, self.buffers = torch.func.stack_module_state(models)
+        stacked, self.buffers = torch.func.stack_module_state(models)
+        # The optimizer's tensors must be the very leaves the vmapped loss reads: a Parameter made
+        # from a tensor is a new leaf (sharing its storage) whose .grad backward would never fill.
+        holder = torch.nn.Module()
+        holder.stacked = torch.nn.ParameterList(
+            torch.nn.Parameter(t.detach()) for t in stacked.values()
+        )
+        self.params = dict(zip(stacked, holder.stacked))
         # functional_call needs every name of a tied weight (embeddings and output projection)
         first: dict[int, str] = {}
         named = list(models[0].named_parameters(remove_duplicate=False))
@@ -129,8 +146,6 @@ class Stacked:
         self.alias = {name: first[id(p)] for name, p in named}
         self.skeleton = copy.deepcopy(models[0]).to("meta")
         self.config, self.precision, self.device = models[0].config, precision, device
-        holder = torch.nn.Module()
-        holder.stacked = torch.nn.ParameterList(self.params.values())
         self.optimizer = optimizer(holder, settings, device)
         self.losses = torch.func.vmap(self._one, randomness="different")
 
@@ -168,42 +183,67 @@ def separate_loss(model: Transformer, src, tgt, precision: str) -> torch.Tensor:
     return parts.loss / parts.tokens
 
 
-def stacked_matches_separate(
-    config: TransformerConfig, vocab: int, rows: int, models: int, device, settings
+def _compare(
+    stacked: Stacked, alone: list[Transformer], src, tgt, precision: str
 ) -> dict:
-    """One step's losses and gradients, stacked against each model alone (fp32, no dropout)."""
-    config = config.replace(dropout=0.0)
-    alone = build_models(config, vocab, models, seed=7, device=device)
-    batches = padded_batches(config, vocab, rows, models, seed=7, device=device)
-    stacked = Stacked(alone, "fp32", device, settings)
-    src = torch.stack([b[0][0] for b in batches])
-    tgt = torch.stack([b[0][1] for b in batches])
+    """Largest differences of the per-model losses and gradients, stacked against alone."""
     stacked_losses = stacked.loss(src, tgt)
     stacked_losses.sum().backward()
     loss_diff = grad_diff = grad_scale = 0.0
     for m, model in enumerate(alone):
-        loss = separate_loss(model, src[m], tgt[m], "fp32")
+        loss = separate_loss(model, src[m], tgt[m], precision)
         loss.backward()
         loss_diff = max(loss_diff, abs(loss.item() - stacked_losses[m].item()))
         for name, p in model.named_parameters():
             mine = stacked.params[stacked.alias[name]].grad[m]
-            grad_diff = max(grad_diff, float((p.grad - mine).abs().max()))
+            grad_diff = max(grad_diff, float((p.grad.float() - mine.float()).abs().max()))
             grad_scale = max(grad_scale, float(p.grad.abs().max()))
     return {
-        "models": models,
         "max_loss_difference": loss_diff,
         "max_gradient_difference": grad_diff,
         "largest_gradient": grad_scale,
+        "loss": float(stacked_losses.detach().mean()),
     }
 
 
-def _sync(device) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
+def stacked_matches_separate(
+    config: TransformerConfig,
+    vocab: int,
+    rows: int,
+    models: int,
+    device,
+    settings,
+    precision: str = "fp32",
+) -> dict:
+    """One step, stacked against each model alone (no dropout): the losses and gradients, then,
+    after one Adam step on each side, the losses again (an optimizer that missed the stacked
+    weights would leave them as they were)."""
+    config = config.replace(dropout=0.0)
+    alone = build_models(config, vocab, models, seed=7, device=device)
+    batches = padded_batches(config, vocab, rows, models, seed=7, device=device)
+    stacked = Stacked(alone, precision, device, settings)
+    src = torch.stack([b[0][0] for b in batches])
+    tgt = torch.stack([b[0][1] for b in batches])
+    before = _compare(stacked, alone, src, tgt, precision)
+    stacked.optimizer.step()
+    stacked.optimizer.zero_grad(set_to_none=True)
+    for model in alone:
+        adam = optimizer(model, settings, device)
+        adam.step()
+        adam.zero_grad(set_to_none=True)
+    after = _compare(stacked, alone, src, tgt, precision)
+    return {
+        "models": models,
+        "precision": precision,
+        **{k: v for k, v in before.items() if k != "loss"},
+        "loss_before_step": before["loss"],
+        "loss_after_step": after["loss"],
+        "max_loss_difference_after_step": after["max_loss_difference"],
+    }
 
 
-def _train_alone(arguments: dict, barrier, results) -> None:
-    """A process of the `processes` variant: one model, warmed up, then timed from the barrier."""
+def _train_alone(arguments: dict, go, messages) -> None:
+    """A process of the `processes` variant: one model, warmed up, then timed from `go`."""
     torch.set_num_threads(arguments["threads"])
     device = torch.device(arguments["device"])
     config, vocab, m = arguments["config"], arguments["vocab"], arguments["index"]
@@ -221,36 +261,62 @@ def _train_alone(arguments: dict, barrier, results) -> None:
 
     for k in range(arguments["warmup"]):
         step(k)
-    _sync(device)
-    barrier.wait()
+    sync(device)
+    messages.put(("ready", m, None))
+    go.wait()
     started = time.perf_counter()
     for k in range(arguments["steps"]):
         step(k)
-    _sync(device)
-    results.put((m, time.perf_counter() - started))
+    sync(device)
+    messages.put(("done", m, time.perf_counter() - started))
 
 
 def time_processes(arguments: dict, models: int) -> dict:
-    """Wall seconds per step of all `models` when each trains in a process of its own."""
+    """Wall seconds per step of all `models` when each trains in a process of its own, the clock
+    started once every one has warmed up. A process that dies is named at once (its exit code)."""
     context = mp.get_context("spawn")
-    barrier, results = context.Barrier(models + 1), context.Queue()
+    go, messages = context.Event(), context.Queue()
     workers = [
         context.Process(
-            target=_train_alone, args=({**arguments, "index": m}, barrier, results)
+            target=_train_alone, args=({**arguments, "index": m}, go, messages)
         )
         for m in range(models)
     ]
     for w in workers:
         w.start()
-    barrier.wait(timeout=600)
-    started = time.perf_counter()
-    each = dict(results.get(timeout=1800) for _ in workers)
-    wall = time.perf_counter() - started
-    for w in workers:
-        w.join()
+
+    def collect(kind: str) -> dict[int, float]:
+        got: dict[int, float] = {}
+        while len(got) < models:
+            try:
+                what, m, seconds = messages.get(timeout=5)
+            except queue.Empty:
+                dead = [
+                    f"process {m} exited with {w.exitcode}"
+                    for m, w in enumerate(workers)
+                    if w.exitcode is not None and w.exitcode != 0
+                ]
+                if dead:
+                    for w in workers:
+                        w.kill()
+                    raise RuntimeError("; ".join(dead)) from None
+                continue
+            assert what == kind, (what, kind)
+            got[m] = seconds
+        return got
+
+    try:
+        collect("ready")
+        go.set()
+        started = time.perf_counter()
+        each = collect("done")
+        wall = time.perf_counter() - started
+    finally:
+        for w in workers:
+            w.join(timeout=60)
     steps = arguments["steps"]
     return {
-        "median_s": wall / steps,
+        "mean_s": wall / steps,
         "each_process_s_per_step": [round(each[m] / steps, 6) for m in sorted(each)],
         "steps": steps,
     }
@@ -290,10 +356,15 @@ def main(argv: list[str] | None = None) -> dict:
     batch_tokens = table3.batch_tokens or profile.batch_tokens
     rows = max(1, batch_tokens // 24)  # the target side's 24 columns fill the budget
     precision = resolve_precision(settings.precision, device)
-    check = stacked_matches_separate(
-        config, vocab, min(rows, 16), args.models, device, settings
-    )
-    print(f"[stacked] stacked against alone: {json.dumps(check)}", flush=True)
+    # fp32, where the two must agree to rounding; the device's precision too, where it differs
+    checks = [
+        stacked_matches_separate(
+            config, vocab, min(rows, 16), args.models, device, settings, p
+        )
+        for p in dict.fromkeys(("fp32", precision))
+    ]
+    for check in checks:
+        print(f"[stacked] stacked against alone: {json.dumps(check)}", flush=True)
 
     record = {
         "schema": 1,
@@ -307,19 +378,27 @@ def main(argv: list[str] | None = None) -> dict:
         "models": args.models,
         "batch": {"rows": rows, "source_width": 21, "target_width": 24},
         "precision": precision,
-        "stacked_matches_separate": check,
+        "stacked_matches_separate": checks,
     }
     models = build_models(config, vocab, args.models, seed=1, device=device)
     batches = padded_batches(config, vocab, rows, args.models, seed=1, device=device)
-    real_targets = sum(int((b[0][1][:, 1:] != config.pad_id).sum()) for b in batches)
+    # real target tokens a step of all the models trains, on average over the batches they cycle
+    tokens_per_step = (
+        sum(
+            int((tgt[:, 1:] != config.pad_id).sum())
+            for pool in batches
+            for _, tgt in pool
+        )
+        / POOL
+    )
     timed: dict = {}
     in_process = {}
     if "one_after_another" in args.variants:
         optimizers = [optimizer(m, settings, device) for m in models]
-        counter = {"k": 0}
+        counter = itertools.count()
 
         def one_after_another() -> None:
-            k = counter["k"] = counter["k"] + 1
+            k = next(counter)
             for m, model in enumerate(models):
                 src, tgt = batches[m][k % POOL]
                 separate_loss(model, src, tgt, precision).backward()
@@ -336,10 +415,10 @@ def main(argv: list[str] | None = None) -> dict:
             )
             for k in range(POOL)
         ]
-        turn = {"k": 0}
+        turn = itertools.count()
 
         def stacked_step() -> None:
-            k = turn["k"] = turn["k"] + 1
+            k = next(turn)
             stacked.step(*stacked_batches[k % POOL])
 
         with warnings.catch_warnings(record=True) as caught:
@@ -351,7 +430,15 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"[stacked] timing {', '.join(in_process)} side by side", flush=True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            timed.update(interleaved(in_process, args.steps, args.warmup, device))
+            rounds = max(1, args.steps // INNER)
+            for name, t in interleaved(
+                in_process, rounds, args.warmup, device, inner=INNER
+            ).items():
+                timed[name] = {
+                    **t,
+                    "seconds_per_step": t["median_s"],
+                    "steps": rounds * INNER,
+                }
     if "processes" in args.variants:
         print(f"[stacked] timing {args.models} processes", flush=True)
         arguments = {
@@ -366,15 +453,16 @@ def main(argv: list[str] | None = None) -> dict:
             "warmup": args.warmup,
             "threads": 1 if device.type == "cpu" else torch.get_num_threads(),
         }
-        timed["processes"] = time_processes(arguments, args.models)
-    tokens_per_step = real_targets / POOL  # every model's batch, on average over the pool
-    base = timed.get("one_after_another", {}).get("median_s")
+        t = time_processes(arguments, args.models)
+        timed["processes"] = {**t, "seconds_per_step": t["mean_s"]}
+    base = timed.get("one_after_another", {}).get("seconds_per_step")
     for name, t in timed.items():
-        t["model_steps_per_s"] = args.models / t["median_s"]
-        t["target_tokens_per_s"] = tokens_per_step / t["median_s"]
-        t["speed_vs_one_after_another"] = base / t["median_s"] if base else None
+        per_step = t["seconds_per_step"]
+        t["model_steps_per_s"] = args.models / per_step
+        t["target_tokens_per_s"] = tokens_per_step / per_step
+        t["speed_vs_one_after_another"] = base / per_step if base else None
         print(
-            f"[stacked] {name}: {t['median_s'] * 1e3:.1f} ms for a step of all {args.models}, "
+            f"[stacked] {name}: {per_step * 1e3:.1f} ms for a step of all {args.models}, "
             f"{t['model_steps_per_s']:.1f} model-steps/s"
             + (
                 f", {t['speed_vs_one_after_another']:.2f}x one after another"
