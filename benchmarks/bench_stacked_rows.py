@@ -25,7 +25,9 @@ record checks that a stacked step gives each model the loss and gradients that t
 path (`batch_loss`) gives it alone, and, after one Adam step each, the same loss again (dropout off,
 fp32; at the device's precision too where that is not fp32, with a tolerance for its rounding).
 The record also keeps the warnings vmap raised: an operator without a batching rule runs once per
-model (torch's CPU attention has none; on CUDA, see the record).
+model (torch's CPU attention has none; on CUDA, see the record); and the dtypes the linear layers
+returned each way, since under autocast a batched linear adds its bias in float32 (pytorch#192617:
+on an AMD EPYC in bf16, float32 and bf16 stacked where alone gives bf16 only).
 
 Times: the in-process variants alternate in rounds of `INNER` steps, the device drained at each
 round's ends, and each reports the median round's seconds per step; the processes report their
@@ -35,6 +37,7 @@ wall time from the barrier to the last one's end over the steps (a mean: `mean_s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
 import itertools
@@ -206,6 +209,26 @@ def _compare(
     }
 
 
+@contextlib.contextmanager
+def linear_output_dtypes(module: torch.nn.Module):
+    """The dtypes of what `module`'s linear layers return while the block runs."""
+    seen: set[str] = set()
+
+    def note(_layer, _inputs, output) -> None:
+        seen.add(str(output.dtype).removeprefix("torch."))
+
+    hooks = [
+        m.register_forward_hook(note)
+        for m in module.modules()
+        if isinstance(m, torch.nn.Linear)
+    ]
+    try:
+        yield seen
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
 def stacked_matches_separate(
     config: TransformerConfig,
     vocab: int,
@@ -232,9 +255,23 @@ def stacked_matches_separate(
         adam.step()
         adam.zero_grad(set_to_none=True)
     after = _compare(stacked, alone, src, tgt, precision)
+    # Under autocast a batched linear may add its bias outside the cast (pytorch#192617), leaving
+    # activations in float32 where the model alone has bf16: the record says what the linears gave.
+    with linear_output_dtypes(stacked.skeleton) as stacked_dtypes, torch.no_grad():
+        stacked.loss(src, tgt)
+    with (
+        linear_output_dtypes(alone[0]) as alone_dtypes,
+        autocast_context(device, precision),
+        torch.no_grad(),
+    ):
+        alone[0](src[0], tgt[0][:, :-1])
     return {
         "models": models,
         "precision": precision,
+        "linear_output_dtypes": {
+            "stacked": sorted(stacked_dtypes),
+            "alone": sorted(alone_dtypes),
+        },
         **{k: v for k, v in before.items() if k != "loss"},
         "loss_before_step": before["loss"],
         "loss_after_step": after["loss"],
