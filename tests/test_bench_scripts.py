@@ -397,6 +397,41 @@ def test_a_stacked_step_gives_each_model_what_the_trainer_gives_it_alone():
     assert check["max_loss_difference_after_step"] < 0.01 * moved
 
 
+def test_the_stacked_benchmark_refuses_to_time_a_stack_that_disagrees():
+    """`disagreements` passes what bf16 rounding gives and names a loss, gradient or step that
+    differs beyond its precision's tolerance; the benchmark stops on any of them."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_stacked_rows import disagreements, stacked_matches_separate
+
+    from annotated_transformer.experiments.table3.rows import row_config, row_settings
+    from annotated_transformer.profiles import get_profile
+
+    profile = get_profile("smoke")
+    config = row_config("base", profile)
+    settings = row_settings(profile, config, epochs=1, seed=1)
+    rounded = stacked_matches_separate(
+        config, 500, 6, 2, torch.device("cpu"), settings, "bf16"
+    )
+    assert rounded["max_gradient_difference"] > 0 and disagreements(rounded) == []
+    good = {
+        "precision": "fp32",
+        "max_loss_difference": 1e-7,
+        "max_gradient_difference": 1e-9,
+        "largest_gradient": 0.1,
+        "loss_before_step": 8.0,
+        "loss_after_step": 7.5,
+        "max_loss_difference_after_step": 1e-6,
+    }
+    assert disagreements(good) == []
+    for key, value, named in (
+        ("max_loss_difference", 0.01, "losses differ"),
+        ("max_gradient_difference", 0.001, "gradients differ"),
+        ("loss_after_step", 8.0, "after one Adam step"),  # a step that moved nothing
+    ):
+        [fault] = disagreements({**good, key: value})
+        assert fault.startswith(named), fault
+
+
 @pytest.mark.slow
 def test_stacked_rows_benchmark_times_three_ways_and_checks_the_stack(tmp_path):
     record = run_script("bench_stacked_rows.py", tmp_path / "stacked.json", tmp_path)
@@ -412,3 +447,16 @@ def test_stacked_rows_benchmark_times_three_ways_and_checks_the_stack(tmp_path):
     )
     # torch's CPU attention has no batching rule: the record says what ran once per model
     assert any("scaled_dot_product" in w for w in record["vmap_warnings"])
+
+
+@pytest.mark.slow  # spawns two processes that import torch
+def test_a_process_that_fails_stops_the_processes_variant_at_once():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_stacked_rows import time_processes
+
+    broken = {
+        "device": "cpu",
+        "threads": 1,
+    }  # no model, no data: each process raises at once
+    with pytest.raises(RuntimeError, match=r"process \d exited with 1"):
+        time_processes(broken, 2, deadline_s=60)
