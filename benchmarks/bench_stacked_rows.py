@@ -415,6 +415,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     parser.add_argument(
+        "--precision",
+        default="auto",
+        choices=sorted(TOLERANCES) + ["auto"],
+        help="auto: what a Table 3 row gets on the device (bf16 on a recent GPU); fp32 times "
+        "stacking without autocast's float32 bias add under vmap",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="smoke scale, a few steps: plumbing"
     )
     parser.add_argument("--out", type=Path, required=True)
@@ -432,7 +439,9 @@ def main(argv: list[str] | None = None) -> dict:
     vocab = table3.vocab_size or profile.vocab_size
     batch_tokens = table3.batch_tokens or profile.batch_tokens
     rows = max(1, batch_tokens // 24)  # the target side's 24 columns fill the budget
-    precision = resolve_precision(settings.precision, device)
+    precision = resolve_precision(
+        settings.precision if args.precision == "auto" else args.precision, device
+    )
     # fp32, where the two must agree to rounding; the device's precision too, where it differs
     checks = [
         stacked_matches_separate(
