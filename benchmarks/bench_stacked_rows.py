@@ -58,8 +58,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
 from bench_model import interleaved, provenance  # noqa: E402
+from bench_precision import synthetic_pairs  # noqa: E402
 from profile_step import sync  # noqa: E402
 
+from annotated_transformer.data import collate_pairs  # noqa: E402
 from annotated_transformer.experiments.table3.rows import (  # noqa: E402
     row_config,
     row_settings,
@@ -86,22 +88,19 @@ INNER = 5  # steps in a timed round of the in-process variants
 def model_batches(
     config: TransformerConfig, vocab: int, rows: int, model: int, seed: int, device
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """`POOL` (src, tgt) batches of model number `model`, all of one shape: `rows` pairs of 10-20
-    source and 12-22 target pieces (Multi30k's lengths), eos and bos added, padded to 21 and 24
-    columns."""
-    g = torch.Generator().manual_seed(seed * 1000 + model)
+    """`POOL` (src, tgt) batches of model number `model`, all of one shape: `rows` synthetic pairs
+    of Multi30k's lengths (`bench_precision.synthetic_pairs`: 10-20 source, 12-22 target pieces),
+    collated as training collates them and padded to 21 and 24 columns, their longest."""
     batches = []
-    for _ in range(POOL):
-        src = torch.full((rows, 21), config.pad_id, dtype=torch.long)
-        tgt = torch.full((rows, 24), config.pad_id, dtype=torch.long)
-        for r in range(rows):
-            n_src = int(torch.randint(10, 21, (1,), generator=g))
-            n_tgt = int(torch.randint(12, 23, (1,), generator=g))
-            src[r, :n_src] = torch.randint(4, vocab, (n_src,), generator=g)
-            src[r, n_src] = config.eos_id
-            tgt[r, 0] = config.bos_id
-            tgt[r, 1 : n_tgt + 1] = torch.randint(4, vocab, (n_tgt,), generator=g)
-            tgt[r, n_tgt + 1] = config.eos_id
+    for k in range(POOL):
+        pairs = synthetic_pairs(rows, vocab, seed=(seed * 1000 + model) * POOL + k)
+        src, tgt = collate_pairs(
+            [pairs[i] for i in range(rows)],
+            config.pad_id,
+            config.bos_id,
+            config.eos_id,
+            pad_to=(rows, 21, 24),
+        )
         batches.append((src.to(device), tgt.to(device)))
     return batches
 

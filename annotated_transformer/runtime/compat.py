@@ -35,9 +35,12 @@ def maybe_mark_dynamic(tensor: torch.Tensor, dims) -> None:
         mark(tensor, dims)
 
 
+# functorch's own test, looked up once (attention asks it on every CPU call); None on a torch
+# without it, where nothing can be inside vmap's batching.
+_is_batched = getattr(getattr(torch._C, "_functorch", None), "is_batchedtensor", None)
+
+
 def is_vmapped(tensor: torch.Tensor) -> bool:
     """True for a tensor seen inside `torch.func.vmap` (one model's slice of stacked models): its
     values cannot steer Python control flow there. False on a torch without functorch's hook."""
-    functorch = getattr(torch._C, "_functorch", None)
-    check = getattr(functorch, "is_batchedtensor", None)
-    return bool(check(tensor)) if check is not None else False
+    return _is_batched is not None and bool(_is_batched(tensor))
