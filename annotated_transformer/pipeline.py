@@ -476,11 +476,13 @@ def evaluate(
     split: str | None = None,
     max_sentences: int | None = None,
     progress: bool = False,
+    cuda_graphs: bool = False,
 ) -> dict:
     """Translate the profile's test split (or `split`) with its beam settings and score it: sacreBLEU with
     its signature and its 95% interval ("sacrebleu_ci95", the bootstrap's half-width), tokenized
     BLEU, perplexity and the test pairs it leaves out ("ppl_pairs_left_out": too long for the
-    model's positions). The "hypotheses" entry holds the translations."""
+    model's positions). The "hypotheses" entry holds the translations. `cuda_graphs`: as
+    `scoring.translate`."""
     device = torch.device(device)
     model, tokenizer = model_from_checkpoint(checkpoint, device)
     test = load_parallel(
@@ -502,6 +504,7 @@ def evaluate(
         profile.decode_settings(device),
         target_language=profile.tgt_lang,
         progress=progress,
+        cuda_graphs=cuda_graphs,
     )
     scores["test_set"] = test.name
     scores["step"] = checkpoint.get("step")

@@ -25,10 +25,11 @@ waiting on the device spins a core; `profile_step.py`'s `device_busy_share` tell
 
 Decoding: greedy decoding and beam search (beam 4, alpha 0.6) of `--decode-batch` sources with the
 profile's model (random weights, an end-of-sentence bias so outputs end at caption lengths, as
-bench_compile.py), in fp32: recomputation (`use_cache=False`) and the eager KV cache
-(`greedy_decode`, `beam_search`), both without cuDNN's attention on a GPU as `translate` runs them,
-and the static cache (`StaticGreedyDecoder`, `StaticBeamDecoder`, their steps CUDA graphs on a
-GPU), same tokens checked.
+bench_compile.py), in fp32 or `--decode-precision` (translate's bf16 on a GPU): recomputation
+(`use_cache=False`) and the eager KV cache (`greedy_decode`, `beam_search`), both without cuDNN's
+attention on a GPU as `translate` runs them, and the static cache (`StaticGreedyDecoder`,
+`StaticBeamDecoder`, their steps CUDA graphs on a GPU, as `translate --cuda-graphs` runs them),
+same tokens checked (in bf16 or fp16: the share of rows alike, rounding may part them).
 
 --quick: the smoke profile, two rounds, and torch.compile with the "eager" backend (Dynamo without code
 generation: the plumbing, not the speed; no mode then). `--variants` times some of the training
@@ -68,6 +69,7 @@ from annotated_transformer.model.static_decoding import (  # noqa: E402
 from annotated_transformer.profiles import Profile, get_profile  # noqa: E402
 from annotated_transformer.runtime import attention_kernels  # noqa: E402
 from annotated_transformer.runtime.files import atomic_write_text  # noqa: E402
+from annotated_transformer.runtime.precision import autocast_context  # noqa: E402
 
 TRAINING_VARIANTS = (
     "eager",
@@ -197,16 +199,26 @@ def _step(name: str, trainer, batch):
     return step
 
 
-def _varying(device, decode):
+def _varying(device, decode, precision: str = "fp32"):
     """`decode` as the package's translation runs it: the eager decoders meet a new key length every
-    step, so on a GPU they run without cuDNN's attention (runtime.attention_kernels)."""
+    step, so on a GPU they run without cuDNN's attention (runtime.attention_kernels), in the
+    decoding's autocast."""
 
     def run():
         with attention_kernels.allow_cudnn_attention(False):
             with attention_kernels.for_varying_shapes(device):
-                return decode()
+                with autocast_context(device, precision):
+                    return decode()
 
     return run
+
+
+def _rows_alike(a: torch.Tensor, b: torch.Tensor, pad_id: int) -> float:
+    """The share of rows whose tokens are the same in `a` and `b` (padded to one width)."""
+    width = max(a.size(1), b.size(1))
+    a = torch.nn.functional.pad(a, (0, width - a.size(1)), value=pad_id)
+    b = torch.nn.functional.pad(b, (0, width - b.size(1)), value=pad_id)
+    return float((a == b).all(dim=1).float().mean())
 
 
 def bench_decoding(
@@ -220,39 +232,55 @@ def bench_decoding(
     search: str = "greedy",
     beam_size: int = 4,
     eos_bias: float = 3.2,
+    precision: str = "fp32",
 ) -> dict:
     """One search ("greedy", or "beam" of `beam_size` with alpha 0.6 and every source's allowance
-    `max_new`) by recomputation, the eager cache and the static cache, on the same sources."""
+    `max_new`) by recomputation, the eager cache and the static cache, on the same sources, in
+    `precision` (the static step captured in that autocast). In fp32 all three must give the same
+    tokens; in bf16 or fp16 rounding may part them, so the share of rows alike is recorded."""
     model = decoding_model(profile, eos_bias).to(device)
     src = sources(batch, src_len, profile.vocab_size).to(device)
     started = time.perf_counter()
     if search == "greedy":
-        static = StaticGreedyDecoder(model, batch, src_len, max_new)
+        static = StaticGreedyDecoder(model, batch, src_len, max_new, precision=precision)
         runs = {
             "recompute": _varying(
-                device, lambda: greedy_decode(model, src, max_new, use_cache=False)
+                device,
+                lambda: greedy_decode(model, src, max_new, use_cache=False),
+                precision,
             ),
-            "eager_cache": _varying(device, lambda: greedy_decode(model, src, max_new)),
+            "eager_cache": _varying(
+                device, lambda: greedy_decode(model, src, max_new), precision
+            ),
             "static_cache": lambda: static(src),
         }
     else:
         beam = dict(beam_size=beam_size, alpha=0.6, max_len_a=0.0, max_len_b=max_new)
-        static = StaticBeamDecoder(model, batch, src_len, **beam)
+        static = StaticBeamDecoder(model, batch, src_len, **beam, precision=precision)
         runs = {
             "recompute": _varying(
-                device, lambda: beam_search(model, src, **beam, use_cache=False)
+                device,
+                lambda: beam_search(model, src, **beam, use_cache=False),
+                precision,
             ),
-            "eager_cache": _varying(device, lambda: beam_search(model, src, **beam)),
+            "eager_cache": _varying(
+                device, lambda: beam_search(model, src, **beam), precision
+            ),
             "static_cache": lambda: static(src),
         }
     build_s = time.perf_counter() - started
     outputs = {name: run() for name, run in runs.items()}
     same = all(torch.equal(outputs["eager_cache"], o) for o in outputs.values())
+    rows_alike = {
+        name: _rows_alike(outputs["eager_cache"], o, model.config.pad_id)
+        for name, o in outputs.items()
+    }
     generated = int((outputs["eager_cache"][:, 1:] != model.config.pad_id).sum())
     times = interleaved(runs, rounds, 1, device)
     recompute_s = times["recompute"]["median_s"]
     out = {
         "search": search,
+        "precision": precision,
         "beam_size": beam_size if search == "beam" else 1,
         "batch": batch,
         "src_len": src_len,
@@ -260,7 +288,8 @@ def bench_decoding(
         "output_width": int(outputs["eager_cache"].size(1)),
         "generated_tokens": generated,
         "same_tokens": same,
-        "static_graphed": static._step != static._eager_step,
+        "rows_alike_eager_cache": rows_alike,
+        "static_graphed": static.graphed,
         "static_build_s": build_s,
         "decoders": {
             name: {
@@ -295,6 +324,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--decode-batch", type=int, default=None)
     parser.add_argument("--decode-src-len", type=int, default=25)
     parser.add_argument("--decode-max-new", type=int, default=None)
+    parser.add_argument(
+        "--decode-precision",
+        default="fp32",
+        choices=["fp32", "bf16", "fp16"],
+        help="the autocast decoding runs in (translate's on a GPU: bf16)",
+    )
     parser.add_argument("--only", action="append", choices=["train", "decode"])
     parser.add_argument(
         "--variants",
@@ -348,6 +383,7 @@ def main(argv: list[str] | None = None) -> dict:
                         max_new=args.decode_max_new or (12 if args.quick else 100),
                         rounds=rounds,
                         search=search,
+                        precision=args.decode_precision,
                     )
                 )
                 save()

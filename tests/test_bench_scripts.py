@@ -313,7 +313,8 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = tmp_path / "out"
     names = {p.name for p in out.iterdir()}
-    parts = ("decode", "train_eager", "profile_eager", "train_compiled", "train_bucketed")
+    parts = ("decode", "decode_bf16", "train_eager", "profile_eager", "train_compiled")
+    parts += ("train_bucketed",)
     parts += ("train_graphs", "profile_compiled")
     assert {f"{part}.log" for part in parts} <= names
     for stem in ("profile_step_compiled", "profile_step_eager"):
@@ -322,6 +323,8 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
         assert record["setting"]["compile"] == (stem == "profile_step_compiled")
     decode = json.loads((out / "speed_decode.json").read_text())
     assert all(row["same_tokens"] for row in decode["decoding"])
+    bf16 = json.loads((out / "speed_decode_bf16.json").read_text())["decoding"]
+    assert {row["precision"] for row in bf16} == {"bf16"} and len(bf16) == 2
     eager = json.loads((out / "speed_train_eager.json").read_text())["training"]
     assert set(eager["variants"]) == {"eager", "eager_cudnn_attention"}
     for part, variant in (

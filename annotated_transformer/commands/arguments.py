@@ -49,7 +49,7 @@ DECODING_FLAGS = {
 
 def add_decoding_arguments(parser) -> None:
     """--beam, --alpha, --max-len-b, --batch-tokens and --average-last, defaulting to the
-    checkpoint's profile's values."""
+    checkpoint's profile's values, and --cuda-graphs."""
     for flag, (field, help_text) in DECODING_FLAGS.items():
         parser.add_argument(
             flag,
@@ -62,6 +62,13 @@ def add_decoding_arguments(parser) -> None:
         type=setting("average_last"),
         default=None,
         help="with a run folder: snapshots to average (default: the run's profile's)",
+    )
+    parser.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help="decode each batch with fixed-shape steps replayed as CUDA graphs on a GPU: the "
+        "same translations in fp32, the same up to rounding in bf16/fp16 (off by default: not "
+        "yet timed end to end on a GPU; on a CPU the fixed-shape steps run eagerly, slower)",
     )
 
 

@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         split=split,
         max_sentences=args.max_sentences,
         progress=True,
+        cuda_graphs=args.cuda_graphs,
     )
     hypotheses = scores.pop("hypotheses")
     if args.hypotheses:

@@ -92,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if lines is None:
         lines = decoded_lines(sys.stdin.buffer.read(), "standard input")
     decoding = decode_settings(checkpoint, args, device)
-    translated = translate(model, tokenizer, lines, decoding)
+    translated = translate(
+        model, tokenizer, lines, decoding, cuda_graphs=args.cuda_graphs
+    )
     text = translations_text(translated)
     if output is not None:
         atomic_write_text(output, text)

@@ -35,6 +35,7 @@ from ..data.batching import (
     pack_by_tokens,
 )
 from ..model.decoding import DecodeSettings, beam_search, greedy_decode
+from ..model.static_decoding import StaticBeamDecoder, StaticGreedyDecoder
 from ..runtime import attention_kernels
 from ..runtime.precision import autocast_context
 from ..runtime.progress import progress_bar
@@ -88,6 +89,7 @@ def translate(
     settings: DecodeSettings | None = None,
     *,
     progress: bool = False,
+    cuda_graphs: bool = False,
     **changes,
 ) -> list[str]:
     """Detokenized translations of `sentences`, in their order; an empty sentence gets "".
@@ -98,6 +100,12 @@ def translate(
     padded to long ones. Each output may be up to max_len_a * source length + max_len_b subwords long
     (section 6.1: a=1, b=50), clamped to what the model's positions hold. A source longer than the
     positions is cut, with a warning naming it.
+
+    `cuda_graphs` decodes each batch with the fixed-shape decoders (`model.static_decoding`), built
+    for the batch's shape (reused while the shape repeats) with their step captured as a CUDA graph
+    on a GPU: the same translations in fp32, the same up to bf16/fp16 rounding in autocast. On a
+    CPU the fixed-shape step runs eagerly and is no faster. Not yet the default: it has not been
+    timed on a GPU inside `translate` (`benchmarks/bench_gpu_step.py` times the decoders alone).
     """
     sentences = sentence_list(sentences)
     settings = (settings or DecodeSettings()).replace(**changes)
@@ -108,6 +116,12 @@ def translate(
         return outputs
     config = model.config
     device = next(model.parameters()).device
+    if cuda_graphs and device.type != "cuda":
+        logger.warning(
+            "cuda_graphs on %s: no CUDA graphs there, so the fixed-shape decoders run eagerly "
+            "(the same translations, more slowly than the eager decoders)",
+            device.type,
+        )
     longest = config.max_len - SRC_SPECIALS
     encoded = tokenizer.encode_batch([sentences[i].strip() for i in wanted])
     cut = [(wanted[j], len(ids)) for j, ids in enumerate(encoded) if len(ids) > longest]
@@ -127,6 +141,7 @@ def translate(
     batches = pack_by_tokens(order, [widths], settings.batch_tokens)
     was_training = model.training
     model.eval()
+    static = None  # with cuda_graphs: the decoder built for the last batch's shape
     try:
         for batch in progress_bar(
             batches,
@@ -137,28 +152,59 @@ def translate(
             src = collate_sources(
                 [encoded[i] for i in batch], config.pad_id, config.eos_id
             ).to(device)
-            with (
-                autocast_context(device, precision),
-                attention_kernels.for_varying_shapes(device),
-            ):
-                if beam_size > 1:
-                    out = beam_search(
-                        model,
-                        src,
-                        beam_size=beam_size,
-                        alpha=settings.alpha,
-                        max_len_a=settings.max_len_a,
-                        max_len_b=settings.max_len_b,
-                    )
+            # every batch may have a shape of its own: no cuDNN attention (its plan is per shape)
+            with attention_kernels.for_varying_shapes(device):
+                if cuda_graphs:
+                    if static is None or (static.batch_size, static.src_len) != src.shape:
+                        static = None  # its buffers and graph go before the next is built
+                        static = _static_decoder(model, tuple(src.shape), settings)
+                    out = static(src)
                 else:
-                    out = greedy_decode(
-                        model, src, max_new_tokens=settings.max_new_tokens(src.size(1))
-                    )
+                    with autocast_context(device, precision):
+                        out = _eager_decode(model, src, settings)
             for row, text in zip(batch, tokenizer.decode_batch(out.cpu())):
                 outputs[wanted[row]] = text
     finally:
         model.train(was_training)
     return outputs
+
+
+def _eager_decode(model: nn.Module, src: torch.Tensor, settings: DecodeSettings):
+    """One batch through beam_search (beam > 1) or greedy_decode, in the caller's autocast."""
+    if settings.beam_size > 1:
+        return beam_search(
+            model,
+            src,
+            beam_size=settings.beam_size,
+            alpha=settings.alpha,
+            max_len_a=settings.max_len_a,
+            max_len_b=settings.max_len_b,
+        )
+    return greedy_decode(model, src, max_new_tokens=settings.max_new_tokens(src.size(1)))
+
+
+def _static_decoder(model: nn.Module, shape: tuple[int, int], settings: DecodeSettings):
+    """The fixed-shape decoder for batches of `shape` (rows, source width) that decodes as
+    `_eager_decode` does: the same search, allowance and precision."""
+    rows, width = shape
+    if settings.beam_size > 1:
+        return StaticBeamDecoder(
+            model,
+            rows,
+            width,
+            settings.beam_size,
+            settings.alpha,
+            settings.max_len_a,
+            settings.max_len_b,
+            precision=settings.precision,
+        )
+    return StaticGreedyDecoder(
+        model,
+        rows,
+        width,
+        settings.max_new_tokens(width),
+        precision=settings.precision,
+    )
 
 
 # ------------------------------------------------------------------------------------------ BLEU
@@ -334,8 +380,10 @@ def evaluate_translation(
     *,
     target_language: str = "de",
     progress: bool = False,
+    cuda_graphs: bool = False,
 ) -> dict:
-    """Translate `sources`, then score against `references`: sacreBLEU, tokenized BLEU, perplexity.
+    """Translate `sources` (`cuda_graphs` as `translate`), then score against `references`:
+    sacreBLEU, tokenized BLEU, perplexity.
 
     Returns {"sacrebleu", "sacrebleu_signature", "bleu_tokenized", "bleu_tokenized_signature", "ppl",
     "ppl_pairs_left_out", "sentences", "hypotheses"}; compound splitting applies when the target
@@ -348,7 +396,9 @@ def evaluate_translation(
     _check_lengths(sources, references)
     started = time.perf_counter()
     settings = settings or DecodeSettings()
-    hypotheses = translate(model, tokenizer, sources, settings, progress=progress)
+    hypotheses = translate(
+        model, tokenizer, sources, settings, progress=progress, cuda_graphs=cuda_graphs
+    )
     decode_s = time.perf_counter() - started
     sacre = sacrebleu_score(hypotheses, references)
     tokenized = tokenized_bleu(
@@ -374,5 +424,6 @@ def evaluate_translation(
         "beam_size": settings.beam_size,
         "length_penalty_alpha": settings.alpha,
         "decode_seconds": round(decode_s, 1),
+        "cuda_graphs": cuda_graphs,
         "hypotheses": hypotheses,
     }

@@ -12,7 +12,10 @@ every `check_every` steps, the only host synchronisation, so it may run a few st
 and those steps change nothing that is returned. With `graphs` on a GPU the step is captured once
 as a CUDA graph and replayed (`capture_step`); on a CPU, or with graphs=False, it is called eagerly.
 
-Float32 or float64 weights, no autocast and no `allowed_tokens` hook.
+Float32 or float64 weights and no `allowed_tokens` hook. `precision` "bf16" or "fp16" (float32
+weights) runs the forward passes in autocast as `scoring.translate` runs the eager decoders, with
+the weights cast at every step rather than cached (`autocast_context(cache_casts=False)`), which a
+CUDA graph needs; the buffers keep the dtypes the eager decoders' do.
 """
 
 from __future__ import annotations
@@ -23,8 +26,15 @@ from typing import Callable
 import torch
 
 from ..runtime.checks import COUNT, NON_NEGATIVE, NON_NEGATIVE_INT
+from ..runtime.precision import autocast_context
 from .attention import StaticKVCache
-from .decoding import _banned_tokens, check_source, gnmt_length_penalty, length_limits
+from .decoding import (
+    DECODE_PRECISIONS,
+    _banned_tokens,
+    check_source,
+    gnmt_length_penalty,
+    length_limits,
+)
 from .transformer import Transformer
 
 # How often a static decoder asks whether everything has finished.
@@ -64,6 +74,7 @@ class _StaticDecoder:
         src_len: int,
         capacity: int,
         check_every: int,
+        precision: str,
     ):
         c = model.config
         self.model = model
@@ -71,6 +82,16 @@ class _StaticDecoder:
         self.check_every = COUNT.check("check_every", check_every)
         param = next(model.parameters())
         device, dtype = param.device, param.dtype
+        if precision not in DECODE_PRECISIONS:
+            raise ValueError(
+                f"precision must be one of {', '.join(DECODE_PRECISIONS)}, got {precision!r}"
+            )
+        if precision != "fp32" and dtype != torch.float32:
+            raise ValueError(
+                f"precision {precision} autocasts float32 weights; this model's are {dtype}: "
+                "decode it in fp32, or convert it with model.float()"
+            )
+        self.precision = precision
         self.device = device
         n = self.capacity = capacity
         self.position = torch.zeros((), dtype=torch.long, device=device)
@@ -110,7 +131,8 @@ class _StaticDecoder:
         self._table = (
             positions.table.weight if positions.kind == "learned" else positions.table
         )
-        self._step = self._eager_step
+        self._step = self._autocast_step
+        self.graphed = False  # whether the step replays as a CUDA graph (`_capture`)
 
     def _capture(self, graphs: bool) -> None:
         if graphs and self.device.type == "cuda":
@@ -119,9 +141,18 @@ class _StaticDecoder:
             model.eval()
             try:
                 with torch.no_grad():
-                    self._step = capture_step(self._eager_step, self.device)
+                    self._step = capture_step(self._autocast_step, self.device)
+                self.graphed = True
             finally:
                 model.train(was_training)
+
+    def _autocast(self, cache_casts: bool = True):
+        """The decoder's autocast (none in fp32); a step's casts are never cached (a graph)."""
+        return autocast_context(self.device, self.precision, cache_casts=cache_casts)
+
+    def _autocast_step(self) -> None:
+        with self._autocast(cache_casts=False):
+            self._eager_step()
 
     def _eager_step(self) -> None:
         raise NotImplementedError
@@ -166,10 +197,11 @@ class _StaticDecoder:
         `beams` times, and reset the cache, the position and the tokens."""
         model, c = self.model, self.model.config
         src_mask = model.source_mask(src)
-        memory = model.encode(src, src_mask)
+        with self._autocast():
+            memory = model.encode(src, src_mask)
+            kv = [layer.cross_attn.project_kv(memory) for layer in model.decoder_layers]
         self.src_mask.copy_(src_mask.repeat_interleave(beams, dim=0))
-        for (k, v), layer in zip(self.memory_kv, model.decoder_layers):
-            new_k, new_v = layer.cross_attn.project_kv(memory)
+        for (k, v), (new_k, new_v) in zip(self.memory_kv, kv):
             k.copy_(new_k.repeat_interleave(beams, dim=0))
             v.copy_(new_v.repeat_interleave(beams, dim=0))
         for cache in self.caches:
@@ -215,12 +247,15 @@ class StaticGreedyDecoder(_StaticDecoder):
         *,
         check_every: int = CHECK_EVERY,
         graphs: bool = True,
+        precision: str = "fp32",
     ):
         self.batch_size = COUNT.check("batch_size", batch_size)
         self.max_new_tokens = min(
             COUNT.check("max_new_tokens", max_new_tokens), model.config.max_len - 1
         )
-        super().__init__(model, batch_size, src_len, self.max_new_tokens, check_every)
+        super().__init__(
+            model, batch_size, src_len, self.max_new_tokens, check_every, precision
+        )
         self.finished = torch.zeros(batch_size, dtype=torch.bool, device=self.device)
         self._capture(graphs)
 
@@ -280,6 +315,7 @@ class StaticBeamDecoder(_StaticDecoder):
         *,
         check_every: int = CHECK_EVERY,
         graphs: bool = True,
+        precision: str = "fp32",
     ):
         c = model.config
         self.batch_size = COUNT.check("batch_size", batch_size)
@@ -294,7 +330,7 @@ class StaticBeamDecoder(_StaticDecoder):
                 c.max_len - 1,
             )
         )
-        super().__init__(model, batch_size * k, src_len, capacity, check_every)
+        super().__init__(model, batch_size * k, src_len, capacity, check_every, precision)
         device, n = self.device, capacity
         # live beams score in the logits' dtype (float32, or float64 for a float64 model)
         param_dtype = next(model.parameters()).dtype
@@ -409,6 +445,7 @@ def static_greedy_decode(
     *,
     check_every: int = CHECK_EVERY,
     graphs: bool = True,
+    precision: str = "fp32",
 ) -> torch.Tensor:
     """greedy_decode's tokens through a `StaticGreedyDecoder` built for `src`'s shape (one call;
     keep the decoder to reuse its buffers and graph across batches of that shape)."""
@@ -419,6 +456,7 @@ def static_greedy_decode(
         max_new_tokens,
         check_every=check_every,
         graphs=graphs,
+        precision=precision,
     )
     return decoder(src)
 
@@ -434,6 +472,7 @@ def static_beam_search(
     return_scores: bool = False,
     check_every: int = CHECK_EVERY,
     graphs: bool = True,
+    precision: str = "fp32",
 ):
     """beam_search's hypotheses through a `StaticBeamDecoder` built for `src`'s shape (one call)."""
     decoder = StaticBeamDecoder(
@@ -446,5 +485,6 @@ def static_beam_search(
         max_len_b,
         check_every=check_every,
         graphs=graphs,
+        precision=precision,
     )
     return decoder(src, return_scores=return_scores)

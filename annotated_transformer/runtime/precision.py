@@ -144,9 +144,18 @@ def _measured_reason(seconds: dict, when: str) -> str:
     )
 
 
-def autocast_context(device: torch.device | str, precision: str):
-    """bf16 or fp16 autocast for matrix multiplies; a no-op context for fp32."""
+def autocast_context(
+    device: torch.device | str, precision: str, *, cache_casts: bool = True
+):
+    """bf16 or fp16 autocast for matrix multiplies; a no-op context for fp32.
+
+    `cache_casts=False` casts the weights again at every use instead of once per context, as a
+    CUDA graph capture needs: the cache is emptied when the context exits, and a graph that
+    captured a cached cast would go on reading its freed memory (torch's make_graphed_callables
+    refuses autocast with the cache on for this reason)."""
     dtype = AUTOCAST_DTYPES.get(precision)
     if dtype is None:
         return contextlib.nullcontext()
-    return torch.autocast(device_type=torch.device(device).type, dtype=dtype)
+    return torch.autocast(
+        device_type=torch.device(device).type, dtype=dtype, cache_enabled=cache_casts
+    )

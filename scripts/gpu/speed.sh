@@ -12,6 +12,9 @@
 #   decode            bench_gpu_step.py --only decode: greedy decoding and beam search (4) by
 #                     recomputation, the eager KV cache and the static cache as a CUDA graph, batch
 #                     1 and 64, same tokens checked -> speed_decode.json
+#   decode_bf16       the same in bf16 autocast, as translate decodes on a GPU (the static step
+#                     captured in autocast, as translate --cuda-graphs runs it; rows alike
+#                     recorded, rounding may part them) -> speed_decode_bf16.json
 #   train_eager       bench_gpu_step.py: the eager step with and without cuDNN's attention,
 #                     interleaved on one batch (tokens/s, MFU) -> speed_train_eager.json
 #   profile_eager     profile_step.py: the eager bf16 step under torch.profiler: kernel time by
@@ -44,7 +47,7 @@ else
   profile=(--profile paper --precision bf16 --batch-tokens 24576 --warmup 5 --steps 10)
   bench=(--profile paper --precision bf16 --batch-tokens 24576)
 fi
-known=(decode train_eager profile_eager train_compiled train_bucketed train_graphs profile_compiled)
+known=(decode decode_bf16 train_eager profile_eager train_compiled train_bucketed train_graphs profile_compiled)
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=("${known[@]}")
 for part in "${parts[@]}"; do  # every name checked, exactly, before any part runs
@@ -78,6 +81,8 @@ for part in "${parts[@]}"; do
   case $part in
     decode) run decode $python benchmarks/bench_gpu_step.py --device "$device" "${bench[@]}" \
       --only decode --out "$out/speed_decode.json" ;;
+    decode_bf16) run decode_bf16 $python benchmarks/bench_gpu_step.py --device "$device" \
+      "${bench[@]}" --only decode --decode-precision bf16 --out "$out/speed_decode_bf16.json" ;;
     train_eager) run train_eager $python benchmarks/bench_gpu_step.py --device "$device" \
       "${bench[@]}" --only train --variants eager eager_cudnn_attention \
       --out "$out/speed_train_eager.json" ;;

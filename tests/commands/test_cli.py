@@ -138,6 +138,25 @@ def test_translate_round_trips_through_stdin(tiny_run):
     assert lines[1] == ""  # an empty input line stays an empty output line
 
 
+def test_translate_with_cuda_graphs_gives_the_same_lines_and_says_what_a_cpu_does(
+    tiny_run,
+):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "annotated_transformer", "translate"]
+    argv += ["--checkpoint", str(tiny_run / "last.pt"), "--beam", "2", "--device", "cpu"]
+    text = "a man runs in the park\n\nthe red dog sits\nsmall dog\n"
+    runs = [
+        subprocess.run(
+            argv + extra, input=text, capture_output=True, text=True, env=env, timeout=120
+        )
+        for extra in ([], ["--cuda-graphs"])
+    ]
+    assert [r.returncode for r in runs] == [0, 0], runs[1].stderr
+    assert runs[1].stdout == runs[0].stdout and runs[0].stdout.count("\n") == 4
+    assert "no CUDA graphs there" in runs[1].stderr
+    assert "CUDA graphs" not in runs[0].stderr
+
+
 def test_translate_keeps_one_output_line_per_input_line_whatever_the_characters(
     tiny_run, tmp_path
 ):

@@ -260,3 +260,39 @@ def test_decode_settings_take_every_autocast_and_nothing_else():
         assert DecodeSettings(precision=precision).precision == precision
     with pytest.raises(ValueError, match="got 'bogus'"):
         DecodeSettings(precision="bogus")
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_the_fixed_shape_decoders_translate_as_the_eager_ones(
+    tiny_tokenizer, beam_size, monkeypatch
+):
+    # cuda_graphs=True: a StaticGreedyDecoder or StaticBeamDecoder per batch shape (its step run
+    # eagerly on a CPU); in fp32 the translations are the same, batch by batch. Batches of 30
+    # tokens give shapes that repeat (the decoder is reused) and shapes that change.
+    from annotated_transformer.evaluation import scoring
+
+    built, batches = [], []
+    build, collate = scoring._static_decoder, scoring.collate_sources
+    monkeypatch.setattr(
+        scoring, "_static_decoder", lambda *a: built.append(a[1]) or build(*a)
+    )
+    monkeypatch.setattr(
+        scoring, "collate_sources", lambda *a: batches.append(1) or collate(*a)
+    )
+    torch.manual_seed(1)
+    model = Transformer(
+        preset("tiny", dropout=0.0), tiny_tokenizer.vocab_size, tiny_tokenizer.vocab_size
+    ).eval()
+    words = "a man dog cat runs sits in on the park house red blue small big".split()
+    sentences = [
+        " ".join(words[(3 * i + k) % 15] for k in range(1 + i % 6)) for i in range(24)
+    ]
+    sentences += ["the dog runs"] * 12  # batches of one shape, one after another
+    sentences[5] = ""
+    settings = dict(beam_size=beam_size, max_len_b=6, batch_tokens=30 * beam_size)
+    eager = translate(model, tiny_tokenizer, sentences, **settings)
+    batches.clear()
+    static = translate(model, tiny_tokenizer, sentences, cuda_graphs=True, **settings)
+    assert static == eager and static[5] == ""
+    assert len(set(built)) == len(built) > 3 and len(batches) > len(built)  # reused
+    assert len(set(eager)) > 5  # not one output for everything

@@ -12,6 +12,7 @@ from annotated_transformer.model.static_decoding import (
     static_beam_search,
     static_greedy_decode,
 )
+from annotated_transformer.runtime.precision import autocast_context
 
 V = 40
 
@@ -104,7 +105,7 @@ def test_on_a_cpu_graph_capture_falls_back_to_the_static_step():
     assert calls == []  # no warm-up calls either
     model = random_model(1.0)
     decoder = StaticGreedyDecoder(model, 2, 5, 8, graphs=True)
-    assert decoder._step == decoder._eager_step
+    assert not decoder.graphed
     src = random_sources(2, 5, seed=6)
     assert torch.equal(
         decoder(src), StaticGreedyDecoder(model, 2, 5, 8, graphs=False)(src)
@@ -192,7 +193,91 @@ def test_static_beam_keeps_the_model_limit_and_the_eval_mode():
     src = random_sources(2, 6, seed=3)
     decoder = StaticBeamDecoder(model, 2, 6, beam_size=2, max_len_b=50, graphs=True)
     assert decoder.capacity == 11  # max_len - 1, whatever a and b ask for
-    assert decoder._step == decoder._eager_step  # no graph on a CPU
+    assert not decoder.graphed  # no graph on a CPU
     out = decoder(src)
     assert torch.equal(out, beam_search(model, src, 2, 0.6, 1.0, 50))
     assert out.size(1) <= 12 and model.training is True
+
+
+# ------------------------------------------------------------------------------------ autocast
+
+
+def test_a_precision_is_one_of_the_autocasts_over_float32_weights():
+    model = random_model(1.0)
+    with pytest.raises(ValueError, match="precision must be one of fp32, bf16, fp16"):
+        StaticGreedyDecoder(model, 2, 5, 8, precision="auto")
+    with pytest.raises(ValueError, match=r"autocasts float32 weights.*model.float\(\)"):
+        StaticBeamDecoder(model.double(), 2, 5, precision="bf16")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+def test_the_step_and_the_encoding_run_in_the_autocast_asked(precision):
+    # What the tolerance test below cannot see: a decoder that ignored `precision` would agree
+    # with the eager bf16 search about as well as fp32 does.
+    expected = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    torch.manual_seed(2)
+    model = random_model(1.0)
+    seen = {"step": set(), "encoding": set()}
+    model.decoder_layers[0].self_attn.qkv_proj.register_forward_hook(
+        lambda m, i, out: seen["step"].add(out.dtype)
+    )
+    model.decoder_layers[0].cross_attn.kv_proj.register_forward_hook(
+        lambda m, i, out: seen["encoding"].add(out.dtype)
+    )
+    src = random_sources(3, 6, seed=2)
+    for decoder in (
+        StaticGreedyDecoder(model, 3, 6, 9, precision=precision),
+        StaticBeamDecoder(model, 3, 6, beam_size=2, max_len_b=9, precision=precision),
+    ):
+        seen["step"].clear(), seen["encoding"].clear()
+        decoder(src)
+        assert seen == {"step": {expected[precision]}, "encoding": {expected[precision]}}
+    assert not torch.is_autocast_enabled("cpu")  # nothing left switched on
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_in_autocast_the_decoders_differ_from_the_eager_ones_by_rounding_only(precision):
+    # In bf16 or fp16 the static cache (attention over its whole capacity, masked) rounds
+    # otherwise than the growing one, so near-ties may go either way: over many searches the
+    # fixed-shape decoders may disagree with the eager ones in that precision no more often
+    # than the eager ones in that precision disagree with float32. A wrong position, mask or
+    # cache would change most outputs.
+    searches = rounding = static_off = 0
+    for positional in ("sinusoidal", "learned"):
+        for seed in range(6):
+            torch.manual_seed(seed)
+            model = random_model(1.0, sharpen=1.0, positional=positional)
+            src = random_sources(1 + seed, 3 + seed, seed)
+            fp32 = greedy_decode(model, src, 12), beam_search(model, src, 3, 0.6, 1.0, 10)
+            with autocast_context("cpu", precision):
+                eager = (
+                    greedy_decode(model, src, 12),
+                    beam_search(model, src, 3, 0.6, 1.0, 10),
+                )
+            static = (
+                static_greedy_decode(model, src, 12, precision=precision),
+                static_beam_search(model, src, 3, 0.6, 1.0, 10, precision=precision),
+            )
+            for f, e, s in zip(fp32, eager, static):
+                searches += 1
+                rounding += not torch.equal(e, f)
+                static_off += not torch.equal(s, e)
+    assert searches == 24 and rounding < 12  # most searches do not meet a near-tie
+    assert static_off <= rounding + 2, (static_off, rounding)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_on_a_gpu_the_captured_step_replays_what_the_eager_step_computes(precision):
+    # the same kernels replayed: the same tokens, in autocast too (casts uncached in both)
+    torch.manual_seed(8)
+    model = random_model(1.0).cuda()
+    src = random_sources(5, 7, seed=8).cuda()
+    for graphs in (True, False):
+        greedy = StaticGreedyDecoder(model, 5, 7, 12, graphs=graphs, precision=precision)
+        beam = StaticBeamDecoder(model, 5, 7, 3, graphs=graphs, precision=precision)
+        assert greedy.graphed == beam.graphed == graphs
+        out = greedy(src), beam(src)
+        if graphs:
+            captured = out
+    assert all(torch.equal(a, b) for a, b in zip(captured, out))

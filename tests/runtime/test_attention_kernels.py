@@ -129,6 +129,15 @@ def test_translation_attends_without_cudnn(as_on_a_gpu):
     translate(model, tokenizer, ["a man runs", "dog"], beam_size=2, max_len_b=4)
     translate(model, tokenizer, ["a man runs"], beam_size=1, max_len_b=4)
     assert as_on_a_gpu and not any(as_on_a_gpu)
+    as_on_a_gpu.clear()
+    for beam_size in (
+        1,
+        2,
+    ):  # the fixed-shape decoders, whose shapes change batch to batch
+        translate(
+            model, tokenizer, ["a man", "dog"], beam_size=beam_size, cuda_graphs=True
+        )
+    assert as_on_a_gpu and not any(as_on_a_gpu)
 
 
 def test_parsing_and_chapter_05s_cache_timing_attend_without_cudnn(as_on_a_gpu):
