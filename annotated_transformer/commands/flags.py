@@ -27,6 +27,8 @@ FLAGS: dict[str, str] = {
     "budget_clock": "--budget-clock",
     "precision": "--precision",
     "compile": "--compile",
+    "compile_mode": "--compile-mode",
+    "length_buckets": "--length-buckets",
     "threads": "--threads",
     "seed": "--seed",
     "log_every": "--log-every",

@@ -16,6 +16,7 @@ from pathlib import Path
 from .. import pipeline
 from ..evaluation.results import check_name, results_path
 from ..profiles import PROFILE_NAMES, Profile, get_profile
+from ..runtime.compiling import COMPILE_MODES
 from ..runtime.ownership import check_output, check_own_folder
 from ..runtime.precision import PRECISIONS
 from ..training import stopping
@@ -121,6 +122,7 @@ _CHOICES = {
     "corpus": ("multi30k", "iwslt14", "wmt14"),
     "budget_clock": ("wall", "cpu"),
     "precision": PRECISIONS,
+    "compile_mode": COMPILE_MODES,
 }
 # Every profile field `train` sets, in --help's order: (kind, help). A number parses with its
 # field's bounds (`setting`), so a flag accepts exactly what `Profile` does.
@@ -167,6 +169,16 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
         "compile",
         "torch.compile the model and loss; `--compile auto` measures this machine's step eager "
         "and compiled (once, cached) and compiles only where that pays",
+    ),
+    "compile_mode": (
+        "choice",
+        "torch.compile's mode when compiled: reduce-overhead replays the step as CUDA graphs on "
+        "a GPU (one recording per batch shape: pair it with --length-buckets)",
+    ),
+    "length_buckets": (
+        "switch",
+        "pad every batch to one of a few widths (8, 12, 16, 24, ...), so a compiled or graphed "
+        "step meets few shapes; packs other batches than without (fixed on --resume)",
     ),
     "seed": ("number", "seeds the weights, dropout and batch order"),
     "threads": (

@@ -32,6 +32,14 @@ from .files import read_measured, write_measured
 from .precision import measurement_key
 
 COMPILE_CHOICES = (False, True, "auto")
+# torch.compile's modes: "reduce-overhead" replays the compiled graphs as CUDA graphs on a GPU
+# (one launch where there were hundreds: issue 54), which wants few shapes (length buckets).
+COMPILE_MODES = (
+    "default",
+    "reduce-overhead",
+    "max-autotune",
+    "max-autotune-no-cudagraphs",
+)
 CACHE_NAME = "compile.json"
 # A compiled step must be 5% faster, compile time charged: the probe's eager and compiled medians
 # move by a few percent between repeats on a shared 2-core machine (results/benchmarks/cpu_compile.json),
@@ -58,6 +66,15 @@ def check_compile(value) -> bool | str:
     if isinstance(value, bool) or value == "auto":
         return value
     raise ValueError(f"compile must be true, false or 'auto', got {value!r}")
+
+
+def check_compile_mode(value) -> str:
+    """`value` when it is one of torch.compile's modes; else ValueError naming them."""
+    if value in COMPILE_MODES:
+        return value
+    raise ValueError(
+        f"compile_mode must be one of {', '.join(COMPILE_MODES)}, got {value!r}"
+    )
 
 
 def choose_compile(

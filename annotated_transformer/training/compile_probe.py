@@ -43,6 +43,11 @@ def compiled_step_parts(model: nn.Module, **options):
     )
 
 
+def compile_options(settings: TrainSettings) -> dict:
+    """torch.compile's options for a run's step: its `compile_mode` ("default": none given)."""
+    return {} if settings.compile_mode == "default" else {"mode": settings.compile_mode}
+
+
 def eager_loss():
     """The eager run's loss: the hand-written backward writes the gradient over the logits."""
     return functools.partial(label_smoothed_cross_entropy, inplace_backward=True)
@@ -82,7 +87,8 @@ def time_eager_and_compiled(
         if name == "eager":
             forward, loss_fn, rows_only = copy_, eager_loss(), cpu
         else:
-            (forward, loss_fn), rows_only = compiled_step_parts(copy_), False
+            parts = compiled_step_parts(copy_, **compile_options(settings))
+            (forward, loss_fn), rows_only = parts, False
         variants[name] = (forward, loss_fn, rows_only, optimizer)
 
     def one_round(name: str) -> None:
@@ -145,6 +151,8 @@ def training_compile(
     """settings.compile resolved for this run: "auto" on a CPU times the run's own step, eager and
     compiled, on its first batches (once per machine and shape); all ranks end up alike."""
     shape = {**run_shape(model, settings), "precision": precision}
+    if settings.compile_mode != "default":  # the default's answers keep their earlier key
+        shape["compile_mode"] = settings.compile_mode
     choice = choose_compile(
         settings.compile,
         context.device,

@@ -8,7 +8,15 @@ accumulation: one process accumulating N micro-batches and N processes (DDP) tak
 
 from __future__ import annotations
 
-from ..data.batching import EncodedPairs, TokenBatcher
+import numpy as np
+
+from ..data.batching import (
+    SRC_SPECIALS,
+    TGT_SPECIALS,
+    EncodedPairs,
+    LengthBuckets,
+    TokenBatcher,
+)
 from .settings import TrainSettings
 
 
@@ -20,7 +28,8 @@ def micro_batches_per_step(settings: TrainSettings, world_size: int) -> int:
 def run_batcher(
     train_data: EncodedPairs, settings: TrainSettings, world_size: int
 ) -> TokenBatcher:
-    """The shuffled token batches of a run on `world_size` ranks, the same for every rank."""
+    """The shuffled token batches of a run on `world_size` ranks, the same for every rank (with
+    `settings.length_buckets`, padded to `run_buckets(train_data)`)."""
     return TokenBatcher(
         train_data.src_lengths,
         train_data.tgt_lengths,
@@ -29,4 +38,15 @@ def run_batcher(
         seed=settings.seed,
         batches_per_step=micro_batches_per_step(settings, world_size),
         skip_too_long=True,
+        buckets=run_buckets(train_data) if settings.length_buckets else None,
     )
+
+
+def run_buckets(train_data: EncodedPairs) -> LengthBuckets:
+    """The widths a bucketed run pads to: 8, 12, 16, 24, 32, ... up to its widest pair (bos and eos
+    included), so every pair has a bucket and the plan depends on the data alone."""
+    widest = max(
+        int(np.max(train_data.src_lengths, initial=0)) + SRC_SPECIALS,
+        int(np.max(train_data.tgt_lengths, initial=0)) + TGT_SPECIALS,
+    )
+    return LengthBuckets.doubling(widest)

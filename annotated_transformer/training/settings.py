@@ -22,7 +22,7 @@ from ..runtime.checks import (
     Bounds,
     check_all,
 )
-from ..runtime.compiling import check_compile
+from ..runtime.compiling import check_compile, check_compile_mode
 from ..runtime.precision import PRECISIONS
 
 # What each number may be; `Profile` checks its copies of these fields with the same bounds.
@@ -57,7 +57,10 @@ FIXED_ON_RESUME = (
     "adam_eps",
     "clip_norm",
     "seed",
+    "length_buckets",
 )
+# What a checkpoint written before a fixed setting existed trained with: compared as if saved.
+BEFORE_IT_EXISTED = {"length_buckets": False}
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,13 @@ class TrainSettings:
     precision: str = "auto"
     # torch.compile of the model and the loss: True, False, or "auto" (measured on a CPU: runtime.compiling)
     compile: bool | str = False
+    # torch.compile's mode when compiled (runtime.compiling.COMPILE_MODES): "reduce-overhead"
+    # replays the step's graphs as CUDA graphs on a GPU, one recording per batch shape
+    compile_mode: str = "default"
+    # pad every batch to one of a few widths (data.LengthBuckets.doubling, up to the longest
+    # pair), rows to what the token budget allows there: at most len(buckets) ** 2 shapes for a
+    # compiled or graphed step; the batches are packed by the bucketed widths, so another plan
+    length_buckets: bool = False
     # the batches' order (and, through `fit`, the initial weights and dropout)
     seed: int = 1
     log_every: int = 50
@@ -125,6 +135,11 @@ class TrainSettings:
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
         check_compile(self.compile)
+        check_compile_mode(self.compile_mode)
+        if not isinstance(self.length_buckets, bool):
+            raise ValueError(
+                f"length_buckets must be true or false, got {self.length_buckets!r}"
+            )
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:
@@ -132,8 +147,10 @@ class TrainSettings:
 
     def resume_conflicts(self, saved: dict) -> list[tuple[str, object, object]]:
         """(field, saved value, this value) for each FIXED_ON_RESUME setting that differs from
-        `saved` (a checkpoint's settings); fields the checkpoint lacks are not compared."""
+        `saved` (a checkpoint's settings); a field the checkpoint lacks is compared with what runs
+        did before it existed (`BEFORE_IT_EXISTED`), or not at all."""
         mine = self.to_dict()
+        saved = {**BEFORE_IT_EXISTED, **saved}
         found = []
         for name in FIXED_ON_RESUME:
             if name not in saved:

@@ -42,7 +42,7 @@ from .checkpoint import (
     snapshot_of,
     snapshot_path,
 )
-from .compile_probe import compiled_step_parts, eager_loss
+from .compile_probe import compile_options, compiled_step_parts, eager_loss
 from .divergence import TrainingDiverged
 from .execution import StepExecution
 from .global_batches import micro_batches_per_step, run_batcher
@@ -157,7 +157,9 @@ class Trainer:
         # The step reads nothing of the logits after backward, so their storage can take the gradient.
         forward_model, self.loss_fn = model, eager_loss()
         if execution.compiled:
-            forward_model, self.loss_fn = compiled_step_parts(forward_model)
+            forward_model, self.loss_fn = compiled_step_parts(
+                forward_model, **compile_options(settings)
+            )
         if self.context.is_distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
             forward_model = DistributedDataParallel(forward_model, device_ids=ids)

@@ -77,6 +77,17 @@ def test_profile_picks_defaults_and_flags_override_them():
     )
     assert profile.model_config().n_layers == 1
     assert profile.vocab_size == 1000  # untouched: the smoke profile's own value
+    assert (profile.train.compile_mode, profile.train.length_buckets) == (
+        "default",
+        False,
+    )
+    graphs = profile_from_args(
+        parser.parse_args(
+            ["--length-buckets", "--compile", "--compile-mode", "reduce-overhead"]
+        )
+    )
+    assert graphs.train.length_buckets is True and graphs.train.compile is True
+    assert graphs.train.compile_mode == "reduce-overhead"
 
 
 @pytest.fixture(scope="module")

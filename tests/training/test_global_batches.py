@@ -69,3 +69,24 @@ def test_a_pair_too_long_for_a_micro_batch_is_left_out_not_fatal():
     assert batcher.too_long == [len(PAIRS)]
     used = sorted(i for batch in batcher.epoch_batches(0) for i in batch)
     assert used == list(range(len(PAIRS)))
+
+
+def test_a_bucketed_plan_pads_to_a_few_shapes_and_keeps_every_pair_once():
+    from annotated_transformer.training.global_batches import run_buckets
+
+    plain = run_batcher(PAIRS, settings(), 1)
+    bucketed = run_batcher(PAIRS, settings(length_buckets=True), 1)
+    buckets = run_buckets(PAIRS)
+    # the copy pairs are 3..9 tokens: widths 4..10 (source + eos) and 5..11 (bos + target + eos)
+    assert buckets.sizes == (8, 11) and bucketed.buckets is not None
+    assert plain.buckets is None and plain.padded_shape([0, 1]) is None
+    shapes = set()
+    for epoch in range(3):
+        batches = bucketed.epoch_batches(epoch)
+        assert sorted(i for b in batches for i in b) == list(range(len(PAIRS)))
+        for batch in batches:
+            rows, src, tgt = bucketed.padded_shape(batch)
+            assert src in buckets.sizes and tgt in buckets.sizes
+            assert rows >= len(batch) and rows * max(src, tgt) <= 96
+            shapes.add((rows, src, tgt))
+    assert len(shapes) <= len(buckets) ** 2

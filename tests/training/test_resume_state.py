@@ -47,6 +47,7 @@ OTHER_VALUES = {
     "adam_eps": 1e-8,
     "clip_norm": 1.0,
     "seed": 4,
+    "length_buckets": True,
 }
 
 

@@ -21,6 +21,7 @@ OTHER_VALUES = {
     "adam_eps": 1e-8,
     "clip_norm": 1.0,
     "seed": 7,
+    "length_buckets": True,
 }
 
 
@@ -181,3 +182,31 @@ def test_settings_a_checkpoint_lacks_are_not_compared():
     del saved["clip_norm"], saved["seed"]
     mine = TrainSettings(max_steps=1, clip_norm=1.0, seed=9, accumulation=2)
     assert mine.resume_conflicts(saved) == [("accumulation", 1, 2)]
+
+
+@pytest.mark.parametrize(
+    "name,value,message",
+    [
+        ("compile_mode", "fast", "compile_mode must be one of default, reduce-overhead"),
+        ("compile_mode", None, "compile_mode must be one of"),
+        ("length_buckets", "yes", "length_buckets must be true or false, got 'yes'"),
+        ("length_buckets", 1, "length_buckets must be true or false, got 1"),
+    ],
+)
+def test_the_compile_mode_and_the_buckets_refuse_what_they_cannot_mean(
+    name, value, message
+):
+    with pytest.raises(ValueError, match=f"^{message}"):
+        TrainSettings(max_steps=1, **{name: value})
+
+
+def test_the_compile_mode_may_change_on_resume_and_the_buckets_may_not():
+    saved = TrainSettings(max_steps=1).to_dict()
+    graphs = TrainSettings(max_steps=1, compile_mode="reduce-overhead")
+    assert graphs.resume_conflicts(saved) == []
+    buckets = TrainSettings(max_steps=1, length_buckets=True)
+    assert buckets.resume_conflicts(saved) == [("length_buckets", False, True)]
+    # a checkpoint written before the setting existed trained without buckets
+    older = {k: v for k, v in saved.items() if k != "length_buckets"}
+    assert buckets.resume_conflicts(older) == [("length_buckets", False, True)]
+    assert TrainSettings(max_steps=1).resume_conflicts(older) == []

@@ -71,6 +71,63 @@ def test_interrupted_and_resumed_run_ends_bit_identical(tmp_path):
         assert torch.equal(a, b), f"{name} differs after resume"
 
 
+def test_a_bucketed_run_steps_on_bucketed_shapes_learns_and_resumes_bit_identical(
+    tmp_path,
+):
+    # --length-buckets: every micro-batch is collated to a bucket's widths and the budget's rows
+    profile = tiny_profile(length_buckets=True, max_steps=12, peak_lr=5e-3)
+    seen = []
+
+    def record_shapes(trainer):
+        collate = trainer._micro_batch
+
+        def recorded(indices):
+            src, tgt = collate(indices)
+            seen.append((src.shape, tgt.shape))
+            return src, tgt
+
+        trainer._micro_batch = recorded
+        return trainer
+
+    straight = record_shapes(make_trainer(profile, tmp_path / "straight"))
+    before = straight.validate()["loss"]
+    result = straight.train()
+    sizes = straight.batcher.buckets.sizes
+    assert all(s[1] in sizes and t[1] in sizes and s[0] == t[0] for s, t in seen)
+    assert len(set(seen)) < len(seen) and result.valid["loss"] < before - 0.3
+
+    def interrupt_at_step_5(trainer):
+        if trainer.progress.step == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    make_trainer(profile, tmp_path / "stopped", on_step=interrupt_at_step_5).train()
+    resumed = make_trainer(profile, tmp_path / "stopped", model_seed=99)
+    resumed.resume_from(tmp_path / "stopped" / "last.pt")
+    resumed.train()
+    for (name, a), (_, b) in zip(
+        straight.model.state_dict().items(), resumed.model.state_dict().items()
+    ):
+        assert torch.equal(a, b), f"{name} differs after resume"
+
+
+def test_the_compile_mode_reaches_torch_compile_for_the_model_and_the_loss(
+    tmp_path, monkeypatch
+):
+    from annotated_transformer.training import compile_probe
+
+    seen = []
+    monkeypatch.setattr(
+        compile_probe.torch, "compile", lambda fn, **options: seen.append(options) or fn
+    )
+    for mode, expected in (
+        ("default", {}),
+        ("reduce-overhead", {"mode": "reduce-overhead"}),
+    ):
+        seen.clear()
+        make_trainer(tiny_profile(compile=True, compile_mode=mode), tmp_path / mode)
+        assert seen == [expected, expected]  # the model and the loss
+
+
 def eager_scaler() -> torch.amp.GradScaler:
     """A scaler that grows its factor every step, so gradients overflow every other step or so
     and its state (factor, growth count) changes along the run, as over a long real one."""
