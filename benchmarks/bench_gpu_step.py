@@ -213,6 +213,14 @@ def _varying(device, decode, precision: str = "fp32"):
     return run
 
 
+def _as_translate_builds(device, build):
+    """A static decoder built (and its step captured) as `translate --cuda-graphs` builds one:
+    without cuDNN's attention, since translate builds one for each batch shape."""
+    with attention_kernels.allow_cudnn_attention(False):
+        with attention_kernels.for_varying_shapes(device):
+            return build()
+
+
 def _rows_alike(a: torch.Tensor, b: torch.Tensor, pad_id: int) -> float:
     """The share of rows whose tokens are the same in `a` and `b` (padded to one width)."""
     width = max(a.size(1), b.size(1))
@@ -242,7 +250,12 @@ def bench_decoding(
     src = sources(batch, src_len, profile.vocab_size).to(device)
     started = time.perf_counter()
     if search == "greedy":
-        static = StaticGreedyDecoder(model, batch, src_len, max_new, precision=precision)
+        static = _as_translate_builds(
+            device,
+            lambda: StaticGreedyDecoder(
+                model, batch, src_len, max_new, precision=precision
+            ),
+        )
         runs = {
             "recompute": _varying(
                 device,
@@ -252,11 +265,14 @@ def bench_decoding(
             "eager_cache": _varying(
                 device, lambda: greedy_decode(model, src, max_new), precision
             ),
-            "static_cache": lambda: static(src),
+            "static_cache": _varying(device, lambda: static(src)),
         }
     else:
         beam = dict(beam_size=beam_size, alpha=0.6, max_len_a=0.0, max_len_b=max_new)
-        static = StaticBeamDecoder(model, batch, src_len, **beam, precision=precision)
+        static = _as_translate_builds(
+            device,
+            lambda: StaticBeamDecoder(model, batch, src_len, **beam, precision=precision),
+        )
         runs = {
             "recompute": _varying(
                 device,
@@ -266,7 +282,7 @@ def bench_decoding(
             "eager_cache": _varying(
                 device, lambda: beam_search(model, src, **beam), precision
             ),
-            "static_cache": lambda: static(src),
+            "static_cache": _varying(device, lambda: static(src)),
         }
     build_s = time.perf_counter() - started
     outputs = {name: run() for name, run in runs.items()}

@@ -141,7 +141,10 @@ class _StaticDecoder:
             model.eval()
             try:
                 with torch.no_grad():
-                    self._step = capture_step(self._autocast_step, self.device)
+                    # the warm-up steps advance `position`: no more of them than it has room for
+                    self._step = capture_step(
+                        self._autocast_step, self.device, warmup=min(2, self.capacity)
+                    )
                 self.graphed = True
             finally:
                 model.train(was_training)

@@ -34,7 +34,14 @@ from .book_scales import (
 )
 from .catalogue import PROFILE_NAMES, PROFILES, TABLE3_CPU_ROWS, get_profile
 from .parts import DataSettings, EvaluationSettings, ModelChoice
-from .profile import FIELD_PART, FLAT_ORDER, PROFILE_BOUNDS, Profile, flat_fields
+from .profile import (
+    FIELD_PART,
+    FLAT_ORDER,
+    PROFILE_BOUNDS,
+    Profile,
+    comparable_record,
+    flat_fields,
+)
 
 __all__ = [
     "BOOK_BOUNDS",
@@ -61,6 +68,7 @@ __all__ = [
     "TrainingSizes",
     "WhySelfAttentionSizes",
     "WidthSweep",
+    "comparable_record",
     "flat_fields",
     "get_profile",
 ]

@@ -11,6 +11,7 @@ the train part, and `to_dict()` writes the flat record every committed result ho
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 
 from ..model.config import TransformerConfig
@@ -228,3 +229,15 @@ class Profile:
                     raise
                 values["book"] = PROFILES[values["name"]].book
         return cls.flat(**values)
+
+
+def comparable_record(record: dict) -> dict:
+    """A stored profile record (a run's start record, a checkpoint's), as today's code writes the
+    same profile: fields added since it was written take their defaults, and tuples are lists, as
+    in JSON. Two records of one profile compare equal whatever version wrote either; a record
+    that no longer makes a profile is returned as JSON has it."""
+    try:
+        record = Profile.from_dict(record).to_dict()
+    except (TypeError, ValueError, KeyError):
+        pass
+    return json.loads(json.dumps(record))

@@ -13,7 +13,8 @@ README.md): consistent with a plan built per shape, as a public report traced th
 So the training step, validation, translation and parsing run in `for_varying_shapes`, which
 switches cuDNN's attention off for the call and leaves every other backend flag as it was (flash,
 memory-efficient and math, in torch's order, where each applies). Fixed-shape work (the chapters'
-attention timings, the CUDA-graph decoders) keeps torch's choice. A compiled model picks its
+attention timings) keeps torch's choice; the CUDA-graph decoders inside `translate --cuda-graphs`
+are fixed within a batch but built for each batch's shape, so they go without it too. A compiled model picks its
 attention kernel when it is traced: every compiled call in this package is made inside the
 context, so its graphs are traced without cuDNN's attention too.
 

@@ -44,9 +44,10 @@ def run_batcher(
 
 def run_buckets(train_data: EncodedPairs) -> LengthBuckets:
     """The widths a bucketed run pads to: 8, 12, 16, 24, 32, ... up to its widest pair (bos and eos
-    included), so every pair has a bucket and the plan depends on the data alone."""
-    widest = max(
-        int(np.max(train_data.src_lengths, initial=0)) + SRC_SPECIALS,
-        int(np.max(train_data.tgt_lengths, initial=0)) + TGT_SPECIALS,
-    )
-    return LengthBuckets.doubling(widest)
+    included), and the widest source among them, so every pair has a bucket, no source is padded
+    past the widest source (a target may be one position wider than the encoder's positions hold:
+    the decoder reads all but its last), and the plan depends on the data alone."""
+    widest_src = int(np.max(train_data.src_lengths, initial=0)) + SRC_SPECIALS
+    widest_tgt = int(np.max(train_data.tgt_lengths, initial=0)) + TGT_SPECIALS
+    sizes = LengthBuckets.doubling(max(widest_src, widest_tgt)).sizes
+    return LengthBuckets(sorted({*sizes, widest_src}))

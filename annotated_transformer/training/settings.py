@@ -136,6 +136,11 @@ class TrainSettings:
             )
         check_compile(self.compile)
         check_compile_mode(self.compile_mode)
+        if self.compile_mode != "default" and self.compile is False:
+            raise ValueError(
+                f"compile_mode (--compile-mode) {self.compile_mode} applies to a compiled step, "
+                "and compile (--compile) is off: add --compile, or leave --compile-mode out"
+            )
         if not isinstance(self.length_buckets, bool):
             raise ValueError(
                 f"length_buckets must be true or false, got {self.length_buckets!r}"

@@ -21,6 +21,7 @@ the loop that calls them, then saves. What it adds to the paper makes a run trus
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,8 @@ __all__ = [
     "build_optimizer",
     "schedule_factor",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -160,6 +163,15 @@ class Trainer:
             forward_model, self.loss_fn = compiled_step_parts(
                 forward_model, **compile_options(settings)
             )
+            if (
+                settings.compile_mode == "reduce-overhead"
+                and not settings.length_buckets
+                and self.device.type == "cuda"
+            ):
+                logger.warning(
+                    "--compile-mode reduce-overhead records a CUDA graph for every batch shape, "
+                    "and token batches have a new shape almost every step: add --length-buckets"
+                )
         if self.context.is_distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
             forward_model = DistributedDataParallel(forward_model, device_ids=ids)

@@ -222,6 +222,26 @@ def test_chapter_04_start_moves_nothing_of_the_run_it_replaces(tmp_path):
     assert "overwrite=not resuming" in source
 
 
+def test_chapter_04_resumes_a_run_logged_before_a_setting_existed(tmp_path):
+    """A start record without `compile_mode` and `length_buckets` (written before they existed)
+    is a run of the profile that has them at their defaults."""
+    import json
+
+    from annotated_transformer.experiments.training_studies import runs
+    from annotated_transformer.profiles import get_profile
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    older = get_profile("smoke").to_dict()
+    del older["compile_mode"], older["length_buckets"]
+    (folder / "metrics.jsonl").write_text(
+        json.dumps({"kind": "start", "profile": older}) + "\n"
+    )
+    (folder / "last.pt").write_bytes(b"x")
+    assert runs.unfinished_run_of(folder, get_profile("smoke"))
+    assert not runs.unfinished_run_of(folder, get_profile("smoke", length_buckets=True))
+
+
 def test_a_failed_or_interrupted_chapter_04_leaves_the_published_run(book):
     """A failed or interrupted chapter 04 leaves the published run in runs/book-<profile>
     for chapters 05 and 08 and its own in `<folder>.partial`, which the next chapter 04

@@ -296,3 +296,25 @@ def test_the_fixed_shape_decoders_translate_as_the_eager_ones(
     assert static == eager and static[5] == ""
     assert len(set(built)) == len(built) > 3 and len(batches) > len(built)  # reused
     assert len(set(eager)) > 5  # not one output for everything
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_on_a_gpu_translation_with_cuda_graphs_is_the_eager_translation(tiny_tokenizer):
+    torch.manual_seed(1)
+    model = (
+        Transformer(
+            preset("tiny", dropout=0.0),
+            tiny_tokenizer.vocab_size,
+            tiny_tokenizer.vocab_size,
+        )
+        .cuda()
+        .eval()
+    )
+    sentences = ["a man runs in the park", "dog", "the big red house", "cat sits"] * 3
+    for beam_size in (1, 3):
+        settings = dict(beam_size=beam_size, max_len_b=6, batch_tokens=40 * beam_size)
+        eager = translate(model, tiny_tokenizer, sentences, **settings)
+        assert (
+            translate(model, tiny_tokenizer, sentences, cuda_graphs=True, **settings)
+            == eager
+        )

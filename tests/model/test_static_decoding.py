@@ -281,3 +281,16 @@ def test_on_a_gpu_the_captured_step_replays_what_the_eager_step_computes(precisi
         if graphs:
             captured = out
     assert all(torch.equal(a, b) for a, b in zip(captured, out))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_on_a_gpu_a_decoder_of_one_position_captures_its_step():
+    # the warm-up steps before the capture advance the position: never past the capacity
+    torch.manual_seed(9)
+    model = random_model(1.0).cuda()
+    src = random_sources(2, 5, seed=9).cuda()
+    greedy = StaticGreedyDecoder(model, 2, 5, 1)
+    beam = StaticBeamDecoder(model, 2, 5, 2, max_len_a=0.0, max_len_b=1)
+    assert greedy.graphed and beam.graphed and beam.capacity == 1
+    assert torch.equal(greedy(src), greedy_decode(model, src, 1))
+    assert torch.equal(beam(src), beam_search(model, src, 2, 0.6, 0.0, 1))

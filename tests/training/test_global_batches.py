@@ -77,8 +77,9 @@ def test_a_bucketed_plan_pads_to_a_few_shapes_and_keeps_every_pair_once():
     plain = run_batcher(PAIRS, settings(), 1)
     bucketed = run_batcher(PAIRS, settings(length_buckets=True), 1)
     buckets = run_buckets(PAIRS)
-    # the copy pairs are 3..9 tokens: widths 4..10 (source + eos) and 5..11 (bos + target + eos)
-    assert buckets.sizes == (8, 11) and bucketed.buckets is not None
+    # the copy pairs are 3..9 tokens: widths 4..10 (source + eos) and 5..11 (bos + target + eos);
+    # the widest source, 10, is a size of its own
+    assert buckets.sizes == (8, 10, 11) and bucketed.buckets is not None
     assert plain.buckets is None and plain.padded_shape([0, 1]) is None
     shapes = set()
     for epoch in range(3):
@@ -90,3 +91,20 @@ def test_a_bucketed_plan_pads_to_a_few_shapes_and_keeps_every_pair_once():
             assert rows >= len(batch) and rows * max(src, tgt) <= 96
             shapes.add((rows, src, tgt))
     assert len(shapes) <= len(buckets) ** 2
+
+
+def test_no_source_is_padded_past_the_widest_source():
+    # Targets carry bos and eos, so the widest target can be one position wider than the widest
+    # source, which may already fill the encoder's positions: 97 + eos = 98 source positions,
+    # 97 + bos + eos = 99 target positions. Buckets up to 99 alone would pad that source to 99.
+    from annotated_transformer.training.global_batches import run_buckets
+
+    pairs = EncodedPairs([[5] * 97, [6] * 40, [7] * 3], [[5] * 97, [6] * 40, [7] * 3])
+    buckets = run_buckets(pairs)
+    assert 98 in buckets.sizes and buckets.largest == 99
+    batcher = run_batcher(
+        pairs, TrainSettings(max_steps=1, batch_tokens=100, length_buckets=True), 1
+    )
+    for batch in batcher.epoch_batches(0):
+        rows, src, tgt = batcher.padded_shape(batch)
+        assert src <= 98 and tgt <= 99

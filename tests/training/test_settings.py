@@ -200,9 +200,18 @@ def test_the_compile_mode_and_the_buckets_refuse_what_they_cannot_mean(
         TrainSettings(max_steps=1, **{name: value})
 
 
+def test_a_compile_mode_without_compiling_is_refused_naming_both_flags():
+    with pytest.raises(
+        ValueError, match=r"--compile-mode\) reduce-overhead.*add --compile"
+    ):
+        TrainSettings(max_steps=1, compile_mode="reduce-overhead")
+    for compile in (True, "auto"):
+        assert TrainSettings(max_steps=1, compile=compile, compile_mode="max-autotune")
+
+
 def test_the_compile_mode_may_change_on_resume_and_the_buckets_may_not():
     saved = TrainSettings(max_steps=1).to_dict()
-    graphs = TrainSettings(max_steps=1, compile_mode="reduce-overhead")
+    graphs = TrainSettings(max_steps=1, compile=True, compile_mode="reduce-overhead")
     assert graphs.resume_conflicts(saved) == []
     buckets = TrainSettings(max_steps=1, length_buckets=True)
     assert buckets.resume_conflicts(saved) == [("length_buckets", False, True)]

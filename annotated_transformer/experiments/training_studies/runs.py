@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ...profiles import comparable_record
 from ...training.checkpoint import RESUME_NAME
 from ...training.training_log import read_metrics
 
@@ -26,15 +27,14 @@ def start_run(folder: str | Path, profile, resume: bool) -> bool:
 
 
 def unfinished_run_of(folder: str | Path, profile) -> bool:
-    """Whether `folder` holds a run of exactly this profile that stopped (or was killed) early."""
-    import json
-
+    """Whether `folder` holds a run of exactly this profile that stopped (or was killed) early
+    (its start record read as today's code writes it: `comparable_record`)."""
     folder = Path(folder)
     records = read_metrics(folder)
     starts = [r for r in records if r["kind"] == "start"]
     stops = [r for r in records if r["kind"] == "stop"]
-    same = bool(starts) and starts[0]["profile"] == json.loads(
-        json.dumps(profile.to_dict())
+    same = bool(starts) and comparable_record(starts[0]["profile"]) == comparable_record(
+        profile.to_dict()
     )
     early = (
         not stops or stops[-1]["stopped_by"] == "interrupted" or len(stops) < len(starts)

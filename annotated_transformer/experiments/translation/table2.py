@@ -36,7 +36,7 @@ from ...model.config import TransformerConfig
 from ...model.decoding import beam_search
 from ...pipeline import AVERAGED_NAME, TRANSLATIONS_NAME, prepare_data
 from ...pipeline import run as run_pipeline
-from ...profiles import Profile
+from ...profiles import Profile, comparable_record
 from ...runtime import attention_kernels
 from ...runtime.devices import cpu_name
 from ...training.checkpoint import average_last, list_snapshots
@@ -141,11 +141,12 @@ def run_to_translate(
 
 def _training_fields(profile: dict) -> dict:
     """A profile's fields that decide what a run trains and scores: all but the name's description and the
-    scales of the book's other chapters, which may change without making a trained model stale. The round
-    trip through JSON makes tuples lists, as they are in the file."""
+    scales of the book's other chapters, which may change without making a trained model stale. As
+    today's code writes them (`comparable_record`: fields added since take their defaults, tuples are
+    lists, as in the file)."""
     return {
         k: v
-        for k, v in json.loads(json.dumps(profile)).items()
+        for k, v in comparable_record(profile).items()
         if k not in ("book", "description")
     }
 

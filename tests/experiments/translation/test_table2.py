@@ -119,6 +119,20 @@ def test_the_book_scales_of_other_chapters_do_not_make_a_run_stale(tmp_path):
     assert finished_run(tmp_path, profile) is not None
 
 
+def test_a_run_logged_before_a_setting_existed_is_still_the_profiles_run(tmp_path):
+    # compile_mode and length_buckets came after runs were logged without them; such a run
+    # trained with their defaults and is the same profile's run
+    profile = get_profile("smoke")
+    _write_run(tmp_path, profile)
+    metrics = tmp_path / "metrics.jsonl"
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    for key in ("compile_mode", "length_buckets"):
+        del records[0]["profile"][key]
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert finished_run(tmp_path, profile) is not None
+    assert finished_run(tmp_path, profile.replace(length_buckets=True)) is None
+
+
 @pytest.mark.parametrize(
     "case", ["other profile", "interrupted", "not averaged", "empty"]
 )
