@@ -14,7 +14,9 @@
 #                     1 and 64, same tokens checked -> speed_decode.json
 #   decode_bf16       the same in bf16 autocast, as translate decodes on a GPU (the static step
 #                     captured in autocast, as translate --cuda-graphs runs it; rows alike
-#                     recorded, rounding may part them) -> speed_decode_bf16.json
+#                     recorded, rounding may part them), with the `gpu` profile's model at the
+#                     batches translate gives it on test2016 (64 and 384 sources of 16 positions,
+#                     an allowance of 16 + 50) -> speed_decode_bf16.json
 #   train_eager       bench_gpu_step.py: the eager step with and without cuDNN's attention,
 #                     interleaved on one batch (tokens/s, MFU) -> speed_train_eager.json
 #   profile_eager     profile_step.py: the eager bf16 step under torch.profiler: kernel time by
@@ -42,10 +44,13 @@ mkdir -p "$out"
 if [ -n "${QUICK:-}" ]; then
   profile=(--profile smoke --precision fp32 --warmup 1 --steps 2)
   bench=(--quick)
+  translate_batches=(--decode-batch 2 3)
 else
   # The step: the paper's base model, bf16, about 22k target tokens per step.
   profile=(--profile paper --precision bf16 --batch-tokens 24576 --warmup 5 --steps 10)
   bench=(--profile paper --precision bf16 --batch-tokens 24576)
+  # what translate --cuda-graphs decodes with the gpu recipe's model (profile given last wins)
+  translate_batches=(--profile gpu --decode-batch 64 384 --decode-src-len 16 --decode-max-new 66)
 fi
 known=(decode decode_bf16 train_eager profile_eager train_compiled train_bucketed train_graphs profile_compiled)
 parts=("$@")
@@ -82,7 +87,8 @@ for part in "${parts[@]}"; do
     decode) run decode $python benchmarks/bench_gpu_step.py --device "$device" "${bench[@]}" \
       --only decode --out "$out/speed_decode.json" ;;
     decode_bf16) run decode_bf16 $python benchmarks/bench_gpu_step.py --device "$device" \
-      "${bench[@]}" --only decode --decode-precision bf16 --out "$out/speed_decode_bf16.json" ;;
+      "${bench[@]}" "${translate_batches[@]}" --only decode --decode-precision bf16 \
+      --out "$out/speed_decode_bf16.json" ;;
     train_eager) run train_eager $python benchmarks/bench_gpu_step.py --device "$device" \
       "${bench[@]}" --only train --variants eager eager_cudnn_attention \
       --out "$out/speed_train_eager.json" ;;
