@@ -172,14 +172,7 @@ def translate(
 def _eager_decode(model: nn.Module, src: torch.Tensor, settings: DecodeSettings):
     """One batch through beam_search (beam > 1) or greedy_decode, in the caller's autocast."""
     if settings.beam_size > 1:
-        return beam_search(
-            model,
-            src,
-            beam_size=settings.beam_size,
-            alpha=settings.alpha,
-            max_len_a=settings.max_len_a,
-            max_len_b=settings.max_len_b,
-        )
+        return beam_search(model, src, **settings.search_arguments())
     return greedy_decode(model, src, max_new_tokens=settings.max_new_tokens(src.size(1)))
 
 
@@ -192,10 +185,7 @@ def _static_decoder(model: nn.Module, shape: tuple[int, int], settings: DecodeSe
             model,
             rows,
             width,
-            settings.beam_size,
-            settings.alpha,
-            settings.max_len_a,
-            settings.max_len_b,
+            **settings.search_arguments(),
             precision=settings.precision,
         )
     return StaticGreedyDecoder(

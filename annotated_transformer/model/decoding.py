@@ -52,6 +52,16 @@ BOUNDS: dict[str, Bounds] = {
 DECODE_PRECISIONS = ("fp32", "bf16", "fp16")
 
 
+def check_decode_precision(precision: str) -> str:
+    """`precision` when decoding can run in it; else one ValueError naming the choices."""
+    if precision not in DECODE_PRECISIONS:
+        raise ValueError(
+            f"precision must be one of {', '.join(DECODE_PRECISIONS)}, got {precision!r} "
+            "(a profile's 'auto' is resolved for the device by Profile.decode_settings)"
+        )
+    return precision
+
+
 @dataclass(frozen=True)
 class DecodeSettings:
     """How to translate, as one record from the profile to evaluation and the chapters.
@@ -71,17 +81,22 @@ class DecodeSettings:
 
     def __post_init__(self):
         check_all("", self.to_dict(), BOUNDS)
-        if self.precision not in DECODE_PRECISIONS:
-            raise ValueError(
-                f"precision must be one of {', '.join(DECODE_PRECISIONS)}, got {self.precision!r} "
-                "(a profile's 'auto' is resolved for the device by Profile.decode_settings)"
-            )
+        check_decode_precision(self.precision)
 
     def replace(self, **changes) -> "DecodeSettings":
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    def search_arguments(self) -> dict:
+        """The beam's settings as beam_search and StaticBeamDecoder take them by name."""
+        return dict(
+            beam_size=self.beam_size,
+            alpha=self.alpha,
+            max_len_a=self.max_len_a,
+            max_len_b=self.max_len_b,
+        )
 
     def max_new_tokens(self, src_len: int) -> int:
         """The output allowance for a source of `src_len` positions: at least one token, and

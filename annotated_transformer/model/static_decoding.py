@@ -29,8 +29,8 @@ from ..runtime.checks import COUNT, NON_NEGATIVE, NON_NEGATIVE_INT
 from ..runtime.precision import autocast_context
 from .attention import StaticKVCache
 from .decoding import (
-    DECODE_PRECISIONS,
     _banned_tokens,
+    check_decode_precision,
     check_source,
     gnmt_length_penalty,
     length_limits,
@@ -82,11 +82,7 @@ class _StaticDecoder:
         self.check_every = COUNT.check("check_every", check_every)
         param = next(model.parameters())
         device, dtype = param.device, param.dtype
-        if precision not in DECODE_PRECISIONS:
-            raise ValueError(
-                f"precision must be one of {', '.join(DECODE_PRECISIONS)}, got {precision!r}"
-            )
-        if precision != "fp32" and dtype != torch.float32:
+        if check_decode_precision(precision) != "fp32" and dtype != torch.float32:
             raise ValueError(
                 f"precision {precision} autocasts float32 weights; this model's are {dtype}: "
                 "decode it in fp32, or convert it with model.float()"

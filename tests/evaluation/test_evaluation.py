@@ -318,3 +318,16 @@ def test_on_a_gpu_translation_with_cuda_graphs_is_the_eager_translation(tiny_tok
             translate(model, tiny_tokenizer, sentences, cuda_graphs=True, **settings)
             == eager
         )
+
+
+def test_the_search_arguments_are_the_settings_under_the_searches_own_names():
+    import inspect
+
+    from annotated_transformer.model.decoding import DecodeSettings, beam_search
+    from annotated_transformer.model.static_decoding import StaticBeamDecoder
+
+    settings = DecodeSettings(beam_size=3, alpha=0.7, max_len_a=1.5, max_len_b=9)
+    arguments = settings.search_arguments()
+    assert arguments == dict(beam_size=3, alpha=0.7, max_len_a=1.5, max_len_b=9)
+    for search in (beam_search, StaticBeamDecoder):
+        assert set(arguments) <= set(inspect.signature(search).parameters)

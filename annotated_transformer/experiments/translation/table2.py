@@ -266,13 +266,7 @@ def time_cache(model, sources: torch.Tensor, decoding) -> list[dict]:
         # every step has a new key length: on a GPU, no cuDNN plan built per step
         with attention_kernels.for_varying_shapes(sources.device):
             tokens = beam_search(
-                model,
-                sources,
-                beam_size=decoding.beam_size,
-                alpha=decoding.alpha,
-                max_len_a=decoding.max_len_a,
-                max_len_b=decoding.max_len_b,
-                use_cache=use_cache,
+                model, sources, **decoding.search_arguments(), use_cache=use_cache
             )
         rows.append(
             {
