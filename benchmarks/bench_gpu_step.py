@@ -12,6 +12,9 @@ same initial weights, all in one process, interleaved within every repeat:
   `runtime.attention_kernels` does for varying shapes);
 - eager_cudnn_attention: the same with cuDNN's attention allowed, in torch's order: what leaving it
   out costs or saves once the plan for this batch's shape is built (the warm-up builds it);
+- eager_row_blocks_loss: the eager step with the loss walking the logits as it does on a CPU
+  (`training.loss`'s "row_blocks", the eager GPU step's loss before "softmax_kernels"): what the
+  loss's strategy is worth in the step;
 - compiled: the model and the loss compiled, as `train --compile` (default mode);
 - compiled_bucketed: the same with lengths padded to `LengthBuckets.doubling(max_len + 1)` (the
   change alone: a few more padded positions, a fixed shape);
@@ -42,6 +45,7 @@ its own beside eager.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -70,10 +74,15 @@ from annotated_transformer.profiles import Profile, get_profile  # noqa: E402
 from annotated_transformer.runtime import attention_kernels  # noqa: E402
 from annotated_transformer.runtime.files import atomic_write_text  # noqa: E402
 from annotated_transformer.runtime.precision import autocast_context  # noqa: E402
+from annotated_transformer.training.loss import (  # noqa: E402
+    default_strategy,
+    label_smoothed_cross_entropy,
+)
 
 TRAINING_VARIANTS = (
     "eager",
     "eager_cudnn_attention",
+    "eager_row_blocks_loss",
     "compiled",
     "compiled_bucketed",
     "compiled_bucketed_reduce_overhead",
@@ -104,6 +113,7 @@ def bench_training(
     settings = {
         "eager": dict(compile=False),
         "eager_cudnn_attention": dict(compile=False),
+        "eager_row_blocks_loss": dict(compile=False),
         "compiled": dict(compile=True, compile_options=base),
         "compiled_bucketed": dict(compile=True, compile_options=base, buckets=buckets),
         "compiled_bucketed_reduce_overhead": dict(
@@ -118,6 +128,10 @@ def bench_training(
         for name, kw in settings.items()
         if name in wanted
     }
+    if "eager_row_blocks_loss" in trainers:
+        trainers["eager_row_blocks_loss"].loss_fn = functools.partial(
+            label_smoothed_cross_entropy, inplace_backward=True, strategy="row_blocks"
+        )
     batch, tokens = first_global_batch(trainers["eager"])
     # (rows, source width, target width) of the bucketed variants' batch; None: padded to its longest
     shapes = {name: t.batcher.padded_shape(batch[0]) for name, t in trainers.items()}
@@ -162,6 +176,11 @@ def bench_training(
             "mfu": mfu(rate * flops_per_token, device, precision),
             "speed_over_eager": eager_s / t["median_s"] if eager_s else None,
             "padded_shape": shapes[name],
+            "loss_strategy": (
+                "compiled"
+                if settings[name]["compile"]
+                else _eager_loss_strategy(trainers[name], device)
+            ),
         }
     for name, message in errors.items():
         variants[name] = {"error": message}
@@ -184,6 +203,12 @@ def bench_training(
         "quick_compile_backend": base.get("backend"),
         "variants": variants,
     }
+
+
+def _eager_loss_strategy(trainer, device: torch.device) -> str:
+    """How an eager variant's loss walks the logits (a `training.loss` strategy)."""
+    keywords = getattr(trainer.loss_fn, "keywords", {})
+    return keywords.get("strategy") or default_strategy(device)
 
 
 def _step(name: str, trainer, batch):

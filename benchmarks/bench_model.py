@@ -48,7 +48,9 @@ from annotated_transformer.model.transformer import (  # noqa: E402
 )
 from annotated_transformer.runtime.devices import cpu_flags, cpu_name  # noqa: E402
 from annotated_transformer.training.loss import (  # noqa: E402
+    STRATEGIES,
     composite_smoothed_cross_entropy,
+    default_strategy,
     label_smoothed_cross_entropy,
 )
 
@@ -437,16 +439,29 @@ def bench_training(
 # ---------------------------------------------------------------------------------- the loss alone
 
 
-def bench_loss(n_tokens: int, vocab: int, device, repeats: int, warmup: int) -> dict:
-    """Forward + backward of the loss alone on (n_tokens, vocab) float32 logits."""
+def bench_loss(
+    n_tokens: int,
+    vocab: int,
+    device,
+    repeats: int,
+    warmup: int,
+    dtype: torch.dtype = torch.float32,
+) -> dict:
+    """Forward + backward of the loss alone on (n_tokens, vocab) logits of `dtype`: ours (the
+    device's default strategy, as the trainer runs it) beside our other strategy, PyTorch's
+    cross-entropy and the reference."""
     torch.manual_seed(0)
-    logits = torch.randn(n_tokens, vocab, device=device, requires_grad=True)
+    logits = torch.randn(n_tokens, vocab, device=device, dtype=dtype, requires_grad=True)
     target = torch.randint(4, vocab, (n_tokens,), device=device)
     target[::10] = 0  # some padding
     classic = ref_lib.LabelSmoothing(vocab, 0, 0.1)
+    (other,) = set(STRATEGIES) - {default_strategy(torch.device(device))}
     fns = {
         "reference_classic": lambda: classic(torch.log_softmax(logits, -1), target),
         "ours": lambda: label_smoothed_cross_entropy(logits, target, 0.1, 0).loss,
+        f"ours_{other}": lambda: (
+            label_smoothed_cross_entropy(logits, target, 0.1, 0, strategy=other).loss
+        ),
         "torch_cross_entropy": lambda: torch.nn.functional.cross_entropy(
             logits, target, ignore_index=0, label_smoothing=0.1, reduction="sum"
         ),
@@ -481,6 +496,8 @@ def bench_loss(n_tokens: int, vocab: int, device, repeats: int, warmup: int) -> 
     return {
         "tokens": n_tokens,
         "vocab": vocab,
+        "dtype": str(dtype).removeprefix("torch."),
+        "ours_strategy": default_strategy(torch.device(device)),
         "agreement_with_ours": agreement,
         "times": times,
         "speedup_vs_ours": {
@@ -1283,12 +1300,17 @@ def main(argv: list[str] | None = None) -> dict:
             log("  " + ", ".join(f"{k}={v:.2f}x" for k, v in r["ratios"].items()))
     if "components" in parts:
         n, vocab = cfg["loss"]
-        log(f"loss alone N={n} V={vocab}")
-        m["loss"] = bench_loss(n, vocab, device, 5, cfg["warmup"])
-        log(
-            "  "
-            + ", ".join(f"{k}={v:.2f}x" for k, v in m["loss"]["speedup_vs_ours"].items())
-        )
+        # bf16 logits too where the step runs in bf16 (a GPU's eager step gives the loss those)
+        dtypes = {"loss": torch.float32}
+        if fast_bf16(device):
+            dtypes["loss_bf16"] = torch.bfloat16
+        for key, dtype in dtypes.items():
+            log(f"loss alone N={n} V={vocab} {dtype}")
+            m[key] = bench_loss(n, vocab, device, 5, cfg["warmup"], dtype)
+            log(
+                "  "
+                + ", ".join(f"{k}={v:.2f}x" for k, v in m[key]["speedup_vs_ours"].items())
+            )
         log(f"Adam step alone on {cfg['adam'][0]}")
         m["adam"] = bench_adam(*cfg["adam"], device, 5, cfg["warmup"])
         log(

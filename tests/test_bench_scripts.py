@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from annotated_transformer.training.loss import default_strategy
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -237,6 +239,7 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
     assert set(training["variants"]) == {
         "eager",
         "eager_cudnn_attention",
+        "eager_row_blocks_loss",
         "compiled",
         "compiled_bucketed",
         "compiled_bucketed_reduce_overhead",
@@ -247,6 +250,10 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
         assert v["speed_over_eager"] == pytest.approx(
             training["variants"]["eager"]["median_s"] / v["median_s"]
         )
+    strategies = {name: v["loss_strategy"] for name, v in training["variants"].items()}
+    assert strategies["eager"] == default_strategy(torch.device("cpu"))
+    assert strategies["eager_row_blocks_loss"] == "row_blocks"
+    assert strategies["compiled"] == "compiled"
     bucketed = training["variants"]["compiled_bucketed"]["padded_shape"]
     assert training["variants"]["eager"]["padded_shape"] is None
     assert bucketed[1] in training["buckets"] and bucketed[2] in training["buckets"]
@@ -332,7 +339,11 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
         ("greedy", 3),
     ]
     eager = json.loads((out / "speed_train_eager.json").read_text())["training"]
-    assert set(eager["variants"]) == {"eager", "eager_cudnn_attention"}
+    assert set(eager["variants"]) == {
+        "eager",
+        "eager_cudnn_attention",
+        "eager_row_blocks_loss",
+    }
     for part, variant in (
         ("compiled", "compiled"),
         ("bucketed", "compiled_bucketed"),

@@ -277,4 +277,8 @@ def test_benchmark_script_quick_run_writes_json(tmp_path):
     assert all(
         a["loss_rel_diff"] < 1e-4 for a in m["loss"]["agreement_with_ours"].values()
     )
+    # ours is the CPU's strategy; the GPU's is timed beside it and computes the same gradient
+    assert m["loss"]["ours_strategy"] == "row_blocks"
+    other = m["loss"]["agreement_with_ours"]["ours_softmax_kernels"]
+    assert other["grad_max_abs_diff"] < 1e-5
     assert m["profile"]["tiny_fp32"]["top_ops"]

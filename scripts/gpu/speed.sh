@@ -17,7 +17,8 @@
 #                     recorded, rounding may part them), with the `gpu` profile's model at the
 #                     batches translate gives it on test2016 (64 and 384 sources of 16 positions,
 #                     an allowance of 16 + 50) -> speed_decode_bf16.json
-#   train_eager       bench_gpu_step.py: the eager step with and without cuDNN's attention,
+#   train_eager       bench_gpu_step.py: the eager step with and without cuDNN's attention, and
+#                     with the loss's CPU strategy (row blocks) instead of the softmax kernels,
 #                     interleaved on one batch (tokens/s, MFU) -> speed_train_eager.json
 #   profile_eager     profile_step.py: the eager bf16 step under torch.profiler: kernel time by
 #                     kind, the top kernels, the launch calls -> profile_step_eager.{json,md}
@@ -90,7 +91,7 @@ for part in "${parts[@]}"; do
       "${bench[@]}" "${translate_batches[@]}" --only decode --decode-precision bf16 \
       --out "$out/speed_decode_bf16.json" ;;
     train_eager) run train_eager $python benchmarks/bench_gpu_step.py --device "$device" \
-      "${bench[@]}" --only train --variants eager eager_cudnn_attention \
+      "${bench[@]}" --only train --variants eager eager_cudnn_attention eager_row_blocks_loss \
       --out "$out/speed_train_eager.json" ;;
     profile_eager) run profile_eager $python benchmarks/profile_step.py --device "$device" \
       "${profile[@]}" --out "$out/profile_step_eager.json" ;;
