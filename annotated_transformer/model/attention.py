@@ -182,8 +182,8 @@ class StaticKVCache(KVCache):
         if k.size(-2) != 1:
             raise ValueError("a static KV cache takes one position per step")
         index = self.position.view(1)
-        # under autocast k and v come in bf16 or fp16 and are kept in the cache's dtype, as
-        # KVCache's slice assignment keeps them (index_copy_ would refuse the mix)
+        # k and v in the cache's dtype, as KVCache's slice assignment converts them (index_copy_
+        # would refuse a mix); the decoders make the two agree, so this casts nothing there
         self.k.index_copy_(2, index, k.to(self.k.dtype))
         self.v.index_copy_(2, index, v.to(self.v.dtype))
         return self.k, self.v

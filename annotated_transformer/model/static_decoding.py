@@ -15,7 +15,7 @@ as a CUDA graph and replayed (`capture_step`); on a CPU, or with graphs=False, i
 Float32 or float64 weights and no `allowed_tokens` hook. `precision` "bf16" or "fp16" (float32
 weights) runs the forward passes in autocast as `scoring.translate` runs the eager decoders, with
 the weights cast at every step rather than cached (`autocast_context(cache_casts=False)`), which a
-CUDA graph needs; the buffers keep the dtypes the eager decoders' do.
+CUDA graph needs; keys and values are kept in the autocast's dtype, as the eager decoders keep them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Callable
 import torch
 
 from ..runtime.checks import COUNT, NON_NEGATIVE, NON_NEGATIVE_INT
-from ..runtime.precision import autocast_context
+from ..runtime.precision import AUTOCAST_DTYPES, autocast_context
 from .attention import StaticKVCache
 from .decoding import (
     _banned_tokens,
@@ -89,6 +89,8 @@ class _StaticDecoder:
             )
         self.precision = precision
         self.device = device
+        # keys and values in the autocast's dtype, as the projections give them (the eager caches' too)
+        kv_dtype = AUTOCAST_DTYPES.get(precision, dtype)
         n = self.capacity = capacity
         self.position = torch.zeros((), dtype=torch.long, device=device)
         self._arange = torch.arange(n, device=device)
@@ -103,7 +105,7 @@ class _StaticDecoder:
                 position=self.position,
                 visible=self.visible,
                 device=device,
-                dtype=dtype,
+                dtype=kv_dtype,
             )
             for _ in model.decoder_layers
         ]
@@ -111,10 +113,10 @@ class _StaticDecoder:
         self.memory_kv = [
             (
                 torch.zeros(
-                    rows, c.n_heads, src_len, c.head_dim_k, device=device, dtype=dtype
+                    rows, c.n_heads, src_len, c.head_dim_k, device=device, dtype=kv_dtype
                 ),
                 torch.zeros(
-                    rows, c.n_heads, src_len, c.head_dim_v, device=device, dtype=dtype
+                    rows, c.n_heads, src_len, c.head_dim_v, device=device, dtype=kv_dtype
                 ),
             )
             for _ in model.decoder_layers

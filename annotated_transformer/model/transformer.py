@@ -280,6 +280,10 @@ class Transformer(nn.Module):
                 for k, v in memory_kv
             ]
         c = self.config
+        # The caches keep keys and values in the dtype the projections give them: bf16 or fp16
+        # under autocast (where the encoder's output is float32), so no step casts them, and
+        # attention, which autocast runs in that dtype, reads them as they were computed.
+        kv_dtype = memory_kv[0][0].dtype if memory_kv else memory.dtype
         caches = [
             KVCache(
                 memory.size(0),
@@ -288,7 +292,7 @@ class Transformer(nn.Module):
                 c.head_dim_k,
                 c.head_dim_v,
                 device=memory.device,
-                dtype=memory.dtype,
+                dtype=kv_dtype,
             )
             for _ in self.decoder_layers
         ]

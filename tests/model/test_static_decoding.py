@@ -294,3 +294,58 @@ def test_on_a_gpu_a_decoder_of_one_position_captures_its_step():
     assert greedy.graphed and beam.graphed and beam.capacity == 1
     assert torch.equal(greedy(src), greedy_decode(model, src, 1))
     assert torch.equal(beam(src), beam_search(model, src, 2, 0.6, 0.0, 1))
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_in_autocast_keys_and_values_are_kept_as_computed_and_change_nothing(
+    precision, monkeypatch
+):
+    # Under autocast the projections give bf16/fp16 keys and values and attention runs in that
+    # dtype, so a float32 buffer only casts them up and back down every step. Kept in their own
+    # dtype (nothing cast at any step), every decoder returns bit for bit what it did with
+    # float32 buffers.
+    import annotated_transformer.model.static_decoding as static_module
+    from annotated_transformer.model import attention, transformer
+    from annotated_transformer.runtime.precision import AUTOCAST_DTYPES
+
+    torch.manual_seed(3)
+    model = random_model(1.0)
+    src = random_sources(4, 7, seed=3)
+    kv_dtype = AUTOCAST_DTYPES[precision]
+
+    def decode_all():
+        with autocast_context("cpu", precision):
+            eager = [
+                greedy_decode(model, src, 12),
+                *beam_search(model, src, 3, 0.6, 1.0, 10, return_scores=True),
+            ]
+        static = [
+            static_greedy_decode(model, src, 12, precision=precision),
+            *static_beam_search(
+                model, src, 3, 0.6, 1.0, 10, precision=precision, return_scores=True
+            ),
+        ]
+        return eager + static
+
+    with autocast_context("cpu", precision):
+        _, state = model.start_decoding(src, 8)
+    assert {c.k.dtype for c in state.caches} == {kv_dtype}
+    decoder = StaticGreedyDecoder(model, 4, 7, 12, precision=precision)
+    assert {c.k.dtype for c in decoder.caches} == {kv_dtype}
+    assert {k.dtype for k, _ in decoder.memory_kv} == {kv_dtype}
+    kept = decode_all()
+
+    class Float32Cache(attention.KVCache):
+        def __init__(self, *args, dtype, **kwargs):
+            super().__init__(*args, dtype=torch.float32, **kwargs)
+
+    monkeypatch.setattr(transformer, "KVCache", Float32Cache)
+    monkeypatch.setattr(static_module, "AUTOCAST_DTYPES", {})
+    with autocast_context("cpu", precision):
+        _, state = model.start_decoding(src, 8)
+    assert {c.k.dtype for c in state.caches} == {torch.float32}
+    assert StaticGreedyDecoder(model, 4, 7, 12, precision=precision).caches[
+        0
+    ].k.dtype == (torch.float32)
+    for new, old in zip(kept, decode_all()):
+        assert torch.equal(new, old)
