@@ -13,8 +13,8 @@ same initial weights, all in one process, interleaved within every repeat:
 - eager_cudnn_attention: the same with cuDNN's attention allowed, in torch's order: what leaving it
   out costs or saves once the plan for this batch's shape is built (the warm-up builds it);
 - eager_row_blocks_loss: the eager step with the loss walking the logits as it does on a CPU
-  (`training.loss`'s "row_blocks", the eager GPU step's loss before "softmax_kernels"): what the
-  loss's strategy is worth in the step;
+  (`training.loss`'s "row_blocks": the arithmetic of the eager GPU step's loss before
+  "softmax_kernels", now in blocks of 2^28 logits as theirs): what the strategy is worth in the step;
 - compiled: the model and the loss compiled, as `train --compile` (default mode);
 - compiled_bucketed: the same with lengths padded to `LengthBuckets.doubling(max_len + 1)` (the
   change alone: a few more padded positions, a fixed shape);

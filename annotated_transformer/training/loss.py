@@ -43,10 +43,12 @@ def default_strategy(device: torch.device) -> str:
     207 against 238 ms in float32 and 158 against 249 ms in bf16
     (`results/benchmarks/cpu_loss_strategies.json`, `bench_model.py --only components`). On a GPU
     the blocks are far larger than any cache, every pass goes to memory, and what counts
-    is the bytes moved: about 78 per logit for the row-blocks arithmetic on bf16 logits (in the
-    eager `base` step's profile on an H100, its subtract, exp, multiply, cast and reduction kernels
-    took some 20 of the step's 70 ms), about 38 for the softmax kernels. That GPU choice is
-    arithmetic until `bench_gpu_step.py`'s eager_row_blocks_loss variant has timed it.
+    is the bytes moved: about 78 per logit for the row-blocks arithmetic on bf16 logits, some 38
+    for the softmax kernels (more where a kernel rereads a row beyond the L2 cache; fp16 logits,
+    whose cast the kernel fuses, about 22). In the eager `base` step's profile on an H100, the row
+    blocks' subtract, exp and multiply kernels alone took 12 of the step's 70 ms, and by the bytes
+    moved, the casts and reductions bring them to about 17-20. That GPU choice is arithmetic
+    until `bench_gpu_step.py`'s eager_row_blocks_loss variant has timed it.
     """
     return "row_blocks" if device.type == "cpu" else "softmax_kernels"
 
@@ -61,7 +63,7 @@ def _stat_dtype(logits: torch.Tensor) -> torch.dtype:
     return torch.float64 if logits.dtype == torch.float64 else torch.float32
 
 
-def _row_block_statistics(logits, target, keep):
+def _row_block_statistics(logits, target):
     """Per row: the NLL, the uniform term -mean(log_softmax) and the logsumexp (for the backward),
     from max, exp, sum and mean passes over each cache-sized block."""
     lse = torch.empty(logits.size(0), device=logits.device, dtype=_stat_dtype(logits))
@@ -75,7 +77,7 @@ def _row_block_statistics(logits, target, keep):
     return lse - picked, lse - mean, lse
 
 
-def _softmax_kernel_statistics(logits, target, keep):
+def _softmax_kernel_statistics(logits, target):
     """The same NLL and uniform term from PyTorch's log-softmax kernel: a cast, one kernel and a
     mean over each block (no logsumexp kept: the backward recomputes the softmax)."""
     nll = torch.empty(logits.size(0), device=logits.device, dtype=_stat_dtype(logits))
@@ -130,7 +132,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
     (benchmarks/README.md). Two ways through the logits compute it (`default_strategy` says which
     runs where): "row_blocks" allocates nothing of size (N, V) beyond 8 MB blocks on a CPU in the
     forward, and in the backward one gradient; "softmax_kernels" uses PyTorch's log-softmax and
-    softmax kernels, the fewest passes over memory. With `inplace` the gradient overwrites the
+    softmax kernels (after a float32 copy of bf16 logits), fewer passes over memory. With `inplace` the gradient overwrites the
     logits, which nothing else reads once the loss exists (the output projection's backward needs
     its input, not its output). Same function, same gradient (tests/training/test_loss.py).
     Not twice differentiable.
@@ -145,7 +147,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
             if strategy == "row_blocks"
             else _softmax_kernel_statistics
         )
-        nll, uniform, lse = statistics(logits, target, keep)
+        nll, uniform, lse = statistics(logits, target)
         zero = torch.zeros((), device=nll.device, dtype=nll.dtype)
         loss = torch.where(
             keep, (1.0 - smoothing) * nll + smoothing * uniform, zero
@@ -195,7 +197,8 @@ def label_smoothed_cross_entropy(
     an expanded view cannot be written and raise too. Leaf logits are overwritten like any others.
 
     `strategy` ("row_blocks" or "softmax_kernels", `STRATEGIES`) chooses how the eager loss walks
-    the logits; None takes the device's `default_strategy`. The two differ in speed only.
+    the logits; None takes the device's `default_strategy`. The two differ in speed and in
+    float rounding only.
     """
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"smoothing must lie in [0, 1), got {smoothing}")

@@ -296,9 +296,19 @@ def test_on_a_gpu_a_decoder_of_one_position_captures_its_step():
     assert torch.equal(beam(src), beam_search(model, src, 2, 0.6, 0.0, 1))
 
 
+@pytest.mark.parametrize(
+    "device",
+    [
+        "cpu",
+        pytest.param(
+            "cuda",
+            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
+        ),
+    ],
+)
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_in_autocast_keys_and_values_are_kept_as_computed_and_change_nothing(
-    precision, monkeypatch
+    precision, device, monkeypatch
 ):
     # Under autocast the projections give bf16/fp16 keys and values and attention runs in that
     # dtype, so a float32 buffer only casts them up and back down every step. Kept in their own
@@ -309,12 +319,12 @@ def test_in_autocast_keys_and_values_are_kept_as_computed_and_change_nothing(
     from annotated_transformer.runtime.precision import AUTOCAST_DTYPES
 
     torch.manual_seed(3)
-    model = random_model(1.0)
-    src = random_sources(4, 7, seed=3)
+    model = random_model(1.0).to(device)
+    src = random_sources(4, 7, seed=3).to(device)
     kv_dtype = AUTOCAST_DTYPES[precision]
 
     def decode_all():
-        with autocast_context("cpu", precision):
+        with autocast_context(device, precision):
             eager = [
                 greedy_decode(model, src, 12),
                 *beam_search(model, src, 3, 0.6, 1.0, 10, return_scores=True),
@@ -327,7 +337,7 @@ def test_in_autocast_keys_and_values_are_kept_as_computed_and_change_nothing(
         ]
         return eager + static
 
-    with autocast_context("cpu", precision):
+    with autocast_context(device, precision):
         _, state = model.start_decoding(src, 8)
     assert {c.k.dtype for c in state.caches} == {kv_dtype}
     decoder = StaticGreedyDecoder(model, 4, 7, 12, precision=precision)
@@ -341,7 +351,7 @@ def test_in_autocast_keys_and_values_are_kept_as_computed_and_change_nothing(
 
     monkeypatch.setattr(transformer, "KVCache", Float32Cache)
     monkeypatch.setattr(static_module, "AUTOCAST_DTYPES", {})
-    with autocast_context("cpu", precision):
+    with autocast_context(device, precision):
         _, state = model.start_decoding(src, 8)
     assert {c.k.dtype for c in state.caches} == {torch.float32}
     assert StaticGreedyDecoder(model, 4, 7, 12, precision=precision).caches[

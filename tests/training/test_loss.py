@@ -189,18 +189,28 @@ def test_label_smoothing_equals_hand_computed_value(strategy):
     assert parts.loss.item() == pytest.approx(0.968277, abs=1e-6)
 
 
+ON_A_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+DEVICES = ["cpu", pytest.param("cuda", marks=ON_A_GPU)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("inplace", [False, True])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_both_strategies_give_the_same_loss_and_gradient_in_every_training_dtype(dtype):
+def test_both_strategies_give_the_same_loss_and_gradient_in_every_training_dtype(
+    dtype, inplace, device
+):
     """What a GPU runs (softmax kernels) against what the CPU runs (row blocks), on the same logits:
     the loss to float32 rounding, the gradient to one rounding of its own dtype."""
     torch.manual_seed(0)
-    x = (torch.randn(64, 997) * 3).to(dtype)
-    target = torch.randint(1, 997, (64,))
+    x = (torch.randn(64, 997) * 3).to(device=device, dtype=dtype)
+    target = torch.randint(1, 997, (64,), device=device)
     target[::7] = 0
     results = {}
     for strategy in STRATEGIES:
         logits = x.clone().requires_grad_()
-        parts = label_smoothed_cross_entropy(logits * 1.0, target, 0.1, strategy=strategy)
+        parts = label_smoothed_cross_entropy(
+            logits * 1.0, target, 0.1, inplace_backward=inplace, strategy=strategy
+        )
         parts.loss.backward()
         results[strategy] = parts, logits.grad
     (blocks, blocks_grad), (kernels, kernels_grad) = results.values()
@@ -210,6 +220,54 @@ def test_both_strategies_give_the_same_loss_and_gradient_in_every_training_dtype
     resolution = torch.finfo(dtype).eps
     torch.testing.assert_close(
         kernels_grad.float(), blocks_grad.float(), rtol=resolution, atol=1e-6
+    )
+
+
+@both_ways
+@pytest.mark.parametrize("inplace", [False, True])
+def test_the_gradient_follows_the_gradient_of_the_loss(strategy, inplace):
+    """The trainer backpropagates loss * world_size / tokens (and the fp16 scaler's factor): the
+    gradient must scale with what comes from above, not only with the loss itself."""
+    x = torch.randn(3, 5, 11, dtype=torch.float64, requires_grad=True)
+    target = torch.randint(1, 11, (3, 5))
+    target[0, 2:] = 0
+    parts = label_smoothed_cross_entropy(
+        x * 1.0, target, 0.1, inplace_backward=inplace, strategy=strategy
+    )
+    (parts.loss * 0.37).backward()
+    reference = x.detach().clone().requires_grad_()
+    expected = F.cross_entropy(
+        reference.reshape(-1, 11),
+        target.reshape(-1),
+        ignore_index=0,
+        label_smoothing=0.1,
+        reduction="sum",
+    )
+    (expected * 0.37).backward()
+    torch.testing.assert_close(x.grad, reference.grad)
+
+
+@ON_A_GPU
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_on_a_gpu_logits_of_several_blocks_give_the_cpu_loss_and_gradient(dtype):
+    """The GPU's own path at the paper's vocabulary, past one 2^28-logit block (7,255 rows of
+    37,000), gradient written over the logits as the trainer has it, against the CPU's row blocks."""
+    torch.manual_seed(0)
+    x = torch.randn(7_300, 37_000, dtype=dtype)
+    target = torch.randint(1, 37_000, (7_300,))
+    target[::9] = 0
+    results = {}
+    for device in ("cpu", "cuda"):
+        logits = x.to(device).requires_grad_()
+        parts = label_smoothed_cross_entropy(
+            logits * 1.0, target.to(device), 0.1, inplace_backward=True
+        )
+        parts.loss.backward()
+        results[device] = parts.loss.cpu(), logits.grad.cpu().float()
+    torch.testing.assert_close(results["cuda"][0], results["cpu"][0], rtol=1e-5, atol=0)
+    resolution = torch.finfo(dtype).eps
+    torch.testing.assert_close(
+        results["cuda"][1], results["cpu"][1], rtol=resolution, atol=1e-6
     )
 
 
@@ -230,7 +288,7 @@ def test_blocks_cover_every_row_once_in_cache_sized_blocks_on_a_cpu_and_1_gb_els
     from annotated_transformer.training.loss import _row_blocks
 
     for device, most in (("cpu", 1 << 21), ("meta", 1 << 28)):  # meta stands in for a GPU
-        logits = torch.empty(25_000, 37_000, device=device)
+        logits = torch.empty(1, 37_000, device=device).expand(25_000, -1)  # shape only
         blocks = _row_blocks(logits)
         rows = [r for block in blocks for r in range(25_000)[block]]
         assert rows == list(range(25_000))
