@@ -480,3 +480,31 @@ def test_a_process_that_fails_stops_the_processes_variant_at_once():
     }  # no model, no data: each process raises at once
     with pytest.raises(RuntimeError, match=r"process \d exited with 1"):
         time_processes(broken, 2, deadline_s=60)
+
+
+def test_the_gpu_tests_script_selects_the_marked_tests_and_skips_them_without_cuda(
+    tmp_path,
+):
+    """scripts/gpu/gpu_tests.sh: every test marked `gpu` is collected (and on a CPU skipped),
+    none of the others runs, and the JUnit record says so."""
+    import xml.etree.ElementTree as ElementTree
+
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu" / "gpu_tests.sh")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"OUT": str(tmp_path), "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cases = list(ElementTree.parse(tmp_path / "gpu_tests.xml").getroot().iter("testcase"))
+    names = {case.get("name") for case in cases}
+    assert {
+        "test_on_a_gpu_logits_of_several_blocks_give_the_cpu_loss_and_gradient[dtype0]",
+        "test_on_a_gpu_a_decoder_of_one_position_captures_its_step",
+        "test_on_a_gpu_translation_with_cuda_graphs_is_the_eager_translation",
+        "test_in_autocast_keys_and_values_are_kept_as_computed_and_change_nothing[bf16-cuda]",
+    } <= names
+    assert not any("cpu" in name.split("[")[-1] for name in names if "[" in name)
+    if not torch.cuda.is_available():
+        assert all(case.find("skipped") is not None for case in cases)

@@ -21,6 +21,7 @@ from annotated_transformer.model.flops import (
     training_flops_per_target_token,
 )
 from annotated_transformer.training.teacher_forcing import batch_loss, teacher_forced_loss
+from tests.support.gpu import on_a_gpu
 
 
 def test_compound_splitting_follows_tensor2tensor():
@@ -298,7 +299,7 @@ def test_the_fixed_shape_decoders_translate_as_the_eager_ones(
     assert len(set(eager)) > 5  # not one output for everything
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+@on_a_gpu
 def test_on_a_gpu_translation_with_cuda_graphs_is_the_eager_translation(tiny_tokenizer):
     torch.manual_seed(1)
     model = (

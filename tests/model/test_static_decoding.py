@@ -13,6 +13,7 @@ from annotated_transformer.model.static_decoding import (
     static_greedy_decode,
 )
 from annotated_transformer.runtime.precision import autocast_context
+from tests.support.gpu import NEEDS_GPU, on_a_gpu
 
 V = 40
 
@@ -266,7 +267,7 @@ def test_in_autocast_the_decoders_differ_from_the_eager_ones_by_rounding_only(pr
     assert static_off <= rounding + 2, (static_off, rounding)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+@on_a_gpu
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_on_a_gpu_the_captured_step_replays_what_the_eager_step_computes(precision):
     # the same kernels replayed: the same tokens, in autocast too (casts uncached in both)
@@ -283,7 +284,7 @@ def test_on_a_gpu_the_captured_step_replays_what_the_eager_step_computes(precisi
     assert all(torch.equal(a, b) for a, b in zip(captured, out))
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+@on_a_gpu
 def test_on_a_gpu_a_decoder_of_one_position_captures_its_step():
     # the warm-up steps before the capture advance the position: never past the capacity
     torch.manual_seed(9)
@@ -300,10 +301,7 @@ def test_on_a_gpu_a_decoder_of_one_position_captures_its_step():
     "device",
     [
         "cpu",
-        pytest.param(
-            "cuda",
-            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
-        ),
+        pytest.param("cuda", marks=NEEDS_GPU),
     ],
 )
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])

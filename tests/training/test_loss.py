@@ -12,6 +12,7 @@ from annotated_transformer.training.loss import (
     default_strategy,
     label_smoothed_cross_entropy,
 )
+from tests.support.gpu import NEEDS_GPU, on_a_gpu
 
 both_ways = pytest.mark.parametrize("strategy", STRATEGIES)
 
@@ -189,8 +190,7 @@ def test_label_smoothing_equals_hand_computed_value(strategy):
     assert parts.loss.item() == pytest.approx(0.968277, abs=1e-6)
 
 
-ON_A_GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
-DEVICES = ["cpu", pytest.param("cuda", marks=ON_A_GPU)]
+DEVICES = ["cpu", pytest.param("cuda", marks=NEEDS_GPU)]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -247,7 +247,7 @@ def test_the_gradient_follows_the_gradient_of_the_loss(strategy, inplace):
     torch.testing.assert_close(x.grad, reference.grad)
 
 
-@ON_A_GPU
+@on_a_gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_on_a_gpu_logits_of_several_blocks_give_the_cpu_loss_and_gradient(dtype):
     """The GPU's own path at the paper's vocabulary, past one 2^28-logit block (7,255 rows of
