@@ -11,7 +11,9 @@ state), then `--steps` timed steps without the profiler (wall and process CPU ti
 when the host's CPU time equals the wall time, the host sets the pace; on a GPU it cannot tell, since
 waiting for the device spins a core and counts as CPU time), then the same steps under the profiler.
 On a GPU the record's `device_busy_share` says who sets the pace instead: the kernels' time per
-step over an unprofiled step's wall time, near 1 when the GPU is never idle.
+step over an unprofiled step's wall time, near 1 when the GPU is never idle. One more step runs
+under CUDA's sync debug mode: `host_syncs` counts the calls that made the host wait for the GPU,
+by the Python line that made them.
 
 What the profiler sees is sorted into kinds by `classify` (matmul, attention, softmax/cross-entropy,
 optimizer, elementwise/other): on a GPU the device's own events alone (kernels, copies, memsets), each
@@ -28,6 +30,8 @@ import re
 import sys
 import tempfile
 import time
+import warnings
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -174,6 +178,29 @@ def timed_steps(trainer: Trainer, batch, steps: int) -> dict:
     }
 
 
+def host_syncs(trainer: Trainer, batch) -> dict | None:
+    """Where one step makes the host wait for the GPU (issue 54: none should): CUDA's sync debug
+    mode warns at every synchronising call (a value read back, a copy to the host, a blocking
+    allocation), and each warning names the Python line that made it. None on a CPU."""
+    if trainer.device.type != "cuda":
+        return None
+    sync(trainer.device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            trainer.train_step(batch)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    sync(trainer.device)
+    where = Counter(
+        f"{Path(w.filename).parent.name}/{Path(w.filename).name}:{w.lineno}"
+        for w in caught
+        if "synchroniz" in str(w.message)
+    )
+    return {"per_step": sum(where.values()), "where": dict(where.most_common())}
+
+
 LAUNCH_CALLS = (
     "cudaLaunchKernel",
     "cuLaunchKernel",
@@ -291,6 +318,10 @@ def markdown(record: dict) -> str:
             f"- host time in launch calls per step: {p['host_launch_ms_per_step']:.3f} ms "
             f"({p['launches_per_step']:.0f} calls)"
         )
+    syncs = record.get("host_syncs")
+    if syncs is not None:
+        where = ", ".join(f"{line} ({n})" for line, n in syncs["where"].items()) or "none"
+        lines.append(f"- host synchronisations in a step: {syncs['per_step']} ({where})")
     lines += ["", "| kind | ms per step | share |", "|---|---:|---:|"]
     for kind in KINDS:
         lines.append(
@@ -373,6 +404,9 @@ def main(argv: list[str] | None = None) -> dict:
     timing["target_tokens_per_s"] = tokens / timing["wall_s_per_step"]
     say(f"{args.steps} timed steps: {1e3 * timing['wall_s_per_step']:.2f} ms a step")
     profile_record = profiled(trainer, batch, args.steps)
+    syncs = host_syncs(trainer, batch)
+    if syncs is not None:
+        say(f"host synchronisations in a step: {syncs['per_step']} {syncs['where']}")
     if device.type == "cuda":
         wall_ms = 1e3 * timing["wall_s_per_step"]
         profile_record["device_busy_share"] = (
@@ -397,6 +431,7 @@ def main(argv: list[str] | None = None) -> dict:
         "target_tokens": tokens,
         "warmup_s": warmup_s,
         "timing": timing,
+        "host_syncs": syncs,
         "profile": profile_record,
         "provenance": provenance(device),
     }

@@ -508,3 +508,34 @@ def test_the_gpu_tests_script_selects_the_marked_tests_and_skips_them_without_cu
     assert not any("cpu" in name.split("[")[-1] for name in names if "[" in name)
     if not torch.cuda.is_available():
         assert all(case.find("skipped") is not None for case in cases)
+
+
+def test_host_syncs_counts_the_synchronising_calls_of_a_step_by_line(monkeypatch):
+    """profile_step.host_syncs on a stand-in for a GPU step: the sync debug mode is on only for the
+    step, and each warning CUDA would raise is counted at the line that made it."""
+    import warnings
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import profile_step
+
+    modes = []
+    monkeypatch.setattr(profile_step, "sync", lambda device: None)
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+
+    def step(batch):
+        for _ in range(2):
+            warnings.warn("called a synchronizing CUDA operation")  # the same line twice
+        warnings.warn("called a synchronizing CUDA operation")
+        warnings.warn("an unrelated warning")
+
+    trainer = SimpleNamespace(device=torch.device("cuda"), train_step=step)
+    record = profile_step.host_syncs(trainer, [[0]])
+    assert modes == ["warn", "default"]
+    assert record["per_step"] == 3
+    assert sorted(record["where"].values()) == [1, 2]
+    assert all(
+        where.startswith("tests/test_bench_scripts.py:") for where in record["where"]
+    )
+    cpu = SimpleNamespace(device=torch.device("cpu"), train_step=step)
+    assert profile_step.host_syncs(cpu, [[0]]) is None

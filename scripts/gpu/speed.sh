@@ -21,7 +21,8 @@
 #                     with the loss's CPU strategy (row blocks) instead of the softmax kernels,
 #                     interleaved on one batch (tokens/s, MFU) -> speed_train_eager.json
 #   profile_eager     profile_step.py: the eager bf16 step under torch.profiler: kernel time by
-#                     kind, the top kernels, the launch calls -> profile_step_eager.{json,md}
+#                     kind, the top kernels, the launch calls, the host synchronisations by line
+#                     -> profile_step_eager.{json,md}
 #   train_compiled, train_bucketed, train_graphs
 #                     bench_gpu_step.py: one change each beside eager (the reference, same process
 #                     and batch): the model and loss compiled; and lengths bucketed; and
