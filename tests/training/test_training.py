@@ -239,3 +239,24 @@ def test_the_logged_rate_is_the_one_the_logged_step_used(tmp_path):
             record["step"], schedule.d_model, schedule.warmup_steps, schedule.factor
         )
         assert record["lr"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_run_with_the_gpus_loss_strategy_follows_the_cpus_run(tmp_path, monkeypatch):
+    """The trainer with its loss walking the logits as on a GPU (softmax kernels), here on the CPU:
+    it learns, and step for step it logs the losses of the CPU's row blocks up to float rounding."""
+    from annotated_transformer.training import loss
+
+    profile = tiny_profile(max_steps=12, peak_lr=5e-3, dropout=0.0, log_every=1)
+    logged = {}
+    for strategy in loss.STRATEGIES:
+        monkeypatch.setattr(loss, "default_strategy", lambda device, s=strategy: s)
+        trainer = make_trainer(profile, tmp_path / strategy)
+        before = trainer.validate()["loss"]
+        assert trainer.train().valid["loss"] < before - 0.3
+        records = (tmp_path / strategy / "metrics.jsonl").read_text().splitlines()
+        logged[strategy] = [
+            r["loss"] for r in map(json.loads, records) if r["kind"] == "train"
+        ]
+    rows, kernels = logged["row_blocks"], logged["softmax_kernels"]
+    assert len(rows) == 12
+    assert kernels == pytest.approx(rows, rel=1e-5)
