@@ -19,6 +19,7 @@ may end (eos), so no score becomes NaN. Without the hook decoding is exactly wha
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -300,17 +301,23 @@ def beam_search(
             cand_beam, cand_token = cand_index // vocab, cand_index % vocab
             is_eos = cand_token == c.eos_id
             # Finished hypotheses: eos among the k best candidates of a source still searching.
-            eos_hits = (
-                (is_eos[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero().tolist()
+            # Their sources, scores and prefixes come to the host in one transfer each, not one
+            # per hypothesis: on a GPU every transfer waits for the device.
+            hit_b, hit_j = (is_eos[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero(
+                as_tuple=True
             )
-            for b, j in eos_hits:
-                if done[b]:
-                    continue
-                row = b * k + int(cand_beam[b, j])
-                hyp = tokens[row, 1:].tolist() + [c.eos_id]
-                finished[b].append(
-                    (float(cand_scores[b, j]) / gnmt_length_penalty(step, alpha), hyp)
-                )
+            if hit_b.numel():
+                rows = hit_b * k + cand_beam[hit_b, hit_j]
+                prefixes = tokens.index_select(0, rows)[:, 1:].tolist()
+                hit_scores = cand_scores[hit_b, hit_j].tolist()
+                for b, score, prefix in zip(hit_b.tolist(), hit_scores, prefixes):
+                    if not done[b]:
+                        finished[b].append(
+                            (
+                                score / gnmt_length_penalty(step, alpha),
+                                prefix + [c.eos_id],
+                            )
+                        )
             # The k best candidates that do not end go on as the new beams.
             open_scores = cand_scores.masked_fill(is_eos, float("-inf"))
             new_scores, pick = open_scores.topk(k, dim=-1)
@@ -323,24 +330,25 @@ def beam_search(
             if use_cache:
                 # Parents come from the same sentence's beams, which share one source.
                 state.reorder(parent, same_source=True)
+            at_limit = []
             for b in range(batch):
                 if done[b]:
                     continue
                 if len(finished[b]) >= k:
                     done[b] = True
                 elif step >= limits[b]:
-                    # At the length limit the open beams end without eos.
-                    for j in range(k):
-                        if torch.isfinite(scores[b, j]):
-                            hyp = tokens[b * k + j, 1:].tolist()
-                            finished[b].append(
-                                (
-                                    float(scores[b, j])
-                                    / gnmt_length_penalty(step, alpha),
-                                    hyp,
-                                )
-                            )
+                    at_limit.append(b)
                     done[b] = True
+            if at_limit:
+                # At the length limit the open beams end without eos (one transfer for them all).
+                open_scores = scores[at_limit].tolist()
+                open_rows = tokens.view(batch, k, -1)[at_limit, :, 1:].tolist()
+                for b, row_scores, row_tokens in zip(at_limit, open_scores, open_rows):
+                    for score, hyp in zip(row_scores, row_tokens):
+                        if math.isfinite(score):
+                            finished[b].append(
+                                (score / gnmt_length_penalty(step, alpha), hyp)
+                            )
             if all(done):
                 break
         best = [max(f, key=lambda item: item[0]) for f in finished]
