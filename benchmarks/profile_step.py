@@ -13,7 +13,7 @@ waiting for the device spins a core and counts as CPU time), then the same steps
 On a GPU the record's `device_busy_share` says who sets the pace instead: the kernels' time per
 step over an unprofiled step's wall time, near 1 when the GPU is never idle. One more step runs
 under CUDA's sync debug mode: `host_syncs` counts the calls that made the host wait for the GPU,
-by the Python line that made them.
+each at the line of this repository's code that led to it.
 
 What the profiler sees is sorted into kinds by `classify` (matmul, attention, softmax/cross-entropy,
 optimizer, elementwise/other): on a GPU the device's own events alone (kernels, copies, memsets), each
@@ -30,6 +30,7 @@ import re
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -179,26 +180,40 @@ def timed_steps(trainer: Trainer, batch, steps: int) -> dict:
 
 
 def host_syncs(trainer: Trainer, batch) -> dict | None:
-    """Where one step makes the host wait for the GPU (issue 54: none should): CUDA's sync debug
-    mode warns at every synchronising call (a value read back, a copy to the host, a blocking
-    allocation), and each warning names the Python line that made it. None on a CPU."""
+    """Where one step makes the host wait for the GPU (issue 54: none should). CUDA's sync debug
+    mode warns at the synchronising calls it knows (a value read back, a blocking copy; PyTorch
+    says not every sync is covered), and each is counted at the innermost line of this repository's
+    code on the stack: the trainer's line that called into torch, not torch's own. None on a CPU."""
     if trainer.device.type != "cuda":
         return None
     sync(trainer.device)
-    with warnings.catch_warnings(record=True) as caught:
+    where: Counter = Counter()
+
+    def count(message, category, filename, lineno, file=None, line=None):
+        if "synchroniz" in str(message):
+            where[_repository_line(filename, lineno)] += 1
+
+    before = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings():
         warnings.simplefilter("always")
+        warnings.showwarning = count
         torch.cuda.set_sync_debug_mode("warn")
         try:
             trainer.train_step(batch)
         finally:
-            torch.cuda.set_sync_debug_mode("default")
+            torch.cuda.set_sync_debug_mode(before)
     sync(trainer.device)
-    where = Counter(
-        f"{Path(w.filename).parent.name}/{Path(w.filename).name}:{w.lineno}"
-        for w in caught
-        if "synchroniz" in str(w.message)
-    )
     return {"per_step": sum(where.values()), "where": dict(where.most_common())}
+
+
+def _repository_line(filename: str, lineno: int) -> str:
+    """`path:line` of the innermost frame in this repository (the warning hook's own frame left
+    out), else the frame the warning names."""
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        path = Path(frame.filename).resolve()
+        if REPO in path.parents:
+            return f"{path.relative_to(REPO)}:{frame.lineno}"
+    return f"{Path(filename).parent.name}/{Path(filename).name}:{lineno}"
 
 
 LAUNCH_CALLS = (

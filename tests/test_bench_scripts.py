@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from annotated_transformer.training.loss import default_strategy
+from tests.support.gpu import on_a_gpu
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -482,6 +483,7 @@ def test_a_process_that_fails_stops_the_processes_variant_at_once():
         time_processes(broken, 2, deadline_s=60)
 
 
+@pytest.mark.slow  # a pytest subprocess
 def test_the_gpu_tests_script_selects_the_marked_tests_and_skips_them_without_cuda(
     tmp_path,
 ):
@@ -506,6 +508,16 @@ def test_the_gpu_tests_script_selects_the_marked_tests_and_skips_them_without_cu
         "test_in_autocast_keys_and_values_are_kept_as_computed_and_change_nothing[bf16-cuda]",
     } <= names
     assert not any("cpu" in name.split("[")[-1] for name in names if "[" in name)
+    importing = {
+        str(path.relative_to(REPO))
+        for path in (REPO / "tests").rglob("test_*.py")
+        if "from tests.support.gpu import" in path.read_text()
+    }
+    (line,) = [
+        x for x in proc.stdout.splitlines() if x.startswith("gpu_tests.sh: collecting ")
+    ]
+    assert set(line.removeprefix("gpu_tests.sh: collecting ").split()) == importing
+    assert len(importing) >= 4  # the static decoders, evaluation, the loss, this file
     if not torch.cuda.is_available():
         assert all(case.find("skipped") is not None for case in cases)
 
@@ -521,6 +533,7 @@ def test_host_syncs_counts_the_synchronising_calls_of_a_step_by_line(monkeypatch
 
     modes = []
     monkeypatch.setattr(profile_step, "sync", lambda device: None)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 0)
     monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
 
     def step(batch):
@@ -531,7 +544,7 @@ def test_host_syncs_counts_the_synchronising_calls_of_a_step_by_line(monkeypatch
 
     trainer = SimpleNamespace(device=torch.device("cuda"), train_step=step)
     record = profile_step.host_syncs(trainer, [[0]])
-    assert modes == ["warn", "default"]
+    assert modes == ["warn", 0]  # on for the step, then back as it was
     assert record["per_step"] == 3
     assert sorted(record["where"].values()) == [1, 2]
     assert all(
@@ -539,3 +552,21 @@ def test_host_syncs_counts_the_synchronising_calls_of_a_step_by_line(monkeypatch
     )
     cpu = SimpleNamespace(device=torch.device("cpu"), train_step=step)
     assert profile_step.host_syncs(cpu, [[0]]) is None
+
+
+@on_a_gpu
+def test_on_a_gpu_host_syncs_names_our_line_that_read_a_value_back():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from types import SimpleNamespace
+
+    import profile_step
+
+    def step(batch):
+        doubled = torch.ones(3, device="cuda") * 2
+        return doubled.sum().item()  # a value read back: the host waits
+
+    trainer = SimpleNamespace(device=torch.device("cuda"), train_step=step)
+    record = profile_step.host_syncs(trainer, [[0]])
+    assert record["per_step"] >= 1
+    assert [w.split(":")[0] for w in record["where"]] == ["tests/test_bench_scripts.py"]
+    assert torch.cuda.get_sync_debug_mode() == 0

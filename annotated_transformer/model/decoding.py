@@ -306,11 +306,13 @@ def beam_search(
             hit_b, hit_j = (is_eos[:, :k] & torch.isfinite(cand_scores[:, :k])).nonzero(
                 as_tuple=True
             )
-            if hit_b.numel():
+            sources = hit_b.tolist()
+            # sources that stopped keep meeting eos; their hits are dropped before any transfer
+            if any(not done[b] for b in sources):
                 rows = hit_b * k + cand_beam[hit_b, hit_j]
                 prefixes = tokens.index_select(0, rows)[:, 1:].tolist()
                 hit_scores = cand_scores[hit_b, hit_j].tolist()
-                for b, score, prefix in zip(hit_b.tolist(), hit_scores, prefixes):
+                for b, score, prefix in zip(sources, hit_scores, prefixes):
                     if not done[b]:
                         finished[b].append(
                             (
@@ -341,9 +343,9 @@ def beam_search(
                     done[b] = True
             if at_limit:
                 # At the length limit the open beams end without eos (one transfer for them all).
-                open_scores = scores[at_limit].tolist()
-                open_rows = tokens.view(batch, k, -1)[at_limit, :, 1:].tolist()
-                for b, row_scores, row_tokens in zip(at_limit, open_scores, open_rows):
+                limit_scores = scores[at_limit].tolist()
+                limit_rows = tokens.reshape(batch, k, -1)[at_limit, :, 1:].tolist()
+                for b, row_scores, row_tokens in zip(at_limit, limit_scores, limit_rows):
                     for score, hyp in zip(row_scores, row_tokens):
                         if math.isfinite(score):
                             finished[b].append(

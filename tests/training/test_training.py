@@ -247,9 +247,17 @@ def test_a_run_with_the_gpus_loss_strategy_follows_the_cpus_run(tmp_path, monkey
     from annotated_transformer.training import loss
 
     profile = tiny_profile(max_steps=12, peak_lr=5e-3, dropout=0.0, log_every=1)
-    logged = {}
+    logged, chosen = {}, []
+
+    def forced(strategy):
+        def default_strategy(device):
+            chosen.append(strategy)
+            return strategy
+
+        return default_strategy
+
     for strategy in loss.STRATEGIES:
-        monkeypatch.setattr(loss, "default_strategy", lambda device, s=strategy: s)
+        monkeypatch.setattr(loss, "default_strategy", forced(strategy))
         trainer = make_trainer(profile, tmp_path / strategy)
         before = trainer.validate()["loss"]
         assert trainer.train().valid["loss"] < before - 0.3
@@ -257,6 +265,7 @@ def test_a_run_with_the_gpus_loss_strategy_follows_the_cpus_run(tmp_path, monkey
         logged[strategy] = [
             r["loss"] for r in map(json.loads, records) if r["kind"] == "train"
         ]
+    assert set(chosen) == set(loss.STRATEGIES)  # the trainer's loss asked, in both runs
     rows, kernels = logged["row_blocks"], logged["softmax_kernels"]
     assert len(rows) == 12
     assert kernels == pytest.approx(rows, rel=1e-5)
