@@ -48,6 +48,7 @@ from bench_precision import _NoTokenizer, synthetic_pairs  # noqa: E402
 from annotated_transformer.data.batching import LengthBuckets, TokenBatcher  # noqa: E402
 from annotated_transformer.profiles import Profile, get_profile  # noqa: E402
 from annotated_transformer.runtime.distributed import DistributedContext  # noqa: E402
+from annotated_transformer.runtime.files import atomic_write_text  # noqa: E402
 from annotated_transformer.training.compile_probe import compiled_step_parts  # noqa: E402
 from annotated_transformer.training.execution import StepExecution  # noqa: E402
 from annotated_transformer.training.fit import build_model  # noqa: E402
@@ -452,8 +453,9 @@ def main(argv: list[str] | None = None) -> dict:
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown(record))
+    # each file whole or not at all: a run killed mid-write leaves the previous record
+    atomic_write_text(out, json.dumps(record, indent=2) + "\n")
+    atomic_write_text(out.with_suffix(".md"), markdown(record))
     print(markdown(record))
     return record
 

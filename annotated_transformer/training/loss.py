@@ -38,10 +38,11 @@ STRATEGIES = ("row_blocks", "softmax_kernels")
 def default_strategy(device: torch.device) -> str:
     """Which way the eager loss walks the logits: "row_blocks" on a CPU, else "softmax_kernels".
 
-    Both compute the same function. On a CPU a few cheap passes over a cache-sized block beat
-    PyTorch's softmax kernels: for the forward and backward of 2,000 x 37,000 logits on 2 cores,
-    195 against 206 ms in float32 and 161 against 196 ms in bf16, an Intel Xeon with AMX
-    (`results/benchmarks/cpu_loss_strategies.json`, `bench_model.py --only components`). On a GPU
+    Both compute the same function. On a CPU a few cheap passes over a cache-sized block are at
+    least as fast as PyTorch's softmax kernels: for the forward and backward of 2,000 x 37,000
+    logits on 2 cores of an Intel Xeon with AMX, medians of 5 (range), 195 (188-213) against 206
+    (196-224) ms in float32, within each other's spread, and 161 (157-190) against 196 (174-315) ms
+    in bf16 (`results/benchmarks/cpu_loss_strategies.json`, `bench_model.py --only components`). On a GPU
     the blocks are far larger than any cache, every pass goes to memory, and what counts
     is the bytes moved: about 78 per logit for the row-blocks arithmetic on bf16 logits, some 38
     for the softmax kernels (more where a kernel rereads a row beyond the L2 cache; fp16 logits,
