@@ -29,7 +29,8 @@ waiting on the device spins a core; `profile_step.py`'s `device_busy_share` tell
 Decoding: greedy decoding and beam search (beam 4, alpha 0.6) of `--decode-batch` sources with the
 profile's model (random weights, an end-of-sentence bias so outputs end at caption lengths, as
 bench_compile.py), in fp32 or `--decode-precision` (translate's bf16 on a GPU): recomputation
-(`use_cache=False`) and the eager KV cache (`greedy_decode`, `beam_search`), both without cuDNN's
+(`use_cache=False`) and the eager KV cache (`greedy_decode`, `beam_search`; greedy also asking after
+every step whether all rows have finished, `eager_cache_checked_every_step`), both without cuDNN's
 attention on a GPU as `translate` runs them, and the static cache (`StaticGreedyDecoder`,
 `StaticBeamDecoder`, their steps CUDA graphs on a GPU, as `translate --cuda-graphs` runs them),
 same tokens checked (in bf16 or fp16: the share of rows alike, rounding may part them).
@@ -289,6 +290,13 @@ def bench_decoding(
             ),
             "eager_cache": _varying(
                 device, lambda: greedy_decode(model, src, max_new), precision
+            ),
+            # the eager cache asking after every step whether all rows have finished, as it did
+            # before it asked every few steps on a GPU (on a CPU the same as eager_cache)
+            "eager_cache_checked_every_step": _varying(
+                device,
+                lambda: greedy_decode(model, src, max_new, check_every=1),
+                precision,
             ),
             "static_cache": _varying(device, lambda: static(src)),
         }

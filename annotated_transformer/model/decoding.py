@@ -35,6 +35,10 @@ from ..runtime.checks import (
 )
 from .transformer import Transformer
 
+# How often a decoder on a GPU asks whether every row has finished: each ask waits for the device,
+# and the steps a late ask runs past the end are trimmed away.
+CHECK_EVERY = 8
+
 # (prefixes (rows, t), source of each row (rows,), tokens left (rows,)) -> allowed (rows, vocab)
 AllowedTokens = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -179,12 +183,22 @@ def greedy_decode(
     *,
     use_cache: bool = True,
     allowed_tokens: AllowedTokens | None = None,
+    check_every: int | None = None,
 ) -> torch.Tensor:
     """The most probable next token at every step, up to `max_new_tokens` generated tokens per row (eos
-    included), and never more than the model's positions can hold; `allowed_tokens` as above."""
+    included), and never more than the model's positions can hold; `allowed_tokens` as above.
+
+    Whether every row has finished is read back every `check_every` steps: by default every step on a
+    CPU, where a step past the end costs a whole step of work, and every `CHECK_EVERY` steps
+    elsewhere, where each read-back makes the host wait for the device and stops it queueing the
+    next step's kernels. Steps past the end write only padding and are trimmed, so the tokens are
+    the same either way."""
     c = model.config
     max_new_tokens = min(COUNT.check("max_new_tokens", max_new_tokens), c.max_len - 1)
     check_source(model, src)
+    if check_every is None:
+        check_every = 1 if src.device.type == "cpu" else CHECK_EVERY
+    check_every = COUNT.check("check_every", check_every)
     was_training = model.training
     model.eval()
     try:
@@ -205,11 +219,19 @@ def greedy_decode(
             next_token = next_token.masked_fill(finished, c.pad_id)
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)
             finished |= next_token == c.eos_id
-            if bool(finished.all()):
+            if (step + 1) % check_every == 0 and bool(finished.all()):
                 break
-        return tokens
+        return _trim_padding_columns(tokens, c.pad_id) if check_every > 1 else tokens
     finally:
         model.train(was_training)
+
+
+def _trim_padding_columns(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """`tokens` without its trailing columns of padding only: the steps run after every row had
+    finished. A row that has not finished never writes padding (it is banned), so no earlier column
+    is all padding, and what is left is what stopping at the last eos would have returned."""
+    written = (tokens != pad_id).any(dim=0).nonzero()
+    return tokens[:, : int(written[-1]) + 1]
 
 
 def length_limits(

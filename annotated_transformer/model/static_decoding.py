@@ -29,6 +29,7 @@ from ..runtime.checks import COUNT, NON_NEGATIVE, NON_NEGATIVE_INT
 from ..runtime.precision import AUTOCAST_DTYPES, autocast_context
 from .attention import StaticKVCache
 from .decoding import (
+    CHECK_EVERY,
     _banned_tokens,
     check_decode_precision,
     check_source,
@@ -36,9 +37,6 @@ from .decoding import (
     length_limits,
 )
 from .transformer import Transformer
-
-# How often a static decoder asks whether everything has finished.
-CHECK_EVERY = 8
 
 
 def capture_step(step: Callable[[], None], device: torch.device, warmup: int = 2):

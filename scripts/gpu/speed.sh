@@ -11,7 +11,9 @@
 # The parts (default: all of them, in this order):
 #   decode            bench_gpu_step.py --only decode: greedy decoding and beam search (4) by
 #                     recomputation, the eager KV cache and the static cache as a CUDA graph, batch
-#                     1 and 64, same tokens checked -> speed_decode.json
+#                     1 and 64, same tokens checked; greedy's eager cache also asking every step
+#                     whether all rows have finished (the default asks every 8 on a GPU)
+#                     -> speed_decode.json
 #   decode_bf16       the same in bf16 autocast, as translate decodes on a GPU (the static step
 #                     captured in autocast, as translate --cuda-graphs runs it; rows alike
 #                     recorded, rounding may part them), with the `gpu` profile's model at the

@@ -73,6 +73,35 @@ def test_rows_end_at_different_steps_and_checks_run_past_them():
     for every in (1, 2, 5, 64):
         out = static_greedy_decode(model, src, 30, check_every=every)
         assert torch.equal(out, expected), every
+        # the eager decoder checks late on a GPU by default, and trims the same way
+        for use_cache in (True, False):
+            out = greedy_decode(model, src, 30, use_cache=use_cache, check_every=every)
+            assert torch.equal(out, expected), (every, use_cache)
+
+
+def test_eager_greedy_checks_late_with_a_hook_and_at_the_length_limit():
+    # a hook that forbids eos for the first rows' first tokens: rows end late, at different steps,
+    # and the hook is called past the end without changing what is returned
+    torch.manual_seed(5)
+    model = random_model(1.5)
+    src = random_sources(6, 8, seed=5)
+
+    def late_eos(tokens, source, left):
+        allowed = torch.ones(tokens.size(0), V, dtype=torch.bool)
+        allowed[:, model.config.eos_id] = tokens.size(1) > 3 + source
+        return allowed
+
+    for limit in (4, 7, 30):  # 4 and 7: some rows still running at the limit
+        expected = greedy_decode(model, src, limit, allowed_tokens=late_eos)
+        for every in (2, 3, 64):
+            out = greedy_decode(
+                model, src, limit, allowed_tokens=late_eos, check_every=every
+            )
+            assert torch.equal(out, expected), (limit, every)
+    ends = [row.index(model.config.eos_id) for row in expected.tolist()]
+    assert len(set(ends)) > 2 and expected.size(1) == max(ends) + 1 < 31
+    with pytest.raises(ValueError, match="check_every"):
+        greedy_decode(model, src, 5, check_every=0)
 
 
 def test_one_decoder_serves_smaller_batches_and_repeated_calls():
@@ -282,6 +311,17 @@ def test_on_a_gpu_the_captured_step_replays_what_the_eager_step_computes(precisi
         if graphs:
             captured = out
     assert all(torch.equal(a, b) for a, b in zip(captured, out))
+
+
+@on_a_gpu
+def test_on_a_gpu_eager_greedy_checks_every_few_steps_and_returns_the_same_tokens():
+    torch.manual_seed(5)
+    model = random_model(1.5).cuda()
+    src = random_sources(6, 8, seed=5).cuda()
+    expected = greedy_decode(model, src, 30, check_every=1)
+    assert torch.equal(
+        greedy_decode(model, src, 30), expected
+    )  # the default: CHECK_EVERY
 
 
 @on_a_gpu
