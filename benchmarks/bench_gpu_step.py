@@ -15,6 +15,10 @@ same initial weights, all in one process, interleaved within every repeat:
 - eager_row_blocks_loss: the eager step with the loss walking the logits as it does on a CPU
   (`training.loss`'s "row_blocks": the arithmetic of the eager GPU step's loss before
   "softmax_kernels", now in blocks of 2^28 logits as theirs): what the strategy is worth in the step;
+- eager_bucketed, eager_bucketed_cudnn_attention: the eager step with lengths padded to the buckets
+  below (`train --length-buckets` without --compile), without and with cuDNN's attention: with a
+  few fixed shapes cuDNN builds its plans once per bucket, so whether it pays there is a question of
+  its own;
 - compiled: the model and the loss compiled, as `train --compile` (default mode);
 - compiled_bucketed: the same with lengths padded to `LengthBuckets.doubling(max_len + 1)` (the
   change alone: a few more padded positions, a fixed shape);
@@ -84,6 +88,8 @@ TRAINING_VARIANTS = (
     "eager",
     "eager_cudnn_attention",
     "eager_row_blocks_loss",
+    "eager_bucketed",
+    "eager_bucketed_cudnn_attention",
     "compiled",
     "compiled_bucketed",
     "compiled_bucketed_reduce_overhead",
@@ -115,6 +121,8 @@ def bench_training(
         "eager": dict(compile=False),
         "eager_cudnn_attention": dict(compile=False),
         "eager_row_blocks_loss": dict(compile=False),
+        "eager_bucketed": dict(compile=False, buckets=buckets),
+        "eager_bucketed_cudnn_attention": dict(compile=False, buckets=buckets),
         "compiled": dict(compile=True, compile_options=base),
         "compiled_bucketed": dict(compile=True, compile_options=base, buckets=buckets),
         "compiled_bucketed_reduce_overhead": dict(
@@ -213,10 +221,10 @@ def _eager_loss_strategy(trainer, device: torch.device) -> str:
 
 
 def _step(name: str, trainer, batch):
-    """The variant's step: the trainer's, with cuDNN's attention allowed for
-    `eager_cudnn_attention` only and left out for every other variant, whatever the environment
-    says (runtime.attention_kernels)."""
-    allowed = name == "eager_cudnn_attention"
+    """The variant's step: the trainer's, with cuDNN's attention allowed for the variants named
+    after it only and left out for every other variant, whatever the environment says
+    (runtime.attention_kernels)."""
+    allowed = name.endswith("cudnn_attention")
 
     def step():
         with attention_kernels.allow_cudnn_attention(allowed):

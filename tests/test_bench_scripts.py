@@ -41,6 +41,7 @@ def test_the_cudnn_variant_steps_with_cudnn_attention_allowed_and_the_others_wit
     with attention_kernels.allow_cudnn_attention(True):
         allowed = {name: _step(name, Trainer(), [[0]])() for name in TRAINING_VARIANTS}
     assert allowed.pop("eager_cudnn_attention") is True
+    assert allowed.pop("eager_bucketed_cudnn_attention") is True
     assert not any(allowed.values())
     # and only inside its step
     assert attention_kernels.cudnn_attention_allowed() is False
@@ -242,6 +243,8 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
         "eager_cudnn_attention",
         "eager_row_blocks_loss",
         "compiled",
+        "eager_bucketed",
+        "eager_bucketed_cudnn_attention",
         "compiled_bucketed",
         "compiled_bucketed_reduce_overhead",
     }
@@ -258,6 +261,8 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
     bucketed = training["variants"]["compiled_bucketed"]["padded_shape"]
     assert training["variants"]["eager"]["padded_shape"] is None
     assert bucketed[1] in training["buckets"] and bucketed[2] in training["buckets"]
+    assert training["variants"]["eager_bucketed"]["padded_shape"] == bucketed
+    assert strategies["eager_bucketed"] == default_strategy(torch.device("cpu"))
     assert sorted(row["search"] for row in record["decoding"]) == ["beam", "greedy"]
     for row in record["decoding"]:
         assert row["same_tokens"] and not row["static_graphed"]  # graphs on CUDA only
@@ -345,6 +350,8 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
         "eager",
         "eager_cudnn_attention",
         "eager_row_blocks_loss",
+        "eager_bucketed",
+        "eager_bucketed_cudnn_attention",
     }
     for part, variant in (
         ("compiled", "compiled"),
