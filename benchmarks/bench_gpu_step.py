@@ -19,6 +19,8 @@ same initial weights, all in one process, interleaved within every repeat:
   below (`train --length-buckets` without --compile), without and with cuDNN's attention: with a
   few fixed shapes cuDNN builds its plans once per bucket, so whether it pays there is a question of
   its own;
+- eager_bucketed_graphed: the bucketed eager step with its forward and backward captured as CUDA
+  graphs for the batch's shape and replayed (`train --length-buckets --cuda-graphs`), no compiler;
 - compiled: the model and the loss compiled, as `train --compile` (default mode);
 - compiled_bucketed: the same with lengths padded to `LengthBuckets.doubling(max_len + 1)` (the
   change alone: a few more padded positions, a fixed shape);
@@ -90,6 +92,7 @@ TRAINING_VARIANTS = (
     "eager_row_blocks_loss",
     "eager_bucketed",
     "eager_bucketed_cudnn_attention",
+    "eager_bucketed_graphed",
     "compiled",
     "compiled_bucketed",
     "compiled_bucketed_reduce_overhead",
@@ -123,6 +126,7 @@ def bench_training(
         "eager_row_blocks_loss": dict(compile=False),
         "eager_bucketed": dict(compile=False, buckets=buckets),
         "eager_bucketed_cudnn_attention": dict(compile=False, buckets=buckets),
+        "eager_bucketed_graphed": dict(compile=False, buckets=buckets, cuda_graphs=True),
         "compiled": dict(compile=True, compile_options=base),
         "compiled_bucketed": dict(compile=True, compile_options=base, buckets=buckets),
         "compiled_bucketed_reduce_overhead": dict(
@@ -185,6 +189,11 @@ def bench_training(
             "mfu": mfu(rate * flops_per_token, device, precision),
             "speed_over_eager": eager_s / t["median_s"] if eager_s else None,
             "padded_shape": shapes[name],
+            "cuda_graphs": trainers[name].settings.cuda_graphs,
+            # the shapes a graphed variant captured (none on a CPU, where it runs eagerly)
+            "captured_shapes": (
+                len(trainers[name].graphed.shapes) if trainers[name].graphed else None
+            ),
             "loss_strategy": (
                 "compiled"
                 if settings[name]["compile"]

@@ -101,19 +101,25 @@ def make_trainer(
     compile: bool = False,
     compile_options: dict | None = None,
     buckets: LengthBuckets | None = None,
+    cuda_graphs: bool = False,
     batch_tokens: int | None = None,
     n_pairs: int = 2000,
     seed: int = 0,
 ) -> Trainer:
     """A trainer of `profile`'s model (seeded weights) on synthetic pairs, its step as `train --compile`
     runs it when `compile` (the model and the loss compiled, `compile_options` to torch.compile), with
-    length `buckets` when given (collated to the batcher's padded shapes)."""
+    length `buckets` when given (collated to the batcher's padded shapes), and with `cuda_graphs`
+    (buckets needed) its forward and backward graphed per shape as `train --cuda-graphs` runs it."""
     config = profile.model_config()
     model = build_model(config, profile.vocab_size, seed=seed).to(device)
     data = synthetic_pairs(n_pairs, profile.vocab_size)
     settings = profile.train_settings().replace(precision=precision, compile=False)
     if batch_tokens:
         settings = settings.replace(batch_tokens=batch_tokens)
+    if cuda_graphs:
+        if buckets is None:
+            raise ValueError("cuda_graphs needs length buckets")
+        settings = settings.replace(length_buckets=True, cuda_graphs=True)
     execution = StepExecution(
         precision=precision,
         precision_reason="asked (benchmark)",

@@ -245,6 +245,7 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
         "compiled",
         "eager_bucketed",
         "eager_bucketed_cudnn_attention",
+        "eager_bucketed_graphed",
         "compiled_bucketed",
         "compiled_bucketed_reduce_overhead",
     }
@@ -262,6 +263,9 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
     assert training["variants"]["eager"]["padded_shape"] is None
     assert bucketed[1] in training["buckets"] and bucketed[2] in training["buckets"]
     assert training["variants"]["eager_bucketed"]["padded_shape"] == bucketed
+    assert training["variants"]["eager_bucketed_graphed"]["padded_shape"] == bucketed
+    assert training["variants"]["eager_bucketed_graphed"]["cuda_graphs"] is True
+    assert training["variants"]["eager"]["cuda_graphs"] is False
     assert strategies["eager_bucketed"] == default_strategy(torch.device("cpu"))
     assert sorted(row["search"] for row in record["decoding"]) == ["beam", "greedy"]
     for row in record["decoding"]:
@@ -352,6 +356,7 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
         "eager_row_blocks_loss",
         "eager_bucketed",
         "eager_bucketed_cudnn_attention",
+        "eager_bucketed_graphed",
     }
     for part, variant in (
         ("compiled", "compiled"),

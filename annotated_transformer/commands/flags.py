@@ -29,6 +29,7 @@ FLAGS: dict[str, str] = {
     "compile": "--compile",
     "compile_mode": "--compile-mode",
     "length_buckets": "--length-buckets",
+    "cuda_graphs": "--cuda-graphs",
     "threads": "--threads",
     "seed": "--seed",
     "log_every": "--log-every",

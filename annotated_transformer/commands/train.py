@@ -180,6 +180,11 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
         "pad every batch to one of a few widths (8, 12, 16, 24, ...), so a compiled or graphed "
         "step meets few shapes; packs other batches than without (fixed on --resume)",
     ),
+    "cuda_graphs": (
+        "switch",
+        "on a GPU, capture the eager step's forward and backward as CUDA graphs, a pair per "
+        "batch shape, and replay them (needs --length-buckets; no compiler); elsewhere eager",
+    ),
     "seed": ("number", "seeds the weights, dropout and batch order"),
     "threads": (
         "number",

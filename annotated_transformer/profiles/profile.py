@@ -58,7 +58,7 @@ FLAT_ORDER: tuple[str, ...] = (
         "adam_eps",
     ),
     *("clip_norm", "max_steps", "max_epochs", "time_budget_minutes", "budget_clock"),
-    *("precision", "compile", "compile_mode", "length_buckets"),
+    *("precision", "compile", "compile_mode", "length_buckets", "cuda_graphs"),
     *("threads", "seed", "log_every", "eval_every"),
     *("save_every_steps", "save_every_minutes", "keep_snapshots", "average_last"),
     *("beam_size", "length_penalty_alpha", "max_len_a", "max_len_b"),

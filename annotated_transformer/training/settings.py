@@ -101,6 +101,9 @@ class TrainSettings:
     # pair), rows to what the token budget allows there: at most len(buckets) ** 2 shapes for a
     # compiled or graphed step; the batches are packed by the bucketed widths, so another plan
     length_buckets: bool = False
+    # the eager step's forward and backward captured as CUDA graphs, a pair per batch shape, and
+    # replayed (training.graphed_step): on a GPU, with length_buckets; elsewhere it runs eagerly
+    cuda_graphs: bool = False
     # the batches' order (and, through `fit`, the initial weights and dropout)
     seed: int = 1
     log_every: int = 50
@@ -144,6 +147,20 @@ class TrainSettings:
         if not isinstance(self.length_buckets, bool):
             raise ValueError(
                 f"length_buckets must be true or false, got {self.length_buckets!r}"
+            )
+        if not isinstance(self.cuda_graphs, bool):
+            raise ValueError(
+                f"cuda_graphs must be true or false, got {self.cuda_graphs!r}"
+            )
+        if self.cuda_graphs and not self.length_buckets:
+            raise ValueError(
+                "cuda_graphs (--cuda-graphs) captures a graph for every batch shape, and token "
+                "batches have a new shape almost every step: add --length-buckets"
+            )
+        if self.cuda_graphs and self.compile is not False:
+            raise ValueError(
+                "cuda_graphs (--cuda-graphs) graphs the eager step; a compiled one graphs with "
+                "--compile-mode reduce-overhead: leave out one of --cuda-graphs and --compile"
             )
 
     @classmethod

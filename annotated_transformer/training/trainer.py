@@ -47,6 +47,7 @@ from .compile_probe import compile_options, compiled_step_parts, eager_loss
 from .divergence import TrainingDiverged
 from .execution import StepExecution
 from .global_batches import micro_batches_per_step, run_batcher
+from .graphed_step import GraphedLosses
 from .resume_state import (
     TrainingProgress,
     check_resumable,
@@ -172,6 +173,27 @@ class Trainer:
                     "--compile-mode reduce-overhead records a CUDA graph for every batch shape, "
                     "and token batches have a new shape almost every step: add --length-buckets"
                 )
+        # With cuda_graphs each batch shape's forward and backward is captured once and replayed.
+        self.graphed: GraphedLosses | None = None
+        if settings.cuda_graphs:
+            if self.context.is_distributed:
+                raise ValueError(
+                    "cuda_graphs (--cuda-graphs) graphs one process's step, and DDP's hooks live "
+                    "in the module the graph bypasses: leave --cuda-graphs out under torchrun"
+                )
+            self.graphed = GraphedLosses(
+                model,
+                self.loss_fn,
+                smoothing=self.config.label_smoothing,
+                pad_id=self.config.pad_id,
+                precision=execution.precision,
+            )
+            if not self.graphed.graphed:
+                logger.warning(
+                    "--cuda-graphs on %s: no CUDA graphs there, so the step runs eagerly "
+                    "(every target row projected)",
+                    self.device.type,
+                )
         if self.context.is_distributed:
             ids = [self.device.index] if self.device.type == "cuda" else None
             forward_model = DistributedDataParallel(forward_model, device_ids=ids)
@@ -202,6 +224,8 @@ class Trainer:
         scale = self.context.world_size / global_tokens
         stats = StepStats.zeros(self.device)
         self.forward_model.train()
+        if self.graphed:
+            self.graphed.keep_gradients()
         for i, indices in enumerate(mine):
             src, tgt = self._micro_batch(indices)
             # Gradients of the micro-batches accumulate; DDP all-reduces them once, in the last backward.
@@ -212,15 +236,19 @@ class Trainer:
                 else self.forward_model.no_sync()
             )
             with sync:
-                parts = batch_loss(
-                    self.forward_model,
-                    src,
-                    tgt,
-                    smoothing=self.config.label_smoothing,
-                    pad_id=self.config.pad_id,
-                    precision=self.execution.precision,
-                    real_rows_only=self.execution.real_rows_only,
-                    loss_fn=self.loss_fn,
+                parts = (
+                    self.graphed(src, tgt)
+                    if self.graphed
+                    else batch_loss(
+                        self.forward_model,
+                        src,
+                        tgt,
+                        smoothing=self.config.label_smoothing,
+                        pad_id=self.config.pad_id,
+                        precision=self.execution.precision,
+                        real_rows_only=self.execution.real_rows_only,
+                        loss_fn=self.loss_fn,
+                    )
                 )
                 # The logits' storage now holds their gradient (inplace_backward) and is freed with the graph.
                 self.scaler.scale(parts.loss * scale).backward()
@@ -238,7 +266,8 @@ class Trainer:
         # step (a few at the start while the scaler finds its factor, then rarely) is one update
         # the run does without.
         self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        # A graphed step keeps its gradient tensors (GraphedLosses.keep_gradients).
+        self.optimizer.zero_grad(set_to_none=self.graphed is None)
         return stats
 
     def _micro_batch(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -21,8 +21,9 @@
 #                     an allowance of 16 + 50) -> speed_decode_bf16.json
 #   train_eager       bench_gpu_step.py: the eager step with and without cuDNN's attention, and
 #                     with the loss's CPU strategy (row blocks) instead of the softmax kernels,
-#                     and with lengths bucketed, without and with cuDNN's attention, interleaved
-#                     on one batch (tokens/s, MFU) -> speed_train_eager.json
+#                     and with lengths bucketed, without and with cuDNN's attention, and graphed
+#                     (--cuda-graphs), interleaved on one batch (tokens/s, MFU)
+#                     -> speed_train_eager.json
 #   profile_eager     profile_step.py: the eager bf16 step under torch.profiler: kernel time by
 #                     kind, the top kernels, the launch calls, the host synchronisations by line
 #                     -> profile_step_eager.{json,md}
@@ -96,7 +97,7 @@ for part in "${parts[@]}"; do
       --out "$out/speed_decode_bf16.json" ;;
     train_eager) run train_eager $python benchmarks/bench_gpu_step.py --device "$device" \
       "${bench[@]}" --only train --variants eager eager_cudnn_attention eager_row_blocks_loss \
-      eager_bucketed eager_bucketed_cudnn_attention \
+      eager_bucketed eager_bucketed_cudnn_attention eager_bucketed_graphed \
       --out "$out/speed_train_eager.json" ;;
     profile_eager) run profile_eager $python benchmarks/profile_step.py --device "$device" \
       "${profile[@]}" --out "$out/profile_step_eager.json" ;;

@@ -88,6 +88,13 @@ def test_profile_picks_defaults_and_flags_override_them():
     )
     assert graphs.train.length_buckets is True and graphs.train.compile is True
     assert graphs.train.compile_mode == "reduce-overhead"
+    eager_graphs = profile_from_args(
+        parser.parse_args(["--length-buckets", "--cuda-graphs"])
+    )
+    assert eager_graphs.train.cuda_graphs is True
+    assert eager_graphs.train.length_buckets is True
+    assert eager_graphs.train.compile is False
+    assert profile.train.cuda_graphs is False
 
 
 @pytest.fixture(scope="module")
