@@ -160,7 +160,8 @@ class TrainSettings:
         if self.cuda_graphs and self.compile is not False:
             raise ValueError(
                 "cuda_graphs (--cuda-graphs) graphs the eager step; a compiled one graphs with "
-                "--compile-mode reduce-overhead: leave out one of --cuda-graphs and --compile"
+                "--compile-mode reduce-overhead: pass --no-compile (the profile may compile), "
+                "or leave out --cuda-graphs"
             )
 
     @classmethod

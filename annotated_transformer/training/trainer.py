@@ -224,8 +224,6 @@ class Trainer:
         scale = self.context.world_size / global_tokens
         stats = StepStats.zeros(self.device)
         self.forward_model.train()
-        if self.graphed:
-            self.graphed.keep_gradients()
         for i, indices in enumerate(mine):
             src, tgt = self._micro_batch(indices)
             # Gradients of the micro-batches accumulate; DDP all-reduces them once, in the last backward.
