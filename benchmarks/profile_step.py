@@ -323,7 +323,8 @@ def markdown(record: dict) -> str:
     )
     lines = [
         f"# Training step profile: {s['profile']}, {s['precision']}, "
-        f"{'compiled' if s['compile'] else 'eager'}{', bucketed' if s['buckets'] else ''}, "
+        f"{'compiled' if s['compile'] else 'eager'}{', bucketed' if s['buckets'] else ''}"
+        f"{', CUDA graphs' if s.get('cuda_graphs') else ''}, "
         f"{record['device']['name']}",
         "",
         f"- target tokens per step: {record['target_tokens']:,}",
@@ -385,12 +386,20 @@ def main(argv: list[str] | None = None) -> dict:
         action="store_true",
         help="pad lengths to LengthBuckets.doubling(max_len)",
     )
+    parser.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help="the eager step's forward and backward as CUDA graphs (train --cuda-graphs; "
+        "with --buckets, without --compile)",
+    )
     parser.add_argument("--batch-tokens", type=int, default=None)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    if args.cuda_graphs and (args.compile or not args.buckets):
+        parser.error("--cuda-graphs needs --buckets and no --compile")
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -408,6 +417,7 @@ def main(argv: list[str] | None = None) -> dict:
         compile=args.compile,
         compile_options=options,
         buckets=buckets,
+        cuda_graphs=args.cuda_graphs,
         batch_tokens=args.batch_tokens,
     )
     batch, tokens = first_global_batch(trainer)
@@ -441,6 +451,7 @@ def main(argv: list[str] | None = None) -> dict:
             "compile": args.compile,
             "compile_mode": args.mode,
             "buckets": list(buckets.sizes) if buckets else None,
+            "cuda_graphs": args.cuda_graphs,
             "batch_tokens": trainer.settings.batch_tokens,
             "warmup_steps": args.warmup,
         },

@@ -331,14 +331,16 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = tmp_path / "out"
     names = {p.name for p in out.iterdir()}
-    parts = ("decode", "decode_bf16", "train_eager", "profile_eager", "train_compiled")
+    parts = ("decode", "decode_bf16", "train_eager", "profile_eager", "profile_graphed")
+    parts += ("train_compiled",)
     parts += ("train_bucketed",)
     parts += ("train_graphs", "profile_compiled")
     assert {f"{part}.log" for part in parts} <= names
-    for stem in ("profile_step_compiled", "profile_step_eager"):
+    for stem in ("profile_step_compiled", "profile_step_eager", "profile_step_graphed"):
         assert {f"{stem}.json", f"{stem}.md"} <= names
         record = json.loads((out / f"{stem}.json").read_text())
         assert record["setting"]["compile"] == (stem == "profile_step_compiled")
+        assert record["setting"]["cuda_graphs"] == (stem == "profile_step_graphed")
     decode = json.loads((out / "speed_decode.json").read_text())
     assert all(row["same_tokens"] for row in decode["decoding"])
     bf16 = json.loads((out / "speed_decode_bf16.json").read_text())["decoding"]

@@ -27,6 +27,9 @@
 #   profile_eager     profile_step.py: the eager bf16 step under torch.profiler: kernel time by
 #                     kind, the top kernels, the launch calls, the host synchronisations by line
 #                     -> profile_step_eager.{json,md}
+#   profile_graphed   profile_step.py --buckets --cuda-graphs: the same for the graphed eager step
+#                     (train --length-buckets --cuda-graphs), which leaves the host little to do
+#                     -> profile_step_graphed.{json,md}
 #   train_compiled, train_bucketed, train_graphs
 #                     bench_gpu_step.py: one change each beside eager (the reference, same process
 #                     and batch): the model and loss compiled; and lengths bucketed; and
@@ -58,7 +61,7 @@ else
   # what translate --cuda-graphs decodes with the gpu recipe's model (profile given last wins)
   translate_batches=(--profile gpu --decode-batch 64 384 --decode-src-len 16 --decode-max-new 66)
 fi
-known=(decode decode_bf16 train_eager profile_eager train_compiled train_bucketed train_graphs profile_compiled)
+known=(decode decode_bf16 train_eager profile_eager profile_graphed train_compiled train_bucketed train_graphs profile_compiled)
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=("${known[@]}")
 for part in "${parts[@]}"; do  # every name checked, exactly, before any part runs
@@ -109,6 +112,8 @@ for part in "${parts[@]}"; do
     train_graphs) run train_graphs $python benchmarks/bench_gpu_step.py --device "$device" \
       "${bench[@]}" --only train --variants compiled_bucketed_reduce_overhead \
       --out "$out/speed_train_graphs.json" ;;
+    profile_graphed) run profile_graphed $python benchmarks/profile_step.py --device "$device" \
+      "${profile[@]}" --buckets --cuda-graphs --out "$out/profile_step_graphed.json" ;;
     profile_compiled) run profile_compiled $python benchmarks/profile_step.py \
       --device "$device" "${profile[@]}" --compile --out "$out/profile_step_compiled.json" ;;
     *) echo "speed.sh: no command for part '$part'" >&2; exit 2 ;;
