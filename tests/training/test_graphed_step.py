@@ -1,6 +1,8 @@
 """The graphed step (--cuda-graphs) computes the eager step's loss and gradients; on a CPU it is the
 eager module itself, on a GPU each batch shape's forward and backward are captured once and replayed."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -144,10 +146,14 @@ def shapes_by_step(trainer):
 
 
 def test_a_graphed_run_on_a_cpu_trains_as_the_bucketed_eager_run(tmp_path):
-    # On a CPU --cuda-graphs runs the same module eagerly: every target row projected, where the
-    # eager CPU step projects the real ones only; the losses agree to float rounding.
+    # On a CPU --cuda-graphs runs the same module eagerly. It projects every target row, as the
+    # eager step does on a GPU; the CPU's eager step, told to do the same, is then the same run
+    # bit for bit (gradients added into zeros, Adam alike). Weights after Adam are compared
+    # exactly because approximately would not do: a key's bias has a gradient of pure rounding,
+    # which Adam scales up to a full step.
     profile = tiny_profile(length_buckets=True, max_steps=8, dropout=0.0)
     eager = make_trainer(profile, tmp_path / "eager")
+    eager.execution = dataclasses.replace(eager.execution, real_rows_only=False)
     graphed = make_trainer(profile.replace(cuda_graphs=True), tmp_path / "graphed")
     assert eager.graphed is None and isinstance(graphed.graphed, GraphedLosses)
     steps = shapes_by_step(graphed)
@@ -160,7 +166,7 @@ def test_a_graphed_run_on_a_cpu_trains_as_the_bucketed_eager_run(tmp_path):
     for (name, x), (_, y) in zip(
         eager.model.state_dict().items(), graphed.model.state_dict().items()
     ):
-        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5, msg=name)
+        assert torch.equal(x, y), name
 
 
 class _GradientInOneBuffer(torch.autograd.Function):
@@ -327,13 +333,16 @@ def _cuda_trainer(profile, folder, on_step=None):
 
 
 @on_a_gpu
-def test_on_a_gpu_an_interrupted_graphed_run_resumes_bit_identical(tmp_path):
+def test_on_a_gpu_an_interrupted_graphed_run_resumes_with_the_same_dropout(tmp_path):
     # dropout on: the resumed run captures its shapes again, and must draw what the first drew
     import os
     import signal
 
+    # (compared by the steps' losses: other dropout masks move a loss by far more than 1e-4, where
+    # a GPU's atomics may leave last bits apart between any two runs)
     profile = tiny_profile(length_buckets=True, cuda_graphs=True, max_steps=10)
     straight = _cuda_trainer(profile, tmp_path / "straight")
+    straight_losses = _logging_losses(straight)
     straight.train()
 
     def interrupt_at_step_5(trainer):
@@ -343,22 +352,37 @@ def test_on_a_gpu_an_interrupted_graphed_run_resumes_bit_identical(tmp_path):
     _cuda_trainer(profile, tmp_path / "stopped", on_step=interrupt_at_step_5).train()
     resumed = _cuda_trainer(profile, tmp_path / "stopped")
     resumed.resume_from(tmp_path / "stopped" / "last.pt")
+    resumed_losses = _logging_losses(resumed)
     resumed.train()
-    for (name, a), (_, b) in zip(
-        straight.model.state_dict().items(), resumed.model.state_dict().items()
-    ):
-        assert torch.equal(a, b), f"{name} differs after resume"
+    assert len(straight_losses) == 10 and len(resumed_losses) == 5
+    torch.testing.assert_close(resumed_losses, straight_losses[5:], rtol=1e-4, atol=0)
+
+
+def _logging_losses(trainer) -> list[float]:
+    """The summed loss of every step `trainer` takes from now on, in a list it fills."""
+    losses, take = [], trainer.train_step
+
+    def step(batch):
+        stats = take(batch)
+        losses.append(float(stats.loss_sum))
+        return stats
+
+    trainer.train_step = step
+    return losses
 
 
 @on_a_gpu
 def test_on_a_gpu_a_graphed_run_trains_as_the_eager_run(tmp_path):
     # the plan accumulates two micro-batches of one shape in a step (asserted on the CPU above)
     profile = tiny_profile(length_buckets=True, max_steps=10, dropout=0.0)
-    eager = _cuda_trainer(profile, tmp_path / "eager")
-    graphed = _cuda_trainer(profile.replace(cuda_graphs=True), tmp_path / "graphed")
-    eager.train(), graphed.train()
-    assert graphed.graphed.graphed and len(graphed.graphed.shapes) > 1
-    for (name, x), (_, y) in zip(
-        eager.model.state_dict().items(), graphed.model.state_dict().items()
-    ):
-        torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-4, msg=name)
+    # Compared by the loss of every step, not by the weights: a key's bias has a gradient of
+    # pure rounding, which Adam scales to a full step, and does not change what the model computes.
+    losses = {}
+    for name, p in (("eager", profile), ("graphed", profile.replace(cuda_graphs=True))):
+        trainer = _cuda_trainer(p, tmp_path / name)
+        losses[name] = _logging_losses(trainer)
+        trainer.train()
+        if name == "graphed":
+            assert trainer.graphed.graphed and len(trainer.graphed.shapes) > 1
+    assert len(losses["eager"]) == 10
+    torch.testing.assert_close(losses["graphed"], losses["eager"], rtol=1e-4, atol=0)
