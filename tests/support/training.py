@@ -78,11 +78,12 @@ def tiny_profile(**overrides) -> Profile:
     return Profile.flat(**base)
 
 
-def make_trainer(profile, out_dir, on_step=None, model_seed=0):
+def make_trainer(profile, out_dir, on_step=None, model_seed=0, device="cpu"):
     torch.manual_seed(model_seed)
-    model = Transformer(profile.model_config(), VOCAB, VOCAB)
+    model = Transformer(profile.model_config(), VOCAB, VOCAB).to(device)
     torch.manual_seed(profile.seed)
     train, settings = copy_pairs(120, 0), profile.train_settings()
+    context = DistributedContext(device=torch.device(device))
     return Trainer(
         model,
         FakeTokenizer(),
@@ -90,7 +91,8 @@ def make_trainer(profile, out_dir, on_step=None, model_seed=0):
         copy_pairs(20, 1),
         settings,
         out_dir,
-        execution=choose_execution(model, settings, train, DistributedContext()),
+        context=context,
+        execution=choose_execution(model, settings, train, context),
         show_progress=False,
         on_step=on_step,
     )

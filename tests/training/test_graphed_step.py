@@ -301,35 +301,19 @@ def test_on_a_gpu_replays_draw_fresh_dropout_and_capture_leaves_the_generator_as
         model, eager_loss(), smoothing=0.1, pad_id=0, precision="fp32"
     )
     before = torch.cuda.get_rng_state()
-    first = graphed(src, tgt).loss.detach().clone()  # captures, then replays
-    assert graphed.shapes
-    after_one = torch.cuda.get_rng_state()
+    graphed._step_for(src, tgt)  # captures, replays nothing
+    assert graphed.shapes and torch.equal(torch.cuda.get_rng_state(), before)
+    first = graphed(src, tgt).loss.detach().clone()
     second = graphed(src, tgt).loss.detach().clone()
-    assert not torch.equal(first, second)  # new dropout masks
+    assert not torch.equal(first, second)  # new dropout masks at every replay
     assert not torch.equal(
-        before, after_one
-    )  # the replay drew; the capture's warm-up was undone
+        torch.cuda.get_rng_state(), before
+    )  # drawn from the run's stream
     model.zero_grad(set_to_none=True)
 
 
 def _cuda_trainer(profile, folder, on_step=None):
-    torch.manual_seed(0)
-    model = Transformer(profile.model_config(), VOCAB, VOCAB).cuda()
-    torch.manual_seed(profile.seed)
-    settings, train = profile.train_settings(), copy_pairs(120, 0)
-    context = DistributedContext(device=torch.device("cuda"))
-    return Trainer(
-        model,
-        FakeTokenizer(),
-        train,
-        copy_pairs(20, 1),
-        settings,
-        folder,
-        execution=choose_execution(model, settings, train, context),
-        context=context,
-        show_progress=False,
-        on_step=on_step,
-    )
+    return make_trainer(profile, folder, on_step=on_step, device="cuda")
 
 
 @on_a_gpu
