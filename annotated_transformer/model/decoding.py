@@ -211,7 +211,12 @@ def greedy_decode(
         source_index = torch.arange(batch, device=src.device)
         for step in range(max_new_tokens):
             logits = _step_logits(model, tokens, memory, src_mask, state, use_cache)
-            left = torch.full_like(source_index, max_new_tokens - step)
+            # what each row may still write, for the hook alone (no kernel launch without one)
+            left = (
+                None
+                if allowed_tokens is None
+                else torch.full_like(source_index, max_new_tokens - step)
+            )
             _mask_logits(
                 logits, banned, c.eos_id, allowed_tokens, tokens, source_index, left
             )
