@@ -5,15 +5,22 @@
 # lifts the profile's 10-minute cap, and a run stopped otherwise fails the script.
 #
 #   AT_DATA_DIR=/path/to/data bash scripts/gpu/recipe_seeds.sh [EXTRA TRAIN FLAGS...]
+#   SEEDS="2 3" AT_DATA_DIR=/path/to/data bash scripts/gpu/recipe_seeds.sh   # those seeds only
 #
 # Writes run folders results/gpu/recipe/seed_N/ (checkpoints are not committed: *.pt is ignored) and
 # publishes results/gpu/recipe_d256x4_seedN.json, names of their own so that a reader's
 # `train --profile gpu --publish` is never refused over them. A seed already published is skipped,
 # so after an interrupted call the next one runs only what is missing. Estimated 6 minutes for
-# seed 1 on an H100 (measured: 352 s) and about as long for seeds 2 and 3 together.
+# seed 1 on an H100 (measured: 352 s) and about as long for seeds 2 and 3 together, so a call of
+# under 10 minutes takes SEEDS=1 or SEEDS="2 3". When $OUT is set, the run folders (without
+# checkpoints), their logs and the published records are packed into $OUT/recipe_seeds.tgz.
 set -uo pipefail
 export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
 python=${PYTHON:-python3}
+seeds=(${SEEDS:-1 2 3})
+for seed in "${seeds[@]}"; do
+  [[ "$seed" =~ ^[1-9][0-9]*$ ]] || { echo "recipe_seeds.sh: SEEDS holds '$seed', not a seed" >&2; exit 2; }
+done
 root=results/gpu/recipe
 mkdir -p "$root"
 # The shared tokenizer once, before two runs race for its cache.
@@ -32,10 +39,24 @@ run() {  # seed, threads, extra flags...
   grep "^done:" "$root/seed_$seed.log"
 }
 status=0
-run 1 "$(nproc)" "$@" || status=1
-half=$(( $(nproc) / 2 ))
-run 2 "$half" "$@" & p2=$!
-run 3 "$half" "$@" & p3=$!
-wait $p2 || status=1
-wait $p3 || status=1
+rest=()
+for seed in "${seeds[@]}"; do
+  if [ "$seed" = 1 ]; then run 1 "$(nproc)" "$@" || status=1; else rest+=("$seed"); fi
+done
+# seed 1 alone, so that its speed is the recipe's own; the others side by side
+threads=$(( $(nproc) / (${#rest[@]} > 0 ? ${#rest[@]} : 1) ))
+[ "$threads" -gt 0 ] || threads=1
+pids=()
+for seed in "${rest[@]}"; do
+  run "$seed" "$threads" "$@" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+if [ -n "${OUT:-}" ]; then
+  packed=("$root")
+  for seed in "${seeds[@]}"; do
+    [ -f "results/gpu/recipe_d256x4_seed$seed.json" ] && packed+=("results/gpu/recipe_d256x4_seed$seed.json")
+  done
+  tar -czf "$OUT/recipe_seeds.tgz" --exclude="*.pt" "${packed[@]}" && echo "packed into \$OUT/recipe_seeds.tgz"
+fi
 exit $status

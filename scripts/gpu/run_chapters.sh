@@ -45,6 +45,6 @@ if [ -n "${OUT:-}" ]; then
   for path in "_build/executed/$profile" "_build/failed/$profile" "results/$profile" "$log"; do
     [ -e "$path" ] && packed+=("$path")
   done
-  tar -czf "$OUT/$name.tgz" "${packed[@]}" && echo "[chapters] packed into \$OUT/$name.tgz"
+  tar -czf "$OUT/$name.tgz" --exclude="*.pt" "${packed[@]}" && echo "[chapters] packed into \$OUT/$name.tgz"
 fi
 exit $status

@@ -1,0 +1,475 @@
+"""One call on a lent GPU, as many of the prepared steps as its minutes hold (issues 49 and 54).
+
+A session lent a GPU gets about 15 minutes of it, the machine's start included, at most 10 a call,
+and at most 8 files back from the call's $OUT (16 MiB each). So a spell is one call, and this script
+is its command: it runs the named steps in order, gives each the time left as its LIMIT_S, skips a
+step that would not fit (naming it for the next spell) and goes on to a later one that does, and
+turns what each step wrote into exactly one file in $OUT: the step's own file where it wrote one,
+else a tarball of them. Beside them, `spell.json` (each step's command, status, wall time and
+files, the commit and the device) and `spell.log` (everything printed), rewritten after every step,
+so a call cut short still returns what finished:
+
+    python3 scripts/gpu/spell.py --limit-s 540 chapters:04 tests chapters:05 chapters:08
+    python3 scripts/gpu/spell.py --dry-run chapters:04 tests    # the plan, without running it
+
+The steps (the scripts beside this one; `=SECONDS` after a step replaces its estimate):
+
+    tests                   gpu_tests.sh: the CUDA-only tests
+    chapters:NN[,NN...]     run_chapters.sh NN ...: those chapters of the `gpu` book, one papermill run
+    calibrate:NAME[,NAME]   calibrate_book.sh NAME ...
+    table3_extended         table3_extended.sh, its MINUTES from the time left
+    parser_sweep            parser_sweep.sh
+    recipe_seeds:N[,N...]   recipe_seeds.sh for those seeds (1 alone, then 2,3 side by side)
+    speed[:PART,...]        speed.sh PART ... (all of them by default)
+
+A step starts only if its estimate fits the time left (a chapter cut short keeps nothing, so the
+estimate of a chapter step is its chapters' whole time; steps that fit themselves to their LIMIT_S,
+speed and table3_extended, need only their first part's). The environment passes through: DEVICE,
+PROFILE, QUICK, AT_DATA_DIR and the rest mean what they mean to each script. Every name is checked
+before any step runs, and at most 6 steps are taken, so that the files fit the 8 that come back.
+Chapters 05 and 08 read chapter 04's run folder, which no call returns or carries (its snapshots
+are hundreds of MB): they run after chapter 04 in the same call, or in a second call on the warm
+machine, which keeps `runs/`; elsewhere they are refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+MAX_STEPS = 6  # + spell.json and spell.log: the 8 files a call returns
+MAX_FILE_BYTES = 16 * 2**20
+SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+# Seconds kept back from the time left when a step starts: RESERVE_S for delivering its files,
+# GRACE_S for stopping it (its LIMIT_S is the rest; see Spell.execute).
+RESERVE_S = 15
+GRACE_S = 20
+
+# Estimates, in seconds on one H100: measured where a run measured them (results/book_gpu/,
+# results/gpu/book_calibration/, results/gpu/README.md), else the budget in results/book_gpu/README.md.
+CHAPTER_S = {
+    "00": 30, "01": 40, "02": 30, "03": 100, "04": 360,
+    "05": 120, "06": 360, "07": 300, "08": 90,
+}  # fmt: skip
+READS_THE_TRAINED_MODEL = (
+    "05",
+    "08",
+)  # chapter 04's run folder, which stays on the machine
+CHAPTERS_START_S = 15  # a papermill run's own start: imports, the kernel's registration
+CALIBRATE_S = {
+    "table3_costs": 220, "table3_calibration": 240, "fp16": 180, "parser_epochs": 90,
+    "sdpa_backends": 240, "table3_all_rows": 200, "stacked_rows": 150,
+}  # fmt: skip
+# speed.sh's parts, in its order; each one's estimate is what it needs to be worth starting
+SPEED_S = {
+    "decode": 60, "decode_bf16": 60, "train_eager": 120, "profile_eager": 60,
+    "profile_graphed": 60, "train_compiled": 180, "train_bucketed": 240, "train_graphs": 240,
+    "profile_compiled": 180,
+}  # fmt: skip
+RECIPE_SEED_S = 360  # seed 1 alone: 352 s measured; 2 and 3 side by side about as long
+TESTS_S = 90
+PARSER_SWEEP_S = 300
+TABLE3_MIN_MINUTES = 3  # fewer minutes than this would not finish an epoch of every row
+
+
+class PlanError(ValueError):
+    """A step this script cannot run, said before any step runs."""
+
+
+@dataclass
+class Step:
+    name: str  # the file it delivers is named after it
+    argv: list[str]
+    estimate_s: int
+    env: dict[str, str] = field(default_factory=dict)
+    # table3_extended: MINUTES from the time left (what it needs: LIMIT_S >= MINUTES * 60 + 90)
+    minutes_from_limit: bool = False
+    # speed and table3_extended fit themselves to their LIMIT_S: they take what is left
+    takes_the_rest: bool = False
+
+
+def _bash(script: str, *args: str) -> list[str]:
+    return ["bash", str(HERE / script), *args]
+
+
+def _items(spec: str, what: str) -> list[str]:
+    items = [item for item in spec.split(",") if item]
+    if not items or len(set(items)) != len(items):
+        raise PlanError(f"{what}: list them once each, comma-separated, got '{spec}'")
+    return items
+
+
+def parse_step(text: str) -> Step:
+    """One step from its name on the command line (see the module's docstring)."""
+    spec, _, seconds = text.partition("=")
+    kind, _, arg = spec.partition(":")
+    if kind == "tests" and not arg:
+        step = Step("gpu_tests", _bash("gpu_tests.sh"), TESTS_S)
+    elif kind == "chapters" and arg:
+        chapters = _items(arg, text)
+        unknown = [c for c in chapters if c not in CHAPTER_S]
+        if unknown:
+            raise PlanError(
+                f"{text}: no chapter {', '.join(unknown)}; the chapters are 00 to 08"
+            )
+        name = (
+            "chapters_" + chapters[0] + (f"-{chapters[-1]}" if len(chapters) > 1 else "")
+        )
+        estimate = CHAPTERS_START_S + sum(CHAPTER_S[c] for c in chapters)
+        step = Step(name, _bash("run_chapters.sh", *chapters), estimate)
+    elif kind == "calibrate" and arg:
+        names = _items(arg, text)
+        unknown = [n for n in names if n not in CALIBRATE_S]
+        if unknown:
+            raise PlanError(
+                f"{text}: calibrate_book.sh has no step {', '.join(unknown)};"
+                f" choose from {' '.join(CALIBRATE_S)}"
+            )
+        step = Step(
+            "calibrate_" + "-".join(names),
+            _bash("calibrate_book.sh", *names),
+            sum(CALIBRATE_S[n] for n in names),
+        )
+    elif kind == "table3_extended" and not arg:
+        estimate = TABLE3_MIN_MINUTES * 60 + 90
+        step = Step("table3_extended", _bash("table3_extended.sh"), estimate)
+        step.minutes_from_limit = step.takes_the_rest = True
+    elif kind == "parser_sweep" and not arg:
+        step = Step("parser_sweep", _bash("parser_sweep.sh"), PARSER_SWEEP_S)
+    elif kind == "recipe_seeds" and arg:
+        seeds = _items(arg, text)
+        if not all(s.isdigit() and int(s) > 0 for s in seeds):
+            raise PlanError(
+                f"{text}: seeds are whole numbers above 0, as recipe_seeds:2,3"
+            )
+        step = Step(
+            "recipe_seeds_" + "-".join(seeds),
+            _bash("recipe_seeds.sh"),
+            RECIPE_SEED_S,
+            env={"SEEDS": " ".join(seeds)},
+        )
+    elif kind == "speed":
+        parts = _items(arg, text) if arg else list(SPEED_S)
+        unknown = [p for p in parts if p not in SPEED_S]
+        if unknown:
+            raise PlanError(
+                f"{text}: speed.sh has no part {', '.join(unknown)}; choose from {' '.join(SPEED_S)}"
+            )
+        step = Step(
+            "speed", _bash("speed.sh", *(parts if arg else [])), SPEED_S[parts[0]]
+        )
+        step.takes_the_rest = True
+    else:
+        raise PlanError(
+            f"unknown step '{text}'; the steps are tests, chapters:NN[,NN], calibrate:NAME[,NAME],"
+            " table3_extended, parser_sweep, recipe_seeds:N[,N] and speed[:PART,...]"
+        )
+    if seconds:
+        if not seconds.isdigit() or int(seconds) <= 0:
+            raise PlanError(f"{text}: an estimate is a whole number of seconds above 0")
+        step.estimate_s = int(seconds)
+    return step
+
+
+def plan(texts: list[str]) -> list[Step]:
+    """Every step parsed and checked, or a PlanError naming the first problem."""
+    if not texts:
+        raise PlanError("name at least one step, e.g. chapters:04 tests")
+    if len(texts) > MAX_STEPS:
+        raise PlanError(
+            f"{len(texts)} steps, at most {MAX_STEPS} a call: each returns one file, and a call"
+            " returns 8 with spell.json and spell.log; join chapters (chapters:05,08) or split the call"
+        )
+    steps = [parse_step(text) for text in texts]
+    _check_the_trained_model(steps)
+    names = [step.name for step in steps]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise PlanError(
+            f"two steps would deliver the same file ({', '.join(repeated)}); join them"
+        )
+    return steps
+
+
+def _check_the_trained_model(steps: list[Step]) -> None:
+    """Chapters 05 and 08 read chapter 04's run folder (its snapshots and their average, far more
+    than the call returns or carries), so they run on the machine that trained it: after 04 in the
+    same call, or in a second call on the still-warm machine, which keeps it."""
+    profile = os.environ.get("PROFILE", "gpu")
+    trained = (REPO / "runs" / f"book-{profile}" / "averaged.pt").is_file()
+    for step in steps:
+        chapters = step.argv[2:] if step.name.startswith("chapters_") else []
+        if "04" in chapters:
+            trained = True
+        readers = [c for c in chapters if c in READS_THE_TRAINED_MODEL]
+        if readers and not trained:
+            which = (
+                "chapter " + readers[0] + " reads"
+                if len(readers) == 1
+                else "chapters 05 and 08 read"
+            )
+            raise PlanError(
+                f"{which} chapter 04's model, which this machine has not trained (no"
+                f" runs/book-{profile}/averaged.pt): put chapters:04 before it in this call, or call"
+                " again on the warm machine that ran it"
+            )
+
+
+def dry_run(steps: list[Step], limit_s: int) -> list[str]:
+    """The plan as the call would meet it if every step took its estimate: which run, which not."""
+    left, lines = limit_s, []
+    for step in steps:
+        room = left - RESERVE_S - GRACE_S
+        verdict = (
+            "runs" if step.estimate_s <= room else f"skipped ({max(room, 0)} s left)"
+        )
+        if step.estimate_s <= room:
+            left -= room + GRACE_S if step.takes_the_rest else step.estimate_s
+        lines.append(
+            f"{step.name}: about {step.estimate_s} s, {verdict}: {' '.join(step.argv)}"
+        )
+    return lines
+
+
+def _write_json(path: Path, record: dict) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(record, indent=1) + "\n")
+    partial.replace(path)
+
+
+def _probe(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=REPO)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def deliver(name: str, staging: Path, out: Path) -> list[str]:
+    """What a step wrote into `staging`, as one file in `out`: the file itself where there is one
+    with a name the call can return, else `<name>.tgz` of them all. Returns the names delivered."""
+    files = sorted(p for p in staging.rglob("*") if p.is_file())
+    if not files:
+        return []
+    alone = files[0] if len(files) == 1 and files[0].parent == staging else None
+    # as it is, unless its name cannot travel or another step delivered a file of that name
+    if alone and SAFE_NAME.match(alone.name) and not (out / alone.name).exists():
+        shutil.move(alone, out / alone.name)
+        return [alone.name]
+    packed = out / f"{name}.tgz"
+    with tarfile.open(packed.with_name(packed.name + ".partial"), "w:gz") as tar:
+        for path in files:
+            tar.add(path, arcname=str(path.relative_to(staging)))
+    packed.with_name(packed.name + ".partial").replace(packed)
+    return [packed.name]
+
+
+class Spell:
+    """Runs steps against a deadline, delivering each step's files and the ledger as it goes."""
+
+    def __init__(self, steps: list[Step], limit_s: float, out: Path, work: Path, log):
+        self.steps, self.limit_s, self.log = steps, limit_s, log
+        self.out, self.work = out, work
+        self.started = time.monotonic()
+        self.record = {
+            "started": _now(),
+            "ended": None,
+            "limit_s": limit_s,
+            "commit": _probe(["git", "rev-parse", "HEAD"]),
+            "device": _probe(
+                ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]
+            ),
+            "steps": [],
+        }
+
+    def left(self) -> float:
+        return self.limit_s - (time.monotonic() - self.started)
+
+    def say(self, line: str) -> None:
+        self.log.write(line + "\n")
+        self.log.flush()
+
+    def run(self) -> int:
+        status = 0
+        for step in self.steps:
+            entry = self.run_step(step)
+            self.record["steps"].append(entry)
+            _write_json(self.out / "spell.json", self.record)
+            status = status or int(entry["status"] != "ok")
+        self.record["ended"] = _now()
+        _write_json(self.out / "spell.json", self.record)
+        done = [e["step"] for e in self.record["steps"] if e["status"] == "ok"]
+        rest = [e["step"] for e in self.record["steps"] if e["status"] != "ok"]
+        self.say(
+            f"[spell] done: {' '.join(done) or 'nothing'}; not done: {' '.join(rest) or 'none'}"
+        )
+        return status
+
+    def run_step(self, step: Step) -> dict:
+        entry = {
+            "step": step.name,
+            "command": " ".join(step.argv),
+            "estimate_s": step.estimate_s,
+        }
+        limit = int(self.left()) - RESERVE_S - GRACE_S  # the step's LIMIT_S
+        if step.estimate_s > limit:
+            self.say(
+                f"[spell] {step.name} skipped: needs about {step.estimate_s} s, {max(limit, 0)} s"
+                " left; run it in the next spell"
+            )
+            return entry | {"status": "skipped", "left_s": max(limit, 0)}
+        env = os.environ | step.env | {"LIMIT_S": str(limit), "PYTHONUNBUFFERED": "1"}
+        if step.minutes_from_limit:
+            # whole half-minutes, leaving table3_extended.sh the 90 s it keeps for the export
+            env["MINUTES"] = str((limit - 90) // 30 / 2)
+        staging = self.work / step.name
+        # this script's own folder, left by an earlier call on the same machine
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        env["OUT"] = str(staging)
+        self.say(
+            f"[spell] {step.name} ({limit} s at most, estimated {step.estimate_s}): {entry['command']}"
+        )
+        started = time.monotonic()
+        code, cut = self.execute(step.argv, env, limit)
+        wall = round(time.monotonic() - started, 1)
+        files = deliver(step.name, staging, self.out)
+        too_big = [f for f in files if (self.out / f).stat().st_size > MAX_FILE_BYTES]
+        # 124: the step's own `timeout` stopped it at its LIMIT_S
+        status = "cut_short" if cut or code == 124 else ("ok" if code == 0 else "failed")
+        self.say(
+            f"[spell] {step.name}: {status} (exit {code}) after {wall} s; files: {' '.join(files) or 'none'}"
+        )
+        for name in too_big:
+            self.say(
+                f"[spell] {name} is over {MAX_FILE_BYTES >> 20} MiB: the call will not return it"
+            )
+        return entry | {
+            "status": status,
+            "exit": code,
+            "wall_s": wall,
+            "files": files,
+            "too_big": too_big,
+            "env": {k: env[k] for k in (*step.env, "LIMIT_S", "MINUTES") if k in env},
+        }
+
+    def execute(self, argv: list[str], env: dict, limit: int) -> tuple[int, bool]:
+        """Runs one step in its own process group, its output into the log as it comes. A step
+        still running GRACE_S / 2 past its LIMIT_S gets SIGINT, to the whole group (the scripts and
+        the book save what finished); whatever of the group is left GRACE_S / 2 later, or once the
+        step has ended (a child left holding its output), gets SIGKILL."""
+        proc = subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+        def pump() -> None:
+            for line in proc.stdout:
+                self.log.write(line)
+                self.log.flush()
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        cut = False
+        try:
+            code = proc.wait(timeout=limit + GRACE_S / 2)
+        except subprocess.TimeoutExpired:
+            cut = True
+            _signal_group(proc, signal.SIGINT)
+            try:
+                code = proc.wait(timeout=GRACE_S / 2)
+            except subprocess.TimeoutExpired:
+                code = None
+        _signal_group(proc, signal.SIGKILL)
+        if code is None:
+            code = proc.wait()
+        reader.join(timeout=5)
+        return code, cut
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class _Tee:
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text: str) -> None:
+        for stream in self.streams:
+            stream.write(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Run prepared GPU steps in one call, within its minutes and its 8 files back.",
+        epilog="The steps: tests, chapters:NN[,NN], calibrate:NAME[,NAME], table3_extended,"
+        " parser_sweep, recipe_seeds:N[,N], speed[:PART,...]; STEP=SECONDS replaces an estimate.",
+    )
+    parser.add_argument("steps", nargs="*", metavar="STEP")
+    parser.add_argument(
+        "--limit-s",
+        type=int,
+        default=540,
+        help="seconds for all the steps together (default 540: a 600-s call with the wheels' install)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the plan and run nothing"
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=REPO / "_build" / "spell" / "steps",
+        help="where each step writes before its files are delivered (default _build/spell/steps)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        steps = plan(args.steps)
+        if args.limit_s <= RESERVE_S + GRACE_S:
+            raise PlanError(f"--limit-s {args.limit_s} leaves no time for a step")
+    except PlanError as error:
+        print(f"spell.py: {error}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for line in dry_run(steps, args.limit_s):
+            print(line)
+        return 0
+    out = Path(os.environ.get("OUT") or REPO / "_build" / "spell" / "out")
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "spell.log", "a") as log_file:
+        spell = Spell(steps, args.limit_s, out, args.work, _Tee(sys.stdout, log_file))
+        return spell.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,265 @@
+"""scripts/gpu/spell.py: one GPU call runs what fits its minutes and returns one file a step."""
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "gpu" / "spell.py"
+
+
+@pytest.fixture()
+def spell(monkeypatch):
+    spec = importlib.util.spec_from_file_location("spell", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def _cli(*args, **env):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
+
+
+@pytest.mark.parametrize(
+    "steps, says",
+    [
+        (["chapters:09"], "no chapter 09"),
+        (["chapters:04,04"], "list them once each"),
+        (["calibrate:warm_up"], "calibrate_book.sh has no step warm_up"),
+        (["speed:decode,everything"], "speed.sh has no part everything"),
+        (["recipe_seeds:two"], "seeds are whole numbers"),
+        (["recipe_seeds"], "unknown step 'recipe_seeds'"),
+        (["tests=soon"], "a whole number of seconds"),
+        (["tests", "chapters:04", "tests"], "the same file (gpu_tests)"),
+        (["tests", *(f"chapters:0{n}" for n in range(6))], "7 steps, at most 6"),
+        ([], "name at least one step"),
+    ],
+)
+def test_a_step_it_cannot_run_is_refused_in_one_line_before_any_runs(
+    steps, says, tmp_path
+):
+    proc = _cli(*steps, OUT=str(tmp_path))
+    assert proc.returncode == 2
+    assert says in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert not any(tmp_path.iterdir())  # no ledger, no log: nothing started
+
+
+def test_its_names_are_the_scripts_own(spell):
+    """The calibration steps and speed parts it accepts are those the scripts run, in their order."""
+    calibrate = (REPO / "scripts/gpu/calibrate_book.sh").read_text()
+    functions = re.findall(r"^(\w+)\(\) \{$", calibrate, flags=re.M)
+    assert set(spell.CALIBRATE_S) == set(functions) - {"pack", "timed"}
+    speed = (REPO / "scripts/gpu/speed.sh").read_text()
+    known = re.search(r"^known=\((.*)\)$", speed, flags=re.M).group(1).split()
+    assert list(spell.SPEED_S) == known
+    chapters = sorted(p.name[:2] for p in (REPO / "book").glob("[0-9][0-9]_*.py"))
+    assert sorted(spell.CHAPTER_S) == chapters
+    for text in (
+        "tests",
+        "chapters:04",
+        "calibrate:fp16",
+        "table3_extended",
+        "parser_sweep",
+    ):
+        assert Path(spell.parse_step(text).argv[1]).is_file()
+    for text in ("recipe_seeds:2", "speed"):
+        assert Path(spell.parse_step(text).argv[1]).is_file()
+
+
+def test_the_dry_run_says_which_steps_the_minutes_hold(spell):
+    lines = spell.dry_run(
+        spell.plan(["chapters:04", "tests", "chapters:05", "chapters:08=30"]), 540
+    )
+    assert [line.split(":")[0] for line in lines] == [
+        "chapters_04",
+        "gpu_tests",
+        "chapters_05",
+        "chapters_08",
+    ]
+    assert "runs" in lines[0] and "runs" in lines[1]
+    assert (
+        "skipped (40 s left)" in lines[2]
+    )  # 135 s estimated; 540 - 375 - 90, less 35 kept back
+    # a shorter step behind a skipped one still runs
+    assert "about 30 s, runs" in lines[3]
+    # a step that fits itself to its limit takes the rest of the call
+    rest = spell.dry_run(spell.plan(["speed:decode", "tests"]), 540)
+    assert "runs" in rest[0] and "skipped" in rest[1]
+
+
+def _step(spell, name, script, estimate=1, **fields):
+    return spell.Step(name, ["bash", "-c", script], estimate, **fields)
+
+
+def _run(spell, folder, steps, limit_s):
+    out, work = folder / "out", folder / "work"
+    out.mkdir(parents=True)
+    log = open(out / "spell.log", "a")
+    try:
+        status = spell.Spell(steps, limit_s, out, work, log).run()
+    finally:
+        log.close()
+    return status, out, json.loads((out / "spell.json").read_text())
+
+
+def test_each_step_returns_one_file_and_the_ledger_says_what_ran(
+    spell, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(spell, "RESERVE_S", 1)
+    monkeypatch.setattr(spell, "GRACE_S", 2)
+    steps = [
+        # its own single file, returned as it is
+        _step(
+            spell,
+            "chapters_04",
+            'echo "$LIMIT_S" > "$OUT/chapters_04.tgz"; echo step one said',
+        ),
+        # several files (one in a folder): packed into one
+        _step(
+            spell,
+            "speed",
+            'echo a > "$OUT/a.json"; mkdir "$OUT/b"; echo b > "$OUT/b/c.md"',
+        ),
+        # more than the time left: skipped, and the call goes on
+        _step(spell, "parser_sweep", "echo never", estimate=10_000),
+        # fails
+        _step(
+            spell,
+            "gpu_tests",
+            'echo "$MINUTES" > "$OUT/m.txt"; exit 3',
+            minutes_from_limit=True,
+        ),
+    ]
+    status, out, ledger = _run(spell, tmp_path, steps, limit_s=300)
+    assert status == 1
+    assert sorted(p.name for p in out.iterdir()) == [
+        "chapters_04.tgz",
+        "m.txt",
+        "speed.tgz",
+        "spell.json",
+        "spell.log",
+    ]
+    limit = int((out / "chapters_04.tgz").read_text())
+    assert 290 <= limit <= 297  # the time left less the reserve and the grace
+    with tarfile.open(out / "speed.tgz") as tar:
+        assert sorted(tar.getnames()) == ["a.json", "b/c.md"]
+    minutes = float((out / "m.txt").read_text())
+    assert minutes > 0 and minutes * 60 + 90 <= limit  # what table3_extended.sh demands
+    by_step = {entry["step"]: entry for entry in ledger["steps"]}
+    assert [e["status"] for e in ledger["steps"]] == ["ok", "ok", "skipped", "failed"]
+    assert by_step["gpu_tests"]["exit"] == 3
+    assert by_step["speed"]["files"] == ["speed.tgz"]
+    assert ledger["ended"] and ledger["limit_s"] == 300
+    log = (out / "spell.log").read_text()
+    assert "step one said" in log and "parser_sweep skipped" in log
+    assert "not done: parser_sweep gpu_tests" in log
+
+
+def test_a_step_past_its_limit_is_stopped_and_keeps_what_it_wrote(
+    spell, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(spell, "RESERVE_S", 1)
+    monkeypatch.setattr(spell, "GRACE_S", 2)
+    steps = [
+        # honours SIGINT: writes what it has and stops
+        _step(
+            spell,
+            "table3_extended",
+            "trap 'echo saved > \"$OUT/runs.json\"; exit 130' INT; sleep 60 & wait",
+        ),
+    ]
+    status, out, ledger = _run(spell, tmp_path, steps, limit_s=6)
+    assert status == 1
+    entry = ledger["steps"][0]
+    assert entry["status"] == "cut_short" and entry["wall_s"] < 10
+    assert (out / "runs.json").read_text() == "saved\n"
+    # one that ignores SIGINT is killed a moment later
+    stubborn = [_step(spell, "speed", "trap '' INT; sleep 60")]
+    status, out, ledger = _run(spell, tmp_path / "stubborn", stubborn, limit_s=6)
+    assert ledger["steps"][0]["status"] == "cut_short"
+    assert ledger["steps"][0]["wall_s"] < 12
+
+
+def test_recipe_seeds_refuses_a_bad_seed_before_any_work(tmp_path):
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts/gpu/recipe_seeds.sh")],
+        cwd=tmp_path,  # nothing of the checkout's is touched
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SEEDS": "2 x", "PYTHON": "false"},
+    )
+    assert proc.returncode == 2 and "SEEDS holds 'x'" in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_a_spell_runs_the_gpu_scripts_on_a_cpu(tmp_path):
+    """The device call's own command, on a CPU: the CUDA-only tests (each skipped here) and
+    speed.sh's decode part at the smoke sizes, each returned as one file beside the ledger."""
+    out = tmp_path / "out"
+    proc = _cli(
+        "--limit-s",
+        "900",
+        "--work",
+        str(tmp_path / "work"),
+        "tests",
+        "speed:decode",
+        OUT=str(out),
+        DEVICE="cpu",
+        QUICK="1",
+        AT_CACHE_DIR=str(tmp_path / "cache"),
+        PYTHON=sys.executable,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == [
+        "gpu_tests.tgz",
+        "speed.tgz",
+        "spell.json",
+        "spell.log",
+    ]
+    with tarfile.open(out / "gpu_tests.tgz") as tar:
+        assert sorted(tar.getnames()) == ["gpu_tests.log", "gpu_tests.xml"]
+    with tarfile.open(out / "speed.tgz") as tar:
+        record = json.load(tar.extractfile("speed_decode.json"))
+    assert all(row["same_tokens"] for row in record["decoding"])
+    ledger = json.loads((out / "spell.json").read_text())
+    assert [e["status"] for e in ledger["steps"]] == ["ok", "ok"]
+
+
+def test_chapters_reading_the_trained_model_run_only_where_it_was_trained(
+    spell, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(spell, "REPO", tmp_path)  # a machine with no runs/ of its own
+    monkeypatch.delenv("PROFILE", raising=False)
+    for alone in (
+        ["chapters:05"],
+        ["tests", "chapters:08"],
+        ["chapters:08", "chapters:04"],
+    ):
+        with pytest.raises(spell.PlanError, match="chapter 04's model"):
+            spell.plan(alone)
+    assert len(spell.plan(["chapters:04", "chapters:05,08"])) == 2
+    # a second call on the warm machine that trained it
+    (tmp_path / "runs" / "book-gpu").mkdir(parents=True)
+    (tmp_path / "runs" / "book-gpu" / "averaged.pt").write_bytes(b"")
+    assert len(spell.plan(["chapters:08", "tests"])) == 2
+    monkeypatch.setenv("PROFILE", "cpu")  # another profile's model is another folder
+    with pytest.raises(spell.PlanError, match="runs/book-cpu/averaged.pt"):
+        spell.plan(["chapters:05"])
