@@ -263,3 +263,20 @@ def test_chapters_reading_the_trained_model_run_only_where_it_was_trained(
     monkeypatch.setenv("PROFILE", "cpu")  # another profile's model is another folder
     with pytest.raises(spell.PlanError, match="runs/book-cpu/averaged.pt"):
         spell.plan(["chapters:05"])
+
+
+def test_preparing_a_call_refuses_bad_input_before_any_download(tmp_path):
+    def prepare(*steps, **env):
+        return subprocess.run(
+            ["bash", str(REPO / "scripts/gpu/prepare_call.sh"), *steps],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHON": sys.executable, **env},
+        )
+
+    no_data = prepare("tests", AT_DATA_DIR=str(tmp_path))
+    assert no_data.returncode == 2 and "AT_DATA_DIR must name" in no_data.stderr
+    (tmp_path / "multi30k").mkdir()
+    bad_step = prepare("chapters:10", AT_DATA_DIR=str(tmp_path))
+    assert bad_step.returncode == 2 and "no chapter 10" in bad_step.stderr
+    assert "[wheels]" not in bad_step.stdout + bad_step.stderr
