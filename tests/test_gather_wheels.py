@@ -1,11 +1,11 @@
 """scripts/gpu/gather_wheels.py: which wheels an offline GPU machine is sent (no network here)."""
 
-import importlib.util
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.support.scripts import imported_script
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "gpu" / "gather_wheels.py"
@@ -13,14 +13,8 @@ SCRIPT = REPO / "scripts" / "gpu" / "gather_wheels.py"
 
 @pytest.fixture(scope="module")
 def gw():
-    spec = importlib.util.spec_from_file_location("gather_wheels", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
+    with imported_script(SCRIPT) as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 FAKE_LOCK = """\

@@ -1,6 +1,5 @@
 """scripts/gpu/spell.py: one GPU call runs what fits its minutes and returns one file a step."""
 
-import importlib.util
 import json
 import os
 import re
@@ -11,20 +10,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.scripts import imported_script
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "gpu" / "spell.py"
 
 
 @pytest.fixture()
-def spell(monkeypatch):
-    spec = importlib.util.spec_from_file_location("spell", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
+def spell():
+    with imported_script(SCRIPT) as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
+
+
+@pytest.fixture()
+def short_margins(spell, monkeypatch):
+    """Seconds, not tens of them, kept back for delivering and stopping a step."""
+    monkeypatch.setattr(spell, "RESERVE_S", 1)
+    monkeypatch.setattr(spell, "GRACE_S", 2)
 
 
 def _cli(*args, **env):
@@ -120,10 +122,8 @@ def _run(spell, folder, steps, limit_s):
 
 
 def test_each_step_returns_one_file_and_the_ledger_says_what_ran(
-    spell, tmp_path, monkeypatch
+    spell, tmp_path, short_margins
 ):
-    monkeypatch.setattr(spell, "RESERVE_S", 1)
-    monkeypatch.setattr(spell, "GRACE_S", 2)
     steps = [
         # its own single file, returned as it is
         _step(
@@ -173,10 +173,8 @@ def test_each_step_returns_one_file_and_the_ledger_says_what_ran(
 
 
 def test_a_step_past_its_limit_is_stopped_and_keeps_what_it_wrote(
-    spell, tmp_path, monkeypatch
+    spell, tmp_path, short_margins
 ):
-    monkeypatch.setattr(spell, "RESERVE_S", 1)
-    monkeypatch.setattr(spell, "GRACE_S", 2)
     steps = [
         # honours SIGINT: writes what it has and stops
         _step(
