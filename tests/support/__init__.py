@@ -1,5 +1,5 @@
-"""Helpers the tests share: the repository's root, a headless browser, a tiny trained checkpoint, and
-the synthetic data and small profile of the training tests, and the scripts imported as modules."""
+"""Helpers the tests share: the repository's root, a headless browser, a tiny trained checkpoint, the
+synthetic data and small profile of the training tests, and the scripts imported as modules."""
 
 from pathlib import Path
 
