@@ -369,28 +369,41 @@ def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
         assert set(record["variants"]) == {"eager", variant}  # one compile, beside eager
 
 
-@pytest.mark.slow
-def test_table3_extended_script_exports_whole_epochs_on_a_cpu(tmp_path, data_dir):
-    # scripts/gpu/table3_extended.sh with DEVICE=cpu QUICK=1: the spell's command on the smoke
-    # profile, its export and the tarball that comes back, all under BUILD_DIR
-    out, build = tmp_path / "out", tmp_path / "build"
-    out.mkdir()
-    proc = subprocess.run(
+def _table3_extended(tmp_path, data_dir, **env):
+    return subprocess.run(
         ["bash", str(REPO / "scripts" / "gpu" / "table3_extended.sh")],
         cwd=REPO,
         capture_output=True,
         text=True,
         env={
             "AT_CACHE_DIR": str(tmp_path / "cache"),
-            "AT_DATA_DIR": data_dir,
+            "AT_DATA_DIR": data_dir or "",
             "PATH": "/usr/bin:/bin",
             "PYTHON": sys.executable,
             "DEVICE": "cpu",
             "QUICK": "1",
-            "OUT": str(out),
-            "BUILD_DIR": str(build),
+            "OUT": str(tmp_path / "out"),
+            "BUILD_DIR": str(tmp_path / "build"),
+            **env,
         },
     )
+
+
+def test_table3_extended_script_refuses_a_part_it_does_not_know(tmp_path):
+    proc = _table3_extended(tmp_path, None, GROUP="heads")
+    assert proc.returncode == 2
+    assert "GROUP=heads is not a part; choose all, findings, size or rest" in proc.stderr
+    assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.slow
+def test_table3_extended_script_exports_whole_epochs_on_a_cpu(tmp_path, data_dir):
+    # scripts/gpu/table3_extended.sh with DEVICE=cpu QUICK=1: the spell's command on the smoke
+    # profile, its export and the tarball that comes back, all under BUILD_DIR; then one part of
+    # the run (GROUP), as a second machine trains it, merged into the first's export
+    out, build = tmp_path / "out", tmp_path / "build"
+    out.mkdir()
+    proc = _table3_extended(tmp_path, data_dir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     side = build / "table3_extended_smoke"
     document = json.loads((side / "runs.json").read_text())
@@ -407,6 +420,24 @@ def test_table3_extended_script_exports_whole_epochs_on_a_cpu(tmp_path, data_dir
         names = {Path(n).name for n in packed.getnames()}
     assert names == {"log.txt", "runs.json"}  # no checkpoints travel back
     assert "2 processes, exit 0" in (side / "log.txt").read_text()
+    part = _table3_extended(tmp_path, data_dir, GROUP="size")
+    assert part.returncode == 0, part.stdout + part.stderr
+    assert (out / "table3_extended_smoke_size.tgz").is_file()
+    merged = tmp_path / "merged.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "annotated_transformer", "table3", "--merge"]
+        + [
+            str(side / "runs.json"),
+            str(build / "table3_extended_smoke_size" / "runs.json"),
+        ]
+        + ["--export", str(merged)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {(j["corpus"], j["row"]) for j in json.loads(merged.read_text())["jobs"]}
+    assert rows == {*jobs, ("full", "C2")}  # the part's C1 and C2 beside the first's five
 
 
 def test_a_stacked_step_gives_each_model_what_the_trainer_gives_it_alone():

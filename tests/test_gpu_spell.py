@@ -71,6 +71,10 @@ def test_its_names_are_the_scripts_own(spell):
     speed = (REPO / "scripts/gpu/speed.sh").read_text()
     known = re.search(r"^known=\((.*)\)$", speed, flags=re.M).group(1).split()
     assert list(spell.SPEED_S) == known
+    table3 = (REPO / "scripts/gpu/table3_extended.sh").read_text()
+    parts = re.findall(r"^  (\w+)\) rows=", table3, flags=re.M)
+    assert ["all", *spell.TABLE3_PARTS] == parts
+    assert spell.parse_step("table3_extended:size").env == {"GROUP": "size"}
     chapters = sorted(p.name[:2] for p in (REPO / "book").glob("[0-9][0-9]_*.py"))
     assert sorted(spell.CHAPTER_S) == chapters
     for text in (

@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the committed result beside its live run.\n\n"
         "  python -m annotated_transformer table3 --profile cpu --epochs 8 --seeds 1 2 3\n"
         "  python -m annotated_transformer table3 --profile cpu --epochs 12   # continue to 12\n"
-        "  python -m annotated_transformer table3 --profile gpu --minutes 8   # whole epochs in 8 min"
+        "  python -m annotated_transformer table3 --profile gpu --minutes 8   # whole epochs in 8 min\n"
+        "  python -m annotated_transformer table3 --merge part1.json part2.json --export runs.json"
     )
     parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
     parser.add_argument(
@@ -82,6 +83,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "results/table3_extended_<profile>/runs.json); never replaces a file holding more",
     )
     parser.add_argument(
+        "--merge",
+        nargs="+",
+        default=None,
+        metavar="EXPORT",
+        help="write --export from these exports of parts of one run (groups of rows trained on "
+        "machines of their own) and what --export already holds, training nothing; a job in two "
+        "keeps the longer curve",
+    )
+    parser.add_argument(
         "--export-only",
         action="store_true",
         help="write --export from what the run folder holds, training nothing (for a run "
@@ -96,6 +106,14 @@ def run(args: argparse.Namespace) -> int:
     from ..runtime.devices import resolve_device
     from ..runtime.side_by_side import check_workers
 
+    if args.merge:
+        if not args.export:
+            raise ValueError("table3: --merge needs --export PATH, the file to write")
+        written = table3_report.merge_exports(
+            args.merge, args.export, say=lambda line: print(f"table3: {line}")
+        )
+        print(f"table3: wrote {written}")
+        return 0
     profile = get_profile(args.profile)
     rows = args.rows or extended.extended_rows()
     unknown = [r for r in rows if r not in TABLE3_ALL_ROWS]

@@ -17,7 +17,8 @@ The steps (the scripts beside this one; `=SECONDS` after a step replaces its est
     tests                   gpu_tests.sh: the CUDA-only tests
     chapters:NN[,NN...]     run_chapters.sh NN ...: those chapters of the `gpu` book, one papermill run
     calibrate:NAME[,NAME]   calibrate_book.sh NAME ...
-    table3_extended         table3_extended.sh, its MINUTES from the time left
+    table3_extended[:PART]  table3_extended.sh (GROUP=PART: findings, size or rest), its MINUTES
+                            from the time left
     parser_sweep            parser_sweep.sh
     recipe_seeds:N[,N...]   recipe_seeds.sh for those seeds (1 alone, then 2,3 side by side)
     speed[:PART,...]        speed.sh PART ... (all of them by default)
@@ -84,6 +85,11 @@ RECIPE_SEED_S = 360  # seed 1 alone: 352 s measured; 2 and 3 side by side about 
 TESTS_S = 90
 PARSER_SWEEP_S = 300
 TABLE3_MIN_MINUTES = 3  # fewer minutes than this would not finish an epoch of every row
+TABLE3_PARTS = (
+    "findings",
+    "size",
+    "rest",
+)  # table3_extended.sh's GROUPs, besides all 20 rows
 
 
 class PlanError(ValueError):
@@ -144,9 +150,11 @@ def parse_step(text: str) -> Step:
             _bash("calibrate_book.sh", *names),
             sum(CALIBRATE_S[n] for n in names),
         )
-    elif kind == "table3_extended" and not arg:
+    elif kind == "table3_extended" and arg in ("", *TABLE3_PARTS):
         estimate = TABLE3_MIN_MINUTES * 60 + 90
-        step = Step("table3_extended", _bash("table3_extended.sh"), estimate)
+        name = "table3_extended" + (f"_{arg}" if arg else "")
+        env = {"GROUP": arg} if arg else {}
+        step = Step(name, _bash("table3_extended.sh"), estimate, env=env)
         step.minutes_from_limit = step.takes_the_rest = True
     elif kind == "parser_sweep" and not arg:
         step = Step("parser_sweep", _bash("parser_sweep.sh"), PARSER_SWEEP_S)
@@ -176,7 +184,7 @@ def parse_step(text: str) -> Step:
     else:
         raise PlanError(
             f"unknown step '{text}'; the steps are tests, chapters:NN[,NN], calibrate:NAME[,NAME],"
-            " table3_extended, parser_sweep, recipe_seeds:N[,N] and speed[:PART,...]"
+            " table3_extended[:PART], parser_sweep, recipe_seeds:N[,N] and speed[:PART,...]"
         )
     if seconds:
         if not seconds.isdigit() or int(seconds) <= 0:
@@ -433,7 +441,7 @@ class _Tee:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Run prepared GPU steps in one call, within its minutes and its 8 files back.",
-        epilog="The steps: tests, chapters:NN[,NN], calibrate:NAME[,NAME], table3_extended,"
+        epilog="The steps: tests, chapters:NN[,NN], calibrate:NAME[,NAME], table3_extended[:PART],"
         " parser_sweep, recipe_seeds:N[,N], speed[:PART,...]; STEP=SECONDS replaces an estimate.",
     )
     parser.add_argument("steps", nargs="*", metavar="STEP")

@@ -6,16 +6,25 @@
 # is a whole Table 3 at that budget, and chapter 06 reads the verdicts of each.
 #
 #   AT_DATA_DIR=/path/to/data bash scripts/gpu/table3_extended.sh
+#   GROUP=findings AT_DATA_DIR=/path/to/data bash scripts/gpu/table3_extended.sh   # one part
 #   DEVICE=cpu QUICK=1 OUT=/tmp/t bash scripts/gpu/table3_extended.sh   # a smoke run on a CPU
+#
+# GROUP trains one part of the run, for a call too short for all 69 jobs (each call is a fresh
+# machine: what one part trained cannot be continued by the next, only merged with it, `table3
+# --merge`): findings (base A1 A4 B1 D1 D2 E, with dropout's small corpus: five of the six
+# findings), size (C1-C7: bigger is better) or rest (A2 A3 B2 D3 D4 big: the rank correlation's
+# other rows); the default, all, trains all 20 rows. A part's files are named after it
+# (table3_extended_<profile>_<group>).
 #
 # Writes the export (runs.json), the command's log and the GPU's utilisation every 5 seconds
 # (nvidia-smi, where there is one: how busy the processes kept it) to
 # BUILD_DIR/table3_extended_<profile>/ (default _build), and, when $OUT is set,
 # $OUT/table3_extended_<profile>.tgz holding those three. The export is never written into
-# results/: commit it as results/table3_extended_<profile>/runs.json, which chapter 06 reads, only
-# where it holds more than the file there. The run folder (runs/table3-<profile>, the command's
-# default; about 100 MB of checkpoints a job) stays on the machine: a second call on a warm
-# machine continues it, a fresh machine starts afresh.
+# results/: merge it into results/table3_extended_<profile>/runs.json, which chapter 06 reads,
+# with `python -m annotated_transformer table3 --merge runs.json --export
+# results/table3_extended_<profile>/runs.json` (a job the file holds keeps the longer curve). The
+# run folder (runs/table3-<profile>[-<group>]; about 100 MB of checkpoints a job) stays on the
+# machine: a second call on a warm machine continues it, a fresh machine starts afresh.
 #
 # LIMIT_S (default 570) bounds the whole script, under the device's 10 minutes a call; MINUTES
 # (default 8) must leave 90 s of it (a minute for the epochs still running, then the export and
@@ -31,10 +40,19 @@ epochs=${EPOCHS:-12}
 small=${SMALL_EPOCHS:-60}
 minutes=${MINUTES:-8}
 limit=${LIMIT_S:-570}
-rows=(base A1 A2 A3 A4 B1 B2 C1 C2 C3 C4 C5 C6 C7 D1 D2 D3 D4 E big)
+group=${GROUP:-all}
+case $group in
+  all) rows=(base A1 A2 A3 A4 B1 B2 C1 C2 C3 C4 C5 C6 C7 D1 D2 D3 D4 E big) ;;
+  findings) rows=(base A1 A4 B1 D1 D2 E) ;;
+  size) rows=(C1 C2 C3 C4 C5 C6 C7) ;;
+  rest) rows=(A2 A3 B2 D3 D4 big) ;;
+  *) echo "table3_extended.sh: GROUP=$group is not a part; choose all, findings, size or rest" >&2
+     exit 2 ;;
+esac
 seeds=(1 2 3)
 if [ -n "${QUICK:-}" ]; then
-  profile=smoke rows=(base C1 D1) seeds=(1) epochs=1 small=1 workers=2 minutes=${MINUTES:-5}
+  profile=smoke seeds=(1) epochs=1 small=1 workers=2 minutes=${MINUTES:-5}
+  [ "$group" = all ] && rows=(base C1 D1) || rows=("${rows[@]:0:2}")
 fi
 seconds=$(awk -v m="$minutes" 'BEGIN { if (m + 0 > 0) printf "%d", m * 60; else print "bad" }')
 if [ "$seconds" = bad ] || [ $(( seconds + 90 )) -gt "$limit" ]; then
@@ -43,6 +61,7 @@ if [ "$seconds" = bad ] || [ $(( seconds + 90 )) -gt "$limit" ]; then
   exit 2
 fi
 name=table3_extended_$profile
+[ "$group" = all ] || name=${name}_$group
 side=${BUILD_DIR:-_build}/$name
 mkdir -p "$side"
 export_to=$side/runs.json
@@ -50,6 +69,7 @@ export_to=$side/runs.json
 [ -f "$export_to" ] && mv "$export_to" "$side/runs.$(date -u +%Y%m%dT%H%M%S).json"
 rm -f "$side/gpu_utilisation.csv"
 run_dir=runs/table3-$profile
+[ "$group" = all ] || run_dir=${run_dir}-$group  # a part's jobs, and only those, in its folder
 [ -n "${QUICK:-}" ] && run_dir=$side/run  # the smoke check keeps to its own folder
 log=$side/log.txt
 sampler=

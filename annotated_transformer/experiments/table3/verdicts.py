@@ -143,6 +143,82 @@ def export(
     return write_record(path, "table3_export", document)
 
 
+def merge_exports(
+    paths: Sequence[str | os.PathLike],
+    path: str | os.PathLike,
+    say: Callable[[str], object] | None = None,
+) -> Path:
+    """Write to `path` one export of the jobs of the exports at `paths` (and of `path` itself where
+    it exists, first): an extended run trained in parts, each part a group of rows on a machine of
+    its own (a lent GPU returns the curves, never the checkpoints, so a later call cannot continue
+    an earlier one's jobs; it trains other rows instead).
+
+    The parts must share the Table 3 settings (`identity`, the precision included) and, for each
+    corpus that both trained, the target epochs. A job in two parts keeps the longer curve (the
+    first on a tie), so nothing the file held is lost; each such choice is said to `say`. Every
+    job keeps the device it records; `machine` lists them all."""
+    path = Path(path)
+    sources = ([path] if path.is_file() else []) + [Path(p) for p in paths]
+    if len({p.resolve() for p in sources}) != len(sources):
+        raise ValueError(
+            "table3 --merge: an export is named twice (the --export file is read too)"
+        )
+    documents = [(p, read_extended(p)) for p in sources]
+    first_path, first = documents[0]
+    targets: dict[str, int] = {}
+    jobs: dict[tuple, tuple[dict, Path]] = {}
+    settings = {**extended.IDENTITY_BEFORE_DEVICES, **first["identity"]}
+    for source, document in documents:
+        theirs = {**extended.IDENTITY_BEFORE_DEVICES, **document["identity"]}
+        changed = sorted(
+            k for k in {*settings, *theirs} if settings.get(k) != theirs.get(k)
+        )
+        if changed:
+            raise ValueError(
+                f"{source} was trained with other Table 3 settings than {first_path} "
+                f"({', '.join(changed)} differ): merge exports of one profile and precision only"
+            )
+        trained = {j["corpus"] for j in document["jobs"]}
+        for corpus in sorted(trained):
+            target = document["targets"].get(corpus, 0)
+            if targets.setdefault(corpus, target) != target:
+                raise ValueError(
+                    f"{source} trains the {corpus} corpus to {target} epochs, another part to "
+                    f"{targets[corpus]}: continue the shorter part to the same target first"
+                )
+        for job in document["jobs"]:
+            key = _key(job)
+            held = jobs.get(key)
+            if held is None or len(job["curve"]) > len(held[0]["curve"]):
+                if held is not None and say is not None:
+                    corpus, row, seed = key
+                    say(
+                        f"{corpus}-{row}-seed{seed}: {len(job['curve'])} epochs from {source} "
+                        f"in place of {len(held[0]['curve'])} from {held[1]}"
+                    )
+                jobs[key] = (job, source)
+    records = [jobs[key][0] for key in sorted(jobs)]
+    document = {
+        "identity": first["identity"],
+        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": ", ".join(sorted({r["device"] for r in records if r.get("device")}))
+        or ", ".join(sorted({d["machine"] for _, d in documents})),
+        "targets": {"full": 0, "small": 0, **targets},
+        "jobs": records,
+        "merged_from": [
+            {
+                "file": source.name,
+                "written": d["written"],
+                "machine": d["machine"],
+                "jobs": sum(jobs[_key(j)][1] == source for j in d["jobs"]),
+            }
+            for source, d in documents
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_record(path, "table3_export", document)
+
+
 def _cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -457,3 +457,101 @@ def test_the_command_passes_its_minutes_on_and_says_what_is_left(
     with pytest.raises(SystemExit):  # argparse's one line and exit 2, before any work
         cli.main([*args, "--minutes", "0"])
     assert "--minutes: must be a number > 0" in capsys.readouterr().err
+
+
+def _part(
+    tmp_path, name, rows, epochs=2, small=(), targets=None, precision=None, ppl=30.0
+):
+    """An export of one part of a run: `rows` on the whole corpus, `small` on dropout's."""
+    out = tmp_path / f"run_{name}"
+    extended.Table3Run(_tiny(), out).write_identity(
+        targets or {"full": epochs, **({"small": 4} if small else {})}
+    )
+    if precision:
+        plan = json.loads((out / extended.PLAN_NAME).read_text())
+        plan["identity"]["precision"] = precision
+        (out / extended.PLAN_NAME).write_text(json.dumps(plan))
+    for row in rows:
+        for seed in (1, 2):
+            _curve(out, row, seed, epochs)
+    for row in small:
+        _curve(out, row, 1, 4, corpus="small")
+    if ppl != 30.0:  # another machine's run of the same jobs: other numbers
+        for path in out.glob(f"*/{extended.CURVE_NAME}"):
+            record = json.loads(path.read_text())
+            for point in record["curve"]:
+                point["ppl"] += ppl - 30.0
+            path.write_text(json.dumps(record))
+    assert _export_only(out, tmp_path / f"{name}.json") == 0
+    return tmp_path / f"{name}.json"
+
+
+def _merge(*paths, to):
+    from annotated_transformer import cli
+
+    return cli.main(["table3", "--merge", *map(str, paths), "--export", str(to)])
+
+
+def test_parts_trained_on_machines_of_their_own_merge_into_one_run(tmp_path, capsys):
+    """Groups of rows exported by separate calls make one export holding every job, which the
+    chapter reads as one table; the written file then only grows."""
+    from annotated_transformer.experiments.table3 import verdicts as table3_report
+
+    first = _part(tmp_path, "findings", ["base", "A1"], small=["base", "D1"])
+    second = _part(tmp_path, "size", ["C1", "C3"])
+    to = tmp_path / "merged" / "runs.json"
+    assert _merge(first, second, to=to) == 0
+    merged = table3_report.read_extended(to)
+    assert sorted(table3_report._key(j) for j in merged["jobs"]) == sorted(
+        [("full", r, s) for r in ("base", "A1", "C1", "C3") for s in (1, 2)]
+        + [("small", "base", 1), ("small", "D1", 1)]
+    )
+    assert merged["targets"] == {"full": 2, "small": 4}
+    assert [m["jobs"] for m in merged["merged_from"]] == [6, 4]
+    budgets = table3_report.extended_budgets(merged)
+    assert [b["full_epoch"] for b in budgets] == [1, 2]
+    # a third part later, merged into the file that holds the first two
+    third = _part(tmp_path, "rest", ["big"])
+    assert _merge(third, to=to) == 0
+    assert len(table3_report.read_extended(to)["jobs"]) == 12
+
+
+def test_a_job_in_two_parts_keeps_the_longer_curve_and_says_so(tmp_path, capsys):
+    from annotated_transformer.experiments.table3 import verdicts as table3_report
+
+    short = _part(tmp_path, "short", ["base"], epochs=2, targets={"full": 4})
+    longer = _part(tmp_path, "long", ["base"], epochs=4, ppl=31.0)
+    to = tmp_path / "runs.json"
+    assert _merge(short, longer, to=to) == 0
+    out = capsys.readouterr().out
+    assert "full-base-seed1: 4 epochs from" in out and "in place of 2" in out
+    jobs = table3_report.read_extended(to)["jobs"]
+    assert [len(j["curve"]) for j in jobs] == [4, 4]
+    # merging the shorter part again loses nothing the file holds
+    assert _merge(short, to=to) == 0
+    assert [len(j["curve"]) for j in table3_report.read_extended(to)["jobs"]] == [4, 4]
+
+
+@pytest.mark.parametrize("problem", ["precision", "targets", "no export", "twice"])
+def test_parts_that_do_not_make_one_run_are_refused_in_one_line(
+    tmp_path, capsys, problem
+):
+    first = _part(tmp_path, "a", ["base"])
+    to = tmp_path / "runs.json"
+    if problem == "precision":
+        other, says = _part(tmp_path, "b", ["A1"], precision="bf16"), "precision differ"
+    elif problem == "targets":
+        other = _part(tmp_path, "b", ["A1"], epochs=2, targets={"full": 6})
+        says = "to 6 epochs, another part to 2"
+    elif problem == "twice":
+        other, says = first, "named twice"
+    capsys.readouterr()
+    if problem == "no export":
+        from annotated_transformer import cli
+
+        code, says = cli.main(["table3", "--merge", str(first)]), "--merge needs --export"
+    else:
+        code = _merge(first, other, to=to)
+    err = capsys.readouterr().err
+    assert code != 0 and says in err and err.count("error:") == 1, err
+    assert not to.exists()
