@@ -9,6 +9,7 @@ change the runs could have seen, and exports and reads the extended run's commit
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
@@ -333,7 +334,6 @@ def extended_budgets(document: Mapping, rows: Sequence[str] | None = None) -> li
 
 def mean_curves(document: Mapping, corpus: str = "full") -> dict[str, list[float]]:
     """{row: geometric-mean validation perplexity over seeds after each epoch all seeds reached}."""
-    import math
 
     by_row: dict[str, list[list[float]]] = {}
     for job in document["jobs"]:
@@ -603,6 +603,17 @@ def describe_correlation(correlation: Mapping, who: str) -> str:
         + (f", {c['dropped']} with one side constant dropped" if c.get("dropped") else "")
         + "): "
     )
+    if c["rows"] < f.MIN_ORDER_ROWS:
+        chance = (
+            "two rows always rank one way or the other"
+            if c["rows"] <= 2
+            else f"shuffled ranks of {c['rows']} rows agree or disagree perfectly one time in "
+            f"{math.factorial(c['rows']) // 2}"
+        )
+        return (
+            text + f"too few rows to read an ordering from ({chance}; a reading needs "
+            f"{f.MIN_ORDER_ROWS} or more)."
+        )
     if c["low"] > 0:
         return (
             text

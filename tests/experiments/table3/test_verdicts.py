@@ -4,6 +4,7 @@ finding that states direction, size and interval, and an export that never loses
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
@@ -139,6 +140,22 @@ def test_the_rank_correlation_is_read_from_its_interval():
         "against the paper's order" in below
         and "3 with one side constant dropped" in below
     )
+
+
+def test_too_few_rows_get_the_correlation_without_a_reading():
+    """Over 2 to 4 rows even a perfect ordering comes by chance more than 1 time in 20, so a
+    bootstrap interval that excludes zero is not read as agreement."""
+    perfect = {"rho": 1.0, "low": 1.0, "high": 1.0, "samples": 5_000, "dropped": 0}
+    for rows, chance in ((2, "two rows always rank"), (4, "perfectly one time in 12")):
+        text = report.describe_correlation(perfect | {"rows": rows}, "the extended run")
+        assert chance in text and "too few rows to read an ordering" in text
+        assert "excludes zero" not in text
+    at_five = report.describe_correlation(perfect | {"rows": 5}, "the extended run")
+    assert "excludes zero" in at_five
+    # the rule's arithmetic: the chance of a perfect ordering first falls below 1 in 20 at 5 rows
+    chance = [2 / math.factorial(n) for n in range(2, 7)]
+    assert [c < 0.05 for c in chance] == [False, False, False, True, True]
+    assert f.MIN_ORDER_ROWS == 5
 
 
 def test_the_tally_counts_verdicts_in_words():
