@@ -114,12 +114,12 @@ def _step(spell, name, script, estimate=1, **fields):
     return spell.Step(name, ["bash", "-c", script], estimate, **fields)
 
 
-def _run(spell, folder, steps, limit_s):
+def _run(spell, folder, steps, limit_s, sampler=None):
     out, work = folder / "out", folder / "work"
     out.mkdir(parents=True)
     log = open(out / "spell.log", "a")
     try:
-        status = spell.Spell(steps, limit_s, out, work, log).run()
+        status = spell.Spell(steps, limit_s, out, work, log, sampler=sampler).run()
     finally:
         log.close()
     return status, out, json.loads((out / "spell.json").read_text())
@@ -187,14 +187,14 @@ def test_a_step_past_its_limit_is_stopped_and_keeps_what_it_wrote(
             "trap 'echo saved > \"$OUT/runs.json\"; exit 130' INT; sleep 60 & wait",
         ),
     ]
-    status, out, ledger = _run(spell, tmp_path, steps, limit_s=6)
+    status, out, ledger = _run(spell, tmp_path, steps, limit_s=5)
     assert status == 1
     entry = ledger["steps"][0]
     assert entry["status"] == "cut_short" and entry["wall_s"] < 10
     assert (out / "runs.json").read_text() == "saved\n"
     # one that ignores SIGINT is killed a moment later
     stubborn = [_step(spell, "speed", "trap '' INT; sleep 60")]
-    status, out, ledger = _run(spell, tmp_path / "stubborn", stubborn, limit_s=6)
+    status, out, ledger = _run(spell, tmp_path / "stubborn", stubborn, limit_s=5)
     assert ledger["steps"][0]["status"] == "cut_short"
     assert ledger["steps"][0]["wall_s"] < 12
 
@@ -282,3 +282,24 @@ def test_preparing_a_call_refuses_bad_input_before_any_download(tmp_path):
     bad_step = prepare("chapters:10", AT_DATA_DIR=str(tmp_path))
     assert bad_step.returncode == 2 and "no chapter 10" in bad_step.stderr
     assert "[wheels]" not in bad_step.stdout + bad_step.stderr
+
+
+def test_the_ledger_keeps_how_busy_each_step_kept_the_gpu(spell, tmp_path, short_margins):
+    """A stand-in for nvidia-smi's samples ("utilisation, memory" lines, and one it cannot read):
+    the step's entry holds them and their summary; without the sampler, nothing."""
+    fake = [
+        "bash",
+        "-c",
+        'echo "0, 500"; echo "[N/A], 1"; echo "50, 900"; echo "100, 700"; sleep 30',
+    ]
+    steps = [_step(spell, "speed", "sleep 1")]
+    _, _, ledger = _run(spell, tmp_path / "a", steps, limit_s=60, sampler=fake)
+    gpu = ledger["steps"][0]["gpu"]
+    assert [s[1:] for s in gpu["samples"]] == [[0, 500], [50, 900], [100, 700]]
+    assert gpu["mean_util_pct"] == 50.0 and gpu["busy_share"] == pytest.approx(
+        2 / 3, abs=1e-3
+    )
+    assert gpu["max_memory_mib"] == 900
+    missing = ["no-such-sampler-here"]
+    _, _, ledger = _run(spell, tmp_path / "b", steps, limit_s=60, sampler=missing)
+    assert ledger["steps"][0]["gpu"] is None

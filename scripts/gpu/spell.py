@@ -6,8 +6,8 @@ is its command: it runs the named steps in order, gives each the time left as it
 step that would not fit (naming it for the next spell) and goes on to a later one that does, and
 turns what each step wrote into exactly one file in $OUT: the step's own file where it wrote one,
 else a tarball of them. Beside them, `spell.json` (each step's command, status, wall time and
-files, the commit and the device) and `spell.log` (everything printed), rewritten after every step,
-so a call cut short still returns what finished:
+files, and how busy it kept the GPU, sampled every 2 s; the commit and the device) and `spell.log`
+(everything printed), rewritten after every step, so a call cut short still returns what finished:
 
     python3 scripts/gpu/spell.py --limit-s 540 chapters:04 tests chapters:05 chapters:08
     python3 scripts/gpu/spell.py --dry-run chapters:04 tests    # the plan, without running it
@@ -286,12 +286,79 @@ def deliver(name: str, staging: Path, out: Path) -> list[str]:
     return [packed.name]
 
 
+# The GPU's utilisation (%) and memory (MiB) every SAMPLE_S seconds while a step runs, where
+# nvidia-smi exists: how busy a chapter or a study kept the GPU, into the ledger.
+SAMPLE_S = 2
+SAMPLER = [
+    "nvidia-smi",
+    "--query-gpu=utilization.gpu,memory.used",
+    "--format=csv,noheader,nounits",
+    f"--loop={SAMPLE_S}",
+]
+
+
+class Sampler:
+    """Runs `command` (one "utilisation, memory" line per sample) beside a step and keeps the
+    samples; nothing where the command does not exist."""
+
+    def __init__(self, command: list[str]):
+        self.samples: list[list[float]] = []
+        self.started = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                start_new_session=True,
+            )
+        except OSError:
+            self.proc = None
+            return
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                util, memory = (float(x) for x in line.split(",")[:2])
+            except ValueError:
+                continue  # a line that is not a sample ("[N/A]", a warning)
+            self.samples.append([round(time.monotonic() - self.started, 1), util, memory])
+
+    def stop(self) -> dict | None:
+        """The samples and their summary, or None where nothing was sampled."""
+        if self.proc is None:
+            return None
+        _signal_group(self.proc, signal.SIGKILL)
+        self.proc.wait()
+        self.reader.join(timeout=5)
+        if not self.samples:
+            return None
+        utils = [s[1] for s in self.samples]
+        return {
+            "every_s": SAMPLE_S,
+            "mean_util_pct": round(sum(utils) / len(utils), 1),
+            "busy_share": round(sum(u > 0 for u in utils) / len(utils), 3),
+            "max_memory_mib": max(s[2] for s in self.samples),
+            "samples": self.samples,  # [seconds into the step, utilisation %, memory MiB]
+        }
+
+
 class Spell:
     """Runs steps against a deadline, delivering each step's files and the ledger as it goes."""
 
-    def __init__(self, steps: list[Step], limit_s: float, out: Path, work: Path, log):
+    def __init__(
+        self,
+        steps: list[Step],
+        limit_s: float,
+        out: Path,
+        work: Path,
+        log,
+        sampler: list[str] | None = SAMPLER,
+    ):
         self.steps, self.limit_s, self.log = steps, limit_s, log
-        self.out, self.work = out, work
+        self.out, self.work, self.sampler = out, work, sampler
         self.started = time.monotonic()
         self.record = {
             "started": _now(),
@@ -353,8 +420,10 @@ class Spell:
             f"[spell] {step.name} ({limit} s at most, estimated {step.estimate_s}): {entry['command']}"
         )
         started = time.monotonic()
+        sampler = Sampler(self.sampler) if self.sampler else None
         code, cut = self.execute(step.argv, env, limit)
         wall = round(time.monotonic() - started, 1)
+        gpu = sampler.stop() if sampler else None
         files = deliver(step.name, staging, self.out)
         too_big = [f for f in files if (self.out / f).stat().st_size > MAX_FILE_BYTES]
         # 124: the step's own `timeout` stopped it at its LIMIT_S
@@ -366,7 +435,13 @@ class Spell:
             self.say(
                 f"[spell] {name} is over {MAX_FILE_BYTES >> 20} MiB: the call will not return it"
             )
+        if gpu:
+            self.say(
+                f"[spell] {step.name}: the GPU {gpu['mean_util_pct']}% busy on average,"
+                f" {gpu['max_memory_mib']:.0f} MiB at most"
+            )
         return entry | {
+            "gpu": gpu,
             "status": status,
             "exit": code,
             "wall_s": wall,
