@@ -157,7 +157,8 @@ def merge_exports(
     The parts must share the Table 3 settings (`identity`, the precision included) and, for each
     corpus that both trained, the target epochs. A job in two parts keeps the longer curve (the
     first on a tie), so nothing the file held is lost; each such choice is said to `say`. Every
-    job keeps the device it records; `machine` lists them all."""
+    job keeps the device it records; `machine` lists them all. A merge that would leave the file's
+    budgets (the epoch every job of a corpus reached) shorter than they were is refused."""
     path = Path(path)
     sources = ([path] if path.is_file() else []) + [Path(p) for p in paths]
     if len({p.resolve() for p in sources}) != len(sources):
@@ -199,6 +200,24 @@ def merge_exports(
                     )
                 jobs[key] = (job, source)
     records = [jobs[key][0] for key in sorted(jobs)]
+    if path.is_file():
+        # the chapter's budgets end at the epoch every job of a corpus reached: a part short of
+        # the file's would take readings away from the page
+        held = documents[0][1]["jobs"]
+        for corpus in ("full", "small"):
+            before = _whole_epochs(held, corpus)
+            after = _whole_epochs(records, corpus)
+            if after < before:
+                short = sorted(
+                    f"{source}"
+                    for key, (job, source) in jobs.items()
+                    if key[0] == corpus and len(job["curve"]) < before
+                )
+                raise ValueError(
+                    f"merging would cut the {corpus} corpus's budgets in {path} from {before} "
+                    f"epochs to {after} ({', '.join(short)} holds fewer): continue that part to "
+                    f"{before} epochs first, or merge into another file"
+                )
     document = {
         "identity": first["identity"],
         "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -218,6 +237,12 @@ def merge_exports(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_record(path, "table3_export", document)
+
+
+def _whole_epochs(jobs: Sequence[Mapping], corpus: str) -> int:
+    """The last epoch every job of `corpus` in `jobs` reached (0 where there is none)."""
+    rows = sorted({j["row"] for j in jobs if j["corpus"] == corpus})
+    return extended.complete_epoch(jobs, corpus, rows) if rows else 0
 
 
 def _cpu_name() -> str:

@@ -532,6 +532,22 @@ def test_a_job_in_two_parts_keeps_the_longer_curve_and_says_so(tmp_path, capsys)
     assert [len(j["curve"]) for j in table3_report.read_extended(to)["jobs"]] == [4, 4]
 
 
+def test_a_part_short_of_the_files_budgets_is_refused(tmp_path, capsys):
+    """The file's jobs all reached 2 epochs; a part of 1 would cut the chapter's last budget."""
+    to = tmp_path / "runs.json"
+    assert _merge(_part(tmp_path, "a", ["base"]), to=to) == 0
+    before = to.read_bytes()
+    capsys.readouterr()
+    short = _part(tmp_path, "b", ["C1"], epochs=1, targets={"full": 2})
+    assert _merge(short, to=to) != 0
+    err = capsys.readouterr().err
+    assert "would cut the full corpus's budgets" in err and "from 2 epochs to 1" in err
+    assert str(short) in err and err.count("error:") == 1
+    assert to.read_bytes() == before
+    # into a file of its own it merges
+    assert _merge(short, to=tmp_path / "other.json") == 0
+
+
 @pytest.mark.parametrize("problem", ["precision", "targets", "no export", "twice"])
 def test_parts_that_do_not_make_one_run_are_refused_in_one_line(
     tmp_path, capsys, problem
