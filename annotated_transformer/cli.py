@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from .training.trainer import TrainingDiverged
@@ -149,8 +151,21 @@ def _raiser(error: BaseException):
 KNOWN_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, TrainingDiverged)
 
 
+def listen_to_interrupts() -> None:
+    """Let SIGINT raise KeyboardInterrupt, which every long command answers by saving where it
+    stands, also in a process started with SIGINT ignored: a shell's `command &` and some CI
+    runners start it so, Python then leaves the signal ignored, and `kill -INT`, or `timeout
+    --signal=INT` as the GPU scripts stop a chapter, would do nothing."""
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    listen_to_interrupts()
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "_options_unknown", False):

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tarfile
@@ -312,3 +313,39 @@ def test_the_ledger_keeps_how_busy_each_step_kept_the_gpu(spell, tmp_path, short
     missing = ["no-such-sampler-here"]
     _, _, ledger = _run(spell, tmp_path / "b", steps, limit_s=60, sampler=missing)
     assert ledger["steps"][0]["gpu"] is None
+
+
+def _with_sigint_ignored(code: str, tmp_path) -> subprocess.CompletedProcess:
+    """`code` run by a Python started as `command &` starts it in a script, or as CI ran the
+    suite when this failed there: with SIGINT ignored, which every child inherits."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        env={**os.environ, "TMP": str(tmp_path)},
+    )
+
+
+@pytest.mark.slow  # waits out a step's limit
+def test_a_step_can_be_stopped_and_save_though_the_call_ignores_sigint(tmp_path):
+    proc = _with_sigint_ignored(
+        f"""
+import os, sys
+from pathlib import Path
+sys.path.insert(0, "tests")
+from support.scripts import imported_script
+with imported_script(Path("{SCRIPT}")) as spell:
+    spell.RESERVE_S, spell.GRACE_S = 1, 4
+    tmp = Path(os.environ["TMP"])
+    (tmp / "out").mkdir()
+    step = spell.Step("table3_extended", ["bash", "-c",
+        "trap 'echo saved > \\"$OUT/runs.json\\"; exit 130' INT; sleep 60 & wait"], 1)
+    with open(tmp / "out" / "spell.log", "w") as log:
+        spell.Spell([step], 7, tmp / "out", tmp / "work", log, sampler=None).run()
+""",
+        tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "runs.json").read_text() == "saved\n"

@@ -379,6 +379,14 @@ class Spell:
         self.log.flush()
 
     def run(self) -> int:
+        # A process started with SIGINT ignored (`command &` in a script, some CI runners) passes
+        # that on to every step: none could then be stopped with SIGINT and save what it has.
+        # A handler of ours is reset to the default in each step's exec, an ignored signal is not.
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        ):
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         status = 0
         for step in self.steps:
             entry = self.run_step(step)

@@ -330,3 +330,25 @@ def test_main_reads_its_argv_and_leaves_the_process_arguments_alone(monkeypatch,
         ["translate", "--checkpoint", "x.pt", "--beam", "3"]
     )
     assert beam.beam == 3
+
+
+def test_the_command_line_takes_sigint_back_when_started_ignoring_it():
+    """A process started with SIGINT ignored (`command &` in a script, a CI runner) would pass the
+    ignore on to Python, and `kill -INT` or `timeout --signal=INT` would not stop a chapter or a
+    run; the command line takes the signal back, so each command saves as it documents."""
+    import signal
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import signal\n"
+            "from annotated_transformer import cli\n"
+            "cli.listen_to_interrupts()\n"
+            "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n",
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert proc.stdout.strip() == "True", proc.stderr
