@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,7 @@ def test_its_names_are_the_scripts_own(spell):
 
 def test_the_dry_run_says_which_steps_the_minutes_hold(spell):
     lines = spell.dry_run(
-        spell.plan(["chapters:04", "tests", "chapters:05", "chapters:08=30"]), 540
+        spell.plan(["chapters:04", "tests", "chapters:05", "chapters:08=15"]), 540
     )
     assert [line.split(":")[0] for line in lines] == [
         "chapters_04",
@@ -101,11 +102,10 @@ def test_the_dry_run_says_which_steps_the_minutes_hold(spell):
         "chapters_08",
     ]
     assert "runs" in lines[0] and "runs" in lines[1]
-    assert (
-        "skipped (40 s left)" in lines[2]
-    )  # 135 s estimated; 540 - 375 - 90, less 35 kept back
+    # 135 s estimated; 540 - 375 - 90 left, less the 55 s kept back from each step
+    assert "skipped (20 s left)" in lines[2]
     # a shorter step behind a skipped one still runs
-    assert "about 30 s, runs" in lines[3]
+    assert "about 15 s, runs" in lines[3]
     # a step that fits itself to its limit takes the rest of the call
     rest = spell.dry_run(spell.plan(["speed:decode", "tests"]), 540)
     assert "runs" in rest[0] and "skipped" in rest[1]
@@ -349,3 +349,94 @@ with imported_script(Path("{SCRIPT}")) as spell:
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out" / "runs.json").read_text() == "saved\n"
+
+
+def _alive(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+
+
+@pytest.mark.slow  # waits out a step's limit
+def test_a_stop_reaches_the_processes_timeout_put_in_a_group_of_their_own(
+    spell, tmp_path, monkeypatch
+):
+    """The scripts run their work under `timeout`, which moves it to a process group of its own:
+    a step past its limit is stopped whole, the process under `timeout` included."""
+    monkeypatch.setattr(spell, "RESERVE_S", 1)
+    monkeypatch.setattr(spell, "GRACE_S", 2)
+    marker = "sleep 61.73"
+    steps = [
+        _step(
+            spell,
+            "speed",
+            # as run_chapters.sh runs the book: under timeout, in a pipeline, then packing
+            f'echo kept > "$OUT/a.json"; timeout 100 bash -c "trap \'\' INT; {marker}" | cat;'
+            " echo packed",
+        )
+    ]
+    _, out, ledger = _run(spell, tmp_path, steps, limit_s=5)
+    assert ledger["steps"][0]["status"] == "cut_short"
+    assert (out / "a.json").read_text() == "kept\n"
+    assert not _alive(marker)
+
+
+@pytest.mark.slow  # a Python process that runs a step
+def test_a_spell_stopped_by_sigterm_stops_its_step_and_keeps_what_it_wrote(tmp_path):
+    """A runner's SIGTERM to the spell: the running step is stopped and delivered, the steps
+    after it are recorded as not started, and the spell exits 130."""
+    code = f"""
+import os, sys
+from pathlib import Path
+sys.path.insert(0, "tests")
+from support.scripts import imported_script
+with imported_script(Path("{SCRIPT}")) as spell:
+    tmp = Path(os.environ["TMP"])
+    (tmp / "out").mkdir()
+    steps = [
+        # the marker assembled here, so that only the step's command line holds it
+        spell.Step("speed", ["bash", "-c", 'echo kept > "$OUT/a.json"; sleep 61.7' + '4'], 1),
+        spell.Step("gpu_tests", ["bash", "-c", "echo never"], 1),
+    ]
+    with open(tmp / "out" / "spell.log", "w") as log:
+        sys.exit(spell.Spell(steps, 600, tmp / "out", tmp / "work", log, sampler=None).run())
+"""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env={**os.environ, "TMP": str(tmp_path)},
+    )
+    out = tmp_path / "out"
+    deadline = time.monotonic() + 30
+    while not _alive("sleep 61.74") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    ledger = json.loads((out / "spell.json").read_text())
+    assert ledger["interrupted"] is True
+    assert [e["status"] for e in ledger["steps"]] == ["cut_short", "not_started"]
+    assert (out / "a.json").read_text() == "kept\n"
+    assert not _alive("sleep 61.74")
+
+
+def test_chapters_reading_the_model_are_skipped_where_chapter_04_did_not_leave_one(
+    spell, tmp_path, monkeypatch, short_margins
+):
+    """Chapter 04's step failed: chapter 05's is skipped in a second, not run to fail; where 04
+    left its model, 05 runs."""
+    monkeypatch.setattr(spell, "REPO", tmp_path)
+    monkeypatch.delenv("PROFILE", raising=False)
+
+    def chapter(number, script):  # argv as run_chapters.sh's: the chapters last
+        return spell.Step(f"chapters_{number}", ["bash", "-c", script, number], 1)
+
+    failed = [chapter("04", "exit 1"), chapter("05", 'echo ran > "$OUT/05.txt"')]
+    _, out, ledger = _run(spell, tmp_path / "failed", failed, limit_s=60)
+    assert [e["status"] for e in ledger["steps"]] == ["failed", "skipped"]
+    assert (
+        ledger["steps"][1]["why"] == "no trained model" and not (out / "05.txt").exists()
+    )
+    trained = [
+        chapter("04", "mkdir -p runs/book-gpu && touch runs/book-gpu/averaged.pt"),
+        chapter("05", 'echo ran > "$OUT/05.txt"'),
+    ]
+    _, out, ledger = _run(spell, tmp_path / "trained", trained, limit_s=60)
+    assert [e["status"] for e in ledger["steps"]] == ["ok", "ok"]

@@ -33,7 +33,7 @@ if [ -d "results/book_$profile" ]; then
 fi
 started=$(date -u +%H:%M:%S)
 # SIGINT, as Ctrl-C: the book records the chapter it cuts short and keeps every one published
-timeout --signal=INT --kill-after=30 "${LIMIT_S:-100000}" \
+timeout --signal=INT --kill-after=15 "${LIMIT_S:-100000}" \
   $python -m annotated_transformer book --profile "$profile" --device "$device" --no-build \
   --chapters "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

@@ -9,7 +9,7 @@ else a tarball of them. Beside them, `spell.json` (each step's command, status, 
 files, and how busy it kept the GPU, sampled every 2 s; the commit and the device) and `spell.log`
 (everything printed), rewritten after every step, so a call cut short still returns what finished:
 
-    python3 scripts/gpu/spell.py --limit-s 540 chapters:04 tests chapters:05 chapters:08
+    python3 scripts/gpu/spell.py --limit-s 540 chapters:04 chapters:05 chapters:08
     python3 scripts/gpu/spell.py --dry-run chapters:04 tests    # the plan, without running it
 
 The steps (the scripts beside this one; `=SECONDS` after a step replaces its estimate):
@@ -58,7 +58,9 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 # Seconds kept back from the time left when a step starts: RESERVE_S for delivering its files,
 # GRACE_S for stopping it (its LIMIT_S is the rest; see Spell.execute).
 RESERVE_S = 15
-GRACE_S = 20
+GRACE_S = (
+    40  # > twice run_chapters.sh's --kill-after and its packing: the scripts stop first
+)
 
 # Estimates, in seconds on one H100: measured where a run measured them (results/book_gpu/,
 # results/gpu/book_calibration/, results/gpu/README.md), else the budget in results/book_gpu/README.md.
@@ -213,14 +215,31 @@ def plan(texts: list[str]) -> list[Step]:
     return steps
 
 
+def _profile() -> str:
+    return os.environ.get("PROFILE", "gpu")
+
+
+def _trained(profile: str) -> bool:
+    return (REPO / "runs" / f"book-{profile}" / "averaged.pt").is_file()
+
+
+def _chapters(step: Step) -> list[str]:
+    return step.argv[2:] if step.name.startswith("chapters_") else []
+
+
+def _reads_the_model(step: Step) -> bool:
+    return any(c in READS_THE_TRAINED_MODEL for c in _chapters(step))
+
+
 def _check_the_trained_model(steps: list[Step]) -> None:
     """Chapters 05 and 08 read chapter 04's run folder (its snapshots and their average, far more
     than the call returns or carries), so they run on the machine that trained it: after 04 in the
-    same call, or in a second call on the still-warm machine, which keeps it."""
-    profile = os.environ.get("PROFILE", "gpu")
-    trained = (REPO / "runs" / f"book-{profile}" / "averaged.pt").is_file()
+    same call, or in a second call on the still-warm machine, which keeps it. (Where 04's step
+    then fails or is skipped, `Spell.run_step` skips them.)"""
+    profile = _profile()
+    trained = _trained(profile)
     for step in steps:
-        chapters = step.argv[2:] if step.name.startswith("chapters_") else []
+        chapters = _chapters(step)
         if "04" in chapters:
             trained = True
         readers = [c for c in chapters if c in READS_THE_TRAINED_MODEL]
@@ -310,6 +329,7 @@ class Sampler:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,
+                errors="replace",
                 start_new_session=True,
             )
         except OSError:
@@ -359,6 +379,7 @@ class Spell:
     ):
         self.steps, self.limit_s, self.log = steps, limit_s, log
         self.out, self.work, self.sampler = out, work, sampler
+        self.interrupted = False
         self.started = time.monotonic()
         self.record = {
             "started": _now(),
@@ -379,28 +400,38 @@ class Spell:
         self.log.flush()
 
     def run(self) -> int:
-        # A process started with SIGINT ignored (`command &` in a script, some CI runners) passes
-        # that on to every step: none could then be stopped with SIGINT and save what it has.
-        # A handler of ours is reset to the default in each step's exec, an ignored signal is not.
-        if (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-        ):
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        on_main_thread = threading.current_thread() is threading.main_thread()
+        if on_main_thread:
+            # A process started with SIGINT ignored (`command &` in a script, some CI runners)
+            # passes that on to every step: none could then be stopped with SIGINT and save what
+            # it has. A handler of ours is reset to the default in each step's exec, an ignored
+            # signal is not. SIGTERM (a runner's stop) is taken as Ctrl-C.
+            if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            previous_term = signal.signal(signal.SIGTERM, _interrupt)
         status = 0
-        for step in self.steps:
-            entry = self.run_step(step)
-            self.record["steps"].append(entry)
-            _write_json(self.out / "spell.json", self.record)
-            status = status or int(entry["status"] != "ok")
+        try:
+            for step in self.steps:
+                if self.interrupted:
+                    entry = {"step": step.name, "status": "not_started"}
+                    entry["why"] = "the spell was interrupted"
+                else:
+                    entry = self.run_step(step)
+                self.record["steps"].append(entry)
+                _write_json(self.out / "spell.json", self.record)
+                status = status or int(entry["status"] != "ok")
+        finally:
+            if on_main_thread:
+                signal.signal(signal.SIGTERM, previous_term)
         self.record["ended"] = _now()
+        self.record["interrupted"] = self.interrupted
         _write_json(self.out / "spell.json", self.record)
         done = [e["step"] for e in self.record["steps"] if e["status"] == "ok"]
         rest = [e["step"] for e in self.record["steps"] if e["status"] != "ok"]
         self.say(
             f"[spell] done: {' '.join(done) or 'nothing'}; not done: {' '.join(rest) or 'none'}"
         )
-        return status
+        return 130 if self.interrupted else status
 
     def run_step(self, step: Step) -> dict:
         entry = {
@@ -415,6 +446,16 @@ class Spell:
                 " left; run it in the next spell"
             )
             return entry | {"status": "skipped", "left_s": max(limit, 0)}
+        if (
+            _reads_the_model(step)
+            and "04" not in _chapters(step)
+            and not _trained(_profile())
+        ):
+            self.say(
+                f"[spell] {step.name} skipped: chapter 04's model is not on this machine (its"
+                " step failed, was cut short or was skipped)"
+            )
+            return entry | {"status": "skipped", "why": "no trained model"}
         env = os.environ | step.env | {"LIMIT_S": str(limit), "PYTHONUNBUFFERED": "1"}
         if step.minutes_from_limit:
             # whole half-minutes, leaving table3_extended.sh the 90 s it keeps for the export
@@ -459,10 +500,14 @@ class Spell:
         }
 
     def execute(self, argv: list[str], env: dict, limit: int) -> tuple[int, bool]:
-        """Runs one step in its own process group, its output into the log as it comes. A step
-        still running GRACE_S / 2 past its LIMIT_S gets SIGINT, to the whole group (the scripts and
-        the book save what finished); whatever of the group is left GRACE_S / 2 later, or once the
-        step has ended (a child left holding its output), gets SIGKILL."""
+        """Runs one step in a session of its own, its output into the log as it comes.
+
+        The scripts stop themselves at their LIMIT_S and pack what they have (`timeout
+        --signal=INT --kill-after=...`, which sets up a process group of its own, so a signal to
+        the step's group would miss the book under it). Only a step still running GRACE_S / 2
+        past its LIMIT_S, or one running when this script is interrupted, gets SIGINT, sent to
+        every process of its session; whatever is left of the session GRACE_S / 2 later, or once
+        the step has ended (a child left behind), gets SIGKILL."""
         proc = subprocess.Popen(
             argv,
             cwd=REPO,
@@ -470,6 +515,7 @@ class Spell:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            errors="replace",  # one undecodable byte must not stop the reader and stall the step
             start_new_session=True,
         )
 
@@ -480,26 +526,58 @@ class Spell:
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
-        cut = False
+        code, cut = None, False
         try:
             code = proc.wait(timeout=limit + GRACE_S / 2)
         except subprocess.TimeoutExpired:
             cut = True
-            _signal_group(proc, signal.SIGINT)
+        except (
+            KeyboardInterrupt
+        ):  # Ctrl-C or SIGTERM to this script: stop the step, keep its files
+            cut = self.interrupted = True
+        if cut:
+            _signal_session(proc.pid, signal.SIGINT)
             try:
                 code = proc.wait(timeout=GRACE_S / 2)
-            except subprocess.TimeoutExpired:
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):
                 code = None
-        _signal_group(proc, signal.SIGKILL)
+        _signal_session(proc.pid, signal.SIGKILL)
         if code is None:
             code = proc.wait()
         reader.join(timeout=5)
         return code, cut
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _signal_session(session: int, sig: int) -> None:
+    """`sig` to every process of `session` (a step's, started with start_new_session, so its id is
+    the step's pid), whatever process group it is in; on a system without /proc, to the step's
+    own group."""
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        _signal_pid_group(session, sig)
+        return
+    for stat in proc_dir.glob("[0-9]*/stat"):
+        try:
+            # after the command's name, which may hold spaces and parentheses: state, ppid,
+            # process group, session, ...
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == session:
+                os.kill(int(stat.parent.name), sig)
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended while being read
+
+
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    _signal_pid_group(proc.pid, sig)
+
+
+def _signal_pid_group(group: int, sig: int) -> None:
     try:
-        os.killpg(proc.pid, sig)
+        os.killpg(group, sig)
     except ProcessLookupError:
         pass
 

@@ -215,8 +215,9 @@ def merge_exports(
                 )
                 raise ValueError(
                     f"merging would cut the {corpus} corpus's budgets in {path} from {before} "
-                    f"epochs to {after} ({', '.join(short)} holds fewer): continue that part to "
-                    f"{before} epochs first, or merge into another file"
+                    f"epochs to {after} ({', '.join(short)} holds fewer): train that part to "
+                    f"{before} epochs first, or merge every part into a new file to read them "
+                    "all at the shorter budget"
                 )
     document = {
         "identity": first["identity"],
