@@ -121,6 +121,17 @@ def _items(spec: str, what: str) -> list[str]:
     return items
 
 
+def _known_items(spec: str, text: str, known, what: str) -> list[str]:
+    """The comma-separated `spec`, each item one of `known`, else a PlanError naming `what`."""
+    items = _items(spec, text)
+    unknown = [item for item in items if item not in known]
+    if unknown:
+        raise PlanError(
+            f"{text}: {what} {', '.join(unknown)}; choose from {' '.join(known)}"
+        )
+    return items
+
+
 def parse_step(text: str) -> Step:
     """One step from its name on the command line (see the module's docstring)."""
     spec, _, seconds = text.partition("=")
@@ -128,25 +139,14 @@ def parse_step(text: str) -> Step:
     if kind == "tests" and not arg:
         step = Step("gpu_tests", _bash("gpu_tests.sh"), TESTS_S)
     elif kind == "chapters" and arg:
-        chapters = _items(arg, text)
-        unknown = [c for c in chapters if c not in CHAPTER_S]
-        if unknown:
-            raise PlanError(
-                f"{text}: no chapter {', '.join(unknown)}; the chapters are 00 to 08"
-            )
+        chapters = _known_items(arg, text, CHAPTER_S, "no chapter")
         name = (
             "chapters_" + chapters[0] + (f"-{chapters[-1]}" if len(chapters) > 1 else "")
         )
         estimate = CHAPTERS_START_S + sum(CHAPTER_S[c] for c in chapters)
         step = Step(name, _bash("run_chapters.sh", *chapters), estimate)
     elif kind == "calibrate" and arg:
-        names = _items(arg, text)
-        unknown = [n for n in names if n not in CALIBRATE_S]
-        if unknown:
-            raise PlanError(
-                f"{text}: calibrate_book.sh has no step {', '.join(unknown)};"
-                f" choose from {' '.join(CALIBRATE_S)}"
-            )
+        names = _known_items(arg, text, CALIBRATE_S, "calibrate_book.sh has no step")
         step = Step(
             "calibrate_" + "-".join(names),
             _bash("calibrate_book.sh", *names),
@@ -173,12 +173,11 @@ def parse_step(text: str) -> Step:
             env={"SEEDS": " ".join(seeds)},
         )
     elif kind == "speed":
-        parts = _items(arg, text) if arg else list(SPEED_S)
-        unknown = [p for p in parts if p not in SPEED_S]
-        if unknown:
-            raise PlanError(
-                f"{text}: speed.sh has no part {', '.join(unknown)}; choose from {' '.join(SPEED_S)}"
-            )
+        parts = (
+            _known_items(arg, text, SPEED_S, "speed.sh has no part")
+            if arg
+            else list(SPEED_S)
+        )
         step = Step(
             "speed", _bash("speed.sh", *(parts if arg else [])), SPEED_S[parts[0]]
         )
