@@ -9,8 +9,11 @@ else a tarball of them. Beside them, `spell.json` (each step's command, status, 
 files, and how busy it kept the GPU, sampled every 2 s; the commit and the device) and `spell.log`
 (everything printed), rewritten after every step, so a call cut short still returns what finished:
 
-    python3 scripts/gpu/spell.py --limit-s 540 chapters:04 chapters:05 chapters:08
+    python3 scripts/gpu/spell.py --limit-s $((590 - SECONDS)) chapters:04 chapters:05 chapters:08
     python3 scripts/gpu/spell.py --dry-run chapters:04 tests    # the plan, without running it
+
+(bash's SECONDS: what the call's 600 s have left once the wheels are installed; prepare_call.sh
+prints the whole command.)
 
 The steps (the scripts beside this one; `=SECONDS` after a step replaces its estimate):
 
