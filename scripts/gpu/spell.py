@@ -381,7 +381,7 @@ class Spell:
     ):
         self.steps, self.limit_s, self.log = steps, limit_s, log
         self.out, self.work, self.sampler = out, work, sampler
-        self.interrupted = False
+        self.stop_requests = 0  # Ctrl-C or SIGTERM to this script, counted
         self.started = time.monotonic()
         self.record = {
             "started": _now(),
@@ -404,13 +404,17 @@ class Spell:
     def run(self) -> int:
         on_main_thread = threading.current_thread() is threading.main_thread()
         if on_main_thread:
-            # A process started with SIGINT ignored (`command &` in a script, some CI runners)
-            # passes that on to every step: none could then be stopped with SIGINT and save what
-            # it has. A handler of ours is reset to the default in each step's exec, an ignored
-            # signal is not. SIGTERM (a runner's stop) is taken as Ctrl-C.
-            if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-            previous_term = signal.signal(signal.SIGTERM, _interrupt)
+            # Ctrl-C and SIGTERM (a runner's stop) ask for a stop, which the wait for the running
+            # step reads: raising from the handler instead could leave subprocess's wait lock
+            # taken (seen: a hang), and a step never outlives this script. Our own handler also
+            # matters where this process was started with SIGINT ignored (`command &` in a
+            # script, some CI runners): an ignored signal passes on to every step, which could
+            # then not be stopped with SIGINT to save what it has; a handler is reset to the
+            # default in each step's exec.
+            previous = {
+                sig: signal.signal(sig, self._request_stop)
+                for sig in (signal.SIGINT, signal.SIGTERM)
+            }
         status = 0
         try:
             for step in self.steps:
@@ -424,7 +428,8 @@ class Spell:
                 status = status or int(entry["status"] != "ok")
         finally:
             if on_main_thread:
-                signal.signal(signal.SIGTERM, previous_term)
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
         self.record["ended"] = _now()
         self.record["interrupted"] = self.interrupted
         _write_json(self.out / "spell.json", self.record)
@@ -434,6 +439,13 @@ class Spell:
             f"[spell] done: {' '.join(done) or 'nothing'}; not done: {' '.join(rest) or 'none'}"
         )
         return 130 if self.interrupted else status
+
+    def _request_stop(self, signum, frame) -> None:
+        self.stop_requests += 1
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stop_requests > 0
 
     def run_step(self, step: Step) -> dict:
         entry = {
@@ -528,30 +540,28 @@ class Spell:
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
-        code, cut = None, False
-        try:
-            code = proc.wait(timeout=limit + GRACE_S / 2)
-        except subprocess.TimeoutExpired:
-            cut = True
-        except (
-            KeyboardInterrupt
-        ):  # Ctrl-C or SIGTERM to this script: stop the step, keep its files
-            cut = self.interrupted = True
+        # past the step's time, or on a stop asked of this script: SIGINT, then SIGKILL
+        code = self._wait(proc, limit + GRACE_S / 2, stops=1)
+        cut = code is None
         if cut:
             _signal_session(proc.pid, signal.SIGINT)
-            try:
-                code = proc.wait(timeout=GRACE_S / 2)
-            except (subprocess.TimeoutExpired, KeyboardInterrupt):
-                code = None
+            code = self._wait(proc, GRACE_S / 2, stops=self.stop_requests + 1)
         _signal_session(proc.pid, signal.SIGKILL)
         if code is None:
             code = proc.wait()
         reader.join(timeout=5)
         return code, cut
 
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+    def _wait(self, proc: subprocess.Popen, seconds: float, stops: int) -> int | None:
+        """The step's exit code, or None after `seconds` or once `stops` stops have been asked
+        of this script. Polled, so that a signal's handler never interrupts subprocess's own
+        waiting."""
+        deadline = time.monotonic() + seconds
+        while (code := proc.poll()) is None:
+            if self.stop_requests >= stops or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.1)
+        return code
 
 
 def _signal_session(session: int, sig: int) -> None:
