@@ -440,3 +440,23 @@ def test_chapters_reading_the_model_are_skipped_where_chapter_04_did_not_leave_o
     ]
     _, out, ledger = _run(spell, tmp_path / "trained", trained, limit_s=60)
     assert [e["status"] for e in ledger["steps"]] == ["ok", "ok"]
+
+
+def test_a_chapter_the_committed_gpu_run_timed_is_estimated_from_its_time(
+    spell, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(spell, "REPO", tmp_path)
+    monkeypatch.delenv("PROFILE", raising=False)
+    start = spell.CHAPTERS_START_S
+    assert spell.parse_step("chapters:04").estimate_s == start + spell.CHAPTER_S["04"]
+    record = tmp_path / "results" / "book_gpu" / "book_run.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{not json")  # unreadable: the table's estimates
+    assert spell.parse_step("chapters:04").estimate_s == start + spell.CHAPTER_S["04"]
+    chapters = {
+        "04_training": {"status": "ok", "wall_time_s": 250.0},
+        "05_translation_results": {"status": "interrupted", "wall_time_s": 539.0},
+    }
+    record.write_text(json.dumps({"metrics": {"chapters": chapters}}))
+    assert spell.parse_step("chapters:04").estimate_s == start + 300  # 250 s and a fifth
+    assert spell.parse_step("chapters:05").estimate_s == start + spell.CHAPTER_S["05"]

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -67,6 +68,7 @@ GRACE_S = (
 
 # Estimates, in seconds on one H100: measured where a run measured them (results/book_gpu/,
 # results/gpu/book_calibration/, results/gpu/README.md), else the budget in results/book_gpu/README.md.
+# A chapter's is read from the committed run's record where it has one (MEASURED_MARGIN).
 CHAPTER_S = {
     "00": 30, "01": 40, "02": 30, "03": 100, "04": 360,
     "05": 120, "06": 360, "07": 300, "08": 90,
@@ -76,6 +78,9 @@ READS_THE_TRAINED_MODEL = (
     "08",
 )  # chapter 04's run folder, which stays on the machine
 CHAPTERS_START_S = 15  # a papermill run's own start: imports, the kernel's registration
+# A chapter the committed GPU run timed (results/book_<profile>/book_run.json) is estimated at its
+# measured time and this much more: a chapter cut short keeps nothing.
+MEASURED_MARGIN = 1.2
 CALIBRATE_S = {
     "table3_costs": 220, "table3_calibration": 240, "fp16": 180, "parser_epochs": 90,
     "sdpa_backends": 240, "table3_all_rows": 200, "stacked_rows": 150,
@@ -143,10 +148,11 @@ def parse_step(text: str) -> Step:
         step = Step("gpu_tests", _bash("gpu_tests.sh"), TESTS_S)
     elif kind == "chapters" and arg:
         chapters = _known_items(arg, text, CHAPTER_S, "no chapter")
+        measured = _measured_chapters(_profile())
         name = (
             "chapters_" + chapters[0] + (f"-{chapters[-1]}" if len(chapters) > 1 else "")
         )
-        estimate = CHAPTERS_START_S + sum(CHAPTER_S[c] for c in chapters)
+        estimate = CHAPTERS_START_S + sum(measured.get(c, CHAPTER_S[c]) for c in chapters)
         step = Step(name, _bash("run_chapters.sh", *chapters), estimate)
     elif kind == "calibrate" and arg:
         names = _known_items(arg, text, CALIBRATE_S, "calibrate_book.sh has no step")
@@ -215,6 +221,21 @@ def plan(texts: list[str]) -> list[Step]:
             f"two steps would deliver the same file ({', '.join(repeated)}); join them"
         )
     return steps
+
+
+def _measured_chapters(profile: str) -> dict[str, int]:
+    """{"01": seconds} for each chapter the committed run of `profile` timed whole, with the
+    margin; {} where there is no record (or one this script cannot read)."""
+    path = REPO / "results" / f"book_{profile}" / "book_run.json"
+    try:
+        chapters = json.loads(path.read_text())["metrics"]["chapters"]
+        return {
+            name[:2]: math.ceil(entry["wall_time_s"] * MEASURED_MARGIN)
+            for name, entry in chapters.items()
+            if entry.get("status") == "ok" and entry.get("wall_time_s")
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 def _profile() -> str:
