@@ -268,6 +268,8 @@ def test_chapters_reading_the_trained_model_run_only_where_it_was_trained(
         with pytest.raises(spell.PlanError, match="chapter 04's model"):
             spell.plan(alone)
     assert len(spell.plan(["chapters:04", "chapters:05,08"])) == 2
+    # a second call on the machine that ran 04 says so (its step still checks at run time)
+    assert len(spell.plan(["chapters:08"], warm=True)) == 1
     # a second call on the warm machine that trained it
     (tmp_path / "runs" / "book-gpu").mkdir(parents=True)
     (tmp_path / "runs" / "book-gpu" / "averaged.pt").write_bytes(b"")

@@ -11,11 +11,15 @@
 # LIMIT_S (default 590) is how far into the call the spell may run, under the call's 600 s: the
 # printed command gives spell.py what is left of it once the wheels are installed (bash's SECONDS).
 # A second call on the still-warm machine (chapter 08 after a first call that ran 04, say) needs
-# nothing new here: the same command with the steps left and --limit-s under the device time left.
+# nothing new here: WARM=1 prints its command (spell.py --warm, which lets 05 and 08 through the
+# plan's check; their step still skips where the machine has no model) and LIMIT_S sets it under
+# the device time left.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
 python=${PYTHON:-python3}
 limit=${LIMIT_S:-590}
+warm=()
+[ "${WARM:-0}" = 1 ] && warm=(--warm)
 [ $# -gt 0 ] || { echo "usage: prepare_call.sh STEP [STEP ...] (spell.py's steps)" >&2; exit 2; }
 if [ -z "${AT_DATA_DIR:-}" ] || [ ! -d "$AT_DATA_DIR/multi30k" ]; then
   echo "prepare_call.sh: AT_DATA_DIR must name the corpora's folder (with multi30k/ in it);" \
@@ -24,7 +28,7 @@ if [ -z "${AT_DATA_DIR:-}" ] || [ ! -d "$AT_DATA_DIR/multi30k" ]; then
 fi
 # the steps first: a name the spell would refuse is refused here, before any download
 # (the plan as the call would meet it, some 20 s of it spent on the wheels' install)
-$python scripts/gpu/spell.py --limit-s $(( limit - 20 )) --dry-run "$@" || exit 2
+$python scripts/gpu/spell.py --limit-s $(( limit - 20 )) "${warm[@]}" --dry-run "$@" || exit 2
 $python scripts/gpu/gather_wheels.py --python-version 3.12 \
   --have scripts/gpu/device_packages.txt --lean || exit 1
 data=$(cd "$AT_DATA_DIR" && pwd)
@@ -42,10 +46,10 @@ if [ "$total_mib" -ge 64 ]; then
   echo "prepare_call.sh: over the 64 MiB a call sends; gather fewer wheels or copy fewer corpora" >&2
   exit 1
 fi
-command="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site AT_DATA_DIR=\$PWD/.data || exit 1; python3 scripts/gpu/spell.py --limit-s \$(($limit - SECONDS)) $*"
+command="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site AT_DATA_DIR=\$PWD/.data || exit 1; python3 scripts/gpu/spell.py --limit-s \$(($limit - SECONDS)) ${warm[*]} $*"
 if [ ${#command} -gt 2000 ]; then
   echo "prepare_call.sh: the command is ${#command} characters, over the device tool's 2,000" >&2
   exit 1
 fi
-echo "carry: [\".whl\", \".data\"]   timeout_s: 600"
+echo "carry: [\".whl\", \".data\"]   timeout_s: $(( limit + 10 > 600 ? 600 : limit + 10 ))"
 echo "command: $command"
