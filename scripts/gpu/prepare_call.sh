@@ -29,12 +29,18 @@ fi
 # the steps first: a name the spell would refuse is refused here, before any download
 # (the plan as the call would meet it, some 20 s of it spent on the wheels' install)
 $python scripts/gpu/spell.py --limit-s $(( limit - 20 )) "${warm[@]}" --dry-run "$@" || exit 2
+data=$(cd "$AT_DATA_DIR" && pwd)
+if [ "$data" != "$PWD/.data" ] && [ -e .data ] && [ ! -f .data/.copied_by_prepare_call ]; then
+  echo "prepare_call.sh: .data/ exists and this script did not make it; move it away, or set" \
+    "AT_DATA_DIR=$PWD/.data to send it as it is" >&2
+  exit 2
+fi
 $python scripts/gpu/gather_wheels.py --python-version 3.12 \
   --have scripts/gpu/device_packages.txt --lean || exit 1
-data=$(cd "$AT_DATA_DIR" && pwd)
 if [ "$data" != "$PWD/.data" ]; then
-  rm -rf .data  # this script's own copy, git-ignored
-  cp -r "$data" .data || exit 1
+  rm -rf .data.partial && cp -r "$data" .data.partial && touch .data.partial/.copied_by_prepare_call \
+    || exit 1
+  rm -rf .data && mv .data.partial .data  # this script's own copy, git-ignored
 fi
 # what a call sends: tracked and untracked-not-ignored files, the git metadata, the carried folders
 sent=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2> /dev/null | tail -1 | cut -f1)

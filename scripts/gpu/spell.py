@@ -319,7 +319,11 @@ def deliver(name: str, staging: Path, out: Path) -> list[str]:
     alone = files[0] if len(files) == 1 and files[0].parent == staging else None
     # as it is, unless its name cannot travel or another step delivered a file of that name
     if alone and SAFE_NAME.match(alone.name) and not (out / alone.name).exists():
-        shutil.move(alone, out / alone.name)
+        partial = out / (
+            alone.name + ".partial"
+        )  # whole or not at all, across file systems too
+        shutil.move(alone, partial)
+        partial.replace(out / alone.name)
         return [alone.name]
     packed = out / f"{name}.tgz"
     with tarfile.open(packed.with_name(packed.name + ".partial"), "w:gz") as tar:

@@ -191,9 +191,19 @@ def merge_exports(
         for job in document["jobs"]:
             key = _key(job)
             held = jobs.get(key)
+            corpus, row, seed = key
+            if (
+                held is not None
+                and len(job["curve"]) == len(held[0]["curve"])
+                and job["curve"] != held[0]["curve"]
+                and say is not None
+            ):
+                say(
+                    f"{corpus}-{row}-seed{seed}: {held[1]} and {source} hold {len(job['curve'])} "
+                    f"epochs of two runs of it; {held[1]}'s kept"
+                )
             if held is None or len(job["curve"]) > len(held[0]["curve"]):
                 if held is not None and say is not None:
-                    corpus, row, seed = key
                     say(
                         f"{corpus}-{row}-seed{seed}: {len(job['curve'])} epochs from {source} "
                         f"in place of {len(held[0]['curve'])} from {held[1]}"

@@ -530,6 +530,12 @@ def test_a_job_in_two_parts_keeps_the_longer_curve_and_says_so(tmp_path, capsys)
     # merging the shorter part again loses nothing the file holds
     assert _merge(short, to=to) == 0
     assert [len(j["curve"]) for j in table3_report.read_extended(to)["jobs"]] == [4, 4]
+    # two runs of a job as long as each other: the first kept, and said
+    other = _part(tmp_path, "other", ["base"], epochs=4, ppl=32.0)
+    capsys.readouterr()
+    assert _merge(other, to=to) == 0
+    assert "hold 4 epochs of two runs of it" in capsys.readouterr().out
+    assert table3_report.read_extended(to)["jobs"][0]["curve"][0]["ppl"] == 31.0
 
 
 def test_a_part_short_of_the_files_budgets_is_refused(tmp_path, capsys):
