@@ -2,8 +2,8 @@
 inside a chapter which cell of how many is running, a line a minute, so `book --profile cpu` is
 not silent for the twenty minutes of chapter 04.
 
-Papermill calls its execution manager's `cell_start` before each cell; the engine registered
-here (`ENGINE_NAME`) passes that on to a `ChapterProgress`, whose thread prints the line. The
+Papermill calls its execution manager's `cell_start` before each cell; the book's engine
+(`engine.py`) passes that on to a `ChapterProgress`, whose thread prints the line. The
 expected times are the wall times of the chapter's last good run under the profile: this results
 root's `book_run.json`, else the one committed in `results/book_<profile>/`.
 """
@@ -17,9 +17,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from papermill.engines import NBClientEngine, papermill_engines
-
-ENGINE_NAME = "annotated_transformer"
 RECORD_NAME = "book_run.json"
 
 
@@ -122,29 +119,6 @@ def shorten(line: str, width: int = 50) -> str:
 
 def minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-
-
-class ReportingEngine(NBClientEngine):
-    """Papermill's nbclient engine, telling a `ChapterProgress` (the `progress` keyword of
-    `papermill.execute_notebook`) which cell starts."""
-
-    @classmethod
-    def execute_managed_notebook(cls, nb_man, kernel_name, **kwargs):
-        progress: ChapterProgress | None = kwargs.pop("progress", None)
-        if progress is not None:
-            progress.notebook(nb_man.nb.cells)
-            original = nb_man.cell_start
-
-            def cell_start(cell, cell_index=None, **more):
-                code = cell.get("cell_type") == "code"  # prose runs in no time
-                progress.cell_started(cell_index, cell.get("source", "") if code else "")
-                return original(cell, cell_index, **more)
-
-            nb_man.cell_start = cell_start
-        return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
-
-
-papermill_engines.register(ENGINE_NAME, ReportingEngine)
 
 
 def expected_times(

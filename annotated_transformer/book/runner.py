@@ -269,11 +269,8 @@ def execute_chapter(
 
     start = time.perf_counter()
     status, error, cell_index = "ok", None, None
-    engine = {}
-    if progress is not None:
-        from .progress import ENGINE_NAME
+    from .engine import ENGINE_NAME
 
-        engine = {"engine_name": ENGINE_NAME, "progress": progress}
     try:
         pm.execute_notebook(
             nb,
@@ -284,7 +281,8 @@ def execute_chapter(
             cwd=str(cwd or source.parent),
             progress_bar=False,
             log_output=False,
-            **engine,
+            engine_name=ENGINE_NAME,
+            progress=progress,
         )
     except PapermillExecutionError as exc:
         status = "failed"

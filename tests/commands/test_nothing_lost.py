@@ -16,7 +16,9 @@ the book runs a one-chapter book of its own (a kernel start, seconds).
 from __future__ import annotations
 
 import errno
+import gc
 import json
+import logging
 import os
 import shutil
 import signal
@@ -305,10 +307,10 @@ INTERRUPTING = CHAPTER.replace(
 )
 
 
-def test_an_interrupted_chapter_keeps_the_last_good_one_and_says_so(place, capsys):
+def test_an_interrupted_chapter_keeps_the_last_good_one_and_says_so(place, capfd, caplog):
     """A Ctrl-C inside a chapter keeps its last good executed notebook and results, and
     the book's record says the chapter was interrupted while its published version is the
-    "ok" one."""
+    "ok" one; the interrupted cell's error is not dumped on the terminal afterwards."""
     argv, outputs = case("book", place)
     before = snapshot(outputs)
     (place["book"] / "book" / "01_demo.py").write_text(INTERRUPTING)
@@ -322,11 +324,51 @@ def test_an_interrupted_chapter_keeps_the_last_good_one_and_says_so(place, capsy
     finally:
         signal.signal(signal.SIGINT, previous)
     assert code == 130
+    gc.collect()  # the interrupted cell's task, were its error left unread, would log it here
+    dumped = [
+        r for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR
+    ]
+    assert not dumped, dumped[0].getMessage()
+    err = capfd.readouterr().err  # the kernel's own stderr included
+    assert "Traceback" not in err and "ERROR" not in err, err
+    assert "interrupted" in err
     # notebook and results: the last good ones
     assert snapshot(outputs[:2]) == {path: before[path] for path in outputs[:2]}
     entry = json.loads(outputs[2].read_text())["metrics"]["chapters"]["01_demo"]
     assert entry["status"] == "interrupted" and entry["published"]["status"] == "ok"
     assert json.loads(outputs[1].read_text())["metrics"]["value"] == 1
+
+
+def test_a_cell_that_ignores_the_interrupt_is_given_up_on_after_the_grace(
+    place, capfd, caplog, monkeypatch
+):
+    """A cell deaf to the kernel's interrupt (stuck in native code, or ignoring SIGINT) holds
+    the book only for the grace, and its unfinished task is dropped without a dump."""
+    from annotated_transformer.book.engine import ChapterClient
+
+    monkeypatch.setattr(ChapterClient, "grace_s", 1.0)
+    argv, outputs = case("book", place)
+    before = snapshot(outputs)
+    deaf = INTERRUPTING.replace(
+        "os.kill(os.getppid(), signal.SIGINT)\n",
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\nos.kill(os.getppid(), signal.SIGINT)\n",
+    ).replace("time.sleep(30)", "time.sleep(120)")
+    (place["book"] / "book" / "01_demo.py").write_text(deaf)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    started = time.perf_counter()
+    try:
+        code = main(argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert code == 130
+    assert time.perf_counter() - started < 60  # not the cell's 120 s of sleep
+    gc.collect()
+    dumped = [
+        r for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR
+    ]
+    assert not dumped, dumped[0].getMessage()
+    assert "interrupted" in capfd.readouterr().err
+    assert snapshot(outputs[:2]) == {path: before[path] for path in outputs[:2]}
 
 
 def test_two_book_runs_on_one_output_refuse_each_other(place, capsys):
