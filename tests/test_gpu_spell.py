@@ -462,3 +462,18 @@ def test_a_chapter_the_committed_gpu_run_timed_is_estimated_from_its_time(
     record.write_text(json.dumps({"metrics": {"chapters": chapters}}))
     assert spell.parse_step("chapters:04").estimate_s == start + 300  # 250 s and a fifth
     assert spell.parse_step("chapters:05").estimate_s == start + spell.CHAPTER_S["05"]
+
+
+def test_a_chapter_cut_short_has_time_to_record_itself_before_the_kill():
+    """run_chapters.sh sends the book SIGINT at its limit and SIGKILL `--kill-after` seconds
+    later. In between, the book gives the running cell its interrupt grace and the kernel its
+    shutdown, then records the chapter as interrupted: both must fit, or a cut-short chapter
+    leaves no record and no notebook."""
+    from jupyter_client.manager import KernelManager
+
+    from annotated_transformer.book.engine import INTERRUPT_GRACE_S
+
+    script = (REPO / "scripts" / "gpu" / "run_chapters.sh").read_text()
+    kill_after = float(re.search(r"--kill-after=(\d+)", script).group(1))
+    shutdown = KernelManager().shutdown_wait_time
+    assert INTERRUPT_GRACE_S + shutdown + 3 <= kill_after  # 3 s to write the records
