@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from ..runtime.ownership import check_own_folder
+from ..runtime.ownership import check_export, check_own_folder
 from .arguments import positive_float, positive_int, probability
 
 TEST_RESULTS = "results/parser_extended_cpu/test.json"  # what chapter 07 reads
@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             + (f"in {args.score_test}" if summary["scored"] else "nothing written")
         )
         return 0
+    check_export(args.export, command="parser-curve", run_dir=args.out)
     if args.export_only:
         if not args.export:
             raise ValueError("parser-curve: --export-only needs --export PATH")

@@ -13,7 +13,7 @@ import sys
 import time
 
 from ..profiles import PROFILES, get_profile
-from ..runtime.ownership import check_own_folder
+from ..runtime.ownership import check_export, check_own_folder
 from .arguments import positive_float, positive_int
 
 
@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if args.merge:
         if not args.export:
             raise ValueError("table3: --merge needs --export PATH, the file to write")
+        check_export(args.export, command="table3")
         written = table3_report.merge_exports(
             args.merge, args.export, say=lambda line: print(f"table3: {line}")
         )
@@ -127,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     epochs = args.epochs or table3_report.DEFAULT_EXTENDED_EPOCHS
     small_epochs = args.small_epochs or 2 * profile.book.table3.overfit_epochs
     check_own_folder("--out", out, command="table3")
+    check_export(args.export, command="table3", run_dir=out)
     device = str(resolve_device(args.device))
     if not args.export_only:
         check_workers(args.workers, device)

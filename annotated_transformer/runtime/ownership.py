@@ -194,6 +194,24 @@ def check_own_folder(flag: str, path: str | os.PathLike, *, command: str) -> Non
     check_output(flag, path, command=command, folder=True)
 
 
+def check_export(
+    path: str | os.PathLike | None,
+    *,
+    command: str,
+    run_dir: str | os.PathLike | None = None,
+) -> None:
+    """Refuse, in one line and before any training, an extended run's `--export` that lies
+    inside the run folder it reads (`run_dir`) or inside a folder another command made."""
+    if path is None:
+        return
+    if run_dir is not None and _real(Path(path)).is_relative_to(_real(Path(run_dir))):
+        raise OwnedFolderError(
+            f"--export {shown(Path(path))} lies inside the run folder {shown(Path(run_dir))}, "
+            "whose files it reads; export to a path outside it"
+        )
+    check_output("--export", path, command=command)
+
+
 def relative_to_clone(path: str | os.PathLike) -> str:
     """A path as a record names it: relative to the clone when inside it, else absolute."""
     resolved = Path(path).resolve()

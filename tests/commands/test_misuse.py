@@ -781,3 +781,32 @@ def test_more_side_by_side_workers_than_the_machine_runs_is_refused(
     line = error_line(capsys)
     assert code == 1 and "--workers 1000" in line and "--workers 4 or fewer" in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["table3", "parser-curve", "table3 --merge"])
+def test_an_export_inside_a_folder_it_may_not_write_is_refused_before_training(
+    command, capsys, tmp_path
+):
+    """An extended run's --export is checked before any training: not inside the run folder it
+    reads (found only after hours of training otherwise), nor inside another command's folder;
+    and a merge writes into no folder another command made."""
+    out = tmp_path / "R"
+    if command == "table3 --merge":
+        part = tmp_path / "part.json"
+        part.write_text("{}")
+        trained = tmp_path / "trained"
+        trained.mkdir()
+        (trained / "metrics.jsonl").write_text("")  # a training run folder: `train`'s
+        argv = ["table3", "--merge", str(part), "--export", str(trained / "runs.json")]
+        code = main(argv)
+        assert code != 0 and "`train`" in error_line(capsys)
+        assert not (trained / "runs.json").exists()
+        return
+    argv = [*command.split(), "--device", "cpu", "--out", str(out)]
+    argv += ["--export", str(out / "runs.json")]
+    if command == "table3":
+        argv += ["--profile", "smoke", "--epochs", "1"]
+    code = main(argv)
+    line = error_line(capsys)
+    assert code != 0 and "inside the run folder" in line and "--export" in line
+    assert not out.exists()  # nothing trained, no folder made
