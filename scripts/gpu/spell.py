@@ -378,7 +378,7 @@ class Sampler:
         """The samples and their summary, or None where nothing was sampled."""
         if self.proc is None:
             return None
-        _signal_group(self.proc, signal.SIGKILL)
+        _signal_pid_group(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self.reader.join(timeout=5)
         if not self.samples:
@@ -607,10 +607,6 @@ def _signal_session(session: int, sig: int) -> None:
                 os.kill(int(stat.parent.name), sig)
         except (OSError, IndexError, ValueError):
             continue  # a process that ended while being read
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    _signal_pid_group(proc.pid, sig)
 
 
 def _signal_pid_group(group: int, sig: int) -> None:
