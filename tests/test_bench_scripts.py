@@ -616,3 +616,29 @@ def test_on_a_gpu_host_syncs_names_our_line_that_read_a_value_back():
     assert record["per_step"] >= 1
     assert [w.split(":")[0] for w in record["where"]] == ["tests/test_bench_scripts.py"]
     assert torch.cuda.get_sync_debug_mode() == 0
+
+
+def test_table3_extended_parts_split_the_twenty_rows_as_the_findings_need():
+    """table3_extended.sh names its parts' rows in bash: they must split Table 3's 20 rows, and
+    the findings part must hold every row of every finding but bigger-is-better (the size part)."""
+    import re
+
+    from annotated_transformer.experiments.table3.statistics import FINDINGS
+    from annotated_transformer.model.config import TABLE3_ALL_ROWS
+
+    script = (REPO / "scripts" / "gpu" / "table3_extended.sh").read_text()
+    parts = {
+        name: rows.split()
+        for name, rows in re.findall(r"^\s+(\w+)\) rows=\(([^)]*)\) ;;", script, re.M)
+    }
+    assert set(parts) == {"all", "findings", "size", "rest"}
+    assert sorted(parts["all"]) == sorted(TABLE3_ALL_ROWS)
+    split = parts["findings"] + parts["size"] + parts["rest"]
+    assert sorted(split) == sorted(TABLE3_ALL_ROWS)  # each row in exactly one part
+    for finding in FINDINGS:
+        rows = {row for pair in finding.pairs for row in pair}
+        part = "size" if finding.name == "bigger is better" else "findings"
+        assert rows <= set(parts[part]) | {"base"}, finding.name
+    assert (
+        "base" in parts["findings"]
+    )  # the findings part trains the base the others compare to
