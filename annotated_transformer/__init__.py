@@ -2,8 +2,34 @@
 
 import warnings
 
-from .model import *  # noqa: F403 (the public names are the model's: model/__init__.py)
-from .model import __all__ as __all__
+from .model import *  # noqa: F403 (the model's public names: model/__init__.py)
+from .model import __all__ as _model_names
+
+# A notebook's first calls (notebook_api.py): load a trained model, translate, draw attention.
+# They are imported on first use, so `import annotated_transformer` stays the model alone.
+_NOTEBOOK_NAMES = (
+    "AttentionChart",
+    "TrainedModel",
+    "attention",
+    "attention_chart",
+    "load",
+    "translate",
+)
+
+__all__ = [*_model_names, *_NOTEBOOK_NAMES]
+
+
+def __getattr__(name):
+    if name in _NOTEBOOK_NAMES:
+        from . import notebook_api
+
+        return getattr(notebook_api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_NOTEBOOK_NAMES})
+
 
 # In a kernel without ipywidgets (papermill, the built site) tqdm.auto falls back to its text bar, which
 # is what those pages should show; its warning about the missing widget would only clutter them.

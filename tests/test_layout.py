@@ -24,6 +24,7 @@ LAYERS = {
     "web": 6,
     "book": 7,
     "commands": 8,
+    "notebook_api": 8,
     "cli": 9,
     "__main__": 10,
     "__init__": 10,
