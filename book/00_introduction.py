@@ -26,10 +26,13 @@
 # write.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. A clone (this
-# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
-# of _config.yml, written here by `python -m annotated_transformer book --sync`.
+# Colab or a fresh environment: install the package with what the chapters import (its
+# `notebook` extra) when it is missing. A clone (this folder's parent) or an installed copy is
+# used as it is. REPOSITORY is `repository.url` of _config.yml, written here by
+# `python -m annotated_transformer book --sync`; AT_INSTALL_FROM installs from elsewhere (a
+# local clone's path, or a pip URL).
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -40,8 +43,12 @@ if importlib.util.find_spec("annotated_transformer") is None:
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        package = f"annotated-transformer @ git+{REPOSITORY}"
+        source = os.environ.get("AT_INSTALL_FROM") or f"git+{REPOSITORY}"
+        if "://" not in source:
+            source = pathlib.Path(source).resolve().as_uri()
+        package = f"annotated-transformer[notebook] @ {source}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        importlib.invalidate_caches()
 
 # %%
 import pandas as pd
@@ -55,13 +62,15 @@ from annotated_transformer.runtime.devices import resolve_device
 
 # %% tags=["parameters"]
 # smoke | cpu | gpu | paper: the scale of this run (see the table below)
-profile_name = "cpu"
+# auto: the machine's (gpu where CUDA is visible, else cpu); or smoke | cpu | gpu | paper
+profile_name = "auto"
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download
 
 # %% tags=["hide-input"]
-profile = chapter_profile(profile_name, max_steps=max_steps)
+profile = chapter_profile(profile_name, "00", max_steps=max_steps)
+profile_name = profile.name  # the machine's profile where it was auto
 print(f"profile {profile.name!r} on {resolve_device(device)}: {profile.description}")
 
 # %% [markdown]
@@ -117,18 +126,25 @@ viz.show_table(viz.profiles_table(PROFILES.values()))
 # few chapters, `--no-build` skips the site, `--device cuda` picks the device, and
 # `--param max_steps=200` overrides a knob in every chapter.
 #
-# One chapter at a time works too, in Jupyter (`jupyter lab book/`; the `.py` and `.ipynb` files
-# are a [jupytext](https://jupytext.readthedocs.io) pair, the `.py` being the source) or with
-# papermill directly:
+# One chapter at a time works too, opened in JupyterLab (`.venv/bin/jupyter lab book/`, which
+# the set-up installs; the `.py` and `.ipynb` files are a [jupytext](https://jupytext.readthedocs.io)
+# pair and either opens as the notebook) and run cell by cell, or with papermill directly:
 #
 # ```bash
-# papermill book/04_training.ipynb 04_training.out.ipynb -k python3 \
-#     -p profile_name gpu -p device cuda
+# papermill book/04_training.ipynb 04_training.out.ipynb -k python3 -p profile_name smoke
 # ```
 #
+# A chapter run by hand is a run of its own. Its `profile_name = "auto"` is the machine's
+# profile (`gpu` where CUDA is visible, else `cpu`), and its first output says which, how long the
+# chapter took in the book's last recorded run, and how to choose `smoke` instead. It writes its
+# results to `runs/by-hand/results/<profile>/` and chapter 04's model to
+# `runs/by-hand/book-<profile>/`, so what the book's runner published stays as it is. Chapters 05
+# and 08 read chapter 04's model: yours by hand if it is there, else the book's, else they stop
+# in one line that says how to get one.
+#
 # **Colab.** The launch button at the top of each page (the rocket) opens the chapter in Colab;
-# its first cell installs the package. Pick a GPU runtime and set `profile_name = "gpu"` in the
-# parameters cell.
+# its first cell installs the package with what the chapters import (the `notebook` extra). On a
+# GPU runtime `auto` picks the `gpu` profile.
 #
 # **A GPU machine.** `python -m annotated_transformer book --profile gpu` runs the whole book on
 # one GPU; its long trainings resume from their last checkpoint when restarted. The `paper`

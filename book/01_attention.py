@@ -26,10 +26,13 @@
 # assertion that the two agree, then a table or a chart.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. A clone (this
-# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
-# of _config.yml, written here by `python -m annotated_transformer book --sync`.
+# Colab or a fresh environment: install the package with what the chapters import (its
+# `notebook` extra) when it is missing. A clone (this folder's parent) or an installed copy is
+# used as it is. REPOSITORY is `repository.url` of _config.yml, written here by
+# `python -m annotated_transformer book --sync`; AT_INSTALL_FROM installs from elsewhere (a
+# local clone's path, or a pip URL).
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -40,8 +43,12 @@ if importlib.util.find_spec("annotated_transformer") is None:
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        package = f"annotated-transformer @ git+{REPOSITORY}"
+        source = os.environ.get("AT_INSTALL_FROM") or f"git+{REPOSITORY}"
+        if "://" not in source:
+            source = pathlib.Path(source).resolve().as_uri()
+        package = f"annotated-transformer[notebook] @ {source}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        importlib.invalidate_caches()
 
 # %%
 import math
@@ -65,7 +72,8 @@ from annotated_transformer.model.attention import (
 from annotated_transformer.runtime.devices import device_name, resolve_device
 
 # %% tags=["parameters"]
-profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes of the experiments below
+# auto: the machine's (gpu where CUDA is visible, else cpu); or smoke | cpu | gpu | paper
+profile_name = "auto"  # sets the sizes of the experiments below
 # "auto" picks CUDA when a GPU is visible; used for the timing comparisons
 device = "auto"
 seed = 0  # every random tensor of the chapter follows from it
@@ -76,7 +84,8 @@ seed = 0  # every random tensor of the chapter follows from it
 # the timed inputs are.
 
 # %%
-profile = chapter_profile(profile_name)
+profile = chapter_profile(profile_name, "01")
+profile_name = profile.name  # the machine's profile where it was auto
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)

@@ -31,10 +31,13 @@
 # `annotated_transformer.experiments.complexity.table1`.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. A clone (this
-# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
-# of _config.yml, written here by `python -m annotated_transformer book --sync`.
+# Colab or a fresh environment: install the package with what the chapters import (its
+# `notebook` extra) when it is missing. A clone (this folder's parent) or an installed copy is
+# used as it is. REPOSITORY is `repository.url` of _config.yml, written here by
+# `python -m annotated_transformer book --sync`; AT_INSTALL_FROM installs from elsewhere (a
+# local clone's path, or a pip URL).
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -45,8 +48,12 @@ if importlib.util.find_spec("annotated_transformer") is None:
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        package = f"annotated-transformer @ git+{REPOSITORY}"
+        source = os.environ.get("AT_INSTALL_FROM") or f"git+{REPOSITORY}"
+        if "://" not in source:
+            source = pathlib.Path(source).resolve().as_uri()
+        package = f"annotated-transformer[notebook] @ {source}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        importlib.invalidate_caches()
 
 # %%
 import math
@@ -69,7 +76,8 @@ from annotated_transformer.experiments.complexity import table1 as complexity
 from annotated_transformer.runtime.devices import device_name, resolve_device
 
 # %% tags=["parameters"]
-profile_name = "cpu"  # smoke | cpu | gpu | paper: sets the sizes measured below
+# auto: the machine's (gpu where CUDA is visible, else cpu); or smoke | cpu | gpu | paper
+profile_name = "auto"  # sets the sizes measured below
 device = "auto"  # "auto" picks CUDA when a GPU is visible: the timings are of that device
 threads = 1  # CPU threads for the timings (1: steady on a shared machine; None: default)
 kernel_size = 3  # k of the convolutional layer
@@ -83,7 +91,8 @@ seed = 0
 # at the base model's d = 512:
 
 # %%
-profile = chapter_profile(profile_name)
+profile = chapter_profile(profile_name, "03")
+profile_name = profile.name  # the machine's profile where it was auto
 device = resolve_device(device)
 if device.type == "cpu" and threads is not None:
     torch.set_num_threads(threads)

@@ -33,10 +33,13 @@
 # lengths each kind of position copies.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. A clone (this
-# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
-# of _config.yml, written here by `python -m annotated_transformer book --sync`.
+# Colab or a fresh environment: install the package with what the chapters import (its
+# `notebook` extra) when it is missing. A clone (this folder's parent) or an installed copy is
+# used as it is. REPOSITORY is `repository.url` of _config.yml, written here by
+# `python -m annotated_transformer book --sync`; AT_INSTALL_FROM installs from elsewhere (a
+# local clone's path, or a pip URL).
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -47,8 +50,12 @@ if importlib.util.find_spec("annotated_transformer") is None:
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        package = f"annotated-transformer @ git+{REPOSITORY}"
+        source = os.environ.get("AT_INSTALL_FROM") or f"git+{REPOSITORY}"
+        if "://" not in source:
+            source = pathlib.Path(source).resolve().as_uri()
+        package = f"annotated-transformer[notebook] @ {source}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        importlib.invalidate_caches()
 
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas, altair) and the package's pieces of
@@ -116,7 +123,8 @@ from annotated_transformer.training.schedule import (
 from annotated_transformer.training.trainer import Trainer
 
 # %% tags=["parameters"]
-profile_name = "cpu"  # smoke | cpu | gpu | paper
+# auto: the machine's (gpu where CUDA is visible, else cpu); or smoke | cpu | gpu | paper
+profile_name = "auto"
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default
 data_dir = None  # None: $AT_DATA_DIR, then a download
@@ -134,7 +142,8 @@ seed = 0  # the chapter's own experiments (the profile's run has the profile's s
 # rest of the chapter (`cpu_studies`); elsewhere each waits for its section.
 
 # %%
-profile = chapter_profile(profile_name, max_steps=max_steps)
+profile = chapter_profile(profile_name, "04", max_steps=max_steps)
+profile_name = profile.name  # the machine's profile where it was auto
 torch_device = resolve_device(device)
 chapter_start = time.perf_counter()
 sizes = profile.chapter_sizes("04")

@@ -15,6 +15,11 @@
 # %% [markdown]
 # # 5. Translation results (section 6.1, Table 2)
 #
+# **It needs a trained model:** the one chapter 04 trained under the same profile. Run by hand,
+# it reads yours (chapter 04 run by hand) or else the book's, and with neither it stops in its
+# first cells with one line saying how long chapter 04 takes under this profile and under
+# `smoke`.
+#
 # Chapter 04 trained the profile's model. This chapter turns it into translations and scores them,
 # following section 6.1 of the paper {cite:p}`vaswani2017attention`: beam search with a beam of 4 and
 # the length penalty of {cite:t}`wu2016gnmt` (its strength $\alpha = 0.6$ chosen on development
@@ -41,10 +46,13 @@
 # from the paper's; and what the paper's own recipe costs today.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. A clone (this
-# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
-# of _config.yml, written here by `python -m annotated_transformer book --sync`.
+# Colab or a fresh environment: install the package with what the chapters import (its
+# `notebook` extra) when it is missing. A clone (this folder's parent) or an installed copy is
+# used as it is. REPOSITORY is `repository.url` of _config.yml, written here by
+# `python -m annotated_transformer book --sync`; AT_INSTALL_FROM installs from elsewhere (a
+# local clone's path, or a pip URL).
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -55,8 +63,12 @@ if importlib.util.find_spec("annotated_transformer") is None:
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        package = f"annotated-transformer @ git+{REPOSITORY}"
+        source = os.environ.get("AT_INSTALL_FROM") or f"git+{REPOSITORY}"
+        if "://" not in source:
+            source = pathlib.Path(source).resolve().as_uri()
+        package = f"annotated-transformer[notebook] @ {source}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        importlib.invalidate_caches()
 
 
 # %% [markdown]
@@ -80,7 +92,7 @@ from IPython.display import Markdown, display
 # And the package's, with the chapter's modules of the experiments folder.
 # %%
 from annotated_transformer import pipeline
-from annotated_transformer.book import viz
+from annotated_transformer.book import by_hand, viz
 from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import collate_sources, load_parallel
 from annotated_transformer.evaluation import paper, results
@@ -110,13 +122,16 @@ from annotated_transformer.training.checkpoint import (
 )
 
 # %% tags=["parameters"]
-profile_name = "cpu"  # smoke | cpu | gpu | paper
+# auto: the machine's (gpu where CUDA is visible, else cpu); or smoke | cpu | gpu | paper
+profile_name = "auto"
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # None keeps the profile's default (of the model trained in chapter 04)
 data_dir = None  # None: $AT_DATA_DIR, then a download
 beam_size = None  # None: the profile's beam (4 outside the smoke profile)
 # optimizer steps of the paper recipe's check in section 5.7; None: this profile's
 recipe_steps = None
+# a finished `train` run folder of this profile to read; None: chapter 04's run (see 5.1)
+run_folder = None
 
 # %% [markdown]
 # The profile is exactly the one chapter 04 trained; it decides the beam, the length penalty, the
@@ -125,7 +140,8 @@ recipe_steps = None
 # trained with.
 
 # %%
-profile = chapter_profile(profile_name, max_steps=max_steps)
+profile = chapter_profile(profile_name, "05", max_steps=max_steps)
+profile_name = profile.name  # the machine's profile where it was auto
 torch_device = resolve_device(device)
 decoding = profile.decode_settings(torch_device).replace(
     beam_size=int(beam_size or profile.beam_size)
@@ -142,23 +158,29 @@ display(Markdown(describe.describe_plan(profile, torch_device, beam)))
 # %% [markdown]
 # ## 5.1 The trained model
 #
-# Chapter 04 ran `pipeline.run` for this profile into `runs/book-<profile>/` in the clone (a book
-# run with `--param`: the run folder under its own `--output-dir`): the
-# run's log (`metrics.jsonl`), its snapshots (`checkpoints/step_*.pt`, model weights only, written
-# every few minutes or steps), the average of the last of them (`averaged.pt`), and the test
-# translations. Every checkpoint carries its configuration and its tokenizer, so nothing else is
-# needed to translate. That folder is the book's, and only chapter 04 writes it: in a book run
-# where it holds no finished run of exactly this profile, this chapter stops and says to run
-# chapter 04 first. Opened on its own (by hand, or in Colab), it trains one of its own instead,
-# with the same call chapter 04 uses, beside the book's folder in `runs/book-<profile>-chapter05/`
-# (`report.run_to_translate`); an older run there is moved aside to `replaced/<time>/`, so none of
-# its snapshots is ever averaged into the new one.
+# This chapter trains nothing: it reads the model chapter 04 trained for this profile, the run
+# folder `pipeline.run` wrote. In the book's own run that is `runs/book-<profile>/` in the clone
+# (a book run with `--param`: the folder under its own `--output-dir`). Run by hand, the chapter
+# reads your own run of chapter 04 by hand (`runs/by-hand/book-<profile>/`) if it has finished,
+# else the book's, else `run_folder` when you set it. With none of them it stops in one line
+# that says how long chapter 04 takes under this profile and under `smoke`. The folder holds the
+# run's log (`metrics.jsonl`), its snapshots (`checkpoints/step_*.pt`, model weights only,
+# written every few minutes or steps), the average of the last of them (`averaged.pt`), and the
+# test translations. Every checkpoint carries its configuration and its tokenizer, so nothing
+# else is needed to translate.
 
 # %%
 repo = results.repo_root() or pathlib.Path.cwd()
-run, trained_here = report.run_to_translate(profile, data_dir=data_dir, device=device)
+run, origin = report.run_to_translate(
+    profile,
+    run_folder=run_folder,
+    missing=by_hand.missing_model(
+        profile.name, "05", "set run_folder to a finished `train` run of this profile"
+    ),
+)
 run_dir = run.folder
-viz.show_table(tables.run_table(run, run_dir.name, trained_here, profile.name))
+shown_dir = run_dir.relative_to(repo) if run_dir.is_relative_to(repo) else run_dir
+viz.show_table(tables.run_table(run, str(shown_dir), origin, profile.name))
 
 # %% [markdown]
 # The model of section 6.1 is the average of the last `average_last` snapshots (5 for the base
@@ -695,7 +717,7 @@ if paper_table is not None:
 written = record.write(
     record.build(
         profile, run, tested, compared, (unsplit["score"], hyphenated), cost, sweep,
-        cache_rows, averaged_from, (recipe_cost, check), gpu, trained_here,
+        cache_rows, averaged_from, (recipe_cost, check), gpu, origin,
     ),
     profile, torch_device, time.perf_counter() - chapter_start,
 )  # fmt: skip

@@ -54,10 +54,13 @@
 
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. A clone (this
-# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
-# of _config.yml, written here by `python -m annotated_transformer book --sync`.
+# Colab or a fresh environment: install the package with what the chapters import (its
+# `notebook` extra) when it is missing. A clone (this folder's parent) or an installed copy is
+# used as it is. REPOSITORY is `repository.url` of _config.yml, written here by
+# `python -m annotated_transformer book --sync`; AT_INSTALL_FROM installs from elsewhere (a
+# local clone's path, or a pip URL).
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -68,8 +71,12 @@ if importlib.util.find_spec("annotated_transformer") is None:
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        package = f"annotated-transformer @ git+{REPOSITORY}"
+        source = os.environ.get("AT_INSTALL_FROM") or f"git+{REPOSITORY}"
+        if "://" not in source:
+            source = pathlib.Path(source).resolve().as_uri()
+        package = f"annotated-transformer[notebook] @ {source}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        importlib.invalidate_caches()
 
 
 # %%
@@ -96,7 +103,8 @@ from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.runtime.side_by_side import side_by_side_workers
 
 # %% tags=["parameters"]
-profile_name = "cpu"  # smoke | cpu | gpu | paper
+# auto: the machine's (gpu where CUDA is visible, else cpu); or smoke | cpu | gpu | paper
+profile_name = "auto"
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 data_dir = None  # None: $AT_DATA_DIR, then a download
 epochs = None  # None: the profile's epochs per Table 3 row
@@ -115,7 +123,8 @@ extended_profile = None
 
 
 # %%
-profile = chapter_profile(profile_name)
+profile = chapter_profile(profile_name, "06")
+profile_name = profile.name  # the machine's profile where it was auto
 scales = profile.book
 # The data of every row: the profile's corpus, with the Table 3 vocabulary and batches where set.
 table3_profile = profile.replace(

@@ -55,10 +55,13 @@
 # at the full WSJ treebank for readers who have the LDC release.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. A clone (this
-# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
-# of _config.yml, written here by `python -m annotated_transformer book --sync`.
+# Colab or a fresh environment: install the package with what the chapters import (its
+# `notebook` extra) when it is missing. A clone (this folder's parent) or an installed copy is
+# used as it is. REPOSITORY is `repository.url` of _config.yml, written here by
+# `python -m annotated_transformer book --sync`; AT_INSTALL_FROM installs from elsewhere (a
+# local clone's path, or a pip URL).
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -69,8 +72,12 @@ if importlib.util.find_spec("annotated_transformer") is None:
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        package = f"annotated-transformer @ git+{REPOSITORY}"
+        source = os.environ.get("AT_INSTALL_FROM") or f"git+{REPOSITORY}"
+        if "://" not in source:
+            source = pathlib.Path(source).resolve().as_uri()
+        package = f"annotated-transformer[notebook] @ {source}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        importlib.invalidate_caches()
 
 # %%
 import collections
@@ -97,7 +104,8 @@ from annotated_transformer.runtime.devices import resolve_device
 from annotated_transformer.training.fit import build_model
 
 # %% tags=["parameters"]
-profile_name = "cpu"  # smoke | cpu | gpu | paper
+# auto: the machine's (gpu where CUDA is visible, else cpu); or smoke | cpu | gpu | paper
+profile_name = "auto"
 device = "auto"  # "auto" picks CUDA when a GPU is visible
 max_steps = None  # unused: the parser trains whole epochs
 data_dir = None  # None: $AT_DATA_DIR, then a download (of NLTK's Penn Treebank sample)
@@ -112,7 +120,8 @@ treebank_dir = None  # None: the sample
 # input length plus 300), which the package holds as `parsing.PAPER_BEAM` and its neighbours.
 
 # %%
-profile = chapter_profile(profile_name, max_steps=max_steps)
+profile = chapter_profile(profile_name, "07", max_steps=max_steps)
+profile_name = profile.name  # the machine's profile where it was auto
 sizes = profile.chapter_sizes("07")
 device = resolve_device(device)
 chapter_start = time.perf_counter()

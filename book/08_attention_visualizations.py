@@ -29,6 +29,11 @@
 # scores pick on a test caption and, second, the paper's own sentences. The model is smaller than
 # the paper's and was trained on image captions, not on news.
 #
+# **It needs a trained model:** the averaged checkpoint chapter 04 trained under the same
+# profile. Run by hand, it reads yours (chapter 04 run by hand) or else the book's, and with
+# neither it stops in its first cells with one line saying how long chapter 04 takes under
+# this profile and under `smoke`, or how to point `checkpoint` at a model of your own.
+#
 # Then the model leaves Python: exported to ONNX, it translates in this page, in your browser,
 # with no server, and draws its attention while it does.
 #
@@ -39,10 +44,13 @@
 # serve a model a quarter of the size without losing BLEU beyond the noise.
 
 # %% tags=["hide-input"]
-# Colab or a fresh environment: install the package when it is missing. A clone (this
-# folder's parent) or an installed wheel is used as it is. REPOSITORY is `repository.url`
-# of _config.yml, written here by `python -m annotated_transformer book --sync`.
+# Colab or a fresh environment: install the package with what the chapters import (its
+# `notebook` extra) when it is missing. A clone (this folder's parent) or an installed copy is
+# used as it is. REPOSITORY is `repository.url` of _config.yml, written here by
+# `python -m annotated_transformer book --sync`; AT_INSTALL_FROM installs from elsewhere (a
+# local clone's path, or a pip URL).
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -53,8 +61,12 @@ if importlib.util.find_spec("annotated_transformer") is None:
     if (clone / "annotated_transformer").is_dir():
         sys.path.insert(0, str(clone))
     else:
-        package = f"annotated-transformer @ git+{REPOSITORY}"
+        source = os.environ.get("AT_INSTALL_FROM") or f"git+{REPOSITORY}"
+        if "://" not in source:
+            source = pathlib.Path(source).resolve().as_uri()
+        package = f"annotated-transformer[notebook] @ {source}"
         subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", package])
+        importlib.invalidate_caches()
 
 # %%
 import math
@@ -65,7 +77,7 @@ import pandas as pd
 import torch
 from IPython.display import HTML, Markdown, display
 
-from annotated_transformer.book import viz
+from annotated_transformer.book import by_hand, viz
 from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import results
@@ -81,26 +93,32 @@ from annotated_transformer.training.checkpoint import model_from_checkpoint
 from annotated_transformer.web import live_page
 
 # %% tags=["parameters"]
-profile_name = "cpu"  # smoke | cpu | gpu | paper
+# auto: the machine's (gpu where CUDA is visible, else cpu); or smoke | cpu | gpu | paper
+profile_name = "auto"
 device = "auto"  # unused: the pictures come from the CPU, one sentence at a time
 data_dir = None  # None: $AT_DATA_DIR, then a download
-checkpoint = None  # None: the averaged checkpoint chapter 04 trained under this profile
+# None: the averaged checkpoint of chapter 04's run of this profile (yours by hand, else the
+# book's)
+checkpoint = None
 test_sentences = None  # None: how many test captions section 8.6 translates (64)
 
 # %%
-profile = chapter_profile(profile_name)
+profile = chapter_profile(profile_name, "08")
+profile_name = profile.name  # the machine's profile where it was auto
 chapter_start = time.perf_counter()
 # One sentence at a time: the matrices are too small for threads to pay, and on a busy machine
 # waiting for a second thread made each step many times slower.
 torch.set_num_threads(1)
 repo = results.repo_root() or pathlib.Path.cwd()
+# where this chapter's exports go: beside the run folder of this book run or of runs by hand
 run_dir = results.book_run_dir(profile.name)
-checkpoint = pathlib.Path(checkpoint) if checkpoint else run_dir / "averaged.pt"
+checkpoint = (
+    pathlib.Path(checkpoint)
+    if checkpoint
+    else by_hand.chapter04_checkpoint(profile.name, "08")
+)
 if not checkpoint.is_file():
-    raise FileNotFoundError(
-        f"no checkpoint at {checkpoint}: run chapter 04 under profile "
-        f"{profile.name!r} first, or pass checkpoint=<a .pt file from train>"
-    )
+    raise by_hand.NeedsTrainedModel(f"checkpoint = {str(checkpoint)!r} is not a file")
 model, tokenizer = model_from_checkpoint(checkpoint, "cpu")
 config = model.config
 n_test = int(test_sentences or 64)

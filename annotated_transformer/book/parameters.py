@@ -204,10 +204,14 @@ def check_chapter_parameters(
     }
 
 
-def chapter_profile(profile_name: str, **overrides):
+def chapter_profile(profile_name: str, chapter: str | None = None, **overrides):
     """`profiles.get_profile(profile_name, **overrides)` for a chapter's first cell: a profile or an
     override it does not take fails in one line (a `ParameterError`, shown without a traceback),
     naming the parameter, so a chapter run by hand with papermill says what to fix at once.
+
+    "auto" is the machine's profile (`gpu` where CUDA is visible, else `cpu`). Outside the
+    book's runner the chapter is a run by hand (`book.by_hand`): it writes under `runs/by-hand/`
+    and its first output says what it runs (`chapter` is its number, e.g. "02").
 
     The chapter's other parameters are checked against `PARAMETER_BOUNDS` here too: papermill
     puts them in the notebook's namespace, which is the caller's globals (only the names with
@@ -226,11 +230,17 @@ def chapter_profile(profile_name: str, **overrides):
                 f"parameter {name}={value!r}: {name} must be {allowed}; run the chapter with "
                 f"another value (papermill -p {name} VALUE)"
             )
+    from . import by_hand
+
+    chosen = profile_name not in (None, by_hand.AUTO)
+    name = by_hand.resolve_profile_name(profile_name)
     try:
-        return get_profile(profile_name, **overrides)
+        profile = get_profile(name, **overrides)
     except ValueError as exc:
         given = ", ".join(
             [f"profile_name={profile_name!r}"]
             + [f"{k}={v!r}" for k, v in overrides.items() if v is not None]
         )
         raise ParameterError(f"parameters {given}: {exc}") from None
+    by_hand.begin(profile.name, chapter, chosen=chosen)
+    return profile

@@ -35,10 +35,10 @@ into it refuses the book in one line, and nothing of it is moved.
 What the other chapters derive from the run folder goes beside it, never into it: chapter 08's
 ONNX exports (the live page's model, which the site build copies from there) go to
 `<folder>-onnx/` (`live_page.exports_dir`: where `export-onnx` points an --out inside a run
-folder). Chapter 05 trains nothing in a book run: finding no finished run of the profile in the
-folder, it refuses in one line naming chapter 04 ("run chapter 04 first: ..."). Opened on its
-own (no $AT_BOOK_RUN_DIR), it reads the folder's run, else trains one of its own beside it in
-`<folder>-chapter05/` (`translation_report.run_to_translate`).
+folder). Chapter 05 trains nothing: finding no finished run of the profile in the folder, it
+refuses in one line naming chapter 04 ("run chapter 04 first: ..."). A chapter run by hand (no
+runner: `book.by_hand`) writes under `runs/by-hand/` and reads the reader's run of chapter 04 by
+hand, else the book's.
 """
 
 from __future__ import annotations

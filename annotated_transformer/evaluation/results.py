@@ -37,6 +37,12 @@ RESULTS_ENV = "AT_RESULTS_DIR"
 # The book's run folder of a profile (chapter 04 trains it, 05 and 08 read it), as the book
 # runner sets it for the chapters' kernels (book/runner.py); a chapter run by hand uses the clone's.
 BOOK_RUN_ENV = "AT_BOOK_RUN_DIR"
+# Set in the kernel of a chapter run by hand (Jupyter, Colab, papermill without the book's runner,
+# by `book.by_hand`): its results and chapter 04's run go under `runs/by-hand/`, beside what the
+# book's runner published, never over it.
+BY_HAND_ENV = "AT_BY_HAND"
+BY_HAND_FOLDER = Path("runs") / "by-hand"
+BY_HAND_DIR_ENV = "AT_BY_HAND_DIR"  # another place for them
 # The results records of a schema of their own (runtime.records), by name; any other is a "result".
 RECORD_KINDS = {"book_run": "book_run"}
 
@@ -52,21 +58,61 @@ def repo_root() -> Path | None:
 
 
 def results_root(root: str | os.PathLike | None = None) -> Path:
-    """Where results live: `root`, else $AT_RESULTS_DIR, else the clone's results/, else ./results."""
+    """Where results live: `root`, else $AT_RESULTS_DIR, else in a chapter run by hand
+    `by_hand_root()/results`, else the clone's results/ (else ./results)."""
     if root is not None:
         return Path(root)
     if os.environ.get(RESULTS_ENV):
         return Path(os.environ[RESULTS_ENV])
+    if by_hand():
+        return by_hand_root() / "results"
+    return published_results_root()
+
+
+def published_results_root() -> Path:
+    """What the book's runner publishes and the pages read: the clone's results/ (./results in an
+    installed copy), whatever a chapter run by hand writes to."""
     repo = repo_root()
     return (repo / "results") if repo is not None else Path.cwd() / "results"
 
 
+def by_hand() -> bool:
+    """True in the kernel of a chapter run by hand (not started by the book's runner)."""
+    return os.environ.get(BY_HAND_ENV, "") not in ("", "0")
+
+
+def by_hand_root() -> Path:
+    """Where chapters run by hand write: $AT_BY_HAND_DIR, else `runs/by-hand/` in the clone (in
+    the working directory for an installed copy, as in Colab)."""
+    if os.environ.get(BY_HAND_DIR_ENV):
+        return Path(os.environ[BY_HAND_DIR_ENV]).expanduser()
+    return (repo_root() or Path.cwd()) / BY_HAND_FOLDER
+
+
 def book_run_dir(profile_name: str) -> Path:
-    """The book's run folder of `profile_name`: $AT_BOOK_RUN_DIR (set by the book runner, e.g.
-    under a `--param` run's own --output-dir), else `runs/book-<profile>` in the clone (else in
-    the working directory)."""
+    """The run folder chapter 04 trains and chapters 05 and 08 read: $AT_BOOK_RUN_DIR (set by
+    the book runner, e.g. under a `--param` run's own --output-dir), else in a chapter run by hand
+    `by_hand_root()/book-<profile>`, else the published one (`published_book_run_dir`)."""
     if os.environ.get(BOOK_RUN_ENV):
         return Path(os.environ[BOOK_RUN_ENV])
+    if by_hand():
+        return by_hand_root() / f"book-{profile_name}"
+    return published_book_run_dir(profile_name)
+
+
+def book_run_dirs(profile_name: str) -> list[Path]:
+    """Where a chapter that reads chapter 04's model looks, in order: `book_run_dir`, and in a
+    chapter run by hand then the book's published run folder."""
+    folders = [book_run_dir(profile_name)]
+    published = published_book_run_dir(profile_name)
+    if published not in folders and by_hand() and not os.environ.get(BOOK_RUN_ENV):
+        folders.append(published)
+    return folders
+
+
+def published_book_run_dir(profile_name: str) -> Path:
+    """The book's own run folder of `profile_name`: `runs/book-<profile>` in the clone (else in
+    the working directory)."""
     return (repo_root() or Path.cwd()) / "runs" / f"book-{profile_name}"
 
 

@@ -12,8 +12,9 @@ its build.
 - Chapter 08's ONNX exports go beside the run folder (`<folder>-onnx/`, where `export-onnx`
   points an --out inside a run folder), and the site build stages the live page's model from
   there.
-- Chapter 05 never trains the run folder: in a book run with no finished run there it refuses in
-  one line naming chapter 04; opened on its own it trains a run of its own beside the folder.
+- Chapter 05 never trains: in a book run with no finished run there it refuses in one line
+  naming chapter 04; run by hand it reads the reader's own run of chapter 04 by hand, else the
+  book's, else refuses in one line.
 
 The chapters are stand-ins (a kernel start each, seconds) that write and read the run folder as
 chapters 04, 05 and 08 do, through `results.book_run_dir`, `report.run_to_translate` and
@@ -139,10 +140,11 @@ def test_chapters_take_the_run_folder_from_the_runner():
         source = (REPO / "book" / f"{name}.py").read_text()
         assert "results.book_run_dir(profile.name)" in source, name
     translation = (REPO / "book" / "05_translation_results.py").read_text()
-    assert "report.run_to_translate(profile" in translation
+    assert re.search(r"report\.run_to_translate\(\s*profile", translation)
     assert "pipeline.run(" not in translation
     figures_source = (REPO / "book" / "08_attention_visualizations.py").read_text()
     assert "live_page.exports_dir(run_dir)" in figures_source
+    assert 'by_hand.chapter04_checkpoint(profile.name, "08")' in figures_source
     assert not re.search(r'run_dir / "web', figures_source)
     assert runner.TRAINING_CHAPTERS == ("04_training",)
 
@@ -447,30 +449,28 @@ def test_chapter_05_in_a_book_run_refuses_without_chapter_04s_run(book):
     assert sorted(p.relative_to(runs) for p in runs.rglob("*")) == before
 
 
-def test_chapter_05_opened_on_its_own_trains_a_run_of_its_own_beside(
+def test_chapter_05_by_hand_reads_the_readers_run_then_the_books_and_trains_none(
     tmp_path, monkeypatch
 ):
     from annotated_transformer.experiments.translation import table2 as report
     from annotated_transformer.profiles import get_profile
 
     monkeypatch.delenv(results.BOOK_RUN_ENV, raising=False)
+    monkeypatch.delenv(results.BY_HAND_DIR_ENV, raising=False)
+    monkeypatch.setenv(results.BY_HAND_ENV, "1")
     monkeypatch.setattr(results, "repo_root", lambda: tmp_path)
-    trained = []
-
-    def train(profile, folder, **kwargs):
-        trained.append((Path(folder), kwargs["overwrite"]))
-        _finished_run(Path(folder))
-
-    monkeypatch.setattr(report, "run_pipeline", train)
+    monkeypatch.setattr(
+        report, "run_pipeline", lambda *a, **k: pytest.fail("chapter 05 trained")
+    )
     profile = get_profile("smoke")
-    own = tmp_path / "runs" / "book-smoke-chapter05"
-    found, trained_here = report.run_to_translate(profile, log=lambda line: None)
-    assert (found.folder, trained_here) == (own, True)
-    assert trained == [(own, True)]
-    assert not (tmp_path / "runs" / "book-smoke").exists()
-    found, trained_here = report.run_to_translate(profile, log=lambda line: None)
-    assert (found.folder, trained_here, len(trained)) == (own, False, 1)
-    # chapter 04's run, once there, is the one read
-    _finished_run(tmp_path / "runs" / "book-smoke")
-    found, trained_here = report.run_to_translate(profile, log=lambda line: None)
-    assert (found.folder, trained_here) == (tmp_path / "runs" / "book-smoke", False)
+    with pytest.raises(report.NoBookRun, match="the ways on") as refused:
+        report.run_to_translate(profile, missing="none here: the ways on")
+    assert refused.value._render_traceback_() == ["NoBookRun: none here: the ways on"]
+    book_run = tmp_path / "runs" / "book-smoke"
+    _finished_run(book_run)
+    found, origin = report.run_to_translate(profile)
+    assert (found.folder, origin) == (book_run, "the book's run")
+    mine = tmp_path / "runs" / "by-hand" / "book-smoke"
+    _finished_run(mine)
+    found, origin = report.run_to_translate(profile)
+    assert (found.folder, origin) == (mine, "chapter 04 run by hand")

@@ -56,12 +56,14 @@ def clone(tmp_path, monkeypatch):
 def test_the_chapters_parameters_are_read_from_their_cells():
     cells = {c.stem: parameters.chapter_parameters(c) for c in CHAPTERS}
     assert cells["01_attention"] == {
-        "profile_name": "cpu",
+        "profile_name": "auto",
         "device": "auto",
         "seed": 0,
     }
     assert cells["02_model"]["vocab_size"] == 37_000
     assert all({"profile_name", "device"} <= set(c) for c in cells.values())
+    # opened by hand, every chapter takes the machine's profile
+    assert {c["profile_name"] for c in cells.values()} == {"auto"}
 
 
 @pytest.mark.parametrize(

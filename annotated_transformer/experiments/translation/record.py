@@ -120,12 +120,12 @@ def build(
     averaged_from,
     recipe: tuple[RecipeCost, RecipeCheck],
     gpu: GpuComparison | None,
-    trained_here: bool,
+    origin: str,
 ) -> dict:
     """The record's metrics. `beamed`: the test set's one decoding (`pipeline.evaluate`, with its
     interval); `decoded`: `decoding_record`'s; `bleus`: the tokenized BLEU without compound
     splitting and the number of references with a hyphen; `sweep`: the averaging sweep's frame;
-    `recipe`: section 5.7's cost and check."""
+    `recipe`: section 5.7's cost and check; `origin`: whose run it is (`table2.run_origin`)."""
     without_splitting, hyphenated = bleus
     recipe_cost, check = recipe
     costs = cost_fields(cost)
@@ -151,7 +151,7 @@ def build(
             "train_time_s": run.train_time_s,
             "target_tokens": run.target_tokens,
             "device": run.device,
-            "trained_by_this_chapter": trained_here,
+            "origin": origin,
         },
         "gpu_comparison": gpu.record() if gpu else None,
         "paper_recipe": recipe_cost_fields(recipe_cost) | recipe_check_fields(check),

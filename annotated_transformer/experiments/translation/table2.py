@@ -92,51 +92,53 @@ def finished_run(folder: str | Path, profile: Profile) -> FinishedRun | None:
     )
 
 
-# Beside the book's run folder: the run chapter 05 trains when it is opened on its own.
-STANDALONE_SUFFIX = "-chapter05"
-
-
 class NoBookRun(RuntimeError):
-    """A book run's chapter 05 found no finished run of its profile (one line, naming chapter 04)."""
+    """Chapter 05 found no finished run of its profile; IPython shows it as one line naming the
+    ways on, without a traceback."""
+
+    def _render_traceback_(
+        self,
+    ) -> list[str]:  # IPython's hook for an exception's own display
+        return [f"{type(self).__name__}: {self}"]
 
 
 def run_to_translate(
-    profile: Profile, *, data_dir=None, device: str = "auto", log=print
-) -> tuple[FinishedRun, bool]:
-    """The run chapter 05 translates, and whether it trained it now.
+    profile: Profile, *, run_folder=None, missing: str | None = None
+) -> tuple[FinishedRun, str]:
+    """The finished run of exactly `profile` that chapter 05 translates, and where it came from.
 
-    The book's run folder (`results.book_run_dir`) is written only by chapter 04. Its finished
-    run of exactly `profile` is the one; in a book run ($AT_BOOK_RUN_DIR set by the runner) none
-    there is refused in one line naming chapter 04. A chapter opened on its own reads, else
-    trains (the call chapter 04 makes), a run of its own beside the folder:
-    `<run folder>-chapter05/` (an older run there goes to its `replaced/<time>/`)."""
-    book_run = results.book_run_dir(profile.name)
-    run = finished_run(book_run, profile)
-    if run is not None:
-        return run, False
-    if results.in_book_run():
-        raise NoBookRun(
-            f"run chapter 04 first: {book_run} holds no finished {profile.name} run, and only "
-            f"chapter 04 trains it (python -m annotated_transformer book --profile "
-            f"{profile.name} --chapters 04 05)"
-        )
-    own = book_run.with_name(book_run.name + STANDALONE_SUFFIX)
-    run = finished_run(own, profile)
-    if run is not None:
-        log(
-            f"no finished {profile.name} run in {book_run}: reading this chapter's own, {own}"
-        )
-        return run, False
-    log(
-        f"no finished {profile.name} run in {book_run}: training one of this chapter's own in {own}"
+    Only chapter 04 trains the book's run folder; this chapter trains nothing. It reads
+    `run_folder` when given, else the first of `results.book_run_dirs` that holds a finished run:
+    the book run's folder, or for a chapter run by hand the reader's own run of chapter 04 by
+    hand, then the book's published run.
+
+    Raises:
+        NoBookRun: none is finished; `missing` is its line (naming the ways on), else one that
+            names chapter 04.
+    """
+    folders = [Path(run_folder)] if run_folder else results.book_run_dirs(profile.name)
+    for folder in folders:
+        run = finished_run(folder, profile)
+        if run is not None:
+            return run, run_origin(folder, profile.name, given=bool(run_folder))
+    looked = " nor ".join(str(f) for f in folders)
+    raise NoBookRun(
+        missing
+        or f"run chapter 04 first: {looked} holds no finished {profile.name} run, and only "
+        f"chapter 04 trains it (python -m annotated_transformer book --profile "
+        f"{profile.name} --chapters 04 05)"
     )
-    run_pipeline(
-        profile, own, data_dir=data_dir, device=device, publish=True, overwrite=True
-    )
-    run = finished_run(own, profile)
-    if run is None:
-        raise RuntimeError(f"{own} still holds no finished {profile.name} run")
-    return run, True
+
+
+def run_origin(folder: Path, profile_name: str, *, given: bool = False) -> str:
+    """Who trained the run folder chapter 05 reads, in a few words for its table."""
+    if given:
+        return "the run folder given"
+    if results.by_hand() and folder == results.by_hand_root() / f"book-{profile_name}":
+        return "chapter 04 run by hand"
+    if folder == results.published_book_run_dir(profile_name):
+        return "the book's run"
+    return "this book run's chapter 04"
 
 
 def _training_fields(profile: dict) -> dict:

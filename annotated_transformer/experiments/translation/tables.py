@@ -23,15 +23,11 @@ from .table2 import (
 )
 
 
-def run_table(run: FinishedRun, folder_name: str, trained_here: bool, name: str):
-    """The finished run chapter 04 left (or this chapter trained), one quantity a row."""
+def run_table(run: FinishedRun, folder: str, origin: str, name: str):
+    """The finished run chapter 04 left, one quantity a row; `origin` says whose it is."""
     return pd.DataFrame(
         [
-            (
-                "run folder",
-                f"runs/{folder_name}/"
-                + (" (trained by this chapter)" if trained_here else ""),
-            ),
+            ("run folder", f"{folder}/ ({origin})"),
             ("steps, stopped by", f"{run.steps:,}, {run.stopped_by.replace('_', ' ')}"),
             (
                 "training time",

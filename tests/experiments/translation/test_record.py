@@ -35,7 +35,7 @@ def _metrics() -> dict:
     sweep = pd.DataFrame([{"k": 1}])
     return record.build(
         get_profile("smoke"), run, beamed, decoded, (37.004, 12), _cost(), sweep, [],
-        ["a", "b"], (recipe_cost, check), None, False,
+        ["a", "b"], (recipe_cost, check), None, "the book's run",
     )  # fmt: skip
 
 
@@ -56,7 +56,7 @@ def test_the_record_holds_what_the_summary_reads():
         "train_time_s": 900.0,
         "target_tokens": 1_000_000,
         "device": "cpu",
-        "trained_by_this_chapter": False,
+        "origin": "the book's run",
     }
 
 

@@ -1,0 +1,241 @@
+"""A chapter run by hand: opened in Jupyter or Colab and run cell by cell, or executed with
+papermill or nbconvert without the book's runner.
+
+Such a run is a run of its own. Its profile, unless the parameters cell names one, is the
+machine's (`gpu` where CUDA is visible, else `cpu`). It writes under `runs/by-hand/` (its results
+in `runs/by-hand/results/<profile>/`, chapter 04's model in `runs/by-hand/book-<profile>/`), never
+over what the book's runner published in `results/` and `runs/book-<profile>/`. Its first output
+says what it runs, about how long that took before, how to choose `smoke` and where it writes.
+A chapter that reads chapter 04's model (05, 08) takes the reader's own run by hand, else the
+book's published one, else stops in one line that names the ways on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from ..evaluation import results
+from ..runtime.progress import on_a_page
+
+AUTO = "auto"
+RECORD_NAME = "book_run.json"
+# What a chapter reads from the results of others is seeded from the published ones; the runner's
+# own record of its run is not (a chapter run by hand is not in it).
+NOT_SEEDED = {RECORD_NAME}
+
+
+class NeedsTrainedModel(RuntimeError):
+    """A chapter that reads chapter 04's model found none; IPython shows it as one line naming
+    the ways on, without a traceback."""
+
+    def _render_traceback_(
+        self,
+    ) -> list[str]:  # IPython's hook for an exception's own display
+        return [f"{type(self).__name__}: {self}"]
+
+
+def machine_profile() -> str:
+    """The profile that fits this machine: `gpu` where CUDA is visible, else `cpu`."""
+    import torch
+
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_profile_name(profile_name: str | None) -> str:
+    """`profile_name`, or for "auto" (and None) the machine's."""
+    return machine_profile() if profile_name in (None, AUTO) else profile_name
+
+
+def by_hand() -> bool:
+    """True when no book runner started this kernel (it sets AT_BOOK_BUILD)."""
+    return not on_a_page()
+
+
+def begin(profile_name: str, chapter: str | None, *, chosen: bool, show=print) -> None:
+    """Make this kernel a run by hand (results and chapter 04's run under `runs/by-hand/`) and
+    show its first line; nothing under the book's runner. `chosen` says whether the profile was
+    named (else it is the machine's)."""
+    if not by_hand():
+        return
+    os.environ[results.BY_HAND_ENV] = "1"
+    if not os.environ.get(results.RESULTS_ENV):
+        seed_results(profile_name)
+    show(introduction(profile_name, chapter, chosen=chosen))
+
+
+def seed_results(profile_name: str) -> Path:
+    """Prepare the results root of runs by hand: the published results of `profile_name` that it
+    lacks are copied in (the chapters that read another chapter's results find them), and every
+    other folder of the published root is linked (the committed runs the chapters show)."""
+    published = results.published_results_root()
+    root = results.results_root()
+    own = root / profile_name
+    own.mkdir(parents=True, exist_ok=True)
+    if not published.is_dir():
+        return root
+    for entry in published.iterdir():
+        if entry.name.startswith(".") or entry.name == profile_name:
+            continue
+        link = root / entry.name
+        if link.is_symlink():
+            link.unlink()
+        if not link.exists():
+            link.symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
+    source = published / profile_name
+    if source.is_dir():
+        for path in sorted(source.rglob("*")):
+            if not path.is_file() or path.is_symlink() or path.name in NOT_SEEDED:
+                continue
+            target = own / path.relative_to(source)
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+    return root
+
+
+def _records(profile_name: str) -> list[tuple[dict, str]]:
+    """The book runs that timed this profile's chapters, newest kind first: the runner's last
+    run on this machine, then the committed run (with its hardware)."""
+    found = []
+    published = results.published_results_root() / profile_name / RECORD_NAME
+    committed = results.committed_root()
+    candidates = [(published, "the book's last run here")]
+    if committed is not None:
+        candidates.append((committed / f"book_{profile_name}" / RECORD_NAME, "committed"))
+    for path, where in candidates:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            chapters = record["metrics"]["chapters"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if where == "committed":
+            machine = (record.get("provenance") or {}).get("device_name") or "its machine"
+            where = f"the committed {profile_name} run on {machine}"
+        found.append((chapters, where))
+    return found
+
+
+def expected_time(profile_name: str, chapter: str | None) -> str | None:
+    """'about 18 min (the committed cpu run on AMD EPYC (2 cores))', from the newest good run of
+    `chapter` under `profile_name` the book recorded; None when it has none."""
+    if chapter is None:
+        return None
+    for chapters, where in _records(profile_name):
+        for name, entry in chapters.items():
+            if not name.startswith(f"{chapter}_") or not isinstance(entry, dict):
+                continue
+            good = entry if entry.get("status") == "ok" else entry.get("published")
+            if isinstance(good, dict) and good.get("wall_time_s"):
+                return f"about {_duration(float(good['wall_time_s']))} ({where})"
+    return None
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def _book_minutes(profile_name: str) -> str:
+    from ..profiles import get_profile
+
+    return f"the whole {profile_name} book is sized for {get_profile(profile_name).book.minutes:g} min"
+
+
+def introduction(profile_name: str, chapter: str | None, *, chosen: bool) -> str:
+    """The first lines of a chapter run by hand: what it runs, about how long, how to choose
+    `smoke`, and where it writes."""
+    what = f"Chapter {chapter}" if chapter else "This chapter"
+    why = "" if chosen else f" (the machine's: {_machine_words()})"
+    lines = [f"{what}, run by hand with the {profile_name!r} profile{why}."]
+    took = expected_time(profile_name, chapter)
+    lines.append(
+        f"It took {took}."
+        if took
+        else f"No run of it is recorded; {_book_minutes(profile_name)}."
+    )
+    if profile_name != "smoke":
+        quick = expected_time("smoke", chapter)
+        lines.append(
+            'For a quick run, set profile_name = "smoke" in the parameters cell'
+            + (f" ({quick})." if quick else f" ({_book_minutes('smoke')}).")
+        )
+    given = os.environ.get(results.RESULTS_ENV)
+    where = _shown(Path(given) if given else results.by_hand_root() / "results")
+    where = f"{where}/{profile_name}"
+    published = _shown(results.published_results_root() / profile_name)
+    lines.append(
+        f"Results go to {where}/, never over what the book published in {published}/."
+    )
+    if chapter == "04":
+        run = os.environ.get(results.BOOK_RUN_ENV)
+        run = Path(run) if run else results.by_hand_root() / f"book-{profile_name}"
+        lines.append(f"The model trains in {_shown(run)}/.")
+    return "\n".join(lines)
+
+
+def _machine_words() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"CUDA sees {torch.cuda.get_device_name(0)}"
+    return "no GPU is visible"
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the clone (or the working directory) when it lies inside."""
+    base = results.repo_root() or Path.cwd()
+    path = Path(path)
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def missing_model(profile_name: str, chapter: str, own_model: str) -> str:
+    """The one line of a chapter that reads chapter 04's model and finds none: where it looked,
+    and the ways on (chapter 04 under this profile or under `smoke`, with their times, or
+    `own_model`, e.g. 'set checkpoint = "path/to/averaged.pt"')."""
+    looked = " nor ".join(_shown(f) + "/" for f in results.book_run_dirs(profile_name))
+    if not by_hand():
+        return (
+            f"run chapter 04 first: {looked} holds no finished {profile_name} run, and only "
+            f"chapter 04 trains it (python -m annotated_transformer book --profile "
+            f"{profile_name} --chapters 04 {chapter})"
+        )
+    this = expected_time(profile_name, "04")
+    smoke = expected_time("smoke", "04")
+    ways = [
+        f"run chapter 04 with the {profile_name!r} profile first"
+        + (f" ({this})" if this else "")
+    ]
+    if profile_name != "smoke":
+        ways.append(
+            'run it with profile_name = "smoke" and then this chapter with the same'
+            + (f" ({smoke})" if smoke else "")
+        )
+    ways.append(own_model)
+    return (
+        f"chapter {chapter} reads the model chapter 04 trains under the {profile_name!r} "
+        f"profile, and none is here (looked in {looked}): " + "; or ".join(ways) + "."
+    )
+
+
+def chapter04_checkpoint(profile_name: str, chapter: str) -> Path:
+    """The averaged checkpoint of chapter 04's run that a chapter reads: the reader's own run by
+    hand, else the book's published run (`results.book_run_dirs`).
+
+    Raises:
+        NeedsTrainedModel: none has one (one line: `missing_model`).
+    """
+    for folder in results.book_run_dirs(profile_name):
+        if (folder / "averaged.pt").is_file():
+            return folder / "averaged.pt"
+    raise NeedsTrainedModel(
+        missing_model(
+            profile_name,
+            chapter,
+            'set checkpoint = "path/to/averaged.pt" (any checkpoint `train` wrote)',
+        )
+    )
