@@ -119,7 +119,7 @@ def _records(profile_name: str) -> list[tuple[dict, str]]:
 
 
 def expected_time(profile_name: str, chapter: str | None) -> str | None:
-    """'about 18 min (the committed cpu run on AMD EPYC (2 cores))', from the newest good run of
+    """'about 18 min in the committed cpu run on AMD EPYC (2 cores)', from the newest good run of
     `chapter` under `profile_name` the book recorded; None when it has none."""
     if chapter is None:
         return None
@@ -129,7 +129,7 @@ def expected_time(profile_name: str, chapter: str | None) -> str | None:
                 continue
             good = entry if entry.get("status") == "ok" else entry.get("published")
             if isinstance(good, dict) and good.get("wall_time_s"):
-                return f"about {_duration(float(good['wall_time_s']))} ({where})"
+                return f"about {_duration(float(good['wall_time_s']))} in {where}"
     return None
 
 
@@ -197,15 +197,15 @@ def missing_model(profile_name: str, chapter: str, own_model: str) -> str:
     """The one line of a chapter that reads chapter 04's model and finds none: where it looked,
     and the ways on (chapter 04 under this profile or under `smoke`, with their times, or
     `own_model`, e.g. 'set checkpoint = "path/to/averaged.pt"')."""
-    looked = " nor ".join(_shown(f) + "/" for f in results.book_run_dirs(profile_name))
+    looked = " and ".join(_shown(f) + "/" for f in results.book_run_dirs(profile_name))
     if not by_hand():
         return (
             f"run chapter 04 first: {looked} holds no finished {profile_name} run, and only "
             f"chapter 04 trains it (python -m annotated_transformer book --profile "
             f"{profile_name} --chapters 04 {chapter})"
         )
-    this = expected_time(profile_name, "04")
-    smoke = expected_time("smoke", "04")
+    this = expected_time(profile_name, "04") or _book_minutes(profile_name)
+    smoke = expected_time("smoke", "04") or _book_minutes("smoke")
     ways = [
         f"run chapter 04 with the {profile_name!r} profile first"
         + (f" ({this})" if this else "")

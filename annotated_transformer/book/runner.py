@@ -201,6 +201,8 @@ def book_environment(
         "AT_BOOK_BUILD": "1",
         "AT_PROFILE": profile,
         "AT_RESULTS_DIR": str(results_dir),
+        # a runner started from a chapter run by hand: its chapters are the book's, not by hand
+        results.BY_HAND_ENV: "0",
         "PYTHONPATH": prepend("PYTHONPATH", str(root)),
         "JUPYTER_PATH": prepend("JUPYTER_PATH", str(jupyter_dir)),
         # ipykernel's debugger otherwise warns about frozen modules on every start.

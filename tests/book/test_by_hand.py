@@ -97,9 +97,9 @@ def test_the_first_output_says_how_long_and_how_to_choose_smoke(clone, monkeypat
     _book_run(clone / "results", "smoke", "04_training", 61.0)
     text = by_hand.introduction("cpu", "04", chosen=False)
     assert "'cpu' profile (the machine's: no GPU is visible)" in text
-    assert "about 18 min (the committed cpu run on a test machine)" in text
+    assert "about 18 min in the committed cpu run on a test machine" in text
     assert 'profile_name = "smoke"' in text
-    assert "about 61 s (the book's last run here)" in text
+    assert "about 61 s in the book's last run here" in text
     assert "runs/by-hand/book-cpu/" in text
     # no recorded run: the profile's own size for the whole book, never a made-up time
     text = by_hand.introduction("gpu", "02", chosen=True)
