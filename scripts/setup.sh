@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Set up everything the project needs in ./.venv: torch (if absent), the package, the book's
-# tools, and (where apt is available as root) Debian's Chromium for the browser test.
+# Set up everything the project needs in ./.venv: torch (if absent), the package with every extra
+# (the experiments, the charts, the book's tools, the tests), JupyterLab with jupytext's contents
+# manager and a kernel for the project, and (where apt is available as root) Debian's Chromium for
+# the browser test.
 # Safe to run again: each step is skipped when already done.
 #
 # Everything but torch comes at the exact versions of requirements.lock, the ones the test suite
@@ -14,7 +16,9 @@ PYTHON=${PYTHON:-python3}
 # machine without an NVIDIA driver gets PyTorch's CPU-only wheel (a few hundred MB instead of several GB
 # of CUDA libraries), and every other machine the default build of this spec.
 TORCH_SPEC=${TORCH_SPEC:-}
-TORCH_DEFAULT_SPEC="torch>=2.2"
+# requirements.txt's torch line (the range the test suite passed with), unless the lock names a version
+TORCH_DEFAULT_SPEC=$(sed -n 's/^\(torch[<>=!~][^ #]*\).*/\1/p' requirements.txt | head -n 1)
+TORCH_DEFAULT_SPEC=${TORCH_DEFAULT_SPEC:-torch}
 CPU_WHEELS=https://download.pytorch.org/whl/cpu
 LOCK=requirements.lock
 
@@ -78,10 +82,28 @@ else
   echo "[setup] installing requirements and the package (editable)"
   "$PY" -m pip install --quiet -r requirements.txt
 fi
+# A clone set up before the build backend was hatchling holds setuptools' metadata folder; it would
+# shadow the installed package's metadata for anything run from the clone's root.
+rm -rf annotated_transformer.egg-info
 "$PY" -m pip install --quiet --no-deps -e .
 
-# The papermill runner executes chapters with this venv's interpreter.
-"$PY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (annotated-transformer)" >/dev/null
+# Kernels, both this venv's interpreter: python3, the name in the chapters' metadata (JupyterLab and a
+# papermill run by hand start it for a chapter; the book command writes its own), under the metadata's
+# display name too, so that a chapter saved from JupyterLab keeps its header; and
+# annotated-transformer, named for the project, for a new notebook.
+"$PY" -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
+"$PY" -m ipykernel install --sys-prefix --name annotated-transformer \
+  --display-name "Python 3 (annotated-transformer)" >/dev/null
+
+# JupyterLab: jupytext's wheel turns its contents manager on, which serves either file of a chapter's
+# pair as one notebook (jupytext.toml); this makes a double-click on a .py open it as a notebook too.
+LAB_DIR=$("$PY" -c "from jupyterlab.commands import get_app_dir; print(get_app_dir())" 2>/dev/null || true)
+if [ -n "$LAB_DIR" ]; then
+  mkdir -p "$LAB_DIR/settings/overrides.d"
+  cp scripts/jupyter/lab-overrides.json "$LAB_DIR/settings/overrides.d/annotated-transformer.json"
+else
+  echo "[setup] JupyterLab is not installed: .venv/bin/jupyter lab will not be there"
+fi
 
 # onnxruntime-web's WebAssembly runtime for chapter 08's live page, from the npm registry (no npm needed),
 # checked against its pinned sha512 into .cache/; the book build fetches it too when it is missing.

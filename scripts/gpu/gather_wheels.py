@@ -100,6 +100,8 @@ ROOTS = (
 LEFT_OUT = {
     "torch": "the target's own (CUDA) build is used",
     "jupyter-book": "builds the site, which is done elsewhere (book --no-build)",
+    "jupyterlab": "reading the book in a browser; papermill executes the chapters without it",
+    "nbconvert": "exports a chapter by hand; papermill executes with nbclient",
     "vl-convert-python": "only viz.export (PNG/SVG files) calls it; no chapter does (about 30 MB)",
     "pytest": "tests only",
     "ruff": "tests only",
