@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import signal
 import sys
@@ -47,7 +48,7 @@ COMMANDS = {
     "attention": (
         "annotated_transformer.commands.attention",
         "draw a checkpoint's attention (paper Figures 3-5, or the explorer) as HTML, SVG or PNG",
-        "book",
+        "charts",
     ),
     "export-onnx": (
         "annotated_transformer.commands.export_onnx",
@@ -57,12 +58,12 @@ COMMANDS = {
     "table3": (
         "annotated_transformer.commands.table3",
         "train Table 3's rows past the book's budget, resumably (chapter 06's extended run)",
-        None,
+        "experiments",
     ),
     "parser-curve": (
         "annotated_transformer.commands.parser_curve",
         "train chapter 07's parser until dev F1 stops rising, by share of the trees (resumable)",
-        None,
+        "experiments",
     ),
     "book": (
         "annotated_transformer.commands.book",
@@ -74,6 +75,9 @@ COMMANDS = {
 EXTRA_MODULES = {
     "altair",
     "pandas",
+    "scipy",
+    "statsmodels",
+    "nltk",
     "vl_convert",
     "jupyter_book",
     "jupytext",
@@ -85,6 +89,35 @@ EXTRA_MODULES = {
     "onnxruntime",
     "onnxscript",
 }
+
+
+# What each extra must bring before its command starts: a command that imports a module of its
+# extra only late (table3 and parser-curve fit their statistics after hours of training) is
+# refused before any work.
+EXTRA_NEEDS = {
+    "experiments": ("statsmodels", "scipy", "nltk", "pandas"),
+    "charts": ("altair", "vl_convert", "pandas"),
+    "web": ("onnx", "onnxruntime"),
+    "book": ("papermill", "jupytext", "nbformat", "altair", "pandas"),
+}
+
+
+def _absent(module: str) -> bool:
+    if module in sys.modules:
+        return sys.modules[module] is None
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def extra_missing_before_start(command: str) -> str | None:
+    """One line naming the extra `command` needs when one of its modules is not installed."""
+    extra = COMMANDS[command][2]
+    for module in EXTRA_NEEDS.get(extra, ()):
+        if _absent(module):
+            return missing_extra(command, ModuleNotFoundError(name=module))
+    return None
 
 
 def missing_extra(command: str, error: ModuleNotFoundError) -> str | None:
@@ -173,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    line = extra_missing_before_start(args.command)
+    if line is not None:
+        print(f"error: {line}", file=sys.stderr)
+        return 1
     try:
         return int(args._run(args) or 0)
     except ModuleNotFoundError as error:

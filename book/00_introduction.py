@@ -107,8 +107,8 @@ viz.show_table(viz.profiles_table(PROFILES.values()))
 # %% [markdown]
 # ## How to run it
 #
-# From a clone, the README's two commands set everything up in `./.venv` (install the `torch`
-# build for your hardware first to keep it), then run the book or the tests:
+# From a clone, the README's three commands set everything up in `./.venv` (install the `torch`
+# build for your hardware first to keep it), then run the book, the tests, or JupyterLab:
 #
 # ```bash
 # # execute every chapter with the cpu profile and build the site
@@ -117,6 +117,9 @@ viz.show_table(viz.profiles_table(PROFILES.values()))
 #
 # # unit tests, chapter smoke runs, the site build and the browser check
 # bash scripts/setup.sh && .venv/bin/python -m pytest
+#
+# # open the book in JupyterLab: either file of a chapter's pair opens as the notebook
+# bash scripts/setup.sh && .venv/bin/jupyter lab book/
 # ```
 #
 # The book command executes each chapter with [papermill](https://papermill.readthedocs.io),

@@ -1,4 +1,5 @@
-"""Shims for the oldest PyTorch that requirements.txt allows (2.2)."""
+"""Shims for PyTorch releases back to 2.2 (the package itself asks for the range its suite passed
+with: pyproject.toml)."""
 
 from __future__ import annotations
 

@@ -80,13 +80,14 @@ ROOTS = (
     "jupytext",
     "nbformat",
     "ipykernel",
-    # the package's own requirements (pyproject.toml; torch is the target's)
+    # the package's core requirements (pyproject.toml; torch is the target's)
     "numpy",
     "tqdm",
     "sentencepiece",
     "sacrebleu",
     "filelock",
     "jsonschema",  # runtime/records.py (nbformat brings it too)
+    # its `experiments` extra: chapter 07's trees, chapter 06's linear model
     "nltk",
     "statsmodels",
     "scipy",  # experiments/table3/statistics.py's t quantiles (statsmodels brings it too)

@@ -285,10 +285,12 @@ def test_readme_profile_table_lists_every_profile():
                 "--out",
                 "f.html",
             ],
-            "book",
+            "charts",
             "altair",
         ),
         (["book", "--no-build", "--chapters", "01"], "book", "papermill"),
+        (["table3", "--profile", "smoke", "--out", "t"], "experiments", "statsmodels"),
+        (["parser-curve", "--out", "p"], "experiments", "nltk"),
     ],
 )
 def test_a_command_without_its_extra_names_the_extra_in_one_line(
