@@ -293,6 +293,28 @@ def set_repository_url(source_text: str, url: str) -> str:
     return REPOSITORY_LINE.sub(lambda m: f'{m.group(1)}"{url}"', source_text)
 
 
+# One assignment of a parameters cell: the name, the value, and the comment after it.
+_ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_]\w*) = (?P<value>.*?)(?P<comment>  #.*)?$")
+
+
+def shown_parameters(cell: str, injected: str) -> str:
+    """The chapter's parameters cell with the values papermill injected in place of its
+    defaults, comments kept: the page shows what it ran with (`profile_name = "cpu"`, not the
+    `"auto"` a reader running it by hand gets)."""
+    values = {}
+    for line in injected.splitlines():
+        match = _ASSIGNMENT.match(line)
+        if match:
+            values[match["name"]] = match["value"]
+    lines = []
+    for line in cell.splitlines():
+        match = _ASSIGNMENT.match(line)
+        if match and match["name"] in values:
+            line = f"{match['name']} = {values[match['name']]}{match['comment'] or ''}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def finish_page(
     notebook: Path, page: str, settings: dict, *, note: str | None = None
 ) -> None:
@@ -302,10 +324,16 @@ def finish_page(
     import nbformat
 
     nb = nbformat.read(str(notebook), as_version=4)
+    injected = ""
     for cell in nb.cells:
         tags = cell.get("metadata", {}).get("tags", [])
-        if INJECTED_TAG in tags and "remove-cell" not in tags:
-            cell.metadata["tags"] = [*tags, "remove-cell"]
+        if INJECTED_TAG in tags:
+            injected = cell.source
+            if "remove-cell" not in tags:
+                cell.metadata["tags"] = [*tags, "remove-cell"]
+    for cell in nb.cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            cell.source = shown_parameters(cell.source, injected)
     first = next((c for c in nb.cells if c.cell_type == "markdown"), None)
     added = []
     if (
