@@ -73,6 +73,9 @@ def test_chapter_takes_the_profile_as_parameters(source):
     assert 'find_spec("annotated_transformer")' in first_code.source, (
         f"{source.name}: the first code cell must install the package when it is missing (Colab)"
     )
+    # with what the chapters import, and from elsewhere where AT_INSTALL_FROM says
+    assert "annotated-transformer[notebook] @ " in first_code.source, source.name
+    assert 'os.environ.get("AT_INSTALL_FROM")' in first_code.source, source.name
 
 
 def test_book_and_train_choose_from_one_profile_record():
