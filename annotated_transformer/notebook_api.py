@@ -5,8 +5,8 @@ that draws offline. The package's top re-exports them: `from annotated_transform
 Each call is a thin door onto the package's own machinery: `load` reads a checkpoint as every
 command does (`training.checkpoint`), `translate` decodes with `evaluation.scoring.translate` and
 the checkpoint's profile's beam, `attention` is `experiments.attention.figures.sentence_attention`
-and the charts are `book.viz`'s. Pictures need the `charts` extra (altair, vl-convert-python) and
-pandas; nothing here imports them until a picture is asked for.
+and the charts are `book.viz`'s. Pictures need the `charts` extra (altair, vl-convert-python,
+pandas); nothing here imports them until a picture is asked for.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ KIND_NAMES = {
 CHART_STYLES = ("heatmap", "lines")
 
 # Which extra brings a module the pictures import.
-_EXTRA_OF = {"altair": "charts", "vl_convert": "charts", "pandas": "experiments"}
+_EXTRA_OF = {"altair": "charts", "vl_convert": "charts", "pandas": "charts"}
 
 
 # ------------------------------------------------------------------------------------------ loading
