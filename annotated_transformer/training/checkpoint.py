@@ -218,12 +218,17 @@ def average_state_dicts(
 
 def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
     """One checkpoint whose weights are the mean of `paths`' weights (section 6.1); the config, tokenizer and
-    step come from the newest (last) one, and `averaged_from` records the inputs. Snapshots of two
-    runs (another model, tokenizer, seed, batches or schedule) are refused."""
+    step come from the newest one (the highest step, whatever the order given), and `averaged_from`
+    records the inputs oldest first. Snapshots of two runs (another model, tokenizer, seed, batches
+    or schedule) are refused."""
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("no checkpoints to average: train longer, or lower --last")
-    checkpoints = [load_checkpoint(p) for p in paths]
+    # oldest first by the step each records (a stable sort: equal steps keep the order given)
+    loaded = sorted(
+        ((p, load_checkpoint(p)) for p in paths), key=lambda item: _step_of(item[1])
+    )
+    paths, checkpoints = [p for p, _ in loaded], [c for _, c in loaded]
     newest = checkpoints[-1]
     for path, checkpoint in zip(paths, checkpoints):
         for key, what in (
@@ -250,6 +255,12 @@ def average_checkpoints(paths: Iterable[str | os.PathLike]) -> dict:
     merged["model"] = average_state_dicts(c["model"] for c in checkpoints)
     merged["averaged_from"] = [p.name for p in paths]
     return merged
+
+
+def _step_of(checkpoint: dict) -> int:
+    """The step a checkpoint records; -1 for one that records none (it sorts oldest)."""
+    step = checkpoint.get("step")
+    return step if isinstance(step, int) else -1
 
 
 def _run_fact(checkpoint: dict, field: str):

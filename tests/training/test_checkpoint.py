@@ -49,6 +49,23 @@ def test_averaging_two_checkpoints_gives_their_mean_and_keeps_integer_buffers(tm
     )  # integers are not averaged: the newest wins
 
 
+def test_averaging_takes_the_step_and_the_rest_from_the_highest_step_in_any_order(
+    tmp_path,
+):
+    """`average s60 s40 s20` is the average at step 60, as `average s20 s40 s60` is."""
+    paths = {}
+    for step in (20, 40, 60):
+        checkpoint = fake_checkpoint(torch.full((2,), float(step)), step)
+        checkpoint["profile"] = {"written_at": step}
+        paths[step] = ckpt.atomic_torch_save(checkpoint, tmp_path / f"s{step}.pt")
+    for order in ((60, 40, 20), (20, 60, 40), (20, 40, 60)):
+        averaged = ckpt.average_checkpoints([paths[s] for s in order])
+        assert averaged["step"] == 60 and averaged["profile"] == {"written_at": 60}
+        assert averaged["model"]["counter"].item() == 60  # integers: the newest's
+        assert averaged["model"]["w"].tolist() == [40.0, 40.0]
+        assert averaged["averaged_from"] == ["s20.pt", "s40.pt", "s60.pt"]
+
+
 def test_average_last_takes_the_newest_snapshots(tmp_path):
     for step in (10, 20, 30, 40):
         ckpt.atomic_torch_save(
