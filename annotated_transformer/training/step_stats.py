@@ -7,6 +7,8 @@ host synchronisation, and a report all-reduces them in one call. The names say w
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..runtime.distributed import DistributedContext, all_reduce_sum
@@ -56,6 +58,12 @@ class StepStats:
     def losses_are_finite(self) -> bool:
         """Whether the loss and the nll sums are finite numbers (one host synchronisation)."""
         return bool(torch.isfinite(self.values[:2]).all())
+
+    def mean_loss(self) -> float:
+        """The loss a target token on this rank, NaN where the nll is not finite (one host
+        synchronisation)."""
+        loss, nll, tokens = self.values.tolist()
+        return loss / max(tokens, 1.0) if math.isfinite(nll) else math.nan
 
     def totals(self, context: DistributedContext) -> tuple[float, float, float]:
         """(loss_sum, nll_sum, tokens) summed over all ranks, as Python floats."""

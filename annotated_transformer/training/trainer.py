@@ -204,6 +204,10 @@ class Trainer:
         # first, the schedule's current rate, which a divergence message could only name after
         # a resumed run that took no step).
         self._step_lr: float = self.scheduler.get_last_lr()[0]
+        # A loss a token above this is a diverged run, however finite (divergence.loss_limit).
+        self._loss_limit = divergence.loss_limit(
+            model.generator.out_features, self.config.label_smoothing
+        )
 
     @property
     def precision(self) -> str:
@@ -327,6 +331,7 @@ class Trainer:
         stopped_by = stopping.limit_reached(r, p)
         with self._stop:  # Ctrl-C and SIGTERM now ask the loop to stop after the step
             clock = stopping.SessionClock(p)
+            stats = None
             while stopped_by is None:
                 global_batch = self._next_global_batch()
                 if global_batch is None:
@@ -339,8 +344,7 @@ class Trainer:
                 p.step += 1
                 p.batch_cursor += 1
                 clock.tick(p)
-                if divergence.loss_diverged(stats, p.step, self.device, self.context):
-                    self._diverged(f"the loss is {float(stats.loss_sum):g}")
+                self._check_loss(stats)
                 if self.on_step is not None:
                     self.on_step(self)
                 if p.step % r.log_every == 0:
@@ -350,10 +354,17 @@ class Trainer:
                 if r.eval_every and p.step % r.eval_every == 0:
                     self.validate()
                 if stopping.snapshot_due(r, p, self.context):
+                    self._check_loss(
+                        stats, every_step=True
+                    )  # on every device before a save
                     p.last_snapshot_time_s = stopping.budget_seconds_used(r, p)
                     self.save_snapshot()
                     self.save_resume_checkpoint()
                 stopped_by = stopping.stop_decision(r, p, self._stop, self.context)
+            if (
+                stats is not None
+            ):  # the last step, checked on every device before the end saves
+                self._check_loss(stats, every_step=True)
             self.log.close(p, self._step_lr)
             if stopped_by != "interrupted":  # the end of a run: validate and save
                 # validate() records the step it validated at; a run that just did needs no second pass
@@ -464,6 +475,19 @@ class Trainer:
         """Continue from a resume checkpoint (a `last.pt` or the `--out` folder holding it)."""
         self.load_state_dict(load_checkpoint(path, map_location="cpu"), str(path))
         self.log.write({"kind": "resume", "step": self.progress.step, "from": str(path)})
+
+    def _check_loss(self, stats: StepStats, *, every_step: bool = False) -> None:
+        """Stop with TrainingDiverged when the step's loss is not finite or above the limit."""
+        p = self.progress
+        if divergence.loss_diverged(
+            stats,
+            p.step,
+            self.device,
+            self.context,
+            self._loss_limit,
+            every_step=every_step,
+        ):
+            self._diverged(divergence.describe_loss(stats, self._loss_limit))
 
     def _diverged(self, what: str) -> NoReturn:
         """Stop with TrainingDiverged; nothing from this step on is saved."""

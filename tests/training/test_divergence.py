@@ -1,13 +1,17 @@
 """A loss or weights that are no longer finite are noticed, by every rank alike, and the message
 says what was kept and what to change."""
 
+import math
+
 import pytest
 import torch
 
 from annotated_transformer.runtime.distributed import DistributedContext
 from annotated_transformer.training import divergence
 from annotated_transformer.training.divergence import (
+    describe_loss,
     loss_diverged,
+    loss_limit,
     message,
     weights_are_finite,
 )
@@ -18,9 +22,9 @@ CPU, GPU = torch.device("cpu"), torch.device("cuda")  # only the type is read
 ONE = DistributedContext()
 
 
-def stats(loss: float, nll: float = 1.0) -> StepStats:
+def stats(loss: float, nll: float = 1.0, tokens: int = 3) -> StepStats:
     result = StepStats.zeros("cpu")
-    result.add_micro_batch(torch.tensor(loss), torch.tensor(nll), torch.tensor(3))
+    result.add_micro_batch(torch.tensor(loss), torch.tensor(nll), torch.tensor(tokens))
     return result
 
 
@@ -35,6 +39,36 @@ def test_a_loss_that_is_not_finite_diverged_at_every_step_on_a_cpu(loss, nll):
 def test_a_finite_loss_did_not_diverge_however_large():
     for loss in (0.0, 1e-30, 3.5, 3e38):  # 3e38: near float32's largest
         assert not loss_diverged(stats(loss), 1, CPU, ONE)
+
+
+def test_the_limit_is_twice_a_uniform_guess_plus_the_smoothed_targets_entropy():
+    """A uniform guess scores ln V at any smoothing; the smoothing's floor is what a perfect model
+    still pays, so the limit sits well above anything a learning run reaches."""
+    assert loss_limit(37000, 0.0) == pytest.approx(2 * math.log(37000))
+    floor = -(0.9 + 0.1 / 4) * math.log(0.9 + 0.1 / 4) - 0.3 / 4 * math.log(0.1 / 4)
+    assert loss_limit(4, 0.1) == pytest.approx(2 * math.log(4) + floor)
+    assert 22 < loss_limit(37000, 0.1) < 23  # the paper's vocabulary: about 22.4 nats
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_finite_loss_far_above_a_uniform_guess_diverged(dtype):
+    """A run at --lr 1e4 in bf16 reaches 3e9 nats a token, finite in bf16's range."""
+    limit = loss_limit(37000, 0.1)
+    huge = float(torch.tensor(3e9 * 1000, dtype=dtype))  # as the step's sums hold it
+    assert loss_diverged(stats(huge, 1e6, tokens=1000), 1, CPU, ONE, limit)
+    assert "3e+09 nats a token, above the limit of 22.4" in describe_loss(
+        stats(3e12, 1e6, tokens=1000), limit
+    )
+    # a fresh model's loss (about ln V) and a bad spike (1.5 ln V) go on
+    for per_token in (math.log(37000), 1.5 * math.log(37000)):
+        assert not loss_diverged(stats(per_token * 1000, 1.0, 1000), 1, CPU, ONE, limit)
+
+
+def test_the_last_step_is_read_on_every_device():
+    """A run shorter than a stop check is still judged before its end saves anything."""
+    bad = stats(1e12, 1.0, tokens=10)
+    assert not loss_diverged(bad, 3, GPU, ONE, 10.0)
+    assert loss_diverged(bad, 3, GPU, ONE, 10.0, every_step=True)
 
 
 def test_elsewhere_the_loss_is_read_every_stop_check():

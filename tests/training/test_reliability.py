@@ -68,6 +68,28 @@ def test_a_diverging_run_stops_at_the_first_bad_loss_and_keeps_the_last_good_che
     )
 
 
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_a_run_at_an_absurd_learning_rate_stops_before_it_saves_anything(
+    tmp_path, precision
+):
+    """At --lr 1e4 the loss leaves any sane range at once, finite or not: the run ends with
+    TrainingDiverged (the CLI's exit 1) before a snapshot, a validation or results are written."""
+    profile = tiny_profile(
+        peak_lr=1e4, max_steps=12, save_every_steps=2, eval_every=2, precision=precision
+    )
+    trainer = make_trainer(profile, tmp_path)
+    with pytest.raises(TrainingDiverged, match=r"diverged at step [12]: .*--lr"):
+        trainer.train()
+    assert list_snapshots(tmp_path) == [] and not (tmp_path / "last.pt").exists()
+    assert trainer.progress.last_valid == {}
+
+
+def test_a_learning_run_stays_below_the_loss_limit(tmp_path):
+    """The tiny profile's own rate trains to its end: the limit leaves healthy runs alone."""
+    result = make_trainer(tiny_profile(max_steps=6, eval_every=0), tmp_path).train()
+    assert result.progress.step == 6
+
+
 # ------------------------------------------------------------------------------------------ arguments
 @pytest.mark.parametrize(
     "argv",
