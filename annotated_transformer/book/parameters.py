@@ -2,8 +2,9 @@
 may set and, by its defaults, their types. `book --param NAME=VALUE` is checked against the cells of
 the chapters selected before any chapter runs (a name no selected chapter has, or a value its
 default's type does not allow, or a number outside the parameter's range in `PARAMETER_BOUNDS`, is
-refused in one line naming `--param NAME`), and a chapter opened by hand (papermill `-p ...`) fails on
-a bad profile or an out-of-range value in one line (`chapter_profile`)."""
+refused in one line naming `--param NAME`; so is a name given twice), and a chapter opened by hand
+(papermill `-p ...`) fails on a bad profile, a name its parameters cell lacks, a value of another
+type or an out-of-range value in one line (`chapter_profile`)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,21 @@ def parse_param(text: str) -> tuple[str, Any]:
         return name, value  # a bare word is a string
 
 
+def parse_params(texts: Iterable[str]) -> dict[str, Any]:
+    """Every `--param NAME=VALUE` as one dict (`parse_param` each); a name given twice is refused
+    in one line, as no run can take both values."""
+    parameters: dict[str, Any] = {}
+    for text in texts:
+        name, value = parse_param(text)
+        if name in parameters:
+            raise ValueError(
+                f"--param {name} is given twice ({name}={parameters[name]!r} and "
+                f"{name}={value!r}): keep the one you mean"
+            )
+        parameters[name] = value
+    return parameters
+
+
 def chapter_parameters(source: str | os.PathLike) -> dict[str, Any]:
     """The names of a chapter's `parameters` cell and their default values, read from its
     jupytext .py source with `ast` (nothing of the chapter runs); {} without such a cell."""
@@ -98,9 +114,16 @@ def _parameters_cell(source: str | os.PathLike) -> dict[str, tuple[Any, str]]:
             continue
         if inside:
             cell.append(line)
+    return _cell_assignments("\n".join(cell))
+
+
+def _cell_assignments(source: str) -> dict[str, tuple[Any, str]]:
+    """The names a cell's source assigns, each with its value (None where it is not a literal)
+    and its comment."""
+    cell = source.splitlines()
     defaults: dict[str, tuple[Any, str]] = {}
     previous_end = 0
-    for node in ast.parse("\n".join(cell)).body:
+    for node in ast.parse(source).body:
         comment = "\n".join(cell[previous_end : node.end_lineno])
         previous_end = node.end_lineno or previous_end
         if (
@@ -166,20 +189,41 @@ def check_chapter_parameters(
     """
     parameters = parameters or {}
     cells = {Path(s).stem: _parameters_cell(s) for s in sources}
+    _check_against_cells(parameters, cells, lambda name, value: f"--param {name}")
+    return {
+        chapter: {k: v for k, v in parameters.items() if k in cell}
+        for chapter, cell in cells.items()
+    }
+
+
+def _check_against_cells(
+    parameters: dict,
+    cells: dict[str, dict[str, tuple[Any, str]]],
+    given,
+    selected: bool = True,
+) -> None:
+    """The rule of `check_chapter_parameters`, for `book --param` and for papermill's `-p` alike:
+    `given(name, value)` is how the error names what was given (`--param NAME`, ...);
+    `selected`: the cells are of the chapters a run selected (else of the one chapter running)."""
     known = sorted({name for cell in cells.values() for name in cell})
     for name, value in parameters.items():
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(
-                f"--param {name!r}: not a parameter name; NAME is one name of a chapter's "
+                f"{given(name, value)}: not a parameter name; NAME is one name of a chapter's "
                 "parameters cell (letters, digits and _, no dots)"
             )
         having = [chapter for chapter, cell in cells.items() if name in cell]
         if not having:
             close = difflib.get_close_matches(name, known, n=3)
             raise ValueError(
-                f"--param {name}: no chapter selected has a parameter {name!r}"
+                f"{given(name, value)}: "
+                + (
+                    f"no chapter selected has a parameter {name!r}"
+                    if selected
+                    else f"the chapter has no parameter {name!r}"
+                )
                 + (f"; did you mean {' or '.join(close)}?" if close else "")
-                + f" (their parameters: {', '.join(known) or 'none'})"
+                + f" ({'their' if selected else 'its'} parameters: {', '.join(known) or 'none'})"
             )
         for chapter in having:
             default, comment = cells[chapter][name]
@@ -189,19 +233,43 @@ def check_chapter_parameters(
                 continue
             if expected is not None and not _allowed(value, expected[0]):
                 raise ValueError(
-                    f"--param {name}={value!r}: chapter {chapter}'s {name} expects "
+                    f"{given(name, value)}={value!r}: {_whose(chapter)} {name} expects "
                     f"{expected[1]} (its default is {default!r})"
                 )
             allowed = out_of_bounds(name, value)
             if allowed is not None:
                 raise ValueError(
-                    f"--param {name}={value!r}: chapter {chapter}'s {name} must be "
+                    f"{given(name, value)}={value!r}: {_whose(chapter)} {name} must be "
                     f"{allowed} (its default is {default!r})"
                 )
-    return {
-        chapter: {k: v for k, v in parameters.items() if k in cell}
-        for chapter, cell in cells.items()
-    }
+
+
+def _whose(chapter: str) -> str:
+    return f"chapter {chapter}'s" if chapter else "the chapter's"
+
+
+# papermill's injected cell (tagged `injected-parameters`, placed right after the parameters
+# cell) starts with this comment; the kernel sees no tags, only the sources it ran.
+INJECTED_COMMENT = "# Parameters"
+
+
+def injected_parameters(namespace: dict) -> tuple[dict[str, Any], dict] | None:
+    """(the names papermill injected, with their values in `namespace`, and the assignments of
+    the parameters cell run just before them), read from the kernel's input history (`_ih`, the
+    sources of the cells run, in order); None outside a kernel or without an injected cell."""
+    history = namespace.get("_ih")
+    if not isinstance(history, list):
+        return None
+    for index in range(len(history) - 1, 0, -1):
+        source = history[index]
+        if isinstance(source, str) and source.lstrip().startswith(INJECTED_COMMENT):
+            try:
+                injected = _cell_assignments(source)
+                cell = _cell_assignments(str(history[index - 1]))
+            except SyntaxError:
+                return None
+            return {k: namespace.get(k, v) for k, (v, _) in injected.items()}, cell
+    return None
 
 
 def chapter_profile(profile_name: str, chapter: str | None = None, **overrides):
@@ -213,6 +281,11 @@ def chapter_profile(profile_name: str, chapter: str | None = None, **overrides):
     book's runner the chapter is a run by hand (`book.by_hand`): it writes under `runs/by-hand/`
     and its first output says what it runs (`chapter` is its number, e.g. "02").
 
+    papermill only warns about a name the parameters cell lacks (`-p sede 5`) and runs on with
+    the default: the names it injected (its `injected-parameters` cell, found in the kernel's
+    input history, `injected_parameters`) are checked against the parameters cell run just before
+    it, by the rule `book --param` follows, so a misspelt name stops here, naming the closest.
+
     The chapter's other parameters are checked against `PARAMETER_BOUNDS` here too: papermill
     puts them in the notebook's namespace, which is the caller's globals (only the names with
     bounds are read), so a seed of -1 given to papermill stops in the first cell, as
@@ -221,6 +294,18 @@ def chapter_profile(profile_name: str, chapter: str | None = None, **overrides):
     from ..profiles import get_profile
 
     namespace = sys._getframe(1).f_globals
+    injected = injected_parameters(namespace)
+    if injected is not None:
+        given, cell = injected
+        try:
+            _check_against_cells(
+                given,
+                {chapter or "": cell},
+                lambda name, value: f"papermill -p {name}",
+                selected=False,
+            )
+        except ValueError as exc:
+            raise ParameterError(str(exc)) from None
     values = {name: namespace[name] for name in PARAMETER_BOUNDS if name in namespace}
     values.update((k, v) for k, v in overrides.items() if k in PARAMETER_BOUNDS)
     for name, value in values.items():

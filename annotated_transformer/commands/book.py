@@ -7,7 +7,7 @@ import sys
 
 from ..book.chapters import _print, _shown, discover_chapters, select_chapters
 from ..book.committed import import_run
-from ..book.parameters import parse_param
+from ..book.parameters import parse_param, parse_params
 from ..book.runner import run_book
 from ..book.sync import sync_notebooks
 from ..profiles import PROFILE_NAMES
@@ -40,7 +40,8 @@ def add_arguments(parser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="a parameter of the selected chapters' parameters cells, e.g. --param "
-        "max_steps=50 (repeatable): a name one of them has, a value of its default's type; "
+        "max_steps=50 (repeatable, each name once): a name one of them has, a value of its "
+        "default's type; "
         "the run is then not the profile's, so it needs --output-dir and --results-dir of its own",
     )
     parser.add_argument(
@@ -97,7 +98,7 @@ def run(args) -> int:
             if not report.imported and not report.unchanged:
                 _print(f"import: nothing taken into {_shown(report.target)}")
             return 0 if report.ok else 1
-        parameters = dict(_parse_param(p) for p in args.param)
+        parameters = parse_params(args.param)
         book = run_book(
             args.profile,
             chapters=args.chapters,

@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from annotated_transformer.book import parameters, runner
 from annotated_transformer.commands import book as book_command
@@ -271,3 +273,153 @@ def test_the_record_says_what_each_chapter_was_given(clone, tmp_path):
     entry = record["metrics"]["chapters"]["01_demo"]
     assert entry["parameters"] == {"profile_name": "smoke", "device": "auto", "seed": 7}
     assert results.read_result("demo", "smoke", tmp_path / "res")["metrics"]["seed"] == 7
+
+
+def test_a_param_given_twice_is_one_line_before_any_chapter(
+    tmp_path, capsys, monkeypatch
+):
+    """`--param seed=1 --param seed=2` used to run with seed 2: a run cannot take both."""
+    monkeypatch.setattr(
+        runner, "execute_chapter", lambda *a, **k: pytest.fail("a chapter ran")
+    )
+    argv = ["--profile", "smoke", "--chapters", "01", "--no-build"]
+    argv += ["--param", "seed=1", "--param", "seed = 2"]
+    argv += ["--output-dir", str(tmp_path / "o"), "--results-dir", str(tmp_path / "r")]
+    code, err = _cli(argv, capsys)
+    assert code == 2
+    assert (
+        err
+        == "error: --param seed is given twice (seed=1 and seed=2): keep the one you mean\n"
+    )
+    assert not (tmp_path / "o").exists() and not (tmp_path / "r").exists()
+    assert parameters.parse_params(["seed=1", "max_steps=2"]) == {
+        "seed": 1,
+        "max_steps": 2,
+    }
+
+
+PARAM_NAMES = st.sampled_from(["seed", " seed", "seed ", "max_steps", "a.b", "", "x y"])
+PARAM_TEXTS = st.one_of(
+    st.text(max_size=12),
+    st.builds(lambda name, value: f"{name}={value}", PARAM_NAMES, st.text(max_size=12)),
+    st.builds(
+        lambda name, value: f"{name}={value!r}",
+        PARAM_NAMES,
+        st.one_of(st.integers(), st.floats(), st.none(), st.booleans(), st.text()),
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PARAM_TEXTS, max_size=6))
+def test_any_params_parse_to_unique_names_or_are_refused_in_one_line(texts):
+    try:
+        parsed = parameters.parse_params(texts)
+    except ValueError as error:
+        message = str(error)
+        assert message.startswith("--param ") and "\n" not in message, message
+        return
+    names = [parameters.parse_param(text)[0] for text in texts]
+    assert sorted(parsed) == sorted(names)  # every name once: none dropped, none twice
+    assert all(name.isidentifier() for name in parsed)
+
+
+CHAPTER_02_CELL = """# auto: the machine's
+profile_name = "auto"  # sets the sizes
+device = "auto"
+seed = 0  # every random tensor of the chapter follows from it
+vocab_size = 37_000
+"""
+
+
+def _kernel_namespace(injected: str) -> dict:
+    """A kernel's globals after papermill ran chapter 02's parameters cell and its injected
+    cell: IPython keeps the sources it ran, in order, in `_ih`."""
+    namespace = {"chapter_profile": parameters.chapter_profile}
+    exec(CHAPTER_02_CELL, namespace)
+    exec(injected, namespace)
+    first_cell = 'profile = chapter_profile(profile_name, "02")'
+    namespace["_ih"] = ["", "import time", CHAPTER_02_CELL, injected, first_cell]
+    return namespace
+
+
+@pytest.mark.parametrize(
+    ("injected", "says"),
+    [
+        (
+            '# Parameters\nprofile_name = "smoke"\nsede = 5\n',
+            "ParameterError: papermill -p sede: the chapter has no parameter 'sede'; did you "
+            "mean seed? (its parameters: device, profile_name, seed, vocab_size)",
+        ),
+        (
+            "# Parameters\nvocab = 100\n",
+            "ParameterError: papermill -p vocab: the chapter has no parameter 'vocab'; did you "
+            "mean vocab_size?",
+        ),
+        (
+            '# Parameters\nseed = "abc"\n',
+            "ParameterError: papermill -p seed='abc': chapter 02's seed expects a whole number",
+        ),
+    ],
+)
+def test_a_chapter_run_by_hand_with_a_parameter_its_cell_lacks_stops_in_one_line(
+    injected, says
+):
+    """papermill only warns about a name the parameters cell lacks and runs the chapter with
+    the default: its first cell reads the injected names from the kernel's history instead."""
+    namespace = _kernel_namespace(injected)
+    with pytest.raises(parameters.ParameterError) as caught:
+        exec(namespace["_ih"][-1], namespace)
+    (line,) = caught.value._render_traceback_()
+    assert line.startswith(says) and "\n" not in line, line
+
+
+def test_injected_parameters_the_cell_has_are_taken():
+    namespace = _kernel_namespace('# Parameters\nprofile_name = "smoke"\nseed = 3\n')
+    exec(namespace["_ih"][-1], namespace)
+    assert namespace["profile"].name == "smoke"
+    assert parameters.injected_parameters(namespace)[0] == {
+        "profile_name": "smoke",
+        "seed": 3,
+    }
+    assert (
+        parameters.injected_parameters({}) is None
+    )  # outside a kernel: nothing to check
+
+
+@pytest.mark.slow
+def test_papermill_with_an_unknown_parameter_stops_in_the_first_cell(
+    tmp_path, monkeypatch
+):
+    """The whole way: papermill's injected cell, a real kernel, chapter_profile."""
+    import nbformat
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(CHAPTER_02_CELL)
+    cell.metadata["tags"] = ["parameters"]
+    notebook.cells = [
+        cell,
+        nbformat.v4.new_code_cell(
+            "from annotated_transformer.book.parameters import chapter_profile\n"
+            'profile = chapter_profile(profile_name, "02")'
+        ),
+    ]
+    source = tmp_path / "chapter.ipynb"
+    nbformat.write(notebook, source)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv(results.RESULTS_ENV, str(tmp_path / "results"))
+    with pytest.raises(PapermillExecutionError) as caught:
+        pm.execute_notebook(
+            str(source),
+            str(tmp_path / "out.ipynb"),
+            parameters={"profile_name": "smoke", "sede": 5},
+            kernel_name="python3",
+            language="python",
+            progress_bar=False,
+        )
+    assert caught.value.ename == "ParameterError"
+    assert caught.value.evalue.startswith(
+        "papermill -p sede: the chapter has no parameter 'sede'; did you mean seed?"
+    )
