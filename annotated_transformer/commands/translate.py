@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .. import pipeline
-from ..data.textfiles import decoded_lines, text_lines
+from ..data.textfiles import text_lines
 from ..evaluation.scoring import translate, translations_text
 from ..model.decoding import DecodeSettings
 from ..runtime.collisions import check_outputs
@@ -39,7 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "folder: the average of its last snapshots, as `evaluate` reads it",
     )
     parser.add_argument(
-        "--input", default=None, help="file of source sentences (default: standard input)"
+        "--input",
+        default=None,
+        help="source sentences, one a line: a file (plain or gzipped), /dev/stdin, a FIFO or "
+        "<(...), read once (default: standard input)",
     )
     parser.add_argument(
         "--output", default=None, help="file to write (default: standard output)"
@@ -77,10 +80,12 @@ def run(args: argparse.Namespace) -> int:
             [("--input", args.input), *pipeline.checkpoint_inputs(args.checkpoint)],
         )
         check_output("--output", output, command="translate")
-    # Lines split on "\n" alone (str.splitlines would also break one at U+2028, NEL or a form
-    # feed, shifting every later output line against its input line); text that is not UTF-8 is
-    # refused whole, naming the line and byte, rather than translated as something else. A file
-    # is read before the model loads; standard input after, as a user typing it expects.
+    # The one reader (data.textfiles.text_lines) reads the input once, so --input may be a pipe,
+    # /dev/stdin or <(...); lines end at "\n" or "\r\n" alone (str.splitlines would also break
+    # one at U+2028, NEL or a form feed, shifting every later output line against its input
+    # line); text that is not UTF-8, or a lone "\r", is refused whole, naming the line and byte,
+    # rather than translated as something else. A file is read before the model loads; standard
+    # input after, as a user typing it expects.
     lines = list(text_lines(args.input)) if args.input else None
     device = resolve_device(args.device)
     checkpoint, source = pipeline.load_for_evaluation(args.checkpoint, args.average_last)
@@ -90,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if lines is None:
-        lines = decoded_lines(sys.stdin.buffer.read(), "standard input")
+        lines = list(text_lines(sys.stdin.buffer, "standard input"))
     decoding = decode_settings(checkpoint, args, device)
     translated = translate(
         model, tokenizer, lines, decoding, cuda_graphs=args.cuda_graphs

@@ -1,24 +1,47 @@
-"""Text files, plain or gzipped, read as lines split on b"\\n" only and decoded strictly as UTF-8.
+"""The one reader of text: a path, a gzip file, a pipe or standard input, read once as lines of UTF-8.
 
-The staged copies are gzipped (``<split>.<lang>.gz``) while downloads keep the publisher's format, so
-every lookup accepts either name and every reader detects gzip from the bytes rather than the name.
-Lines are split on b"\\n" alone because str.splitlines would also split on U+2028 or \\x85 inside a
-sentence and silently shift every later pair out of alignment.
+Every text the package reads from a user or a corpus comes through `text_lines`: a corpus file,
+the sentences `translate` is given (a file, ``/dev/stdin``, a FIFO, a shell's ``<(...)``, or the
+standard input stream itself), sentences to score attention on, a treebank's .mrg files.
+`decoded_lines` does the same for bytes already in memory, and `raw_lines` gives the lines as
+bytes to the one caller that copies them byte for byte (a checksummed selection of lines).
 
-`text_lines` (a file) and `decoded_lines` (bytes already read, such as standard input) are the one
-door through which the package reads text a user gives it: a corpus, a file to translate, sentences
-to score attention on. A line that is not UTF-8 is never skipped or replaced: it is a ValueError of
-one line naming the file, the line, the byte and the fix, and says UTF-16 when the bytes look like
-it (a UTF-16 byte-order mark, or a NUL in every other byte), since UTF-16 text would otherwise pass
-as lines of letters and NULs.
+A source is opened once and read once, front to back: gzip is told from its first two bytes
+(the staged copies are ``<split>.<lang>.gz`` while downloads keep the publisher's format, so
+never from the name), and those two bytes are handed back to the reader instead of reopening
+the path, which on a pipe would find it already drained. Lines end at b"\\n" or b"\\r\\n" and
+nowhere else: str.splitlines would also split at U+2028 or \\x85 inside a sentence and silently
+shift every later pair out of alignment. What cannot be read as such lines is a `TextInputError`
+(a ValueError) of one line naming the source, the line, the byte and the fix, never a line
+skipped, replaced or run together:
+
+- a byte that is not UTF-8 text, or a NUL (UTF-16 is named as such when the bytes look like it:
+  a UTF-16 byte-order mark, or a NUL in every other byte, since it would otherwise pass as lines
+  of letters and NULs);
+- a carriage return that ends no line (old Mac line ends, b"\\r" alone, would otherwise read as
+  one single line);
+- gzip data that is damaged or cut short.
+
+A UTF-8 byte-order mark at the very start is dropped.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import stat
+import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterable, Iterator
+
+GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+class TextInputError(ValueError):
+    """Bytes that are not lines of UTF-8 text: one line naming the source, the place and the fix."""
 
 
 def find_plain_or_gz(directory: Path, name: str) -> Path | None:
@@ -36,26 +59,94 @@ def find_plain_or_gz(directory: Path, name: str) -> Path | None:
     return found[0] if found else None
 
 
-def open_maybe_gzip(path: Path) -> BinaryIO:
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")  # type: ignore[return-value]
+Source = str | os.PathLike | BinaryIO
 
 
-def raw_lines(path: Path) -> Iterator[bytes]:
-    """The lines of `path` as bytes, without their b"\\n"; a truncated gzip is a ValueError saying what to do."""
+class _Rejoined(io.RawIOBase):
+    """The bytes already read from the front of a stream, then the rest of the stream: what
+    reading it once looks like to a reader that starts after the gzip check."""
+
+    def __init__(self, head: bytes, rest: BinaryIO):
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            size = min(len(buffer), len(self._head))
+            buffer[:size] = self._head[:size]
+            self._head = self._head[size:]
+            return size
+        return self._rest.readinto(buffer)
+
+
+def _front(handle: BinaryIO, size: int = len(GZIP_MAGIC)) -> bytes:
+    """The first `size` bytes (fewer only at the end of the stream: a pipe may give them one by one)."""
+    head = b""
+    while len(head) < size and (more := handle.read(size - len(head))):
+        head += more
+    return head
+
+
+def _is_regular_file(handle: BinaryIO) -> bool:
+    # io.UnsupportedOperation (an OSError and a ValueError): no file behind the stream.
     try:
-        with open_maybe_gzip(path) as handle:
-            for line in handle:
-                yield line.rstrip(b"\n")
-    except (EOFError, gzip.BadGzipFile) as error:
-        raise ValueError(
-            f"{path} is a damaged gzip file ({error}): delete it so it is fetched again, or replace it"
-        ) from error
+        return stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+    except (OSError, AttributeError, ValueError):
+        return False
 
 
-UTF8_BOM = b"\xef\xbb\xbf"
-UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+def _shown(name: str) -> str:
+    """A source's name as an error prints it: as it is, or quoted when it holds a line break or
+    another unprintable character (the error stays one line)."""
+    return name if name.isprintable() else ascii(name)
+
+
+def _lines(source: Source, name: str | None) -> Iterator[tuple[bytes, str, str]]:
+    """(a line with its line end, the source's name, its kind) for each line of `source`, opened
+    once (a path) or read from where it stands (a binary stream, left open); kind is "plain",
+    "gzip", "stream" or "gzip-stream", for the fix an error suggests."""
+    owned = isinstance(source, (str, os.PathLike))
+    if owned:
+        name = name or os.fspath(source)
+    elif name is None:
+        name = str(getattr(source, "name", "the text"))
+    name = _shown(str(name))
+    handle: BinaryIO = open(source, "rb") if owned else source  # type: ignore[arg-type]
+    try:
+        head = _front(handle)
+        gzipped = head == GZIP_MAGIC
+        kind = (
+            ("gzip" if gzipped else "plain")
+            if owned and _is_regular_file(handle)  # a command to fix it can name the file
+            else ("gzip-stream" if gzipped else "stream")
+        )
+        stream = io.BufferedReader(_Rejoined(head, handle), buffer_size=1 << 16)
+        lines = gzip.GzipFile(fileobj=stream, mode="rb") if gzipped else stream
+        try:
+            for line in lines:
+                yield line, name, kind
+        except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+            why = " ".join(str(error).split()) or type(error).__name__
+            what = "a damaged gzip file" if kind == "gzip" else "damaged gzip data"
+            fix = (
+                "delete it so it is fetched again, or replace it"
+                if kind == "gzip"
+                else "give the whole, undamaged file"
+            )
+            raise TextInputError(f"{name} is {what} ({why}): {fix}") from error
+    finally:
+        if owned:
+            handle.close()
+
+
+def raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
+    """The lines of `path` (plain or gzipped) as bytes, without their b"\\n" (a b"\\r" before it
+    is kept: the bytes as they are); damaged gzip is a `TextInputError`."""
+    for line, _, _ in _lines(path, None):
+        yield line[:-1] if line.endswith(b"\n") else line
 
 
 def _looks_utf16(raw: bytes) -> bool:
@@ -67,11 +158,13 @@ def _looks_utf16(raw: bytes) -> bool:
 
 
 def _fix(name: str, encoding: str, kind: str) -> str:
-    """The command that converts the text: `kind` is "plain", "gzip" or "stream" (no file)."""
+    """The command that converts the text, for a source of `kind` (as `_lines` says)."""
     convert = f"iconv -f {encoding} -t utf-8"
     out = f"{Path(name).name}.utf8"
     if kind == "gzip":
         return f"zcat {name} | {convert} | gzip > {out}.gz"
+    if kind == "gzip-stream":
+        return f"pipe it through zcat | {convert}"
     if kind == "stream":
         return f"pipe it through {convert}"
     return f"{convert} {name} > {out}"
@@ -79,7 +172,7 @@ def _fix(name: str, encoding: str, kind: str) -> str:
 
 def not_utf8_error(
     name: str, number: int, offset: int, raw: bytes, at: int, *, kind: str = "plain"
-) -> ValueError:
+) -> TextInputError:
     """The one-line error for line `number` (1-based) of `name`, which starts at byte `offset` of
     the text and holds a byte that is not UTF-8 text at `at` of `raw` (the line's bytes); `kind`
     as `_fix` takes it."""
@@ -91,55 +184,77 @@ def not_utf8_error(
             if bom
             else "has a NUL in every other byte"
         )
-        return ValueError(
+        return TextInputError(
             f"{where}: the text is UTF-16 (it {why}), not UTF-8: convert it to UTF-8, "
             f"e.g. {_fix(name, 'utf-16', kind)}"
         )
     if raw[at] == 0:
-        return ValueError(
+        return TextInputError(
             f"{where}: a NUL byte, which no text holds (a binary or damaged file?): give "
             "UTF-8 text, or remove the NUL bytes"
         )
-    return ValueError(
+    return TextInputError(
         f"{where} is not UTF-8 (cp1252 or Latin-1 text, perhaps): convert it to UTF-8, "
         f"e.g. {_fix(name, 'cp1252', kind)}"
     )
 
 
-def _decode(raw_lines_: Iterable[bytes], name: str, kind: str) -> Iterator[str]:
+def bare_cr_error(name: str, number: int, at: int, kind: str) -> TextInputError:
+    """The one-line error for a b"\\r" at byte `at` of the text, in line `number`, that no
+    b"\\n" follows."""
+    convert = "tr '\\r' '\\n'"
+    out = f"{Path(name).name}.unix"
+    fix = {
+        "gzip": f"zcat {name} | {convert} | gzip > {out}.gz",
+        "gzip-stream": f"pipe it through zcat | {convert}",
+        "stream": f"pipe it through {convert}",
+    }.get(kind, f"{convert} < {name} > {out}")
+    return TextInputError(
+        f"{name}: line {number}, byte {at}: a carriage return (\\r) that no line feed "
+        "follows; lines must end in \\n or \\r\\n (a file with old Mac line ends is otherwise "
+        f"read as one line): convert the line ends, e.g. {fix}"
+    )
+
+
+def _decode(lines: Iterable[tuple[bytes, str, str]]) -> Iterator[str]:
     offset = 0  # of the line's first byte in the text
-    for number, raw in enumerate(raw_lines_, start=1):
-        skip = len(UTF8_BOM) if number == 1 and raw.startswith(UTF8_BOM) else 0
-        nul = raw.find(b"\0", skip)
+    for number, (raw, name, kind) in enumerate(lines, start=1):
+        end = 2 if raw.endswith(b"\r\n") else 1 if raw.endswith(b"\n") else 0
+        body = raw[: len(raw) - end]
+        skip = len(UTF8_BOM) if number == 1 and body.startswith(UTF8_BOM) else 0
+        if skip and raw == UTF8_BOM:
+            return  # a byte-order mark and nothing else: no text, no line
+        nul = body.find(b"\0", skip)
         try:
-            text = raw[skip:].decode("utf-8")
+            text = body[skip:].decode("utf-8")
         except UnicodeDecodeError as error:
             at = skip + error.start
             if 0 <= nul < at:
                 at = nul
-            raise not_utf8_error(name, number, offset, raw, at, kind=kind) from error
+            raise not_utf8_error(name, number, offset, body, at, kind=kind) from error
         if nul >= 0:
-            raise not_utf8_error(name, number, offset, raw, nul, kind=kind)
-        yield text[:-1] if text.endswith("\r") else text
-        offset += len(raw) + 1
+            raise not_utf8_error(name, number, offset, body, nul, kind=kind)
+        carriage_return = body.find(b"\r")
+        if carriage_return >= 0:
+            raise bare_cr_error(name, number, offset + carriage_return, kind)
+        yield text
+        offset += len(raw)
 
 
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as probe:
-        return probe.read(2) == b"\x1f\x8b"
+def text_lines(source: Source, name: str | None = None) -> Iterator[str]:
+    """The lines of `source`, without their line ends (b"\\n" or b"\\r\\n"), read once as a stream.
 
-
-def text_lines(path: str | os.PathLike) -> Iterator[str]:
-    """The lines of the text file `path` (plain or gzipped), strictly UTF-8, without their line
-    ends (b"\\n", or b"\\r\\n"); a UTF-8 byte-order mark at the start is dropped. Any line that
-    is not UTF-8 text (or holds a NUL byte) is a ValueError naming the file, line and byte."""
-    path = Path(path)
-    return _decode(raw_lines(path), str(path), "gzip" if _is_gzip(path) else "plain")
+    `source` is a path (a file, plain or gzipped, ``/dev/stdin``, a FIFO, a shell's ``<(...)``),
+    opened once and closed at the end, or a binary stream (``sys.stdin.buffer``, a zip member),
+    read from where it stands and left open. `name` is what errors call it (default: the path,
+    or the stream's name). Text that is not strictly UTF-8 (or holds a NUL byte), a carriage
+    return that ends no line, and damaged gzip data are each a `TextInputError` of one line
+    naming the source, the line and the byte. Nothing is opened before the first line is asked
+    for.
+    """
+    return _decode(_lines(source, name))
 
 
 def decoded_lines(raw: bytes, name: str) -> list[str]:
-    """`text_lines` for bytes already read (standard input): `name` is what the error calls them."""
-    parts = raw.split(b"\n")
-    if parts and parts[-1] == b"":
-        parts.pop()  # the newline that ends the last line
-    return list(_decode(parts, name, "stream"))
+    """`text_lines` for bytes already read: `name` is what an error calls them."""
+    return list(text_lines(io.BytesIO(raw), name))

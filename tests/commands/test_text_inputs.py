@@ -4,8 +4,11 @@ line i of the sources, the references and the translations stay one pair."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import pytest
 
 from annotated_transformer.cli import main
 from annotated_transformer.evaluation import scoring
+from tests.support.pipes import feed_fifo
 from tests.support.tiny_checkpoint import write_tiny_checkpoint
 
 GERMAN = "ein mann hund katze rennt sitzt im auf der park".split()
@@ -195,3 +199,81 @@ def test_evaluate_writes_one_hypothesis_line_per_source_line_whatever_the_transl
     assert len(written) == len(sources) == 5
     assert written[0] == f"{german[0]} {german[1]} ende"
     assert '"sentences": 5' in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------ pipes
+THREE = b"A dog runs.\nA man sits.\nA girl reads.\n"
+
+
+def test_translate_reads_a_fifo_once_and_translates_every_line(
+    checkpoint, tmp_path, offline, capsys
+):
+    fifo = tmp_path / "sentences"
+    done = feed_fifo(fifo, THREE)
+    try:
+        assert main(translate_args(checkpoint, "--input", str(fifo))) == 0
+    finally:
+        done.set()
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+@pytest.mark.slow  # a process of its own: a few seconds each
+@pytest.mark.parametrize(
+    "how",
+    ["--input /dev/stdin fed by a pipe", "--input <(...)"],
+)
+def test_translate_keeps_every_line_of_a_pipe(checkpoint, offline, how):
+    command = [
+        sys.executable,
+        "-m",
+        "annotated_transformer",
+        *translate_args(checkpoint),
+    ]
+    if how.startswith("--input /dev/stdin"):
+        done = subprocess.run(
+            [*command, "--input", "/dev/stdin"], input=THREE, capture_output=True
+        )
+    else:
+        done = subprocess.run(
+            [
+                "bash",
+                "-c",
+                f'{shlex.join(command)} --input <(printf "%s" "$1")',
+                "-",
+                THREE,
+            ],
+            capture_output=True,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert len(done.stdout.decode().splitlines()) == 3
+
+
+# ------------------------------------------------------------------------------------------ damage
+def test_translate_refuses_old_mac_line_ends_naming_the_line(
+    checkpoint, tmp_path, offline, capsys
+):
+    source = tmp_path / "mac.txt"
+    source.write_bytes(THREE.replace(b"\n", b"\r"))
+    output = tmp_path / "out.txt"
+    assert (
+        main(translate_args(checkpoint, "--input", str(source), "--output", str(output)))
+        == 1
+    )
+    assert error_line(capsys).startswith(
+        f"error: {source}: line 1, byte 11: a carriage return (\\r) that no line feed follows"
+    )
+    assert not output.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_translate_refuses_damaged_gzip_input_in_one_line(
+    checkpoint, tmp_path, offline, capsys, damage
+):
+    data = gzip.compress(THREE * 20)
+    source = tmp_path / "in.gz"
+    if damage == "truncated":
+        source.write_bytes(data[: len(data) // 2])
+    else:  # a corrupt deflate stream: a zlib.error and its traceback before
+        source.write_bytes(data[:12] + bytes(b ^ 0xFF for b in data[12:30]) + data[30:])
+    assert main(translate_args(checkpoint, "--input", str(source))) == 1
+    assert error_line(capsys).startswith(f"error: {source} is a damaged gzip file (")
