@@ -27,6 +27,7 @@ A UTF-8 byte-order mark at the very start is dropped.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -104,10 +105,14 @@ def _shown(name: str) -> str:
     return name if name.isprintable() else ascii(name)
 
 
-def _lines(source: Source, name: str | None) -> Iterator[tuple[bytes, str, str]]:
-    """(a line with its line end, the source's name, its kind) for each line of `source`, opened
-    once (a path) or read from where it stands (a binary stream, left open); kind is "plain",
-    "gzip", "stream" or "gzip-stream", for the fix an error suggests."""
+@contextlib.contextmanager
+def _opened(
+    source: Source, name: str | None
+) -> Iterator[tuple[Iterator[bytes], str, str]]:
+    """(its lines, each with its line end; its name; its kind) of `source`, opened once (a path,
+    closed after) or read from where it stands (a binary stream, left open); kind is "plain",
+    "gzip", "stream" or "gzip-stream", for the fix an error suggests. Damaged gzip met while
+    the lines are read is a `TextInputError`."""
     owned = isinstance(source, (str, os.PathLike))
     if owned:
         name = name or os.fspath(source)
@@ -126,8 +131,7 @@ def _lines(source: Source, name: str | None) -> Iterator[tuple[bytes, str, str]]
         stream = io.BufferedReader(_Rejoined(head, handle), buffer_size=1 << 16)
         lines = gzip.GzipFile(fileobj=stream, mode="rb") if gzipped else stream
         try:
-            for line in lines:
-                yield line, name, kind
+            yield iter(lines), name, kind
         except (EOFError, gzip.BadGzipFile, zlib.error) as error:
             why = " ".join(str(error).split()) or type(error).__name__
             what = "a damaged gzip file" if kind == "gzip" else "damaged gzip data"
@@ -145,8 +149,9 @@ def _lines(source: Source, name: str | None) -> Iterator[tuple[bytes, str, str]]
 def raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
     """The lines of `path` (plain or gzipped) as bytes, without their b"\\n" (a b"\\r" before it
     is kept: the bytes as they are); damaged gzip is a `TextInputError`."""
-    for line, _, _ in _lines(path, None):
-        yield line[:-1] if line.endswith(b"\n") else line
+    with _opened(path, None) as (lines, _, _):
+        for line in lines:
+            yield line[:-1] if line[-1:] == b"\n" else line
 
 
 def _looks_utf16(raw: bytes) -> bool:
@@ -216,17 +221,21 @@ def bare_cr_error(name: str, number: int, at: int, kind: str) -> TextInputError:
     )
 
 
-def _decode(lines: Iterable[tuple[bytes, str, str]]) -> Iterator[str]:
+def _decode(lines: Iterable[bytes], name: str, kind: str) -> Iterator[str]:
     offset = 0  # of the line's first byte in the text
-    for number, (raw, name, kind) in enumerate(lines, start=1):
-        end = 2 if raw.endswith(b"\r\n") else 1 if raw.endswith(b"\n") else 0
-        body = raw[: len(raw) - end]
-        skip = len(UTF8_BOM) if number == 1 and body.startswith(UTF8_BOM) else 0
-        if skip and raw == UTF8_BOM:
-            return  # a byte-order mark and nothing else: no text, no line
-        nul = body.find(b"\0", skip)
+    for number, raw in enumerate(lines, start=1):
+        if raw[-1:] == b"\n":
+            body = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
+        else:
+            body = raw
+        skip = 0
+        if number == 1 and body.startswith(UTF8_BOM):
+            if raw == UTF8_BOM:
+                return  # a byte-order mark and nothing else: no text, no line
+            skip = len(UTF8_BOM)
+        nul = body.find(b"\0")  # (find: faster here than `in`)
         try:
-            text = body[skip:].decode("utf-8")
+            text = body[skip:].decode("utf-8") if skip else body.decode("utf-8")
         except UnicodeDecodeError as error:
             at = skip + error.start
             if 0 <= nul < at:
@@ -252,7 +261,8 @@ def text_lines(source: Source, name: str | None = None) -> Iterator[str]:
     naming the source, the line and the byte. Nothing is opened before the first line is asked
     for.
     """
-    return _decode(_lines(source, name))
+    with _opened(source, name) as (lines, shown, kind):
+        yield from _decode(lines, shown, kind)
 
 
 def decoded_lines(raw: bytes, name: str) -> list[str]:

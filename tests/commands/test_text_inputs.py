@@ -180,6 +180,21 @@ def test_evaluate_refuses_a_cp1252_test_set_instead_of_scoring_part_of_it(
     assert line.startswith(f"error: {references}: line 7, byte ") and "(0xe4)" in line
 
 
+def test_evaluate_refuses_references_with_old_mac_line_ends_naming_file_and_line(
+    checkpoint, tmp_path, offline, capsys
+):
+    data = write_corpus(tmp_path / "data", 6)
+    references = data / "multi30k" / "test_2016_flickr.de"
+    references.write_bytes(references.read_bytes().replace(b"\n", b"\r"))
+    hypotheses = tmp_path / "hyp.txt"
+    assert main(evaluate_args(checkpoint, data, hypotheses)) == 1
+    line = error_line(capsys)
+    # Read as one line before, and refused as 1 line against 6, which said nothing of why.
+    assert line.startswith(f"error: {references}: line 1, byte "), line
+    assert "a carriage return (\\r) that no line feed follows" in line
+    assert not hypotheses.exists()
+
+
 def test_evaluate_writes_one_hypothesis_line_per_source_line_whatever_the_translation(
     checkpoint, tmp_path, offline, monkeypatch, capsys
 ):
