@@ -21,7 +21,12 @@ chapter the run's record says succeeded is taken whole (its notebook, the result
 its record entry), so chapters run in different spells accumulate; a chapter whose committed entry
 is newer than the run's is refused and stays as it is; nothing is ever deleted. `results/<profile>/`
 itself is left alone: it keeps the profile's other committed records (`results/gpu/` the recipe and
-sweep runs).
+sweep runs). One function, `_checked_run`, decides what a run may hold before anything is written:
+regular files and folders inside it only (a folder as strictly as a tarball), the record's chapters
+and notebooks the book's own, results files with plain results names (`_results_name_problem`: never
+a committed file no chapter wrote, such as the hand-written README.md); anything else refuses the
+whole import in one line. What is taken is published together (`runtime.files.publication`), so an
+interrupt leaves all of it or none.
 
 What reads it: the site (`site.stage_site`) adds each committed profile's notebooks as a part of
 its own, at `<profile>/NN_name` (`gpu/01_attention`), for every profile but the executing one;
@@ -37,16 +42,27 @@ import datetime as _dt
 import json
 import os
 import re
+import stat
 import tarfile
 import tempfile
+import zlib
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from ..evaluation import results
 from ..runtime.files import atomic_write_text, publication
 from ..runtime.records import read_record, record_text
-from .chapters import Log, _print, _shown, book_root, digest_of_source
+from .chapters import (
+    Log,
+    _print,
+    _shown,
+    book_root,
+    digest_of_source,
+    discover_chapters,
+)
 
 RECORD = "book_run"
 NOTEBOOKS = "notebooks"
@@ -159,6 +175,190 @@ def page_note(profile: str, chapter: str, record: dict | None, executing: str) -
 
 
 # ----------------------------------------------------------------------------------------------
+# What an import reads and writes: the one check of a returned run, before anything is written
+
+# What a chapter's results file may be called (relative to results/<profile>/): plain names in
+# plain folders, of the kinds the chapters write.
+RESULTS_SUFFIXES = (".json", ".jsonl", ".txt", ".csv", ".tsv")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FIX = (
+    "import the chapters_NN-NN.tgz that scripts/gpu/run_chapters.sh returned, or the folder it "
+    "unpacks to, as the runner wrote it"
+)
+
+
+def _folder_members(folder: Path) -> list[tuple[str, str]]:
+    """(name relative to `folder`, kind) of everything in it, links not followed: kind "file",
+    "folder", or what else the entry is."""
+    found = []
+
+    def refuse(error: OSError) -> None:
+        raise error
+
+    for parent, subfolders, files in os.walk(folder, onerror=refuse):
+        for name in subfolders + files:
+            path = Path(parent, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISREG(mode):
+                kind = "file"
+            elif stat.S_ISDIR(mode):
+                kind = "folder"
+            elif stat.S_ISLNK(mode):
+                kind = f"symbolic link to {os.readlink(path)!r}"
+            else:
+                kind = "device, pipe or socket"
+            found.append((path.relative_to(folder).as_posix(), kind))
+    return found
+
+
+def _tar_members(tar: tarfile.TarFile) -> list[tuple[str, str]]:
+    """(name, kind) of a tarball's members, as `_folder_members` names a folder's entries."""
+    found = []
+    for member in tar.getmembers():
+        if member.isfile():
+            kind = "file"
+        elif member.isdir():
+            kind = "folder"
+        elif member.issym() or member.islnk():
+            link = "symbolic" if member.issym() else "hard"
+            kind = f"{link} link to {member.linkname!r}"
+        else:
+            kind = "device, pipe or socket"
+        found.append((member.name, kind))
+    return found
+
+
+def _member_problem(
+    name: str, kind: str, files: Counter, notebooks: PurePosixPath, book: set[str]
+) -> str | None:
+    """Why an entry of a returned run may not be unpacked or read, or None. `files`: how often
+    each file name occurs in the run; `notebooks`: the folder of its executed chapters."""
+    rel = PurePosixPath(name)
+    if name.startswith("/"):
+        return "an absolute path"
+    if ".." in rel.parts:
+        return "a path that climbs out of the run ('..')"
+    if kind not in ("file", "folder"):
+        return f"a {kind}, not a regular file or folder"
+    if kind == "file" and not rel.parts:
+        return "a file without a name"
+    if any(parent in files for parent in rel.parents):
+        return "inside a file of the run"
+    if kind == "folder" and rel in files:
+        return "both a file and a folder of the run"
+    if kind == "file" and files[rel] > 1:
+        return "in the run twice"
+    if (
+        kind == "file"
+        and rel.parent == notebooks
+        and (rel.suffix != ".ipynb" or rel.stem not in book)
+    ):
+        return f"not the notebook of a chapter of the book ({', '.join(sorted(book))})"
+    return None
+
+
+def _results_name_problem(name: str, target: Path, owned: set[str]) -> str | None:
+    """Why `name` may not be a chapter's results file taken into `target` (`owned`: the files
+    the committed record says its chapters wrote), or None: the one rule of what an import may
+    write besides the notebooks and the record."""
+    rel = PurePosixPath(name)
+    if (
+        not rel.parts
+        or rel.as_posix() != name
+        or not all(_PLAIN_NAME.fullmatch(part) for part in rel.parts)
+    ):
+        return "not a plain relative name (letters, digits, '_', '-' and '.', in folders)"
+    if rel.parts[0] == NOTEBOOKS or name in NOT_RESULTS:
+        return "a file of the layout, not a results file"
+    if rel.suffix not in RESULTS_SUFFIXES:
+        return "not a results file (" + ", ".join(f"*{s}" for s in RESULTS_SUFFIXES) + ")"
+    dest = target / rel
+    folders = [target / p for p in reversed(rel.parents[:-1])]
+    if any(path.is_symlink() for path in [*folders, dest]):
+        return f"a link of {_shown(target)}, or below one"
+    if any(path.exists() and not path.is_dir() for path in folders):
+        return f"below {rel.parent} of {_shown(target)}, which is not a folder"
+    if dest.exists() and not dest.is_file():
+        return f"a folder of {_shown(target)}"
+    if dest.exists() and name not in owned:
+        return f"a file of {_shown(target)} that no chapter wrote (written by hand)"
+    return None
+
+
+def _owned(committed: dict | None) -> set[str]:
+    """The results files the committed record says its chapters wrote."""
+    entries = ((committed or {}).get("metrics") or {}).get("chapters") or {}
+    return {name for entry in entries.values() for name in entry.get("results") or []}
+
+
+def _checked_run(
+    source: Path, profile: str, target: Path, committed: dict | None, stack: ExitStack
+) -> tuple[Path, dict]:
+    """The returned run in `source` (a folder, or a tarball unpacked to a temporary folder) and
+    its record, once the whole of it is what an import may take: every entry a regular file or
+    folder inside it (no link, device, absolute path or '..'; a tarball unpacked with tarfile's
+    "data" filter besides), the record at results/<profile>/book_run.json, every notebook and
+    every chapter the record names one of the book's chapters (book/NN_name.py), every results
+    file it lists a plain results name (`_results_name_problem`). Anything else refuses the
+    whole import in one line (ValueError) before anything is written."""
+
+    def refuse(why: str) -> ValueError:
+        return ValueError(f"{_shown(source)}: {why}; nothing imported ({_FIX})")
+
+    if not source.exists():
+        raise FileNotFoundError(f"{source}: no such tarball or folder ({_FIX})")
+    tar = None
+    try:
+        if source.is_dir():
+            members = _folder_members(source)
+        elif source.is_file() and tarfile.is_tarfile(source):
+            tar = stack.enter_context(tarfile.open(source))
+            members = _tar_members(tar)
+        else:
+            raise ValueError(
+                f"{source} is neither a folder nor a tarball of a book run "
+                "(scripts/gpu/run_chapters.sh packs chapters_NN-NN.tgz)"
+            )
+    except (tarfile.TarError, EOFError, zlib.error) as error:
+        raise refuse(f"not a whole tarball ({error})") from None
+    book = {path.stem for path in discover_chapters()}
+    notebooks = PurePosixPath("_build", "executed", profile, "book")
+    files = Counter(PurePosixPath(name) for name, kind in members if kind == "file")
+    for name, kind in members:
+        why = _member_problem(name, kind, files, notebooks, book)
+        if why:
+            raise refuse(f"{name!r} is {why}")
+    base = source
+    if tar is not None:
+        base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="book-run-")))
+        try:
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(base, filter="data")
+            else:  # a Python before 3.10.12 / 3.11.4: its members are checked above
+                tar.extractall(base)
+        except (tarfile.TarError, EOFError, zlib.error) as error:
+            member = getattr(error, "tarinfo", None)  # refused by the filter
+            if member is not None:
+                raise refuse(f"{member.name!r} is refused ({error})") from None
+            raise refuse(f"not a whole tarball ({error})") from None
+    spell = _read_spell(base, source, profile)
+    owned = _owned(committed)
+    for chapter, entry in spell["metrics"]["chapters"].items():
+        if chapter not in book:
+            raise refuse(
+                f"its record names a chapter {chapter!r} that is not one of the book's "
+                f"(book/NN_name.py: {', '.join(sorted(book))})"
+            )
+        for name in entry.get("results") or []:
+            why = _results_name_problem(name, target, owned)
+            if why:
+                raise refuse(
+                    f"{chapter}: its record names a results file {name!r}, {why}"
+                )
+    return base, spell
+
+
+# ----------------------------------------------------------------------------------------------
 # Importing a returned run
 
 
@@ -185,34 +385,6 @@ def _date(text: str | None) -> _dt.datetime:
     except ValueError:
         return _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
     return date if date.tzinfo else date.replace(tzinfo=_dt.timezone.utc)
-
-
-def _unpacked(source: Path, stack: ExitStack) -> Path:
-    """The folder holding `_build/` and `results/`: `source`, or a tarball unpacked to a temporary
-    folder (members outside it, links and devices refused: tarfile's "data" filter)."""
-    if source.is_dir():
-        return source
-    if not tarfile.is_tarfile(source):
-        raise ValueError(
-            f"{source} is neither a folder nor a tarball of a book run "
-            "(scripts/gpu/run_chapters.sh packs chapters_NN-NN.tgz)"
-        )
-    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="book-run-")))
-    with tarfile.open(source) as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(folder, filter="data")
-        else:  # a Python before 3.10.12 / 3.11.4: plain files and folders inside it only
-            tar.extractall(
-                folder,
-                members=[
-                    m
-                    for m in tar.getmembers()
-                    if (m.isfile() or m.isdir())
-                    and not m.name.startswith("/")
-                    and ".." not in PurePosixPath(m.name).parts
-                ],
-            )
-    return folder
 
 
 def _machine_root(entries: dict) -> str | None:
@@ -255,32 +427,23 @@ def _notebook_text(path: Path, chapter: str, dest: str, clone: str | None) -> st
 
 
 def _results_of(
-    entries: dict, chosen: list[str], source_results: Path, baseline: Path
+    entries: dict,
+    chosen: list[str],
+    source_results: Path,
+    baseline: Path,
+    takeable: Callable[[str], bool],
 ) -> tuple[dict[str, list[str]], list[str]]:
     """{chapter: results files it wrote} for the `chosen` chapters, and the files of the run's
     results folder that no chapter of its record can be said to have written. An entry's own
-    "results" list (the runner records it) is taken as it is; for older entries a file that
-    differs from the results root's own copy is given to the chapter that ended nearest its
-    modification time (a chapter not chosen keeps its files out of the import)."""
-    listed: dict[str, list[str]] = {}
-    for chapter, entry in entries.items():
-        if not isinstance(entry.get("results"), list):
-            continue
-        listed[chapter] = []
-        for name in entry["results"]:
-            rel = PurePosixPath(name)
-            if (
-                rel.is_absolute()
-                or ".." in rel.parts
-                or not rel.parts
-                or rel.parts[0] == NOTEBOOKS
-                or rel.as_posix() in NOT_RESULTS
-            ):
-                raise ValueError(
-                    f"{chapter}: its record names a results file {name!r} that is not one of "
-                    "its results (outside the folder, or the record or notebooks of the layout)"
-                )
-            listed[chapter].append(rel.as_posix())
+    "results" list (the runner records it; `_checked_run` checked its names) is taken as it is;
+    for older entries a `takeable` file that differs from the results root's own copy is given to
+    the chapter that ended nearest its modification time (a chapter not chosen keeps its files
+    out of the import)."""
+    listed = {
+        chapter: list(entry["results"])
+        for chapter, entry in entries.items()
+        if isinstance(entry.get("results"), list)
+    }
     files = {c: list(listed.get(c, [])) for c in chosen}
     guessed = [c for c in entries if c not in listed and entries[c].get("date")]
     unattributed: list[str] = []
@@ -289,7 +452,7 @@ def _results_of(
     claimed = {f for names in listed.values() for f in names}
     for path in sorted(p for p in source_results.rglob("*") if p.is_file()):
         rel = path.relative_to(source_results).as_posix()
-        if path.name in NOT_RESULTS or rel in claimed or rel.split("/")[0] == NOTEBOOKS:
+        if rel in claimed or not takeable(rel):
             continue
         mine = baseline / rel
         if mine.is_file() and mine.read_bytes() == path.read_bytes():
@@ -481,13 +644,12 @@ def import_run(
     corrected = _commit_correction(sent)
     target = run_folder(profile, results_dir)
     report = ImportReport(target)
+    committed = read_run(profile, results_dir)
     with ExitStack() as stack:
-        base = _unpacked(source, stack)
+        base, spell = _checked_run(source, profile, target, committed, stack)
         executed = base / "_build" / "executed" / profile / "book"
         returned = base / "results" / profile
-        spell = _read_spell(base, source, profile)
         entries = spell["metrics"].get("chapters") or {}
-        committed = read_run(profile, results_dir)
         kept = dict((committed or {}).get("metrics", {}).get("chapters", {}))
 
         chosen = []
@@ -504,7 +666,21 @@ def import_run(
                 getattr(report, verdict).append(f"{chapter}: {why}")
 
         baseline = results.results_root(results_dir) / profile
-        files, report.unattributed = _results_of(entries, chosen, returned, baseline)
+        owned = _owned(committed)
+        files, report.unattributed = _results_of(
+            entries,
+            chosen,
+            returned,
+            baseline,
+            lambda name: _results_name_problem(name, target, owned) is None,
+        )
+        for chapter in chosen:
+            for name in files[chapter]:
+                if not (returned / name).is_file():
+                    raise FileNotFoundError(
+                        f"{chapter}: its record names results file {name}, which the run "
+                        "does not hold; nothing imported"
+                    )
         clone = _machine_root(entries)
         prov = spell.get("provenance") or {}
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -525,11 +701,6 @@ def import_run(
                     atomic_write_text(scratch / f"{chapter}.ipynb", text),
                 )
                 for name in files[chapter]:
-                    if not (returned / name).is_file():
-                        raise FileNotFoundError(
-                            f"{chapter}: its record names results file {name}, which the run "
-                            "does not hold"
-                        )
                     staged = _scrubbed_copy(
                         returned / name, scratch / "results" / name, clone
                     )

@@ -68,7 +68,8 @@ def add_arguments(parser) -> None:
         "scripts/gpu/run_chapters.sh, or the folder it unpacks to) into "
         "results/book_<profile>/ (under --results-dir when given): its notebooks, results "
         "files and book_run.json entries, chapter by chapter; a chapter whose committed entry "
-        "is newer is refused, and nothing is deleted",
+        "is newer is refused, and nothing is deleted; a run holding links, chapters the book "
+        "has not or results names no chapter writes is refused whole",
     )
     parser.add_argument(
         "--commit",
@@ -89,12 +90,20 @@ def run(args) -> int:
                 _print(f"wrote {_shown(path)}")
             return 0
         if args.import_run:
-            report = import_run(
-                args.import_run,
-                args.profile,
-                results_dir=args.results_dir,
-                commit=args.commit,
-            )
+            try:
+                report = import_run(
+                    args.import_run,
+                    args.profile,
+                    results_dir=args.results_dir,
+                    commit=args.commit,
+                )
+            except KeyboardInterrupt:
+                print(
+                    "book --import-run: interrupted; the committed run holds all of the import "
+                    "or none of it (`git status results/` shows which)",
+                    file=sys.stderr,
+                )
+                return 130
             if not report.imported and not report.unchanged:
                 _print(f"import: nothing taken into {_shown(report.target)}")
             return 0 if report.ok else 1

@@ -234,11 +234,38 @@ def staged_tree(
         shutil.rmtree(old, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """A SIGINT (Ctrl-C) or SIGTERM that comes during the block takes effect when it ends, as it
+    would have at its start: for the renames of a `Publication`, so that an interrupt never
+    publishes part of it. Only the main thread handles signals; elsewhere this holds nothing."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    held = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler is not None:  # None: a handler Python did not install, left alone
+            held[signum] = signal.signal(signum, lambda num, _frame: caught.append(num))
+    try:
+        yield
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)
+
+
 class Publication:
     """Several files published together, for outputs that are one thing (a book chapter's
     notebook, results and record entry): `add` stages each next to its destination (where a full
     disk shows, before anything changes), and leaving the `publication()` block moves them all
-    into place with renames only; an error in the block discards them all."""
+    into place with renames only, a Ctrl-C among them taking effect after the last (a folder
+    where a file goes is refused before the first); an error in the block discards them all."""
 
     def __init__(self) -> None:
         self.staged: list[tuple[Path, Path]] = []
@@ -276,9 +303,17 @@ class Publication:
                 if full is None:
                     raise
                 raise full from error
-        for tmp, target in self.staged:
-            with _naming(target):
-                os.replace(tmp, target)
+        for _, target in self.staged:
+            if target.is_dir():
+                raise IsADirectoryError(
+                    errno.EISDIR,
+                    "a folder stands where a file is to be published: move it away",
+                    str(target),
+                )
+        with _signals_held():  # all the renames, or (an error aside) none
+            for tmp, target in self.staged:
+                with _naming(target):
+                    os.replace(tmp, target)
 
     def _discard(self) -> None:
         for tmp, _ in self.staged:

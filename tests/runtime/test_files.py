@@ -94,3 +94,16 @@ def test_a_name_over_the_limit_is_still_named_as_the_users_in_the_error(tmp_path
         atomic_write_text(target, "x")
     assert raised.value.filename == str(target) and ".part" not in str(raised.value)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_publication_with_a_folder_where_a_file_goes_moves_nothing(tmp_path):
+    (tmp_path / "a.json").write_text("old")
+    (tmp_path / "b.json").mkdir()
+    staged = tmp_path / "staged"
+    staged.write_text("new")
+    with pytest.raises(IsADirectoryError, match="a folder stands where a file"):
+        with files.publication() as together:
+            together.add(tmp_path / "a.json", staged)
+            together.add(tmp_path / "b.json", staged)
+    assert (tmp_path / "a.json").read_text() == "old"
+    assert sorted(os.listdir(tmp_path)) == ["a.json", "b.json", "staged"]
