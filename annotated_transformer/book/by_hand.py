@@ -12,13 +12,13 @@ book's published one, else stops in one line that names the ways on.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
 from ..evaluation import results
 from ..runtime.progress import on_a_page
+from ..runtime.records import read_json
 
 AUTO = "auto"
 RECORD_NAME = "book_run.json"
@@ -107,7 +107,7 @@ def _records(profile_name: str) -> list[tuple[dict, str]]:
         candidates.append((committed / f"book_{profile_name}" / RECORD_NAME, "committed"))
     for path, where in candidates:
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = read_json(path, "book_run")
             chapters = record["metrics"]["chapters"]
         except (OSError, ValueError, KeyError, TypeError):
             continue

@@ -39,7 +39,6 @@ chapter's expected time from here (`progress.expected_times`).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import re
 import stat
@@ -54,7 +53,7 @@ from typing import Callable
 
 from ..evaluation import results
 from ..runtime.files import atomic_write_text, publication
-from ..runtime.records import read_record, record_text
+from ..runtime.records import json_text, read_json, read_record, record_text
 from .chapters import (
     Log,
     _print,
@@ -557,7 +556,7 @@ def _verdict(
         return "skipped", why
     if not notebook.is_file():
         return "skipped", f"its notebook is not in {_shown(source)}"
-    meta = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
+    meta = read_json(notebook).get("metadata", {})
     meta = meta.get("annotated_transformer") or {}
     if meta.get("profile") != profile or meta.get("status") != "ok":
         return "skipped", (
@@ -706,12 +705,12 @@ def import_run(
                     )
                     if sent and name.endswith(".json"):
                         record = corrected(
-                            json.loads(staged.read_text(encoding="utf-8")),
+                            read_json(staged, "result"),
                             entries[chapter],
                         )
                         staged = atomic_write_text(
                             scratch / "results" / name,
-                            json.dumps(record, indent=1) + "\n",
+                            json_text(record, target / name, "result", indent=1) + "\n",
                         )
                     stage(target / name, staged)
                 entry = corrected(dict(entries[chapter]), entries[chapter])

@@ -10,12 +10,13 @@ root's `book_run.json`, else the one committed in `results/book_<profile>/`.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
 from pathlib import Path
 from typing import Callable
+
+from ..runtime.records import read_json
 
 RECORD_NAME = "book_run.json"
 
@@ -134,7 +135,7 @@ def expected_times(
         folder = f"book_{profile}" if root is committed else profile
         path = Path(root) / folder / RECORD_NAME
         try:
-            chapters = json.loads(path.read_text())["metrics"]["chapters"]
+            chapters = read_json(path, "book_run")["metrics"]["chapters"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
         times = {}

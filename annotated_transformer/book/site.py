@@ -4,7 +4,6 @@ and the pages' Colab links are built from it."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..runtime.files import SITE_MARKER, atomic_write_text, staged_tree
+from ..runtime.records import read_json
 from .chapters import Log, _print, _shown, _source_digest, book_root
 
 # Files at the book root that the site needs besides the pages of the toc.
@@ -354,12 +354,9 @@ def finish_page(
 def _read_meta(notebook: Path) -> dict:
     try:
         return (
-            json.loads(notebook.read_text())
-            .get("metadata", {})
-            .get("annotated_transformer", {})
-            or {}
+            read_json(notebook).get("metadata", {}).get("annotated_transformer", {}) or {}
         )
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):
         return {}
 
 

@@ -14,7 +14,7 @@ open the chapter its notebook names (`book/01_attention.ipynb`) instead.
 
 from __future__ import annotations
 
-import json
+from ..runtime.records import parse_json
 
 
 def _key(script) -> tuple:
@@ -45,7 +45,7 @@ def chapter_page(pagename: str, metadata: dict) -> str | None:
     ours = metadata.get("annotated_transformer") or {}
     if isinstance(ours, str):  # myst-nb keeps a notebook's metadata as JSON text
         try:
-            ours = json.loads(ours)
+            ours = parse_json(ours, f"{pagename}'s notebook metadata")
         except ValueError:
             ours = {}
     source = (ours.get("source") if isinstance(ours, dict) else "") or ""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import json
 import os
 import platform
 import subprocess
@@ -30,7 +29,7 @@ import torch
 
 from ..runtime.devices import device_name, resolve_device
 from ..runtime.files import atomic_write_text, clone_root
-from ..runtime.records import read_record, record_text
+from ..runtime.records import read_json, read_record, record_text
 
 SCHEMA_VERSION = 1
 RESULTS_ENV = "AT_RESULTS_DIR"
@@ -193,7 +192,7 @@ def check_replaceable(
     if not is_committed(path):
         return
     try:
-        theirs = json.loads(path.read_text(encoding="utf-8")).get("run_folder")
+        theirs = read_json(path, "result").get("run_folder")
     except (OSError, ValueError, AttributeError):
         theirs = None
     mine = _folder_text(run_folder)

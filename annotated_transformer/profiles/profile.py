@@ -11,13 +11,13 @@ the train part, and `to_dict()` writes the flat record every committed result ho
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 
 from ..model.config import TransformerConfig
 from ..model.decoding import DecodeSettings
 from ..runtime.checks import OPTIONAL_COUNT, Bounds
 from ..runtime.precision import resolve_precision
+from ..runtime.records import json_text, parse_json
 from ..training import settings as train_settings
 from ..training.settings import TrainSettings
 from .book_scales import BookScales, ChapterSizes
@@ -240,4 +240,4 @@ def comparable_record(record: dict) -> dict:
         record = Profile.from_dict(record).to_dict()
     except (TypeError, ValueError, KeyError):
         pass
-    return json.loads(json.dumps(record))
+    return parse_json(json_text(record, "a profile record"), "a profile record")

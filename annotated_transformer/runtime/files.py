@@ -415,7 +415,9 @@ def read_measured(name: str) -> dict:
     """The entries of the cache file `name` under cache_dir() (measured choices: precision,
     compile), or {} when it is missing or unreadable."""
     try:
-        return json.loads((cache_dir() / name).read_text())
+        from .records import read_json  # records writes through this module
+
+        return read_json(cache_dir() / name)
     except (OSError, ValueError):
         return {}
 

@@ -24,13 +24,13 @@ them to the modules that write them.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from .files import SITE_MARKER, clone_root
+from .records import read_json
 
 # What marks a training run folder (training/run_folder.py, training/checkpoint.py).
 RUN_MARKERS = ("metrics.jsonl", "last.pt")
@@ -125,7 +125,7 @@ def book_chapter_of(path: str | os.PathLike) -> str | None:
     if path.name == BOOK_MARKER:
         return "the book's record itself"
     try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
+        record = read_json(record_path, "book_run")
         chapters = record["metrics"]["chapters"]
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -15,6 +15,14 @@ written. A file that is not JSON, or not a record of its kind, is one line (`Rec
 ValueError, which the command line prints without a traceback): the file, the field
 (`curve[0].ppl`), what is wrong with it, and the fix.
 
+It is also the package's one JSON codec: every JSON text the package reads, record or not (a
+notebook, a cached measurement, a run's `metrics.jsonl` line by line), is parsed by `parse_json`
+(`read_json`, `read_lines`), and what it writes here by `json_text`. Strict JSON: no NaN or
+Infinity (Python's json reads and writes them; no other reader does), no number beyond a float's
+range (1e999 would read as infinity), no key twice in one object (the last would win unseen), at
+most MAX_JSON_SIZE long and MAX_JSON_DEPTH deep (counted before parsing: a deeper text would be a
+RecursionError). Each refusal is one RecordError naming the file, what is wrong and the fix.
+
 JSON Schema (checked with the `jsonschema` library) rather than classes of our own: the schemas are
 a standard a reader of the files can check them with without this package, and the library is
 maintained and already installed with the book's Jupyter stack.
@@ -23,9 +31,12 @@ maintained and already installed with the book's Jupyter stack.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -142,8 +153,9 @@ _TABLE3_IDENTITY = _object(
     precision=_STRING,
 )
 TABLE3_RUN = _object(["identity"], identity=_TABLE3_IDENTITY, targets=_TABLE3_TARGETS)
+# `table3 --merge` reads every field it requires (a part without `written` or `machine` is one line).
 TABLE3_EXPORT = _object(
-    ["identity", "targets", "jobs"],
+    ["identity", "targets", "jobs", "machine", "written"],
     identity=_TABLE3_IDENTITY,
     targets={
         **_TABLE3_TARGETS,
@@ -388,33 +400,214 @@ def check_record(
     return data
 
 
-# ------------------------------------------------------------------------------------ read, write
-def parse_json(text: str, path: str | os.PathLike, kind: str, *, fix: str | None = None):
-    """The JSON value of `text` (read from `path`); RecordError naming the file, the line and
-    the column where it breaks, and the fix."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        path = Path(path)
-        raise RecordError(
-            f"{path} is not valid JSON (line {error.lineno} column {error.colno}: {error.msg}); "
-            f"{_fix(kind, path, fix)}"
-        ) from error
+# ------------------------------------------------------------------------------------ the codec
+# Every JSON text the package reads goes through `parse_json` (tests/test_doors.py holds the one
+# list of modules allowed to call the json module's parsers). Strict JSON, bounded:
+MAX_JSON_SIZE = (
+    64 * 1024 * 1024
+)  # bytes of a file (characters of a text): the largest is ~1 MiB
+MAX_JSON_DEPTH = (
+    100  # lists and objects inside each other: the package writes ~10, and the
+)
+# parser recurses once per level (a RecursionError near 1000, less under a deep caller)
+# Kinds whose records may hold NaN and Infinity: results records have written NaN for a value that
+# does not exist (a row's p-value against itself, the mean distance of a head with no key), and
+# committed ones hold it. Every other kind, and every JSON that is no record, is refused with one.
+NON_FINITE_KINDS = frozenset({"result"})
+
+_GENERIC_FIX = "repair the file, or delete it and rerun what writes it"
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def read_json(path: str | os.PathLike, kind: str, *, fix: str | None = None) -> Any:
-    """The JSON value in `path`, not yet checked against `kind`'s schema (for a reader that
-    first tells what else the file could be); an unreadable or malformed file is a RecordError."""
+class _Refused(Exception):
+    """What is wrong with a JSON text, raised from inside the parser's hooks."""
+
+
+def _no_constant(name: str):
+    raise _Refused(f"it holds {name}, which JSON has no number for")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(
+            f"the number {text[:40]} is beyond a float's range (it reads as {value})"
+        )
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise _Refused(f"an object holds the key {_shown_value(twice)} twice")
+    return found
+
+
+def _too_deep(text: str) -> bool:
+    """Whether `text` nests lists and objects more than MAX_JSON_DEPTH deep (brackets inside
+    strings left out), counted before the parser recurses into them."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > (
+        MAX_JSON_DEPTH
+    )
+
+
+def _kind_fix(kind: str | None, path: Path, fix: str | None) -> str:
+    if kind is None:
+        return (fix or _GENERIC_FIX).format(path=path, folder=path.parent)
+    return _fix(kind, path, fix)
+
+
+def parse_json(
+    text: str | bytes,
+    path: str | os.PathLike,
+    kind: str | None = None,
+    *,
+    fix: str | None = None,
+) -> Any:
+    """The JSON value of `text` (read from `path`, or what `path` names in words): strict JSON
+    (no NaN or Infinity, but in NON_FINITE_KINDS; no number beyond a float's range; no key twice
+    in one object), at most MAX_JSON_SIZE long and MAX_JSON_DEPTH deep, bytes as UTF-8. Anything
+    else is one RecordError naming `path`, what is wrong and the fix (`fix`, default the kind's)."""
     path = Path(path)
+
+    def refuse(what: str) -> RecordError:
+        return RecordError(
+            f"{path} is not valid JSON ({what}); {_kind_fix(kind, path, fix)}"
+        )
+
+    if len(text) > MAX_JSON_SIZE:
+        raise refuse(
+            f"it is {len(text) / 2**20:.0f} MiB, more than the {MAX_JSON_SIZE // 2**20} MiB "
+            "the package reads as JSON"
+        )
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise refuse(f"byte {error.start} is not UTF-8 text") from None
+    if _too_deep(text):
+        raise refuse(f"lists and objects nest more than {MAX_JSON_DEPTH} deep")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
+        return json.loads(
+            text,
+            object_pairs_hook=_unique_keys,
+            parse_float=_finite_float,
+            **({} if kind in NON_FINITE_KINDS else {"parse_constant": _no_constant}),
+        )
+    except json.JSONDecodeError as error:
+        raise refuse(f"line {error.lineno} column {error.colno}: {error.msg}") from None
+    except _Refused as error:
+        raise refuse(str(error)) from None
+    except RecursionError:
+        raise refuse("lists and objects nest too deep for the parser") from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise refuse(str(error).split(";")[0]) from None
+
+
+def parse_lines(
+    text: str | bytes, path: str | os.PathLike, *, fix: str | None = None
+) -> list:
+    """The values of a JSON-lines text (`metrics.jsonl`), one per line that is not blank, each
+    parsed as `parse_json` parses a file; the error names the line ("metrics.jsonl: line 3")."""
+    path = Path(path)
+    if len(text) > MAX_JSON_SIZE:
+        parse_json(text, path, fix=fix)  # the size's refusal
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        text = bytes(text).decode("utf-8", errors="surrogateescape")
+    return [
+        parse_json(line, f"{path}: line {number}", fix=fix)
+        for number, line in enumerate(text.splitlines(), 1)
+        if line.strip()
+    ]
+
+
+def _read_bytes(path: Path, kind: str | None, fix: str | None) -> bytes:
+    """The bytes of `path`, refused before reading when over MAX_JSON_SIZE."""
+    size = path.stat().st_size
+    if size > MAX_JSON_SIZE:
         raise RecordError(
-            f"{path} is not text (UTF-8): it is not {WHAT[kind]}; {_fix(kind, path, fix)}"
-        ) from error
-    return parse_json(text, path, kind, fix=fix)
+            f"{path} is not valid JSON (it is {size / 2**20:.0f} MiB, more than the "
+            f"{MAX_JSON_SIZE // 2**20} MiB the package reads as JSON); "
+            f"{_kind_fix(kind, path, fix)}"
+        )
+    return path.read_bytes()
 
 
+def read_json(
+    path: str | os.PathLike, kind: str | None = None, *, fix: str | None = None
+) -> Any:
+    """The JSON value in `path` (`parse_json`), not checked against a schema (for a file that is
+    no record, or a reader that first tells what else the file could be); an unreadable or
+    malformed file is a RecordError, a missing one FileNotFoundError."""
+    path = Path(path)
+    return parse_json(_read_bytes(path, kind, fix), path, kind, fix=fix)
+
+
+def read_lines(path: str | os.PathLike, *, fix: str | None = None) -> list:
+    """The values of the JSON-lines file `path` (`parse_lines`)."""
+    path = Path(path)
+    return parse_lines(_read_bytes(path, None, fix), path, fix=fix)
+
+
+def _non_finite_field(data: Any, at: tuple = ()) -> tuple | None:
+    """Where `data` holds a float that is not finite (the first such field), else None."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return at
+    items = (
+        data.items()
+        if isinstance(data, Mapping)
+        else enumerate(data)
+        if isinstance(data, (list, tuple))
+        else ()
+    )
+    for key, value in items:
+        found = _non_finite_field(value, (*at, key))
+        if found is not None:
+            return found
+    return None
+
+
+def json_text(
+    data: Any,
+    path: str | os.PathLike,
+    kind: str | None = None,
+    *,
+    indent: int | None = None,
+    default: Callable[[Any], Any] | None = None,
+    fix: str | None = None,
+) -> str:
+    """`data` as the JSON text to write to `path`: strict (a NaN or infinite float is one
+    RecordError naming the field, but in NON_FINITE_KINDS), so `parse_json` reads it back."""
+    try:
+        return json.dumps(
+            data, indent=indent, default=default, allow_nan=kind in NON_FINITE_KINDS
+        )
+    except ValueError:
+        field = _non_finite_field(data)
+        if field is None:
+            raise
+        path = Path(path)
+        fix = fix or "the file is left as it was (a bug of the writer: report it)"
+        raise RecordError(
+            f"not writing {path}: {field_name(field) or 'the value'} is {_data_at(data, field)}, "
+            f"which JSON has no number for; {_kind_fix(kind, path, fix)}"
+        ) from None
+
+
+def _data_at(data: Any, field: Iterable[Any]) -> Any:
+    for key in field:
+        data = data[key]
+    return data
+
+
+# ------------------------------------------------------------------------------------ read, write
 def read_record(path: str | os.PathLike, kind: str, *, fix: str | None = None) -> Any:
     """The record of `kind` in `path`, parsed and checked against its schema (RecordError in
     one line otherwise). A missing file is FileNotFoundError, as `open` raises it."""
@@ -432,9 +625,9 @@ def record_text(
 ) -> str:
     """`data` as the JSON text of a record of `kind` for `path`, checked first (as it will be
     read back): RecordError when a reader would refuse it."""
-    text = json.dumps(data, indent=indent, default=default)
     fix = fix or "the file is left as it was (a bug of the writer: report it)"
-    check_record(json.loads(text), kind, path, fix=fix, writing=True)
+    text = json_text(data, path, kind, indent=indent, default=default, fix=fix)
+    check_record(parse_json(text, path, kind, fix=fix), kind, path, fix=fix, writing=True)
     return text
 
 

@@ -11,10 +11,10 @@ Ctrl-C, a failure), they no longer describe the folder's model: `set_aside_stale
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
+from ..runtime.records import read_json
 from .checkpoint import list_snapshots, load_checkpoint
 from .run_folder import AVERAGED_NAME, RESULTS_NAME, TRANSLATIONS_NAME, set_aside
 
@@ -44,7 +44,7 @@ def sources_of(path: Path) -> list[str] | None:
         if path.name == AVERAGED_NAME:
             found = load_checkpoint(path, mmap=True).get("averaged_from")
         elif path.name == RESULTS_NAME:
-            record = json.loads(path.read_text(encoding="utf-8"))
+            record = read_json(path, "result")
             found = record["metrics"]["test"]["averaged_checkpoints"]
         elif path.name == TRANSLATIONS_NAME:  # written with results.json, goes with it
             return sources_of(path.parent / RESULTS_NAME)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Iterator
 
 from ..runtime.files import remove_partial_writes
 from ..runtime.locks import folder_lock
+from ..runtime.records import read_json
 from .checkpoint import RESUME_NAME, SNAPSHOT_DIR, list_snapshots
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def clear_run(out_dir: Path) -> list[Path]:
 
 def _is_results_record(path: Path) -> bool:
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = read_json(path, "result")
     except (OSError, ValueError):
         return False
     return isinstance(record, dict) and "metrics" in record and "provenance" in record

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..runtime.distributed import DistributedContext
 from ..runtime.progress import on_a_page, progress_bar
+from ..runtime.records import read_lines
 from .resume_state import TrainingProgress
 from .run_folder import METRICS_NAME
 from .settings import TrainSettings
@@ -153,19 +154,9 @@ class TrainingLog:
 
 def read_metrics(folder: str | Path) -> list[dict]:
     """The records of a run's `metrics.jsonl`, oldest first ([] when there is none); a line
-    that is not JSON is one ValueError naming the file and the line."""
+    that is not strict JSON is one RecordError naming the file and the line."""
     path = Path(folder) / METRICS_NAME
     if not path.is_file():
         return []
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError as error:
-            raise ValueError(
-                f"{path}: line {number} is not a JSON record ({error.msg}); the run's log is "
-                "damaged: restore it, or train the run again with --overwrite"
-            ) from None
-    return records
+    fix = "the run's log is damaged: restore it, or train the run again with --overwrite"
+    return read_lines(path, fix=fix)

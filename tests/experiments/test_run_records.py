@@ -60,7 +60,7 @@ def test_a_broken_export_it_would_replace_is_named(tmp_path, capsys):
     assert _export_only(out, export) == 1
     line = _one_error_line(capsys)
     assert f"{export} is not a Table 3 extended run's export" in line
-    assert "identity, targets, jobs are missing" in line
+    assert "identity, targets, jobs, machine, written are missing" in line
     assert export.read_text() == "{}"
 
 

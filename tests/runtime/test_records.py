@@ -90,7 +90,7 @@ def test_a_curve_point_without_its_perplexity_is_refused_naming_file_and_field(t
 def test_a_wrong_type_names_the_field_the_value_and_the_type_wanted(tmp_path):
     path = tmp_path / "runs.json"
     document = {"identity": {"overfit_share": "20"}, "targets": {"full": 1}, "jobs": []}
-    path.write_text(json.dumps(document))
+    path.write_text(json.dumps({**document, "machine": "cpu", "written": "today"}))
     with pytest.raises(records.RecordError) as caught:
         records.read_record(path, "table3_export")
     message = str(caught.value)

@@ -18,5 +18,5 @@ def test_a_runs_records_are_read_back_oldest_first(tmp_path):
 
 def test_a_damaged_line_names_the_file_and_the_line(tmp_path):
     (tmp_path / METRICS_NAME).write_text('{"kind": "start"}\n{"kind": "tra\n')
-    with pytest.raises(ValueError, match=rf"{METRICS_NAME}: line 2 is not a JSON record"):
+    with pytest.raises(ValueError, match=rf"{METRICS_NAME}: line 2 is not valid JSON"):
         read_metrics(tmp_path)

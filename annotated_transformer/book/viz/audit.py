@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from ...runtime.records import parse_json, read_json
+
 # Sizes of Vega's categorical schemes the book may use; Vega-Lite's default for a nominal
 # colour is "tableau10".
 SCHEME_SIZES = {
@@ -58,14 +60,17 @@ _SPEC = re.compile(
 
 def page_specs(notebook: str | Path) -> list[tuple[int, dict]]:
     """(cell index, Vega-Lite spec) of every chart in an executed notebook's outputs."""
-    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    cells = read_json(notebook)["cells"]
     found = []
     for index, cell in enumerate(cells):
         for output in cell.get("outputs", []):
             html = output.get("data", {}).get("text/html", "")
             html = "".join(html) if isinstance(html, list) else html
             for text in _SPEC.findall(html):
-                found.append((index, json.loads(text.replace("<\\/", "</"))))
+                spec = text.replace("<\\/", "</")
+                found.append(
+                    (index, parse_json(spec, f"{notebook} cell {index}'s chart"))
+                )
     return found
 
 

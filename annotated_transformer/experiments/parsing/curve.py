@@ -19,7 +19,6 @@ models this small keep one core busy and gain little from a second thread.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import random
 import time
@@ -34,6 +33,7 @@ from nltk import Tree
 from ...data.batching import TokenBatcher, collate_pairs
 from ...model.config import TransformerConfig, preset
 from ...runtime import attention_kernels
+from ...runtime.records import read_lines
 from ...training.checkpoint import average_checkpoints, list_snapshots, load_checkpoint
 from ...training.run_folder import METRICS_NAME
 from ...training.settings import TrainSettings
@@ -364,8 +364,7 @@ def _teacher_forced_nll(model, pairs, batch: int = 32) -> float:
 
 def _metrics(run_dir: Path) -> list[dict]:
     path = run_dir / METRICS_NAME
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    return [json.loads(line) for line in lines if line.strip()]
+    return read_lines(path) if path.is_file() else []
 
 
 @dataclass

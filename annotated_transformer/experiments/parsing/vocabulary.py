@@ -12,6 +12,7 @@ from typing import Iterable, Sequence
 from nltk import Tree
 
 from ...data.batching import EncodedPairs
+from ...runtime.records import parse_json
 from .linearization import linearize
 
 # The model's special ids (TransformerConfig's pad 0, bos 1, eos 2, unk 3) come first in both
@@ -149,7 +150,11 @@ class ParserVocabularies:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "ParserVocabularies":
-        d = json.loads(bytes(data).decode("utf-8"))
+        d = parse_json(
+            data,
+            "a parser checkpoint's vocabularies",
+            fix="the checkpoint is damaged: train the parser again",
+        )
         return cls(WordVocabulary(d["source"]), Vocabulary(d["target"]), d["tags"])
 
     @classmethod

@@ -18,11 +18,11 @@ This module reads them into tables, so that chapter 05 and the tests use one rea
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...model.config import preset
+from ...runtime.records import read_json, read_lines
 
 CPU_SWEEP = Path("tuning_multi30k_cpu")
 STEP_BUDGET_SWEEP = Path("tuning_multi30k_avx2")
@@ -78,7 +78,7 @@ def cpu_candidates(results: Path, sweep: Path = CPU_SWEEP) -> list[CpuCandidate]
     """The candidates of a `cpu` sweep (by default the 15-minute one), by name."""
     out = []
     for path in sorted((results / sweep).glob("valid_*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = read_json(path, "result")
         m = record["metrics"]
         out.append(
             CpuCandidate(
@@ -130,7 +130,7 @@ class DecodeChoice:
 
 
 def decode_choice(results: Path) -> DecodeChoice:
-    record = json.loads((results / DECODE_CHOICE).read_text(encoding="utf-8"))["metrics"]
+    record = read_json(results / DECODE_CHOICE, "result")["metrics"]
     return DecodeChoice(record["baseline"], record["best"], record["settings"])
 
 
@@ -148,8 +148,7 @@ class GpuCandidate:
 def read_curve(path: Path) -> tuple[dict, list[dict]]:
     """A metrics log's recipe (its start record) and its validation records."""
     recipe, valid = {}, []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
+    for record in read_lines(path):
         if record.get("kind") == "start":
             recipe = record.get("recipe", {})
         elif record.get("kind") == "valid":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import math
 import tempfile
 import time
@@ -39,6 +38,7 @@ from ...pipeline import run as run_pipeline
 from ...profiles import Profile, comparable_record
 from ...runtime import attention_kernels
 from ...runtime.devices import cpu_name
+from ...runtime.records import read_json
 from ...training.checkpoint import average_last, list_snapshots
 from ...training.training_log import read_metrics
 from .record import committed_gpu_run
@@ -515,7 +515,7 @@ def measured_base_fraction(benchmark: Path) -> float | None:
     committed benchmark (benchmarks/gpu_compile.json), or None without it."""
     if not benchmark.is_file():
         return None
-    step = json.loads(benchmark.read_text())["measurements"]["gpu_bf16_compile"]["steps"]
+    step = read_json(benchmark)["measurements"]["gpu_bf16_compile"]["steps"]
     return step["bf16_compile_model_and_loss"]["mfu_with_logits"]
 
 

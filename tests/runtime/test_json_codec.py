@@ -1,0 +1,193 @@
+"""The package's one JSON codec (runtime/records.py): strict JSON, bounded in size and depth, and
+every refusal one RecordError line naming the file, what is wrong and the fix."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from annotated_transformer.runtime import records
+from annotated_transformer.runtime.records import RecordError, parse_json
+
+
+def refusal(text, kind=None, path="f.json") -> str:
+    with pytest.raises(RecordError) as caught:
+        parse_json(text, path, kind)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(str(path)), message
+    return message
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('{"ppl": NaN}', "it holds NaN"),
+        ('{"ppl": Infinity}', "it holds Infinity"),
+        ('{"ppl": -Infinity}', "it holds -Infinity"),
+        ('{"ppl": 1e999}', "the number 1e999 is beyond a float's range"),
+        ('{"ppl": -1e999}', "the number -1e999 is beyond a float's range"),
+        ('{"ppl": 1, "ppl": 2}', 'an object holds the key "ppl" twice'),
+        ('[{"a": {}, "a": []}]', 'an object holds the key "a" twice'),
+        ("1" * 5000, "Exceeds the limit (4300 digits) for integer string conversion"),
+        (b"\xff{}", "byte 0 is not UTF-8 text"),
+        ('{"a": ', "line 1 column 7: Expecting value"),
+    ],
+)
+def test_what_python_json_reads_but_json_is_not_is_refused_in_one_line(text, says):
+    message = refusal(text)
+    assert says in message and "; repair the file, or delete it" in message
+
+
+def test_a_results_record_may_hold_nan_as_committed_ones_do():
+    assert math.isnan(parse_json('{"p_value": NaN}', "r.json", "result")["p_value"])
+    assert "is beyond a float's range" in refusal('{"p": 1e999}', "result")
+    assert "twice" in refusal('{"p": 1, "p": 1}', "result")
+
+
+@pytest.mark.parametrize("opening", ["[", '{"a":'])
+def test_a_deeply_nested_text_is_one_line_not_a_recursion_error(opening):
+    closing = "]" if opening == "[" else "}"
+    deep = opening * 100_000 + "1" + closing * 100_000
+    try:
+        json.loads(deep)
+    except RecursionError:
+        pass  # what the package met before the codec counted
+    else:  # pragma: no cover - a parser without recursion
+        pytest.skip("this Python's json parses it")
+    assert f"nest more than {records.MAX_JSON_DEPTH} deep" in refusal(deep)
+    limit = records.MAX_JSON_DEPTH
+    assert parse_json("[" * limit + "]" * limit, "f.json") is not None
+    assert "nest more than" in refusal("[" * (limit + 1) + "]" * (limit + 1))
+    # brackets inside strings are text, not nesting
+    assert parse_json(json.dumps(["[" * 1000, '\\"{' * 500]), "f.json")
+
+
+def test_a_file_over_the_size_bound_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(list(range(1000))))
+    monkeypatch.setattr(records, "MAX_JSON_SIZE", 100)
+    monkeypatch.setattr(
+        type(path), "read_bytes", lambda self: pytest.fail("read the file")
+    )
+    with pytest.raises(RecordError, match=r"big\.json is not valid JSON \(it is 0 MiB"):
+        records.read_json(path)
+    assert records.MAX_JSON_SIZE < 2**31
+
+
+def test_a_record_is_refused_naming_its_kinds_fix(tmp_path):
+    path = tmp_path / "curve.json"
+    path.write_text(
+        '{"row": "base", "seed": 1, "corpus": "full", "curve": [{"epoch": 1, "ppl": NaN}]}'
+    )
+    with pytest.raises(RecordError) as caught:
+        records.read_record(path, "table3_job")
+    assert str(caught.value) == (
+        f"{path} is not valid JSON (it holds NaN, which JSON has no number for); "
+        f"delete the job's folder {tmp_path} to retrain it"
+    )
+
+
+def test_a_record_with_a_number_json_has_not_is_never_written(tmp_path):
+    path = tmp_path / "curve.json"
+    job = {"row": "base", "seed": 1, "corpus": "full", "curve": [{"epoch": 1}]}
+    job["curve"][0]["ppl"] = float("inf")
+    with pytest.raises(RecordError) as caught:
+        records.write_record(path, "table3_job", job)
+    assert f"not writing {path}: curve[0].ppl is inf, which JSON has no number" in str(
+        caught.value
+    )
+    assert not path.exists()
+    assert "NaN" in records.json_text({"p": float("nan")}, path, "result")
+
+
+def test_a_lines_file_names_the_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"kind": "start"}\n\n{"kind": "valid", "ppl": NaN}\n')
+    with pytest.raises(RecordError) as caught:
+        records.read_lines(path, fix="train the run again")
+    assert str(caught.value) == (
+        f"{path}: line 3 is not valid JSON (it holds NaN, which JSON has no number for); "
+        "train the run again"
+    )
+    path.write_text('{"kind": "start"}\n\n{"kind": "stop"}\n')
+    assert records.read_lines(path) == [{"kind": "start"}, {"kind": "stop"}]
+
+
+# ----------------------------------------------------------------- any text at the door: properties
+def agrees_with_python(text) -> None:
+    """The codec's answer to `text`: Python's json value, or its one-line refusal; nothing else."""
+    try:
+        got = parse_json(text, "door.json")
+    except RecordError as error:
+        assert "\n" not in str(error) and str(error).startswith("door.json ")
+        return
+    plain = text.decode("utf-8") if isinstance(text, bytes) else text
+    expected = json.loads(plain)
+    assert got == expected and repr(got) == repr(expected)
+
+
+# strict JSON values: what the package writes
+values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+# texts near JSON: its tokens, with Python's extensions and broken pieces among them
+TOKENS = [
+    "[", "]", "{", "}", ",", ":", '"a"', '"b"', '"[{"', '"\\"', '"\\u00e9"', '"\\ud800"', "0",
+    "-1", "1.5", "1e999", "-1e400", "1e-999", "NaN", "Infinity", "-Infinity", "true", "null",
+    " ", "\n", "\x00", '"', "\\", "\ufeff", "01", "1" * 4400,
+]  # fmt: skip
+near_json = st.lists(st.sampled_from(TOKENS), max_size=40).map("".join)
+EXAMPLES = 400
+_SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@_SETTINGS
+@given(values)
+def test_strict_json_the_package_writes_reads_back_as_python_reads_it(value):
+    text = json.dumps(value)
+    assert repr(parse_json(text, "door.json")) == repr(json.loads(text))
+    assert repr(parse_json(text.encode(), "door.json")) == repr(json.loads(text))
+
+
+@_SETTINGS
+@given(st.text())
+def test_any_text_is_python_json_value_or_one_line(text):
+    agrees_with_python(text)
+
+
+@_SETTINGS
+@given(near_json)
+def test_any_text_of_json_tokens_is_python_json_value_or_one_line(text):
+    agrees_with_python(text)
+
+
+@_SETTINGS
+@given(st.binary() | near_json.map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_any_bytes_are_python_json_value_or_one_line(data):
+    agrees_with_python(data)
+
+
+@_SETTINGS
+@given(st.integers(0, 3 * sys.getrecursionlimit()), st.sampled_from(["[", '{"k":']))
+def test_any_depth_is_read_or_refused_in_one_line(depth, opening):
+    closing = "]" if opening == "[" else "}"
+    text = opening * depth + "0" + closing * depth
+    if depth <= records.MAX_JSON_DEPTH:
+        assert repr(parse_json(text, "door.json")) == repr(json.loads(text))
+    else:
+        assert "nest more than" in refusal(text, path="door.json")
