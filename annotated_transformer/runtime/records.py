@@ -403,17 +403,17 @@ def check_record(
 # ------------------------------------------------------------------------------------ the codec
 # Every JSON text the package reads goes through `parse_json` (tests/test_doors.py holds the one
 # list of modules allowed to call the json module's parsers). Strict JSON, bounded:
-MAX_JSON_SIZE = (
-    64 * 1024 * 1024
-)  # bytes of a file (characters of a text): the largest is ~1 MiB
-MAX_JSON_DEPTH = (
-    100  # lists and objects inside each other: the package writes ~10, and the
-)
-# parser recurses once per level (a RecursionError near 1000, less under a deep caller)
-# Kinds whose records may hold NaN and Infinity: results records have written NaN for a value that
-# does not exist (a row's p-value against itself, the mean distance of a head with no key), and
-# committed ones hold it. Every other kind, and every JSON that is no record, is refused with one.
-NON_FINITE_KINDS = frozenset({"result"})
+# the bytes of a file (characters of a text) read as JSON; the largest the package writes is ~1 MiB
+MAX_JSON_SIZE = 64 * 1024 * 1024
+# lists and objects inside each other: the package writes ~10, and the parser recurses once per
+# level (a RecursionError near 1000, sooner under a deep caller)
+MAX_JSON_DEPTH = 100
+# What may hold NaN and Infinity, and why; everything else is refused with one:
+# - "result": results records have written NaN for a value that does not exist (a row's p-value
+#   against itself, the mean distance of a head with no key), and committed ones hold it;
+# - "metrics_log": a run's metrics.jsonl, whose `train` record may hold the NaN loss of the steps
+#   since the last check on a GPU (every few steps), before the `diverged` record that follows.
+NON_FINITE_KINDS = frozenset({"result", "metrics_log"})
 
 _GENERIC_FIX = "repair the file, or delete it and rerun what writes it"
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
@@ -459,7 +459,7 @@ def _too_deep(text: str) -> bool:
 
 
 def _kind_fix(kind: str | None, path: Path, fix: str | None) -> str:
-    if kind is None:
+    if kind not in FIXES:
         return (fix or _GENERIC_FIX).format(path=path, folder=path.parent)
     return _fix(kind, path, fix)
 
@@ -512,18 +512,25 @@ def parse_json(
 
 
 def parse_lines(
-    text: str | bytes, path: str | os.PathLike, *, fix: str | None = None
+    text: str | bytes,
+    path: str | os.PathLike,
+    kind: str | None = None,
+    *,
+    fix: str | None = None,
 ) -> list:
     """The values of a JSON-lines text (`metrics.jsonl`), one per line that is not blank, each
     parsed as `parse_json` parses a file; the error names the line ("metrics.jsonl: line 3")."""
     path = Path(path)
     if len(text) > MAX_JSON_SIZE:
-        parse_json(text, path, fix=fix)  # the size's refusal
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        text = bytes(text).decode("utf-8", errors="surrogateescape")
+        parse_json(text, path, kind, fix=fix)  # the size's refusal
+    lines = (
+        bytes(text).split(b"\n")
+        if isinstance(text, (bytes, bytearray, memoryview))
+        else text.split("\n")
+    )
     return [
-        parse_json(line, f"{path}: line {number}", fix=fix)
-        for number, line in enumerate(text.splitlines(), 1)
+        parse_json(line, f"{path}: line {number}", kind, fix=fix)
+        for number, line in enumerate(lines, 1)
         if line.strip()
     ]
 
@@ -550,10 +557,12 @@ def read_json(
     return parse_json(_read_bytes(path, kind, fix), path, kind, fix=fix)
 
 
-def read_lines(path: str | os.PathLike, *, fix: str | None = None) -> list:
+def read_lines(
+    path: str | os.PathLike, kind: str | None = None, *, fix: str | None = None
+) -> list:
     """The values of the JSON-lines file `path` (`parse_lines`)."""
     path = Path(path)
-    return parse_lines(_read_bytes(path, None, fix), path, fix=fix)
+    return parse_lines(_read_bytes(path, kind, fix), path, kind, fix=fix)
 
 
 def _non_finite_field(data: Any, at: tuple = ()) -> tuple | None:

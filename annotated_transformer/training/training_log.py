@@ -159,4 +159,4 @@ def read_metrics(folder: str | Path) -> list[dict]:
     if not path.is_file():
         return []
     fix = "the run's log is damaged: restore it, or train the run again with --overwrite"
-    return read_lines(path, fix=fix)
+    return read_lines(path, "metrics_log", fix=fix)

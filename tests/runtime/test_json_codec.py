@@ -116,6 +116,30 @@ def test_a_lines_file_names_the_line(tmp_path):
     )
     path.write_text('{"kind": "start"}\n\n{"kind": "stop"}\n')
     assert records.read_lines(path) == [{"kind": "start"}, {"kind": "stop"}]
+    # a line break inside a string is no line break of the file
+    path.write_text('{"say": "a\u2028b\x85c"}\n')
+    assert records.read_lines(path) == [{"say": "a\u2028b\x85c"}]
+    path.write_bytes(b'{"kind": "start"}\n{"say": "\xff"}\n')
+    with pytest.raises(
+        RecordError, match=r"metrics\.jsonl: line 2 is not valid JSON \(byte"
+    ):
+        records.read_lines(path)
+
+
+def test_a_metrics_log_reads_the_nan_loss_a_gpu_run_logs_before_it_stops(tmp_path):
+    from annotated_transformer.training.run_folder import METRICS_NAME
+    from annotated_transformer.training.training_log import read_metrics
+
+    path = tmp_path / METRICS_NAME
+    path.write_text('{"kind": "train", "loss": NaN}\n{"kind": "diverged"}\n')
+    assert math.isnan(read_metrics(tmp_path)[0]["loss"])
+    path.write_text('{"kind": "train", "loss": 1.0, "loss": 2.0}\n')
+    with pytest.raises(RecordError) as caught:
+        read_metrics(tmp_path)
+    assert str(caught.value) == (
+        f'{path}: line 1 is not valid JSON (an object holds the key "loss" twice); the '
+        "run's log is damaged: restore it, or train the run again with --overwrite"
+    )
 
 
 # ----------------------------------------------------------------- any text at the door: properties

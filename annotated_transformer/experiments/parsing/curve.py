@@ -364,7 +364,7 @@ def _teacher_forced_nll(model, pairs, batch: int = 32) -> float:
 
 def _metrics(run_dir: Path) -> list[dict]:
     path = run_dir / METRICS_NAME
-    return read_lines(path) if path.is_file() else []
+    return read_lines(path, "metrics_log") if path.is_file() else []
 
 
 @dataclass

@@ -148,7 +148,7 @@ class GpuCandidate:
 def read_curve(path: Path) -> tuple[dict, list[dict]]:
     """A metrics log's recipe (its start record) and its validation records."""
     recipe, valid = {}, []
-    for record in read_lines(path):
+    for record in read_lines(path, "metrics_log"):
         if record.get("kind") == "start":
             recipe = record.get("recipe", {})
         elif record.get("kind") == "valid":
