@@ -215,3 +215,16 @@ def test_any_depth_is_read_or_refused_in_one_line(depth, opening):
         assert repr(parse_json(text, "door.json")) == repr(json.loads(text))
     else:
         assert "nest more than" in refusal(text, path="door.json")
+
+
+@_SETTINGS
+@given(st.lists(near_json | values.map(json.dumps), max_size=6).map("\n".join))
+def test_any_lines_are_python_json_values_or_one_line_naming_the_line(text):
+    try:
+        got = records.parse_lines(text, "metrics.jsonl")
+    except RecordError as error:
+        assert "\n" not in str(error)
+        assert str(error).startswith("metrics.jsonl: line "), str(error)
+        return
+    lines = [line for line in text.split("\n") if line.strip()]
+    assert repr(got) == repr([json.loads(line) for line in lines])
