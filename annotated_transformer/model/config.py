@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from ..runtime.checks import check_types
+
 
 @dataclass
 class TransformerConfig:
@@ -36,6 +38,7 @@ class TransformerConfig:
     name: str = field(default="custom", compare=False)
 
     def __post_init__(self) -> None:
+        check_types(self)  # each field of its annotated type, before any rule reads it
         for fname in (
             "n_layers",
             "d_model",

@@ -32,6 +32,7 @@ from ..runtime.checks import (
     NON_NEGATIVE_INT,
     Bounds,
     check_all,
+    check_types,
 )
 from .transformer import Transformer
 
@@ -85,6 +86,7 @@ class DecodeSettings:
     precision: str = "fp32"
 
     def __post_init__(self):
+        check_types(self, "")
         check_all("", self.to_dict(), BOUNDS)
         check_decode_precision(self.precision)
 

@@ -19,6 +19,7 @@ from ..runtime.checks import (
     POSITIVE,
     Bounds,
     check_all,
+    check_types,
 )
 
 OPTIONAL_VOCABULARY = Bounds(int, len(SPECIAL_IDS) + 1, optional=True)
@@ -62,6 +63,13 @@ def _record(cls, values: dict):
     )
 
 
+class _Sizes:
+    """A record of sizes: each field of its annotated type, checked when it is made."""
+
+    def __post_init__(self):
+        check_types(self)
+
+
 @dataclass(frozen=True)
 class Table3Scale:
     """How chapter 06 trains the rows of Table 3 under a profile (`experiments.table3.rows`).
@@ -98,6 +106,7 @@ class Table3Scale:
     vocab_size: int | None = None
 
     def __post_init__(self):
+        check_types(self, "book.table3")
         check_all("book.table3", dataclasses.asdict(self), TABLE3_BOUNDS)
 
     @classmethod
@@ -117,7 +126,7 @@ class Table3Scale:
 
 
 @dataclass(frozen=True)
-class AttentionSizes:
+class AttentionSizes(_Sizes):
     """Chapter 01's experiments: the statistics of scaled dot products and the timed attention.
 
     Attributes:
@@ -140,7 +149,7 @@ class AttentionSizes:
 
 
 @dataclass(frozen=True)
-class ModelSizes:
+class ModelSizes(_Sizes):
     """Chapter 02's checks of the positional encoding.
 
     Attributes:
@@ -153,7 +162,7 @@ class ModelSizes:
 
 
 @dataclass(frozen=True)
-class LengthSweep:
+class LengthSweep(_Sizes):
     """Timed sequence lengths at one width.
 
     Attributes:
@@ -168,7 +177,7 @@ class LengthSweep:
 
 
 @dataclass(frozen=True)
-class WidthSweep:
+class WidthSweep(_Sizes):
     """Timed model widths at one sequence length.
 
     Attributes:
@@ -183,7 +192,7 @@ class WidthSweep:
 
 
 @dataclass(frozen=True)
-class SubwordSample:
+class SubwordSample(_Sizes):
     """The small BPE model chapter 03 measures sentence lengths with.
 
     Attributes:
@@ -199,7 +208,7 @@ class SubwordSample:
 
 
 @dataclass(frozen=True)
-class WhySelfAttentionSizes:
+class WhySelfAttentionSizes(_Sizes):
     """Chapter 03's measurements of Table 1.
 
     Attributes:
@@ -222,7 +231,7 @@ class WhySelfAttentionSizes:
 
 
 @dataclass(frozen=True)
-class TrainingSizes:
+class TrainingSizes(_Sizes):
     """Chapter 04's own small experiments (the profile's translation run is the profile's).
 
     Attributes:
@@ -249,7 +258,7 @@ class TrainingSizes:
 
 
 @dataclass(frozen=True)
-class ParsingSizes:
+class ParsingSizes(_Sizes):
     """Chapter 07's parser and its learning curve.
 
     Attributes:
@@ -298,6 +307,7 @@ class BookScales:
     chapters: dict[str, ChapterSizes] = field(default_factory=dict)
 
     def __post_init__(self):
+        check_types(self, "book")
         check_all("book", dataclasses.asdict(self), BOOK_BOUNDS)
         if not isinstance(self.table3, Table3Scale):
             raise ValueError(

@@ -8,14 +8,16 @@ whoever wrote it: a flag, a chapter's parameters cell, `get_profile` or a test.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 
 from ..data.registry import corpus_info
 from ..data.tokenizer import SPECIAL_IDS
 from ..model import decoding
 from ..model.config import TransformerConfig, preset
-from ..runtime.checks import COUNT, OPTIONAL_COUNT, Bounds, check_all
+from ..runtime.checks import COUNT, OPTIONAL_COUNT, Bounds, check_all, check_types
 
 VOCABULARY = Bounds(int, len(SPECIAL_IDS) + 1)  # more pieces than the special ids
 
@@ -35,6 +37,16 @@ EVALUATION_BOUNDS: dict[str, Bounds] = {
 }
 
 
+@contextlib.contextmanager
+def _naming(**fields):
+    """The registry's ValueError, prefixed with the fields it is about (`corpus='x': ...`)."""
+    try:
+        yield
+    except ValueError as error:
+        given = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        raise ValueError(f"{given}: {error}") from None
+
+
 @dataclass(frozen=True)
 class DataSettings:
     """The corpus, its direction and splits, how much of it, and the shared vocabulary's size."""
@@ -52,11 +64,15 @@ class DataSettings:
     vocab_size: int = 8000
 
     def __post_init__(self):
+        check_types(self, "")
         check_all("", dataclasses.asdict(self), DATA_BOUNDS)
-        info = corpus_info(self.corpus)  # an unknown corpus names the known ones
-        info.direction(self.src_lang, self.tgt_lang)  # each language the corpus's own
-        for split in (self.train_split, self.valid_split, self.test_split):
-            info.canonical_split(split)
+        with _naming(corpus=self.corpus):
+            info = corpus_info(self.corpus)  # an unknown corpus names the known ones
+        with _naming(src_lang=self.src_lang, tgt_lang=self.tgt_lang):
+            info.direction(self.src_lang, self.tgt_lang)  # each language the corpus's own
+        for name in ("train_split", "valid_split", "test_split"):
+            with _naming(**{name: getattr(self, name)}):
+                info.canonical_split(getattr(self, name))
         if info.canonical_split(self.train_split) not in info.training_splits:
             raise ValueError(
                 f"train_split {self.train_split!r} is not a training split of {info.title} "
@@ -69,7 +85,10 @@ class ModelChoice:
     """A named preset (`model.config.preset`) with overrides of its fields."""
 
     preset: str = "base"
-    model_overrides: dict = field(default_factory=dict)
+    model_overrides: dict[str, typing.Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_types(self, "")
 
     def config(self, warmup_steps: int) -> TransformerConfig:
         """The configuration; an unknown preset or an invalid override raises in its own words."""
@@ -92,4 +111,5 @@ class EvaluationSettings:
     eval_max_sentences: int | None = None
 
     def __post_init__(self):
+        check_types(self, "")
         check_all("", dataclasses.asdict(self), EVALUATION_BOUNDS)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..model.config import TransformerConfig
 from ..model.decoding import DecodeSettings
-from ..runtime.checks import OPTIONAL_COUNT, Bounds
+from ..runtime.checks import OPTIONAL_COUNT, Bounds, check_types
 from ..runtime.precision import resolve_precision
 from ..runtime.records import json_text, parse_json
 from ..training import settings as train_settings
@@ -106,6 +106,7 @@ class Profile:
 
     def __post_init__(self):
         """The rules that span parts; each part checked its own fields when it was made."""
+        check_types(self, "")  # its own fields, and each part of its part's type
         OPTIONAL_COUNT.check("threads", self.threads)
         if not isinstance(self.book, BookScales):
             raise ValueError(f"book must be a BookScales, got {type(self.book).__name__}")
@@ -142,7 +143,7 @@ class Profile:
                 parts[FIELD_PART[name]][name] = value
             else:
                 own[name] = value
-        if "adam_betas" in parts["train"]:
+        if isinstance(parts["train"].get("adam_betas"), list):  # JSON's form of the tuple
             parts["train"]["adam_betas"] = tuple(parts["train"]["adam_betas"])
         parts["train"].setdefault("name", own.get("name", "run"))
         return cls(**own, **{part: PARTS[part](**v) for part, v in parts.items()})

@@ -1,7 +1,10 @@
 """The numbers a setting accepts: whole where it counts, finite, and small enough for any tensor.
 
-A setting reaches the code from a flag, a chapter's parameters cell or a Python call; every one
-passes through a `Bounds`, so `--minutes inf`, `max_steps=0` or `max_len_b=2**63 - 1` fail at the
+Every settings record (a model's config, a profile and its parts, the decoding and training
+settings, a cached measurement) first checks each field against its own annotation
+(`check_types`): a string where a number belongs, True for a count or a list for a dict is refused
+at construction, in one line naming the field, the value and the type it expects, instead of
+failing later inside torch. Then every number passes through a `Bounds`, so `--minutes inf`, `max_steps=0` or `max_len_b=2**63 - 1` fail at the
 door with the setting's name, instead of later as a NaN, an int64 overflow or a run that trains
 nothing and reports BLEU 0. The command line parses with the same `Bounds` (`Bounds.parse`), so a
 flag and its Python field can never disagree about what is allowed.
@@ -10,8 +13,13 @@ flag and its Python field can never disagree about what is allowed.
 from __future__ import annotations
 
 import argparse
+import collections.abc
+import dataclasses
+import functools
 import math
 import numbers
+import types
+import typing
 from dataclasses import dataclass
 
 # Counts above this are mistakes, and int32 holds them in every index tensor and counter.
@@ -111,3 +119,112 @@ def check_all(owner: str, values: dict, bounds: dict[str, Bounds]) -> None:
     for name, rule in bounds.items():
         if name in values:
             rule.check(f"{owner}.{name}" if owner else name, values[name])
+
+
+def check_types(record, owner: str | None = None, choices: dict | None = None) -> None:
+    """Check every field of the dataclass instance `record` against its annotation: an int is a
+    whole number and never a bool, a float any real number (an int too), a bool only True or
+    False, a str a string, `X | None` X or None, `tuple[X, ...]` a tuple of X, `dict[K, V]` a dict
+    of them, a dataclass an instance of it; annotations of other kinds are not checked.
+
+    `choices` names the values a field of a few may take (`{"precision": PRECISIONS}`), which
+    are then checked instead of its annotation.
+
+    Raises:
+        ValueError: one line, '<owner>.<field> must be <type>, got <value> (<its type>)';
+            `owner` defaults to the record's class name ("" names the bare field).
+    """
+    cls = type(record)
+    owner = cls.__name__ if owner is None else owner
+    hints = _hints(cls)
+    for f in dataclasses.fields(record):
+        annotation = hints.get(f.name)
+        value = getattr(record, f.name)
+        name = f"{owner}.{f.name}" if owner else f.name
+        if choices and f.name in choices:
+            allowed = choices[f.name]
+            if not any(value == a and type(value) is type(a) for a in allowed):
+                raise ValueError(
+                    f"{name} must be one of {', '.join(map(str, allowed))}, "
+                    f"got {_shown(value)}"
+                )
+        elif annotation is not None and not _matches(value, annotation):
+            raise ValueError(
+                f"{name} must be {_describe(annotation)}, got {_shown(value)} "
+                f"({type(value).__name__})"
+            )
+
+
+@functools.cache
+def _hints(cls: type) -> dict:
+    return typing.get_type_hints(cls)
+
+
+def _matches(value, annotation) -> bool:
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is typing.Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in args)
+    if annotation is type(None) or annotation is None:
+        return value is None
+    if annotation is bool:
+        return isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if annotation is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if origin is typing.Literal:
+        return any(value == arg and type(value) is type(arg) for arg in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_matches(item, args[0]) for item in value)
+        return not args or (len(value) == len(args) and all(map(_matches, value, args)))
+    if origin in (list, dict, set, frozenset):
+        if not isinstance(value, origin):
+            return False
+        if origin is dict and args:
+            return all(
+                _matches(k, args[0]) and _matches(v, args[1]) for k, v in value.items()
+            )
+        return not args or all(_matches(item, args[0]) for item in value)
+    if origin is collections.abc.Callable or annotation is collections.abc.Callable:
+        return callable(value)
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True  # an annotation this check does not read
+
+
+def _describe(annotation) -> str:
+    """What an annotation allows, in words: 'a whole number (int)', 'a number (int or float)' ..."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    words = {
+        int: "a whole number (int)",
+        float: "a number (int or float)",
+        bool: "true or false",
+        str: "a string",
+        type(None): "None",
+    }
+    if annotation in words:
+        return words[annotation]
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(arg) for arg in args)
+    if origin is typing.Literal:
+        return " or ".join(repr(arg) for arg in args)
+    plural = {int: "whole numbers", float: "numbers", bool: "bools", str: "strings"}
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in plural:
+        return f"a tuple of {plural[args[0]]}"
+    if origin is tuple and args and len(set(args)) == 1 and args[0] in plural:
+        count = {2: "two", 3: "three"}.get(len(args), str(len(args)))
+        return f"{count} {plural[args[0]]} (a tuple)"
+    if origin is not None:
+        return f"a {str(annotation).replace('typing.', '')}"
+    return f"a {getattr(annotation, '__name__', annotation)}"
+
+
+def _shown(value, limit: int = 80) -> str:
+    """`repr(value)` on one line, cut to `limit` characters."""
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -23,13 +23,14 @@ True and False are taken as asked.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
 
+from .checks import NON_NEGATIVE, POSITIVE, check_types
 from .files import read_measured, write_measured
-from .precision import measurement_key
+from .precision import cached_measurement, measurement_key
 
 COMPILE_CHOICES = (False, True, "auto")
 # torch.compile's modes: "reduce-overhead" replays the compiled graphs as CUDA graphs on a GPU
@@ -57,8 +58,34 @@ class CompileChoice:
     compile: bool
     reason: str
     # measured seconds when measured: "eager" and "compiled" per step, "compile" once
-    seconds: dict | None = None
+    seconds: dict[str, float] | None = None
     failed: bool = False  # compiling raised; the reason says what
+
+    def __post_init__(self):
+        check_types(self)
+
+
+@dataclass(frozen=True)
+class MeasuredCompile:
+    """A CPU's measured seconds as the cache keeps them: "eager" and "compiled" per step (more
+    than 0: they divide), "compile" once (0 or more)."""
+
+    seconds: dict[str, float]
+
+    def __post_init__(self):
+        check_types(self)
+        for name, bounds in (
+            ("eager", POSITIVE),
+            ("compiled", POSITIVE),
+            ("compile", NON_NEGATIVE),
+        ):
+            bounds.check(f"MeasuredCompile.seconds[{name!r}]", self.seconds.get(name))
+
+    @classmethod
+    def cached(cls, entry) -> "MeasuredCompile | None":
+        """The cache's entry as a measurement; None when there is none or it is not one (the
+        step is then measured again)."""
+        return cached_measurement(cls, entry, CACHE_NAME)
 
 
 def check_compile(value) -> bool | str:
@@ -116,10 +143,10 @@ def choose_compile(
             **(shape or {}),
         }
     )
-    cached = read_measured(CACHE_NAME).get(key)
+    cached = MeasuredCompile.cached(read_measured(CACHE_NAME).get(key))
     when = "measured before"
     if cached is not None:
-        seconds = cached["seconds"]
+        seconds = cached.seconds
     else:
         try:
             seconds = probe()
@@ -129,7 +156,7 @@ def choose_compile(
             )
             log.warning(reason)
             return CompileChoice(False, reason, failed=True)
-        write_measured(CACHE_NAME, key, {"seconds": seconds})
+        write_measured(CACHE_NAME, key, asdict(MeasuredCompile(seconds)))
         when = "measured now"
     planned = run_seconds(seconds["eager"]) if run_seconds is not None else None
     speed = effective_speed(seconds, planned)

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass
+import logging
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
 
+from .checks import POSITIVE, check_types
 from .devices import (
     cpu_capability,
     cpu_flags,
@@ -40,6 +42,8 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 CACHE_NAME = "precision.json"
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class PrecisionChoice:
@@ -47,7 +51,43 @@ class PrecisionChoice:
 
     precision: str  # "bf16", "fp16" or "fp32"
     reason: str
-    seconds: dict | None = None  # measured seconds per step, by precision, when measured
+    seconds: dict[str, float] | None = None  # measured seconds per step, by precision
+
+    def __post_init__(self):
+        check_types(self, choices={"precision": ("bf16", "fp16", "fp32")})
+
+
+@dataclass(frozen=True)
+class MeasuredPrecision:
+    """A CPU's measured answer as the cache keeps it: the faster of fp32 and bf16, and the
+    seconds per step of each (what `probe` returned)."""
+
+    precision: str
+    seconds: dict[str, float]
+
+    def __post_init__(self):
+        check_types(self, choices={"precision": ("fp32", "bf16")})
+        for name in ("fp32", "bf16"):
+            POSITIVE.check(f"MeasuredPrecision.seconds[{name!r}]", self.seconds.get(name))
+
+    @classmethod
+    def cached(cls, entry) -> "MeasuredPrecision | None":
+        """The cache's entry as a measurement; None when there is none, or when it is not one
+        (edited by hand, written by another version): the step is then measured again."""
+        return cached_measurement(cls, entry, CACHE_NAME)
+
+
+def cached_measurement(cls, entry, name: str):
+    """`cls(**entry)`, or None (logged in one line) when `entry` does not make one."""
+    if entry is None:
+        return None
+    try:
+        return cls(**entry)
+    except (TypeError, ValueError) as error:
+        log.warning(
+            "%s: a cached entry is not a measurement (%s); measuring again", name, error
+        )
+        return None
 
 
 def choose_precision(
@@ -100,15 +140,18 @@ def choose_precision(
             "fp32", "auto: bf16 instructions, but no step was timed; fp32"
         )
     key = measurement_key(shape or {})
-    cached = read_measured(CACHE_NAME).get(key)
+    cached = MeasuredPrecision.cached(read_measured(CACHE_NAME).get(key))
     if cached is not None:
-        seconds = cached["seconds"]
+        seconds = cached.seconds
         return PrecisionChoice(
-            cached["precision"], _measured_reason(seconds, "measured before"), seconds
+            cached.precision, _measured_reason(seconds, "measured before"), seconds
         )
     seconds = probe()
     winner = min(("fp32", "bf16"), key=lambda p: seconds[p])
-    write_measured(CACHE_NAME, key, {"precision": winner, "seconds": seconds})
+    measured = MeasuredPrecision(
+        winner, seconds
+    )  # a probe's wrong answer is refused here
+    write_measured(CACHE_NAME, key, asdict(measured))
     return PrecisionChoice(winner, _measured_reason(seconds, "measured now"), seconds)
 
 

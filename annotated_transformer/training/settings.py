@@ -21,8 +21,9 @@ from ..runtime.checks import (
     PROBABILITY,
     Bounds,
     check_all,
+    check_types,
 )
-from ..runtime.compiling import check_compile, check_compile_mode
+from ..runtime.compiling import COMPILE_MODES, check_compile
 from ..runtime.precision import PRECISIONS
 
 # What each number may be; `Profile` checks its copies of these fields with the same bounds.
@@ -115,6 +116,14 @@ class TrainSettings:
     keep_snapshots: int = 20
 
     def __post_init__(self):
+        check_types(
+            self,
+            "",
+            choices={
+                "precision": PRECISIONS,
+                "compile_mode": COMPILE_MODES,
+            },
+        )
         check_all("", dataclasses.asdict(self), BOUNDS)
         betas = tuple(self.adam_betas)
         if len(betas) != 2:
@@ -133,12 +142,7 @@ class TrainSettings:
             raise ValueError(
                 f"budget_clock must be 'wall' or 'cpu', got {self.budget_clock!r}"
             )
-        if self.precision not in PRECISIONS:
-            raise ValueError(
-                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
-            )
         check_compile(self.compile)
-        check_compile_mode(self.compile_mode)
         if self.compile_mode != "default" and self.compile is False:
             raise ValueError(
                 f"compile_mode (--compile-mode) {self.compile_mode} applies to a compiled step, "
@@ -195,6 +199,6 @@ class TrainSettings:
     def from_dict(cls, values: dict) -> "TrainSettings":
         known = set(cls.fields())
         values = {k: v for k, v in values.items() if k in known}
-        if "adam_betas" in values:
+        if isinstance(values.get("adam_betas"), list):  # JSON's form of the tuple
             values["adam_betas"] = tuple(values["adam_betas"])
         return cls(**values)

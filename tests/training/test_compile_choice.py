@@ -3,6 +3,7 @@ pays for the compiling within the run (measured once, cached), a compiler that f
 with one line, and the compiled step computes the eager step's loss."""
 
 import argparse
+import json
 import logging
 
 import pytest
@@ -255,3 +256,56 @@ def test_a_compiled_step_makes_one_graph_for_every_batch_shape(monkeypatch):
     model = Transformer(tiny_profile(dropout=0.0).model_config(), VOCAB, VOCAB).train()
     assert _graphs_compiled_over_shapes(model, monkeypatch, marked=True) == 2
     assert _graphs_compiled_over_shapes(model, monkeypatch, marked=False) == 4
+
+
+@pytest.mark.parametrize(
+    "entry, says",
+    [
+        (
+            {"seconds": {**FAST, "compiled": "0.5"}},
+            "MeasuredCompile.seconds must be a dict[str, float]",
+        ),
+        (
+            {"seconds": {**FAST, "compiled": 0.0}},
+            "seconds['compiled'] must be a number > 0",
+        ),
+        ({"seconds": {"eager": 1.0}}, "seconds['compiled'] must be"),
+        ({"eager": 1.0}, "unexpected keyword argument"),
+        ([1.0, 0.5], "argument after ** must be a mapping"),
+    ],
+)
+def test_a_cached_measurement_of_the_wrong_type_is_measured_again(
+    cache, caplog, entry, says
+):
+    """A cached "compiled": "0.5" used to reach a division as a string (TypeError mid-run)."""
+    key = C.measurement_key(
+        {
+            "measured": "compile",
+            "capability": str(torch.backends.cpu.get_cpu_capability()),
+            "d_model": 8,
+        }
+    )
+    cache.mkdir()
+    (cache / C.CACHE_NAME).write_text(json.dumps({key: entry}))
+    choice = C.choose_compile(
+        "auto",
+        "cpu",
+        probe=lambda: dict(FAST),
+        shape={"d_model": 8},
+        run_seconds=fifteen_minutes,
+    )
+    assert choice.compile is True and "measured now" in choice.reason
+    assert says in caplog.text
+    assert json.loads((cache / C.CACHE_NAME).read_text())[key] == {"seconds": FAST}
+
+
+def test_a_probe_answering_the_wrong_type_is_refused_in_one_line(cache):
+    with pytest.raises(ValueError) as caught:
+        C.choose_compile(
+            "auto", "cpu", probe=lambda: {**FAST, "eager": "1.0"}, shape={"d_model": 8}
+        )
+    message = str(caught.value)
+    assert message.startswith("MeasuredCompile.seconds must be a dict[str, float], got ")
+    assert "\n" not in message and not (cache / C.CACHE_NAME).exists()
+    with pytest.raises(ValueError, match="CompileChoice.compile must be true or false"):
+        C.CompileChoice("auto", "as asked")

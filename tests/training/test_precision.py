@@ -2,6 +2,8 @@
 without bf16 instructions gets fp32 unmeasured, a CPU with them gets the faster of two timed steps
 (cached), and measuring changes nothing of a run."""
 
+import json
+
 import pytest
 import torch
 
@@ -193,3 +195,58 @@ def test_a_measured_precision_is_not_reused_under_other_caps(monkeypatch):
     held_both = P.measurement_key({"d_model": 8})
     assert len({full, held_aten, held_both}) == 3
     assert devices.cpu_capability() == torch.backends.cpu.get_cpu_capability().upper()
+
+
+@pytest.mark.parametrize(
+    "entry, says",
+    [
+        (
+            {"precision": "bf16", "seconds": {"fp32": "2.0", "bf16": 1.0}},
+            "MeasuredPrecision.seconds must be a dict[str, float], got {'fp32': '2.0'",
+        ),
+        (
+            {"precision": "bf16", "seconds": {"fp32": 2.0}},
+            "MeasuredPrecision.seconds['bf16'] must be a number > 0",
+        ),
+        ({"precision": 16, "seconds": {"fp32": 2.0, "bf16": 1.0}}, "precision must be"),
+        ({"seconds": {"fp32": 2.0, "bf16": 1.0}}, "missing 1 required"),
+        ("bf16", "argument after ** must be a mapping"),
+    ],
+)
+def test_a_cached_answer_that_is_not_a_measurement_is_measured_again(
+    monkeypatch, cache, caplog, entry, says
+):
+    """A cache edited by hand or written by another version used to fail later, dividing a
+    string; it is read as a typed record, and one that does not make one is measured again."""
+    monkeypatch.setattr(P, "cpu_supports_bf16", lambda: True)
+    key = P.measurement_key({"d_model": 8})
+    cache.mkdir()
+    (cache / P.CACHE_NAME).write_text(json.dumps({key: entry}))
+    choice = P.choose_precision(
+        "auto", "cpu", probe=lambda: {"fp32": 1.0, "bf16": 2.0}, shape={"d_model": 8}
+    )
+    assert choice.precision == "fp32" and "measured now" in choice.reason
+    assert says in caplog.text
+    stored = json.loads((cache / P.CACHE_NAME).read_text())[key]
+    assert stored == {"precision": "fp32", "seconds": {"fp32": 1.0, "bf16": 2.0}}
+
+
+@pytest.mark.parametrize(
+    "seconds, says",
+    [
+        (
+            {"fp32": "1.0", "bf16": 2.0},
+            "MeasuredPrecision.seconds must be a dict[str, float]",
+        ),
+        ({"fp32": True, "bf16": 2.0}, "got {'fp32': True, 'bf16': 2.0} (dict)"),
+        ({"fp32": float("nan"), "bf16": 2.0}, "seconds['fp32'] must be a number > 0"),
+    ],
+)
+def test_a_measurement_of_the_wrong_type_is_refused_at_construction(seconds, says):
+    with pytest.raises(ValueError) as caught:
+        P.MeasuredPrecision("bf16", seconds)
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(ValueError, match="PrecisionChoice.seconds must be"):
+        P.PrecisionChoice("bf16", "measured", {"fp32": "1.0"})
+    with pytest.raises(ValueError, match="PrecisionChoice.precision must be one of"):
+        P.PrecisionChoice("bf-16", "as asked")
