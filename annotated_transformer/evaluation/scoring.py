@@ -173,7 +173,10 @@ def _eager_decode(model: nn.Module, src: torch.Tensor, settings: DecodeSettings)
     """One batch through beam_search (beam > 1) or greedy_decode, in the caller's autocast."""
     if settings.beam_size > 1:
         return beam_search(model, src, **settings.search_arguments())
-    return greedy_decode(model, src, max_new_tokens=settings.max_new_tokens(src.size(1)))
+    # each sentence's allowance from its own length, as beam search's
+    return greedy_decode(
+        model, src, max_len_a=settings.max_len_a, max_len_b=settings.max_len_b
+    )
 
 
 def _static_decoder(model: nn.Module, shape: tuple[int, int], settings: DecodeSettings):
@@ -192,7 +195,8 @@ def _static_decoder(model: nn.Module, shape: tuple[int, int], settings: DecodeSe
         model,
         rows,
         width,
-        settings.max_new_tokens(width),
+        max_len_a=settings.max_len_a,
+        max_len_b=settings.max_len_b,
         precision=settings.precision,
     )
 

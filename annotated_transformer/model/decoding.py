@@ -136,9 +136,9 @@ def _mask_logits(
 
 
 def check_source(model: Transformer, src) -> torch.Tensor:
-    """`src` when it is what decoding takes: a 2-D integer tensor (batch, source length) of ids the
-    model's source embedding holds; else one ValueError saying what it is instead (an embedding
-    lookup deep inside the model would fail with an index error, or a shape error, instead)."""
+    """`src` when it is what decoding takes: a non-empty 2-D tensor (batch, source length) of
+    integer ids the model's source embedding holds, within its positions (the model's own check,
+    `Transformer._check_tokens`); else one ValueError saying what it is instead."""
     if not isinstance(src, torch.Tensor):
         raise ValueError(
             f"src must be a tensor of token ids (batch, source length), got {type(src).__name__}: "
@@ -149,16 +149,7 @@ def check_source(model: Transformer, src) -> torch.Tensor:
         raise ValueError(
             f"src must be 2-D (batch, source length) and non-empty, got shape {tuple(src.shape)}{hint}"
         )
-    if src.dtype.is_floating_point or src.dtype.is_complex or src.dtype == torch.bool:
-        raise ValueError(f"src must hold integer token ids, got {src.dtype}")
-    vocab = model.src_embed.num_embeddings
-    low, high = int(src.min()), int(src.max())
-    if low < 0 or high >= vocab:
-        bad = low if low < 0 else high
-        raise ValueError(
-            f"src holds token id {bad}, outside the model's source vocabulary 0..{vocab - 1}: "
-            "encode with the checkpoint's own tokenizer"
-        )
+    model._check_tokens("src", src)
     return src
 
 
@@ -181,14 +172,20 @@ def _step_logits(model, tokens, memory, src_mask, state, use_cache: bool) -> tor
 def greedy_decode(
     model: Transformer,
     src: torch.Tensor,
-    max_new_tokens: int,
+    max_new_tokens: int | None = None,
     *,
+    max_len_a: float | None = None,
+    max_len_b: int | None = None,
     use_cache: bool = True,
     allowed_tokens: AllowedTokens | None = None,
     check_every: int | None = None,
 ) -> torch.Tensor:
-    """The most probable next token at every step, up to `max_new_tokens` generated tokens per row (eos
-    included), and never more than the model's positions can hold; `allowed_tokens` as above.
+    """The most probable next token at every step; `allowed_tokens` as above.
+
+    Each row may generate `max_new_tokens` tokens (eos included), or, with `max_len_a` and
+    `max_len_b` instead, `max_len_a * its source length + max_len_b`, as `beam_search` allows: its
+    own sentence's length, not the padded batch's, so a sentence's translation is the same alone
+    or in any batch. Never more than the model's positions can hold.
 
     Whether every row has finished is read back every `check_every` steps: by default every step on a
     CPU, where a step past the end costs a whole step of work, and every `CHECK_EVERY` steps
@@ -196,8 +193,21 @@ def greedy_decode(
     next step's kernels. Steps past the end write only padding and are trimmed, so the tokens are
     the same either way."""
     c = model.config
-    max_new_tokens = min(COUNT.check("max_new_tokens", max_new_tokens), c.max_len - 1)
     check_source(model, src)
+    limits = None  # each row's own allowance, when it has one
+    if (max_len_a is None) != (max_len_b is None) or (max_new_tokens is None) == (
+        max_len_a is None
+    ):
+        raise ValueError(
+            "greedy_decode takes max_new_tokens (one allowance for every row) or max_len_a and "
+            "max_len_b (a * each source's length + b), one of the two"
+        )
+    if max_new_tokens is None:
+        NON_NEGATIVE.check("max_len_a", max_len_a)
+        NON_NEGATIVE_INT.check("max_len_b", max_len_b)
+        limits = length_limits(model, src, max_len_a, max_len_b)
+        max_new_tokens = int(limits.max())
+    max_new_tokens = min(COUNT.check("max_new_tokens", max_new_tokens), c.max_len - 1)
     if check_every is None:
         check_every = 1 if src.device.type == "cpu" else CHECK_EVERY
     check_every = COUNT.check("check_every", check_every)
@@ -205,6 +215,9 @@ def greedy_decode(
     model.eval()
     try:
         memory, state = model.start_decoding(src, max_new_tokens + 1)
+        state.own_ids = (
+            True  # every step feeds back an argmax over the model's own logits
+        )
         src_mask = state.src_mask
         batch = src.size(0)
         tokens = torch.full((batch, 1), c.bos_id, dtype=torch.long, device=src.device)
@@ -214,11 +227,13 @@ def greedy_decode(
         for step in range(max_new_tokens):
             logits = _step_logits(model, tokens, memory, src_mask, state, use_cache)
             # what each row may still write, for the hook alone (no kernel launch without one)
-            left = (
-                None
-                if allowed_tokens is None
-                else torch.full_like(source_index, max_new_tokens - step)
-            )
+            left = None
+            if allowed_tokens is not None:
+                left = (
+                    torch.full_like(source_index, max_new_tokens - step)
+                    if limits is None
+                    else limits - step
+                )
             _mask_logits(
                 logits, banned, c.eos_id, allowed_tokens, tokens, source_index, left
             )
@@ -226,6 +241,8 @@ def greedy_decode(
             next_token = next_token.masked_fill(finished, c.pad_id)
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)
             finished |= next_token == c.eos_id
+            if limits is not None:  # a row at its own allowance ends there, without eos
+                finished |= limits <= step + 1
             if (step + 1) % check_every == 0 and bool(finished.all()):
                 break
         return _trim_padding_columns(tokens, c.pad_id) if check_every > 1 else tokens
@@ -293,6 +310,7 @@ def beam_search(
         # Every source is encoded once and its memory repeated k times: rows b*k .. b*k+k-1 are
         # its beams.
         memory, state = model.start_decoding(src, longest + 1, beams=k)
+        state.own_ids = True  # every step feeds back tokens of the model's own top k
         src_mask = state.src_mask
         tokens = torch.full((batch * k, 1), c.bos_id, dtype=torch.long, device=device)
         scores = torch.full(

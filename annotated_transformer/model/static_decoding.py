@@ -233,24 +233,42 @@ class _StaticDecoder:
 
 
 class StaticGreedyDecoder(_StaticDecoder):
-    """greedy_decode with fixed shapes: built for (batch_size, src_len, max_new_tokens),
+    """greedy_decode with fixed shapes: built for (batch_size, src_len) and an allowance,
+    `max_new_tokens` for every row or `max_len_a` and `max_len_b` (a * each source's length + b),
     `decoder(src)` takes up to batch_size sources of up to src_len positions (padded to that shape:
-    rows of padding start finished) and returns what `greedy_decode(model, src, max_new_tokens)`
-    returns, bos to eos, pad after. Each step takes the argmax, pads it where a row has finished and
-    advances `position`; steps past the last eos write padding and are trimmed off."""
+    rows of padding start finished) and returns what `greedy_decode` returns with the same
+    allowance, bos to eos, pad after. Each step takes the argmax, pads it where a row has finished,
+    ends a row at its allowance and advances `position`; steps past the last end write padding and
+    are trimmed off."""
 
     def __init__(
         self,
         model: Transformer,
         batch_size: int,
         src_len: int,
-        max_new_tokens: int,
+        max_new_tokens: int | None = None,
         *,
+        max_len_a: float | None = None,
+        max_len_b: int | None = None,
         check_every: int = CHECK_EVERY,
         graphs: bool = True,
         precision: str = "fp32",
     ):
         self.batch_size = COUNT.check("batch_size", batch_size)
+        if (max_len_a is None) != (max_len_b is None) or (max_new_tokens is None) == (
+            max_len_a is None
+        ):
+            raise ValueError(
+                "StaticGreedyDecoder takes max_new_tokens (one allowance for every row) or "
+                "max_len_a and max_len_b (a * each source's length + b), one of the two"
+            )
+        self.max_len_a, self.max_len_b = max_len_a, max_len_b
+        if max_new_tokens is None:
+            # the longest any source of src_len positions may write, as greedy_decode limits it
+            NON_NEGATIVE.check("max_len_a", max_len_a)
+            NON_NEGATIVE_INT.check("max_len_b", max_len_b)
+            widest = max_len_a * float(COUNT.check("src_len", src_len)) + max_len_b
+            max_new_tokens = int(min(max(widest, 1), model.config.max_len - 1))
         self.max_new_tokens = min(
             COUNT.check("max_new_tokens", max_new_tokens), model.config.max_len - 1
         )
@@ -258,6 +276,10 @@ class StaticGreedyDecoder(_StaticDecoder):
             model, batch_size, src_len, self.max_new_tokens, check_every, precision
         )
         self.finished = torch.zeros(batch_size, dtype=torch.bool, device=self.device)
+        # each row's allowance, filled per call (every row's the same with max_new_tokens)
+        self.limits = torch.full(
+            (batch_size,), self.max_new_tokens, dtype=torch.long, device=self.device
+        )
         self._capture(graphs)
 
     def _eager_step(self) -> None:
@@ -267,6 +289,7 @@ class StaticGreedyDecoder(_StaticDecoder):
         next_token = logits.argmax(dim=-1).masked_fill_(self.finished, c.pad_id)
         self.tokens.index_copy_(1, self.position.view(1) + 1, next_token[:, None])
         self.finished |= next_token == c.eos_id
+        self.finished |= self.limits <= self.position + 1  # a row at its allowance ends
         self.last.copy_(next_token[:, None])
         self.position += 1
 
@@ -278,6 +301,10 @@ class StaticGreedyDecoder(_StaticDecoder):
         try:
             rows = src.size(0) if src.dim() == 2 else 0
             self._encode(self._padded(src, self.batch_size))
+            if self.max_len_a is not None:
+                self.limits[:rows] = length_limits(
+                    model, src, self.max_len_a, self.max_len_b
+                ).to(self.device)
             self.finished.zero_()
             self.finished[rows:] = True  # rows of padding take no part
             steps = self._run(self.max_new_tokens, self.finished)
@@ -442,8 +469,10 @@ class StaticBeamDecoder(_StaticDecoder):
 def static_greedy_decode(
     model: Transformer,
     src: torch.Tensor,
-    max_new_tokens: int,
+    max_new_tokens: int | None = None,
     *,
+    max_len_a: float | None = None,
+    max_len_b: int | None = None,
     check_every: int = CHECK_EVERY,
     graphs: bool = True,
     precision: str = "fp32",
@@ -455,6 +484,8 @@ def static_greedy_decode(
         src.size(0),
         src.size(1),
         max_new_tokens,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
         check_every=check_every,
         graphs=graphs,
         precision=precision,

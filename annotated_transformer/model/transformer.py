@@ -9,9 +9,24 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
+from ..runtime.compat import is_compiling, is_vmapped
 from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
 from .layers import DecoderLayer, Dropout, EncoderLayer, PositionalEncoding
+
+# The integer dtypes an embedding looks token ids up with.
+ID_DTYPES = (torch.int64, torch.int32)
+
+
+def values_readable(tensor: torch.Tensor) -> bool:
+    """Whether `tensor`'s values may be read back to Python here: not while torch.compile or the
+    ONNX exporter traces the model (a graph break, or a constant baked in), a CUDA graph captures
+    it (no host synchronisation may happen), inside `torch.func.vmap`, or on the meta device."""
+    if tensor.device.type == "meta" or is_compiling() or torch.jit.is_tracing():
+        return False
+    if tensor.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        return False
+    return not is_vmapped(tensor)
 
 
 @dataclass
@@ -22,6 +37,9 @@ class DecoderState:
     memory_kv: list[tuple[torch.Tensor, torch.Tensor]]
     caches: list[KVCache]
     length: int = 0
+    # Set by a decoder that feeds back only ids it picked from the model's own logits: decode()
+    # then reads no step's ids back to check them (on a GPU, a wait for the device every step).
+    own_ids: bool = False
 
     def reorder(self, index: torch.Tensor, *, same_source: bool = False) -> None:
         """Follow beam search's choice of parent beams (rows of the batch).
@@ -135,16 +153,40 @@ class Transformer(nn.Module):
         return (src != self.config.pad_id)[:, None, None, :]
 
     # ------------------------------------------------------------------ input checks
-    # Python ints from .shape only, so they cost nothing next to a layer, and torch.compile turns
-    # them into guards and ONNX tracing into constants instead of graph breaks.
-    def _check_tokens(self, name: str, tokens: torch.Tensor, start: int = 0) -> None:
-        """A (B, length) batch of ids whose positions start..start+length-1 all exist: past
-        max_len a learned table has no row and sinusoids give positions no training ever saw."""
-        if tokens.dim() != 2:
-            raise ValueError(
-                f"{name} must be a (batch, length) tensor of token ids, got shape "
-                f"{tuple(tokens.shape)}: add the batch dimension (tokens[None]) for one sequence"
+    # Shapes and dtypes are Python facts, free, and torch.compile turns them into guards and ONNX
+    # tracing into constants instead of graph breaks. The ids' values cost one min/max reduction
+    # and one read-back per call, skipped where nothing may be read back (`values_readable`).
+    def _check_tokens(
+        self,
+        name: str,
+        tokens: torch.Tensor,
+        start: int = 0,
+        *,
+        values: bool = True,
+    ) -> None:
+        """A (B, length) batch of integer ids the embedding holds, whose positions
+        start..start+length-1 all exist: past max_len a learned table has no row and sinusoids
+        give positions no training ever saw. An id outside the vocabulary would fail deep inside
+        the embedding (an index error, or a device-side assert on a GPU), a float id would be
+        refused there with another message; `values=False` checks the shape and dtype only."""
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
+            got = (
+                f"shape {tuple(tokens.shape)}"
+                if isinstance(tokens, torch.Tensor)
+                else type(tokens).__name__
             )
+            raise ValueError(
+                f"{name} must be a (batch, length) tensor of token ids, got {got}: add the "
+                "batch dimension (tokens[None]) for one sequence"
+            )
+        if tokens.dtype not in ID_DTYPES:
+            raise ValueError(
+                f"{name} must hold integer token ids (torch.long or torch.int32), got "
+                f"{tokens.dtype}: encode text with the model's tokenizer, or convert whole-number "
+                "ids with .long()"
+            )
+        if values:
+            self._check_ids(((name, tokens),))
         end = start + tokens.size(1)
         if end > self.config.max_len:
             reach = f"positions {start}..{end - 1}" if start else f"{end} positions"
@@ -155,11 +197,52 @@ class Transformer(nn.Module):
                 "the same weights at any max_len)"
             )
 
+    def _check_ids(self, named: tuple[tuple[str, torch.Tensor], ...]) -> None:
+        """Every id of each (name, ids) inside its embedding's vocabulary: one min/max reduction
+        per tensor and one read-back for them all (on a GPU, one wait for the device)."""
+        named = tuple((n, t) for n, t in named if t.numel() and values_readable(t))
+        if not named:
+            return
+        bounds = torch.stack(
+            [b.long() for _, t in named for b in torch.aminmax(t)]
+        ).tolist()
+        for i, (name, _) in enumerate(named):
+            low, high = bounds[2 * i], bounds[2 * i + 1]
+            vocab = (self.src_embed if name == "src" else self.tgt_embed).num_embeddings
+            if low < 0 or high >= vocab:
+                raise ValueError(
+                    f"{name} holds token id {low if low < 0 else high}, outside the model's "
+                    f"vocabulary 0..{vocab - 1}: encode with the checkpoint's own tokenizer"
+                )
+
+    @staticmethod
+    def _check_only_at(only_at: torch.Tensor | None, tgt_in: torch.Tensor) -> None:
+        if only_at is not None and (
+            not isinstance(only_at, torch.Tensor)
+            or only_at.shape != tgt_in.shape
+            or only_at.dtype != torch.bool
+        ):
+            got = (
+                f"{only_at.dtype} {tuple(only_at.shape)}"
+                if isinstance(only_at, torch.Tensor)
+                else type(only_at).__name__
+            )
+            raise ValueError(
+                f"only_at must be a boolean tensor shaped like tgt_in {tuple(tgt_in.shape)}, "
+                f"got {got}"
+            )
+
     @staticmethod
     def _check_pair(src: torch.Tensor, tgt_in: torch.Tensor) -> None:
         """Sources and targets of one batch: a single source would otherwise be broadcast
         against every target row (and other counts fail deep in cross-attention)."""
-        if src.dim() == 2 and tgt_in.dim() == 2 and src.size(0) != tgt_in.size(0):
+        if (
+            isinstance(src, torch.Tensor)
+            and isinstance(tgt_in, torch.Tensor)
+            and src.dim() == 2
+            and tgt_in.dim() == 2
+            and src.size(0) != tgt_in.size(0)
+        ):
             raise ValueError(
                 f"src {tuple(src.shape)} and tgt_in {tuple(tgt_in.shape)} have {src.size(0)} "
                 f"and {tgt_in.size(0)} rows: pass one target row per source row (row i of "
@@ -174,6 +257,13 @@ class Transformer(nn.Module):
         of another batch would otherwise broadcast silently (one row's mask for every row)."""
         if mask is None:
             return
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise ValueError(
+                f"{name} must be a boolean mask, True where a key may be attended to, got "
+                f"{got}: build it with model.source_mask(src) (an additive float mask is not "
+                "taken: it would be added to the scores, not obeyed)"
+            )
         if (
             mask.dim() != 4
             or mask.size(0) != batch
@@ -204,6 +294,10 @@ class Transformer(nn.Module):
             src_mask = self.source_mask(src)
         else:
             self._check_mask("src_mask", src_mask, src.size(0), src.size(1), "src")
+        return self._encoder(src, src_mask)
+
+    def _encoder(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        """The encoder's layers over ids and a mask already checked."""
         x = self.embed(src, self.src_embed, self.src_positions)
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
@@ -222,29 +316,44 @@ class Transformer(nn.Module):
 
         `only_at`, a boolean (B, T), keeps the positions where it is True: (n, V) logits.
         """
-        if only_at is not None and (
-            only_at.shape != tgt_in.shape or only_at.dtype != torch.bool
-        ):
-            raise ValueError(
-                f"only_at must be a boolean tensor shaped like tgt_in {tuple(tgt_in.shape)}, "
-                f"got {only_at.dtype} {tuple(only_at.shape)}"
-            )
         start = state.length if state is not None else 0
-        self._check_tokens("tgt_in", tgt_in, start)
+        own_ids = state is not None and state.own_ids
+        self._check_tokens("tgt_in", tgt_in, start, values=not own_ids)
+        self._check_only_at(only_at, tgt_in)
         batch = tgt_in.size(0)
         if state is not None:
             self._check_mask(
                 "the decoder state's src_mask", state.src_mask, batch, None, "tgt_in"
             )
         else:
-            if memory is None or memory.dim() != 3 or memory.size(0) != batch:
-                got = "None" if memory is None else str(tuple(memory.shape))
+            if (
+                not isinstance(memory, torch.Tensor)
+                or memory.dim() != 3
+                or memory.size(0) != batch
+            ):
+                got = (
+                    str(tuple(memory.shape))
+                    if isinstance(memory, torch.Tensor)
+                    else type(memory).__name__
+                )
                 raise ValueError(
                     f"memory {got} must be the encoder's output (B, S, d_model) for the "
                     f"{batch} rows of tgt_in {tuple(tgt_in.shape)}: encode the same batch of "
                     "sources as the targets"
                 )
             self._check_mask("src_mask", src_mask, batch, memory.size(1), "memory")
+        return self._decoder(tgt_in, memory, src_mask, state, only_at)
+
+    def _decoder(
+        self,
+        tgt_in: torch.Tensor,
+        memory: torch.Tensor | None,
+        src_mask: torch.Tensor,
+        state: DecoderState | None,
+        only_at: torch.Tensor | None,
+    ) -> torch.Tensor:
+        """The decoder's layers and the output projection over inputs already checked."""
+        start = state.length if state is not None else 0
         x = self.embed(tgt_in, self.tgt_embed, self.tgt_positions, start)
         for i, layer in enumerate(self.decoder_layers):
             if state is None:
@@ -269,8 +378,9 @@ class Transformer(nn.Module):
         """Encode once and precompute every layer's encoder keys/values; caches hold `cache_size`
         decoder tokens. With `beams` > 1 each source is encoded once and its rows repeated, so
         rows b*beams .. b*beams + beams - 1 (one sentence's beams) share identical memory."""
+        self._check_tokens("src", src)
         src_mask = self.source_mask(src)
-        memory = self.encode(src, src_mask)
+        memory = self._encoder(src, src_mask)
         memory_kv = [layer.cross_attn.project_kv(memory) for layer in self.decoder_layers]
         if beams > 1:
             src_mask = src_mask.repeat_interleave(beams, dim=0)
@@ -302,9 +412,13 @@ class Transformer(nn.Module):
         self, src: torch.Tensor, tgt_in: torch.Tensor, only_at: torch.Tensor | None = None
     ) -> torch.Tensor:
         self._check_pair(src, tgt_in)
+        self._check_tokens("src", src, values=False)
+        self._check_tokens("tgt_in", tgt_in, values=False)
+        self._check_ids((("src", src), ("tgt_in", tgt_in)))  # one read-back for both
+        self._check_only_at(only_at, tgt_in)
         src_mask = self.source_mask(src)
-        memory = self.encode(src, src_mask)
-        return self.decode(tgt_in, memory, src_mask, only_at=only_at)
+        memory = self._encoder(src, src_mask)
+        return self._decoder(tgt_in, memory, src_mask, None, only_at)
 
 
 def logits_at_real_targets(
