@@ -6,6 +6,9 @@ cached under a key of everything that changes the result (the files' sha256, voc
 lowercasing, trainer options), so the second call only loads a few hundred kilobytes. What the cache
 holds is checked against the settings that asked for it when loaded (`_load_cached`): a damaged file is
 one line naming it, another tokenizer under the key's name is moved aside and the asked one trained.
+Beside each cached model, a record (`<name>.json`) says what text it was trained on (the text's
+sha256) and which model file it describes (the model's sha256): a model of another corpus of the same
+size, copied under the key's name, with or without its record, is never used for this one.
 The serialized model is small enough to travel inside every checkpoint (`to_bytes` / `from_bytes`).
 """
 
@@ -24,7 +27,7 @@ from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
-from ..runtime.files import atomic_write_bytes
+from ..runtime.files import atomic_write_bytes, atomic_write_text
 from .fetch import sha256_of
 from .locate import cache_dir, split_files
 from .reading import load_parallel
@@ -254,25 +257,65 @@ def train_tokenizer(
             {"format": _CACHE_FORMAT, "seed": seed, **options}, sort_keys=True
         ).encode()
     )
+    text = hashlib.sha256()
     for sentence in sentences:
         key.update(sentence.encode("utf-8") + b"\n")
+        text.update(sentence.encode("utf-8") + b"\n")
     path = (
         Path(cache_dir)
         / f"{cache_name}-{model_type}{vocab_size}-{key.hexdigest()[:16]}.model"
     )
-    cached = _load_cached(path, options)
+    trained_on = {"text_sha256": text.hexdigest(), "sentences": len(sentences)}
+    cached = _load_cached(path, options, trained_on)
     if cached is not None:
         return cached
     tokenizer = Tokenizer.from_bytes(
         _train_model_bytes(_non_empty(sentences), options, seed, num_threads)
     )
-    tokenizer.save(path)
+    _save_cached(path, tokenizer, trained_on)
     return tokenizer
 
 
-def _load_cached(path: Path, options: dict) -> Tokenizer | None:
-    """The tokenizer cached at `path` when it is the one `options` (the key's settings) ask for;
-    None when there is none, so the caller trains it.
+def _record_path(path: Path) -> Path:
+    """The record beside a cached model: what text it was trained on, and which model it is."""
+    return path.with_suffix(".json")
+
+
+def _save_cached(path: Path, tokenizer: Tokenizer, trained_on: dict) -> None:
+    """Cache `tokenizer` at `path` with its record (the model first: a record names its model's
+    sha256, so a model without its record, or a record of another model, is never trusted)."""
+    model = tokenizer.to_bytes()
+    atomic_write_bytes(path, model)
+    record = {**trained_on, "model_sha256": hashlib.sha256(model).hexdigest()}
+    atomic_write_text(
+        _record_path(path), json.dumps(record, indent=1, sort_keys=True) + "\n"
+    )
+
+
+def _other_text(path: Path, model: bytes, trained_on: dict) -> str | None:
+    """Why the model at `path` (its bytes `model`) is not known to be trained on the text
+    `trained_on` names; None when its record says it is."""
+    try:
+        record = json.loads(_record_path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "no record of the text it was trained on"
+    except (OSError, ValueError):
+        return f"an unreadable record {_record_path(path).name}"
+    if not isinstance(record, dict):
+        return f"an unreadable record {_record_path(path).name}"
+    if record.get("model_sha256") != hashlib.sha256(model).hexdigest():
+        return "a record of another model file (the model was replaced)"
+    if record.get("text_sha256") != trained_on["text_sha256"]:
+        return "a record of other text (text_sha256 {}..., not {}...)".format(
+            str(record.get("text_sha256"))[:12], trained_on["text_sha256"][:12]
+        )
+    return None
+
+
+def _load_cached(path: Path, options: dict, trained_on: dict) -> Tokenizer | None:
+    """The tokenizer cached at `path` when it is the one `options` (the key's settings) ask for,
+    trained on the text `trained_on` names (its record says so); None when there is none, so the
+    caller trains it.
 
     A file that loads but holds another tokenizer (another number of pieces, model type or
     normalization: copied in by hand, or written by an older recipe under the same name) is not
@@ -295,7 +338,12 @@ def _load_cached(path: Path, options: dict) -> Tokenizer | None:
     holds = _held_settings(tokenizer)
     mismatch = _mismatch(holds, options)
     if mismatch is None:
-        return tokenizer
+        model = tokenizer.to_bytes()
+        why = _other_text(path, model, trained_on)
+        if why is None:
+            return tokenizer
+        _set_aside(path, f"other-text-{hashlib.sha256(model).hexdigest()[:8]}", why)
+        return None
     aside = path.with_name(
         f"{path.stem}.holds-{holds['pieces']}-{holds.get('model_type', 'unknown')}.model"
     )
@@ -308,6 +356,18 @@ def _load_cached(path: Path, options: dict) -> Tokenizer | None:
         aside.name,
     )
     return None
+
+
+def _set_aside(path: Path, label: str, why: str) -> None:
+    """Move a cached model whose text is not known to be the asked one (and its record, if any)
+    to `<name>.<label>.model`, so nothing is lost and the key is free for the asked one."""
+    aside = path.with_name(f"{path.stem}.{label}.model")
+    os.replace(path, aside)
+    if _record_path(path).is_file():
+        os.replace(_record_path(path), _record_path(aside))
+    logger.warning(
+        "%s has %s: moved to %s; training the tokenizer asked for", path, why, aside.name
+    )
 
 
 def _held_settings(tokenizer: Tokenizer) -> dict:
@@ -397,28 +457,38 @@ class CorpusTokenizer:
         return self._keyed(data_dir, cache_dir, download)[0]
 
     def _keyed(self, data_dir, cache_dir, download: bool):
-        """(cache path, corpus info, split, trainer options): the key and what it is made of."""
+        """(cache path, corpus info, split, trainer options, what text it trains on): the key and
+        what it is made of."""
         info, split, files, options = self._source(data_dir, download)
+        files_sha256 = [sha256_of(path) for path in files]
         key = {
             "format": _CACHE_FORMAT,
             "corpus": info.name,
             "split": split,
-            "files_sha256": [sha256_of(path) for path in files],
+            "files_sha256": files_sha256,
             "seed": 0,
             **options,
+        }
+        trained_on = {
+            "text_sha256": hashlib.sha256("\n".join(files_sha256).encode()).hexdigest(),
+            "corpus": info.name,
+            "split": split,
+            "files": {Path(f).name: digest for f, digest in zip(files, files_sha256)},
         }
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
         folder = Path(cache_dir) if cache_dir is not None else _default_tokenizer_dir()
         lower = "-lc" if self.lowercase else ""
         name = f"{info.name}-{split}-{self.model_type}{self.vocab_size}{lower}-{digest}.model"
-        return folder / name, info, split, options
+        return folder / name, info, split, options, trained_on
 
     def load_or_train(
         self, data_dir=None, cache_dir=None, download: bool = True
     ) -> Tokenizer:
         """The cached tokenizer, trained first when the cache does not hold it."""
-        path, info, split, options = self._keyed(data_dir, cache_dir, download)
-        cached = _load_cached(path, options)
+        path, info, split, options, trained_on = self._keyed(
+            data_dir, cache_dir, download
+        )
+        cached = _load_cached(path, options, trained_on)
         if cached is not None:
             return cached
         started = time.perf_counter()
@@ -440,7 +510,7 @@ class CorpusTokenizer:
         tokenizer = Tokenizer.from_bytes(
             _train_model_bytes(pairs.src + pairs.tgt, options, seed=0, num_threads=None)
         )
-        tokenizer.save(path)
+        _save_cached(path, tokenizer, trained_on)
         logger.info(
             "trained a %d-piece %s tokenizer on %s (%d sentences) in %.1f s -> %s",
             self.vocab_size,

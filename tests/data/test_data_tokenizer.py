@@ -3,9 +3,11 @@ and a cache that makes the second call cheap and identical."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import random
+import shutil
 import time
 import unicodedata
 
@@ -370,3 +372,86 @@ def test_a_corpus_tokenizer_of_60_pieces_is_not_used_for_a_profile_asking_for_80
         )
     assert str(caught.value).startswith(f"cached tokenizer {asked_path}: ")
     assert "delete it" in str(caught.value) and "\n" not in str(caught.value)
+
+
+# ------------------------------------------------------- a cached tokenizer knows its text
+def test_a_cached_tokenizer_of_other_text_of_the_same_size_is_moved_aside_not_used(
+    tmp_path,
+):
+    """Same size, same type, same normalization: only the text differs, which the model file
+    cannot tell. Its record (the text's and the model's sha256) can, whether the other model
+    came alone or with its own record."""
+    asked = train_tokenizer(
+        toy_sentences(), vocab_size=60, cache_dir=tmp_path, num_threads=1
+    )
+    (path,) = tmp_path.glob("*.model")
+    record = path.with_suffix(".json")
+    assert json.loads(record.read_text())["model_sha256"]
+    reversed_text = [sentence[::-1] for sentence in toy_sentences()]
+    other_dir = tmp_path / "other"
+    other = train_tokenizer(
+        reversed_text, vocab_size=60, cache_dir=other_dir, num_threads=1
+    )
+    assert other != asked and other.vocab_size == asked.vocab_size
+    (other_path,) = other_dir.glob("*.model")
+    for with_record in (False, True):
+        shutil.copy(other_path, path)
+        if with_record:
+            shutil.copy(other_path.with_suffix(".json"), record)
+        got = train_tokenizer(
+            toy_sentences(), vocab_size=60, cache_dir=tmp_path, num_threads=1
+        )
+        assert got == asked and Tokenizer.load(path) == asked
+    asides = sorted(tmp_path.glob("*.other-text-*.model"))
+    assert len(asides) == 1 and Tokenizer.load(asides[0]) == other  # nothing lost
+    # the one asked for, with its record, is reused without training
+    again = train_tokenizer(
+        toy_sentences(), vocab_size=60, cache_dir=tmp_path, num_threads=1
+    )
+    assert again == asked and len(list(tmp_path.glob("*.model"))) == 2
+
+
+def test_a_cached_tokenizer_without_a_record_is_trained_again(tmp_path, caplog):
+    """A cache written before models had records: nothing says what text it learned."""
+    asked = train_tokenizer(
+        toy_sentences(), vocab_size=60, cache_dir=tmp_path, num_threads=1
+    )
+    (path,) = tmp_path.glob("*.model")
+    path.with_suffix(".json").unlink()
+    got = train_tokenizer(
+        toy_sentences(), vocab_size=60, cache_dir=tmp_path, num_threads=1
+    )
+    assert got == asked and path.with_suffix(".json").is_file()
+    assert "no record of the text it was trained on" in caplog.text
+
+
+def test_a_corpus_tokenizer_of_another_corpus_of_the_same_size_is_not_used(tmp_path):
+    data, cache = tiny_multi30k(tmp_path / "data"), tmp_path / "cache"
+    mine = tokenizer_for_corpus(
+        "multi30k", 60, data_dir=data, cache_dir=cache, download=False
+    )
+    path = tokenizer_cache_path(
+        "multi30k", 60, data_dir=data, cache_dir=cache, download=False
+    )
+    trained_on = json.loads(path.with_suffix(".json").read_text())
+    assert trained_on["corpus"] == "multi30k" and set(trained_on["files"]) == {
+        "train.en",
+        "train.de",
+    }
+    elsewhere = tmp_path / "elsewhere" / "multi30k"
+    elsewhere.mkdir(parents=True)
+    for side in ("en", "de"):
+        lines = (tmp_path / "data" / "multi30k" / f"train.{side}").read_text()
+        (elsewhere / f"train.{side}").write_text(lines[::-1].strip() + "\n")
+    other_cache = tmp_path / "other-cache"
+    theirs = tokenizer_for_corpus(
+        "multi30k", 60, data_dir=elsewhere.parent, cache_dir=other_cache, download=False
+    )
+    assert theirs != mine
+    (their_path,) = other_cache.glob("*.model")
+    shutil.copy(their_path, path)
+    shutil.copy(their_path.with_suffix(".json"), path.with_suffix(".json"))
+    got = tokenizer_for_corpus(
+        "multi30k", 60, data_dir=data, cache_dir=cache, download=False
+    )
+    assert got == mine and Tokenizer.load(path) == mine
