@@ -17,7 +17,7 @@ from ..evaluation.scoring import translate, translations_text
 from ..model.decoding import DecodeSettings
 from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
-from ..runtime.files import atomic_write_text
+from ..runtime.files import atomic_write_text, written_through
 from ..runtime.ownership import check_output
 from ..training.checkpoint import model_from_checkpoint
 from .arguments import add_decoding_arguments, decoding_overrides
@@ -56,6 +56,12 @@ def check_writable(path: Path, flag: str = "--output") -> None:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{flag} {path} is a folder: name a file")
+    if written_through(path):  # a FIFO, a device, /dev/stdout: opened, not replaced
+        if not os.access(path, os.W_OK):
+            raise PermissionError(
+                f"{flag} {path}: not writable; name a file you may write"
+            )
+        return
     folder = Path(os.path.realpath(path)).parent if path.is_symlink() else path.parent
     if not folder.is_dir():
         raise FileNotFoundError(

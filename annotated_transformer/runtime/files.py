@@ -11,6 +11,11 @@ and a full disk is one line (`DiskFull`, an OSError), whatever library was writi
 keeps the permissions of the one it replaces (a new file gets the umask's, as `open` would give
 it), and a symlink is written through: its target gets the new bytes, the link stays a link.
 
+What is not a regular file is never replaced by one: a FIFO, a character device (`/dev/null`, a
+terminal) and a name of an open file (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`, whatever it
+points at) are opened and written (`written_through`); a block device or a socket is refused in
+one line.
+
 `clone_root` is the one place that asks whether the package runs from a clone (results/, the book,
 the cache of the web runtime live there) or from an installed copy.
 """
@@ -22,6 +27,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -122,13 +128,64 @@ def _before_publish(staged: Path, target: Path) -> None:
     every producer passes through (a test interrupts it here, as a signal or a full disk would)."""
 
 
+# The folders whose entries name a process's open files (/dev/fd is a link to one of them).
+_OPEN_FILES = re.compile(r"/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd")
+
+
+def _names_an_open_file(path: Path) -> bool:
+    """Whether `path`, or a link on the way to what it points at, is an entry of a process's
+    open files (`/dev/stdout` -> `/proc/self/fd/1`)."""
+    current = Path(os.path.abspath(path))
+    for _ in range(40):  # the kernel's own limit on links followed
+        if _OPEN_FILES.fullmatch(os.path.realpath(current.parent)):
+            return True
+        if not current.is_symlink():
+            return False
+        current = Path(os.path.abspath(current.parent / os.readlink(current)))
+    return False
+
+
+def written_through(path: str | os.PathLike) -> bool:
+    """Whether `atomic_write` opens and writes `path` instead of replacing it: a FIFO, a character
+    device, or a name of an open file. Raises OSError, naming the fix, for a block device or a
+    socket, which no command writes."""
+    try:
+        mode = os.stat(path).st_mode  # follows links, /proc's too
+    except OSError:  # missing, a dangling link, a folder on the way that is a file
+        return False
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return True
+    if stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        kind = "a block device" if stat.S_ISBLK(mode) else "a socket"
+        raise OSError(f"{path} is {kind}, not a file: name a file, a FIFO or a terminal")
+    return stat.S_ISREG(mode) and _names_an_open_file(Path(path))
+
+
+def _write_through(given: Path, fill: Callable[[BinaryIO], None]) -> Path:
+    """`fill` an output that is opened, not replaced. Appending: to a FIFO or a device it is
+    writing, and through `/dev/stdout` to a file it keeps what the process wrote there before."""
+    try:
+        with open(given, "ab") as handle:
+            fill(handle)
+            handle.flush()
+    except Exception as error:
+        full = disk_full_error(given, error)
+        if full is None:
+            raise
+        raise full from error
+    return given
+
+
 def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> Path:
     """Call `fill(handle)` on a temporary binary file next to `path`, then move it into place.
 
     If `fill` raises (a checksum that does not match, say), nothing is moved and the error propagates.
-    Returns `path` as given (a symlink's own name, not its target's).
+    Returns `path` as given (a symlink's own name, not its target's). An output that is not a
+    regular file (`written_through`) is opened and written instead.
     """
     given = Path(path)
+    if written_through(given):
+        return _write_through(given, fill)
     # A symlink's target is replaced, next to the target, so the link keeps pointing at the file.
     target = Path(os.path.realpath(given)) if given.is_symlink() else given
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -369,6 +426,38 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def move_aside(source: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """Rename the file `source` to `target` (absent, on the same file system), making the folders
+    on the way: how an old output is set aside, never copied or deleted."""
+    target = Path(target)
+    with _naming(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+    return target
+
+
+def remove_empty_folder(folder: str | os.PathLike) -> bool:
+    """Remove `folder` if it is empty (a folder that still holds anything is kept); whether it went."""
+    try:
+        Path(folder).rmdir()
+    except OSError:
+        return False
+    return True
+
+
+def make_folder(folder: str | os.PathLike, flag: str) -> Path:
+    """Make the output folder `folder` (and its parents) before any long work: one line naming
+    `flag` when it cannot be made (a file on the way, no permission)."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OSError(
+            error.errno, f"{flag} {folder} cannot be made: {error.strerror}"
+        ) from None
+    return folder
 
 
 def remove_partial_writes(folder: str | os.PathLike) -> list[Path]:
