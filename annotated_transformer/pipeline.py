@@ -670,17 +670,15 @@ def run(
             else []
         ),
     )
+    if resume_from is not None:  # an input: checked before the folder is claimed
+        check_resumable(profile, resume_from, data_dir)
     context = init_distributed(device)
     try:
         with _this_runs_folder(
             out_dir, context, resume=resume is True, overwrite=overwrite
         ) as folder:
-            if resume:
-                check_resumable(
-                    profile,
-                    out_dir / RESUME_NAME if resume is True else resume,
-                    data_dir,
-                )
+            if resume is True:  # the folder's own last.pt, there once it is claimed
+                check_resumable(profile, out_dir / RESUME_NAME, data_dir)
             data = prepare_data(
                 profile, data_dir, context, profile.model_config().max_len
             )

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..runtime.collisions import check_outputs
-from ..runtime.ownership import check_output
+from ..runtime.ownership import check_output, check_own_folder
 from ..training import derived
 from ..training.checkpoint import atomic_torch_save, average_checkpoints, list_snapshots
 from ..training.run_folder import AVERAGED_NAME
@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.run:
         run_dir = Path(args.run)
+        # a run folder of `train`'s, inside no folder another command made (a Table 3 job's)
+        check_own_folder("--run", run_dir, command="average", maker="train")
         own = derived.run_average_last(run_dir)
         last = own if args.last is None else args.last
         output = Path(args.output or run_dir / AVERAGED_NAME)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from .. import pipeline
 from ..runtime.collisions import check_outputs
-from ..runtime.ownership import check_output, relative_to_clone
+from ..runtime.files import make_folder
+from ..runtime.ownership import check_own_folder, relative_to_clone
 from ..training.checkpoint import model_from_checkpoint
 from ..web.onnx_export import export_onnx
 
@@ -43,13 +44,11 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(
         [], pipeline.checkpoint_inputs(args.checkpoint), folders=[("--out", out)]
     )
-    check_output("--out", out, command="export-onnx", folder=True)
-    try:  # a folder that cannot be made is named now, not after the export
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise OSError(
-            error.errno, f"--out {out} cannot be made: {error.strerror}"
-        ) from None
+    # new, empty or an earlier export: never a folder of the user's files, nor one inside an
+    # owned folder
+    check_own_folder("--out", out, command="export-onnx")
+    # a folder that cannot be made is named now, not after the export
+    make_folder(out, "--out")
     try:
         import onnx  # noqa: F401  (torch's exporter needs it)
     except ImportError:

@@ -8,7 +8,11 @@ A folder says who made it by a file that only its maker writes:
 - a parser extended run (`parser-curve`): `parser_run.json`;
 - the book's results folder of a profile (`book`): `book_run.json`, whose chapter entries list the
   results files each chapter wrote (key "results");
-- a built site (`book`): Sphinx's `.buildinfo` (`files.SITE_MARKER`).
+- a built site (`book`): Sphinx's `.buildinfo` (`files.SITE_MARKER`);
+- an ONNX export (`export-onnx`): `model.json` that reads as an export's description;
+- a folder a command claimed (`mark_made_by`; a run folder's claim, `claim_run_folder`):
+  `.made-by`, naming the command, written when it takes the folder and before it writes anything
+  else there, so a folder whose first run was killed early is still its own.
 
 `check_output` is the one rule every command applies to each of its outputs before any work: an
 output inside a folder that something else made is refused in one line, naming the owner and where
@@ -17,6 +21,14 @@ to write instead. The maker's own documented writes are passed as `mine` (`evalu
 `R/averaged.pt`). `--publish` writes into the book's results folder by design, so there the rule
 is by name: a file that the book's record says a chapter wrote, and the record itself, are the
 book's.
+
+`check_own_folder` is the claim of a folder that a command makes and fills (`train --out`,
+`export-onnx --out`, `average --run`'s run, `table3 --out`, `parser-curve --out`), also one rule,
+checked before anything is moved, deleted or trained: no folder above it may be owned by anyone
+(a run folder inside a run folder, or inside a Table 3 run's job, is refused naming the owner),
+the folder itself is new, empty or the command's own, and a folder holding files the command did
+not make is refused, in one line, with every file left as it was. Leftovers of a killed write
+(`.*.part`) are removed only in a folder marked as the command's own (`made_by`).
 
 This module sits at the bottom of the layers, so the marker names are spelled here; a test holds
 them to the modules that write them.
@@ -29,8 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from .files import SITE_MARKER, clone_root
-from .records import read_json
+from .files import SITE_MARKER, atomic_write_text, clone_root
+from .records import read_json, read_record
 
 # What marks a training run folder (training/run_folder.py, training/checkpoint.py).
 RUN_MARKERS = ("metrics.jsonl", "last.pt")
@@ -38,6 +50,17 @@ SNAPSHOT_GLOB = "checkpoints/step_*.pt"
 TABLE3_MARKER = "table3_run.json"  # experiments/table3_extended.PLAN_NAME
 PARSER_MARKER = "parser_run.json"  # experiments/parsing_extended.PLAN_NAME
 BOOK_MARKER = "book_run.json"  # book/runner.RECORD + ".json"
+EXPORT_MARKER = "model.json"  # web/onnx_export.MODEL_FILE, an "onnx_model" record
+CLAIM_MARKER = ".made-by"  # a claimed folder: the command that claimed it, one line
+
+# What each command's folder is called in a message.
+KINDS = {
+    "train": "the run folder",
+    "table3": "the Table 3 extended run",
+    "parser-curve": "the parser's extended run",
+    "book": "the book's results folder",
+    "export-onnx": "the ONNX export",
+}
 
 # What a command's output is called when it is put beside a folder, not into it.
 BESIDE = {
@@ -87,7 +110,45 @@ def owner_of_folder(folder: str | os.PathLike) -> Owner | None:
         return Owner(folder, "book", "the book's results folder", BOOK_MARKER)
     if (folder / SITE_MARKER).is_file():
         return Owner(folder, "book", "the site", SITE_MARKER)
+    if _is_export(folder / EXPORT_MARKER):
+        return Owner(folder, "export-onnx", KINDS["export-onnx"], EXPORT_MARKER)
+    maker = _claimed_by(folder)
+    if maker is not None:
+        return Owner(folder, maker, KINDS.get(maker, "the folder"), CLAIM_MARKER)
     return None
+
+
+def _is_export(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        read_record(path, "onnx_model")
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _claimed_by(folder: Path) -> str | None:
+    try:
+        text = (folder / CLAIM_MARKER).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    lines = text.split("\n")
+    return lines[0].strip() or None
+
+
+def made_by(folder: str | os.PathLike, command: str) -> bool:
+    """Whether `folder` is marked as `command`'s own (its markers, or its claim)."""
+    owner = owner_of_folder(folder)
+    return owner is not None and owner.maker == command
+
+
+def mark_made_by(folder: str | os.PathLike, command: str) -> None:
+    """Make `folder` (when missing) and mark it as `command`'s (`CLAIM_MARKER`) where nothing marks
+    it yet; called when the command takes the folder, after `check_own_folder` passed and before
+    it writes. A folder already marked (as this command's, or another's) is left as it is."""
+    if owner_of_folder(folder) is None:  # (the writer makes a missing folder)
+        atomic_write_text(Path(folder) / CLAIM_MARKER, f"{command}\n")
 
 
 def _real(path: Path) -> Path:
@@ -158,6 +219,10 @@ def check_output(
     path = Path(path)
     real = _real(path)
     if real in {_real(Path(p)) for p in mine}:
+        # the maker's documented write, in a folder that no one above may own
+        above = owner_above(real.parent)
+        if above is not None:
+            raise _refusal(flag, path, above, command=command, folder=False)
         return
     if publish:
         chapter = book_chapter_of(real)
@@ -171,27 +236,63 @@ def check_output(
     owner = owner_of(path, itself=folder)
     if owner is None:
         return
+    raise _refusal(flag, path, owner, command=command, folder=folder)
+
+
+def _refusal(
+    flag: str, path: Path, owner: Owner, *, command: str, folder: bool
+) -> OwnedFolderError:
+    """The one line refusing `path` inside (or as) `owner`'s folder."""
+    real = _real(path)
     where = _real(owner.folder)
     beside = where.parent / f"{where.name}-{BESIDE.get(command, command)}"
     inside = real.relative_to(where) if real != where else Path()
     instead = beside / inside if folder else beside / real.name
-    raise OwnedFolderError(
+    return OwnedFolderError(
         f"{flag} {shown(path)}: {shown(owner.folder)} is {owner.kind} of `{owner.maker}` "
         f"(it holds {owner.evidence}), and only `{owner.maker}` writes inside it: write "
         f"{flag} outside it, e.g. {shown(instead)}"
     )
 
 
-def check_own_folder(flag: str, path: str | os.PathLike, *, command: str) -> None:
-    """Refuse, in one line, a folder that a command makes and continues (`train --out`, `table3
-    --out`, `parser-curve --out`) where it is another command's folder or lies inside one; a new
-    or plain folder, or one that `command` made (to continue or set aside), passes."""
-    owner = owner_of(path, itself=True)
-    if owner is None or (
-        owner.maker == command and _real(owner.folder) == _real(Path(path))
-    ):
-        return
-    check_output(flag, path, command=command, folder=True)
+def owner_above(path: str | os.PathLike) -> Owner | None:
+    """The nearest owned folder strictly above `path` (after following symlinks), else None."""
+    for folder in _real(Path(path)).parents:
+        owner = owner_of_folder(folder)
+        if owner is not None:
+            return owner
+    return None
+
+
+def check_own_folder(
+    flag: str, path: str | os.PathLike, *, command: str, maker: str | None = None
+) -> None:
+    """The claim of a folder that a command makes and fills: refuse it, in one line and before
+    anything in it is moved or deleted, where a folder above it is owned by anyone, where it is
+    another command's, or where it holds files the command did not make; a new or empty folder,
+    or one that `maker` (default: `command`) made, passes. `average --run` claims a folder that
+    `train` made (maker="train")."""
+    maker = maker or command
+    path = Path(path)
+    above = owner_above(path)
+    if above is not None:
+        raise _refusal(flag, path, above, command=command, folder=True)
+    owner = owner_of_folder(_real(path))
+    if owner is not None:
+        if owner.maker == maker:
+            return
+        raise _refusal(flag, path, owner, command=command, folder=True)
+    real = _real(path)
+    if not real.is_dir():
+        return  # new (or a file, which the command names as such)
+    theirs = sorted(entry.name for entry in real.iterdir())
+    if theirs:
+        shown_names = ", ".join(theirs[:3]) + (", ..." if len(theirs) > 3 else "")
+        raise OwnedFolderError(
+            f"{flag} {shown(path)} holds files `{maker}` did not make ({shown_names}; no "
+            f"{CLAIM_MARKER} or other mark of `{maker}`'s): nothing in it was touched; name a "
+            "new or empty folder, or move those files"
+        )
 
 
 def check_export(

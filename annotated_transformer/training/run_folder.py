@@ -5,7 +5,9 @@ one would average the first run's snapshots and report their BLEU as its own. `c
 therefore refuses to start a fresh run where one exists (unless asked to clear it), refuses to
 "resume" where there is nothing to resume, and holds a lock file so that two processes never write
 into one folder. The lock is an OS lock (`filelock`): it disappears with its process, so a killed run
-never leaves the folder locked. Temporary files of writes a killed process left half done are removed.
+never leaves the folder locked. The claim marks the folder as `train`'s (`ownership.mark_made_by`)
+before anything is written into it; temporary files of writes a killed process left half done are
+removed only from a folder that was already marked so, never from a folder of the user's.
 
 Asked to overwrite, the claim moves nothing by itself: the caller checks everything it can first
 (data, tokenizer, settings) and then calls `RunFolder.clear_old_run`, which moves the files a run
@@ -19,13 +21,13 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..runtime.files import remove_partial_writes
+from ..runtime.files import move_aside, remove_empty_folder, remove_partial_writes
 from ..runtime.locks import folder_lock
+from ..runtime.ownership import made_by, mark_made_by
 from ..runtime.records import read_json
 from .checkpoint import RESUME_NAME, SNAPSHOT_DIR, list_snapshots
 
@@ -69,9 +71,7 @@ def set_aside(out_dir: Path, paths: list[Path]) -> Path | None:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     aside = out_dir / ASIDE_DIR / stamp
     for path in paths:
-        target = aside / path.relative_to(out_dir)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
+        move_aside(path, aside / path.relative_to(out_dir))
     return aside
 
 
@@ -96,10 +96,7 @@ def clear_run(out_dir: Path) -> list[Path]:
             out_dir,
             aside,
         )
-    with contextlib.suppress(
-        OSError
-    ):  # kept when the user keeps something of theirs in it
-        (out_dir / SNAPSHOT_DIR).rmdir()
+    remove_empty_folder(out_dir / SNAPSHOT_DIR)  # kept when it holds a file of the user's
     return doomed
 
 
@@ -127,6 +124,13 @@ class RunFolder:
         return clear_run(self.path)
 
 
+def _nothing_to_resume(out_dir: Path) -> RunFolderError:
+    return RunFolderError(
+        f"nothing to resume in {out_dir}: it has no {RESUME_NAME}. Check --out, or leave out "
+        "--resume to start a new run there"
+    )
+
+
 @contextlib.contextmanager
 def claim_run_folder(
     out_dir: str | Path, *, resume: bool, overwrite: bool = False
@@ -146,14 +150,19 @@ def claim_run_folder(
         raise RunFolderError(
             "--resume continues the run in the folder and --overwrite sets it aside: pass one of them"
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if resume and not (out_dir / RESUME_NAME).is_file():  # checked again under the lock
+        raise _nothing_to_resume(out_dir)
+    own = made_by(out_dir, "train")  # before this claim marks it
+    mark_made_by(out_dir, "train")
     busy = (
         f"another process is training into {out_dir} (it holds {out_dir / LOCK_NAME}): wait for it to "
         "finish, or pass another --out"
     )
     with folder_lock(out_dir / LOCK_NAME, busy, RunFolderError):
-        removed = remove_partial_writes(out_dir) + remove_partial_writes(
-            out_dir / SNAPSHOT_DIR
+        removed = (
+            remove_partial_writes(out_dir) + remove_partial_writes(out_dir / SNAPSHOT_DIR)
+            if own
+            else []
         )
         if removed:
             logger.info(
@@ -162,10 +171,7 @@ def claim_run_folder(
                 out_dir,
             )
         if resume and not (out_dir / RESUME_NAME).is_file():
-            raise RunFolderError(
-                f"nothing to resume in {out_dir}: it has no {RESUME_NAME}. Check --out, or leave out --resume "
-                "to start a new run there"
-            )
+            raise _nothing_to_resume(out_dir)
         replacing = not resume and holds_a_run(out_dir)
         if replacing and not overwrite:
             raise RunFolderError(

@@ -33,7 +33,7 @@ from annotated_transformer.cli import main
 from annotated_transformer.commands.flags import FLAGS
 from annotated_transformer.evaluation.scoring import translate
 from annotated_transformer.model.decoding import beam_search, greedy_decode
-from annotated_transformer.runtime import files
+from annotated_transformer.runtime import files, ownership
 from annotated_transformer.training.checkpoint import (
     load_checkpoint,
     model_from_checkpoint,
@@ -149,7 +149,7 @@ def case(command: str, p: dict) -> tuple[list[str], list[Path]]:
         return ["average", "--run", str(run)], [run / "averaged.pt"]
     if command == "export-onnx":
         pytest.importorskip("onnx")
-        (tmp / "web").mkdir()
+        ownership.mark_made_by(tmp / "web", "export-onnx")  # an earlier export's folder
         for name in ("encoder.onnx", "model.json"):
             (tmp / "web" / name).write_text("old")
         argv = ["export-onnx", "--checkpoint", averaged, "--out", str(tmp / "web")]

@@ -71,11 +71,26 @@ def test_resume_refuses_a_folder_with_nothing_to_resume(tmp_path):
 
 
 def test_unfinished_writes_of_a_dead_process_are_removed(tmp_path):
+    # a run killed before its first log line: its claim marks the folder as `train`'s
+    with claim_run_folder(tmp_path, resume=False):
+        pass
     (tmp_path / "checkpoints").mkdir()
     leftover = tmp_path / "checkpoints" / ".step_00000020.pt.abc123.part"
     leftover.write_bytes(b"half a checkpoint")
     with claim_run_folder(tmp_path, resume=False):
         assert not leftover.exists()
+
+
+def test_part_files_of_a_folder_not_marked_as_a_run_are_kept(tmp_path):
+    """Leftovers are removed only where the folder is marked as `train`'s: a user's own
+    `.*.part` files and folders stay, byte for byte."""
+    (tmp_path / ".draft.part").write_bytes(b"the user's")
+    (tmp_path / ".album.part").mkdir()
+    (tmp_path / ".album.part" / "photo").write_bytes(b"also the user's")
+    with claim_run_folder(tmp_path, resume=False):
+        pass
+    assert (tmp_path / ".draft.part").read_bytes() == b"the user's"
+    assert (tmp_path / ".album.part" / "photo").read_bytes() == b"also the user's"
 
 
 def test_a_second_process_cannot_train_into_the_same_folder(tmp_path):
