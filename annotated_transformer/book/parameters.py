@@ -268,6 +268,8 @@ def injected_parameters(namespace: dict) -> tuple[dict[str, Any], dict] | None:
                 cell = _cell_assignments(str(history[index - 1]))
             except SyntaxError:
                 return None
+            if not cell:  # injected at the top: a notebook without a parameters cell
+                return None
             return {k: namespace.get(k, v) for k, (v, _) in injected.items()}, cell
     return None
 

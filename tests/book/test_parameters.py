@@ -382,9 +382,9 @@ def test_injected_parameters_the_cell_has_are_taken():
         "profile_name": "smoke",
         "seed": 3,
     }
-    assert (
-        parameters.injected_parameters({}) is None
-    )  # outside a kernel: nothing to check
+    assert parameters.injected_parameters({}) is None  # outside a kernel
+    # a notebook without a parameters cell: papermill injects at the top, nothing to compare
+    assert parameters.injected_parameters({"_ih": ["", "# Parameters\nx = 1\n"]}) is None
 
 
 @pytest.mark.slow
