@@ -51,7 +51,14 @@ def run(args: argparse.Namespace) -> int:
     if args.run:
         run_dir = Path(args.run)
         # a run folder of `train`'s, inside no folder another command made (a Table 3 job's)
-        check_own_folder("--run", run_dir, command="average", maker="train")
+        check_own_folder(
+            "--run",
+            run_dir,
+            command="average",
+            maker="train",
+            fix=f"average its snapshots into a file outside it: average "
+            f"{run_dir / 'checkpoints'}/step_*.pt --output FILE",
+        )
         own = derived.run_average_last(run_dir)
         last = own if args.last is None else args.last
         output = Path(args.output or run_dir / AVERAGED_NAME)

@@ -28,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "last snapshots, as `evaluate` reads it)",
     )
     parser.add_argument(
-        "--out", required=True, help="folder to write (created when missing)"
+        "--out",
+        required=True,
+        help="folder to write (created when missing): new, empty or an earlier export",
     )
     parser.add_argument(
         "--quantize",

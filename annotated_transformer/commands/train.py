@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         default=None,
-        help="run folder for checkpoints and logs (default: runs/<profile>)",
+        help="run folder for checkpoints and logs (default: runs/<profile>): new, empty or a "
+        "run folder of train's, inside no folder another command made",
     )
     parser.add_argument(
         "--resume",

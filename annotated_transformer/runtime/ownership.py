@@ -240,18 +240,25 @@ def check_output(
 
 
 def _refusal(
-    flag: str, path: Path, owner: Owner, *, command: str, folder: bool
+    flag: str,
+    path: Path,
+    owner: Owner,
+    *,
+    command: str,
+    folder: bool,
+    fix: str | None = None,
 ) -> OwnedFolderError:
-    """The one line refusing `path` inside (or as) `owner`'s folder."""
+    """The one line refusing `path` inside (or as) `owner`'s folder; `fix`: what to do instead
+    (default: write the output outside it, beside the folder)."""
     real = _real(path)
     where = _real(owner.folder)
     beside = where.parent / f"{where.name}-{BESIDE.get(command, command)}"
     inside = real.relative_to(where) if real != where else Path()
     instead = beside / inside if folder else beside / real.name
+    fix = fix or f"write {flag} outside it, e.g. {shown(instead)}"
     return OwnedFolderError(
         f"{flag} {shown(path)}: {shown(owner.folder)} is {owner.kind} of `{owner.maker}` "
-        f"(it holds {owner.evidence}), and only `{owner.maker}` writes inside it: write "
-        f"{flag} outside it, e.g. {shown(instead)}"
+        f"(it holds {owner.evidence}), and only `{owner.maker}` writes inside it: {fix}"
     )
 
 
@@ -265,23 +272,29 @@ def owner_above(path: str | os.PathLike) -> Owner | None:
 
 
 def check_own_folder(
-    flag: str, path: str | os.PathLike, *, command: str, maker: str | None = None
+    flag: str,
+    path: str | os.PathLike,
+    *,
+    command: str,
+    maker: str | None = None,
+    fix: str | None = None,
 ) -> None:
     """The claim of a folder that a command makes and fills: refuse it, in one line and before
     anything in it is moved or deleted, where a folder above it is owned by anyone, where it is
     another command's, or where it holds files the command did not make; a new or empty folder,
     or one that `maker` (default: `command`) made, passes. `average --run` claims a folder that
-    `train` made (maker="train")."""
+    `train` made (maker="train"). `fix`: what the refusal of an owned folder says to do instead
+    (default: name a folder outside it)."""
     maker = maker or command
     path = Path(path)
     above = owner_above(path)
     if above is not None:
-        raise _refusal(flag, path, above, command=command, folder=True)
+        raise _refusal(flag, path, above, command=command, folder=True, fix=fix)
     owner = owner_of_folder(_real(path))
     if owner is not None:
         if owner.maker == maker:
             return
-        raise _refusal(flag, path, owner, command=command, folder=True)
+        raise _refusal(flag, path, owner, command=command, folder=True, fix=fix)
     real = _real(path)
     if not real.is_dir():
         return  # new (or a file, which the command names as such)
