@@ -52,6 +52,9 @@ PARSER_MARKER = "parser_run.json"  # experiments/parsing_extended.PLAN_NAME
 BOOK_MARKER = "book_run.json"  # book/runner.RECORD + ".json"
 EXPORT_MARKER = "model.json"  # web/onnx_export.MODEL_FILE, an "onnx_model" record
 CLAIM_MARKER = ".made-by"  # a claimed folder: the command that claimed it, one line
+# The empty lock file that train, table3 and parser-curve take in the folder they fill
+# (training/run_folder.LOCK_NAME): all that a run killed as it started may leave.
+LOCK_NAME = ".lock"
 
 # What each command's folder is called in a message.
 KINDS = {
@@ -262,6 +265,15 @@ def _refusal(
     )
 
 
+def _empty_lock(entry: Path) -> bool:
+    return (
+        entry.name == LOCK_NAME
+        and entry.is_file()
+        and not entry.is_symlink()
+        and entry.stat().st_size == 0
+    )
+
+
 def owner_above(path: str | os.PathLike) -> Owner | None:
     """The nearest owned folder strictly above `path` (after following symlinks), else None."""
     for folder in _real(Path(path)).parents:
@@ -298,7 +310,7 @@ def check_own_folder(
     real = _real(path)
     if not real.is_dir():
         return  # new (or a file, which the command names as such)
-    theirs = sorted(entry.name for entry in real.iterdir())
+    theirs = sorted(entry.name for entry in real.iterdir() if not _empty_lock(entry))
     if theirs:
         shown_names = ", ".join(theirs[:3]) + (", ..." if len(theirs) > 3 else "")
         raise OwnedFolderError(

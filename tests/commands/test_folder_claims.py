@@ -177,3 +177,17 @@ def test_the_export_marker_is_the_exports_own_name():
     from annotated_transformer.web import onnx_export
 
     assert ownership.EXPORT_MARKER == onnx_export.MODEL_FILE
+
+
+@pytest.mark.parametrize("command", ["train", "table3", "parser-curve", "export-onnx"])
+def test_the_empty_lock_a_killed_start_leaves_is_no_users_file(tmp_path, command):
+    """A run killed as it took its folder leaves the empty lock file alone: the folder is
+    still free; a `.lock` that holds something is a file of the user's."""
+    from annotated_transformer.training import run_folder
+
+    assert ownership.LOCK_NAME == run_folder.LOCK_NAME
+    (tmp_path / ".lock").touch()
+    ownership.check_own_folder("--out", tmp_path, command=command)
+    (tmp_path / ".lock").write_text("my notes")
+    with pytest.raises(ownership.OwnedFolderError, match=r"did not make \(\.lock;"):
+        ownership.check_own_folder("--out", tmp_path, command=command)

@@ -61,7 +61,8 @@ def test_a_refused_claim_leaves_every_file_as_it_was(layout, command):
         build(folder, layout)
         assume(ownership.owner_of_folder(folder) is None)  # no run's or export's mark
         before = tree(folder)
-        assume(before)
+        # something besides the empty lock a killed start leaves (which leaves a folder free)
+        assume(set(before.items()) - {(".lock", b"")})
         with pytest.raises(ownership.OwnedFolderError, match="did not make"):
             ownership.check_own_folder("--out", folder, command=command)
         assert tree(folder) == before
