@@ -28,6 +28,7 @@ from typing import Iterable, Sequence
 import sentencepiece as spm
 
 from ..runtime.files import atomic_write_bytes, atomic_write_text
+from ..runtime.records import read_json
 from .fetch import sha256_of
 from .locate import cache_dir, split_files
 from .reading import load_parallel
@@ -296,7 +297,7 @@ def _other_text(path: Path, model: bytes, trained_on: dict) -> str | None:
     """Why the model at `path` (its bytes `model`) is not known to be trained on the text
     `trained_on` names; None when its record says it is."""
     try:
-        record = json.loads(_record_path(path).read_text(encoding="utf-8"))
+        record = read_json(_record_path(path))
     except FileNotFoundError:
         return "no record of the text it was trained on"
     except (OSError, ValueError):
