@@ -10,10 +10,14 @@ would race with a process that has just opened it).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from filelock import FileLock, Timeout
+
+from .files import cache_dir
 
 
 @contextlib.contextmanager
@@ -31,3 +35,21 @@ def folder_lock(
         yield
     finally:
         lock.release()
+
+
+@contextlib.contextmanager
+def output_lock(path: str | os.PathLike, command: str) -> Iterator[None]:
+    """Hold the lock of the shared output file `path` (an export or a merge that reads the file,
+    then replaces it) for the block, so two commands writing it at once cannot lose each other's
+    work: the second stops at once in one line. The lock file lives in the cache, named after the
+    file's resolved path, so no lock file is left beside a committed results file."""
+    resolved = str(Path(path).resolve())
+    name = hashlib.sha256(resolved.encode()).hexdigest()[:20] + ".lock"
+    folder = cache_dir() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    busy = (
+        f"{command}: another command is writing {path} now; run this one again when it is "
+        "done (it reads the file and adds to it, so nothing is lost)"
+    )
+    with folder_lock(folder / name, busy):
+        yield

@@ -32,6 +32,7 @@ from nltk import Tree
 
 from ...runtime.devices import device_name
 from ...runtime.files import staged_files
+from ...runtime.locks import output_lock
 from ...runtime.records import check_record, read_json, read_record, write_record
 from ...training.checkpoint import (
     RESUME_NAME,
@@ -320,6 +321,11 @@ def record_stops(run: ParserCurveRun, shares: Sequence[float]) -> None:
 def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike) -> Path:
     """Write every share's curve to `path` (the committed results file); refuse to replace a file
     that holds a share or an epoch the run folder lacks, or another recipe's curves."""
+    with output_lock(path, "parser-curve --export"):
+        return _export(run, shares, path)
+
+
+def _export(run: ParserCurveRun, shares: Sequence[float], path) -> Path:
     path = Path(path)
     if path.resolve().is_relative_to(Path(run.out_dir).resolve()):
         raise ValueError(

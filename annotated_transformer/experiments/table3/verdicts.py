@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ...model.config import TABLE3_ALL_ROWS
+from ...runtime.locks import output_lock
 from ...runtime.records import read_record, write_record
 from ..wording import signed
 from . import extended
@@ -104,6 +105,11 @@ def export(
     Refuses to replace a file that holds a job or an epoch the run folder lacks: a results file is
     only ever replaced by a longer run of the same jobs.
     """
+    with output_lock(path, "table3 --export"):
+        return _export(run_dir, path, targets, say)
+
+
+def _export(run_dir, path, targets, say) -> Path:
     run_dir, path = Path(run_dir), Path(path)
     if path.resolve().is_relative_to(run_dir.resolve()):
         raise ValueError(
@@ -159,6 +165,11 @@ def merge_exports(
     first on a tie), so nothing the file held is lost; each such choice is said to `say`. Every
     job keeps the device it records; `machine` lists them all. A merge that would leave the file's
     budgets (the epoch every job of a corpus reached) shorter than they were is refused."""
+    with output_lock(path, "table3 --merge"):
+        return _merge_exports(paths, path, say)
+
+
+def _merge_exports(paths, path, say) -> Path:
     path = Path(path)
     sources = ([path] if path.is_file() else []) + [Path(p) for p in paths]
     if len({p.resolve() for p in sources}) != len(sources):

@@ -83,3 +83,48 @@ def test_a_part_missing_a_field_the_merge_reads_names_part_field_and_fix(
     assert f"{broken} is not a Table 3 extended run's export: {field} is missing" in line
     assert "export it again (table3 --export-only --export" in line
     assert not to.exists()
+
+
+def test_two_merges_into_one_export_at_once_lose_nothing(tmp_path, capsys, monkeypatch):
+    """A merge reads the export and replaces it: while one holds it, a second is refused at
+    once in one line, and the first one's jobs stay in the file."""
+    import multiprocessing
+
+    from annotated_transformer.experiments.table3 import verdicts
+    from annotated_transformer.runtime.locks import output_lock
+
+    monkeypatch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))
+    to = tmp_path / "runs.json"
+    assert _merge(_part(tmp_path, "a", ["base"]), to=to) == 0
+    held = multiprocessing.get_context("spawn").Event()
+    release = multiprocessing.get_context("spawn").Event()
+    other = multiprocessing.get_context("spawn").Process(
+        target=_hold, args=(str(to), str(tmp_path / "cache"), held, release)
+    )
+    other.start()
+    try:
+        assert held.wait(60)
+        capsys.readouterr()
+        assert _merge(_part(tmp_path, "b", ["A1"]), to=to) != 0
+        err = capsys.readouterr().err
+        (line,) = [line for line in err.splitlines() if line.startswith("error:")]
+        assert "another command is writing" in line and str(to) in line
+    finally:
+        release.set()
+        other.join(60)
+    assert _merge(_part(tmp_path, "c", ["A1"]), to=to) == 0
+    rows = {job["row"] for job in verdicts.read_extended(to)["jobs"]}
+    assert rows == {"base", "A1"}
+    with output_lock(to, "a test"):  # released by the merges: free again
+        pass
+
+
+def _hold(path, cache, held, release) -> None:
+    import os
+
+    os.environ["AT_CACHE_DIR"] = cache
+    from annotated_transformer.runtime.locks import output_lock
+
+    with output_lock(path, "a test"):
+        held.set()
+        release.wait(60)
