@@ -13,10 +13,10 @@ book's published one, else stops in one line that names the ways on.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from ..evaluation import results
+from ..runtime.files import atomic_write_bytes, make_folder, point_link
 from ..runtime.progress import on_a_page
 from ..runtime.records import read_json
 
@@ -72,18 +72,12 @@ def seed_results(profile_name: str) -> Path:
     other folder of the published root is linked (the committed runs the chapters show)."""
     published = results.published_results_root()
     root = results.results_root()
-    own = root / profile_name
-    own.mkdir(parents=True, exist_ok=True)
+    own = make_folder(root / profile_name, "the results folder of runs by hand")
     if not published.is_dir():
         return root
     for entry in published.iterdir():
-        if entry.name.startswith(".") or entry.name == profile_name:
-            continue
-        link = root / entry.name
-        if link.is_symlink():
-            link.unlink()
-        if not link.exists():
-            link.symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
+        if not entry.name.startswith(".") and entry.name != profile_name:
+            point_link(root / entry.name, entry.resolve())
     source = published / profile_name
     if source.is_dir():
         for path in sorted(source.rglob("*")):
@@ -91,8 +85,7 @@ def seed_results(profile_name: str) -> Path:
                 continue
             target = own / path.relative_to(source)
             if not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, target)
+                atomic_write_bytes(target, path.read_bytes())
     return root
 
 

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
+from ..runtime.files import atomic_write_text
 from .chapters import discover_chapters
 from .site import REPOSITORY_LINE, repository_settings, set_repository_url
 
@@ -89,13 +90,13 @@ def sync_notebooks(
         if url and REPOSITORY_LINE.search(cleaned):
             cleaned = set_repository_url(cleaned, url)  # the URL of _config.yml
         if cleaned != text:
-            source.write_text(cleaned)
+            atomic_write_text(source, cleaned)
         nb = jupytext.read(str(source))
         for index, cell in enumerate(nb.cells):
             cell["id"] = f"cell-{index}"  # stable ids keep diffs of the .ipynb small
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         target = source.with_suffix(".ipynb")
-        jupytext.write(nb, str(target), fmt="ipynb")
+        atomic_write_text(target, jupytext.writes(nb, fmt="ipynb") + "\n")
         written.append(target)
     return written

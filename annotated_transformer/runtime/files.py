@@ -447,6 +447,18 @@ def remove_empty_folder(folder: str | os.PathLike) -> bool:
     return True
 
 
+def point_link(link: str | os.PathLike, target: str | os.PathLike) -> bool:
+    """Make `link` a symbolic link to `target`, replacing an older link there; a file or folder
+    standing at `link` is left as it is. True when `link` now points at `target`."""
+    link, target = Path(link), Path(target)
+    if link.is_symlink():
+        link.unlink()
+    if link.exists():
+        return False
+    link.symlink_to(target, target_is_directory=target.is_dir())
+    return True
+
+
 def make_folder(folder: str | os.PathLike, flag: str) -> Path:
     """Make the output folder `folder` (and its parents) before any long work: one line naming
     `flag` when it cannot be made (a file on the way, no permission)."""
