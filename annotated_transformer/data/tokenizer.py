@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
-from ..runtime.files import atomic_write_bytes, atomic_write_text
+from ..runtime.files import atomic_write_bytes, atomic_write_text, move_aside
 from ..runtime.records import read_json
 from .fetch import sha256_of
 from .locate import cache_dir, split_files
@@ -348,7 +348,7 @@ def _load_cached(path: Path, options: dict, trained_on: dict) -> Tokenizer | Non
     aside = path.with_name(
         f"{path.stem}.holds-{holds['pieces']}-{holds.get('model_type', 'unknown')}.model"
     )
-    os.replace(path, aside)
+    move_aside(path, aside)
     logger.warning(
         "%s holds %s, not the %s asked for: moved to %s; training the tokenizer asked for",
         path,
@@ -363,9 +363,9 @@ def _set_aside(path: Path, label: str, why: str) -> None:
     """Move a cached model whose text is not known to be the asked one (and its record, if any)
     to `<name>.<label>.model`, so nothing is lost and the key is free for the asked one."""
     aside = path.with_name(f"{path.stem}.{label}.model")
-    os.replace(path, aside)
+    move_aside(path, aside)
     if _record_path(path).is_file():
-        os.replace(_record_path(path), _record_path(aside))
+        move_aside(_record_path(path), _record_path(aside))
     logger.warning(
         "%s has %s: moved to %s; training the tokenizer asked for", path, why, aside.name
     )

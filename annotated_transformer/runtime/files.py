@@ -489,6 +489,63 @@ def remove_partial_writes(folder: str | os.PathLike) -> list[Path]:
     return leftovers
 
 
+def ensure_folder(folder: str | os.PathLike) -> Path:
+    """Make `folder` and its parents where missing, raising mkdir's own errors: for a folder a
+    lock or a run's files live in, which no flag of the command names."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def save_torch(path: str | os.PathLike, obj: object) -> Path:
+    """`torch.save(obj)` as `path` through `atomic_write`: written once, straight into the staging
+    sibling, then renamed, so a checkpoint of any size is never copied and never seen half written."""
+    import torch
+
+    return atomic_write(path, lambda handle: torch.save(obj, handle))
+
+
+def copy_file(source: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """Publish a copy of the file `source` as `path` through `atomic_write` (a best checkpoint kept
+    beside the run's own): a reader sees the old copy or the new one."""
+
+    def fill(handle: BinaryIO) -> None:
+        with open(source, "rb") as original:
+            shutil.copyfileobj(original, handle)
+
+    return atomic_write(path, fill)
+
+
+def append_line(path: str | os.PathLike, line: str) -> Path:
+    """Append `line` and a newline to the UTF-8 log `path` (made with its folders if missing): a
+    log that grows line by line is appended to, never rewritten, so each line costs one write."""
+    if "\n" in line or "\r" in line:
+        raise ValueError(
+            f"a line for {path} holds a line break: each record of a log is one line"
+        )
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+    return path
+
+
+def remove_file(path: str | os.PathLike) -> bool:
+    """Delete the file `path` (a missing one is fine): for outputs a command retires by its own
+    rule, such as snapshots beyond the number kept. Whether it was there."""
+    try:
+        Path(path).unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def remove_folder(folder: str | os.PathLike) -> None:
+    """Delete `folder` and all it holds, as far as it can (a missing one is fine): only for a
+    scratch folder a demonstration owns whole and starts afresh."""
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # annotated_transformer/
 
 

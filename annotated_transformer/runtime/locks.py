@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from .files import cache_dir
+from .files import cache_dir, ensure_folder
 
 
 @contextlib.contextmanager
@@ -46,7 +46,7 @@ def output_lock(path: str | os.PathLike, command: str) -> Iterator[None]:
     resolved = str(Path(path).resolve())
     name = hashlib.sha256(resolved.encode()).hexdigest()[:20] + ".lock"
     folder = cache_dir() / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
+    ensure_folder(folder)
     busy = (
         f"{command}: another command is writing {path} now; run this one again when it is "
         "done (it reads the file and adds to it, so nothing is lost)"

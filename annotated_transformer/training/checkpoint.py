@@ -25,7 +25,7 @@ import torch
 from ..data.tokenizer import Tokenizer
 from ..model.config import TransformerConfig
 from ..model.transformer import Transformer
-from ..runtime.files import atomic_write
+from ..runtime.files import remove_file, save_torch
 from .settings import FIXED_ON_RESUME
 
 CHECKPOINT_FORMAT = 1
@@ -40,8 +40,8 @@ class CheckpointError(ValueError):
 
 # ------------------------------------------------------------------------------------------ writing
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
-    """torch.save through `files.atomic_write`: readers see the old file or the new one, never half."""
-    return atomic_write(path, lambda handle: torch.save(obj, handle))
+    """torch.save through `files.save_torch`: readers see the old file or the new one, never half."""
+    return save_torch(path, obj)
 
 
 def load_checkpoint(
@@ -181,7 +181,7 @@ def prune_snapshots(out_dir: str | os.PathLike, keep: int) -> list[Path]:
     snapshots = list_snapshots(out_dir)
     doomed = snapshots[:-keep] if keep > 0 else snapshots
     for path in doomed:
-        path.unlink(missing_ok=True)
+        remove_file(path)
     return doomed
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from ..runtime.distributed import DistributedContext
+from ..runtime.files import append_line
 from ..runtime.progress import on_a_page, progress_bar
 from ..runtime.records import read_lines
 from .resume_state import TrainingProgress
@@ -44,9 +45,7 @@ class TrainingLog:
         """Append `record` to metrics.jsonl (rank 0 only)."""
         if not self.context.is_main:
             return
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.out_dir / METRICS_NAME, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+        append_line(self.out_dir / METRICS_NAME, json.dumps(record))
 
     def open(self, progress: TrainingProgress) -> None:
         """Start the bar (rank 0, when asked for) and an empty window of steps."""

@@ -33,6 +33,7 @@ from nltk import Tree
 from ...data.batching import TokenBatcher, collate_pairs
 from ...model.config import TransformerConfig, preset
 from ...runtime import attention_kernels
+from ...runtime.files import save_torch
 from ...runtime.records import read_lines
 from ...training.checkpoint import average_checkpoints, list_snapshots, load_checkpoint
 from ...training.run_folder import METRICS_NAME
@@ -238,8 +239,8 @@ def train_share(
             f"train at least {recipe.average_last * recipe.snapshot_epochs} epochs, or lower "
             "average_last"
         )
-    torch.save(
-        average_checkpoints(snapshots[-recipe.average_last :]), run_dir / AVERAGED_NAME
+    save_torch(
+        run_dir / AVERAGED_NAME, average_checkpoints(snapshots[-recipe.average_last :])
     )
     return ShareRun(
         share=share,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ import torch
 from nltk import Tree
 
 from ...runtime.devices import device_name
-from ...runtime.files import staged_files
+from ...runtime.files import copy_file, ensure_folder, staged_files
 from ...runtime.locks import output_lock
 from ...runtime.records import check_record, read_json, read_record, write_record
 from ...training.checkpoint import (
@@ -206,8 +205,7 @@ class ParserCurveRun:
         }
         if point["f1"] > max((p["f1"] for p in curve), default=-1.0):
             snapshots = list_snapshots(folder / "train")
-            shutil.copyfile(snapshots[-1], folder / f"{BEST_NAME}.tmp")
-            os.replace(folder / f"{BEST_NAME}.tmp", folder / BEST_NAME)
+            copy_file(snapshots[-1], folder / BEST_NAME)
             atomic_torch_save(
                 average_checkpoints(snapshots[-recipe.average_last :]),
                 folder / BEST_AVERAGE_NAME,
@@ -257,7 +255,7 @@ def train_all(
 
     run.check_folder()
     out = Path(run.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_folder(out)
     busy = f"{out} is in use by another parser run; wait for it or give another --out"
     with folder_lock(out / LOCK_NAME, busy):
         write_plan(run)
@@ -362,7 +360,6 @@ def _export(run: ParserCurveRun, shares: Sequence[float], path) -> Path:
         "stopped": {j["share"]: run.done(j["share"]) for j in jobs},
         "jobs": [{k: v for k, v in j.items() if k != "recipe"} for j in jobs],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     return write_record(path, "parser_export", document)
 
 
@@ -693,7 +690,6 @@ def score_test(
                 document["jobs"] = sorted(
                     [*document["jobs"], job], key=lambda j: -j["share"]
                 )
-                path.parent.mkdir(parents=True, exist_ok=True)
                 write_record(path, "parser_test", document)
                 chosen, t = job["chosen_on_dev"], job["test"]
                 say(

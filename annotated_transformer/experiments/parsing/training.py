@@ -18,6 +18,7 @@ from nltk import Tree
 from ...data.batching import SRC_SPECIALS, EncodedPairs
 from ...model.config import TransformerConfig
 from ...model.transformer import Transformer
+from ...runtime.files import atomic_write_text
 from ...training.checkpoint import load_checkpoint
 from ...training.fit import Fitted, fit
 from ...training.settings import TrainSettings
@@ -35,8 +36,7 @@ def write_trees(path: str | os.PathLike, trees: Iterable[Tree | Delinearized]) -
         for t in trees
     ]
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
     return path
 
 

@@ -33,6 +33,7 @@ import torch
 from ...model.config import TABLE3_ALL_ROWS
 from ...profiles import Profile
 from ...runtime.devices import device_name
+from ...runtime.files import ensure_folder
 from ...runtime.precision import resolve_precision
 from ...runtime.records import read_record, write_record
 from ...runtime.side_by_side import check_workers
@@ -175,7 +176,7 @@ class Table3Run:
         this call trains to) beside it, only ever raised: a later call with fewer epochs trains
         nothing and leaves the record, and a folder made before the record starts from the epochs
         its curves hold. The export reads them from here, never from the flags."""
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        ensure_folder(self.out_dir)
         path = self.out_dir / PLAN_NAME
         plan = (
             read_record(path, "table3_run")

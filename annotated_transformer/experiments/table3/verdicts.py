@@ -146,7 +146,6 @@ def _export(run_dir, path, targets, say) -> Path:
         "targets": dict(targets),
         "jobs": records,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     return write_record(path, "table3_export", document)
 
 
@@ -257,7 +256,6 @@ def _merge_exports(paths, path, say) -> Path:
             for source, d in documents
         ],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     return write_record(path, "table3_export", document)
 
 

@@ -7,12 +7,12 @@ True)` does that, under the folder's lock).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pandas as pd
 
 from ...profiles import comparable_record
+from ...runtime.files import remove_folder
 from ...training.checkpoint import RESUME_NAME
 from ...training.training_log import read_metrics
 
@@ -56,7 +56,7 @@ def run_logs(folder: str | Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
 def fresh_folder(path: str | Path) -> Path:
     """`path`, emptied: a demonstration's runs must not find an older run there."""
     path = Path(path)
-    shutil.rmtree(path, ignore_errors=True)
+    remove_folder(path)
     return path
 
 
