@@ -66,7 +66,15 @@ from ..runtime.files import (
     SITE_MARKER,
     atomic_write_text,
     check_replaceable_tree,
+    copy_tree,
+    ensure_folder,
+    new_folder,
+    point_link,
     publication,
+    remove_empty_folder,
+    remove_file,
+    remove_folder,
+    rename,
 )
 from ..runtime.locks import folder_lock
 from ..training.run_folder import ASIDE_DIR
@@ -159,7 +167,7 @@ def register_kernel(jupyter_dir: str | os.PathLike) -> str:
     environment (venv, Colab runtime) as the runner and import the same package.
     """
     spec_dir = Path(jupyter_dir) / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
+    ensure_folder(spec_dir)
     spec = {
         # --log-level: ipykernel's start-up warnings (TCP without encryption) are noise here.
         "argv": [
@@ -248,7 +256,7 @@ def execute_chapter(
 
     source = Path(source)
     output_path = Path(output_path)
-    output_path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_folder(output_path.parent)
     name = source.stem
     nb = load_chapter(source)
     try:
@@ -430,7 +438,7 @@ def check_writable_folder(folder: Path, what: str) -> None:
     """Create `folder` if needed and write a file in it, so a folder that cannot take the
     outputs is named before the first chapter runs, not after it."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        ensure_folder(folder)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:
@@ -475,13 +483,13 @@ def stage_results(results_dir: Path, profile: str, staging: Path) -> Path:
     """A results root for one chapter's kernel: a copy of `results_dir/<profile>/` (what the
     chapter writes is published only when it succeeds) and links to everything else there."""
     staged = staging / "results"
-    staged.mkdir(parents=True)
+    new_folder(staged)
     if results_dir.is_dir():
         for entry in results_dir.iterdir():
             if entry.name != profile and not entry.name.startswith("."):
-                (staged / entry.name).symlink_to(entry.resolve())
+                point_link(staged / entry.name, entry.resolve())
     if (results_dir / profile).is_dir():
-        shutil.copytree(
+        copy_tree(
             results_dir / profile,
             staged / profile,
             symlinks=True,
@@ -530,7 +538,7 @@ def _beside(run_dir: Path, suffix: str) -> Path:
 @contextlib.contextmanager
 def run_folder_lock(run_dir: Path):
     """Hold the run folder's training lock (the one `train` takes) while runs are moved."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    ensure_folder(run_dir)
     busy = (
         f"another process is training into {run_dir} (it holds {run_dir / RUN_LOCK_NAME}): "
         "wait for it to finish; the book moves nothing of it"
@@ -545,8 +553,8 @@ def _holds_anything(folder: Path) -> bool:
 
 def _move_folder(source: Path, target: Path) -> None:
     """Rename `source` to `target` (absent), dropping `source`'s empty lock file on the way."""
-    (source / RUN_LOCK_NAME).unlink(missing_ok=True)
-    os.replace(source, target)
+    remove_file(source / RUN_LOCK_NAME)
+    rename(source, target)
 
 
 def restore_published_run(run_dir: Path, log: Log = _print) -> None:
@@ -569,13 +577,13 @@ def _return_published(run_dir: Path) -> None:
     if _holds_anything(run_dir):
         if partial.exists():  # an older unfinished run: kept inside the newer one
             partial_aside = run_dir / ASIDE_DIR / f"partial-{_stamp()}"
-            partial_aside.parent.mkdir(parents=True, exist_ok=True)
+            ensure_folder(partial_aside.parent)
             _move_folder(partial, partial_aside)
-        os.replace(run_dir, partial)
+        rename(run_dir, partial)
     else:
-        shutil.rmtree(run_dir, ignore_errors=True)  # only its lock file
+        remove_folder(run_dir)  # only its lock file
     if published.is_dir():
-        os.replace(published, run_dir)
+        rename(published, run_dir)
 
 
 def _stamp() -> str:
@@ -589,11 +597,11 @@ def set_published_run_aside(run_dir: Path) -> None:
     partial = _beside(run_dir, PARTIAL_SUFFIX)
     with run_folder_lock(run_dir):
         if _holds_anything(run_dir):
-            (run_dir / RUN_LOCK_NAME).unlink(missing_ok=True)
-            os.replace(run_dir, published)
+            remove_file(run_dir / RUN_LOCK_NAME)
+            rename(run_dir, published)
         if partial.is_dir():
-            shutil.rmtree(run_dir, ignore_errors=True)  # at most an empty lock file
-            os.replace(partial, run_dir)
+            remove_folder(run_dir)  # at most an empty lock file
+            rename(partial, run_dir)
 
 
 def keep_trained_run(run_dir: Path) -> None:
@@ -603,14 +611,13 @@ def keep_trained_run(run_dir: Path) -> None:
     if not published.is_dir():
         return
     aside = run_dir / ASIDE_DIR
-    aside.mkdir(parents=True, exist_ok=True)
+    ensure_folder(aside)
     older = published / ASIDE_DIR
     if older.is_dir():
         for entry in sorted(older.iterdir()):
             if not (aside / entry.name).exists():
-                os.replace(entry, aside / entry.name)
-        with contextlib.suppress(OSError):
-            older.rmdir()
+                rename(entry, aside / entry.name)
+        remove_empty_folder(older)
     _move_folder(published, aside / _stamp())
 
 
@@ -856,10 +863,8 @@ def _run_chapter(
     `run_dir`: the book's run folder, for a chapter that trains it (`TRAINING_CHAPTERS`): its
     run replaces the published one only when the chapter is published."""
     staging = output_dir / ".staging" / profile / source.stem
-    shutil.rmtree(
-        staging, ignore_errors=True
-    )  # an earlier run's, killed before it cleaned up
-    staging.mkdir(parents=True)
+    remove_folder(staging)  # an earlier run's, killed before it cleaned up
+    new_folder(staging)
     staged_notebook = staging / f"{source.stem}.ipynb"
     published = executed_dir / "book" / f"{source.stem}.ipynb"
     kept = output_dir / "failed" / profile / f"{source.stem}.ipynb"
@@ -948,15 +953,15 @@ def _run_chapter(
             os.environ.pop(results.RESULTS_ENV, None)
         else:
             os.environ[results.RESULTS_ENV] = saved_results_env
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_folder(staging)
 
 
 def _keep_failed(staged: Path, kept: Path, run: ChapterRun) -> Path:
     """Move a chapter's unpublished notebook (with its traceback) to `kept`, for reading."""
     if not staged.is_file():
         return kept
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(staged, kept)
+    ensure_folder(kept.parent)
+    rename(staged, kept)
     if run.error:
         run.error = run.error.replace(str(staged), str(kept))
     return kept

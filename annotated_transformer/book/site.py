@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -14,7 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..runtime.files import SITE_MARKER, atomic_write_text, staged_tree
+from ..runtime.files import (
+    SITE_MARKER,
+    atomic_write_text,
+    copy_file_as_is,
+    copy_tree,
+    ensure_folder,
+    new_folder,
+    remove_folder,
+    staged_tree,
+)
 from ..runtime.records import read_json
 from .chapters import Log, _print, _shown, _source_digest, book_root
 
@@ -96,15 +104,15 @@ def stage_site(
 
     root = book_root(root)
     stage = Path(executed_dir)
-    (stage / "book").mkdir(parents=True, exist_ok=True)
+    ensure_folder(stage / "book")
     notes = notes if notes is not None else []
 
     for name in SITE_FILES:
         if (root / name).is_file():
-            shutil.copy2(root / name, stage / name)
+            copy_file_as_is(root / name, stage / name)
     for folder in SITE_FOLDERS:
         if (root / folder).is_dir():
-            shutil.copytree(root / folder, stage / folder, dirs_exist_ok=True)
+            copy_tree(root / folder, stage / folder)
     # Pictures and other files the chapters link to (not sources: those become notebooks).
     for path in (root / "book").rglob("*"):
         rel = path.relative_to(root / "book")
@@ -115,8 +123,8 @@ def stage_site(
                 part in ("__pycache__", ".ipynb_checkpoints") for part in rel.parts
             )
         ):
-            (stage / "book" / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, stage / "book" / rel)
+            ensure_folder((stage / "book" / rel).parent)
+            copy_file_as_is(path, stage / "book" / rel)
 
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     present = set()
@@ -124,8 +132,8 @@ def stage_site(
         rel = Path(entry)
         page = root / rel.with_suffix(".md")
         if page.is_file():  # a plain page (references): copied as it is
-            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(page, stage / rel.with_suffix(".md"))
+            ensure_folder((stage / rel).parent)
+            copy_file_as_is(page, stage / rel.with_suffix(".md"))
             present.add(entry)
             continue
         executed = stage / rel.with_suffix(".ipynb")
@@ -218,16 +226,16 @@ def stage_committed_runs(
         if other == profile:
             continue
         folder = stage / other
-        shutil.rmtree(folder, ignore_errors=True)  # an earlier build's copies
+        remove_folder(folder)  # an earlier build's copies
         pages = committed.notebooks(other, results_dir)
         if not pages:
             continue
         record = committed.read_run(other, results_dir)
-        folder.mkdir(parents=True)
+        new_folder(folder)
         for notebook in pages:
             chapter = notebook.stem
             page = folder / notebook.name
-            shutil.copy2(notebook, page)
+            copy_file_as_is(notebook, page)
             note = committed.page_note(other, chapter, record, profile)
             finish_page(page, f"book/{chapter}.ipynb", settings, note=note)
             source = book_root(root) / "book" / f"{chapter}.py"
@@ -412,7 +420,7 @@ def _list_site_files(site: Path) -> None:
         for p in site.rglob("*")
         if p.is_file() or p.is_symlink()
     )
-    (site / SITE_LISTING).write_text("".join(f"{f}\n" for f in files), encoding="utf-8")
+    atomic_write_text(site / SITE_LISTING, "".join(f"{f}\n" for f in files))
 
 
 @dataclass
@@ -475,8 +483,7 @@ def build_site(
     except _BuildFailed:
         pass
     output = proc.stdout + proc.stderr
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.write_text(output)
+    atomic_write_text(log_path, output)
     warnings = [
         line for line in output.splitlines() if "WARNING" in line or "ERROR" in line
     ]

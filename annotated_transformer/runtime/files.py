@@ -32,7 +32,7 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 # A site Sphinx built holds this file; a folder without it is not replaced as a site.
 SITE_MARKER = ".buildinfo"
@@ -544,6 +544,95 @@ def remove_folder(folder: str | os.PathLike) -> None:
     """Delete `folder` and all it holds, as far as it can (a missing one is fine): only for a
     scratch folder a demonstration owns whole and starts afresh."""
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_folder(folder: str | os.PathLike) -> Path:
+    """Make the fresh folder `folder` and its parents, refusing (FileExistsError) one that is
+    there: for a staging folder, which must not mix with an earlier one's files."""
+    folder = Path(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def rename(source: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """Move the file or folder `source` to `target` in one step (os.replace, on one file system:
+    a file or an empty folder at `target` is replaced): for a run folder set aside and brought
+    back, and for a name changed inside a staging folder, where the move must be atomic."""
+    os.replace(source, target)
+    return Path(target)
+
+
+def copy_file_as_is(source: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """`copy_file` that also gives `path` the permission bits and times of `source`, as
+    shutil.copy2 does: for a site's sources and assets, which Sphinx rebuilds by their times."""
+    copy_file(source, path)
+    shutil.copystat(source, path)
+    return Path(path)
+
+
+def copy_tree(
+    source: str | os.PathLike,
+    folder: str | os.PathLike,
+    *,
+    symlinks: bool = False,
+    ignore: Callable[[str, list[str]], Iterable[str]] | None = None,
+    fresh_times: bool = False,
+) -> Path:
+    """Copy the folder `source` into `folder`, merged with what is there (shutil.copytree;
+    `fresh_times`: the files get new times and default permissions): only into a folder the
+    command stages (a chapter's results, a site's sources, a `staged_tree`), which its own step
+    publishes, so no reader sees a half copy."""
+    shutil.copytree(
+        source,
+        folder,
+        symlinks=symlinks,
+        ignore=ignore,
+        copy_function=shutil.copyfile if fresh_times else shutil.copy2,
+        dirs_exist_ok=True,
+    )
+    return Path(folder)
+
+
+@contextlib.contextmanager
+def staged_path(path: str | os.PathLike) -> Iterator[Path]:
+    """The name of a temporary sibling of `path`, for a library that writes only by name (altair's
+    `save`): when the block ends without an error it is moved into place as `atomic_write` moves
+    its file (the permissions of the file it replaces kept, a link written through); an error
+    leaves the previous version and no temporary file. An output `written_through` is yielded
+    itself, for the library to open and write."""
+    given = Path(path)
+    if written_through(given):
+        yield given
+        return
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    with _naming(given):
+        fd, tmp_name = tempfile.mkstemp(
+            dir=target.parent,
+            prefix=staging_prefix(target.parent, target.name),
+            suffix=".part",
+        )
+    os.close(fd)
+    try:
+        try:
+            yield Path(tmp_name)
+            with open(tmp_name, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.chmod(tmp_name, mode)  # mkstemp made it 0600
+            _before_publish(Path(tmp_name), target)
+        except Exception as error:
+            full = disk_full_error(given, error)
+            if full is None:
+                raise
+            raise full from error
+        with _naming(given):
+            os.replace(tmp_name, target)
+    finally:
+        Path(tmp_name).unlink(missing_ok=True)
 
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # annotated_transformer/

@@ -19,12 +19,20 @@ import hashlib
 import html
 import io
 import os
-import shutil
 import tarfile
 import urllib.request
 from pathlib import Path
 
-from ..runtime.files import PACKAGE_DIR, clone_root, staged_tree
+from ..runtime.files import (
+    PACKAGE_DIR,
+    atomic_write_bytes,
+    atomic_write_text,
+    clone_root,
+    copy_file_as_is,
+    copy_tree,
+    ensure_folder,
+    staged_tree,
+)
 from ..runtime.ownership import BESIDE
 from ..runtime.records import RecordError, read_record
 
@@ -103,18 +111,17 @@ def onnxruntime_web_files(download: bool = True) -> Path:
             f"{ORT_WEB_URL} does not match the pinned sha512 ({ORT_WEB_INTEGRITY[:24]}...): "
             "refusing to use it"
         )
-    folder.mkdir(parents=True, exist_ok=True)
+    ensure_folder(folder)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
         for name in ORT_WEB_FILES:
             member = archive.extractfile(f"package/dist/{name}")
             if member is None:
                 raise OSError(f"{ORT_WEB_URL} has no dist/{name}")
-            tmp = folder / f".{name}.tmp"
-            tmp.write_bytes(member.read())
-            tmp.replace(folder / name)
-    (folder / "VERSION").write_text(
+            atomic_write_bytes(folder / name, member.read())
+    atomic_write_text(
+        folder / "VERSION",
         f"onnxruntime-web {ORT_WEB_VERSION} (MIT license), from {ORT_WEB_URL}\n"
-        f"{ORT_WEB_INTEGRITY}\n"
+        f"{ORT_WEB_INTEGRITY}\n",
     )
     return folder
 
@@ -132,21 +139,21 @@ def stage_live_assets(
     if model_dir is not None:
         read_record(Path(model_dir) / "model.json", "onnx_model")
     static, live = Path(static_dir), Path(live_dir)
-    static.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(_repo_root() / "_static" / SCRIPT_NAME, static / SCRIPT_NAME)
+    ensure_folder(static)
+    copy_file_as_is(_repo_root() / "_static" / SCRIPT_NAME, static / SCRIPT_NAME)
     runtime = live / SITE_RUNTIME
-    runtime.mkdir(parents=True, exist_ok=True)
+    ensure_folder(runtime)
     source = onnxruntime_web_files(download=download)
     for name in (*ORT_WEB_FILES, "VERSION"):
         if (source / name).is_file():
-            shutil.copy2(source / name, runtime / name)
+            copy_file_as_is(source / name, runtime / name)
     sizes = {
         "script": (static / SCRIPT_NAME).stat().st_size,
         "onnxruntime-web": sum((runtime / n).stat().st_size for n in ORT_WEB_FILES),
     }
     if model_dir is not None:
         target = live / SITE_MODEL
-        shutil.copytree(model_dir, target, dirs_exist_ok=True)
+        copy_tree(model_dir, target)
         for path in target.iterdir():
             path.chmod(
                 0o644
@@ -202,7 +209,7 @@ def publish_choice(chosen: str | os.PathLike, exports: str | os.PathLike) -> Pat
     export (a run that failed before choosing) makes it stale, and the site then serves that."""
     target = Path(exports) / LIVE_EXPORT
     with staged_tree(target) as stage:
-        shutil.copytree(chosen, stage, dirs_exist_ok=True, copy_function=shutil.copyfile)
+        copy_tree(chosen, stage, fresh_times=True)
     return target
 
 

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..model.transformer import Transformer, recording_attention
-from ..runtime.files import atomic_write_text, staged_files
+from ..runtime.files import atomic_write_text, remove_file, rename, staged_files
 from ..runtime.records import read_record, record_text
 from ..training.checkpoint import model_from_checkpoint
 
@@ -181,9 +181,9 @@ def _export_into(
         try:
             for path in (written["encoder"], written["decoder"]):
                 float_path = path.with_suffix(".float32.onnx")
-                path.replace(float_path)
+                rename(path, float_path)
                 quantize_dynamic(str(float_path), str(path), weight_type=QuantType.QInt8)
-                float_path.unlink()
+                remove_file(float_path)
         finally:
             logging.disable(logging.NOTSET)
     written["tokenizer"] = atomic_write_text(

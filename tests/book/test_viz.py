@@ -496,3 +496,20 @@ def test_axes_that_end_at_the_data_leave_room_for_the_outermost_points():
     lines = extrapolation["spec"]["layer"][0]["encoding"]
     assert lines["y"]["scale"]["domain"] == [0, 1]
     assert lines["x"]["scale"]["padding"] == lines["y"]["scale"]["padding"] > 0
+
+
+def test_an_export_that_fails_mid_way_keeps_the_previous_figure(tmp_path, monkeypatch):
+    df = pd.DataFrame({"x": range(5), "y": range(5), "curve": "line"})
+    chart = viz.line_chart(df, "x", "y", "curve")
+    (tmp_path / "fig.svg").write_text("<svg>previous</svg>")
+
+    def crash(self, fp, **options):
+        with open(fp, "w") as handle:
+            handle.write("<svg>half")
+        raise RuntimeError("renderer crashed")
+
+    monkeypatch.setattr(type(chart), "save", crash)
+    with pytest.raises(RuntimeError, match="renderer crashed"):
+        viz.export(chart, tmp_path / "fig", formats=("svg",))
+    assert (tmp_path / "fig.svg").read_text() == "<svg>previous</svg>"
+    assert [p.name for p in tmp_path.iterdir()] == ["fig.svg"]

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import altair as alt
 import pandas as pd
 
+from ...runtime.files import ensure_folder, staged_path
 from ...runtime.progress import on_a_page
 
 CHART_CLASS = "at-vega-chart"
@@ -92,21 +93,22 @@ def export(
         {format: path written}.
     """
     stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    ensure_folder(stem.parent)
     written: dict[str, Path] = {}
     with alt.data_transformers.disable_max_rows():
         for fmt in formats:
             path = stem.with_name(f"{stem.name}.{fmt}")
-            if fmt == "html":
-                chart.save(path, format="html", inline=True)
-            elif fmt == "svg":
-                chart.save(path, format="svg")
-            elif fmt == "png":
-                chart.save(path, format="png", scale_factor=scale)
-            else:
+            if fmt not in EXPORT_FORMATS:
                 raise ValueError(
                     f"unknown export format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}"
                 )
+            with staged_path(path) as staged:
+                if fmt == "html":
+                    chart.save(staged, format="html", inline=True)
+                elif fmt == "svg":
+                    chart.save(staged, format="svg")
+                else:
+                    chart.save(staged, format="png", scale_factor=scale)
             written[fmt] = path
     return written
 
