@@ -105,14 +105,8 @@ def test_the_scan_lets_writing_and_strings_be():
 # ------------------------------------------------------------------------------------------ writing
 # The modules allowed to write, move or delete files themselves, and why: the one list. Every
 # other module writes through runtime/files.py (staged atomic writes, moves, removals, folders).
-BEING_MOVED = "being moved"
 FILE_WRITERS_ALLOWED = {
     "runtime/files.py": "the writer itself (atomic_write and the moves, removals and folders)",
-    "book/runner.py": BEING_MOVED,
-    "book/site.py": BEING_MOVED,
-    "book/viz/display.py": BEING_MOVED,
-    "web/live_page.py": BEING_MOVED,
-    "web/onnx_export.py": BEING_MOVED,
 }
 # What changes files: Path methods, and the os, shutil and torch functions, by name.
 PATH_MUTATORS = {
@@ -198,8 +192,6 @@ def check_writes(name: str, source: str) -> None:
     """Fail when the module `name` (relative to the package) changes files itself without being
     allowed to, or is allowed to but no longer does."""
     found = file_mutations(source)
-    if FILE_WRITERS_ALLOWED.get(name) == BEING_MOVED:
-        return  # moving to the writer now: it may or may not be done
     if name in FILE_WRITERS_ALLOWED:
         assert found, (
             f"{name} no longer changes files itself: remove it from FILE_WRITERS_ALLOWED here"
@@ -219,13 +211,10 @@ def test_only_the_writer_changes_files(path):
 
 
 def test_the_allowed_writers_exist_and_are_few():
-    settled = {n for n, why in FILE_WRITERS_ALLOWED.items() if why != BEING_MOVED}
-    assert len(settled) <= 5, sorted(settled)
+    assert len(FILE_WRITERS_ALLOWED) <= 5, sorted(FILE_WRITERS_ALLOWED)
     for name, why in FILE_WRITERS_ALLOWED.items():
         assert (PACKAGE / name).is_file(), f"{name} is allowed but no longer exists"
         assert why.strip(), f"{name} is allowed without a reason"
-        if why == BEING_MOVED:
-            assert name.split("/")[0] in {"book", "web"}, name
 
 
 @pytest.mark.parametrize(
