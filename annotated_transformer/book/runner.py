@@ -17,7 +17,10 @@ interrupted chapter leaves the previous good notebook and results in place, keep
 notebook in `<output-dir>/failed/<profile>/` for reading, and is recorded as failed (with the
 published run it left in place). Two runs on the same output or results refuse each other (a lock,
 as run folders have), every output folder is checked before the first chapter, and `--param`
-cannot change the profile a run is filed under.
+cannot change the profile a run is filed under. The output folder is the book's whole: a new or
+empty one, or one the book filled (marked `.made-by`), and inside no folder another command made
+(a run folder, a Table 3 or parser run), as the results root is not either; a folder of a
+reader's (a Sphinx project, a `_build/` or `html/` site of their own) is refused, untouched.
 
 The book's run folder (the model chapter 04 trains, which chapters 05 and 08 read) is owned by
 the profile's book run and written only by its chapter 04 on success. It is `runs/book-<profile>`
@@ -63,7 +66,6 @@ from ..profiles import get_profile
 from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import (
-    SITE_MARKER,
     atomic_write_text,
     check_replaceable_tree,
     copy_tree,
@@ -77,6 +79,12 @@ from ..runtime.files import (
     rename,
 )
 from ..runtime.locks import folder_lock
+from ..runtime.ownership import (
+    CLAIM_MARKER,
+    check_output,
+    check_own_folder,
+    mark_made_by,
+)
 from ..training.run_folder import ASIDE_DIR
 from ..training.run_folder import LOCK_NAME as RUN_LOCK_NAME
 from ..web import live_page
@@ -95,7 +103,13 @@ from .chapters import (
     select_chapters,
 )
 from .parameters import check_chapter_parameters
-from .site import SiteBuild, build_site, check_reader_files, stage_site
+from .site import (
+    SITE_LISTING,
+    SiteBuild,
+    build_site,
+    check_reader_files,
+    stage_site,
+)
 
 # Chapters that summarise the others' results run last, so their tables show this run.
 SUMMARY_CHAPTERS = ("00_introduction",)
@@ -680,6 +694,7 @@ def run_book(
     _check_outputs(
         profile, selected, output_dir, results_dir, executed_dir, html_dir, build
     )
+    mark_made_by(output_dir, "book")
     resolved_device = resolve_device(device)
     expected, expected_from = expected_times(
         profile, results_dir, results.committed_root()
@@ -791,12 +806,11 @@ def _check_outputs(
     """Every output checked before the first chapter, each failure one line: writable, not an
     input, not someone else's folder that the site build would replace; and every record of the
     profile (the book's record, the results the chapters read) against its schema, so that a
-    broken one is named at its own path, not in a chapter's staged copy of it after it ran."""
-    check_writable_folder(output_dir, "the book's output folder (--output-dir)")
-    check_writable_folder(
-        results_dir / profile, "the book's results folder (--results-dir)"
-    )
-    results.list_results(profile, results_dir)
+    broken one is named at its own path, not in a chapter's staged copy of it after it ran.
+
+    The output folder is the book's whole (its notebooks, site, staging, kernel and run folder),
+    so it is claimed as `train --out` is: new, empty or the book's, and inside no folder that a
+    command made; the results root lies inside no other command's folder either."""
     check_outputs(
         [],
         [("the chapter source", c) for c in selected],
@@ -806,8 +820,48 @@ def _check_outputs(
         ],
     )
     if build:
-        check_replaceable_tree(html_dir, SITE_MARKER)
+        check_replaceable_tree(html_dir, SITE_LISTING)
         check_reader_files(html_dir)
+    check_own_folder(
+        "--output-dir",
+        output_dir,
+        command="book",
+        made=_made_by_the_book,
+        mark=CLAIM_MARKER,
+    )
+    check_output("--results-dir", results_dir, command="book", folder=True, maker="book")
+    check_writable_folder(output_dir, "the book's output folder (--output-dir)")
+    check_writable_folder(
+        results_dir / profile, "the book's results folder (--results-dir)"
+    )
+    results.list_results(profile, results_dir)
+
+
+# What the book writes in its output folder (`run_book`, `build_site`, `staged_tree`'s siblings).
+OUTPUT_ENTRIES = {
+    "executed",
+    "html",
+    "failed",
+    "jupyter",
+    "runs",
+    ".staging",
+    ".doctrees",
+    "sphinx-build.log",
+    LOCK_NAME,
+}
+
+
+def _made_by_the_book(entry: Path) -> bool:
+    """Whether `entry`, in an output folder the book filled before it marked its folders, is the
+    book's: one of its names (a site only with the listing its build writes), or the staging of
+    one. A reader's own Sphinx build (conf.py, a `_build/` or an `html/` of theirs) is not."""
+    if entry.is_symlink():
+        return False
+    if entry.name == "html":
+        return (entry / SITE_LISTING).is_file()
+    if entry.name.endswith((".part", ".old")):
+        return any(entry.name.startswith(f".{name}.") for name in OUTPUT_ENTRIES)
+    return entry.name in OUTPUT_ENTRIES
 
 
 def build_book_site(

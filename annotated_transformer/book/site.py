@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..runtime.files import (
-    SITE_MARKER,
     atomic_write_text,
     copy_file_as_is,
     copy_tree,
@@ -454,8 +453,9 @@ def build_site(
     next to the site (`<html_dir>/../sphinx-build.log`). The site is built in a staging sibling
     and replaces `html_dir` whole (no pages left over from chapters that are gone) only when the
     build succeeded: a failed or interrupted build leaves the previous site. A folder there that
-    is not a site this function built (no Sphinx `.buildinfo`) is refused, not replaced, and so
-    is a site holding files its build did not write (`SITE_LISTING` lists those it did).
+    is not a site this function built (no `SITE_LISTING`: a Sphinx site of a reader's own has a
+    `.buildinfo` too) is refused, not replaced, and so is a site holding files its build did not
+    write (`SITE_LISTING` lists those it did).
     """
     stage_dir, html_dir = Path(stage_dir), Path(html_dir)
     check_reader_files(html_dir)
@@ -463,7 +463,7 @@ def build_site(
     log_path = html_dir.parent / "sphinx-build.log"
     start = time.perf_counter()
     try:
-        with staged_tree(html_dir, marker=SITE_MARKER) as staging:
+        with staged_tree(html_dir, marker=SITE_LISTING) as staging:
             proc = subprocess.run(
                 [
                     sys.executable,

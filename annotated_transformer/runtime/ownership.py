@@ -23,7 +23,8 @@ is by name: a file that the book's record says a chapter wrote, and the record i
 book's.
 
 `check_own_folder` is the claim of a folder that a command makes and fills (`train --out`,
-`export-onnx --out`, `average --run`'s run, `table3 --out`, `parser-curve --out`), also one rule,
+`export-onnx --out`, `average --run`'s run, `table3 --out`, `parser-curve --out`, `book
+--output-dir`), also one rule,
 checked before anything is moved, deleted or trained: no folder above it may be owned by anyone
 (a run folder inside a run folder, or inside a Table 3 run's job, is refused naming the owner),
 the folder itself is new, empty or the command's own, and a folder holding files the command did
@@ -39,7 +40,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .files import SITE_MARKER, atomic_write_text, clone_root
 from .records import read_json, read_record
@@ -208,6 +209,7 @@ def check_output(
     mine: Iterable[str | os.PathLike] = (),
     folder: bool = False,
     publish: bool = False,
+    maker: str | None = None,
 ) -> None:
     """Refuse, in one line, an output that belongs to another command's folder.
 
@@ -215,7 +217,8 @@ def check_output(
     command: the command writing it; mine: outputs the command documents as its own inside a
     folder it did not make; folder: the output is a folder the command fills (it may not be an
     owned folder either); publish: `--publish` into the book's results folder, where only the
-    names the book's chapters wrote are the book's.
+    names the book's chapters wrote are the book's; maker: an owner that the output may lie in
+    (the command's own folders: `book --results-dir` inside its --output-dir).
     """
     if path is None:
         return
@@ -237,7 +240,7 @@ def check_output(
             )
         return
     owner = owner_of(path, itself=folder)
-    if owner is None:
+    if owner is None or owner.maker == maker:
         return
     raise _refusal(flag, path, owner, command=command, folder=folder)
 
@@ -290,19 +293,26 @@ def check_own_folder(
     command: str,
     maker: str | None = None,
     fix: str | None = None,
+    made: Callable[[Path], bool] | None = None,
+    mark: str | None = None,
 ) -> None:
     """The claim of a folder that a command makes and fills: refuse it, in one line and before
     anything in it is moved or deleted, where a folder above it is owned by anyone, where it is
     another command's, or where it holds files the command did not make; a new or empty folder,
     or one that `maker` (default: `command`) made, passes. `average --run` claims a folder that
     `train` made (maker="train"). `fix`: what the refusal of an owned folder says to do instead
-    (default: name a folder outside it)."""
+    (default: name a folder outside it). `made`: which entries of an unmarked folder are the
+    command's own, for folders it filled before it marked them (`book`'s output folder). `mark`:
+    the one file that marks the folder as the maker's, where it makes folders of other kinds too
+    (`book --output-dir` is its claim, `CLAIM_MARKER`: a Sphinx site's `.buildinfo` is not)."""
     maker = maker or command
     path = Path(path)
     above = owner_above(path)
     if above is not None:
         raise _refusal(flag, path, above, command=command, folder=True, fix=fix)
     owner = owner_of_folder(_real(path))
+    if owner is not None and owner.maker == maker and mark not in (None, owner.evidence):
+        owner = None  # the maker's folder of another kind: its files are not this claim's
     if owner is not None:
         if owner.maker == maker:
             return
@@ -310,7 +320,11 @@ def check_own_folder(
     real = _real(path)
     if not real.is_dir():
         return  # new (or a file, which the command names as such)
-    theirs = sorted(entry.name for entry in real.iterdir() if not _empty_lock(entry))
+    theirs = sorted(
+        entry.name
+        for entry in real.iterdir()
+        if not _empty_lock(entry) and not (made is not None and made(entry))
+    )
     if theirs:
         shown_names = ", ".join(theirs[:3]) + (", ..." if len(theirs) > 3 else "")
         raise OwnedFolderError(
