@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -23,7 +22,7 @@ from .evaluation import scoring
 from .model.config import TransformerConfig
 from .model.decoding import DecodeSettings
 from .runtime.devices import resolve_device
-from .runtime.files import atomic_write_bytes
+from .runtime.files import atomic_write_bytes, scratch_folder
 from .training import derived
 from .training.checkpoint import RESUME_NAME, load_checkpoint, model_from_checkpoint
 from .training.run_folder import AVERAGED_NAME
@@ -241,7 +240,7 @@ class AttentionChart:
         if not path.parent.is_dir():
             raise FileNotFoundError(f"{path}: the folder {path.parent} does not exist")
         # Drawn in a scratch folder, then moved into place whole under the name given.
-        with tempfile.TemporaryDirectory() as scratch:
+        with scratch_folder("at-chart-") as scratch:
             written = export(self.chart, Path(scratch) / "chart", [fmt], scale=scale)[fmt]
             atomic_write_bytes(path, written.read_bytes())
         return path

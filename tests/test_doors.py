@@ -108,7 +108,7 @@ def test_the_scan_lets_writing_and_strings_be():
 FILE_WRITERS_ALLOWED = {
     "runtime/files.py": "the writer itself (atomic_write and the moves, removals and folders)",
 }
-# What changes files: Path methods, and the os, shutil and torch functions, by name.
+# What changes files: Path methods, and the os, shutil, tempfile and torch functions, by name.
 PATH_MUTATORS = {
     "write_text",
     "write_bytes",
@@ -118,6 +118,8 @@ PATH_MUTATORS = {
     "symlink_to",
     "hardlink_to",
     "touch",
+    "chmod",
+    "extractall",
 }
 # Path.rename/replace take one path; pandas' rename and dataclasses' replace take keywords, and
 # str.replace two strings: one positional argument and no keyword is a file being moved.
@@ -125,7 +127,10 @@ PATH_MOVERS = {"rename", "replace"}
 MODULE_MUTATORS = {
     "os": {
         "replace", "rename", "renames", "remove", "unlink", "rmdir", "removedirs",
-        "makedirs", "mkdir", "symlink", "link", "truncate",
+        "makedirs", "mkdir", "symlink", "link", "truncate", "chmod",
+    },
+    "tempfile": {
+        "TemporaryDirectory", "TemporaryFile", "NamedTemporaryFile", "mkstemp", "mkdtemp",
     },
     "shutil": {"move", "rmtree", "copy", "copy2", "copytree", "copyfile", "copyfileobj"},
     "torch": {"save"},
@@ -242,6 +247,10 @@ def test_the_allowed_writers_exist_and_are_few():
         "open(path, 'r+b')\n",
         "with path.open('x') as handle:\n    pass\n",
         "path.open(mode='w')\n",
+        "path.chmod(0o644)\n",
+        "tar.extractall(folder)\n",
+        "import tempfile\nwith tempfile.TemporaryDirectory() as scratch:\n    pass\n",
+        "from tempfile import mkstemp\nmkstemp()\n",
     ],
 )
 def test_the_writer_scan_sees_each_way_of_writing(source):

@@ -43,7 +43,6 @@ import os
 import re
 import stat
 import tarfile
-import tempfile
 import zlib
 from collections import Counter
 from contextlib import ExitStack
@@ -52,7 +51,12 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from ..evaluation import results
-from ..runtime.files import atomic_write_text, publication
+from ..runtime.files import (
+    atomic_write_text,
+    publication,
+    scratch_folder,
+    unpack_tarball,
+)
 from ..runtime.records import json_text, read_json, read_record, record_text
 from .chapters import (
     Log,
@@ -329,12 +333,9 @@ def _checked_run(
             raise refuse(f"{name!r} is {why}")
     base = source
     if tar is not None:
-        base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="book-run-")))
+        base = stack.enter_context(scratch_folder("book-run-"))
         try:
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(base, filter="data")
-            else:  # a Python before 3.10.12 / 3.11.4: its members are checked above
-                tar.extractall(base)
+            unpack_tarball(tar, base)
         except (tarfile.TarError, EOFError, zlib.error) as error:
             member = getattr(error, "tarinfo", None)  # refused by the filter
             if member is not None:
@@ -683,9 +684,7 @@ def import_run(
         clone = _machine_root(entries)
         prov = spell.get("provenance") or {}
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        scratch = Path(
-            stack.enter_context(tempfile.TemporaryDirectory(prefix="book-import-"))
-        )
+        scratch = stack.enter_context(scratch_folder("book-import-"))
         with publication() as together:
 
             def stage(destination: Path, staged: Path) -> None:

@@ -54,7 +54,6 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -67,6 +66,7 @@ from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import (
     atomic_write_text,
+    check_can_write,
     check_replaceable_tree,
     copy_tree,
     ensure_folder,
@@ -452,9 +452,7 @@ def check_writable_folder(folder: Path, what: str) -> None:
     """Create `folder` if needed and write a file in it, so a folder that cannot take the
     outputs is named before the first chapter runs, not after it."""
     try:
-        ensure_folder(folder)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
+        check_can_write(folder)
     except OSError as error:
         raise OSError(
             error.errno,

@@ -4,7 +4,6 @@ exported offline as HTML (Vega inlined), SVG or PNG."""
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 from .. import pipeline
@@ -19,7 +18,7 @@ from ..experiments.attention.figures import (
     sentence_attention,
 )
 from ..runtime.collisions import check_outputs
-from ..runtime.files import atomic_write_bytes
+from ..runtime.files import atomic_write_bytes, scratch_folder
 from ..runtime.ownership import check_output
 from ..training.checkpoint import model_from_checkpoint
 from .arguments import positive_int
@@ -123,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         kind=args.kind,
     )
     # Drawn in a scratch folder, then staged into place under the name the user gave.
-    with tempfile.TemporaryDirectory() as scratch:
+    with scratch_folder("at-attention-") as scratch:
         written = export(chart, Path(scratch) / "figure", formats=[fmt])[fmt]
         atomic_write_bytes(out, written.read_bytes())
     print(f"wrote {out} ({out.stat().st_size:,} bytes) from {source}")

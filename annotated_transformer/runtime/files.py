@@ -447,6 +447,41 @@ def remove_empty_folder(folder: str | os.PathLike) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def scratch_folder(prefix: str = "at-") -> Iterator[Path]:
+    """A private temporary folder for work whose files are not outputs; it goes, with all it
+    holds, when the block ends."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        yield Path(folder)
+
+
+def check_can_write(folder: str | os.PathLike) -> None:
+    """Make `folder` if needed and create (and drop) a nameless file in it: OSError when the
+    folder cannot take outputs, found before any long work."""
+    ensure_folder(folder)
+    with tempfile.TemporaryFile(dir=folder):
+        pass
+
+
+def unpack_tarball(tar, folder: str | os.PathLike) -> None:
+    """Unpack the open tarball `tar` into `folder` (a scratch folder) with tarfile's `data`
+    filter where Python has it: no member lands outside, no link or device is made."""
+    import tarfile
+
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(folder, filter="data")
+    else:  # a Python before 3.10.12 / 3.11.4: the caller checks the members first
+        tar.extractall(folder)
+
+
+def make_world_readable(folder: str | os.PathLike) -> None:
+    """Give every file directly in `folder` mode 0644: an ONNX export writes private files,
+    and the web server of a site must read them."""
+    for path in Path(folder).iterdir():
+        if path.is_file():
+            path.chmod(0o644)
+
+
 def point_link(link: str | os.PathLike, target: str | os.PathLike) -> bool:
     """Make `link` a symbolic link to `target`, replacing an older link there; a file or folder
     standing at `link` is left as it is. True when `link` now points at `target`."""

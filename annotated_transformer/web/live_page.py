@@ -31,6 +31,7 @@ from ..runtime.files import (
     copy_file_as_is,
     copy_tree,
     ensure_folder,
+    make_world_readable,
     staged_tree,
 )
 from ..runtime.ownership import BESIDE
@@ -154,10 +155,7 @@ def stage_live_assets(
     if model_dir is not None:
         target = live / SITE_MODEL
         copy_tree(model_dir, target)
-        for path in target.iterdir():
-            path.chmod(
-                0o644
-            )  # the export writes private files; a web server must read them
+        make_world_readable(target)
         sizes["model"] = sum(p.stat().st_size for p in target.iterdir())
     return sizes
 

@@ -33,7 +33,7 @@ from nltk import Tree
 from ...data.batching import TokenBatcher, collate_pairs
 from ...model.config import TransformerConfig, preset
 from ...runtime import attention_kernels
-from ...runtime.files import save_torch
+from ...runtime.files import save_torch, scratch_folder
 from ...runtime.records import read_lines
 from ...training.checkpoint import average_checkpoints, list_snapshots, load_checkpoint
 from ...training.run_folder import METRICS_NAME
@@ -393,7 +393,6 @@ def chapter_runs(
 ) -> ChapterRuns:
     """Train `recipe` (tags in the word slots) on each share and its XX twin on all the files
     (`learning_curves`), in a temporary folder, with a progress bar of runs."""
-    import tempfile
 
     from ...runtime.progress import progress_bar
 
@@ -405,7 +404,7 @@ def chapter_runs(
     xx_recipe = dataclasses.replace(recipe, tags=False)
     runs, states, variant = {}, {}, None
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as out_dir:
+    with scratch_folder("at-parser-") as out_dir:
         bar = progress_bar(
             total=len(shares) + 1,
             desc="parser runs",

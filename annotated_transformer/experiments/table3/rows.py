@@ -18,7 +18,6 @@ perplexity through training (the curve), the final perplexity, BLEU and paramete
 from __future__ import annotations
 
 import math
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from ...evaluation.scoring import sacrebleu_score, translate
 from ...model.config import TABLE3_ALL_ROWS, TransformerConfig, preset
 from ...model.transformer import count_parameters
 from ...profiles import Profile
+from ...runtime.files import scratch_folder
 from ...runtime.precision import resolve_precision
 from ...training.fit import fit
 from ...training.settings import TrainSettings
@@ -251,7 +251,7 @@ def train_row(
         if len(curve) < len(marks) and trainer.epochs_done() >= marks[len(curve)] - 1e-9:
             record(trainer, trainer.validate())
 
-    with tempfile.TemporaryDirectory(prefix=f"table3-{row}-") as out_dir:
+    with scratch_folder(f"table3-{row}-") as out_dir:
         fitted = fit(
             config,
             data.tokenizer,

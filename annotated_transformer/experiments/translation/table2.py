@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from ...pipeline import run as run_pipeline
 from ...profiles import Profile, comparable_record
 from ...runtime import attention_kernels
 from ...runtime.devices import cpu_name
+from ...runtime.files import scratch_folder
 from ...runtime.records import read_json
 from ...training.checkpoint import average_last, list_snapshots
 from ...training.training_log import read_metrics
@@ -582,7 +582,7 @@ class RecipeCheck:
 def run_recipe_check(check: Profile, data_dir=None, device="auto") -> RecipeCheck:
     """Train `check` in a temporary folder, quietly (the trainer's own lines would be log lines
     on the page), and check that every loss is finite."""
-    with tempfile.TemporaryDirectory() as folder:
+    with scratch_folder("at-recipe-check-") as folder:
         started = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             summary = run_pipeline(
