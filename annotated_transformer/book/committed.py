@@ -5,9 +5,9 @@ site and the introduction read of it.
 The layout, `results/book_<profile>/` (`results/book_gpu/` for the `gpu` book):
 
     book_run.json            the runner's record (`runner._record_chapter`), merged chapter by
-                             chapter over the spells that ran them: each entry its status, wall
+                             chapter over the runs that ran them: each entry its status, wall
                              time, date, commit, device and the results files it wrote, and the
-                             notebook below; "imports" in its metrics lists the spells imported
+                             notebook below; "imports" in its metrics lists the runs imported
     notebooks/NN_name.ipynb  each chapter's executed notebook as papermill wrote it (the running
                              machine's clone path made repo-relative)
     <results files>          what the chapters wrote into `results/<profile>/` (attention.json,
@@ -18,7 +18,7 @@ The layout, `results/book_<profile>/` (`results/book_gpu/` for the `gpu` book):
 `scripts/gpu/run_chapters.sh` returns, a tarball (or the folder it unpacks to) holding
 `_build/executed/<profile>/book/NN_*.ipynb` and `results/<profile>/` with `book_run.json`. Each
 chapter the run's record says succeeded is taken whole (its notebook, the results files it wrote,
-its record entry), so chapters run in different spells accumulate; a chapter whose committed entry
+its record entry), so chapters run on different occasions accumulate; a chapter whose committed entry
 is newer than the run's is refused and stays as it is; nothing is ever deleted. `results/<profile>/`
 itself is left alone: it keeps the profile's other committed records (`results/gpu/` the recipe and
 sweep runs). One function, `_checked_run`, decides what a run may hold before anything is written:
@@ -341,9 +341,9 @@ def _checked_run(
             if member is not None:
                 raise refuse(f"{member.name!r} is refused ({error})") from None
             raise refuse(f"not a whole tarball ({error})") from None
-    spell = _read_spell(base, source, profile)
+    incoming = _read_incoming_run(base, source, profile)
     owned = _owned(committed)
-    for chapter, entry in spell["metrics"]["chapters"].items():
+    for chapter, entry in incoming["metrics"]["chapters"].items():
         if chapter not in book:
             raise refuse(
                 f"its record names a chapter {chapter!r} that is not one of the book's "
@@ -355,7 +355,7 @@ def _checked_run(
                 raise refuse(
                     f"{chapter}: its record names a results file {name!r}, {why}"
                 )
-    return base, spell
+    return base, incoming
 
 
 # ----------------------------------------------------------------------------------------------
@@ -518,7 +518,7 @@ def _with_commit(value, recorded: str | None, commit: str, note: str):
     return value
 
 
-def _read_spell(base: Path, source: Path, profile: str) -> dict:
+def _read_incoming_run(base: Path, source: Path, profile: str) -> dict:
     """The returned run's `book_run.json`, checked to be a book run of `profile`."""
     record_path = base / "results" / profile / "book_run.json"
     if not record_path.is_file():
@@ -527,17 +527,17 @@ def _read_spell(base: Path, source: Path, profile: str) -> dict:
             f"{profile!r} profile (its tarball holds _build/executed/<profile>/ and "
             "results/<profile>/)"
         )
-    spell = read_record(
+    incoming = read_record(
         record_path,
         "book_run",
         fix="give a tarball that `book` wrote (its results/<profile>/book_run.json)",
     )
-    if spell.get("profile") != profile or "metrics" not in spell:
+    if incoming.get("profile") != profile or "metrics" not in incoming:
         raise ValueError(
             f"{record_path.relative_to(base)} is a record of profile "
-            f"{spell.get('profile')!r}, not {profile!r}: pass --profile {spell.get('profile')}"
+            f"{incoming.get('profile')!r}, not {profile!r}: pass --profile {incoming.get('profile')}"
         )
-    return spell
+    return incoming
 
 
 def _verdict(
@@ -646,10 +646,10 @@ def import_run(
     report = ImportReport(target)
     committed = read_run(profile, results_dir)
     with ExitStack() as stack:
-        base, spell = _checked_run(source, profile, target, committed, stack)
+        base, incoming = _checked_run(source, profile, target, committed, stack)
         executed = base / "_build" / "executed" / profile / "book"
         returned = base / "results" / profile
-        entries = spell["metrics"].get("chapters") or {}
+        entries = incoming["metrics"].get("chapters") or {}
         kept = dict((committed or {}).get("metrics", {}).get("chapters", {}))
 
         chosen = []
@@ -682,7 +682,7 @@ def import_run(
                         "does not hold; nothing imported"
                     )
         clone = _machine_root(entries)
-        prov = spell.get("provenance") or {}
+        prov = incoming.get("provenance") or {}
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         scratch = stack.enter_context(scratch_folder("book-import-"))
         with publication() as together:
@@ -713,7 +713,7 @@ def import_run(
                         )
                     stage(target / name, staged)
                 entry = corrected(dict(entries[chapter]), entries[chapter])
-                kind, name = entry_device(entry, spell)
+                kind, name = entry_device(entry, incoming)
                 entry.update(
                     notebook=dest,
                     device=kind,
@@ -725,8 +725,8 @@ def import_run(
                 kept[chapter] = entry
                 report.imported.append(chapter)
             if chosen:
-                spell = corrected(spell, spell.get("provenance") or {})
-                record = _merged(committed, spell, kept, chosen, source.name, now)
+                incoming = corrected(incoming, incoming.get("provenance") or {})
+                record = _merged(committed, incoming, kept, chosen, source.name, now)
                 text = record_text(record, "book_run", target / "book_run.json") + "\n"
                 stage(
                     target / "book_run.json",
@@ -738,19 +738,19 @@ def import_run(
 
 def _merged(
     committed: dict | None,
-    spell: dict,
+    incoming: dict,
     chapters: dict,
     chosen: list[str],
     source_name: str,
     now: str,
 ) -> dict:
     """The committed record with this run's chapters in it: the runner's format, its provenance
-    that of the newest spell, "wall_time_s" the sum of its good chapters' times, and "imports"
-    listing each spell taken."""
+    that of the newest incoming, "wall_time_s" the sum of its good chapters' times, and "imports"
+    listing each incoming taken."""
     old = committed or {}
     metrics = dict(old.get("metrics") or {})
     chapters = dict(sorted(chapters.items()))
-    prov_old, prov_new = old.get("provenance") or {}, spell.get("provenance") or {}
+    prov_old, prov_new = old.get("provenance") or {}, incoming.get("provenance") or {}
     newer = _date(prov_new.get("date")) >= _date(prov_old.get("date"))
     metrics.update(
         chapters=chapters,
@@ -766,11 +766,11 @@ def _merged(
         ],
     )
     if newer or "profile" not in metrics:
-        metrics["profile"] = spell["metrics"].get("profile")
+        metrics["profile"] = incoming["metrics"].get("profile")
     return {
-        "schema": spell.get("schema", results.SCHEMA_VERSION),
+        "schema": incoming.get("schema", results.SCHEMA_VERSION),
         "name": RECORD,
-        "profile": spell["profile"],
+        "profile": incoming["profile"],
         "metrics": metrics,
         "config": None,
         "wall_time_s": round(

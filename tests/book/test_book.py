@@ -362,16 +362,18 @@ def test_site_shows_a_committed_gpu_run_as_a_part_of_its_own(smoke_book, tmp_pat
     the run's note, a part in the toc, the launch buttons on the chapter, the book's pages as
     they were."""
     from annotated_transformer.book import committed
-    from tests.book.test_committed_runs import H100, make_spell
+    from tests.book.test_committed_runs import H100, make_incoming_run
 
     chapters_run, _, out, _ = smoke_book
-    spell = make_spell(tmp_path / "spell", {"01_attention": {"wall": 42.0}})
+    incoming = make_incoming_run(tmp_path / "incoming", {"01_attention": {"wall": 42.0}})
     executed = nbformat.read(str(chapters_run["01_attention"].notebook), as_version=4)
     executed.metadata["annotated_transformer"]["profile"] = "gpu"
-    nbformat.write(executed, str(spell / "_build/executed/gpu/book/01_attention.ipynb"))
+    nbformat.write(
+        executed, str(incoming / "_build/executed/gpu/book/01_attention.ipynb")
+    )
     results_root = tmp_path / "results"
     assert committed.import_run(
-        spell, "gpu", results_dir=results_root, log=lambda _: None
+        incoming, "gpu", results_dir=results_root, log=lambda _: None
     ).imported == ["01_attention"]
     stage = tmp_path / "executed"
     shutil.copytree(out / "executed" / "smoke", stage)

@@ -1,4 +1,4 @@
-"""A committed book run (`results/book_gpu/`): the importer merges the spells a GPU machine returns
+"""A committed book run (`results/book_gpu/`): the importer merges the incoming runs a GPU machine returns
 chapter by chapter and never goes backwards, the site adds the run's pages as a part of their own
 (and nothing when it has no notebooks), and the introduction sets its times beside the executing
 run's. Fake runs in tmp folders: nothing here reads or writes the repository's results/."""
@@ -49,7 +49,7 @@ def _notebook(chapter: str, profile: str, text: str) -> nbformat.NotebookNode:
     return nb
 
 
-def make_spell(
+def make_incoming_run(
     folder: Path,
     chapters: dict[str, dict],
     *,
@@ -120,11 +120,13 @@ def _log():
 # The importer
 
 
-def test_spells_accumulate_chapter_by_chapter_and_an_older_one_is_refused(tmp_path):
+def test_incoming_runs_accumulate_chapter_by_chapter_and_an_older_one_is_refused(
+    tmp_path,
+):
     root = tmp_path / "results"
     (root / "gpu").mkdir(parents=True)
     (root / "gpu" / "README.md").write_text("the committed gpu records\n")
-    first = make_spell(
+    first = make_incoming_run(
         tmp_path / "first",
         {
             "01_attention": {"files": {"attention.json": '{"v": 1}'}},
@@ -151,8 +153,8 @@ def test_spells_accumulate_chapter_by_chapter_and_an_older_one_is_refused(tmp_pa
     assert entries["01_attention"]["device_name"] == H100
     (target / "by_hand.txt").write_text("kept")  # a file the importer did not write
 
-    # A later spell: a new chapter and a rerun of 01; 02 stays as the first spell left it.
-    second = make_spell(
+    # A later incoming: a new chapter and a rerun of 01; 02 stays as the first incoming left it.
+    second = make_incoming_run(
         tmp_path / "second",
         {
             "01_attention": {"files": {"attention.json": '{"v": 2}'}, "wall": 12.5},
@@ -178,7 +180,7 @@ def test_spells_accumulate_chapter_by_chapter_and_an_older_one_is_refused(tmp_pa
     ]
     assert record["wall_time_s"] == 12.5 + 10.0 + 10.0
 
-    # The first spell again: its 01 is older than the committed one, its 02 is the same run.
+    # The first incoming again: its 01 is older than the committed one, its 02 is the same run.
     report = committed.import_run(first, "gpu", results_dir=root, log=lambda _: None)
     assert not report.ok
     assert report.refused[0].startswith("01_attention: the committed entry")
@@ -193,7 +195,7 @@ def test_spells_accumulate_chapter_by_chapter_and_an_older_one_is_refused(tmp_pa
 def test_a_stale_commit_is_set_right_only_where_the_sources_match(tmp_path):
     """--commit: the machine's git metadata was older than its tree. A chapter whose notebook
     records the digest of its source at that commit takes the commit, clean, with a note; one
-    whose source differs is refused; importing the same spell again changes nothing."""
+    whose source differs is refused; importing the same incoming again changes nothing."""
     import hashlib
     import subprocess
 
@@ -201,8 +203,8 @@ def test_a_stale_commit_is_set_right_only_where_the_sources_match(tmp_path):
         ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
     stale = "d" * 40
-    spell = make_spell(
-        tmp_path / "spell",
+    incoming = make_incoming_run(
+        tmp_path / "incoming",
         {
             "01_attention": {
                 "files": {
@@ -215,7 +217,7 @@ def test_a_stale_commit_is_set_right_only_where_the_sources_match(tmp_path):
             "02_model": {"files": {"model.json": "{}"}, "commit": stale},
         },
     )
-    executed = spell / "_build" / "executed" / "gpu" / "book"
+    executed = incoming / "_build" / "executed" / "gpu" / "book"
     for chapter, digest in (
         (
             "01_attention",
@@ -232,7 +234,7 @@ def test_a_stale_commit_is_set_right_only_where_the_sources_match(tmp_path):
     ).returncode:
         pytest.skip("book/01_attention.py has local edits")
     report = committed.import_run(
-        spell, "gpu", results_dir=root, commit=head[:9], log=lambda _: None
+        incoming, "gpu", results_dir=root, commit=head[:9], log=lambda _: None
     )
     assert report.imported == ["01_attention"]
     assert report.refused and report.refused[0].startswith("02_model: its source is not")
@@ -241,19 +243,19 @@ def test_a_stale_commit_is_set_right_only_where_the_sources_match(tmp_path):
     assert "recorded ddddddd with local edits" in entry["git_note"]
     prov = json.loads((root / "book_gpu" / "attention.json").read_text())["provenance"]
     assert (prov["git_commit"], prov["git_dirty"]) == (head, False)
-    again = committed.import_run(spell, "gpu", results_dir=root, log=lambda _: None)
+    again = committed.import_run(incoming, "gpu", results_dir=root, log=lambda _: None)
     assert again.unchanged == ["01_attention"]
     assert _entries(root)["01_attention"]["git_commit"] == head
     with pytest.raises(ValueError, match="--commit nothing: no such commit"):
-        committed.import_run(spell, "gpu", results_dir=root, commit="nothing")
+        committed.import_run(incoming, "gpu", results_dir=root, commit="nothing")
 
 
 def test_the_cli_says_no_when_a_chapter_is_refused(tmp_path):
     root = tmp_path / "results"
-    newer = make_spell(
+    newer = make_incoming_run(
         tmp_path / "newer", {"01_attention": {}}, date="2026-11-28T00:00:00+00:00"
     )
-    older = make_spell(
+    older = make_incoming_run(
         tmp_path / "older", {"01_attention": {}}, date="2026-11-27T00:00:00+00:00"
     )
     parser = argparse.ArgumentParser()
@@ -270,8 +272,8 @@ def test_the_cli_says_no_when_a_chapter_is_refused(tmp_path):
 
 
 def test_committed_pages_name_no_path_of_the_running_machine(tmp_path):
-    spell = make_spell(
-        tmp_path / "spell",
+    incoming = make_incoming_run(
+        tmp_path / "incoming",
         {
             "01_attention": {
                 "output": f"wrote {MACHINE}/runs/book-gpu/x.json",
@@ -279,7 +281,7 @@ def test_committed_pages_name_no_path_of_the_running_machine(tmp_path):
             }
         },
     )
-    committed.import_run(spell, "gpu", results_dir=tmp_path / "r", log=lambda _: None)
+    committed.import_run(incoming, "gpu", results_dir=tmp_path / "r", log=lambda _: None)
     target = tmp_path / "r" / "book_gpu"
     page = (target / "notebooks" / "01_attention.ipynb").read_text()
     assert MACHINE not in page and "wrote runs/book-gpu/x.json" in page
@@ -294,8 +296,8 @@ def test_an_entry_without_its_files_gets_those_that_changed_when_it_ended(tmp_pa
     the results root's own is given to the chapter that ended nearest its modification time."""
     import os
 
-    spell = make_spell(
-        tmp_path / "spell",
+    incoming = make_incoming_run(
+        tmp_path / "incoming",
         {
             "01_attention": {
                 "files": {"attention.json": "{}"},
@@ -310,7 +312,7 @@ def test_an_entry_without_its_files_gets_those_that_changed_when_it_ended(tmp_pa
             },
         },
     )
-    res = spell / "results" / "gpu"
+    res = incoming / "results" / "gpu"
     for name, when in (("attention.json", "10:00:00"), ("model.json", "10:04:59")):
         stamp = committed._date(f"2026-11-27T{when}+00:00").timestamp()
         os.utime(res / name, (stamp, stamp))
@@ -319,7 +321,7 @@ def test_an_entry_without_its_files_gets_those_that_changed_when_it_ended(tmp_pa
     (root / "gpu" / "README.md").write_text(
         "the committed gpu records\n"
     )  # the same: not theirs
-    report = committed.import_run(spell, "gpu", results_dir=root, log=lambda _: None)
+    report = committed.import_run(incoming, "gpu", results_dir=root, log=lambda _: None)
     entries = _entries(root)
     assert entries["01_attention"]["results"] == ["attention.json"]
     assert entries["02_model"]["results"] == ["model.json"]
@@ -399,12 +401,12 @@ def _tree(folder: Path) -> dict[str, object]:
 def gpu_results(tmp_path_factory) -> Path:
     """A results root with a committed gpu run of chapters 01 and 03."""
     tmp = tmp_path_factory.mktemp("gpu")
-    spell = make_spell(
-        tmp / "spell",
+    incoming = make_incoming_run(
+        tmp / "incoming",
         {"01_attention": {"wall": 16.25}, "03_why_self_attention": {}},
         date="2026-11-27T10:00:00+00:00",
     )
-    committed.import_run(spell, "gpu", results_dir=tmp / "results", log=lambda _: None)
+    committed.import_run(incoming, "gpu", results_dir=tmp / "results", log=lambda _: None)
     return tmp / "results"
 
 
@@ -482,7 +484,7 @@ def test_a_chapter_s_copy_launches_the_chapter():
 
 
 def test_the_run_table_sets_the_gpu_run_beside_the_executing_one(tmp_path, gpu_results):
-    cpu = make_spell(
+    cpu = make_incoming_run(
         tmp_path / "cpu",
         {
             "01_attention": {"wall": 16.15},

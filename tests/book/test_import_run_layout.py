@@ -24,29 +24,29 @@ from hypothesis import strategies as st
 from annotated_transformer.book import committed
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.runtime import files
-from tests.book.test_committed_runs import make_spell
+from tests.book.test_committed_runs import make_incoming_run
 
 ROOT = Path(__file__).resolve().parents[2]
 HAND = "# The gpu book\n\nWritten by hand.\n"
 
 
-def _record_path(spell: Path) -> Path:
-    return spell / "results" / "gpu" / "book_run.json"
+def _record_path(incoming: Path) -> Path:
+    return incoming / "results" / "gpu" / "book_run.json"
 
 
-def _rekey(spell: Path, old: str, new: str, results: list[str] | None = None) -> None:
-    """The spell's record with chapter `old` named `new` (and listing `results`), its notebook
+def _rekey(incoming: Path, old: str, new: str, results: list[str] | None = None) -> None:
+    """The incoming's record with chapter `old` named `new` (and listing `results`), its notebook
     moved to where the importer looks for `new`'s."""
-    executed = spell / "_build" / "executed" / "gpu" / "book"
+    executed = incoming / "_build" / "executed" / "gpu" / "book"
     moved = Path(os.path.normpath(executed / f"{new}.ipynb"))
     moved.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(executed / f"{old}.ipynb", moved)
-    record = json.loads(_record_path(spell).read_text())
+    record = json.loads(_record_path(incoming).read_text())
     chapters = record["metrics"]["chapters"]
     chapters[new] = chapters.pop(old)
     if results is not None:
         chapters[new]["results"] = results
-    _record_path(spell).write_text(json.dumps(record))
+    _record_path(incoming).write_text(json.dumps(record))
 
 
 def _tarball(folder: Path, path: Path) -> Path:
@@ -109,33 +109,35 @@ def test_a_chapter_the_book_does_not_have_refuses_the_whole_import(
     (clone / "book").mkdir(parents=True)
     (clone / "book" / "01_attention.ipynb").write_text("the chapter's own notebook")
     root = clone / "results"
-    spell = make_spell(
-        tmp_path / "spell",
+    incoming = make_incoming_run(
+        tmp_path / "incoming",
         {"01_attention": {"files": {"attention.json": "{}"}}, "02_model": {}},
     )
-    _rekey(spell, "01_attention", key)
+    _rekey(incoming, "01_attention", key)
     before = _snapshot(tmp_path)
     with pytest.raises(ValueError, match="of the book") as refused:
-        committed.import_run(spell, "gpu", results_dir=root, log=lambda _: None)
+        committed.import_run(incoming, "gpu", results_dir=root, log=lambda _: None)
     assert "\n" not in str(refused.value) and key in str(refused.value)
     assert _snapshot(tmp_path) == before  # 02_model, a good chapter, is not taken either
     assert (
         clone / "book" / "01_attention.ipynb"
     ).read_text() == "the chapter's own notebook"
     assert not (tmp_path / lands).exists() or lands == "clone/book/01_attention.ipynb"
-    code, err = _cli(root, spell, capsys)
+    code, err = _cli(root, incoming, capsys)
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ")
     assert _snapshot(tmp_path) == before
 
 
 def test_a_notebook_of_no_chapter_of_the_book_is_refused(tmp_path):
-    spell = make_spell(tmp_path / "spell", {"01_attention": {}})
-    executed = spell / "_build" / "executed" / "gpu" / "book"
+    incoming = make_incoming_run(tmp_path / "incoming", {"01_attention": {}})
+    executed = incoming / "_build" / "executed" / "gpu" / "book"
     (executed / "09_unknown.ipynb").write_text("{}")
     with pytest.raises(
         ValueError, match="'_build/executed/gpu/book/09_unknown.ipynb' is not"
     ):
-        committed.import_run(spell, "gpu", results_dir=tmp_path / "r", log=lambda _: None)
+        committed.import_run(
+            incoming, "gpu", results_dir=tmp_path / "r", log=lambda _: None
+        )
     assert not (tmp_path / "r").exists()
 
 
@@ -143,27 +145,27 @@ def test_a_notebook_of_no_chapter_of_the_book_is_refused(tmp_path):
 # Regular files and folders only, from a folder as from a tarball
 
 
-def _link_results_file(spell: Path, outside: Path) -> str:
-    (spell / "results" / "gpu" / "attention.json").unlink()
-    (spell / "results" / "gpu" / "attention.json").symlink_to(outside / "secret.json")
+def _link_results_file(incoming: Path, outside: Path) -> str:
+    (incoming / "results" / "gpu" / "attention.json").unlink()
+    (incoming / "results" / "gpu" / "attention.json").symlink_to(outside / "secret.json")
     return "results/gpu/attention.json"
 
 
-def _link_notebook(spell: Path, outside: Path) -> str:
-    notebook = spell / "_build" / "executed" / "gpu" / "book" / "01_attention.ipynb"
+def _link_notebook(incoming: Path, outside: Path) -> str:
+    notebook = incoming / "_build" / "executed" / "gpu" / "book" / "01_attention.ipynb"
     shutil.move(notebook, outside / "01_attention.ipynb")
     notebook.symlink_to(outside / "01_attention.ipynb")
     return "_build/executed/gpu/book/01_attention.ipynb"
 
 
-def _link_results_folder(spell: Path, outside: Path) -> str:
-    shutil.move(spell / "results" / "gpu", outside / "gpu")
-    (spell / "results" / "gpu").symlink_to(outside / "gpu", target_is_directory=True)
+def _link_results_folder(incoming: Path, outside: Path) -> str:
+    shutil.move(incoming / "results" / "gpu", outside / "gpu")
+    (incoming / "results" / "gpu").symlink_to(outside / "gpu", target_is_directory=True)
     return "results/gpu"
 
 
-def _fifo(spell: Path, outside: Path) -> str:
-    os.mkfifo(spell / "results" / "gpu" / "pipe.json")
+def _fifo(incoming: Path, outside: Path) -> str:
+    os.mkfifo(incoming / "results" / "gpu" / "pipe.json")
     return "results/gpu/pipe.json"
 
 
@@ -174,18 +176,18 @@ def test_a_folder_holding_a_link_or_a_special_file_is_refused(tmp_path, capsys, 
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.json").write_text('{"secret": 1}')
-    spell = make_spell(
-        tmp_path / "spell", {"01_attention": {"files": {"attention.json": "{}"}}}
+    incoming = make_incoming_run(
+        tmp_path / "incoming", {"01_attention": {"files": {"attention.json": "{}"}}}
     )
-    name = make(spell, outside)
+    name = make(incoming, outside)
     root = tmp_path / "results"
     with pytest.raises(ValueError) as refused:
-        committed.import_run(spell, "gpu", results_dir=root, log=lambda _: None)
+        committed.import_run(incoming, "gpu", results_dir=root, log=lambda _: None)
     line = str(refused.value)
     assert "\n" not in line and repr(name) in line
     assert "not a regular file or folder" in line
     assert not root.exists()
-    code, err = _cli(root, spell, capsys)
+    code, err = _cli(root, incoming, capsys)
     assert code == 2 and len(err) == 1 and repr(name) in err[0]
     assert not root.exists()
 
@@ -232,8 +234,8 @@ def _add_member(tarball: Path, member: tarfile.TarInfo) -> None:
 def test_a_tarball_member_that_is_not_a_plain_file_inside_it_is_one_line(
     tmp_path, capsys, member, why
 ):
-    spell = make_spell(tmp_path / "spell", {"01_attention": {}})
-    tarball = _tarball(spell, tmp_path / "chapters_01.tgz")
+    incoming = make_incoming_run(tmp_path / "incoming", {"01_attention": {}})
+    tarball = _tarball(incoming, tmp_path / "chapters_01.tgz")
     _add_member(tarball, member)
     root = tmp_path / "results"
     before = _snapshot(tmp_path)
@@ -250,8 +252,8 @@ def test_a_member_the_data_filter_refuses_is_one_line_too(tmp_path, monkeypatch)
     """tarfile's "data" filter stands behind the check: a member that got past it would be
     refused by the filter, in one line naming it, and nothing unpacked outside."""
     monkeypatch.setattr(committed, "_member_problem", lambda *_: None)
-    spell = make_spell(tmp_path / "spell", {"01_attention": {}})
-    tarball = _tarball(spell, tmp_path / "chapters_01.tgz")
+    incoming = make_incoming_run(tmp_path / "incoming", {"01_attention": {}})
+    tarball = _tarball(incoming, tmp_path / "chapters_01.tgz")
     escaped = f"../{tmp_path.name}-escaped.json"
     _add_member(tarball, _member(escaped))
     scratch = tmp_path / "tmp"
@@ -265,8 +267,8 @@ def test_a_member_the_data_filter_refuses_is_one_line_too(tmp_path, monkeypatch)
 
 
 def test_a_damaged_tarball_is_one_line(tmp_path, capsys):
-    spell = make_spell(tmp_path / "spell", {"01_attention": {}})
-    tarball = _tarball(spell, tmp_path / "chapters_01.tgz")
+    incoming = make_incoming_run(tmp_path / "incoming", {"01_attention": {}})
+    tarball = _tarball(incoming, tmp_path / "chapters_01.tgz")
     tarball.write_bytes(tarball.read_bytes()[:200])
     code, err = _cli(tmp_path / "results", tarball, capsys)
     assert code == 2 and len(err) == 1 and "not a whole tarball" in err[0]
@@ -299,19 +301,19 @@ def test_a_results_name_that_is_not_a_chapter_s_results_file_is_refused(
     (target / "notes.txt").write_text(HAND)
     (tmp_path / "elsewhere").mkdir()
     (target / "linked").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
-    spell = make_spell(
-        tmp_path / "spell", {"01_attention": {"files": {"attention.json": "{}"}}}
+    incoming = make_incoming_run(
+        tmp_path / "incoming", {"01_attention": {"files": {"attention.json": "{}"}}}
     )
-    (spell / "results" / "gpu" / Path(name).parent).mkdir(parents=True, exist_ok=True)
-    if not (spell / "results" / "gpu" / name).exists():
-        (spell / "results" / "gpu" / name).write_text("replaced")
-    _rekey(spell, "01_attention", "01_attention", results=["attention.json", name])
+    (incoming / "results" / "gpu" / Path(name).parent).mkdir(parents=True, exist_ok=True)
+    if not (incoming / "results" / "gpu" / name).exists():
+        (incoming / "results" / "gpu" / name).write_text("replaced")
+    _rekey(incoming, "01_attention", "01_attention", results=["attention.json", name])
     before = _snapshot(tmp_path)
     with pytest.raises(ValueError) as refused:
-        committed.import_run(spell, "gpu", results_dir=root, log=lambda _: None)
+        committed.import_run(incoming, "gpu", results_dir=root, log=lambda _: None)
     line = str(refused.value)
     assert "\n" not in line and repr(name) in line and why in line
-    code, err = _cli(root, spell, capsys)
+    code, err = _cli(root, incoming, capsys)
     assert code == 2 and len(err) == 1
     assert _snapshot(tmp_path) == before
     assert (target / "README.md").read_text() == HAND
@@ -320,18 +322,18 @@ def test_a_results_name_that_is_not_a_chapter_s_results_file_is_refused(
 def test_an_unlisted_file_is_never_guessed_to_be_a_hand_written_one(tmp_path):
     """A record without results lists: a changed README.md of the profile's folder, written as
     the chapter ran, is not taken for one of its results."""
-    spell = make_spell(
-        tmp_path / "spell",
+    incoming = make_incoming_run(
+        tmp_path / "incoming",
         {"01_attention": {"files": {"attention.json": "{}"}, "listed": False}},
     )
     stamp = committed._date("2026-11-27T10:00:00+00:00").timestamp()
     for name in ("attention.json", "README.md"):
-        (spell / "results" / "gpu" / name).write_text(f"{name} as the chapter left it")
-        os.utime(spell / "results" / "gpu" / name, (stamp, stamp))
+        (incoming / "results" / "gpu" / name).write_text(f"{name} as the chapter left it")
+        os.utime(incoming / "results" / "gpu" / name, (stamp, stamp))
     root = tmp_path / "results"
     (root / "book_gpu").mkdir(parents=True)
     (root / "book_gpu" / "README.md").write_text(HAND)
-    report = committed.import_run(spell, "gpu", results_dir=root, log=lambda _: None)
+    report = committed.import_run(incoming, "gpu", results_dir=root, log=lambda _: None)
     assert report.imported == ["01_attention"]
     assert committed.read_run("gpu", root)["metrics"]["chapters"]["01_attention"][
         "results"
@@ -343,16 +345,16 @@ def test_an_unlisted_file_is_never_guessed_to_be_a_hand_written_one(tmp_path):
 # An interrupt publishes all of an import or none of it
 
 
-def _two_spells(tmp_path: Path) -> tuple[Path, Path]:
-    """A results root holding a committed run of 01, and a later spell of 01 and 02."""
+def _two_incoming_runs(tmp_path: Path) -> tuple[Path, Path]:
+    """A results root holding a committed run of 01, and a later incoming of 01 and 02."""
     root = tmp_path / "results"
-    first = make_spell(
+    first = make_incoming_run(
         tmp_path / "first",
         {"01_attention": {"files": {"attention.json": '{"v": 1}'}}},
         date="2026-11-27T10:00:00+00:00",
     )
     committed.import_run(first, "gpu", results_dir=root, log=lambda _: None)
-    second = make_spell(
+    second = make_incoming_run(
         tmp_path / "second",
         {
             "01_attention": {"files": {"attention.json": '{"v": 2}'}},
@@ -366,7 +368,7 @@ def _two_spells(tmp_path: Path) -> tuple[Path, Path]:
 def test_ctrl_c_while_the_files_are_moved_into_place_publishes_them_all(
     tmp_path, monkeypatch
 ):
-    root, second = _two_spells(tmp_path)
+    root, second = _two_incoming_runs(tmp_path)
     target = root / "book_gpu"
     replace = os.replace
     moved = []
@@ -394,7 +396,7 @@ def test_ctrl_c_while_the_files_are_moved_into_place_publishes_them_all(
 def test_ctrl_c_before_the_files_are_moved_leaves_the_committed_run_whole(
     tmp_path, monkeypatch, capsys
 ):
-    root, second = _two_spells(tmp_path)
+    root, second = _two_incoming_runs(tmp_path)
     before = _snapshot(root)
     calls = []
 
@@ -515,13 +517,13 @@ def _why(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _lay_out(spell: Path, sandbox: Path, entries, tarball: Path | None) -> Path:
-    """`spell` with the extra `entries` in it (a folder), or packed with them (a tarball)."""
+def _lay_out(incoming: Path, sandbox: Path, entries, tarball: Path | None) -> Path:
+    """`incoming` with the extra `entries` in it (a folder), or packed with them (a tarball)."""
     outside = sandbox / "outside"
     if tarball is None:
         for absolute, name, kind in entries:
-            path = Path(os.path.normpath(spell / name))
-            if absolute or spell not in path.parents:
+            path = Path(os.path.normpath(incoming / name))
+            if absolute or incoming not in path.parents:
                 continue  # a folder's entries are inside it
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -530,7 +532,7 @@ def _lay_out(spell: Path, sandbox: Path, entries, tarball: Path | None) -> Path:
                 elif kind == "folder":
                     path.mkdir()
                 elif kind == "link in":
-                    path.symlink_to(spell / "results" / "gpu" / "book_run.json")
+                    path.symlink_to(incoming / "results" / "gpu" / "book_run.json")
                 elif kind == "link out":
                     path.symlink_to(outside / "secret.json")
                 elif kind == "hard link":
@@ -539,10 +541,10 @@ def _lay_out(spell: Path, sandbox: Path, entries, tarball: Path | None) -> Path:
                     os.mkfifo(path)
             except OSError:
                 continue  # the name is taken, or a file stands where a folder goes
-        return spell
+        return incoming
     with tarfile.open(tarball, "w:gz") as tar:
         for part in ("_build", "results"):
-            tar.add(spell / part, arcname=part)
+            tar.add(incoming / part, arcname=part)
         for absolute, name, kind in entries:
             info = tarfile.TarInfo(f"{sandbox}/{name}" if absolute else name)
             data = b""
@@ -583,8 +585,8 @@ def _one_layout(as_tarball, keys, listed, entries):
         (target / "README.md").write_text(HAND)
         (target / "notes.txt").write_text(HAND)
         (target / "linked").symlink_to(sandbox / "outside", target_is_directory=True)
-        spell = make_spell(
-            sandbox / "spell",
+        incoming = make_incoming_run(
+            sandbox / "incoming",
             {
                 "01_attention": {"files": {"attention.json": "{}"}},
                 "02_model": {"files": {"model.json": "{}"}},
@@ -594,23 +596,23 @@ def _one_layout(as_tarball, keys, listed, entries):
             new = new.replace("{sandbox}", str(sandbox))
             names = [n.replace("{sandbox}", str(sandbox)) for n in names]
             for name in names:
-                path = Path(os.path.normpath(spell / "results" / "gpu" / name))
-                if spell in path.parents and not path.exists():
+                path = Path(os.path.normpath(incoming / "results" / "gpu" / name))
+                if incoming in path.parents and not path.exists():
                     try:
                         path.parent.mkdir(parents=True, exist_ok=True)
                         path.write_text('{"v": 2}')
                     except OSError:
                         pass  # a file stands where a folder goes
             moved = Path(
-                os.path.normpath(spell / "_build/executed/gpu/book" / f"{new}.ipynb")
+                os.path.normpath(incoming / "_build/executed/gpu/book" / f"{new}.ipynb")
             )
             if sandbox in moved.parents:
                 try:
-                    _rekey(spell, old, new, results=names)
+                    _rekey(incoming, old, new, results=names)
                 except OSError:
                     pass
         tarball = sandbox / "chapters.tgz" if as_tarball else None
-        source = _lay_out(spell, sandbox, entries, tarball)
+        source = _lay_out(incoming, sandbox, entries, tarball)
         before = _snapshot(sandbox)
         with mock.patch.object(tempfile, "tempdir", str(sandbox / "tmp")):
             try:
