@@ -1,4 +1,4 @@
-"""The training step and decoding at the hardware's pace: each change alone (issue 54).
+"""The training step and decoding at the hardware's pace: each change alone.
 
     python benchmarks/bench_gpu_step.py --device cuda --profile paper --precision bf16 \\
         --batch-tokens 24576 --out results/gpu/speed_step.json      # on a GPU (speed.sh runs it in parts)

@@ -1,4 +1,4 @@
-"""Several Table 3 models in one step, against one after another and against processes (issue 49).
+"""Several Table 3 models in one step, against one after another and against processes.
 
     python benchmarks/bench_stacked_rows.py --device cuda --out results/gpu/stacked_rows.json
     python benchmarks/bench_stacked_rows.py --quick --out /tmp/stacked.json   # CPU: the plumbing

@@ -1,4 +1,4 @@
-"""Where a training step's time goes: the trainer's own step under torch.profiler (issue 54).
+"""Where a training step's time goes: the trainer's own step under torch.profiler.
 
     python benchmarks/profile_step.py --profile smoke --steps 2 --out /tmp/p.json          # CPU, seconds
     python benchmarks/profile_step.py --device cuda --profile paper --precision bf16 --compile \\
@@ -187,7 +187,7 @@ def timed_steps(trainer: Trainer, batch, steps: int) -> dict:
 
 
 def host_syncs(trainer: Trainer, batch) -> dict | None:
-    """Where one step makes the host wait for the GPU (issue 54: none should). CUDA's sync debug
+    """Where one step makes the host wait for the GPU (none should). CUDA's sync debug
     mode warns at the synchronising calls it knows (a value read back, a blocking copy; PyTorch
     says not every sync is covered), and each is counted at the innermost line of this repository's
     code on the stack: the trainer's line that called into torch, not torch's own. None on a CPU."""

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The `cpu` recipe's validation sweep at another CPU's step budget (issue 39): candidates trained for the
+# The `cpu` recipe's validation sweep at another CPU's step budget: candidates trained for the
 # steps that CPU affords them in the profile's 15 minutes, not for 15 minutes of this machine, so that a
 # sweep for the slowest CPU kind can run on any machine, one thread, beside other work.
 #

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The `cpu` recipe's validation sweep (issue 22): each candidate trains 15 minutes on the 2 cores with
+# The `cpu` recipe's validation sweep: each candidate trains 15 minutes on the 2 cores with
 # `train --profile cpu --no-eval` plus its flags, then is scored on the validation split only (the test
 # set is scored once, for the candidate chosen, by `evaluate` on its run folder). Run on a quiet machine,
 # one candidate at a time:

@@ -68,7 +68,7 @@ def pack_by_tokens(
 
 
 class LengthBuckets:
-    """A few padded widths that every batch's source and target tensors are padded up to (issue 54).
+    """A few padded widths that every batch's source and target tensors are padded up to.
 
     A compiled step (torch.compile, CUDA graphs) is specialised to its tensors' shapes; batches packed
     by tokens have a new (rows, source width, target width) almost every step. With buckets, each side's

@@ -146,7 +146,7 @@ class KVCache:
 
 
 class StaticKVCache(KVCache):
-    """A KV cache whose tensors never change shape: what a CUDA graph can replay (issue 54).
+    """A KV cache whose tensors never change shape: what a CUDA graph can replay.
 
     Every step writes one position, the one `position` (a 0-dim long tensor on the device, advanced
     by the decoder in place) points at, and attention reads the whole capacity with `visible`

@@ -34,7 +34,7 @@ from .precision import cached_measurement, measurement_key
 
 COMPILE_CHOICES = (False, True, "auto")
 # torch.compile's modes: "reduce-overhead" replays the compiled graphs as CUDA graphs on a GPU
-# (one launch where there were hundreds: issue 54), which wants few shapes (length buckets).
+# (one launch where there were hundreds), which wants few shapes (length buckets).
 COMPILE_MODES = (
     "default",
     "reduce-overhead",

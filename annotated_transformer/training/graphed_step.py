@@ -1,4 +1,4 @@
-"""The eager step's forward and backward replayed as CUDA graphs, one pair per batch shape (issue 54).
+"""The eager step's forward and backward replayed as CUDA graphs, one pair per batch shape.
 
 An eager training step of the `base` model dispatches some 3,000 operators (forward, loss, the
 backward's autograd bookkeeping), and on a GPU each costs the host several microseconds whatever the

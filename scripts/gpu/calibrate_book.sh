@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What sizes the `gpu` book's chapters 06 and 07, and fp16 against bf16, measured on one GPU in one
-# call (issue 49). Each step writes its own folder under runs/gpu-calibration/ and, when $OUT is set
+# call. Each step writes its own folder under runs/gpu-calibration/ and, when $OUT is set
 # (the device machine's folder that comes back), a tarball of it there, so a call cut short still
 # returns every step it finished:
 #

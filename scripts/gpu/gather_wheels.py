@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Gather the wheels that executing the book's chapters needs, for a GPU machine without network
-(issue 49). Run it where PyPI can be reached; copy the folder over; install it there with pip.
+"""Gather the wheels that executing the book's chapters needs, for a GPU machine without network.
+Run it where PyPI can be reached; copy the folder over; install it there with pip.
 
     python3 scripts/gpu/gather_wheels.py --python-version 3.12 --have scripts/gpu/device_packages.txt
     # on the GPU machine, from the clone:

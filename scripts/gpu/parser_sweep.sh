@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Chapter 07's parser on one GPU: candidates for the `gpu` profile's recipe, chosen on the 273
-# development trees only (issue 49: "the parser at a larger model, chosen on validation"). Each
+# development trees only ("the parser at a larger model, chosen on validation"). Each
 # candidate is `scripts/parser_sweep.py` (tags in the slots, as chapter 07 trains): trained on all
 # the training files for whole epochs, every snapshot scored on dev greedily, then the average of
 # the last ones greedy and with beam 21. Four candidates at a time share the GPU (measured on an

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Chapters of the `gpu` book on a GPU machine, executed as a reader runs them (papermill, no site:
 # the site is built where jupyter-book is installed), with everything they wrote packed into one
-# file for the trip back (issue 49):
+# file for the trip back:
 #
 #   AT_DATA_DIR=/path/to/data bash scripts/gpu/run_chapters.sh 01 02 03
 #

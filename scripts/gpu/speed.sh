@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 54 on one GPU: what each change buys the `base` training step and decoding, and where the
+# On one GPU: what each change buys the `base` training step and decoding, and where the
 # step's time goes, in parts ordered by what they tell per second of GPU time (nothing to install:
 # the benchmarks put the checkout on sys.path and the machine's torch is used, see
 # device_packages.txt):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Table 3 at the gpu scale past chapter 06's budget, in one call on one GPU (issue 49): all 20
+# Table 3 at the gpu scale past chapter 06's budget, in one call on one GPU: all 20
 # rows x 3 seeds (dropout's base, D1 and D2 also on their small corpus), one epoch a round, several
 # processes sharing the GPU, until the minutes end or every job reaches its epochs. `table3
 # --minutes` starts no epoch after MINUTES, so what comes back is whole epochs: every finished round

@@ -17,7 +17,7 @@ Every job trains on the run's device in the one precision "auto" means there wit
 a GPU with it, fp16 on one without, fp32 on a CPU), so the rows of one table never differ in precision; the folder records
 that precision and refuses to continue under another. Rows train eager: each row-epoch builds its
 trainer afresh, and a compile of tens of seconds per model shape costs more than an epoch of these
-small models (issue 49's measurement on an H100 is in results/gpu/README.md).
+small models (the measurement on an H100 is in results/gpu/README.md).
 """
 
 from __future__ import annotations
