@@ -398,7 +398,7 @@ def test_table3_extended_script_refuses_a_part_it_does_not_know(tmp_path):
 
 @pytest.mark.slow
 def test_table3_extended_script_exports_whole_epochs_on_a_cpu(tmp_path, data_dir):
-    # scripts/gpu/table3_extended.sh with DEVICE=cpu QUICK=1: the spell's command on the smoke
+    # scripts/gpu/table3_extended.sh with DEVICE=cpu QUICK=1: the GPU command on the smoke
     # profile, its export and the tarball that comes back, all under BUILD_DIR; then one part of
     # the run (GROUP), as a second machine trains it, merged into the first's export
     out, build = tmp_path / "out", tmp_path / "build"

@@ -3,7 +3,7 @@
 Trains every (row, seed) of the six findings under a profile's Table 3 settings, one epoch a round
 (`experiments.table3.extended`), and keeps each finished epoch in the run folder; run it again, with
 the same or more epochs and seeds, to continue. Ctrl-C saves where each job stands; `--minutes`
-starts no epoch after a time, for a machine lent for a fixed spell, and keeps whole epochs only.
+starts no epoch after a time, for a machine held for a fixed time, and keeps whole epochs only.
 """
 
 from __future__ import annotations

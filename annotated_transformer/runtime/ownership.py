@@ -31,7 +31,7 @@ the folder itself is new, empty or the command's own, and a folder holding files
 not make is refused, in one line, with every file left as it was. Leftovers of a killed write
 (`.*.part`) are removed only in a folder marked as the command's own (`made_by`).
 
-This module sits at the bottom of the layers, so the marker names are spelled here; a test holds
+This module sits at the bottom of the layers, so the marker names are written here; a test holds
 them to the modules that write them.
 """
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tests that need a CUDA device (marked `gpu`, skipped elsewhere: tests/support/gpu.py), run at
-# the start of a GPU spell, before its timings mean anything: CUDA-graph capture and replay of the
+# the start of a GPU run, before its timings mean anything: CUDA-graph capture and replay of the
 # decoders, translate with graphs, the loss's softmax kernels against the CPU's row blocks, the
 # KV caches kept in bf16 (about a minute with the imports):
 #

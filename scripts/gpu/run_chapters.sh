@@ -24,7 +24,7 @@ log=_build/$name.log
 mkdir -p _build "results/$profile"
 # The committed run's records (results/book_<profile>/) into the profile's results folder first,
 # where missing, so that a chapter reading another's results (the introduction, 05 and 08 after
-# 04) sees the whole run, not just this spell's. `book --import-run` takes back only the chapters
+# 04) sees the whole run, not just this call's. `book --import-run` takes back only the chapters
 # that ran here. (Run in a clone of your own, these copies show up as untracked files.)
 if [ -d "results/book_$profile" ]; then
   for f in "results/book_$profile"/*.json; do

@@ -4,9 +4,7 @@
 # the benchmarks put the checkout on sys.path and the machine's torch is used, see
 # device_packages.txt):
 #
-#   python3 scripts/gpu/spell.py speed              # on the GPU machine: its files packed into one
-#   bash scripts/gpu/speed.sh                       # alone: everything lands in $OUT (up to 21
-#                                                   # files, more than a lent machine's call returns)
+#   bash scripts/gpu/speed.sh                       # everything lands in $OUT (up to 21 files)
 #   bash scripts/gpu/speed.sh profile_compiled      # a part the first call did not reach
 #   DEVICE=cpu QUICK=1 OUT=/tmp/s bash scripts/gpu/speed.sh   # the same commands on a CPU (the test)
 #
@@ -44,7 +42,7 @@
 # PART_LIMIT_S, a whole number of seconds, where that is set), and a part that would start with
 # under 60 s left is skipped and named, for the next call. Each part's log goes to $OUT/<part>.log;
 # a failed or skipped part does not stop the others, and the script then exits non-zero. Copy
-# $OUT/* (spell.py's speed.tgz, unpacked) to results/gpu/ (benchmarks: results/benchmarks/gpu_*.json)
+# $OUT/* to results/gpu/ (benchmarks: results/benchmarks/gpu_*.json)
 # to commit.
 set -uo pipefail
 export PYTHONUNBUFFERED=1

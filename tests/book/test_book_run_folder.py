@@ -129,7 +129,7 @@ def figures(results_dir: Path) -> str:
 
 
 def test_chapters_take_the_run_folder_from_the_runner():
-    """No chapter spells `runs/book-<profile>`: chapters 04 and 08 take the folder from
+    """No chapter writes out `runs/book-<profile>`: chapters 04 and 08 take the folder from
     `results.book_run_dir`, chapter 05 finds its run through `report.run_to_translate` and
     trains none itself, and chapter 08 writes its ONNX exports to
     `live_page.exports_dir`."""

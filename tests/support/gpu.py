@@ -1,5 +1,5 @@
 """The mark of a test that needs a CUDA device: skipped without one, selected by `-m gpu`, which
-`scripts/gpu/gpu_tests.sh` runs at the start of a GPU spell, before anything is timed."""
+`scripts/gpu/gpu_tests.sh` runs at the start of a GPU run, before anything is timed."""
 
 import pytest
 import torch

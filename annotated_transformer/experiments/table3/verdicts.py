@@ -156,7 +156,7 @@ def merge_exports(
 ) -> Path:
     """Write to `path` one export of the jobs of the exports at `paths` (and of `path` itself where
     it exists, first): an extended run trained in parts, each part a group of rows on a machine of
-    its own (a lent GPU returns the curves, never the checkpoints, so a later call cannot continue
+    its own (a GPU machine returns the curves, never the checkpoints, so a later call cannot continue
     an earlier one's jobs; it trains other rows instead).
 
     The parts must share the Table 3 settings (`identity`, the precision included) and, for each

@@ -195,7 +195,7 @@ def test_plan_names_the_shares_in_words():
     assert describe.share_words(0.3) == "0.3"
 
 
-def test_model_sentence_says_what_the_vocabulary_cannot_spell():
+def test_model_sentence_says_what_the_vocabulary_cannot_write():
     none = describe.describe_model(200_000, {"dev": 0, "test": 0}, 62.4, 24.2)
     assert "0.20M parameters" in none and "every dev and test tree too" in none
     some = describe.describe_model(200_000, {"dev": 1, "test": 2}, 62, 24)
