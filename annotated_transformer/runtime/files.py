@@ -177,7 +177,8 @@ def _write_through(given: Path, fill: Callable[[BinaryIO], None]) -> Path:
 
 
 def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> Path:
-    """Call `fill(handle)` on a temporary binary file next to `path`, then move it into place.
+    """Call `fill(handle)` on a temporary binary file next to `path`, then move it into place
+    (`staged_path`).
 
     If `fill` raises (a checksum that does not match, say), nothing is moved and the error propagates.
     Returns `path` as given (a symlink's own name, not its target's). An output that is not a
@@ -186,36 +187,8 @@ def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> P
     given = Path(path)
     if written_through(given):
         return _write_through(given, fill)
-    # A symlink's target is replaced, next to the target, so the link keeps pointing at the file.
-    target = Path(os.path.realpath(given)) if given.is_symlink() else given
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    with _naming(given):
-        fd, tmp_name = tempfile.mkstemp(
-            dir=target.parent,
-            prefix=staging_prefix(target.parent, target.name),
-            suffix=".part",
-        )
-    try:
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                fill(handle)
-                handle.flush()
-                os.fchmod(handle.fileno(), mode)  # mkstemp made it 0600
-                os.fsync(handle.fileno())
-            _before_publish(Path(tmp_name), target)
-        except Exception as error:
-            full = disk_full_error(given, error)
-            if full is None:
-                raise
-            raise full from error
-        with _naming(given):
-            os.replace(tmp_name, target)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
+    with staged_path(given) as staged, open(staged, "wb") as handle:
+        fill(handle)
     return given
 
 
