@@ -408,12 +408,12 @@ MAX_JSON_SIZE = 64 * 1024 * 1024
 # lists and objects inside each other: the package writes ~10, and the parser recurses once per
 # level (a RecursionError near 1000, sooner under a deep caller)
 MAX_JSON_DEPTH = 100
-# What may hold NaN and Infinity, and why; everything else is refused with one:
-# - "result": results records have written NaN for a value that does not exist (a row's p-value
-#   against itself, the mean distance of a head with no key), and committed ones hold it;
-# - "metrics_log": a run's metrics.jsonl, whose `train` record may hold the NaN loss of the steps
-#   since the last check on a GPU (every few steps), before the `diverged` record that follows.
-NON_FINITE_KINDS = frozenset({"result", "metrics_log"})
+# What writes a value that does not exist as null, and why; everything else refuses to write a
+# NaN or an infinite float (a bug of its writer). No kind reads NaN or Infinity back.
+# - "result": a row's p-value against itself, the mean distance of a head with no key;
+# - "metrics_log": a run's metrics.jsonl (the trainer checks the loss before each `train` record;
+#   a value that is not finite still cannot make the log unreadable).
+MISSING_AS_NULL_KINDS = frozenset({"result", "metrics_log"})
 
 _GENERIC_FIX = "repair the file, or delete it and rerun what writes it"
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
@@ -472,7 +472,7 @@ def parse_json(
     fix: str | None = None,
 ) -> Any:
     """The JSON value of `text` (read from `path`, or what `path` names in words): strict JSON
-    (no NaN or Infinity, but in NON_FINITE_KINDS; no number beyond a float's range; no key twice
+    (no NaN or Infinity; no number beyond a float's range; no key twice
     in one object), at most MAX_JSON_SIZE long and MAX_JSON_DEPTH deep, bytes as UTF-8. Anything
     else is one RecordError naming `path`, what is wrong and the fix (`fix`, default the kind's)."""
     path = Path(path)
@@ -499,7 +499,7 @@ def parse_json(
             text,
             object_pairs_hook=_unique_keys,
             parse_float=_finite_float,
-            **({} if kind in NON_FINITE_KINDS else {"parse_constant": _no_constant}),
+            parse_constant=_no_constant,
         )
     except json.JSONDecodeError as error:
         raise refuse(f"line {error.lineno} column {error.colno}: {error.msg}") from None
@@ -592,12 +592,13 @@ def json_text(
     default: Callable[[Any], Any] | None = None,
     fix: str | None = None,
 ) -> str:
-    """`data` as the JSON text to write to `path`: strict (a NaN or infinite float is one
-    RecordError naming the field, but in NON_FINITE_KINDS), so `parse_json` reads it back."""
+    """`data` as the JSON text to write to `path`: strict JSON, so `parse_json` reads it back. A
+    NaN or infinite float is null in MISSING_AS_NULL_KINDS and one RecordError naming the field in
+    every other kind."""
+    if kind in MISSING_AS_NULL_KINDS:
+        data = _missing_as_null(data)
     try:
-        return json.dumps(
-            data, indent=indent, default=default, allow_nan=kind in NON_FINITE_KINDS
-        )
+        return json.dumps(data, indent=indent, default=default, allow_nan=False)
     except ValueError:
         field = _non_finite_field(data)
         if field is None:
@@ -608,6 +609,20 @@ def json_text(
             f"not writing {path}: {field_name(field) or 'the value'} is {_data_at(data, field)}, "
             f"which JSON has no number for; {_kind_fix(kind, path, fix)}"
         ) from None
+
+
+def _missing_as_null(data: Any) -> Any:
+    """`data` with every NaN or infinite float (numpy's too) replaced by None."""
+    if isinstance(data, float) or type(data).__name__.startswith("float"):
+        try:
+            return data if math.isfinite(data) else None
+        except TypeError:
+            return data
+    if isinstance(data, Mapping):
+        return {key: _missing_as_null(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_missing_as_null(value) for value in data]
+    return data
 
 
 def _data_at(data: Any, field: Iterable[Any]) -> Any:

@@ -348,6 +348,7 @@ class Trainer:
                 if self.on_step is not None:
                     self.on_step(self)
                 if p.step % r.log_every == 0:
+                    self._check_loss(stats, every_step=True)  # no loss logged unchecked
                     self.log.report(p, self._step_lr)
                 else:
                     self.log.tick()

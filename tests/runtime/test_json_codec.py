@@ -4,7 +4,6 @@ every refusal one RecordError line naming the file, what is wrong and the fix.""
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 import pytest
@@ -43,8 +42,16 @@ def test_what_python_json_reads_but_json_is_not_is_refused_in_one_line(text, say
     assert says in message and "; repair the file, or delete it" in message
 
 
-def test_a_results_record_may_hold_nan_as_committed_ones_do():
-    assert math.isnan(parse_json('{"p_value": NaN}', "r.json", "result")["p_value"])
+def test_no_kind_reads_nan_and_a_results_record_writes_a_missing_value_as_null(tmp_path):
+    for kind in (None, "result", "metrics_log"):
+        assert "it holds NaN" in refusal('{"p_value": NaN}', kind)
+    row = {"p_value": float("nan"), "rows": [float("-inf"), 1.5], "n": 3}
+    text = records.json_text(row, tmp_path / "r.json", "result")
+    assert parse_json(text, "r.json", "result") == {
+        "p_value": None,
+        "rows": [None, 1.5],
+        "n": 3,
+    }
     assert "is beyond a float's range" in refusal('{"p": 1e999}', "result")
     assert "twice" in refusal('{"p": 1, "p": 1}', "result")
 
@@ -102,7 +109,6 @@ def test_a_record_with_a_number_json_has_not_is_never_written(tmp_path):
         caught.value
     )
     assert not path.exists()
-    assert "NaN" in records.json_text({"p": float("nan")}, path, "result")
 
 
 def test_a_lines_file_names_the_line(tmp_path):
@@ -126,13 +132,14 @@ def test_a_lines_file_names_the_line(tmp_path):
         records.read_lines(path)
 
 
-def test_a_metrics_log_reads_the_nan_loss_a_gpu_run_logs_before_it_stops(tmp_path):
+def test_a_metrics_log_is_strict_json_and_a_lost_loss_is_null(tmp_path):
     from annotated_transformer.training.run_folder import METRICS_NAME
     from annotated_transformer.training.training_log import read_metrics
 
     path = tmp_path / METRICS_NAME
-    path.write_text('{"kind": "train", "loss": NaN}\n{"kind": "diverged"}\n')
-    assert math.isnan(read_metrics(tmp_path)[0]["loss"])
+    line = records.json_text({"kind": "train", "loss": float("nan")}, path, "metrics_log")
+    path.write_text(line + '\n{"kind": "diverged"}\n')
+    assert read_metrics(tmp_path)[0]["loss"] is None
     path.write_text('{"kind": "train", "loss": 1.0, "loss": 2.0}\n')
     with pytest.raises(RecordError) as caught:
         read_metrics(tmp_path)

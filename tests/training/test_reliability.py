@@ -68,6 +68,38 @@ def test_a_diverging_run_stops_at_the_first_bad_loss_and_keeps_the_last_good_che
     )
 
 
+def test_a_loss_checked_as_on_a_gpu_is_checked_again_before_it_is_logged(
+    tmp_path, monkeypatch
+):
+    """On a GPU the loss is read every few steps; a log step reads it too, so the metrics log
+    never holds a loss that is not finite."""
+    from annotated_transformer.training import divergence
+    from annotated_transformer.training.training_log import read_metrics
+
+    as_on_a_cpu = divergence.loss_diverged
+
+    def as_on_a_gpu(stats, step, device, *args, **kwargs):
+        return as_on_a_cpu(stats, step, torch.device("meta"), *args, **kwargs)
+
+    monkeypatch.setattr(divergence, "loss_diverged", as_on_a_gpu)
+    profile = tiny_profile(max_steps=12, log_every=3, save_every_steps=None, eval_every=0)
+    trainer = make_trainer(profile, tmp_path)
+    healthy = trainer.loss_fn
+
+    def nan_from_step_5(logits, target, smoothing, pad_id):
+        parts = healthy(logits, target, smoothing, pad_id)
+        bad = trainer.progress.step >= 4
+        return parts._replace(loss=parts.loss * float("nan")) if bad else parts
+
+    trainer.loss_fn = nan_from_step_5
+    assert divergence.STOP_CHECK_EVERY > 6  # the check alone would log step 6's NaN
+    with pytest.raises(TrainingDiverged, match=r"diverged at step 6: the loss is nan"):
+        trainer.train()
+    logged = [r for r in read_metrics(tmp_path) if r["kind"] == "train"]
+    assert [r["step"] for r in logged] == [3]
+    assert all(isinstance(r["loss"], float) for r in logged)
+
+
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_a_run_at_an_absurd_learning_rate_stops_before_it_saves_anything(
     tmp_path, precision
