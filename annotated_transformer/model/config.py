@@ -180,4 +180,11 @@ def preset(name: str, **overrides) -> TransformerConfig:
         raise ValueError(
             f"unknown preset {name!r}; choose one of {', '.join(PRESET_NAMES)}"
         )
+    fields = {f.name for f in dataclasses.fields(TransformerConfig)} - {"name"}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(
+            f"model override {unknown[0]!r} is not a field of the model's configuration; "
+            f"its fields: {', '.join(sorted(fields))}"
+        )
     return TransformerConfig(**{**_PRESETS[name], "name": name, **overrides})

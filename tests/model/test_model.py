@@ -308,6 +308,11 @@ def test_explicit_head_sizes_allow_indivisible_widths():
     assert config.head_dim_k == 64
 
 
+def test_an_override_that_is_no_field_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"model override 'fp32' is not a field .*d_model"):
+        preset("tiny", fp32=0.0)
+
+
 def test_presets():
     base = preset("base")
     assert (
