@@ -21,7 +21,7 @@ from .training.trainer import TrainingDiverged
 # command -> (module, one-line help, the optional extra it needs or None)
 COMMANDS = {
     "copy": (
-        "annotated_transformer.experiments.training_studies.copy_task",
+        "annotated_transformer.chapters.training.copy_task",
         "train the copy task on synthetic data and report its accuracy",
         None,
     ),

@@ -5,7 +5,7 @@ that draws offline. The package's top re-exports them: `from annotated_transform
 Each call is a thin door onto the package's own machinery: `load` reads a checkpoint as every
 command does (`training.checkpoint`), `translate` decodes with `evaluation.scoring.translate` and
 the checkpoint's profile's beam, `attention` is `experiments.attention.figures.sentence_attention`
-and the charts are `book.viz`'s. Pictures need the `charts` extra (altair, vl-convert-python,
+and the charts are `viz`'s. Pictures need the `charts` extra (altair, vl-convert-python,
 pandas); nothing here imports them until a picture is asked for.
 """
 
@@ -183,7 +183,7 @@ def _picture_modules(what: str):
     """The attention figures module, with one ImportError naming the extra when a picture's
     libraries are missing."""
     try:
-        from .experiments.attention import figures
+        from .chapters.attention_visualizations import figures
     except ModuleNotFoundError as error:
         top = (error.name or "").split(".")[0]
         if top not in _EXTRA_OF:
@@ -228,7 +228,7 @@ class AttentionChart:
     def save(self, path: str | os.PathLike, *, scale: float = 2.0) -> Path:
         """Write the chart to `path` as its suffix says: .html (self-contained), .svg or .png
         (at `scale` times the chart's size); returns the path."""
-        from .book.viz.display import EXPORT_FORMATS, export
+        from .viz.display import EXPORT_FORMATS, export
 
         path = Path(path)
         fmt = path.suffix.lstrip(".").lower()
@@ -247,7 +247,7 @@ class AttentionChart:
 
     def to_dict(self) -> dict:
         """The chart's Vega-Lite spec, its data inline."""
-        from .book.viz.display import chart_spec
+        from .viz.display import chart_spec
 
         return chart_spec(self.chart)
 
@@ -330,7 +330,7 @@ def attention_chart(
     if style not in CHART_STYLES:
         raise ValueError(f"unknown style {style!r}; choose {' or '.join(CHART_STYLES)}")
     figures = _picture_modules("attention_chart")
-    from .book.viz.charts import heatmap
+    from .viz.charts import heatmap
 
     data = attention(trained, sentence, target)
     kind = KIND_NAMES[kind]

@@ -61,11 +61,11 @@ from bench_model import interleaved, provenance  # noqa: E402
 from bench_precision import synthetic_pairs  # noqa: E402
 from profile_step import sync  # noqa: E402
 
-from annotated_transformer.data import collate_pairs  # noqa: E402
-from annotated_transformer.experiments.table3.rows import (  # noqa: E402
+from annotated_transformer.chapters.model_variations.rows import (  # noqa: E402
     row_config,
     row_settings,
 )
+from annotated_transformer.data import collate_pairs  # noqa: E402
 from annotated_transformer.model.config import TransformerConfig  # noqa: E402
 from annotated_transformer.model.transformer import Transformer  # noqa: E402
 from annotated_transformer.profiles import get_profile  # noqa: E402

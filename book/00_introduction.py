@@ -54,8 +54,10 @@ if importlib.util.find_spec("annotated_transformer") is None:
 import pandas as pd
 from IPython.display import Markdown, display
 
-from annotated_transformer.book import summary, viz
+from annotated_transformer import viz
+from annotated_transformer.book import summary
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.chapters.introduction import figures
 from annotated_transformer.evaluation import paper, results
 from annotated_transformer.profiles import PROFILES
 from annotated_transformer.runtime.devices import resolve_device
@@ -102,7 +104,7 @@ print(f"profile {profile.name!r} on {resolve_device(device)}: {profile.descripti
 # The knobs each profile sets, as the package defines them:
 
 # %%
-viz.show_table(viz.profiles_table(PROFILES.values()))
+viz.show_table(figures.profiles_table(PROFILES.values()))
 
 # %% [markdown]
 # ## How to run it
@@ -217,7 +219,7 @@ is_transformer = table2["model"].str.startswith("Transformer")
 table2["family"] = is_transformer.map({True: "Transformer", False: "earlier systems"})
 # The two ensembles sit close together: their labels go left and below.
 viz.show(
-    viz.cost_quality_chart(
+    figures.cost_quality_chart(
         table2, label_sides={"ConvS2S ensemble": "left", "GNMT + RL ensemble": "below"}
     )
 )

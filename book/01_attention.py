@@ -60,10 +60,10 @@ import torch.nn as nn
 from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer import Transformer, attention_maps, preset
-from annotated_transformer.book import viz
+from annotated_transformer import Transformer, attention_maps, preset, viz
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.experiments.scaled_attention import record, sentences
+from annotated_transformer.chapters import sizes as chapter_sizes
+from annotated_transformer.chapters.attention import figures, record, sentences
 from annotated_transformer.model.attention import (
     MultiHeadAttention,
     explicit_attention,
@@ -90,7 +90,7 @@ device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
 sizes = profile.chapter_sizes("01")
-viz.show_table(viz.sizes_table("01", profile_name))
+viz.show_table(chapter_sizes.sizes_table("01", profile_name))
 
 # %% [markdown]
 # ## 1.1 Scaled dot-product attention
@@ -309,7 +309,7 @@ assert widest["gradient_norm_scaled"] / widest["gradient_norm_unscaled"] > 10
 # Both measurements against the width, on a log scale of $d_k$:
 
 # %%
-viz.show(viz.softmax_saturation_chart(saturation))
+viz.show(figures.softmax_saturation_chart(saturation))
 
 # %%
 display(Markdown(sentences.describe_saturation(by_d_k, sizes.n_keys)))
@@ -439,8 +439,10 @@ torch.testing.assert_close(out_changed[:, :4], out[:, :4])
 # %%
 viz.show(
     viz.side_by_side(
-        viz.mask_chart(causal_mask, title="Causal mask (decoder self-attention)"),
-        viz.mask_chart(combined[1], title="Causal and padding, a sentence of 4 tokens"),
+        figures.mask_chart(causal_mask, title="Causal mask (decoder self-attention)"),
+        figures.mask_chart(
+            combined[1], title="Causal and padding, a sentence of 4 tokens"
+        ),
     )
 )
 
@@ -656,7 +658,7 @@ viz.show_table(head_costs, parameters="{:,}", flops="{:,}", score_entries="{:,}"
 
 # %%
 viz.show(
-    viz.relative_cost_chart(
+    figures.relative_cost_chart(
         head_costs,
         "heads",
         {
@@ -743,7 +745,7 @@ viz.show_table(uses)
 src_labels = [f"s{i}" if real else "pad" for i, real in enumerate(src_real.tolist())]
 tgt_labels = ["bos"] + [f"t{i}" for i in range(1, T_tgt)]
 viz.show(
-    viz.attention_uses_chart(
+    figures.attention_uses_chart(
         maps["encoder"][0][0, 0],
         maps["decoder_self"][0][0, 0],
         maps["decoder_cross"][0][0, 0],

@@ -62,11 +62,12 @@ from annotated_transformer import (
     count_parameters,
     expected_parameter_count,
     preset,
+    viz,
 )
-from annotated_transformer.book import viz
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.chapters import sizes as chapter_sizes
+from annotated_transformer.chapters.model import figures, record, sentences
 from annotated_transformer.evaluation.paper import TABLE3 as PAPER_TABLE3
-from annotated_transformer.experiments.architecture import record, sentences
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.layers import (
     DecoderLayer,
@@ -95,7 +96,7 @@ device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
 sizes = profile.chapter_sizes("02")
-viz.show_table(viz.sizes_table("02", profile_name))
+viz.show_table(chapter_sizes.sizes_table("02", profile_name))
 
 # %% [markdown]
 # ## 2.1 The shape of the model (Figure 1)
@@ -144,12 +145,12 @@ for name in ("self_attn", "norm1", "cross_attn", "norm2", "ffn", "norm3"):
     module_parameters[f"decoder.{name}"] = n_params(getattr(dec, name))
 
 # %% [markdown]
-# `viz.figure1_chart` places one box per module, bottom up as in the paper, and prints each
+# `figures.figure1_chart` places one box per module, bottom up as in the paper, and prints each
 # count in its box:
 
 # %%
 viz.show(
-    viz.figure1_chart(
+    figures.figure1_chart(
         module_parameters,
         len(base_model.encoder_layers),
         len(base_model.decoder_layers),
@@ -616,7 +617,9 @@ print(
     f"{wavelengths[-1]:,.0f} positions "
     f"(the last is 10000^({base.d_model - 2}/{base.d_model}) x 2 pi)"
 )
-viz.show(viz.positional_encoding_chart(pe, dims=(4, 5, 20, 21, 60), max_positions=100))
+viz.show(
+    figures.positional_encoding_chart(pe, dims=(4, 5, 20, 21, 60), max_positions=100)
+)
 
 # %% [markdown]
 # ### $PE(pos + k)$ is a rotation of $PE(pos)$
@@ -820,7 +823,7 @@ viz.show_table(
 
 # %%
 viz.show(
-    viz.parameter_count_chart(counts, ours_label=f"ours (vocabulary {vocab_size:,})")
+    figures.parameter_count_chart(counts, ours_label=f"ours (vocabulary {vocab_size:,})")
 )
 
 # %% [markdown]

@@ -28,7 +28,7 @@
 # This chapter measures all three instead of quoting them: FLOPs counted by PyTorch, wall-clock
 # time and memory as $n$ and $d$ grow, fitted against the table's exponents, and path lengths
 # computed on the graph of which position feeds which. The machinery is
-# `annotated_transformer.experiments.complexity.table1`.
+# `annotated_transformer.chapters.why_self_attention.table1`.
 
 # %% tags=["hide-input"]
 # Colab or a fresh environment: install the package with what the chapters import (its
@@ -66,13 +66,14 @@ import torch.nn.functional as F
 from IPython.display import Markdown, display
 from torch.utils.flop_counter import FlopCounterMode
 
-from annotated_transformer.book import viz
+from annotated_transformer import viz
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.chapters import sizes as chapter_sizes
+from annotated_transformer.chapters.why_self_attention import figures, record, sentences
+from annotated_transformer.chapters.why_self_attention import table1 as complexity
 from annotated_transformer.data.reading import load_parallel
 from annotated_transformer.data.tokenizer import train_tokenizer
 from annotated_transformer.evaluation import paper
-from annotated_transformer.experiments.complexity import record, sentences
-from annotated_transformer.experiments.complexity import table1 as complexity
 from annotated_transformer.runtime.devices import device_name, resolve_device
 
 # %% tags=["parameters"]
@@ -102,7 +103,7 @@ sizes = profile.chapter_sizes("03")
 where = device_name(device)
 threads_note = f", {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""
 print(f"profile {profile_name!r}, timings on {where}{threads_note}")
-viz.show_table(viz.sizes_table("03", profile_name))
+viz.show_table(chapter_sizes.sizes_table("03", profile_name))
 
 # %% [markdown]
 # ## 3.1 Three ways to mix a sequence
@@ -170,7 +171,7 @@ with torch.no_grad():
 
 # %% [markdown]
 # The three plain functions and the package's layers agree (the cell checks it). The package's
-# layers, as `annotated_transformer.experiments.complexity.table1` defines them:
+# layers, as `annotated_transformer.chapters.why_self_attention.table1` defines them:
 
 # %%
 viz.show_source(complexity.make_layer)
@@ -278,7 +279,7 @@ memory_exp_d = {"self-attention": 1, "recurrent": 1, "convolutional": 1}
 
 # %%
 viz.show(
-    viz.scaling_charts(
+    figures.scaling_charts(
         by_n,
         by_d,
         "seconds",
@@ -294,7 +295,7 @@ viz.show(
 
 # %%
 viz.show(
-    viz.scaling_charts(
+    figures.scaling_charts(
         by_n.assign(MB=by_n.saved_bytes / 2**20),
         by_d.assign(MB=by_d.saved_bytes / 2**20),
         "MB",
@@ -465,7 +466,7 @@ to_last = pd.DataFrame(
 # contiguous convolution, so their lines coincide:
 
 # %%
-viz.show(viz.path_length_charts(paths, to_last, kernel_size=kernel_size))
+viz.show(figures.path_length_charts(paths, to_last, kernel_size=kernel_size))
 
 # %% [markdown]
 # ## 3.6 When is self-attention cheaper? The $n < d$ crossover
@@ -535,7 +536,7 @@ flops_curve = pd.DataFrame(
 rules = {f"n = d = {cross.d}": flop_crossover}
 if measured_crossover is not None:
     rules[f"measured: n = {measured_crossover:,.0f}"] = measured_crossover
-viz.show(viz.crossover_chart(flops_curve, crossover_times, rules, d=cross.d))
+viz.show(figures.crossover_chart(flops_curve, crossover_times, rules, d=cross.d))
 
 # %% [markdown]
 # Two caveats make the comparison less tidy than the table. First, the table counts only
@@ -805,7 +806,7 @@ viz.show_table(
 
 # %%
 viz.show(
-    viz.sentence_lengths_chart(
+    figures.sentence_lengths_chart(
         lengths, d_model, title=f"Test sentences in subwords ({bpe.vocab:,}-piece BPE)"
     )
 )

@@ -59,7 +59,7 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas, altair) and the package's pieces of
-# section 5. Its tables live in `experiments/training_studies/tables.py`, its run folders in
+# section 5. Its tables live in `chapters/training_studies/tables.py`, its run folders in
 # `runs.py` beside it, the sentences whose words depend on a number in `sentences.py`, the
 # post-norm experiment in `warmup.py`.
 
@@ -78,9 +78,26 @@ from IPython.display import Markdown, display
 # %% [markdown]
 # And the package's: the model, the data pipeline and the results files,
 # %%
-from annotated_transformer import Transformer, pipeline, preset
-from annotated_transformer.book import viz
+from annotated_transformer import Transformer, pipeline, preset, viz
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.chapters import sizes as chapter_sizes
+
+# %% [markdown]
+# the chapter's own experiments, tables and sentences,
+# %%
+from annotated_transformer.chapters.training import (
+    cpu_studies,
+    figures,
+    record,
+    runs,
+    sentences,
+    tables,
+    warmup,
+)
+from annotated_transformer.chapters.training.copy_task import (
+    accuracy_by_length,
+    train_copy_task,
+)
 from annotated_transformer.data import (
     TokenBatcher,
     load_parallel,
@@ -89,22 +106,6 @@ from annotated_transformer.data import (
     train_tokenizer,
 )
 from annotated_transformer.evaluation import results
-
-# %% [markdown]
-# the chapter's own experiments, tables and sentences,
-# %%
-from annotated_transformer.experiments.training_studies import (
-    cpu_studies,
-    record,
-    runs,
-    sentences,
-    tables,
-    warmup,
-)
-from annotated_transformer.experiments.training_studies.copy_task import (
-    accuracy_by_length,
-    train_copy_task,
-)
 
 # %% [markdown]
 # and the layers, the profiles, the runtime, the loss, the schedule and the trainer:
@@ -150,7 +151,7 @@ sizes = profile.chapter_sizes("04")
 learns = profile_name != "smoke"
 studies = cpu_studies.CpuStudies(sizes, seed, early=torch_device.type == "cuda")
 display(Markdown(sentences.describe_plan(profile, torch_device)))
-viz.show_table(viz.sizes_table("04", profile_name))
+viz.show_table(chapter_sizes.sizes_table("04", profile_name))
 
 # %% [markdown]
 # ## 4.1 A shared subword vocabulary (section 5.1)
@@ -421,7 +422,7 @@ smoothed = torch.full((len(toy_target), V), eps / V)
 smoothed[torch.arange(len(toy_target)), toy_target] += 1 - eps
 smoothed[toy_target == 0] = 0.0  # padding is not predicted
 assert torch.allclose(smoothed[toy_target != 0].sum(-1), torch.ones(5))
-heat = viz.label_smoothing_chart(
+heat = figures.label_smoothing_chart(
     smoothed,
     token_labels=["pad", "bos", "eos", "unk"] + [f"w{i}" for i in range(4, V)],
     row_labels=["w5", "w7", "w4", "w9", "eos", "pad", "pad"],
@@ -968,7 +969,7 @@ if learns:
     assert (exact.loc[:L] >= 0.9).all().all()  # both learned the lengths they saw ...
     assert exact.loc[L + 1, "sinusoidal"] >= exact.loc[L + 1, "learned"]
     assert (exact.loc[2 * L] <= 0.2).all()  # ... and neither copies twice that length
-viz.show(viz.extrapolation_chart(extrapolation, L))
+viz.show(figures.extrapolation_chart(extrapolation, L))
 shown = exact.loc[[L, L + 1, L + 2, 2 * L, 3 * L]].rename_axis(columns=None).reset_index()
 viz.show_table(shown, sinusoidal="{:.0%}", learned="{:.0%}")
 

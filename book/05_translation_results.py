@@ -73,11 +73,11 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas) and the package's decoding, scoring
-# and checkpoint functions. Its tables come from `experiments/translation/tables.py`, every
-# sentence that reads a number from `experiments/translation/sentences.py`, the steps from a run
+# and checkpoint functions. Its tables come from `chapters/translation/tables.py`, every
+# sentence that reads a number from `chapters/translation/sentences.py`, the steps from a run
 # folder to its numbers (the run, the averaging, the cost, the paper's recipe) from
-# `experiments/translation/table2.py`, and the results record, with the committed runs the
-# chapter shows, from `experiments/translation/record.py`.
+# `chapters/translation/table2.py`, and the results record, with the committed runs the
+# chapter shows, from `chapters/translation/record.py`.
 
 # %%
 import inspect
@@ -91,9 +91,17 @@ from IPython.display import Markdown, display
 # %% [markdown]
 # And the package's, with the chapter's modules of the experiments folder.
 # %%
-from annotated_transformer import pipeline
-from annotated_transformer.book import by_hand, viz
+from annotated_transformer import pipeline, viz
+from annotated_transformer.book import by_hand
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.chapters.translation_results import (
+    figures,
+    recipe_choice,
+    record,
+    tables,
+)
+from annotated_transformer.chapters.translation_results import sentences as describe
+from annotated_transformer.chapters.translation_results import table2 as report
 from annotated_transformer.data import collate_sources, load_parallel
 from annotated_transformer.evaluation import paper, results
 from annotated_transformer.evaluation.scoring import (
@@ -104,9 +112,6 @@ from annotated_transformer.evaluation.scoring import (
     tokenized_bleu,
     translate,
 )
-from annotated_transformer.experiments.translation import recipe_choice, record, tables
-from annotated_transformer.experiments.translation import sentences as describe
-from annotated_transformer.experiments.translation import table2 as report
 from annotated_transformer.model.decoding import (
     beam_search,
     gnmt_length_penalty,
@@ -467,7 +472,7 @@ viz.show_table(tables.sweep_table(sweep), "-", **tables.SWEEP_FORMATS)
 title = (
     f"Checkpoint averaging, profile {profile.name}: {len(run.snapshots)} snapshots kept"
 )
-viz.show(viz.averaging_chart(sweep, title=title))
+viz.show(figures.averaging_chart(sweep, title=title))
 rows = sweep.to_dict(orient="records")
 display(Markdown(describe.describe_averaging(rows, len(averaged_from))))
 
@@ -617,7 +622,7 @@ viz.show_table(tables.cost_table(cost, profile.name))
 # label naming its profile and model size. Beside this run stands the committed `gpu` run when it
 # translated the same test set (`report.gpu_comparison`; paired with this run when both
 # translated the same sentences). Every label sits where it covers no other label, point or
-# error bar (`viz.table2_panels`).
+# error bar (`figures.table2_panels`).
 
 # %%
 table2 = report.table2_points()
@@ -638,7 +643,7 @@ assert cost.counted < table2.training_flops.min() / 100  # orders of magnitude b
 # %%
 our_title = f"{test.name} EN-DE: our runs"
 viz.show(
-    viz.table2_panels(
+    figures.table2_panels(
         table2, ours_table,
         paper_title="WMT14 newstest2014 EN-DE: the paper's systems", our_title=our_title,
     )

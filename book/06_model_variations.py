@@ -88,15 +88,14 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from annotated_transformer import pipeline
-from annotated_transformer.book import viz
+from annotated_transformer import pipeline, viz
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.chapters.model_variations import figures, record, tables
+from annotated_transformer.chapters.model_variations import rows as variations
+from annotated_transformer.chapters.model_variations import sentences as say
+from annotated_transformer.chapters.model_variations import statistics as findings
+from annotated_transformer.chapters.model_variations import verdicts as report
 from annotated_transformer.data import load_parallel
-from annotated_transformer.experiments.table3 import record, tables
-from annotated_transformer.experiments.table3 import rows as variations
-from annotated_transformer.experiments.table3 import sentences as say
-from annotated_transformer.experiments.table3 import statistics as findings
-from annotated_transformer.experiments.table3 import verdicts as report
 from annotated_transformer.model import flops
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.runtime.devices import resolve_device
@@ -488,7 +487,7 @@ this_run.keep(runs=runs, train_seconds=train_seconds, workers=workers)
 # %%
 full_curves, small_curves = tables.curve_points(full), tables.curve_points(small)
 full_mean = tables.mean_curve(full_curves)
-viz.show(viz.validation_curves_chart(full_mean))
+viz.show(figures.validation_curves_chart(full_mean))
 
 
 # %% [markdown]
@@ -504,7 +503,9 @@ viz.show(viz.validation_curves_chart(full_mean))
 # %%
 small_mean = tables.mean_curve(small_curves)
 viz.show(
-    viz.overfitting_chart(small_mean, title=f"the first {overfit_pairs:,} training pairs")
+    figures.overfitting_chart(
+        small_mean, title=f"the first {overfit_pairs:,} training pairs"
+    )
 )
 dropout_of = {r: scale.config(r).dropout for r in overfit_rows}
 display(Markdown(say.describe_overfitting(small_mean, dropout_of)))
@@ -521,7 +522,7 @@ this_run.keep(small_mean=small_mean)
 # is measured on the whole validation split and moves long before greedy translations score much
 # BLEU.
 #
-# The statistics are in `experiments/table3/statistics.py`:
+# The statistics are in `chapters/table3/statistics.py`:
 #
 # - every run of a corpus goes into one model: log perplexity = row effect + seed effect + noise.
 #   All rows' runs of one seed saw the same batches, so a seed is a **block** whose luck is shared by
@@ -667,7 +668,7 @@ if extended_run is None:
     )
 else:
     extended_curves = report.mean_curves(extended_run)
-    viz.show(viz.validation_curves_chart(tables.per_epoch(extended_curves)))
+    viz.show(figures.validation_curves_chart(tables.per_epoch(extended_curves)))
     display(
         Markdown(
             say.describe_extended_progress(
@@ -695,7 +696,7 @@ if not small_extended.empty:
     small_extended = small_extended.assign(point=small_extended.epoch)
     small_share = extended_run["identity"]["overfit_share"]
     viz.show(
-        viz.overfitting_chart(
+        figures.overfitting_chart(
             small_extended,
             title=f"the extended run: dropout's rows on a 1/{small_share} share of the pairs",
             points=False,
@@ -783,7 +784,7 @@ display(Markdown(say.describe_bleu(bleu_tests, len(bleu_references))))
 
 # %%
 viz.show(
-    viz.table3_differences_chart(
+    figures.table3_differences_chart(
         tables.differences(table, final_ppl),
         rows,
         {tables.PPL: "% change from base", tables.BLEU: "points minus base"},

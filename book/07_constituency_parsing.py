@@ -34,7 +34,7 @@
 #
 # This chapter
 #
-# 1. turns trees into sequences and back (`annotated_transformer.experiments.parsing`), and checks
+# 1. turns trees into sequences and back (`annotated_transformer.chapters.constituency_parsing`), and checks
 #    that nothing is lost on every tree of the data;
 # 2. scores parses as the parsing literature does, with labelled bracket F1 in evalb's conventions;
 # 3. trains the paper's model, at the size the profile affords, as the tags parser on all the
@@ -89,15 +89,15 @@ from pathlib import Path
 from IPython.display import Markdown, display
 from nltk import Tree
 
-from annotated_transformer.book import viz
+from annotated_transformer import viz
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.chapters import constituency_parsing as parsing
+from annotated_transformer.chapters.constituency_parsing import curve as parsing_curve
+from annotated_transformer.chapters.constituency_parsing import record, report
+from annotated_transformer.chapters.constituency_parsing import sentences as describe
 from annotated_transformer.data import treebank_zip_path
 from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY, table4_row
-from annotated_transformer.experiments import parsing
-from annotated_transformer.experiments.parsing import curve as parsing_curve
-from annotated_transformer.experiments.parsing import record, report
-from annotated_transformer.experiments.parsing import sentences as describe
 from annotated_transformer.model.config import preset
 from annotated_transformer.model.transformer import count_parameters
 from annotated_transformer.runtime.devices import resolve_device
@@ -367,7 +367,7 @@ assert parsing.bracket_score(example, parsing.with_slot_tags(wrong)) == score
 viz.show_table(report.score_table(score))
 
 # %% [markdown]
-# `tests/experiments/parsing/test_parser.py` checks the package's scorer on more hand-computed cases (a missing
+# `tests/chapters/constituency_parsing/test_parser.py` checks the package's scorer on more hand-computed cases (a missing
 # bracket, a crossing bracket, punctuation, PRT and ADVP, duplicate unary brackets), and the F1 of
 # the trained parser below is computed both ways.
 #

@@ -77,14 +77,20 @@ import pandas as pd
 import torch
 from IPython.display import HTML, Markdown, display
 
-from annotated_transformer.book import by_hand, viz
+from annotated_transformer import viz
+from annotated_transformer.book import by_hand
 from annotated_transformer.book.parameters import chapter_profile
+from annotated_transformer.chapters.attention_visualizations import (
+    exports,
+    record,
+    sentences,
+)
+from annotated_transformer.chapters.attention_visualizations import figures as af
+from annotated_transformer.chapters.attention_visualizations import head_scores as fa
+from annotated_transformer.chapters.wording import file_size
 from annotated_transformer.data import load_parallel
 from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.scoring import paired_bootstrap
-from annotated_transformer.experiments.attention import exports, record, sentences
-from annotated_transformer.experiments.attention import figures as af
-from annotated_transformer.experiments.attention import head_scores as fa
 from annotated_transformer.model.attention import explicit_attention
 from annotated_transformer.model.decoding import greedy_decode
 from annotated_transformer.model.transformer import attention_maps
@@ -175,7 +181,7 @@ viz.show_table(
 )
 
 # %% [markdown]
-# `annotated_transformer.experiments.attention.figures.sentence_attention` runs this on one sentence (the
+# `annotated_transformer.chapters.attention_visualizations.figures.sentence_attention` runs this on one sentence (the
 # source ends in `</s>` as in training; the decoder reads the model's own greedy translation) and
 # keeps the weights as arrays of shape (layers, heads, queries, keys).
 #
@@ -588,7 +594,7 @@ model_bytes = sum(p.stat().st_size for p in written.values())
 print(
     f"the ONNX model gives the PyTorch tokens on {len(checked)} test captions; "
     f"its files: {model_bytes / 1e6:.1f} MB ("
-    + ", ".join(f"{p.name} {viz.file_size(p.stat().st_size)}" for p in written.values())
+    + ", ".join(f"{p.name} {file_size(p.stat().st_size)}" for p in written.values())
     + ")"
 )
 

@@ -26,9 +26,9 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
+from annotated_transformer.chapters import constituency_parsing as parsing  # noqa: E402
+from annotated_transformer.chapters.constituency_parsing import curve as parsing_curve  # noqa: E402
 from annotated_transformer.data import treebank_zip_path  # noqa: E402
-from annotated_transformer.experiments import parsing  # noqa: E402
-from annotated_transformer.experiments.parsing import curve as parsing_curve  # noqa: E402
 from annotated_transformer.runtime.devices import device_name, resolve_device  # noqa: E402
 
 

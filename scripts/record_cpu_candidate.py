@@ -19,11 +19,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from annotated_transformer.evaluation.results import check_replaceable, write_result  # noqa: E402
-from annotated_transformer.experiments.translation.recipe_choice import (  # noqa: E402
+from annotated_transformer.chapters.translation_results.recipe_choice import (  # noqa: E402
     CPU_SWEEP,
     RECIPE_FIELDS,
 )
+from annotated_transformer.evaluation.results import check_replaceable, write_result  # noqa: E402
 
 
 def epochs(records: list[dict]) -> float:

@@ -20,10 +20,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from annotated_transformer.chapters.translation_results.recipe_choice import CPU_SWEEP  # noqa: E402
 from annotated_transformer.data.reading import load_parallel  # noqa: E402
 from annotated_transformer.evaluation.results import check_replaceable, write_result  # noqa: E402
 from annotated_transformer.evaluation.scoring import paired_bootstrap  # noqa: E402
-from annotated_transformer.experiments.translation.recipe_choice import CPU_SWEEP  # noqa: E402
 
 
 def main() -> None:

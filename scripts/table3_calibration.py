@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from annotated_transformer import pipeline  # noqa: E402
+from annotated_transformer.chapters.model_variations import rows as variations  # noqa: E402
 from annotated_transformer.evaluation import results  # noqa: E402
-from annotated_transformer.experiments.table3 import rows as variations  # noqa: E402
 from annotated_transformer.profiles import get_profile  # noqa: E402
 from annotated_transformer.runtime.devices import resolve_device  # noqa: E402
 

@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from annotated_transformer.experiments.table3 import statistics as findings  # noqa: E402
+from annotated_transformer.chapters.model_variations import statistics as findings  # noqa: E402
 from annotated_transformer.runtime.files import atomic_write_text  # noqa: E402
 
 # (share of the run, index of the full-corpus curve point, of the small-corpus one): the chapter's

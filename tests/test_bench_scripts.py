@@ -449,7 +449,10 @@ def test_a_stacked_step_gives_each_model_what_the_trainer_gives_it_alone():
     sys.path.insert(0, str(REPO / "benchmarks"))
     from bench_stacked_rows import stacked_matches_separate
 
-    from annotated_transformer.experiments.table3.rows import row_config, row_settings
+    from annotated_transformer.chapters.model_variations.rows import (
+        row_config,
+        row_settings,
+    )
     from annotated_transformer.profiles import get_profile
 
     profile = get_profile("smoke")
@@ -470,7 +473,10 @@ def test_the_stacked_benchmark_refuses_to_time_a_stack_that_disagrees():
     sys.path.insert(0, str(REPO / "benchmarks"))
     from bench_stacked_rows import disagreements, stacked_matches_separate
 
-    from annotated_transformer.experiments.table3.rows import row_config, row_settings
+    from annotated_transformer.chapters.model_variations.rows import (
+        row_config,
+        row_settings,
+    )
     from annotated_transformer.profiles import get_profile
 
     profile = get_profile("smoke")
@@ -623,7 +629,7 @@ def test_table3_extended_parts_split_the_twenty_rows_as_the_findings_need():
     the findings part must hold every row of every finding but bigger-is-better (the size part)."""
     import re
 
-    from annotated_transformer.experiments.table3.statistics import FINDINGS
+    from annotated_transformer.chapters.model_variations.statistics import FINDINGS
     from annotated_transformer.model.config import TABLE3_ALL_ROWS
 
     script = (REPO / "scripts" / "gpu" / "table3_extended.sh").read_text()

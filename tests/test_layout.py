@@ -20,7 +20,8 @@ LAYERS = {
     "evaluation": 3,
     "profiles": 4,
     "pipeline": 5,
-    "experiments": 6,
+    "viz": 5,
+    "chapters": 6,
     "web": 6,
     "book": 7,
     "commands": 8,
@@ -90,13 +91,19 @@ def test_a_module_imports_only_lower_layers(path):
         )
 
 
-EXPERIMENTS = PACKAGE / "experiments"
-ARTEFACTS = sorted(p.name for p in EXPERIMENTS.iterdir() if (p / "__init__.py").is_file())
+CHAPTERS = PACKAGE / "chapters"
+# The introduction's folder holds its figures only: it reads every chapter's record through the
+# book's summary, so it keeps no record of its own.
+ARTEFACTS = sorted(
+    p.name
+    for p in CHAPTERS.iterdir()
+    if (p / "__init__.py").is_file() and p.name != "introduction"
+)
 
 
 def artefact_of(module: list[str]) -> str | None:
     """The artefact package a dotted module (as a list) lies in, or None."""
-    if module[:2] == ["annotated_transformer", "experiments"] and len(module) > 2:
+    if module[:2] == ["annotated_transformer", "chapters"] and len(module) > 2:
         return module[2] if module[2] in ARTEFACTS else None
     return None
 
@@ -128,21 +135,18 @@ def imported_modules(path: Path) -> set[tuple[str, ...]]:
 def test_every_experiment_lives_in_an_artefact_package():
     loose = sorted(
         p.name
-        for p in EXPERIMENTS.glob("*.py")
+        for p in CHAPTERS.glob("*.py")
         # shared by every artefact: how numbers are worded, what a chapter keeps as it goes
-        if p.name not in ("__init__.py", "wording.py", "chapter_state.py")
+        # and the table of a chapter's sizes under every profile
+        if p.name not in ("__init__.py", "wording.py", "chapter_state.py", "sizes.py")
     )
     assert not loose, f"experiments/ modules outside an artefact package: {loose}"
-    assert set(ARTEFACTS) == {
-        "scaled_attention",
-        "architecture",
-        "complexity",
-        "training_studies",
-        "translation",
-        "table3",
-        "parsing",
-        "attention",
-    }
+    chapter_files = sorted(
+        p.stem.split("_", 1)[1] for p in (REPO / "book").glob("0[1-9]_*.py")
+    )
+    assert ARTEFACTS == chapter_files, (
+        "one folder of chapters/ per chapter, named as its file"
+    )
 
 
 @pytest.mark.parametrize("artefact", ARTEFACTS)
@@ -151,11 +155,9 @@ def test_every_artefact_package_has_the_same_contract(artefact):
     sentences that close its chapter from that record."""
     import importlib
 
-    record = importlib.import_module(
-        f"annotated_transformer.experiments.{artefact}.record"
-    )
+    record = importlib.import_module(f"annotated_transformer.chapters.{artefact}.record")
     sentences = importlib.import_module(
-        f"annotated_transformer.experiments.{artefact}.sentences"
+        f"annotated_transformer.chapters.{artefact}.sentences"
     )
     assert isinstance(record.RESULTS_NAME, str) and record.RESULTS_NAME
     for name in ("build", "write", "read"):
@@ -165,8 +167,8 @@ def test_every_artefact_package_has_the_same_contract(artefact):
 
 @pytest.mark.parametrize(
     "path",
-    sorted(EXPERIMENTS.rglob("*.py")),
-    ids=lambda p: str(p.relative_to(EXPERIMENTS)),
+    sorted(CHAPTERS.rglob("*.py")),
+    ids=lambda p: str(p.relative_to(CHAPTERS)),
 )
 def test_an_artefact_package_imports_no_other_artefact_package(path):
     own = artefact_of(list(path.relative_to(REPO).with_suffix("").parts))
@@ -174,21 +176,21 @@ def test_an_artefact_package_imports_no_other_artefact_package(path):
         other = artefact_of(list(module))
         assert other is None or other == own, (
             f"{path.relative_to(PACKAGE)} imports {'.'.join(module)}: an artefact package "
-            "imports the layers below and experiments.wording, never another artefact's "
+            "imports the layers below and chapters.wording, never another artefact's "
             "package; move what both need down a layer"
         )
 
 
 def test_the_artefact_check_sees_a_cross_import():
-    bad = EXPERIMENTS / "table3" / "bad_example_for_test.py"
+    bad = CHAPTERS / "model_variations" / "bad_example_for_test.py"
     try:
-        bad.write_text("from ..translation import table2\n")
-        assert ("annotated_transformer", "experiments", "translation", "table2") in (
+        bad.write_text("from ..translation_results import table2\n")
+        assert ("annotated_transformer", "chapters", "translation_results", "table2") in (
             imported_modules(bad)
         )
-        assert artefact_of(["annotated_transformer", "experiments", "translation"]) == (
-            "translation"
-        )
+        assert artefact_of(
+            ["annotated_transformer", "chapters", "translation_results"]
+        ) == ("translation_results")
     finally:
         bad.unlink()
 

@@ -302,10 +302,10 @@ def test_importing_the_package_imports_no_chart_library():
 
 
 def test_a_missing_chart_library_is_named_with_its_extra(trained, monkeypatch):
-    figures = "annotated_transformer.experiments.attention.figures"
+    figures = "annotated_transformer.chapters.attention_visualizations.figures"
     monkeypatch.delitem(sys.modules, figures, raising=False)
     monkeypatch.delattr(
-        sys.modules["annotated_transformer.experiments.attention"],
+        sys.modules["annotated_transformer.chapters.attention_visualizations"],
         "figures",
         raising=False,
     )

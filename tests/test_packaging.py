@@ -310,7 +310,7 @@ def test_the_core_imports_without_any_extra():
         "import annotated_transformer.cli\n"
         "for command in ('train', 'translate', 'evaluate', 'average'):\n"
         "    __import__(f'annotated_transformer.commands.{command}')\n"
-        "import annotated_transformer.experiments.training_studies.copy_task\n"
+        "import annotated_transformer.chapters.training.copy_task\n"
         "print('core ok')\n"
     )
     result = subprocess.run(
@@ -333,8 +333,8 @@ def test_the_charts_import_on_core_and_charts():
         f"for name in {tuple(blocked)!r}:\n"
         "    sys.modules[name] = None\n"
         "from annotated_transformer import attention_chart\n"
-        "import annotated_transformer.book.viz.charts, annotated_transformer.book.viz.display\n"
-        "import annotated_transformer.experiments.attention.figures\n"
+        "import annotated_transformer.viz.charts, annotated_transformer.viz.display\n"
+        "import annotated_transformer.chapters.attention_visualizations.figures\n"
         "print('charts ok')\n"
     )
     result = subprocess.run(

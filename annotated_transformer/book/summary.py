@@ -362,7 +362,7 @@ def chapter06_findings(metrics: dict) -> list[dict] | None:
     them (`findings.assess` on every row's per-seed validation perplexity, the whole corpus and
     the small one): the same verdicts however old the file's own stored ones are. None when the
     file holds no per-seed perplexities."""
-    from ..experiments.table3 import statistics as findings
+    from ..chapters.model_variations import statistics as findings
 
     rows = metrics.get("rows") or {}
     if not rows:

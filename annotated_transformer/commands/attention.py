@@ -7,20 +7,20 @@ import argparse
 from pathlib import Path
 
 from .. import pipeline
-from ..book.viz import EXPORT_FORMATS, export
-from ..data import load_parallel
-from ..data.textfiles import text_lines
-from ..experiments.attention import head_scores as findings
-from ..experiments.attention.figures import (
+from ..chapters.attention_visualizations import head_scores as findings
+from ..chapters.attention_visualizations.figures import (
     FIGURES,
     KINDS,
     build_figure,
     sentence_attention,
 )
+from ..data import load_parallel
+from ..data.textfiles import text_lines
 from ..runtime.collisions import check_outputs
 from ..runtime.files import atomic_write_bytes, scratch_folder
 from ..runtime.ownership import check_output
 from ..training.checkpoint import model_from_checkpoint
+from ..viz import EXPORT_FORMATS, export
 from .arguments import positive_int
 
 

@@ -85,8 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..experiments.parsing import extended as parsing_extended
-    from ..experiments.parsing.curve import ParserRecipe
+    from ..chapters.constituency_parsing import extended as parsing_extended
+    from ..chapters.constituency_parsing.curve import ParserRecipe
     from ..runtime.devices import resolve_device
 
     if any(s > 1 for s in args.shares):

@@ -100,8 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiments.table3 import extended
-    from ..experiments.table3 import verdicts as table3_report
+    from ..chapters.model_variations import extended
+    from ..chapters.model_variations import verdicts as table3_report
     from ..model.config import TABLE3_ALL_ROWS
     from ..runtime.devices import resolve_device
     from ..runtime.side_by_side import check_workers

@@ -17,8 +17,8 @@ from typing import Any, Iterable
 import altair as alt
 import pandas as pd
 
-from ...runtime.files import ensure_folder, staged_path
-from ...runtime.progress import on_a_page
+from ..runtime.files import ensure_folder, staged_path
+from ..runtime.progress import on_a_page
 
 CHART_CLASS = "at-vega-chart"
 

@@ -82,7 +82,7 @@ device = "auto"
 
 # %%
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments.translation import table2 as report
+from annotated_transformer.chapters.translation_results import table2 as report
 from annotated_transformer.profiles import get_profile
 run, trained = report.run_to_translate(get_profile(profile_name))
 results.write_result("scores", {"folder": str(run.folder)}, profile=profile_name)
@@ -208,7 +208,7 @@ def test_a_live_run_refuses_the_book_before_anything_moves(book):
 def test_chapter_04_start_moves_nothing_of_the_run_it_replaces(tmp_path):
     """`runs.start_run` leaves an older run where it is: `pipeline.run(overwrite=True)`
     sets it aside, holding the folder's lock."""
-    from annotated_transformer.experiments.training_studies import runs
+    from annotated_transformer.chapters.training import runs
     from annotated_transformer.profiles import get_profile
 
     folder = tmp_path / "run"
@@ -229,7 +229,7 @@ def test_chapter_04_resumes_a_run_logged_before_a_setting_existed(tmp_path):
     is a run of the profile that has them at their defaults."""
     import json
 
-    from annotated_transformer.experiments.training_studies import runs
+    from annotated_transformer.chapters.training import runs
     from annotated_transformer.profiles import get_profile
 
     folder = tmp_path / "run"
@@ -452,7 +452,7 @@ def test_chapter_05_in_a_book_run_refuses_without_chapter_04s_run(book):
 def test_chapter_05_by_hand_reads_the_readers_run_then_the_books_and_trains_none(
     tmp_path, monkeypatch
 ):
-    from annotated_transformer.experiments.translation import table2 as report
+    from annotated_transformer.chapters.translation_results import table2 as report
     from annotated_transformer.profiles import get_profile
 
     monkeypatch.delenv(results.BOOK_RUN_ENV, raising=False)

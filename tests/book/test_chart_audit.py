@@ -7,8 +7,8 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from annotated_transformer.book.viz import audit
-from annotated_transformer.book.viz.display import book_html, chart_spec
+from annotated_transformer.viz import audit
+from annotated_transformer.viz.display import book_html, chart_spec
 
 
 def curves(n: int) -> pd.DataFrame:

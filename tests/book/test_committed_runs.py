@@ -17,8 +17,8 @@ import yaml
 
 from annotated_transformer.book import committed, runner, sphinx_assets, summary
 from annotated_transformer.book import site as site_build
-from annotated_transformer.book.viz import table_html
 from annotated_transformer.commands import book as book_command
+from annotated_transformer.viz import table_html
 
 ROOT = Path(__file__).resolve().parents[2]
 H100 = "NVIDIA H100 80GB HBM3"

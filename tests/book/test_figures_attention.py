@@ -6,7 +6,8 @@ import re
 import pandas as pd
 import pytest
 
-from annotated_transformer.book import viz
+from annotated_transformer import viz
+from annotated_transformer.chapters.attention import figures as attention_figures
 from annotated_transformer.profiles import get_profile
 
 
@@ -23,7 +24,7 @@ def _saturation(d_ks) -> pd.DataFrame:
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
 def test_every_swept_d_k_is_a_tick_never_dropped_for_crowding(profile):
     d_ks = get_profile(profile).chapter_sizes("01").d_ks
-    spec = viz.chart_spec(viz.softmax_saturation_chart(_saturation(d_ks)))
+    spec = viz.chart_spec(attention_figures.softmax_saturation_chart(_saturation(d_ks)))
     for panel in spec["hconcat"]:
         axis = panel["encoding"]["x"]["axis"]
         assert axis["values"] == [float(d) for d in d_ks]
@@ -34,7 +35,7 @@ def test_the_widest_d_k_is_drawn_on_both_panels():
     vl_convert = pytest.importorskip("vl_convert")
     d_ks = get_profile("cpu").chapter_sizes("01").d_ks
     assert max(d_ks) == 1024
-    chart = viz.softmax_saturation_chart(_saturation(d_ks))
+    chart = attention_figures.softmax_saturation_chart(_saturation(d_ks))
     svg = vl_convert.vegalite_to_svg(chart.to_dict())
     labels = re.findall(r">([0-9,]+)</text>", svg)
     for d in d_ks:

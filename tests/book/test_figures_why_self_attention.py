@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotated_transformer.book import viz
-from annotated_transformer.book.viz.audit import series_collisions
-from annotated_transformer.book.viz.figures import why_self_attention as figures
+from annotated_transformer import viz
+from annotated_transformer.chapters.why_self_attention import figures as figures
+from annotated_transformer.viz.audit import series_collisions
 
 
 def _lengths(tall_share: float) -> pd.DataFrame:

@@ -5,7 +5,7 @@ import html
 import inspect
 import re
 
-from annotated_transformer.book.viz import display
+from annotated_transformer.viz import display
 
 LINE = re.compile(
     r'<span style="display:block;padding-left:(\d+)ch;text-indent:-(\d+)ch">'

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from annotated_transformer.book import summary
-from annotated_transformer.evaluation import results
-from annotated_transformer.experiments.table3 import statistics as findings
-from annotated_transformer.experiments.training_studies import (
+from annotated_transformer.chapters.model_variations import statistics as findings
+from annotated_transformer.chapters.training import (
     sentences as training_sentences,
 )
+from annotated_transformer.evaluation import results
 
 COMMITTED = Path(__file__).resolve().parents[2] / "results" / "book_cpu"
 

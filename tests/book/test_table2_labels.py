@@ -7,9 +7,12 @@ import itertools
 import pandas as pd
 import pytest
 
-from annotated_transformer.book import viz
-from annotated_transformer.book.viz.figures import translation as figures
-from annotated_transformer.experiments.translation import table2 as report
+from annotated_transformer import viz
+from annotated_transformer.chapters.translation_results import figures as figures
+from annotated_transformer.chapters.translation_results import (
+    figures as translation_results_figures,
+)
+from annotated_transformer.chapters.translation_results import table2 as report
 
 # The committed cpu run and the earlier gpu run, as chapter 05 draws them: the cpu run's two
 # costs lie three pixels apart, and both runs carry error bars.
@@ -71,7 +74,9 @@ def test_a_label_no_placement_can_clear_takes_the_least_overlap():
 
 def test_the_chart_draws_each_label_at_its_placement():
     spec = viz.chart_spec(
-        viz.table2_panels(PAPER, OURS, paper_title="a: b", our_title="c: d")
+        translation_results_figures.table2_panels(
+            PAPER, OURS, paper_title="a: b", our_title="c: d"
+        )
     )
     for panel in spec["hconcat"]:
         texts = [layer for layer in panel["layer"] if layer["mark"]["type"] == "text"]

@@ -8,7 +8,7 @@ import itertools
 import pandas as pd
 import pytest
 
-from annotated_transformer.book.viz.figures import variations as figures
+from annotated_transformer.chapters.model_variations import figures as figures
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 
 

@@ -9,7 +9,20 @@ import pandas as pd
 import pytest
 import torch
 
-from annotated_transformer.book import viz
+from annotated_transformer import viz
+from annotated_transformer.chapters.attention import figures as attention_figures
+from annotated_transformer.chapters.model import figures as model_figures
+from annotated_transformer.chapters.model_variations import (
+    figures as model_variations_figures,
+)
+from annotated_transformer.chapters.training import figures as training_figures
+from annotated_transformer.chapters.translation_results import (
+    figures as translation_results_figures,
+)
+from annotated_transformer.chapters.why_self_attention import (
+    figures as why_self_attention_figures,
+)
+from annotated_transformer.chapters.wording import plus_minus
 from annotated_transformer.runtime.progress import BOOK_BUILD_ENV
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -65,7 +78,7 @@ def test_heatmap_keeps_repeated_token_labels_apart():
 
 def test_mask_chart_shows_a_causal_mask():
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
-    spec = viz.chart_spec(viz.mask_chart(causal))
+    spec = viz.chart_spec(attention_figures.mask_chart(causal))
     states = [row["state"] for row in next(iter(spec["datasets"].values()))]
     assert states.count("may attend") == 10 and states.count("masked") == 6
 
@@ -78,7 +91,7 @@ def test_positional_encoding_chart_has_heatmap_and_curves():
         torch.sin(positions * freqs),
         torch.cos(positions * freqs),
     )
-    spec = viz.chart_spec(viz.positional_encoding_chart(pe, dims=(2, 3)))
+    spec = viz.chart_spec(model_figures.positional_encoding_chart(pe, dims=(2, 3)))
     assert sorted(_marks(spec)) == ["line", "rect"]
     # one panel per dimension (on one axis, close wavelengths tangled), each named with its
     # function and wavelength: 2 pi 10000^(2/16) = 19.9 for the pair 2, 3
@@ -89,16 +102,16 @@ def test_positional_encoding_chart_has_heatmap_and_curves():
         "dim 3: cos, wavelength 19.9",
     ]
     with pytest.raises(ValueError, match="outside d_model=16"):
-        viz.positional_encoding_chart(pe, dims=(40,))
+        model_figures.positional_encoding_chart(pe, dims=(40,))
 
 
 def test_label_smoothing_chart_bars_or_heatmap():
     dist = torch.full((5,), 0.1 / 3)
     dist[0], dist[2] = 0.0, 0.9
-    assert _marks(viz.chart_spec(viz.label_smoothing_chart(dist))) == ["bar"]
-    assert _marks(viz.chart_spec(viz.label_smoothing_chart(dist.repeat(3, 1)))) == [
-        "rect"
-    ]
+    assert _marks(viz.chart_spec(training_figures.label_smoothing_chart(dist))) == ["bar"]
+    assert _marks(
+        viz.chart_spec(training_figures.label_smoothing_chart(dist.repeat(3, 1)))
+    ) == ["rect"]
 
 
 def test_book_output_is_an_offline_div_with_the_spec(monkeypatch):
@@ -208,7 +221,7 @@ def test_softmax_saturation_chart_has_both_panels():
             "gradient_norm": [0.2, 0.2, 0.2, 0.01],
         }
     )
-    spec = viz.chart_spec(viz.softmax_saturation_chart(saturation))
+    spec = viz.chart_spec(attention_figures.softmax_saturation_chart(saturation))
     left, right = spec["hconcat"]
     assert left["encoding"]["y"]["field"] == "largest_weight"
     assert right["encoding"]["y"]["field"] == "gradient_norm"
@@ -220,7 +233,7 @@ def test_relative_cost_chart_divides_by_the_first_row():
     costs = pd.DataFrame(
         {"heads": [1, 2, 4], "flops": [10, 10, 10], "entries": [5, 10, 20]}
     )
-    chart = viz.relative_cost_chart(
+    chart = attention_figures.relative_cost_chart(
         costs, "heads", {"flops": "FLOPs", "entries": "softmax"}, title="t", subtitle="s"
     )
     spec = viz.chart_spec(chart)
@@ -234,7 +247,7 @@ def test_relative_cost_chart_divides_by_the_first_row():
 def test_attention_uses_chart_has_three_panels_on_one_scale():
     S, T = 5, 3
     spec = viz.chart_spec(
-        viz.attention_uses_chart(
+        attention_figures.attention_uses_chart(
             torch.rand(S, S),
             torch.rand(T, T).tril(),
             torch.rand(T, S),
@@ -253,13 +266,13 @@ def test_attention_uses_chart_has_three_panels_on_one_scale():
 
 
 def _figure1_counts():
-    keys = [key for *_, key in viz.FIGURE1_BOXES if key]
+    keys = [key for *_, key in model_figures.FIGURE1_BOXES if key]
     return {key: 1000 * (i + 1) for i, key in enumerate(keys)} | {"src_embed": 250_000}
 
 
 def test_figure1_layout_labels_every_box_with_its_count():
-    boxes, frames, arrow = viz.figure1_layout(_figure1_counts(), 6, 4)
-    assert len(boxes) == len(viz.FIGURE1_BOXES) == 16
+    boxes, frames, arrow = model_figures.figure1_layout(_figure1_counts(), 6, 4)
+    assert len(boxes) == len(model_figures.FIGURE1_BOXES) == 16
     assert (boxes.x2 > boxes.x).all() and (boxes.y2 > boxes.y).all()
     embedding = boxes[boxes.label == "input embedding x sqrt(d_model)"].text.item()
     assert embedding.endswith("0.25M parameters")
@@ -275,11 +288,13 @@ def test_figure1_layout_labels_every_box_with_its_count():
     counts = _figure1_counts()
     del counts["decoder.ffn"]
     with pytest.raises(KeyError, match="decoder.ffn"):
-        viz.figure1_layout(counts, 6, 6)
+        model_figures.figure1_layout(counts, 6, 6)
 
 
 def test_figure1_chart_draws_boxes_frames_and_arrow():
-    spec = viz.chart_spec(viz.figure1_chart(_figure1_counts(), 6, 6, title="Figure 1"))
+    spec = viz.chart_spec(
+        model_figures.figure1_chart(_figure1_counts(), 6, 6, title="Figure 1")
+    )
     assert sorted(_marks(spec)) == ["line", "point", "rect", "rect", "text", "text"]
     box_rows = max(_datasets(spec), key=len)
     assert len(box_rows) == 16
@@ -297,7 +312,7 @@ def test_parameter_count_chart_skips_rows_without_a_paper_count():
     )
     counts["gap_m"] = counts.paper_m - counts.ours_m
     counts["gap_in_vocabulary_rows"] = counts.gap_m * 1e6 / counts.d_model
-    spec = viz.chart_spec(viz.parameter_count_chart(counts, ours_label="ours"))
+    spec = viz.chart_spec(model_figures.parameter_count_chart(counts, ours_label="ours"))
     bars, gaps = _datasets(spec)
     assert len(bars) == 4 and {r["source"] for r in bars} == {"ours", "paper, Table 3"}
     assert [r["row"] for r in gaps] == ["base", "big"]
@@ -323,7 +338,7 @@ def test_scaling_charts_name_the_fixed_size_in_each_title():
     by_n = pd.DataFrame({"kind": "a", "n": [8, 16], "d": 32, "seconds": [1.0, 2.0]})
     by_d = pd.DataFrame({"kind": "a", "n": 64, "d": [8, 16], "seconds": [1.0, 4.0]})
     spec = viz.chart_spec(
-        viz.scaling_charts(
+        why_self_attention_figures.scaling_charts(
             by_n, by_d, "seconds", {"a": 1}, {"a": 2}, what="Time", y_title="s"
         )
     )
@@ -338,7 +353,9 @@ def test_path_length_charts_show_both_views():
     to_last = pd.DataFrame(
         {"kind": ["a"] * 3, "input_position": [0, 1, 2], "path_length": [1, 1, 1]}
     )
-    spec = viz.chart_spec(viz.path_length_charts(paths, to_last, kernel_size=3))
+    spec = viz.chart_spec(
+        why_self_attention_figures.path_length_charts(paths, to_last, kernel_size=3)
+    )
     assert _marks(spec) == ["line", "line"]
     assert _panel_titles(spec)[1].endswith("(n = 3)")
     assert spec["config"]["legend"]["columns"] == 3
@@ -365,7 +382,9 @@ def test_crossover_chart_marks_the_same_rules_on_both_panels():
         {"n": [1, 10, 1, 10], "flops": [1, 100, 10, 100], "kind": list("abab")}
     )
     times = flops.rename(columns={"flops": "seconds"})
-    spec = viz.chart_spec(viz.crossover_chart(flops, times, {"n = d": 4.0}, d=4))
+    spec = viz.chart_spec(
+        why_self_attention_figures.crossover_chart(flops, times, {"n = d": 4.0}, d=4)
+    )
     assert _panel_titles(spec) == ["FLOPs, d = 4", "Measured time, d = 4"]
     assert _marks(spec) == ["line", "rule", "text"] * 2
     lines = [layer["layer"][0]["encoding"]["y"]["field"] for layer in spec["hconcat"]]
@@ -373,16 +392,18 @@ def test_crossover_chart_marks_the_same_rules_on_both_panels():
 
 
 def test_plus_minus_writes_the_interval_or_the_bare_score():
-    assert viz.plus_minus(36.125, 1.2) == "36.12 ± 1.20"
-    assert viz.plus_minus(36.1, None, 1) == "36.1"
-    assert viz.plus_minus(36.1, float("nan")) == "36.10"
+    assert plus_minus(36.125, 1.2) == "36.12 ± 1.20"
+    assert plus_minus(36.1, None, 1) == "36.1"
+    assert plus_minus(36.1, float("nan")) == "36.10"
 
 
 def test_averaging_chart_draws_bleu_with_error_bars():
     sweep = pd.DataFrame(
         {"k": [1, 2, 5], "ppl": [7.0, 6.8, 6.6], "bleu": [35, 35.5, 36], "ci95": 1.0}
     )
-    spec = viz.chart_spec(viz.averaging_chart(sweep, title="averaging"))
+    spec = viz.chart_spec(
+        translation_results_figures.averaging_chart(sweep, title="averaging")
+    )
     assert _marks(spec) == ["line", "line", "rule"]
     titles = [panel.get("title") for panel in spec["hconcat"]]
     assert titles[0] == "validation perplexity (lower is better)"
@@ -403,7 +424,7 @@ def test_table2_panels_keep_the_test_sets_apart_on_one_cost_axis():
         {"system": ["ours"], "bleu": [36.1], "ci95": [1.2], "training_flops": [1e14]}
     )
     spec = viz.chart_spec(
-        viz.table2_panels(
+        translation_results_figures.table2_panels(
             paper_points, ours, paper_title="newstest2014", our_title="ours"
         )
     )
@@ -417,7 +438,7 @@ def test_table2_panels_keep_the_test_sets_apart_on_one_cost_axis():
     assert _marks(left) == ["point", "text"]
     assert _marks(right) == ["rule", "point", "text"]
     ours_below = viz.chart_spec(
-        viz.table2_panels(
+        translation_results_figures.table2_panels(
             paper_points, ours.assign(below=[True]), paper_title="a", our_title="b"
         )
     )
@@ -441,7 +462,7 @@ def test_table3_differences_chart_fades_what_is_within_noise():
         ]
     )
     spec = viz.chart_spec(
-        viz.table3_differences_chart(
+        model_variations_figures.table3_differences_chart(
             differences, ["base", "A1"], {"ppl": "% change", "bleu": "points"}
         )
     )
@@ -462,7 +483,7 @@ def test_table3_differences_chart_fades_what_is_within_noise():
 
 
 def test_log_axis_ticks_only_values_whose_labels_fit():
-    from annotated_transformer.book.viz.charts import _log_ticks
+    from annotated_transformer.viz.charts import _log_ticks
 
     assert _log_ticks([2, 4, 8, 16, 1024, 512]) == [2, 4, 8, 16, 512, 1024]
     assert _log_ticks([64, 128, 256, 512, 768, 1024, 1536, 2048, 3072]) == [
@@ -492,7 +513,7 @@ def test_axes_that_end_at_the_data_leave_room_for_the_outermost_points():
         {"length": [1, 2, 3], "positions": "learned", "exact_sequence": [1.0, 0.5, 0.0],
          "tokens_in_place": [1.0, 0.7, 0.4]}
     )  # fmt: skip
-    extrapolation = viz.chart_spec(viz.extrapolation_chart(rows, 2))
+    extrapolation = viz.chart_spec(training_figures.extrapolation_chart(rows, 2))
     lines = extrapolation["spec"]["layer"][0]["encoding"]
     assert lines["y"]["scale"]["domain"] == [0, 1]
     assert lines["x"]["scale"]["padding"] == lines["y"]["scale"]["padding"] > 0

@@ -8,11 +8,13 @@ import json
 
 import pytest
 
-from annotated_transformer.experiments.parsing import extended as parsing_extended
-from annotated_transformer.experiments.table3 import extended
-from annotated_transformer.experiments.table3 import verdicts as table3_report
+from annotated_transformer.chapters.constituency_parsing import (
+    extended as parsing_extended,
+)
+from annotated_transformer.chapters.model_variations import extended
+from annotated_transformer.chapters.model_variations import verdicts as table3_report
 
-from .table3.test_extended import _curve, _export_only, _tiny
+from .model_variations.test_extended import _curve, _export_only, _tiny
 
 
 def _folder_with_one_job(tmp_path):

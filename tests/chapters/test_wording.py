@@ -1,6 +1,6 @@
 """The shared wording of numbers: sizes with a digit before the point."""
 
-from annotated_transformer.experiments.wording import file_size, gap
+from annotated_transformer.chapters.wording import file_size, gap
 
 
 def test_file_sizes_keep_a_digit_before_the_point():

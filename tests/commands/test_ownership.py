@@ -296,8 +296,12 @@ def test_an_error_names_the_destination_not_the_staged_file(tmp_path):
 
 def test_the_markers_are_the_makers_own_names():
     from annotated_transformer.book import runner
-    from annotated_transformer.experiments.parsing import extended as parsing_extended
-    from annotated_transformer.experiments.table3 import extended as table3_extended
+    from annotated_transformer.chapters.constituency_parsing import (
+        extended as parsing_extended,
+    )
+    from annotated_transformer.chapters.model_variations import (
+        extended as table3_extended,
+    )
     from annotated_transformer.training import checkpoint, run_folder
 
     assert ownership.TABLE3_MARKER == table3_extended.PLAN_NAME

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
+from annotated_transformer.chapters.constituency_parsing.treebank import read_treebank
 from annotated_transformer.data.reading import read_parallel_files
 from annotated_transformer.data.textfiles import (
     TextInputError,
@@ -19,7 +20,6 @@ from annotated_transformer.data.textfiles import (
     raw_lines,
     text_lines,
 )
-from annotated_transformer.experiments.parsing.treebank import read_treebank
 from tests.support.pipes import feed_fifo
 
 LINES = b"Two dogs play.\nA man reads.\nA girl sits.\n"

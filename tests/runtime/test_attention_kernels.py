@@ -10,12 +10,12 @@ from nltk import Tree
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from annotated_transformer import Transformer
+from annotated_transformer.chapters import constituency_parsing as parsing
+from annotated_transformer.chapters.constituency_parsing.curve import _teacher_forced_nll
+from annotated_transformer.chapters.translation_results import table2
 from annotated_transformer.data import train_tokenizer
 from annotated_transformer.data.batching import collate_pairs, collate_sources
 from annotated_transformer.evaluation.scoring import translate
-from annotated_transformer.experiments import parsing
-from annotated_transformer.experiments.parsing.curve import _teacher_forced_nll
-from annotated_transformer.experiments.translation import table2
 from annotated_transformer.model.config import preset
 from annotated_transformer.model.decoding import DecodeSettings
 from annotated_transformer.runtime import attention_kernels

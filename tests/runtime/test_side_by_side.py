@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
+from annotated_transformer.chapters.training import warmup
+from annotated_transformer.chapters.training.copy_task import train_copy_task
 from annotated_transformer.data.batching import EncodedPairs
-from annotated_transformer.experiments.training_studies import warmup
-from annotated_transformer.experiments.training_studies.copy_task import train_copy_task
 from annotated_transformer.runtime.side_by_side import side_by_side, side_by_side_workers
 
 

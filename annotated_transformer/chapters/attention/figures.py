@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..charts import (
+from ...viz.charts import (
     _as_array,
     _label_axis,
     heatmap,

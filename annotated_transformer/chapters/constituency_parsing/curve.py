@@ -38,7 +38,7 @@ from ...runtime.records import read_lines
 from ...training.checkpoint import average_checkpoints, list_snapshots, load_checkpoint
 from ...training.run_folder import METRICS_NAME
 from ...training.settings import TrainSettings
-from .. import parsing
+from .. import constituency_parsing as parsing
 
 AVERAGED_NAME = "averaged.pt"
 

@@ -41,7 +41,7 @@ from ...training.checkpoint import (
     load_checkpoint,
 )
 from ...training.run_folder import LOCK_NAME
-from .. import parsing
+from .. import constituency_parsing as parsing
 from .curve import ParserRecipe, first_share
 
 CURVE_NAME = "curve.json"

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from ..charts import (
+from ...viz.charts import (
     _as_array,
     heatmap,
 )

@@ -14,8 +14,8 @@ from typing import Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from ....model.config import TABLE3_ALL_ROWS
-from ..charts import legend_below
+from ...model.config import TABLE3_ALL_ROWS
+from ...viz.charts import legend_below
 
 # The panels of the validation curves: each group of Table 3 with base in it.
 GROUPS = {

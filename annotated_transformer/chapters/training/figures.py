@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import altair as alt
 import pandas as pd
 
-from ..charts import (
+from ...viz.charts import (
     _as_array,
     bar_chart,
     edge_scale,

@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ..charts import _interval_rules as _chart_interval_rules
+from ...viz.charts import _interval_rules as _chart_interval_rules
 
 # How a run's training cost is priced (`experiments.translation.table2.COSTS`): the shapes of its
 # two points.

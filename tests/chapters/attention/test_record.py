@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from annotated_transformer.book import summary
-from annotated_transformer.experiments.scaled_attention import record, sentences
+from annotated_transformer.chapters.attention import record, sentences
 from annotated_transformer.profiles import get_profile
 
 SIZES = get_profile("smoke").chapter_sizes("01")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from annotated_transformer.chapters.attention_visualizations import figures as af
 from annotated_transformer.cli import main
-from annotated_transformer.experiments.attention import figures as af
 from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 from tests.support.browser import Browser, find_chromium

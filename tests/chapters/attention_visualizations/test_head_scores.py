@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from annotated_transformer.chapters.attention_visualizations import figures as af
+from annotated_transformer.chapters.attention_visualizations import head_scores as fa
+from annotated_transformer.chapters.attention_visualizations import sentences
 from annotated_transformer.cli import main
-from annotated_transformer.experiments.attention import figures as af
-from annotated_transformer.experiments.attention import head_scores as fa
-from annotated_transformer.experiments.attention import sentences
 from annotated_transformer.training.checkpoint import model_from_checkpoint
 from tests.support.tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 

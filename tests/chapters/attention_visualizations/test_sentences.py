@@ -7,8 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotated_transformer.experiments.attention import exports, record, sentences
-from annotated_transformer.experiments.attention import head_scores as fa
+from annotated_transformer.chapters.attention_visualizations import (
+    exports,
+    record,
+    sentences,
+)
+from annotated_transformer.chapters.attention_visualizations import head_scores as fa
 
 NAMED = re.compile(r"layer (\d+) head (\d+)")
 

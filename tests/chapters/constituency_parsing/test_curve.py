@@ -1,4 +1,4 @@
-"""The parser's learning curves (annotated_transformer.experiments.parsing.curve): shares of whole
+"""The parser's learning curves (annotated_transformer.chapters.constituency_parsing.curve): shares of whole
 files, snapshots at the end of every k-th epoch, the average of the last ones, and the check that
 tells a parser that reads its sentence from one that does not."""
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 from nltk import Tree
 
-from annotated_transformer.experiments import parsing
-from annotated_transformer.experiments.parsing import curve as parsing_curve
+from annotated_transformer.chapters import constituency_parsing as parsing
+from annotated_transformer.chapters.constituency_parsing import curve as parsing_curve
 from annotated_transformer.training.checkpoint import (
     CheckpointError,
     list_snapshots,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from annotated_transformer.experiments.parsing import extended
-from annotated_transformer.experiments.parsing.curve import ParserRecipe
+from annotated_transformer.chapters.constituency_parsing import extended
+from annotated_transformer.chapters.constituency_parsing.curve import ParserRecipe
 
 
 def test_a_job_stops_once_its_best_is_a_fifth_of_its_epochs_behind():
@@ -152,9 +152,9 @@ def _score(out, path, lines, shares=(1.0, 0.5, 0.25)):
 def test_the_test_score_is_chosen_on_dev_decoded_once_and_never_redone(
     tiny_run, tmp_path, capsys
 ):
+    from annotated_transformer.chapters import constituency_parsing as parsing
+    from annotated_transformer.chapters.constituency_parsing import sentences as describe
     from annotated_transformer.cli import main
-    from annotated_transformer.experiments import parsing
-    from annotated_transformer.experiments.parsing import sentences as describe
 
     path = tmp_path / "results" / "test.json"
     lines: list[str] = []

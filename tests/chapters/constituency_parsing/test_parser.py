@@ -1,4 +1,4 @@
-"""Trees as sequences (annotated_transformer.experiments.parsing): the round trip on every tree of the Penn Treebank
+"""Trees as sequences (annotated_transformer.chapters.constituency_parsing): the round trip on every tree of the Penn Treebank
 sample, the repair rule, the split, and labelled bracket F1 against values computed by hand."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 import torch
 from nltk import Tree
 
+from annotated_transformer.chapters import constituency_parsing as parsing
 from annotated_transformer.data import DataNotFoundError, treebank_zip_path
 from annotated_transformer.data.batching import collate_sources
-from annotated_transformer.experiments import parsing
 from annotated_transformer.model.config import TransformerConfig
 from annotated_transformer.model.decoding import beam_search, greedy_decode
 

@@ -13,10 +13,13 @@ from types import SimpleNamespace
 import pytest
 from nltk import Tree
 
-from annotated_transformer.experiments import parsing
-from annotated_transformer.experiments.parsing import record, report
-from annotated_transformer.experiments.parsing import sentences as describe
-from annotated_transformer.experiments.parsing.curve import ChapterRuns, ParserRecipe
+from annotated_transformer.chapters import constituency_parsing as parsing
+from annotated_transformer.chapters.constituency_parsing import record, report
+from annotated_transformer.chapters.constituency_parsing import sentences as describe
+from annotated_transformer.chapters.constituency_parsing.curve import (
+    ChapterRuns,
+    ParserRecipe,
+)
 
 from .test_report import (
     comparison,

@@ -1,4 +1,4 @@
-"""Chapter 07's sentences and bookkeeping (annotated_transformer.experiments.parsing.sentences and
+"""Chapter 07's sentences and bookkeeping (annotated_transformer.chapters.constituency_parsing.sentences and
 .report): each sentence changes with the numbers it is given, a margin whose interval includes zero
 is never called a gain, and the tables have reader-facing headers."""
 
@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from nltk import Tree
 
+from annotated_transformer.chapters import constituency_parsing as parsing
+from annotated_transformer.chapters.constituency_parsing import report
+from annotated_transformer.chapters.constituency_parsing import sentences as describe
+from annotated_transformer.chapters.constituency_parsing.curve import ShareRun
 from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY
-from annotated_transformer.experiments import parsing
-from annotated_transformer.experiments.parsing import report
-from annotated_transformer.experiments.parsing import sentences as describe
-from annotated_transformer.experiments.parsing.curve import ShareRun
 
 
 def comparison(first=10.0, difference=6.0, ci=(2.0, 10.0), p=0.01, samples=2000):

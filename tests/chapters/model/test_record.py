@@ -7,7 +7,7 @@ import copy
 import pandas as pd
 
 from annotated_transformer.book import summary
-from annotated_transformer.experiments.architecture import record, sentences
+from annotated_transformer.chapters.model import record, sentences
 from annotated_transformer.profiles import get_profile
 
 SIZES = get_profile("smoke").chapter_sizes("02")

@@ -8,8 +8,8 @@ import json
 import pytest
 from filelock import FileLock
 
-from annotated_transformer.experiments.table3 import extended
-from annotated_transformer.experiments.table3 import rows as variations
+from annotated_transformer.chapters.model_variations import extended
+from annotated_transformer.chapters.model_variations import rows as variations
 from annotated_transformer.profiles import get_profile
 
 Job = extended.Job
@@ -248,7 +248,7 @@ def test_the_recorded_targets_are_only_raised(tmp_path, monkeypatch):
     """A later call with fewer epochs trains nothing and leaves the record; a folder made before
     the record starts from what its curves hold, and its export says so."""
     from annotated_transformer import pipeline
-    from annotated_transformer.experiments.table3 import verdicts as table3_report
+    from annotated_transformer.chapters.model_variations import verdicts as table3_report
 
     monkeypatch.setattr(pipeline, "prepare_data", lambda *a, **k: None)
     run = extended.Table3Run(_tiny(), tmp_path / "run")
@@ -495,7 +495,7 @@ def _merge(*paths, to):
 def test_parts_trained_on_machines_of_their_own_merge_into_one_run(tmp_path, capsys):
     """Groups of rows exported by separate calls make one export holding every job, which the
     chapter reads as one table; the written file then only grows."""
-    from annotated_transformer.experiments.table3 import verdicts as table3_report
+    from annotated_transformer.chapters.model_variations import verdicts as table3_report
 
     first = _part(tmp_path, "findings", ["base", "A1"], small=["base", "D1"])
     second = _part(tmp_path, "size", ["C1", "C3"])
@@ -517,7 +517,7 @@ def test_parts_trained_on_machines_of_their_own_merge_into_one_run(tmp_path, cap
 
 
 def test_a_job_in_two_parts_keeps_the_longer_curve_and_says_so(tmp_path, capsys):
-    from annotated_transformer.experiments.table3 import verdicts as table3_report
+    from annotated_transformer.chapters.model_variations import verdicts as table3_report
 
     short = _part(tmp_path, "short", ["base"], epochs=2, targets={"full": 4})
     longer = _part(tmp_path, "long", ["base"], epochs=4, ppl=31.0)

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotated_transformer.experiments.table3 import record, tables
-from annotated_transformer.experiments.table3 import rows as variations
-from annotated_transformer.experiments.table3 import sentences as say
-from annotated_transformer.experiments.table3 import statistics as f
+from annotated_transformer.chapters.model_variations import record, tables
+from annotated_transformer.chapters.model_variations import rows as variations
+from annotated_transformer.chapters.model_variations import sentences as say
+from annotated_transformer.chapters.model_variations import statistics as f
 from annotated_transformer.profiles import get_profile
 
 SEEDS = [1, 2]

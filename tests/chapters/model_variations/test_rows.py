@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from annotated_transformer.chapters.model_variations import rows as variations
 from annotated_transformer.evaluation import paper
-from annotated_transformer.experiments.table3 import rows as variations
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.transformer import Transformer, count_parameters
 from annotated_transformer.profiles import get_profile
@@ -142,7 +142,7 @@ def test_row_config_records_what_the_row_trained_with():
 
 
 def test_profiles_set_the_table3_scale():
-    from annotated_transformer.experiments.table3 import statistics as findings
+    from annotated_transformer.chapters.model_variations import statistics as findings
 
     for name in ("smoke", "cpu", "gpu"):
         profile = get_profile(name)

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from annotated_transformer.experiments.table3 import rows as variations
-from annotated_transformer.experiments.table3 import sentences as say
-from annotated_transformer.experiments.table3 import statistics as f
-from annotated_transformer.experiments.table3 import tables
+from annotated_transformer.chapters.model_variations import rows as variations
+from annotated_transformer.chapters.model_variations import sentences as say
+from annotated_transformer.chapters.model_variations import statistics as f
+from annotated_transformer.chapters.model_variations import tables
 
 
 def test_the_plan_is_said_in_words():
@@ -234,7 +234,7 @@ def test_the_flops_table_says_its_runs_in_words():
 
 
 def test_the_extended_verdict_table_keeps_doubling_budgets_and_the_last():
-    from annotated_transformer.experiments.table3 import tables as table3_tables
+    from annotated_transformer.chapters.model_variations import tables as table3_tables
 
     def budgets(n):
         return [{"full_epoch": float(e), "small_epoch": 3.0 * e} for e in range(1, n + 1)]
@@ -309,7 +309,7 @@ def _parsed(command: str):
 
 
 def test_the_extended_plan_names_the_rows_it_adds_and_the_command_that_made_it():
-    from annotated_transformer.experiments.table3 import extended
+    from annotated_transformer.chapters.model_variations import extended
 
     thirteen = extended.extended_rows()
     live = [r for r in thirteen if r not in ("C6", "C7")]

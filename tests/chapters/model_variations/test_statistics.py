@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from annotated_transformer.experiments.table3 import statistics as f
+from annotated_transformer.chapters.model_variations import statistics as f
 
 ONE_HEAD = f.FINDINGS[0]
 TIE = next(x for x in f.FINDINGS if x.kind == "tie")

@@ -90,7 +90,7 @@ def test_two_merges_into_one_export_at_once_lose_nothing(tmp_path, capsys, monke
     once in one line, and the first one's jobs stay in the file."""
     import multiprocessing
 
-    from annotated_transformer.experiments.table3 import verdicts
+    from annotated_transformer.chapters.model_variations import verdicts
     from annotated_transformer.runtime.locks import output_lock
 
     monkeypatch.setenv("AT_CACHE_DIR", str(tmp_path / "cache"))

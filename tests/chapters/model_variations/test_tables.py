@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from annotated_transformer.experiments.table3 import statistics as f
-from annotated_transformer.experiments.table3 import tables
+from annotated_transformer.chapters.model_variations import statistics as f
+from annotated_transformer.chapters.model_variations import tables
 
 # Two seeds, as the cpu book trains them: B1 is 17% and 12% above base.
 FINAL = {

@@ -10,10 +10,10 @@ import re
 import numpy as np
 import pytest
 
-from annotated_transformer.experiments.table3 import extended
-from annotated_transformer.experiments.table3 import sentences as say
-from annotated_transformer.experiments.table3 import statistics as f
-from annotated_transformer.experiments.table3 import verdicts as report
+from annotated_transformer.chapters.model_variations import extended
+from annotated_transformer.chapters.model_variations import sentences as say
+from annotated_transformer.chapters.model_variations import statistics as f
+from annotated_transformer.chapters.model_variations import verdicts as report
 
 
 def test_budgets_are_said_in_words():

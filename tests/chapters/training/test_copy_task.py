@@ -2,7 +2,7 @@
 
 import pytest
 
-from annotated_transformer.experiments.training_studies.copy_task import train_copy_task
+from annotated_transformer.chapters.training.copy_task import train_copy_task
 from annotated_transformer.model import preset
 from annotated_transformer.training.schedule import noam_lr
 
@@ -47,7 +47,7 @@ def test_the_history_starts_at_step_one_and_then_averages_each_window():
 def test_the_loss_floor_is_the_smoothed_losss_minimum(vocab, epsilon):
     import torch
 
-    from annotated_transformer.experiments.training_studies.tables import (
+    from annotated_transformer.chapters.training.tables import (
         smoothed_loss_floor,
     )
     from annotated_transformer.training.loss import label_smoothed_cross_entropy

@@ -6,8 +6,8 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from annotated_transformer.experiments.training_studies import cpu_studies, warmup
-from annotated_transformer.experiments.training_studies.cpu_studies import (
+from annotated_transformer.chapters.training import cpu_studies, warmup
+from annotated_transformer.chapters.training.cpu_studies import (
     CpuStudies,
     copy_jobs,
 )

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from annotated_transformer.book import summary as book_summary
+from annotated_transformer.chapters.training import record
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments.training_studies import record
 from annotated_transformer.profiles import get_profile
 
 PROFILE = get_profile("smoke")

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from annotated_transformer.experiments.training_studies import record, sentences
+from annotated_transformer.chapters.training import record, sentences
 
 RUNS = (
     "post-norm, warm-up",

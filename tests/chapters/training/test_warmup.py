@@ -6,7 +6,7 @@ import math
 import pandas as pd
 import pytest
 
-from annotated_transformer.experiments.training_studies import warmup
+from annotated_transformer.chapters.training import warmup
 
 
 def test_final_losses_give_the_mean_and_its_standard_error():

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from annotated_transformer.chapters.translation_results import recipe_choice
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments.translation import recipe_choice
 from annotated_transformer.profiles import get_profile
 
 RESULTS = results.committed_root()

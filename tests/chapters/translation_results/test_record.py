@@ -5,8 +5,8 @@ results folder."""
 import pandas as pd
 import pytest
 
-from annotated_transformer.experiments.translation import record, sentences
-from annotated_transformer.experiments.translation import table2 as report
+from annotated_transformer.chapters.translation_results import record, sentences
+from annotated_transformer.chapters.translation_results import table2 as report
 from annotated_transformer.profiles import get_profile
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from annotated_transformer.book import summary
+from annotated_transformer.chapters.translation_results import sentences as describe
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments.translation import sentences as describe
 
 COMMITTED = Path(__file__).resolve().parents[3] / "results" / "book_cpu"
 

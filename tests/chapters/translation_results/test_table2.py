@@ -8,10 +8,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from annotated_transformer.evaluation import paper
-from annotated_transformer.evaluation.paper import PAPER_TARGET_TOKENS_PER_STEP
-from annotated_transformer.experiments.translation import table2 as translation_report
-from annotated_transformer.experiments.translation.table2 import (
+from annotated_transformer.chapters.translation_results import (
+    table2 as translation_report,
+)
+from annotated_transformer.chapters.translation_results.table2 import (
     averaging_sizes,
     averaging_sweep,
     counted_training_flops,
@@ -21,6 +21,8 @@ from annotated_transformer.experiments.translation.table2 import (
     paper_way_flops,
     six_n_flops,
 )
+from annotated_transformer.evaluation import paper
+from annotated_transformer.evaluation.paper import PAPER_TARGET_TOKENS_PER_STEP
 from annotated_transformer.model import flops
 from annotated_transformer.model.config import preset
 from annotated_transformer.profiles import get_profile

@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
+from annotated_transformer.chapters.translation_results import recipe_choice, tables
+from annotated_transformer.chapters.translation_results import table2 as report
 from annotated_transformer.evaluation import paper, results
-from annotated_transformer.experiments.translation import recipe_choice, tables
-from annotated_transformer.experiments.translation import table2 as report
 from annotated_transformer.profiles import get_profile
 
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from annotated_transformer.book import summary
+from annotated_transformer.chapters.why_self_attention import record, sentences, table1
 from annotated_transformer.evaluation import results
-from annotated_transformer.experiments.complexity import record, sentences, table1
 from annotated_transformer.profiles import get_profile
 
 SLOPES = {

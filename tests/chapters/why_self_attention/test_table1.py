@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
+from annotated_transformer.chapters.why_self_attention import table1 as C
 from annotated_transformer.evaluation import paper
-from annotated_transformer.experiments.complexity import table1 as C
 
 
 @pytest.mark.parametrize("kind", C.LAYER_KINDS)
