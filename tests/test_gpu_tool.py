@@ -75,13 +75,14 @@ def test_a_book_run_collected_from_a_clone_imports_and_leaves_its_checkpoints(
     )
     (clone / "results" / "gpu" / "recipe").mkdir()
     (clone / "results" / "gpu" / "recipe" / "last.pt").write_bytes(b"weights")
+    (clone / "results" / "gpu" / ".book.lock").write_text("")
     (clone / "_build" / "failed" / "gpu" / "book").mkdir(parents=True)
     (clone / "_build" / "failed" / "gpu" / "book" / "02_model.ipynb").write_text("{}")
     out = tmp_path / "out"
     run.collect(clone, out, "gpu")
     assert (out / "_build/executed/gpu/book/01_attention.ipynb").is_file()
     assert (out / "_build/failed/gpu/book/02_model.ipynb").is_file()
-    assert not list(out.rglob("*.pt"))
+    assert not list(out.rglob("*.pt")) and not list(out.rglob("*.lock"))
     results = tmp_path / "results"
     report = committed.import_run(out, "gpu", results_dir=results, log=lambda _: None)
     assert report.ok

@@ -187,14 +187,17 @@ def chapters(args, out: Path) -> int:
 def collect(root: Path, out: Path, profile: str) -> None:
     """What a book run of `profile` left in `root`, into `out` at the same relative paths, as
     `book --import-run` reads it: the executed notebooks, those of chapters that failed or were
-    cut short (their cells carry their durations), the results folder; never a checkpoint."""
+    cut short (their cells carry their durations), the results folder; never a checkpoint, nor
+    the lock of the book run that held the folder."""
     for rel in (
         f"_build/executed/{profile}",
         f"_build/failed/{profile}",
         f"results/{profile}",
     ):
         if (root / rel).is_dir():
-            shutil.copytree(root / rel, out / rel, ignore=shutil.ignore_patterns("*.pt"))
+            shutil.copytree(
+                root / rel, out / rel, ignore=shutil.ignore_patterns("*.pt", ".*.lock")
+            )
 
 
 def gpu_test_files(root: Path) -> list[str]:
