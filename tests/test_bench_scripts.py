@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -276,168 +275,13 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
 
 @pytest.mark.slow  # a second run of the benchmark, with one compile
 def test_gpu_step_benchmark_times_the_variants_asked_beside_eager(tmp_path):
-    """A call of its own for the compiled variants still has eager, the reference, beside them."""
+    """A run of its own for the compiled variants still has eager, the reference, beside them."""
     record = run_script(
         "bench_gpu_step.py", tmp_path / "s.json", tmp_path, "--only", "train",
         "--variants", "compiled",
     )  # fmt: skip
     assert set(record["training"]["variants"]) == {"eager", "compiled"}
     assert "decoding" not in record
-
-
-def _speed(tmp_path, *parts, **env):
-    return subprocess.run(
-        ["bash", str(REPO / "scripts" / "gpu" / "speed.sh"), *parts],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={
-            "AT_CACHE_DIR": str(tmp_path / "cache"),
-            "PATH": "/usr/bin:/bin",
-            "PYTHON": sys.executable,
-            "DEVICE": "cpu",
-            "QUICK": "1",
-            "OUT": str(tmp_path / "out"),
-            **env,
-        },
-    )
-
-
-def test_speed_script_checks_its_parts_and_its_time_before_running_any():
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        for parts in (
-            ("decode", "everything"),
-            ("decode train_eager",),
-        ):  # names, exactly
-            unknown = _speed(Path(tmp), *parts)
-            assert unknown.returncode == 2 and "unknown part" in unknown.stderr
-        assert not (Path(tmp) / "out" / "decode.log").exists()
-        for bad in ("0", "300s"):
-            limit = _speed(Path(tmp), "decode", PART_LIMIT_S=bad)
-            assert limit.returncode == 2 and f"PART_LIMIT_S={bad} is not" in limit.stderr
-        # under a minute left for a part: skipped and named for the next call, exit non-zero
-        short = _speed(Path(tmp), "decode", LIMIT_S="30")
-        assert short.returncode == 1
-        assert "decode skipped" in short.stdout and "another call" in short.stdout
-
-
-@pytest.mark.slow
-def test_speed_script_runs_its_commands_on_a_cpu(tmp_path):
-    # scripts/gpu/speed.sh with DEVICE=cpu QUICK=1: the GPU run's commands, the smoke profile,
-    # with time enough on a busy 2-core machine that no part is skipped
-    proc = _speed(tmp_path, LIMIT_S="3000")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = tmp_path / "out"
-    names = {p.name for p in out.iterdir()}
-    parts = ("decode", "decode_bf16", "train_eager", "profile_eager", "profile_graphed")
-    parts += ("train_compiled",)
-    parts += ("train_bucketed",)
-    parts += ("train_graphs", "profile_compiled")
-    assert {f"{part}.log" for part in parts} <= names
-    for stem in ("profile_step_compiled", "profile_step_eager", "profile_step_graphed"):
-        assert {f"{stem}.json", f"{stem}.md"} <= names
-        record = json.loads((out / f"{stem}.json").read_text())
-        assert record["setting"]["compile"] == (stem == "profile_step_compiled")
-        assert record["setting"]["cuda_graphs"] == (stem == "profile_step_graphed")
-    decode = json.loads((out / "speed_decode.json").read_text())
-    assert all(row["same_tokens"] for row in decode["decoding"])
-    bf16 = json.loads((out / "speed_decode_bf16.json").read_text())["decoding"]
-    assert {row["precision"] for row in bf16} == {"bf16"}
-    assert sorted((row["search"], row["batch"]) for row in bf16) == [
-        ("beam", 2),
-        ("beam", 3),
-        ("greedy", 2),
-        ("greedy", 3),
-    ]
-    eager = json.loads((out / "speed_train_eager.json").read_text())["training"]
-    assert set(eager["variants"]) == {
-        "eager",
-        "eager_cudnn_attention",
-        "eager_row_blocks_loss",
-        "eager_bucketed",
-        "eager_bucketed_cudnn_attention",
-        "eager_bucketed_graphed",
-    }
-    for part, variant in (
-        ("compiled", "compiled"),
-        ("bucketed", "compiled_bucketed"),
-        ("graphs", "compiled_bucketed_reduce_overhead"),
-    ):
-        record = json.loads((out / f"speed_train_{part}.json").read_text())["training"]
-        assert set(record["variants"]) == {"eager", variant}  # one compile, beside eager
-
-
-def _table3_extended(tmp_path, data_dir, **env):
-    return subprocess.run(
-        ["bash", str(REPO / "scripts" / "gpu" / "table3_extended.sh")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={
-            "AT_CACHE_DIR": str(tmp_path / "cache"),
-            "AT_DATA_DIR": data_dir or "",
-            "PATH": "/usr/bin:/bin",
-            "PYTHON": sys.executable,
-            "DEVICE": "cpu",
-            "QUICK": "1",
-            "OUT": str(tmp_path / "out"),
-            "BUILD_DIR": str(tmp_path / "build"),
-            **env,
-        },
-    )
-
-
-def test_table3_extended_script_refuses_a_part_it_does_not_know(tmp_path):
-    proc = _table3_extended(tmp_path, None, GROUP="heads")
-    assert proc.returncode == 2
-    assert "GROUP=heads is not a part; choose all, findings, size or rest" in proc.stderr
-    assert not (tmp_path / "build").exists()
-
-
-@pytest.mark.slow
-def test_table3_extended_script_exports_whole_epochs_on_a_cpu(tmp_path, data_dir):
-    # scripts/gpu/table3_extended.sh with DEVICE=cpu QUICK=1: the GPU command on the smoke
-    # profile, its export and the tarball that comes back, all under BUILD_DIR; then one part of
-    # the run (GROUP), as a second machine trains it, merged into the first's export
-    out, build = tmp_path / "out", tmp_path / "build"
-    out.mkdir()
-    proc = _table3_extended(tmp_path, data_dir)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    side = build / "table3_extended_smoke"
-    document = json.loads((side / "runs.json").read_text())
-    jobs = {(j["corpus"], j["row"]): len(j["curve"]) for j in document["jobs"]}
-    assert jobs == {
-        ("full", "base"): 1,
-        ("full", "C1"): 1,
-        ("full", "D1"): 1,
-        ("small", "base"): 1,
-        ("small", "D1"): 1,
-    }
-    assert document["targets"] == {"full": 1, "small": 1}
-    with tarfile.open(out / "table3_extended_smoke.tgz") as packed:
-        names = {Path(n).name for n in packed.getnames()}
-    assert names == {"log.txt", "runs.json"}  # no checkpoints travel back
-    assert "2 processes, exit 0" in (side / "log.txt").read_text()
-    part = _table3_extended(tmp_path, data_dir, GROUP="size")
-    assert part.returncode == 0, part.stdout + part.stderr
-    assert (out / "table3_extended_smoke_size.tgz").is_file()
-    merged = tmp_path / "merged.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "annotated_transformer", "table3", "--merge"]
-        + [
-            str(side / "runs.json"),
-            str(build / "table3_extended_smoke_size" / "runs.json"),
-        ]
-        + ["--export", str(merged)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = {(j["corpus"], j["row"]) for j in json.loads(merged.read_text())["jobs"]}
-    assert rows == {*jobs, ("full", "C2")}  # the part's C1 and C2 beside the first's five
 
 
 def test_a_stacked_step_gives_each_model_what_the_trainer_gives_it_alone():
@@ -535,45 +379,6 @@ def test_a_process_that_fails_stops_the_processes_variant_at_once():
         time_processes(broken, 2, deadline_s=60)
 
 
-@pytest.mark.slow  # a pytest subprocess
-def test_the_gpu_tests_script_selects_the_marked_tests_and_skips_them_without_cuda(
-    tmp_path,
-):
-    """scripts/gpu/gpu_tests.sh: every test marked `gpu` is collected (and on a CPU skipped),
-    none of the others runs, and the JUnit record says so."""
-    import xml.etree.ElementTree as ElementTree
-
-    proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / "gpu" / "gpu_tests.sh")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={"OUT": str(tmp_path), "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    cases = list(ElementTree.parse(tmp_path / "gpu_tests.xml").getroot().iter("testcase"))
-    names = {case.get("name") for case in cases}
-    assert {
-        "test_on_a_gpu_logits_of_several_blocks_give_the_cpu_loss_and_gradient[dtype0]",
-        "test_on_a_gpu_a_decoder_of_one_position_captures_its_step",
-        "test_on_a_gpu_translation_with_cuda_graphs_is_the_eager_translation",
-        "test_in_autocast_keys_and_values_are_kept_as_computed_and_change_nothing[bf16-cuda]",
-    } <= names
-    assert not any("cpu" in name.split("[")[-1] for name in names if "[" in name)
-    importing = {
-        str(path.relative_to(REPO))
-        for path in (REPO / "tests").rglob("test_*.py")
-        if "from tests.support.gpu import" in path.read_text()
-    }
-    (line,) = [
-        x for x in proc.stdout.splitlines() if x.startswith("gpu_tests.sh: collecting ")
-    ]
-    assert set(line.removeprefix("gpu_tests.sh: collecting ").split()) == importing
-    assert len(importing) >= 4  # the static decoders, evaluation, the loss, this file
-    if not torch.cuda.is_available():
-        assert all(case.find("skipped") is not None for case in cases)
-
-
 def test_host_syncs_counts_the_synchronising_calls_of_a_step_by_line(monkeypatch):
     """profile_step.host_syncs on a stand-in for a GPU step: the sync debug mode is on only for the
     step, and each warning CUDA would raise is counted at the line that made it."""
@@ -622,29 +427,3 @@ def test_on_a_gpu_host_syncs_names_our_line_that_read_a_value_back():
     assert record["per_step"] >= 1
     assert [w.split(":")[0] for w in record["where"]] == ["tests/test_bench_scripts.py"]
     assert torch.cuda.get_sync_debug_mode() == 0
-
-
-def test_table3_extended_parts_split_the_twenty_rows_as_the_findings_need():
-    """table3_extended.sh names its parts' rows in bash: they must split Table 3's 20 rows, and
-    the findings part must hold every row of every finding but bigger-is-better (the size part)."""
-    import re
-
-    from annotated_transformer.chapters.model_variations.statistics import FINDINGS
-    from annotated_transformer.model.config import TABLE3_ALL_ROWS
-
-    script = (REPO / "scripts" / "gpu" / "table3_extended.sh").read_text()
-    parts = {
-        name: rows.split()
-        for name, rows in re.findall(r"^\s+(\w+)\) rows=\(([^)]*)\) ;;", script, re.M)
-    }
-    assert set(parts) == {"all", "findings", "size", "rest"}
-    assert sorted(parts["all"]) == sorted(TABLE3_ALL_ROWS)
-    split = parts["findings"] + parts["size"] + parts["rest"]
-    assert sorted(split) == sorted(TABLE3_ALL_ROWS)  # each row in exactly one part
-    for finding in FINDINGS:
-        rows = {row for pair in finding.pairs for row in pair}
-        part = "size" if finding.name == "bigger is better" else "findings"
-        assert rows <= set(parts[part]) | {"base"}, finding.name
-    assert (
-        "base" in parts["findings"]
-    )  # the findings part trains the base the others compare to

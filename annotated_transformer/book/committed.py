@@ -14,9 +14,9 @@ The layout, `results/book_<profile>/` (`results/book_gpu/` for the `gpu` book):
                              model.json, ...), at the top, as `results/book_cpu/` holds them
     README.md                written by hand, once there are results to describe
 
-`python -m annotated_transformer book --import-run RUN --profile gpu` fills it. RUN is what
-`scripts/gpu/run_chapters.sh` returns, a tarball (or the folder it unpacks to) holding
-`_build/executed/<profile>/book/NN_*.ipynb` and `results/<profile>/` with `book_run.json`. Each
+`python -m annotated_transformer book --import-run RUN --profile gpu` fills it. RUN is the folder
+that `scripts/gpu/run.py --out RUN chapters NN ...` wrote on the GPU machine (or a tarball of it),
+holding `_build/executed/<profile>/book/NN_*.ipynb` and `results/<profile>/` with `book_run.json`. Each
 chapter the run's record says succeeded is taken whole (its notebook, the results files it wrote,
 its record entry), so chapters run on different occasions accumulate; a chapter whose committed entry
 is newer than the run's is refused and stays as it is; nothing is ever deleted. `results/<profile>/`
@@ -185,8 +185,8 @@ def page_note(profile: str, chapter: str, record: dict | None, executing: str) -
 RESULTS_SUFFIXES = (".json", ".jsonl", ".txt", ".csv", ".tsv")
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FIX = (
-    "import the chapters_NN-NN.tgz that scripts/gpu/run_chapters.sh returned, or the folder it "
-    "unpacks to, as the runner wrote it"
+    "import the folder that `scripts/gpu/run.py --out RUN chapters NN ...` wrote, or a tarball "
+    "of it, as the runner wrote it"
 )
 
 
@@ -320,7 +320,7 @@ def _checked_run(
         else:
             raise ValueError(
                 f"{source} is neither a folder nor a tarball of a book run "
-                "(scripts/gpu/run_chapters.sh packs chapters_NN-NN.tgz)"
+                "(scripts/gpu/run.py --out RUN chapters NN ... writes one)"
             )
     except (tarfile.TarError, EOFError, zlib.error) as error:
         raise refuse(f"not a whole tarball ({error})") from None
@@ -626,7 +626,7 @@ def import_run(
 ) -> ImportReport:
     """Copy a returned book run of `profile` into `<results root>/book_<profile>/`.
 
-    `source` is a tarball from `scripts/gpu/run_chapters.sh` or a folder holding
+    `source` is a folder from `scripts/gpu/run.py chapters` (or a tarball of one) holding
     `_build/executed/<profile>/book/` and `results/<profile>/book_run.json`. Every chapter whose
     entry says "ok" and whose notebook is there is taken whole: notebook, results files and entry,
     published together. A chapter whose committed entry is newer is refused (kept as it is), one

@@ -22,8 +22,8 @@ from .progress import ChapterProgress
 
 ENGINE_NAME = "annotated_transformer"
 # How long an interrupted cell has to stop before the kernel is shut down under it. With the
-# kernel's own shutdown (up to 5 s) it fits inside the 15 s that scripts/gpu/run_chapters.sh
-# leaves between its SIGINT and its SIGKILL, so a chapter cut short is still recorded.
+# kernel's own shutdown (up to 5 s) it fits inside 15 s between a SIGINT and a SIGKILL (what
+# `timeout --signal=INT --kill-after=15` leaves), so a chapter cut short is still recorded.
 INTERRUPT_GRACE_S = 5.0
 
 

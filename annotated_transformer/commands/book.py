@@ -64,8 +64,8 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--import-run",
         metavar="RUN",
-        help="only copy a returned run of --profile (a chapters_NN-NN.tgz of "
-        "scripts/gpu/run_chapters.sh, or the folder it unpacks to) into "
+        help="only copy a returned run of --profile (the folder that scripts/gpu/run.py "
+        "chapters wrote, or a tarball of it) into "
         "results/book_<profile>/ (under --results-dir when given): its notebooks, results "
         "files and book_run.json entries, chapter by chapter; a chapter whose committed entry "
         "is newer is refused, and nothing is deleted; a run holding links, chapters the book "

@@ -386,16 +386,14 @@ def describe_provenance(record: dict) -> str:
 
 
 def uncommitted_changes(prov: dict) -> str:
-    """How the tree that made a record differed from its commit, in words ("" when it did not):
-    the files, when the record lists them, else that the record does not say which."""
+    """How the code that made a record differed from its commit, in words ("" when it did not):
+    the files, when the record lists them, else that the record does not list them."""
     if not prov.get("git_dirty"):
         return ""
     files = prov.get("git_changed_files")
     if not files:
-        return (
-            ", from a tree with uncommitted changes (the record does not say which files)"
-        )
+        return " plus local changes that the record does not list"
     count = prov.get("git_changed_count", len(files))
     named = ", ".join(files[:3]) + (f" and {count - 3} more" if count > 3 else "")
     noun = "file" if count == 1 else "files"
-    return f", with uncommitted changes to {count} {noun} ({named})"
+    return f" plus local changes to {count} {noun} ({named})"

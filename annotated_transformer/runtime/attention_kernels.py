@@ -19,7 +19,7 @@ attention kernel when it is traced: every compiled call in this package is made 
 context, so its graphs are traced without cuDNN's attention too.
 
 `AT_CUDNN_ATTENTION=1` in the environment, or `allow_cudnn_attention()` around a call, keeps cuDNN's
-attention in the varying-shape paths: what `scripts/gpu/calibrate_book.sh sdpa_backends` and
+attention in the varying-shape paths: what `scripts/gpu/calibrate_book.sh DIR sdpa_backends` and
 `benchmarks/bench_gpu_step.py` compare. On a CPU nothing changes: cuDNN's attention is a CUDA kernel.
 """
 

@@ -28,7 +28,7 @@ class TrainingProgress:
     epoch: int = 0
     batch_cursor: int = 0  # global batches of `epoch` already consumed
     target_tokens: int = 0  # real target tokens trained on so far
-    train_time_s: float = 0.0  # wall time inside the training loop, over all sessions
+    train_time_s: float = 0.0  # wall time inside the training loop, over every resumption
     # CPU time of this process inside the loop, divided by its threads
     train_cpu_s: float = 0.0
     last_snapshot_time_s: float = 0.0

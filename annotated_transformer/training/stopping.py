@@ -55,8 +55,9 @@ class StopRequest:
         return False
 
 
-class SessionClock:
-    """Adds this session's time to the run's, so a resumed run's budget counts every session.
+class InvocationClock:
+    """Adds this invocation's time to the run's, so a resumed run's budget counts every
+    invocation that trained it.
 
     Wall time, and this process's CPU time divided by its threads (the `cpu` budget clock, which
     other programs on the machine do not slow down).

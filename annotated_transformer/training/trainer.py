@@ -330,7 +330,7 @@ class Trainer:
         self.log.open(p)
         stopped_by = stopping.limit_reached(r, p)
         with self._stop:  # Ctrl-C and SIGTERM now ask the loop to stop after the step
-            clock = stopping.SessionClock(p)
+            clock = stopping.InvocationClock(p)
             stats = None
             while stopped_by is None:
                 global_batch = self._next_global_batch()

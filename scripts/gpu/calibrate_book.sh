@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# What sizes the `gpu` book's chapters 06 and 07, and fp16 against bf16, measured on one GPU in one
-# call. Each step writes its own folder under runs/gpu-calibration/ and, when $OUT is set
-# (the device machine's folder that comes back), a tarball of it there, so a call cut short still
-# returns every step it finished:
+# What sizes the `gpu` book's chapters 06 and 07, and fp16 against bf16, measured on one GPU. Each
+# step writes its own folder in OUT (committed as results/gpu/book_calibration/ and, for the
+# calibration of Table 3's schedule, results/tuning_table3_gpu/), with its log and wall time, so a
+# run stopped early keeps every step it finished:
 #
 #   1. table3_costs: Table 3's row-epoch at the gpu scale, the same five jobs (base, C1, C3 and big
 #      on the whole corpus, base on dropout's small one) in one process, then in four that share
@@ -29,27 +29,23 @@
 #      after another, for base's three seeds, in the rows' precision and in fp32
 #      (benchmarks/bench_stacked_rows.py; about two minutes).
 #
-#   AT_DATA_DIR=/path/to/data bash scripts/gpu/calibrate_book.sh [STEP ...]
+#   AT_DATA_DIR=/path/to/data bash scripts/gpu/calibrate_book.sh OUT [STEP ...]
 #
-# PROFILE (default gpu), DEVICE (default cuda) and QUICK=1 (a few steps of each, for a check on a
-# CPU before the GPU's minutes are spent) change what it runs.
+# The default steps are the first four. PROFILE (default gpu), DEVICE (default cuda) and QUICK=1 (a
+# few steps of each, to check the script on a CPU first) change what it runs.
 set -uo pipefail
 export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
 python=${PYTHON:-python3}
 profile=${PROFILE:-gpu}
 device=${DEVICE:-cuda}
 quick=${QUICK:-0}
-root=runs/gpu-calibration
+[ $# -ge 1 ] || { echo "usage: calibrate_book.sh OUT [STEP ...]" >&2; exit 2; }
+root=$1
+shift
 mkdir -p "$root"
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(table3_costs table3_calibration fp16 parser_epochs)
 rows_all=(base A1 A2 A3 A4 B1 B2 C1 C2 C3 C4 C5 C6 C7 D1 D2 D3 D4 E big)
-
-pack() {  # step: its folder into $OUT/<step>.tgz
-  if [ -n "${OUT:-}" ]; then
-    tar -czf "$OUT/$1.tgz" -C "$root" "$1" && echo "[$1] packed into \$OUT/$1.tgz"
-  fi
-}
 
 timed() {  # step, command...: run it with its log and wall time in the step's folder
   local step=$1
@@ -171,10 +167,13 @@ stacked_rows() {
     --device "$device" --row base "${size[@]}" --precision fp32 --out "$d/stacked_rows_fp32.json"
 }
 
+known=" table3_costs table3_calibration fp16 parser_epochs sdpa_backends table3_all_rows stacked_rows "
+for step in "${steps[@]}"; do  # every name checked before any step runs
+  [[ "$known" == *" $step "* ]] || { echo "calibrate_book.sh: no step '$step'; choose from$known" >&2; exit 2; }
+done
 status=0
 for step in "${steps[@]}"; do
   echo "[$step] $(date -u +%H:%M:%S)"
   "$step" || { echo "[$step] failed"; status=1; }
-  pack "$step"
 done
 exit $status

@@ -3,13 +3,15 @@ runs it) over batches whose rows and length change, with the batch-shape marks o
 `teacher_forcing.batch_loss` and without them (Dynamo then compiles a static graph first and a
 dynamic one at the second shape). One variant per process, compile caches off:
 
-    python scripts/gpu/compile_shapes.py marked|unmarked [cuda|cpu] [STEPS]
+    TORCH_LOGS=recompiles python scripts/gpu/compile_shapes.py OUT marked|unmarked [cuda|cpu] [STEPS]
 
-Prints the seconds of every step until the last, the graphs compiled, and the cumulative seconds.
+Prints the graphs compiled and the cumulative seconds after chosen steps, and writes that line to
+OUT/compile_shapes_<variant>.txt (the recompiles, in the log, say which shape caused each graph).
 """
 
 import sys
 import time
+from pathlib import Path
 
 import torch
 from torch._dynamo.utils import counters
@@ -20,9 +22,11 @@ from annotated_transformer.profiles import get_profile
 from annotated_transformer.training import teacher_forcing
 from annotated_transformer.training.compile_probe import compiled_step_parts
 
-variant = sys.argv[1]
-device = torch.device(sys.argv[2] if len(sys.argv) > 2 else "cpu")
-steps = int(sys.argv[3]) if len(sys.argv) > 3 else 6
+if not 3 <= len(sys.argv) <= 5:
+    raise SystemExit("usage: compile_shapes.py OUT marked|unmarked [cuda|cpu] [STEPS]")
+out, variant = Path(sys.argv[1]), sys.argv[2]
+device = torch.device(sys.argv[3] if len(sys.argv) > 3 else "cpu")
+steps = int(sys.argv[4]) if len(sys.argv) > 4 else 6
 if variant == "unmarked":
     teacher_forcing._batch_shape_varies = lambda *tensors, **kw: None
 elif variant != "marked":
@@ -59,9 +63,11 @@ for step in range(steps):
     seconds.append(time.perf_counter() - started)
 cumulative = [round(sum(seconds[: i + 1]), 1) for i in range(len(seconds))]
 marks = [i for i in (1, 2, 3, 5, 10, 20, 50, 100, 200, 400) if i <= steps]
-print(
+line = (
     f"{variant} on {device.type}: graphs {counters['stats']['unique_graphs']}; seconds after step "
     + ", ".join(f"{i}: {cumulative[i - 1]}" for i in marks)
-    + f"; last 10 steps {1000 * sum(seconds[-10:]) / 10:.1f} ms each",
-    flush=True,
+    + f"; last 10 steps {1000 * sum(seconds[-10:]) / 10:.1f} ms each"
 )
+print(line, flush=True)
+out.mkdir(parents=True, exist_ok=True)
+(out / f"compile_shapes_{variant}.txt").write_text(line + "\n", encoding="utf-8")

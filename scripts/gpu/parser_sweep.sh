@@ -6,17 +6,19 @@
 # the last ones greedy and with beam 21. Four candidates at a time share the GPU (measured on an
 # H100: four processes each train as fast as one alone, results/gpu/book_calibration/).
 #
-#   AT_DATA_DIR=/path/to/data bash scripts/gpu/parser_sweep.sh
+#   AT_DATA_DIR=/path/to/data bash scripts/gpu/parser_sweep.sh OUT
 #
-# Writes runs/gpu-parser-sweep/<name>/dev_curve.json and, when $OUT is set, packs the curves into
-# $OUT/parser_sweep.tgz (no checkpoints). EPOCHS (default 50) and DEVICE (default cuda) change what
-# it runs; QUICK=1 runs two epochs of tiny candidates, to check the script on a CPU first.
+# Writes OUT/<name>/dev_curve.json (with the candidate's checkpoints beside it) and OUT/<name>.log;
+# run by hand again into the same OUT, it skips the candidates that finished. EPOCHS (default 50) and
+# DEVICE (default cuda) change what it runs; QUICK=1 runs two epochs of tiny candidates, to check the
+# script on a CPU first.
 set -uo pipefail
 export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
 python=${PYTHON:-python3}
 device=${DEVICE:-cuda}
 epochs=${EPOCHS:-50}
-root=runs/gpu-parser-sweep
+[ $# -eq 1 ] || { echo "usage: parser_sweep.sh OUT (the output folder)" >&2; exit 2; }
+root=$1
 mkdir -p "$root"
 # name: flags. Around the profile's unmeasured guess (3+3 layers at d_model 256, dropout 0.2,
 # 4,096-token batches, warm-up 800): depth, width, dropout and batch size, one at a time.
@@ -47,7 +49,4 @@ for candidate in "${candidates[@]}"; do
   name=${candidate%%:*}
   [ -f "$root/$name/dev_curve.json" ] && echo "$name: $(tail -n 2 "$root/$name.log" | tr '\n' ' ')"
 done
-if [ -n "${OUT:-}" ]; then
-  tar -czf "$OUT/parser_sweep.tgz" --exclude="*.pt" "$root" && echo "packed into \$OUT/parser_sweep.tgz"
-fi
 exit $status

@@ -4,16 +4,15 @@
 # depend on speed as long as each stops at the recipe's 41 epochs, not at a time cap: --minutes
 # lifts the profile's 10-minute cap, and a run stopped otherwise fails the script.
 #
-#   AT_DATA_DIR=/path/to/data bash scripts/gpu/recipe_seeds.sh [EXTRA TRAIN FLAGS...]
-#   SEEDS="2 3" AT_DATA_DIR=/path/to/data bash scripts/gpu/recipe_seeds.sh   # those seeds only
+#   AT_DATA_DIR=/path/to/data bash scripts/gpu/recipe_seeds.sh OUT [EXTRA TRAIN FLAGS...]
+#   SEEDS="2 3" AT_DATA_DIR=/path/to/data bash scripts/gpu/recipe_seeds.sh OUT   # those seeds only
 #
-# Writes run folders results/gpu/recipe/seed_N/ (checkpoints are not committed: *.pt is ignored) and
-# publishes results/gpu/recipe_d256x4_seedN.json, names of their own so that a reader's
-# `train --profile gpu --publish` is never refused over them. A seed already published is skipped,
-# so after an interrupted call the next one runs only what is missing. Estimated 6 minutes for
-# seed 1 on an H100 (measured: 352 s) and about as long for seeds 2 and 3 together, so a call of
-# under 10 minutes takes SEEDS=1 or SEEDS="2 3". When $OUT is set, the run folders (without
-# checkpoints), their logs and the published records are packed into $OUT/recipe_seeds.tgz.
+# OUT mirrors the repository's results: run folders OUT/results/gpu/recipe/seed_N/ (with their logs;
+# the checkpoints, *.pt, are not committed) and the published records
+# OUT/results/gpu/recipe_d256x4_seedN.json, names of their own so that a reader's
+# `train --profile gpu --publish` is never refused over them; copy them into results/gpu/ to commit
+# them. A seed whose record OUT already holds is skipped. Seed 1 took 352 s on an H100; seeds 2 and
+# 3 together were estimated to take about as long.
 set -uo pipefail
 export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
 python=${PYTHON:-python3}
@@ -21,13 +20,17 @@ seeds=(${SEEDS:-1 2 3})
 for seed in "${seeds[@]}"; do
   [[ "$seed" =~ ^[1-9][0-9]*$ ]] || { echo "recipe_seeds.sh: SEEDS holds '$seed', not a seed" >&2; exit 2; }
 done
-root=results/gpu/recipe
+[ $# -ge 1 ] || { echo "usage: recipe_seeds.sh OUT [EXTRA TRAIN FLAGS...]" >&2; exit 2; }
+export AT_RESULTS_DIR=$1/results  # where --publish files the records
+shift
+published=$AT_RESULTS_DIR/gpu
+root=$published/recipe
 mkdir -p "$root"
 # The shared tokenizer once, before two runs race for its cache.
 $python -c "from annotated_transformer.data import tokenizer_for_corpus as t; t('multi30k', 8000)" || exit 1
 run() {  # seed, threads, extra flags...
   local seed=$1 threads=$2
-  if [ -f "results/gpu/recipe_d256x4_seed$seed.json" ]; then
+  if [ -f "$published/recipe_d256x4_seed$seed.json" ]; then
     echo "seed $seed: already published, skipped"
     return 0
   fi
@@ -52,11 +55,4 @@ for seed in "${rest[@]}"; do
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || status=1; done
-if [ -n "${OUT:-}" ]; then
-  packed=("$root")
-  for seed in "${seeds[@]}"; do
-    [ -f "results/gpu/recipe_d256x4_seed$seed.json" ] && packed+=("results/gpu/recipe_d256x4_seed$seed.json")
-  done
-  tar -czf "$OUT/recipe_seeds.tgz" --exclude="*.pt" "${packed[@]}" && echo "packed into \$OUT/recipe_seeds.tgz"
-fi
 exit $status

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # On one GPU: what each change buys the `base` training step and decoding, and where the
-# step's time goes, in parts ordered by what they tell per second of GPU time (nothing to install:
-# the benchmarks put the checkout on sys.path and the machine's torch is used, see
-# device_packages.txt):
+# step's time goes, in parts ordered by what they tell per second of GPU time (the benchmarks put
+# the checkout on sys.path and use the machine's torch):
 #
-#   bash scripts/gpu/speed.sh                       # everything lands in $OUT (up to 21 files)
-#   bash scripts/gpu/speed.sh profile_compiled      # a part the first call did not reach
-#   DEVICE=cpu QUICK=1 OUT=/tmp/s bash scripts/gpu/speed.sh   # the same commands on a CPU (the test)
+#   bash scripts/gpu/speed.sh OUT                       # every part, into OUT (up to 21 files)
+#   bash scripts/gpu/speed.sh OUT profile_compiled      # the parts named
+#   DEVICE=cpu QUICK=1 bash scripts/gpu/speed.sh OUT    # the same commands on a CPU (the test)
 #
 # The parts (default: all of them, in this order):
 #   decode            bench_gpu_step.py --only decode: greedy decoding and beam search (4) by
@@ -37,26 +36,22 @@
 #   profile_compiled  profile_step.py --compile -> profile_step_compiled.{json,md}
 # Compiling the `base` model with its 37,000-piece vocabulary takes minutes, so the compiled parts
 # come last, one compile a part: the benchmark times training only once every variant it was given
-# has warmed up, so a part cut short loses only its own variant. LIMIT_S (default 570, under the
-# device's 10 minutes a call) bounds the whole script: each part gets the time left (at most
-# PART_LIMIT_S, a whole number of seconds, where that is set), and a part that would start with
-# under 60 s left is skipped and named, for the next call. Each part's log goes to $OUT/<part>.log;
-# a failed or skipped part does not stop the others, and the script then exits non-zero. Copy
-# $OUT/* to results/gpu/ (benchmarks: results/benchmarks/gpu_*.json)
-# to commit.
+# has warmed up, so a part stopped early loses only its own variant. Each part's log goes to
+# OUT/<part>.log; a failed part does not stop the others, and the script then exits non-zero. The
+# JSON files are committed in results/gpu/ (the benchmarks' in results/benchmarks/gpu_*.json).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 python=${PYTHON:-python3}
 device=${DEVICE:-cuda}
-out=${OUT:-_build/speed}
-limit=${LIMIT_S:-570}
-mkdir -p "$out"
+[ $# -ge 1 ] || { echo "usage: speed.sh OUT [PART ...]" >&2; exit 2; }
+out=$1
+shift
 if [ -n "${QUICK:-}" ]; then
   profile=(--profile smoke --precision fp32 --warmup 1 --steps 2)
   bench=(--quick)
   translate_batches=(--decode-batch 2 3)
 else
-  # The issue's step: the paper's base model, bf16, about 22k target tokens per step.
+  # The paper's base model, bf16, about 22k target tokens per step.
   profile=(--profile paper --precision bf16 --batch-tokens 24576 --warmup 5 --steps 10)
   bench=(--profile paper --precision bf16 --batch-tokens 24576)
   # what translate --cuda-graphs decodes with the gpu recipe's model (profile given last wins)
@@ -70,26 +65,13 @@ for part in "${parts[@]}"; do  # every name checked, exactly, before any part ru
   for name in "${known[@]}"; do [ "$part" = "$name" ] && found=1; done
   [ -n "$found" ] || { echo "speed.sh: unknown part '$part'; choose from ${known[*]}" >&2; exit 2; }
 done
-if [ -n "${PART_LIMIT_S:-}" ] && ! [[ "$PART_LIMIT_S" =~ ^[1-9][0-9]*$ ]]; then
-  echo "speed.sh: PART_LIMIT_S=$PART_LIMIT_S is not a whole number of seconds above 0" >&2
-  exit 2
-fi
-started=$(date +%s)
+mkdir -p "$out"
 status=0
 run() {  # part, command...
   local part=$1
   shift
-  local left=$(( limit - ($(date +%s) - started) ))
-  if [ "$left" -lt 60 ]; then
-    echo "[speed] $part skipped: ${left} s of LIMIT_S=$limit left; run it in another call"
-    status=1
-    return
-  fi
-  local part_limit=$(( left - 10 ))
-  [ -n "${PART_LIMIT_S:-}" ] && [ "$PART_LIMIT_S" -lt "$part_limit" ] && part_limit=$PART_LIMIT_S
-  echo "[speed] $part ($part_limit s at most): $*"
-  timeout --kill-after=10 "$part_limit" "$@" >"$out/$part.log" 2>&1 \
-    || { echo "[speed] $part failed (exit $?), see $out/$part.log"; status=1; }
+  echo "[speed] $part: $*"
+  "$@" >"$out/$part.log" 2>&1 || { echo "[speed] $part failed (exit $?), see $out/$part.log"; status=1; }
   tail -n 25 "$out/$part.log"
 }
 for part in "${parts[@]}"; do

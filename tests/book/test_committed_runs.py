@@ -57,7 +57,7 @@ def make_incoming_run(
     device: str = H100,
     date: str = "2026-11-27T10:00:00+00:00",
 ) -> Path:
-    """A returned run as `run_chapters.sh` packs it: `_build/executed/<profile>/book/NN.ipynb`
+    """A returned run as `scripts/gpu/run.py chapters` writes it: `_build/executed/<profile>/book/NN.ipynb`
     and `results/<profile>/` with `book_run.json`. `chapters`: {name: {"date", "status",
     "files": {name: text}, "listed": whether the entry names its files}}."""
     book = folder / "_build" / "executed" / profile / "book"
@@ -430,10 +430,7 @@ def test_the_toc_gains_a_part_of_the_gpu_run_s_chapters_only(tmp_path, gpu_resul
         f"executed on **{H100}** in **16.2 s** on 2026-11-27 at commit `aaaaaaa`" in first
     )
     # the run's tree had edits, and its record does not say which files
-    assert (
-        "from a tree with uncommitted changes (the record does not say which files)"
-        in first
-    )
+    assert "plus local changes that the record does not list" in first
     assert "[its page](../book/01_attention.ipynb)" in first
     assert "remove-cell" in page.cells[2].metadata["tags"]
     # The executing profile's run is never a part of its own site.

@@ -25,7 +25,7 @@ def test_an_edited_tree_names_the_files_it_changed():
         "git_changed_count": 2,
     }
     assert results.uncommitted_changes(prov) == (
-        ", with uncommitted changes to 2 files (a.py, b.py)"
+        " plus local changes to 2 files (a.py, b.py)"
     )
     many = {
         "git_dirty": True,
@@ -33,12 +33,12 @@ def test_an_edited_tree_names_the_files_it_changed():
         "git_changed_count": 25,
     }
     assert results.uncommitted_changes(many) == (
-        ", with uncommitted changes to 25 files (a, b, c and 22 more)"
+        " plus local changes to 25 files (a, b, c and 22 more)"
     )
 
 
 def test_an_older_record_without_the_files_says_they_were_not_recorded():
-    assert "the record does not say which files" in results.uncommitted_changes(
+    assert "local changes that the record does not list" in results.uncommitted_changes(
         {"git_dirty": True}
     )
 

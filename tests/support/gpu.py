@@ -1,5 +1,5 @@
 """The mark of a test that needs a CUDA device: skipped without one, selected by `-m gpu`, which
-`scripts/gpu/gpu_tests.sh` runs at the start of a GPU run, before anything is timed."""
+`python scripts/gpu/run.py --out DIR tests` runs on a GPU machine before anything is timed."""
 
 import pytest
 import torch

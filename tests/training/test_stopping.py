@@ -1,5 +1,5 @@
-"""When a run stops and when it saves: each limit, Ctrl-C and SIGTERM as a request, the session's
-time added to the run's, and ranks that decide together."""
+"""When a run stops and when it saves: each limit, Ctrl-C and SIGTERM as a request, each
+invocation's time added to the run's, and ranks that decide together."""
 
 import os
 import signal
@@ -15,7 +15,7 @@ from annotated_transformer.training.resume_state import TrainingProgress
 from annotated_transformer.training.settings import TrainSettings
 from annotated_transformer.training.stopping import (
     STOP_CHECK_EVERY,
-    SessionClock,
+    InvocationClock,
     StopRequest,
     budget_seconds_used,
     limit_reached,
@@ -242,7 +242,7 @@ def test_ranks_save_by_the_clock_only_together_every_stop_check(other_rank):
 
 
 # ------------------------------------------------------------------------------------------ clock
-def test_the_session_clock_adds_this_sessions_time_to_the_runs(monkeypatch):
+def test_the_invocation_clock_adds_this_invocations_time_to_the_runs(monkeypatch):
     now = types.SimpleNamespace(wall=1000.0, cpu=50.0)
     monkeypatch.setattr(
         stopping,
@@ -252,7 +252,7 @@ def test_the_session_clock_adds_this_sessions_time_to_the_runs(monkeypatch):
         ),
     )
     progress = TrainingProgress(train_time_s=300.0, train_cpu_s=40.0)
-    clock = SessionClock(progress)
+    clock = InvocationClock(progress)
     now.wall, now.cpu = 1012.0, 50.0 + 8.0 * clock.threads
     clock.tick(progress)
     assert progress.train_time_s == pytest.approx(312.0)

@@ -312,7 +312,7 @@ def reproducing_command(
     profile, target epochs, seeds and rows; `--rows` only where they are not the default thirteen),
     or, with none committed, `profile`'s run of `rows` (default the thirteen) for `epochs` (default
     the command's); lines broken as a shell reads them. Workers, device and a time limit change how
-    fast and how far a call gets, not what the run aims at: they are left out."""
+    fast and how far one invocation gets, not what the run aims at: they are left out."""
     groups = ["python -m annotated_transformer table3"]  # a flag and its values each
     if document is None:
         groups.append(f"--profile {profile}")

@@ -196,11 +196,11 @@ def test_no_committed_calibration_is_an_empty_one(tmp_path):
 @pytest.mark.parametrize(
     "provenance, said",
     [
-        ({"git_dirty": True}, "from a tree with uncommitted changes"),
+        ({"git_dirty": True}, "plus local changes that the record does not list"),
         (
             {"git_dirty": True, "git_changed_files": ["a.py", "b.py"],
              "git_changed_count": 2},
-            "with uncommitted changes to 2 files (a.py, b.py)",
+            "plus local changes to 2 files (a.py, b.py)",
         ),
         ({"git_dirty": False}, "at commit a52ae65"),
     ],
