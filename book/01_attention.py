@@ -62,8 +62,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import Transformer, attention_maps, preset, viz
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.chapters import sizes as chapter_sizes
 from annotated_transformer.chapters.attention import figures, record, sentences
+from annotated_transformer.chapters.attention import sizes as chapter_sizes
 from annotated_transformer.model.attention import (
     MultiHeadAttention,
     explicit_attention,
@@ -89,8 +89,8 @@ profile_name = profile.name  # the machine's profile where it was auto
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-sizes = profile.chapter_sizes("01")
-viz.show_table(chapter_sizes.sizes_table("01", profile_name))
+sizes = chapter_sizes.of(profile.name)
+viz.show_table(chapter_sizes.table(profile.name))
 
 # %% [markdown]
 # ## 1.1 Scaled dot-product attention

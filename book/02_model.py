@@ -65,8 +65,8 @@ from annotated_transformer import (
     viz,
 )
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.chapters import sizes as chapter_sizes
 from annotated_transformer.chapters.model import figures, record, sentences
+from annotated_transformer.chapters.model import sizes as chapter_sizes
 from annotated_transformer.evaluation.paper import TABLE3 as PAPER_TABLE3
 from annotated_transformer.model.config import TABLE3_ALL_ROWS
 from annotated_transformer.model.layers import (
@@ -95,8 +95,8 @@ profile_name = profile.name  # the machine's profile where it was auto
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-sizes = profile.chapter_sizes("02")
-viz.show_table(chapter_sizes.sizes_table("02", profile_name))
+sizes = chapter_sizes.of(profile.name)
+viz.show_table(chapter_sizes.table(profile.name))
 
 # %% [markdown]
 # ## 2.1 The shape of the model (Figure 1)

@@ -68,8 +68,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import viz
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.chapters import sizes as chapter_sizes
 from annotated_transformer.chapters.why_self_attention import figures, record, sentences
+from annotated_transformer.chapters.why_self_attention import sizes as chapter_sizes
 from annotated_transformer.chapters.why_self_attention import table1 as complexity
 from annotated_transformer.data.reading import load_parallel
 from annotated_transformer.data.tokenizer import train_tokenizer
@@ -99,11 +99,11 @@ if device.type == "cpu" and threads is not None:
     torch.set_num_threads(threads)
 chapter_start = time.perf_counter()
 torch.manual_seed(seed)
-sizes = profile.chapter_sizes("03")
+sizes = chapter_sizes.of(profile.name)
 where = device_name(device)
 threads_note = f", {torch.get_num_threads()} thread(s)" if device.type == "cpu" else ""
 print(f"profile {profile_name!r}, timings on {where}{threads_note}")
-viz.show_table(chapter_sizes.sizes_table("03", profile_name))
+viz.show_table(chapter_sizes.table(profile.name))
 
 # %% [markdown]
 # ## 3.1 Three ways to mix a sequence

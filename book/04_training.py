@@ -80,7 +80,6 @@ from IPython.display import Markdown, display
 # %%
 from annotated_transformer import Transformer, pipeline, preset, viz
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.chapters import sizes as chapter_sizes
 
 # %% [markdown]
 # the chapter's own experiments, tables and sentences,
@@ -94,6 +93,7 @@ from annotated_transformer.chapters.training import (
     tables,
     warmup,
 )
+from annotated_transformer.chapters.training import sizes as chapter_sizes
 from annotated_transformer.chapters.training.copy_task import (
     accuracy_by_length,
     train_copy_task,
@@ -147,11 +147,11 @@ profile = chapter_profile(profile_name, "04", max_steps=max_steps)
 profile_name = profile.name  # the machine's profile where it was auto
 torch_device = resolve_device(device)
 chapter_start = time.perf_counter()
-sizes = profile.chapter_sizes("04")
+sizes = chapter_sizes.of(profile.name)
 learns = profile_name != "smoke"
 studies = cpu_studies.CpuStudies(sizes, seed, early=torch_device.type == "cuda")
 display(Markdown(sentences.describe_plan(profile, torch_device)))
-viz.show_table(chapter_sizes.sizes_table("04", profile_name))
+viz.show_table(chapter_sizes.table(profile.name))
 
 # %% [markdown]
 # ## 4.1 A shared subword vocabulary (section 5.1)

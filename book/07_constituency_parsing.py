@@ -95,6 +95,7 @@ from annotated_transformer.chapters import constituency_parsing as parsing
 from annotated_transformer.chapters.constituency_parsing import curve as parsing_curve
 from annotated_transformer.chapters.constituency_parsing import record, report
 from annotated_transformer.chapters.constituency_parsing import sentences as describe
+from annotated_transformer.chapters.constituency_parsing import sizes as chapter_sizes
 from annotated_transformer.data import treebank_zip_path
 from annotated_transformer.evaluation import results
 from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY, table4_row
@@ -122,7 +123,7 @@ treebank_dir = None  # None: the sample
 # %%
 profile = chapter_profile(profile_name, "07", max_steps=max_steps)
 profile_name = profile.name  # the machine's profile where it was auto
-sizes = profile.chapter_sizes("07")
+sizes = chapter_sizes.of(profile.name)
 device = resolve_device(device)
 chapter_start = time.perf_counter()
 # what the chapter computes, kept as it goes for its results record (`record.write`, at the end)

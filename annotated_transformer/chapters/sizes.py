@@ -1,23 +1,43 @@
-"""Each chapter's sizes under the profiles, as the table a chapter opens with."""
+"""A chapter's sizes: how much of its own experiments each profile affords, one typed record per
+chapter (its `sizes` module), and the table a chapter opens with."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 import pandas as pd
 
+from ..runtime.checks import check_types
 
-def sizes_table(chapter: str, profile_name: str) -> pd.DataFrame:
-    """A chapter's sizes (`Profile.chapter_sizes`) as one row per field of its record and one column
-    per profile: the four main profiles and the executing one, whose column is marked "(this run)"."""
-    from ..profiles import get_profile
+MAIN_PROFILES = ("smoke", "cpu", "gpu", "paper")
+S = TypeVar("S")
 
-    names = list(dict.fromkeys(["smoke", "cpu", "gpu", "paper", profile_name]))
-    sizes = {
-        name: dataclasses.asdict(get_profile(name).chapter_sizes(chapter))
-        for name in names
-    }
+
+class Sizes:
+    """A record of sizes: each field of its annotated type, checked when it is made."""
+
+    def __post_init__(self):
+        check_types(self)
+
+
+def of_profile(by_profile: Mapping[str, S], profile_name: str) -> S:
+    """The sizes of the profile named `profile_name`; a variant (`gpu-iwslt14`, `paper-big`) takes
+    those of the profile it varies. Any other name is a KeyError in one line naming the profiles."""
+    for name in (profile_name, profile_name.split("-", 1)[0]):
+        if name in by_profile:
+            return by_profile[name]
+    raise KeyError(
+        f"no sizes for a profile named {profile_name!r}; there are sizes for "
+        f"{', '.join(by_profile)} and their variants (gpu-...)"
+    )
+
+
+def profiles_table(by_profile: Mapping[str, Any], profile_name: str) -> pd.DataFrame:
+    """The sizes as one row per field of the record and one column per profile: the main
+    profiles and the executing one, whose column is marked "(this run)"."""
+    names = list(dict.fromkeys([*MAIN_PROFILES, profile_name]))
+    sizes = {name: dataclasses.asdict(of_profile(by_profile, name)) for name in names}
     knobs = list(dict.fromkeys(k for p in names for k in sizes[p]))
 
     def cell(value: Any) -> str:

@@ -2,15 +2,15 @@
 
 A profile is one record: what to train (corpus, direction, vocabulary, model), how (batch, schedule,
 precision), for how long (steps, epochs or minutes), how to evaluate (beam, length penalty,
-checkpoint averaging), and the scales of the book's own experiments. `train --profile P` and
+checkpoint averaging), the book's minutes and Table 3's scale (each chapter keeps the sizes of its
+own experiments in `chapters/<chapter>/sizes.py`). `train --profile P` and
 `book --profile P` read the same record, so chapter 04 trains exactly what the command trains and
 the number the README quotes is the number the book shows. Any field can be overridden for one run
 (`get_profile("cpu", max_steps=100)`, or a flag of `train`); None keeps the profile's value.
 
 - `profile`: the `Profile` record, composed of its parts, read and written flat;
 - `parts`: the data, model and evaluation parts (the trainer's is `TrainSettings`);
-- `book_scales`: the book's part: Table 3's scale and each chapter's sizes;
-- `chapter_sizes`: those sizes under each profile;
+- `book_scales`: the book's part: its minutes and Table 3's scale;
 - `catalogue`: the profiles themselves and `get_profile`.
 
 Variants are names of their own (`gpu-iwslt14`, `paper-big`) and write to a results folder of their own.
@@ -18,19 +18,9 @@ Variants are names of their own (`gpu-iwslt14`, `paper-big`) and write to a resu
 
 from .book_scales import (
     BOOK_BOUNDS,
-    CHAPTER_SIZES,
     TABLE3_BOUNDS,
-    AttentionSizes,
     BookScales,
-    ChapterSizes,
-    LengthSweep,
-    ModelSizes,
-    ParsingSizes,
-    SubwordSample,
     Table3Scale,
-    TrainingSizes,
-    WhySelfAttentionSizes,
-    WidthSweep,
 )
 from .catalogue import PROFILE_NAMES, PROFILES, TABLE3_CPU_ROWS, get_profile
 from .parts import DataSettings, EvaluationSettings, ModelChoice
@@ -45,7 +35,6 @@ from .profile import (
 
 __all__ = [
     "BOOK_BOUNDS",
-    "CHAPTER_SIZES",
     "FIELD_PART",
     "FLAT_ORDER",
     "PROFILES",
@@ -53,21 +42,12 @@ __all__ = [
     "PROFILE_NAMES",
     "TABLE3_BOUNDS",
     "TABLE3_CPU_ROWS",
-    "AttentionSizes",
     "BookScales",
-    "ChapterSizes",
     "DataSettings",
     "EvaluationSettings",
-    "LengthSweep",
     "ModelChoice",
-    "ModelSizes",
-    "ParsingSizes",
     "Profile",
-    "SubwordSample",
     "Table3Scale",
-    "TrainingSizes",
-    "WhySelfAttentionSizes",
-    "WidthSweep",
     "comparable_record",
     "flat_fields",
     "get_profile",

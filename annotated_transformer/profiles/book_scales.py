@@ -1,15 +1,15 @@
-"""How much of the book's own experiments a profile affords: Table 3's scale and each chapter's sizes.
+"""How much of the book a profile affords: the whole book's minutes and Table 3's scale.
 
-`BookScales` is the `book` part of a `Profile`: the whole book's minutes, how chapter 06 trains
-Table 3's rows (`Table3Scale`), and one record of sizes for each chapter that has experiments of
-its own (`CHAPTER_SIZES`), which the chapter reads with `Profile.chapter_sizes`.
+`BookScales` is the `book` part of a `Profile`: the whole book's minutes and how chapter 06 and the
+`table3` command train Table 3's rows (`Table3Scale`). The sizes of the other chapters' own
+experiments are each chapter's (`chapters/<chapter>/sizes.py`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..data.tokenizer import SPECIAL_IDS
 from ..runtime.checks import (
@@ -61,13 +61,6 @@ def _record(cls, values: dict):
             for name, value in values.items()
         }
     )
-
-
-class _Sizes:
-    """A record of sizes: each field of its annotated type, checked when it is made."""
-
-    def __post_init__(self):
-        check_types(self)
 
 
 @dataclass(frozen=True)
@@ -126,185 +119,18 @@ class Table3Scale:
 
 
 @dataclass(frozen=True)
-class AttentionSizes(_Sizes):
-    """Chapter 01's experiments: the statistics of scaled dot products and the timed attention.
-
-    Attributes:
-        samples: query-key pairs each variance of q . k averages over (a twentieth of them, at
-            least 200, for the softmax's saturation).
-        d_ks: the key widths d_k the statistics sweep.
-        n_keys: keys per query in the softmax's saturation (four times as many in the timing of
-            additive against dot-product scores).
-        time_batch: sequences in a timed batch.
-        time_len: positions in a timed sequence (and queries in the timing of the two scorings).
-        repeats: timed runs behind each timing's median and spread.
-    """
-
-    samples: int
-    d_ks: tuple[int, ...]
-    n_keys: int
-    time_batch: int
-    time_len: int
-    repeats: int
-
-
-@dataclass(frozen=True)
-class ModelSizes(_Sizes):
-    """Chapter 02's checks of the positional encoding.
-
-    Attributes:
-        positions: positions of the table the checks compare.
-        shifts: the offsets k checked to be a rotation, PE(pos + k) = M_k PE(pos).
-    """
-
-    positions: int
-    shifts: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class LengthSweep(_Sizes):
-    """Timed sequence lengths at one width.
-
-    Attributes:
-        ns: the sequence lengths n.
-        d: the model width.
-        batch: sequences per timed batch.
-    """
-
-    ns: tuple[int, ...]
-    d: int
-    batch: int
-
-
-@dataclass(frozen=True)
-class WidthSweep(_Sizes):
-    """Timed model widths at one sequence length.
-
-    Attributes:
-        n: the sequence length.
-        ds: the model widths d.
-        batch: sequences per timed batch.
-    """
-
-    n: int
-    ds: tuple[int, ...]
-    batch: int
-
-
-@dataclass(frozen=True)
-class SubwordSample(_Sizes):
-    """The small BPE model chapter 03 measures sentence lengths with.
-
-    Attributes:
-        lines: training sentences of each side of each corpus (Multi30k and the WMT14 sample)
-            the model learns from.
-        vocab: its vocabulary size.
-        test_lines: test sentences of each corpus and language measured.
-    """
-
-    lines: int
-    vocab: int
-    test_lines: int
-
-
-@dataclass(frozen=True)
-class WhySelfAttentionSizes(_Sizes):
-    """Chapter 03's measurements of Table 1.
-
-    Attributes:
-        by_n: the sweep growing the length at a fixed width.
-        by_d: the sweep growing the width at a fixed length.
-        crossover: self-attention against recurrence at the base model's width, d = 512.
-        repeats: runs each timing takes the fastest of.
-        path_ns: the lengths whose maximum path lengths are computed.
-        path_example_n: the length whose paths to the last output are drawn.
-        bpe: the BPE model that measures the corpora's sentences in subwords.
-    """
-
-    by_n: LengthSweep
-    by_d: WidthSweep
-    crossover: LengthSweep
-    repeats: int
-    path_ns: tuple[int, ...]
-    path_example_n: int
-    bpe: SubwordSample
-
-
-@dataclass(frozen=True)
-class TrainingSizes(_Sizes):
-    """Chapter 04's own small experiments (the profile's translation run is the profile's).
-
-    Attributes:
-        bpe_sample_pairs: training pairs the chapter's own BPE learns its merges from.
-        bpe_merges: merges it learns.
-        copy_steps: training steps of the copy task (sinusoidal and learned positions alike).
-        copy_length: the longest sequence the copy task trains on (it starts at 1).
-        copy_batch: sequences per copy-task batch.
-        eval_per_length: sequences scored at each length in the extrapolation test.
-        norm_steps: training steps of each model in the post-norm/pre-norm comparison.
-        resume_steps: steps of the stopped-and-resumed demonstration run.
-        resume_stop_at: the step where it is stopped.
-    """
-
-    bpe_sample_pairs: int
-    bpe_merges: int
-    copy_steps: int
-    copy_length: int
-    copy_batch: int
-    eval_per_length: int
-    norm_steps: int
-    resume_steps: int
-    resume_stop_at: int
-
-
-@dataclass(frozen=True)
-class ParsingSizes(_Sizes):
-    """Chapter 07's parser and its learning curve.
-
-    Attributes:
-        recipe: the fields of the parser's recipe this profile sets (`ParserRecipe.from_dict` of
-            `experiments.parsing.curve`; the others keep the recipe's defaults).
-        shares: the shares of the training files, one run each, that the learning curve trains on.
-        workers: processes training the runs side by side (one thread each on a CPU; sharing the device on a GPU).
-        dev_trees: development trees each snapshot is scored on (None: all).
-        test_sentences: test sentences the averaged parser is scored on (None: all).
-    """
-
-    recipe: dict
-    shares: tuple[float, ...]
-    workers: int
-    dev_trees: int | None
-    test_sentences: int | None
-
-
-ChapterSizes = (
-    AttentionSizes | ModelSizes | WhySelfAttentionSizes | TrainingSizes | ParsingSizes
-)
-# The record of each chapter that has sizes of its own, by chapter number.
-CHAPTER_SIZES: dict[str, type] = {
-    "01": AttentionSizes,
-    "02": ModelSizes,
-    "03": WhySelfAttentionSizes,
-    "04": TrainingSizes,
-    "07": ParsingSizes,
-}
-
-
-@dataclass(frozen=True)
 class BookScales:
     """How much of the book's other experiments a profile affords.
 
     Attributes:
         minutes: what the whole book should take under this profile.
         table3: how chapter 06 trains the rows of Table 3.
-        chapters: the sizes of the experiments of chapters 01-04 and 07, one record per chapter
-            (`CHAPTER_SIZES`), by chapter number; a chapter reads its own with
-            `Profile.chapter_sizes`.
+
+    Chapters 01-04 and 07 keep their own sizes under each profile in their folder's `sizes`.
     """
 
     minutes: float
     table3: Table3Scale
-    chapters: dict[str, ChapterSizes] = field(default_factory=dict)
 
     def __post_init__(self):
         check_types(self, "book")
@@ -313,17 +139,6 @@ class BookScales:
             raise ValueError(
                 f"book.table3 must be a Table3Scale, got {type(self.table3).__name__}"
             )
-        for chapter, sizes in self.chapters.items():
-            if chapter not in CHAPTER_SIZES:
-                raise ValueError(
-                    f"book.chapters: chapter {chapter} has no sizes; chapters with sizes: "
-                    f"{', '.join(CHAPTER_SIZES)}"
-                )
-            if not isinstance(sizes, CHAPTER_SIZES[chapter]):
-                raise ValueError(
-                    f"book.chapters[{chapter!r}] must be a {CHAPTER_SIZES[chapter].__name__}, "
-                    f"got {type(sizes).__name__}"
-                )
 
     @classmethod
     def from_dict(cls, values: dict) -> "BookScales":
@@ -331,17 +146,9 @@ class BookScales:
         unknown keys are ignored.
 
         Raises:
-            TypeError: a field missing, or a chapter's sizes that no longer fit its record.
+            TypeError: a field missing.
         """
-        chapters = values.get("chapters", {})
-        unknown = sorted(set(chapters) - set(CHAPTER_SIZES))
-        if unknown:
-            raise TypeError(f"no chapter {', '.join(unknown)} has sizes today")
         return cls(
             **{k: v for k, v in values.items() if k == "minutes"},
             table3=Table3Scale.recorded(values),
-            chapters={
-                chapter: _record(CHAPTER_SIZES[chapter], sizes)
-                for chapter, sizes in chapters.items()
-            },
         )

@@ -10,7 +10,6 @@ from __future__ import annotations
 from ..model.config import TABLE3_ALL_ROWS
 from ..training.settings import TrainSettings
 from .book_scales import BookScales, Table3Scale
-from .chapter_sizes import CPU_CHAPTERS, GPU_CHAPTERS, PAPER_CHAPTERS, SMOKE_CHAPTERS
 from .parts import DataSettings, EvaluationSettings, ModelChoice
 from .profile import FIELD_PART, Profile
 
@@ -36,7 +35,6 @@ SMOKE = Profile(
             peak_lr=2e-3,
             overfit_epochs=2,
         ),
-        chapters=SMOKE_CHAPTERS,
     ),
     data=DataSettings(max_train_pairs=2000, max_valid_pairs=200, vocab_size=1000),
     model=ModelChoice(preset="tiny", model_overrides=dict(dropout=0.1)),
@@ -79,7 +77,6 @@ CPU = Profile(
             overfit_share=20,
             overfit_epochs=10,
         ),
-        chapters=CPU_CHAPTERS,
     ),
     data=DataSettings(vocab_size=8000),
     model=ModelChoice(
@@ -126,7 +123,6 @@ GPU = Profile(
             overfit_epochs=30,
             accelerator_workers=4,
         ),
-        chapters=GPU_CHAPTERS,
     ),
     data=DataSettings(vocab_size=8000),
     model=ModelChoice(
@@ -168,7 +164,6 @@ PAPER = Profile(
         minutes=4 * 24 * 60,
         # 100,000 steps of 25,000 tokens: about 20 epochs of WMT14
         table3=Table3Scale(rows=TABLE3_ALL_ROWS, epochs=20),
-        chapters=PAPER_CHAPTERS,
     ),
     data=DataSettings(
         corpus="wmt14",

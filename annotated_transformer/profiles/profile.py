@@ -20,7 +20,7 @@ from ..runtime.precision import resolve_precision
 from ..runtime.records import json_text, parse_json
 from ..training import settings as train_settings
 from ..training.settings import TrainSettings
-from .book_scales import BookScales, ChapterSizes
+from .book_scales import BookScales
 from .parts import (
     DATA_BOUNDS,
     EVALUATION_BOUNDS,
@@ -176,16 +176,6 @@ class Profile:
             batch_tokens=self.train.eval_batch_tokens,
             precision=precision,
         )
-
-    def chapter_sizes(self, chapter: str) -> ChapterSizes:
-        """The sizes of chapter `chapter`'s own experiments under this profile: its record of
-        `CHAPTER_SIZES` ("01": `AttentionSizes` ... "07": `ParsingSizes`)."""
-        if chapter not in self.book.chapters:
-            raise KeyError(
-                f"profile {self.name!r} has no sizes for chapter {chapter}; "
-                f"it has {', '.join(sorted(self.book.chapters))}"
-            )
-        return self.book.chapters[chapter]
 
     def replace(self, **overrides) -> "Profile":
         """This profile with flat fields (or whole parts) changed, each part checked again."""

@@ -22,7 +22,7 @@ from annotated_transformer.book import chapters, runner, sphinx_assets, sync
 from annotated_transformer.book import site as site_build
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.evaluation import results
-from annotated_transformer.profiles import CHAPTER_SIZES, PROFILE_NAMES
+from annotated_transformer.profiles import PROFILE_NAMES
 from annotated_transformer.viz import audit
 from tests.support.browser import Browser, BrowserGone, find_chromium
 from tests.support.pages import audit_page, faults, served
@@ -621,7 +621,13 @@ def test_cli_parameters_are_python_literals_or_words():
 # ----------------------------------------------------------------------------------------------
 # Every profile sets up the chapters that have sizes of their own
 
-SIZED_CHAPTERS = tuple(CHAPTER_SIZES)
+SIZED_CHAPTERS = {
+    "01": "attention",
+    "02": "model",
+    "03": "why_self_attention",
+    "04": "training",
+    "07": "constituency_parsing",
+}
 
 
 def _cells_up_to_the_sizes(number: str) -> tuple[Path, list]:
@@ -629,7 +635,7 @@ def _cells_up_to_the_sizes(number: str) -> tuple[Path, list]:
     (source,) = [c for c in CHAPTERS if c.stem.startswith(f"{number}_")]
     code = [c for c in jupytext.read(str(source)).cells if c.cell_type == "code"]
     assert 'find_spec("annotated_transformer")' in code[0].source  # the install cell
-    call = f'chapter_sizes("{number}")'
+    call = "chapter_sizes.of(profile.name)"
     last = next((i for i, c in enumerate(code) if call in c.source), None)
     assert last is not None, f"{source.name}: no cell calls {call}"
     return source, code[1 : last + 1]
@@ -639,7 +645,7 @@ def _cells_up_to_the_sizes(number: str) -> tuple[Path, list]:
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_every_profile_runs_the_chapters_set_up(name, number):
     """The chapter's imports, its parameters cell with `profile_name = name` (as papermill injects
-    it), and its cells up to `profile.chapter_sizes(...)`, in this process: a profile without sizes
+    it), and its cells up to `chapter_sizes.of(...)`, in this process: a profile without sizes
     for the chapter fails here, not minutes into a book run."""
     import torch
 
@@ -657,8 +663,12 @@ def test_every_profile_runs_the_chapters_set_up(name, number):
     finally:
         torch.set_num_threads(threads)
     assert namespace["profile_name"] == name and namespace["profile"].name == name
-    assert isinstance(namespace["sizes"], CHAPTER_SIZES[number]), (
-        f"profile {name!r} gives chapter {number} no {CHAPTER_SIZES[number].__name__}"
+    import importlib
+
+    folder = SIZED_CHAPTERS[number]
+    own = importlib.import_module(f"annotated_transformer.chapters.{folder}.sizes")
+    assert namespace["sizes"] is own.of(name), (
+        f"profile {name!r} gives chapter {number} other sizes than its own"
     )
 
 

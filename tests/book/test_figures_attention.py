@@ -8,7 +8,7 @@ import pytest
 
 from annotated_transformer import viz
 from annotated_transformer.chapters.attention import figures as attention_figures
-from annotated_transformer.profiles import get_profile
+from annotated_transformer.chapters.attention import sizes as attention_sizes
 
 
 def _saturation(d_ks) -> pd.DataFrame:
@@ -23,7 +23,7 @@ def _saturation(d_ks) -> pd.DataFrame:
 
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu"])
 def test_every_swept_d_k_is_a_tick_never_dropped_for_crowding(profile):
-    d_ks = get_profile(profile).chapter_sizes("01").d_ks
+    d_ks = attention_sizes.of(profile).d_ks
     spec = viz.chart_spec(attention_figures.softmax_saturation_chart(_saturation(d_ks)))
     for panel in spec["hconcat"]:
         axis = panel["encoding"]["x"]["axis"]
@@ -33,7 +33,7 @@ def test_every_swept_d_k_is_a_tick_never_dropped_for_crowding(profile):
 
 def test_the_widest_d_k_is_drawn_on_both_panels():
     vl_convert = pytest.importorskip("vl_convert")
-    d_ks = get_profile("cpu").chapter_sizes("01").d_ks
+    d_ks = attention_sizes.of("cpu").d_ks
     assert max(d_ks) == 1024
     chart = attention_figures.softmax_saturation_chart(_saturation(d_ks))
     svg = vl_convert.vegalite_to_svg(chart.to_dict())

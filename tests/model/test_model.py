@@ -309,7 +309,9 @@ def test_explicit_head_sizes_allow_indivisible_widths():
 
 
 def test_an_override_that_is_no_field_is_refused_in_one_line():
-    with pytest.raises(ValueError, match=r"model override 'fp32' is not a field .*d_model"):
+    with pytest.raises(
+        ValueError, match=r"model override 'fp32' is not a field .*d_model"
+    ):
         preset("tiny", fp32=0.0)
 
 

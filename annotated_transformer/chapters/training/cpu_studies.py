@@ -19,11 +19,11 @@ from __future__ import annotations
 import pandas as pd
 
 from ...profiles import Profile
-from ...profiles.book_scales import TrainingSizes
 from ...runtime.progress import progress_bar
 from ...runtime.side_by_side import StartedEarly, side_by_side_workers, usable_cores
 from . import warmup
 from .copy_task import train_copy_task
+from .sizes import TrainingSizes
 
 POSITIONALS = ("sinusoidal", "learned")
 

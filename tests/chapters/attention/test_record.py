@@ -10,9 +10,9 @@ import torch
 
 from annotated_transformer.book import summary
 from annotated_transformer.chapters.attention import record, sentences
-from annotated_transformer.profiles import get_profile
+from annotated_transformer.chapters.attention import sizes as attention_sizes
 
-SIZES = get_profile("smoke").chapter_sizes("01")
+SIZES = attention_sizes.of("smoke")
 THREE, ONE = record.THREE_PROJECTIONS, record.ONE_PROJECTION
 FUSED, EXPLICIT = record.FUSED_PATH, record.EXPLICIT_PATH
 

@@ -8,9 +8,9 @@ import pandas as pd
 
 from annotated_transformer.book import summary
 from annotated_transformer.chapters.model import record, sentences
-from annotated_transformer.profiles import get_profile
+from annotated_transformer.chapters.model import sizes as model_sizes
 
-SIZES = get_profile("smoke").chapter_sizes("02")
+SIZES = model_sizes.of("smoke")
 # ours and the paper's, in millions, at d_model 512 (base, C1) and 1024 (big)
 COUNTS = {"base": (63.082496, 65.0), "C1": (33.656832, 36.0), "A1": (63.082496, None),
           "big": (214.245376, 213.0)}  # fmt: skip

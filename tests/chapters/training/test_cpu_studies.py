@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from annotated_transformer.chapters.training import cpu_studies, warmup
+from annotated_transformer.chapters.training import sizes as training_sizes
 from annotated_transformer.chapters.training.cpu_studies import (
     CpuStudies,
     copy_jobs,
@@ -17,7 +18,7 @@ from annotated_transformer.runtime.side_by_side import StartedEarly
 from tests.support.training import VOCAB, copy_pairs
 
 SMOKE = get_profile("smoke")
-SIZES = dataclasses.replace(SMOKE.chapter_sizes("04"), copy_steps=30, norm_steps=6)
+SIZES = dataclasses.replace(training_sizes.of(SMOKE.name), copy_steps=30, norm_steps=6)
 
 
 def _run(early: bool) -> tuple[dict, pd.DataFrame, bool, bool]:

@@ -7,6 +7,7 @@ import torch
 
 from annotated_transformer.book import summary as book_summary
 from annotated_transformer.chapters.training import record
+from annotated_transformer.chapters.training import sizes as training_sizes
 from annotated_transformer.evaluation import results
 from annotated_transformer.profiles import get_profile
 
@@ -45,7 +46,7 @@ def _metrics(results_path, resume_identical=True) -> dict:
         {"steps": 200, "accuracy": 0.56},
         (final, top),
         pd.DataFrame([{"length": 1, "positions": "learned", "exact_sequence": 1.0}]),
-        PROFILE.chapter_sizes("04"),
+        training_sizes.of(PROFILE.name),
         resume_identical=resume_identical,
     )
 
@@ -66,7 +67,8 @@ def test_the_record_reads_back_as_written(tmp_path):
     }
     assert back["config"]["profile"]["vocab_size"] == PROFILE.vocab_size
     assert (
-        back["metrics"]["sizes"]["copy_length"] == PROFILE.chapter_sizes("04").copy_length
+        back["metrics"]["sizes"]["copy_length"]
+        == training_sizes.of(PROFILE.name).copy_length
     )
     assert record.read("cpu", tmp_path) is None
 

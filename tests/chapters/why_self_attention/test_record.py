@@ -9,8 +9,10 @@ import torch
 
 from annotated_transformer.book import summary
 from annotated_transformer.chapters.why_self_attention import record, sentences, table1
+from annotated_transformer.chapters.why_self_attention import (
+    sizes as why_self_attention_sizes,
+)
 from annotated_transformer.evaluation import results
-from annotated_transformer.profiles import get_profile
 
 SLOPES = {
     "self-attention": {"time_vs_n": 1.95, "time_vs_d": 1.05, "memory_vs_n": 1.6},
@@ -25,7 +27,7 @@ LENGTHS = [
 ]  # fmt: skip
 
 
-SIZES = get_profile("smoke").chapter_sizes("03")
+SIZES = why_self_attention_sizes.of("smoke")
 
 
 def _built(crossover=24.0) -> dict:
