@@ -29,10 +29,8 @@ import sentencepiece as spm
 
 from ..runtime.files import atomic_write_bytes, atomic_write_text, move_aside
 from ..runtime.records import read_json
-from .fetch import sha256_of
-from .locate import cache_dir, split_files
+from .corpora import cache_dir, corpus_info, sha256_of, split_files
 from .reading import load_parallel
-from .registry import corpus_info
 
 logger = logging.getLogger(__name__)
 
