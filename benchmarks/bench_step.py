@@ -74,7 +74,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
-from bench_beam import sources  # noqa: E402
+from bench_beam import eos_biased, sources  # noqa: E402
 from bench_model import interleaved, provenance  # noqa: E402
 
 from annotated_transformer import Transformer, beam_search, greedy_decode  # noqa: E402
@@ -213,9 +213,8 @@ def make_trainer(
     options = (
         {"backend": "eager"} if quick else {"mode": variant.mode} if variant.mode else {}
     )
-    if (
-        variant.compile == "model_and_loss"
-    ):  # exactly what the trainer does with compile=True
+    # "model_and_loss" is exactly what the trainer does with compile=True
+    if variant.compile == "model_and_loss":
         trainer.forward_model, trainer.loss_fn = compiled_step_parts(
             trainer.model, **options
         )
@@ -275,7 +274,7 @@ def _error(error: BaseException) -> str:
 
 # ---------------------------------------------------------------------------------- training
 def batch_facts(profile: Profile, trainer: Trainer, batches) -> dict:
-    """The batches' pairs, target tokens (eos included), shapes and training FLOPs."""
+    """The batches' target tokens (eos included), training FLOPs and (rows, longest target)."""
     data, config = trainer.train_data, profile.model_config()
     tokens = flops = 0
     shapes = []
@@ -813,15 +812,9 @@ def decoding_model(profile: Profile, eos_bias: float, seed: int = 0) -> Transfor
     caption length as a trained model's do (bench_beam.py: 3.2 gives ~15 tokens at the cpu shape)."""
     torch.manual_seed(seed)
     config = profile.model_config().replace(dropout=0.0)
-    model = Transformer(config, profile.vocab_size, profile.vocab_size).eval()
-    eos = config.eos_id
-
-    def push_eos(module, inputs, output):
-        output[..., eos] += eos_bias
-        return output
-
-    model.generator.register_forward_hook(push_eos)
-    return model
+    return eos_biased(
+        Transformer(config, profile.vocab_size, profile.vocab_size).eval(), eos_bias
+    )
 
 
 @contextlib.contextmanager
@@ -1158,6 +1151,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.profile = args.profile or ("smoke" if args.quick else "cpu")
     args.rounds = args.rounds or (2 if args.quick else 10)
+    args.decode_src_len = args.decode_src_len or (8 if args.quick else 25)
+    args.decode_max_new = args.decode_max_new or (12 if args.quick else 100)
     if args.variants and "eager" not in args.variants:
         args.variants.insert(0, "eager")
     if args.profiler and not args.variants:
@@ -1214,8 +1209,8 @@ def main(argv: list[str] | None = None) -> dict:
                         device,
                         search=search,
                         batch=batch,
-                        src_len=args.decode_src_len or (8 if args.quick else 25),
-                        max_new=args.decode_max_new or (12 if args.quick else 100),
+                        src_len=args.decode_src_len,
+                        max_new=args.decode_max_new,
                         rounds=args.rounds,
                         decoders=args.decoders,
                         precision=args.decode_precision,

@@ -125,6 +125,7 @@ def test_step_benchmark_records_compiling_decoding_and_threads(tmp_path):
         assert row["decoder_rows"] >= row["decoder_steps"] > 0
     settings = record["threads_settings"]["settings"]
     assert [s["name"] for s in settings] == ["default", "set_num_threads(1)"]
+    assert not [s["error"] for s in settings if "error" in s]
     assert settings[1]["threads"] == 1
     assert all(s["training"]["fp32"]["target_tokens_per_s"] > 0 for s in settings)
     assert all(s["greedy"]["tokens_per_s"] > 0 for s in settings)
