@@ -485,30 +485,42 @@ def enclosing_names(events) -> dict[int, tuple[str, ...]]:
 def time_by_kind(events, cuda: bool, steps: int, wall_s: float, top: int = 15) -> dict:
     """The profiler's events (`prof.events()`) as time by kind per step.
 
-    On a GPU each kernel (and copy, memset) counts once, with the operator that launched it (the
-    profiler links the two), classified by its own name and that operator's; on a CPU each
-    operator's self CPU time, which excludes its children (a range's own time is the Python
-    inside it: Adam's step, the loss's glue). What the kinds leave of the profiled wall time
-    `wall_s` goes to batching and the host (Python between operators, and on a GPU the device
-    waiting for the host), so the kinds add up to the profiled step."""
+    On a GPU the device's own events alone (kernels, copies, memsets: not the device-side copies of
+    `record_function` ranges, which span the kernels inside them), each once, classified by its own
+    name and the operator that launched it (the profiler links the two by correlation id) with
+    what enclosed that; on a CPU each operator's self CPU time, which excludes its children (a
+    range's own time is the Python inside it: Adam's step, the loss's glue). Summing operators and
+    kernels together would count every kernel twice (a first H100 trace summed 128.6 ms of device
+    time in a 70.7 ms step). What the kinds leave of the profiled wall time `wall_s` goes to
+    batching and the host (Python between operators, and on a GPU the device waiting for the
+    host), so the kinds add up to the profiled step."""
+    from torch.autograd import DeviceType
+
     by_kind = {kind: 0.0 for kind in KINDS}
     rows: dict[tuple[str, str], list[float]] = {}
-    counted = 0
-    enclosing = enclosing_names(events)
-    for e in events:
-        if cuda:
-            items = [(k.name, k.duration, (e.name,)) for k in getattr(e, "kernels", ())]
-        else:
-            items = [(e.name, e.self_cpu_time_total, ())]
-        for name, us, launcher in items:
-            if us <= 0:
+    host = [e for e in events if e.device_type == DeviceType.CPU]
+    enclosing = enclosing_names(host)
+    if cuda:
+        launcher = {e.id: e for e in host}
+        items = []
+        for e in events:
+            if e.device_type != DeviceType.CUDA or e.is_user_annotation:
                 continue
-            counted += 1
-            kind = classify(name, launcher + enclosing[id(e)])
-            by_kind[kind] += us
-            row = rows.setdefault((name, kind), [0.0, 0])
-            row[0] += us
-            row[1] += 1
+            op = launcher.get(e.linked_correlation_id)
+            chain = (op.name, *enclosing[id(op)]) if op is not None else ()
+            items.append((e.name, e.time_range.end - e.time_range.start, chain))
+    else:
+        items = [(e.name, e.self_cpu_time_total, enclosing[id(e)]) for e in host]
+    counted = 0
+    for name, us, chain in items:
+        if us <= 0:
+            continue
+        counted += 1
+        kind = classify(name, chain)
+        by_kind[kind] += us
+        row = rows.setdefault((name, kind), [0.0, 0])
+        row[0] += us
+        row[1] += 1
     if cuda and not counted:  # a profiler that saw no kernels would report a step of 0 ms
         raise SystemExit(
             "bench_step: the profiler recorded no GPU kernel (is CUPTI available to "
@@ -723,14 +735,15 @@ def markdown(record: dict) -> str:
     prof, training = record["profiler"], record["training"]
     runs = prof["runs"]
     heads = list(runs)
+    n = len(training["batch_shapes_rows_by_target_length"])  # steps a round
+    metric = next(iter(runs.values()))["metric"]
     lines = [
-        f"# Where the training step's time goes: {record['profile']}, {record['device']['name']}, "
-        f"threads {record['threads']}",
+        f"# Where the training step's time goes: {record['profile']}, "
+        f"{record['device']['name']}, threads {record['threads']}",
         "",
-        f"Target tokens a step: {training['target_tokens_per_round'] // len(training['batch_shapes_rows_by_target_length']):,}; "
-        f"{training['flops_per_round'] / len(training['batch_shapes_rows_by_target_length']) / 1e9:,.2f} "
-        "GFLOP a step (`model.flops`, matrix products only). Time per step under the profiler "
-        f"({next(iter(runs.values()))['metric'] if runs else ''}), ms and share:",
+        f"Target tokens a step: {training['target_tokens_per_round'] // n:,}; "
+        f"{training['flops_per_round'] / n / 1e9:,.2f} GFLOP a step (`model.flops`, matrix "
+        f"products only). Time per step under the profiler ({metric}), ms and share:",
         "",
         "| kind | " + " | ".join(heads) + " |",
         "|---|" + "---:|" * len(heads),
@@ -763,7 +776,7 @@ def markdown(record: dict) -> str:
         ),
         ("step's share of the peak", lambda p, n, r: f"{r['share_of_matmul_peak']:.1%}"),
         (
-            "GFLOP/s within the matmul time",
+            "step GFLOP over the matmul time, per s",
             lambda p, n, r: (
                 ""
                 if r["matmul_gflops_per_s"] is None

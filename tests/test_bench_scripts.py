@@ -170,50 +170,61 @@ def test_profile_kinds_classify_cpu_ops_and_gpu_kernels_by_name_and_by_what_encl
     assert set(got.values()) == set(KINDS)
 
 
-def _event(name, parent=None, *, start, cpu_us=0.0, kernels=(), seq=-1, thread=1, fwd=0):
+def _event(name, parent=None, *, start, cpu_us=0.0, seq=-1, thread=1, fwd=0, id=0):
     from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
 
     return SimpleNamespace(
         name=name, cpu_parent=parent, self_cpu_time_total=cpu_us, sequence_nr=seq,
-        thread=thread, fwd_thread=fwd, time_range=SimpleNamespace(start=start),
-        kernels=[SimpleNamespace(name=k, duration=us) for k, us in kernels],
+        thread=thread, fwd_thread=fwd, time_range=SimpleNamespace(start=start, end=start),
+        device_type=DeviceType.CPU, is_user_annotation=False, id=id, linked_correlation_id=0,
+    )  # fmt: skip
+
+
+def _kernel(name, launched_by, us, *, annotation=False):
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    return SimpleNamespace(
+        name=name, cpu_parent=None, sequence_nr=-1, device_type=DeviceType.CUDA,
+        is_user_annotation=annotation, id=0, linked_correlation_id=launched_by.id,
+        time_range=SimpleNamespace(start=100.0, end=100.0 + us),
     )  # fmt: skip
 
 
 def test_time_by_kind_counts_each_kernel_once_and_a_backward_where_its_forward_ran():
-    # A kernel counts once, with the operator that launched it (an operator's own device time
-    # would count it again: the H100's first trace summed 128.6 ms in a 70.7 ms step); a backward
-    # operator counts where its forward ran (autograd's node carries the forward's sequence
-    # number); what the kinds leave of the profiled wall time is batching and the host.
+    # Only the device's own events count on a GPU, each once, with the operator that launched it
+    # (an operator's own device time would count its kernels again: the H100's first trace summed
+    # 128.6 ms in a 70.7 ms step); a backward operator counts where its forward ran (autograd's
+    # node carries the forward's sequence number); what the kinds leave of the profiled wall time
+    # is batching and the host.
     sys.path.insert(0, str(REPO / "benchmarks"))
     from bench_step import time_by_kind
 
-    loss = _event("bench_step::loss", start=0, cpu_us=1.0)
-    exp = _event(
-        "aten::exp", loss, start=1, cpu_us=4.0, seq=7, kernels=[("exp_kernel_cuda", 6.0)]
-    )
-    mm = _event(
-        "aten::mm", start=2, cpu_us=5.0, seq=8, kernels=[("sm90_xmma_gemm", 30.0)]
-    )
+    loss = _event("bench_step::loss", start=0, cpu_us=1.0, id=1)
+    exp = _event("aten::exp", loss, start=1, cpu_us=4.0, seq=7, id=2)
+    mm = _event("aten::mm", start=2, cpu_us=5.0, seq=8, id=3)
     node = _event(
         "autograd::engine::evaluate_function: ExpBackward0",
         start=3,
         seq=7,
         thread=2,
         fwd=1,
+        id=4,
     )
-    backward = _event(
-        "aten::mul", node, start=4, cpu_us=2.0, kernels=[("mul_kernel", 10.0)]
-    )
-    adam = _event("Optimizer.step#Adam.step", start=5, cpu_us=1.0)
-    fused = _event(
-        "aten::_fused_adam_",
-        adam,
-        start=6,
-        cpu_us=1.0,
-        kernels=[("multi_tensor_apply_kernel", 4.0)],
-    )
-    events = [loss, exp, mm, node, backward, adam, fused]  # fmt: skip
+    backward = _event("aten::mul", node, start=4, cpu_us=2.0, thread=2, id=5)
+    adam = _event("Optimizer.step#Adam.step", start=5, cpu_us=1.0, id=6)
+    fused = _event("aten::_fused_adam_", adam, start=6, cpu_us=1.0, id=7)
+    kernels = [
+        _kernel("exp_kernel_cuda", exp, 6.0),
+        _kernel("sm90_xmma_gemm", mm, 30.0),
+        _kernel("mul_kernel", backward, 10.0),
+        _kernel("multi_tensor_apply_kernel", fused, 4.0),
+        _kernel("Optimizer.step#Adam.step", adam, 8.0, annotation=True),  # spans the last
+    ]
+    events = [loss, exp, mm, node, backward, adam, fused, *kernels]  # fmt: skip
     gpu = time_by_kind(events, cuda=True, steps=2, wall_s=100e-6)
     ms = gpu["by_kind_ms_per_step"]
     assert ms["matmul"] == pytest.approx(0.015)  # 30 us over 2 steps
