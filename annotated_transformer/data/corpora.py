@@ -570,10 +570,7 @@ def _find(
     else:
         try:
             return [make_file(info, name, target) for name in names]
-        except (
-            OSError,
-            tarfile.TarError,
-        ) as error:  # URLError is an OSError; ChecksumError is not
+        except (OSError, tarfile.TarError) as error:  # URLError too; not ChecksumError
             failure = f"the download failed ({type(error).__name__}: {error})"
     env_dir = os.environ.get("AT_DATA_DIR")
     env_text = f"(AT_DATA_DIR={env_dir})" if env_dir else "(AT_DATA_DIR is unset)"
@@ -598,12 +595,11 @@ def corpus_path(
     treebank zip; for parallel corpora split=None means the first training split)."""
     info = corpus_info(corpus)
     if split is None and info.extra_files:
-        return _find(info, list(info.extra_files), data_dir, download, "its files")[
-            0
-        ].parent
-    split = info.canonical_split(split or info.training_splits[0])
-    names = _split_names(info, split, info.languages)
-    return _find(info, names, data_dir, download, f"split {split!r}")[0].parent
+        names, what = list(info.extra_files), "its files"
+    else:
+        split = info.canonical_split(info.training_splits[0] if split is None else split)
+        names, what = _split_names(info, split, info.languages), f"split {split!r}"
+    return _find(info, names, data_dir, download, what)[0].parent
 
 
 def treebank_zip_path(

@@ -27,9 +27,9 @@ from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
-from ..runtime.files import atomic_write_bytes, atomic_write_text, move_aside
+from ..runtime.files import atomic_write_bytes, atomic_write_text, cache_dir, move_aside
 from ..runtime.records import read_json
-from .corpora import cache_dir, corpus_info, sha256_of, split_files
+from .corpora import corpus_info, sha256_of, split_files
 from .reading import load_parallel
 
 logger = logging.getLogger(__name__)
