@@ -315,7 +315,7 @@ def checkpoint_inputs(path: str | Path) -> list[tuple[str, Path]]:
 def data_inputs(profile: Profile, data_dir, splits) -> list[tuple[str, Path]]:
     """The corpus files of `splits` that are on this machine already (a download cannot be an
     output of the user's), named for `check_outputs`."""
-    from .data.locate import split_files
+    from .data.corpora import split_files
 
     found = []
     for split in splits:

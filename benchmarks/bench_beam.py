@@ -77,9 +77,14 @@ def cpu_profile_model(vocab: int, eos_bias: float | None, seed: int = 0) -> Tran
     config = preset(
         "base", n_layers=3, d_model=256, d_ff=1024, n_heads=4, dropout=0.0, max_len=512
     )
-    model = Transformer(config, vocab, vocab).eval()
+    return eos_biased(Transformer(config, vocab, vocab).eval(), eos_bias)
+
+
+def eos_biased(model: Transformer, eos_bias: float | None) -> Transformer:
+    """`model` with `eos_bias` added to end-of-sentence's logit (None: as it was): random weights
+    then end their outputs at about caption length, as a trained model's do."""
     if eos_bias is not None:
-        eos = config.eos_id
+        eos = model.config.eos_id
 
         def push_eos(module, inputs, output):
             output[..., eos] += eos_bias

@@ -1,4 +1,4 @@
-"""The beam-search, precision and compile benchmarks run, check what they must, and write their records."""
+"""The step and beam-search benchmarks and the GPU scripts run, check what they must, and write their records."""
 
 import json
 import subprocess
@@ -28,20 +28,24 @@ def run_script(name: str, out: Path, tmp_path: Path, *args: str, **env: str) -> 
 
 def test_the_cudnn_variant_steps_with_cudnn_attention_allowed_and_the_others_without():
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_gpu_step import TRAINING_VARIANTS, _step
+    from bench_step import VARIANTS, step_fn
 
     from annotated_transformer.runtime import attention_kernels
 
+    seen = []
+
     class Trainer:
         def train_step(self, batch):
-            return attention_kernels.cudnn_attention_allowed()
+            seen.append(attention_kernels.cudnn_attention_allowed())
 
-    # whatever the environment says
-    with attention_kernels.allow_cudnn_attention(True):
-        allowed = {name: _step(name, Trainer(), [[0]])() for name in TRAINING_VARIANTS}
-    assert allowed.pop("eager_cudnn_attention") is True
-    assert allowed.pop("eager_bucketed_cudnn_attention") is True
-    assert not any(allowed.values())
+    allowed = {}
+    with attention_kernels.allow_cudnn_attention(True):  # whatever the environment says
+        for name in VARIANTS:
+            step_fn(name, Trainer(), [[[0]], [[1]]])()  # a round of two batches
+            allowed[name] = seen[-2:]
+    assert allowed.pop("eager_cudnn_attention") == [True, True]
+    assert allowed.pop("eager_bucketed_cudnn_attention") == [True, True]
+    assert not any(any(a) for a in allowed.values())
     # and only inside its step
     assert attention_kernels.cudnn_attention_allowed() is False
 
@@ -59,212 +63,264 @@ def test_beam_benchmark_decodes_the_same_tokens_both_ways(tmp_path):
 
 
 @pytest.mark.slow
-def test_precision_benchmark_records_both_paths_and_the_choice(tmp_path):
-    record = run_script("bench_precision.py", tmp_path / "precision.json", tmp_path)
-    seconds = record["seconds_per_step"]
+def test_step_benchmark_records_both_precisions_and_the_choice(tmp_path):
+    record = run_script(
+        "bench_step.py",
+        tmp_path / "precision.json",
+        tmp_path,
+        "--precision",
+        "fp32",
+        "bf16",
+    )
+    choice = record["training"]["precision_choice"]
+    seconds = choice["seconds_per_step"]
     assert set(seconds) == {"fp32", "bf16"} and all(s > 0 for s in seconds.values())
-    assert record["bf16_speed_over_fp32"] == pytest.approx(
+    assert (
+        seconds["bf16"] == record["training"]["bf16"]["variants"]["eager"]["per_step_s"]
+    )
+    assert choice["bf16_speed_over_fp32"] == pytest.approx(
         seconds["fp32"] / seconds["bf16"]
     )
-    if record["cpu_has_bf16_instructions"]:
-        assert record["auto_chooses"] == min(seconds, key=seconds.get)
+    if record["cpu"]["has_bf16_instructions"]:
+        assert choice["auto_chooses"] == min(seconds, key=seconds.get)
     else:
-        assert record["auto_chooses"] == "fp32" and "emulated" in record["auto_reason"]
+        assert choice["auto_chooses"] == "fp32" and "emulated" in choice["auto_reason"]
 
 
 @pytest.mark.slow
-def test_compile_benchmark_records_training_decoding_and_threads(tmp_path):
+def test_step_benchmark_records_compiling_decoding_and_threads(tmp_path):
     # --quick: the smoke model through Dynamo without code generation, so the numbers mean nothing;
     # what is checked is the record the full run writes. ATEN_CPU_CAPABILITY pins the kernel path
     # (how a run on a wider CPU stands in for an AVX2-only one), and the record must say so.
     record = run_script(
-        "bench_compile.py",
-        tmp_path / "compile.json",
-        tmp_path,
-        ATEN_CPU_CAPABILITY="avx2",
-    )
+        "bench_step.py", tmp_path / "compile.json", tmp_path,
+        "--precision", "fp32", "--variants", "eager_all_rows", "compiled", "compiled_model",
+        "--batches", "2", "--decode", "greedy", "beam", "--decoders", "eager_cache",
+        "compiled_step", "--thread-settings", ATEN_CPU_CAPABILITY="avx2",
+    )  # fmt: skip
     assert record["quick"] and record["cpu"]["name"] and record["cpu"]["flags"]
     assert record["env"]["ATEN_CPU_CAPABILITY"] == "avx2"
     if "avx2" in record["cpu"]["flags"]:  # elsewhere torch ignores the pin
         assert record["cpu"]["capability"] == "AVX2"
-    assert isinstance(record["cpu"]["has_bf16_instructions"], bool)
+    assert len(record["training"]["batch_shapes_rows_by_target_length"]) == 2
     fp32 = record["training"]["fp32"]
-    assert set(fp32["variants"]) == {
+    assert list(fp32["variants"]) == [
         "eager",
         "eager_all_rows",
-        "compiled_model_and_loss",
+        "compiled",
         "compiled_model",
-    }
+    ]
     for name, variant in fp32["variants"].items():
         assert variant["target_tokens_per_s"] > 0 and variant["compile_s"] >= 0, name
         assert variant["speed_over_eager"] == pytest.approx(
             fp32["variants"]["eager"]["median_s"] / variant["median_s"]
         )
-    assert isinstance(fp32["auto"]["compiles"], bool)
-    for search in ("greedy", "beam"):
-        row = record["decoding"][search]
-        assert row["same_tokens"], search
-        assert row["eager"]["tokens_per_s"] > 0 and row["compiled"]["tokens_per_s"] > 0
-        assert row["compiled"]["compile_s"] >= 0
+    assert isinstance(fp32["auto_compile"]["compiles"], bool)
+    assert sorted(row["search"] for row in record["decoding"]) == ["beam", "greedy"]
+    for row in record["decoding"]:
+        assert row["same_tokens"], row["search"]
+        assert set(row["decoders"]) == {"eager_cache", "compiled_step"}
+        assert row["decoders"]["compiled_step"]["compile_s"] >= 0
+        assert row["decoder_rows"] >= row["decoder_steps"] > 0
     settings = record["threads_settings"]["settings"]
     assert [s["name"] for s in settings] == ["default", "set_num_threads(1)"]
+    assert not [s["error"] for s in settings if "error" in s]
     assert settings[1]["threads"] == 1
     assert all(s["training"]["fp32"]["target_tokens_per_s"] > 0 for s in settings)
+    assert all(s["greedy"]["tokens_per_s"] > 0 for s in settings)
 
 
-def test_profile_kinds_classify_cpu_ops_and_gpu_kernels():
+def test_profile_kinds_classify_cpu_ops_and_gpu_kernels_by_name_and_by_what_encloses_them():
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from profile_step import KINDS, classify
+    from bench_step import KINDS, classify
 
+    loss = ("bench_step::loss",)
+    dropout_backward = ("MulBackward0", "autograd::engine::evaluate_function: MulBackward0",
+                        "aten::mul", "bench_step::dropout")  # fmt: skip
     expected = {
-        "aten::mm": "matmul",
-        "aten::addmm": "matmul",
-        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64": "matmul",
-        "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn": "matmul",
-        "triton_tem_fused_mm_3": "matmul",
-        "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT": "matmul",
-        "void at::native::vectorized_elementwise_kernel<4, at::native::exp_kernel_cuda(at::TensorIteratorBase&)": "softmax/cross-entropy",
-        "void cunn_SoftMaxForward<4, float, float, float, LogSoftMaxForwardEpilogue>": "softmax/cross-entropy",
-        "aten::_scaled_dot_product_flash_attention_for_cpu": "attention",
-        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>": "attention",
-        "fmha_cutlassF_bf16_aligned_64x64_rf_sm80": "attention",
-        "aten::_log_softmax": "softmax/cross-entropy",
-        "triton_red_fused__log_softmax_exp_sum_7": "softmax/cross-entropy",
-        "aten::exp": "softmax/cross-entropy",
-        "aten::_fused_adam_": "optimizer",
-        "Optimizer.step#Adam.step": "optimizer",
-        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>": "optimizer",
-        "aten::native_layer_norm": "elementwise/other",
-        "triton_poi_fused_add_native_dropout_4": "elementwise/other",
-        "aten::copy_": "elementwise/other",
-    }
-    assert {classify(name) for name in expected} <= set(KINDS)
-    assert {name: classify(name) for name in expected} == expected
+        ("aten::mm", ()): "matmul",
+        ("aten::addmm", loss): "matmul",  # a product is a matmul wherever it runs
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", ()): "matmul",
+        ("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn", ()): "matmul",
+        ("triton_tem_fused_mm_3", ()): "matmul",
+        ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT", ()): "matmul",
+        ("aten::_scaled_dot_product_flash_attention_for_cpu", ()): "attention",
+        ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64>>", ()): "attention",
+        ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", ()): "attention",
+        ("aten::_softmax", ("aten::softmax",)): "softmax",
+        ("aten::exp", loss): "loss over the vocabulary",
+        ("void at::native::vectorized_elementwise_kernel<4, exp_kernel_cuda>", ("aten::exp_", *loss)):
+            "loss over the vocabulary",
+        ("aten::_log_softmax", ()): "loss over the vocabulary",
+        ("aten::mul", ("_SmoothedCrossEntropyBackward",)): "loss over the vocabulary",
+        ("aten::_fused_adam_", ("Optimizer.step#Adam.step",)): "optimizer",
+        ("multi_tensor_apply_kernel<FusedAdamMathFunctor>", ()): "optimizer",
+        ("aten::copy_", ("aten::to", "bench_step::batching")): "batching and host",
+        ("aten::native_layer_norm", ()): "norms and dropout",
+        ("aten::uniform_", ("aten::rand_like", "bench_step::dropout")): "norms and dropout",
+        ("aten::mul", dropout_backward): "norms and dropout",
+        ("triton_poi_fused_add_native_dropout_4", ()): "norms and dropout",
+        ("aten::copy_", ()): "other elementwise",
+        ("aten::add", ("autograd::engine::evaluate_function: AddBackward0",)): "other elementwise",
+    }  # fmt: skip
+    assert len(set(KINDS)) == 8
+    got = {key: classify(*key) for key in expected}
+    assert got == expected
+    assert set(got.values()) == set(KINDS)
 
 
-def test_gpu_time_by_kind_counts_each_kernel_once():
-    # An operator carries its kernels' time as its own self device time: only the device's
-    # events count, or the H100's first trace (128.6 ms in a 70.7 ms step) comes back.
-    sys.path.insert(0, str(REPO / "benchmarks"))
+def _event(name, parent=None, *, start, cpu_us=0.0, seq=-1, thread=1, fwd=0, id=0):
     from types import SimpleNamespace
 
-    from profile_step import time_by_kind
     from torch.autograd import DeviceType
 
-    def event(key, device_type, device_us, cpu_us=0.0, annotation=False):
-        return SimpleNamespace(
-            key=key, device_type=device_type, count=2, is_user_annotation=annotation,
-            self_device_time_total=device_us, self_cpu_time_total=cpu_us,
-        )  # fmt: skip
-
-    events = [
-        event("aten::mm", DeviceType.CPU, 30.0, 5.0),
-        event("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", DeviceType.CUDA, 30.0),
-        event("aten::_cudnn_attention_forward", DeviceType.CPU, 20.0, 4.0),
-        event("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", DeviceType.CUDA, 20.0),
-        event("Memcpy HtoD (Pageable -> Device)", DeviceType.CUDA, 10.0),
-        # a record_function range's device-side copy spans the kernels inside it
-        event("Optimizer.step#Adam.step", DeviceType.CUDA, 8.0, annotation=True),
-        event("multi_tensor_apply_kernel<FusedAdamMathFunctor>", DeviceType.CUDA, 6.0),
-    ]
-    gpu = time_by_kind(events, cuda=True, steps=2)
-    assert gpu["metric"] == "self_device_time_total"
-    assert gpu["total_ms_per_step"] == pytest.approx(0.033)  # 66 us over 2 steps
-    assert gpu["by_kind_ms_per_step"]["matmul"] == pytest.approx(0.015)
-    assert gpu["by_kind_ms_per_step"]["attention"] == pytest.approx(0.010)
-    assert gpu["by_kind_ms_per_step"]["optimizer"] == pytest.approx(0.003)
-    names = [row["name"][:4] for row in gpu["top_ops"]]
-    assert names == ["sm90", "cudn", "Memc", "mult"]
-    with pytest.raises(SystemExit, match="no GPU kernel"):
-        time_by_kind(events[:1], cuda=True, steps=2)  # operators only: nothing to count
-    cpu = time_by_kind(events, cuda=False, steps=1)
-    assert cpu["total_ms_per_step"] == pytest.approx(
-        0.009
-    )  # the operators' self CPU time
+    return SimpleNamespace(
+        name=name, cpu_parent=parent, self_cpu_time_total=cpu_us, sequence_nr=seq,
+        thread=thread, fwd_thread=fwd, time_range=SimpleNamespace(start=start, end=start),
+        device_type=DeviceType.CPU, is_user_annotation=False, id=id, linked_correlation_id=0,
+    )  # fmt: skip
 
 
-def test_profile_step_table_adds_up(tmp_path):
-    # The smoke profile's eager step, 2 profiled steps on the CPU: the kinds are the whole total.
-    out = tmp_path / "profile.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "benchmarks" / "profile_step.py"),
-            "--profile",
-            "smoke",
-            "--warmup",
-            "1",
-            "--steps",
-            "2",
-            "--threads",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env={"AT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"},
+def _kernel(name, launched_by, us, *, annotation=False):
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    return SimpleNamespace(
+        name=name, cpu_parent=None, sequence_nr=-1, device_type=DeviceType.CUDA,
+        is_user_annotation=annotation, id=0, linked_correlation_id=launched_by.id,
+        time_range=SimpleNamespace(start=100.0, end=100.0 + us),
+    )  # fmt: skip
+
+
+def test_time_by_kind_counts_each_kernel_once_and_a_backward_where_its_forward_ran():
+    # Only the device's own events count on a GPU, each once, with the operator that launched it
+    # (an operator's own device time would count its kernels again: the H100's first trace summed
+    # 128.6 ms in a 70.7 ms step); a backward operator counts where its forward ran (autograd's
+    # node carries the forward's sequence number); what the kinds leave of the profiled wall time
+    # is batching and the host.
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_step import time_by_kind
+
+    loss = _event("bench_step::loss", start=0, cpu_us=1.0, id=1)
+    exp = _event("aten::exp", loss, start=1, cpu_us=4.0, seq=7, id=2)
+    mm = _event("aten::mm", start=2, cpu_us=5.0, seq=8, id=3)
+    node = _event(
+        "autograd::engine::evaluate_function: ExpBackward0",
+        start=3,
+        seq=7,
+        thread=2,
+        fwd=1,
+        id=4,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    record = json.loads(out.read_text())
-    profile = record["profile"]
-    assert profile["profiled_steps"] == 2 and profile["metric"] == "self_cpu_time_total"
-    kinds = profile["by_kind_ms_per_step"]
-    assert list(kinds) == [
-        "matmul",
-        "attention",
-        "softmax/cross-entropy",
-        "optimizer",
-        "elementwise/other",
+    backward = _event("aten::mul", node, start=4, cpu_us=2.0, thread=2, id=5)
+    adam = _event("Optimizer.step#Adam.step", start=5, cpu_us=1.0, id=6)
+    fused = _event("aten::_fused_adam_", adam, start=6, cpu_us=1.0, id=7)
+    kernels = [
+        _kernel("exp_kernel_cuda", exp, 6.0),
+        _kernel("sm90_xmma_gemm", mm, 30.0),
+        _kernel("mul_kernel", backward, 10.0),
+        _kernel("multi_tensor_apply_kernel", fused, 4.0),
+        _kernel("Optimizer.step#Adam.step", adam, 8.0, annotation=True),  # spans the last
     ]
-    assert kinds["matmul"] > 0 and kinds["attention"] > 0 and kinds["optimizer"] > 0
-    assert sum(kinds.values()) == pytest.approx(profile["total_ms_per_step"], rel=1e-9)
-    assert sum(profile["by_kind_percent"].values()) == pytest.approx(100.0)
-    t = record["timing"]
-    assert t["wall_s_per_step"] > 0 and t["host_cpu_s_per_step"] > 0
-    # The markdown table: its rows, as printed (3 decimals), add up to its total within rounding.
+    events = [loss, exp, mm, node, backward, adam, fused, *kernels]  # fmt: skip
+    gpu = time_by_kind(events, cuda=True, steps=2, wall_s=100e-6)
+    ms = gpu["by_kind_ms_per_step"]
+    assert ms["matmul"] == pytest.approx(0.015)  # 30 us over 2 steps
+    assert ms["loss over the vocabulary"] == pytest.approx(
+        0.008
+    )  # forward 6 and backward 10
+    assert ms["optimizer"] == pytest.approx(0.002)
+    assert ms["batching and host"] == pytest.approx(0.025)  # 100 - 50 us the kernels took
+    assert gpu["total_ms_per_step"] == pytest.approx(0.05)
+    assert sum(gpu["by_kind_percent"].values()) == pytest.approx(100.0)
+    assert [row["name"] for row in gpu["top_ops"]][:2] == ["sm90_xmma_gemm", "mul_kernel"]
+    with pytest.raises(SystemExit, match="no GPU kernel"):
+        time_by_kind([loss], cuda=True, steps=2, wall_s=1e-6)  # nothing to count
+    cpu = time_by_kind(events, cuda=False, steps=1, wall_s=20e-6)
+    ms = cpu["by_kind_ms_per_step"]  # the operators' self CPU time
+    assert ms["loss over the vocabulary"] == pytest.approx(0.007)  # 1 + 4 + 2
+    assert ms["matmul"] == pytest.approx(0.005) and ms["optimizer"] == pytest.approx(
+        0.002
+    )
+    assert ms["batching and host"] == pytest.approx(0.006)  # 20 us wall, 14 in operators
+    assert cpu["total_ms_per_step"] == pytest.approx(0.020)
+
+
+def test_step_benchmark_profiles_fp32_and_bf16_against_the_matmul_peak(tmp_path):
+    # The smoke profile's eager step, 2 profiled steps on the CPU in both precisions: the kinds
+    # are the whole profiled step, and the step's FLOPs are set against a measured matmul peak.
+    out = tmp_path / "profile.json"
+    record = run_script(
+        "bench_step.py", out, tmp_path, "--precision", "fp32", "bf16", "--profiler",
+        "--profiler-steps", "2", "--threads", "1",
+    )  # fmt: skip
+    assert record["threads"] == 1
+    runs = record["profiler"]["runs"]
+    assert list(runs) == ["fp32 eager", "bf16 eager"]
+    kinds = list(runs["fp32 eager"]["by_kind_ms_per_step"])
+    assert kinds[0] == "matmul" and kinds[-1] == "batching and host" and len(kinds) == 8
+    for key, run in runs.items():
+        ms = run["by_kind_ms_per_step"]
+        for kind in ("matmul", "attention", "norms and dropout", "loss over the vocabulary",
+                     "optimizer", "batching and host"):  # fmt: skip
+            assert ms[kind] > 0, (key, kind)
+        assert sum(ms.values()) == pytest.approx(run["total_ms_per_step"], rel=1e-9)
+        assert run["total_ms_per_step"] == pytest.approx(run["profiled_wall_ms_per_step"])
+        assert sum(run["by_kind_percent"].values()) == pytest.approx(100.0)
+        precision = key.split()[0]
+        peak = record["profiler"]["matmul_peak"][precision]
+        assert peak["peak_gflops_per_s"] == max(peak["gflops_per_s"].values()) > 0
+        assert set(peak["shapes"]) >= {"qkv", "feed-forward in", "vocabulary"}
+        timed = record["training"][precision]["variants"]["eager"]
+        assert run["share_of_matmul_peak"] == pytest.approx(
+            timed["gflops_per_s"] / peak["peak_gflops_per_s"]
+        )
+        assert timed["gflops_per_s"] == pytest.approx(
+            record["training"]["flops_per_round"] / timed["median_s"] / 1e9
+        )
+    # The markdown table: each run's kinds, as printed (3 decimals), add up to its total.
     table = (tmp_path / "profile.md").read_text()
-    rows = {
-        line.split("|")[1].strip(): float(line.split("|")[2])
+    cells = {
+        line.split("|")[1].strip(): [float(c.split()[0]) for c in line.split("|")[2:-1]]
         for line in table.splitlines()
-        if line.startswith("| ") and line.split("|")[1].strip() in list(kinds) + ["total"]
-    }
-    assert set(rows) == set(kinds) | {"total"}
-    total = rows.pop("total")
-    assert sum(rows.values()) == pytest.approx(total, abs=0.0005 * len(rows) + 1e-9)
+        if line.startswith("| ") and line.split("|")[1].strip() in kinds + ["total (profiled wall)"]
+    }  # fmt: skip
+    total = cells.pop("total (profiled wall)")
+    for column in range(2):
+        column_sum = sum(row[column] for row in cells.values())
+        assert column_sum == pytest.approx(total[column], abs=0.0005 * len(cells) + 1e-9)
+    assert "step's share of the peak" in table
 
 
-def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_path):
-    record = run_script("bench_gpu_step.py", tmp_path / "speed.json", tmp_path)
+def test_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_step import DECODERS, VARIANTS
+
+    record = run_script(
+        "bench_step.py", tmp_path / "speed.json", tmp_path, "--precision", "fp32",
+        "--variants", *VARIANTS, "--decode", "greedy", "beam", "--decoders", *DECODERS[:4],
+    )  # fmt: skip
     training = record["training"]
-    assert set(training["variants"]) == {
-        "eager",
-        "eager_cudnn_attention",
-        "eager_row_blocks_loss",
-        "compiled",
-        "eager_bucketed",
-        "eager_bucketed_cudnn_attention",
-        "eager_bucketed_graphed",
-        "compiled_bucketed",
-        "compiled_bucketed_reduce_overhead",
-    }
-    for name, v in training["variants"].items():
+    variants = training["fp32"]["variants"]
+    assert set(variants) == set(VARIANTS)
+    for name, v in variants.items():
         assert "error" not in v, (name, v)
         assert v["target_tokens_per_s"] > 0 and v["mfu"] is None  # no peak for a CPU
         assert v["speed_over_eager"] == pytest.approx(
-            training["variants"]["eager"]["median_s"] / v["median_s"]
+            variants["eager"]["median_s"] / v["median_s"]
         )
-    strategies = {name: v["loss_strategy"] for name, v in training["variants"].items()}
+    strategies = {name: v["loss_strategy"] for name, v in variants.items()}
     assert strategies["eager"] == default_strategy(torch.device("cpu"))
     assert strategies["eager_row_blocks_loss"] == "row_blocks"
     assert strategies["compiled"] == "compiled"
-    bucketed = training["variants"]["compiled_bucketed"]["padded_shape"]
-    assert training["variants"]["eager"]["padded_shape"] is None
+    bucketed = variants["compiled_bucketed"]["padded_shape"]
+    assert variants["eager"]["padded_shape"] is None
     assert bucketed[1] in training["buckets"] and bucketed[2] in training["buckets"]
-    assert training["variants"]["eager_bucketed"]["padded_shape"] == bucketed
-    assert training["variants"]["eager_bucketed_graphed"]["padded_shape"] == bucketed
-    assert training["variants"]["eager_bucketed_graphed"]["cuda_graphs"] is True
-    assert training["variants"]["eager"]["cuda_graphs"] is False
+    assert variants["eager_bucketed"]["padded_shape"] == bucketed
+    assert variants["eager_bucketed_graphed"]["padded_shape"] == bucketed
+    assert variants["eager_bucketed_graphed"]["cuda_graphs"] is True
+    assert variants["eager"]["cuda_graphs"] is False
     assert strategies["eager_bucketed"] == default_strategy(torch.device("cpu"))
     assert sorted(row["search"] for row in record["decoding"]) == ["beam", "greedy"]
     for row in record["decoding"]:
@@ -273,123 +329,17 @@ def test_gpu_step_benchmark_runs_each_change_and_decodes_the_same_tokens(tmp_pat
         assert set(row["decoders"]) == {"recompute", "eager_cache", "static_cache", *late}
 
 
-@pytest.mark.slow  # a second run of the benchmark, with one compile
-def test_gpu_step_benchmark_times_the_variants_asked_beside_eager(tmp_path):
-    """A run of its own for the compiled variants still has eager, the reference, beside them."""
-    record = run_script(
-        "bench_gpu_step.py", tmp_path / "s.json", tmp_path, "--only", "train",
-        "--variants", "compiled",
-    )  # fmt: skip
-    assert set(record["training"]["variants"]) == {"eager", "compiled"}
-    assert "decoding" not in record
-
-
-def test_a_stacked_step_gives_each_model_what_the_trainer_gives_it_alone():
-    """Stacking (vmap over stacked weights, full logits, the plain-op loss) against `batch_loss`
-    per model (real target rows, the hand-written loss), each model with weights of its own: the
-    same losses and gradients, tied embeddings included, on a CPU where the attention's empty-row
-    check must step aside; and after one Adam step each the same losses again, so the stacked
-    optimizer moved the very weights the stacked loss reads."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_stacked_rows import stacked_matches_separate
-
-    from annotated_transformer.chapters.model_variations.rows import (
-        row_config,
-        row_settings,
-    )
-    from annotated_transformer.profiles import get_profile
-
-    profile = get_profile("smoke")
-    config = row_config("base", profile)
-    settings = row_settings(profile, config, epochs=1, seed=1)
-    check = stacked_matches_separate(config, 500, 6, 3, torch.device("cpu"), settings)
-    assert check["models"] == 3 and check["largest_gradient"] > 1e-3
-    assert check["max_loss_difference"] < 1e-5
-    assert check["max_gradient_difference"] < 1e-4 * check["largest_gradient"]
-    moved = abs(check["loss_after_step"] - check["loss_before_step"])
-    assert moved > 1e-3
-    assert check["max_loss_difference_after_step"] < 0.01 * moved
-
-
-def test_the_stacked_benchmark_refuses_to_time_a_stack_that_disagrees():
-    """`disagreements` passes what bf16 rounding gives and names a loss, gradient or step that
-    differs beyond its precision's tolerance; the benchmark stops on any of them."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_stacked_rows import disagreements, stacked_matches_separate
-
-    from annotated_transformer.chapters.model_variations.rows import (
-        row_config,
-        row_settings,
-    )
-    from annotated_transformer.profiles import get_profile
-
-    profile = get_profile("smoke")
-    config = row_config("base", profile)
-    settings = row_settings(profile, config, epochs=1, seed=1)
-    rounded = stacked_matches_separate(
-        config, 500, 6, 2, torch.device("cpu"), settings, "bf16"
-    )
-    assert rounded["max_gradient_difference"] > 0 and disagreements(rounded) == []
-    good = {
-        "precision": "fp32",
-        "max_loss_difference": 1e-7,
-        "max_gradient_difference": 1e-9,
-        "largest_gradient": 0.1,
-        "loss_before_step": 8.0,
-        "loss_after_step": 7.5,
-        "max_loss_difference_after_step": 1e-6,
-    }
-    assert disagreements(good) == []
-    for key, value, named in (
-        ("max_loss_difference", 0.01, "losses differ"),
-        ("max_gradient_difference", 0.001, "gradients differ"),
-        ("loss_after_step", 8.0, "after one Adam step"),  # a step that moved nothing
-    ):
-        [fault] = disagreements({**good, key: value})
-        assert fault.startswith(named), fault
-
-
-@pytest.mark.slow
-def test_stacked_rows_benchmark_times_three_ways_and_checks_the_stack(tmp_path):
-    record = run_script("bench_stacked_rows.py", tmp_path / "stacked.json", tmp_path)
-    [check] = record["stacked_matches_separate"]  # fp32 on a CPU, so one check
-    assert check["precision"] == "fp32" and check["max_loss_difference"] < 1e-4
-    assert set(record["variants"]) == {"one_after_another", "stacked", "processes"}
-    for name, v in record["variants"].items():
-        assert v["seconds_per_step"] > 0 and v["model_steps_per_s"] > 0, name
-    assert record["variants"]["one_after_another"]["speed_vs_one_after_another"] == 1.0
-    assert (
-        len(record["variants"]["processes"]["each_process_s_per_step"])
-        == record["models"]
-    )
-    # torch's CPU attention has no batching rule: the record says what ran once per model
-    assert any("scaled_dot_product" in w for w in record["vmap_warnings"])
-
-
-@pytest.mark.slow  # spawns two processes that import torch
-def test_a_process_that_fails_stops_the_processes_variant_at_once():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_stacked_rows import time_processes
-
-    broken = {
-        "device": "cpu",
-        "threads": 1,
-    }  # no model, no data: each process raises at once
-    with pytest.raises(RuntimeError, match=r"process \d exited with 1"):
-        time_processes(broken, 2, deadline_s=60)
-
-
 def test_host_syncs_counts_the_synchronising_calls_of_a_step_by_line(monkeypatch):
-    """profile_step.host_syncs on a stand-in for a GPU step: the sync debug mode is on only for the
+    """bench_step.host_syncs on a stand-in for a GPU step: the sync debug mode is on only for the
     step, and each warning CUDA would raise is counted at the line that made it."""
     import warnings
     from types import SimpleNamespace
 
     sys.path.insert(0, str(REPO / "benchmarks"))
-    import profile_step
+    import bench_step
 
     modes = []
-    monkeypatch.setattr(profile_step, "sync", lambda device: None)
+    monkeypatch.setattr(bench_step, "sync", lambda device: None)
     monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 0)
     monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
 
@@ -400,7 +350,7 @@ def test_host_syncs_counts_the_synchronising_calls_of_a_step_by_line(monkeypatch
         warnings.warn("an unrelated warning")
 
     trainer = SimpleNamespace(device=torch.device("cuda"), train_step=step)
-    record = profile_step.host_syncs(trainer, [[0]])
+    record = bench_step.host_syncs(trainer, [[0]])
     assert modes == ["warn", 0]  # on for the step, then back as it was
     assert record["per_step"] == 3
     assert sorted(record["where"].values()) == [1, 2]
@@ -408,7 +358,7 @@ def test_host_syncs_counts_the_synchronising_calls_of_a_step_by_line(monkeypatch
         where.startswith("tests/test_bench_scripts.py:") for where in record["where"]
     )
     cpu = SimpleNamespace(device=torch.device("cpu"), train_step=step)
-    assert profile_step.host_syncs(cpu, [[0]]) is None
+    assert bench_step.host_syncs(cpu, [[0]]) is None
 
 
 @on_a_gpu
@@ -416,14 +366,14 @@ def test_on_a_gpu_host_syncs_names_our_line_that_read_a_value_back():
     sys.path.insert(0, str(REPO / "benchmarks"))
     from types import SimpleNamespace
 
-    import profile_step
+    import bench_step
 
     def step(batch):
         doubled = torch.ones(3, device="cuda") * 2
         return doubled.sum().item()  # a value read back: the host waits
 
     trainer = SimpleNamespace(device=torch.device("cuda"), train_step=step)
-    record = profile_step.host_syncs(trainer, [[0]])
+    record = bench_step.host_syncs(trainer, [[0]])
     assert record["per_step"] >= 1
     assert [w.split(":")[0] for w in record["where"]] == ["tests/test_bench_scripts.py"]
     assert torch.cuda.get_sync_debug_mode() == 0

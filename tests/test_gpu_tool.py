@@ -164,9 +164,11 @@ def test_the_speed_experiment_runs_its_commands_on_a_cpu(tmp_path):
     assert {f"{part}.log" for part in parts} | {"speed.log", "run.json"} <= names
     for stem in ("profile_step_compiled", "profile_step_eager", "profile_step_graphed"):
         assert {f"{stem}.json", f"{stem}.md"} <= names
-        record = json.loads((out / f"{stem}.json").read_text())
-        assert record["setting"]["compile"] == (stem == "profile_step_compiled")
-        assert record["setting"]["cuda_graphs"] == (stem == "profile_step_graphed")
+        runs = json.loads((out / f"{stem}.json").read_text())["profiler"]["runs"]
+        profiled = {"profile_step_eager": ["fp32 eager"],
+                    "profile_step_graphed": ["fp32 eager", "fp32 eager_bucketed_graphed"],
+                    "profile_step_compiled": ["fp32 eager", "fp32 compiled"]}  # fmt: skip
+        assert list(runs) == profiled[stem]
     decode = json.loads((out / "speed_decode.json").read_text())
     assert all(row["same_tokens"] for row in decode["decoding"])
     bf16 = json.loads((out / "speed_decode_bf16.json").read_text())["decoding"]
@@ -177,7 +179,7 @@ def test_the_speed_experiment_runs_its_commands_on_a_cpu(tmp_path):
         ("greedy", 2),
         ("greedy", 3),
     ]
-    eager = json.loads((out / "speed_train_eager.json").read_text())["training"]
+    eager = json.loads((out / "speed_train_eager.json").read_text())["training"]["fp32"]
     assert set(eager["variants"]) == {
         "eager",
         "eager_cudnn_attention",
@@ -192,6 +194,7 @@ def test_the_speed_experiment_runs_its_commands_on_a_cpu(tmp_path):
         ("graphs", "compiled_bucketed_reduce_overhead"),
     ):
         record = json.loads((out / f"speed_train_{part}.json").read_text())["training"]
+        record = record["fp32"]
         assert set(record["variants"]) == {"eager", variant}  # one compile, beside eager
     assert json.loads((out / "run.json").read_text())["exit_status"] == 0
 

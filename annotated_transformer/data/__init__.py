@@ -23,16 +23,20 @@ from .batching import (
     padding_fraction,
     pair_fits,
 )
-from .fetch import ChecksumError, download_file, verify_checksums
-from .locate import (
+from .corpora import (
+    CORPORA,
+    ChecksumError,
+    CorpusInfo,
     DataNotFoundError,
     cache_dir,
+    corpus_info,
     corpus_path,
+    download_file,
     split_files,
     treebank_zip_path,
+    verify_checksums,
 )
 from .reading import ParallelCorpus, load_parallel, read_parallel_files
-from .registry import CORPORA, CorpusInfo, corpus_info
 from .synthetic import synthetic_batch
 from .tokenizer import (
     SPECIAL_IDS,

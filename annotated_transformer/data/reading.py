@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .locate import split_files
-from .registry import corpus_info
+from .corpora import corpus_info, split_files
 from .textfiles import text_lines
 
 logger = logging.getLogger(__name__)
@@ -142,7 +141,7 @@ def load_parallel(
     drop_empty: bool = False,
 ) -> ParallelCorpus:
     """Load one split of a parallel corpus (languages default to the corpus's usual direction), found as
-    `locate` says; pairs with a side over `max_words` words are skipped, and with `drop_empty` the
+    `corpora` says; pairs with a side over `max_words` words are skipped, and with `drop_empty` the
     pairs with an empty side (else they are an error).
 
     Example: ``load_parallel("multi30k", "train")`` -> 29,000 English -> German pairs.

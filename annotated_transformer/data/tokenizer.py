@@ -27,12 +27,10 @@ from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
-from ..runtime.files import atomic_write_bytes, atomic_write_text, move_aside
+from ..runtime.files import atomic_write_bytes, atomic_write_text, cache_dir, move_aside
 from ..runtime.records import read_json
-from .fetch import sha256_of
-from .locate import cache_dir, split_files
+from .corpora import corpus_info, sha256_of, split_files
 from .reading import load_parallel
-from .registry import corpus_info
 
 logger = logging.getLogger(__name__)
 

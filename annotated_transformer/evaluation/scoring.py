@@ -105,7 +105,7 @@ def translate(
     for the batch's shape (reused while the shape repeats) with their step captured as a CUDA graph
     on a GPU: the same translations in fp32, the same up to bf16/fp16 rounding in autocast. On a
     CPU the fixed-shape step runs eagerly and is no faster. Not yet the default: it has not been
-    timed on a GPU inside `translate` (`benchmarks/bench_gpu_step.py` times the decoders alone).
+    timed on a GPU inside `translate` (`benchmarks/bench_step.py --decode` times the decoders alone).
     """
     sentences = sentence_list(sentences)
     settings = (settings or DecodeSettings()).replace(**changes)

@@ -13,7 +13,7 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 
-from ..data.registry import corpus_info
+from ..data.corpora import corpus_info
 from ..data.tokenizer import SPECIAL_IDS
 from ..model import decoding
 from ..model.config import TransformerConfig, preset
@@ -39,7 +39,7 @@ EVALUATION_BOUNDS: dict[str, Bounds] = {
 
 @contextlib.contextmanager
 def _naming(**fields):
-    """The registry's ValueError, prefixed with the fields it is about (`corpus='x': ...`)."""
+    """`corpus_info`'s ValueError, prefixed with the fields it is about (`corpus='x': ...`)."""
     try:
         yield
     except ValueError as error:

@@ -20,7 +20,7 @@ context, so its graphs are traced without cuDNN's attention too.
 
 `AT_CUDNN_ATTENTION=1` in the environment, or `allow_cudnn_attention()` around a call, keeps cuDNN's
 attention in the varying-shape paths: what `scripts/gpu/calibrate_book.sh DIR sdpa_backends` and
-`benchmarks/bench_gpu_step.py` compare. On a CPU nothing changes: cuDNN's attention is a CUDA kernel.
+`benchmarks/bench_step.py` compare. On a CPU nothing changes: cuDNN's attention is a CUDA kernel.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def default_strategy(device: torch.device) -> str:
     whose cast the kernel fuses, about 22). In the eager `base` step's profile on an H100, the row
     blocks' subtract, exp and multiply kernels alone took 12 of the step's 70 ms, and by the bytes
     moved, the casts and reductions bring them to about 17-20. That GPU choice is arithmetic
-    until `bench_gpu_step.py`'s eager_row_blocks_loss variant has timed it.
+    until `bench_step.py`'s eager_row_blocks_loss variant has timed it.
     """
     return "row_blocks" if device.type == "cpu" else "softmax_kernels"
 

@@ -24,10 +24,6 @@
 #   6. table3_all_rows: one epoch of all 20 rows, one seed, dropout's rows one small-corpus epoch,
 #      four processes (SDPA_ENV=AT_CUDNN_ATTENTION=1 to run it with cuDNN's attention, should step
 #      5 find it faster): what an epoch of chapter 06's table costs per seed.
-#   7. stacked_rows: the other way to run several rows at once, the models stacked into one step
-#      (torch.func.vmap over stacked weights) against processes sharing the GPU and against one
-#      after another, for base's three seeds, in the rows' precision and in fp32
-#      (benchmarks/bench_stacked_rows.py; about two minutes).
 #
 #   AT_DATA_DIR=/path/to/data bash scripts/gpu/calibrate_book.sh OUT [STEP ...]
 #
@@ -154,20 +150,7 @@ table3_all_rows() {
   find "$d/run" -name "*.pt" -delete
 }
 
-stacked_rows() {
-  local d=$root/stacked_rows
-  mkdir -p "$d"
-  local size=(--models 3 --steps 60 --warmup 10)
-  [ "$quick" = 1 ] && size=(--quick)
-  # in the rows' precision (bf16), then in fp32: under bf16 autocast torch adds a batched
-  # linear's bias in float32 (pytorch#192617), which fp32 leaves out of the comparison
-  timed stacked_rows $python benchmarks/bench_stacked_rows.py --profile "$profile" \
-    --device "$device" --row base "${size[@]}" --out "$d/stacked_rows.json" || return 1
-  timed stacked_rows $python benchmarks/bench_stacked_rows.py --profile "$profile" \
-    --device "$device" --row base "${size[@]}" --precision fp32 --out "$d/stacked_rows_fp32.json"
-}
-
-known=" table3_costs table3_calibration fp16 parser_epochs sdpa_backends table3_all_rows stacked_rows "
+known=" table3_costs table3_calibration fp16 parser_epochs sdpa_backends table3_all_rows "
 for step in "${steps[@]}"; do  # every name checked before any step runs
   [[ "$known" == *" $step "* ]] || { echo "calibrate_book.sh: no step '$step'; choose from$known" >&2; exit 2; }
 done

@@ -18,19 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from annotated_transformer.data import fetch, registry
-from annotated_transformer.data.fetch import (
+from annotated_transformer.data import corpora
+from annotated_transformer.data.corpora import (
+    ArchiveMembers,
     ChecksumError,
-    download_file,
-    verify_checksums,
-)
-from annotated_transformer.data.locate import (
+    CorpusInfo,
     DataNotFoundError,
     corpus_path,
+    download_file,
     treebank_zip_path,
+    verify_checksums,
 )
 from annotated_transformer.data.reading import load_parallel, read_parallel_files
-from annotated_transformer.data.registry import ArchiveMembers, CorpusInfo
 
 STAGED_DATA_DIR = os.environ.get("AT_DATA_DIR")
 needs_staged_data = pytest.mark.skipif(
@@ -48,7 +47,7 @@ def offline_and_private_cache(monkeypatch, tmp_path):
     def no_network(url, timeout):
         raise urllib.error.URLError("network blocked in tests")
 
-    monkeypatch.setattr(fetch, "_open_url", no_network)
+    monkeypatch.setattr(corpora, "_open_url", no_network)
 
 
 def write_lines(path: Path, lines: list[bytes], gzipped: bool | None = None) -> Path:
@@ -72,7 +71,7 @@ def serve_files(monkeypatch, files_by_url_name: dict[str, Path]) -> list[str]:
             raise urllib.error.URLError(f"no such test file: {url}")
         return real_open(local.resolve().as_uri(), timeout=timeout)
 
-    monkeypatch.setattr(fetch, "_open_url", fake_open)
+    monkeypatch.setattr(corpora, "_open_url", fake_open)
     return fetched
 
 
@@ -254,7 +253,7 @@ def test_direction_defaults_and_reversal(tmp_path):
 def use_real_urlopen(monkeypatch) -> None:
     real_open = urllib.request.urlopen
     monkeypatch.setattr(
-        fetch, "_open_url", lambda url, timeout: real_open(url, timeout=timeout)
+        corpora, "_open_url", lambda url, timeout: real_open(url, timeout=timeout)
     )
 
 
@@ -290,7 +289,7 @@ def test_interrupted_download_leaves_no_file(monkeypatch, tmp_path):
             return super().read(4)
 
     monkeypatch.setattr(
-        fetch, "_open_url", lambda url, timeout: CutConnection(b"partial data")
+        corpora, "_open_url", lambda url, timeout: CutConnection(b"partial data")
     )
     with pytest.raises(ConnectionResetError):
         download_file("https://example.invalid/f", tmp_path / "f", None)
@@ -382,7 +381,7 @@ def test_archive_members_are_extracted_and_concatenated(monkeypatch, tmp_path):
             for lang in ("en", "de")
         },
     )
-    monkeypatch.setitem(registry.CORPORA, "fakewmt", fake)
+    monkeypatch.setitem(corpora.CORPORA, "fakewmt", fake)
     fetched = serve_files(
         monkeypatch, {"a.tgz": tmp_path / "a.tgz", "b.tgz": tmp_path / "b.tgz"}
     )
@@ -412,7 +411,7 @@ def test_wrong_archive_checksum_saves_nothing(monkeypatch, tmp_path):
             for l in ("en", "de")
         },
     )
-    monkeypatch.setitem(registry.CORPORA, "fakewmt", fake)
+    monkeypatch.setitem(corpora.CORPORA, "fakewmt", fake)
     serve_files(monkeypatch, {"a.tgz": tmp_path / "a.tgz"})
     with pytest.raises(ChecksumError):
         load_parallel("fakewmt", "train")
@@ -429,7 +428,7 @@ def test_file_without_a_source_is_not_fetched_and_the_error_says_so(monkeypatch)
         splits={"train": "train"},
         training_splits=("train",),
     )
-    monkeypatch.setitem(registry.CORPORA, "nosource", fake)
+    monkeypatch.setitem(corpora.CORPORA, "nosource", fake)
     fetched = serve_files(monkeypatch, {})
     with pytest.raises(DataNotFoundError) as caught:
         load_parallel("nosource", "train")
@@ -440,7 +439,7 @@ def test_file_without_a_source_is_not_fetched_and_the_error_says_so(monkeypatch)
 
 
 def test_registry_downloads_from_the_commits_source_md_names():
-    sources = {name: info.sources for name, info in registry.CORPORA.items()}
+    sources = {name: info.sources for name, info in corpora.CORPORA.items()}
     assert sources["multi30k"]["train.en.gz"].url.endswith(
         "multi30k/dataset/raw/a3d2e0d26b56f3846f66a952536ffed4e401d05a/data/task1/raw/train.en.gz"
     )
@@ -458,7 +457,7 @@ def test_registry_downloads_from_the_commits_source_md_names():
         s
         for info in sources.values()
         for s in info.values()
-        if isinstance(s, registry.Download) and s.sha256
+        if isinstance(s, corpora.Download) and s.sha256
     ]
     assert len(checked) == 6 + 4 + 6 + 1  # every staged file's download is checksummed
 

@@ -1,14 +1,46 @@
-"""The corpora the loaders know: each file's origin and sha256, kept as data apart from the code that acts on it.
+"""Where a corpus's files come from and where a split's files are found: the one module every loader asks.
 
-Every URL names a fixed commit (the one each corpus's ``SOURCE.md`` cites) and every staged file has a
-checksum, so a download is reproducible and verifiable; keeping the table in one module lets a reader
-audit what is fetched from where without reading any I/O code.
+The facts: every corpus the loaders know (`CORPORA`), its splits and languages, and how each file is
+made when it is missing (fetched from a URL at a fixed commit, cut out of another file, or pulled out of
+archives), with the sha256 of every staged file, so a reader audits what is fetched from where in one
+table.
+
+The search: an explicit data dir (``--data-dir`` / ``data_dir=``) is used alone: a split missing from it
+is an error naming the files, never quietly read from elsewhere, so one run cannot mix two data
+folders. Without one, a split is looked for under ``$AT_DATA_DIR/<corpus>/``, then in the download cache
+(``$AT_CACHE_DIR`` or ``~/.cache/annotated_transformer``), and is finally made in that cache unless
+downloads are off (``download=False`` or ``AT_OFFLINE=1``). Both files of a pair always come from one
+folder. When every place fails, the one error names the places searched, why the download did not
+help, and the ways out.
+
+The download: a cut connection or a changed upstream file must never leave a half or wrong file where
+the loaders would trust it, so every file is written through `files.atomic_write` and hashed while it
+streams; a sha256 that differs from the table's raises ChecksumError inside the write, and nothing is
+moved into place. The WMT14 archives are 1.6 GB together, hence the progress bar (tqdm draws it only
+on a terminal). URLs are opened with urllib, which also reads file:// URLs: a local mirror works, and
+the tests stay offline by replacing the one seam, `_open_url`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
+import tarfile
+import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Callable
 
+from tqdm import tqdm
+
+from ..runtime.files import atomic_write, cache_dir
+from .textfiles import find_plain_or_gz, raw_lines
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------- the facts
 # Checksums, copied from each corpus's SOURCE.md: the sha256 of the staged file and, where the publisher
 # serves plain text (we gzipped the staged copy), of the decompressed text too, which is what a download
 # gets. The WMT14 training archives are not staged; their sha256 are the ones tensorflow/datasets
@@ -299,10 +331,299 @@ CORPORA: dict[str, CorpusInfo] = {
 
 
 def corpus_info(corpus: str) -> CorpusInfo:
-    """The registry entry of `corpus` (case-insensitive), or a ValueError naming the known corpora."""
+    """The `CORPORA` entry of `corpus` (case-insensitive), or a ValueError naming the known corpora."""
     try:
         return CORPORA[corpus.lower()]
     except KeyError:
         raise ValueError(
             f"unknown corpus {corpus!r}; choose one of: {', '.join(CORPORA)}"
         ) from None
+
+
+# ---------------------------------------------------------------------------------- the download
+class ChecksumError(ValueError):
+    """A downloaded file is not the one SOURCE.md describes; nothing was saved."""
+
+
+def _open_url(url: str, timeout: float):
+    """Open a URL for reading (file:// too); the seam tests replace to stay offline."""
+    return urllib.request.urlopen(url, timeout=timeout)
+
+
+def sha256_of(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file, read in chunks (the WMT14 archives do not fit comfortably in memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _HashingWriter:
+    """A write-only handle that feeds every block to a digest on its way to the file."""
+
+    def __init__(self, handle: BinaryIO, digest):
+        self.handle = handle
+        self.digest = digest
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.handle.write(data)
+
+
+def _write_checked(
+    dest: Path,
+    fill: Callable[[_HashingWriter], None],
+    expected_sha256: str | None,
+    origin: str,
+    *,
+    warn_unchecked: bool = True,
+) -> Path:
+    """Atomically write dest with fill(handle), keeping it only if its sha256 is the expected one
+    (None: keep it, and say so unless the inputs were checked already)."""
+    digest = hashlib.sha256()
+
+    def fill_and_check(handle: BinaryIO) -> None:
+        fill(_HashingWriter(handle, digest))
+        actual = digest.hexdigest()
+        if expected_sha256 is not None and actual != expected_sha256:
+            raise ChecksumError(
+                f"checksum mismatch for {origin}: expected sha256 {expected_sha256}, got {actual}; the file was "
+                "not saved. Retry (the transfer may have been cut), or fetch it by hand, compare with SOURCE.md "
+                "and pass --data-dir (or data_dir= in Python) or set AT_DATA_DIR"
+            )
+
+    atomic_write(dest, fill_and_check)
+    if expected_sha256 is None and warn_unchecked:
+        logger.warning(
+            "%s has no published checksum; saved it as %s with sha256 %s",
+            origin,
+            dest,
+            digest.hexdigest(),
+        )
+    return dest
+
+
+def download_file(
+    url: str, dest: str | os.PathLike, sha256: str | None, *, timeout: float = 60.0
+) -> Path:
+    """Fetch url into dest atomically; raise ChecksumError (leaving nothing behind) if sha256 differs."""
+    dest = Path(dest)
+    logger.info("downloading %s -> %s", url, dest)
+
+    def fill(out: _HashingWriter) -> None:
+        with _open_url(url, timeout) as response:
+            size = getattr(response, "headers", {}).get("Content-Length")
+            with tqdm(
+                total=int(size) if size else None,
+                unit="B",
+                unit_scale=True,
+                desc=dest.name,
+                disable=None,
+            ) as bar:
+                while block := response.read(1 << 20):
+                    out.write(block)
+                    bar.update(len(block))
+
+    return _write_checked(dest, fill, sha256, url)
+
+
+def make_file(info: CorpusInfo, name: str, folder: Path) -> Path:
+    """Make file `name` of corpus `info` exist in `folder` (the cache), however its source says."""
+    existing = find_plain_or_gz(folder, name)
+    if existing is not None:
+        return existing
+    found = info.source_for(name)
+    if found is None:
+        raise FileNotFoundError(f"{info.title} file {name} has no download source")
+    local_name, source = found
+    dest = folder / local_name
+    if isinstance(source, Download):
+        return download_file(source.url, dest, source.sha256)
+    if isinstance(source, LineSelection):
+        return _select_lines(info, source, dest, folder)
+    return _extract_archive_members(source, dest, folder)
+
+
+def _parse_line_ranges(spec: str) -> list[int]:
+    numbers = []
+    for part in spec.split():
+        first, _, last = part.partition("-")
+        numbers.extend(range(int(first), int(last or first) + 1))
+    return numbers
+
+
+def _select_lines(
+    info: CorpusInfo, selection: LineSelection, dest: Path, folder: Path
+) -> Path:
+    source_path = make_file(info, selection.source, folder)
+    lines = list(raw_lines(source_path))
+
+    def fill(out: _HashingWriter) -> None:
+        for number in _parse_line_ranges(selection.line_ranges):
+            out.write(lines[number - 1] + b"\n")
+
+    return _write_checked(
+        dest, fill, selection.sha256, f"{dest.name} (lines of {source_path.name})"
+    )
+
+
+def _extract_archive_members(members: ArchiveMembers, dest: Path, folder: Path) -> Path:
+    archive_dir = folder / "archives"
+    wanted_by_archive = []
+    for url, sha256, member in members.parts:
+        archive = archive_dir / url.rsplit("/", 1)[1]
+        if not archive.is_file():
+            download_file(url, archive, sha256)
+        wanted_by_archive.append((archive, member))
+
+    def fill(out: _HashingWriter) -> None:
+        for archive, member in wanted_by_archive:
+            found = False
+            # Stream mode: one sequential pass, no random access into a 1 GB gzip.
+            with tarfile.open(archive, "r|gz") as tar:
+                for entry in tar:
+                    if entry.name.lstrip("./") != member:
+                        continue
+                    extracted = tar.extractfile(entry)
+                    if extracted is None:
+                        break
+                    last = b"\n"
+                    while block := extracted.read(1 << 20):
+                        out.write(block)
+                        last = block[-1:]
+                    if (
+                        last != b"\n"
+                    ):  # keep the next member's first line on a line of its own
+                        out.write(b"\n")
+                    found = True
+                    break
+            if not found:
+                raise tarfile.TarError(
+                    f"{archive.name} has no member {member}; delete it so it is fetched again"
+                )
+
+    # The archives were checked; their concatenated members have no published checksum of their own.
+    return _write_checked(
+        dest,
+        fill,
+        None,
+        f"{dest.name} (from {len(members.parts)} archives)",
+        warn_unchecked=False,
+    )
+
+
+def verify_checksums(corpus: str, directory: str | os.PathLike) -> dict[str, bool]:
+    """For each file of `directory` whose sha256 we know: does it match? (Why: to trust a staged copy.)"""
+    info = corpus_info(corpus)
+    results = {}
+    for path in sorted(Path(directory).iterdir()):
+        expected = FILE_SHA256.get(f"{info.name}/{path.name}")
+        if expected is not None and path.is_file():
+            results[path.name] = sha256_of(path) == expected
+    return results
+
+
+# ---------------------------------------------------------------------------------- the search
+class DataNotFoundError(FileNotFoundError):
+    """A corpus's files are in none of the places we look, and could not be downloaded."""
+
+
+def _find(
+    info: CorpusInfo,
+    names: list[str],
+    data_dir: str | os.PathLike | None,
+    download: bool,
+    what: str,
+) -> list[Path]:
+    """Paths of `names`, all from one folder: the first folder that holds them all, else made in
+    the cache, else one DataNotFoundError saying where it looked, why, and the ways out."""
+    if data_dir is not None:  # data_dir may be the data root or the corpus folder itself
+        folders = [Path(data_dir).expanduser() / info.name, Path(data_dir).expanduser()]
+    else:
+        env_dir = os.environ.get("AT_DATA_DIR")
+        folders = [Path(env_dir).expanduser() / info.name] if env_dir else []
+        folders.append(cache_dir() / info.name)
+    for folder in folders:
+        found = [find_plain_or_gz(folder, name) for name in names]
+        if all(found):
+            return found  # type: ignore[return-value]
+    files = f"no {info.title} files for {what} ({', '.join(names)}, plain or .gz)"
+    if data_dir is not None:
+        raise DataNotFoundError(
+            f"{files} under --data-dir {os.fspath(data_dir)} (looked in "
+            f"{folders[0]} and {folders[1]}): fix the path, or leave --data-dir out to use "
+            "$AT_DATA_DIR or the download cache"
+        )
+    target = folders[-1]
+    offline = os.environ.get("AT_OFFLINE", "").strip().lower() in ("1", "true", "yes")
+    unsourced = [name for name in names if info.source_for(name) is None]
+    ways_out = (
+        "pass --data-dir (or data_dir= in Python), set AT_DATA_DIR, or connect to the "
+        "network to download them"
+    )
+    if unsourced:
+        failure = f"{', '.join(unsourced)} has no download source"
+        ways_out = "pass --data-dir (or data_dir= in Python) or set AT_DATA_DIR"
+    elif not download or offline:
+        failure = "downloads are off (download=False or AT_OFFLINE=1)"
+    else:
+        try:
+            return [make_file(info, name, target) for name in names]
+        except (OSError, tarfile.TarError) as error:  # URLError too; not ChecksumError
+            failure = f"the download failed ({type(error).__name__}: {error})"
+    env_dir = os.environ.get("AT_DATA_DIR")
+    env_text = f"(AT_DATA_DIR={env_dir})" if env_dir else "(AT_DATA_DIR is unset)"
+    raise DataNotFoundError(
+        f"{files} under $AT_DATA_DIR/{info.name} {env_text} or in the download cache {target}; "
+        f"{failure}: {ways_out}"
+    )
+
+
+def _split_names(info: CorpusInfo, split: str, langs) -> list[str]:
+    return [f"{info.splits[split]}.{lang}" for lang in langs]
+
+
+def corpus_path(
+    corpus: str,
+    split: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    download: bool = True,
+) -> Path:
+    """The folder holding `split`'s files (or, for split=None, the corpus's non-parallel files, e.g. the
+    treebank zip; for parallel corpora split=None means the first training split)."""
+    info = corpus_info(corpus)
+    if split is None and info.extra_files:
+        names, what = list(info.extra_files), "its files"
+    else:
+        split = info.canonical_split(info.training_splits[0] if split is None else split)
+        names, what = _split_names(info, split, info.languages), f"split {split!r}"
+    return _find(info, names, data_dir, download, what)[0].parent
+
+
+def treebank_zip_path(
+    data_dir: str | os.PathLike | None = None, *, download: bool = True
+) -> Path:
+    """Path of the Penn Treebank sample zip (NLTK's treebank.zip), for the parsing chapter."""
+    return (
+        corpus_path("ptb_sample", data_dir=data_dir, download=download) / "treebank.zip"
+    )
+
+
+def split_files(
+    corpus: str,
+    split: str,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    download: bool = True,
+) -> tuple[Path, Path]:
+    """(source file, target file) of a split, found as the module docstring says."""
+    info = corpus_info(corpus)
+    split = info.canonical_split(split)
+    src_lang, tgt_lang = info.direction(src_lang, tgt_lang)
+    names = _split_names(info, split, (src_lang, tgt_lang))
+    src, tgt = _find(info, names, data_dir, download, f"split {split!r}")
+    return src, tgt
