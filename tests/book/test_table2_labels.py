@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from annotated_transformer.book import viz
+from annotated_transformer.book.viz import audit
 from annotated_transformer.book.viz.figures import translation as figures
 from annotated_transformer.experiments.translation import table2 as report
 
@@ -90,3 +91,19 @@ def test_the_chart_draws_each_label_at_its_placement():
 
 def test_text_width_grows_with_wide_letters():
     assert figures.text_width("WWW") > figures.text_width("iii") * 3
+
+
+def test_every_error_bar_stands_at_its_point_and_one_legend_keys_the_costs():
+    spec = viz.chart_spec(
+        viz.table2_panels(PAPER, OURS, paper_title="a: b", our_title="c: d")
+    )
+    assert audit.chart_faults(spec) == []
+    right = spec["hconcat"][1]
+    bars = [layer for layer in right["layer"] if layer["mark"]["type"] == "rule"]
+    drawn = {
+        row["training_flops"]
+        for layer in bars
+        if "y2" in layer["encoding"]
+        for row in spec["datasets"][layer["data"]["name"]]
+    }
+    assert drawn == set(OURS["training_flops"])  # one bar at each of the four points

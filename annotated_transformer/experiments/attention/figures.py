@@ -380,6 +380,17 @@ def _token_columns(
     )
 
 
+# Figure 3's rows of words (pixels), and its lines' width.
+_ROW = 16
+_FIGURE3_STROKE = 2.0
+
+
+def _head_spacing(heads: int) -> float:
+    """Pixels between two heads' lines to the same word: a line's width and two pixels between,
+    closer only where many heads would spread over more than a row of words (8 heads: 1.9)."""
+    return min(_FIGURE3_STROKE + 2.0, (_ROW - 1) / max(heads, 1))
+
+
 def figure3(
     data: SentenceAttention,
     word: str,
@@ -408,6 +419,11 @@ def figure3(
         frames.append(frame)
     lines = pd.concat(frames, ignore_index=True)
     lines["x"], lines["x2"] = 0, 1
+    # Each head's lines a few pixels above or below the others': heads that attend to the same
+    # word would otherwise draw one line, the last head's hiding the others.
+    slot = {h + 1: i - (len(head_index) - 1) / 2 for i, h in enumerate(head_index)}
+    shift = lines["head"].map(slot) * _head_spacing(len(head_index)) / _ROW
+    lines["y_query"], lines["y_key"] = lines["query"] + shift, lines["key"] + shift
     n = max(len(queries), len(keys))
     y = alt.Scale(domain=[-0.5, n - 0.5])
     x = alt.Scale(domain=[-0.55, 1.55])
@@ -418,12 +434,12 @@ def figure3(
     )
     rules = (
         alt.Chart(lines)
-        .mark_rule(strokeWidth=2.5)
+        .mark_rule(strokeWidth=_FIGURE3_STROKE)
         .encode(
             x=alt.X("x:Q", scale=x, axis=None),
             x2="x2:Q",
-            y=alt.Y("query:Q", scale=y, axis=None, sort="descending"),
-            y2="key:Q",
+            y=alt.Y("y_query:Q", scale=y, axis=None, sort="descending"),
+            y2="y_key:Q",
             color=alt.Color("head:N", scale=alt.Scale(scheme=_HEAD_COLOURS)),
             opacity=alt.Opacity(
                 "weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None
@@ -436,7 +452,7 @@ def figure3(
     left_text, right_text = _token_columns(queries, keys, {q}, x, y)
     return alt.layer(rules, left_text, right_text).properties(
         width=260,
-        height=16 * n,
+        height=_ROW * n,
         title=f"Figure 3: attention of '{word}' in {which} ({KIND_TITLES[kind]})",
     )
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from annotated_transformer.book.viz import audit
 from annotated_transformer.cli import main
 from annotated_transformer.experiments.attention import figures as af
 from annotated_transformer.model.transformer import attention_maps
@@ -281,6 +282,23 @@ def test_figure3_title_names_the_heads_it_draws(data):
     assert (
         "in heads 1, 3 (" in af.figure3(data, "guitar", heads=[1, 3]).to_dict()["title"]
     )
+
+
+def test_figure3_draws_every_head_it_names_apart(data):
+    """Two heads that attend to the same words draw two lines, side by side, not one over the
+    other; with every head drawn, no head hides another either."""
+    for heads in ([1, 3], [4, 1], None):
+        spec = af.figure3(data, "guitar", heads=heads).to_dict()
+        assert audit.chart_faults(spec) == [], heads
+        (rules,) = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"]
+        rows = spec["datasets"][rules["data"]["name"]]
+        drawn = {r["head"] for r in rows}
+        assert drawn == ({1, 3} if heads == [1, 3] else drawn)
+        at_key = {(r["key"], r["head"]): r["y_key"] for r in rows if r["layer"] == 1}
+        keys = {k for k, _ in at_key}
+        for k in keys:
+            ys = sorted(y for (kk, _), y in at_key.items() if kk == k)
+            assert len(set(ys)) == len(drawn) and ys[-1] - ys[0] < 1  # within a row
 
 
 def test_figure3_and_lines_chart_mark_the_query_word_in_the_left_column(data):

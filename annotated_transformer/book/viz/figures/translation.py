@@ -267,20 +267,12 @@ def bleu_domain(points: pd.DataFrame) -> list[float]:
 
 def interval_bars(points: pd.DataFrame) -> pd.DataFrame:
     """Where a panel draws its error bars (`training_flops`, `bleu`, `ci95`): at each point with
-    a `ci95`, or, where the frame has runs priced two ways (`run`), once per run at the middle of
-    the line joining its two costs, since both share the run's BLEU interval (two bars side by
-    side at nearly equal costs read as one thick bar)."""
+    a `ci95`, so that every bar stands on its point. A run priced two ways has one interval for
+    both points, drawn at each."""
     columns = ["training_flops", "bleu", "ci95"]
     if "ci95" not in points:
         return pd.DataFrame(columns=columns)
-    bars = points.dropna(subset=["ci95"])
-    if "run" in bars and len(bars):
-        bars = bars.groupby("run", sort=False, as_index=False).agg(
-            bleu=("bleu", "first"),
-            ci95=("ci95", "first"),
-            training_flops=("training_flops", lambda f: float(np.exp(np.log(f).mean()))),
-        )
-    return bars[columns].reset_index(drop=True)
+    return points.dropna(subset=["ci95"])[columns].reset_index(drop=True)
 
 
 def label_layout(
@@ -511,6 +503,7 @@ def table2_panels(
                 overflow=LABEL_OVERFLOW[1],
             ),
         )
-        .resolve_scale(y="independent")
+        # the shapes' legend under the panel that draws them (shared, it went under the first)
+        .resolve_scale(y="independent", shape="independent")
         .properties(title=title)
     )
