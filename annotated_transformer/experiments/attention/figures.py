@@ -206,7 +206,7 @@ def head_statistics_chart(
         alt.Chart(data)
         .mark_rect()
         .encode(
-            x=alt.X("head:O"),
+            x=alt.X("head:O", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("layer:O"),
             color=alt.Color(
                 f"{measure}:Q",
@@ -224,8 +224,11 @@ def head_statistics_chart(
             "datum.text_colour == 'black'", alt.value("black"), alt.value("white")
         ),
     )
+    # each panel headed by its kind of attention in words, on two lines as narrow as its grid
+    words = {kind: title.rsplit(" ", 1) for kind, title in KIND_TITLES.items()}
+    header = alt.Header(labelExpr=f"{json.dumps(words)}[datum.value] || datum.value")
     return (base + text).facet(
-        column=alt.Column("kind:N", title=None, sort=list(KINDS)),
+        column=alt.Column("kind:N", title=None, sort=list(KINDS), header=header),
         title=f"{measure} per head",
     )
 

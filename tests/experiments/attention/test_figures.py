@@ -345,3 +345,10 @@ def test_numbers_on_the_head_grid_are_white_on_the_mid_teals_and_black_on_the_gr
     assert (
         af.apca_contrast((255, 255, 255), (0, 0, 0)) < -100
     )  # light on dark is negative
+
+
+def test_head_grids_are_headed_by_their_kind_of_attention_in_words(data):
+    spec = af.head_statistics_chart(af.head_statistics(data)).to_dict()
+    expression = spec["facet"]["column"]["header"]["labelExpr"]
+    assert '"encoder-decoder", "attention"' in expression
+    assert '"decoder", "self-attention"' in expression

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..charts import _interval_rules as _chart_interval_rules
+from ..charts import edge_scale
 
 # How a run's training cost is priced (`experiments.translation.table2.COSTS`): the shapes of its
 # two points.
@@ -35,7 +36,7 @@ def averaging_chart(
         .mark_line(point=True)
         .encode(
             x=x,
-            y=alt.Y("ppl:Q", title="perplexity", scale=alt.Scale(zero=False)),
+            y=alt.Y("ppl:Q", title="perplexity", scale=edge_scale(zero=False)),
             tooltip=["k", alt.Tooltip("ppl:Q", format=".2f")],
         )
         .properties(width=260, height=200, title=f"{split} perplexity (lower is better)")
@@ -45,7 +46,8 @@ def averaging_chart(
         .mark_line(point=True)
         .encode(
             x=x,
-            y=alt.Y("bleu:Q", title=bleu_title, scale=alt.Scale(zero=False)),
+            # ending at the data with room to spare: a point at the lowest BLEU sat on the frame
+            y=alt.Y("bleu:Q", title=f"{bleu_title} ± 95%", scale=edge_scale(zero=False)),
             tooltip=[
                 "k",
                 alt.Tooltip("bleu:Q", format=".2f"),
@@ -56,7 +58,8 @@ def averaging_chart(
     bleu = alt.layer(line, _chart_interval_rules(sweep, x, "bleu", "ci95")).properties(
         width=260,
         height=200,
-        title=f"{bleu_title} ± 95% interval (higher is better)",
+        # as short as the perplexity panel's: a longer one ran past the panel
+        title=f"{bleu_title} (higher is better)",
     )
     return alt.hconcat(ppl, bleu).resolve_scale(y="independent").properties(title=title)
 
@@ -369,16 +372,16 @@ def _cost_panel(
     color: str,
     overflow: float,
 ) -> alt.LayerChart:
-    ticks = [
-        float(10**e)
-        for e in range(int(np.log10(domain[0])), int(np.log10(domain[1])) + 1, 2)
-    ]
+    ticks = cost_ticks(domain)
 
     def cost_channel(field: str) -> alt.X:
         return alt.X(
             field,
             scale=alt.Scale(type="log", domain=domain),
-            axis=alt.Axis(values=ticks, format=".0e"),
+            # "1e14", not ".0e"'s "1e+14"
+            axis=alt.Axis(
+                values=ticks, labelExpr="replace(format(datum.value, '.0e'), '+', '')"
+            ),
             title="training cost (FLOPs, log scale)",
         )
 
@@ -444,6 +447,19 @@ def _interval_rules(
         .mark_rule(color="black")
         .encode(x=x, y=alt.Y("low:Q", scale=y_scale), y2=alt.Y2("high:Q"))
     )
+
+
+# Pixels between two labelled ticks of the cost axis: closer, Vega hides every other label for
+# overlapping, and a tick stands without its number.
+_TICK_SPACING = 45
+
+
+def cost_ticks(domain: list[float]) -> list[float]:
+    """The decades the cost axis labels: every second one, or every third, fourth ... where the
+    panel's width would put two labels closer than `_TICK_SPACING` pixels."""
+    low, high = (int(round(np.log10(d))) for d in domain)
+    step = max(2, int(np.ceil(_TICK_SPACING * (high - low) / _PANEL_WIDTH)))
+    return [float(10**e) for e in range(low, high + 1, step)]
 
 
 def cost_domain(*frames: pd.DataFrame) -> list[float]:
