@@ -178,3 +178,40 @@ def test_a_colour_and_a_shape_keyed_apart_are_two_legends_of_one_title():
     )
     assert audit.repeated_legends(chart_spec(together)) == []
     assert audit.chart_faults(chart_spec(together)) == []
+
+
+def test_a_line_over_another_through_the_same_points_is_dashed_and_keyed_once():
+    """Chapter 01's parameters and FLOPs stay at 1 for every head count: the second line is
+    dashed, so that the first shows through its gaps, and one legend keys colour and dash."""
+    from annotated_transformer.book.viz.charts import OVER, SOLID, line_chart
+
+    frame = pd.DataFrame(
+        [
+            {"heads": h, "cost": value, "quantity": name}
+            for name, values in (
+                ("parameters", [1, 1]),
+                ("flops", [1, 1]),
+                ("softmax", [1, 2]),
+            )
+            for h, value in zip((1, 2), values)
+        ]
+    )
+    spec = chart_spec(line_chart(frame, "heads", "cost", "quantity", title="costs"))
+    dash = spec["encoding"]["strokeDash"]["scale"]
+    assert dict(zip(dash["domain"], dash["range"])) == {
+        "parameters": SOLID,
+        "flops": OVER,
+        "softmax": SOLID,
+    }
+    assert audit.chart_faults(spec) == []
+    undashed = dict(spec, encoding=dict(spec["encoding"]))
+    del undashed["encoding"]["strokeDash"]
+    assert audit.hidden_series(undashed) == [
+        "costs: quantity 'flops' and 'parameters' are drawn at the same places: the one drawn "
+        "last hides the other"
+    ]
+    apart = frame[frame.quantity != "flops"]
+    assert (
+        "strokeDash"
+        not in chart_spec(line_chart(apart, "heads", "cost", "quantity"))["encoding"]
+    )

@@ -272,9 +272,18 @@ def hidden_series(spec: dict) -> list[str]:
             places.setdefault(key, set()).add(
                 tuple(json.dumps(_position(c, row)) for c in channels)
             )
-        seen: dict[frozenset, Any] = {}
+        # a dash on the same field lets the line beneath show through: two series with different
+        # dashes at the same places are both seen
+        dash = encoding.get("strokeDash")
+        dashed = isinstance(dash, dict) and dash.get("field") == colour["field"]
+        order = _domain(dash, _values(data, datasets)) if dashed else []
+        styles = _cycle(dash, DEFAULT_DASHES) if dashed else None
+        seen: dict[tuple, Any] = {}
         for value in sorted(places, key=lambda v: (v is None, str(v))):
-            drawn = frozenset(places[value])
+            style = (
+                _style(order.index(value), styles) if dashed and value in order else None
+            )
+            drawn = (frozenset(places[value]), style)
             if drawn in seen:
                 found.append(
                     f"{_title(spec)}: {colour['field']} {seen[drawn]!r} and {value!r} are "
