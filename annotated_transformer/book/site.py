@@ -246,7 +246,18 @@ def stage_committed_runs(
                     "of the chapter's source"
                 )
             note = committed.page_note(other, chapter, record, profile, same)
-            closing = committed.closing_section(other, chapter, results_dir, root)
+            try:
+                closing = committed.closing_section(other, chapter, results_dir, root)
+            except (
+                KeyError,
+                TypeError,
+                ValueError,
+            ) as error:  # a record of an older form
+                closing = None
+                notes.append(
+                    f"{other}/{chapter}: no closing section: the chapter's sentences cannot "
+                    f"read the run's record ({type(error).__name__}: {error})"
+                )
             finish_page(
                 page, f"book/{chapter}.ipynb", settings, note=note, closing=closing
             )

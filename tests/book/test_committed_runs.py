@@ -581,3 +581,24 @@ def test_the_run_record_names_notebooks_inside_the_clone_by_relative_path(tmp_pa
         "01_attention", Path("book/01_attention.py"), outside, "ok", 1.0
     )
     assert run.to_dict()["notebook"] == str(outside)
+
+
+def test_a_record_the_chapter_cannot_read_back_leaves_the_page_without_a_closing(
+    tmp_path, gpu_results, monkeypatch
+):
+    def unreadable(*args, **kwargs):
+        raise KeyError("rows")
+
+    monkeypatch.setattr(committed, "closing_section", unreadable)
+    lines = []
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    site_build.stage_site(
+        stage, root=ROOT, log=lines.append, profile="cpu", results_dir=gpu_results
+    )
+    page = nbformat.read(str(stage / "gpu" / "01_attention.ipynb"), as_version=4)
+    assert not page.cells[-1].source.startswith(committed.CLOSING_HEADING)
+    assert any(
+        "gpu/01_attention: no closing section" in line and "KeyError" in line
+        for line in lines
+    ), lines
