@@ -152,28 +152,86 @@ def part_caption(profile: str, record: dict | None, chapters: list[str]) -> str:
     )
 
 
-def page_note(profile: str, chapter: str, record: dict | None, executing: str) -> str:
-    """The line at the top of a committed run's page: where, when, at which commit and in how long
-    the chapter ran, and a link to the same chapter as the site's executing profile ran it."""
+def page_note(
+    profile: str,
+    chapter: str,
+    record: dict | None,
+    executing: str,
+    same_source: bool | None = None,
+) -> str:
+    """The note at the top of a committed run's page: first, one line saying that the page is the
+    executed notebook of the profile's run on its machine and how its text stands to this site's
+    chapter of the same name (`same_source`: whether the run executed the chapter's source as it
+    is now; None when that cannot be told); then where, when, at which commit and in how long the
+    chapter ran."""
     entry = (record or {}).get("metrics", {}).get("chapters", {}).get(chapter)
     folder = f"results/{folder_name(profile)}/"
+    machine = entry_device(entry, record)[1] if entry and record else ""
+    text = {
+        True: "whose text is this site's chapter of the same name",
+        False: "whose text, an earlier version of the chapter, differs from this site's "
+        "chapter of the same name",
+        None: "whose text may differ from this site's chapter of the same name",
+    }[same_source]
+    first = (
+        f"This page is the executed notebook of the `{profile}` profile's book run"
+        + (f" on **{machine}**" if machine else "")
+        + f", {text} ([its page in the `{executing}` run](../book/{chapter}.ipynb))."
+    )
     if entry is None:
-        ran = f"its entry is missing from `{folder}book_run.json`"
+        ran = f"Its entry is missing from `{folder}book_run.json`."
     else:
         commit = (entry.get("git_commit") or "")[:7]
         dirty = results.uncommitted_changes(entry)
         ran = (
-            f"executed on **{entry_device(entry, record)[1]}** in "
-            f"**{entry.get('wall_time_s', 0):,.1f} s** on {(entry.get('date') or '')[:10]}"
+            f"It ran in **{entry.get('wall_time_s', 0):,.1f} s** on "
+            f"{(entry.get('date') or '')[:10]}"
             + (f" at commit `{commit}`{dirty}" if commit else "")
+            + f", by `python -m annotated_transformer book --profile {profile}`, and is "
+            f"committed in `{folder}`."
         )
+    return f":::{{note}}\n{first}\n\n{ran}\n:::"
+
+
+# The heading of a chapter's last section: what its run found, read back from its results record.
+CLOSING_HEADING = "## What this run shows"
+
+
+def _chapter_package(chapter: str) -> str | None:
+    """The package a chapter takes its results record and sentences from: its folder of
+    `chapters/`, named as the chapter's file without its number (None for one with no record)."""
+    import importlib.util
+
+    package = f"{__package__.rsplit('.', 1)[0]}.chapters.{chapter.split('_', 1)[-1]}"
+    return package if importlib.util.find_spec(f"{package}.record") else None
+
+
+def closing_section(
+    profile: str,
+    chapter: str,
+    results_dir: str | os.PathLike | None = None,
+    root: str | os.PathLike | None = None,
+) -> str | None:
+    """The closing section of a committed run's chapter, as Markdown: `CLOSING_HEADING`, then what
+    the chapter's `sentences.closing` says of the run's own results record (in
+    `results/book_<profile>/`). None when the chapter names no such package or the run left no
+    record of it."""
+    import importlib
+
+    package = _chapter_package(chapter)
+    if package is None:
+        return None
+    record_module = importlib.import_module(f"{package}.record")
+    sentences = importlib.import_module(f"{package}.sentences")
+    found = results.read_result(
+        record_module.RESULTS_NAME, folder_name(profile), results_dir
+    )
+    if found is None:
+        return None
     return (
-        ":::{note}\n"
-        f"This page is the `{profile}` run of the chapter: {ran}, by `python -m "
-        f"annotated_transformer book --profile {profile}`, and committed in `{folder}`. "
-        f"The same chapter as this site's `{executing}` run executed it: "
-        f"[its page](../book/{chapter}.ipynb).\n"
-        ":::"
+        f"{CLOSING_HEADING}\n\nWhat this run found, read back from its results record "
+        f"(`results/{folder_name(profile)}/{record_module.RESULTS_NAME}.json`):\n\n"
+        + sentences.closing(found)
     )
 
 

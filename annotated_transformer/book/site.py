@@ -235,15 +235,32 @@ def stage_committed_runs(
             chapter = notebook.stem
             page = folder / notebook.name
             copy_file_as_is(notebook, page)
-            note = committed.page_note(other, chapter, record, profile)
-            finish_page(page, f"book/{chapter}.ipynb", settings, note=note)
             source = book_root(root) / "book" / f"{chapter}.py"
             digest = _read_meta(page).get("source_sha256")
-            if source.is_file() and digest and digest != _source_digest(source):
+            same = (
+                digest == _source_digest(source) if source.is_file() and digest else None
+            )
+            if same is False:
                 notes.append(
                     f"{other}/{chapter}: the committed {other} run executed an earlier version "
                     "of the chapter's source"
                 )
+            note = committed.page_note(other, chapter, record, profile, same)
+            try:
+                closing = committed.closing_section(other, chapter, results_dir, root)
+            except (
+                KeyError,
+                TypeError,
+                ValueError,
+            ) as error:  # a record of an older form
+                closing = None
+                notes.append(
+                    f"{other}/{chapter}: no closing section: the chapter's sentences cannot "
+                    f"read the run's record ({type(error).__name__}: {error})"
+                )
+            finish_page(
+                page, f"book/{chapter}.ipynb", settings, note=note, closing=closing
+            )
         chapters = [n.stem for n in pages]
         parts.append(
             {
@@ -323,11 +340,19 @@ def shown_parameters(cell: str, injected: str) -> str:
 
 
 def finish_page(
-    notebook: Path, page: str, settings: dict, *, note: str | None = None
+    notebook: Path,
+    page: str,
+    settings: dict,
+    *,
+    note: str | None = None,
+    closing: str | None = None,
 ) -> None:
     """Hide papermill's injected parameters cell (the parameters cell above it already shows the
     knobs) and put an "Open in Colab" link, built from `_config.yml`, under the page's title
-    (`page` is the chapter's notebook in the repository), and `note` under the link."""
+    (`page` is the chapter's notebook in the repository), and `note` under the link. A page whose
+    last section is not its closing one (a run of an earlier version of the chapter, whose last
+    cell printed where it wrote its record) ends on `closing` (Markdown beginning with that
+    section's heading)."""
     import nbformat
 
     nb = nbformat.read(str(notebook), as_version=4)
@@ -355,6 +380,17 @@ def finish_page(
         lines = first.source.split("\n")
         title = next((i for i, line in enumerate(lines) if line.startswith("# ")), -1)
         first.source = "\n".join([*lines[: title + 1], *added, *lines[title + 1 :]])
+    if closing:
+        heading = closing.split("\n", 1)[0]
+        sections = [
+            i
+            for i, cell in enumerate(nb.cells)
+            if cell.cell_type == "markdown"
+            and any(line.startswith("## ") for line in cell.source.split("\n"))
+        ]
+        last = nb.cells[sections[-1]].source if sections else ""
+        if heading not in last.split("\n"):
+            nb.cells.append(nbformat.v4.new_markdown_cell(closing))
     atomic_write_text(notebook, nbformat.writes(nb))
 
 

@@ -58,7 +58,7 @@ class Claim:
             [low, high] pair, printed as "(95%: low-high)"; a record without it takes the interval
             a committed comparison computed on the same translations (`rescored_interval`).
         noise: key of a list, one boolean per seed: whether a difference exceeds its resampling noise.
-        derive: when given, our cell is `derive(metrics)` (None: not in the file) instead of the
+        derive: when given, our cell is `derive(record)` (None: not in the file) instead of the
             value at `key`: a verdict read from the chapter's own findings, for one.
     """
 
@@ -291,7 +291,7 @@ CLAIMS: tuple[Claim, ...] = (
         "training_flops",
         "05_translation_results",
         "translation",
-        derive=lambda metrics: training_cost_cell(metrics),
+        derive=lambda record: training_cost_cell(record),
     ),
     Claim(
         "dev perplexity per subword, base",
@@ -309,7 +309,7 @@ CLAIMS: tuple[Claim, ...] = (
         "verdicts",
         "06_model_variations",
         "variations",
-        derive=lambda metrics: finding_cell(metrics, "one head is worse"),
+        derive=lambda record: finding_cell(record["metrics"], "one head is worse"),
     ),
     Claim(
         # Ours: chapter 07's parser, tags in the word slots as the authors' code writes them.
@@ -325,15 +325,24 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def training_cost_cell(metrics: dict) -> str | None:
-    """The training cost as Table 2 counts it (time x devices x the device's sustained rate, as
-    chapter 05 measures it), or, from a run record without a measured rate, the count of the
-    model's operations, said as such. None when the record has neither."""
+def training_cost_cell(record: dict) -> str | None:
+    """The training cost as Table 2 counts it (training time x devices x the device's sustained
+    rate), as chapter 05 prices a run: a record of chapter 05's holds it (`training_flops`, with
+    `training_flops_how`); a run's own record holds its time, devices and GPU, priced at the GPU's
+    data-sheet peak (`table2.recorded_paper_way`), as chapter 05 prices the committed gpu run. A
+    run on a CPU, which has no data-sheet rate, shows the count of the model's operations, said as
+    such. None when the record has no cost."""
+    from ..chapters.translation_results.table2 import recorded_paper_way
+
+    metrics = record.get("metrics") or {}
     value = metrics.get("training_flops")
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     if "training_flops_how" in metrics:
         return _flops(value)
+    paper_way = recorded_paper_way(record)
+    if paper_way is not None:
+        return _flops(paper_way)
     return f"{_flops(value)} (operations counted; the run measured no rate)"
 
 
@@ -442,7 +451,7 @@ def _measured(
         return NOT_RUN, None
     for stem, record in present:
         if claim.derive is not None:
-            value = claim.derive(record["metrics"])
+            value = claim.derive(record)
         else:
             value = lookup(record["metrics"], claim.key, default=None)
         if value is not None:

@@ -5,7 +5,9 @@ The book's charts travel as Vega-Lite specs inside the executed notebooks (`disp
 cannot tell apart: two values of a colour field drawn in the same colour with the same stroke,
 which happens when a categorical field has more values than its palette has colours (Vega-Lite
 cycles the palette) and nothing else (a dash, a shape) tells them apart, or when an explicit
-range repeats a colour.
+range repeats a colour. `chart_faults` adds the other ways a reader loses a series: two drawn at
+exactly the same places (`hidden_series`), an error bar that stands at no point
+(`detached_intervals`), and two legends of one title (`repeated_legends`).
 """
 
 from __future__ import annotations
@@ -202,3 +204,198 @@ def series_collisions(spec: dict) -> list[str]:
             else:
                 seen[key] = value
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Series drawn on top of each other, intervals away from their points, a legend given twice
+
+POSITIONS = ("x", "x2", "y", "y2", "xOffset", "yOffset")
+
+
+def _title(spec: dict) -> str:
+    """The chart's title, else its first panel's, for naming it in a fault."""
+    title = spec.get("title")
+    title = title.get("text") if isinstance(title, dict) else title
+    if isinstance(title, list):
+        title = " ".join(title)
+    if not title:
+        for key in ("layer", "concat", "hconcat", "vconcat"):
+            for child in spec.get(key, []):
+                found = _title(child)
+                if found != "a chart":
+                    return found
+    return title or "a chart"
+
+
+def _position(channel: Any, row: dict) -> Any:
+    """Where `channel` puts `row`: the row's value of its field, else its constant."""
+    if isinstance(channel, dict) and "field" in channel:
+        return row.get(channel["field"])
+    if isinstance(channel, dict):
+        return json.dumps(channel.get("value", channel.get("datum")))
+    return row.get(str(channel).split(":")[0]) if isinstance(channel, str) else None
+
+
+def _drawn_as_given(unit: dict) -> bool:
+    """Whether the unit draws its data's rows where their fields say: no transform but filters
+    (a filter only hides rows) and no aggregate, bin or time unit on a position."""
+    transforms = unit.get("transform", [])
+    if any(set(t) - {"filter"} for t in transforms):
+        return False
+    encoding = unit.get("encoding", {})
+    return not any(
+        isinstance(encoding.get(c), dict)
+        and {"aggregate", "bin", "timeUnit"} & set(encoding[c])
+        for c in POSITIONS
+    )
+
+
+def hidden_series(spec: dict) -> list[str]:
+    """The pairs of series of one mark drawn at exactly the same places, so that the one drawn
+    last hides the other whatever their colours (two heads' attention lines to the same words):
+    one line each, naming the chart's title and the two values."""
+    datasets = spec.get("datasets", {})
+    found = []
+    for unit, data, _ in _units(spec):
+        encoding = unit.get("encoding", {})
+        colour = encoding.get("color")
+        if _mark_type(unit) not in SERIES_MARKS or not isinstance(colour, dict):
+            continue
+        if colour.get("type") not in ("nominal", "ordinal") or "field" not in colour:
+            continue
+        if not _drawn_as_given(unit):
+            continue
+        channels = [encoding[c] for c in POSITIONS if c in encoding]
+        places: dict[Any, set] = {}
+        for row in _values(data, datasets):
+            key = row.get(colour["field"])
+            places.setdefault(key, set()).add(
+                tuple(json.dumps(_position(c, row)) for c in channels)
+            )
+        # a dash on the same field lets the line beneath show through: two series with different
+        # dashes at the same places are both seen
+        dash = encoding.get("strokeDash")
+        dashed = isinstance(dash, dict) and dash.get("field") == colour["field"]
+        order = _domain(dash, _values(data, datasets)) if dashed else []
+        styles = _cycle(dash, DEFAULT_DASHES) if dashed else None
+        seen: dict[tuple, Any] = {}
+        for value in sorted(places, key=lambda v: (v is None, str(v))):
+            style = (
+                _style(order.index(value), styles) if dashed and value in order else None
+            )
+            drawn = (frozenset(places[value]), style)
+            if drawn in seen:
+                found.append(
+                    f"{_title(spec)}: {colour['field']} {seen[drawn]!r} and {value!r} are "
+                    "drawn at the same places: the one drawn last hides the other"
+                )
+            else:
+                seen[drawn] = value
+    return found
+
+
+POINT_MARKS = {"point", "circle", "square"}
+
+
+def _layers(spec: dict, inherited: dict | None = None) -> Iterator[tuple[dict, dict]]:
+    """(layered spec, the data it inherits) of every layer chart inside `spec`."""
+    data = spec.get("data") or inherited or {}
+    if "layer" in spec:
+        yield spec, data
+    for key in ("layer", "concat", "hconcat", "vconcat"):
+        for child in spec.get(key, []):
+            yield from _layers(child, data)
+    if "spec" in spec:
+        yield from _layers(spec["spec"], data)
+
+
+def detached_intervals(spec: dict, tolerance: float = 1e-9) -> list[str]:
+    """The error bars of a layered chart (rules from y to y2) that stand at no point of the same
+    chart: each bar must be drawn at a point's x, spanning that point's y. One line per bar."""
+    datasets = spec.get("datasets", {})
+    found = []
+    for layered, data in _layers(spec):
+        points, bars = [], []
+        for unit, unit_data, _ in _units(layered, data):
+            encoding = unit.get("encoding", {})
+            mark = unit["mark"]
+            kind = _mark_type(unit)
+            with_points = kind in POINT_MARKS or (
+                kind == "line" and isinstance(mark, dict) and mark.get("point")
+            )
+            rows = _values(unit_data, datasets)
+            if with_points and "x" in encoding and "y" in encoding:
+                points += [
+                    (_position(encoding["x"], r), _position(encoding["y"], r))
+                    for r in rows
+                ]
+            elif kind == "rule" and {"x", "y", "y2"} <= set(encoding):
+                bars += [
+                    tuple(_position(encoding[c], r) for c in ("x", "y", "y2"))
+                    for r in rows
+                ]
+        if not points:
+            continue
+
+        def near(a, b) -> bool:
+            try:
+                return abs(float(a) - float(b)) <= tolerance * max(1.0, abs(float(b)))
+            except (TypeError, ValueError):
+                return a == b
+
+        for x, low, high in bars:
+            low, high = sorted((low, high), key=lambda v: (v is None, v))
+            if not any(
+                near(x, px) and py is not None and low <= py <= high for px, py in points
+            ):
+                found.append(
+                    f"{_title(spec)}: the interval {low:g} to {high:g} at x = {x:g} is "
+                    "drawn at no point"
+                )
+    return found
+
+
+def _vega_legends(node: Any, group: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    """(the group it is drawn in, title) of every legend of a compiled Vega spec."""
+    if isinstance(node, dict):
+        for legend in node.get("legends") or []:
+            yield group, legend.get("title")
+        for i, mark in enumerate(node.get("marks") or []):
+            yield from _vega_legends(mark, group + (i,))
+
+
+def repeated_legends(spec: dict) -> list[str]:
+    """Legends of one chart that share a title, as Vega-Lite compiles the spec: a colour and a
+    shape on the same field whose scales are resolved differently are keyed twice, and a reader
+    cannot tell which key is which. One line per repeated title."""
+    import vl_convert
+
+    version = re.search(r"/v(\d+\.\d+)", spec.get("$schema", ""))
+    supported = vl_convert.get_vegalite_versions()
+    vega = vl_convert.vegalite_to_vega(
+        spec,
+        **({"vl_version": version[1]} if version and version[1] in supported else {}),
+    )
+    vega = parse_json(vega, "the compiled chart") if isinstance(vega, str) else vega
+    titles = [
+        json.dumps(title)
+        for _, title in _vega_legends(vega)
+        if title not in (None, "", [])
+    ]
+    return [
+        f"{_title(spec)}: {title_count} legends are titled {title}"
+        for title, title_count in ((t, titles.count(t)) for t in dict.fromkeys(titles))
+        if title_count > 1
+    ]
+
+
+def chart_faults(spec: dict) -> list[str]:
+    """Everything that keeps a reader from telling a chart's series apart: series drawn alike
+    (`series_collisions`), series drawn on top of each other (`hidden_series`), an error bar at no
+    point (`detached_intervals`) and a legend given twice (`repeated_legends`)."""
+    return (
+        series_collisions(spec)
+        + hidden_series(spec)
+        + detached_intervals(spec)
+        + repeated_legends(spec)
+    )

@@ -68,10 +68,40 @@ def line_chart(
     )
     if color is not None:
         encoding["color"] = alt.Color(color, type="nominal", title=color, sort=None)
+        dashes = overlap_dashes(df, x, y, color)
+        if len(set(map(tuple, dashes.values()))) > 1:
+            # the colour's domain given too: Vega-Lite keys both in one legend only where the
+            # two scales agree on it
+            encoding["color"] = alt.Color(
+                color, type="nominal", title=color, scale=alt.Scale(domain=list(dashes))
+            )
+            encoding["strokeDash"] = alt.StrokeDash(
+                color,
+                type="nominal",
+                title=color,
+                scale=alt.Scale(domain=list(dashes), range=list(dashes.values())),
+            )
     chart = alt.Chart(df).mark_line(point=points).encode(**encoding)
     return chart.properties(
         width=width, height=height, **({"title": title} if title else {})
     )
+
+
+# A line drawn over another that runs through the same points: dashed, so that the one beneath
+# shows through its gaps (chapter 01's parameters and FLOPs, both 1 at every head count).
+SOLID, OVER = [1, 0], [6, 4]
+
+
+def overlap_dashes(df: pd.DataFrame, x: str, y: str, color: str) -> dict:
+    """{series: dash} in order of appearance: solid, except a series whose points are all those
+    of a series before it, which Vega draws on top of that one and so is dashed."""
+    dashes: dict = {}
+    seen: list[frozenset] = []
+    for series, part in df.groupby(color, sort=False):
+        drawn = frozenset(zip(part[x], part[y]))
+        dashes[series] = OVER if drawn in seen else SOLID
+        seen.append(drawn)
+    return dashes
 
 
 def bar_chart(

@@ -520,7 +520,7 @@ def test_every_chart_of_the_book_tells_its_series_apart(smoke_book):
         for name, run in chapters.items()
         if run.status == "ok"
         for _, spec in audit.page_specs(run.notebook)
-        for collision in audit.series_collisions(spec)
+        for collision in audit.chart_faults(spec)
     ]
     assert not found, "\n".join(found)
 

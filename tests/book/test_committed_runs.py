@@ -426,17 +426,47 @@ def test_the_toc_gains_a_part_of_the_gpu_run_s_chapters_only(tmp_path, gpu_resul
     first = page.cells[0].source
     assert first.startswith("# Chapter 01_attention\n\n[Open in Colab](")
     assert "/blob/main/book/01_attention.ipynb)" in first  # the chapter, not the copy
+    # one line on what the page is, then where, when and in how long it ran
     assert (
-        f"executed on **{H100}** in **16.2 s** on 2026-11-27 at commit `aaaaaaa`" in first
-    )
+        f":::{{note}}\nThis page is the executed notebook of the `gpu` profile's book run on **{H100}**, "
+        "whose text may differ from this site's chapter of the same name ([its page in the "
+        "`cpu` run](../book/01_attention.ipynb)).\n\n"
+    ) in first
+    assert "It ran in **16.2 s** on 2026-11-27 at commit `aaaaaaa`" in first
     # the run's tree had edits, and its record does not say which files
     assert "plus local changes that the record does not list" in first
-    assert "[its page](../book/01_attention.ipynb)" in first
     assert "remove-cell" in page.cells[2].metadata["tags"]
     # The executing profile's run is never a part of its own site.
     own = _stage(tmp_path, "own", gpu_results, profile="gpu")
     assert not (own / "gpu").exists()
     assert len(yaml.safe_load((own / "_toc.yml").read_text())["parts"]) == 3
+
+
+def test_the_committed_gpu_pages_show_their_run_s_values_and_end_on_its_findings(
+    tmp_path,
+):
+    """The committed run's pages (an earlier version of chapters 01-03): the parameters cell
+    shows the profile the run used, the note says the text is an earlier version of the chapter,
+    and the page ends on what that run found, its closing section written from its own record."""
+    from annotated_transformer.chapters.model import record, sentences
+    from annotated_transformer.evaluation import results
+
+    if not (ROOT / "results" / "book_gpu" / "notebooks" / "02_model.ipynb").is_file():
+        pytest.skip("no committed gpu run of chapter 02 in this clone")
+    stage = _stage(tmp_path, "real", ROOT / "results")
+    page = nbformat.read(str(stage / "gpu" / "02_model.ipynb"), as_version=4)
+    (parameters,) = [c for c in page.cells if "parameters" in c.metadata.get("tags", [])]
+    assert parameters.source.startswith('profile_name = "gpu"')
+    assert (
+        "whose text, an earlier version of the chapter, differs from this site's chapter "
+        "of the same name"
+    ) in page.cells[0].source
+    last = page.cells[-1]
+    assert last.cell_type == "markdown"
+    assert last.source.startswith(committed.CLOSING_HEADING + "\n")
+    found = results.read_result(record.RESULTS_NAME, "book_gpu", ROOT / "results")
+    assert last.source.endswith(sentences.closing(found))
+    assert "wrote gpu/model.json" not in last.source
 
 
 def test_the_book_s_pages_are_unchanged_by_a_gpu_run_or_its_absence(
@@ -548,3 +578,24 @@ def test_the_run_record_names_notebooks_inside_the_clone_by_relative_path(tmp_pa
         "01_attention", Path("book/01_attention.py"), outside, "ok", 1.0
     )
     assert run.to_dict()["notebook"] == str(outside)
+
+
+def test_a_record_the_chapter_cannot_read_back_leaves_the_page_without_a_closing(
+    tmp_path, gpu_results, monkeypatch
+):
+    def unreadable(*args, **kwargs):
+        raise KeyError("rows")
+
+    monkeypatch.setattr(committed, "closing_section", unreadable)
+    lines = []
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    site_build.stage_site(
+        stage, root=ROOT, log=lines.append, profile="cpu", results_dir=gpu_results
+    )
+    page = nbformat.read(str(stage / "gpu" / "01_attention.ipynb"), as_version=4)
+    assert not page.cells[-1].source.startswith(committed.CLOSING_HEADING)
+    assert any(
+        "gpu/01_attention: no closing section" in line and "KeyError" in line
+        for line in lines
+    ), lines

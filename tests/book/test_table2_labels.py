@@ -4,6 +4,7 @@ any other, for Table 2's own systems and for our runs priced two ways."""
 
 import itertools
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -13,6 +14,7 @@ from annotated_transformer.chapters.translation_results import (
     figures as translation_results_figures,
 )
 from annotated_transformer.chapters.translation_results import table2 as report
+from annotated_transformer.viz import audit
 
 # The committed cpu run and the earlier gpu run, as chapter 05 draws them: the cpu run's two
 # costs lie three pixels apart, and both runs carry error bars.
@@ -95,3 +97,45 @@ def test_the_chart_draws_each_label_at_its_placement():
 
 def test_text_width_grows_with_wide_letters():
     assert figures.text_width("WWW") > figures.text_width("iii") * 3
+
+
+def test_every_error_bar_stands_at_its_point_and_one_legend_keys_the_costs():
+    spec = viz.chart_spec(
+        translation_results_figures.table2_panels(
+            PAPER, OURS, paper_title="a: b", our_title="c: d"
+        )
+    )
+    assert audit.chart_faults(spec) == []
+    right = spec["hconcat"][1]
+    bars = [layer for layer in right["layer"] if layer["mark"]["type"] == "rule"]
+    drawn = {
+        row["training_flops"]
+        for layer in bars
+        if "y2" in layer["encoding"]
+        for row in spec["datasets"][layer["data"]["name"]]
+    }
+    assert drawn == set(OURS["training_flops"])  # one bar at each of the four points
+
+
+def test_every_labelled_cost_tick_has_room_for_its_number():
+    """Ticks closer than a label's width lose every other number to Vega's overlap rule (1e12
+    stood bare between 1e10 and 1e14); the cost axis labels fewer decades as the span grows."""
+    for domain in ([1e10, 1e21], [1e13, 1e21], [1e9, 1e22]):
+        ticks = figures.cost_ticks(domain)
+        span = np.log10(domain[1] / domain[0])
+        pixels = [
+            figures._PANEL_WIDTH * np.log10(b / a) / span
+            for a, b in zip(ticks, ticks[1:])
+        ]
+        assert len(ticks) >= 3 and min(pixels) >= figures._TICK_SPACING, domain
+
+
+def test_the_averaging_chart_keeps_its_points_off_the_frame():
+    sweep = pd.DataFrame(
+        {"k": [1, 2, 3], "ppl": [240.3, 256.0, 309.0], "bleu": [0.11, 0.03, 0.03]}
+    ).assign(ci95=[0.03, 0.0, 0.0])
+    spec = viz.chart_spec(figures.averaging_chart(sweep, title="t"))
+    for panel in spec["hconcat"]:
+        units = panel.get("layer", [panel])
+        scale = units[0]["encoding"]["y"]["scale"]
+        assert scale["nice"] is False and scale["padding"] > 0

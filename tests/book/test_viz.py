@@ -24,6 +24,7 @@ from annotated_transformer.chapters.why_self_attention import (
 )
 from annotated_transformer.chapters.wording import plus_minus
 from annotated_transformer.runtime.progress import BOOK_BUILD_ENV
+from annotated_transformer.viz import audit
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -317,6 +318,8 @@ def test_parameter_count_chart_skips_rows_without_a_paper_count():
     assert len(bars) == 4 and {r["source"] for r in bars} == {"ours", "paper, Table 3"}
     assert [r["row"] for r in gaps] == ["base", "big"]
     assert _marks(spec) == ["bar", "point"]
+    # d_model's colour and shape make one legend, not two of the same title
+    assert audit.chart_faults(spec) == []
 
 
 def test_loglog_with_reference_draws_the_exponent_through_the_last_point():

@@ -206,7 +206,7 @@ def head_statistics_chart(
         alt.Chart(data)
         .mark_rect()
         .encode(
-            x=alt.X("head:O"),
+            x=alt.X("head:O", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("layer:O"),
             color=alt.Color(
                 f"{measure}:Q",
@@ -224,8 +224,11 @@ def head_statistics_chart(
             "datum.text_colour == 'black'", alt.value("black"), alt.value("white")
         ),
     )
+    # each panel headed by its kind of attention in words, on two lines as narrow as its grid
+    words = {kind: title.rsplit(" ", 1) for kind, title in KIND_TITLES.items()}
+    header = alt.Header(labelExpr=f"{json.dumps(words)}[datum.value] || datum.value")
     return (base + text).facet(
-        column=alt.Column("kind:N", title=None, sort=list(KINDS)),
+        column=alt.Column("kind:N", title=None, sort=list(KINDS), header=header),
         title=f"{measure} per head",
     )
 
@@ -380,6 +383,17 @@ def _token_columns(
     )
 
 
+# Figure 3's rows of words (pixels), and its lines' width.
+_ROW = 16
+_FIGURE3_STROKE = 2.0
+
+
+def _head_spacing(heads: int) -> float:
+    """Pixels between two heads' lines to the same word: a line's width and two pixels between,
+    closer only where many heads would spread over more than a row of words (8 heads: 1.9)."""
+    return min(_FIGURE3_STROKE + 2.0, (_ROW - 1) / max(heads, 1))
+
+
 def figure3(
     data: SentenceAttention,
     word: str,
@@ -408,6 +422,11 @@ def figure3(
         frames.append(frame)
     lines = pd.concat(frames, ignore_index=True)
     lines["x"], lines["x2"] = 0, 1
+    # Each head's lines a few pixels above or below the others': heads that attend to the same
+    # word would otherwise draw one line, the last head's hiding the others.
+    slot = {h + 1: i - (len(head_index) - 1) / 2 for i, h in enumerate(head_index)}
+    shift = lines["head"].map(slot) * _head_spacing(len(head_index)) / _ROW
+    lines["y_query"], lines["y_key"] = lines["query"] + shift, lines["key"] + shift
     n = max(len(queries), len(keys))
     y = alt.Scale(domain=[-0.5, n - 0.5])
     x = alt.Scale(domain=[-0.55, 1.55])
@@ -418,12 +437,12 @@ def figure3(
     )
     rules = (
         alt.Chart(lines)
-        .mark_rule(strokeWidth=2.5)
+        .mark_rule(strokeWidth=_FIGURE3_STROKE)
         .encode(
             x=alt.X("x:Q", scale=x, axis=None),
             x2="x2:Q",
-            y=alt.Y("query:Q", scale=y, axis=None, sort="descending"),
-            y2="key:Q",
+            y=alt.Y("y_query:Q", scale=y, axis=None, sort="descending"),
+            y2="y_key:Q",
             color=alt.Color("head:N", scale=alt.Scale(scheme=_HEAD_COLOURS)),
             opacity=alt.Opacity(
                 "weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None
@@ -436,7 +455,7 @@ def figure3(
     left_text, right_text = _token_columns(queries, keys, {q}, x, y)
     return alt.layer(rules, left_text, right_text).properties(
         width=260,
-        height=16 * n,
+        height=_ROW * n,
         title=f"Figure 3: attention of '{word}' in {which} ({KIND_TITLES[kind]})",
     )
 

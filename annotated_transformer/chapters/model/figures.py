@@ -314,9 +314,11 @@ def parameter_count_chart(counts: pd.DataFrame, *, ours_label: str) -> alt.VConc
         )
         .properties(width=520, height=200, title="The gap, in rows of width d_model")
     )
+    # Each panel keys its own colours; the gaps' shape is resolved with its colour, so that
+    # Vega-Lite merges the two into one d_model legend (a shared shape scale keyed it twice).
     return (
         alt.vconcat(bars, gaps)
-        .resolve_scale(color="independent")
-        .resolve_legend(color="independent")
+        .resolve_scale(color="independent", shape="independent")
+        .resolve_legend(color="independent", shape="independent")
         .configure_legend(orient="bottom", labelLimit=0)
     )

@@ -446,7 +446,7 @@ def differences(
     95% interval of the pooled block model that section 6.4's verdicts read, before Holm's
     correction; a row's own seeds alone give a far wider one, 1 degree of freedom with 2 seeds),
     BLEU in points (with the range over seeds; `faded` where a seed is within the noise of base).
-    The frame `viz.table3_differences_chart` draws."""
+    The frame `figures.table3_differences_chart` draws."""
     base = paper.TABLE3["base"]
     model = f.block_model(final_ppl)
     out = []

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...viz.charts import _interval_rules as _chart_interval_rules
+from ...viz.charts import edge_scale
 
 # How a run's training cost is priced (`experiments.translation.table2.COSTS`): the shapes of its
 # two points.
@@ -35,7 +36,7 @@ def averaging_chart(
         .mark_line(point=True)
         .encode(
             x=x,
-            y=alt.Y("ppl:Q", title="perplexity", scale=alt.Scale(zero=False)),
+            y=alt.Y("ppl:Q", title="perplexity", scale=edge_scale(zero=False)),
             tooltip=["k", alt.Tooltip("ppl:Q", format=".2f")],
         )
         .properties(width=260, height=200, title=f"{split} perplexity (lower is better)")
@@ -45,7 +46,8 @@ def averaging_chart(
         .mark_line(point=True)
         .encode(
             x=x,
-            y=alt.Y("bleu:Q", title=bleu_title, scale=alt.Scale(zero=False)),
+            # ending at the data with room to spare: a point at the lowest BLEU sat on the frame
+            y=alt.Y("bleu:Q", title=f"{bleu_title} ± 95%", scale=edge_scale(zero=False)),
             tooltip=[
                 "k",
                 alt.Tooltip("bleu:Q", format=".2f"),
@@ -56,7 +58,8 @@ def averaging_chart(
     bleu = alt.layer(line, _chart_interval_rules(sweep, x, "bleu", "ci95")).properties(
         width=260,
         height=200,
-        title=f"{bleu_title} ± 95% interval (higher is better)",
+        # as short as the perplexity panel's: a longer one ran past the panel
+        title=f"{bleu_title} (higher is better)",
     )
     return alt.hconcat(ppl, bleu).resolve_scale(y="independent").properties(title=title)
 
@@ -267,20 +270,12 @@ def bleu_domain(points: pd.DataFrame) -> list[float]:
 
 def interval_bars(points: pd.DataFrame) -> pd.DataFrame:
     """Where a panel draws its error bars (`training_flops`, `bleu`, `ci95`): at each point with
-    a `ci95`, or, where the frame has runs priced two ways (`run`), once per run at the middle of
-    the line joining its two costs, since both share the run's BLEU interval (two bars side by
-    side at nearly equal costs read as one thick bar)."""
+    a `ci95`, so that every bar stands on its point. A run priced two ways has one interval for
+    both points, drawn at each."""
     columns = ["training_flops", "bleu", "ci95"]
     if "ci95" not in points:
         return pd.DataFrame(columns=columns)
-    bars = points.dropna(subset=["ci95"])
-    if "run" in bars and len(bars):
-        bars = bars.groupby("run", sort=False, as_index=False).agg(
-            bleu=("bleu", "first"),
-            ci95=("ci95", "first"),
-            training_flops=("training_flops", lambda f: float(np.exp(np.log(f).mean()))),
-        )
-    return bars[columns].reset_index(drop=True)
+    return points.dropna(subset=["ci95"])[columns].reset_index(drop=True)
 
 
 def label_layout(
@@ -377,16 +372,16 @@ def _cost_panel(
     color: str,
     overflow: float,
 ) -> alt.LayerChart:
-    ticks = [
-        float(10**e)
-        for e in range(int(np.log10(domain[0])), int(np.log10(domain[1])) + 1, 2)
-    ]
+    ticks = cost_ticks(domain)
 
     def cost_channel(field: str) -> alt.X:
         return alt.X(
             field,
             scale=alt.Scale(type="log", domain=domain),
-            axis=alt.Axis(values=ticks, format=".0e"),
+            # "1e14", not ".0e"'s "1e+14"
+            axis=alt.Axis(
+                values=ticks, labelExpr="replace(format(datum.value, '.0e'), '+', '')"
+            ),
             title="training cost (FLOPs, log scale)",
         )
 
@@ -454,6 +449,19 @@ def _interval_rules(
     )
 
 
+# Pixels between two labelled ticks of the cost axis: closer, Vega hides every other label for
+# overlapping, and a tick stands without its number.
+_TICK_SPACING = 45
+
+
+def cost_ticks(domain: list[float]) -> list[float]:
+    """The decades the cost axis labels: every second one, or every third, fourth ... where the
+    panel's width would put two labels closer than `_TICK_SPACING` pixels."""
+    low, high = (int(round(np.log10(d))) for d in domain)
+    step = max(2, int(np.ceil(_TICK_SPACING * (high - low) / _PANEL_WIDTH)))
+    return [float(10**e) for e in range(low, high + 1, step)]
+
+
 def cost_domain(*frames: pd.DataFrame) -> list[float]:
     """The cost axis both panels share: the decades around every point's `training_flops`,
     with at least 0.3 of a decade between a point and either end, so that no point sits on the
@@ -511,6 +519,7 @@ def table2_panels(
                 overflow=LABEL_OVERFLOW[1],
             ),
         )
-        .resolve_scale(y="independent")
+        # the shapes' legend under the panel that draws them (shared, it went under the first)
+        .resolve_scale(y="independent", shape="independent")
         .properties(title=title)
     )

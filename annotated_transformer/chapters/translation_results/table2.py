@@ -181,6 +181,19 @@ def paper_way_flops(
     return train_time_s * devices * sustained_flops_per_device
 
 
+def recorded_paper_way(record: dict) -> float | None:
+    """A results record's training cost the paper's way, from what the run recorded: its training
+    seconds x its devices x the data-sheet peak of its GPU in its precision. None where the
+    record lacks one of them or names a device without a data-sheet peak (a CPU)."""
+    metrics = record.get("metrics") or {}
+    device = (record.get("provenance") or {}).get("device_name")
+    seconds, devices = metrics.get("train_time_s"), metrics.get("world_size", 1)
+    if not device or not isinstance(seconds, (int, float)) or "precision" not in metrics:
+        return None
+    peak = flops.peak_flops_by_name(device, metrics["precision"])
+    return None if peak is None else paper_way_flops(seconds, devices, peak)
+
+
 def mean_lengths(pairs: EncodedPairs) -> tuple[float, float]:
     """Mean source and target lengths in positions, as the trainer counts them (with eos; with bos on the
     decoder's side), which is how `pipeline.train` feeds `flops.training_flops_per_target_token`."""
@@ -457,9 +470,12 @@ def gpu_comparison(
         raise ValueError(
             f"{file} does not score the {metrics['sacrebleu']} its record holds"
         )
-    peak = flops.peak_flops_by_name(
-        record["provenance"]["device_name"], metrics["precision"]
-    )
+    paper_way = recorded_paper_way(record)
+    if paper_way is None:
+        raise ValueError(
+            f"the committed gpu run's record names no GPU with a data-sheet peak "
+            f"({record['provenance'].get('device_name')!r}): add its peak to model/flops.py"
+        )
     size = f"{metrics['parameters'] / 1e6:.1f}M"
     short = "gpu (earlier)" if "earlier" in label else "gpu"
     return GpuComparison(
@@ -467,7 +483,7 @@ def gpu_comparison(
         short=f"{short}, {size}",
         sacrebleu=metrics["sacrebleu"],
         ci95=tests[name]["ci95"],
-        paper_way=paper_way_flops(metrics["train_time_s"], metrics["world_size"], peak),
+        paper_way=paper_way,
         counted=metrics["training_flops"],
         paired=paired,
         difference=tests[name]["bleu"] - tests[mine]["bleu"] if paired else None,

@@ -13,6 +13,7 @@ from annotated_transformer.chapters.attention_visualizations import figures as a
 from annotated_transformer.cli import main
 from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.training.checkpoint import model_from_checkpoint
+from annotated_transformer.viz import audit
 from tests.support.browser import Browser, find_chromium
 from tests.support.tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 
@@ -283,6 +284,23 @@ def test_figure3_title_names_the_heads_it_draws(data):
     )
 
 
+def test_figure3_draws_every_head_it_names_apart(data):
+    """Two heads that attend to the same words draw two lines, side by side, not one over the
+    other; with every head drawn, no head hides another either."""
+    for heads in ([1, 3], [4, 1], None):
+        spec = af.figure3(data, "guitar", heads=heads).to_dict()
+        assert audit.chart_faults(spec) == [], heads
+        (rules,) = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"]
+        rows = spec["datasets"][rules["data"]["name"]]
+        drawn = {r["head"] for r in rows}
+        assert drawn == ({1, 3} if heads == [1, 3] else drawn)
+        at_key = {(r["key"], r["head"]): r["y_key"] for r in rows if r["layer"] == 1}
+        keys = {k for k, _ in at_key}
+        for k in keys:
+            ys = sorted(y for (kk, _), y in at_key.items() if kk == k)
+            assert len(set(ys)) == len(drawn) and ys[-1] - ys[0] < 1  # within a row
+
+
 def test_figure3_and_lines_chart_mark_the_query_word_in_the_left_column(data):
     """Both charts share one pair of word columns: every query on the left, only the picked one
     red, every key on the right, and a bare word-start piece shown as the mark."""
@@ -327,3 +345,10 @@ def test_numbers_on_the_head_grid_are_white_on_the_mid_teals_and_black_on_the_gr
     assert (
         af.apca_contrast((255, 255, 255), (0, 0, 0)) < -100
     )  # light on dark is negative
+
+
+def test_head_grids_are_headed_by_their_kind_of_attention_in_words(data):
+    spec = af.head_statistics_chart(af.head_statistics(data)).to_dict()
+    expression = spec["facet"]["column"]["header"]["labelExpr"]
+    assert '"encoder-decoder", "attention"' in expression
+    assert '"decoder", "self-attention"' in expression
