@@ -40,7 +40,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from .files import atomic_write_text
+from .files import atomic_write_text, cache_dir, ensure_folder
 
 
 class RecordError(ValueError):
@@ -653,3 +653,26 @@ def write_record(
     reader would refuse is never written (RecordError, the file left as it was)."""
     text = record_text(data, kind, path, indent=indent, default=default)
     return atomic_write_text(path, text + ("\n" if newline else ""))
+
+
+# ------------------------------------------------------------------------------ measured choices
+def read_measured(name: str) -> dict:
+    """The entries of the cache file `name` under cache_dir() (measured choices: precision,
+    compile), or {} when it is missing or unreadable."""
+    try:
+        return read_json(cache_dir() / name)
+    except (OSError, ValueError):
+        return {}
+
+
+def write_measured(name: str, key: str, value: dict) -> None:
+    """Add `key` to the cache file `name`, written whole; a read-only cache only means measuring
+    again next time."""
+    entries = read_measured(name)
+    entries[key] = value
+    path = cache_dir() / name
+    try:
+        ensure_folder(path.parent)
+        atomic_write_text(path, json.dumps(entries, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass
