@@ -317,7 +317,7 @@ def describe_extended_plan(
     text += (
         ". The command keeps every finished epoch of every row and seed in its run folder and "
         "continues from there when run again on the same machine, so a run can spread over "
-        "sessions; "
+        "several invocations; "
     )
     if document is not None:
         text += (
