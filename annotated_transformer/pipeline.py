@@ -25,7 +25,7 @@ from .evaluation.results import check_replaceable, results_path, write_result
 from .evaluation.scoring import evaluate_translation, paired_bootstrap, translations_text
 from .model import flops
 from .model.transformer import count_parameters
-from .profiles import Profile, get_profile
+from .profiles import Profile, get_profile, profile_from_record
 from .runtime import attention_kernels
 from .runtime.collisions import check_outputs
 from .runtime.distributed import (
@@ -387,7 +387,7 @@ def checkpoint_profile(
     stored = checkpoint.get("profile")
     if not isinstance(stored, dict):
         return get_profile(asked or "cpu"), None
-    own = Profile.from_dict(stored)
+    own = profile_from_record(stored)
     if asked is None or asked == own.name:
         return own, None
     other = get_profile(asked)

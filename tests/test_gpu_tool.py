@@ -243,7 +243,9 @@ def test_table3_extended_script_exports_whole_epochs_on_a_cpu(tmp_path, data_dir
     proc = _table3_extended(tmp_path, data_dir, first)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     document = json.loads((first / "runs.json").read_text())
-    jobs = {(j["corpus"], j["row"]): len(j["curve"]) for j in document["jobs"]}
+    jobs = {
+        (j["job"]["corpus"], j["job"]["row"]): len(j["curve"]) for j in document["jobs"]
+    }
     assert jobs == {
         ("full", "base"): 1,
         ("full", "C1"): 1,
@@ -264,7 +266,10 @@ def test_table3_extended_script_exports_whole_epochs_on_a_cpu(tmp_path, data_dir
         text=True,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = {(j["corpus"], j["row"]) for j in json.loads(merged.read_text())["jobs"]}
+    rows = {
+        (j["job"]["corpus"], j["job"]["row"])
+        for j in json.loads(merged.read_text())["jobs"]
+    }
     assert rows == {*jobs, ("full", "C2")}  # the part's C1 and C2 beside the first's five
 
 

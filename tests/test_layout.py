@@ -217,3 +217,101 @@ def test_readme_layout_table_names_every_module():
         if p.stem != "__init__" and p.stem not in named
     ]
     assert not missing, f"the README's layout table does not name: {', '.join(missing)}"
+
+
+def module_name(path: Path) -> str:
+    """`annotated_transformer.runtime.files`, and a package's `__init__` as the package."""
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(path: Path, known: set[str]) -> set[str]:
+    """The package's modules `path` imports anywhere in it (in a function, under TYPE_CHECKING),
+    as the layering test counts them: `from .x import y` is `x.y` where that is a module, else
+    `x`; a package's own `__init__` is not counted for the import of one of its modules."""
+    package = list(path.relative_to(REPO).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join(base + (node.module.split(".") if node.module else []))
+            elif node.module and node.module.startswith("annotated_transformer"):
+                target = node.module
+            else:
+                continue
+            for alias in node.names:
+                found.add(
+                    f"{target}.{alias.name}"
+                    if f"{target}.{alias.name}" in known
+                    else target
+                )
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in known)
+    return (found & known) - {module_name(path)}
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The groups of modules that import each other round a circle (Tarjan's strongly connected
+    components with more than one module), in `graph` {module: the modules it imports}."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = {stack.pop()}
+            while module not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                circles.append(frozenset(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def package_graph() -> dict[str, set[str]]:
+    paths = {module_name(p): p for p in modules()}
+    known = set(paths)
+    return {name: module_imports(path, known) for name, path in paths.items()}
+
+
+def test_the_package_has_no_import_circle():
+    circles = import_circles(package_graph())
+    assert not circles, (
+        "modules that import each other round a circle: "
+        + "; ".join(" <-> ".join(sorted(c)) for c in circles)
+        + ". Move what both need into the lower one, or into a small module of its own"
+    )
+
+
+def test_the_circle_check_sees_a_circle():
+    graph = package_graph()
+    record = "annotated_transformer.chapters.translation_results.record"
+    table2 = "annotated_transformer.chapters.translation_results.table2"
+    assert table2 not in graph[record] or record not in graph[table2]
+    graph[record] = graph[record] | {table2}
+    graph[table2] = graph[table2] | {record}
+    assert frozenset({record, table2}) in import_circles(graph)
+    assert not import_circles(package_graph())
+
+
+def test_a_function_level_import_counts(tmp_path):
+    bad = PACKAGE / "runtime" / "bad_example_for_test.py"
+    try:
+        bad.write_text("def f():\n    from . import records\n")
+        known = {"annotated_transformer.runtime.records"}
+        assert module_imports(bad, known) == known
+    finally:
+        bad.unlink()

@@ -74,8 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="RESULTS",
         help="train nothing: for each share whose job has stopped (by the stopping rule the run "
-        "folder records; give --min-epochs and --max-epochs only for a folder too old to record "
-        "it), choose on the dev trees between best.pt and "
+        "folder records), choose on the dev trees between best.pt and "
         "best_average.pt and between greedy and beam 21, parse the test trees once with the "
         f"choice and add it to RESULTS (default {TEST_RESULTS}); a share RESULTS already "
         "holds is not scored again. The recipe is the run folder's own; the recipe's flags are not read",
@@ -104,9 +103,7 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         try:
             summary = parsing_extended.score_test(
-                parsing_extended.open_run(
-                    args.out, args.min_epochs, args.max_epochs, device=device
-                ),
+                parsing_extended.open_run(args.out, device=device),
                 shares,
                 args.score_test,
                 data_dir=args.data_dir,
@@ -132,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.export:
             raise ValueError("parser-curve: --export-only needs --export PATH")
         # the folder's own recipe and stopping rule, as --score-test reads them
-        folder_run = parsing_extended.open_run(args.out, args.min_epochs, args.max_epochs)
+        folder_run = parsing_extended.open_run(args.out)
         print(
             f"parser-curve: wrote {parsing_extended.export(folder_run, shares, args.export)}"
         )

@@ -22,14 +22,20 @@ from .book_scales import (
     BookScales,
     Table3Scale,
 )
-from .catalogue import PROFILE_NAMES, PROFILES, TABLE3_CPU_ROWS, get_profile
+from .catalogue import (
+    PROFILE_NAMES,
+    PROFILES,
+    TABLE3_CPU_ROWS,
+    comparable_record,
+    get_profile,
+    profile_from_record,
+)
 from .parts import DataSettings, EvaluationSettings, ModelChoice
 from .profile import (
     FIELD_PART,
     FLAT_ORDER,
     PROFILE_BOUNDS,
     Profile,
-    comparable_record,
     flat_fields,
 )
 
@@ -51,4 +57,5 @@ __all__ = [
     "comparable_record",
     "flat_fields",
     "get_profile",
+    "profile_from_record",
 ]

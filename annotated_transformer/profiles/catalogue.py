@@ -8,6 +8,7 @@ folder named beside it (`results/tuning_multi30k_cpu.md`, `results/gpu/README.md
 from __future__ import annotations
 
 from ..model.config import TABLE3_ALL_ROWS
+from ..runtime.records import json_text, parse_json
 from ..training.settings import TrainSettings
 from .book_scales import BookScales, Table3Scale
 from .parts import DataSettings, EvaluationSettings, ModelChoice
@@ -248,3 +249,21 @@ def get_profile(name: str, **overrides) -> Profile:
             f"unknown profile fields {unknown}; known: {', '.join(sorted(known))}"
         )
     return PROFILES[name].replace(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def profile_from_record(values: dict) -> Profile:
+    """The profile a stored record (a checkpoint's, a run's start record) describes; a book
+    written by an older version takes today's scales of its name."""
+    return Profile.from_dict(values, {name: p.book for name, p in PROFILES.items()})
+
+
+def comparable_record(record: dict) -> dict:
+    """A stored profile record (a run's start record, a checkpoint's), as today's code writes the
+    same profile: fields added since it was written take their defaults, and tuples are lists, as
+    in JSON. Two records of one profile compare equal whatever version wrote either; a record
+    that no longer makes a profile is returned as JSON has it."""
+    try:
+        record = profile_from_record(record).to_dict()
+    except (TypeError, ValueError, KeyError):
+        pass
+    return parse_json(json_text(record, "a profile record"), "a profile record")

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from ..model.config import TransformerConfig
 from ..model.decoding import DecodeSettings
 from ..runtime.checks import OPTIONAL_COUNT, Bounds, check_types
 from ..runtime.precision import resolve_precision
-from ..runtime.records import json_text, parse_json
 from ..training import settings as train_settings
 from ..training.settings import TrainSettings
 from .book_scales import BookScales
@@ -204,11 +204,12 @@ class Profile:
         return {name: values[name] for name in FLAT_ORDER}
 
     @classmethod
-    def from_dict(cls, values: dict) -> "Profile":
+    def from_dict(
+        cls, values: dict, books: Mapping[str, BookScales] | None = None
+    ) -> "Profile":
         """Rebuild from `to_dict()` (as stored in checkpoints and results); unknown keys are
-        ignored, and a book written by an older version takes today's scales of its name."""
-        from .catalogue import PROFILES  # the catalogue is made of profiles
-
+        ignored, and a book written by an older version takes the scales `books` holds for its
+        name (`catalogue.profile_from_record` passes today's)."""
         values = {k: v for k, v in values.items() if k in FLAT_ORDER}
         if isinstance(values.get("book"), dict):
             # A checkpoint of an older version may name book fields that no longer exist.
@@ -216,19 +217,7 @@ class Profile:
                 values["book"] = BookScales.from_dict(values["book"])
             except TypeError:
                 # A field added since: the scales of today's profile of that name.
-                if values.get("name") not in PROFILES:
+                if values.get("name") not in (books or {}):
                     raise
-                values["book"] = PROFILES[values["name"]].book
+                values["book"] = books[values["name"]]
         return cls.flat(**values)
-
-
-def comparable_record(record: dict) -> dict:
-    """A stored profile record (a run's start record, a checkpoint's), as today's code writes the
-    same profile: fields added since it was written take their defaults, and tuples are lists, as
-    in JSON. Two records of one profile compare equal whatever version wrote either; a record
-    that no longer makes a profile is returned as JSON has it."""
-    try:
-        record = Profile.from_dict(record).to_dict()
-    except (TypeError, ValueError, KeyError):
-        pass
-    return parse_json(json_text(record, "a profile record"), "a profile record")

@@ -29,8 +29,8 @@ from typing import Callable
 import torch
 
 from .checks import NON_NEGATIVE, POSITIVE, check_types
-from .files import read_measured, write_measured
 from .precision import cached_measurement, measurement_key
+from .records import read_measured, write_measured
 
 COMPILE_CHOICES = (False, True, "auto")
 # torch.compile's modes: "reduce-overhead" replays the compiled graphs as CUDA graphs on a GPU

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -664,27 +663,3 @@ def cache_dir() -> Path:
         if configured
         else Path.home() / ".cache" / "annotated_transformer"
     )
-
-
-def read_measured(name: str) -> dict:
-    """The entries of the cache file `name` under cache_dir() (measured choices: precision,
-    compile), or {} when it is missing or unreadable."""
-    try:
-        from .records import read_json  # records writes through this module
-
-        return read_json(cache_dir() / name)
-    except (OSError, ValueError):
-        return {}
-
-
-def write_measured(name: str, key: str, value: dict) -> None:
-    """Add `key` to the cache file `name`, written whole; a read-only cache only means measuring
-    again next time."""
-    entries = read_measured(name)
-    entries[key] = value
-    path = cache_dir() / name
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(entries, indent=1, sort_keys=True) + "\n")
-    except OSError:
-        pass

@@ -36,7 +36,7 @@ from .devices import (
     cpu_supports_bf16,
     onednn_isa_cap,
 )
-from .files import read_measured, write_measured
+from .records import read_measured, write_measured
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 CACHE_NAME = "precision.json"

@@ -2,12 +2,12 @@
 
 The package keeps what it measured in JSON files that one version writes and another reads, often
 on another machine: the results records of `results/<profile>/` (`evaluation.results`), the book's
-record of its chapters (`book_run.json`), the run folders of `table3` and `parser-curve` (their
-`*_run.json` plan and each job's `curve.json`), the files those runs export for the chapters to
-read, and the ONNX export's `model.json`. Each kind has a schema here (`SCHEMAS`), strict on what a
-reader of it uses (the keys it indexes and their types: every point of a Table 3 curve has its
-epoch and its perplexity) and open to fields it does not (`additionalProperties` is left allowed,
-so an older or newer record with more fields still reads).
+record of its chapters (`book_run.json`), the long runs of `table3` and `parser-curve`
+(`training.long_run`: a run folder's plan, each job's `curve.json` and the file a run exports for
+the chapters to read, one format for both), and the ONNX export's `model.json`. Each kind has a
+schema here (`SCHEMAS`), strict on what a reader of it uses (the keys it indexes and their types:
+every point of a Table 3 curve has its epoch and its perplexity) and open to fields it does not
+(`additionalProperties` is left allowed, so an older or newer record with more fields still reads).
 
 `read_record(path, kind)` parses and validates; `write_record(path, kind, data)` validates, then
 writes atomically (`files.atomic_write_text`), so a record that a reader would refuse is never
@@ -40,7 +40,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from .files import atomic_write_text
+from .files import atomic_write_text, cache_dir, ensure_folder
 
 
 class RecordError(ValueError):
@@ -120,30 +120,66 @@ BOOK_RUN = {
     },
 }
 
-# experiments.table3.extended: a job's curve.json, and the jobs of its export.
-_TABLE3_POINT = _object(
-    ["epoch", "ppl"],
+# training.long_run: a long run's job records (`curve.json`), its folder's plan and its export, one
+# format for every kind of long run; what each kind's readers index is required by kind below.
+_LONG_RUN_POINT = _object(
+    ["epoch"],
     epoch=_integer(1),
-    ppl=_number(0, exclusive=True),
     epochs=_number(0),
     step=_integer(0),
+    ppl=_number(0, exclusive=True),
+    f1=_number(0),
+    dev_nll=_number(),
+    invalid=_integer(0),
+    best={"type": "boolean"},
     train_s=_number(0),
     wall_s=_number(0),
 )
-TABLE3_JOB = _object(
-    ["row", "seed", "corpus", "curve"],
-    row=_STRING,
-    seed=_integer(),
-    corpus={"enum": ["full", "small"]},
-    train_pairs=_integer(0),
-    config=_OBJECT,
-    precision=_STRING,
-    device=_STRING,
-    curve=_list(_TABLE3_POINT),
-)
-_TABLE3_TARGETS = {"type": "object", "additionalProperties": _integer(0)}
-_TABLE3_IDENTITY = _object(
-    ["overfit_share"],
+# {kind: (the values that name a job, what every point of its curve holds)}
+LONG_RUN_KINDS = {
+    "table3": (
+        _object(
+            ["corpus", "row", "seed"],
+            corpus={"enum": ["full", "small"]},
+            row=_STRING,
+            seed=_integer(),
+        ),
+        ["ppl"],
+    ),
+    "parser": (_object(["share"], share=_number(0, exclusive=True)), ["f1"]),
+}
+
+
+def _by_kind(then: Callable[[dict, list], dict]) -> list[dict]:
+    """JSON Schema's if/then per kind of long run: `then(job schema, point fields)`."""
+    return [
+        {
+            "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
+            "then": then(job, point),
+        }
+        for kind, (job, point) in LONG_RUN_KINDS.items()
+    ]
+
+
+LONG_RUN_JOB = {
+    **_object(
+        ["kind", "name", "job", "precision", "device", "facts", "curve"],
+        kind={"enum": list(LONG_RUN_KINDS)},
+        name=_STRING,
+        job=_OBJECT,
+        precision=_STRING,
+        device=_OPTIONAL_STRING,
+        facts=_OBJECT,
+        curve=_list(_LONG_RUN_POINT),
+    ),
+    "allOf": _by_kind(
+        lambda job, point: _object(
+            job=job, curve=_list(_object(point)) if point else _list(_OBJECT)
+        )
+    ),
+}
+_LONG_RUN_TABLE3_IDENTITY = _object(
+    ["overfit_share", "precision"],
     profile=_STRING,
     corpus=_STRING,
     vocab_size=_integer(1),
@@ -152,62 +188,54 @@ _TABLE3_IDENTITY = _object(
     overfit_share=_integer(1),
     precision=_STRING,
 )
-TABLE3_RUN = _object(["identity"], identity=_TABLE3_IDENTITY, targets=_TABLE3_TARGETS)
-# `table3 --merge` reads every field it requires (a part without `written` or `machine` is one line).
-TABLE3_EXPORT = _object(
-    ["identity", "targets", "jobs", "machine", "written"],
-    identity=_TABLE3_IDENTITY,
-    targets={
-        **_TABLE3_TARGETS,
-        "required": ["full", "small"],
-    },
-    machine=_STRING,
-    written=_STRING,
-    jobs=_list(TABLE3_JOB, min_items=1),
-)
-
-# experiments.parsing.extended: a share's curve.json, the folder's plan, the export, the test score.
-_PARSER_POINT = _object(
-    ["epoch", "f1"],
-    epoch=_integer(1),
-    step=_integer(0),
-    f1=_number(0),
-    dev_nll=_number(),
-    invalid=_integer(0),
-    best={"type": "boolean"},
-)
-PARSER_JOB = _object(
-    ["curve"],
-    share=_number(0, exclusive=True),
-    train_trees=_integer(0),
-    recipe=_OBJECT,
-    precision=_STRING,
-    device=_STRING,
-    curve=_list(_PARSER_POINT),
-)
-PARSER_RUN = _object(
-    ["recipe"],
-    recipe=_OBJECT,
-    stopping=_object(
-        ["min_epochs", "max_epochs"], min_epochs=_integer(1), max_epochs=_integer(1)
-    ),
-    device_type=_STRING,
+LONG_RUN_PLAN = _object(
+    ["kind", "identity", "targets", "stops"],
+    kind={"enum": list(LONG_RUN_KINDS)},
+    identity=_OBJECT,
+    targets=_OBJECT,
     stops={
         "type": "object",
         "additionalProperties": _object(["epochs"], epochs=_integer(0)),
     },
 )
-PARSER_EXPORT = _object(
-    ["recipe", "jobs"],
-    recipe=_OBJECT,
-    min_epochs=_integer(1),
-    max_epochs=_integer(1),
-    patience=_number(0),
-    stopped={"type": "object", "additionalProperties": {"type": "boolean"}},
-    jobs=_list(
-        {**PARSER_JOB, "required": ["share", "train_trees", "curve"]}, min_items=1
+LONG_RUN_EXPORT = {
+    **_object(
+        ["kind", "identity", "targets", "written", "machine", "notes", "jobs"],
+        kind={"enum": list(LONG_RUN_KINDS)},
+        identity=_OBJECT,
+        targets=_OBJECT,
+        written=_OPTIONAL_STRING,
+        machine=_OPTIONAL_STRING,
+        notes=_OBJECT,
+        jobs=_list(LONG_RUN_JOB, min_items=1),
     ),
-)
+    # Table 3's readers read the identity's share and precision and both corpora's targets, and
+    # `table3 --merge` when and where each part was written; the parser's readers its recipe.
+    "allOf": [
+        {
+            "if": {"required": ["kind"], "properties": {"kind": {"const": "table3"}}},
+            "then": _object(
+                ["written", "machine"],
+                identity=_LONG_RUN_TABLE3_IDENTITY,
+                targets=_object(["full", "small"], full=_integer(0), small=_integer(0)),
+                written=_STRING,
+                machine=_STRING,
+            ),
+        },
+        {
+            "if": {"required": ["kind"], "properties": {"kind": {"const": "parser"}}},
+            "then": _object(
+                ["identity", "targets"],
+                identity=_object(["recipe"], recipe=_OBJECT, device_type=_STRING),
+                targets=_object(
+                    ["min_epochs", "max_epochs"],
+                    min_epochs=_integer(1),
+                    max_epochs=_integer(1),
+                ),
+            ),
+        },
+    ],
+}
 PARSER_TEST = _object(
     ["recipe", "jobs"],
     recipe=_OBJECT,
@@ -256,12 +284,9 @@ ONNX_MODEL = _object(
 SCHEMAS: dict[str, dict] = {
     "result": RESULT,
     "book_run": BOOK_RUN,
-    "table3_job": TABLE3_JOB,
-    "table3_run": TABLE3_RUN,
-    "table3_export": TABLE3_EXPORT,
-    "parser_job": PARSER_JOB,
-    "parser_run": PARSER_RUN,
-    "parser_export": PARSER_EXPORT,
+    "long_run_job": LONG_RUN_JOB,
+    "long_run_plan": LONG_RUN_PLAN,
+    "long_run_export": LONG_RUN_EXPORT,
     "parser_test": PARSER_TEST,
     "onnx_model": ONNX_MODEL,
 }
@@ -271,12 +296,9 @@ SCHEMAS: dict[str, dict] = {
 WHAT = {
     "result": "a results record",
     "book_run": "the book's record of its chapters",
-    "table3_job": "a Table 3 job's curve",
-    "table3_run": "a Table 3 run folder's plan",
-    "table3_export": "a Table 3 extended run's export",
-    "parser_job": "a parser share's curve",
-    "parser_run": "a parser run folder's plan",
-    "parser_export": "a parser extended run's export",
+    "long_run_job": "a long run's job record",
+    "long_run_plan": "a long run folder's plan",
+    "long_run_export": "a long run's export",
     "parser_test": "a parser run's test scores",
     "onnx_model": "an ONNX export's model description",
 }
@@ -284,13 +306,11 @@ _RESTORE = "restore it from git (git checkout -- {path}) if it is committed"
 FIXES = {
     "result": _RESTORE + ", else delete it and rerun what writes it",
     "book_run": _RESTORE + ", else delete it (the book's next run writes a new one)",
-    "table3_job": "delete the job's folder {folder} to retrain it",
-    "table3_run": "give another --out, or delete {folder} to train the run again",
-    "table3_export": _RESTORE
-    + ", else export it again (table3 --export-only --export {path})",
-    "parser_job": "delete the share's folder {folder} to retrain it",
-    "parser_run": "give another --out, or delete {folder} to train the run again",
-    "parser_export": _RESTORE + ", else export it again (parser-curve --export {path})",
+    "long_run_job": "delete the job's folder {folder} to retrain it",
+    "long_run_plan": "give another --out, or delete {folder} to train the run again",
+    "long_run_export": _RESTORE
+    + ", else export it again from its run folder (table3 --export-only --export {path}, "
+    "parser-curve --export {path})",
     "parser_test": _RESTORE + ", else move it away to score the stopped shares again",
     "onnx_model": "export the model again (export-onnx --out {folder})",
 }
@@ -668,3 +688,26 @@ def write_record(
     reader would refuse is never written (RecordError, the file left as it was)."""
     text = record_text(data, kind, path, indent=indent, default=default)
     return atomic_write_text(path, text + ("\n" if newline else ""))
+
+
+# ------------------------------------------------------------------------------ measured choices
+def read_measured(name: str) -> dict:
+    """The entries of the cache file `name` under cache_dir() (measured choices: precision,
+    compile), or {} when it is missing or unreadable."""
+    try:
+        return read_json(cache_dir() / name)
+    except (OSError, ValueError):
+        return {}
+
+
+def write_measured(name: str, key: str, value: dict) -> None:
+    """Add `key` to the cache file `name`, written whole; a read-only cache only means measuring
+    again next time."""
+    entries = read_measured(name)
+    entries[key] = value
+    path = cache_dir() / name
+    try:
+        ensure_folder(path.parent)
+        atomic_write_text(path, json.dumps(entries, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass

@@ -82,11 +82,8 @@ def test_a_gpu_run_s_cost_is_priced_the_paper_s_way_as_chapter_05_prices_it(tmp_
 
 def test_the_committed_gpu_run_costs_the_same_in_the_introduction_and_chapter_05():
     from annotated_transformer.chapters.translation_results import table2
-    from annotated_transformer.chapters.translation_results.record import (
-        committed_gpu_run,
-    )
 
-    record, _, _ = committed_gpu_run("cpu")
+    record, _, _ = table2.committed_gpu_run("cpu")
     if record is None:
         return  # a clone without the committed run
     shown = summary.summary_table("cpu").set_index("claim")[summary.profile_column("gpu")]

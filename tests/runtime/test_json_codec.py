@@ -88,11 +88,9 @@ def test_a_file_over_the_size_bound_is_refused_before_it_is_read(tmp_path, monke
 
 def test_a_record_is_refused_naming_its_kinds_fix(tmp_path):
     path = tmp_path / "curve.json"
-    path.write_text(
-        '{"row": "base", "seed": 1, "corpus": "full", "curve": [{"epoch": 1, "ppl": NaN}]}'
-    )
+    path.write_text('{"kind": "table3", "curve": [{"epoch": 1, "ppl": NaN}]}')
     with pytest.raises(RecordError) as caught:
-        records.read_record(path, "table3_job")
+        records.read_record(path, "long_run_job")
     assert str(caught.value) == (
         f"{path} is not valid JSON (it holds NaN, which JSON has no number for); "
         f"delete the job's folder {tmp_path} to retrain it"
@@ -101,10 +99,10 @@ def test_a_record_is_refused_naming_its_kinds_fix(tmp_path):
 
 def test_a_record_with_a_number_json_has_not_is_never_written(tmp_path):
     path = tmp_path / "curve.json"
-    job = {"row": "base", "seed": 1, "corpus": "full", "curve": [{"epoch": 1}]}
+    job = {"kind": "table3", "curve": [{"epoch": 1}]}
     job["curve"][0]["ppl"] = float("inf")
     with pytest.raises(RecordError) as caught:
-        records.write_record(path, "table3_job", job)
+        records.write_record(path, "long_run_job", job)
     assert f"not writing {path}: curve[0].ppl is inf, which JSON has no number" in str(
         caught.value
     )

@@ -27,16 +27,14 @@ def committed_kind(path: Path) -> str | None:
     rel = path.relative_to(REPO).as_posix()
     if rel.startswith(NOT_RECORDS) or path.name in NOT_RECORD_NAMES:
         return None
-    if path.name in ("book_run.json", "table3_run.json", "parser_run.json"):
-        return path.stem
+    if path.name == "book_run.json":
+        return "book_run"
+    if path.name in ("table3_run.json", "parser_run.json"):
+        return "long_run_plan"
     if path.name == "curve.json":
-        return (
-            "parser_job" if (path.parent / "parser_run.json").is_file() else "table3_job"
-        )
-    if rel.startswith("results/table3_extended_"):
-        return "table3_export"
-    if rel.startswith("results/parser_extended_"):
-        return "parser_test" if path.name == "test.json" else "parser_export"
+        return "long_run_job"
+    if rel.startswith(("results/table3_extended_", "results/parser_extended_")):
+        return "parser_test" if path.name == "test.json" else "long_run_export"
     return "result"
 
 
@@ -60,47 +58,55 @@ def test_every_committed_record_reads_under_its_kinds_schema():
         pytest.skip("needs a clone with its results/")
     kinds = {kind for _, kind in found}
     # every kind committed under results/ is walked
-    assert {
-        "result",
-        "book_run",
-        "table3_export",
-        "parser_export",
-        "parser_test",
-    } <= kinds
-    assert {"table3_job", "table3_run", "parser_job", "parser_run"} <= kinds
+    assert {"result", "book_run", "long_run_export", "parser_test"} <= kinds
+    assert {"long_run_job", "long_run_plan"} <= kinds
     for path, kind in found:
         records.read_record(path, kind)
+
+
+def _table3_job(curve: list, **changes) -> dict:
+    """A Table 3 job's record, as `training.long_run.JobRecord.to_dict` writes it."""
+    job = {"corpus": "full", "row": "base", "seed": 1}
+    return {"kind": "table3", "name": "full-base-seed1", "job": job, "precision": "fp32",
+            "device": "AMD EPYC", "facts": {}, "curve": curve} | changes  # fmt: skip
 
 
 def test_a_curve_point_without_its_perplexity_is_refused_naming_file_and_field(tmp_path):
     path = tmp_path / "full-base-seed1" / "curve.json"
     path.parent.mkdir()
-    point = {"row": "base", "seed": 1, "corpus": "full", "curve": [{"epoch": 1}]}
-    path.write_text(json.dumps(point))
+    path.write_text(json.dumps(_table3_job([{"epoch": 1}])))
     with pytest.raises(records.RecordError) as caught:
-        records.read_record(path, "table3_job")
+        records.read_record(path, "long_run_job")
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith(
-        f"{path} is not a Table 3 job's curve: curve[0].ppl is missing"
+        f"{path} is not a long run's job record: curve[0].ppl is missing"
     )
     assert f"delete the job's folder {path.parent} to retrain it" in message
 
 
 def test_a_wrong_type_names_the_field_the_value_and_the_type_wanted(tmp_path):
     path = tmp_path / "runs.json"
-    document = {"identity": {"overfit_share": "20"}, "targets": {"full": 1}, "jobs": []}
+    document = {
+        "kind": "table3",
+        "identity": {"overfit_share": "20", "precision": "fp32"},
+        "targets": {"full": 1},
+        "jobs": [],
+        "notes": {},
+    }
     path.write_text(json.dumps({**document, "machine": "cpu", "written": "today"}))
     with pytest.raises(records.RecordError) as caught:
-        records.read_record(path, "table3_export")
+        records.read_record(path, "long_run_export")
     message = str(caught.value)
     # the outermost problems first, two of them, and how many more there are
     assert "jobs holds 0 item(s), fewer than 1 and targets.small is missing" in message
     assert "(and 1 more problems)" in message
-    del document["targets"], document["jobs"]
+    assert 'identity.overfit_share is "20", not an integer' in records.problems(
+        document, "long_run_export"
+    )
     with pytest.raises(records.RecordError) as caught:
-        records.check_record(document, "table3_run", path)
-    assert 'identity.overfit_share is "20", not an integer' in str(caught.value)
+        records.check_record({**document, "stops": []}, "long_run_plan", path)
+    assert "stops is [], not an object" in str(caught.value)
     assert f"git checkout -- {path}" in message
 
 
@@ -114,9 +120,9 @@ def test_malformed_json_names_the_file_line_and_column(tmp_path):
 
 def test_fields_the_schema_does_not_name_are_kept(tmp_path):
     """An older or newer record with fields of its own still reads, and they reach the reader."""
-    record = {"recipe": {"d_model": 8}, "curve": [], "from_the_future": [1, 2]}
-    path = records.write_record(tmp_path / "parser_run.json", "parser_run", record)
-    assert records.read_record(path, "parser_run") == record
+    record = _table3_job([], from_the_future=[1, 2])
+    path = records.write_record(tmp_path / "curve.json", "long_run_job", record)
+    assert records.read_record(path, "long_run_job") == record
 
 
 def test_a_record_a_reader_would_refuse_is_never_written(tmp_path):
@@ -125,7 +131,9 @@ def test_a_record_a_reader_would_refuse_is_never_written(tmp_path):
     with pytest.raises(
         records.RecordError, match=r"not writing .*curve\[0\]\.f1 is missing"
     ):
-        records.write_record(path, "parser_job", {"curve": [{"epoch": 1}]})
+        records.write_record(
+            path, "long_run_job", _table3_job([{"epoch": 1}], kind="parser")
+        )
     assert path.read_text() == "previous"
     assert [p.name for p in tmp_path.iterdir()] == ["curve.json"]
 

@@ -4,10 +4,11 @@ Chapter 07's live parser trains for the minutes a chapter has. How far the same 
 F1 grows with trees and with training, needs hours: this run trains one job per share of the
 training files (a quarter, a half, all), one epoch at a time, scores every epoch's model on the 273
 development trees (greedy, constrained to valid trees) and stops a job once its dev F1 has not risen
-for `patience` (a fifth) of its epochs so far, after at least `min_epochs`. Jobs advance in rounds of
-one epoch each, so an interrupted run leaves the three curves about as long; a second invocation
-continues every job from its checkpoint (the schedule has no horizon, so an epoch resumed is the
-epoch a single run would have trained) and retrains nothing.
+for `patience` (a fifth) of its epochs so far, after at least `min_epochs`. It is a long run
+(`training.long_run`: its folder, records and export), resumed over several invocations. Jobs
+advance in rounds of one epoch each, so an interrupted run leaves the three curves about as long; a
+second invocation continues every job from its checkpoint (the schedule has no horizon, so an epoch
+resumed is the epoch a single run would have trained) and retrains nothing.
 
 Each job keeps its last `average_last` snapshots; whenever dev F1 reaches a new best it also keeps
 that epoch's model (`best.pt`) and the average of the snapshots up to it (`best_average.pt`), so the
@@ -30,9 +31,8 @@ import torch
 from nltk import Tree
 
 from ...runtime.devices import device_name
-from ...runtime.files import copy_file, ensure_folder, staged_files
-from ...runtime.locks import output_lock
-from ...runtime.records import check_record, read_json, read_record, write_record
+from ...runtime.files import copy_file, staged_files
+from ...runtime.records import check_record, read_json, write_record
 from ...training.checkpoint import (
     RESUME_NAME,
     atomic_torch_save,
@@ -40,14 +40,29 @@ from ...training.checkpoint import (
     list_snapshots,
     load_checkpoint,
 )
+from ...training.long_run import (
+    CURVE_NAME,
+    JobRecord,
+    LongRun,
+    RunExport,
+    RunPlan,
+    machines,
+    now,
+    read_export,
+)
 from ...training.run_folder import LOCK_NAME
 from .. import constituency_parsing as parsing
 from .curve import ParserRecipe, first_share
 
-CURVE_NAME = "curve.json"
+KIND = "parser"
 PLAN_NAME = "parser_run.json"
 BEST_NAME, BEST_AVERAGE_NAME = "best.pt", "best_average.pt"
 PATIENCE = 0.2  # stop once dev F1 has not risen for this share of the epochs so far
+
+
+def long_run(out_dir: str | os.PathLike) -> LongRun:
+    """The parser's run folder `out_dir` as a long run (its plan, records, lock and export)."""
+    return LongRun(out_dir, KIND, PLAN_NAME, "parser-curve", "a parser run")
 
 
 def share_name(share: float) -> str:
@@ -95,22 +110,25 @@ class ParserCurveRun:
                 "least min_epochs could never hold; lower --min-epochs or raise --max-epochs"
             )
 
+    @property
+    def run(self) -> LongRun:
+        return long_run(self.out_dir)
+
+    def identity(self) -> dict:
+        """What every share's job shares: the recipe (its epochs are the run's limit, which a
+        later call may raise) and the kind of device."""
+        recipe = {k: v for k, v in self.recipe.to_dict().items() if k != "epochs"}
+        return {"recipe": recipe, "device_type": torch.device(self.device).type}
+
     def folder(self, share: float) -> Path:
-        return Path(self.out_dir) / share_name(share)
+        return self.run.folder(share_name(share))
 
     def precision_of(self, share: float) -> str:
-        """The precision the job of `share` trained in (its `curve.json`)."""
-        record = read_record(self.folder(share) / CURVE_NAME, "parser_job")
-        if "precision" not in record:
-            raise ValueError(
-                f"{self.folder(share) / CURVE_NAME} does not record the precision its curve was "
-                f"trained in; delete the share's folder {self.folder(share)} to retrain it"
-            )
-        return record["precision"]
+        """The precision the job of `share` trained in (its record)."""
+        return self.run.job(share_name(share)).precision
 
     def curve(self, share: float) -> list[dict]:
-        path = self.folder(share) / CURVE_NAME
-        return read_record(path, "parser_job")["curve"] if path.is_file() else []
+        return self.run.curve(share_name(share))
 
     def done(self, share: float) -> bool:
         f1 = [p["f1"] for p in self.curve(share)]
@@ -121,40 +139,29 @@ class ParserCurveRun:
         last: the folder records each share's stop (`record_stops`) with that call's rule, and a
         share trained since (a longer curve) has not stopped. A folder from before the record is
         judged by its recorded rule (`done`)."""
-        path = Path(self.out_dir) / PLAN_NAME
-        plan = read_record(path, "parser_run") if path.is_file() else {}
-        if "stops" not in plan:
+        plan = self.run.plan()
+        if plan is None:
             return self.done(share)
-        stop = plan["stops"].get(share_name(share))
+        stop = plan.stops.get(share_name(share))
         return stop is not None and stop["epochs"] == len(self.curve(share))
 
     def check_folder(self) -> None:
-        path = Path(self.out_dir) / PLAN_NAME
-        if path.is_file():
-            # The epochs are the run's limit, not its recipe: a later call may raise them.
-            plan = read_record(path, "parser_run")
-            saved = plan["recipe"]
-            mine = self.recipe.to_dict()
-            changed = sorted(k for k in mine if k != "epochs" and saved.get(k) != mine[k])
-            if changed:
-                raise ValueError(
-                    f"{self.out_dir} was trained with another recipe ({', '.join(changed)} "
-                    "differ); continue it with its own recipe, or give another --out"
-                )
-            trained_on = plan.get("device_type", "cpu")
-            here = torch.device(self.device).type
-            if trained_on != here:
-                raise ValueError(
-                    f"{self.out_dir} was trained on {trained_on}, and this run would continue "
-                    f"it on {here} in another precision; continue it with --device "
-                    f"{trained_on}, or give another --out"
-                )
-        elif Path(self.out_dir).is_dir() and any(
-            p.name != LOCK_NAME for p in Path(self.out_dir).iterdir()
-        ):
+        self.run.check_folder()
+        identity = self.identity()
+        changed = self.run.changed(identity)
+        if "recipe" in changed:
+            saved, mine = changed["recipe"] or {}, identity["recipe"]
+            differ = sorted(k for k in mine if saved.get(k) != mine[k])
             raise ValueError(
-                f"{self.out_dir} holds files but no {PLAN_NAME}: it is not a parser run; give "
-                "an empty or new --out"
+                f"{self.out_dir} was trained with another recipe ({', '.join(differ)} "
+                "differ); continue it with its own recipe, or give another --out"
+            )
+        if "device_type" in changed:
+            trained_on, here = changed["device_type"], identity["device_type"]
+            raise ValueError(
+                f"{self.out_dir} was trained on {trained_on}, and this run would continue "
+                f"it on {here} in another precision; continue it with --device "
+                f"{trained_on}, or give another --out"
             )
 
     def train_epoch(
@@ -211,15 +218,16 @@ class ParserCurveRun:
                 folder / BEST_AVERAGE_NAME,
             )
             point["best"] = True
-        record = {
-            "share": share,
-            "train_trees": len(train),
-            "recipe": recipe.to_dict(),
-            "precision": str(fitted.trainer.precision),
-            "device": device_name(self.device),
-            "curve": [*curve, point],
-        }
-        write_record(folder / CURVE_NAME, "parser_job", record)
+        precision, device = str(fitted.trainer.precision), device_name(self.device)
+        record = self.run.job(share_name(share)) or JobRecord(
+            KIND,
+            share_name(share),
+            {"share": share},
+            precision=precision,
+            device=device,
+            facts={"train_trees": len(train)},
+        )
+        self.run.write_job(record.with_point(point, precision=precision, device=device))
         return point
 
 
@@ -250,14 +258,10 @@ def train_all(
     show_progress: bool = True,
 ) -> dict:
     """Advance every share's job an epoch a round until each one stops; under a lock."""
-    from ...runtime.locks import folder_lock
     from ...runtime.progress import progress_bar
 
     run.check_folder()
-    out = Path(run.out_dir)
-    ensure_folder(out)
-    busy = f"{out} is in use by another parser run; wait for it or give another --out"
-    with folder_lock(out / LOCK_NAME, busy):
+    with run.run.lock():
         write_plan(run)
         torch.set_num_threads(1)
         train_by_file, dev = read_splits(data_dir)
@@ -284,15 +288,9 @@ def write_plan(run: ParserCurveRun) -> None:
     """The folder's recipe and the stopping rule it was last trained under, so that scoring it
     later (`open_run`) judges which jobs have stopped by that rule, not by flags given again.
     The shares' recorded stops (`record_stops`) are kept: each under the rule it stopped by."""
-    path = Path(run.out_dir) / PLAN_NAME
-    old = read_record(path, "parser_run") if path.is_file() else {}
-    plan = {
-        "recipe": run.recipe.to_dict(),
-        "stopping": {"min_epochs": run.min_epochs, "max_epochs": run.max_epochs},
-        "device_type": torch.device(run.device).type,
-        "stops": old.get("stops", {}),
-    }
-    write_record(path, "parser_run", plan)
+    old = run.run.plan()
+    rule = {"min_epochs": run.min_epochs, "max_epochs": run.max_epochs}
+    run.run.write_plan(RunPlan(KIND, run.identity(), rule, old.stops if old else {}))
 
 
 def record_stops(run: ParserCurveRun, shares: Sequence[float]) -> None:
@@ -300,9 +298,8 @@ def record_stops(run: ParserCurveRun, shares: Sequence[float]) -> None:
     epochs and this call's rule: `--score-test` scores a share only while its curve is as long
     as when it stopped, so a later call's other rule never makes a share still training look
     stopped."""
-    path = Path(run.out_dir) / PLAN_NAME
-    plan = read_record(path, "parser_run")
-    stops = dict(plan.get("stops", {}))
+    plan = run.run.plan()
+    stops = dict(plan.stops)
     for share in shares:
         if run.done(share):
             stops[share_name(share)] = {
@@ -310,57 +307,44 @@ def record_stops(run: ParserCurveRun, shares: Sequence[float]) -> None:
                 "min_epochs": run.min_epochs,
                 "max_epochs": run.max_epochs,
             }
-    if stops != plan.get("stops"):
-        plan["stops"] = stops
-        write_record(path, "parser_run", plan)
+    run.run.write_plan(RunPlan(KIND, plan.identity, plan.targets, stops))
 
 
 # ------------------------------------------------------------------------------------------ results
 def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike) -> Path:
     """Write every share's curve to `path` (the committed results file); refuse to replace a file
     that holds a share or an epoch the run folder lacks, or another recipe's curves."""
-    with output_lock(path, "parser-curve --export"):
-        return _export(run, shares, path)
+    jobs = [j for j in (run.run.job(share_name(s)) for s in shares) if j is not None]
+    document = RunExport(
+        KIND,
+        identity=run.identity(),
+        targets={"min_epochs": run.min_epochs, "max_epochs": run.max_epochs},
+        jobs=tuple(jobs),
+        written=now(),
+        machine=machines(jobs),
+        notes={
+            "patience": PATIENCE,
+            "stopped": {str(j.job["share"]): run.done(j.job["share"]) for j in jobs},
+        },
+    )
+    return run.run.export(
+        path,
+        document,
+        other="another recipe",
+        example="results/parser_extended_cpu/curves.json",
+    )
 
 
-def _export(run: ParserCurveRun, shares: Sequence[float], path) -> Path:
-    path = Path(path)
-    if path.resolve().is_relative_to(Path(run.out_dir).resolve()):
-        raise ValueError(
-            f"--export {path} lies inside the run folder {run.out_dir}, whose files it reads; "
-            "export to a path outside it (results/parser_extended_cpu/curves.json)"
-        )
-    jobs = []
-    for share in shares:
-        folder = run.folder(share)
-        if (folder / CURVE_NAME).is_file():
-            jobs.append(read_record(folder / CURVE_NAME, "parser_job"))
-    if not jobs:
-        raise ValueError(f"{run.out_dir} holds no finished epoch: nothing to export")
-    if path.is_file():
-        old = read_record(path, "parser_export")
-        mine = {j["share"]: len(j["curve"]) for j in jobs}
-        lost = [
-            f"share {j['share']:g} ({len(j['curve'])} epochs)"
-            for j in old["jobs"]
-            if mine.get(j["share"], 0) < len(j["curve"])
-        ]
-        if lost or old["recipe"] != {
-            k: v for k, v in run.recipe.to_dict().items() if k != "epochs"
-        }:
-            raise ValueError(
-                f"{path} holds what {run.out_dir} lacks ({', '.join(lost) or 'another recipe'});"
-                " export to another path, or continue the run that wrote it"
-            )
-    document = {
-        "recipe": {k: v for k, v in run.recipe.to_dict().items() if k != "epochs"},
-        "min_epochs": run.min_epochs,
-        "max_epochs": run.max_epochs,
-        "patience": PATIENCE,
-        "stopped": {j["share"]: run.done(j["share"]) for j in jobs},
-        "jobs": [{k: v for k, v in j.items() if k != "recipe"} for j in jobs],
-    }
-    return write_record(path, "parser_export", document)
+def curves_view(export: RunExport) -> dict:
+    """An exported parser run as chapter 07 reads it: the export's view (`RunExport.view`: each
+    job its share, trees and curve; `stopped` by share) with the recipe and the stopping rule
+    (`min_epochs`, `max_epochs`) at its top."""
+    return {**export.view(), "recipe": dict(export.identity["recipe"]), **export.targets}
+
+
+def read_curves(path: str | os.PathLike) -> dict:
+    """The exported parser run in `path`, as `curves_view` gives it."""
+    return curves_view(read_export(path, KIND))
 
 
 # --------------------------------------------------------------------------------- the test score
@@ -372,32 +356,22 @@ SNAPSHOT_WORDS = {
 _STEP = re.compile(r"step_0*(\d+)\.pt$")
 
 
-def open_run(
-    out_dir: str | os.PathLike,
-    min_epochs: int = 20,
-    max_epochs: int = 300,
-    device: str = "cpu",
-) -> ParserCurveRun:
+def open_run(out_dir: str | os.PathLike, device: str = "cpu") -> ParserCurveRun:
     """The run in `out_dir` under the recipe and stopping rule (`should_stop`) it was trained with
-    (its ``parser_run.json``), to read, and to score on `device`. `min_epochs` and `max_epochs`
-    stand in for the rule of a folder trained before the plan recorded it."""
+    (its ``parser_run.json``), to read, and to score on `device`."""
     out = Path(out_dir)
     if not out.is_dir():
         raise ValueError(
             f"{out} does not exist: give the run folder that `parser-curve --out` trained"
         )
-    if not (out / PLAN_NAME).is_file():
+    plan = long_run(out).plan()
+    if plan is None:
         raise ValueError(
             f"{out} holds no {PLAN_NAME}: it is not a parser-curve run folder"
         )
-    plan = read_record(out / PLAN_NAME, "parser_run")
-    stopping = plan.get("stopping") or {
-        "min_epochs": min_epochs,
-        "max_epochs": max_epochs,
-    }
-    return ParserCurveRun(
-        ParserRecipe.from_dict(plan["recipe"]), out, **stopping, device=str(device)
-    )
+    rule = dict(plan.targets)
+    recipe = {**plan.identity["recipe"], "epochs": rule["max_epochs"]}
+    return ParserCurveRun(ParserRecipe.from_dict(recipe), out, **rule, device=str(device))
 
 
 def _recipe_record(run: ParserCurveRun) -> dict:

@@ -54,8 +54,8 @@ PAPER_PARSER = "Transformer (4 layers)"  # the paper's row of Table 4
 
 EXTENDED_CURVES = "parser_extended_cpu/curves.json"
 EXTENDED_TEST = "parser_extended_cpu/test.json"
-# the kind of record (runtime.records) each committed file is
-COMMITTED_KINDS = {EXTENDED_CURVES: "parser_export", EXTENDED_TEST: "parser_test"}
+# the kind of record (runtime.records) each committed file is; the curves are a long run's export
+COMMITTED_KINDS = {EXTENDED_CURVES: "long_run_export", EXTENDED_TEST: "parser_test"}
 
 
 def treebank_name(treebank_dir: str | os.PathLike | None) -> str:
@@ -255,6 +255,9 @@ def committed_extended(
     """The committed extended run under the clone's results folder (`root`, default the
     clone's; none in an installed copy): its curves (`parsing_extended.export`) and its test
     scores (None until they are scored, or when they are of another run)."""
+    from .extended import read_curves
+
     folder = Path(root) if root is not None else results.committed_root()
-    curves = read_committed(folder, EXTENDED_CURVES)
+    path = folder / EXTENDED_CURVES if folder is not None else None
+    curves = read_curves(path) if path is not None and path.is_file() else None
     return curves, read_extended_test(folder, curves)

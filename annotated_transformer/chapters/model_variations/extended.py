@@ -2,10 +2,11 @@
 
 Chapter 06 trains its rows for the profile's budget inside the book's time. Whether a finding holds
 once the rows have learned needs more epochs than a chapter can afford, so this run trains them
-outside the book, over as many sessions as it takes, and the chapter reads what it committed.
+outside the book as a long run (`training.long_run`: its folder, records and export), resumed over
+several invocations, and the chapter reads what it committed.
 
 The run folder holds one job per (corpus, row, seed): a training folder (`fit`'s resume checkpoint)
-and `curve.json`, the validation perplexity after every epoch so far. Jobs advance in rounds, every
+and its record, the validation perplexity after every epoch so far. Jobs advance in rounds, every
 job one epoch per round, so an interrupted run leaves all rows at about the same epoch and every
 finished round is a whole Table 3 at that budget. Because the paper's schedule has no horizon, a job
 resumed for more epochs is bit for bit the job that would have been trained for them at once: a
@@ -33,22 +34,23 @@ import torch
 from ...model.config import TABLE3_ALL_ROWS
 from ...profiles import Profile
 from ...runtime.devices import device_name
-from ...runtime.files import ensure_folder
 from ...runtime.precision import resolve_precision
-from ...runtime.records import read_record, write_record
 from ...runtime.side_by_side import check_workers
 from ...training.checkpoint import RESUME_NAME
 from ...training.fit import fit
-from ...training.run_folder import LOCK_NAME
+from ...training.long_run import JobRecord, LongRun, RunPlan, deadline
 from . import rows as variations
 from . import statistics as findings
 
-CURVE_NAME = "curve.json"
+KIND = "table3"
 PLAN_NAME = "table3_run.json"
+JOB_KEYS = ("corpus", "row", "seed")  # what names a job among the run's
 OVERFIT_ROWS = ("base", "D1", "D2")
-# A folder made before the identity named its precision trained on a CPU, where Table 3's rows
-# always resolved to fp32 (the committed extended runs record fp32 for every job).
-IDENTITY_BEFORE_DEVICES = {"precision": "fp32"}
+
+
+def long_run(out_dir: str | os.PathLike) -> LongRun:
+    """The Table 3 run folder `out_dir` as a long run (its plan, records, lock and export)."""
+    return LongRun(out_dir, KIND, PLAN_NAME, "table3", "a Table 3 run")
 
 
 def data_profile(profile: Profile) -> Profile:
@@ -98,12 +100,6 @@ def extended_rows() -> list[str]:
     return [r for r in TABLE3_ALL_ROWS if r in wanted]
 
 
-def read_curve(folder: Path) -> list[dict]:
-    """A job's curve so far: {"epoch", "step", "ppl", "train_s"} per finished epoch."""
-    path = folder / CURVE_NAME
-    return read_record(path, "table3_job")["curve"] if path.is_file() else []
-
-
 class Table3Run:
     """A run folder of Table 3 jobs under one profile; see the module's docstring.
 
@@ -122,6 +118,7 @@ class Table3Run:
         self.precision = resolve_precision(
             self.profile.train_settings().precision, self.device
         )
+        self.run = long_run(self.out_dir)
 
     # ------------------------------------------------------------------ the folder's identity
     def identity(self) -> dict:
@@ -144,74 +141,52 @@ class Table3Run:
     def check_folder(self, training: bool = True) -> None:
         """Refuse a folder made under other settings, before any work (one line with the fix).
         Reading it (`training` False) does not depend on this machine's precision."""
-        path = self.out_dir / PLAN_NAME
-        if not path.is_file():
-            if self.out_dir.is_dir() and any(
-                p.name != LOCK_NAME for p in self.out_dir.iterdir()
-            ):
-                raise ValueError(
-                    f"{self.out_dir} holds files but no {PLAN_NAME}: it is not a Table 3 run; "
-                    "give an empty or new --out"
-                )
-            return
-        saved = {**IDENTITY_BEFORE_DEVICES, **read_record(path, "table3_run")["identity"]}
-        mine = self.identity()
-        changed = sorted(
-            k for k in mine if saved.get(k) != mine[k] and (training or k != "precision")
+        self.run.check_folder()
+        changed = self.run.changed(
+            self.identity(), ignore=() if training else ("precision",)
         )
         if changed:
             raise ValueError(
                 f"{self.out_dir} was trained with other Table 3 settings ({', '.join(changed)} "
-                f"differ: {', '.join(f'{k}={saved.get(k)!r}' for k in changed)}); continue it "
+                f"differ: {', '.join(f'{k}={v!r}' for k, v in changed.items())}); continue it "
                 + (
                     "on a device where auto means that precision (--device cpu for fp32), "
-                    if changed == ["precision"]
+                    if list(changed) == ["precision"]
                     else "with its own profile, "
                 )
                 + "or give another --out"
             )
 
     def write_identity(self, targets: dict[str, int] | None = None) -> None:
-        """Write the folder's identity when it is made and record `targets` ({corpus: epochs}
-        this call trains to) beside it, only ever raised: a later call with fewer epochs trains
-        nothing and leaves the record, and a folder made before the record starts from the epochs
-        its curves hold. The export reads them from here, never from the flags."""
-        ensure_folder(self.out_dir)
-        path = self.out_dir / PLAN_NAME
-        plan = (
-            read_record(path, "table3_run")
-            if path.is_file()
-            else {"identity": self.identity()}
+        """Write the folder's plan when it is made and record `targets` ({corpus: epochs} this
+        call trains to) in it, only ever raised: a later call with fewer epochs trains nothing and
+        leaves the record, and a plan without targets starts from the epochs its curves hold. The
+        export reads them from here, never from the flags."""
+        plan = self.run.plan() or RunPlan(KIND, self.identity())
+        recorded = dict(plan.targets) or (
+            held_epochs(collect(self.out_dir)) if targets else {}
         )
-        if targets:
-            recorded = plan.get("targets") or held_epochs(collect(self.out_dir))
-            raised = {
-                corpus: max(recorded.get(corpus, 0), targets.get(corpus, 0))
-                for corpus in sorted({*recorded, *targets})
-            }
-            if raised == plan.get("targets"):
-                return
-            plan["targets"] = raised
-        elif path.is_file():
-            return
-        write_record(path, "table3_run", plan)
+        raised = {
+            corpus: max(recorded.get(corpus, 0), (targets or {}).get(corpus, 0))
+            for corpus in sorted({*recorded, *(targets or {})})
+        }
+        self.run.write_plan(RunPlan(KIND, plan.identity, raised, plan.stops))
 
     def recorded_targets(self) -> dict[str, int] | None:
-        """The epochs per corpus the folder was trained to (None: made before they were recorded)."""
+        """The epochs per corpus the folder was trained to (None: none recorded yet)."""
         return recorded_targets(self.out_dir)
 
     # ------------------------------------------------------------------ one epoch of one job
     def folder(self, job: Job) -> Path:
-        return self.out_dir / job.name
+        return self.run.folder(job.name)
 
     def epochs_done(self, job: Job) -> int:
-        return len(read_curve(self.folder(job)))
+        return len(self.run.curve(job.name))
 
     def train_epoch(self, job: Job, data) -> dict:
         """Train `job` one more epoch (resuming its checkpoint) and record its validation perplexity."""
         folder = self.folder(job)
-        curve = read_curve(folder)
-        epoch = len(curve) + 1
+        epoch = self.epochs_done(job) + 1
         config = variations.row_config(job.row, self.profile)
         settings = variations.row_settings(
             self.profile, config, epochs=epoch, seed=job.seed
@@ -248,19 +223,24 @@ class Table3Run:
             "train_s": round(result.progress.train_time_s, 2),
             "wall_s": round(time.perf_counter() - started, 2),
         }
-        record = {
-            "row": job.row,
-            "seed": job.seed,
-            "corpus": job.corpus,
-            "train_pairs": len(train),
-            "config": config.to_dict(),
-            "peak_lr": settings.peak_lr,
-            "warmup_steps": settings.warmup_steps,
-            "precision": trainer.precision,
-            "device": device_name(self.device),
-            "curve": [*curve, point],
-        }
-        write_record(folder / CURVE_NAME, "table3_job", record)
+        record = self.run.job(job.name) or JobRecord(
+            KIND,
+            job.name,
+            {"corpus": job.corpus, "row": job.row, "seed": job.seed},
+            precision=trainer.precision,
+            device=device_name(self.device),
+            facts={
+                "train_pairs": len(train),
+                "config": config.to_dict(),
+                "peak_lr": settings.peak_lr,
+                "warmup_steps": settings.warmup_steps,
+            },
+        )
+        self.run.write_job(
+            record.with_point(
+                point, precision=trainer.precision, device=device_name(self.device)
+            )
+        )
         return point
 
 
@@ -278,11 +258,9 @@ def plan_rounds(done: dict[Job, int], targets: dict[Job, int]) -> list[tuple[Job
 
 
 def collect(out_dir: str | os.PathLike) -> list[dict]:
-    """Every job's record in a run folder (row, seed, corpus, curve...), in name order."""
-    out = []
-    for path in sorted(Path(out_dir).glob(f"*/{CURVE_NAME}")):
-        out.append(read_record(path, "table3_job"))
-    return out
+    """Every job's record in a run folder as the chapter reads it (`JobRecord.view`: name, row,
+    seed, corpus, curve...), in name order."""
+    return [r.view() for r in long_run(out_dir).jobs()]
 
 
 def held_epochs(records: Sequence[dict]) -> dict[str, int]:
@@ -295,10 +273,8 @@ def held_epochs(records: Sequence[dict]) -> dict[str, int]:
 
 def recorded_targets(out_dir: str | os.PathLike) -> dict[str, int] | None:
     """The targets a run folder's plan records ({"full": 12, "small": 80}), or None."""
-    path = Path(out_dir) / PLAN_NAME
-    if not path.is_file():
-        return None
-    return read_record(path, "table3_run").get("targets") or None
+    plan = long_run(out_dir).plan()
+    return dict(plan.targets) if plan and plan.targets else None
 
 
 def ppl_at_epoch(records: Sequence[dict], corpus: str, epoch: int) -> dict:
@@ -409,25 +385,16 @@ def train_all(
 ) -> dict:
     """Train every job of `targets` ({job: epochs}) up to its epochs, round by round, under a
     lock on the folder. With `minutes`, no epoch starts after that many minutes (those running
-    finish), so a fixed spell of machine time ends with whole epochs kept, and the same call
-    continues. Returns the epochs trained, those already done, and those `left` when the minutes
-    ended."""
+    finish), so a bounded invocation ends with whole epochs kept, and the same call continues.
+    Returns the epochs trained, those already done, and those `left` when the minutes ended."""
     from ...pipeline import corpus_tokenizer, prepare_data
-    from ...runtime.locks import folder_lock
     from ...runtime.progress import progress_bar
 
     check_workers(workers, run.device)
-    if minutes is not None and not minutes > 0:
-        raise ValueError(f"minutes must be positive, got {minutes}")
-    deadline = None if minutes is None else time.monotonic() + 60.0 * minutes
-
-    def may_start() -> bool:
-        return deadline is None or time.monotonic() < deadline
-
+    may_start = deadline(minutes)
     run.check_folder()
     run.write_identity()
-    busy = f"{run.out_dir} is in use by another table3 process; wait for it or give another --out"
-    with folder_lock(run.out_dir / LOCK_NAME, busy):
+    with run.run.lock():
         corpus_targets: dict[str, int] = {}
         for job, target in targets.items():
             corpus_targets[job.corpus] = max(corpus_targets.get(job.corpus, 0), target)

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 from ...model.config import TABLE3_ALL_ROWS
 from ...runtime.locks import output_lock
-from ...runtime.records import read_record, write_record
+from ...training import long_run
 from ..wording import signed
 from . import extended
 from . import statistics as f
@@ -105,48 +103,30 @@ def export(
     Refuses to replace a file that holds a job or an epoch the run folder lacks: a results file is
     only ever replaced by a longer run of the same jobs.
     """
-    with output_lock(path, "table3 --export"):
-        return _export(run_dir, path, targets, say)
-
-
-def _export(run_dir, path, targets, say) -> Path:
-    run_dir, path = Path(run_dir), Path(path)
-    if path.resolve().is_relative_to(run_dir.resolve()):
-        raise ValueError(
-            f"--export {path} lies inside the run folder {run_dir}, whose files it reads; "
-            "export to a path outside it (results/table3_extended_<profile>/runs.json)"
-        )
-    records = extended.collect(run_dir)
-    if not records:
-        raise ValueError(f"{run_dir} holds no finished epoch: nothing to export")
-    identity = read_record(run_dir / extended.PLAN_NAME, "table3_run")["identity"]
+    run_dir = Path(run_dir)
+    run = extended.long_run(run_dir)
+    records = run.jobs()
+    plan = run.plan()
     # chapter 06 reads both corpora's targets: a corpus the run never trained has 0
-    targets = {"full": 0, "small": 0, **export_targets(run_dir, targets, say)}
-    if path.is_file():
-        old = read_extended(path)
-        mine = {_key(r): len(r["curve"]) for r in records}
-        lost = [
-            f"{'-'.join(map(str, _key(r)))} ({len(r['curve'])} epochs)"
-            for r in old["jobs"]
-            if mine.get(_key(r), 0) < len(r["curve"])
-        ]
-        if lost or old["identity"] != identity:
-            what = ", ".join(lost[:4]) if lost else "other Table 3 settings"
-            raise ValueError(
-                f"{path} holds what {run_dir} lacks ({what}); export to another path, or "
-                "continue the run that wrote it"
-            )
-    document = {
-        "identity": identity,
-        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        # where the jobs trained: each job records its device; jobs from before that record
-        # trained on this command's CPU
-        "machine": ", ".join(sorted({r["device"] for r in records if r.get("device")}))
-        or _cpu_name(),
-        "targets": dict(targets),
-        "jobs": records,
-    }
-    return write_record(path, "table3_export", document)
+    targets = (
+        {"full": 0, "small": 0, **export_targets(run_dir, targets, say)}
+        if records
+        else {}
+    )
+    document = long_run.RunExport(
+        extended.KIND,
+        identity=plan.identity if plan else {},
+        targets=targets,
+        jobs=tuple(records),
+        written=long_run.now(),
+        machine=long_run.machines(records),
+    )
+    return run.export(
+        path,
+        document,
+        other="other Table 3 settings",
+        example="results/table3_extended_<profile>/runs.json",
+    )
 
 
 def merge_exports(
@@ -179,9 +159,9 @@ def _merge_exports(paths, path, say) -> Path:
     first_path, first = documents[0]
     targets: dict[str, int] = {}
     jobs: dict[tuple, tuple[dict, Path]] = {}
-    settings = {**extended.IDENTITY_BEFORE_DEVICES, **first["identity"]}
+    settings = first["identity"]
     for source, document in documents:
-        theirs = {**extended.IDENTITY_BEFORE_DEVICES, **document["identity"]}
+        theirs = document["identity"]
         changed = sorted(
             k for k in {*settings, *theirs} if settings.get(k) != theirs.get(k)
         )
@@ -239,24 +219,29 @@ def _merge_exports(paths, path, say) -> Path:
                     f"{before} epochs first, or merge every part into a new file to read them "
                     "all at the shorter budget"
                 )
-    document = {
-        "identity": first["identity"],
-        "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": ", ".join(sorted({r["device"] for r in records if r.get("device")}))
-        or ", ".join(sorted({d["machine"] for _, d in documents})),
-        "targets": {"full": 0, "small": 0, **targets},
-        "jobs": records,
-        "merged_from": [
-            {
-                "file": source.name,
-                "written": d["written"],
-                "machine": d["machine"],
-                "jobs": sum(jobs[_key(j)][1] == source for j in d["jobs"]),
-            }
-            for source, d in documents
-        ],
-    }
-    return write_record(path, "table3_export", document)
+    jobs_kept = tuple(
+        long_run.JobRecord.from_view(r, extended.KIND, extended.JOB_KEYS) for r in records
+    )
+    document = long_run.RunExport(
+        extended.KIND,
+        identity=first["identity"],
+        targets={"full": 0, "small": 0, **targets},
+        jobs=jobs_kept,
+        written=long_run.now(),
+        machine=long_run.machines(jobs_kept),
+        notes={
+            "merged_from": [
+                {
+                    "file": source.name,
+                    "written": d["written"],
+                    "machine": d["machine"],
+                    "jobs": sum(jobs[_key(j)][1] == source for j in d["jobs"]),
+                }
+                for source, d in documents
+            ]
+        },
+    )
+    return long_run.write_export(path, document)
 
 
 def _whole_epochs(jobs: Sequence[Mapping], corpus: str) -> int:
@@ -265,23 +250,14 @@ def _whole_epochs(jobs: Sequence[Mapping], corpus: str) -> int:
     return extended.complete_epoch(jobs, corpus, rows) if rows else 0
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _key(record: Mapping) -> tuple:
     return (record["corpus"], record["row"], record["seed"])
 
 
 def read_extended(path: str | os.PathLike) -> dict:
-    """The committed extended run: {"identity", "jobs": [job records with curves], ...}."""
-    return read_record(path, "table3_export")
+    """The committed extended run as the chapter reads it (`long_run.RunExport.view`):
+    {"identity", "targets", "written", "machine", "jobs": [job records with curves], ...}."""
+    return long_run.read_export(path, extended.KIND).view()
 
 
 def load_extended(

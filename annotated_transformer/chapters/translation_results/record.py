@@ -25,7 +25,8 @@ What the record's "metrics" hold, built by `build` from what the chapter compute
 
 Its "config" holds the model's configuration and the profile. `write` writes it through
 `results.write_result`, `read` reads it back, and `sentences.closing` turns it into the chapter's
-closing section. `committed_gpu_run` and `paper_runs` find the committed runs the chapter shows.
+closing section. `paper_runs` finds the committed `paper` runs the chapter shows (the committed
+`gpu` run is `table2.committed_gpu_run`'s, beside the comparison that reads it).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...evaluation import results
-from ...pipeline import TRANSLATIONS_NAME, default_results_name
+from ...pipeline import default_results_name
 from ...profiles import Profile, get_profile
 
 if TYPE_CHECKING:
@@ -185,31 +186,6 @@ def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dic
 
 
 # ------------------------------------------------------------------------------------------ committed
-# The `gpu` recipe's committed H100 run, under a name of its own so that a reader's
-# `train --profile gpu --publish` (translation_multi30k_en_de.json) is never refused over it.
-COMMITTED_GPU_RUN = "recipe_d256x4_seed1"
-
-
-def committed_gpu_run(profile_name: str) -> tuple[dict | None, str, Path | None]:
-    """(record, label, its test translations) of the `gpu` profile's published run, else its
-    committed H100 run, else the committed H100 run of the earlier gpu recipe (chosen on test
-    BLEU, so its score is optimistic); (None, "", None) under the gpu profile itself or when none
-    is there."""
-    if profile_name == "gpu":
-        return None, "", None
-    # The reader's own `train --profile gpu --publish`, else the committed run of the recipe.
-    for name in ("translation_multi30k_en_de", COMMITTED_GPU_RUN):
-        record = results.read_result(name, "gpu")
-        if record is not None:
-            folder = results.run_folder_of_record(record)
-            return record, "gpu", folder and (folder / TRANSLATIONS_NAME)
-    record = results.read_result("earlier_recipe_d128x4", "gpu")
-    if record is None:
-        return None, "", None
-    file = results.results_root() / "gpu" / "logs" / "gpu_test2016_translations.de"
-    return record, "gpu, earlier recipe chosen on test", file
-
-
 def paper_runs(results_dir: str | os.PathLike | None = None) -> dict[str, dict]:
     """The `paper` profile's results committed under `results/paper/` ({file stem: record}):
     this chapter's and the run's own; empty while no GPU run of the recipe is committed."""

@@ -8,6 +8,7 @@ import pytest
 
 from annotated_transformer.chapters.constituency_parsing import extended
 from annotated_transformer.chapters.constituency_parsing.curve import ParserRecipe
+from annotated_transformer.training.long_run import JobRecord
 
 
 def test_a_job_stops_once_its_best_is_a_fifth_of_its_epochs_behind():
@@ -26,9 +27,7 @@ def _recipe(**changes) -> ParserRecipe:
 
 
 def test_another_recipe_or_a_strangers_folder_is_refused(tmp_path):
-    (tmp_path / extended.PLAN_NAME).write_text(
-        json.dumps({"recipe": _recipe().to_dict()})
-    )
+    extended.write_plan(extended.ParserCurveRun(_recipe(), tmp_path))
     extended.ParserCurveRun(
         _recipe(epochs=50), tmp_path
     ).check_folder()  # more epochs: fine
@@ -55,11 +54,8 @@ def test_a_second_call_continues_and_keeps_the_best(data_dir, tmp_path):
     assert [p["epoch"] for p in curve] == [1, 2] and curve[1]["step"] == 2 * curve[0][
         "step"
     ]
-    plan = json.loads((tmp_path / extended.PLAN_NAME).read_text())
-    assert plan["stopping"] == {
-        "min_epochs": 1,
-        "max_epochs": 2,
-    }  # the rule of the last call
+    plan = extended.long_run(tmp_path).plan()
+    assert plan.targets == {"min_epochs": 1, "max_epochs": 2}  # the rule of the last call
     folder = more.folder(0.05)
     assert (folder / extended.BEST_NAME).is_file()
     assert (folder / extended.BEST_AVERAGE_NAME).is_file()
@@ -75,14 +71,9 @@ def test_a_run_is_opened_under_the_stopping_rule_its_folder_records(tmp_path):
     extended.write_plan(
         extended.ParserCurveRun(_recipe(), tmp_path, min_epochs=3, max_epochs=9)
     )
-    opened = extended.open_run(tmp_path, min_epochs=20, max_epochs=300)
+    opened = extended.open_run(tmp_path)
     assert (opened.min_epochs, opened.max_epochs) == (3, 9)
-    assert opened.recipe == _recipe()
-    # a folder trained before the plan recorded its rule: the arguments stand in for it
-    plan = {"recipe": _recipe().to_dict()}
-    (tmp_path / extended.PLAN_NAME).write_text(json.dumps(plan))
-    opened = extended.open_run(tmp_path, min_epochs=1, max_epochs=6)
-    assert (opened.min_epochs, opened.max_epochs) == (1, 6)
+    assert opened.recipe == _recipe(epochs=9)  # its epochs: the rule's most
 
 
 def test_an_export_into_the_run_folder_is_refused(tmp_path):
@@ -122,25 +113,24 @@ def tiny_run(tmp_path_factory):
     """A run folder trained by the package's own `train_epoch`: all the files 6 epochs (the most
     the rule allows: stopped; its models write short trees, so beam 21 is quick), half of them 1
     epoch (still training), no quarter."""
-    from annotated_transformer.runtime.files import atomic_write_text
-
     recipe = _recipe(
         dropout=0.0, batch_tokens=60, warmup_steps=10, peak_lr=1e-2, epochs=6,
         precision="fp32", tags=True,
     )  # fmt: skip
     out = tmp_path_factory.mktemp("parser-run")
-    atomic_write_text(out / extended.PLAN_NAME, json.dumps({"recipe": recipe.to_dict()}))
     run = extended.ParserCurveRun(recipe, out, min_epochs=1, max_epochs=6)
+    extended.write_plan(run)
     files, dev, _ = SPLITS
     for share, epochs in ((1.0, 6), (0.5, 1)):
         for _ in range(epochs):
             run.train_epoch(share, extended.first_share(files, share), dev)
+    extended.record_stops(run, [1.0, 0.5])
     return out
 
 
 def _score(out, path, lines, shares=(1.0, 0.5, 0.25)):
     return extended.score_test(
-        extended.open_run(out, min_epochs=1, max_epochs=6),
+        extended.open_run(out),
         shares,
         path,
         splits=SPLITS,
@@ -241,10 +231,7 @@ def test_the_test_score_refuses_bad_input_before_any_work(tiny_run, tmp_path, ca
         extended.open_run(tmp_path / "missing")
     with pytest.raises(ValueError, match="not a parser-curve run folder"):
         extended.open_run(tmp_path)
-    (tmp_path / "empty").mkdir()
-    (tmp_path / "empty" / extended.PLAN_NAME).write_text(
-        json.dumps({"recipe": _recipe().to_dict()})
-    )
+    extended.write_plan(extended.ParserCurveRun(_recipe(), tmp_path / "empty"))
     with pytest.raises(ValueError, match="no curve.json of the shares 1, 0.5"):
         _score(tmp_path / "empty", tmp_path / "test.json", [], shares=(1.0, 0.5))
     with FileLock(str(tiny_run / LOCK_NAME)):  # a run still training holds it
@@ -269,7 +256,7 @@ def test_export_only_writes_the_folders_recipe_and_rule_whatever_the_flags(
          "--d-model", "999", "--min-epochs", "1", "--max-epochs", "6", "--shares", "1", "0.5"]
     )  # fmt: skip
     assert rc == 0
-    document = json.loads(path.read_text())
+    document = extended.read_curves(path)
     assert document["recipe"]["d_model"] != 999  # the folder's recipe, not the flags'
     assert (document["min_epochs"], document["max_epochs"]) == (1, 6)
     assert document["stopped"] == {"1.0": True, "0.5": False}
@@ -277,17 +264,10 @@ def test_export_only_writes_the_folders_recipe_and_rule_whatever_the_flags(
 
 def test_a_folder_continues_only_on_the_kind_of_device_it_was_trained_on(tmp_path):
     extended.write_plan(extended.ParserCurveRun(_recipe(), tmp_path, device="cuda:0"))
-    assert (
-        json.loads((tmp_path / extended.PLAN_NAME).read_text())["device_type"] == "cuda"
-    )
+    assert extended.long_run(tmp_path).plan().identity["device_type"] == "cuda"
     with pytest.raises(ValueError, match="trained on cuda.*--device cuda"):
         extended.ParserCurveRun(_recipe(), tmp_path, device="cpu").check_folder()
     extended.ParserCurveRun(_recipe(), tmp_path, device="cuda:1").check_folder()
-    # A plan from before it named a device was trained on a CPU.
-    plan = json.loads((tmp_path / extended.PLAN_NAME).read_text())
-    del plan["device_type"]
-    (tmp_path / extended.PLAN_NAME).write_text(json.dumps(plan))
-    extended.ParserCurveRun(_recipe(), tmp_path, device="cpu").check_folder()
     assert extended.open_run(tmp_path, device="cuda:0").device == "cuda:0"
 
 
@@ -307,10 +287,9 @@ def test_every_epoch_trains_on_the_runs_device(tmp_path, monkeypatch):
         run.train_epoch(1.0, [tree] * 4, [tree])
     assert seen["device"] == "cuda:0" and seen["precision"] == "auto"  # a new job
     # a job continues in the precision its curve was trained in, whatever auto means here
-    run.folder(1.0).mkdir(parents=True)
-    (run.folder(1.0) / extended.CURVE_NAME).write_text(
-        json.dumps({"precision": "bf16", "curve": [{"epoch": 1, "f1": 1.0}]})
-    )
+    point = {"epoch": 1, "f1": 1.0}
+    record = JobRecord(extended.KIND, "share_1", {"share": 1.0}, "bf16", None)
+    run.run.write_job(record.with_point(point))
     with pytest.raises(RuntimeError, match="stop here"):
         run.train_epoch(1.0, [tree] * 4, [tree])
     assert seen["precision"] == "bf16"
@@ -320,7 +299,7 @@ def test_the_test_score_refuses_a_file_that_is_not_a_test_record(tiny_run, tmp_p
     """A file that is not a test-results record (here the curves export) is refused as the
     results file, left unchanged, and nothing is written beside it."""
     curves = tmp_path / "curves.json"
-    extended.export(extended.open_run(tiny_run, 1, 6), [1.0, 0.5], curves)
+    extended.export(extended.open_run(tiny_run), [1.0, 0.5], curves)
     before = curves.read_text()
     with pytest.raises(ValueError, match="not a test-results record"):
         _score(tiny_run, curves, [])
@@ -334,12 +313,12 @@ def test_a_share_is_stopped_only_by_the_rule_it_stopped_under(tmp_path):
     since it was recorded is not stopped (so it is not scored on test)."""
     recipe = _recipe(epochs=6)
     run = extended.ParserCurveRun(recipe, tmp_path, min_epochs=50, max_epochs=300)
-    share = tmp_path / extended.share_name(1.0)
-    share.mkdir(parents=True)
 
     def curve(epochs):
-        points = [{"epoch": e + 1, "step": e, "f1": 90.0 - e} for e in range(epochs)]
-        (share / extended.CURVE_NAME).write_text(json.dumps({"curve": points}))
+        points = tuple({"epoch": e + 1, "step": e, "f1": 90.0 - e} for e in range(epochs))
+        job = {"share": 1.0}
+        record = JobRecord(extended.KIND, "share_1", job, "fp32", None, {}, points)
+        run.run.write_job(record)
 
     curve(5)
     extended.write_plan(run)

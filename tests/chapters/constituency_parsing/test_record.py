@@ -180,13 +180,32 @@ def test_closing_says_when_the_extended_run_is_not_scored_or_not_there():
 
 
 def test_read_committed_is_none_without_a_clone_or_a_file(tmp_path):
+    from annotated_transformer.training.long_run import JobRecord, RunExport, write_export
+
     assert record.read_committed(None, record.EXTENDED_CURVES) is None
     assert record.read_committed(tmp_path, record.EXTENDED_CURVES) is None
-    (tmp_path / "parser_extended_cpu").mkdir()
-    (tmp_path / record.EXTENDED_CURVES).write_text(json.dumps(extended_document()))
-    assert record.read_committed(tmp_path, record.EXTENDED_CURVES) == extended_document()
+    assert record.committed_extended(tmp_path) == (None, None)
+    view = extended_document()
+    jobs = tuple(
+        JobRecord.from_view({**j, "name": f"share_{j['share']:g}", "precision": "fp32",
+                             "device": None}, "parser", ["share"])
+        for j in view["jobs"]
+    )  # fmt: skip
+    identity = {"recipe": view["recipe"], "device_type": "cpu"}
+    rule = {"min_epochs": 1, "max_epochs": 9}
+    notes = {"patience": view["patience"], "stopped": view["stopped"]}
+    write_export(
+        tmp_path / record.EXTENDED_CURVES,
+        RunExport("parser", identity, rule, jobs, notes=notes),
+    )
     curves, test = record.committed_extended(tmp_path)
-    assert curves == extended_document() and test is None
+    assert test is None
+    assert {k: curves[k] for k in ("recipe", "patience", "stopped")} == {
+        k: view[k] for k in ("recipe", "patience", "stopped")
+    }
+    assert (curves["min_epochs"], curves["max_epochs"]) == (1, 9)
+    shown = ("share", "train_trees", "curve")
+    assert [{k: j[k] for k in shown} for j in curves["jobs"]] == view["jobs"]
 
 
 def test_extended_test_scores_are_read_only_for_the_committed_curves_recipe(tmp_path):

@@ -11,6 +11,7 @@ from filelock import FileLock
 from annotated_transformer.chapters.model_variations import extended
 from annotated_transformer.chapters.model_variations import rows as variations
 from annotated_transformer.profiles import get_profile
+from annotated_transformer.training.long_run import JobRecord, RunPlan
 
 Job = extended.Job
 
@@ -82,7 +83,7 @@ def test_epoch_by_epoch_equals_one_run_and_a_second_call_adds(data_dir, tmp_path
     second = extended.train_all(run, {job: 2}, data_dir=data_dir, show_progress=False)
     assert first == {"trained": 1, "skipped": 0, "left": 0}
     assert second == {"trained": 1, "skipped": 1, "left": 0}
-    curve = extended.read_curve(run.folder(job))
+    curve = run.run.curve(job.name)
     assert [p["epoch"] for p in curve] == [1, 2]
     assert [p["ppl"] for p in curve] == pytest.approx(
         [p["ppl"] for p in at_once.curve], rel=1e-6
@@ -109,10 +110,7 @@ def test_a_folder_of_other_settings_or_in_use_is_refused(tmp_path):
     (stranger / "notes.txt").write_text("mine")
     with pytest.raises(ValueError, match="not a Table 3 run"):
         extended.Table3Run(_tiny(), stranger).check_folder()
-    assert (
-        json.loads((tmp_path / extended.PLAN_NAME).read_text())["identity"]["profile"]
-        == "smoke"
-    )
+    assert run.run.plan().identity["profile"] == "smoke"
 
 
 def test_the_command_refuses_an_export_of_nothing_in_one_line(tmp_path, capsys):
@@ -152,19 +150,12 @@ def test_rows_mean_what_they_say_on_every_corpus():
 
 def _write_identity(folder, **changes):
     identity = extended.Table3Run(_tiny(), folder).identity() | changes
-    folder.mkdir(exist_ok=True)
-    (folder / extended.PLAN_NAME).write_text(json.dumps({"identity": identity}))
+    extended.long_run(folder).write_plan(RunPlan(extended.KIND, identity))
 
 
 def test_a_folder_continues_only_in_its_own_precision(tmp_path):
     run = extended.Table3Run(_tiny(), tmp_path / "a", "cpu")
     assert run.precision == "fp32" and run.identity()["precision"] == "fp32"
-    # A folder from before the identity named its precision was trained on a CPU, in fp32.
-    old = run.identity()
-    del old["precision"]
-    (tmp_path / "a").mkdir()
-    (tmp_path / "a" / extended.PLAN_NAME).write_text(json.dumps({"identity": old}))
-    run.check_folder()
     _write_identity(tmp_path / "b", precision="bf16")  # trained on a GPU
     on_cpu = extended.Table3Run(_tiny(), tmp_path / "b", "cpu")
     with pytest.raises(ValueError, match=r"precision differ: precision='bf16'.*--device"):
@@ -209,12 +200,19 @@ def test_the_command_names_a_device_the_machine_lacks_in_one_line(tmp_path, caps
     assert not (tmp_path / "r").exists()
 
 
-def _curve(folder, row, seed, epochs, corpus="full"):
-    path = folder / f"{corpus}-{row}-seed{seed}"
-    path.mkdir(parents=True, exist_ok=True)
-    curve = [{"epoch": e + 1, "ppl": 30.0 - e} for e in range(epochs)]
-    record = {"row": row, "seed": seed, "corpus": corpus, "curve": curve}
-    (path / extended.CURVE_NAME).write_text(json.dumps(record))
+def _curve(folder, row, seed, epochs, corpus="full", ppl=30.0, device="AMD EPYC"):
+    curve = tuple({"epoch": e + 1, "ppl": ppl - e} for e in range(epochs))
+    job = {"corpus": corpus, "row": row, "seed": seed}
+    name = Job(row, seed, corpus).name
+    record = JobRecord(extended.KIND, name, job, "fp32", device, {}, curve)
+    extended.long_run(folder).write_job(record)
+
+
+def _set_precision(folder, precision):
+    run = extended.long_run(folder)
+    plan = run.plan()
+    identity = {**plan.identity, "precision": precision}
+    run.write_plan(RunPlan(plan.kind, identity, plan.targets, plan.stops))
 
 
 def _export_only(out, to, *flags):
@@ -292,13 +290,8 @@ def test_an_export_names_where_the_jobs_trained_and_reads_a_gpu_folder_anywhere(
     not the exporting machine's CPU."""
     out = tmp_path / "run"
     extended.Table3Run(_tiny(), out).write_identity({"full": 1, "small": 1})
-    plan = json.loads((out / extended.PLAN_NAME).read_text())
-    plan["identity"]["precision"] = "bf16"
-    (out / extended.PLAN_NAME).write_text(json.dumps(plan))
-    _curve(out, "base", 1, 1)
-    record = json.loads((out / "full-base-seed1" / extended.CURVE_NAME).read_text())
-    record["device"] = "NVIDIA H100 80GB HBM3"
-    (out / "full-base-seed1" / extended.CURVE_NAME).write_text(json.dumps(record))
+    _set_precision(out, "bf16")
+    _curve(out, "base", 1, 1, device="NVIDIA H100 80GB HBM3")
     assert _export_only(out, tmp_path / "a.json") == 0
     assert (
         json.loads((tmp_path / "a.json").read_text())["machine"]
@@ -468,20 +461,13 @@ def _part(
         targets or {"full": epochs, **({"small": 4} if small else {})}
     )
     if precision:
-        plan = json.loads((out / extended.PLAN_NAME).read_text())
-        plan["identity"]["precision"] = precision
-        (out / extended.PLAN_NAME).write_text(json.dumps(plan))
+        _set_precision(out, precision)
+    # another machine's run of the same jobs (`ppl` other than 30): other numbers
     for row in rows:
         for seed in (1, 2):
-            _curve(out, row, seed, epochs)
+            _curve(out, row, seed, epochs, ppl=ppl)
     for row in small:
-        _curve(out, row, 1, 4, corpus="small")
-    if ppl != 30.0:  # another machine's run of the same jobs: other numbers
-        for path in out.glob(f"*/{extended.CURVE_NAME}"):
-            record = json.loads(path.read_text())
-            for point in record["curve"]:
-                point["ppl"] += ppl - 30.0
-            path.write_text(json.dumps(record))
+        _curve(out, row, 1, 4, corpus="small", ppl=ppl)
     assert _export_only(out, tmp_path / f"{name}.json") == 0
     return tmp_path / f"{name}.json"
 

@@ -80,8 +80,8 @@ def test_a_part_missing_a_field_the_merge_reads_names_part_field_and_fix(
     assert _merge(good, broken, to=to) != 0
     err = capsys.readouterr().err
     (line,) = [line for line in err.splitlines() if line.startswith("error:")]
-    assert f"{broken} is not a Table 3 extended run's export: {field} is missing" in line
-    assert "export it again (table3 --export-only --export" in line
+    assert f"{broken} is not a long run's export: {field} is missing" in line
+    assert "export it again from its run folder (table3 --export-only --export" in line
     assert not to.exists()
 
 

@@ -3,7 +3,6 @@ finding that states direction, size and interval, and an export that never loses
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
@@ -14,6 +13,7 @@ from annotated_transformer.chapters.model_variations import extended
 from annotated_transformer.chapters.model_variations import sentences as say
 from annotated_transformer.chapters.model_variations import statistics as f
 from annotated_transformer.chapters.model_variations import verdicts as report
+from annotated_transformer.training.long_run import CURVE_NAME, JobRecord, RunPlan
 
 
 def test_budgets_are_said_in_words():
@@ -178,17 +178,21 @@ def test_overfitting_note_reads_the_small_corpus_curve():
 
 
 def _job(folder, row, seed, ppls, corpus="full"):
-    path = folder / f"{corpus}-{row}-seed{seed}"
-    path.mkdir(parents=True)
-    curve = [{"epoch": i + 1, "ppl": p} for i, p in enumerate(ppls)]
-    record = {"row": row, "seed": seed, "corpus": corpus, "curve": curve}
-    (path / extended.CURVE_NAME).write_text(json.dumps(record))
+    curve = tuple({"epoch": i + 1, "ppl": p} for i, p in enumerate(ppls))
+    job = {"corpus": corpus, "row": row, "seed": seed}
+    name = extended.Job(row, seed, corpus).name
+    record = JobRecord(extended.KIND, name, job, "fp32", "AMD EPYC", {}, curve)
+    extended.long_run(folder).write_job(record)
+
+
+def _plan(folder):
+    identity = {"overfit_share": 20, "precision": "fp32"}
+    extended.long_run(folder).write_plan(RunPlan(extended.KIND, identity))
 
 
 def test_dropout_rows_reach_their_whole_target_at_the_last_budget(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
-    (run / extended.PLAN_NAME).write_text(json.dumps({"identity": {"overfit_share": 20}}))
+    _plan(run)
     _job(run, "base", 1, [30.0, 20.0, 15.0])
     _job(run, "base", 1, [900.0 - 10 * e for e in range(8)], corpus="small")
     out = tmp_path / "results" / report.EXTENDED_NAME
@@ -205,8 +209,7 @@ def test_dropout_rows_reach_their_whole_target_at_the_last_budget(tmp_path):
 
 def test_export_reads_budgets_and_never_replaces_a_longer_file(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
-    (run / extended.PLAN_NAME).write_text(json.dumps({"identity": {"overfit_share": 20}}))
+    _plan(run)
     for seed in (1, 2):
         _job(run, "base", seed, [30.0, 20.0 + seed])
         _job(run, "A1", seed, [31.0, 25.0 + seed])
@@ -224,10 +227,7 @@ def test_export_reads_budgets_and_never_replaces_a_longer_file(tmp_path):
     assert report.mean_curves(document, "small")["base"][-1] == pytest.approx(210.0)
     # A shorter run folder must not replace the file.
     short = tmp_path / "short"
-    short.mkdir()
-    (short / extended.PLAN_NAME).write_text(
-        json.dumps({"identity": {"overfit_share": 20}})
-    )
+    _plan(short)
     _job(short, "base", 1, [30.0])
     before = out.read_text()
     with pytest.raises(ValueError, match="holds what .* lacks"):
@@ -263,7 +263,7 @@ def test_an_export_into_the_run_folder_is_refused(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     _job(run, "base", 1, [30.0])
-    target = run / "full-base-seed1" / extended.CURVE_NAME
+    target = run / "full-base-seed1" / CURVE_NAME
     before = target.read_text()
     with pytest.raises(ValueError, match="inside the run folder"):
         report.export(run, target, {"full": 1, "small": 1})
