@@ -223,9 +223,7 @@ def closing_section(
         return None
     record_module = importlib.import_module(f"{package}.record")
     sentences = importlib.import_module(f"{package}.sentences")
-    found = results.read_result(
-        record_module.RESULTS_NAME, folder_name(profile), results_dir
-    )
+    found = record_module.read(folder_name(profile), results_dir)
     if found is None:
         return None
     return (

@@ -449,7 +449,6 @@ def test_the_committed_gpu_pages_show_their_run_s_values_and_end_on_its_findings
     shows the profile the run used, the note says the text is an earlier version of the chapter,
     and the page ends on what that run found, its closing section written from its own record."""
     from annotated_transformer.chapters.model import record, sentences
-    from annotated_transformer.evaluation import results
 
     if not (ROOT / "results" / "book_gpu" / "notebooks" / "02_model.ipynb").is_file():
         pytest.skip("no committed gpu run of chapter 02 in this clone")
@@ -464,7 +463,7 @@ def test_the_committed_gpu_pages_show_their_run_s_values_and_end_on_its_findings
     last = page.cells[-1]
     assert last.cell_type == "markdown"
     assert last.source.startswith(committed.CLOSING_HEADING + "\n")
-    found = results.read_result(record.RESULTS_NAME, "book_gpu", ROOT / "results")
+    found = record.read("book_gpu", ROOT / "results")
     assert last.source.endswith(sentences.closing(found))
     assert "wrote gpu/model.json" not in last.source
 

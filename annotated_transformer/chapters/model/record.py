@@ -19,21 +19,22 @@ What its "metrics" hold, built by `build` from what the chapter counted and chec
   base model against three;
 * `sizes`, `dataset`: what was checked ("none (counts)": no data).
 
-`write` writes it through `results.write_result` and `read` reads it back;
+`ModelRecord` holds them typed; `write` writes it and `read` reads it back (`ChapterRecord`);
 `sentences.closing` turns the record read back into the chapter's closing section.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from ...evaluation import results
+from ..chapter_record import ChapterRecord
+from .sizes import ModelSizes
 
 RESULTS_NAME = "model"
 DATASET = "none (counts)"
@@ -53,65 +54,81 @@ def median_shortfall(gaps: Mapping[str, float]) -> float | None:
     return float(statistics.median(positive)) if positive else None
 
 
-def ffn_share_at_4x(split: pd.DataFrame) -> dict:
-    """{"parameters": share, "flops_by_n": {n: share}} at d_ff = 4 d_model, from the chapter's
-    split table (columns d_ff_over_d_model, n, ffn_parameter_share, ffn_flop_share)."""
+@dataclasses.dataclass(frozen=True)
+class FfnShare:
+    """The feed-forward network's share of an encoder layer at d_ff = 4 d_model: of its
+    parameters, and of its FLOPs on a sentence of n tokens."""
+
+    parameters: float
+    flops_by_n: dict[int, float]
+
+
+def ffn_share_at_4x(split: pd.DataFrame) -> FfnShare:
+    """The share at d_ff = 4 d_model, from the chapter's split table (columns
+    d_ff_over_d_model, n, ffn_parameter_share, ffn_flop_share)."""
     at4 = split[split.d_ff_over_d_model == 4].set_index("n")
-    return {
-        "parameters": float(at4.ffn_parameter_share.iloc[0]),
-        "flops_by_n": {int(n): float(v) for n, v in at4.ffn_flop_share.items()},
-    }
+    return FfnShare(
+        parameters=float(at4.ffn_parameter_share.iloc[0]),
+        flops_by_n={int(n): float(v) for n, v in at4.ffn_flop_share.items()},
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRecord(ChapterRecord):
+    """Chapter 02's record: the fields the module's docstring lists."""
+
+    RESULTS_NAME = "model"
+    DEVICE = "cpu"  # the chapter counts on the CPU whatever the book's device
+
+    vocab_size: int
+    params_m: dict[str, float]
+    paper_params_m: dict[str, float]
+    gap_in_vocabulary_rows: dict[str, float]
+    median_gap_in_vocabulary_rows: float | None
+    ffn_share_at_4x: FfnShare
+    positional_shift_max_abs_error: float
+    tying_saves_m: float
+    dataset: str = DATASET
+    sizes: ModelSizes | None = None
 
 
 def build(
     *,
-    sizes: Any,
+    sizes: ModelSizes,
     vocab_size: int,
     counts: pd.DataFrame,
     split: pd.DataFrame,
     shift_errors: Sequence[Mapping[str, float]],
     tying_saves: int,
-) -> dict:
-    """The record's metrics from the chapter's computed objects: `counts` (one row per row of
-    Table 3: row, ours_m, paper_m, gap_in_vocabulary_rows), `split` (the feed-forward share
-    table), `shift_errors` (one {"k", "positions_checked", "max_abs_error"} per shift) and
-    the parameters the shared embedding matrix saves."""
+) -> ModelRecord:
+    """The record from the chapter's computed objects: `counts` (one row per row of Table 3:
+    row, ours_m, paper_m, gap_in_vocabulary_rows), `split` (the feed-forward share table),
+    `shift_errors` (one {"k", "positions_checked", "max_abs_error"} per shift) and the
+    parameters the shared embedding matrix saves."""
     row_gaps = gaps(counts)
-    return {
-        "vocab_size": vocab_size,
-        "params_m": {r.row: r.ours_m for r in counts.itertuples()},
-        "paper_params_m": {
+    return ModelRecord(
+        vocab_size=vocab_size,
+        params_m={r.row: r.ours_m for r in counts.itertuples()},
+        paper_params_m={
             r.row: r.paper_m for r in counts.dropna(subset=["paper_m"]).itertuples()
         },
-        "gap_in_vocabulary_rows": row_gaps,
-        "median_gap_in_vocabulary_rows": median_shortfall(row_gaps),
-        "ffn_share_at_4x": ffn_share_at_4x(split),
-        "positional_shift_max_abs_error": max(e["max_abs_error"] for e in shift_errors),
-        "tying_saves_m": tying_saves / 1e6,
-        "dataset": DATASET,
-        "sizes": sizes,
-    }
+        gap_in_vocabulary_rows=row_gaps,
+        median_gap_in_vocabulary_rows=median_shortfall(row_gaps),
+        ffn_share_at_4x=ffn_share_at_4x(split),
+        positional_shift_max_abs_error=max(e["max_abs_error"] for e in shift_errors),
+        tying_saves_m=tying_saves / 1e6,
+        sizes=sizes,
+    )
 
 
 def write(
-    metrics: dict,
+    record: ModelRecord,
     profile_name: str,
     wall_time_s: float,
     results_dir: str | os.PathLike | None = None,
 ) -> Path:
-    """`results/<profile_name>/model.json` (under `results_dir`, default the results root),
-    stamped with the CPU's provenance (the chapter counts on the CPU whatever the device);
-    the path written."""
-    return results.write_result(
-        RESULTS_NAME,
-        metrics,
-        profile=profile_name,
-        device="cpu",
-        wall_time_s=round(wall_time_s, 2),
-        root=results_dir,
-    )
+    """`results/<profile_name>/model.json`; the path written."""
+    return record.write(profile_name, wall_time_s, results_dir)
 
 
-def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dict | None:
-    """The record `write` wrote for `profile_name`, or None when the chapter has not run."""
-    return results.read_result(RESULTS_NAME, profile_name, results_dir)
+read = ModelRecord.read

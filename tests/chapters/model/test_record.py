@@ -1,14 +1,18 @@
-"""Chapter 02's record and closing: the record written from the chapter's objects reads back
-with the fields the introduction's summary reads, and each closing sentence names a row above
-or below the paper's count by the sign of that row's own gap."""
+"""Chapter 02's record, verdicts and closing: the record written from the chapter's objects reads
+back as it was built, each verdict holds the numbers it rests on (a row above or below the paper's
+count by the sign of its own gap), and the closing renders them as its golden text."""
 
-import copy
+import dataclasses
+from pathlib import Path
 
 import pandas as pd
 
 from annotated_transformer.book import summary
-from annotated_transformer.chapters.model import record, sentences
+from annotated_transformer.chapters.model import record, sentences, verdicts
 from annotated_transformer.chapters.model import sizes as model_sizes
+from tests.support.golden import assert_golden
+
+HERE = Path(__file__).parent
 
 SIZES = model_sizes.of("smoke")
 # ours and the paper's, in millions, at d_model 512 (base, C1) and 1024 (big)
@@ -49,22 +53,21 @@ def _built() -> dict:
 
 
 def test_the_record_reads_back_as_written(tmp_path):
-    path = record.write(_built(), "smoke", 1.234, results_dir=tmp_path)
+    built = _built()
+    path = record.write(built, "smoke", 1.234, results_dir=tmp_path)
     assert path == tmp_path / "smoke" / f"{record.RESULTS_NAME}.json"
-    back = record.read("smoke", tmp_path)
-    metrics = back["metrics"]
-    assert back["wall_time_s"] == 1.23 and back["provenance"]["device"] == "cpu"
     assert (
-        metrics["params_m"]["A1"] == 63.082496 and "A1" not in metrics["paper_params_m"]
-    )
-    assert metrics["gap_in_vocabulary_rows"]["big"] < 0
-    assert metrics["ffn_share_at_4x"] == {
+        record.read("smoke", tmp_path) == built
+    )  # int keys and tuples come back as such
+    from annotated_transformer.evaluation import results
+
+    stored = results.read_result(record.RESULTS_NAME, "smoke", tmp_path)
+    assert stored["wall_time_s"] == 1.23 and stored["provenance"]["device"] == "cpu"
+    assert stored["metrics"]["ffn_share_at_4x"] == {
         "parameters": 8 / 12,
         "flops_by_n": {"32": 0.66, "512": 0.57},
     }
-    assert metrics["positional_shift_max_abs_error"] == 6.7e-8
-    assert metrics["tying_saves_m"] == 37.888
-    assert metrics["sizes"] == {
+    assert stored["metrics"]["sizes"] == {
         "positions": SIZES.positions,
         "shifts": list(SIZES.shifts),
     }
@@ -72,9 +75,9 @@ def test_the_record_reads_back_as_written(tmp_path):
 
 
 def test_the_median_gap_is_over_the_rows_that_fall_short_only():
-    metrics = _built()
-    shortfalls = sorted(g for g in metrics["gap_in_vocabulary_rows"].values() if g > 0)
-    assert metrics["median_gap_in_vocabulary_rows"] == sum(shortfalls) / 2
+    built = _built()
+    shortfalls = sorted(g for g in built.gap_in_vocabulary_rows.values() if g > 0)
+    assert built.median_gap_in_vocabulary_rows == sum(shortfalls) / 2
     assert record.median_shortfall({"big": -5.0}) is None
 
 
@@ -82,60 +85,52 @@ def test_the_summary_reads_the_base_and_big_counts_from_this_record():
     claims = [c for c in summary.CLAIMS if c.chapter == "02_model"]
     assert {c.key for c in claims} == {"params_m.base", "params_m.big"}
     assert all(c.result == record.RESULTS_NAME for c in claims)
-    assert summary.DATASET_OF[record.RESULTS_NAME] == _built()["dataset"]
+    assert summary.DATASET_OF[record.RESULTS_NAME] == _built().dataset
 
 
-def _record(**changes) -> dict:
-    metrics = copy.deepcopy(_built())
-    metrics["sizes"] = {"positions": 256, "shifts": [1, 2, 5]}
-    metrics["ffn_share_at_4x"]["flops_by_n"] = {"32": 0.66, "512": 0.57}  # JSON's keys
-    metrics.update(changes)
-    return {"metrics": metrics}
-
-
-def test_closing_names_the_row_above_the_paper_by_its_gap():
-    text = sentences.closing(_record())
-    assert text.count("\n- ") == 4 and text.startswith("- ")
-    assert "the base model has 63.1M parameters (the paper: 65M)" in text
-    assert "the big model 214.2M (the paper: 213M)" in text
-    assert "fall short of the paper's in 2 of the 3 rows" in text
-    assert "The big model is 1,216 rows above the paper's 213M." in text
-
-
-def test_a_row_other_than_big_above_the_paper_is_the_one_named_and_big_is_not():
+# ------------------------------------------------------------------------------ verdicts, by value
+def test_the_gaps_verdict_counts_the_short_rows_and_names_the_one_above():
     gaps = {"base": 3745.1, "C1": -200.0, "big": 1000.0}
     paper = {"base": 65.0, "C1": 36.0, "big": 213.0}
-    text = sentences.describe_parameter_gaps(gaps, paper, 37_000)
-    assert "Row C1 is 200 rows above the paper's 36M." in text
-    assert "big model is" not in text and "in 2 of the 3 rows" in text
+    found = verdicts.parameter_gaps(gaps, paper, 37_000)
+    assert (found.rows, found.short, found.low, found.high) == (3, 2, 1000.0, 3745.1)
+    assert found.median == (1000.0 + 3745.1) / 2
+    assert found.suggested_vocab == 39_000 and found.above == (("C1", 200.0, 36.0),)
+    none_short = verdicts.parameter_gaps({"big": -10.0}, {"big": 213.0}, 37_000)
+    assert none_short.median is None and none_short.suggested_vocab is None
 
 
-def test_no_shortfall_suggests_no_vocabulary():
+def test_the_shift_verdict_holds_within_float32_rounding_only():
+    assert verdicts.shift_check(6.7e-8, [1, 2], 256).held
+    missed = verdicts.shift_check(3e-4, [1, 2, 5], 256)
+    assert not missed.held and missed.shifts == (1, 2, 5)
+
+
+def test_the_feed_forward_verdict_says_whether_its_share_falls_with_length():
+    falls = verdicts.ffn_share(record.FfnShare(0.67, {32: 0.66, 512: 0.57}))
+    assert falls.falls_with_length and (falls.shortest, falls.longest) == (32, 512)
+    holds = verdicts.ffn_share(record.FfnShare(0.67, {32: 0.5, 512: 0.6}))
+    assert not holds.falls_with_length and holds.at_longest == 0.6
+
+
+def test_tying_is_a_share_of_the_untied_model():
+    found = verdicts.tying(37.888, 63.082496, 37_000)
+    assert found.untied_m == 37.888 + 63.082496
+    assert found.share == 37.888 / (37.888 + 63.082496)
+
+
+# ------------------------------------------------------------------------------ the words
+def test_the_closing_renders_its_golden_text():
+    assert_golden(sentences.closing(_built()), HERE / "closing.golden.md")
+    missed = dataclasses.replace(_built(), positional_shift_max_abs_error=3e-4)
+    text = sentences.closing(missed)
+    assert "missed by up to 3.0e-04" in text and "fixed rotation" not in text
+
+
+def test_each_phrase_names_only_fields_its_verdict_gives():
+    """Every template renders: a phrase naming a field no verdict has fails here, not on a page."""
+    from annotated_transformer.chapters.model.phrases import say
+
     text = sentences.describe_parameter_gaps({"big": -10.0}, {"big": 213.0}, 37_000)
-    assert "suggested vocabulary" not in text and "median" not in text
     assert text.startswith("None of our counts falls short")
-
-
-def test_a_shift_error_beyond_float32_rounding_is_not_called_a_rotation():
-    text = sentences.closing(_record(positional_shift_max_abs_error=3e-4))
-    assert "missed by up to 3.0e-04 for k in 1, 2 and 5 over 256 positions" in text
-    assert "fixed rotation" not in text
-    held = sentences.describe_shifts(6.7e-8, [1, 2, 5], 256)
-    assert held.startswith("PE(pos + k) = M_k PE(pos) held") and "6.7e-08" in held
-
-
-def test_a_feed_forward_share_that_does_not_fall_with_n_is_not_said_to():
-    text = sentences.describe_ffn_share(
-        {"parameters": 0.67, "flops_by_n": {"32": 0.5, "512": 0.6}}
-    )
-    assert "(60% at 512 tokens, attention's n-squared term not lowering it)" in text
-    assert "where attention's n-squared term grows" not in text
-
-
-def test_tying_is_said_as_a_share_of_the_untied_model():
-    text = sentences.describe_tying(37.888, 63.082496, 37_000)
-    assert (
-        "saves 37.9M parameters: 101.0M with three separate matrices, 63.1M shared"
-        in text
-    )
-    assert "That is 38% of the untied model." in text
+    assert set(say.table) >= {"gaps.short", "gaps.none_short", "shifts.held"}
