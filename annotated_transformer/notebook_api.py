@@ -228,17 +228,10 @@ class AttentionChart:
     def save(self, path: str | os.PathLike, *, scale: float = 2.0) -> Path:
         """Write the chart to `path` as its suffix says: .html (self-contained), .svg or .png
         (at `scale` times the chart's size); returns the path."""
-        from .viz.display import EXPORT_FORMATS, export
+        from .viz.display import export, export_format
 
         path = Path(path)
-        fmt = path.suffix.lstrip(".").lower()
-        if fmt not in EXPORT_FORMATS:
-            raise ValueError(
-                f"{path}: unknown format {path.suffix or '(none)'!r}; end the name in "
-                f"{', '.join('.' + f for f in EXPORT_FORMATS)}"
-            )
-        if not path.parent.is_dir():
-            raise FileNotFoundError(f"{path}: the folder {path.parent} does not exist")
+        fmt = export_format(path)
         # Drawn in a scratch folder, then moved into place whole under the name given.
         with scratch_folder("at-chart-") as scratch:
             written = export(self.chart, Path(scratch) / "chart", [fmt], scale=scale)[fmt]

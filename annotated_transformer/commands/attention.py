@@ -20,7 +20,8 @@ from ..runtime.collisions import check_outputs
 from ..runtime.files import atomic_write_bytes, scratch_folder
 from ..runtime.ownership import check_output
 from ..training.checkpoint import model_from_checkpoint
-from ..viz import EXPORT_FORMATS, export
+from ..viz import export
+from ..viz.display import export_format
 from .arguments import positive_int
 
 
@@ -88,15 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def output_format(path: Path) -> str:
-    fmt = path.suffix.lstrip(".").lower()
-    if fmt not in EXPORT_FORMATS:
-        raise ValueError(
-            f"--out {path}: unknown format {path.suffix or '(none)'!r}; "
-            f"end the name in {', '.join('.' + f for f in EXPORT_FORMATS)}"
-        )
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"--out {path}: the folder {path.parent} does not exist")
-    return fmt
+    return export_format(path, f"--out {path}")
 
 
 def run(args: argparse.Namespace) -> int:

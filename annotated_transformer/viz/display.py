@@ -77,6 +77,21 @@ def show(chart: alt.TopLevelMixin) -> None:
             display(chart)
 
 
+def export_format(path: Path, named: str | None = None) -> str:
+    """The format a picture written to `path` takes from its suffix (one of EXPORT_FORMATS), its
+    folder checked to exist; anything else is one line naming `named` (default the path)."""
+    named = named or str(path)
+    fmt = path.suffix.lstrip(".").lower()
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(
+            f"{named}: unknown format {path.suffix or '(none)'!r}; "
+            f"end the name in {', '.join('.' + f for f in EXPORT_FORMATS)}"
+        )
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{named}: the folder {path.parent} does not exist")
+    return fmt
+
+
 def export(
     chart: alt.TopLevelMixin,
     path_stem: str | os.PathLike,

@@ -15,7 +15,7 @@ import pytest
 
 from annotated_transformer.cli import main
 from annotated_transformer.runtime import ownership
-from tests.commands.test_misuse import tiny_world
+from tests.commands.test_misuse import place_in, tiny_world
 from tests.commands.test_nothing_lost import one_line, train_argv
 
 
@@ -27,13 +27,7 @@ def world(tmp_path_factory):
 
 @pytest.fixture
 def place(world, tmp_path, monkeypatch):
-    monkeypatch.setenv("AT_CACHE_DIR", str(world["root"] / "cache"))
-    monkeypatch.setenv("AT_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.setenv("AT_OFFLINE", "1")
-    monkeypatch.delenv("AT_DATA_DIR", raising=False)
-    monkeypatch.chdir(tmp_path)
-    shutil.copytree(world["run"], tmp_path / "run")
-    return dict(tmp=tmp_path, run=tmp_path / "run", data=world["data"])
+    return place_in(world, tmp_path, monkeypatch)
 
 
 def tree(folder: Path) -> dict[str, bytes | None]:

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -102,6 +103,19 @@ def tiny_world(root: Path):
             tiny_run_profile(), run, data_dir=data, device="cpu", show_progress=False
         )
         yield dict(root=root, data=data, run=run, summary=summary, patch=patch)
+
+
+def place_in(world: dict, tmp_path: Path, monkeypatch, *runs: str) -> dict:
+    """For one test: the world's cache, a results root and the working folder of its own (downloads
+    off), and a copy of the world's run (and of each of `runs`) under `tmp_path`."""
+    monkeypatch.setenv("AT_CACHE_DIR", str(world["root"] / "cache"))
+    monkeypatch.setenv("AT_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("AT_OFFLINE", "1")
+    monkeypatch.delenv("AT_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for name in ("run", *runs):
+        shutil.copytree(world[name], tmp_path / name)
+    return dict(tmp=tmp_path, run=tmp_path / "run", data=world["data"])
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from annotated_transformer import pipeline
 from annotated_transformer.cli import main
 from annotated_transformer.runtime import files, ownership
 from annotated_transformer.training.checkpoint import list_snapshots
-from tests.commands.test_misuse import tiny_run_profile, tiny_world
+from tests.commands.test_misuse import place_in, tiny_run_profile, tiny_world
 from tests.commands.test_nothing_lost import train_argv
 
 
@@ -45,19 +45,12 @@ def world(tmp_path_factory):
 @pytest.fixture
 def place(world, tmp_path, monkeypatch):
     """A copy of the world's runs for one test, and a results root with the smoke book's record."""
-    monkeypatch.setenv("AT_CACHE_DIR", str(world["root"] / "cache"))
-    monkeypatch.setenv("AT_RESULTS_DIR", str(tmp_path / "results"))
-    monkeypatch.setenv("AT_OFFLINE", "1")
-    monkeypatch.delenv("AT_DATA_DIR", raising=False)
-    monkeypatch.chdir(tmp_path)
-    shutil.copytree(world["run"], tmp_path / "run")
+    placed = place_in(world, tmp_path, monkeypatch)
     shutil.copytree(world["other"], tmp_path / "other_seed")
     (tmp_path / "in.txt").write_text("a man runs in the park\n")
     return dict(
-        tmp=tmp_path,
-        run=tmp_path / "run",
+        placed,
         other=tmp_path / "other_seed",
-        data=world["data"],
         book_results=book_results(tmp_path / "results" / "smoke"),
     )
 
