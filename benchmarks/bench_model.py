@@ -1168,7 +1168,7 @@ def plan(args, device: torch.device) -> dict:
 
 
 def headline(m: dict) -> dict:
-    """The numbers the README cites, with the issue's targets."""
+    """The numbers the README cites, with the targets it holds them to."""
     out: dict = {}
     for size, r in m.get("training", {}).items():
         ratios = r["ratios"]
