@@ -4,7 +4,7 @@ that draws offline. The package's top re-exports them: `from annotated_transform
 
 Each call is a thin door onto the package's own machinery: `load` reads a checkpoint as every
 command does (`training.checkpoint`), `translate` decodes with `evaluation.scoring.translate` and
-the checkpoint's profile's beam, `attention` is `experiments.attention.figures.sentence_attention`
+the checkpoint's profile's beam, `attention` is `chapters.attention_visualizations.figures.sentence_attention`
 and the charts are `viz`'s. Pictures need the `charts` extra (altair, vl-convert-python,
 pandas); nothing here imports them until a picture is asked for.
 """

@@ -2,7 +2,7 @@
 
     OMP_NUM_THREADS=1 python scripts/parser_sweep.py runs/parser/c --epochs 10 --d-model 256
 
-Trains the parsing model (`experiments.parsing.curve.ParserRecipe`) on the Penn Treebank sample's
+Trains the parsing model (`chapters.constituency_parsing.curve.ParserRecipe`) on the Penn Treebank sample's
 training files (or the first `--train-share` of them) for whole epochs, keeping a snapshot every
 `--snapshot-epochs` epochs, scores every snapshot on the 273 development trees (greedy, constrained
 to valid trees), then the average of the last snapshots greedy and with the paper's search (beam

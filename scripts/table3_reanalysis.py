@@ -1,4 +1,4 @@
-"""Chapter 06's committed runs read again with each analysis of `experiments.table3.statistics`.
+"""Chapter 06's committed runs read again with each analysis of `chapters.model_variations.statistics`.
 
     python scripts/table3_reanalysis.py results/book_cpu/model_variations_3seeds.json \
         results/book_cpu/model_variations_seeds4.json --out results/book_cpu/table3_reanalysis.json

@@ -295,7 +295,7 @@ def test_every_package_module_runs_on_core_and_all():
 def test_the_walk_sees_a_deferred_and_a_relative_import():
     found = third_party_imports([PACKAGE / "book" / "chapters.py"])
     assert ("annotated_transformer/book/chapters.py", True) in found["jupytext"]
-    # commands/table3.py imports experiments/table3 inside a function, relatively
+    # commands/table3.py imports chapters/model_variations inside a function, relatively
     assert "statsmodels" in third_party_imports([PACKAGE / "commands" / "table3.py"])
 
 

@@ -1,7 +1,7 @@
 """`python -m annotated_transformer parser-curve`: the parser trained until dev F1 stops rising.
 
 One job per share of the training trees, an epoch a round, dev F1 after every epoch
-(`experiments.parsing.extended`); run it again to continue. Chapter 07 shows the committed curve.
+(`chapters.constituency_parsing.extended`); run it again to continue. Chapter 07 shows the committed curve.
 `--score-test` trains nothing: it scores each stopped job on the test trees once, at the snapshot
 and search chosen on dev (`parsing_extended.score_test`), for chapter 07 to show beside the curve.
 """

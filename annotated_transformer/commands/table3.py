@@ -1,7 +1,7 @@
 """`python -m annotated_transformer table3`: Table 3's rows past the book's budget, resumable.
 
 Trains every (row, seed) of the six findings under a profile's Table 3 settings, one epoch a round
-(`experiments.table3.extended`), and keeps each finished epoch in the run folder; run it again, with
+(`chapters.model_variations.extended`), and keeps each finished epoch in the run folder; run it again, with
 the same or more epochs and seeds, to continue. Ctrl-C saves where each job stands; `--minutes`
 starts no epoch after a time, for a machine held for a fixed time, and keeps whole epochs only.
 """

@@ -65,7 +65,7 @@ def _record(cls, values: dict):
 
 @dataclass(frozen=True)
 class Table3Scale:
-    """How chapter 06 trains the rows of Table 3 under a profile (`experiments.table3.rows`).
+    """How chapter 06 trains the rows of Table 3 under a profile (`chapters.model_variations.rows`).
 
     Attributes:
         rows: the Table 3 rows the chapter trains, in the table's order.

@@ -48,8 +48,8 @@ from .records import read_json, read_record
 # What marks a training run folder (training/run_folder.py, training/checkpoint.py).
 RUN_MARKERS = ("metrics.jsonl", "last.pt")
 SNAPSHOT_GLOB = "checkpoints/step_*.pt"
-TABLE3_MARKER = "table3_run.json"  # experiments/table3_extended.PLAN_NAME
-PARSER_MARKER = "parser_run.json"  # experiments/parsing_extended.PLAN_NAME
+TABLE3_MARKER = "table3_run.json"  # chapters/model_variations/extended.PLAN_NAME
+PARSER_MARKER = "parser_run.json"  # chapters/constituency_parsing/extended.PLAN_NAME
 BOOK_MARKER = "book_run.json"  # book/runner.RECORD + ".json"
 EXPORT_MARKER = "model.json"  # web/onnx_export.MODEL_FILE, an "onnx_model" record
 CLAIM_MARKER = ".made-by"  # a claimed folder: the command that claimed it, one line
