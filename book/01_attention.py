@@ -302,8 +302,8 @@ viz.show_table(saturation, largest_weight="{:.3f}", gradient_norm="{:.2e}")
 # %%
 by_d_k = record.saturation_by_d_k(saturation)
 widest = by_d_k[max(sizes.d_ks)]
-assert widest["largest_weight_unscaled"] > 0.9
-assert widest["gradient_norm_scaled"] / widest["gradient_norm_unscaled"] > 10
+assert widest.largest_weight_unscaled > 0.9
+assert widest.gradient_norm_scaled / widest.gradient_norm_unscaled > 10
 
 # %% [markdown]
 # Both measurements against the width, on a log scale of $d_k$:
@@ -891,7 +891,7 @@ written = record.write(
         head_costs=head_costs, projection_runs=projection_runs, path_runs=path_runs,
         explicit_weights_mb=weights_mb,
     ),
-    profile_name, device, time.perf_counter() - chapter_start,
+    profile_name, time.perf_counter() - chapter_start, device=device,
 )  # fmt: skip
 
 # %% [markdown]

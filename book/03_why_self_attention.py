@@ -68,7 +68,12 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from annotated_transformer import viz
 from annotated_transformer.book.parameters import chapter_profile
-from annotated_transformer.chapters.why_self_attention import figures, record, sentences
+from annotated_transformer.chapters.why_self_attention import (
+    figures,
+    record,
+    sentences,
+    verdicts,
+)
 from annotated_transformer.chapters.why_self_attention import sizes as chapter_sizes
 from annotated_transformer.chapters.why_self_attention import table1 as complexity
 from annotated_transformer.data.reading import load_parallel
@@ -346,7 +351,7 @@ assert abs(memory_slopes["convolutional"] - 1) < 0.05, memory_slopes
 # %%
 longest_two = by_n[by_n.kind == "self-attention"].sort_values("n").tail(2)
 attention_memory_last = complexity.loglog_slope(longest_two.n, longest_two.saved_bytes)
-slope_values = slopes.set_index("kind").to_dict("index")
+slope_values = record.slopes_by_kind(slopes)
 display(Markdown(sentences.describe_slopes(where, slope_values, attention_memory_last)))
 
 # %% [markdown]
@@ -794,7 +799,7 @@ below = (
     )
     .reset_index()
 )
-assert (below.share_below_d > sentences.MOST_SENTENCES).all()
+assert (below.share_below_d > verdicts.MOST_SENTENCES).all()
 viz.show_table(
     below.rename(columns={"share_below_d": f"share with n < {d_model}"}),
     **{f"share with n < {d_model}": "{:.2%}", "median": "{:.0f}"},
@@ -826,7 +831,7 @@ written = record.write(
         sentence_lengths=below, d_model=d_model,
         restricted=(r, restricted_slope, full_slope),
     ),
-    profile_name, device, time.perf_counter() - chapter_start,
+    profile_name, time.perf_counter() - chapter_start, device=device,
 )  # fmt: skip
 
 # %% [markdown]

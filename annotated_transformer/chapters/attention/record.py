@@ -20,21 +20,27 @@ What its "metrics" hold, built by `build` from what the chapter measured:
 * `explicit_weights_kept_mb`: the memory of the weights the explicit path keeps for one layer;
 * `sizes`, `dataset`: what was measured (random tensors).
 
-`write` writes it through `results.write_result` and `read` reads it back;
+Records written before the runs were kept lack `additive_attention`, the `*_runs_ms` fields and
+`explicit_weights_kept_mb`: they read back as None.
+
+`AttentionRecord` holds them typed, with `timed_on`, the device its file's provenance names (not
+one of its metrics); `write` writes it and `read` reads it back (`ChapterRecord`);
 `sentences.closing` turns the record read back into the chapter's closing section.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import torch
 
 from ...evaluation import results
+from ..chapter_record import ChapterRecord
+from .sizes import AttentionSizes
 
 RESULTS_NAME = "attention"
 DATASET = "random tensors"
@@ -74,11 +80,73 @@ def timing_table(runs: Mapping[str, Sequence[float]], label: str) -> pd.DataFram
     )
 
 
-def additive_rows(additive: pd.DataFrame) -> list[dict]:
+@dataclasses.dataclass(frozen=True)
+class Variance:
+    """The sample variance of q·k and of q·k/√d_k at one d_k."""
+
+    unscaled: float
+    scaled: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Saturation:
+    """At one d_k, the softmax's mean largest weight and the median gradient norm reaching the
+    scores, without and with the scale."""
+
+    largest_weight_unscaled: float
+    largest_weight_scaled: float
+    gradient_norm_unscaled: float
+    gradient_norm_scaled: float
+
+
+@dataclasses.dataclass(frozen=True)
+class GradientRatio:
+    """The scaled over the unscaled gradient norm at the widest d_k."""
+
+    d_k: int
+    scaled_over_unscaled: float
+
+
+@dataclasses.dataclass(frozen=True)
+class AdditiveRow:
+    """Additive against dot-product scores at one d_k: the median milliseconds of each, the mean
+    largest weight of each softmax, and every timed run (None in records that kept means)."""
+
+    d_k: int
+    additive_ms: float
+    dot_product_ms: float
+    largest_weight_additive: float
+    largest_weight_unscaled_dot_product: float
+    additive_runs_ms: tuple[float, ...] | None = None
+    dot_product_runs_ms: tuple[float, ...] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadCost:
+    """The cost of `heads` heads of width d_k at d_model = 512 and n = 64."""
+
+    heads: int
+    d_k: int
+    parameters: int
+    flops: int
+    score_entries: int
+
+
+def additive_rows(additive: pd.DataFrame) -> tuple[AdditiveRow, ...]:
     """The chapter's additive table (`ADDITIVE_COLUMNS`) as the record's `additive_attention`:
-    one dict per d_k, the medians beside every timed run."""
+    one row per d_k, the medians beside every timed run."""
     rows = additive[list(ADDITIVE_COLUMNS)].rename(columns=ADDITIVE_COLUMNS)
-    return rows.to_dict(orient="records")
+    return tuple(
+        AdditiveRow(
+            **{
+                **row,
+                "d_k": int(row["d_k"]),
+                "additive_runs_ms": tuple(row["additive_runs_ms"]),
+                "dot_product_runs_ms": tuple(row["dot_product_runs_ms"]),
+            }
+        )
+        for row in rows.to_dict(orient="records")
+    )
 
 
 def additive_table(additive: pd.DataFrame) -> pd.DataFrame:
@@ -107,27 +175,69 @@ def additive_table(additive: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def saturation_by_d_k(saturation: pd.DataFrame) -> dict:
-    """{d_k: {"largest_weight_unscaled", "largest_weight_scaled", "gradient_norm_unscaled",
-    "gradient_norm_scaled"}} from the chapter's long table (columns d_k, scores,
-    largest_weight, gradient_norm): the record's `softmax_saturation`, which the page's
-    sentence reads too."""
+def saturation_by_d_k(saturation: pd.DataFrame) -> dict[int, Saturation]:
+    """{d_k: Saturation} from the chapter's long table (columns d_k, scores, largest_weight,
+    gradient_norm): the record's `softmax_saturation`, which the page's sentence reads too."""
     wide = saturation.pivot(
         index="d_k", columns="scores", values=["largest_weight", "gradient_norm"]
     )
     return {
-        int(d): {
-            f"{quantity}_{scores}": wide.loc[d, (quantity, scores)]
-            for quantity in ("largest_weight", "gradient_norm")
-            for scores in ("unscaled", "scaled")
-        }
+        int(d): Saturation(
+            **{
+                f"{quantity}_{scores}": float(wide.loc[d, (quantity, scores)])
+                for quantity in ("largest_weight", "gradient_norm")
+                for scores in ("unscaled", "scaled")
+            }
+        )
         for d in wide.index
     }
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AttentionRecord(ChapterRecord):
+    """Chapter 01's record: the fields the module's docstring lists, and `timed_on`."""
+
+    RESULTS_NAME = "attention"
+
+    dot_product_variance: dict[int, Variance]
+    softmax_saturation: dict[int, Saturation]
+    gradient_ratio_at_widest_d_k: GradientRatio
+    additive_attention: tuple[AdditiveRow, ...] | None = None
+    multi_head_cost: tuple[HeadCost, ...]
+    projection_ms: dict[str, float]
+    projection_runs_ms: dict[str, tuple[float, ...]] | None = None
+    attention_path_ms: dict[str, float]
+    attention_path_runs_ms: dict[str, tuple[float, ...]] | None = None
+    explicit_weights_kept_mb: float | None = None
+    sizes: AttentionSizes | None = None
+    dataset: str = DATASET
+    # the device the timings ran on, as the file's provenance names it: not one of its metrics
+    timed_on: str = dataclasses.field(default="", compare=False)
+
+    def metrics(self) -> dict:
+        metrics = super().metrics()
+        del metrics["timed_on"]
+        return metrics
+
+    @classmethod
+    def read(
+        cls, profile_name: str, results_dir: str | os.PathLike | None = None
+    ) -> AttentionRecord | None:
+        """The record the chapter last wrote for `profile_name`, with the device its provenance
+        names, or None when it has not run."""
+        found = results.read_result(cls.RESULTS_NAME, profile_name, results_dir)
+        if found is None:
+            return None
+        provenance = found.get("provenance") or {}
+        timed_on = provenance.get("device_name") or provenance.get("device") or ""
+        return dataclasses.replace(
+            cls.from_metrics(found["metrics"]), timed_on=str(timed_on)
+        )
+
+
 def build(
     *,
-    sizes: Any,
+    sizes: AttentionSizes,
     variance: pd.DataFrame,
     saturation: pd.DataFrame,
     additive: pd.DataFrame,
@@ -135,58 +245,49 @@ def build(
     projection_runs: Mapping[str, Sequence[float]],
     path_runs: Mapping[str, Sequence[float]],
     explicit_weights_mb: float,
-) -> dict:
-    """The record's metrics from the chapter's computed objects: `variance` (d_k, unscaled,
-    scaled), `saturation` (d_k, scores, largest_weight, gradient_norm), `additive` (the
-    additive table, `ADDITIVE_COLUMNS`), `head_costs` (one row per number of heads), the
-    milliseconds of every timed run of the projections and the code paths, and the explicit
-    path's kept weights in MB."""
+) -> AttentionRecord:
+    """The record from the chapter's computed objects: `variance` (d_k, unscaled, scaled),
+    `saturation` (d_k, scores, largest_weight, gradient_norm), `additive` (the additive table,
+    `ADDITIVE_COLUMNS`), `head_costs` (one row per number of heads), the milliseconds of every
+    timed run of the projections and the code paths, and the explicit path's kept weights in
+    MB."""
     by_d_k = saturation_by_d_k(saturation)
     widest = max(by_d_k)
-    return {
-        "dot_product_variance": {
-            int(r.d_k): {"unscaled": r.unscaled, "scaled": r.scaled}
+    return AttentionRecord(
+        dot_product_variance={
+            int(r.d_k): Variance(float(r.unscaled), float(r.scaled))
             for r in variance.itertuples()
         },
-        "softmax_saturation": by_d_k,
-        "gradient_ratio_at_widest_d_k": {
-            "d_k": int(widest),
-            "scaled_over_unscaled": float(
-                by_d_k[widest]["gradient_norm_scaled"]
-                / by_d_k[widest]["gradient_norm_unscaled"]
-            ),
-        },
-        "additive_attention": additive_rows(additive),
-        "multi_head_cost": head_costs.to_dict(orient="records"),
-        "projection_ms": {name: median(t) for name, t in projection_runs.items()},
-        "projection_runs_ms": {name: list(t) for name, t in projection_runs.items()},
-        "attention_path_ms": {name: median(t) for name, t in path_runs.items()},
-        "attention_path_runs_ms": {name: list(t) for name, t in path_runs.items()},
-        "explicit_weights_kept_mb": explicit_weights_mb,
-        "sizes": sizes,
-        "dataset": DATASET,
-    }
-
-
-def write(
-    metrics: dict,
-    profile_name: str,
-    device: torch.device,
-    wall_time_s: float,
-    results_dir: str | os.PathLike | None = None,
-) -> Path:
-    """`results/<profile_name>/attention.json` (under `results_dir`, default the results
-    root), stamped with the device's provenance; the path written."""
-    return results.write_result(
-        RESULTS_NAME,
-        metrics,
-        profile=profile_name,
-        device=device,
-        wall_time_s=round(wall_time_s, 2),
-        root=results_dir,
+        softmax_saturation=by_d_k,
+        gradient_ratio_at_widest_d_k=GradientRatio(
+            widest,
+            by_d_k[widest].gradient_norm_scaled / by_d_k[widest].gradient_norm_unscaled,
+        ),
+        additive_attention=additive_rows(additive),
+        multi_head_cost=tuple(
+            HeadCost(**{k: int(v) for k, v in row.items()})
+            for row in head_costs.to_dict(orient="records")
+        ),
+        projection_ms={name: median(t) for name, t in projection_runs.items()},
+        projection_runs_ms={name: tuple(t) for name, t in projection_runs.items()},
+        attention_path_ms={name: median(t) for name, t in path_runs.items()},
+        attention_path_runs_ms={name: tuple(t) for name, t in path_runs.items()},
+        explicit_weights_kept_mb=explicit_weights_mb,
+        sizes=sizes,
     )
 
 
-def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dict | None:
-    """The record `write` wrote for `profile_name`, or None when the chapter has not run."""
-    return results.read_result(RESULTS_NAME, profile_name, results_dir)
+def write(
+    record: AttentionRecord,
+    profile_name: str,
+    wall_time_s: float,
+    results_dir: str | os.PathLike | None = None,
+    *,
+    device: torch.device,
+) -> Path:
+    """`results/<profile_name>/attention.json`, stamped with the provenance of the device the
+    chapter timed on; the path written."""
+    return record.write(profile_name, wall_time_s, results_dir, device=device)
+
+
+read = AttentionRecord.read

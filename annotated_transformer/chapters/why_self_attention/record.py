@@ -20,31 +20,115 @@ What its "metrics" hold, built by `build` from what the chapter measured:
 * `d_model`: the width the sentence lengths are held against (the base model's 512);
 * `restricted_attention`: the window r and the time exponents of restricted and full attention.
 
-`write` writes it through `results.write_result` and `read` reads it back; `sentences.closing`
-turns the record read back into the chapter's closing section.
+Records written before `d_model` was recorded read back with the base model's 512.
+
+`WhySelfAttentionRecord` holds them typed; `write` writes it and `read` reads it back
+(`ChapterRecord`); `sentences.closing` turns the record read back into the chapter's closing
+section.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import torch
 
-from ...evaluation import results
 from ...runtime.devices import device_name
+from ..chapter_record import ChapterRecord
 from . import table1
+from .sizes import WhySelfAttentionSizes
 
 RESULTS_NAME = "why_self_attention"
 DATASET = "random tensors; multi30k and wmt14 test lengths"
 
 
+@dataclasses.dataclass(frozen=True)
+class Slopes:
+    """One layer kind's fitted exponents of time and memory against n and d, and Table 1's."""
+
+    time_vs_n: float
+    time_vs_d: float
+    memory_vs_n: float
+    memory_vs_d: float
+    paper_n: float
+    paper_d: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Timings:
+    """Every measured point of the three sweeps."""
+
+    by_n: tuple[table1.Measurement, ...]
+    by_d: tuple[table1.Measurement, ...]
+    crossover: tuple[table1.Measurement, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class SentenceLengths:
+    """One test corpus and language: its sentences, their median and longest length in subwords,
+    and the share shorter than `d_model`."""
+
+    corpus: str
+    sentences: int
+    median: float
+    longest: int
+    share_below_d: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Restricted:
+    """Restricted self-attention's window r and the time exponents of it and of full
+    attention."""
+
+    r: int
+    time_slope: float
+    full_time_slope: float
+
+
+def slopes_by_kind(slopes: pd.DataFrame) -> dict[str, Slopes]:
+    """{kind: Slopes} from the chapter's table of exponents (one row per layer kind): the
+    record's `slopes`, which the page's sentence reads too."""
+    names = [f.name for f in dataclasses.fields(Slopes)]
+    return {
+        row["kind"]: Slopes(**{k: row[k] for k in names})
+        for row in slopes.to_dict(orient="records")
+    }
+
+
+def _measurements(table: pd.DataFrame) -> tuple[table1.Measurement, ...]:
+    return tuple(table1.Measurement(**row) for row in table.to_dict(orient="records"))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WhySelfAttentionRecord(ChapterRecord):
+    """Chapter 03's record: the fields the module's docstring lists."""
+
+    RESULTS_NAME = "why_self_attention"
+
+    device_name: str
+    threads: int | None
+    crossover_d: int
+    crossover_n: float | str
+    crossover_n_flops: float
+    lstm_crossover_n_flops_with_projections: int | None
+    slopes: dict[str, Slopes]
+    max_path_length: dict[str, dict[int, int]]
+    timings: Timings
+    sizes: WhySelfAttentionSizes
+    kernel_size: int
+    dataset: str = DATASET
+    sentence_lengths: tuple[SentenceLengths, ...]
+    d_model: int = 512
+    restricted_attention: Restricted
+
+
 def build(
     *,
     device: torch.device,
-    sizes: Any,
+    sizes: WhySelfAttentionSizes,
     kernel_size: int,
     slopes: pd.DataFrame,
     paths: pd.DataFrame,
@@ -56,78 +140,54 @@ def build(
     sentence_lengths: pd.DataFrame,
     d_model: int,
     restricted: tuple[int, float, float],
-) -> dict:
-    """The record's metrics from the chapter's computed objects: `slopes` (one row per layer
-    kind, as the chapter's table of exponents), `paths` (kind, n, max_path_length), the three
-    sweeps' measurements, the measured and LSTM crossovers, `sentence_lengths` (the table of
-    section 3.8, share column `share_below_d`) and `restricted` (r, its time exponent, full
-    attention's)."""
+) -> WhySelfAttentionRecord:
+    """The record from the chapter's computed objects: `slopes` (one row per layer kind, as the
+    chapter's table of exponents), `paths` (kind, n, max_path_length), the three sweeps'
+    measurements (`table1.Measurement`'s columns), the measured and LSTM crossovers,
+    `sentence_lengths` (the table of section 3.8, share column `share_below_d`) and
+    `restricted` (r, its time exponent, full attention's)."""
     cross = sizes.crossover
-    r, restricted_slope, full_slope = restricted
-    return {
-        "device_name": device_name(device),
-        "threads": torch.get_num_threads() if device.type == "cpu" else None,
-        "crossover_d": cross.d,
-        "crossover_n": measured_crossover
+    return WhySelfAttentionRecord(
+        device_name=device_name(device),
+        threads=torch.get_num_threads() if device.type == "cpu" else None,
+        crossover_d=cross.d,
+        crossover_n=measured_crossover
         if measured_crossover is not None
         else f"above {max(cross.ns):,}",
-        "crossover_n_flops": table1.flop_crossover_n(cross.d),
-        "lstm_crossover_n_flops_with_projections": lstm_crossover,
-        "slopes": {
-            row.kind: {
-                "time_vs_n": row.time_vs_n,
-                "time_vs_d": row.time_vs_d,
-                "memory_vs_n": row.memory_vs_n,
-                "memory_vs_d": row.memory_vs_d,
-                "paper_n": row.paper_n,
-                "paper_d": row.paper_d,
-            }
-            for row in slopes.itertuples()
-        },
-        "max_path_length": {
+        crossover_n_flops=table1.flop_crossover_n(cross.d),
+        lstm_crossover_n_flops_with_projections=lstm_crossover,
+        slopes=slopes_by_kind(slopes),
+        max_path_length={
             kind: {
                 int(row.n): int(row.max_path_length)
                 for row in paths[paths.kind == kind].itertuples()
             }
             for kind in table1.PATH_KINDS
         },
-        "timings": {
-            "by_n": by_n.to_dict(orient="records"),
-            "by_d": by_d.to_dict(orient="records"),
-            "crossover": crossover_times.to_dict(orient="records"),
-        },
-        "sizes": sizes,
-        "kernel_size": kernel_size,
-        "dataset": DATASET,
-        "sentence_lengths": sentence_lengths.to_dict(orient="records"),
-        "d_model": d_model,
-        "restricted_attention": {
-            "r": r,
-            "time_slope": restricted_slope,
-            "full_time_slope": full_slope,
-        },
-    }
-
-
-def write(
-    metrics: dict,
-    profile_name: str,
-    device: torch.device,
-    wall_time_s: float,
-    results_dir: str | os.PathLike | None = None,
-) -> Path:
-    """`results/<profile_name>/why_self_attention.json` (under `results_dir`, default the
-    results root), stamped with the device's provenance; the path written."""
-    return results.write_result(
-        RESULTS_NAME,
-        metrics,
-        profile=profile_name,
-        device=device,
-        wall_time_s=round(wall_time_s, 2),
-        root=results_dir,
+        timings=Timings(
+            _measurements(by_n), _measurements(by_d), _measurements(crossover_times)
+        ),
+        sizes=sizes,
+        kernel_size=kernel_size,
+        sentence_lengths=tuple(
+            SentenceLengths(**row) for row in sentence_lengths.to_dict(orient="records")
+        ),
+        d_model=d_model,
+        restricted_attention=Restricted(*restricted),
     )
 
 
-def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dict | None:
-    """The record `write` wrote for `profile_name`, or None when the chapter has not run."""
-    return results.read_result(RESULTS_NAME, profile_name, results_dir)
+def write(
+    record: WhySelfAttentionRecord,
+    profile_name: str,
+    wall_time_s: float,
+    results_dir: str | os.PathLike | None = None,
+    *,
+    device: torch.device,
+) -> Path:
+    """`results/<profile_name>/why_self_attention.json`, stamped with the provenance of the
+    device the chapter timed on; the path written."""
+    return record.write(profile_name, wall_time_s, results_dir, device=device)
+
+
+read = WhySelfAttentionRecord.read

@@ -1,103 +1,58 @@
-"""Chapter 03's sentences: Table 1's claims as one run measured them, in words.
+"""Chapter 03's sentences: its verdicts (`verdicts`) said with its phrase table (`phrases`).
 
-Each function reads plain numbers (the chapter passes what it just computed; `closing` passes
-the results record read back), so the page's sentences and its closing section say the same
-thing. A verdict is said only when the numbers hold it: a time exponent is reported beside
-Table 1's, and an ordering ("grows faster with the length") is claimed only when the measured
-exponents are in that order.
+Each function reads plain values (the chapter passes what it just computed, in the record's
+types; `closing` passes the results record read back), so the page's sentences and its closing
+section say the same thing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-# The share of test sentences shorter than d_model that the chapter requires of every corpus.
-MOST_SENTENCES = 0.99
-LAYER_NAMES = {
-    "self-attention": "self-attention",
-    "recurrent": "the recurrent layer",
-    "convolutional": "the convolution",
-}
+from ..wording import listed
+from . import verdicts
+from .phrases import say
+from .record import SentenceLengths, Slopes, WhySelfAttentionRecord
 
 
-def _slope(slopes: Mapping, kind: str, column: str) -> str:
-    return f"{slopes[kind][column]:.2f}"
+def _share(x: float) -> str:
+    """A share as a percentage to two decimals, whole ones without them: "95%", "99.37%"."""
+    return f"{100 * x:.2f}%".replace(".00%", "%")
+
+
+def _layers(kinds: Sequence[str]) -> str:
+    return listed([say(f"layer.{k}") if f"layer.{k}" in say.table else k for k in kinds])
 
 
 def describe_slopes(
-    where: str, slopes: Mapping[str, Mapping[str, float]], attention_memory_last=None
+    where: str, slopes: Mapping[str, Slopes], attention_memory_last: float | None = None
 ) -> str:
     """The fitted exponents of time against n and d beside Table 1's, and of self-attention's
-    memory against n (`attention_memory_last`: between the two longest lengths, when given).
-    `slopes`: {kind: {"time_vs_n", "time_vs_d", "memory_vs_n", ...}}, as the record holds them."""
-    s = slopes
-    text = (
-        f"Measured on {where}, the fitted exponents of time against n are "
-        f"{_slope(s, 'self-attention', 'time_vs_n')} for self-attention (Table 1: 2), "
-        f"{_slope(s, 'recurrent', 'time_vs_n')} for the recurrent layer (1) and "
-        f"{_slope(s, 'convolutional', 'time_vs_n')} for the convolution (1); against d "
-        f"they are {_slope(s, 'self-attention', 'time_vs_d')} (1), "
-        f"{_slope(s, 'recurrent', 'time_vs_d')} (2) and "
-        f"{_slope(s, 'convolutional', 'time_vs_d')} (2). The memory that self-attention "
-        "keeps for its backward pass grows with exponent "
-        f"{_slope(s, 'self-attention', 'memory_vs_n')} over the larger half of the lengths"
-    )
-    if attention_memory_last is None:
-        return text + "."
-    return text + f" and {attention_memory_last:.2f} between the two longest."
+    memory against n (`attention_memory_last`: between the two longest lengths, when given)."""
+    found = verdicts.exponents(where, slopes, attention_memory_last)
+    return say("exponents" if attention_memory_last is None else "exponents.last", found)
 
 
-def _others(kinds: Sequence[str]) -> str:
-    names = [LAYER_NAMES.get(k, k) for k in kinds]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-def slope_verdict(slopes: Mapping[str, Mapping[str, float]]) -> str:
-    """Whether the measured exponents are ordered as Table 1's: self-attention's time growing
-    faster with n than the other layers', theirs faster with d than self-attention's."""
-    others = [k for k in slopes if k != "self-attention"]
-    attention = slopes["self-attention"]
-    slower_in_n = [k for k in others if slopes[k]["time_vs_n"] >= attention["time_vs_n"]]
-    faster_in_d = [k for k in others if slopes[k]["time_vs_d"] <= attention["time_vs_d"]]
-    if not slower_in_n and not faster_in_d:
-        return (
-            "As Table 1 says, self-attention's time grows faster with the length than the "
-            "other layers', and theirs faster with the width."
-        )
+def describe_slope_order(slopes: Mapping[str, Slopes]) -> str:
+    """Whether the measured exponents are ordered as Table 1's."""
+    found = verdicts.slope_order(slopes)
+    if found.holds:
+        return say("order.holds")
     parts = []
-    if slower_in_n:
-        parts.append(
-            f"self-attention's time growing faster with the length than that of "
-            f"{_others(slower_in_n)}"
-        )
-    if faster_in_d:
-        parts.append(
-            f"the time of {_others(faster_in_d)} growing faster with the width than "
-            "self-attention's"
-        )
-    return f"This run does not show {' or '.join(parts)}, as Table 1 has it."
+    if found.slower_in_n:
+        parts.append(say("order.n", layers=_layers(found.slower_in_n)))
+    if found.faster_in_d:
+        parts.append(say("order.d", layers=_layers(found.faster_in_d)))
+    return say("order.missed", parts=" or ".join(parts))
 
 
 def describe_crossover(
-    where: str, batch: int, d: int, crossover_n, ns: Sequence[int]
+    where: str, batch: int, d: int, crossover_n: float | str | None, ns: Sequence[int]
 ) -> str:
     """Where self-attention's mixing step stops being faster than a recurrent layer's, measured
-    at the lengths `ns`, against n = d in FLOPs. `crossover_n`: the length `table1.crossover`
-    found, or None (or the record's "above N") when attention stays faster up to the longest;
-    a crossover at the shortest length means attention was never the faster."""
-    if crossover_n is None or isinstance(crossover_n, str):
-        measured = (
-            "self-attention's mixing step is the faster at every length measured, up to "
-            f"{max(ns):,}"
-        )
-    elif crossover_n <= min(ns):
-        measured = (
-            "self-attention's mixing step is the slower already at the shortest length "
-            f"measured, {min(ns):,}"
-        )
-    else:
-        measured = f"the mixing steps take the same time at n = {crossover_n:,.0f}"
-    return f"On {where}, with batch {batch}, {measured}, against $n = d = {d}$ in FLOPs."
+    at the lengths `ns`, against n = d in FLOPs (`verdicts.crossover`)."""
+    found = verdicts.crossover(where, batch, d, crossover_n, ns)
+    return say("crossover", found, measured=say(f"crossover.{found.found}", found))
 
 
 def describe_lstm(
@@ -105,78 +60,62 @@ def describe_lstm(
 ) -> str:
     """Up to which length a full attention sub-layer (projections included) costs fewer FLOPs
     than an LSTM; `lstm_per_position`, when given, is the LSTM's FLOPs per position."""
-    cost = (
-        f"An LSTM costs ${lstm_per_position / d**2:.0f} d^2$ FLOPs per position, and the "
-        if lstm_per_position is not None
-        else "The "
-    )
-    twice = f" ($2d$ at $d = {d}$)" if lstm_crossover == 2 * d else ""
-    return (
-        f"{cost}full attention sub-layer, projections included, is cheaper in FLOPs than "
-        f"an LSTM for every n below {lstm_crossover:,}{twice}."
+    found = verdicts.lstm(lstm_crossover, d, lstm_per_position)
+    twice = f" {say('lstm.twice', found)}" if found.twice else ""
+    return say(
+        "lstm" if found.per_position_d2 is None else "lstm.cost", found, twice=twice
     )
 
 
-def _share(x: float) -> str:
-    return f"{100 * x:.2f}%".replace(".00%", "%")
-
-
-def describe_sentence_lengths(rows: Sequence[Mapping], d_model: int) -> str:
-    """Whether real sentences satisfy n < d: per corpus and language (`rows`: corpus,
-    sentences, median, longest, share_below_d), against `MOST_SENTENCES`."""
-    short = [r for r in rows if r["share_below_d"] > MOST_SENTENCES]
-    long = [r for r in rows if r["share_below_d"] <= MOST_SENTENCES]
-    longest = max(rows, key=lambda r: r["longest"])
-    if not long:
-        least = min(r["share_below_d"] for r in rows)
-        how_many = "every sentence is" if least == 1 else f"{_share(least)} or more are"
-        return (
-            f"Real sentences satisfy n < d: in each of the {len(rows)} test sets "
-            f"{how_many} shorter than $d_\\text{{model}} = {d_model}$ subwords (the "
-            f"longest, in {longest['corpus']}, has {longest['longest']:,})."
+def describe_sentence_lengths(rows: Sequence[SentenceLengths], d_model: int) -> str:
+    """Whether real sentences satisfy n < d, per corpus and language, against
+    `verdicts.MOST_SENTENCES`."""
+    found = verdicts.sentence_lengths(rows, d_model)
+    if found.every_set:
+        how_many = (
+            say("lengths.every_sentence")
+            if found.least == 1
+            else say("lengths.or_more", least=_share(found.least))
         )
-    failing = "; ".join(f"{r['corpus']}: {_share(r['share_below_d'])}" for r in long)
-    text = (
-        f"Not every test set satisfies n < d: in {len(long)} of {len(rows)}, no more than "
-        f"{_share(MOST_SENTENCES)} of the sentences are shorter than "
-        f"$d_\\text{{model}} = {d_model}$ subwords ({failing})"
+        return say("lengths.every_set", found, how_many=how_many)
+    failing = "; ".join(
+        say("lengths.failing", corpus=corpus, share=_share(share))
+        for corpus, share in found.long
     )
-    if short:
-        text += f"; in {_others([r['corpus'] for r in short])} more are"
-    return text + "."
+    return say(
+        "lengths.not_every_set_others" if found.short else "lengths.not_every_set",
+        found,
+        failing_sets=len(found.long),
+        most=_share(found.most),
+        failing=failing,
+        others=listed(found.short),
+    )
 
 
-def describe_paths(max_path_length: Mapping[str, Mapping], kernel_size: int) -> str:
+def describe_paths(
+    max_path_length: Mapping[str, Mapping[int, int]], kernel_size: int
+) -> str:
     """The maximum path lengths at the longest n computed, kind by kind (`max_path_length`:
-    {kind: {n: length}}, n as a number or, read back from JSON, as text)."""
-    kinds = list(max_path_length)
-    lengths = {k: {int(n): v for n, v in max_path_length[k].items()} for k in kinds}
-    n = max(max(v) for v in lengths.values())
-    listed = ", ".join(f"{lengths[k][n]:,} for {k}" for k in kinds if n in lengths[k])
-    return (
-        f"Counted on the graphs of positions at n = {n:,} (k = r = {kernel_size}), the "
-        f"maximum path length is {listed}."
-    )
+    {kind: {n: length}})."""
+    found = verdicts.path_lengths(max_path_length, kernel_size)
+    lengths = ", ".join(say("paths.kind", kind=k, length=v) for k, v in found.lengths)
+    return say("paths", found, lengths=lengths)
 
 
-def closing(record: Mapping) -> str:
-    """The chapter's closing section, "What this run shows", from its results record as
-    `record.read` returns it: the time exponents beside Table 1's and whether they are in its
-    order, the path lengths, the crossover length, and whether real sentences satisfy n < d."""
-    m = record["metrics"]
-    crossover = m["sizes"]["crossover"]
+def closing(record: WhySelfAttentionRecord) -> str:
+    """The chapter's closing section, "What this run shows", from its record as `record.read`
+    returns it: the time exponents beside Table 1's and whether they are in its order, the path
+    lengths, the crossover length, and whether real sentences satisfy n < d."""
+    r = record
+    crossover = r.sizes.crossover
     lines = [
-        describe_slopes(m["device_name"], m["slopes"]),
-        slope_verdict(m["slopes"]),
-        describe_paths(m["max_path_length"], m["kernel_size"]),
+        describe_slopes(r.device_name, r.slopes),
+        describe_slope_order(r.slopes),
+        describe_paths(r.max_path_length, r.kernel_size),
         describe_crossover(
-            m["device_name"],
-            crossover["batch"],
-            m["crossover_d"],
-            m["crossover_n"],
-            crossover["ns"],
+            r.device_name, crossover.batch, r.crossover_d, r.crossover_n, crossover.ns
         ),
-        describe_lstm(m["lstm_crossover_n_flops_with_projections"], m["crossover_d"]),
-        describe_sentence_lengths(m["sentence_lengths"], m.get("d_model", 512)),
+        describe_lstm(r.lstm_crossover_n_flops_with_projections, r.crossover_d),
+        describe_sentence_lengths(r.sentence_lengths, r.d_model),
     ]
     return "\n".join(f"- {line}" for line in lines)

@@ -1,19 +1,28 @@
-"""Chapter 03's record and closing: the record written from the chapter's objects reads back
-whole, and each closing sentence says only what the numbers it reads hold."""
+"""Chapter 03's record, verdicts and closing: the record written from the chapter's objects reads
+back as it was built; each verdict holds the numbers it rests on (Table 1's order is claimed only
+when the measured exponents are in it); and the closing renders them as its golden text."""
 
-import copy
+import dataclasses
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
 from annotated_transformer.book import summary
-from annotated_transformer.chapters.why_self_attention import record, sentences, table1
+from annotated_transformer.chapters.why_self_attention import (
+    record,
+    sentences,
+    table1,
+    verdicts,
+)
 from annotated_transformer.chapters.why_self_attention import (
     sizes as why_self_attention_sizes,
 )
 from annotated_transformer.evaluation import results
+from tests.support.golden import assert_golden
 
+HERE = Path(__file__).parent
 SLOPES = {
     "self-attention": {"time_vs_n": 1.95, "time_vs_d": 1.05, "memory_vs_n": 1.6},
     "recurrent": {"time_vs_n": 1.02, "time_vs_d": 1.8, "memory_vs_n": 1.0},
@@ -25,15 +34,13 @@ LENGTHS = [
     {"corpus": "wmt14 newstest2014 (de)", "sentences": 3003, "median": 38.0, "longest": 158,
      "share_below_d": 1.0},
 ]  # fmt: skip
-
-
 SIZES = why_self_attention_sizes.of("smoke")
 
 
-def _built(crossover=24.0) -> dict:
+def _built(crossover=1400.0) -> record.WhySelfAttentionRecord:
     slopes = pd.DataFrame(
         [
-            dict(kind=k, paper_n=1, paper_d=2, memory_vs_d=1.0, **v)
+            dict(kind=k, paper="O(n)", paper_n=1, paper_d=2, memory_vs_d=1.0, **v)
             for k, v in SLOPES.items()
         ]
     )
@@ -44,38 +51,49 @@ def _built(crossover=24.0) -> dict:
             for n in (4, 8)
         ]
     )
-    times = pd.DataFrame([{"kind": "recurrent", "n": 16, "seconds": 0.1}])
+    times = pd.DataFrame(
+        [table1.Measurement("recurrent", 16, 64, 2, 0, 4096, 0.1, 2048).to_dict()]
+    )
     return record.build(
         device=torch.device("cpu"), sizes=SIZES, kernel_size=3, slopes=slopes,
         paths=paths, by_n=times, by_d=times, crossover_times=times,
-        measured_crossover=crossover, lstm_crossover=16,
+        measured_crossover=crossover, lstm_crossover=1024,
         sentence_lengths=pd.DataFrame(LENGTHS), d_model=512, restricted=(8, 1.0, 2.0),
     )  # fmt: skip
 
 
 def test_the_record_reads_back_as_written(tmp_path):
-    metrics = _built()
+    built = _built()
     path = record.write(
-        metrics, "smoke", torch.device("cpu"), 1.234, results_dir=tmp_path
+        built, "smoke", 1.234, results_dir=tmp_path, device=torch.device("cpu")
     )
     assert path == tmp_path / "smoke" / f"{record.RESULTS_NAME}.json"
     back = record.read("smoke", tmp_path)
-    assert back["wall_time_s"] == 1.23
-    assert back["metrics"]["slopes"]["recurrent"]["time_vs_d"] == 1.8
-    assert back["metrics"]["max_path_length"]["recurrent"] == {"4": 4, "8": 8}
-    assert back["metrics"]["crossover_n_flops"] == float(SIZES.crossover.d)
-    assert back["metrics"]["sizes"]["crossover"]["ns"] == list(SIZES.crossover.ns)
+    assert back == built  # int keys, nested records and tuples come back as such
+    assert back.max_path_length["recurrent"] == {4: 4, 8: 8}
+    assert back.crossover_n_flops == float(SIZES.crossover.d)
+    stored = results.read_result(record.RESULTS_NAME, "smoke", tmp_path)
+    assert stored["wall_time_s"] == 1.23
+    assert stored["metrics"]["slopes"]["recurrent"]["time_vs_d"] == 1.8
+    assert stored["metrics"]["timings"]["by_n"][0]["saved_bytes"] == 2048
+    assert stored["metrics"]["sizes"]["crossover"]["ns"] == list(SIZES.crossover.ns)
     assert record.read("cpu", tmp_path) is None
+
+
+def test_a_record_from_before_d_model_was_kept_reads_the_base_model_s():
+    metrics = _built().metrics()
+    del metrics["d_model"]
+    assert record.WhySelfAttentionRecord.from_metrics(metrics).d_model == 512
 
 
 def test_the_summary_reads_the_crossover_from_this_record():
     claim = next(c for c in summary.CLAIMS if c.chapter == "03_why_self_attention")
-    assert claim.result == record.RESULTS_NAME and claim.key in _built()
+    assert claim.result == record.RESULTS_NAME and claim.key in _built().metrics()
 
 
 def test_a_crossover_beyond_the_longest_length_is_written_as_text():
     longest = max(SIZES.crossover.ns)
-    assert _built(crossover=None)["crossover_n"] == f"above {longest:,}"
+    assert _built(crossover=None).crossover_n == f"above {longest:,}"
 
 
 def test_the_summary_writes_a_measured_crossover_with_thousands_separators():
@@ -83,76 +101,83 @@ def test_the_summary_writes_a_measured_crossover_with_thousands_separators():
     assert claim.fmt.format(1467) == "1,467"  # it read "1467" beside "above 16384"
 
 
-def _record(**changes) -> dict:
-    metrics = copy.deepcopy(
-        {
-            "device_name": "a test CPU",
-            "slopes": SLOPES,
-            "max_path_length": {"self-attention": {"4": 1}, "recurrent": {"4": 4}},
-            "kernel_size": 3,
-            "crossover_d": 512,
-            "crossover_n": 1400.0,
-            "lstm_crossover_n_flops_with_projections": 1024,
-            "sizes": {"crossover": {"ns": [128, 256, 2048], "batch": 1}},
-            "sentence_lengths": LENGTHS,
-            "d_model": 512,
-        }
-    )
-    metrics.update(changes)
-    return {"metrics": metrics}
+# ------------------------------------------------------------------------------ verdicts, by value
+def _slopes(**time_vs_n) -> dict[str, record.Slopes]:
+    slopes = _built().slopes
+    return {
+        k: dataclasses.replace(s, time_vs_n=time_vs_n.get(k.split("-")[0], s.time_vs_n))
+        for k, s in slopes.items()
+    }
 
 
-def test_closing_names_table_1_s_order_when_the_exponents_hold_it():
-    text = sentences.closing(_record())
-    assert text.count("\n- ") == 5
-    assert "As Table 1 says" in text and "1.95 for self-attention (Table 1: 2)" in text
-    assert "the mixing steps take the same time at n = 1,400" in text
-    assert "Real sentences satisfy n < d" in text and "has 158" in text
-
-
-def test_closing_does_not_claim_table_1_s_order_for_exponents_out_of_it():
-    slopes = copy.deepcopy(SLOPES)
-    slopes["self-attention"]["time_vs_n"] = 1.0  # below the recurrent layer's 1.02
-    text = sentences.closing(_record(slopes=slopes))
-    assert "As Table 1 says" not in text
-    assert "does not show self-attention's time growing faster with the length" in text
-    assert "the recurrent layer" in text.split("does not show")[1].split(".")[0]
-    assert "the convolution" not in text.split("does not show")[1].split(".")[0]
-
-
-def test_a_test_set_with_too_many_long_sentences_is_named_and_not_called_short():
-    lengths = copy.deepcopy(LENGTHS)
-    lengths[1]["share_below_d"] = 0.95  # the corpus with the longest sentence fails
-    text = sentences.describe_sentence_lengths(lengths, 512)
-    assert "Real sentences satisfy" not in text
-    assert "Not every test set satisfies n < d: in 1 of 2" in text
-    assert "wmt14 newstest2014 (de): 95%" in text
-    assert "in multi30k test (en) more are" in text
+def test_table_1_s_order_holds_only_when_the_exponents_are_in_it():
+    assert verdicts.slope_order(_slopes()).holds
+    found = verdicts.slope_order(_slopes(self=1.0))  # below the recurrent layer's 1.02
+    assert found.slower_in_n == ("recurrent",) and found.faster_in_d == ()
+    assert not found.holds
 
 
 @pytest.mark.parametrize(
-    "crossover, says",
-    [
-        (None, "faster at every length measured, up to 2,048"),
-        ("above 2048", "faster at every length measured, up to 2,048"),
-        (128.0, "slower already at the shortest length measured, 128"),
-        (700.0, "take the same time at n = 700"),
-    ],
-)
-def test_the_crossover_sentence_follows_where_the_times_crossed(crossover, says):
-    text = sentences.describe_crossover("a CPU", 1, 512, crossover, (128, 256, 2048))
-    assert says in text and "$n = d = 512$" in text
+    "crossover, found, at",
+    [(None, "never", None), ("above 2048", "never", None), (128.0, "already", 128.0),
+     (100.0, "already", 100.0), (700.0, "at", 700.0)],
+)  # fmt: skip
+def test_the_crossover_verdict_follows_where_the_times_crossed(crossover, found, at):
+    verdict = verdicts.crossover("a CPU", 1, 512, crossover, (128, 256, 2048))
+    assert (verdict.found, verdict.crossover_n) == (found, at)
+    assert (verdict.shortest, verdict.longest) == (128, 2048)
 
 
-def test_the_lstm_sentence_says_2d_only_when_it_is():
-    assert "($2d$ at $d = 512$)" in sentences.describe_lstm(1024, 512, 16 * 512**2)
-    assert "$2d$" not in sentences.describe_lstm(1000, 512)
+def test_the_lstm_verdict_is_2d_only_when_it_is():
+    found = verdicts.lstm(1024, 512, 16 * 512**2)
+    assert found.twice and found.per_position_d2 == 16
+    assert not verdicts.lstm(1000, 512).twice
+
+
+def test_a_test_set_with_too_many_long_sentences_is_not_counted_as_short():
+    rows = _built().sentence_lengths
+    found = verdicts.sentence_lengths(rows, 512)
+    assert found.every_set and found.least == 1.0 and found.longest == 158
+    failing = (rows[0], dataclasses.replace(rows[1], share_below_d=0.95))
+    found = verdicts.sentence_lengths(failing, 512)
+    assert not found.every_set and found.short == ("multi30k test (en)",)
+    assert found.long == (("wmt14 newstest2014 (de)", 0.95),) and found.least == 0.95
+
+
+def test_the_path_verdict_reads_the_longest_n_computed():
+    found = verdicts.path_lengths(_built().max_path_length, 3)
+    assert found.n == 8 and dict(found.lengths)["recurrent"] == 8
+    assert dict(found.lengths)["self-attention"] == 1
+
+
+# ------------------------------------------------------------------------------ the words
+def test_the_closing_renders_its_golden_text():
+    built = dataclasses.replace(_built(), device_name="a test CPU")
+    assert_golden(sentences.closing(built), HERE / "closing.golden.md")
+
+
+def test_closing_does_not_claim_table_1_s_order_for_exponents_out_of_it():
+    built = dataclasses.replace(_built(), slopes=_slopes(self=1.0))
+    text = sentences.closing(built)
+    assert "As Table 1 says" not in text
+    missed = text.split("does not show")[1].split(".")[0]
+    assert "the recurrent layer" in missed and "the convolution" not in missed
+
+
+def test_a_failing_test_set_is_named_with_its_share():
+    rows = _built().sentence_lengths
+    failing = (rows[0], dataclasses.replace(rows[1], share_below_d=0.95))
+    text = sentences.describe_sentence_lengths(failing, 512)
+    assert text.startswith("Not every test set satisfies n < d: in 1 of 2")
+    assert (
+        "wmt14 newstest2014 (de): 95%" in text
+        and "in multi30k test (en) more are" in text
+    )
 
 
 def test_closing_reads_the_committed_cpu_record():
-    committed = results.read_result(record.RESULTS_NAME, "book_cpu")
+    committed = record.read("book_cpu")
     if committed is None:
         pytest.skip("no committed results/book_cpu/why_self_attention.json")
     text = sentences.closing(committed)
-    crossover = committed["metrics"]["crossover_n"]
-    assert text.count("\n- ") == 5 and f"n = {crossover:,.0f}" in text
+    assert text.count("\n- ") == 5 and f"n = {committed.crossover_n:,.0f}" in text
