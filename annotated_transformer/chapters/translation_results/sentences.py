@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ...profiles import get_profile
-from ..wording import plus_minus, signed
+from ..wording import listed, plus_minus, signed
 from . import verdicts
 from .phrases import say
 from .record import AveragingRow, BeamDecoding, Decoding, GpuRun, TranslationRecord
-
-WMT14_EN_DE_PAIRS = verdicts.WMT14_EN_DE_PAIRS
 
 
 def flops_text(value: float) -> str:
@@ -43,7 +41,7 @@ def describe_model(
         if len(files) == 1
         else say("model.snapshots", count=len(files), first=files[0], last=files[-1])
     )
-    sets = " and ".join(say("model.set", n=n, name=name) for name, n in sentences.items())
+    sets = listed([say("model.set", n=n, name=name) for name, n in sentences.items()])
     return say("model", parameters=parameters, averaged=averaged, sets=sets)
 
 
@@ -81,7 +79,7 @@ def describe_budget_choice(rows: Sequence[Mapping]) -> str:
     if not found.winners:
         return text + " " + say("budget.kept")
     key = "budget.beaten_by_one" if len(found.winners) == 1 else "budget.beaten_by_many"
-    return text + " " + say(key, winners=" and ".join(found.winners))
+    return text + " " + say(key, winners=listed(found.winners))
 
 
 def describe_decode_choice(
@@ -240,9 +238,7 @@ def describe_recipe_cost(
     """The `paper` recipe counted (the record's `paper_recipe` fields of the same names), against
     Table 2's figure, and on one H100 today."""
     found = verdicts.recipe_cost(counted_flops, table2_flops, h100_gpu_hours)
-    span = " and ".join(
-        say("recipe_cost.hours", hours=h, how=how) for how, h in found.hours
-    )
+    span = listed([say("recipe_cost.hours", hours=h, how=how) for how, h in found.hours])
     return say(
         "recipe_cost",
         found,
