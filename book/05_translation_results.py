@@ -73,11 +73,11 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas) and the package's decoding, scoring
-# and checkpoint functions. Its tables come from `chapters/translation/tables.py`, every
-# sentence that reads a number from `chapters/translation/sentences.py`, the steps from a run
-# folder to its numbers (the run, the averaging, the cost, the paper's recipe) from
-# `chapters/translation/table2.py`, and the results record, with the committed runs the
-# chapter shows, from `chapters/translation/record.py`.
+# and checkpoint functions. Its tables come from `chapters/translation_results/tables.py`; every
+# sentence that reads a number is a verdict of `verdicts.py` said with a template of `phrases.py`
+# (`sentences.py` joins them); the steps from a run folder to its numbers (the run, the
+# averaging, the cost, the paper's recipe) come from `table2.py`, and the results record, with
+# the committed runs the chapter shows, from `record.py`.
 
 # %%
 import inspect
@@ -404,7 +404,7 @@ compared = record.decoding_record(greedy, beamed, intervals, BEAM)
 table = tables.decoding_table(decoded, intervals, len(valid_sources))
 viz.show_table(table, **tables.DECODING_FORMATS)
 text = describe.describe_beam(
-    compared["greedy"], compared["beam"], len(valid_sources), valid.name
+    compared.greedy, compared.beam, len(valid_sources), valid.name
 )
 display(Markdown(text))
 
@@ -473,7 +473,7 @@ title = (
     f"Checkpoint averaging, profile {profile.name}: {len(run.snapshots)} snapshots kept"
 )
 viz.show(figures.averaging_chart(sweep, title=title))
-rows = sweep.to_dict(orient="records")
+rows = record.averaging_rows(sweep)
 display(Markdown(describe.describe_averaging(rows, len(averaged_from))))
 
 # %% [markdown]
@@ -494,7 +494,10 @@ display(Markdown(describe.describe_averaging(rows, len(averaged_from))))
 # %%
 tested = evaluate(averaged, beam, profile.test_split)
 assert tested["sentences"] == len(sources)
-display(Markdown(describe.describe_result(tested)))
+display(Markdown(describe.describe_result(
+    tested["sacrebleu"], tested["sacrebleu_ci95"], tested["bleu_tokenized"],
+    tested["sentences"], tested["test_set"],
+)))  # fmt: skip
 
 # %% [markdown]
 # The run's own results file, written by `pipeline.run` when it scored the run, holds the same
@@ -655,9 +658,12 @@ viz.show_table(tables.table2_table(table2, ours_table, test.name))
 
 # %%
 costs = record.cost_fields(cost)  # as the results record holds them
-text = describe.describe_cost(costs) + "\n\n" + describe.describe_table2(costs)
+text = describe.describe_cost(
+    cost.train_time_s, costs["training_flops"], costs["training_flops_counted"],
+    costs["model_flops_utilisation"], costs["training_flops_how"],
+) + "\n\n" + describe.describe_table2(costs["training_flops"], costs["parameters"])  # fmt: skip
 if gpu is not None:
-    text += "\n\n" + describe.describe_gpu_comparison(gpu.record(), len(sources))
+    text += "\n\n" + describe.describe_gpu_comparison(gpu, len(sources))
 display(Markdown(text))
 
 # %% [markdown]
@@ -684,7 +690,7 @@ assert (
     recipe_cost.implied_utilisation < 1
 )  # Table 2's figure exceeds the counted arithmetic
 viz.show_table(tables.recipe_cost_table(recipe_cost))
-display(Markdown(describe.describe_recipe_cost(record.recipe_cost_fields(recipe_cost))))
+display(Markdown(describe.describe_recipe_cost(**record.recipe_cost_fields(recipe_cost))))
 
 # %% [markdown]
 # The full recipe needs the 4.5 million WMT14 pairs (the package downloads them from statmt.org on

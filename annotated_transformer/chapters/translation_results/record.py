@@ -16,37 +16,172 @@ What the record's "metrics" hold, built by `build` from what the chapter compute
   p-value against greedy; `kv_cache_seconds`: beam search with and without the key-value cache;
 * `averaging`: the averaging sweep on the same validation sentences, one row per k;
   `averaged_checkpoints`: the snapshots of the profile's average;
-* `run`: the run's steps, training time, target tokens, device, and whether this chapter
-  trained it;
-* `gpu_comparison`: the committed `gpu` run beside this one (`table2.GpuComparison.record`), or
-  None;
+* `run`: the run's steps, training time, target tokens, device, and who trained it;
+* `gpu_comparison`: the committed `gpu` run beside this one (`table2.GpuComparison`), or None;
 * `paper_recipe`: section 5.7, the recipe counted (`recipe_cost_fields`) and its check's steps,
   losses, validation loss, vocabulary and seconds (`recipe_check_fields`).
 
-Its "config" holds the model's configuration and the profile. `write` writes it through
-`results.write_result`, `read` reads it back, and `sentences.closing` turns it into the chapter's
-closing section. `paper_runs` finds the committed `paper` runs the chapter shows (the committed
-`gpu` run is `table2.committed_gpu_run`'s, beside the comparison that reads it).
+`TranslationRecord` holds them typed. Its file's "config" holds the model's configuration and the
+profile. `write` writes it, `read` reads it back (`ChapterRecord`), and `sentences.closing` turns
+it into the chapter's closing section. `paper_runs` finds the committed `paper` runs the chapter
+shows (the committed `gpu` run is `table2.committed_gpu_run`'s, beside the comparison that reads
+it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...evaluation import results
 from ...pipeline import default_results_name
 from ...profiles import Profile, get_profile
+from ..chapter_record import ChapterRecord
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .table2 import FinishedRun, GpuComparison, RecipeCheck, RecipeCost, RunCost
 
 RESULTS_NAME = "translation"
+_record = dataclasses.dataclass(frozen=True, kw_only=True)
 
 
 # ------------------------------------------------------------------------------------------ parts
-def decoding_record(greedy: dict, beamed: dict, intervals: dict, beam_name: str) -> dict:
+@_record
+class Decoding:
+    """Greedy decoding on the validation split: scores, seconds and the bootstrap's 95%
+    half-width."""
+
+    sacrebleu: float
+    bleu_tokenized: float
+    decode_seconds: float
+    sacrebleu_ci95: float | None
+
+
+@_record
+class BeamDecoding:
+    """Beam search on the same sentences, with its p-value against greedy."""
+
+    sacrebleu: float
+    bleu_tokenized: float
+    decode_seconds: float
+    beam_size: int
+    length_penalty_alpha: float
+    sacrebleu_ci95: float | None
+    p_value_against_greedy: float | None
+    exceeds_noise: bool | None
+
+
+@_record
+class Decodings:
+    """Greedy decoding and beam search on `decoding_sentences` sentences of `decoding_set`."""
+
+    decoding_set: str
+    decoding_sentences: int
+    greedy: Decoding
+    beam: BeamDecoding
+
+
+@_record
+class AveragingRow:
+    """One point of the averaging sweep: the newest k snapshots merged, scored on validation,
+    with the paired bootstrap against k = 1 (None at k = 1)."""
+
+    k: int
+    snapshots: str
+    ppl: float
+    bleu: float
+    ci95: float | None
+    minus_k1: float
+    p_value: float | None
+    beyond_noise: bool | None
+
+
+@_record
+class RunInfo:
+    """The run the chapter translates with; `origin` says who trained it (records written
+    before it was kept lack it)."""
+
+    steps: int
+    train_time_s: float
+    target_tokens: int
+    device: str
+    origin: str | None = None
+
+
+@_record
+class GpuRun:
+    """The committed `gpu` run beside this one: `table2.GpuComparison`'s fields."""
+
+    label: str
+    short: str
+    sacrebleu: float
+    ci95: float | None
+    paper_way: float
+    counted: float
+    paired: bool
+    difference: float | None
+    p_value: float | None
+    exceeds_noise: bool | None
+
+
+@_record
+class PaperRecipe:
+    """Section 5.7: the `paper` recipe counted, and its few steps' check (`check_vocab_size`:
+    None in records written before it was kept)."""
+
+    counted_flops: float
+    table2_flops: float
+    h100_gpu_hours: dict[str, float]
+    check_steps: int
+    check_losses: tuple[float, ...]
+    check_valid_loss: float
+    check_vocab_size: int | None = None
+    check_seconds: float
+
+
+@_record
+class TranslationRecord(ChapterRecord):
+    """Chapter 05's record: the fields the module's docstring lists, in the file's order."""
+
+    RESULTS_NAME = "translation"
+
+    dataset: str
+    test_set: str
+    sentences: int
+    bleu_tokenized: float
+    bleu_tokenized_signature: str
+    bleu_tokenized_without_compound_splitting: float
+    references_with_hyphen: int | None = None
+    sacrebleu: float
+    sacrebleu_ci95: float | None
+    sacrebleu_signature: str
+    ppl: float
+    parameters: int
+    training_flops: float
+    training_flops_how: str
+    training_flops_counted: float
+    training_flops_six_n: float
+    model_flops_utilisation: float
+    decoding_set: str
+    decoding_sentences: int
+    greedy: Decoding
+    beam: BeamDecoding
+    kv_cache_seconds: dict[str, float]
+    averaging: tuple[AveragingRow, ...]
+    averaged_checkpoints: tuple[str, ...]
+    run: RunInfo
+    gpu_comparison: GpuRun | None = None
+    paper_recipe: PaperRecipe
+
+
+def decoding_record(
+    greedy: dict, beamed: dict, intervals: dict, beam_name: str
+) -> Decodings:
     """Greedy decoding and beam search as the results record holds them: the sentences they
     decoded (the validation split's: a comparison that may choose is not made on test), scores,
     seconds, the bootstrap's 95% half-widths, and the beam's p-value against greedy."""
@@ -59,23 +194,28 @@ def decoding_record(greedy: dict, beamed: dict, intervals: dict, beam_name: str)
         )
     test = intervals[beam_name]
     keep = ("sacrebleu", "bleu_tokenized", "decode_seconds")
-    return {
-        "decoding_set": greedy["test_set"],
-        "decoding_sentences": greedy["sentences"],
-        "greedy": {k: greedy[k] for k in keep}
-        | {"sacrebleu_ci95": intervals["greedy"]["ci95"]},
-        "beam": {k: beamed[k] for k in keep + ("beam_size", "length_penalty_alpha")}
-        | {
-            "sacrebleu_ci95": test["ci95"],
-            "p_value_against_greedy": test["p_value"],
-            "exceeds_noise": test["exceeds_noise"],
-        },
-    }
+    return Decodings(
+        decoding_set=greedy["test_set"],
+        decoding_sentences=greedy["sentences"],
+        greedy=Decoding(
+            **{k: greedy[k] for k in keep}, sacrebleu_ci95=intervals["greedy"]["ci95"]
+        ),
+        beam=BeamDecoding(
+            **{k: beamed[k] for k in keep + ("beam_size", "length_penalty_alpha")},
+            sacrebleu_ci95=test["ci95"],
+            p_value_against_greedy=test["p_value"],
+            exceeds_noise=test["exceeds_noise"],
+        ),
+    )
+
+
+def averaging_rows(sweep: pd.DataFrame) -> tuple[AveragingRow, ...]:
+    """The averaging sweep's frame (`table2.sweep_frame`) as the record's rows."""
+    return tuple(AveragingRow(**row) for row in sweep.to_dict(orient="records"))
 
 
 def cost_fields(cost: RunCost) -> dict:
-    """The run's cost as the record holds it (with `run.train_time_s`, which the cost sentences
-    read beside it)."""
+    """The run's cost as the record's fields."""
     return {
         "parameters": cost.parameters,
         "training_flops": cost.paper_way,
@@ -84,7 +224,6 @@ def cost_fields(cost: RunCost) -> dict:
         "training_flops_counted": cost.counted,
         "training_flops_six_n": cost.six_n,
         "model_flops_utilisation": cost.utilisation,
-        "run": {"train_time_s": cost.train_time_s},
     }
 
 
@@ -101,7 +240,7 @@ def recipe_check_fields(check: RecipeCheck) -> dict:
     """Section 5.7's few steps of the recipe, as the record's `paper_recipe` holds them."""
     return {
         "check_steps": check.steps,
-        "check_losses": check.losses,
+        "check_losses": tuple(check.losses),
         "check_valid_loss": check.valid_loss,
         "check_vocab_size": check.vocab_size,
         "check_seconds": check.seconds,
@@ -113,54 +252,58 @@ def build(
     profile: Profile,
     run: FinishedRun,
     beamed: dict,
-    decoded: dict,
+    decoded: Decodings,
     bleus: tuple[float, int],
     cost: RunCost,
-    sweep,
+    sweep: pd.DataFrame,
     cache_rows: list[dict],
-    averaged_from,
+    averaged_from: Sequence[str],
     recipe: tuple[RecipeCost, RecipeCheck],
     gpu: GpuComparison | None,
     origin: str,
-) -> dict:
-    """The record's metrics. `beamed`: the test set's one decoding (`pipeline.evaluate`, with its
+) -> TranslationRecord:
+    """The record. `beamed`: the test set's one decoding (`pipeline.evaluate`, with its
     interval); `decoded`: `decoding_record`'s; `bleus`: the tokenized BLEU without compound
     splitting and the number of references with a hyphen; `sweep`: the averaging sweep's frame;
     `recipe`: section 5.7's cost and check; `origin`: whose run it is (`table2.run_origin`)."""
     without_splitting, hyphenated = bleus
     recipe_cost, check = recipe
-    costs = cost_fields(cost)
-    return {
-        "dataset": f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}",
-        "test_set": beamed["test_set"],
-        "sentences": beamed["sentences"],
-        "bleu_tokenized": beamed["bleu_tokenized"],
-        "bleu_tokenized_signature": beamed["bleu_tokenized_signature"],
-        "bleu_tokenized_without_compound_splitting": round(without_splitting, 2),
-        "references_with_hyphen": hyphenated,
-        "sacrebleu": beamed["sacrebleu"],
-        "sacrebleu_ci95": beamed["sacrebleu_ci95"],  # sacreBLEU's bootstrap
-        "sacrebleu_signature": beamed["sacrebleu_signature"],
-        "ppl": beamed["ppl"],
-        **{k: v for k, v in costs.items() if k != "run"},
-        **decoded,
-        "kv_cache_seconds": {row["decoder"]: row["seconds"] for row in cache_rows},
-        "averaging": sweep.to_dict(orient="records"),
-        "averaged_checkpoints": list(averaged_from),
-        "run": {
-            "steps": run.steps,
-            "train_time_s": run.train_time_s,
-            "target_tokens": run.target_tokens,
-            "device": run.device,
-            "origin": origin,
-        },
-        "gpu_comparison": gpu.record() if gpu else None,
-        "paper_recipe": recipe_cost_fields(recipe_cost) | recipe_check_fields(check),
-    }
+    return TranslationRecord(
+        dataset=f"{profile.corpus} {profile.src_lang}->{profile.tgt_lang}",
+        test_set=beamed["test_set"],
+        sentences=beamed["sentences"],
+        bleu_tokenized=beamed["bleu_tokenized"],
+        bleu_tokenized_signature=beamed["bleu_tokenized_signature"],
+        bleu_tokenized_without_compound_splitting=round(without_splitting, 2),
+        references_with_hyphen=hyphenated,
+        sacrebleu=beamed["sacrebleu"],
+        sacrebleu_ci95=beamed["sacrebleu_ci95"],  # sacreBLEU's bootstrap
+        sacrebleu_signature=beamed["sacrebleu_signature"],
+        ppl=beamed["ppl"],
+        **cost_fields(cost),
+        decoding_set=decoded.decoding_set,
+        decoding_sentences=decoded.decoding_sentences,
+        greedy=decoded.greedy,
+        beam=decoded.beam,
+        kv_cache_seconds={row["decoder"]: row["seconds"] for row in cache_rows},
+        averaging=averaging_rows(sweep),
+        averaged_checkpoints=tuple(averaged_from),
+        run=RunInfo(
+            steps=run.steps,
+            train_time_s=run.train_time_s,
+            target_tokens=run.target_tokens,
+            device=run.device,
+            origin=origin,
+        ),
+        gpu_comparison=GpuRun(**gpu.record()) if gpu else None,
+        paper_recipe=PaperRecipe(
+            **recipe_cost_fields(recipe_cost), **recipe_check_fields(check)
+        ),
+    )
 
 
 def write(
-    metrics: dict,
+    record: TranslationRecord,
     profile: Profile,
     device: Any,
     wall_time_s: float,
@@ -168,21 +311,16 @@ def write(
 ) -> Path:
     """`results/<profile's results folder>/translation.json` (under `results_dir`, default the
     results root), with the model's configuration and the profile; the path written."""
-    return results.write_result(
-        RESULTS_NAME,
-        metrics,
-        profile=profile.results_folder,
+    return record.write(
+        profile.results_folder,
+        round(wall_time_s, 1),
+        results_dir,
         device=device,
         config={"model": profile.model_config().to_dict(), "profile": profile.to_dict()},
-        wall_time_s=round(wall_time_s, 1),
-        root=results_dir,
     )
 
 
-def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dict | None:
-    """The record `write` wrote for `profile_name` (its results folder), or None when the
-    chapter has not run."""
-    return results.read_result(RESULTS_NAME, profile_name, results_dir)
+read = TranslationRecord.read
 
 
 # ------------------------------------------------------------------------------------------ committed
