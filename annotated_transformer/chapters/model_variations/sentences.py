@@ -14,37 +14,21 @@ import pandas as pd
 
 from ...evaluation.results import describe_provenance
 from ...model.config import TABLE3_ALL_ROWS
-from . import extended
+from ..wording import capitalized, listed, plural, signed
+from . import extended, findings
 from . import statistics as f
+from .phrases import say as phrase
+from .record import ModelVariationsRecord
 from .verdicts import (
     DEFAULT_EXTENDED_EPOCHS,
-    describe_correlation,
     epochs_words,
     finding_name,
     full_corpus_rows,
     reproducing_command,
     share_words,
-    tally,
     verdict_count,
     verdict_words,
 )
-
-
-def _listed(items: Sequence[str]) -> str:
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-def _plural(n: int, word: str) -> str:
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}" + ("es" if word.endswith("s") else "s")
 
 
 def describe_plan(
@@ -62,8 +46,8 @@ def describe_plan(
     width, depth, heads = scale
     return (
         f"Under the `{profile}` profile this chapter trains {len(rows)} rows "
-        f"({_listed(rows)}), each with {_plural(seeds, 'seed')} for {epochs_words(epochs)} of "
-        f"the training split, and {_listed(overfit_rows)} for {overfit_epochs} epochs of "
+        f"({listed(rows)}), each with {plural(seeds, 'seed')} for {epochs_words(epochs)} of "
+        f"the training split, and {listed(overfit_rows)} for {overfit_epochs} epochs of "
         f"{share_words(overfit_share)} of it. Every width of the paper's rows is divided by "
         f"{width}, every depth by {depth} and every head count by {heads}; it runs on {device}."
     )
@@ -82,16 +66,16 @@ def describe_rows_trained(
     text = f"This profile trains {len(rows)} of the {len(all_rows)} rows"
     if unread:
         text += (
-            f". Of the rows the findings compare it leaves out {_listed(unread)}, so the "
+            f". Of the rows the findings compare it leaves out {listed(unread)}, so the "
             f"comparisons that need {'it' if len(unread) == 1 else 'them'} are skipped"
         )
     else:
         text += ", every row the six findings compare on the whole corpus"
     if extra:
-        text += f"; it trains {_listed(extra)} on the whole corpus for the table beside the paper's"
+        text += f"; it trains {listed(extra)} on the whole corpus for the table beside the paper's"
     others = [r for r in missing if r not in unread]
     if others:
-        text += f". It {'also ' if unread else ''}leaves out {_listed(others)}"
+        text += f". It {'also ' if unread else ''}leaves out {listed(others)}"
     return (
         text
         + "; the `gpu` profile trains every row (dropout's finding is read on a small "
@@ -104,8 +88,8 @@ def describe_base(
 ) -> str:
     """Base at this scale in one sentence."""
     return (
-        f"Base at this scale has {_plural(layers, 'layer')} in each stack, width {width}, "
-        f"feed-forward size {d_ff} and {_plural(heads, 'head')} with keys of {d_k}: "
+        f"Base at this scale has {plural(layers, 'layer')} in each stack, width {width}, "
+        f"feed-forward size {d_ff} and {plural(heads, 'head')} with keys of {d_k}: "
         f"{params / 1e6:.2f} million parameters with a {vocab:,}-piece vocabulary."
     )
 
@@ -161,7 +145,7 @@ def describe_whole_epoch(
     )
     if deeper:
         text += (
-            f"Only {_listed(deeper)} {'ends' if len(deeper) == 1 else 'end'} C3 no worse than "
+            f"Only {listed(deeper)} {'ends' if len(deeper) == 1 else 'end'} C3 no worse than "
             f"C1, with base at {by.base[deeper].min():.1f} at best: that rule would buy depth's "
             "order with models that learned less, so the choice stays with base's best. "
         )
@@ -203,7 +187,7 @@ def describe_training(measured: pd.DataFrame, seconds: float, workers: int) -> s
     full = measured[measured.corpus == "full"]
     at_once = (measured.train_s + measured.eval_s).sum() / seconds
     return (
-        f"{len(measured)} runs in {seconds / 60:.1f} minutes on {_plural(workers, 'process')}. "
+        f"{len(measured)} runs in {seconds / 60:.1f} minutes on {plural(workers, 'process')}. "
         f"A run on the whole corpus trained for {full.train_s.min():.0f} to "
         f"{full.train_s.max():.0f} seconds and translated the validation split in "
         f"{full.eval_s.mean():.0f} seconds on average; the runs' times add up to "
@@ -235,11 +219,11 @@ def describe_overfitting(
                 f"and ends {rise:.1f}% above that"
             )
     text = "; ".join(parts)
-    text = text[:1].upper() + text[1:] + ". "
+    text = capitalized(text) + ". "
     if rising:
-        who = _listed(rising)
+        who = listed(rising)
         verb = "has" if len(rising) == 1 else "have"
-        return text + f"{who[:1].upper()}{who[1:]} {verb} begun to overfit."
+        return text + f"{capitalized(who)} {verb} begun to overfit."
     return text + "No row has begun to overfit at this budget."
 
 
@@ -258,7 +242,7 @@ def describe_budgets(budgets: Sequence[Mapping], margin_pct: float) -> str:
         f"The tie's margin is ±{margin_pct:.1f}% of perplexity. At the longest budget "
         f"({budgets[-1]['label']}): {counted}. "
         + (
-            f"Verdicts that change between the budgets: {_listed(changed)}."
+            f"Verdicts that change between the budgets: {listed(changed)}."
             if changed
             else "No verdict changes between the budgets."
         )
@@ -306,8 +290,8 @@ def describe_extended_plan(
     text = (
         f"This page's live run trained its rows for {epochs_words(live_epochs)} of the whole "
         "corpus. The extended run trains the same rows"
-        + (f" plus {_listed(added)}, which the live run leaves out," if added else "")
-        + (f" except {_listed(missing)}," if missing else "")
+        + (f" plus {listed(added)}, which the live run leaves out," if added else "")
+        + (f" except {listed(missing)}," if missing else "")
         + f" with the same settings and batches, toward {epochs_words(epochs)} of the whole corpus"
     )
     if document is not None:
@@ -378,35 +362,81 @@ def describe_flops(done: float, minutes: float, rate: float, gpu: Mapping | None
 
 
 # ------------------------------------------------------------------------------ what this run shows
-def closing(record: Mapping) -> str:
+def lower_first(text: str) -> str:
+    """`text` with its first letter in lower case ("Small keys hurt" inside a sentence); wording
+    has the other way only (`capitalized`)."""
+    return text[:1].lower() + text[1:]
+
+
+def _finding(key: str) -> str:
+    return lower_first(finding_name(key))
+
+
+def tally(budget: Mapping, name: str) -> str:
+    """One budget's verdicts counted in a sentence: "After 1 epoch (this run), of the 6 findings
+    1 holds (small keys hurt), 1 does not hold (bigger is better) and 4 cannot be told (...)."""
+    return _say_tally(findings.tally(budget, name))
+
+
+def _say_tally(found: findings.Tally) -> str:
+    groups = [
+        phrase(
+            "tally.group",
+            count=verdict_count(len(keys), verdict),
+            names=listed([_finding(k) for k in keys]),
+        )
+        for verdict, keys in found.groups
+    ]
+    title = phrase("run.title", epochs=epochs_words(found.full_epoch), name=found.name)
+    return phrase("tally", found, title=title, groups=listed(groups))
+
+
+def describe_correlation(correlation: Mapping, who: str) -> str:
+    """Spearman's correlation with the paper's perplexities, its bootstrap interval, and what the
+    interval allows (`who`: "this run", "the extended run after 6 epochs")."""
+    return _say_correlation(findings.correlation(correlation, who))
+
+
+def _say_correlation(found: findings.Correlation) -> str:
+    if found.reading == "too_few":
+        chance = phrase(
+            "correlation.chance.two" if found.orderings is None else "correlation.chance",
+            found,
+        )
+        reading = phrase("correlation.too_few", found, chance=chance)
+    else:
+        reading = phrase(f"correlation.{found.reading}")
+    dropped = phrase("correlation.dropped", found) if found.dropped else ""
+    return phrase(
+        "correlation",
+        found,
+        rho=signed(found.rho),
+        low=signed(found.low),
+        high=signed(found.high),
+        dropped_words=dropped,
+        reading=reading,
+    )
+
+
+def closing(record: ModelVariationsRecord) -> str:
     """ "What this run shows", from the chapter's record as read back (`record.read`): this run's
     verdicts at its longest budget counted, and, where the record holds a committed extended run,
     its verdicts at its longest, the findings the longer budget changed, then each run's rank
-    correlation with the paper's perplexities with its interval. A finding is named under the
-    verdict its test gave, whatever the size of its difference."""
-    metrics = record["metrics"]
-    runs = [dict(name="this run", **metrics["verdicts"][-1])]
-    correlations = [metrics["spearman_ppl"]]
-    extended = metrics.get("extended") or {}
-    if extended.get("verdicts"):
-        runs.append(dict(name="the extended run", **extended["verdicts"][-1]))
-        correlations.append(extended.get("spearman_ppl"))
-    text = [tally(r) for r in runs]
-    if len(runs) > 1:
+    correlation with the paper's perplexities with its interval (`findings.closing`)."""
+    found = findings.closing(record)
+    text = [_say_tally(t) for t in found.runs]
+    if found.moved is not None:
         moved = [
-            f"{_lower_first(finding_name(a['finding']))} ({verdict_words(a['verdict'])} → "
-            f"{verdict_words(b['verdict'])})"
-            for a, b in zip(runs[0]["findings"], runs[-1]["findings"])
-            if a["verdict"] != b["verdict"]
+            phrase(
+                "moved",
+                finding=_finding(m.finding),
+                before=verdict_words(m.before),
+                after=verdict_words(m.after),
+            )
+            for m in found.moved
         ]
         text.append(
-            "The longer budget changed "
-            + (_listed(moved) if moved else "no verdict")
-            + "."
+            phrase("changed", moved=listed(moved)) if moved else phrase("changed.none")
         )
-    text += [
-        describe_correlation(c, r["name"])
-        for r, c in zip(runs, correlations)
-        if c is not None
-    ]
+    text += [_say_correlation(c) for c in found.correlations]
     return " ".join(text)

@@ -17,9 +17,10 @@ from pathlib import Path
 from ...model.config import TABLE3_ALL_ROWS
 from ...runtime.locks import output_lock
 from ...training import long_run
-from ..wording import signed
+from ..wording import capitalized
 from . import extended
 from . import statistics as f
+from .phrases import FINDING_WORDS, VERDICT_MANY, VERDICT_ONE, say
 
 EXTENDED_NAME = "runs.json"
 # `table3 --epochs` when not given (commands/table3.py reads it from here)
@@ -370,25 +371,7 @@ def mean_curves(document: Mapping, corpus: str = "full") -> dict[str, list[float
 
 
 # ------------------------------------------------------------------------------ the words
-# The findings' names as a reader meets them (findings.py keeps the short keys).
-FINDING_WORDS = {
-    "one head is worse": "One head is worse",
-    "too many heads hurt": "Too many heads hurt",
-    "small d_k hurts": "Small keys hurt",
-    "bigger is better": "Bigger is better",
-    "dropout helps": "Dropout helps",
-    "learned and sinusoidal positions tie": "Learned and sinusoidal positions tie",
-}
-_VERDICT = {
-    f.HOLDS: "holds",
-    f.DOES_NOT_HOLD: "does not hold",
-    f.CANNOT_TELL: "cannot be told",
-}
-_VERDICT_PLURAL = {  # of several findings
-    f.HOLDS: "hold",
-    f.DOES_NOT_HOLD: "do not hold",
-    f.CANNOT_TELL: "cannot be told",
-}
+_VERDICT = VERDICT_ONE
 
 
 def verdict_words(verdict: str) -> str:
@@ -399,7 +382,7 @@ def verdict_words(verdict: str) -> str:
 
 def verdict_count(n: int, verdict: str) -> str:
     """ "1 holds", "2 hold", "0 do not hold": a count of findings with their verdict."""
-    return f"{n} {_VERDICT[verdict] if n == 1 else _VERDICT_PLURAL[verdict]}"
+    return say("count", n=n, words=(VERDICT_ONE if n == 1 else VERDICT_MANY)[verdict])
 
 
 # What a pair of C rows varies, by the field the pair changes from base.
@@ -413,7 +396,7 @@ def finding_name(name: str) -> str:
 
 def epochs_words(n: float) -> str:
     """1 -> "1 epoch", 0.5 -> "0.5 epochs"."""
-    return f"{n:g} epoch" + ("" if n == 1 else "s")
+    return say("epochs.one" if n == 1 else "epochs.many", n=n)
 
 
 def _aspect(first: str, second: str) -> str | None:
@@ -613,45 +596,8 @@ def overtake_note(
     return text + "."
 
 
-def describe_correlation(correlation: Mapping, who: str) -> str:
-    """Spearman's correlation with the paper's perplexities, its bootstrap interval, and what the
-    interval allows (`who`: "this run", "the extended run after 6 epochs")."""
-    c = correlation
-    text = (
-        f"For {who}, Spearman's rank correlation with the paper's perplexities over "
-        f"{c['rows']} rows is {signed(c['rho'])}, 95% bootstrap interval {signed(c['low'])} "
-        f"to {signed(c['high'])} ({c['samples']:,} resamples"
-        + (f", {c['dropped']} with one side constant dropped" if c.get("dropped") else "")
-        + "): "
-    )
-    if c["rows"] < f.MIN_ORDER_ROWS:
-        chance = (
-            "two rows always rank one way or the other"
-            if c["rows"] <= 2
-            else f"shuffled ranks of {c['rows']} rows agree or disagree perfectly one time in "
-            f"{math.factorial(c['rows']) // 2}"
-        )
-        return (
-            text + f"too few rows to read an ordering from ({chance}; a reading needs "
-            f"{f.MIN_ORDER_ROWS} or more)."
-        )
-    if c["low"] > 0:
-        return (
-            text
-            + "the interval excludes zero, so the rows rank in the paper's order more than chance would."
-        )
-    if c["high"] > 0:
-        return (
-            text
-            + "the interval includes zero, so the ordering of the rows says little about the paper's."
-        )
-    return (
-        text + "the interval lies below zero, so the rows rank against the paper's order."
-    )
-
-
 def _run_title(run: Mapping) -> str:
-    return f"After {epochs_words(run['full_epoch'])} ({run['name']})"
+    return say("run.title", epochs=epochs_words(run["full_epoch"]), name=run["name"])
 
 
 def conclusion(
@@ -664,9 +610,7 @@ def conclusion(
     (finding -> a reason). First each run's budget in words, then per finding a bullet with one
     sentence per run and, with two runs, what the longer budget changed."""
     lines = [
-        " ".join(
-            f"*{r['name'][:1].upper() + r['name'][1:]}*: {r['label']}." for r in runs
-        ),
+        " ".join(f"*{capitalized(r['name'])}*: {r['label']}." for r in runs),
         "",
     ]
     for i, first in enumerate(runs[0]["findings"]):
@@ -681,33 +625,3 @@ def conclusion(
             parts.append(change_sentence(first, runs[-1]["findings"][i]))
         lines.append("- " + " ".join(parts))
     return "\n".join(lines).strip()
-
-
-def _lower(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-def _listed(items: Sequence[str]) -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def tally(run: Mapping) -> str:
-    """One run's verdicts counted in a sentence: "After 1 epoch (this run) 2 of the six findings
-    hold (small keys hurt, ...), 1 does not (bigger is better) and 3 cannot be told (...)."""
-    groups = {
-        v: [
-            _lower(finding_name(x["finding"]))
-            for x in run["findings"]
-            if x["verdict"] == v
-        ]
-        for v in f.VERDICTS
-    }
-    n = len(run["findings"])
-    parts = [
-        f"{verdict_count(len(groups[v]), v)} ({_listed(groups[v])})"
-        for v in f.VERDICTS
-        if groups[v]
-    ]
-    return f"{_run_title(run)}, of the {n} findings " + _listed(parts) + "."

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from annotated_transformer.chapters.model_variations import extended
+from annotated_transformer.chapters.model_variations import extended, findings
 from annotated_transformer.chapters.model_variations import sentences as say
 from annotated_transformer.chapters.model_variations import statistics as f
 from annotated_transformer.chapters.model_variations import verdicts as report
@@ -108,63 +108,57 @@ def test_the_longer_budget_says_what_it_changed_and_why():
     heads = _line(text, "Too many heads")
     assert "left the verdict as it was (cannot be told)" in heads
     assert "the smallest change the runs could find from" in heads
-    record = {
-        "metrics": {
-            "verdicts": [{k: v for k, v in runs[0].items() if k != "name"}],
-            "spearman_ppl": None,
-            "extended": {
-                "verdicts": [{k: v for k, v in runs[1].items() if k != "name"}],
-                "spearman_ppl": None,
-            },
-        }
-    }
-    closing = say.closing(record)
-    assert "The longer budget changed bigger is better (does not hold → holds)" in closing
+    moved = findings.moved(early, late)
+    assert findings.Moved("bigger is better", f.DOES_NOT_HOLD, f.HOLDS) in moved
+    assert all(m.before != m.after for m in moved)
 
 
 def test_the_rank_correlation_is_read_from_its_interval():
     base = {"rho": 0.5, "samples": 10_000, "dropped": 0, "rows": 11}
-    above = report.describe_correlation(base | {"low": 0.1, "high": 0.9}, "this run")
-    assert "+0.50, 95% bootstrap interval +0.10 to +0.90" in above
-    assert "excludes zero" in above
-    across = report.describe_correlation(base | {"low": -0.2, "high": 0.9}, "this run")
-    assert "includes zero" in across
-    zero = report.describe_correlation(
+
+    def reading(**c):
+        return findings.correlation(base | c, "this run").reading
+
+    assert reading(low=0.1, high=0.9) == "excludes_zero"
+    assert reading(low=-0.2, high=0.9) == "includes_zero"
+    assert reading(rho=-0.6, low=-0.9, high=-0.1) == "below_zero"
+    found = findings.correlation(base | {"low": 0.1, "high": 0.9, "dropped": 3}, "x")
+    assert (found.who, found.rows, found.dropped, found.samples) == ("x", 11, 3, 10_000)
+    zero = say.describe_correlation(
         base | {"rho": -0.001, "low": -0.7, "high": 0.7}, "this run"
     )
     assert "rows is 0.00, 95% bootstrap interval -0.70" in zero  # no "-0.00"
-    below = report.describe_correlation(
-        base | {"rho": -0.6, "low": -0.9, "high": -0.1, "dropped": 3}, "x"
-    )
-    assert (
-        "against the paper's order" in below
-        and "3 with one side constant dropped" in below
-    )
+    assert "dropped" not in zero  # nothing dropped, nothing said
 
 
 def test_too_few_rows_get_the_correlation_without_a_reading():
     """Over 2 to 4 rows even a perfect ordering comes by chance more than 1 time in 20, so a
     bootstrap interval that excludes zero is not read as agreement."""
     perfect = {"rho": 1.0, "low": 1.0, "high": 1.0, "samples": 5_000, "dropped": 0}
-    for rows, chance in ((2, "two rows always rank"), (4, "perfectly one time in 12")):
-        text = report.describe_correlation(perfect | {"rows": rows}, "the extended run")
-        assert chance in text and "too few rows to read an ordering" in text
-        assert "excludes zero" not in text
-    at_five = report.describe_correlation(perfect | {"rows": 5}, "the extended run")
-    assert "excludes zero" in at_five
+    two, four, five = (
+        findings.correlation(perfect | {"rows": n}, "the extended run") for n in (2, 4, 5)
+    )
+    assert (two.reading, two.orderings) == ("too_few", None)
+    assert (four.reading, four.orderings) == ("too_few", 12)
+    assert five.reading == "excludes_zero"
+    text = say.describe_correlation(perfect | {"rows": 4}, "the extended run")
+    assert "perfectly one time in 12; a reading needs 5 or more" in text
     # the rule's arithmetic: the chance of a perfect ordering first falls below 1 in 20 at 5 rows
     chance = [2 / math.factorial(n) for n in range(2, 7)]
     assert [c < 0.05 for c in chance] == [False, False, False, True, True]
     assert f.MIN_ORDER_ROWS == 5
 
 
-def test_the_tally_counts_verdicts_in_words():
+def test_the_tally_counts_findings_under_their_verdicts():
     found = f.assess(f.FINDINGS, {"full": _runs({"B1": 0.3, "C1": -0.3})})
-    text = report.tally(_live(found))
-    assert text.startswith(
-        "After 1 epoch (this run), of the 6 findings 1 holds (small keys hurt)"
-    )
-    assert "1 does not hold (bigger is better)" in text
+    counted = findings.tally(_live(found), "this run")
+    groups = dict(counted.groups)
+    assert groups[f.HOLDS] == ("small d_k hurts",)
+    assert groups[f.DOES_NOT_HOLD] == ("bigger is better",)
+    assert (counted.findings, counted.full_epoch, counted.name) == (6, 1, "this run")
+    assert sum(len(g) for g in groups.values()) == 6
+    text = say.tally(_live(found), "this run")
+    assert "1 holds (small keys hurt), 1 does not hold (bigger is better)" in text
 
 
 def test_overfitting_note_reads_the_small_corpus_curve():
