@@ -8,8 +8,259 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
+import pandas as pd
+
+from ...model.config import TABLE3_ALL_ROWS
+from . import extended
 from . import statistics as f
 from .record import ModelVariationsRecord
+from .verdicts import DEFAULT_EXTENDED_EPOCHS, full_corpus_rows
+
+
+# ------------------------------------------------------------------------------ the run's plan
+@dataclasses.dataclass(frozen=True)
+class RowsTrained:
+    """Which of Table 3's rows a profile leaves out: those a finding compares (`unread`, whose
+    comparisons are skipped), the others (`others`), and the rows it trains that no finding
+    compares (`extra`, for the table beside the paper's)."""
+
+    trained: int
+    of: int
+    unread: tuple[str, ...]
+    others: tuple[str, ...]
+    extra: tuple[str, ...]
+
+
+def rows_trained(
+    rows: Sequence[str], all_rows: Sequence[str], finding_rows: Sequence[str]
+) -> RowsTrained | None:
+    """None when the profile trains every row."""
+    missing = [r for r in all_rows if r not in rows]
+    if not missing:
+        return None
+    unread = tuple(r for r in missing if r in finding_rows)
+    return RowsTrained(
+        len(rows),
+        len(all_rows),
+        unread,
+        tuple(r for r in missing if r not in unread),
+        tuple(r for r in rows if r not in finding_rows),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class WholeEpoch:
+    """The calibration's whole-epoch grid at the chosen candidate: where base, C1 and C3 end
+    with the norm after each sub-layer and where base is best; the candidates that keep C3 no
+    worse than C1 (`deeper`) and base's best among them; the pre-norm diagnostic, and whether
+    there the deepest stack ends below the one-layer one."""
+
+    chosen: str
+    base: float
+    c1: float
+    c3: float
+    base_best_at: str
+    deeper: tuple[str, ...]
+    base_deeper: float | None
+    pre_base: float
+    pre_c1: float
+    pre_c3: float
+    pre_norm_deeper_helps: bool
+
+
+def whole_epoch(by: pd.DataFrame, pre_at: Mapping[str, float], chosen: str) -> WholeEpoch:
+    """`by`: perplexity, candidates × rows (base, C1, C3); `pre_at`: the pre-norm runs at
+    `chosen`."""
+    deeper = tuple(by.index[by.C3 <= by.C1].tolist())
+    return WholeEpoch(
+        chosen,
+        by.base[chosen],
+        by.C1[chosen],
+        by.C3[chosen],
+        by.base.idxmin(),
+        deeper,
+        by.base[list(deeper)].min() if deeper else None,
+        pre_at["base"],
+        pre_at["C1"],
+        pre_at["C3"],
+        pre_at["C3"] < pre_at["C1"],
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Training:
+    """How long the runs took: their number, the wall time, the processes, the shortest and
+    longest training on the whole corpus, its mean translation time, and how many times the wall
+    time the runs' own times add up to."""
+
+    runs: int
+    minutes: float
+    workers: int
+    shortest_s: float
+    longest_s: float
+    mean_eval_s: float
+    at_once: float
+
+
+def training(measured: pd.DataFrame, seconds: float, workers: int) -> Training:
+    """`measured`: one row per run, columns corpus, train_s, eval_s."""
+    full = measured[measured.corpus == "full"]
+    return Training(
+        len(measured),
+        seconds / 60,
+        workers,
+        full.train_s.min(),
+        full.train_s.max(),
+        full.eval_s.mean(),
+        (measured.train_s + measured.eval_s).sum() / seconds,
+    )
+
+
+# ------------------------------------------------------------------------------ the curves
+@dataclasses.dataclass(frozen=True)
+class CurveEnd:
+    """A dropout row's mean curve on the small corpus: its lowest point, where it ends, and
+    whether it is still falling there (else it has begun to overfit)."""
+
+    row: str
+    dropout: float
+    low_epoch: float
+    low_ppl: float
+    end_ppl: float
+    rise_pct: float
+    still_falling: bool
+
+
+def overfitting(
+    small_mean: pd.DataFrame, dropout_of: Mapping[str, float]
+) -> tuple[CurveEnd, ...]:
+    """Per row of `dropout_of` with a curve in `small_mean` (columns row, point, epoch, ppl)."""
+    out = []
+    for row, rate in dropout_of.items():
+        curve = small_mean[small_mean.row == row].sort_values("point")
+        if curve.empty:
+            continue
+        low = curve.loc[curve.ppl.idxmin()]
+        end = curve.iloc[-1]
+        out.append(
+            CurveEnd(
+                row,
+                rate,
+                low.epoch,
+                low.ppl,
+                end.ppl,
+                100 * (end.ppl / low.ppl - 1),
+                end.point == low.point,
+            )
+        )
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class Budgets:
+    """The verdicts at the longest budget counted (per verdict, in the statistics' order), and
+    the findings whose verdict changes between the budgets."""
+
+    margin_pct: float
+    label: str
+    counts: tuple[tuple[str, int], ...]
+    changed: tuple[str, ...]
+
+
+def budgets(budgets: Sequence[Mapping], margin_pct: float) -> Budgets:
+    final = budgets[-1]["findings"]
+    return Budgets(
+        margin_pct,
+        budgets[-1]["label"],
+        tuple((v, sum(x["verdict"] == v for x in final)) for v in f.VERDICTS),
+        tuple(
+            x["finding"]
+            for i, x in enumerate(final)
+            if len({b["findings"][i]["verdict"] for b in budgets}) > 1
+        ),
+    )
+
+
+def swapped(
+    swaps: Sequence[tuple[str, str, Sequence[float]]],
+) -> tuple[tuple[str, str, tuple[float, ...]], ...]:
+    """The comparisons whose rows swap order along the curves, with the epochs they swap in."""
+    return tuple((a, b, tuple(es)) for a, b, es in swaps if es)
+
+
+# ------------------------------------------------------------------------------ the extended run
+@dataclasses.dataclass(frozen=True)
+class ExtendedPlan:
+    """What the extended run adds to the live run: the rows it trains (`added`: those the live
+    run leaves out; `missing`: the live run's it lacks), the epochs it aims at on the whole
+    corpus and on dropout's small one (None with none committed), and whether one is committed."""
+
+    live_epochs: float
+    rows: tuple[str, ...]
+    epochs: int
+    added: tuple[str, ...]
+    missing: tuple[str, ...]
+    small_epochs: int | None
+    committed: bool
+
+
+def extended_plan(
+    live_rows: Sequence[str], live_epochs: float, document: Mapping | None
+) -> ExtendedPlan:
+    """`document`: the committed extended run, or None: then the thirteen and any other row the
+    live run trains, at four times the live run's epochs (at least the command's default)."""
+    if document is None:
+        wanted = {*extended.extended_rows(), *live_rows}
+        rows = [r for r in TABLE3_ALL_ROWS if r in wanted]
+        epochs = max(DEFAULT_EXTENDED_EPOCHS, 4 * math.ceil(live_epochs))
+    else:
+        rows = full_corpus_rows(document)
+        epochs = document["targets"]["full"]
+    return ExtendedPlan(
+        live_epochs,
+        tuple(rows),
+        epochs,
+        tuple(r for r in rows if r not in live_rows),
+        tuple(r for r in live_rows if r not in rows),
+        None if document is None else document["targets"]["small"],
+        document is not None,
+    )
+
+
+# ------------------------------------------------------------------------------ BLEU
+@dataclasses.dataclass(frozen=True)
+class Bleu:
+    """BLEU's range over rows and seeds and its intervals' half-widths; how many of the
+    differences from base exceed the resampling noise against how many chance alone would give
+    (p < 0.05), and so whether BLEU separates the rows from base."""
+
+    references: int
+    low: float
+    high: float
+    ci_low: float
+    ci_high: float
+    compared: int
+    beyond: int
+    expected: float
+    separates: bool
+
+
+def bleu(tests: pd.DataFrame, references: int) -> Bleu:
+    """`tests`: one row per row and seed, columns row, bleu, ci95, exceeds_noise."""
+    compared = tests[tests.row != "base"]
+    beyond = int(compared.exceeds_noise.sum())
+    expected = 0.05 * len(compared)
+    return Bleu(
+        references,
+        tests.bleu.min(),
+        tests.bleu.max(),
+        tests.ci95.min(),
+        tests.ci95.max(),
+        len(compared),
+        beyond,
+        expected,
+        beyond > expected,
+    )
 
 
 # ------------------------------------------------------------------------------ the closing

@@ -29,6 +29,115 @@ VERDICT_MANY = {
 
 say = Phrases(
     {
+        # what this profile trains (section 6.1)
+        "plan": """Under the `{profile}` profile this chapter trains {trained} rows
+            ({rows}), each with {seeds} for {epochs} of the training split, and {overfit_rows}
+            for {overfit_epochs} epochs of {share} of it. Every width of the paper's rows is
+            divided by {width}, every depth by {depth} and every head count by {heads}; it runs
+            on {device}.""",
+        "rows.trained": "This profile trains {trained} of the {of} rows",
+        "rows.unread.one": """. Of the rows the findings compare it leaves out {rows}, so the
+            comparisons that need it are skipped""",
+        "rows.unread.many": """. Of the rows the findings compare it leaves out {rows}, so the
+            comparisons that need them are skipped""",
+        "rows.all_compared": ", every row the six findings compare on the whole corpus",
+        "rows.extra": "; it trains {rows} on the whole corpus for the table beside the paper's",
+        "rows.others": ". It leaves out {rows}",
+        "rows.others.also": ". It also leaves out {rows}",
+        "rows.gpu": """; the `gpu` profile trains every row (dropout's finding is read on a small
+            corpus, section 6.3).""",
+        "base": """Base at this scale has {layers} in each stack, width {width}, feed-forward size
+            {d_ff} and {heads} with keys of {d_k}: {params_m:.2f} million parameters with a
+            {vocab:,}-piece vocabulary.""",
+        # the calibration of warm-up and peak rate (section 6.2)
+        "calibration": """Validation perplexity after {trained} for each candidate (written
+            warm-up steps:peak rate). The calibration chose **{chosen}** ({provenance}); how it
+            chose: {rule}. This profile trains every row with {warmup} warm-up steps and a peak
+            rate of {peak:g}, on batches of {batch_tokens:,} tokens.""",
+        "calibration.share": "{share:g} of an epoch",
+        "calibration.epoch": "{share:g} epoch",
+        "calibration.epochs": "{share:g} epochs",
+        "calibration.none": """No calibration of this profile's warm-up ({warmup} steps) and peak
+            rate ({peak:g}) is committed; the curves of C1 and C3 in section 6.3 show whether the
+            deepest row trains.""",
+        "calibration.other_batches": """The committed whole-epoch grid was run at other batches
+            than this profile's; it is not shown. Rerun `scripts/table3_calibration.py --epochs 1`
+            for this profile.""",
+        "whole_epoch": """After a whole epoch with the norm after each sub-layer (the paper's
+            post-norm) at {chosen}, base ends at {base:.1f}, C1 at {c1:.1f} and C3 at
+            {c3:.1f}; base is best at {base_best_at}.""",
+        "whole_epoch.deeper.one": """Only {deeper} ends C3 no worse than C1, with base at
+            {base_deeper:.1f} at best: that rule would buy depth's order with models that
+            learned less, so the choice stays with base's best.""",
+        "whole_epoch.deeper.many": """Only {deeper} end C3 no worse than C1, with base at
+            {base_deeper:.1f} at best: that rule would buy depth's order with models that
+            learned less, so the choice stays with base's best.""",
+        "whole_epoch.deeper.none": "No candidate ends C3 no worse than C1.",
+        "whole_epoch.pre_norm": """With the norm before each sub-layer (pre-norm) at {chosen}:
+            base {pre_base:.1f}, C1 {pre_c1:.1f}, C3 {pre_c3:.1f}.""",
+        "whole_epoch.pre_norm.deeper": """There the deepest stack ends below the one-layer one,
+            so at this budget the post-norm depth rows measure how fast a post-norm stack gets
+            going rather than what depth buys ({provenance}).""",
+        "whole_epoch.pre_norm.same": """Depth does not help there either at this budget
+            ({provenance}).""",
+        # the data and the training (section 6.2)
+        "data": """The rows train on {train_pairs:,} pairs ({target_tokens:,} target subwords an
+            epoch) in batches of about {batch_tokens:,} tokens; perplexity is measured on
+            {valid_pairs:,} validation pairs and BLEU on {bleu_sentences:,} validation sentences.
+            Dropout's small corpus is the first {overfit_pairs:,} training pairs.""",
+        "training": """{runs} runs in {minutes:.1f} minutes on {processes}. A run on the whole
+            corpus trained for {shortest_s:.0f} to {longest_s:.0f} seconds and translated the
+            validation split in {mean_eval_s:.0f} seconds on average; the runs' times add up to
+            {at_once:.1f} times the wall time.""",
+        # dropout's small corpus (section 6.3)
+        "overfit.falling": """{row} (dropout {dropout:g}) is still falling at its last epoch
+            ({end_ppl:.1f})""",
+        "overfit.rose": """{row} (dropout {dropout:g}) is lowest at epoch {low_epoch:g}
+            ({low_ppl:.1f}) and ends {rise_pct:.1f}% above that""",
+        "overfit.begun.one": "{rows} has begun to overfit.",
+        "overfit.begun.many": "{rows} have begun to overfit.",
+        "overfit.none": "No row has begun to overfit at this budget.",
+        # the budgets and the curves (section 6.4)
+        "budgets": """The tie's margin is ±{margin_pct:.1f}% of perplexity. At the longest budget
+            ({label}): {counted}.""",
+        "budgets.changed": "Verdicts that change between the budgets: {changed}.",
+        "budgets.unchanged": "No verdict changes between the budgets.",
+        "swaps": "Rows that swap order during training: {swapped}.",
+        "swaps.pair": "{first} and {second} in epoch {epochs}",
+        "swaps.none": "No comparison's rows swap order along the curves.",
+        "swaps.looks": """Each budget is corrected for its own {compared} comparisons; reading
+            three budgets is three looks at the same runs, so a verdict seen at one budget only
+            deserves less weight than one seen at all three.""",
+        # the extended run (section 6.4)
+        "extended.plan": """This page's live run trained its rows for {live} of the whole
+            corpus. The extended run trains the same rows{added}{missing} with the same settings
+            and batches, toward {epochs} of the whole corpus{small}. The command keeps every
+            finished epoch of every row and seed in its run folder and continues from there when
+            run again on the same machine, so a run can be stopped and resumed as often as it
+            takes; {source}""",
+        "extended.added": "plus {rows}, which the live run leaves out,",
+        "extended.missing": "except {rows},",
+        "extended.small": "and {epochs} of dropout's small one",
+        "extended.committed": """the run's results are committed, and this page reads them as
+            they are without retraining. The command that made it:""",
+        "extended.none": """none is committed for the `{profile}` profile yet (once one is, this
+            page reads it as it is). A command that would make it:""",
+        "extended.progress": """Every row and seed has finished {finished} of the run's {target}
+            epochs{short}; written {written} on {machine}. {flattening}""",
+        "extended.short": "(short of its target: what follows is read at the epochs it reached)",
+        # BLEU (section 6.5) and the FLOPs (section 6.7)
+        "bleu": """Greedy sacreBLEU on all {references:,} validation sentences lies between
+            {low:.2f} and {high:.2f} over rows and seeds, each score with a 95% interval of
+            ±{ci_low:.2f} to ±{ci_high:.2f}. Of the {compared} differences from base (rows ×
+            seeds), {beyond} exceed the resampling noise, where chance alone (p < 0.05) would give
+            about {expected:.1f}{reading}""",
+        "bleu.separates": ".",
+        "bleu.does_not_separate": ": at this budget BLEU does not separate the rows from base.",
+        "flops": """This run trained {done:.2e} FLOPs in {minutes:.1f} minutes of wall time,
+            {rate:.2e} FLOP/s per process.""",
+        "flops.gpu": """At the rate measured on a GPU, the `gpu` profile's Table 3 ({rows} rows ×
+            {seeds} seeds × {epochs}, and the overfitting runs) comes to {flops:.2e} FLOPs, about
+            {minutes:.0f} minutes.""",
         # a budget and its findings counted (the closing section, section 6.4)
         "epochs.one": "{n:g} epoch",
         "epochs.many": "{n:g} epochs",
