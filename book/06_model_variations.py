@@ -589,7 +589,7 @@ names = tables.row_names(scale, TABLE3_ALL_ROWS)
 said, notes = tables.findings_said(
     budgets, small_mean, full_mean, extended_run, extended_budgets
 )
-display(Markdown(report.conclusion(said, [names], notes)))
+display(Markdown(say.conclusion(said, [names], notes)))
 
 
 # %% [markdown]
@@ -676,7 +676,7 @@ else:
                 extended_run["targets"]["full"],
                 extended_run["written"],
                 extended_run["machine"],
-                report.flattening_note(extended_curves),
+                say.flattening_note(extended_curves),
             )
         )
     )

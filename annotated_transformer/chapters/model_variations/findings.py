@@ -227,6 +227,227 @@ def extended_plan(
     )
 
 
+# ------------------------------------------------------------------------------ the findings read
+# What a pair of C rows varies, by the field the pair changes from base.
+_ASPECTS = (("n_layers", "depth"), ("d_model", "width"), ("d_ff", "feed-forward size"))
+
+
+def aspect(first: str, second: str) -> str | None:
+    """ "depth" for C1 against C3: the size the two rows vary (None for other pairs)."""
+    from . import rows as variations
+
+    try:
+        fields = set(variations.changes(first)) | set(variations.changes(second))
+    except ValueError:
+        return None
+    return next((word for field, word in _ASPECTS if field in fields), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """A finding at one budget: its verdict, whether any of its comparisons was trained, its
+    comparisons in the order a sentence gives them (against the paper first, then holding, then
+    cannot tell; untrained last), each with the size it varies where the finding compares several
+    (`aspect`), and the sizes that go against the paper (`against`)."""
+
+    verdict: str
+    kind: str
+    compared: bool
+    comparisons: tuple[tuple[Mapping, str | None], ...]
+    against: tuple[str, ...]
+
+
+def reading(finding: Mapping) -> Reading:
+    """`finding`: one of `statistics.assess`'s findings."""
+    comparisons = finding["comparisons"]
+    rank = {f.DOES_NOT_HOLD: 0, f.HOLDS: 1, f.CANNOT_TELL: 2}
+    ordered = sorted(comparisons, key=lambda c: (not c["trained"], rank[c["verdict"]]))
+    several = len(comparisons) > 1
+    pairs = tuple(
+        (c, aspect(c["first"], c["second"]) if several else None) for c in ordered
+    )
+    return Reading(
+        finding["verdict"],
+        finding["kind"],
+        any(c["trained"] for c in comparisons),
+        pairs,
+        tuple(
+            a for c, a in pairs if a and c["verdict"] == f.DOES_NOT_HOLD and c["trained"]
+        ),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Move:
+    """How one comparison moved between two budgets: its differences in percent at each, whether
+    the rows swapped order, whether the gap narrowed, and, while neither budget can tell a
+    "worse" finding, the smallest detectable change at each."""
+
+    first: str
+    second: str
+    before_pct: float
+    after_pct: float
+    swapped: bool
+    narrowed: bool
+    detectable: tuple[float, float] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """What the longer budget did to a finding (`compared`: whether the shorter one compared it
+    at all)."""
+
+    compared: bool
+    before: str
+    after: str
+    moves: tuple[Move, ...]
+
+
+def change(early: Mapping, late: Mapping) -> Change:
+    """`early`, `late`: the same finding at two budgets."""
+    moves = []
+    for a, b in zip(early["comparisons"], late["comparisons"]):
+        if a["difference_pct"] is None or b["difference_pct"] is None:
+            continue
+        x, y = a["difference_pct"], b["difference_pct"]
+        untold = a["verdict"] == b["verdict"] == f.CANNOT_TELL
+        moves.append(
+            Move(
+                a["first"],
+                a["second"],
+                x,
+                y,
+                (x > 0) != (y > 0),
+                abs(y) < abs(x),
+                (a["detectable_pct"], b["detectable_pct"])
+                if untold and early["kind"] == "worse"
+                else None,
+            )
+        )
+    return Change(
+        any(c["trained"] for c in early["comparisons"]),
+        early["verdict"],
+        late["verdict"],
+        tuple(moves),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class SmallTurn:
+    """A row's mean curve on the small corpus: its epochs, its lowest epoch and, once it has
+    risen above that (`statistics`' rule: `extended.small_minimum_passed`), how far it ended
+    above it (None while it is still improving)."""
+
+    row: str
+    epochs: int
+    lowest: int
+    rise_pct: float | None
+
+
+def small_turns(
+    small_curves: Mapping[str, Sequence[float]], rows: Sequence[str] = ("base",)
+) -> tuple[SmallTurn, ...]:
+    """Per row of `rows` with a curve: whether it has passed its lowest point (dropout can only
+    help a model that has begun to overfit)."""
+    out = []
+    for row in rows:
+        curve = small_curves.get(row, [])
+        if not curve:
+            continue
+        lowest = min(range(len(curve)), key=curve.__getitem__) + 1
+        rise = (
+            100 * (curve[-1] / curve[lowest - 1] - 1)
+            if extended.small_minimum_passed(curve)
+            else None
+        )
+        out.append(SmallTurn(row, len(curve), lowest, rise))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class Flattening:
+    """How much a row's mean curve fell in its last epoch, and the epoch it first fell by less
+    than 1% (the extended run's rule for having trained long enough; None: not yet)."""
+
+    row: str
+    fell_pct: float
+    epoch: int
+    before: float
+    after: float
+    flat_at: int | None
+
+
+def flattening(
+    curves: Mapping[str, Sequence[float]], row: str = "base"
+) -> Flattening | None:
+    """None with fewer than two epochs of `row`."""
+    curve = curves.get(row, [])
+    if len(curve) < 2:
+        return None
+    return Flattening(
+        row,
+        100 * (1 - curve[-1] / curve[-2]),
+        len(curve),
+        curve[-2],
+        curve[-1],
+        extended.flattened_at(curve),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Overtake:
+    """Whether `second`'s mean curve fell below `first`'s for good (from `since`), each curve's
+    last perplexity, and while `second` is still behind, whether its gap in percent is closing
+    (from `gap_first` at the first epoch to `gap_last`)."""
+
+    first: str
+    second: str
+    overtook: bool
+    since: float | None
+    first_epoch: float
+    last_epoch: float
+    first_last: float
+    second_last: float
+    closing: bool
+    gap_first: float
+    gap_last: float
+
+
+def overtake(
+    curves: Mapping[str, Sequence[float]],
+    first: str = "C1",
+    second: str = "C3",
+    epochs: Sequence[float] | None = None,
+) -> Overtake | None:
+    """`epochs`: the epoch of each curve point (default 1, 2, ...). None without both curves."""
+    a, b = curves.get(first, []), curves.get(second, [])
+    n = min(len(a), len(b))
+    if n == 0:
+        return None
+    at = list(epochs)[:n] if epochs is not None else list(range(1, n + 1))
+    behind = [b[i] >= a[i] for i in range(n)]
+    overtook = not behind[-1]
+    since = (
+        at[n - next((i for i, x in enumerate(reversed(behind)) if x), n)]
+        if overtook
+        else None
+    )
+    gap = [100 * (b[i] / a[i] - 1) for i in range(n)]
+    return Overtake(
+        first,
+        second,
+        overtook,
+        since,
+        at[0],
+        at[-1],
+        a[-1],
+        b[-1],
+        n >= 2 and gap[-1] < gap[0],
+        gap[0],
+        gap[-1],
+    )
+
+
 # ------------------------------------------------------------------------------ BLEU
 @dataclasses.dataclass(frozen=True)
 class Bleu:

@@ -138,6 +138,70 @@ say = Phrases(
         "flops.gpu": """At the rate measured on a GPU, the `gpu` profile's Table 3 ({rows} rows ×
             {seeds} seeds × {epochs}, and the overfitting runs) comes to {flops:.2e} FLOPs, about
             {minutes:.0f} minutes.""",
+        # a finding at one budget (section 6.4's conclusion)
+        "conclusion.budget": "*{name}*: {label}.",
+        "conclusion.finding": "**{name}.**",
+        "conclusion.run": "{title} it {sentence}",
+        "finding.not_compared": "was not compared: {clauses}.",
+        "finding.read": "{verdict_words}{because}: {clauses}.",
+        "finding.because": "because of {aspects}",
+        "finding.aspect": "{aspect} {verdict_words}: {clause}",
+        "finding.aspect.untrained": "{aspect}: {clause}",
+        "margin": "±{margin_pct:.0f}%",
+        "clause.untrained": "{a} against {b} was not trained",
+        "clause.reason": "{a} against {b}: {reason}",
+        "clause.where": "{a} ends {change:.1f}% {side} {b} in perplexity",
+        "clause.interval": "(interval {low:+.1f}% to {high:+.1f}%)",
+        "clause.tie.holds": "{where} {interval}, inside the {margin} margin: a tie",
+        "clause.tie.does_not_hold": """{where} {interval}, outside the {margin} margin: {first}
+            did {better} than {second}""",
+        "clause.tie.cannot_tell": """{where} {interval}; the interval reaches past the {margin}
+            margin, so neither a tie nor a difference can be told""",
+        "clause.worse.holds": "{where} {interval}, as in the paper",
+        "clause.worse.does_not_hold": "{where} {interval}, the opposite of the paper",
+        "clause.worse.cannot_tell": """{a} ends {change:.1f}% {side} {b}, within the noise: the
+            interval {low:+.1f}% to {high:+.1f}% includes no change, and only a change of
+            {detectable_pct:.1f}% or more would have been found four times in five""",
+        "above": "above",
+        "below": "below",
+        "better": "better",
+        "worse": "worse",
+        # what the longer budget did to a finding
+        "change.only_longer": "Only the longer run compares it.",
+        "change.kept": "The longer budget left the verdict as it was ({after})",
+        "change.changed": "The longer budget changed the verdict from {before} to {after}",
+        "change.swapped": """{first} went from {before_pct:.1f}% {before_side} {second} to
+            {after_pct:.1f}% {after_side} it""",
+        "change.narrowed": """the gap between {first} and {second} narrowed from
+            {before_pct:.1f}% to {after_pct:.1f}%""",
+        "change.widened": """the gap between {first} and {second} widened from {before_pct:.1f}%
+            to {after_pct:.1f}%""",
+        "change.detectable": """, and the smallest change the runs could find from
+            {before:.1f}% to {after:.1f}%""",
+        # the notes beside a finding: dropout's small corpus, base's flattening, depth's overtaking
+        "small.passed": """{row} was lowest at epoch {lowest} of {epochs} and ended
+            {rise_pct:.1f}% above it""",
+        "small.improving": "{row} was still improving at its last epoch ({epochs})",
+        "small.note.one": """On the small corpus {turns}: it had begun to overfit, where dropout
+            can help.""",
+        "small.note.many": """On the small corpus {turns}: they had begun to overfit, where
+            dropout can help.""",
+        "small.note.none": """On the small corpus {turns}: no row had begun to overfit, so
+            dropout had nothing to prevent yet.""",
+        "flattening.flat": """{row}'s validation perplexity fell {fell_pct:.1f}% in epoch {epoch}
+            ({before:.2f} to {after:.2f}); it first fell by less than 1% in epoch {flat_at}.""",
+        "flattening.learning": """{row}'s validation perplexity fell {fell_pct:.1f}% in epoch
+            {epoch} ({before:.2f} to {after:.2f}); it has not yet fallen by less than 1% in an
+            epoch, so the rows are still learning.""",
+        "overtake.for_good": """{second} overtook {first} for good in epoch {since:g}
+            (perplexity {second_last:.1f} against {first_last:.1f} after {epochs}): the deeper
+            stack starts slower and ends ahead.""",
+        "overtake.behind": """After {epochs} {second} was still behind {first} (perplexity
+            {second_last:.1f} against {first_last:.1f})""",
+        "overtake.closing": """{behind}, but closing: its gap fell from {gap_first:.0f}% at epoch
+            {first_epoch:g} to {gap_last:.0f}%, so the deeper stack was starting slower, not yet
+            ending worse.""",
+        "overtake.still": "{behind}.",
         # a budget and its findings counted (the closing section, section 6.4)
         "epochs.one": "{n:g} epoch",
         "epochs.many": "{n:g} epochs",

@@ -1,8 +1,10 @@
-"""Chapter 06's sentences about its run: what it trains, how the training went, what the curves,
-BLEU scores and FLOPs say. Every sentence that depends on a number is made here from that number
-(the findings' own words are `verdicts`'), so that each can be tested with inputs that change
-it. The arguments are plain numbers, mappings and data frames, never the chapter's globals;
-`closing` makes the chapter's last section from its results record as read back.
+"""Chapter 06's sentences: its verdicts (`findings`) said with its phrase table (`phrases`).
+
+What the chapter trains, how the training went, what the curves, the six findings, BLEU scores
+and FLOPs say: each function computes its verdict from plain numbers, mappings and data frames
+(never the chapter's globals) and renders it, so that each can be tested by value and by the
+inputs that change its words. `closing` makes the chapter's last section from its results record
+as read back.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pandas as pd
 from ...evaluation.results import describe_provenance
 from ..wording import capitalized, listed, plural, signed
 from . import findings
+from . import statistics as f
 from .phrases import say as phrase
 from .record import ModelVariationsRecord
 from .verdicts import (
@@ -295,6 +298,185 @@ def describe_flops(done: float, minutes: float, rate: float, gpu: Mapping | None
     return text
 
 
+# ------------------------------------------------------------------------------ the findings read
+_KEY = {f.HOLDS: "holds", f.DOES_NOT_HOLD: "does_not_hold", f.CANNOT_TELL: "cannot_tell"}
+
+
+def comparison_clause(kind: str, c: Mapping, names: Mapping[str, str] = {}) -> str:
+    """One comparison in words: which row ends where, by how much, the interval, and what that
+    says. A difference whose interval includes no change is said to be within the noise, never
+    called a difference; a tie is read against the margin."""
+    a, b = names.get(c["first"], c["first"]), names.get(c["second"], c["second"])
+    if not c["trained"]:
+        return phrase("clause.untrained", a=a, b=b)
+    if c["difference_pct"] is None:
+        return phrase("clause.reason", a=a, b=b, reason=c["reason"])
+    change = c["difference_pct"]
+    low, high = c["interval_pct"]
+    side = phrase("above" if change > 0 else "below")
+    words = dict(a=a, b=b, change=abs(change), side=side, low=low, high=high)
+    kind = "tie" if kind == "tie" else "worse"
+    return phrase(
+        f"clause.{kind}.{_KEY[c['verdict']]}",
+        c,
+        **words,
+        where=phrase("clause.where", **words),
+        interval=phrase("clause.interval", low=low, high=high),
+        margin=phrase("margin", margin_pct=f.percent(f.TIE_MARGIN)),
+        better=phrase("better" if change < 0 else "worse"),
+    )
+
+
+def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = "") -> str:
+    """A finding at one budget: its verdict, the comparison that decides it first (for "bigger is
+    better", which size: depth, width or feed-forward), and `note` (a reason the numbers alone do
+    not give, such as whether dropout's rows had begun to overfit)."""
+    found = findings.reading(finding)
+    clauses = []
+    for c, aspect in found.comparisons:
+        clause = comparison_clause(found.kind, c, names)
+        if aspect and not (c["verdict"] == f.DOES_NOT_HOLD and c["trained"]):
+            if c["trained"]:
+                words = verdict_words(c["verdict"])
+                clause = phrase(
+                    "finding.aspect", aspect=aspect, verdict_words=words, clause=clause
+                )
+            else:
+                clause = phrase("finding.aspect.untrained", aspect=aspect, clause=clause)
+        clauses.append(clause)
+    if not found.compared:
+        text = phrase("finding.not_compared", clauses="; ".join(clauses))
+    else:
+        because = (
+            " " + phrase("finding.because", aspects=" and ".join(found.against))
+            if found.against
+            else ""
+        )
+        text = phrase(
+            "finding.read",
+            verdict_words=verdict_words(found.verdict),
+            because=because,
+            clauses="; ".join(clauses),
+        )
+    return f"{text} {note}" if note else text
+
+
+def change_sentence(early: Mapping, late: Mapping, names: Mapping[str, str] = {}) -> str:
+    """What the longer budget did to a finding: whether its verdict changed, and for every
+    comparison both budgets read, whether the two rows swapped order or the gap narrowed or
+    widened (and, while neither can tell, how the smallest detectable change moved)."""
+    found = findings.change(early, late)
+    if not found.compared:
+        return phrase("change.only_longer")
+    head = phrase(
+        "change.kept" if found.before == found.after else "change.changed",
+        before=verdict_words(found.before),
+        after=verdict_words(found.after),
+    )
+    moves = []
+    for m in found.moves:
+        sizes = dict(before_pct=abs(m.before_pct), after_pct=abs(m.after_pct))
+        if m.swapped:
+            move = phrase(
+                "change.swapped",
+                m,
+                **sizes,
+                before_side=phrase("above" if m.before_pct > 0 else "below"),
+                after_side=phrase("above" if m.after_pct > 0 else "below"),
+            )
+        else:
+            move = phrase(
+                "change.narrowed" if m.narrowed else "change.widened", m, **sizes
+            )
+            if m.detectable is not None:
+                before, after = m.detectable
+                move += phrase("change.detectable", before=before, after=after)
+        moves.append(move)
+    return head + (": " + "; ".join(moves) if moves else "") + "."
+
+
+def overfit_note(
+    small_curves: Mapping[str, Sequence[float]], rows: Sequence[str] = ("base",)
+) -> str:
+    """Whether the mean curves of `rows` on the small corpus have passed their lowest point:
+    dropout can only help a model that has begun to overfit."""
+    turns = findings.small_turns(small_curves, rows)
+    if not turns:
+        return ""
+    parts = [
+        phrase("small.improving" if t.rise_pct is None else "small.passed", t)
+        for t in turns
+    ]
+    passed = sum(t.rise_pct is not None for t in turns)
+    many = "none" if not passed else "one" if passed == 1 else "many"
+    return phrase(f"small.note.{many}", turns=", and ".join(parts))
+
+
+def flattening_note(curves: Mapping[str, Sequence[float]], row: str = "base") -> str:
+    """How much `row`'s mean curve fell in its last epoch, and where it first fell by less than 1%
+    (the extended run's rule for having trained long enough)."""
+    found = findings.flattening(curves, row)
+    if found is None:
+        return ""
+    return phrase("flattening.flat" if found.flat_at else "flattening.learning", found)
+
+
+def overtake_note(
+    curves: Mapping[str, Sequence[float]],
+    first: str = "C1",
+    second: str = "C3",
+    epochs: Sequence[float] | None = None,
+) -> str:
+    """Whether `second`'s mean curve fell below `first`'s for good (the deeper stack overtaking
+    the shallow one) and, while it is still behind, whether the gap is closing; `epochs`: the
+    epoch of each curve point (default 1, 2, ...). Empty without both curves."""
+    found = findings.overtake(curves, first, second, epochs)
+    if found is None:
+        return ""
+    last = epochs_words(found.last_epoch)
+    if found.overtook:
+        return phrase("overtake.for_good", found, epochs=last)
+    behind = phrase("overtake.behind", found, epochs=last)
+    return phrase(
+        "overtake.closing" if found.closing else "overtake.still", found, behind=behind
+    )
+
+
+def _run_title(run: Mapping) -> str:
+    return phrase("run.title", epochs=epochs_words(run["full_epoch"]), name=run["name"])
+
+
+def conclusion(
+    runs: Sequence[Mapping],
+    names: Sequence[Mapping[str, str]] = (),
+    notes: Sequence[Mapping[str, str]] = (),
+) -> str:
+    """The findings in words. `runs`: one or two budgets, each {"name": "this run", "label",
+    "full_epoch", "findings"}; per run optional `names` (row -> "C1 (1 layer)") and `notes`
+    (finding -> a reason). First each run's budget in words, then per finding a bullet with one
+    sentence per run and, with two runs, what the longer budget changed."""
+    lines = [
+        " ".join(
+            phrase("conclusion.budget", name=capitalized(r["name"]), label=r["label"])
+            for r in runs
+        ),
+        "",
+    ]
+    for i, first in enumerate(runs[0]["findings"]):
+        parts = [phrase("conclusion.finding", name=finding_name(first["finding"]))]
+        for k, run in enumerate(runs):
+            mine = names[k] if k < len(names) else {}
+            note = (notes[k] if k < len(notes) else {}).get(first["finding"], "")
+            sentence = run_sentence(run["findings"][i], mine, note)
+            parts.append(
+                phrase("conclusion.run", title=_run_title(run), sentence=sentence)
+            )
+        if len(runs) > 1:
+            parts.append(change_sentence(first, runs[-1]["findings"][i]))
+        lines.append("- " + " ".join(parts))
+    return "\n".join(lines).strip()
+
+
 # ------------------------------------------------------------------------------ what this run shows
 def lower_first(text: str) -> str:
     """`text` with its first letter in lower case ("Small keys hurt" inside a sentence); wording
@@ -321,7 +503,7 @@ def _say_tally(found: findings.Tally) -> str:
         )
         for verdict, keys in found.groups
     ]
-    title = phrase("run.title", epochs=epochs_words(found.full_epoch), name=found.name)
+    title = _run_title({"full_epoch": found.full_epoch, "name": found.name})
     return phrase("tally", found, title=title, groups=listed(groups))
 
 
