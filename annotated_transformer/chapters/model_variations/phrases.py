@@ -15,6 +15,15 @@ FINDING_WORDS = {
     "dropout helps": "Dropout helps",
     "learned and sinusoidal positions tie": "Learned and sinusoidal positions tie",
 }
+# A share of the training pairs in words (dropout's small corpus).
+SHARE_WORDS = {
+    2: "a half",
+    3: "a third",
+    4: "a quarter",
+    5: "a fifth",
+    10: "a tenth",
+    20: "a twentieth",
+}
 # A verdict as a sentence says it of one finding, and of several.
 VERDICT_ONE = {
     f.HOLDS: "holds",
@@ -203,6 +212,7 @@ say = Phrases(
             ending worse.""",
         "overtake.still": "{behind}.",
         # a budget and its findings counted (the closing section, section 6.4)
+        "budget": "{full}; dropout rows: {small} on {share} of the pairs",
         "epochs.one": "{n:g} epoch",
         "epochs.many": "{n:g} epochs",
         "run.title": "After {epochs} ({name})",

@@ -18,38 +18,28 @@ from pathlib import Path
 from ...model.config import TABLE3_ALL_ROWS
 from ...runtime.locks import output_lock
 from ...training import long_run
+from ..wording import capitalized
 from . import extended
 from . import statistics as f
-from .phrases import FINDING_WORDS, VERDICT_MANY, VERDICT_ONE, say
+from .phrases import FINDING_WORDS, SHARE_WORDS, VERDICT_MANY, VERDICT_ONE, say
 
 EXTENDED_NAME = "runs.json"
 # `table3 --epochs` when not given (commands/table3.py reads it from here)
 DEFAULT_EXTENDED_EPOCHS = 8
 
-_PARTS = {
-    2: "a half",
-    3: "a third",
-    4: "a quarter",
-    5: "a fifth",
-    10: "a tenth",
-    20: "a twentieth",
-}
-
 
 def share_words(share: int) -> str:
     """1/`share` of the pairs in words: 20 -> "a twentieth"."""
-    return _PARTS.get(share, f"1/{share}")
+    return SHARE_WORDS.get(share, f"1/{share}")
 
 
 def budget_label(full_epochs: float, small_epochs: float, share: int) -> str:
     """A budget in words: "1 epoch; dropout rows: 10 epochs on a twentieth of the pairs"."""
-
-    def epochs(n: float) -> str:
-        return f"{n:g} epoch" + ("" if n == 1 else "s")
-
-    return (
-        f"{epochs(full_epochs)}; dropout rows: {epochs(small_epochs)} on "
-        f"{share_words(share)} of the pairs"
+    return say(
+        "budget",
+        full=epochs_words(full_epochs),
+        small=epochs_words(small_epochs),
+        share=share_words(share),
     )
 
 
@@ -386,7 +376,7 @@ def verdict_count(n: int, verdict: str) -> str:
 
 def finding_name(name: str) -> str:
     """A finding's name for a heading or a table: "small d_k hurts" -> "Small keys hurt"."""
-    return FINDING_WORDS.get(name, name[:1].upper() + name[1:])
+    return FINDING_WORDS.get(name) or capitalized(name)
 
 
 def epochs_words(n: float) -> str:
