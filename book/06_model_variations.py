@@ -589,7 +589,7 @@ names = tables.row_names(scale, TABLE3_ALL_ROWS)
 said, notes = tables.findings_said(
     budgets, small_mean, full_mean, extended_run, extended_budgets
 )
-display(Markdown(report.conclusion(said, [names], notes)))
+display(Markdown(say.conclusion(said, [names], notes)))
 
 
 # %% [markdown]
@@ -676,7 +676,7 @@ else:
                 extended_run["targets"]["full"],
                 extended_run["written"],
                 extended_run["machine"],
-                report.flattening_note(extended_curves),
+                say.flattening_note(extended_curves),
             )
         )
     )
@@ -817,9 +817,9 @@ ext_who = (
 )
 display(
     Markdown(
-        report.describe_correlation(correlation, "this run")
+        say.describe_correlation(correlation, "this run")
         + (
-            " " + report.describe_correlation(ext_correlation, ext_who)
+            " " + say.describe_correlation(ext_correlation, ext_who)
             if ext_correlation
             else ""
         )
@@ -876,7 +876,12 @@ this_run.keep(flops=budget)
 
 # %% tags=["remove-cell"]
 path = record.write(
-    this_run, torch_device, time.perf_counter() - chapter_start, results_name
+    record.build(this_run),
+    this_run.profile.name,
+    time.perf_counter() - chapter_start,
+    device=torch_device,
+    config=record.config(this_run),
+    name=results_name,
 )
 
 

@@ -2,8 +2,10 @@
 the chapter shows beside its own.
 
 The chapter fills one `ThisRun` as it goes (`ThisRun.keep`, a line at the end of the cells that
-compute a part) and writes it with one call, `write`; `read` reads the record back, and
-`sentences.closing` makes the chapter's closing section of what it read.
+compute a part); `build` makes its typed record (`ModelVariationsRecord`) and `config` the
+settings it trained with, `write` writes them with one call and `read` reads the record back
+(`ChapterRecord`'s one way, under the file name the chapter was given), and `sentences.closing`
+makes the chapter's closing section of what it read.
 
 What the record's "metrics" hold (`build`):
 
@@ -34,6 +36,7 @@ the model configuration and training settings its runs used (seed aside).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +47,7 @@ import pandas as pd
 
 from ...evaluation import results
 from ...profiles import Profile, Table3Scale
+from ..chapter_record import ChapterRecord
 from ..chapter_state import ChapterState
 from . import rows as variations
 from . import statistics as f
@@ -89,6 +93,86 @@ class ThisRun(ChapterState):
 
 
 # ------------------------------------------------------------------------------ the record
+@dataclass(frozen=True)
+class TrainedWith:
+    """The settings a row's runs trained with, as used."""
+
+    warmup_steps: int
+    peak_lr: float
+    max_len: int
+    batch_tokens: int
+
+
+@dataclass(frozen=True)
+class RowRecord:
+    """One Table 3 row trained on the whole corpus: its scores over seeds and per seed, its
+    difference from base's BLEU, its size, and each seed's training."""
+
+    ppl: float  # geometric mean over seeds
+    ppl_ci95: list[float]  # [low, high]
+    ppl_seeds: list[float]
+    bleu: float
+    bleu_seeds: list[float]
+    bleu_ci95_seeds: list[float]
+    bleu_minus_base: float
+    bleu_beyond_noise_of_base_seeds: (
+        Any  # as `tables.beside_table3` gives it (None for base)
+    )
+    params_m: float
+    seeds: list[int]
+    epochs: list[float]
+    steps: list[int]
+    curves: dict[str, list[dict]]  # {seed: validation curve}
+    train_s: list[float]
+    trained_with: TrainedWith
+
+
+@dataclass(frozen=True)
+class OverfitRecord:
+    """One dropout row on the small corpus: its runs, curves and the epoch of its mean curve's
+    lowest point."""
+
+    train_pairs: int
+    seeds: list[int]
+    epochs: list[float]
+    ppl_seeds: list[float]
+    curves: dict[str, list[dict]]
+    lowest_epoch: float
+
+
+@dataclass(frozen=True)
+class ExtendedRecord:
+    """The committed extended run as this record holds it: its epochs, its budgets' verdicts
+    (`statistics.assess`'s findings) and its rank correlation at the last."""
+
+    epochs: int = 0
+    verdicts: list[dict] = field(default_factory=list)
+    spearman_ppl: dict | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelVariationsRecord(ChapterRecord):
+    """Chapter 06's record: the fields the module's docstring lists. A budget's verdicts
+    (`verdicts`, `extended.verdicts`), the rank correlations and the FLOPs lines are kept as the
+    statistics and tables give them (mappings)."""
+
+    RESULTS_NAME = "model_variations"
+
+    rows: dict[str, RowRecord]
+    overfit: dict[str, OverfitRecord]
+    verdicts: list[dict]
+    spearman_ppl: dict | None
+    extended: ExtendedRecord | None = None  # runs before the extended run hold none
+    tie_margin_pct: float
+    alpha: float
+    flops: list[dict]
+    dataset: str
+    bleu: str
+    ppl: str
+    train_seconds: float
+    workers: int
+
+
 def row_records(
     table: pd.DataFrame,
     runs: Sequence,
@@ -96,8 +180,8 @@ def row_records(
     seeds: Sequence[int],
     max_len: int,
     batch_tokens: int,
-) -> dict:
-    """`metrics["rows"]`: per row its scores, seeds, curves and settings."""
+) -> dict[str, RowRecord]:
+    """The record's `rows`: per row its scores, seeds, curves and settings."""
 
     def run_of(row: str, seed: int):
         return next(r for r in runs if (r.row, r.seed, r.corpus) == (row, seed, "full"))
@@ -105,28 +189,28 @@ def row_records(
     out = {}
     for r in table.itertuples():
         mine = [run_of(r.row, s) for s in seeds]
-        out[r.row] = {
-            "ppl": round(r.ppl, 3),
-            "ppl_ci95": [round(r.ppl_low, 3), round(r.ppl_high, 3)],
-            "ppl_seeds": [round(final_ppl[r.row][s], 3) for s in seeds],
-            "bleu": round(r.bleu, 2),
-            "bleu_seeds": [round(x, 2) for x in r.bleu_seeds],
-            "bleu_ci95_seeds": r.bleu_ci95_seeds,
-            "bleu_minus_base": round(r.bleu_minus_base, 2),
-            "bleu_beyond_noise_of_base_seeds": r.beyond,
-            "params_m": round(r.params / 1e6, 4),
-            "seeds": list(seeds),
-            "epochs": [x.epochs for x in mine],
-            "steps": [x.steps for x in mine],
-            "curves": {str(s): x.curve for s, x in zip(seeds, mine)},
-            "train_s": [round(x.train_s, 1) for x in mine],
-            "trained_with": {
-                "warmup_steps": mine[0].warmup_steps,
-                "peak_lr": mine[0].peak_lr,
-                "max_len": max_len,
-                "batch_tokens": batch_tokens,
-            },
-        }
+        out[r.row] = RowRecord(
+            ppl=round(r.ppl, 3),
+            ppl_ci95=[round(r.ppl_low, 3), round(r.ppl_high, 3)],
+            ppl_seeds=[round(final_ppl[r.row][s], 3) for s in seeds],
+            bleu=round(r.bleu, 2),
+            bleu_seeds=[round(x, 2) for x in r.bleu_seeds],
+            bleu_ci95_seeds=list(r.bleu_ci95_seeds),
+            bleu_minus_base=round(r.bleu_minus_base, 2),
+            bleu_beyond_noise_of_base_seeds=r.beyond,
+            params_m=round(r.params / 1e6, 4),
+            seeds=list(seeds),
+            epochs=[x.epochs for x in mine],
+            steps=[x.steps for x in mine],
+            curves={str(s): x.curve for s, x in zip(seeds, mine)},
+            train_s=[round(x.train_s, 1) for x in mine],
+            trained_with=TrainedWith(
+                warmup_steps=mine[0].warmup_steps,
+                peak_lr=mine[0].peak_lr,
+                max_len=max_len,
+                batch_tokens=batch_tokens,
+            ),
+        )
     return out
 
 
@@ -136,22 +220,22 @@ def overfit_records(
     seeds: Sequence[int],
     train_pairs: int,
     lowest_epoch: Mapping[str, float],
-) -> dict:
-    """`metrics["overfit"]`: per dropout row its small-corpus runs, curves and lowest epoch."""
+) -> dict[str, OverfitRecord]:
+    """The record's `overfit`: per dropout row its small-corpus runs, curves and lowest epoch."""
     out = {}
     for row in rows:
         mine = [
             next(r for r in runs if (r.row, r.seed, r.corpus) == (row, s, "small"))
             for s in seeds
         ]
-        out[row] = {
-            "train_pairs": train_pairs,
-            "seeds": list(seeds),
-            "epochs": [x.epochs for x in mine],
-            "ppl_seeds": [round(x.ppl, 3) for x in mine],
-            "curves": {str(s): x.curve for s, x in zip(seeds, mine)},
-            "lowest_epoch": float(lowest_epoch[row]),
-        }
+        out[row] = OverfitRecord(
+            train_pairs=train_pairs,
+            seeds=list(seeds),
+            epochs=[x.epochs for x in mine],
+            ppl_seeds=[round(x.ppl, 3) for x in mine],
+            curves={str(s): x.curve for s, x in zip(seeds, mine)},
+            lowest_epoch=float(lowest_epoch[row]),
+        )
     return out
 
 
@@ -171,69 +255,83 @@ def trained_with(profile: Profile, row: str, epochs: int) -> dict:
     }
 
 
-def build(run: ThisRun) -> tuple[dict, dict]:
-    """The record's (metrics, config) from what the chapter kept (the module's docstring lists
-    the fields)."""
+def _as_stored(value: Any) -> Any:
+    """A mapping the record keeps as it is (a budget's verdicts), with its tuples as the lists
+    its file gives back, so that the record read back equals the record built."""
+    if isinstance(value, Mapping):
+        return {k: _as_stored(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_as_stored(v) for v in value]
+    return value
+
+
+def config(run: ThisRun) -> dict:
+    """The record file's "config": the Table 3 profile, the scale and, per row, the model
+    configuration and training settings its runs used (seed aside)."""
     p = run.profile
     scale = run.scale
-    config = {
+    return {
         "profile": p.to_dict(),
         "scale": {"width": scale.width, "depth": scale.depth, "heads": scale.heads},
         "rows": {row: trained_with(p, row, run.epochs) for row in run.rows},
     }
+
+
+def build(run: ThisRun) -> ModelVariationsRecord:
+    """The record from what the chapter kept (the module's docstring lists the fields)."""
+    p = run.profile
     max_len = p.model_config().max_len
-    metrics = {
-        "rows": row_records(
+    return ModelVariationsRecord(
+        rows=row_records(
             run.table, run.runs, run.final_ppl, run.seeds, max_len, p.batch_tokens
         ),
-        "overfit": overfit_records(
+        overfit=overfit_records(
             run.runs,
             run.overfit_rows,
             run.seeds,
             run.overfit_pairs,
             lowest_epochs(run.small_mean),
         ),
-        "verdicts": run.budgets,
-        "spearman_ppl": run.correlation,
-        "extended": {
-            "epochs": len(run.extended_budgets),
-            "verdicts": [
-                {k: b[k] for k in ("full_epoch", "small_epoch", "label", "findings")}
-                for b in run.extended_budgets
-            ],
-            "spearman_ppl": run.extended_correlation,
-        },
-        "tie_margin_pct": round(f.percent(f.TIE_MARGIN), 3),
-        "alpha": f.ALPHA,
-        "flops": run.flops.to_dict(orient="records"),
-        "dataset": f"{p.corpus} {p.src_lang}->{p.tgt_lang}, {p.valid_split} split",
-        "bleu": "sacreBLEU, greedy translations of all "
+        verdicts=_as_stored(run.budgets),
+        spearman_ppl=run.correlation,
+        extended=ExtendedRecord(
+            epochs=len(run.extended_budgets),
+            verdicts=_as_stored(
+                [
+                    {k: b[k] for k in ("full_epoch", "small_epoch", "label", "findings")}
+                    for b in run.extended_budgets
+                ]
+            ),
+            spearman_ppl=run.extended_correlation,
+        ),
+        tie_margin_pct=round(f.percent(f.TIE_MARGIN), 3),
+        alpha=f.ALPHA,
+        flops=run.flops.to_dict(orient="records"),
+        dataset=f"{p.corpus} {p.src_lang}->{p.tgt_lang}, {p.valid_split} split",
+        bleu="sacreBLEU, greedy translations of all "
         f"{run.bleu_sentences} validation sentences",
-        "ppl": f"per subword on all {run.valid_pairs} pairs of the validation split",
-        "train_seconds": round(run.train_seconds, 1),
-        "workers": run.workers,
-    }
-    return metrics, config
+        ppl=f"per subword on all {run.valid_pairs} pairs of the validation split",
+        train_seconds=round(run.train_seconds, 1),
+        workers=run.workers,
+    )
 
 
 def write(
-    run: ThisRun,
-    device: Any,
+    record: ModelVariationsRecord,
+    profile_name: str,
     wall_time_s: float,
-    name: str = RESULTS_NAME,
     results_dir: str | os.PathLike | None = None,
+    *,
+    device: Any,
+    config: dict | None = None,
+    name: str = RESULTS_NAME,
 ) -> Path:
-    """`results/<profile>/<name>.json` (under `results_dir`, default the results root) of what
-    the chapter kept, stamped with the device's provenance; the path written."""
-    metrics, config = build(run)
-    return results.write_result(
-        name,
-        metrics,
-        profile=run.profile.name,
-        config=config,
-        device=device,
-        wall_time_s=round(wall_time_s, 1),
-        root=results_dir,
+    """`results/<profile_name>/<name>.json` (under `results_dir`, default the results root) of
+    `record`, with the settings it trained with (`config`) and the device's provenance; the path
+    written. `name` keeps a run beside the default one (`model_variations_seeds4`)."""
+    named = record if name == RESULTS_NAME else _named(name)(**_fields(record))
+    return named.write(
+        profile_name, round(wall_time_s, 1), results_dir, device=device, config=config
     )
 
 
@@ -241,9 +339,22 @@ def read(
     profile_name: str,
     results_dir: str | os.PathLike | None = None,
     name: str = RESULTS_NAME,
-) -> dict | None:
-    """The record `write` wrote for `profile_name`, or None when the chapter has not run."""
-    return results.read_result(name, profile_name, results_dir)
+) -> ModelVariationsRecord | None:
+    """The record `write` wrote for `profile_name` under `name`, or None when the chapter has not
+    run."""
+    found = _named(name).read(profile_name, results_dir)
+    return None if found is None else ModelVariationsRecord(**_fields(found))
+
+
+def _named(name: str) -> type[ModelVariationsRecord]:
+    """The record class whose file is `name` (the chapter's own for RESULTS_NAME)."""
+    if name == RESULTS_NAME:
+        return ModelVariationsRecord
+    return type("ModelVariationsRecord", (ModelVariationsRecord,), {"RESULTS_NAME": name})
+
+
+def _fields(record: ModelVariationsRecord) -> dict:
+    return {k.name: getattr(record, k.name) for k in dataclasses.fields(record)}
 
 
 # ------------------------------------------------------------------------------ committed runs

@@ -1,50 +1,32 @@
-"""Chapter 06's sentences about its run: what it trains, how the training went, what the curves,
-BLEU scores and FLOPs say. Every sentence that depends on a number is made here from that number
-(the findings' own words are `verdicts`'), so that each can be tested with inputs that change
-it. The arguments are plain numbers, mappings and data frames, never the chapter's globals;
-`closing` makes the chapter's last section from its results record as read back.
+"""Chapter 06's sentences: its verdicts (`findings`) said with its phrase table (`phrases`).
+
+What the chapter trains, how the training went, what the curves, the six findings, BLEU scores
+and FLOPs say: each function computes its verdict from plain numbers, mappings and data frames
+(never the chapter's globals) and renders it, so that each can be tested by value and by the
+inputs that change its words. `closing` makes the chapter's last section from its results record
+as read back.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from ...evaluation.results import describe_provenance
-from ...model.config import TABLE3_ALL_ROWS
-from . import extended
+from ..wording import capitalized, listed, plural, signed
+from . import findings
 from . import statistics as f
+from .phrases import say as phrase
+from .record import ModelVariationsRecord
 from .verdicts import (
-    DEFAULT_EXTENDED_EPOCHS,
-    describe_correlation,
     epochs_words,
     finding_name,
-    full_corpus_rows,
     reproducing_command,
     share_words,
-    tally,
     verdict_count,
     verdict_words,
 )
-
-
-def _listed(items: Sequence[str]) -> str:
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-def _plural(n: int, word: str) -> str:
-    if n == 1:
-        return f"{n} {word}"
-    return f"{n} {word}" + ("es" if word.endswith("s") else "s")
 
 
 def describe_plan(
@@ -60,12 +42,20 @@ def describe_plan(
 ) -> str:
     """What this profile trains: rows × seeds × epochs, dropout's runs, and the scale."""
     width, depth, heads = scale
-    return (
-        f"Under the `{profile}` profile this chapter trains {len(rows)} rows "
-        f"({_listed(rows)}), each with {_plural(seeds, 'seed')} for {epochs_words(epochs)} of "
-        f"the training split, and {_listed(overfit_rows)} for {overfit_epochs} epochs of "
-        f"{share_words(overfit_share)} of it. Every width of the paper's rows is divided by "
-        f"{width}, every depth by {depth} and every head count by {heads}; it runs on {device}."
+    return phrase(
+        "plan",
+        profile=profile,
+        trained=len(rows),
+        rows=listed(rows),
+        seeds=plural(seeds, "seed"),
+        epochs=epochs_words(epochs),
+        overfit_rows=listed(overfit_rows),
+        overfit_epochs=overfit_epochs,
+        share=share_words(overfit_share),
+        width=width,
+        depth=depth,
+        heads=heads,
+        device=device,
     )
 
 
@@ -74,39 +64,36 @@ def describe_rows_trained(
 ) -> str:
     """Which of Table 3's rows this profile trains, and which comparisons that leaves out
     (empty when it trains them all)."""
-    missing = [r for r in all_rows if r not in rows]
-    if not missing:
+    found = findings.rows_trained(rows, all_rows, finding_rows)
+    if found is None:
         return ""
-    unread = [r for r in missing if r in finding_rows]
-    extra = [r for r in rows if r not in finding_rows]
-    text = f"This profile trains {len(rows)} of the {len(all_rows)} rows"
-    if unread:
-        text += (
-            f". Of the rows the findings compare it leaves out {_listed(unread)}, so the "
-            f"comparisons that need {'it' if len(unread) == 1 else 'them'} are skipped"
-        )
+    text = phrase("rows.trained", found)
+    if found.unread:
+        many = "one" if len(found.unread) == 1 else "many"
+        text += phrase(f"rows.unread.{many}", rows=listed(found.unread))
     else:
-        text += ", every row the six findings compare on the whole corpus"
-    if extra:
-        text += f"; it trains {_listed(extra)} on the whole corpus for the table beside the paper's"
-    others = [r for r in missing if r not in unread]
-    if others:
-        text += f". It {'also ' if unread else ''}leaves out {_listed(others)}"
-    return (
-        text
-        + "; the `gpu` profile trains every row (dropout's finding is read on a small "
-        "corpus, section 6.3)."
-    )
+        text += phrase("rows.all_compared")
+    if found.extra:
+        text += phrase("rows.extra", rows=listed(found.extra))
+    if found.others:
+        also = ".also" if found.unread else ""
+        text += phrase(f"rows.others{also}", rows=listed(found.others))
+    return text + phrase("rows.gpu")
 
 
 def describe_base(
     layers: int, width: int, d_ff: int, heads: int, d_k: int, params: int, vocab: int
 ) -> str:
     """Base at this scale in one sentence."""
-    return (
-        f"Base at this scale has {_plural(layers, 'layer')} in each stack, width {width}, "
-        f"feed-forward size {d_ff} and {_plural(heads, 'head')} with keys of {d_k}: "
-        f"{params / 1e6:.2f} million parameters with a {vocab:,}-piece vocabulary."
+    return phrase(
+        "base",
+        layers=plural(layers, "layer"),
+        width=width,
+        d_ff=d_ff,
+        heads=plural(heads, "head"),
+        d_k=d_k,
+        params_m=params / 1e6,
+        vocab=vocab,
     )
 
 
@@ -115,35 +102,28 @@ def describe_calibration(
 ) -> str:
     """The committed calibration of warm-up and peak rate (its results record): what was tried,
     the rule, the choice, and what this profile trains with."""
-    metrics, provenance = record["metrics"], describe_provenance(record)
+    metrics = record["metrics"]
     share = metrics["share_of_epoch"]
     # below 1: a share of one epoch; from 1 up, whole epochs (scripts/table3_calibration.py)
-    trained = (
-        f"{share:g} of an epoch"
-        if share < 1
-        else f"{share:g} epoch" + ("" if share == 1 else "s")
-    )
-    return (
-        f"Validation perplexity after {trained} for each candidate (written "
-        f"warm-up steps:peak rate). The calibration chose **{metrics['chosen']}** "
-        f"({provenance}); how it chose: {metrics['rule']}. This profile trains every row with "
-        f"{warmup} warm-up steps and a "
-        f"peak rate of {peak:g}, on batches of {batch_tokens:,} tokens."
+    kind = "share" if share < 1 else "epoch" if share == 1 else "epochs"
+    return phrase(
+        "calibration",
+        trained=phrase(f"calibration.{kind}", share=share),
+        chosen=metrics["chosen"],
+        provenance=describe_provenance(record),
+        rule=metrics["rule"],
+        warmup=warmup,
+        peak=peak,
+        batch_tokens=batch_tokens,
     )
 
 
 def describe_no_calibration(warmup: int, peak: float) -> str:
-    return (
-        f"No calibration of this profile's warm-up ({warmup} steps) and peak rate ({peak:g}) is "
-        "committed; the curves of C1 and C3 in section 6.3 show whether the deepest row trains."
-    )
+    return phrase("calibration.none", warmup=warmup, peak=peak)
 
 
 def describe_other_batches() -> str:
-    return (
-        "The committed whole-epoch grid was run at other batches than this profile's; it is "
-        "not shown. Rerun `scripts/table3_calibration.py --epochs 1` for this profile."
-    )
+    return phrase("calibration.other_batches")
 
 
 def describe_whole_epoch(
@@ -152,34 +132,23 @@ def describe_whole_epoch(
     """The whole-epoch grid: base's best candidate, which candidates keep C3 no worse than C1,
     and what the pre-norm diagnostic says about depth (`by`: perplexity, candidates × rows;
     `record`: the grid's results record, for where it was measured)."""
-    provenance = describe_provenance(record)
-    deeper = by.index[by.C3 <= by.C1].tolist()
-    text = (
-        f"After a whole epoch with the norm after each sub-layer (the paper's post-norm) at "
-        f"{chosen}, base ends at {by.base[chosen]:.1f}, C1 at {by.C1[chosen]:.1f} and C3 at "
-        f"{by.C3[chosen]:.1f}; base is best at {by.base.idxmin()}. "
-    )
-    if deeper:
-        text += (
-            f"Only {_listed(deeper)} {'ends' if len(deeper) == 1 else 'end'} C3 no worse than "
-            f"C1, with base at {by.base[deeper].min():.1f} at best: that rule would buy depth's "
-            "order with models that learned less, so the choice stays with base's best. "
-        )
+    found = findings.whole_epoch(by, pre_at, chosen)
+    if found.deeper:
+        many = "one" if len(found.deeper) == 1 else "many"
+        deeper = phrase(f"whole_epoch.deeper.{many}", found, deeper=listed(found.deeper))
     else:
-        text += "No candidate ends C3 no worse than C1. "
-    text += (
-        f"With the norm before each sub-layer (pre-norm) at {chosen}: base {pre_at['base']:.1f}, "
-        f"C1 {pre_at['C1']:.1f}, C3 {pre_at['C3']:.1f}. "
+        deeper = phrase("whole_epoch.deeper.none")
+    reading = "deeper" if found.pre_norm_deeper_helps else "same"
+    return " ".join(
+        [
+            phrase("whole_epoch", found),
+            deeper,
+            phrase("whole_epoch.pre_norm", found),
+            phrase(
+                f"whole_epoch.pre_norm.{reading}", provenance=describe_provenance(record)
+            ),
+        ]
     )
-    if pre_at["C3"] < pre_at["C1"]:
-        text += (
-            "There the deepest stack ends below the one-layer one, so at this budget the "
-            "post-norm depth rows measure how fast a post-norm stack gets going rather than "
-            "what depth buys"
-        )
-    else:
-        text += "Depth does not help there either at this budget"
-    return text + f" ({provenance})."
 
 
 def describe_data(
@@ -190,25 +159,21 @@ def describe_data(
     batch_tokens: int,
     overfit_pairs: int,
 ) -> str:
-    return (
-        f"The rows train on {train_pairs:,} pairs ({target_tokens:,} target subwords an epoch) "
-        f"in batches of about {batch_tokens:,} tokens; perplexity is measured on "
-        f"{valid_pairs:,} validation pairs and BLEU on {bleu_sentences:,} validation sentences. "
-        f"Dropout's small corpus is the first {overfit_pairs:,} training pairs."
+    return phrase(
+        "data",
+        train_pairs=train_pairs,
+        target_tokens=target_tokens,
+        valid_pairs=valid_pairs,
+        bleu_sentences=bleu_sentences,
+        batch_tokens=batch_tokens,
+        overfit_pairs=overfit_pairs,
     )
 
 
 def describe_training(measured: pd.DataFrame, seconds: float, workers: int) -> str:
     """How long the runs took (`measured`: one row per run, columns corpus, train_s, eval_s)."""
-    full = measured[measured.corpus == "full"]
-    at_once = (measured.train_s + measured.eval_s).sum() / seconds
-    return (
-        f"{len(measured)} runs in {seconds / 60:.1f} minutes on {_plural(workers, 'process')}. "
-        f"A run on the whole corpus trained for {full.train_s.min():.0f} to "
-        f"{full.train_s.max():.0f} seconds and translated the validation split in "
-        f"{full.eval_s.mean():.0f} seconds on average; the runs' times add up to "
-        f"{at_once:.1f} times the wall time."
-    )
+    found = findings.training(measured, seconds, workers)
+    return phrase("training", found, processes=plural(found.workers, "process"))
 
 
 def describe_overfitting(
@@ -216,51 +181,32 @@ def describe_overfitting(
 ) -> str:
     """Per dropout row on the small corpus: its lowest point, where it ends, and whether it has
     begun to overfit (`small_mean`: columns row, point, epoch, ppl)."""
-    parts, rising = [], []
-    for row, rate in dropout_of.items():
-        curve = small_mean[small_mean.row == row].sort_values("point")
-        if curve.empty:
-            continue
-        low = curve.loc[curve.ppl.idxmin()]
-        end = curve.iloc[-1]
-        rise = 100 * (end.ppl / low.ppl - 1)
-        if end.point == low.point:
-            parts.append(
-                f"{row} (dropout {rate:g}) is still falling at its last epoch ({end.ppl:.1f})"
-            )
-        else:
-            rising.append(row)
-            parts.append(
-                f"{row} (dropout {rate:g}) is lowest at epoch {low.epoch:g} ({low.ppl:.1f}) "
-                f"and ends {rise:.1f}% above that"
-            )
-    text = "; ".join(parts)
-    text = text[:1].upper() + text[1:] + ". "
+    ends = findings.overfitting(small_mean, dropout_of)
+    parts = [
+        phrase("overfit.falling" if end.still_falling else "overfit.rose", end)
+        for end in ends
+    ]
+    text = capitalized("; ".join(parts)) + ". "
+    rising = [end.row for end in ends if not end.still_falling]
     if rising:
-        who = _listed(rising)
-        verb = "has" if len(rising) == 1 else "have"
-        return text + f"{who[:1].upper()}{who[1:]} {verb} begun to overfit."
-    return text + "No row has begun to overfit at this budget."
+        many = "one" if len(rising) == 1 else "many"
+        return text + phrase(f"overfit.begun.{many}", rows=capitalized(listed(rising)))
+    return text + phrase("overfit.none")
 
 
 def describe_budgets(budgets: Sequence[Mapping], margin_pct: float) -> str:
     """The verdicts at the longest budget counted, and the findings whose verdict changes
     between the budgets."""
-    final = budgets[-1]["findings"]
-    counts = pd.Series([x["verdict"] for x in final]).value_counts()
-    changed = [
-        finding_name(x["finding"]).lower()
-        for i, x in enumerate(final)
-        if len({b["findings"][i]["verdict"] for b in budgets}) > 1
-    ]
-    counted = ", ".join(verdict_count(int(counts.get(v, 0)), v) for v in f.VERDICTS)
+    found = findings.budgets(budgets, margin_pct)
+    counted = ", ".join(verdict_count(n, v) for v, n in found.counts)
+    changed = [finding_name(x).lower() for x in found.changed]
     return (
-        f"The tie's margin is ±{margin_pct:.1f}% of perplexity. At the longest budget "
-        f"({budgets[-1]['label']}): {counted}. "
+        phrase("budgets", found, counted=counted)
+        + " "
         + (
-            f"Verdicts that change between the budgets: {_listed(changed)}."
+            phrase("budgets.changed", changed=listed(changed))
             if changed
-            else "No verdict changes between the budgets."
+            else phrase("budgets.unchanged")
         )
     )
 
@@ -269,22 +215,17 @@ def describe_swaps(
     swaps: Sequence[tuple[str, str, Sequence[float]]], compared: int
 ) -> str:
     """The comparisons whose rows swap order along the curves, and what three looks cost."""
-    swapped = [
-        f"{a} and {b} in epoch {', '.join(f'{e:g}' for e in es)}"
-        for a, b, es in swaps
-        if es
+    pairs = [
+        phrase(
+            "swaps.pair",
+            first=a,
+            second=b,
+            epochs=", ".join(f"{e:g}" for e in es),
+        )
+        for a, b, es in findings.swapped(swaps)
     ]
-    head = (
-        "Rows that swap order during training: " + "; ".join(swapped) + "."
-        if swapped
-        else "No comparison's rows swap order along the curves."
-    )
-    return (
-        head
-        + f" Each budget is corrected for its own {compared} comparisons; reading three "
-        "budgets is three looks at the same runs, so a verdict seen at one budget only deserves "
-        "less weight than one seen at all three."
-    )
+    head = phrase("swaps", swapped="; ".join(pairs)) if pairs else phrase("swaps.none")
+    return head + " " + phrase("swaps.looks", compared=compared)
 
 
 def describe_extended_plan(
@@ -294,42 +235,33 @@ def describe_extended_plan(
     run leaves out, the epochs it aims at) and the command that made it; with none committed, a
     command for `profile` that would make one, at four times the live run's epochs (at least the
     command's default)."""
-    if document is None:  # the thirteen, and any other row the live run trains
-        wanted = {*extended.extended_rows(), *live_rows}
-        rows = [r for r in TABLE3_ALL_ROWS if r in wanted]
-        epochs = max(DEFAULT_EXTENDED_EPOCHS, 4 * math.ceil(live_epochs))
-    else:
-        rows = full_corpus_rows(document)
-        epochs = document["targets"]["full"]
-    added = [r for r in rows if r not in live_rows]
-    missing = [r for r in live_rows if r not in rows]
-    text = (
-        f"This page's live run trained its rows for {epochs_words(live_epochs)} of the whole "
-        "corpus. The extended run trains the same rows"
-        + (f" plus {_listed(added)}, which the live run leaves out," if added else "")
-        + (f" except {_listed(missing)}," if missing else "")
-        + f" with the same settings and batches, toward {epochs_words(epochs)} of the whole corpus"
+    found = findings.extended_plan(live_rows, live_epochs, document)
+
+    def clause(key: str, **fields) -> str:  # an optional clause, after a word
+        return " " + phrase(key, **fields)
+
+    text = phrase(
+        "extended.plan",
+        live=epochs_words(found.live_epochs),
+        added=clause("extended.added", rows=listed(found.added)) if found.added else "",
+        missing=(
+            clause("extended.missing", rows=listed(found.missing))
+            if found.missing
+            else ""
+        ),
+        epochs=epochs_words(found.epochs),
+        small=(
+            clause("extended.small", epochs=epochs_words(found.small_epochs))
+            if found.committed
+            else ""
+        ),
+        source=(
+            phrase("extended.committed")
+            if found.committed
+            else phrase("extended.none", profile=profile)
+        ),
     )
-    if document is not None:
-        text += (
-            f" and {epochs_words(document['targets']['small'])} of dropout's small one"
-        )
-    text += (
-        ". The command keeps every finished epoch of every row and seed in its run folder and "
-        "continues from there when run again on the same machine, so a run can be stopped and "
-        "resumed as often as it takes; "
-    )
-    if document is not None:
-        text += (
-            "the run's results are committed, and this page reads them as they are without "
-            "retraining. The command that made it:"
-        )
-    else:
-        text += (
-            f"none is committed for the `{profile}` profile yet (once one is, this page reads "
-            "it as it is). A command that would make it:"
-        )
-    command = reproducing_command(document, profile, rows, epochs)
+    command = reproducing_command(document, profile, list(found.rows), found.epochs)
     return f"{text}\n\n```bash\n{command}\n```"
 
 
@@ -337,76 +269,290 @@ def describe_extended_progress(
     finished: int, target: int, written: str, machine: str, flattening: str
 ) -> str:
     """How far the committed extended run has got, and whether base's curve has flattened."""
-    text = f"Every row and seed has finished {finished} of the run's {target} epochs"
-    if finished < target:
-        text += " (short of its target: what follows is read at the epochs it reached)"
-    return f"{text}; written {written[:10]} on {machine}. {flattening}".strip()
+    short = " " + phrase("extended.short") if finished < target else ""
+    return phrase(
+        "extended.progress",
+        finished=finished,
+        target=target,
+        short=short,
+        written=written[:10],
+        machine=machine,
+        flattening=flattening,
+    ).strip()
 
 
 def describe_bleu(tests: pd.DataFrame, references: int) -> str:
     """BLEU's range over rows and seeds, its intervals, and how many differences from base
     exceed the resampling noise against how many chance alone would give."""
-    compared = tests[tests.row != "base"]
-    beyond = int(compared.exceeds_noise.sum())
-    expected = 0.05 * len(compared)
-    text = (
-        f"Greedy sacreBLEU on all {references:,} validation sentences lies between "
-        f"{tests.bleu.min():.2f} and {tests.bleu.max():.2f} over rows and seeds, each score "
-        f"with a 95% interval of ±{tests.ci95.min():.2f} to ±{tests.ci95.max():.2f}. Of the "
-        f"{len(compared)} differences from base (rows × seeds), {beyond} exceed the resampling "
-        f"noise, where chance alone (p < 0.05) would give about {expected:.1f}"
-    )
-    if beyond <= expected:
-        return text + ": at this budget BLEU does not separate the rows from base."
-    return text + "."
+    found = findings.bleu(tests, references)
+    reading = "bleu.separates" if found.separates else "bleu.does_not_separate"
+    return phrase("bleu", found, reading=phrase(reading))
 
 
 def describe_flops(done: float, minutes: float, rate: float, gpu: Mapping | None) -> str:
     """What this run trained and how fast, and what the `gpu` profile's Table 3 would take at the
     rate measured on its GPU (`gpu`: that row of the FLOPs table, or None)."""
-    text = (
-        f"This run trained {done:.2e} FLOPs in {minutes:.1f} minutes of wall time, "
-        f"{rate:.2e} FLOP/s per process."
-    )
+    text = phrase("flops", done=done, minutes=minutes, rate=rate)
     if gpu:
-        text += (
-            f" At the rate measured on a GPU, the `gpu` profile's Table 3 ({gpu['rows']} rows × "
-            f"{gpu['seeds']} seeds × {epochs_words(gpu['epochs'])}, and the overfitting runs) "
-            f"comes to {gpu['flops']:.2e} FLOPs, about {gpu['minutes']:.0f} minutes."
-        )
+        text += " " + phrase("flops.gpu", gpu, epochs=epochs_words(gpu["epochs"]))
     return text
 
 
+# ------------------------------------------------------------------------------ the findings read
+_KEY = {f.HOLDS: "holds", f.DOES_NOT_HOLD: "does_not_hold", f.CANNOT_TELL: "cannot_tell"}
+
+
+def comparison_clause(kind: str, c: Mapping, names: Mapping[str, str] = {}) -> str:
+    """One comparison in words: which row ends where, by how much, the interval, and what that
+    says. A difference whose interval includes no change is said to be within the noise, never
+    called a difference; a tie is read against the margin."""
+    a, b = names.get(c["first"], c["first"]), names.get(c["second"], c["second"])
+    if not c["trained"]:
+        return phrase("clause.untrained", a=a, b=b)
+    if c["difference_pct"] is None:
+        return phrase("clause.reason", a=a, b=b, reason=c["reason"])
+    change = c["difference_pct"]
+    low, high = c["interval_pct"]
+    side = phrase("above" if change > 0 else "below")
+    words = dict(a=a, b=b, change=abs(change), side=side, low=low, high=high)
+    kind = "tie" if kind == "tie" else "worse"
+    return phrase(
+        f"clause.{kind}.{_KEY[c['verdict']]}",
+        c,
+        **words,
+        where=phrase("clause.where", **words),
+        interval=phrase("clause.interval", low=low, high=high),
+        margin=phrase("margin", margin_pct=f.percent(f.TIE_MARGIN)),
+        better=phrase("better" if change < 0 else "worse"),
+    )
+
+
+def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = "") -> str:
+    """A finding at one budget: its verdict, the comparison that decides it first (for "bigger is
+    better", which size: depth, width or feed-forward), and `note` (a reason the numbers alone do
+    not give, such as whether dropout's rows had begun to overfit)."""
+    found = findings.reading(finding)
+    clauses = []
+    for c, aspect in found.comparisons:
+        clause = comparison_clause(found.kind, c, names)
+        if aspect and not (c["verdict"] == f.DOES_NOT_HOLD and c["trained"]):
+            if c["trained"]:
+                words = verdict_words(c["verdict"])
+                clause = phrase(
+                    "finding.aspect", aspect=aspect, verdict_words=words, clause=clause
+                )
+            else:
+                clause = phrase("finding.aspect.untrained", aspect=aspect, clause=clause)
+        clauses.append(clause)
+    if not found.compared:
+        text = phrase("finding.not_compared", clauses="; ".join(clauses))
+    else:
+        because = (
+            " " + phrase("finding.because", aspects=" and ".join(found.against))
+            if found.against
+            else ""
+        )
+        text = phrase(
+            "finding.read",
+            verdict_words=verdict_words(found.verdict),
+            because=because,
+            clauses="; ".join(clauses),
+        )
+    return f"{text} {note}" if note else text
+
+
+def change_sentence(early: Mapping, late: Mapping, names: Mapping[str, str] = {}) -> str:
+    """What the longer budget did to a finding: whether its verdict changed, and for every
+    comparison both budgets read, whether the two rows swapped order or the gap narrowed or
+    widened (and, while neither can tell, how the smallest detectable change moved)."""
+    found = findings.change(early, late)
+    if not found.compared:
+        return phrase("change.only_longer")
+    head = phrase(
+        "change.kept" if found.before == found.after else "change.changed",
+        before=verdict_words(found.before),
+        after=verdict_words(found.after),
+    )
+    moves = []
+    for m in found.moves:
+        sizes = dict(before_pct=abs(m.before_pct), after_pct=abs(m.after_pct))
+        if m.swapped:
+            move = phrase(
+                "change.swapped",
+                m,
+                **sizes,
+                before_side=phrase("above" if m.before_pct > 0 else "below"),
+                after_side=phrase("above" if m.after_pct > 0 else "below"),
+            )
+        else:
+            move = phrase(
+                "change.narrowed" if m.narrowed else "change.widened", m, **sizes
+            )
+            if m.detectable is not None:
+                before, after = m.detectable
+                move += phrase("change.detectable", before=before, after=after)
+        moves.append(move)
+    return head + (": " + "; ".join(moves) if moves else "") + "."
+
+
+def overfit_note(
+    small_curves: Mapping[str, Sequence[float]], rows: Sequence[str] = ("base",)
+) -> str:
+    """Whether the mean curves of `rows` on the small corpus have passed their lowest point:
+    dropout can only help a model that has begun to overfit."""
+    turns = findings.small_turns(small_curves, rows)
+    if not turns:
+        return ""
+    parts = [
+        phrase("small.improving" if t.rise_pct is None else "small.passed", t)
+        for t in turns
+    ]
+    passed = sum(t.rise_pct is not None for t in turns)
+    many = "none" if not passed else "one" if passed == 1 else "many"
+    return phrase(f"small.note.{many}", turns=", and ".join(parts))
+
+
+def flattening_note(curves: Mapping[str, Sequence[float]], row: str = "base") -> str:
+    """How much `row`'s mean curve fell in its last epoch, and where it first fell by less than 1%
+    (the extended run's rule for having trained long enough)."""
+    found = findings.flattening(curves, row)
+    if found is None:
+        return ""
+    return phrase("flattening.flat" if found.flat_at else "flattening.learning", found)
+
+
+def overtake_note(
+    curves: Mapping[str, Sequence[float]],
+    first: str = "C1",
+    second: str = "C3",
+    epochs: Sequence[float] | None = None,
+) -> str:
+    """Whether `second`'s mean curve fell below `first`'s for good (the deeper stack overtaking
+    the shallow one) and, while it is still behind, whether the gap is closing; `epochs`: the
+    epoch of each curve point (default 1, 2, ...). Empty without both curves."""
+    found = findings.overtake(curves, first, second, epochs)
+    if found is None:
+        return ""
+    last = epochs_words(found.last_epoch)
+    if found.overtook:
+        return phrase("overtake.for_good", found, epochs=last)
+    behind = phrase("overtake.behind", found, epochs=last)
+    return phrase(
+        "overtake.closing" if found.closing else "overtake.still", found, behind=behind
+    )
+
+
+def _run_title(run: Mapping) -> str:
+    return phrase("run.title", epochs=epochs_words(run["full_epoch"]), name=run["name"])
+
+
+def conclusion(
+    runs: Sequence[Mapping],
+    names: Sequence[Mapping[str, str]] = (),
+    notes: Sequence[Mapping[str, str]] = (),
+) -> str:
+    """The findings in words. `runs`: one or two budgets, each {"name": "this run", "label",
+    "full_epoch", "findings"}; per run optional `names` (row -> "C1 (1 layer)") and `notes`
+    (finding -> a reason). First each run's budget in words, then per finding a bullet with one
+    sentence per run and, with two runs, what the longer budget changed."""
+    lines = [
+        " ".join(
+            phrase("conclusion.budget", name=capitalized(r["name"]), label=r["label"])
+            for r in runs
+        ),
+        "",
+    ]
+    for i, first in enumerate(runs[0]["findings"]):
+        parts = [phrase("conclusion.finding", name=finding_name(first["finding"]))]
+        for k, run in enumerate(runs):
+            mine = names[k] if k < len(names) else {}
+            note = (notes[k] if k < len(notes) else {}).get(first["finding"], "")
+            sentence = run_sentence(run["findings"][i], mine, note)
+            parts.append(
+                phrase("conclusion.run", title=_run_title(run), sentence=sentence)
+            )
+        if len(runs) > 1:
+            parts.append(change_sentence(first, runs[-1]["findings"][i]))
+        lines.append("- " + " ".join(parts))
+    return "\n".join(lines).strip()
+
+
 # ------------------------------------------------------------------------------ what this run shows
-def closing(record: Mapping) -> str:
+def lower_first(text: str) -> str:
+    """`text` with its first letter in lower case ("Small keys hurt" inside a sentence); wording
+    has the other way only (`capitalized`)."""
+    return text[:1].lower() + text[1:]
+
+
+def _finding(key: str) -> str:
+    return lower_first(finding_name(key))
+
+
+def tally(budget: Mapping, name: str) -> str:
+    """One budget's verdicts counted in a sentence: "After 1 epoch (this run), of the 6 findings
+    1 holds (small keys hurt), 1 does not hold (bigger is better) and 4 cannot be told (...)."""
+    return _say_tally(findings.tally(budget, name))
+
+
+def _say_tally(found: findings.Tally) -> str:
+    groups = [
+        phrase(
+            "tally.group",
+            count=verdict_count(len(keys), verdict),
+            names=listed([_finding(k) for k in keys]),
+        )
+        for verdict, keys in found.groups
+    ]
+    title = _run_title({"full_epoch": found.full_epoch, "name": found.name})
+    return phrase("tally", found, title=title, groups=listed(groups))
+
+
+def describe_correlation(correlation: Mapping, who: str) -> str:
+    """Spearman's correlation with the paper's perplexities, its bootstrap interval, and what the
+    interval allows (`who`: "this run", "the extended run after 6 epochs")."""
+    return _say_correlation(findings.correlation(correlation, who))
+
+
+def _say_correlation(found: findings.Correlation) -> str:
+    if found.reading == "too_few":
+        chance = phrase(
+            "correlation.chance.two" if found.orderings is None else "correlation.chance",
+            found,
+        )
+        reading = phrase("correlation.too_few", found, chance=chance)
+    else:
+        reading = phrase(f"correlation.{found.reading}")
+    dropped = phrase("correlation.dropped", found) if found.dropped else ""
+    return phrase(
+        "correlation",
+        found,
+        rho=signed(found.rho),
+        low=signed(found.low),
+        high=signed(found.high),
+        dropped_words=dropped,
+        reading=reading,
+    )
+
+
+def closing(record: ModelVariationsRecord) -> str:
     """ "What this run shows", from the chapter's record as read back (`record.read`): this run's
     verdicts at its longest budget counted, and, where the record holds a committed extended run,
     its verdicts at its longest, the findings the longer budget changed, then each run's rank
-    correlation with the paper's perplexities with its interval. A finding is named under the
-    verdict its test gave, whatever the size of its difference."""
-    metrics = record["metrics"]
-    runs = [dict(name="this run", **metrics["verdicts"][-1])]
-    correlations = [metrics["spearman_ppl"]]
-    extended = metrics.get("extended") or {}
-    if extended.get("verdicts"):
-        runs.append(dict(name="the extended run", **extended["verdicts"][-1]))
-        correlations.append(extended.get("spearman_ppl"))
-    text = [tally(r) for r in runs]
-    if len(runs) > 1:
+    correlation with the paper's perplexities with its interval (`findings.closing`)."""
+    found = findings.closing(record)
+    text = [_say_tally(t) for t in found.runs]
+    if found.moved is not None:
         moved = [
-            f"{_lower_first(finding_name(a['finding']))} ({verdict_words(a['verdict'])} → "
-            f"{verdict_words(b['verdict'])})"
-            for a, b in zip(runs[0]["findings"], runs[-1]["findings"])
-            if a["verdict"] != b["verdict"]
+            phrase(
+                "moved",
+                finding=_finding(m.finding),
+                before=verdict_words(m.before),
+                after=verdict_words(m.after),
+            )
+            for m in found.moved
         ]
         text.append(
-            "The longer budget changed "
-            + (_listed(moved) if moved else "no verdict")
-            + "."
+            phrase("changed", moved=listed(moved)) if moved else phrase("changed.none")
         )
-    text += [
-        describe_correlation(c, r["name"])
-        for r, c in zip(runs, correlations)
-        if c is not None
-    ]
+    text += [_say_correlation(c) for c in found.correlations]
     return " ".join(text)

@@ -1,7 +1,7 @@
 """Chapter 06's bookkeeping: the tables it shows and the frames its charts and verdicts read.
 
-Nothing here decides a verdict (that is `statistics`) or writes a sentence (`sentences`,
-`verdicts`): these functions turn the rows' configurations, the runs' curves and scores into
+Nothing here decides a verdict (that is `statistics` and `findings`) or writes a sentence
+(`sentences`, with `phrases`): these functions turn the rows' configurations, the runs' curves and scores into
 data frames with reader-facing column names, so that the chapter's cells stay a few lines each.
 """
 
@@ -15,6 +15,7 @@ import pandas as pd
 
 from ...evaluation import paper
 from . import rows as variations
+from . import sentences
 from . import statistics as f
 from . import verdicts as report
 
@@ -606,15 +607,15 @@ def findings_said(
     extended_run: Mapping | None = None,
     extended_budgets: Sequence[Mapping] = (),
 ) -> tuple[list[dict], list[dict]]:
-    """The runs `verdicts.conclusion` puts in words, and a note per finding and run: this run's
+    """The runs `sentences.conclusion` puts in words, and a note per finding and run: this run's
     longest budget ("this run") and, with a committed extended run, its longest ("the extended
     run"); for each, whether dropout's rows had begun to overfit (D1 and base on the small
     corpus) and whether the deeper C3 had overtaken C1."""
     said = [dict(name="this run", **budgets[-1])]
     notes = [
         {
-            "dropout helps": report.overfit_note(by_point(small_mean), ("D1", "base")),
-            "bigger is better": report.overtake_note(
+            "dropout helps": sentences.overfit_note(by_point(small_mean), ("D1", "base")),
+            "bigger is better": sentences.overtake_note(
                 by_point(full_mean), "C1", "C3", sorted(full_mean.epoch.unique())
             ),
         }
@@ -626,8 +627,8 @@ def findings_said(
         small = {r: c[: last["small_epoch"]] for r, c in small.items()}
         notes.append(
             {
-                "dropout helps": report.overfit_note(small, ("D1", "base")),
-                "bigger is better": report.overtake_note(
+                "dropout helps": sentences.overfit_note(small, ("D1", "base")),
+                "bigger is better": sentences.overtake_note(
                     report.mean_curves(extended_run), "C1", "C3"
                 ),
             }

@@ -1,10 +1,11 @@
-"""Chapter 06's findings in words, and the extended run's results as the chapter reads them.
+"""Chapter 06's budgets and the extended run's results as the chapter reads them.
 
 The chapter's live run and the committed extended run (`table3_extended`) are read the same way: a
 budget is a number of epochs of the whole corpus and of dropout's small one, and the six findings
-are assessed there (`findings.assess`). This module turns those verdicts into the sentences a
-student reads first (`conclusion`), with each finding's direction, size, interval and the smallest
-change the runs could have seen, and exports and reads the extended run's committed file.
+are assessed there (`statistics.assess`). This module makes those budgets (`extended_budgets`,
+labelled in words by `budget_label`), names the findings and their verdicts (from the phrase
+table, `phrases`), and exports and reads the extended run's committed file; `findings` computes
+what the verdicts say and `sentences` says it (`conclusion`).
 """
 
 from __future__ import annotations
@@ -17,38 +18,28 @@ from pathlib import Path
 from ...model.config import TABLE3_ALL_ROWS
 from ...runtime.locks import output_lock
 from ...training import long_run
-from ..wording import signed
+from ..wording import capitalized
 from . import extended
 from . import statistics as f
+from .phrases import FINDING_WORDS, SHARE_WORDS, VERDICT_MANY, VERDICT_ONE, say
 
 EXTENDED_NAME = "runs.json"
 # `table3 --epochs` when not given (commands/table3.py reads it from here)
 DEFAULT_EXTENDED_EPOCHS = 8
 
-_PARTS = {
-    2: "a half",
-    3: "a third",
-    4: "a quarter",
-    5: "a fifth",
-    10: "a tenth",
-    20: "a twentieth",
-}
-
 
 def share_words(share: int) -> str:
     """1/`share` of the pairs in words: 20 -> "a twentieth"."""
-    return _PARTS.get(share, f"1/{share}")
+    return SHARE_WORDS.get(share, f"1/{share}")
 
 
 def budget_label(full_epochs: float, small_epochs: float, share: int) -> str:
     """A budget in words: "1 epoch; dropout rows: 10 epochs on a twentieth of the pairs"."""
-
-    def epochs(n: float) -> str:
-        return f"{n:g} epoch" + ("" if n == 1 else "s")
-
-    return (
-        f"{epochs(full_epochs)}; dropout rows: {epochs(small_epochs)} on "
-        f"{share_words(share)} of the pairs"
+    return say(
+        "budget",
+        full=epochs_words(full_epochs),
+        small=epochs_words(small_epochs),
+        share=share_words(share),
     )
 
 
@@ -370,344 +361,24 @@ def mean_curves(document: Mapping, corpus: str = "full") -> dict[str, list[float
 
 
 # ------------------------------------------------------------------------------ the words
-# The findings' names as a reader meets them (findings.py keeps the short keys).
-FINDING_WORDS = {
-    "one head is worse": "One head is worse",
-    "too many heads hurt": "Too many heads hurt",
-    "small d_k hurts": "Small keys hurt",
-    "bigger is better": "Bigger is better",
-    "dropout helps": "Dropout helps",
-    "learned and sinusoidal positions tie": "Learned and sinusoidal positions tie",
-}
-_VERDICT = {
-    f.HOLDS: "holds",
-    f.DOES_NOT_HOLD: "does not hold",
-    f.CANNOT_TELL: "cannot be told",
-}
-_VERDICT_PLURAL = {  # of several findings
-    f.HOLDS: "hold",
-    f.DOES_NOT_HOLD: "do not hold",
-    f.CANNOT_TELL: "cannot be told",
-}
 
 
 def verdict_words(verdict: str) -> str:
     """A verdict as a sentence says it of one finding: "holds", "does not hold", "cannot be
     told"."""
-    return _VERDICT[verdict]
+    return VERDICT_ONE[verdict]
 
 
 def verdict_count(n: int, verdict: str) -> str:
     """ "1 holds", "2 hold", "0 do not hold": a count of findings with their verdict."""
-    return f"{n} {_VERDICT[verdict] if n == 1 else _VERDICT_PLURAL[verdict]}"
-
-
-# What a pair of C rows varies, by the field the pair changes from base.
-_ASPECTS = (("n_layers", "depth"), ("d_model", "width"), ("d_ff", "feed-forward size"))
+    return say("count", n=n, words=(VERDICT_ONE if n == 1 else VERDICT_MANY)[verdict])
 
 
 def finding_name(name: str) -> str:
     """A finding's name for a heading or a table: "small d_k hurts" -> "Small keys hurt"."""
-    return FINDING_WORDS.get(name, name[:1].upper() + name[1:])
+    return FINDING_WORDS.get(name) or capitalized(name)
 
 
 def epochs_words(n: float) -> str:
     """1 -> "1 epoch", 0.5 -> "0.5 epochs"."""
-    return f"{n:g} epoch" + ("" if n == 1 else "s")
-
-
-def _aspect(first: str, second: str) -> str | None:
-    """ "depth" for C1 against C3: the size the two rows vary (None for other pairs)."""
-    from . import rows as variations
-
-    try:
-        fields = set(variations.changes(first)) | set(variations.changes(second))
-    except ValueError:
-        return None
-    return next((word for field, word in _ASPECTS if field in fields), None)
-
-
-def comparison_clause(kind: str, c: Mapping, names: Mapping[str, str] = {}) -> str:
-    """One comparison in words: which row ends where, by how much, the interval, and what that
-    says. A difference whose interval includes no change is said to be within the noise, never
-    called a difference; a tie is read against the margin."""
-    a, b = names.get(c["first"], c["first"]), names.get(c["second"], c["second"])
-    if not c["trained"]:
-        return f"{a} against {b} was not trained"
-    if c["difference_pct"] is None:
-        return f"{a} against {b}: {c['reason']}"
-    change = c["difference_pct"]
-    low, high = c["interval_pct"]
-    side = "above" if change > 0 else "below"
-    where = f"{a} ends {abs(change):.1f}% {side} {b} in perplexity"
-    interval = f"(interval {low:+.1f}% to {high:+.1f}%)"
-    verdict = c["verdict"]
-    if kind == "tie":
-        margin = f"±{f.percent(f.TIE_MARGIN):.0f}%"
-        if verdict == f.HOLDS:
-            return f"{where} {interval}, inside the {margin} margin: a tie"
-        if verdict == f.DOES_NOT_HOLD:
-            better = "better" if change < 0 else "worse"
-            return (
-                f"{where} {interval}, outside the {margin} margin: {c['first']} did {better} "
-                f"than {c['second']}"
-            )
-        return (
-            f"{where} {interval}; the interval reaches past the {margin} margin, so neither a "
-            "tie nor a difference can be told"
-        )
-    if verdict == f.HOLDS:
-        return f"{where} {interval}, as in the paper"
-    if verdict == f.DOES_NOT_HOLD:
-        return f"{where} {interval}, the opposite of the paper"
-    return (
-        f"{a} ends {abs(change):.1f}% {side} {b}, within the noise: the interval {low:+.1f}% "
-        f"to {high:+.1f}% includes no change, and only a change of {c['detectable_pct']:.1f}% "
-        "or more would have been found four times in five"
-    )
-
-
-def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = "") -> str:
-    """A finding at one budget: its verdict, the comparison that decides it first (for "bigger is
-    better", which size: depth, width or feed-forward), and `note` (a reason the numbers alone do
-    not give, such as whether dropout's rows had begun to overfit)."""
-    comparisons = finding["comparisons"]
-    rank = {f.DOES_NOT_HOLD: 0, f.HOLDS: 1, f.CANNOT_TELL: 2}
-    ordered = sorted(comparisons, key=lambda c: (not c["trained"], rank[c["verdict"]]))
-    clauses, against = [], []
-    for c in ordered:
-        clause = comparison_clause(finding["kind"], c, names)
-        aspect = _aspect(c["first"], c["second"]) if len(comparisons) > 1 else None
-        if aspect and c["verdict"] == f.DOES_NOT_HOLD and c["trained"]:
-            against.append(aspect)
-        elif aspect:
-            verdict = f" {_VERDICT[c['verdict']]}" if c["trained"] else ""
-            clause = f"{aspect}{verdict}: {clause}"
-        clauses.append(clause)
-    if not any(c["trained"] for c in comparisons):
-        text = f"was not compared: {'; '.join(clauses)}."
-    else:
-        because = f" because of {' and '.join(against)}" if against else ""
-        text = f"{_VERDICT[finding['verdict']]}{because}: {'; '.join(clauses)}."
-    return f"{text} {note}" if note else text
-
-
-def change_sentence(early: Mapping, late: Mapping, names: Mapping[str, str] = {}) -> str:
-    """What the longer budget did to a finding: whether its verdict changed, and for every
-    comparison both budgets read, whether the two rows swapped order or the gap narrowed or
-    widened (and, while neither can tell, how the smallest detectable change moved)."""
-    if not any(c["trained"] for c in early["comparisons"]):
-        return "Only the longer run compares it."
-    if early["verdict"] == late["verdict"]:
-        head = (
-            f"The longer budget left the verdict as it was ({_VERDICT[late['verdict']]})"
-        )
-    else:
-        head = (
-            f"The longer budget changed the verdict from {_VERDICT[early['verdict']]} to "
-            f"{_VERDICT[late['verdict']]}"
-        )
-    moves = []
-    for a, b in zip(early["comparisons"], late["comparisons"]):
-        if a["difference_pct"] is None or b["difference_pct"] is None:
-            continue
-        first, second = a["first"], a["second"]
-        x, y = a["difference_pct"], b["difference_pct"]
-        if (x > 0) != (y > 0):
-            moves.append(
-                f"{first} went from {abs(x):.1f}% {'above' if x > 0 else 'below'} {second} to "
-                f"{abs(y):.1f}% {'above' if y > 0 else 'below'} it"
-            )
-        else:
-            way = "narrowed" if abs(y) < abs(x) else "widened"
-            move = f"the gap between {first} and {second} {way} from {abs(x):.1f}% to {abs(y):.1f}%"
-            if a["verdict"] == b["verdict"] == f.CANNOT_TELL and early["kind"] == "worse":
-                move += (
-                    f", and the smallest change the runs could find from "
-                    f"{a['detectable_pct']:.1f}% to {b['detectable_pct']:.1f}%"
-                )
-            moves.append(move)
-    return head + (": " + "; ".join(moves) if moves else "") + "."
-
-
-def overfit_note(
-    small_curves: Mapping[str, Sequence[float]], rows: Sequence[str] = ("base",)
-) -> str:
-    """Whether the mean curves of `rows` on the small corpus have passed their lowest point:
-    dropout can only help a model that has begun to overfit."""
-    parts, passed = [], []
-    for row in rows:
-        curve = small_curves.get(row, [])
-        if not curve:
-            continue
-        lowest = min(range(len(curve)), key=curve.__getitem__) + 1
-        if extended.small_minimum_passed(curve):
-            rise = 100 * (curve[-1] / curve[lowest - 1] - 1)
-            parts.append(
-                f"{row} was lowest at epoch {lowest} of {len(curve)} and ended {rise:.1f}% above it"
-            )
-            passed.append(row)
-        else:
-            parts.append(f"{row} was still improving at its last epoch ({len(curve)})")
-    if not parts:
-        return ""
-    if passed:
-        who = "it had" if len(passed) == 1 else "they had"
-        tail = f": {who} begun to overfit, where dropout can help."
-    else:
-        tail = ": no row had begun to overfit, so dropout had nothing to prevent yet."
-    return "On the small corpus " + ", and ".join(parts) + tail
-
-
-def flattening_note(curves: Mapping[str, Sequence[float]], row: str = "base") -> str:
-    """How much `row`'s mean curve fell in its last epoch, and where it first fell by less than 1%
-    (the extended run's rule for having trained long enough)."""
-    curve = curves.get(row, [])
-    if len(curve) < 2:
-        return ""
-    last = 100 * (1 - curve[-1] / curve[-2])
-    flat = extended.flattened_at(curve)
-    where = (
-        f"it first fell by less than 1% in epoch {flat}"
-        if flat
-        else "it has not yet fallen by less than 1% in an epoch, so the rows are still learning"
-    )
-    return (
-        f"{row}'s validation perplexity fell {last:.1f}% in epoch {len(curve)} "
-        f"({curve[-2]:.2f} to {curve[-1]:.2f}); {where}."
-    )
-
-
-def overtake_note(
-    curves: Mapping[str, Sequence[float]],
-    first: str = "C1",
-    second: str = "C3",
-    epochs: Sequence[float] | None = None,
-) -> str:
-    """Whether `second`'s mean curve fell below `first`'s for good (the deeper stack overtaking
-    the shallow one) and, while it is still behind, whether the gap is closing; `epochs`: the
-    epoch of each curve point (default 1, 2, ...). Empty without both curves."""
-    a, b = curves.get(first, []), curves.get(second, [])
-    n = min(len(a), len(b))
-    if n == 0:
-        return ""
-    at = list(epochs)[:n] if epochs is not None else list(range(1, n + 1))
-    behind = [b[i] >= a[i] for i in range(n)]
-    if not behind[-1]:
-        since = n - next((i for i, x in enumerate(reversed(behind)) if x), n)
-        return (
-            f"{second} overtook {first} for good in epoch {at[since]:g} (perplexity "
-            f"{b[-1]:.1f} against {a[-1]:.1f} after {epochs_words(at[-1])}): the deeper stack "
-            "starts slower and ends ahead."
-        )
-    gap = [100 * (b[i] / a[i] - 1) for i in range(n)]
-    text = (
-        f"After {epochs_words(at[-1])} {second} was still behind {first} (perplexity "
-        f"{b[-1]:.1f} against {a[-1]:.1f})"
-    )
-    if n >= 2 and gap[-1] < gap[0]:
-        return (
-            f"{text}, but closing: its gap fell from {gap[0]:.0f}% at epoch {at[0]:g} to "
-            f"{gap[-1]:.0f}%, so the deeper stack was starting slower, not yet ending worse."
-        )
-    return text + "."
-
-
-def describe_correlation(correlation: Mapping, who: str) -> str:
-    """Spearman's correlation with the paper's perplexities, its bootstrap interval, and what the
-    interval allows (`who`: "this run", "the extended run after 6 epochs")."""
-    c = correlation
-    text = (
-        f"For {who}, Spearman's rank correlation with the paper's perplexities over "
-        f"{c['rows']} rows is {signed(c['rho'])}, 95% bootstrap interval {signed(c['low'])} "
-        f"to {signed(c['high'])} ({c['samples']:,} resamples"
-        + (f", {c['dropped']} with one side constant dropped" if c.get("dropped") else "")
-        + "): "
-    )
-    if c["rows"] < f.MIN_ORDER_ROWS:
-        chance = (
-            "two rows always rank one way or the other"
-            if c["rows"] <= 2
-            else f"shuffled ranks of {c['rows']} rows agree or disagree perfectly one time in "
-            f"{math.factorial(c['rows']) // 2}"
-        )
-        return (
-            text + f"too few rows to read an ordering from ({chance}; a reading needs "
-            f"{f.MIN_ORDER_ROWS} or more)."
-        )
-    if c["low"] > 0:
-        return (
-            text
-            + "the interval excludes zero, so the rows rank in the paper's order more than chance would."
-        )
-    if c["high"] > 0:
-        return (
-            text
-            + "the interval includes zero, so the ordering of the rows says little about the paper's."
-        )
-    return (
-        text + "the interval lies below zero, so the rows rank against the paper's order."
-    )
-
-
-def _run_title(run: Mapping) -> str:
-    return f"After {epochs_words(run['full_epoch'])} ({run['name']})"
-
-
-def conclusion(
-    runs: Sequence[Mapping],
-    names: Sequence[Mapping[str, str]] = (),
-    notes: Sequence[Mapping[str, str]] = (),
-) -> str:
-    """The findings in words. `runs`: one or two budgets, each {"name": "this run", "label",
-    "full_epoch", "findings"}; per run optional `names` (row -> "C1 (1 layer)") and `notes`
-    (finding -> a reason). First each run's budget in words, then per finding a bullet with one
-    sentence per run and, with two runs, what the longer budget changed."""
-    lines = [
-        " ".join(
-            f"*{r['name'][:1].upper() + r['name'][1:]}*: {r['label']}." for r in runs
-        ),
-        "",
-    ]
-    for i, first in enumerate(runs[0]["findings"]):
-        parts = [f"**{finding_name(first['finding'])}.**"]
-        for k, run in enumerate(runs):
-            mine = names[k] if k < len(names) else {}
-            note = (notes[k] if k < len(notes) else {}).get(first["finding"], "")
-            parts.append(
-                f"{_run_title(run)} it {run_sentence(run['findings'][i], mine, note)}"
-            )
-        if len(runs) > 1:
-            parts.append(change_sentence(first, runs[-1]["findings"][i]))
-        lines.append("- " + " ".join(parts))
-    return "\n".join(lines).strip()
-
-
-def _lower(text: str) -> str:
-    return text[:1].lower() + text[1:]
-
-
-def _listed(items: Sequence[str]) -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def tally(run: Mapping) -> str:
-    """One run's verdicts counted in a sentence: "After 1 epoch (this run) 2 of the six findings
-    hold (small keys hurt, ...), 1 does not (bigger is better) and 3 cannot be told (...)."""
-    groups = {
-        v: [
-            _lower(finding_name(x["finding"]))
-            for x in run["findings"]
-            if x["verdict"] == v
-        ]
-        for v in f.VERDICTS
-    }
-    n = len(run["findings"])
-    parts = [
-        f"{verdict_count(len(groups[v]), v)} ({_listed(groups[v])})"
-        for v in f.VERDICTS
-        if groups[v]
-    ]
-    return f"{_run_title(run)}, of the {n} findings " + _listed(parts) + "."
+    return say("epochs.one" if n == 1 else "epochs.many", n=n)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,9 @@ from annotated_transformer.chapters.model_variations import rows as variations
 from annotated_transformer.chapters.model_variations import sentences as say
 from annotated_transformer.chapters.model_variations import statistics as f
 from annotated_transformer.profiles import get_profile
+from tests.support.golden import assert_golden
+
+HERE = Path(__file__).parent
 
 SEEDS = [1, 2]
 ROWS = ["base", "A1", "C1"]
@@ -84,35 +88,63 @@ def this_run() -> record.ThisRun:
     return run
 
 
-def test_the_record_holds_what_the_summary_reads_and_reads_back_the_same(tmp_path):
+def _write(run, tmp_path, **kw):
+    return record.write(
+        record.build(run), run.profile.name, 3.21, tmp_path,
+        device="cpu", config=record.config(run), **kw,
+    )  # fmt: skip
+
+
+def test_the_record_reads_back_as_it_was_built(tmp_path):
     run = this_run()
-    path = record.write(run, "cpu", 3.21, results_dir=tmp_path)
+    path = _write(run, tmp_path)
     assert path == tmp_path / "smoke" / f"{record.RESULTS_NAME}.json"
+    built = record.build(run)
     back = record.read("smoke", tmp_path)
-    metrics, config = record.build(run)
-    assert back["metrics"]["rows"]["base"]["ppl"] == metrics["rows"]["base"]["ppl"]
-    assert "bleu_minus_base" in back["metrics"]["rows"]["A1"]
-    assert set(back["metrics"]["rows"]) == set(ROWS)
-    assert back["metrics"]["overfit"]["D1"]["lowest_epoch"] == 2.0
-    assert len(back["metrics"]["verdicts"]) == 2
-    assert back["metrics"]["extended"] == {
-        "epochs": 0,
-        "verdicts": [],
-        "spearman_ppl": None,
-    }
-    trained = back["config"]["rows"]["base"]
-    assert trained["model"]["warmup_steps"] == trained["train"]["warmup_steps"]
-    assert "seed" not in trained["train"]
-    assert back["metrics"]["train_seconds"] == 12.3 and back["wall_time_s"] == 3.2
+    assert back == built and isinstance(back, record.ModelVariationsRecord)
+    assert isinstance(back.rows["A1"], record.RowRecord)
+    assert back.rows["base"].trained_with.warmup_steps == 20
+    assert set(back.rows) == set(ROWS) and back.overfit["D1"].lowest_epoch == 2.0
+    assert len(back.verdicts) == 2 and back.train_seconds == 12.3
+    assert back.extended == record.ExtendedRecord(0, [], None)
     assert record.read("smoke", tmp_path, name="other") is None
 
 
+def test_the_file_holds_what_the_summary_reads_and_the_settings(tmp_path):
+    from annotated_transformer.evaluation import results
+
+    _write(this_run(), tmp_path)
+    stored = results.read_result(record.RESULTS_NAME, "smoke", tmp_path)
+    metrics = stored["metrics"]
+    assert list(metrics)[:5] == [
+        "rows",
+        "overfit",
+        "verdicts",
+        "spearman_ppl",
+        "extended",
+    ]
+    assert "bleu_minus_base" in metrics["rows"]["A1"] and "ppl" in metrics["rows"]["base"]
+    assert metrics["extended"] == {"epochs": 0, "verdicts": [], "spearman_ppl": None}
+    trained = stored["config"]["rows"]["base"]
+    assert trained["model"]["warmup_steps"] == trained["train"]["warmup_steps"]
+    assert "seed" not in trained["train"]
+    assert stored["wall_time_s"] == 3.2 and stored["provenance"]["device"] == "cpu"
+
+
+def test_a_record_without_an_extended_run_reads_back_with_none(tmp_path):
+    from annotated_transformer.evaluation import results
+
+    metrics = record.build(this_run()).metrics()
+    del metrics["extended"]  # as the runs before the extended run wrote it
+    results.write_result(record.RESULTS_NAME, metrics, profile="smoke", root=tmp_path)
+    assert record.read("smoke", tmp_path).extended is None
+
+
 def test_a_results_name_writes_beside_the_default(tmp_path):
-    record.write(
-        this_run(), "cpu", 1.0, name="model_variations_seeds4", results_dir=tmp_path
-    )
+    _write(this_run(), tmp_path, name="model_variations_seeds4")
     assert record.read("smoke", tmp_path) is None
-    assert record.read("smoke", tmp_path, name="model_variations_seeds4") is not None
+    back = record.read("smoke", tmp_path, name="model_variations_seeds4")
+    assert type(back) is record.ModelVariationsRecord
 
 
 def test_keep_refuses_a_name_the_record_has_no_field_for():
@@ -121,13 +153,16 @@ def test_keep_refuses_a_name_the_record_has_no_field_for():
 
 
 def _record(live, extended=None, correlations=(None, None)):
-    metrics = {"verdicts": [_budget(live)], "spearman_ppl": correlations[0]}
+    """A record of this_run's whose last budgets' verdicts are `live` (and `extended`'s)."""
+    ext = None
     if extended is not None:
-        metrics["extended"] = {
-            "verdicts": [_budget(extended, 8)],
-            "spearman_ppl": correlations[1],
-        }
-    return {"metrics": metrics}
+        ext = record.ExtendedRecord(8, [_budget(extended, 8)], correlations[1])
+    return dataclasses.replace(
+        record.build(this_run()),
+        verdicts=[_budget(live)],
+        spearman_ppl=correlations[0],
+        extended=ext,
+    )
 
 
 def test_closing_names_a_large_difference_the_test_cannot_tell_under_cannot_tell():
@@ -147,16 +182,22 @@ def test_closing_names_a_large_difference_the_test_cannot_tell_under_cannot_tell
     assert "The longer budget" not in text
 
 
-def test_closing_says_what_the_longer_budget_changed_and_both_correlations():
+def test_the_closing_of_two_runs_is_its_golden_text():
+    """Both runs counted, what the longer budget changed and both correlations, word for word."""
     early = f.assess(f.FINDINGS, {"full": _effects({"C1": -0.3})})
-    late = f.assess(f.FINDINGS, {"full": _effects({"C1": 0.1}, seed=1)})
+    late = f.assess(f.FINDINGS, {"full": _effects({"C1": 0.1, "A1": 0.1}, seed=1)})
     corr = {"rho": 0.5, "low": 0.1, "high": 0.9, "samples": 10, "dropped": 0, "rows": 11}
-    text = say.closing(_record(early, late, (corr, None)))
-    assert "After 1 epoch (this run), of the 6 findings" in text
-    assert "After 8 epochs (the extended run), of the 6 findings" in text
-    assert "The longer budget changed bigger is better (does not hold → holds)" in text
-    assert text.count("Spearman's rank correlation") == 1
-    assert "For this run, Spearman's" in text
+    few = {"rho": -0.5, "low": -1.0, "high": 0.5, "samples": 90, "dropped": 10, "rows": 4}
+    text = say.closing(_record(early, late, (corr, few)))
+    assert "bigger is better (does not hold → holds)." in text
+    assert_golden(text, HERE / "closing.golden.md")
+
+
+def test_the_closing_of_one_run_says_nothing_of_a_longer_budget():
+    found = f.assess(f.FINDINGS, {"full": _effects({})})
+    text = say.closing(_record(found, None, (None, None)))
+    assert text.startswith("After 1 epoch (this run), of the 6 findings")
+    assert "longer budget" not in text and "Spearman" not in text
 
 
 def test_the_committed_calibration_agrees_with_the_profile_it_calibrated():

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from annotated_transformer.chapters.model_variations import findings, tables
 from annotated_transformer.chapters.model_variations import rows as variations
 from annotated_transformer.chapters.model_variations import sentences as say
 from annotated_transformer.chapters.model_variations import statistics as f
-from annotated_transformer.chapters.model_variations import tables
 
 
 def test_the_plan_is_said_in_words():
@@ -27,19 +27,15 @@ def test_the_plan_is_said_in_words():
 
 def test_rows_left_out_are_named_with_what_they_cost():
     everything = ["base", "A1", "B1", "C6"]
+    assert findings.rows_trained(everything, everything, ["base", "A1"]) is None
     assert say.describe_rows_trained(everything, everything, ["base", "A1"]) == ""
-    some = say.describe_rows_trained(
-        ["base", "A1", "C6"], everything, ["base", "A1", "B1"]
-    )
-    assert some == (
-        "This profile trains 3 of the 4 rows. Of the rows the findings compare it leaves out "
-        "B1, so the comparisons that need it are skipped; it trains C6 on the whole corpus for "
-        "the table beside the paper's; the `gpu` profile trains every row (dropout's finding "
-        "is read on a small corpus, section 6.3)."
-    )
-    two = say.describe_rows_trained(["base"], everything, ["base", "A1", "B1"])
-    assert "leaves out A1 and B1, so the comparisons that need them are skipped" in two
-    assert "It also leaves out C6;" in two
+    some = findings.rows_trained(["base", "A1", "C6"], everything, ["base", "A1", "B1"])
+    assert some == findings.RowsTrained(3, 4, ("B1",), (), ("C6",))
+    two = findings.rows_trained(["base"], everything, ["base", "A1", "B1"])
+    assert (two.unread, two.others, two.extra) == (("A1", "B1"), ("C6",), ())
+    said = say.describe_rows_trained(["base"], everything, ["base", "A1", "B1"])
+    assert "leaves out A1 and B1, so the comparisons that need them are skipped" in said
+    assert "It also leaves out C6;" in said
     enough = say.describe_rows_trained(["base", "A1"], everything, ["base", "A1"])
     assert enough.startswith(
         "This profile trains 2 of the 4 rows, every row the six findings compare on the "
@@ -58,6 +54,13 @@ def test_the_whole_epoch_grid_says_whether_depth_helps_in_pre_norm():
     record = {"provenance": {"device_name": "a CPU", "date": "2025-01-01"}}
     grid = _grid(30.0)
     pre = {"base": 18.0, "C1": 24.0, "C3": 17.0}
+    found = findings.whole_epoch(grid, pre, "200:0.004")
+    assert (found.deeper, found.base_deeper, found.base_best_at) == (
+        ("800:0.002",),
+        22.0,
+        "200:0.004",
+    )
+    assert found.pre_norm_deeper_helps and (found.base, found.c3) == (20.0, 30.0)
     text = say.describe_whole_epoch(grid, pre, "200:0.004", record)
     assert "Only 800:0.002 ends C3 no worse than C1, with base at 22.0" in text
     assert "the deepest stack ends below the one-layer one" in text
@@ -77,9 +80,16 @@ def test_training_time_is_said_from_the_runs():
             "eval_s": [10.0, 20.0, 0.0],
         }
     )
+    found = findings.training(runs, 120.0, 2)
+    assert (found.runs, found.minutes, found.shortest_s, found.longest_s) == (
+        3,
+        2,
+        60,
+        90,
+    )
+    assert (found.mean_eval_s, found.at_once) == (15.0, 210 / 120)
     text = say.describe_training(runs, 120.0, 2)
     assert text.startswith("3 runs in 2.0 minutes on 2 processes")
-    assert "trained for 60 to 90 seconds" in text and "add up to 1.8 times" in text
 
 
 def _small(curves):
@@ -90,6 +100,16 @@ def _small(curves):
             for i, p in enumerate(curve)
         ]
     )
+
+
+def test_a_curve_has_begun_to_overfit_only_once_it_rose_from_its_lowest():
+    ends = findings.overfitting(
+        _small({"base": [9, 8, 7], "D1": [9, 6, 7.5]}),
+        {"base": 0.1, "D1": 0.0, "D2": 0.2},
+    )
+    assert [(e.row, e.still_falling) for e in ends] == [("base", True), ("D1", False)]
+    d1 = ends[1]
+    assert (d1.low_epoch, d1.low_ppl, d1.end_ppl, d1.rise_pct) == (2, 6.0, 7.5, 25.0)
 
 
 def test_overfitting_is_said_only_where_a_curve_rose():
@@ -122,6 +142,10 @@ def test_the_budgets_say_which_verdicts_moved():
         "label": "1 epoch",
         "findings": f.assess(f.FINDINGS, {"full": _runs({"A1": 0.3})}),
     }
+    found = findings.budgets([early, late], 2.0)
+    assert found.changed == ("one head is worse",) and found.label == "1 epoch"
+    assert dict(found.counts)[f.HOLDS] == 1 and sum(n for _, n in found.counts) == 6
+    assert findings.budgets([late, late], 2.0).changed == ()
     text = say.describe_budgets([early, late], 2.0)
     assert "At the longest budget (1 epoch): 1 holds, 0 do not hold" in text
     assert text.endswith("Verdicts that change between the budgets: one head is worse.")
@@ -129,6 +153,8 @@ def test_the_budgets_say_which_verdicts_moved():
 
 
 def test_swaps_and_the_price_of_three_looks():
+    swaps = [("C1", "C3", [0.5]), ("A1", "base", [])]
+    assert findings.swapped(swaps) == (("C1", "C3", (0.5,)),)
     text = say.describe_swaps([("C1", "C3", [0.5]), ("A1", "base", [])], 7)
     assert text.startswith(
         "Rows that swap order during training: C1 and C3 in epoch 0.5."
@@ -156,6 +182,12 @@ def test_bleu_differences_are_weighed_against_chance():
             "exceeds_noise": [False, False, False, False],
         }
     )
+    found = findings.bleu(tests, 1014)
+    assert (found.low, found.high, found.ci_low, found.ci_high) == (8.5, 11.0, 0.5, 0.7)
+    assert (found.compared, found.beyond, found.expected) == (2, 0, 0.1)
+    assert not found.separates
+    loud_found = findings.bleu(tests.assign(exceeds_noise=[False, True, False, True]), 1)
+    assert loud_found.beyond == 2 and loud_found.separates
     quiet = say.describe_bleu(tests, 1014)
     assert "between 8.50 and 11.00" in quiet and "0 exceed the resampling noise" in quiet
     assert quiet.endswith("BLEU does not separate the rows from base.")
@@ -313,6 +345,14 @@ def test_the_extended_plan_names_the_rows_it_adds_and_the_command_that_made_it()
 
     thirteen = extended.extended_rows()
     live = [r for r in thirteen if r not in ("C6", "C7")]
+    found = findings.extended_plan(live, 1, _extended_document("cpu", thirteen))
+    assert (found.added, found.missing, found.epochs, found.small_epochs) == (
+        ("C6", "C7"),
+        (),
+        12,
+        80,
+    )
+    assert found.committed and found.rows == tuple(thirteen)
     text = say.describe_extended_plan(live, 1, _extended_document("cpu", thirteen), "cpu")
     assert "live run trained its rows for 1 epoch" in text
     assert "the same rows plus C6 and C7, which the live run leaves out" in text
@@ -333,6 +373,10 @@ def test_a_gpu_plan_with_all_rows_and_none_committed_gives_a_command_for_all_of_
     from annotated_transformer.model.config import TABLE3_ALL_ROWS
 
     everything = list(TABLE3_ALL_ROWS)
+    none = findings.extended_plan(everything, 3, None)
+    assert (none.epochs, none.small_epochs, none.committed) == (12, None, False)
+    assert findings.extended_plan(everything, 20, None).epochs == 80
+    assert findings.extended_plan(everything, 0.5, None).epochs == 8  # the default
     text = say.describe_extended_plan(everything, 3, None, "gpu")
     assert "for 3 epochs" in text and "leaves out" not in text and "except" not in text
     assert (
