@@ -19,17 +19,12 @@ import pandas as pd
 from nltk import Tree
 
 from .linearization import linearize
+from .phrases import XX_VARIANT, interval, search_words, share_words
+from .record import best_point, extended_summary
 from .scoring import EVALB_CUTOFF
 from .search import PAPER_BEAM, ParseRun, choose_search
-from .sentences import (
-    XX_VARIANT,
-    best_point,
-    extended_summary,
-    interval,
-    search_words,
-    share_words,
-)
 from .training import report_parser
+from .verdicts import sentence_share
 
 LE40 = f"F1, ≤{EVALB_CUTOFF} words"
 WIDTH = 88  # characters of a printed line that fit the page's column
@@ -455,8 +450,6 @@ def variant_table(
     rows: Sequence[tuple[str, Mapping, Mapping, Mapping, Mapping]],
 ) -> pd.DataFrame:
     """(name, dev runs, its side of the paired bootstrap, test headline, source_dependence)."""
-    from .sentences import interval, sentence_share
-
     return pd.DataFrame(
         [
             {
