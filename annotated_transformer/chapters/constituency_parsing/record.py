@@ -2,10 +2,11 @@
 extended run the chapter shows beside its own.
 
 The chapter fills one `ThisRun` as it goes (`ThisRun.keep`, a line at the end of the cells that
-compute a part) and writes it with one call, `write`; `read` reads the record back, and
-`sentences.closing` makes the chapter's closing section of what it read.
+compute a part), `build` makes the typed record of it (`ConstituencyParsingRecord`) and `write`
+writes it with one call; `read` reads the record back, typed, and `sentences.closing` makes the
+chapter's closing section of what it read.
 
-What the record's "metrics" hold (`build`):
+What the record's fields, the file's "metrics", hold:
 
 * the tags parser on the test sentences at the search chosen on the development trees: `f1` (read
   by the introduction's summary, with `f1_ci95`, its 95% bootstrap interval), `f1_le40` and
@@ -40,15 +41,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...evaluation import results
 from ...evaluation.paper import WSJ_ONLY, table4_row
 from ..chapter_record import ChapterRecord
 from ..chapter_state import ChapterState
-
-if TYPE_CHECKING:
-    from .report import Evaluated
+from .curve import extended_summary
 
 RESULTS_NAME = "constituency_parsing"
 SAMPLE = "PTB sample (NLTK)"  # the treebank when the chapter is given no folder
@@ -96,11 +95,11 @@ class ThisRun(ChapterState):
     reads: Mapping | None = None
     xx_reads: Mapping | None = None
     # the test (7.5, 7.6): both parsers evaluated, the paired bootstraps
-    tags: Evaluated | None = None
+    tags: Any = None  # report.Evaluated
     floors: Mapping[str, Mapping] = field(
         default_factory=dict
     )  # floor first, tags second
-    xx: Evaluated | None = None
+    xx: Any = None  # report.Evaluated
     versus: Mapping | None = None  # tags first, XX second
     xx_over_floor: Mapping | None = None  # right-branching floor first, XX second
 
@@ -315,48 +314,13 @@ class ConstituencyParsingRecord(ChapterRecord):
 
 
 # ------------------------------------------------------------------------------------ the record
-def best_point(curve: Sequence[Mapping], key: str = "epochs") -> tuple[float, float]:
-    """(best F1, the epoch it came at; the first one on a tie)."""
-    best = max(curve, key=lambda p: p["f1"])
-    return best["f1"], best[key]
-
-
-def scored_jobs(test: Mapping | None) -> dict[float, Mapping]:
-    """The extended run's test records by share (`parsing_extended.score_test`'s file; {} for
-    None)."""
-    return {float(j["share"]): j for j in test["jobs"]} if test else {}
-
-
-def extended_summary(document: Mapping, test: Mapping | None = None) -> list[dict]:
-    """One row per share of the extended run (`parsing_extended.export`), smallest share first:
-    trees, epochs, best dev F1 and its epoch, last dev F1, whether the run's rule stopped it, and
-    its test record (`test`'s, None where that share is not scored)."""
-    stopped = {float(k): v for k, v in document.get("stopped", {}).items()}
-    scored = scored_jobs(test)
-    rows = []
-    for job in sorted(document["jobs"], key=lambda j: j["share"]):
-        f1, at = best_point(job["curve"], key="epoch")
-        rows.append(
-            dict(
-                share=job["share"],
-                trees=job["train_trees"],
-                epochs=len(job["curve"]),
-                best=f1,
-                at=at,
-                last=job["curve"][-1]["f1"],
-                stopped=bool(stopped.get(float(job["share"]), False)),
-                test=scored.get(float(job["share"])),
-            )
-        )
-    return rows
-
-
 def _rounded(scores: Mapping, keys: Sequence[str]) -> dict:
     return {k: round(scores[k], 2) for k in keys}
 
 
-def parser_scores(evaluated: Evaluated, *, with_invalid_dev: bool = True) -> dict:
-    """The fields of `ParserScores` for one parser: its test headline and its choice on dev."""
+def parser_scores(evaluated, *, with_invalid_dev: bool = True) -> dict:
+    """The fields of `ParserScores` for one parser (a `report.Evaluated`): its test headline
+    and its choice on dev."""
     h = evaluated.headline
     return {
         **_rounded(h, ["f1", "f1_le40"]),

@@ -18,13 +18,12 @@ import altair as alt
 import pandas as pd
 from nltk import Tree
 
+from .curve import best_point, extended_summary, sentence_share
 from .linearization import linearize
 from .phrases import XX_VARIANT, interval, search_words, share_words
-from .record import best_point, extended_summary
 from .scoring import EVALB_CUTOFF
 from .search import PAPER_BEAM, ParseRun, choose_search
 from .training import report_parser
-from .verdicts import sentence_share
 
 LE40 = f"F1, ≤{EVALB_CUTOFF} words"
 WIDTH = 88  # characters of a printed line that fit the page's column

@@ -14,14 +14,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from ..wording import gap
+from .curve import best_point, extended_summary, scored_jobs
+from .curve import sentence_share as _sentence_share
 from .record import (
     Comparison,
     ConstituencyParsingRecord,
     ExtendedRow,
     SourceDependence,
-    best_point,
-    extended_summary,
-    scored_jobs,
 )
 
 # A parser "barely reads its sentence" when another sentence of the same length costs it less than
@@ -157,8 +156,7 @@ def training(runs: Sequence, variant, seconds: float, workers: int) -> Training:
 
 def sentence_share(reads: SourceDependence | Mapping) -> float:
     """The share of the loss (%) that the parser's own sentence is worth."""
-    r = SourceDependence.of(reads)
-    return 100 * (r.nll_other_sentence - r.nll_own_sentence) / r.nll_other_sentence
+    return _sentence_share(dataclasses.asdict(SourceDependence.of(reads)))
 
 
 def reads_little(reads: SourceDependence | Mapping) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from nltk import Tree
 
 from annotated_transformer.chapters import constituency_parsing as parsing
-from annotated_transformer.chapters.constituency_parsing import record, verdicts
+from annotated_transformer.chapters.constituency_parsing import curve, record, verdicts
 
 from .test_record import RIGHT, this_run
 from .test_report import (
@@ -100,7 +100,7 @@ def test_the_extended_run_projects_a_rate_only_once_every_share_stopped():
         extended_document(best=(20, 18, 16), stopped=(True,) * 3), 91.3, 40_000
     )
     assert flat.rate < 0 and not flat.projects
-    one = record.extended_summary(extended_document())[:1]
+    one = curve.extended_summary(extended_document())[:1]
     assert verdicts.points_per_doubling(one) is None
 
 
