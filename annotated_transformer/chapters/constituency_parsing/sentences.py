@@ -22,7 +22,10 @@ def margin(comparison: Comparison | Mapping, what: str) -> str:
     """The second parser of a `paired_f1_bootstrap` comparison against the first, `what`:
     '6.6 points above the flat floor (10.6), beyond the resampling noise (...)', or, when the
     interval includes zero, 'not distinguishable from ...'."""
-    found = verdicts.margin(comparison)
+    return say_margin(verdicts.margin(comparison), what)
+
+
+def say_margin(found: verdicts.Margin, what: str) -> str:
     side = say("side.above" if found.above else "side.below")
     if found.beyond_noise:
         return say("margin.beyond", found, side=side, what=what)
@@ -32,7 +35,10 @@ def margin(comparison: Comparison | Mapping, what: str) -> str:
 
 def p_value(comparison: Comparison | Mapping) -> str:
     """'p = 0.004', or 'p < 0.0005: no resample of 2,000 reversed it' when none did."""
-    found = verdicts.p_value(comparison)
+    return say_p_value(verdicts.p_value(comparison))
+
+
+def say_p_value(found: verdicts.PValue) -> str:
     if found.none_reversed:
         return say("p.none_reversed", found, bound=found.bound)
     return say("p.value", found)
@@ -142,7 +148,10 @@ def describe_extended(
 def chosen_words(job: Mapping) -> str:
     """Which model and search dev chose for a share (`score_test`'s record): 'the average of its
     snapshots of epochs 58 to 60 with beam 21' or 'its model of epoch 60 with greedy decoding'."""
-    found = verdicts.chosen_model(job)
+    return say_chosen(verdicts.chosen_model(job))
+
+
+def say_chosen(found: verdicts.ChosenModel) -> str:
     return say(
         "chosen.averaged" if found.averaged else "chosen.one",
         first=found.epochs[0],
@@ -165,19 +174,15 @@ def describe_extended_test(
     found = verdicts.extended_test(test, paper_f1, paper_trees, shares)
     if not found.shares:
         return say("extended_test.none", command=SCORE_TEST_COMMAND)
-    jobs = sorted(test["jobs"], key=lambda j: -j["share"])
     parts = [
         say(
             "extended_test.share",
             share,
             files=share_words(share.share),
-            chosen=chosen_words(job),
-            over=margin(
-                job["against_floors"][job["right_branching_floor"]],
-                "the right-branching floor",
-            ),
-        )  # fmt: skip
-        for share, job in zip(found.shares, jobs)
+            chosen=say_chosen(share.chosen),
+            over=say_margin(share.over_floor, "the right-branching floor"),
+        )
+        for share in found.shares
     ]
     top = found.shares[0]
     parts.append(
@@ -256,8 +261,8 @@ def describe_variant(
         "variant",
         found,
         chosen=chosen,
-        over=margin(versus, "the tags parser"),
-        p=p_value(versus),
+        over=say_margin(found.margin, "the tags parser"),
+        p=say_p_value(found.p),
         conclusion=conclusion,
     )
 
@@ -301,26 +306,24 @@ def closing(record: ConstituencyParsingRecord) -> str:
     record holds one."""
     found = verdicts.closing(record)
     h, paper = found.headline, found.paper
-    floors = record.against_floors
     against_paper = say("closing.paper", paper, paper_model=paper_model()) + say(
         "closing.paper.far" if paper.top_below else "closing.paper.near", paper
     )
     if paper.reads_little:
         against_paper += " " + say("closing.paper.reads_little")
-    versus = record.variant_xx.against_tags
     parts = [
         say(
             "closing.headline",
             h,
-            over_right=margin(floors[record.right_floor], "the right-branching floor"),
-            over_flat=margin(floors[record.flat_floor], "the flat floor"),
+            over_right=say_margin(h.over_right, "the right-branching floor"),
+            over_flat=say_margin(h.over_flat, "the flat floor"),
         ),
         against_paper,
         say(
             "closing.variant",
             f1=found.variant_f1,
-            over=margin(versus, "the tags parser"),
-            p=p_value(versus),
+            over=say_margin(found.variant_margin, "the tags parser"),
+            p=say_p_value(found.variant_p),
         ),
     ]
     if record.extended_run:
