@@ -11,8 +11,7 @@ from collections.abc import Sequence
 
 from ..wording import Phrases
 
-TAGS_PARSER = "the tags parser"
-XX_VARIANT = "the XX variant"
+XX_VARIANT = "the XX variant"  # as the report's tables name it
 SHARE_WORDS = {1.0: "all", 0.5: "half", 0.25: "a quarter"}
 SCORE_TEST_COMMAND = (
     "python -m annotated_transformer parser-curve --out runs/parser-extended --score-test"
