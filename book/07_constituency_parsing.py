@@ -93,7 +93,7 @@ from annotated_transformer import viz
 from annotated_transformer.book.parameters import chapter_profile
 from annotated_transformer.chapters import constituency_parsing as parsing
 from annotated_transformer.chapters.constituency_parsing import curve as parsing_curve
-from annotated_transformer.chapters.constituency_parsing import record, report
+from annotated_transformer.chapters.constituency_parsing import record, report, verdicts
 from annotated_transformer.chapters.constituency_parsing import sentences as describe
 from annotated_transformer.chapters.constituency_parsing import sizes as chapter_sizes
 from annotated_transformer.data import treebank_zip_path
@@ -128,7 +128,7 @@ device = resolve_device(device)
 chapter_start = time.perf_counter()
 # what the chapter computes, kept as it goes for its results record (`record.write`, at the end)
 this_run = record.ThisRun(record.treebank_name(treebank_dir))
-PAPER_TRAINING_SENTENCES = describe.PAPER_TRAINING_TREES  # "about 40K" of the WSJ
+PAPER_TRAINING_SENTENCES = verdicts.PAPER_TRAINING_TREES  # "about 40K" of the WSJ
 PAPER_VOCABULARY = 16_000  # word pieces, WSJ-only setting
 PAPER_BEAM = parsing.PAPER_BEAM
 assert (PAPER_BEAM, parsing.PAPER_ALPHA, parsing.PAPER_EXTRA_LENGTH) == (21, 0.3, 300)
@@ -577,12 +577,12 @@ viz.show_source(parsing.TreeConstraint.__call__)
 # %%
 dev_runs, chosen = parsing.choose_search(model, vocabularies, dev_trees)
 viz.show_table(report.search_table(dev_runs))
-dev_gold = describe.gold_profile(
+dev_gold = verdicts.gold_profile(
     dev_trees,
     [len(parsing.linearize(t).split()) for t in dev_trees],
     chosen.score.gold,
 )
-profiles = [describe.search_profile(r) for r in dev_runs.values()]
+profiles = [verdicts.search_profile(r) for r in dev_runs.values()]
 display(Markdown(describe.describe_searches(profiles, dev_gold)))
 
 # %% [markdown]
@@ -745,7 +745,13 @@ assert headline["f1"] < paper_f1 or treebank_dir is not None  # a tenth of the d
 viz.show_table(table4)
 
 # %% tags=["remove-cell"]
-path = record.write(this_run, profile.name, device, time.perf_counter() - chapter_start)
+path = record.write(
+    record.build(this_run),
+    profile.name,
+    time.perf_counter() - chapter_start,
+    device=device,
+    config=this_run.config,
+)
 
 # %% [markdown]
 # ## What this run shows

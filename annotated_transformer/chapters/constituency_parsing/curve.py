@@ -22,6 +22,7 @@ import dataclasses
 import os
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -337,6 +338,13 @@ def source_dependence(
     }
 
 
+def sentence_share(reads: Mapping) -> float:
+    """The share of the loss (%) that the parser's own sentence is worth (`reads`: what
+    `source_dependence` returns)."""
+    other = reads["nll_other_sentence"]
+    return 100 * (other - reads["nll_own_sentence"]) / other
+
+
 @torch.no_grad()
 def _teacher_forced_nll(model, pairs, batch: int = 32) -> float:
     c = model.config
@@ -431,3 +439,40 @@ def chapter_runs(
                 states["tags"] = load_checkpoint(run.averaged)
         bar.close()
     return ChapterRuns(runs, variant, states, time.perf_counter() - started)
+
+
+# ------------------------------------------------------------------------ the extended run's curves
+def best_point(curve: Sequence[Mapping], key: str = "epochs") -> tuple[float, float]:
+    """(best F1, the epoch it came at; the first one on a tie)."""
+    best = max(curve, key=lambda p: p["f1"])
+    return best["f1"], best[key]
+
+
+def scored_jobs(test: Mapping | None) -> dict[float, Mapping]:
+    """The extended run's test records by share (`parsing_extended.score_test`'s file; {} for
+    None)."""
+    return {float(j["share"]): j for j in test["jobs"]} if test else {}
+
+
+def extended_summary(document: Mapping, test: Mapping | None = None) -> list[dict]:
+    """One row per share of the extended run (`parsing_extended.export`), smallest share first:
+    trees, epochs, best dev F1 and its epoch, last dev F1, whether the run's rule stopped it, and
+    its test record (`test`'s, None where that share is not scored)."""
+    stopped = {float(k): v for k, v in document.get("stopped", {}).items()}
+    scored = scored_jobs(test)
+    rows = []
+    for job in sorted(document["jobs"], key=lambda j: j["share"]):
+        f1, at = best_point(job["curve"], key="epoch")
+        rows.append(
+            dict(
+                share=job["share"],
+                trees=job["train_trees"],
+                epochs=len(job["curve"]),
+                best=f1,
+                at=at,
+                last=job["curve"][-1]["f1"],
+                stopped=bool(stopped.get(float(job["share"]), False)),
+                test=scored.get(float(job["share"])),
+            )
+        )
+    return rows

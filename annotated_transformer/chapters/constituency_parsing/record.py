@@ -2,10 +2,11 @@
 extended run the chapter shows beside its own.
 
 The chapter fills one `ThisRun` as it goes (`ThisRun.keep`, a line at the end of the cells that
-compute a part) and writes it with one call, `write`; `read` reads the record back, and
-`sentences.closing` makes the chapter's closing section of what it read.
+compute a part), `build` makes the typed record of it (`ConstituencyParsingRecord`) and `write`
+writes it with one call; `read` reads the record back, typed, and `sentences.closing` makes the
+chapter's closing section of what it read.
 
-What the record's "metrics" hold (`build`):
+What the record's fields, the file's "metrics", hold:
 
 * the tags parser on the test sentences at the search chosen on the development trees: `f1` (read
   by the introduction's summary, with `f1_ci95`, its 95% bootstrap interval), `f1_le40` and
@@ -44,13 +45,15 @@ from typing import Any
 
 from ...evaluation import results
 from ...evaluation.paper import WSJ_ONLY, table4_row
+from ..chapter_record import ChapterRecord
 from ..chapter_state import ChapterState
-from .report import Evaluated
-from .sentences import extended_summary
+from .curve import extended_summary
 
 RESULTS_NAME = "constituency_parsing"
 SAMPLE = "PTB sample (NLTK)"  # the treebank when the chapter is given no folder
 PAPER_PARSER = "Transformer (4 layers)"  # the paper's row of Table 4
+LINEARIZATION = "part-of-speech tags in the word slots (the authors' code)"
+XX_LINEARIZATION = "XX in the word slots (the linearization of Vinyals et al.)"
 
 EXTENDED_CURVES = "parser_extended_cpu/curves.json"
 EXTENDED_TEST = "parser_extended_cpu/test.json"
@@ -92,22 +95,232 @@ class ThisRun(ChapterState):
     reads: Mapping | None = None
     xx_reads: Mapping | None = None
     # the test (7.5, 7.6): both parsers evaluated, the paired bootstraps
-    tags: Evaluated | None = None
+    tags: Any = None  # report.Evaluated
     floors: Mapping[str, Mapping] = field(
         default_factory=dict
     )  # floor first, tags second
-    xx: Evaluated | None = None
+    xx: Any = None  # report.Evaluated
     versus: Mapping | None = None  # tags first, XX second
     xx_over_floor: Mapping | None = None  # right-branching floor first, XX second
 
 
+# ------------------------------------------------------------------------ the record's parts
+@dataclass(frozen=True)
+class Scored:
+    """One parser's F1 in a paired bootstrap, with its 95% interval."""
+
+    f1: float
+    ci95: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A `paired_f1_bootstrap` of two parsers on the same sentences: the second's F1 minus the
+    first's, its 95% interval and its p-value over `samples` resamples."""
+
+    first: Scored
+    second: Scored
+    difference: float
+    difference_ci95: tuple[float, float]
+    p_value: float
+    samples: int
+    sentences: int
+
+    @classmethod
+    def of(cls, value: Comparison | Mapping) -> Comparison:
+        """`value` as a Comparison (the bootstrap's own mapping, or a Comparison as it is)."""
+        if isinstance(value, cls):
+            return value
+        return cls(
+            first=Scored(value["first"]["f1"], tuple(value["first"]["ci95"])),
+            second=Scored(value["second"]["f1"], tuple(value["second"]["ci95"])),
+            difference=value["difference"],
+            difference_ci95=tuple(value["difference_ci95"]),
+            p_value=value["p_value"],
+            samples=value["samples"],
+            sentences=value["sentences"],
+        )
+
+
+@dataclass(frozen=True)
+class SourceDependence:
+    """The dev loss a symbol with each tree's own sentence and with another of its length
+    (`parsing.source_dependence`), and how many trees got another sentence."""
+
+    nll_own_sentence: float
+    nll_other_sentence: float
+    trees: int
+    trees_with_another_sentence: int
+
+    @classmethod
+    def of(cls, value: SourceDependence | Mapping) -> SourceDependence:
+        """`value` as a SourceDependence (`source_dependence`'s mapping, or one as it is)."""
+        if isinstance(value, cls):
+            return value
+        return cls(**{f.name: value[f.name] for f in dataclasses.fields(cls)})
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The sizes of the parser's two vocabularies."""
+
+    source_words: int
+    target_symbols: int
+
+
+@dataclass(frozen=True)
+class ChosenOnDev:
+    """The model and search the development trees chose for a share of the extended run."""
+
+    snapshot: str
+    search: str
+    beam_size: int
+    epoch: int
+    dev_f1: float
+
+
+# the fields an extended run's row holds only once its share is scored on test
+SCORED_FIELDS = ("test_f1", "test_f1_ci95", "test_f1_le40", "chosen_on_dev")
+
+
+@dataclass(frozen=True)
+class ExtendedRow:
+    """One share of the committed extended run: its trees, epochs, best dev F1 and the epoch it
+    came at, whether the run's rule stopped it and, once scored, its test F1 (None before)."""
+
+    share: float
+    trees: int
+    epochs: int
+    best: float
+    at: int
+    stopped: bool
+    test_f1: float | None = None
+    test_f1_ci95: tuple[float, float] | None = None
+    test_f1_le40: float | None = None
+    chosen_on_dev: ChosenOnDev | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.test_f1 is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParserScores:
+    """One parser's test headline at the search chosen on dev, and the dev scores the choice was
+    made on (search: {f1, seconds and, for the tags parser, invalid})."""
+
+    f1: float
+    f1_le40: float
+    sentences_le40: int
+    precision: float
+    recall: float
+    invalid_trees: int
+    exact_trees: int
+    decoding_chosen_on_dev: str
+    dev: dict[str, dict]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantXX(ParserScores):
+    """The XX variant's numbers: its test headline, every decoding, its curve, source
+    dependence, paired bootstraps against the tags parser (first the tags parser, second XX) and
+    the right-branching floor, recipe and files."""
+
+    what: str = XX_LINEARIZATION
+    test: dict[str, dict]
+    learning_curve: dict
+    source_dependence: SourceDependence | None
+    against_tags: Comparison
+    against_right_branching_floor: Comparison
+    recipe: dict
+    files: dict[str, str]
+
+
+# the order of the variant's fields in its file ("what" first, as the record has always held it)
+_VARIANT_ORDER = ("what", *(f.name for f in dataclasses.fields(ParserScores)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConstituencyParsingRecord(ChapterRecord):
+    """Chapter 07's record: the fields the module's docstring lists."""
+
+    RESULTS_NAME = RESULTS_NAME
+
+    linearization: str = LINEARIZATION
+    f1: float
+    f1_ci95: tuple[float, float]
+    f1_le40: float
+    sentences_le40: int
+    precision: float
+    recall: float
+    invalid_trees: int
+    exact_trees: int
+    decoding_chosen_on_dev: str
+    dev: dict[str, dict]
+    test_sentences: int
+    test: dict[str, dict]
+    baselines: dict[str, dict]
+    against_floors: dict[str, Comparison]
+    right_branching_floor: str | None = None  # absent from the oldest records
+    learning_curve: dict[str, dict]
+    source_dependence: SourceDependence | None
+    variant_xx: VariantXX
+    extended_run: list[ExtendedRow] | None = None
+    recipe: dict
+    scoring: str
+    decoding: dict
+    dataset: str
+    train_trees: int
+    dev_trees: int
+    test_files: list[str]
+    vocabulary: Vocabulary
+    params_m: float
+    curve_seconds: float
+    workers: int
+    paper_f1: float
+
+    @property
+    def right_floor(self) -> str:
+        """The right-branching floor's name (found by its name where the record predates
+        `right_branching_floor`)."""
+        return self.right_branching_floor or floor_named(
+            self.against_floors, "right-branching"
+        )
+
+    @property
+    def flat_floor(self) -> str:
+        return floor_named(self.against_floors, "flat")
+
+    def metrics(self) -> dict:
+        """As `ChapterRecord.metrics`, the variant's description first and an unscored share of
+        the extended run without the test fields it does not have (the file as it has always
+        been written)."""
+        m = super().metrics()
+        variant = m["variant_xx"]
+        m["variant_xx"] = {
+            **{k: variant[k] for k in _VARIANT_ORDER},
+            **{k: v for k, v in variant.items() if k not in _VARIANT_ORDER},
+        }
+        if m["extended_run"] is not None:
+            m["extended_run"] = [
+                {
+                    k: v
+                    for k, v in row.items()
+                    if k not in SCORED_FIELDS or row["test_f1"] is not None
+                }
+                for row in m["extended_run"]
+            ]
+        return m
+
+
 # ------------------------------------------------------------------------------------ the record
-def _rounded(record: Mapping, keys: Sequence[str]) -> dict:
-    return {k: round(record[k], 2) for k in keys}
+def _rounded(scores: Mapping, keys: Sequence[str]) -> dict:
+    return {k: round(scores[k], 2) for k in keys}
 
 
-def parser_record(evaluated: Evaluated, *, with_invalid_dev: bool = True) -> dict:
-    """The numbers of one parser's test headline and its choice on dev."""
+def parser_scores(evaluated, *, with_invalid_dev: bool = True) -> dict:
+    """The fields of `ParserScores` for one parser (a `report.Evaluated`): its test headline
+    and its choice on dev."""
     h = evaluated.headline
     return {
         **_rounded(h, ["f1", "f1_le40"]),
@@ -127,102 +340,104 @@ def parser_record(evaluated: Evaluated, *, with_invalid_dev: bool = True) -> dic
     }
 
 
-def extended_rows(extended: Mapping | None, test: Mapping | None) -> list[dict] | None:
-    """`metrics["extended_run"]`: the extended run by share, with its test score once scored."""
+def extended_rows(
+    extended: Mapping | None, test: Mapping | None
+) -> list[ExtendedRow] | None:
+    """The record's `extended_run`: the extended run by share, with its test score once
+    scored."""
     if not extended:
         return None
-    return [
-        {
-            **{k: r[k] for k in ("share", "trees", "epochs", "best", "at", "stopped")},
-            **(
-                {
-                    "test_f1": r["test"]["test"]["f1"],
-                    "test_f1_ci95": r["test"]["test"]["f1_ci95"],
-                    "test_f1_le40": r["test"]["test"]["f1_le40"],
-                    "chosen_on_dev": r["test"]["chosen_on_dev"],
-                }
-                if r["test"]
-                else {}
-            ),
-        }
-        for r in extended_summary(extended, test)
-    ]
+    rows = []
+    for r in extended_summary(extended, test):
+        found = r["test"]
+        rows.append(
+            ExtendedRow(
+                **{
+                    k: r[k] for k in ("share", "trees", "epochs", "best", "at", "stopped")
+                },
+                **(
+                    dict(
+                        test_f1=found["test"]["f1"],
+                        test_f1_ci95=tuple(found["test"]["f1_ci95"]),
+                        test_f1_le40=found["test"]["f1_le40"],
+                        chosen_on_dev=ChosenOnDev(**found["chosen_on_dev"]),
+                    )
+                    if found
+                    else {}
+                ),
+            )
+        )
+    return rows
 
 
-def build(run: ThisRun) -> dict:
-    """The record's metrics from what the chapter kept (the module's docstring lists them)."""
+def _reads(value: Mapping | None) -> SourceDependence | None:
+    return None if value is None else SourceDependence.of(value)
+
+
+def build(run: ThisRun) -> ConstituencyParsingRecord:
+    """The record from what the chapter kept (the module's docstring lists its fields)."""
     tags, xx, live = run.tags, run.xx, run.live
     right = floor_named(run.floors, "right-branching")
-    recipe = run.recipe.to_dict()
-    xx_recipe = dataclasses.replace(run.recipe, tags=False).to_dict()
-    return {
-        "linearization": "part-of-speech tags in the word slots (the authors' code)",
-        "f1": round(tags.headline["f1"], 2),
-        "f1_ci95": [round(x, 2) for x in run.floors[right]["second"]["ci95"]],
-        **parser_record(tags),
-        "test_sentences": tags.report["sentences"],
-        "test": tags.report["decodings"],
-        "baselines": tags.report["baselines"],
-        "against_floors": run.floors,
-        "right_branching_floor": right,
-        "learning_curve": {
+    floors = {name: Comparison.of(c) for name, c in run.floors.items()}
+    return ConstituencyParsingRecord(
+        f1_ci95=tuple(round(x, 2) for x in floors[right].second.ci95),
+        **parser_scores(tags),
+        test_sentences=tags.report["sentences"],
+        test=tags.report["decodings"],
+        baselines=tags.report["baselines"],
+        against_floors=floors,
+        right_branching_floor=right,
+        learning_curve={
             f"{share:g}": r.to_dict() for share, r in sorted(live.runs.items())
         },
-        "source_dependence": run.reads,
-        "variant_xx": {
-            "what": "XX in the word slots (the linearization of Vinyals et al.)",
-            **parser_record(xx, with_invalid_dev=False),
-            "test": xx.report["decodings"],
-            "learning_curve": live.variant.to_dict(),
-            "source_dependence": run.xx_reads,
-            # paired bootstrap: first the parser with tags, second the variant (XX minus tags)
-            "against_tags": run.versus,
-            "against_right_branching_floor": run.xx_over_floor,
-            "recipe": xx_recipe,
-            "files": xx.report["files"],
-        },
-        "extended_run": extended_rows(run.extended, run.extended_test),
-        "recipe": recipe,
-        "scoring": tags.report["scoring"],
-        "decoding": tags.report["decoding"],
-        "dataset": run.treebank,
-        "train_trees": run.train_trees,
-        "dev_trees": run.dev_trees,
-        "test_files": run.split_files["test"],
-        "vocabulary": dict(
+        source_dependence=_reads(run.reads),
+        variant_xx=VariantXX(
+            **parser_scores(xx, with_invalid_dev=False),
+            test=xx.report["decodings"],
+            learning_curve=live.variant.to_dict(),
+            source_dependence=_reads(run.xx_reads),
+            against_tags=Comparison.of(run.versus),
+            against_right_branching_floor=Comparison.of(run.xx_over_floor),
+            recipe=dataclasses.replace(run.recipe, tags=False).to_dict(),
+            files=xx.report["files"],
+        ),
+        extended_run=extended_rows(run.extended, run.extended_test),
+        recipe=run.recipe.to_dict(),
+        scoring=tags.report["scoring"],
+        decoding=tags.report["decoding"],
+        dataset=run.treebank,
+        train_trees=run.train_trees,
+        dev_trees=run.dev_trees,
+        test_files=list(run.split_files["test"]),
+        vocabulary=Vocabulary(
             source_words=len(run.vocabularies.source),
             target_symbols=len(run.vocabularies.target),
         ),
-        "params_m": round(run.parameters / 1e6, 3),
-        "curve_seconds": round(live.seconds, 1),
-        "workers": run.workers,
-        "paper_f1": table4_row(PAPER_PARSER, WSJ_ONLY).f1,
-    }
-
-
-def write(
-    run: ThisRun,
-    profile_name: str,
-    device: Any,
-    wall_time_s: float,
-    results_dir: str | os.PathLike | None = None,
-) -> Path:
-    """`results/<profile_name>/constituency_parsing.json` (under `results_dir`, default the
-    results root) of what the chapter kept, stamped with the device's provenance; the path."""
-    return results.write_result(
-        RESULTS_NAME,
-        build(run),
-        profile=profile_name,
-        config=run.config,
-        device=device,
-        wall_time_s=round(wall_time_s, 1),
-        root=results_dir,
+        params_m=round(run.parameters / 1e6, 3),
+        curve_seconds=round(live.seconds, 1),
+        workers=run.workers,
+        paper_f1=table4_row(PAPER_PARSER, WSJ_ONLY).f1,
     )
 
 
-def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dict | None:
-    """The record `write` wrote for `profile_name`, or None when the chapter has not run."""
-    return results.read_result(RESULTS_NAME, profile_name, results_dir)
+def write(
+    record: ConstituencyParsingRecord,
+    profile_name: str,
+    wall_time_s: float,
+    results_dir: str | os.PathLike | None = None,
+    *,
+    device: Any,
+    config: Any = None,
+) -> Path:
+    """`results/<profile_name>/constituency_parsing.json` (under `results_dir`, default the
+    results root), stamped with the device's provenance and the tags parser's `config`; the
+    path written."""
+    return record.write(
+        profile_name, round(wall_time_s, 1), results_dir, device=device, config=config
+    )
+
+
+read = ConstituencyParsingRecord.read
 
 
 # ------------------------------------------------------------------------------ committed runs

@@ -18,17 +18,11 @@ import altair as alt
 import pandas as pd
 from nltk import Tree
 
+from .curve import best_point, extended_summary, sentence_share
 from .linearization import linearize
+from .phrases import XX_VARIANT, interval, search_words, share_words
 from .scoring import EVALB_CUTOFF
 from .search import PAPER_BEAM, ParseRun, choose_search
-from .sentences import (
-    XX_VARIANT,
-    best_point,
-    extended_summary,
-    interval,
-    search_words,
-    share_words,
-)
 from .training import report_parser
 
 LE40 = f"F1, ≤{EVALB_CUTOFF} words"
@@ -455,8 +449,6 @@ def variant_table(
     rows: Sequence[tuple[str, Mapping, Mapping, Mapping, Mapping]],
 ) -> pd.DataFrame:
     """(name, dev runs, its side of the paired bootstrap, test headline, source_dependence)."""
-    from .sentences import interval, sentence_share
-
     return pd.DataFrame(
         [
             {

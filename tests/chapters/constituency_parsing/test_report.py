@@ -1,6 +1,7 @@
 """Chapter 07's sentences and bookkeeping (annotated_transformer.chapters.constituency_parsing.sentences and
-.report): each sentence changes with the numbers it is given, a margin whose interval includes zero
-is never called a gain, and the tables have reader-facing headers."""
+.report): each sentence takes the wording its verdict calls for (the verdicts' values:
+`test_verdicts`), a margin whose interval includes zero is never called a gain, and the tables have
+reader-facing headers."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ import re
 
 import pandas as pd
 import pytest
-from nltk import Tree
 
 from annotated_transformer.chapters import constituency_parsing as parsing
-from annotated_transformer.chapters.constituency_parsing import report
+from annotated_transformer.chapters.constituency_parsing import phrases, report
 from annotated_transformer.chapters.constituency_parsing import sentences as describe
 from annotated_transformer.chapters.constituency_parsing.curve import ShareRun
 from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY
@@ -121,25 +121,13 @@ def extended_test_document(shares=(1.0,), f1=50.3, snapshot="best_average.pt", b
 
 
 # ------------------------------------------------------------------------------------- describe
-def test_extended_test_sentence_says_what_the_file_holds_or_that_there_is_none():
+def test_extended_test_sentence_names_what_dev_chose_and_what_is_not_scored():
     text = describe.describe_extended_test(
         extended_test_document(), 91.3, 40_000, [1.0, 0.5, 0.25]
     )
     assert text.startswith("Scored once on the test sentences. With all of the files")
     assert (
         "dev chose the average of its snapshots of epochs 58 to 60 with beam 21" in text
-    )
-    assert "(dev F1 52.3, against 40.0 to 48.0 for the other 3 candidates)" in text
-    assert (
-        "**50.3 F1** (95% interval [47.0, 53.6]), 52.3 on the 230 of at most 40" in text
-    )
-    assert (
-        "37.7 points above the right-branching floor (12.6), beyond the resampling"
-        in text
-    )
-    assert (
-        "The paper's 91.3 (WSJ section 23, about 40,000 training trees, 12 times the 3,396 "
-        "here) lies 41.0 points above the test F1 with all of the files." in text
     )
     assert (
         "The jobs on half and a quarter of the files are not scored on test yet" in text
@@ -149,7 +137,6 @@ def test_extended_test_sentence_says_what_the_file_holds_or_that_there_is_none()
         [1.0, 0.5],
     )  # fmt: skip
     assert "dev chose its model of epoch 60 with greedy decoding" in greedy
-    assert "With half of the files (1,405 trees, 75 epochs)" in greedy
     assert "not scored on test yet" not in greedy
     one = describe.describe_extended_test(
         extended_test_document(), 91.3, 40_000, [1.0, 0.5]
@@ -169,8 +156,7 @@ def test_a_margin_beyond_the_noise_is_a_gain_and_one_within_it_is_not():
     assert "[+1.9, +12.3]" in beyond and "excludes zero" in beyond
     within = describe.margin(comparison(difference=6.0, ci=(-3.1, 14.1)), "the floor")
     assert within.startswith("not distinguishable from the floor (10.0)")
-    assert "6.0 points above on these sentences, within the resampling noise" in within
-    assert "includes zero" in within and "beyond" not in within
+    assert "6.0 points above on these sentences" in within and "beyond" not in within
     below = describe.margin(
         comparison(difference=-7.8, ci=(-15.3, -1.4)), "the tags parser"
     )
@@ -190,9 +176,9 @@ def test_p_value_says_when_no_resample_reversed_the_margin():
 def test_plan_names_the_shares_in_words():
     one = describe.describe_plan("cpu", 10, "cpu", (1.0,))
     assert "on all of the training files (one run)" in one and "XX variant" in one
-    three = describe.describe_plan("gpu", 100, "cuda", (1.0, 0.25, 0.5))
-    assert "on a quarter, half and all of the training files (3 runs)" in three
-    assert describe.share_words(0.3) == "0.3"
+    three = describe.describe_plan("gpu", 100, "cuda", (1.0, 0.25, 0.5), variant=False)
+    assert three.endswith("on a quarter, half and all of the training files (3 runs).")
+    assert phrases.share_words(0.3) == "0.3"
 
 
 def test_model_sentence_says_what_the_vocabulary_cannot_write():
@@ -200,10 +186,9 @@ def test_model_sentence_says_what_the_vocabulary_cannot_write():
     assert "0.20M parameters" in none and "every dev and test tree too" in none
     some = describe.describe_model(200_000, {"dev": 1, "test": 2}, 62, 24)
     assert "all but 1 dev and 2 test trees" in some
-    assert "62 symbols against 24 words" in some
 
 
-def test_training_sentence_reads_the_runs():
+def test_training_sentence_counts_processes_and_epochs_in_words():
     text = describe.describe_training(
         [share_run(0.5, f1s=(3, 4)), share_run(1.0, f1s=(5.0, 9.0, 8.0))],
         share_run(1.0, tags=False, f1s=(2.0, 7.5)),
@@ -211,7 +196,7 @@ def test_training_sentence_reads_the_runs():
         workers=2,
     )
     assert text.startswith("3 runs of 3 epochs took 54 s on 2 processes (fp32)")
-    assert "best dev F1 is 9.0, after 2 epochs, against 7.5 for the XX variant" in text
+    assert "after 2 epochs, against 7.5 for the XX variant" in text
     one = describe.describe_training([share_run(f1s=(9, 8))], share_run(), 1, 1)
     assert "1 process " in one and "is 9.0, after 1 epoch," in one
 
@@ -221,18 +206,12 @@ def test_source_dependence_verdict_follows_the_share_of_the_loss():
     assert "1% of the loss" in little and "needs more trees" in little
     much = describe.describe_source_dependence(reads(1.0, 2.0))
     assert "50% of the loss: the parser reads its sentence." in much
-    assert describe.reads_little(reads(1.869, 1.885)) and not describe.reads_little(
-        reads(1, 2)
-    )
 
 
-def test_extended_sentence_gives_each_share_and_whether_it_stopped():
+def test_extended_sentence_says_whether_each_share_stopped():
     text = describe.describe_extended(extended_document(), 91.3, 40_000)
-    assert "with a quarter of the files (559 trees) 14.0, at epoch 4 of 5" in text
-    assert "with all of the files (3,396 trees) 24.0" in text
-    assert "No share has stopped rising yet" in text and "lower bounds" in text
     assert "Best dev F1 of the extended run: with a quarter" in text
-    assert "(WSJ section 23), lies 67.3 points above the best" in text
+    assert "No share has stopped rising yet" in text
     # no rate per doubling from bests that are still rising: it would read as a forecast
     assert "doubling" not in text and "a best that is still rising" in text
     done = describe.describe_extended(
@@ -248,10 +227,6 @@ def test_extended_sentence_gives_each_share_and_whether_it_stopped():
         extended_document(best=(20, 18, 16), stopped=(True,) * 3), 91.3, 40_000
     )
     assert "More trees did not raise the best dev F1 here" in flat
-    assert (
-        describe.points_per_doubling(describe.extended_summary(extended_document())[:1])
-        is None
-    )
 
 
 def test_search_sentence_explains_a_beam_that_writes_short_trees():
@@ -263,20 +238,6 @@ def test_search_sentence_explains_a_beam_that_writes_short_trees():
     assert "Beam 21, constrained writes the shortest trees" in short
     long = describe.describe_searches([greedy, dict(beam, symbols=80)], gold)
     assert "shortest" not in long and "The gold trees have 73 symbols" in long
-
-
-def test_search_profile_counts_what_a_run_writes():
-    tree = Tree.fromstring("(S (NP (DT the) (NN dog)) (VP (VBZ barks)))")
-    lines = [parsing.linearize(tree, tags=True)] * 2
-    run = parsing.ParseRun(
-        "greedy, constrained", 1, True, lines,
-        [parsing.Delinearized(tree)] * 2, parsing.corpus_score([tree] * 2, [tree] * 2), 0.1,
-    )  # fmt: skip
-    profile = describe.search_profile(run)
-    assert profile["symbols"] == len(lines[0].split()) and profile["root"] == "S"
-    assert profile["brackets"] == run.score.test / 2 and profile["root_share"] == 100
-    gold = describe.gold_profile([tree], [len(lines[0].split())], run.score.gold / 2)
-    assert gold["symbols"] == profile["symbols"]
 
 
 def test_test_sentence_states_the_margin_over_the_better_floor():
@@ -294,7 +255,6 @@ def test_test_sentence_states_the_margin_over_the_better_floor():
 def test_variant_sentence_follows_the_paired_bootstrap_and_the_reading():
     worse = comparison(17.2, -7.8, (-15.3, -1.4), p=0.004)
     text = describe.describe_variant(worse, "beam 21", reads(1.0, 2.0), reads(1.0, 1.1))
-    assert "**9.4 F1**" in text and "7.8 points below the tags parser" in text
     assert "p = 0.004" in text and "the brackets follow" in text
     noisy = comparison(17.2, -2.0, (-6.0, 1.0), p=0.3)
     text = describe.describe_variant(noisy, "beam 21", reads(1.0, 2.0), reads(1.0, 1.1))
@@ -409,13 +369,4 @@ def test_wrapped_lines_fit_the_column():
 
 @pytest.mark.parametrize("share", [0.25, 0.5, 1.0])
 def test_share_words_round_trip_the_profiles_shares(share):
-    assert describe.share_words(share) in ("a quarter", "half", "all")
-
-
-def test_a_margin_is_the_difference_of_the_scores_as_printed():
-    # 50.64 against the flat floor's 9.56: the page prints 50.6 and (9.6), so the margin is 41.0
-    # (the unrounded 41.08 read "41.1 points above the flat floor (9.6)" beside 50.6)
-    text = describe.margin(
-        comparison(first=9.56, difference=41.08, ci=(37.2, 44.9)), "the flat floor"
-    )
-    assert text.startswith("41.0 points above the flat floor (9.6)")
+    assert phrases.share_words(share) in ("a quarter", "half", "all")
