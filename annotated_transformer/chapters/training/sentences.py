@@ -26,7 +26,7 @@ def describe_plan(profile, device) -> str:
         )
         if value is not None
     ]
-    first = say("plan.first") if len(budget) > 1 else ""
+    first = say("plan.first") if found.limits > 1 else ""
     return say("plan", found, budget=" or ".join(budget), first=first)
 
 

@@ -113,6 +113,8 @@ def test_the_plan_names_every_limit_the_profile_sets():
 
     one = sentences.describe_plan(get_profile("smoke", max_steps=40), "cpu")
     assert "for 40 steps with batches" in one and "whichever" not in one
+    two = sentences.describe_plan(get_profile("gpu"), "cuda")
+    assert " or " in two and ", whichever comes first, with batches" in two
 
 
 def test_closing_reads_the_committed_cpu_record():

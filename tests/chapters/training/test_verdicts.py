@@ -124,8 +124,7 @@ def test_the_gradients_are_read_by_norm_and_stack():
 
 
 def test_the_plan_holds_only_the_limits_the_profile_sets():
-    found = verdicts.plan(get_profile("smoke", max_steps=40), "cpu")
-    assert found.max_steps == 40 and found.device == "cpu"
-    assert found.limits == sum(
-        x is not None for x in (found.max_steps, found.max_epochs, found.minutes)
-    )
+    steps = verdicts.plan(get_profile("smoke", max_steps=40), "cpu")
+    assert (steps.max_steps, steps.limits, steps.device) == (40, 1, "cpu")
+    gpu = verdicts.plan(get_profile("gpu"), "cuda")
+    assert gpu.max_epochs is not None and gpu.minutes is not None and gpu.limits == 2
