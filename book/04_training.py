@@ -59,9 +59,9 @@ if importlib.util.find_spec("annotated_transformer") is None:
 
 # %% [markdown]
 # The chapter imports the textbook's tools (PyTorch, pandas, altair) and the package's pieces of
-# section 5. Its tables live in `chapters/training_studies/tables.py`, its run folders in
-# `runs.py` beside it, the sentences whose words depend on a number in `sentences.py`, the
-# post-norm experiment in `warmup.py`.
+# section 5. Its tables live in `chapters/training/tables.py`, its run folders in `runs.py`
+# beside it, what its experiments find in `verdicts.py` (said in words by `phrases.py` and
+# `sentences.py`), the post-norm experiment in `warmup.py`.
 
 # %%
 import collections
@@ -632,7 +632,7 @@ rule = alt.Chart(pd.DataFrame({"loss": [floor]})).mark_rule(
     strokeDash=[4, 3], color="#888"
 ).encode(y="loss:Q")  # fmt: skip
 viz.show(alt.layer(curve, rule))
-display(Markdown(sentences.describe_copy(copy_run)))
+display(Markdown(sentences.describe_copy(copy_run["accuracy"], copy_run["steps"])))
 viz.show_source(train_copy_task)
 
 # %% [markdown]
@@ -982,7 +982,7 @@ viz.show_table(shown, sinusoidal="{:.0%}", learned="{:.0%}")
 # table's untouched rows are checked.)
 
 # %%
-rows = extrapolation.to_dict("records")
+rows = record.extrapolation_rows(extrapolation)
 display(Markdown(sentences.describe_extrapolation(rows, L, sizes.eval_per_length)))
 
 # %% tags=["remove-cell"]

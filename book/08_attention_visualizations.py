@@ -673,7 +673,7 @@ batched = exports.batched_greedy(model, tokenizer, live_captions, profile)
 greedy_paths = exports.compare_greedy(
     batched, live_translations["float32"], unfinished, live_references
 )
-assert greedy_paths["export_sacrebleu"] == live_bleu["float32"]["bleu"]
+assert greedy_paths.export_sacrebleu == live_bleu["float32"]["bleu"]
 display(Markdown(sentences.describe_greedy_paths(greedy_paths)))
 
 # %% [markdown]

@@ -10,9 +10,8 @@ import pytest
 
 from annotated_transformer.book import summary
 from annotated_transformer.chapters.model_variations import statistics as findings
-from annotated_transformer.chapters.training import (
-    sentences as training_sentences,
-)
+from annotated_transformer.chapters.training import record as training_record
+from annotated_transformer.chapters.training import sentences as training_sentences
 from annotated_transformer.evaluation import results
 
 COMMITTED = Path(__file__).resolve().parents[2] / "results" / "book_cpu"
@@ -53,7 +52,7 @@ def test_every_cell_is_the_committed_number(cpu_root):
 
 def test_chapter_04_closes_on_the_summary_s_step_time(cpu_root):
     table = summary.summary_table("cpu", committed=(), root=cpu_root)
-    record = results.read_result("training", "cpu", cpu_root)
+    record = training_record.read("cpu", cpu_root)
     step = _cell(table, "seconds per training step")
     assert f"One step took {step} s" in training_sentences.closing(record)
 

@@ -12,6 +12,7 @@ sums run in another order. `compare_greedy` counts both.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import torch
@@ -30,22 +31,36 @@ def batched_greedy(
     return translate(model, tokenizer, list(captions), settings)
 
 
+@dataclasses.dataclass(frozen=True)
+class GreedyPaths:
+    """Chapter 05's greedy decoding beside the float32 export's on the same captions: both
+    sacreBLEUs, how many translations are the same and how many differ, and of those how many
+    the export left unfinished (stopped at its allowance without `</s>`)."""
+
+    captions: int
+    batched_sacrebleu: float
+    export_sacrebleu: float
+    same: int
+    differ: int
+    differ_unfinished: int
+
+
 def compare_greedy(
     batched: Sequence[str],
     exported: Sequence[str],
     unfinished: Sequence[bool],
     references: Sequence[str],
-) -> dict:
+) -> GreedyPaths:
     """Chapter 05's greedy translations (`batched`) against the export's (`exported`, with
     `unfinished` true where the export stopped at its allowance without `</s>`): the captions,
     both sacreBLEUs, and how many translations differ, and of those how many the export left
     unfinished."""
     differ = [i for i, (a, b) in enumerate(zip(batched, exported, strict=True)) if a != b]
-    return {
-        "captions": len(exported),
-        "batched_sacrebleu": round(sacrebleu_score(batched, references)["score"], 2),
-        "export_sacrebleu": round(sacrebleu_score(exported, references)["score"], 2),
-        "same": len(exported) - len(differ),
-        "differ": len(differ),
-        "differ_unfinished": sum(bool(unfinished[i]) for i in differ),
-    }
+    return GreedyPaths(
+        captions=len(exported),
+        batched_sacrebleu=round(sacrebleu_score(batched, references)["score"], 2),
+        export_sacrebleu=round(sacrebleu_score(exported, references)["score"], 2),
+        same=len(exported) - len(differ),
+        differ=len(differ),
+        differ_unfinished=sum(bool(unfinished[i]) for i in differ),
+    )

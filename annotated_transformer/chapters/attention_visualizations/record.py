@@ -23,13 +23,15 @@ What its "metrics" hold, built by `build` from what the chapter computed:
   `greedy_paths`, the float32 export beside chapter 05's greedy decoding of the same captions
   (`exports.compare_greedy`).
 
-`write` writes it through `results.write_result`, `read` reads it back, `committed_gpu` finds
-the committed `gpu` book's record, and `sentences.closing` turns a record read back into the
-chapter's closing section.
+`AttentionFiguresRecord` holds them typed (the per-head rows, whose columns are the chapter's
+tables', stay rows of a mapping); `write` writes it and `read` reads it back (`ChapterRecord`),
+`committed_gpu` finds the committed `gpu` book's record, and `sentences.closing` turns a record
+read back into the chapter's closing section.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -38,11 +40,84 @@ import numpy as np
 import pandas as pd
 
 from ...evaluation import results
+from ..chapter_record import ChapterRecord
+from .exports import GreedyPaths
 from .head_scores import DrawnHeads, Example, PairSamples
 
 RESULTS_NAME = "attention_figures"
 # The committed `gpu` book's results folder (`book.committed.folder_name("gpu")`).
 GPU_BOOK_FOLDER = "book_gpu"
+
+
+@dataclasses.dataclass(frozen=True)
+class ShareOnMoreDifficult:
+    """The weight of "making" on "more difficult" in Figure 3's sentence over the heads of the
+    drawn layer: their mean and largest, and an even spread's."""
+
+    mean: float
+    max: float
+    even_spread: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One phenomenon over the test captions: the captions searched, the sentences and pairs the
+    heuristic found, and one row per encoder head (`head_scores.head_scores`'s columns)."""
+
+    captions: int
+    sentences: int
+    pairs: int
+    heads: tuple[dict[str, Any], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class DrawnCases:
+    """The test captions Figures 3 and 4 draw (`head_scores.example`)."""
+
+    dependency: Example
+    anaphora: Example
+
+
+@dataclasses.dataclass(frozen=True)
+class OnnxInt8:
+    """The int8 export beside the float32 one: its bytes, the captions of `split` both
+    translated, how many translations are the same, both BLEUs with the paired bootstrap
+    ({"float32": {"bleu", "mean", "ci95"}, "int8": {...}}) and the export the page serves."""
+
+    bytes: int
+    captions: int
+    same_translations: int
+    bleu: dict[str, dict[str, Any]]
+    served: str
+    split: str
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionFiguresRecord(ChapterRecord):
+    """Chapter 08's record: the fields the module's docstring lists."""
+
+    RESULTS_NAME = "attention_figures"
+    DEVICE = "cpu"  # the chapter runs its model on the CPU whatever the book's device
+
+    checkpoint: str
+    figure3_share_on_more_difficult: ShareOnMoreDifficult
+    figure4_weight_its_to_law: tuple[float, ...]
+    figure4_paper_heads: tuple[int, ...]
+    figure3_layer_heads: tuple[int, list[int]]  # (layer, [heads])
+    figure4_layer_heads: tuple[int, list[int]]
+    figure5_heads: tuple[int, ...]
+    captions_with_pronoun: int
+    interval_level: float
+    findings: dict[str, Finding]
+    drawn_cases: DrawnCases
+    encoder_heads_test: tuple[dict[str, Any], ...]
+    pieces_per_word: dict[str, float]
+    test_captions: int
+    per_head: tuple[dict[str, Any], ...]
+    explorer_spec_bytes: int
+    onnx_model_bytes: int
+    onnx_int8: OnnxInt8
+    greedy_paths: GreedyPaths | None = None
 
 
 def build(
@@ -63,9 +138,9 @@ def build(
     test_captions: int,
     explorer_bytes: int,
     live: dict[str, Any],
-    greedy_paths: dict,
-) -> dict:
-    """The record's metrics. `paper_share`: the per-head share of "making" on "more difficult"
+    greedy_paths: GreedyPaths,
+) -> AttentionFiguresRecord:
+    """The record. `paper_share`: the per-head share of "making" on "more difficult"
     and an even spread's; `paper_law`: the weight from "its" on "Law" per head and the two heads
     drawn; `drawn`: Figures 3 and 4's `figure_heads`; `cases`: their `example`s; `domain`:
     the pieces-per-word table; `live`: the exports' `bytes` ({"float32", "int8"}),
@@ -75,52 +150,50 @@ def build(
     on_law, chosen = paper_law
     drawn3, drawn4 = drawn
     case3, case4 = cases
-    return {
-        "checkpoint": str(checkpoint.name),
-        "figure3_share_on_more_difficult": {
-            "mean": float(share.mean()),
-            "max": float(share.max()),
-            "even_spread": uniform,
-        },
-        "figure4_weight_its_to_law": [float(w) for w in on_law],
-        "figure4_paper_heads": chosen,
-        "figure3_layer_heads": [drawn3.layer, drawn3.heads],
-        "figure4_layer_heads": [drawn4.layer, drawn4.heads],
-        "figure5_heads": list(figure5_heads),
-        "captions_with_pronoun": with_pronoun,
-        "interval_level": level,
-        "findings": {
-            name: {
-                "captions": found.searched,
-                "sentences": len(found.sentences),
-                "pairs": len(found.pairs),
-                "heads": scores[name].to_dict(orient="records"),
-            }
+    return AttentionFiguresRecord(
+        checkpoint=str(checkpoint.name),
+        figure3_share_on_more_difficult=ShareOnMoreDifficult(
+            mean=float(share.mean()), max=float(share.max()), even_spread=uniform
+        ),
+        figure4_weight_its_to_law=tuple(float(w) for w in on_law),
+        figure4_paper_heads=tuple(chosen),
+        figure3_layer_heads=(drawn3.layer, list(drawn3.heads)),
+        figure4_layer_heads=(drawn4.layer, list(drawn4.heads)),
+        figure5_heads=tuple(figure5_heads),
+        captions_with_pronoun=with_pronoun,
+        interval_level=level,
+        findings={
+            name: Finding(
+                captions=found.searched,
+                sentences=len(found.sentences),
+                pairs=len(found.pairs),
+                heads=tuple(scores[name].to_dict(orient="records")),
+            )
             for name, found in samples.items()
         },
-        "drawn_cases": {"dependency": vars(case3), "anaphora": vars(case4)},
-        "encoder_heads_test": encoder_heads.to_dict(orient="records"),
-        "pieces_per_word": dict(
+        drawn_cases=DrawnCases(dependency=case3, anaphora=case4),
+        encoder_heads_test=tuple(encoder_heads.to_dict(orient="records")),
+        pieces_per_word=dict(
             zip(domain["text"], domain["pieces per word"].astype(float))
         ),
-        "test_captions": test_captions,
-        "per_head": per_head.to_dict(orient="records"),
-        "explorer_spec_bytes": explorer_bytes,
-        "onnx_model_bytes": live["bytes"]["float32"],
-        "onnx_int8": {
-            "bytes": live["bytes"]["int8"],
-            "captions": live["captions"],
-            "same_translations": int(live["same"]),
-            "bleu": live["bleu"],
-            "served": live["served"],
-            "split": live["split"],
-        },
-        "greedy_paths": greedy_paths,
-    }
+        test_captions=test_captions,
+        per_head=tuple(per_head.to_dict(orient="records")),
+        explorer_spec_bytes=explorer_bytes,
+        onnx_model_bytes=live["bytes"]["float32"],
+        onnx_int8=OnnxInt8(
+            bytes=live["bytes"]["int8"],
+            captions=live["captions"],
+            same_translations=int(live["same"]),
+            bleu=live["bleu"],
+            served=live["served"],
+            split=live["split"],
+        ),
+        greedy_paths=greedy_paths,
+    )
 
 
 def write(
-    metrics: dict,
+    record: AttentionFiguresRecord,
     profile_name: str,
     config: Any,
     wall_time_s: float,
@@ -129,27 +202,19 @@ def write(
     """`results/<profile_name>/attention_figures.json` (under `results_dir`, default the
     results root), with the model's configuration; measured on the CPU, where the chapter runs
     its model. The path written."""
-    return results.write_result(
-        RESULTS_NAME,
-        metrics,
-        profile=profile_name,
-        config=config,
-        wall_time_s=wall_time_s,
-        device="cpu",
-        root=results_dir,
-    )
+    return record.write(profile_name, wall_time_s, results_dir, config=config)
 
 
-def read(profile_name: str, results_dir: str | os.PathLike | None = None) -> dict | None:
-    """The record `write` wrote for `profile_name`, or None when the chapter has not run."""
-    return results.read_result(RESULTS_NAME, profile_name, results_dir)
+read = AttentionFiguresRecord.read
 
 
-def committed_gpu(results_dir: str | os.PathLike | None = None) -> dict | None:
+def committed_gpu(
+    results_dir: str | os.PathLike | None = None,
+) -> AttentionFiguresRecord | None:
     """The committed `gpu` book's record of this chapter (`results/book_gpu/`, in the clone's
     committed results unless `results_dir` says otherwise), or None while that book has not
     run it (or in an installed copy without the clone)."""
     root = results_dir if results_dir is not None else results.committed_root()
     if root is None:
         return None
-    return results.read_result(RESULTS_NAME, GPU_BOOK_FOLDER, root)
+    return read(GPU_BOOK_FOLDER, root)

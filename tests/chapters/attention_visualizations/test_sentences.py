@@ -1,7 +1,11 @@
-"""Chapter 08's sentences change with the numbers they read, and name a head only when the
-chapter's table marks it as passing (`head_scores.passing_heads`)."""
+"""Chapter 08's record, verdicts and words: the record reads back as it was built, each verdict
+holds the numbers it rests on, a sentence names a head only when the chapter's table marks it as
+passing (`head_scores.passing_heads`), and the closing renders a fixed record as its golden text."""
 
+import dataclasses
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,8 +15,13 @@ from annotated_transformer.chapters.attention_visualizations import (
     exports,
     record,
     sentences,
+    verdicts,
 )
 from annotated_transformer.chapters.attention_visualizations import head_scores as fa
+from tests.support.golden import assert_golden
+
+HERE = Path(__file__).parent
+RESULTS = Path(__file__).resolve().parents[3] / "results"
 
 NAMED = re.compile(r"layer (\d+) head (\d+)")
 
@@ -69,7 +78,10 @@ def _marked(scores: pd.DataFrame) -> set[tuple[int, int]]:
     return {(int(r.layer), int(r.head)) for r in table.itertuples() if r.above == "yes"}
 
 
-def _record(dependency: pd.DataFrame, anaphora: pd.DataFrame, **extra) -> dict:
+def _record(
+    dependency: pd.DataFrame, anaphora: pd.DataFrame, **changes
+) -> record.AttentionFiguresRecord:
+    """A chapter 08 record as `record.read` returns it, with these per-head tables."""
     heads5 = pd.DataFrame(
         {
             "layer": [1, 1],
@@ -80,33 +92,84 @@ def _record(dependency: pd.DataFrame, anaphora: pd.DataFrame, **extra) -> dict:
         }
     )
     found = {
-        name: {
-            "captions": 1000,
-            "sentences": 475,
-            "pairs": 529,
-            "heads": s.to_dict("records"),
-        }
+        name: record.Finding(
+            captions=1000, sentences=475, pairs=529, heads=tuple(s.to_dict("records"))
+        )
         for name, s in (("dependency", dependency), ("anaphora", anaphora))
     }
     bleu = {
         "float32": {"bleu": 36.07, "mean": 36.05, "ci95": 1.6},
         "int8": {"bleu": 35.97, "mean": 35.95, "ci95": 1.6},
     }
-    metrics = {
-        "findings": found,
-        "encoder_heads_test": heads5.to_dict("records"),
-        "figure3_share_on_more_difficult": {"mean": 0.1, "max": 0.2, "even_spread": 0.09},
-        "onnx_model_bytes": 47_500_000,
-        "onnx_int8": {
-            "bytes": 12_700_000,
-            "captions": 1000,
-            "same_translations": 873,
-            "bleu": bleu,
-            "served": "int8",
-            "split": "multi30k/val",
-        },
-    } | extra
-    return {"metrics": metrics}
+    case = fa.Example(3, "A man walks his dog.", "walks", "dog", 0.3, 0.2)
+    built = record.AttentionFiguresRecord(
+        checkpoint="averaged.pt",
+        figure3_share_on_more_difficult=record.ShareOnMoreDifficult(0.1, 0.2, 0.09),
+        figure4_weight_its_to_law=(0.004, 0.0005),
+        figure4_paper_heads=(1, 2),
+        figure3_layer_heads=(3, [1]),
+        figure4_layer_heads=(3, [1, 4]),
+        figure5_heads=(4, 3),
+        captions_with_pronoun=162,
+        interval_level=0.99,
+        findings=found,
+        drawn_cases=record.DrawnCases(dependency=case, anaphora=case),
+        encoder_heads_test=tuple(heads5.to_dict("records")),
+        pieces_per_word={"Figure 3's sentence": 1.96},
+        test_captions=64,
+        per_head=({"kind": "encoder", "layer": 1, "head": 1, "mean distance": None},),
+        explorer_spec_bytes=28_801,
+        onnx_model_bytes=47_500_000,
+        onnx_int8=record.OnnxInt8(
+            bytes=12_700_000,
+            captions=1000,
+            same_translations=873,
+            bleu=bleu,
+            served="int8",
+            split="multi30k/val",
+        ),
+    )
+    return dataclasses.replace(built, **changes)
+
+
+PATHS = exports.GreedyPaths(
+    captions=1000,
+    batched_sacrebleu=36.06,
+    export_sacrebleu=36.07,
+    same=996,
+    differ=4,
+    differ_unfinished=4,
+)
+
+
+def test_the_record_reads_back_as_written(tmp_path):
+    built = _record(BEST_FAILS, NONE_PASSES, greedy_paths=PATHS)
+    path = record.write(built, "smoke", {"d_model": 8}, 1.234, results_dir=tmp_path)
+    assert path == tmp_path / "smoke" / f"{record.RESULTS_NAME}.json"
+    assert record.read("smoke", tmp_path) == built
+    stored = json.loads(path.read_text())
+    assert stored["provenance"]["device"] == "cpu" and stored["config"] == {"d_model": 8}
+    assert stored["metrics"]["figure3_layer_heads"] == [3, [1]]
+    assert stored["metrics"]["drawn_cases"]["anaphora"]["query"] == "walks"
+    assert stored["metrics"]["greedy_paths"]["differ_unfinished"] == 4
+    assert record.read("cpu", tmp_path) is None
+
+
+def test_the_committed_record_reads_back_into_the_same_metrics():
+    path = RESULTS / "book_cpu" / f"{record.RESULTS_NAME}.json"
+    if not path.is_file():
+        pytest.skip("no committed results/book_cpu/attention_figures.json")
+    stored = json.loads(path.read_text())["metrics"]
+    found = record.read("book_cpu", RESULTS)
+    assert json.loads(json.dumps(found.metrics())) == stored
+    assert list(found.metrics()) == list(stored)
+    assert isinstance(found.greedy_paths, exports.GreedyPaths)
+    assert isinstance(found.drawn_cases.dependency, fa.Example)
+
+
+def test_the_closing_renders_its_golden_text():
+    text = sentences.closing(_record(BEST_FAILS, NONE_PASSES, greedy_paths=PATHS))
+    assert_golden(text, HERE / "closing.golden.md")
 
 
 def test_the_table_marks_exactly_the_heads_its_sentence_names():
@@ -161,11 +224,9 @@ def test_gpu_book_sentence_reads_its_record_or_says_where_it_will_be():
 
 def test_committed_gpu_record_is_read_from_the_gpu_book_folder(tmp_path):
     assert record.committed_gpu(tmp_path) is None
-    metrics = _record(BEST_FAILS, NONE_PASSES)["metrics"]
-    record.write(metrics, record.GPU_BOOK_FOLDER, None, 1.0, results_dir=tmp_path)
-    found = record.committed_gpu(tmp_path)
-    assert found["metrics"]["findings"]["dependency"]["sentences"] == 475
-    assert record.read(record.GPU_BOOK_FOLDER, tmp_path)["metrics"] == found["metrics"]
+    built = _record(BEST_FAILS, NONE_PASSES)
+    record.write(built, record.GPU_BOOK_FOLDER, None, 1.0, results_dir=tmp_path)
+    assert record.committed_gpu(tmp_path) == built
 
 
 def test_greedy_paths_count_the_unfinished_and_the_near_ties():
@@ -173,29 +234,23 @@ def test_greedy_paths_count_the_unfinished_and_the_near_ties():
     batched = ["ein Hund läuft", "eine Katze Katze Katze", "ein Mann"]
     exported = ["ein Hund läuft", "eine Katze Katze", "ein Junge"]
     paths = exports.compare_greedy(batched, exported, [False, True, False], refs)
-    assert (paths["captions"], paths["same"], paths["differ"]) == (3, 1, 2)
-    assert paths["differ_unfinished"] == 1
+    assert (paths.captions, paths.same, paths.differ) == (3, 1, 2)
+    assert paths.differ_unfinished == 1
+    found = verdicts.greedy(paths)
+    assert (found.unfinished, found.rest) == (1, 1)
     text = sentences.describe_greedy_paths(paths)
     assert (
         "2 of 3 translations differ: 1 of them stops at the export's length limit" in text
     )
     assert "the export ends the other one with `</s>`" in text
-    same = sentences.describe_greedy_paths(paths | {"differ": 0, "same": 3})
+    same = sentences.describe_greedy_paths(dataclasses.replace(paths, differ=0, same=3))
     assert same.endswith("Every translation is the same, so the two scores are one.")
 
 
-def test_closing_explains_the_greedy_scores_when_the_record_holds_them():
-    paths = {
-        "captions": 1000,
-        "batched_sacrebleu": 36.06,
-        "export_sacrebleu": 36.07,
-        "same": 996,
-        "differ": 4,
-        "differ_unfinished": 4,
-    }
-    text = sentences.closing(_record(BEST_FAILS, BEST_FAILS, greedy_paths=paths))
-    assert "scores 36.06 sacreBLEU; the float32 export scores 36.07" in text
+def test_closing_explains_the_greedy_scores_only_when_the_record_holds_them():
+    text = sentences.closing(_record(BEST_FAILS, BEST_FAILS, greedy_paths=PATHS))
     assert "4 of them stop at the export's length limit" in text
+    assert "Chapter 05 decodes" not in sentences.closing(_record(BEST_FAILS, BEST_FAILS))
 
 
 def _heads(entropies: list[float], se: float) -> pd.DataFrame:
@@ -230,19 +285,6 @@ def test_export_sentence_follows_the_choice():
     bleu["int8"]["bleu"] = 30.0
     dropped = sentences.describe_exports(bleu, 500, 1000, sizes, "float32", "v")
     assert "lies outside" in dropped and "serves the float32 export (47.5 MB" in dropped
-
-
-def test_exports_sentence_counts_with_separators():
-    bleu = {
-        "float32": {"bleu": 36.44, "mean": 36.4, "ci95": 1.6},
-        "int8": {"bleu": 36.58},
-    }
-    sizes = {"float32": 47.5e6, "int8": 12.7e6}
-    text = sentences.describe_exports(bleu, 854, 1000, sizes, "int8", "multi30k/val")
-    assert text.startswith(
-        "On 1,000 captions of `multi30k/val` the int8 export scores 36.58"
-    )
-    assert "854 of 1,000 translations are the same words" in text
 
 
 def _samples(sentences_found: int, pairs: int) -> fa.PairSamples:

@@ -1,5 +1,10 @@
-"""Chapter 04's record: built from the chapter's objects it reads back whole, with the profile
-as its config, and the run's published translation record is checked against the run."""
+"""Chapter 04's record: built from the chapter's objects it reads back as it was built, with the
+profile as its config, the committed runs' files read back into it unchanged, and the run's
+published translation record is checked against the run."""
+
+import dataclasses
+import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,6 +18,7 @@ from annotated_transformer.profiles import get_profile
 
 PROFILE = get_profile("smoke")
 RUNS = ("post-norm, warm-up", "post-norm, no warm-up")
+RESULTS = Path(__file__).resolve().parents[3] / "results"
 
 
 def _summary(results_path) -> dict:
@@ -29,7 +35,7 @@ def _summary(results_path) -> dict:
     }
 
 
-def _metrics(results_path, resume_identical=True) -> dict:
+def _built(results_path, resume_identical=True) -> record.TrainingRecord:
     final = pd.DataFrame(
         {
             "run": RUNS,
@@ -38,6 +44,9 @@ def _metrics(results_path, resume_identical=True) -> dict:
         }
     )
     top = {("post-norm", "decoder"): 2.5}
+    extrapolation = pd.DataFrame(
+        [dict(length=1, exact_sequence=1.0, tokens_in_place=1.0, positions="learned")]
+    )
     return record.build(
         PROFILE,
         _summary(results_path),
@@ -45,45 +54,73 @@ def _metrics(results_path, resume_identical=True) -> dict:
         pd.DataFrame({"batches": ["random", "sorted"], "padding": [0.48, 0.11]}),
         {"steps": 200, "accuracy": 0.56},
         (final, top),
-        pd.DataFrame([{"length": 1, "positions": "learned", "exact_sequence": 1.0}]),
+        extrapolation,
         training_sizes.of(PROFILE.name),
         resume_identical=resume_identical,
     )
 
 
 def test_the_record_reads_back_as_written(tmp_path):
-    metrics = _metrics(tmp_path / "smoke" / "translation_x.json")
-    path = record.write(metrics, PROFILE, torch.device("cpu"), 12.34, tmp_path)
+    built = _built(tmp_path / "smoke" / "translation_x.json")
+    path = record.write(built, PROFILE, torch.device("cpu"), 12.34, tmp_path)
     assert path == tmp_path / PROFILE.results_folder / f"{record.RESULTS_NAME}.json"
-    back = record.read(PROFILE.results_folder, tmp_path)
-    assert back["wall_time_s"] == 12.3
-    assert back["metrics"]["step_time_s"] == 0.5
-    assert back["metrics"]["translation_results"] == "translation_x.json"
-    assert back["metrics"]["warmup_experiment"]["final_nll"] == dict(
-        zip(RUNS, (6.5, 5.9))
-    )
-    assert back["metrics"]["warmup_experiment"]["top_over_bottom_gradient"] == {
+    assert record.read(PROFILE.results_folder, tmp_path) == built
+    assert built.step_time_s == 0.5 and built.translation_results == "translation_x.json"
+    assert built.warmup_experiment.final_nll == dict(zip(RUNS, (6.5, 5.9)))
+    assert built.vocab_size == PROFILE.vocab_size
+    stored = results.read_result(record.RESULTS_NAME, PROFILE.results_folder, tmp_path)
+    assert stored["wall_time_s"] == 12.3
+    assert stored["config"]["profile"]["vocab_size"] == PROFILE.vocab_size
+    metrics = stored["metrics"]
+    assert "vocab_size" not in metrics  # the profile's, kept in the config
+    assert metrics["warmup_experiment"]["top_over_bottom_gradient"] == {
         "post-norm, decoder": 2.5
     }
-    assert back["config"]["profile"]["vocab_size"] == PROFILE.vocab_size
-    assert (
-        back["metrics"]["sizes"]["copy_length"]
-        == training_sizes.of(PROFILE.name).copy_length
-    )
+    assert metrics["copy_task"] == {"steps": 200, "accuracy": 0.56, "max_length": 6}
+    assert metrics["extrapolation"] == [
+        dict(length=1, exact_sequence=1.0, tokens_in_place=1.0, positions="learned")
+    ]
+    assert metrics["sizes"]["copy_length"] == training_sizes.of(PROFILE.name).copy_length
     assert record.read("cpu", tmp_path) is None
+
+
+@pytest.mark.parametrize("folder", ["book_cpu", "book_cpu_avx2_kernels"])
+def test_a_committed_record_reads_back_into_the_same_metrics(folder):
+    """The typed record holds every field of the committed file, in its order, and gives the
+    same JSON back."""
+    path = RESULTS / folder / f"{record.RESULTS_NAME}.json"
+    if not path.is_file():
+        pytest.skip(f"no committed results/{folder}/training.json")
+    stored = json.loads(path.read_text())
+    found = record.read(folder, RESULTS)
+    assert json.loads(json.dumps(found.metrics())) == stored["metrics"]
+    assert list(found.metrics()) == list(stored["metrics"])
+    assert found.vocab_size == stored["config"]["profile"]["vocab_size"]
+    assert isinstance(found.copy_task, record.CopyTask)
+    assert isinstance(found.extrapolation[0], record.ExtrapolationRow)
+    assert isinstance(found.sizes, training_sizes.TrainingSizes)
 
 
 def test_a_resumed_run_that_differs_is_recorded_as_such(tmp_path):
     assert (
-        _metrics(tmp_path / "t.json", resume_identical=False)["resume_bit_identical"]
-        is False
+        _built(tmp_path / "t.json", resume_identical=False).resume_bit_identical is False
     )
 
 
 def test_the_summary_reads_the_step_time_from_this_record(tmp_path):
     claim = next(c for c in book_summary.CLAIMS if c.chapter == "04_training")
     assert claim.result == record.RESULTS_NAME
-    assert claim.key in _metrics(tmp_path / "t.json")
+    assert claim.key in _built(tmp_path / "t.json").metrics()
+
+
+def test_the_extrapolation_rows_take_the_table_s_columns_and_no_other():
+    table = pd.DataFrame(
+        [dict(length=3, exact_sequence=0.5, tokens_in_place=0.75, positions="sinusoidal")]
+    )
+    (row,) = record.extrapolation_rows(table)
+    assert dataclasses.astuple(row) == (3, 0.5, 0.75, "sinusoidal")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'extra'"):
+        record.extrapolation_rows(table.assign(extra=1))
 
 
 def _publish(root, sacrebleu: float) -> dict:
