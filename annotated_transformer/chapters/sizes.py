@@ -4,7 +4,7 @@ chapter (its `sizes` module), and the table a chapter opens with."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 import pandas as pd
 
@@ -31,6 +31,21 @@ def of_profile(by_profile: Mapping[str, S], profile_name: str) -> S:
         f"no sizes for a profile named {profile_name!r}; there are sizes for "
         f"{', '.join(by_profile)} and their variants (gpu-...)"
     )
+
+
+def accessors(
+    by_profile: Mapping[str, S],
+) -> tuple[Callable[[str], S], Callable[[str], pd.DataFrame]]:
+    """A chapter's `of(profile_name)` (its sizes under that profile, `of_profile`) and
+    `table(profile_name)` (every profile side by side, `profiles_table`), for its `sizes` module."""
+
+    def of(profile_name: str) -> S:
+        return of_profile(by_profile, profile_name)
+
+    def table(profile_name: str) -> pd.DataFrame:
+        return profiles_table(by_profile, profile_name)
+
+    return of, table
 
 
 def profiles_table(by_profile: Mapping[str, Any], profile_name: str) -> pd.DataFrame:

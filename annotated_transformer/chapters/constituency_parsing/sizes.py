@@ -6,9 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import pandas as pd
-
-from ..sizes import Sizes, of_profile, profiles_table
+from ..sizes import Sizes, accessors
 
 
 @dataclass(frozen=True)
@@ -117,12 +115,5 @@ PAPER = ParsingSizes(
 )
 BY_PROFILE = {"smoke": SMOKE, "cpu": CPU, "gpu": GPU, "paper": PAPER}
 
-
-def of(profile_name: str) -> ParsingSizes:
-    """The sizes of the profile named `profile_name`."""
-    return of_profile(BY_PROFILE, profile_name)
-
-
-def table(profile_name: str) -> pd.DataFrame:
-    """The sizes under every profile side by side, `profile_name`'s column marked."""
-    return profiles_table(BY_PROFILE, profile_name)
+# `of(profile_name)`: the sizes under a profile; `table(profile_name)`: every profile side by side
+of, table = accessors(BY_PROFILE)
