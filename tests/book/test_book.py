@@ -389,7 +389,9 @@ def test_site_shows_a_committed_gpu_run_as_a_part_of_its_own(smoke_book, tmp_pat
             _built_page_lines(tmp_path / "html" / "gpu" / "01_attention.html")
         ).split()
     )
-    assert f"executed on {H100} in 42.0 s" in text
+    assert "This page is the executed notebook of the gpu profile" in text
+    assert f"book run on {H100}" in text
+    assert "It ran in 42.0 s" in text
     assert 'href="../book/01_attention.html"' in page  # the same chapter, this site's run
     assert "/blob/main/book/01_attention.ipynb" in page
     assert "/blob/main/gpu/01_attention.ipynb" not in page
