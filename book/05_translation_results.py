@@ -89,7 +89,7 @@ import torch
 from IPython.display import Markdown, display
 
 # %% [markdown]
-# And the package's, with the chapter's modules of the experiments folder.
+# And the package's: this chapter's folder, `chapters/translation_results/`, and the layers below.
 # %%
 from annotated_transformer import pipeline, viz
 from annotated_transformer.book import by_hand
@@ -104,6 +104,8 @@ from annotated_transformer.chapters.translation_results import sentences as desc
 from annotated_transformer.chapters.translation_results import table2 as report
 from annotated_transformer.data import collate_sources, load_parallel
 from annotated_transformer.evaluation import paper, results
+
+# %%
 from annotated_transformer.evaluation.scoring import (
     paired_bootstrap,
     sacrebleu_score,
