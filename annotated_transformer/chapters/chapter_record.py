@@ -8,6 +8,7 @@ import dataclasses
 import os
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -26,7 +27,7 @@ def _typed(annotation: Any, value: Any) -> Any:
         kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
         return _typed(kinds[0], value) if len(kinds) == 1 else value
     if dataclasses.is_dataclass(annotation) and isinstance(value, dict):
-        return _from_fields(annotation, value)
+        return typed(annotation, value)
     if origin is tuple and isinstance(value, list):
         args = typing.get_args(annotation)
         inner = args[0] if args else Any
@@ -34,13 +35,15 @@ def _typed(annotation: Any, value: Any) -> Any:
     if origin is list and isinstance(value, list):
         (inner,) = typing.get_args(annotation) or (Any,)
         return [_typed(inner, v) for v in value]
-    if origin in (dict, typing.Mapping) and isinstance(value, dict):
+    if origin in (dict, Mapping) and isinstance(value, dict):
         key, inner = typing.get_args(annotation) or (Any, Any)
         return {(int(k) if key is int else k): _typed(inner, v) for k, v in value.items()}
     return value
 
 
-def _from_fields(cls: type, values: dict) -> Any:
+def typed(cls: type, values: Mapping) -> Any:
+    """A dataclass `cls` from a mapping as JSON gives it back (`_typed` per field); keys that are
+    no field are left out, a field the mapping lacks takes its default."""
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls) if f.init}
     return cls(**{k: _typed(hints[k], v) for k, v in values.items() if k in names})
@@ -62,7 +65,7 @@ class ChapterRecord:
     def from_metrics(cls: type[R], metrics: dict) -> R:
         """The record from a file's "metrics": fields the file lacks take their defaults, fields
         an older version wrote and this one no longer has are left out."""
-        return _from_fields(cls, metrics)
+        return typed(cls, metrics)
 
     def write(
         self,

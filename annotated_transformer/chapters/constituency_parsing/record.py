@@ -45,7 +45,7 @@ from typing import Any
 
 from ...evaluation import results
 from ...evaluation.paper import WSJ_ONLY, table4_row
-from ..chapter_record import ChapterRecord
+from ..chapter_record import ChapterRecord, typed
 from ..chapter_state import ChapterState
 from .curve import extended_summary
 
@@ -131,15 +131,7 @@ class Comparison:
         """`value` as a Comparison (the bootstrap's own mapping, or a Comparison as it is)."""
         if isinstance(value, cls):
             return value
-        return cls(
-            first=Scored(value["first"]["f1"], tuple(value["first"]["ci95"])),
-            second=Scored(value["second"]["f1"], tuple(value["second"]["ci95"])),
-            difference=value["difference"],
-            difference_ci95=tuple(value["difference_ci95"]),
-            p_value=value["p_value"],
-            samples=value["samples"],
-            sentences=value["sentences"],
-        )
+        return typed(cls, value)
 
 
 @dataclass(frozen=True)
@@ -157,7 +149,7 @@ class SourceDependence:
         """`value` as a SourceDependence (`source_dependence`'s mapping, or one as it is)."""
         if isinstance(value, cls):
             return value
-        return cls(**{f.name: value[f.name] for f in dataclasses.fields(cls)})
+        return typed(cls, value)
 
 
 @dataclass(frozen=True)
