@@ -105,3 +105,29 @@ def test_unequal_key_and_value_widths():
     fast = mha(x)
     mha.record = []
     torch.testing.assert_close(fast, mha(x), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_cpu_half_precision_attention_runs_the_float32_kernel(dtype):
+    """On a CPU, attention of bf16/fp16 inputs (under autocast, as training runs it) is the float32
+    kernel's result rounded once, not the half-precision kernel's, and its gradients reach the
+    half-precision inputs in their dtype."""
+    torch.manual_seed(0)
+    q, k, v = (t.to(dtype).requires_grad_() for t in random_qkv(t=40, s=40, dk=64, dv=64))
+    mask = torch.ones(2, 1, 1, 40, dtype=torch.bool)
+    mask[1, ..., 25:] = False
+    allowed = mask & torch.ones(40, 40, dtype=torch.bool).tril()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = fused_attention(q, k, v, mask, is_causal=True)
+    assert out.dtype == dtype
+    full = torch.nn.functional.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), attn_mask=allowed
+    )
+    torch.testing.assert_close(out, full.to(dtype), atol=0, rtol=0)
+    grads = torch.autograd.grad(out.float().square().sum(), (q, k, v))
+    as_float = [t.detach().float().requires_grad_() for t in (q, k, v)]
+    full = torch.nn.functional.scaled_dot_product_attention(*as_float, attn_mask=allowed)
+    expected = torch.autograd.grad(full.to(dtype).float().square().sum(), as_float)
+    for grad, want in zip(grads, expected):
+        assert grad.dtype == dtype
+        torch.testing.assert_close(grad, want.to(dtype), atol=0, rtol=0)
