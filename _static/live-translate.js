@@ -97,8 +97,8 @@
           return Promise.all([
             ort.InferenceSession.create(modelUrl + info.files.encoder, options),
             ort.InferenceSession.create(modelUrl + info.files.decoder, options),
-          ]).then(function (sessions) {
-            return new Translator(ort, info, new Tokenizer(table), sessions[0], sessions[1]);
+          ]).then(function (models) {
+            return new Translator(ort, info, new Tokenizer(table), models[0], models[1]);
           });
         });
     });
