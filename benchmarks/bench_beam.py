@@ -21,22 +21,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import sys
-from pathlib import Path
 
 import torch
+from common import REPO, interleaved, provenance, write_json
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO))
-
-from bench_model import interleaved, provenance  # noqa: E402
-
-from annotated_transformer import Transformer, beam_search, preset  # noqa: E402
-from annotated_transformer.model.attention import KVCache  # noqa: E402
-from annotated_transformer.model.transformer import DecoderState  # noqa: E402
+from annotated_transformer import Transformer, beam_search, preset
+from annotated_transformer.model.attention import KVCache
+from annotated_transformer.model.transformer import DecoderState
 
 
 @contextlib.contextmanager
@@ -224,8 +215,7 @@ def main(argv=None) -> int:
         "threads": torch.get_num_threads(),
         "rows": rows,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    write_json(args.out, record)
     print(f"wrote {args.out}")
     return 0 if all(r["same_tokens"] for r in rows) else 1
 

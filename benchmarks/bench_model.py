@@ -15,95 +15,31 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import functools
-import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import reference_transformer as ref_lib
 import torch
+from common import REPO, interleaved, load_average, provenance, sync, write_json
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(
-    0, str(HERE)
-)  # the reference lives beside this script, not in the package
-sys.path.insert(0, str(REPO))
-
-import reference_transformer as ref_lib  # noqa: E402
-
-from annotated_transformer import Transformer, greedy_decode, preset  # noqa: E402
-from annotated_transformer.model.flops import peak_flops_entry  # noqa: E402
-from annotated_transformer.model.transformer import (  # noqa: E402
+from annotated_transformer import Transformer, greedy_decode, preset
+from annotated_transformer.model.flops import peak_flops_entry
+from annotated_transformer.model.transformer import (
     count_parameters,
     layer_weights,
     logits_at_real_targets,
 )
-from annotated_transformer.runtime.devices import cpu_flags, cpu_name  # noqa: E402
-from annotated_transformer.runtime.files import atomic_write_text  # noqa: E402
-from annotated_transformer.training.loss import (  # noqa: E402
+from annotated_transformer.training.loss import (
     STRATEGIES,
     composite_smoothed_cross_entropy,
     default_strategy,
     label_smoothed_cross_entropy,
 )
-
-
-# ---------------------------------------------------------------------------------- provenance
-def _cpu_info() -> dict:
-    """CPU model and the instruction-set flags that decide whether bf16 can be fast."""
-    flags = cpu_flags()
-    wanted = ("avx2", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16", "amx_tile")
-    return {
-        "cpu_model": cpu_name(),
-        "cpu_flags": {name: name in flags for name in wanted},
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "onednn_bf16_supported": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
-        "logical_cpus": os.cpu_count(),
-    }
-
-
-def _git(*args: str) -> str | None:
-    try:
-        return subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def provenance(device: torch.device) -> dict:
-    info = {
-        "git_commit": _git("rev-parse", "HEAD"),
-        # Uncommitted changes to the code that ran (documentation edits do not count).
-        "git_dirty": bool(
-            _git(
-                "status",
-                "--porcelain",
-                "--",
-                "annotated_transformer/*.py",
-                "benchmarks/*.py",
-            )
-        ),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": device.type,
-        "threads": torch.get_num_threads(),
-        "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        **_cpu_info(),
-    }
-    if device.type == "cuda":
-        info["gpu_name"] = torch.cuda.get_device_name(device)
-        info["cuda"] = torch.version.cuda
-    return info
 
 
 # ---------------------------------------------------------------------------------- inputs
@@ -157,49 +93,6 @@ def make_batch(
     )
 
 
-# ---------------------------------------------------------------------------------- timing
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def interleaved(
-    fns: dict[str, Callable[[], None]], repeats: int, warmup: int, device, inner: int = 1
-) -> dict:
-    """Seconds per call of each function: warm-ups, then `repeats` rounds that run each once, in rotating order."""
-    names = list(fns)
-    for _ in range(warmup):
-        for name in names:
-            fns[name]()
-    _sync(device)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeats):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            _sync(device)
-            t0, c0 = time.perf_counter(), time.process_time()
-            for _ in range(inner):
-                fns[name]()
-            _sync(device)
-            samples[name].append((time.perf_counter() - t0) / inner)
-            cpu[name].append((time.process_time() - c0) / inner)
-    return {name: summarize(s, cpu[name]) for name, s in samples.items()}
-
-
-def summarize(samples: list[float], cpu: list[float] | None = None) -> dict:
-    """Median wall time with its spread; process CPU time beside it (less sensitive to other load)."""
-    out = {
-        "median_s": statistics.median(samples),
-        "min_s": min(samples),
-        "max_s": max(samples),
-        "samples_s": [round(s, 6) for s in samples],
-    }
-    if cpu:
-        out["median_process_cpu_s"] = statistics.median(cpu)
-    return out
-
-
 # ---------------------------------------------------------------------------------- training steps
 def autocast(device: torch.device, dtype: torch.dtype | None):
     if dtype is None:
@@ -242,7 +135,7 @@ class OursStep:
     def _mark(self, record: dict | None, name: str, t0: float) -> float:
         if record is None:
             return t0
-        _sync(self.device)
+        sync(self.device)
         t1 = time.perf_counter()
         record[name] = t1 - t0
         return t1
@@ -708,10 +601,10 @@ def bench_gpu_compile(
             step.model = torch.compile(model)
         elif name == "bf16_compile_model_and_loss":
             step.model, step.loss_fn = torch.compile(model), compiled_loss
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         step()
-        _sync(device)
+        sync(device)
         first[name] = time.perf_counter() - t0  # includes compilation when compiled
         steps[name] = step
     torch.cuda.reset_peak_memory_stats(device)
@@ -913,8 +806,8 @@ def main(argv: list[str] | None = None) -> dict:
     def log(msg: str) -> None:
         """Progress on stdout; the 1-minute load average beside it goes to the JSON (the noise's cause)."""
         elapsed = time.perf_counter() - t_start
-        if hasattr(os, "getloadavg") and not msg.startswith("  "):
-            loads.append([round(elapsed, 1), msg[:60], round(os.getloadavg()[0], 2)])
+        if not msg.startswith("  "):
+            loads.append([round(elapsed, 1), msg[:60], round(load_average(), 2)])
         print(f"[{elapsed:7.1f}s] {msg}", flush=True)
 
     if "train" in parts:
@@ -978,7 +871,7 @@ def main(argv: list[str] | None = None) -> dict:
     log("done")
     result["headline"] = headline(m)
     result["wall_time_s"] = time.perf_counter() - t_start
-    atomic_write_text(out_path, json.dumps(result, indent=1, default=float) + "\n")
+    write_json(out_path, result, indent=1)
     log(f"wrote {out_path}")
     return result
 

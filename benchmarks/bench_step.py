@@ -68,14 +68,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO))
-
 from bench_beam import eos_biased, sources  # noqa: E402
-from bench_model import interleaved, provenance  # noqa: E402
+from common import REPO, interleaved, log, provenance, sync, write_json  # noqa: E402
 
 from annotated_transformer import Transformer, beam_search, greedy_decode  # noqa: E402
 from annotated_transformer.data import EncodedPairs  # noqa: E402
@@ -256,16 +250,6 @@ def step_fn(name: str, trainer: Trainer, batches):
                 trainer.train_step(batch)
 
     return run
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def log(message: str) -> None:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"[{time.strftime('%H:%M:%S')} load {load:.2f}] {message}", flush=True)
 
 
 def _error(error: BaseException) -> str:
@@ -1209,7 +1193,7 @@ def main(argv: list[str] | None = None) -> dict:
     def save() -> None:
         """The record as it stands, written whole: a run cut short keeps the parts it finished."""
         record["total_s"] = time.perf_counter() - started
-        atomic_write_text(out, json.dumps(record, indent=2) + "\n")
+        write_json(out, record)
 
     # decoding first: it compiles least, so it is done before the compiles can use up the time
     if args.decode:
