@@ -14,7 +14,6 @@ ratio measures the implementation alone. Every number goes to one JSON file with
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import statistics
 import sys
@@ -60,11 +59,10 @@ def make_batch(
     vocab: int,
     device,
     seed: int = 0,
-    pad_id=0,
-    bos_id=1,
-    eos_id=2,
 ) -> Batch:
-    """Random sentences of uniformly drawn lengths, padded to the longest, like a bucketed batch."""
+    """Random sentences of uniformly drawn lengths, padded to the longest, like a bucketed batch
+    (padding 0, begin 1, end 2: the presets' ids)."""
+    pad_id, bos_id, eos_id = 0, 1, 2
     g = torch.Generator().manual_seed(seed)
 
     def rows(extra: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -94,17 +92,10 @@ def make_batch(
 
 
 # ---------------------------------------------------------------------------------- training steps
-def autocast(device: torch.device, dtype: torch.dtype | None):
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=dtype)
-
-
 class OursStep:
     """One training step of our package: forward, label-smoothed loss, backward, Adam, zero_grad.
 
-    `loss_fn` defaults to the trainer's loss (the package's, gradient written over the logits); benchmarks swap in
-    candidates. When `phases` is a list, each call appends its seconds per phase (forward, loss,
+    The GPU benchmark swaps in a compiled model and loss. When `phases` is a list, each call appends its seconds per phase (forward, loss,
     backward, optimizer); on a CPU that costs nothing, on a GPU it adds synchronisations.
     """
 
@@ -114,21 +105,14 @@ class OursStep:
         optimizer,
         batch: Batch,
         amp_dtype=None,
-        smoothing=0.1,
-        loss_fn=None,
         real_rows: bool = True,
     ):
-        self.model, self.opt, self.batch, self.amp_dtype, self.smoothing = (
-            model,
-            optimizer,
-            batch,
-            amp_dtype,
-            smoothing,
-        )
-        self.loss_fn = loss_fn or functools.partial(
+        self.model, self.opt, self.batch = model, optimizer, batch
+        self.amp_dtype, self.real_rows = amp_dtype, real_rows
+        # the trainer's loss, its gradient written over the logits
+        self.loss_fn = functools.partial(
             label_smoothed_cross_entropy, inplace_backward=True
-        )  # as the trainer
-        self.real_rows = real_rows
+        )
         self.device = batch.src.device
         self.phases: list[dict[str, float]] | None = None
 
@@ -145,7 +129,8 @@ class OursStep:
         rec = {} if self.phases is not None else None
         m.train()
         t = time.perf_counter()
-        with autocast(self.device, self.amp_dtype):
+        amp = self.amp_dtype
+        with torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
             if self.real_rows:
                 logits, target = logits_at_real_targets(
                     m, b.src, b.tgt_in, b.tgt_out, m.config.pad_id
@@ -153,10 +138,7 @@ class OursStep:
             else:
                 logits, target = m(b.src, b.tgt_in), b.tgt_out
             t = self._mark(rec, "forward", t)
-            loss = (
-                self.loss_fn(logits, target, self.smoothing, m.config.pad_id)[0]
-                / b.target_tokens
-            )
+            loss = self.loss_fn(logits, target, 0.1, m.config.pad_id)[0] / b.target_tokens
         t = self._mark(rec, "loss_forward", t)
         loss.backward()
         t = self._mark(rec, "backward", t)
@@ -170,11 +152,9 @@ class OursStep:
 class ReferenceStep:
     """The classic step: log-probabilities from the generator, explicit smoothed target, Adam."""
 
-    def __init__(
-        self, model, optimizer, batch: Batch, vocab: int, smoothing=0.1, pad_id=0
-    ):
+    def __init__(self, model, optimizer, batch: Batch, vocab: int):
         self.model, self.opt, self.batch = model, optimizer, batch
-        self.criterion = ref_lib.LabelSmoothing(vocab, pad_id, smoothing)
+        self.criterion = ref_lib.LabelSmoothing(vocab, 0, 0.1)
 
     def __call__(self) -> None:
         b = self.batch
@@ -211,17 +191,13 @@ def fair_pair(config, vocab: int, device, seed: int = 0):
     return ours, reference
 
 
-# (autocast, logits for real target rows only); every variant uses the trainer's loss and fused Adam
+# (autocast dtype, logits for real target rows only); each with the trainer's loss and fused Adam.
+# ours_fp32 is what the trainer runs eagerly (real rows on the CPU only); all_rows computes logits
+# for padded positions too, as a compiled step does.
 OUR_VARIANTS = {
-    "ours_fp32": (
-        None,
-        True,
-    ),  # what the trainer runs (eagerly; real rows on the CPU only)
-    "ours_fp32_all_rows": (
-        None,
-        False,
-    ),  # logits for padded positions too, as a compiled step has
-    "ours_bf16": ("bf16", True),
+    "ours_fp32": (None, True),
+    "ours_fp32_all_rows": (None, False),
+    "ours_bf16": (torch.bfloat16, True),
 }
 
 
@@ -236,6 +212,7 @@ def bench_training(
 ) -> dict:
     """Tokens/s of the reference and of our step's variants, interleaved on one batch."""
     config = preset(size)
+    cpu = device.type == "cpu"
     ours, reference = fair_pair(config, vocab, device)
     batch = make_batch(*batch_shape, vocab=vocab, device=device)
     steps: dict[str, Callable[[], None]] = {
@@ -246,19 +223,15 @@ def bench_training(
     # Variants share our model (each with its own optimizer state), so they cost no second copy of weights.
     for name in variants:
         amp, real_rows = OUR_VARIANTS[name]
-        real_rows = (
-            real_rows and device.type == "cpu"
-        )  # the trainer selects real rows on the CPU only
-        steps[name] = OursStep(
+        # the trainer selects real rows on the CPU only
+        steps[name] = step = OursStep(
             ours,
             adam(ours.parameters(), "fused"),
             batch,
-            torch.bfloat16 if amp else None,
-            real_rows=real_rows,
+            amp,
+            real_rows=real_rows and cpu,
         )
-    for name, step in steps.items():
-        if isinstance(step, OursStep) and device.type == "cpu":
-            step.phases = []
+        step.phases = [] if cpu else None
     times = interleaved(steps, repeats, warmup, device)
     result = {
         "config": size,
