@@ -783,6 +783,9 @@ def main(argv: list[str] | None = None) -> dict:
             loads.append([round(elapsed, 1), msg[:60], round(load_average(), 2)])
         print(f"[{elapsed:7.1f}s] {msg}", flush=True)
 
+    def log_each(values: dict, fmt: str) -> None:
+        log("  " + ", ".join(f"{k}={fmt.format(v)}" for k, v in values.items()))
+
     if "train" in parts:
         m["training"] = {}
         for size, vocab, shape, variants, repeats in cfg["train"]:
@@ -791,13 +794,10 @@ def main(argv: list[str] | None = None) -> dict:
                 size, vocab, shape, device, repeats, cfg["warmup"], variants
             )
             m["training"][size] = r
-            log(
-                "  "
-                + ", ".join(
-                    f"{k}={v['tokens_per_s']:.0f} tok/s" for k, v in r["steps"].items()
-                )
+            log_each(
+                {k: v["tokens_per_s"] for k, v in r["steps"].items()}, "{:.0f} tok/s"
             )
-            log("  " + ", ".join(f"{k}={v:.2f}x" for k, v in r["ratios"].items()))
+            log_each(r["ratios"], "{:.2f}x")
     if "components" in parts:
         n, vocab = cfg["loss"]
         # bf16 logits too where the step runs in bf16 (a GPU's eager step gives the loss those)
@@ -807,18 +807,10 @@ def main(argv: list[str] | None = None) -> dict:
         for key, dtype in dtypes.items():
             log(f"loss alone N={n} V={vocab} {dtype}")
             m[key] = bench_loss(n, vocab, device, 5, cfg["warmup"], dtype)
-            log(
-                "  "
-                + ", ".join(f"{k}={v:.2f}x" for k, v in m[key]["speedup_vs_ours"].items())
-            )
+            log_each(m[key]["speedup_vs_ours"], "{:.2f}x")
         log(f"Adam step alone on {cfg['adam'][0]}")
         m["adam"] = bench_adam(*cfg["adam"], device, 5, cfg["warmup"])
-        log(
-            "  "
-            + ", ".join(
-                f"{k}={v:.2f}x" for k, v in m["adam"]["speedup_vs_forloop"].items()
-            )
-        )
+        log_each(m["adam"]["speedup_vs_forloop"], "{:.2f}x")
         m["bf16_matmul"] = bench_bf16_matmul(device, cfg["matmul"])
         log(f"  bf16 linear vs fp32: {m['bf16_matmul']['bf16_speedup']:.3f}x")
     if "decode" in parts:
@@ -828,11 +820,8 @@ def main(argv: list[str] | None = None) -> dict:
             m["decoding"][f"batch{bsz}"] = d = bench_decoding(
                 size, vocab, src_len, bsz, new, device, reps, variants
             )
-            log(
-                "  "
-                + ", ".join(f"{k}={v['median_s']:.2f}s" for k, v in d["times"].items())
-            )
-            log("  " + ", ".join(f"{k}={v:.2f}x" for k, v in d["ratios"].items()))
+            log_each({k: v["median_s"] for k, v in d["times"].items()}, "{:.2f}s")
+            log_each(d["ratios"], "{:.2f}x")
     if "gpu" in parts and device.type == "cuda":
         size, vocab, shape = cfg["gpu"]
         if args.gpu_sequences:
