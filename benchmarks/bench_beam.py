@@ -21,22 +21,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import sys
-from pathlib import Path
 
 import torch
+from common import REPO, interleaved, provenance, write_json
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO))
-
-from bench_model import interleaved, provenance  # noqa: E402
-
-from annotated_transformer import Transformer, beam_search, preset  # noqa: E402
-from annotated_transformer.model.attention import KVCache  # noqa: E402
-from annotated_transformer.model.transformer import DecoderState  # noqa: E402
+from annotated_transformer import Transformer, beam_search, preset
+from annotated_transformer.model.attention import KVCache
+from annotated_transformer.model.transformer import DecoderState
 
 
 @contextlib.contextmanager
@@ -172,51 +163,32 @@ def main(argv=None) -> int:
     vocab = 8000
     repeats, warmup = (1, 0) if args.quick else (3, 1)
     scale = 4 if args.quick else 1
-    settings = [
-        # Translation (section 6.1): beam 4, alpha 0.6, outputs up to the source + 50; a test batch
-        # of 32 captions of about 14 pieces.
+    # Translation (section 6.1): beam 4, alpha 0.6, outputs up to the source + 50; a test batch of
+    # 32 captions of about 14 pieces. Parsing (chapter 07): beam 21, alpha 0.3, outputs up to the
+    # source + 300; a parser's outputs are about 100 symbols (+300 is only the limit), the case
+    # where copying the whole reserved cache at every step cost most. Each with outputs that end
+    # (an eos bias), then run to the limit, which bounds the saving.
+    searches = (
+        dict(beam=4, batch=32 // scale, src_len=14, max_len_b=50, alpha=0.6),
         dict(
-            name="beam 4, +50, outputs end",
-            beam=4,
-            batch=32 // scale,
-            src_len=14,
-            max_len_b=50,
-            alpha=0.6,
-            eos_bias=3.2,
-        ),
-        dict(
-            name="beam 4, +50, to the limit",
-            beam=4,
-            batch=32 // scale,
-            src_len=14,
-            max_len_b=50,
-            alpha=0.6,
-            eos_bias=None,
-        ),
-        # Parsing (chapter 07): beam 21, alpha 0.3, outputs up to the source + 300.
-        dict(
-            name="beam 21, +300, outputs end",
             beam=21,
             batch=max(1, 2 // scale),
             src_len=25,
             max_len_b=300 // scale,
             alpha=0.3,
-            eos_bias=2.8,
         ),
-        # A parser's outputs are about 100 symbols (input + 300 is only the limit): the case where
-        # copying the whole reserved cache at every step cost most; to the limit bounds it.
-        dict(
-            name="beam 21, +300, to the limit",
-            beam=21,
-            batch=max(1, 2 // scale),
-            src_len=25,
-            max_len_b=300 // scale,
-            alpha=0.3,
-            eos_bias=None,
-        ),
-    ]
+    )
     rows = [
-        run_setting(**s, vocab=vocab, repeats=repeats, warmup=warmup) for s in settings
+        run_setting(
+            f"beam {search['beam']}, +{limit}, {'outputs end' if bias else 'to the limit'}",
+            **search,
+            eos_bias=bias,
+            vocab=vocab,
+            repeats=repeats,
+            warmup=warmup,
+        )
+        for search, limit, ends in zip(searches, (50, 300), (3.2, 2.8))
+        for bias in (ends, None)
     ]
     record = {
         "benchmark": "beam search bookkeeping",
@@ -224,8 +196,7 @@ def main(argv=None) -> int:
         "threads": torch.get_num_threads(),
         "rows": rows,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    write_json(args.out, record)
     print(f"wrote {args.out}")
     return 0 if all(r["same_tokens"] for r in rows) else 1
 

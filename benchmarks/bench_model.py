@@ -14,95 +14,31 @@ ratio measures the implementation alone. Every number goes to one JSON file with
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as dt
 import functools
-import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import reference_transformer as ref_lib
 import torch
+from common import REPO, interleaved, load_average, provenance, sync, write_json
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(
-    0, str(HERE)
-)  # the reference lives beside this script, not in the package
-sys.path.insert(0, str(REPO))
-
-import reference_transformer as ref_lib  # noqa: E402
-
-from annotated_transformer import Transformer, greedy_decode, preset  # noqa: E402
-from annotated_transformer.model.flops import peak_flops_entry  # noqa: E402
-from annotated_transformer.model.transformer import (  # noqa: E402
+from annotated_transformer import Transformer, greedy_decode, preset
+from annotated_transformer.model.flops import peak_flops_entry
+from annotated_transformer.model.transformer import (
     count_parameters,
     layer_weights,
     logits_at_real_targets,
 )
-from annotated_transformer.runtime.devices import cpu_flags, cpu_name  # noqa: E402
-from annotated_transformer.training.loss import (  # noqa: E402
+from annotated_transformer.training.loss import (
     STRATEGIES,
     composite_smoothed_cross_entropy,
     default_strategy,
     label_smoothed_cross_entropy,
 )
-
-
-# ---------------------------------------------------------------------------------- provenance
-def _cpu_info() -> dict:
-    """CPU model and the instruction-set flags that decide whether bf16 can be fast."""
-    flags = cpu_flags()
-    wanted = ("avx2", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16", "amx_tile")
-    return {
-        "cpu_model": cpu_name(),
-        "cpu_flags": {name: name in flags for name in wanted},
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "onednn_bf16_supported": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
-        "logical_cpus": os.cpu_count(),
-    }
-
-
-def _git(*args: str) -> str | None:
-    try:
-        return subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-def provenance(device: torch.device) -> dict:
-    info = {
-        "git_commit": _git("rev-parse", "HEAD"),
-        # Uncommitted changes to the code that ran (documentation edits do not count).
-        "git_dirty": bool(
-            _git(
-                "status",
-                "--porcelain",
-                "--",
-                "annotated_transformer/*.py",
-                "benchmarks/*.py",
-            )
-        ),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": device.type,
-        "threads": torch.get_num_threads(),
-        "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        **_cpu_info(),
-    }
-    if device.type == "cuda":
-        info["gpu_name"] = torch.cuda.get_device_name(device)
-        info["cuda"] = torch.version.cuda
-    return info
 
 
 # ---------------------------------------------------------------------------------- inputs
@@ -123,11 +59,10 @@ def make_batch(
     vocab: int,
     device,
     seed: int = 0,
-    pad_id=0,
-    bos_id=1,
-    eos_id=2,
 ) -> Batch:
-    """Random sentences of uniformly drawn lengths, padded to the longest, like a bucketed batch."""
+    """Random sentences of uniformly drawn lengths, padded to the longest, like a bucketed batch
+    (padding 0, begin 1, end 2: the presets' ids)."""
+    pad_id, bos_id, eos_id = 0, 1, 2
     g = torch.Generator().manual_seed(seed)
 
     def rows(extra: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -156,61 +91,11 @@ def make_batch(
     )
 
 
-# ---------------------------------------------------------------------------------- timing
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def interleaved(
-    fns: dict[str, Callable[[], None]], repeats: int, warmup: int, device, inner: int = 1
-) -> dict:
-    """Seconds per call of each function: warm-ups, then `repeats` rounds that run each once, in rotating order."""
-    names = list(fns)
-    for _ in range(warmup):
-        for name in names:
-            fns[name]()
-    _sync(device)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    cpu: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(repeats):
-        order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            _sync(device)
-            t0, c0 = time.perf_counter(), time.process_time()
-            for _ in range(inner):
-                fns[name]()
-            _sync(device)
-            samples[name].append((time.perf_counter() - t0) / inner)
-            cpu[name].append((time.process_time() - c0) / inner)
-    return {name: summarize(s, cpu[name]) for name, s in samples.items()}
-
-
-def summarize(samples: list[float], cpu: list[float] | None = None) -> dict:
-    """Median wall time with its spread; process CPU time beside it (less sensitive to other load)."""
-    out = {
-        "median_s": statistics.median(samples),
-        "min_s": min(samples),
-        "max_s": max(samples),
-        "samples_s": [round(s, 6) for s in samples],
-    }
-    if cpu:
-        out["median_process_cpu_s"] = statistics.median(cpu)
-    return out
-
-
 # ---------------------------------------------------------------------------------- training steps
-def autocast(device: torch.device, dtype: torch.dtype | None):
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=dtype)
-
-
 class OursStep:
     """One training step of our package: forward, label-smoothed loss, backward, Adam, zero_grad.
 
-    `loss_fn` defaults to the trainer's loss (the package's, gradient written over the logits); benchmarks swap in
-    candidates. When `phases` is a list, each call appends its seconds per phase (forward, loss,
+    The GPU benchmark swaps in a compiled model and loss. When `phases` is a list, each call appends its seconds per phase (forward, loss,
     backward, optimizer); on a CPU that costs nothing, on a GPU it adds synchronisations.
     """
 
@@ -220,28 +105,21 @@ class OursStep:
         optimizer,
         batch: Batch,
         amp_dtype=None,
-        smoothing=0.1,
-        loss_fn=None,
         real_rows: bool = True,
     ):
-        self.model, self.opt, self.batch, self.amp_dtype, self.smoothing = (
-            model,
-            optimizer,
-            batch,
-            amp_dtype,
-            smoothing,
-        )
-        self.loss_fn = loss_fn or functools.partial(
+        self.model, self.opt, self.batch = model, optimizer, batch
+        self.amp_dtype, self.real_rows = amp_dtype, real_rows
+        # the trainer's loss, its gradient written over the logits
+        self.loss_fn = functools.partial(
             label_smoothed_cross_entropy, inplace_backward=True
-        )  # as the trainer
-        self.real_rows = real_rows
+        )
         self.device = batch.src.device
         self.phases: list[dict[str, float]] | None = None
 
     def _mark(self, record: dict | None, name: str, t0: float) -> float:
         if record is None:
             return t0
-        _sync(self.device)
+        sync(self.device)
         t1 = time.perf_counter()
         record[name] = t1 - t0
         return t1
@@ -251,7 +129,8 @@ class OursStep:
         rec = {} if self.phases is not None else None
         m.train()
         t = time.perf_counter()
-        with autocast(self.device, self.amp_dtype):
+        amp = self.amp_dtype
+        with torch.autocast(self.device.type, dtype=amp, enabled=amp is not None):
             if self.real_rows:
                 logits, target = logits_at_real_targets(
                     m, b.src, b.tgt_in, b.tgt_out, m.config.pad_id
@@ -259,10 +138,7 @@ class OursStep:
             else:
                 logits, target = m(b.src, b.tgt_in), b.tgt_out
             t = self._mark(rec, "forward", t)
-            loss = (
-                self.loss_fn(logits, target, self.smoothing, m.config.pad_id)[0]
-                / b.target_tokens
-            )
+            loss = self.loss_fn(logits, target, 0.1, m.config.pad_id)[0] / b.target_tokens
         t = self._mark(rec, "loss_forward", t)
         loss.backward()
         t = self._mark(rec, "backward", t)
@@ -276,11 +152,9 @@ class OursStep:
 class ReferenceStep:
     """The classic step: log-probabilities from the generator, explicit smoothed target, Adam."""
 
-    def __init__(
-        self, model, optimizer, batch: Batch, vocab: int, smoothing=0.1, pad_id=0
-    ):
+    def __init__(self, model, optimizer, batch: Batch, vocab: int):
         self.model, self.opt, self.batch = model, optimizer, batch
-        self.criterion = ref_lib.LabelSmoothing(vocab, pad_id, smoothing)
+        self.criterion = ref_lib.LabelSmoothing(vocab, 0, 0.1)
 
     def __call__(self) -> None:
         b = self.batch
@@ -317,24 +191,13 @@ def fair_pair(config, vocab: int, device, seed: int = 0):
     return ours, reference
 
 
+# (autocast dtype, logits for real target rows only); each with the trainer's loss and fused Adam.
+# ours_fp32 is what the trainer runs eagerly (real rows on the CPU only); all_rows computes logits
+# for padded positions too, as a compiled step does.
 OUR_VARIANTS = {
-    # (autocast, Adam kernel, logits for real target rows only); every variant uses the trainer's loss
-    "ours_fp32": (
-        None,
-        "fused",
-        True,
-    ),  # what the trainer runs (eagerly; real rows on the CPU only)
-    "ours_fp32_default_adam": (
-        None,
-        "default",
-        True,
-    ),  # torch.optim.Adam's own choice (for-loop on CPU)
-    "ours_fp32_all_rows": (
-        None,
-        "fused",
-        False,
-    ),  # logits for padded positions too, as a compiled step has
-    "ours_bf16": ("bf16", "fused", True),
+    "ours_fp32": (None, True),
+    "ours_fp32_all_rows": (None, False),
+    "ours_bf16": (torch.bfloat16, True),
 }
 
 
@@ -349,6 +212,7 @@ def bench_training(
 ) -> dict:
     """Tokens/s of the reference and of our step's variants, interleaved on one batch."""
     config = preset(size)
+    cpu = device.type == "cpu"
     ours, reference = fair_pair(config, vocab, device)
     batch = make_batch(*batch_shape, vocab=vocab, device=device)
     steps: dict[str, Callable[[], None]] = {
@@ -358,20 +222,16 @@ def bench_training(
     }
     # Variants share our model (each with its own optimizer state), so they cost no second copy of weights.
     for name in variants:
-        amp, opt_kind, real_rows = OUR_VARIANTS[name]
-        real_rows = (
-            real_rows and device.type == "cpu"
-        )  # the trainer selects real rows on the CPU only
-        steps[name] = OursStep(
+        amp, real_rows = OUR_VARIANTS[name]
+        # the trainer selects real rows on the CPU only
+        steps[name] = step = OursStep(
             ours,
-            adam(ours.parameters(), opt_kind),
+            adam(ours.parameters(), "fused"),
             batch,
-            torch.bfloat16 if amp else None,
-            real_rows=real_rows,
+            amp,
+            real_rows=real_rows and cpu,
         )
-    for name, step in steps.items():
-        if isinstance(step, OursStep) and device.type == "cpu":
-            step.phases = []
+        step.phases = [] if cpu else None
     times = interleaved(steps, repeats, warmup, device)
     result = {
         "config": size,
@@ -561,35 +421,6 @@ def bench_bf16_matmul(device, repeats: int) -> dict:
 
 
 # ---------------------------------------------------------------------------------- decoding
-@torch.no_grad()
-def greedy_no_cache_last_only(
-    model: Transformer, src: torch.Tensor, max_len: int
-) -> torch.Tensor:
-    """The package's no-cache greedy loop, but projecting only the last position to the vocabulary.
-
-    A candidate fix measured here: `greedy_decode(use_cache=False)` runs the tied generator over
-    every prefix position at every step, then keeps the last row.
-    """
-    c = model.config
-    model.eval()
-    src_mask = model.source_mask(src)
-    memory = model.encode(src, src_mask)
-    tokens = torch.full((src.size(0), 1), c.bos_id, dtype=torch.long, device=src.device)
-    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        x = model.embed(tokens, model.tgt_embed, model.tgt_positions)
-        for layer in model.decoder_layers:
-            x = layer(x, memory, src_mask)
-        logits = model.generator(x[:, -1]).float()
-        logits[:, [c.pad_id, c.bos_id]] = float("-inf")
-        next_token = logits.argmax(dim=-1).masked_fill(finished, c.pad_id)
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)
-        finished |= next_token == c.eos_id
-        if bool(finished.all()):
-            break
-    return tokens
-
-
 def bench_decoding(
     size: str,
     vocab: int,
@@ -602,8 +433,8 @@ def bench_decoding(
 ) -> dict:
     """Greedy decoding of exactly `new_tokens` tokens per row, every implementation on the same weights.
 
-    Variants: the reference (prefix recomputation), ours with the KV cache, ours without it
-    (`use_cache=False`, the package's path), and ours without it projecting only the last position.
+    Variants: the reference (prefix recomputation), ours with the KV cache, and ours without it
+    (`use_cache=False`, the package's path).
     """
     config = preset(size)
     torch.manual_seed(1)
@@ -623,7 +454,6 @@ def bench_decoding(
         ),
         "ours_kv_cache": lambda n: greedy_decode(ours, src, n, use_cache=True),
         "ours_no_cache": lambda n: greedy_decode(ours, src, n, use_cache=False),
-        "ours_no_cache_last_only": lambda n: greedy_no_cache_last_only(ours, src, n),
     }
     decoders = {k: v for k, v in decoders.items() if k in variants}
     for fn in decoders.values():  # warm-up: a short run of each
@@ -645,10 +475,9 @@ def bench_decoding(
     r = times["reference_prefix_recompute"]["median_s"]
     kv = times["ours_kv_cache"]["median_s"]
     ratios = {"kv_cache_vs_reference": r / kv}
-    for name in ("ours_no_cache", "ours_no_cache_last_only"):
-        if name in times:
-            ratios[f"kv_cache_vs_{name}"] = times[name]["median_s"] / kv
-            ratios[f"{name}_vs_reference"] = r / times[name]["median_s"]
+    if "ours_no_cache" in times:
+        ratios["kv_cache_vs_ours_no_cache"] = times["ours_no_cache"]["median_s"] / kv
+        ratios["ours_no_cache_vs_reference"] = r / times["ours_no_cache"]["median_s"]
     return {
         "config": size,
         "vocab": vocab,
@@ -661,144 +490,6 @@ def bench_decoding(
         "times": times,
         "ms_per_step": {k: 1e3 * v["median_s"] / new_tokens for k, v in times.items()},
         "ratios": ratios,
-    }
-
-
-# ---------------------------------------------------------------------------------- profile
-# The ops of the package's eager loss (row max, exp, subtract, log, the target's scatter), matched by
-# exact name: a prefix such as "aten::exp" would also take aten::expand.
-LOSS_OPS = frozenset(
-    {
-        "aten::amax",
-        "aten::exp",
-        "aten::exp_",
-        "aten::sub",
-        "aten::sub_",
-        "aten::log",
-        "aten::log_",
-        "aten::scatter_add_",
-        "aten::scatter_add",
-    }
-)
-
-
-def profile_step(
-    size: str, vocab: int, batch_shape, device, amp_dtype, steps: int = 2, top: int = 15
-) -> dict:
-    """Top operators by self time in our training step (torch.profiler), plus a coarse grouping."""
-    from torch.profiler import ProfilerActivity, profile
-
-    config = preset(size)
-    torch.manual_seed(0)
-    model = Transformer(config, vocab, vocab).to(device)
-    batch = make_batch(*batch_shape, vocab=vocab, device=device)
-    step = OursStep(model, adam(model.parameters(), "fused"), batch, amp_dtype)
-    step()  # warm-up: allocates Adam state
-    activities = [ProfilerActivity.CPU] + (
-        [ProfilerActivity.CUDA] if device.type == "cuda" else []
-    )
-    with profile(activities=activities) as prof:
-        for _ in range(steps):
-            step()
-        _sync(device)
-    # On a GPU the time that matters is the kernels' (device) time; on a CPU, self CPU time.
-    metric = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
-    averages = prof.key_averages()
-    adam_total = sum(
-        getattr(e, metric.replace("self_", ""))
-        for e in averages
-        if e.key.startswith("Optimizer.step#")
-    )
-    events = [e for e in averages if not e.key.startswith(("ProfilerStep", "Optimizer"))]
-    total = sum(getattr(e, metric) for e in events)
-    rows = sorted(events, key=lambda e: getattr(e, metric), reverse=True)
-    groups = {
-        "matmul (mm/addmm/bmm/linear)": (
-            "aten::mm",
-            "aten::addmm",
-            "aten::bmm",
-            "aten::linear",
-            "aten::matmul",
-            "aten::_addmm_activation",
-            "mkldnn",
-        ),
-        "attention kernel (sdpa)": (
-            "aten::_scaled_dot_product",
-            "aten::scaled_dot_product",
-        ),
-        "softmax / log_softmax (+backward)": (
-            "aten::_log_softmax",
-            "aten::_softmax",
-            "aten::log_softmax",
-            "aten::softmax",
-        ),
-        # the package's loss, eagerly (exact op names; see LOSS_OPS)
-        "loss (amax / exp / sub / log / scatter)": (),
-        "embedding backward": (
-            "aten::embedding_dense_backward",
-            "aten::embedding_backward",
-            "aten::index_add",
-            "aten::sort",
-        ),
-        "casts and copies": (
-            "aten::copy_",
-            "aten::to",
-            "aten::_to_copy",
-            "aten::clone",
-            "aten::contiguous",
-        ),
-        "Adam and other in-place elementwise": (
-            "aten::_fused_adam",
-            "aten::_foreach",
-            "aten::addcmul_",
-            "aten::addcdiv_",
-            "aten::lerp_",
-            "aten::sqrt",
-            "aten::div_",
-            "aten::mul_",
-            "aten::add_",
-        ),
-        "layer norm": ("aten::native_layer_norm",),
-        "dropout (bernoulli masks)": (
-            "aten::native_dropout",
-            "aten::bernoulli",
-            "aten::dropout",
-        ),
-    }
-    grouped = {g: 0.0 for g in groups}
-    grouped["other"] = 0.0
-    loss_group = "loss (amax / exp / sub / log / scatter)"
-    for e in events:
-        if e.key in LOSS_OPS:
-            grouped[loss_group] += getattr(e, metric)
-            continue
-        for g, prefixes in groups.items():
-            if prefixes and e.key.startswith(prefixes):
-                grouped[g] += getattr(e, metric)
-                break
-        else:
-            grouped["other"] += getattr(e, metric)
-    return {
-        "config": size,
-        "vocab": vocab,
-        "dtype": "bf16" if amp_dtype else "fp32",
-        "profiled_steps": steps,
-        "metric": metric,
-        "step_self_ms": total / 1e3 / steps,
-        "optimizer_step_ms": adam_total / 1e3 / steps,
-        "top_ops": [
-            {
-                "op": e.key,
-                "self_ms_per_step": getattr(e, metric) / 1e3 / steps,
-                "percent": 100 * getattr(e, metric) / total,
-                "calls_per_step": e.count / steps,
-            }
-            for e in rows[:top]
-        ],
-        "grouped_percent": {
-            g: round(100 * v / total, 2)
-            for g, v in sorted(grouped.items(), key=lambda kv: -kv[1])
-        },
     }
 
 
@@ -846,7 +537,7 @@ def bench_gpu_compile(
 
     Variants: eager; the model compiled; the model and the loss compiled as two graphs (as the trainer's
     `--compile`: the loss's log-softmax, gather and mean fuse into a few kernels instead of several float32
-    passes over the (tokens x vocabulary) logits); model and loss in one compiled function. MFU is against
+    passes over the (tokens x vocabulary) logits). MFU is against
     `flops.PEAK_FLOPS`, the table the package's own MFU uses.
     """
     config = preset(size)
@@ -868,7 +559,6 @@ def bench_gpu_compile(
         "bf16_eager",
         "bf16_compile",
         "bf16_compile_model_and_loss",
-        "bf16_compile_one_graph",
     ):
         torch.manual_seed(0)
         model = Transformer(config, vocab, vocab).to(device)
@@ -884,12 +574,10 @@ def bench_gpu_compile(
             step.model = torch.compile(model)
         elif name == "bf16_compile_model_and_loss":
             step.model, step.loss_fn = torch.compile(model), compiled_loss
-        elif name == "bf16_compile_one_graph":
-            step = OneGraphStep(model, adam(model.parameters(), "fused"), batch)
-        _sync(device)
+        sync(device)
         t0 = time.perf_counter()
         step()
-        _sync(device)
+        sync(device)
         first[name] = time.perf_counter() - t0  # includes compilation when compiled
         steps[name] = step
     torch.cuda.reset_peak_memory_stats(device)
@@ -913,146 +601,6 @@ def bench_gpu_compile(
     return out
 
 
-class OneGraphStep:
-    """bf16 forward and loss in one torch.compile'd function, then backward and fused Adam."""
-
-    def __init__(self, model: Transformer, optimizer, batch: Batch, smoothing=0.1):
-        self.model, self.opt, self.batch = model, optimizer, batch
-        pad = model.config.pad_id
-
-        def forward_loss(src, tgt_in, tgt_out):
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                logits = model(src, tgt_in)
-            return label_smoothed_cross_entropy(logits, tgt_out, smoothing, pad)[0]
-
-        self.forward_loss = torch.compile(forward_loss)
-
-    def __call__(self) -> None:
-        b = self.batch
-        self.model.train()
-        loss = self.forward_loss(b.src, b.tgt_in, b.tgt_out) / b.target_tokens
-        loss.backward()
-        self.opt.step()
-        self.opt.zero_grad(set_to_none=True)
-
-
-# ---------------------------------------------------------------------------------- allocator (separate processes)
-def retain_freed_memory() -> bool:
-    """Make glibc malloc keep freed memory instead of returning big blocks to the OS.
-
-    By default glibc serves every block above 32 MB with a fresh mmap and unmaps it on free, so
-    each (tokens x vocab) tensor of a step is page-faulted in again, every step. With mmap off
-    and a high trim threshold, freed blocks are reused. Process-wide and glibc-only; returns
-    False where it could not be applied.
-    """
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        m_trim_threshold, m_mmap_max = -1, -4
-        return bool(libc.mallopt(m_mmap_max, 0)) and bool(
-            libc.mallopt(m_trim_threshold, 2**31 - 1)
-        )
-    except (OSError, AttributeError):
-        return False
-
-
-ALLOCATOR_VARIANTS = ["ours_fp32", "ours_fp32_all_rows"]
-
-
-def child_training(spec: dict) -> dict:
-    """Run in a fresh process: `bench_training` under one allocator mode (the reference included)."""
-    applied = retain_freed_memory() if spec["mode"] == "retain" else None
-    r = bench_training(
-        spec["size"],
-        spec["vocab"],
-        tuple(spec["shape"]),
-        torch.device("cpu"),
-        spec["repeats"],
-        1,
-        ALLOCATOR_VARIANTS,
-    )
-    return {
-        "mode": spec["mode"],
-        "applied": applied,
-        "samples": {k: v["samples_s"] for k, v in r["steps"].items()},
-        "target_tokens": r["batch"]["target_tokens"],
-    }
-
-
-def bench_allocator(
-    size: str, vocab: int, shape, rounds: int, repeats: int, threads: int
-) -> dict:
-    """Training steps with glibc's default allocator vs freed memory retained, in alternating fresh processes.
-
-    Heap state cannot be switched back within one process (a retained heap keeps serving big
-    blocks), so each mode runs in its own process; modes alternate to share the machine's load.
-    Inside each process the reference and our variants are interleaved as in `bench_training`.
-    """
-    samples: dict[str, dict[str, list[float]]] = {"default": {}, "retain": {}}
-    applied, tokens = None, None
-    for _ in range(rounds):
-        for mode in samples:
-            spec = {
-                "size": size,
-                "vocab": vocab,
-                "shape": list(shape),
-                "mode": mode,
-                "repeats": repeats,
-            }
-            cmd = [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--threads",
-                str(threads),
-                "--child-training",
-                json.dumps(spec),
-            ]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
-            r = json.loads(proc.stdout.strip().splitlines()[-1])
-            for name, values in r["samples"].items():
-                samples[mode].setdefault(name, []).extend(values)
-            applied = r["applied"] if mode == "retain" else applied
-            tokens = r["target_tokens"]
-    times = {
-        mode: {name: summarize(v) for name, v in by_name.items()}
-        for mode, by_name in samples.items()
-    }
-    med = {
-        mode: {name: t["median_s"] for name, t in by_name.items()}
-        for mode, by_name in times.items()
-    }
-    ratios = {
-        f"retain_vs_default_{name}": med["default"][name] / med["retain"][name]
-        for name in med["default"]
-    }
-    for mode in med:
-        for name in ALLOCATOR_VARIANTS:
-            ratios[f"{mode}_{name}_vs_reference_fp32"] = (
-                med[mode]["reference_fp32"] / med[mode][name]
-            )
-    ratios["retain_ours_fp32_vs_default_reference_fp32"] = (
-        med["default"]["reference_fp32"] / med["retain"]["ours_fp32"]
-    )
-    return {
-        "config": size,
-        "vocab": vocab,
-        "batch": list(shape),
-        "target_tokens": tokens,
-        "rounds": rounds,
-        "repeats_per_process": repeats,
-        "threads": threads,
-        "mallopt_applied": applied,
-        "times": times,
-        "tokens_per_s": {
-            mode: {n: tokens / v for n, v in by_name.items()}
-            for mode, by_name in med.items()
-        },
-        "ratios": ratios,
-    }
-
-
 # ---------------------------------------------------------------------------------- main
 def fast_bf16(device: torch.device) -> bool:
     """bf16 matmuls are fast on GPUs with bf16 and on CPUs whose oneDNN has bf16 (AVX512-BF16 or AMX)."""
@@ -1061,12 +609,7 @@ def fast_bf16(device: torch.device) -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-ALL_DECODERS = [
-    "reference_prefix_recompute",
-    "ours_kv_cache",
-    "ours_no_cache",
-    "ours_no_cache_last_only",
-]
+ALL_DECODERS = ["reference_prefix_recompute", "ours_kv_cache", "ours_no_cache"]
 
 
 def plan(args, device: torch.device) -> dict:
@@ -1076,44 +619,22 @@ def plan(args, device: torch.device) -> dict:
     is then measured at `tiny` only, unless --bf16-base insists.
     """
     bf16_base = fast_bf16(device) or args.bf16_base
+    variants = list(OUR_VARIANTS)
     if args.quick:
         return dict(
-            train=[
-                (
-                    "tiny",
-                    64,
-                    (8, 5, 8),
-                    [
-                        "ours_fp32",
-                        "ours_fp32_default_adam",
-                        "ours_fp32_all_rows",
-                        "ours_bf16",
-                    ],
-                    2,
-                )
-            ],
+            train=[("tiny", 64, (8, 5, 8), variants, 2)],
             warmup=1,
             loss=(256, 64),
             adam=("tiny", 64),
             matmul=3,
             decode=[("tiny", 64, 6, 1, 8, ALL_DECODERS, 2)],
-            profile=[("tiny", 64, (8, 5, 8), None)],
             gpu=("tiny", 64, (8, 5, 8)),
-            allocator=[("tiny", 64, (8, 5, 8), 1, 1)],
         )
-    tiny_variants = [
-        "ours_fp32",
-        "ours_fp32_default_adam",
-        "ours_fp32_all_rows",
-        "ours_bf16",
-    ]
-    base_variants = ["ours_fp32", "ours_fp32_default_adam", "ours_fp32_all_rows"] + (
-        ["ours_bf16"] if bf16_base else []
-    )
+    base_variants = variants if bf16_base else variants[:-1]
     if device.type == "cuda":
         return dict(
             train=[
-                ("tiny", 8000, (256, 20, 30), tiny_variants, 10),
+                ("tiny", 8000, (256, 20, 30), variants, 10),
                 ("base", 37000, (400, 25, 30), base_variants, 10),
             ],
             warmup=3,
@@ -1124,22 +645,12 @@ def plan(args, device: torch.device) -> dict:
                 ("base", 37000, 25, 1, 100, ALL_DECODERS, 5),
                 ("base", 37000, 25, 64, 100, ALL_DECODERS, 3),
             ],
-            profile=[
-                ("base", 37000, (400, 25, 30), None),
-                ("base", 37000, (400, 25, 30), torch.bfloat16),
-            ],
             # ~23k target tokens: about the paper's 25k-token batch (section 5.1), enough to fill an H100.
             gpu=("base", 37000, (768, 25, 30)),
-            allocator=None,
         )
-    profile = [
-        ("tiny", 8000, (100, 20, 30), None),
-        ("tiny", 8000, (100, 20, 30), torch.bfloat16),
-        ("base", 37000, (80, 20, 30), None),
-    ] + ([("base", 37000, (80, 20, 30), torch.bfloat16)] if bf16_base else [])
     return dict(
         train=[
-            ("tiny", 8000, (100, 20, 30), tiny_variants, 5),
+            ("tiny", 8000, (100, 20, 30), variants, 5),
             ("base", 37000, (80, 20, 30), base_variants, 5),
         ],
         warmup=1,
@@ -1158,12 +669,7 @@ def plan(args, device: torch.device) -> dict:
             )
             for b in args.decode_batches
         ],
-        profile=profile,
         gpu=None,
-        allocator=[
-            ("tiny", 8000, (100, 20, 30), 2, 3),
-            ("base", 37000, (80, 20, 30), 2, 2),
-        ],
     )
 
 
@@ -1177,11 +683,9 @@ def headline(m: dict) -> dict:
         ]
         out[f"train_{size}_paired_ratios_vs_reference"] = r["paired_ratios"]
         for key in (
-            "ours_fp32_default_adam_vs_reference_fp32",
             "ours_fp32_all_rows_vs_reference_fp32",
             "ours_fp32_all_rows_vs_ours_fp32",
             "ours_bf16_vs_ours_fp32",
-            "ours_fp32_default_adam_vs_ours_fp32",
         ):
             if key in ratios:
                 out[f"train_{size}_{key}"] = ratios[key]
@@ -1236,9 +740,9 @@ def main(argv: list[str] | None = None) -> dict:
     )
     p.add_argument(
         "--only",
-        choices=["train", "components", "decode", "profile", "gpu", "allocator"],
+        choices=["train", "components", "decode", "gpu"],
         action="append",
-        help="run only these parts (repeatable); default all but allocator",
+        help="run only these parts (repeatable); default all",
     )
     p.add_argument(
         "--gpu-sequences",
@@ -1246,15 +750,7 @@ def main(argv: list[str] | None = None) -> dict:
         default=None,
         help="sequences in the GPU compile/MFU batch (default 768, about 22k target tokens)",
     )
-    p.add_argument(
-        "--child-training", help=argparse.SUPPRESS
-    )  # internal: one allocator-mode process
     args = p.parse_args(argv)
-    if args.child_training:
-        if args.threads:
-            torch.set_num_threads(args.threads)
-        print(json.dumps(child_training(json.loads(args.child_training))))
-        return {}
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda but torch.cuda.is_available() is False")
@@ -1263,9 +759,7 @@ def main(argv: list[str] | None = None) -> dict:
         # barrier, and the smoke test measures nothing anyway.
         torch.set_num_threads(args.threads or 1)
     cfg = plan(args, device)
-    parts = set(args.only or ["train", "components", "decode", "profile", "gpu"])
-    if "allocator" in parts and cfg["allocator"] is None:
-        parts.discard("allocator")
+    parts = set(args.only or ["train", "components", "decode", "gpu"])
     out_path = args.out or REPO / "results" / "benchmarks" / f"{device.type}.json"
     t_start = time.perf_counter()
     result: dict = {
@@ -1285,9 +779,12 @@ def main(argv: list[str] | None = None) -> dict:
     def log(msg: str) -> None:
         """Progress on stdout; the 1-minute load average beside it goes to the JSON (the noise's cause)."""
         elapsed = time.perf_counter() - t_start
-        if hasattr(os, "getloadavg") and not msg.startswith("  "):
-            loads.append([round(elapsed, 1), msg[:60], round(os.getloadavg()[0], 2)])
+        if not msg.startswith("  "):
+            loads.append([round(elapsed, 1), msg[:60], round(load_average(), 2)])
         print(f"[{elapsed:7.1f}s] {msg}", flush=True)
+
+    def log_each(values: dict, fmt: str) -> None:
+        log("  " + ", ".join(f"{k}={fmt.format(v)}" for k, v in values.items()))
 
     if "train" in parts:
         m["training"] = {}
@@ -1297,13 +794,10 @@ def main(argv: list[str] | None = None) -> dict:
                 size, vocab, shape, device, repeats, cfg["warmup"], variants
             )
             m["training"][size] = r
-            log(
-                "  "
-                + ", ".join(
-                    f"{k}={v['tokens_per_s']:.0f} tok/s" for k, v in r["steps"].items()
-                )
+            log_each(
+                {k: v["tokens_per_s"] for k, v in r["steps"].items()}, "{:.0f} tok/s"
             )
-            log("  " + ", ".join(f"{k}={v:.2f}x" for k, v in r["ratios"].items()))
+            log_each(r["ratios"], "{:.2f}x")
     if "components" in parts:
         n, vocab = cfg["loss"]
         # bf16 logits too where the step runs in bf16 (a GPU's eager step gives the loss those)
@@ -1313,18 +807,10 @@ def main(argv: list[str] | None = None) -> dict:
         for key, dtype in dtypes.items():
             log(f"loss alone N={n} V={vocab} {dtype}")
             m[key] = bench_loss(n, vocab, device, 5, cfg["warmup"], dtype)
-            log(
-                "  "
-                + ", ".join(f"{k}={v:.2f}x" for k, v in m[key]["speedup_vs_ours"].items())
-            )
+            log_each(m[key]["speedup_vs_ours"], "{:.2f}x")
         log(f"Adam step alone on {cfg['adam'][0]}")
         m["adam"] = bench_adam(*cfg["adam"], device, 5, cfg["warmup"])
-        log(
-            "  "
-            + ", ".join(
-                f"{k}={v:.2f}x" for k, v in m["adam"]["speedup_vs_forloop"].items()
-            )
-        )
+        log_each(m["adam"]["speedup_vs_forloop"], "{:.2f}x")
         m["bf16_matmul"] = bench_bf16_matmul(device, cfg["matmul"])
         log(f"  bf16 linear vs fp32: {m['bf16_matmul']['bf16_speedup']:.3f}x")
     if "decode" in parts:
@@ -1334,28 +820,8 @@ def main(argv: list[str] | None = None) -> dict:
             m["decoding"][f"batch{bsz}"] = d = bench_decoding(
                 size, vocab, src_len, bsz, new, device, reps, variants
             )
-            log(
-                "  "
-                + ", ".join(f"{k}={v['median_s']:.2f}s" for k, v in d["times"].items())
-            )
-            log("  " + ", ".join(f"{k}={v:.2f}x" for k, v in d["ratios"].items()))
-    if "profile" in parts:
-        m["profile"] = {}
-        for size, vocab, shape, dtype in cfg["profile"]:
-            key = f"{size}_{'bf16' if dtype else 'fp32'}"
-            log(f"profiling {key}")
-            m["profile"][key] = prof = profile_step(
-                size, vocab, shape, device, dtype, steps=1 if size == "base" else 3
-            )
-            log("  " + ", ".join(f"{k} {v}%" for k, v in prof["grouped_percent"].items()))
-    if "allocator" in parts and device.type == "cpu":
-        m["allocator"] = {}
-        for size, vocab, shape, rounds, reps in cfg["allocator"]:
-            log(f"allocator: default vs retained heap, {size}, alternating processes")
-            m["allocator"][size] = a = bench_allocator(
-                size, vocab, shape, rounds, reps, torch.get_num_threads()
-            )
-            log("  " + ", ".join(f"{k}={v:.2f}x" for k, v in a["ratios"].items()))
+            log_each({k: v["median_s"] for k, v in d["times"].items()}, "{:.2f}s")
+            log_each(d["ratios"], "{:.2f}x")
     if "gpu" in parts and device.type == "cuda":
         size, vocab, shape = cfg["gpu"]
         if args.gpu_sequences:
@@ -1367,10 +833,7 @@ def main(argv: list[str] | None = None) -> dict:
     log("done")
     result["headline"] = headline(m)
     result["wall_time_s"] = time.perf_counter() - t_start
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1, default=float) + "\n")
-    tmp.replace(out_path)
+    write_json(out_path, result, indent=1)
     log(f"wrote {out_path}")
     return result
 

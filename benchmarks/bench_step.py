@@ -12,7 +12,7 @@ profile's model with seeded weights, over synthetic pairs of Multi30k's lengths 
 the first `--batches` global batches of one micro-batch each, the same every round (learning rate 0
 keeps the weights, so every round computes the same step). Each variant (`VARIANTS`) in each
 `--precision` is a trainer of its own on the same weights; all of them are interleaved in rotating
-order within every round (`bench_model.interleaved`, medians with min and max and process CPU time),
+order within every round (`common.interleaved`, medians with min and max and process CPU time),
 so load on the machine hits all alike. A variant's warm-up is its first round (compiling included)
 and `compile_s` that minus a steady round. Per precision, `speed_over_eager` and, with `compiled`
 timed, what `--compile auto` would choose (`runtime.compiling.effective_speed`); with both fp32 and
@@ -20,14 +20,9 @@ bf16 timed, what `--precision auto` would choose (`runtime.precision.choose_prec
 tokens/s, the step's FLOPs (`model.flops`) and MFU against the data sheet's peak (None on a CPU).
 
 `--profiler` then runs every timed trainer under torch.profiler and splits its step by kind
-(`KINDS`): matrix products, attention, softmax, layer norms and dropout, the loss over the
-vocabulary, the optimizer, other elementwise work, and batching with the host (collating, copying
-to the device, Python, and on a GPU the device's idle time: the profiled wall time the other kinds
-leave). Beside it, the same process's plain matmul peak at the model's shapes (`matmul_peak`) in each
-precision, on the same threads, and the step's achieved GFLOP/s as a share of it. On a GPU also the
-host's launch calls, the kernels' busy share of an unprofiled step and `host_syncs` (every call
-CUDA's sync debug mode flags in one step, at the line of this repository that led to it). The
-markdown table goes beside `--out` (.md).
+(`KINDS`, `time_by_kind`), beside the same process's plain matmul peak at the model's shapes
+(`matmul_peak`); on a GPU also the host's launch calls, the kernels' busy share and `host_syncs`.
+The markdown table goes beside `--out` (.md).
 
 `--decode greedy beam` times decoding of `--decode-batch` sources with the profile's model (random
 weights, an end-of-sentence bias so outputs end at caption lengths) by each of `--decoders`
@@ -68,14 +63,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO))
-
 from bench_beam import eos_biased, sources  # noqa: E402
-from bench_model import interleaved, provenance  # noqa: E402
+from common import REPO, interleaved, log, provenance, sync, write_json  # noqa: E402
 
 from annotated_transformer import Transformer, beam_search, greedy_decode  # noqa: E402
 from annotated_transformer.data import EncodedPairs  # noqa: E402
@@ -118,16 +107,11 @@ class Variant:
     compile: str | None = None  # "model_and_loss" (train --compile) or "model"
     mode: str | None = None  # torch.compile's mode
     buckets: bool = False  # lengths padded to LengthBuckets.doubling(max_len + 1)
-    cuda_graphs: bool = (
-        False  # forward and backward graphed per shape (train --cuda-graphs)
-    )
+    cuda_graphs: bool = False  # forward and backward graphed per shape (--cuda-graphs)
     cudnn_attention: bool = False  # cuDNN's attention allowed (left out elsewhere)
-    all_rows: bool = (
-        False  # logits for padded target rows too (what a compiled graph computes)
-    )
-    loss_strategy: str | None = (
-        None  # the eager loss's way through the logits; None: the device's
-    )
+    all_rows: bool = False  # logits for padded target rows too, as a compiled graph has
+    # the eager loss's way through the logits; None: the device's
+    loss_strategy: str | None = None
 
 
 VARIANTS = {
@@ -256,16 +240,6 @@ def step_fn(name: str, trainer: Trainer, batches):
                 trainer.train_step(batch)
 
     return run
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def log(message: str) -> None:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"[{time.strftime('%H:%M:%S')} load {load:.2f}] {message}", flush=True)
 
 
 def _error(error: BaseException) -> str:
@@ -1209,7 +1183,7 @@ def main(argv: list[str] | None = None) -> dict:
     def save() -> None:
         """The record as it stands, written whole: a run cut short keeps the parts it finished."""
         record["total_s"] = time.perf_counter() - started
-        atomic_write_text(out, json.dumps(record, indent=2) + "\n")
+        write_json(out, record)
 
     # decoding first: it compiles least, so it is done before the compiles can use up the time
     if args.decode:

@@ -104,11 +104,8 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, size, self_attn, src_attn, feed_forward, dropout):
         super().__init__()
-        self.self_attn, self.src_attn, self.feed_forward = (
-            self_attn,
-            src_attn,
-            feed_forward,
-        )
+        self.self_attn, self.src_attn = self_attn, src_attn
+        self.feed_forward = feed_forward
         self.sublayer = clones(SublayerConnection(size, dropout), 3)
 
     def forward(self, x, memory, src_mask, tgt_mask):
@@ -216,33 +213,31 @@ class EncoderDecoder(nn.Module):
         return self.generator(self.forward(src, tgt, src_mask, tgt_mask))
 
 
-def make_model(
-    vocab: int,
-    n_layers=6,
-    d_model=512,
-    d_ff=2048,
-    h=8,
-    d_k=None,
-    d_v=None,
-    dropout=0.1,
-    pad_id: int = 0,
-    max_len: int = 5000,
-) -> EncoderDecoder:
-    """Build the model from prototypes with deepcopy, tie the three embedding matrices, Xavier init."""
-    d_k = d_k or d_model // h
-    d_v = d_v or d_model // h
+def make_model_like(config, vocab: int) -> EncoderDecoder:
+    """The reference with the hyper-parameters of an `annotated_transformer` config, built from
+    prototypes with deepcopy, its three embedding matrices tied, Xavier-initialised."""
+    if (
+        config.positional != "sinusoidal"
+        or config.encoder_layers != config.decoder_layers
+    ):
+        raise ValueError(
+            "the reference supports sinusoidal positions and equal encoder/decoder depth only"
+        )
+    d_model, dropout, pad_id = config.d_model, config.dropout, config.pad_id
     c = copy.deepcopy
-    attn = MultiHeadedAttention(h, d_model, d_k, d_v)
-    ff = PositionwiseFeedForward(d_model, d_ff)
-    position = PositionalEncoding(d_model, dropout, max_len)
+    attn = MultiHeadedAttention(
+        config.n_heads, d_model, config.head_dim_k, config.head_dim_v
+    )
+    ff = PositionwiseFeedForward(d_model, config.d_ff)
+    position = PositionalEncoding(d_model, dropout, config.max_len)
     embed = Embeddings(d_model, vocab, pad_id)
+    n = config.n_layers
     model = EncoderDecoder(
-        Encoder(EncoderLayer(d_model, c(attn), c(ff), dropout), n_layers),
-        Decoder(DecoderLayer(d_model, c(attn), c(attn), c(ff), dropout), n_layers),
+        Encoder(EncoderLayer(d_model, c(attn), c(ff), dropout), n),
+        Decoder(DecoderLayer(d_model, c(attn), c(attn), c(ff), dropout), n),
         nn.Sequential(embed, c(position)),
-        nn.Sequential(
-            embed, c(position)
-        ),  # the same Embeddings module: tied source/target
+        # the same Embeddings module: tied source/target
+        nn.Sequential(embed, c(position)),
         Generator(d_model, vocab),
         pad_id,
     )
@@ -251,29 +246,6 @@ def make_model(
             nn.init.xavier_uniform_(p)
     model.generator.proj.weight = embed.lut.weight  # tied pre-softmax projection
     return model
-
-
-def make_model_like(config, vocab: int) -> EncoderDecoder:
-    """The reference with the hyper-parameters of an `annotated_transformer` config."""
-    if (
-        config.positional != "sinusoidal"
-        or config.encoder_layers != config.decoder_layers
-    ):
-        raise ValueError(
-            "the reference supports sinusoidal positions and equal encoder/decoder depth only"
-        )
-    return make_model(
-        vocab,
-        config.n_layers,
-        config.d_model,
-        config.d_ff,
-        config.n_heads,
-        config.head_dim_k,
-        config.head_dim_v,
-        config.dropout,
-        config.pad_id,
-        config.max_len,
-    )
 
 
 class LabelSmoothing(nn.Module):
@@ -360,9 +332,8 @@ def load_from_ours(reference: EncoderDecoder, ours: nn.Module) -> None:
     def copy_norm(dst: SublayerConnection, src_norm) -> None:
         copy_linear(dst.norm, src_norm.weight, src_norm.bias)
 
-    reference.src_embed[0].lut.weight.copy_(
-        ours.src_embed.weight
-    )  # tied: also tgt and generator
+    # tied: also the target embedding and the generator
+    reference.src_embed[0].lut.weight.copy_(ours.src_embed.weight)
     for dst, src in zip(reference.encoder.layers, ours.encoder_layers):
         copy_self(dst.self_attn, src.self_attn)
         copy_ffn(dst.feed_forward, src.ffn)

@@ -183,15 +183,6 @@ def test_the_trainers_real_rows_step_gives_the_full_loss_and_gradients():
         torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-4)
 
 
-def test_no_cache_last_only_candidate_gives_the_package_tokens():
-    ours, _ = pair()
-    src, _, _ = batch()
-    assert torch.equal(
-        bench_model.greedy_no_cache_last_only(ours, src, 12),
-        greedy_decode(ours, src, 12, use_cache=False),
-    )
-
-
 def test_flop_count_covers_every_weight_matrix():
     """With as many source as target tokens, the weight term is 6 x (all projection weights) x tokens."""
     config = preset("tiny")
@@ -281,4 +272,3 @@ def test_benchmark_script_quick_run_writes_json(tmp_path):
     assert m["loss"]["ours_strategy"] == "row_blocks"
     other = m["loss"]["agreement_with_ours"]["ours_softmax_kernels"]
     assert other["grad_max_abs_diff"] < 1e-5
-    assert m["profile"]["tiny_fp32"]["top_ops"]

@@ -4,12 +4,10 @@
 # JSON (committed as results/benchmarks/gpu_compile.json and gpu_train_decode.json):
 #
 #   bash scripts/gpu/benchmark.sh OUT
-set -uo pipefail
-[ $# -eq 1 ] || { echo "usage: benchmark.sh OUT (the output folder)" >&2; exit 2; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+[ $# -eq 1 ] || usage "OUT (the output folder)"
 out=$1
 mkdir -p "$out"
-python=${PYTHON:-python3}
-export PYTHONUNBUFFERED=1
 status=0
 $python benchmarks/bench_model.py --device cuda --only gpu --out "$out/gpu_compile.json" || status=1
 $python benchmarks/bench_model.py --device cuda --only train --only decode \

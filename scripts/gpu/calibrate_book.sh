@@ -29,13 +29,10 @@
 #
 # The default steps are the first four. PROFILE (default gpu), DEVICE (default cuda) and QUICK=1 (a
 # few steps of each, to check the script on a CPU first) change what it runs.
-set -uo pipefail
-export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
-python=${PYTHON:-python3}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 profile=${PROFILE:-gpu}
-device=${DEVICE:-cuda}
 quick=${QUICK:-0}
-[ $# -ge 1 ] || { echo "usage: calibrate_book.sh OUT [STEP ...]" >&2; exit 2; }
+[ $# -ge 1 ] || usage "OUT [STEP ...]"
 root=$1
 shift
 mkdir -p "$root"
@@ -87,8 +84,7 @@ fp16() {
   local d=$root/fp16 steps=1000
   mkdir -p "$d"
   [ "$quick" = 1 ] && steps=20
-  # the shared tokenizer once, before three runs race for its cache
-  $python -c "from annotated_transformer.data import tokenizer_for_corpus as t; t('multi30k', 8000)" || return 1
+  shared_tokenizer || return 1
   local pids=()
   for run in fp16:1 bf16:1 bf16:2; do
     local precision=${run%:*} seed=${run#*:}
@@ -100,7 +96,7 @@ fp16() {
     pids+=($!)
   done
   local status=0
-  for p in "${pids[@]}"; do wait "$p" || status=1; done
+  wait_all "${pids[@]}" || status=1
   find "$d" -name "*.pt" -delete
   tail -n 2 "$d"/log_*.txt
   return $status

@@ -12,12 +12,9 @@
 # run by hand again into the same OUT, it skips the candidates that finished. EPOCHS (default 50) and
 # DEVICE (default cuda) change what it runs; QUICK=1 runs two epochs of tiny candidates, to check the
 # script on a CPU first.
-set -uo pipefail
-export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
-python=${PYTHON:-python3}
-device=${DEVICE:-cuda}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 epochs=${EPOCHS:-50}
-[ $# -eq 1 ] || { echo "usage: parser_sweep.sh OUT (the output folder)" >&2; exit 2; }
+[ $# -eq 1 ] || usage "OUT (the output folder)"
 root=$1
 mkdir -p "$root"
 # name: flags. Around the profile's unmeasured guess (3+3 layers at d_model 256, dropout 0.2,
@@ -44,7 +41,7 @@ for candidate in "${candidates[@]}"; do
   pids+=($!)
 done
 status=0
-for p in "${pids[@]}"; do wait "$p" || status=1; done
+wait_all "${pids[@]}" || status=1
 for candidate in "${candidates[@]}"; do
   name=${candidate%%:*}
   [ -f "$root/$name/dev_curve.json" ] && echo "$name: $(tail -n 2 "$root/$name.log" | tr '\n' ' ')"

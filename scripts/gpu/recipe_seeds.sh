@@ -13,21 +13,18 @@
 # `train --profile gpu --publish` is never refused over them; copy them into results/gpu/ to commit
 # them. A seed whose record OUT already holds is skipped. Seed 1 took 352 s on an H100; seeds 2 and
 # 3 together were estimated to take about as long.
-set -uo pipefail
-export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
-python=${PYTHON:-python3}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 seeds=(${SEEDS:-1 2 3})
 for seed in "${seeds[@]}"; do
   [[ "$seed" =~ ^[1-9][0-9]*$ ]] || { echo "recipe_seeds.sh: SEEDS holds '$seed', not a seed" >&2; exit 2; }
 done
-[ $# -ge 1 ] || { echo "usage: recipe_seeds.sh OUT [EXTRA TRAIN FLAGS...]" >&2; exit 2; }
+[ $# -ge 1 ] || usage "OUT [EXTRA TRAIN FLAGS...]"
 export AT_RESULTS_DIR=$1/results  # where --publish files the records
 shift
 published=$AT_RESULTS_DIR/gpu
 root=$published/recipe
 mkdir -p "$root"
-# The shared tokenizer once, before two runs race for its cache.
-$python -c "from annotated_transformer.data import tokenizer_for_corpus as t; t('multi30k', 8000)" || exit 1
+shared_tokenizer || exit 1
 run() {  # seed, threads, extra flags...
   local seed=$1 threads=$2
   if [ -f "$published/recipe_d256x4_seed$seed.json" ]; then
@@ -47,12 +44,11 @@ for seed in "${seeds[@]}"; do
   if [ "$seed" = 1 ]; then run 1 "$(nproc)" "$@" || status=1; else rest+=("$seed"); fi
 done
 # seed 1 alone, so that its speed is the recipe's own; the others side by side
-threads=$(( $(nproc) / (${#rest[@]} > 0 ? ${#rest[@]} : 1) ))
-[ "$threads" -gt 0 ] || threads=1
+threads=$(threads_each ${#rest[@]})
 pids=()
 for seed in "${rest[@]}"; do
   run "$seed" "$threads" "$@" &
   pids+=($!)
 done
-for p in "${pids[@]}"; do wait "$p" || status=1; done
+wait_all "${pids[@]}" || status=1
 exit $status

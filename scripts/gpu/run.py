@@ -218,21 +218,9 @@ def tests(args, out: Path) -> int:
     if not files:
         print("run.py: no test file uses tests/support/gpu.py", file=sys.stderr)
         return 2
-    status = run_logged(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            *files,
-            "-m",
-            "gpu",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ]
-        + ["-rs", "--junitxml", str(out / "gpu_tests.xml")],
-        out / "gpu_tests.log",
-    )
+    command = [sys.executable, "-m", "pytest", *files, "-m", "gpu", "-q", "-rs"]
+    command += ["-p", "no:cacheprovider", "--junitxml", str(out / "gpu_tests.xml")]
+    status = run_logged(command, out / "gpu_tests.log")
     if status == 5:  # pytest: every test deselected
         print(
             "run.py: the files name the mark but no test is marked gpu", file=sys.stderr

@@ -38,11 +38,8 @@
 # has warmed up, so a part stopped early loses only its own variant. Each part's log goes to
 # OUT/<part>.log; a failed part does not stop the others, and the script then exits non-zero. The
 # JSON files are committed in results/gpu/ (the benchmarks' in results/benchmarks/gpu_*.json).
-set -uo pipefail
-export PYTHONUNBUFFERED=1
-python=${PYTHON:-python3}
-device=${DEVICE:-cuda}
-[ $# -ge 1 ] || { echo "usage: speed.sh OUT [PART ...]" >&2; exit 2; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+[ $# -ge 1 ] || usage "OUT [PART ...]"
 out=$1
 shift
 if [ -n "${QUICK:-}" ]; then

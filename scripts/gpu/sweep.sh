@@ -7,20 +7,15 @@
 #
 # Writes the run folders OUT/sweep_<NAME>/, their logs OUT/logs/<NAME>.log and the published
 # records OUT/results/gpu/sweep_<NAME>.json (committed in results/gpu/).
-set -uo pipefail
-[ $# -ge 4 ] && [ $(( ($# - 2) % 2 )) -eq 0 ] \
-  || { echo "usage: sweep.sh OUT MINUTES NAME \"FLAGS\" [NAME \"FLAGS\" ...]" >&2; exit 2; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+[ $# -ge 4 ] && [ $(( ($# - 2) % 2 )) -eq 0 ] || usage 'OUT MINUTES NAME "FLAGS" [NAME "FLAGS" ...]'
 out=$1 minutes=$2
 shift 2
-export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1 AT_RESULTS_DIR=$out/results
+export AT_RESULTS_DIR=$out/results
 log_dir=$out/logs
 mkdir -p "$log_dir"
-python=${PYTHON:-python3}
-# Train the shared tokenizer once, before the runs race for its cache.
-$python -c "from annotated_transformer.data import tokenizer_for_corpus as t; t('multi30k', 8000)" || exit 1
-n=$(( $# / 2 ))
-threads=$(( $(nproc) / n ))
-[ "$threads" -gt 0 ] || threads=1
+shared_tokenizer || exit 1
+threads=$(threads_each $(( $# / 2 )))
 pids=()
 while [ $# -ge 2 ]; do
   name=$1 flags=$2; shift 2
@@ -31,6 +26,6 @@ while [ $# -ge 2 ]; do
   echo "started $name: $flags"
 done
 status=0
-for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+wait_all "${pids[@]}" || status=1
 for f in "$log_dir"/*.log; do echo "== $f"; grep -E "^(training|done|results)|Error|error" "$f" | tail -5; done
 exit $status

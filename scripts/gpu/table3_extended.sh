@@ -25,11 +25,8 @@
 #
 # MINUTES (default 8) bounds the training, WORKERS (default 8; the calibration measured 4) the
 # processes; EPOCHS (12, the cpu extended run's) and SMALL_EPOCHS (60) are the targets.
-set -uo pipefail
-export AT_OFFLINE=${AT_OFFLINE:-1} PYTHONUNBUFFERED=1
-python=${PYTHON:-python3}
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 profile=${PROFILE:-gpu}
-device=${DEVICE:-cuda}
 workers=${WORKERS:-8}
 epochs=${EPOCHS:-12}
 small=${SMALL_EPOCHS:-60}
@@ -52,7 +49,7 @@ if ! awk -v m="$minutes" 'BEGIN { exit !(m ~ /^[0-9]*\.?[0-9]+$/ && m + 0 > 0) }
   echo "table3_extended.sh: MINUTES=$minutes is not a positive number of minutes" >&2
   exit 2
 fi
-[ $# -eq 1 ] || { echo "usage: table3_extended.sh OUT (the output folder)" >&2; exit 2; }
+[ $# -eq 1 ] || usage "OUT (the output folder)"
 side=$1
 export_to=$side/runs.json
 if [ -e "$export_to" ]; then
