@@ -69,6 +69,7 @@ from common import REPO, interleaved, log, provenance, sync, write_json  # noqa:
 from annotated_transformer import Transformer, beam_search, greedy_decode  # noqa: E402
 from annotated_transformer.data import EncodedPairs  # noqa: E402
 from annotated_transformer.data.batching import LengthBuckets, TokenBatcher  # noqa: E402
+from annotated_transformer.model import attention  # noqa: E402
 from annotated_transformer.model.flops import forward_flops, mfu  # noqa: E402
 from annotated_transformer.model.static_decoding import (  # noqa: E402
     StaticBeamDecoder,
@@ -112,6 +113,8 @@ class Variant:
     all_rows: bool = False  # logits for padded target rows too, as a compiled graph has
     # the eager loss's way through the logits; None: the device's
     loss_strategy: str | None = None
+    # on a CPU, attention in the autocast dtype (bf16) rather than float32 (model.attention)
+    half_attention: bool = False
 
 
 VARIANTS = {
@@ -119,6 +122,7 @@ VARIANTS = {
     "eager_all_rows": Variant(all_rows=True),
     "eager_cudnn_attention": Variant(cudnn_attention=True),
     "eager_row_blocks_loss": Variant(loss_strategy="row_blocks"),
+    "eager_half_attention": Variant(half_attention=True),
     "eager_bucketed": Variant(buckets=True),
     "eager_bucketed_cudnn_attention": Variant(buckets=True, cudnn_attention=True),
     "eager_bucketed_graphed": Variant(buckets=True, cuda_graphs=True),
@@ -233,11 +237,16 @@ def step_fn(name: str, trainer: Trainer, batches):
     """A round of `name`'s step over `batches`: cuDNN's attention allowed for the variants that ask
     for it only, left out for every other whatever the environment says (runtime.attention_kernels)."""
     allowed = VARIANTS[name].cudnn_attention
+    in_float32 = not VARIANTS[name].half_attention
 
     def run():
-        with attention_kernels.allow_cudnn_attention(allowed):
-            for batch in batches:
-                trainer.train_step(batch)
+        attention.CPU_ATTENTION_IN_FLOAT32 = in_float32
+        try:
+            with attention_kernels.allow_cudnn_attention(allowed):
+                for batch in batches:
+                    trainer.train_step(batch)
+        finally:
+            attention.CPU_ATTENTION_IN_FLOAT32 = True
 
     return run
 
