@@ -6,7 +6,6 @@ What its "metrics" hold, built by `build` from what the chapter measured:
   (`scaled`) for standard normal q and k, over the profile's `samples` draws;
 * `softmax_saturation`: per d_k, the mean largest softmax weight and the median gradient norm
   reaching the scores, with and without the scale (`largest_weight_unscaled`, ...);
-* `gradient_ratio_at_widest_d_k`: the scaled over the unscaled gradient norm at the widest d_k;
 * `additive_attention`: per d_k of the additive comparison, the median time of additive and of
   dot-product scores (`additive_ms`, `dot_product_ms`) with every timed run behind it
   (`additive_runs_ms`, `dot_product_runs_ms`, the profile's `repeats` each; records before them
@@ -33,10 +32,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pandas as pd
-import torch
 
 from ...evaluation import results
 from ..chapter_record import ChapterRecord
@@ -97,14 +94,6 @@ class Saturation:
     largest_weight_scaled: float
     gradient_norm_unscaled: float
     gradient_norm_scaled: float
-
-
-@dataclasses.dataclass(frozen=True)
-class GradientRatio:
-    """The scaled over the unscaled gradient norm at the widest d_k."""
-
-    d_k: int
-    scaled_over_unscaled: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,7 +190,6 @@ class AttentionRecord(ChapterRecord):
 
     dot_product_variance: dict[int, Variance]
     softmax_saturation: dict[int, Saturation]
-    gradient_ratio_at_widest_d_k: GradientRatio
     additive_attention: tuple[AdditiveRow, ...] | None = None
     multi_head_cost: tuple[HeadCost, ...]
     projection_ms: dict[str, float]
@@ -251,18 +239,12 @@ def build(
     `ADDITIVE_COLUMNS`), `head_costs` (one row per number of heads), the milliseconds of every
     timed run of the projections and the code paths, and the explicit path's kept weights in
     MB."""
-    by_d_k = saturation_by_d_k(saturation)
-    widest = max(by_d_k)
     return AttentionRecord(
         dot_product_variance={
             int(r.d_k): Variance(float(r.unscaled), float(r.scaled))
             for r in variance.itertuples()
         },
-        softmax_saturation=by_d_k,
-        gradient_ratio_at_widest_d_k=GradientRatio(
-            widest,
-            by_d_k[widest].gradient_norm_scaled / by_d_k[widest].gradient_norm_unscaled,
-        ),
+        softmax_saturation=saturation_by_d_k(saturation),
         additive_attention=additive_rows(additive),
         multi_head_cost=tuple(
             HeadCost(**{k: int(v) for k, v in row.items()})
@@ -277,17 +259,5 @@ def build(
     )
 
 
-def write(
-    record: AttentionRecord,
-    profile_name: str,
-    wall_time_s: float,
-    results_dir: str | os.PathLike | None = None,
-    *,
-    device: torch.device,
-) -> Path:
-    """`results/<profile_name>/attention.json`, stamped with the provenance of the device the
-    chapter timed on; the path written."""
-    return record.write(profile_name, wall_time_s, results_dir, device=device)
-
-
+write = AttentionRecord.write
 read = AttentionRecord.read
