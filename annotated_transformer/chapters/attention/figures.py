@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ...viz.charts import (
-    _as_array,
     _label_axis,
+    as_matrix,
     heatmap,
     legend_below,
     line_chart,
@@ -33,13 +33,7 @@ def mask_chart(
     True means "may attend", the convention of `F.scaled_dot_product_attention`'s boolean mask;
     pass other labels if a mask uses the opposite convention.
     """
-    values = _as_array(mask)
-    while values.ndim > 2 and values.shape[0] == 1:
-        values = values[0]
-    if values.ndim != 2:
-        raise ValueError(
-            f"mask_chart needs a 2-D mask (queries, keys), got shape {values.shape}"
-        )
+    values = as_matrix(mask, "a mask (queries, keys)")
     n_rows, n_cols = values.shape
     rows, cols = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")
     df = pd.DataFrame(
