@@ -309,44 +309,55 @@ def lines_chart(
     `w` is one layer's (heads, queries, keys) weights and `heads` are 0-based; lines under
     `threshold` are left out (they would be invisible and only weigh on the page).
     """
-    row = 16
-    height = row * max(len(query_tokens), len(key_tokens))
-    lines = _lines_frame(w, heads, queries, threshold)
-    lines["x"], lines["x2"] = 0, 1
-    y = alt.Scale(domain=[-0.5, max(len(query_tokens), len(key_tokens)) - 0.5])
-    x = alt.Scale(domain=[-0.55, 1.55])
-    colour = alt.Color(
-        "head:N", scale=alt.Scale(scheme=_HEAD_COLOURS), legend=alt.Legend(title="head")
+    n = max(len(query_tokens), len(key_tokens))
+    rules = _rules(
+        _lines_frame(w, heads, queries, threshold), n, "query", "key", ["head", "query"]
     )
-    rules = (
-        alt.Chart(lines)
-        .mark_rule(strokeWidth=2)
+    picked = set(queries) if queries is not None else set()
+    return alt.layer(
+        rules, *_token_columns(query_tokens, key_tokens, picked, n)
+    ).properties(width=width, height=_ROW * n, **({"title": title} if title else {}))
+
+
+# The lines run from the queries' column (x = 0) to the keys' (x = 1); the rows of words
+# (pixels), and Figure 3's lines' width.
+_X = alt.Scale(domain=[-0.55, 1.55])
+_ROW = 16
+_FIGURE3_STROKE = 2.0
+
+
+def _y(n: int) -> alt.Scale:
+    return alt.Scale(domain=[-0.5, n - 0.5])
+
+
+def _rules(
+    lines: pd.DataFrame, n: int, y: str, y2: str, tooltip: list, stroke: float = 2.0
+) -> alt.Chart:
+    """One line per row of `lines` from its query (`y`, left) to its key (`y2`, right), a
+    colour per head, its opacity the weight."""
+    return (
+        alt.Chart(lines.assign(x=0, x2=1))
+        .mark_rule(strokeWidth=stroke)
         .encode(
-            x=alt.X("x:Q", scale=x, axis=None),
+            x=alt.X("x:Q", scale=_X, axis=None),
             x2="x2:Q",
-            y=alt.Y("query:Q", scale=y, axis=None, sort="descending"),
-            y2="key:Q",
-            color=colour,
+            y=alt.Y(f"{y}:Q", scale=_y(n), axis=None, sort="descending"),
+            y2=f"{y2}:Q",
+            color=alt.Color(
+                "head:N",
+                scale=alt.Scale(scheme=_HEAD_COLOURS),
+                legend=alt.Legend(title="head"),
+            ),
             opacity=alt.Opacity(
                 "weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None
             ),
-            tooltip=["head", "query", "key", alt.Tooltip("weight:Q", format=".3f")],
+            tooltip=[*tooltip, "key", alt.Tooltip("weight:Q", format=".3f")],
         )
     )
-    highlighted = set(queries) if queries is not None else set()
-    left_text, right_text = _token_columns(query_tokens, key_tokens, highlighted, x, y)
-    chart = alt.layer(rules, left_text, right_text).properties(
-        width=width, height=height, **({"title": title} if title else {})
-    )
-    return chart
 
 
 def _token_columns(
-    query_tokens: Sequence[str],
-    key_tokens: Sequence[str],
-    picked: set[int],
-    x: alt.Scale,
-    y: alt.Scale,
+    query_tokens: Sequence[str], key_tokens: Sequence[str], picked: set[int], n: int
 ) -> tuple[alt.Chart, alt.Chart]:
     """The two columns of words the attention lines join: queries right-aligned on the left (the
     `picked` ones in red), keys left-aligned on the right; a piece that is only the word-start
@@ -369,8 +380,8 @@ def _token_columns(
             alt.Chart(frame)
             .mark_text(align=align, dx=dx)
             .encode(
-                x=alt.X("x:Q", scale=x),
-                y=alt.Y("i:Q", scale=y, sort="descending"),
+                x=alt.X("x:Q", scale=_X),
+                y=alt.Y("i:Q", scale=_y(n), sort="descending"),
                 text="token:N",
                 **colour,
             )
@@ -383,9 +394,12 @@ def _token_columns(
     )
 
 
-# Figure 3's rows of words (pixels), and its lines' width.
-_ROW = 16
-_FIGURE3_STROKE = 2.0
+def _layer_param(data: SentenceAttention, value: int) -> alt.Parameter:
+    """A dropdown of the layers, named `layer` in the chart's expressions."""
+    options = list(range(1, data.layers + 1))
+    return alt.param(
+        name="layer", value=value, bind=alt.binding_select(options=options, name="layer ")
+    )
 
 
 def _head_spacing(heads: int) -> float:
@@ -421,39 +435,19 @@ def figure3(
         frame["layer"] = li + 1
         frames.append(frame)
     lines = pd.concat(frames, ignore_index=True)
-    lines["x"], lines["x2"] = 0, 1
     # Each head's lines a few pixels above or below the others': heads that attend to the same
     # word would otherwise draw one line, the last head's hiding the others.
     slot = {h + 1: i - (len(head_index) - 1) / 2 for i, h in enumerate(head_index)}
     shift = lines["head"].map(slot) * _head_spacing(len(head_index)) / _ROW
     lines["y_query"], lines["y_key"] = lines["query"] + shift, lines["key"] + shift
     n = max(len(queries), len(keys))
-    y = alt.Scale(domain=[-0.5, n - 0.5])
-    x = alt.Scale(domain=[-0.55, 1.55])
-    pick = alt.param(
-        name="layer",
-        value=layer_index + 1,
-        bind=alt.binding_select(options=list(range(1, data.layers + 1)), name="layer "),
-    )
+    pick = _layer_param(data, layer_index + 1)
     rules = (
-        alt.Chart(lines)
-        .mark_rule(strokeWidth=_FIGURE3_STROKE)
-        .encode(
-            x=alt.X("x:Q", scale=x, axis=None),
-            x2="x2:Q",
-            y=alt.Y("y_query:Q", scale=y, axis=None, sort="descending"),
-            y2="y_key:Q",
-            color=alt.Color("head:N", scale=alt.Scale(scheme=_HEAD_COLOURS)),
-            opacity=alt.Opacity(
-                "weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None
-            ),
-            tooltip=["layer", "head", "key", alt.Tooltip("weight:Q", format=".3f")],
-        )
+        _rules(lines, n, "y_query", "y_key", ["layer", "head"], _FIGURE3_STROKE)
         .transform_filter("datum.layer == layer")
         .add_params(pick)
     )
-    left_text, right_text = _token_columns(queries, keys, {q}, x, y)
-    return alt.layer(rules, left_text, right_text).properties(
+    return alt.layer(rules, *_token_columns(queries, keys, {q}, n)).properties(
         width=260,
         height=_ROW * n,
         title=f"Figure 3: attention of '{word}' in {which} ({KIND_TITLES[kind]})",
@@ -577,11 +571,7 @@ def explorer(data: SentenceAttention, *, cell: int = 11) -> alt.Chart:
             options=[0, 1, 2], labels=[KIND_TITLES[k] for k in KINDS], name="attention "
         ),
     )
-    layer = alt.param(
-        name="layer",
-        value=data.layers,
-        bind=alt.binding_select(options=list(range(1, data.layers + 1)), name="layer "),
-    )
+    layer = _layer_param(data, data.layers)
     head = alt.param(
         name="head",
         value=0,
