@@ -89,10 +89,8 @@ def sentence_attention(
         limit = min(max_new_tokens, 2 * len(src_ids) + 10)
         out = greedy_decode(model, src, limit)[0].tolist()
         tgt_ids = [t for t in out if t != tokenizer.pad_id]
-        if tgt_ids[-1] == tokenizer.eos_id:
-            tgt_ids = tgt_ids[
-                :-1
-            ]  # the decoder input stops before eos, as in teacher forcing
+        if tgt_ids[-1] == tokenizer.eos_id:  # the decoder's input stops before eos,
+            tgt_ids = tgt_ids[:-1]  # as in teacher forcing
     else:
         tgt_ids = [tokenizer.bos_id] + tokenizer.encode(translation)
     tgt = torch.tensor([tgt_ids], device=device)
@@ -127,17 +125,16 @@ def head_statistics(data: SentenceAttention) -> pd.DataFrame:
             if kind != "decoder_cross"
             else np.full(entropy.shape, np.nan)
         )
-        for layer in range(w.shape[0]):
-            for head in range(w.shape[1]):
-                rows.append(
-                    {
-                        "kind": kind,
-                        "layer": layer + 1,
-                        "head": head + 1,
-                        "entropy (bits)": float(entropy[layer, head]),
-                        "mean distance": float(distance[layer, head]),
-                    }
-                )
+        rows += [
+            {
+                "kind": kind,
+                "layer": layer + 1,
+                "head": head + 1,
+                "entropy (bits)": float(entropy[layer, head]),
+                "mean distance": float(distance[layer, head]),
+            }
+            for layer, head in np.ndindex(entropy.shape)
+        ]
     return pd.DataFrame(rows)
 
 
@@ -275,21 +272,14 @@ def _lines_frame(
     w: np.ndarray, heads: Sequence[int], queries: Sequence[int] | None, threshold: float
 ) -> pd.DataFrame:
     """(layer's) w: (h, Q, K) -> one row per drawn line."""
-    rows = []
-    for head in heads:
-        qs = range(w.shape[1]) if queries is None else queries
-        for q in qs:
-            for k in range(w.shape[2]):
-                value = float(w[head, q, k])
-                if value >= threshold:
-                    rows.append(
-                        {
-                            "head": head + 1,
-                            "query": q,
-                            "key": k,
-                            "weight": round(value, 4),
-                        }
-                    )
+    qs = range(w.shape[1]) if queries is None else queries
+    rows = [
+        (head + 1, q, k, round(float(w[head, q, k]), 4))
+        for head in heads
+        for q in qs
+        for k in range(w.shape[2])
+        if float(w[head, q, k]) >= threshold
+    ]
     return pd.DataFrame(rows, columns=["head", "query", "key", "weight"])
 
 
@@ -536,18 +526,16 @@ def explorer_tables(data: SentenceAttention) -> tuple[pd.DataFrame, pd.DataFrame
     rows = []
     for k, kind in enumerate(KINDS):
         w = np.rint(data.weights[kind] * 1000).astype(int)  # (L, h, Q, K)
-        for layer in range(w.shape[0]):
-            for head in range(w.shape[1]):
-                for q in range(w.shape[2]):
-                    rows.append(
-                        {
-                            "k": k,
-                            "l": layer + 1,
-                            "h": head + 1,
-                            "q": q,
-                            "w": w[layer, head, q].tolist(),
-                        }
-                    )
+        rows += [
+            {
+                "k": k,
+                "l": layer + 1,
+                "h": head + 1,
+                "q": q,
+                "w": w[layer, head, q].tolist(),
+            }
+            for layer, head, q in np.ndindex(w.shape[:3])
+        ]
     tokens = pd.DataFrame(
         [{"id": i, "t": t.replace("▁", "")} for i, t in enumerate(data.source_tokens)]
         + [
