@@ -101,8 +101,8 @@ def _mark_type(unit: dict) -> str:
 
 
 def _series_units(spec: dict) -> Iterator[tuple[dict, dict, tuple, dict, dict]]:
-    """(unit, data, scope, encoding, colour) of every unit whose series a categorical colour
-    field tells apart."""
+    """(unit, data, scope, encoding, colour) of every unit whose series a categorical
+    colour field tells apart."""
     for unit, data, scope in _units(spec):
         encoding = unit.get("encoding", {})
         colour = encoding.get("color")
