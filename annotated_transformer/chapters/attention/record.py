@@ -30,13 +30,11 @@ one of its metrics); `write` writes it and `read` reads it back (`ChapterRecord`
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from ...evaluation import results
-from ..chapter_record import ChapterRecord
+from ..chapter_record import ChapterRecord, beside_metrics
 from .sizes import AttentionSizes
 
 RESULTS_NAME = "attention"
@@ -182,6 +180,11 @@ def saturation_by_d_k(saturation: pd.DataFrame) -> dict[int, Saturation]:
     }
 
 
+def _timed_on(found: dict) -> str:
+    provenance = found.get("provenance") or {}
+    return str(provenance.get("device_name") or provenance.get("device") or "")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AttentionRecord(ChapterRecord):
     """Chapter 01's record: the fields the module's docstring lists, and `timed_on`."""
@@ -199,28 +202,8 @@ class AttentionRecord(ChapterRecord):
     explicit_weights_kept_mb: float | None = None
     sizes: AttentionSizes | None = None
     dataset: str = DATASET
-    # the device the timings ran on, as the file's provenance names it: not one of its metrics
-    timed_on: str = dataclasses.field(default="", compare=False)
-
-    def metrics(self) -> dict:
-        metrics = super().metrics()
-        del metrics["timed_on"]
-        return metrics
-
-    @classmethod
-    def read(
-        cls, profile_name: str, results_dir: str | os.PathLike | None = None
-    ) -> AttentionRecord | None:
-        """The record the chapter last wrote for `profile_name`, with the device its provenance
-        names, or None when it has not run."""
-        found = results.read_result(cls.RESULTS_NAME, profile_name, results_dir)
-        if found is None:
-            return None
-        provenance = found.get("provenance") or {}
-        timed_on = provenance.get("device_name") or provenance.get("device") or ""
-        return dataclasses.replace(
-            cls.from_metrics(found["metrics"]), timed_on=str(timed_on)
-        )
+    # the device the timings ran on, as the file's provenance names it
+    timed_on: str = beside_metrics(_timed_on, "")
 
 
 def build(
