@@ -299,6 +299,23 @@ def _log_x(df: pd.DataFrame, x: str, title: str | None = None) -> alt.X:
     )
 
 
+def _loglog_lines(
+    df: pd.DataFrame, x: str, y: str, y_title: str, color: str, colour: alt.Color
+) -> alt.Chart:
+    """Measured `y` against `x` on log-log axes, points joined, one line per value of
+    `color`, drawn in `colour`."""
+    return (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=_log_x(df, x),
+            y=alt.Y(f"{y}:Q", scale=edge_scale(log=True), title=y_title),
+            color=colour,
+            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
+        )
+    )
+
+
 def loglog_with_reference(
     df: pd.DataFrame,
     x: str,
@@ -327,16 +344,7 @@ def loglog_with_reference(
                 }
             )
     colors = alt.Color(f"{color}:N", title=color_title, sort=list(exponents))
-    measured = (
-        alt.Chart(df)
-        .mark_line(point=True)
-        .encode(
-            x=_log_x(df, x),
-            y=alt.Y(f"{y}:Q", scale=edge_scale(log=True), title=y_title),
-            color=colors,
-            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
-        )
-    )
+    measured = _loglog_lines(df, x, y, y_title, color, colors)
     expected = (
         alt.Chart(pd.DataFrame(reference))
         # clipped: a steep reference runs below the smallest measurement, out of the frame
@@ -366,19 +374,9 @@ def loglog_with_rules(
     across the frame would cross the next rule when two rules stand close (chapter 03's n = d and
     measured crossovers), and lines that rise with x leave the bottom of a rule free."""
     marks = pd.DataFrame([dict(at=at, what=label) for label, at in rules.items()])
-    lines = (
-        alt.Chart(df)
-        .mark_line(point=True)
-        .encode(
-            x=_log_x(df, x),
-            y=alt.Y(f"{y}:Q", scale=edge_scale(log=True), title=y_title),
-            color=alt.Color(
-                f"{color}:N", title=color_title, sort=list(dict.fromkeys(df[color]))
-            ),
-            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
-        )
-    )
-    layers = [lines]
+    order = list(dict.fromkeys(df[color]))
+    colours = alt.Color(f"{color}:N", title=color_title, sort=order)
+    layers = [_loglog_lines(df, x, y, y_title, color, colours)]
     if len(marks):
         layers.append(
             alt.Chart(marks)
