@@ -26,6 +26,7 @@ import torch
 
 from ...model.decoding import greedy_decode
 from ...model.transformer import Transformer, attention_maps
+from .head_scores import PUNCTUATION, SPECIAL_PIECES
 
 KINDS = ("encoder", "decoder_self", "decoder_cross")
 KIND_TITLES = {
@@ -35,7 +36,6 @@ KIND_TITLES = {
 }
 FIGURES = ("3", "4", "5", "explorer")
 _HEAD_COLOURS = "category10"
-_SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
 
 
 @dataclass
@@ -257,12 +257,12 @@ def find_word(tokens: Sequence[str], word: str) -> int:
     starts = [
         i
         for i, piece in enumerate(tokens)
-        if piece.startswith("▁") or piece in _SPECIAL_PIECES
+        if piece.startswith("▁") or piece in SPECIAL_PIECES
     ] or [0]
     for n, i in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(tokens)
         text = "".join(tokens[i:end]).lstrip("▁")
-        if wanted and (text == wanted or text.strip(".,;:!?'\"()-") == wanted):
+        if wanted and (text == wanted or text.strip(PUNCTUATION) == wanted):
             return i
     shown = " ".join(t.lstrip("▁") for t in tokens)
     raise ValueError(f"the word {word!r} is not in the sentence's pieces: {shown}")

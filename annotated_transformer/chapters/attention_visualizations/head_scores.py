@@ -27,8 +27,8 @@ import torch
 from ...model.transformer import Transformer, attention_maps
 from ...runtime.progress import progress_bar
 
-_SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
-_PUNCTUATION = ".,;:!?'\"()-"
+SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
+PUNCTUATION = ".,;:!?'\"()-"
 
 # ----------------------------------------------------------------------------------------------
 # Word lists for the heuristics. Small on purpose: they cover the nouns and verbs that captions
@@ -114,10 +114,10 @@ ING_NOUNS = frozenset(
 
 def normalise(word: str) -> str:
     """Lower case, surrounding punctuation and a possessive 's removed: "Man's," -> "man"."""
-    word = word.lower().strip(_PUNCTUATION)
+    word = word.lower().strip(PUNCTUATION)
     if word.endswith("'s"):
         word = word[:-2]
-    return word.strip(_PUNCTUATION)
+    return word.strip(PUNCTUATION)
 
 
 def anaphora_pairs(words: Sequence[str]) -> list[tuple[int, int]]:
@@ -229,7 +229,7 @@ def words_of(pieces: Sequence[str]) -> tuple[list[str], list[list[int]]]:
     hold a letter or digit (special pieces such as `</s>` belong to no word)."""
     words, spans = [], []
     for i, piece in enumerate(pieces):
-        if piece in _SPECIAL_PIECES:
+        if piece in SPECIAL_PIECES:
             continue
         if piece.startswith("▁") or not words:
             words.append("")
@@ -477,7 +477,7 @@ def query_word(pieces: Sequence[str], phenomenon: str) -> str | None:
     """The query word of the phenomenon's first pair in one sentence's pieces, if any."""
     words, spans = words_of(pieces)
     found = [(q, k) for q, k in PHENOMENA[phenomenon](words) if spans[q] and spans[k]]
-    return words[found[0][0]].strip(_PUNCTUATION) if found else None
+    return words[found[0][0]].strip(PUNCTUATION) if found else None
 
 
 @dataclass
@@ -521,8 +521,8 @@ def example(
             best = Example(
                 s,
                 encoded[s].text,
-                words[q].strip(_PUNCTUATION),
-                words[k].strip(_PUNCTUATION),
+                words[q].strip(PUNCTUATION),
+                words[k].strip(PUNCTUATION),
                 weight,
                 b,
             )
