@@ -392,29 +392,26 @@ def head_scores(
     ratios, over_control = np.concatenate(ratios), np.concatenate(over_control)
     low, high = np.quantile(ratios, [tail, 1 - tail], axis=0)
     control_low = np.quantile(over_control, tail, axis=0)
-    weight, baseline = flat.mean(0), base.mean()
+    weight, baseline = flat.mean(0), float(base.mean())
     every = control.mean(0)
-    rows = []
-    for index in range(flat.shape[1]):
-        layer, head = divmod(index, samples.heads)
-        rows.append(
-            {
-                "layer": layer + 1,
-                "head": head + 1,
-                "sentences": n,
-                "pairs": len(samples.pairs),
-                "weight": float(weight[index]),
-                "from every word": float(every[index]),
-                "even spread": float(baseline),
-                "ratio": float(weight[index] / baseline),
-                "low": float(low[index]),
-                "high": float(high[index]),
-                "over every word": float(weight[index] / max(every[index], 1e-12)),
-                "over every word low": float(control_low[index]),
-                "shows": bool(low[index] > 1 and control_low[index] > 1),
-            }
-        )
-    return pd.DataFrame(rows)
+    layer, head = np.divmod(np.arange(flat.shape[1]), samples.heads)
+    return pd.DataFrame(
+        {
+            "layer": layer + 1,
+            "head": head + 1,
+            "sentences": n,
+            "pairs": len(samples.pairs),
+            "weight": weight,
+            "from every word": every,
+            "even spread": baseline,
+            "ratio": weight / baseline,
+            "low": low,
+            "high": high,
+            "over every word": weight / np.maximum(every, 1e-12),
+            "over every word low": control_low,
+            "shows": (low > 1) & (control_low > 1),
+        }
+    )
 
 
 def passing_heads(scores: pd.DataFrame) -> pd.DataFrame:
