@@ -419,12 +419,13 @@ def figure3(
         else f"head{'s' if len(head_index) > 1 else ''} "
         + ", ".join(str(h + 1) for h in head_index)
     )
-    frames = []
-    for li in range(data.layers):
-        frame = _lines_frame(data.weights[kind][li], head_index, [q], threshold=0.0)
-        frame["layer"] = li + 1
-        frames.append(frame)
-    lines = pd.concat(frames, ignore_index=True)
+    lines = pd.concat(
+        [
+            _lines_frame(w, head_index, [q], threshold=0.0).assign(layer=li + 1)
+            for li, w in enumerate(data.weights[kind])
+        ],
+        ignore_index=True,
+    )
     # Each head's lines a few pixels above or below the others': heads that attend to the same
     # word would otherwise draw one line, the last head's hiding the others.
     slot = {h + 1: i - (len(head_index) - 1) / 2 for i, h in enumerate(head_index)}
