@@ -547,7 +547,7 @@ def explorer_tables(data: SentenceAttention) -> tuple[pd.DataFrame, pd.DataFrame
     return pd.DataFrame(rows), tokens
 
 
-def explorer(data: SentenceAttention, *, cell: int = 11) -> alt.Chart:
+def explorer(data: SentenceAttention) -> alt.Chart:
     """Dropdowns for the kind of attention, the layer and the head (or all heads, a panel each);
     hover a cell for the query, the key and the weight."""
     rows, tokens = explorer_tables(data)
@@ -620,7 +620,7 @@ def explorer(data: SentenceAttention, *, cell: int = 11) -> alt.Chart:
                 alt.Tooltip("weight:Q", format=".3f"),
             ],
         )
-        .properties(width=alt.Step(cell), height=alt.Step(cell))
+        .properties(width=alt.Step(11), height=alt.Step(11))
         .add_params(kind, layer, head)
     )
     return chart.facet(facet=alt.Facet("h:N", title="head"), columns=2).properties(

@@ -89,8 +89,6 @@ def block_diagram(
     *,
     colors: Mapping[str, str],
     title: str,
-    width: int = 620,
-    height: int = 520,
 ) -> alt.LayerChart:
     """A stack-of-boxes diagram (Figure 1): labelled boxes, dashed frames, one arrow.
 
@@ -142,7 +140,7 @@ def block_diagram(
         .mark_point(shape="triangle-right", filled=True, color="#555", size=60)
         .encode(X, Y),
     )
-    return chart.properties(width=width, height=height, title=title).configure_view(
+    return chart.properties(width=620, height=520, title=title).configure_view(
         stroke=None
     )
 
