@@ -829,7 +829,6 @@ written = record.write(
         by_n=by_n, by_d=by_d, crossover_times=crossover_times,
         measured_crossover=measured_crossover, lstm_crossover=lstm_crossover,
         sentence_lengths=below, d_model=d_model,
-        restricted=(r, restricted_slope, full_slope),
     ),
     profile_name, time.perf_counter() - chapter_start, device=device,
 )  # fmt: skip

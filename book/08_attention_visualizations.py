@@ -707,7 +707,7 @@ written = record.write(
         live={"bytes": export_sizes, "captions": len(live_captions), "same": same,
               "bleu": live_bleu, "served": live_choice, "split": valid.name},
     ),
-    profile.name, config, time.perf_counter() - chapter_start,
+    profile.name, time.perf_counter() - chapter_start, config=config,
 )  # fmt: skip
 
 # %% [markdown]

@@ -10,7 +10,7 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, TypeVar
 
 from ..evaluation import results
 
@@ -49,6 +49,13 @@ def typed(cls: type, values: Mapping) -> Any:
     return cls(**{k: _typed(hints[k], v) for k, v in values.items() if k in names})
 
 
+def beside_metrics(read: Callable[[dict], Any], default: Any = None) -> Any:
+    """A record's field that its file keeps outside "metrics" (in its provenance or its
+    config): `read` takes it from the whole file as the record is read, and `metrics`
+    leaves it out."""
+    return dataclasses.field(default=default, compare=False, metadata={"read": read})
+
+
 @dataclasses.dataclass(frozen=True)
 class ChapterRecord:
     """What one chapter found, field by field. A subclass names its file (`RESULTS_NAME`) and, where
@@ -58,8 +65,13 @@ class ChapterRecord:
     DEVICE: ClassVar[str | None] = None
 
     def metrics(self) -> dict:
-        """The record as its file's "metrics" (plain JSON types)."""
-        return dataclasses.asdict(self)
+        """The record as its file's "metrics" (plain JSON types), without the fields its
+        file keeps elsewhere (`beside_metrics`)."""
+        metrics = dataclasses.asdict(self)
+        for f in dataclasses.fields(self):
+            if "read" in f.metadata:
+                del metrics[f.name]
+        return metrics
 
     @classmethod
     def from_metrics(cls: type[R], metrics: dict) -> R:
@@ -94,4 +106,11 @@ class ChapterRecord:
     ) -> R | None:
         """The record the chapter last wrote for `profile_name`, or None when it has not run."""
         found = results.read_result(cls.RESULTS_NAME, profile_name, results_dir)
-        return None if found is None else cls.from_metrics(found["metrics"])
+        if found is None:
+            return None
+        beside = {
+            f.name: f.metadata["read"](found)
+            for f in dataclasses.fields(cls)
+            if "read" in f.metadata
+        }
+        return dataclasses.replace(cls.from_metrics(found["metrics"]), **beside)

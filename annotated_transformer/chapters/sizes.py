@@ -4,6 +4,7 @@ chapter (its `sizes` module), and the table a chapter opens with."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Any, Callable, Mapping, TypeVar
 
 import pandas as pd
@@ -38,14 +39,7 @@ def accessors(
 ) -> tuple[Callable[[str], S], Callable[[str], pd.DataFrame]]:
     """A chapter's `of(profile_name)` (its sizes under that profile, `of_profile`) and
     `table(profile_name)` (every profile side by side, `profiles_table`), for its `sizes` module."""
-
-    def of(profile_name: str) -> S:
-        return of_profile(by_profile, profile_name)
-
-    def table(profile_name: str) -> pd.DataFrame:
-        return profiles_table(by_profile, profile_name)
-
-    return of, table
+    return partial(of_profile, by_profile), partial(profiles_table, by_profile)
 
 
 def profiles_table(by_profile: Mapping[str, Any], profile_name: str) -> pd.DataFrame:

@@ -14,10 +14,6 @@ from .charts import (  # noqa: F401
     tighten,
 )
 from .display import (  # noqa: F401
-    CHART_CLASS,
-    EXPORT_FORMATS,
-    TABLE_CLASS,
-    book_html,
     chart_spec,
     export,
     in_book_build,

@@ -100,6 +100,18 @@ def _mark_type(unit: dict) -> str:
     return mark.get("type", "") if isinstance(mark, dict) else mark
 
 
+def _series_units(spec: dict) -> Iterator[tuple[dict, dict, tuple, dict, dict]]:
+    """(unit, data, scope, encoding, colour) of every unit whose series a categorical
+    colour field tells apart."""
+    for unit, data, scope in _units(spec):
+        encoding = unit.get("encoding", {})
+        colour = encoding.get("color")
+        if _mark_type(unit) not in SERIES_MARKS or not isinstance(colour, dict):
+            continue
+        if colour.get("type") in ("nominal", "ordinal") and "field" in colour:
+            yield unit, data, scope, encoding, colour
+
+
 def _values(data: dict, datasets: dict) -> list[dict]:
     if "values" in data:
         return list(data["values"])
@@ -157,13 +169,7 @@ def series_collisions(spec: dict) -> list[str]:
     title = spec.get("title")
     title = title.get("text") if isinstance(title, dict) else title
     scales: dict[tuple, dict] = {}
-    for unit, data, scope in _units(spec):
-        encoding = unit.get("encoding", {})
-        colour = encoding.get("color")
-        if _mark_type(unit) not in SERIES_MARKS or not isinstance(colour, dict):
-            continue
-        if colour.get("type") not in ("nominal", "ordinal") or "field" not in colour:
-            continue
+    for _, data, scope, encoding, colour in _series_units(spec):
         field = colour["field"]
         shared = scales.setdefault(
             (scope, field),
@@ -256,13 +262,7 @@ def hidden_series(spec: dict) -> list[str]:
     one line each, naming the chart's title and the two values."""
     datasets = spec.get("datasets", {})
     found = []
-    for unit, data, _ in _units(spec):
-        encoding = unit.get("encoding", {})
-        colour = encoding.get("color")
-        if _mark_type(unit) not in SERIES_MARKS or not isinstance(colour, dict):
-            continue
-        if colour.get("type") not in ("nominal", "ordinal") or "field" not in colour:
-            continue
+    for unit, data, _, encoding, colour in _series_units(spec):
         if not _drawn_as_given(unit):
             continue
         channels = [encoding[c] for c in POSITIONS if c in encoding]

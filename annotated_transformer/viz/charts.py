@@ -20,6 +20,31 @@ def _as_array(values: Any) -> np.ndarray:
     return np.asarray(values)
 
 
+def as_matrix(values: Any, what: str) -> np.ndarray:
+    """`values` as a 2-D array, leading dimensions of size 1 dropped ((1, 1, n, m) buffers
+    and batches of one); anything else is a ValueError naming `what` and the shape."""
+    values = _as_array(values)
+    while values.ndim > 2 and values.shape[0] == 1:
+        values = values[0]
+    if values.ndim != 2:
+        raise ValueError(f"{what} must be 2-D, got shape {values.shape}")
+    return values
+
+
+def _check_columns(chart: str, df: pd.DataFrame, *columns: str | None) -> None:
+    for column in columns:
+        if column is not None and column not in df.columns:
+            raise KeyError(
+                f"{chart}: no column {column!r} in the DataFrame (has {list(df.columns)})"
+            )
+
+
+def _sized(chart: alt.Chart, width: int, height: int, title: str | None) -> alt.Chart:
+    return chart.properties(
+        width=width, height=height, **({"title": title} if title else {})
+    )
+
+
 # Pixels between the frame and the outermost data: an axis that ends at the data (or at 0 and
 # 100%) otherwise draws its first and last points half outside the frame.
 EDGE_PADDING = 8
@@ -56,11 +81,7 @@ def line_chart(
     height: int = 280,
 ) -> alt.Chart:
     """Lines of `y` against `x` in a long-format DataFrame, one line per value of `color`."""
-    for column in (x, y, color):
-        if column is not None and column not in df.columns:
-            raise KeyError(
-                f"line_chart: no column {column!r} in the DataFrame (has {list(df.columns)})"
-            )
+    _check_columns("line_chart", df, x, y, color)
     encoding = dict(
         x=alt.X(x, type="quantitative", title=x_title or x, scale=_scale(log_x, points)),
         y=alt.Y(y, type="quantitative", title=y_title or y, scale=_scale(log_y, points)),
@@ -81,9 +102,8 @@ def line_chart(
                 title=color,
                 scale=alt.Scale(domain=list(dashes), range=list(dashes.values())),
             )
-    chart = alt.Chart(df).mark_line(point=points).encode(**encoding)
-    return chart.properties(
-        width=width, height=height, **({"title": title} if title else {})
+    return _sized(
+        alt.Chart(df).mark_line(point=points).encode(**encoding), width, height, title
     )
 
 
@@ -117,11 +137,7 @@ def bar_chart(
     height: int = 280,
 ) -> alt.Chart:
     """Bars of quantitative `y` for each category `x`, in the DataFrame's order."""
-    for column in (x, y, color):
-        if column is not None and column not in df.columns:
-            raise KeyError(
-                f"bar_chart: no column {column!r} in the DataFrame (has {list(df.columns)})"
-            )
+    _check_columns("bar_chart", df, x, y, color)
     encoding = dict(
         x=alt.X(x, type="nominal", title=x_title or x, sort=None),
         y=alt.Y(y, type="quantitative", title=y_title or y),
@@ -129,10 +145,7 @@ def bar_chart(
     )
     if color is not None:
         encoding["color"] = alt.Color(color, type="nominal", title=color, sort=None)
-    chart = alt.Chart(df).mark_bar().encode(**encoding)
-    return chart.properties(
-        width=width, height=height, **({"title": title} if title else {})
-    )
+    return _sized(alt.Chart(df).mark_bar().encode(**encoding), width, height, title)
 
 
 def _label_axis(labels: Sequence[str] | None, n: int, max_ticks: int = 40) -> dict:
@@ -168,14 +181,7 @@ def heatmap(
     `cell` fixes the pixel size of one cell (default: fit about 480 px); `max_cells` guards the
     page against megabytes of inline data: slice the matrix first.
     """
-    values = _as_array(matrix)
-    values = (
-        values.reshape(values.shape[-2:])
-        if values.ndim > 2 and all(s == 1 for s in values.shape[:-2])
-        else values
-    )
-    if values.ndim != 2:
-        raise ValueError(f"heatmap needs a 2-D matrix, got shape {values.shape}")
+    values = as_matrix(matrix, "a heatmap's matrix")
     n_rows, n_cols = values.shape
     if n_rows * n_cols > max_cells:
         raise ValueError(
@@ -213,9 +219,7 @@ def heatmap(
             tooltip=tooltip,
         )
     )
-    return chart.properties(
-        width=size * n_cols, height=size * n_rows, **({"title": title} if title else {})
-    )
+    return _sized(chart, size * n_cols, size * n_rows, title)
 
 
 def tighten(chart: alt.Chart) -> alt.Chart:
@@ -295,6 +299,23 @@ def _log_x(df: pd.DataFrame, x: str, title: str | None = None) -> alt.X:
     )
 
 
+def _loglog_lines(
+    df: pd.DataFrame, x: str, y: str, y_title: str, color: str, colour: alt.Color
+) -> alt.Chart:
+    """Measured `y` against `x` on log-log axes, points joined, one line per value of
+    `color`, drawn in `colour`."""
+    return (
+        alt.Chart(df)
+        .mark_line(point=True)
+        .encode(
+            x=_log_x(df, x),
+            y=alt.Y(f"{y}:Q", scale=edge_scale(log=True), title=y_title),
+            color=colour,
+            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
+        )
+    )
+
+
 def loglog_with_reference(
     df: pd.DataFrame,
     x: str,
@@ -323,16 +344,7 @@ def loglog_with_reference(
                 }
             )
     colors = alt.Color(f"{color}:N", title=color_title, sort=list(exponents))
-    measured = (
-        alt.Chart(df)
-        .mark_line(point=True)
-        .encode(
-            x=_log_x(df, x),
-            y=alt.Y(f"{y}:Q", scale=edge_scale(log=True), title=y_title),
-            color=colors,
-            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
-        )
-    )
+    measured = _loglog_lines(df, x, y, y_title, color, colors)
     expected = (
         alt.Chart(pd.DataFrame(reference))
         # clipped: a steep reference runs below the smallest measurement, out of the frame
@@ -362,19 +374,9 @@ def loglog_with_rules(
     across the frame would cross the next rule when two rules stand close (chapter 03's n = d and
     measured crossovers), and lines that rise with x leave the bottom of a rule free."""
     marks = pd.DataFrame([dict(at=at, what=label) for label, at in rules.items()])
-    lines = (
-        alt.Chart(df)
-        .mark_line(point=True)
-        .encode(
-            x=_log_x(df, x),
-            y=alt.Y(f"{y}:Q", scale=edge_scale(log=True), title=y_title),
-            color=alt.Color(
-                f"{color}:N", title=color_title, sort=list(dict.fromkeys(df[color]))
-            ),
-            tooltip=[color, x, alt.Tooltip(f"{y}:Q", format=".3g")],
-        )
-    )
-    layers = [lines]
+    order = list(dict.fromkeys(df[color]))
+    colours = alt.Color(f"{color}:N", title=color_title, sort=order)
+    layers = [_loglog_lines(df, x, y, y_title, color, colours)]
     if len(marks):
         layers.append(
             alt.Chart(marks)

@@ -165,14 +165,11 @@ def _formatted(value: Any, fmt: str, na_rep: str) -> str:
     """A cell in `fmt`; text (e.g. "n/a" in a numeric column) and missing values as they are."""
     if isinstance(value, str):
         return value
-    return na_rep if _missing(value) else fmt.format(value)
-
-
-def _missing(value: Any) -> bool:
     try:
-        return bool(pd.isna(value))
+        missing = bool(pd.isna(value))
     except (TypeError, ValueError):  # lists, tuples: never "missing"
-        return False
+        missing = False
+    return na_rep if missing else fmt.format(value)
 
 
 def show_table(df: pd.DataFrame, na_rep: str = "", **formats: str) -> None:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ...viz.charts import (
-    _as_array,
     _label_axis,
+    as_matrix,
     heatmap,
     legend_below,
     line_chart,
@@ -19,34 +19,17 @@ from ...viz.charts import (
 )
 
 
-def mask_chart(
-    mask: Any,
-    x_labels: Sequence[str] | None = None,
-    y_labels: Sequence[str] | None = None,
-    *,
-    title: str = "Attention mask",
-    true_label: str = "may attend",
-    false_label: str = "masked",
-) -> alt.Chart:
-    """A boolean mask as two colours; rows are queries, columns keys.
-
-    True means "may attend", the convention of `F.scaled_dot_product_attention`'s boolean mask;
-    pass other labels if a mask uses the opposite convention.
-    """
-    values = _as_array(mask)
-    while values.ndim > 2 and values.shape[0] == 1:
-        values = values[0]
-    if values.ndim != 2:
-        raise ValueError(
-            f"mask_chart needs a 2-D mask (queries, keys), got shape {values.shape}"
-        )
+def mask_chart(mask: Any, *, title: str = "Attention mask") -> alt.Chart:
+    """A boolean mask as two colours; rows are queries, columns keys. True means "may
+    attend", the convention of `F.scaled_dot_product_attention`'s boolean mask."""
+    values = as_matrix(mask, "a mask (queries, keys)")
     n_rows, n_cols = values.shape
     rows, cols = np.meshgrid(np.arange(n_rows), np.arange(n_cols), indexing="ij")
     df = pd.DataFrame(
         {
             "query": rows.ravel(),
             "key": cols.ravel(),
-            "state": np.where(values.astype(bool).ravel(), true_label, false_label),
+            "state": np.where(values.astype(bool).ravel(), "may attend", "masked"),
         }
     )
     size = max(4, min(28, 420 // max(n_rows, n_cols)))
@@ -57,18 +40,18 @@ def mask_chart(
             x=alt.X(
                 "key:O",
                 title="key position",
-                axis=alt.Axis(orient="top", **_label_axis(x_labels, n_cols)),
+                axis=alt.Axis(orient="top", **_label_axis(None, n_cols)),
             ),
             y=alt.Y(
                 "query:O",
                 title="query position",
-                axis=alt.Axis(**_label_axis(y_labels, n_rows)),
+                axis=alt.Axis(**_label_axis(None, n_rows)),
             ),
             color=alt.Color(
                 "state:N",
                 title=None,
                 scale=alt.Scale(
-                    domain=[true_label, false_label], range=["#3b6ea8", "#e8e8e8"]
+                    domain=["may attend", "masked"], range=["#3b6ea8", "#e8e8e8"]
                 ),
             ),
             tooltip=["query", "key", "state"],
@@ -77,14 +60,14 @@ def mask_chart(
     return chart.properties(width=size * n_cols, height=size * n_rows, title=title)
 
 
-def softmax_saturation_chart(
-    saturation: pd.DataFrame, *, x: str = "d_k", color: str = "scores"
-) -> alt.HConcatChart:
+def softmax_saturation_chart(saturation: pd.DataFrame) -> alt.HConcatChart:
     """Two panels against the head width: the mean largest softmax weight and the median
-    gradient norm reaching the scores (log), one line per value of `color` (scaled or not).
+    gradient norm reaching the scores (log), one line per value of `scores` (scaled or
+    not).
 
-    `saturation` has the columns `x`, `color`, `largest_weight` and `gradient_norm`.
+    `saturation` has the columns `d_k`, `scores`, `largest_weight` and `gradient_norm`.
     """
+    x, color = "d_k", "scores"
     panel = dict(log_x=True, points=True, width=270, height=240)
     return side_by_side(
         _tick_every_value(

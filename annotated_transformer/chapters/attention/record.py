@@ -6,7 +6,6 @@ What its "metrics" hold, built by `build` from what the chapter measured:
   (`scaled`) for standard normal q and k, over the profile's `samples` draws;
 * `softmax_saturation`: per d_k, the mean largest softmax weight and the median gradient norm
   reaching the scores, with and without the scale (`largest_weight_unscaled`, ...);
-* `gradient_ratio_at_widest_d_k`: the scaled over the unscaled gradient norm at the widest d_k;
 * `additive_attention`: per d_k of the additive comparison, the median time of additive and of
   dot-product scores (`additive_ms`, `dot_product_ms`) with every timed run behind it
   (`additive_runs_ms`, `dot_product_runs_ms`, the profile's `repeats` each; records before them
@@ -31,15 +30,11 @@ one of its metrics); `write` writes it and `read` reads it back (`ChapterRecord`
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pandas as pd
-import torch
 
-from ...evaluation import results
-from ..chapter_record import ChapterRecord
+from ..chapter_record import ChapterRecord, beside_metrics
 from .sizes import AttentionSizes
 
 RESULTS_NAME = "attention"
@@ -97,14 +92,6 @@ class Saturation:
     largest_weight_scaled: float
     gradient_norm_unscaled: float
     gradient_norm_scaled: float
-
-
-@dataclasses.dataclass(frozen=True)
-class GradientRatio:
-    """The scaled over the unscaled gradient norm at the widest d_k."""
-
-    d_k: int
-    scaled_over_unscaled: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,6 +180,11 @@ def saturation_by_d_k(saturation: pd.DataFrame) -> dict[int, Saturation]:
     }
 
 
+def _timed_on(found: dict) -> str:
+    provenance = found.get("provenance") or {}
+    return str(provenance.get("device_name") or provenance.get("device") or "")
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class AttentionRecord(ChapterRecord):
     """Chapter 01's record: the fields the module's docstring lists, and `timed_on`."""
@@ -201,7 +193,6 @@ class AttentionRecord(ChapterRecord):
 
     dot_product_variance: dict[int, Variance]
     softmax_saturation: dict[int, Saturation]
-    gradient_ratio_at_widest_d_k: GradientRatio
     additive_attention: tuple[AdditiveRow, ...] | None = None
     multi_head_cost: tuple[HeadCost, ...]
     projection_ms: dict[str, float]
@@ -211,28 +202,8 @@ class AttentionRecord(ChapterRecord):
     explicit_weights_kept_mb: float | None = None
     sizes: AttentionSizes | None = None
     dataset: str = DATASET
-    # the device the timings ran on, as the file's provenance names it: not one of its metrics
-    timed_on: str = dataclasses.field(default="", compare=False)
-
-    def metrics(self) -> dict:
-        metrics = super().metrics()
-        del metrics["timed_on"]
-        return metrics
-
-    @classmethod
-    def read(
-        cls, profile_name: str, results_dir: str | os.PathLike | None = None
-    ) -> AttentionRecord | None:
-        """The record the chapter last wrote for `profile_name`, with the device its provenance
-        names, or None when it has not run."""
-        found = results.read_result(cls.RESULTS_NAME, profile_name, results_dir)
-        if found is None:
-            return None
-        provenance = found.get("provenance") or {}
-        timed_on = provenance.get("device_name") or provenance.get("device") or ""
-        return dataclasses.replace(
-            cls.from_metrics(found["metrics"]), timed_on=str(timed_on)
-        )
+    # the device the timings ran on, as the file's provenance names it
+    timed_on: str = beside_metrics(_timed_on, "")
 
 
 def build(
@@ -251,18 +222,12 @@ def build(
     `ADDITIVE_COLUMNS`), `head_costs` (one row per number of heads), the milliseconds of every
     timed run of the projections and the code paths, and the explicit path's kept weights in
     MB."""
-    by_d_k = saturation_by_d_k(saturation)
-    widest = max(by_d_k)
     return AttentionRecord(
         dot_product_variance={
             int(r.d_k): Variance(float(r.unscaled), float(r.scaled))
             for r in variance.itertuples()
         },
-        softmax_saturation=by_d_k,
-        gradient_ratio_at_widest_d_k=GradientRatio(
-            widest,
-            by_d_k[widest].gradient_norm_scaled / by_d_k[widest].gradient_norm_unscaled,
-        ),
+        softmax_saturation=saturation_by_d_k(saturation),
         additive_attention=additive_rows(additive),
         multi_head_cost=tuple(
             HeadCost(**{k: int(v) for k, v in row.items()})
@@ -277,17 +242,5 @@ def build(
     )
 
 
-def write(
-    record: AttentionRecord,
-    profile_name: str,
-    wall_time_s: float,
-    results_dir: str | os.PathLike | None = None,
-    *,
-    device: torch.device,
-) -> Path:
-    """`results/<profile_name>/attention.json`, stamped with the provenance of the device the
-    chapter timed on; the path written."""
-    return record.write(profile_name, wall_time_s, results_dir, device=device)
-
-
+write = AttentionRecord.write
 read = AttentionRecord.read

@@ -13,12 +13,7 @@ from ..wording import gap
 from . import record as _record
 from . import verdicts
 from .phrases import say
-from .record import AdditiveRow, AttentionRecord, HeadCost, Saturation, Variance
-
-
-def describe_variance(variance: Mapping[int, Variance]) -> str:
-    """How the variance of q·k follows d_k and that of q·k/√d_k stays near 1."""
-    return say("variance", verdicts.variance(variance))
+from .record import AdditiveRow, AttentionRecord, HeadCost, Saturation
 
 
 def describe_saturation(saturation: Mapping[int, Saturation], n_keys: int | str) -> str:
@@ -28,14 +23,6 @@ def describe_saturation(saturation: Mapping[int, Saturation], n_keys: int | str)
     stays = say("saturation.at" if found.one_value else "saturation.between", found)
     gradient = say("saturation.vanishes" if found.vanishes else "saturation.grows", found)
     return say("saturation", found, stays=stays, gradient=gradient)
-
-
-def timing_comparison(
-    name_a: str, runs_a: Sequence[float], name_b: str, runs_b: Sequence[float]
-) -> str:
-    """`name_b` against `name_a` (milliseconds of every run of each): the medians, the spread
-    of the runs, and whether the difference exceeds that spread (`verdicts.timing`)."""
-    return _said(verdicts.timing(name_a, runs_a, name_b, runs_b))
 
 
 def _said(found: verdicts.Timing) -> str:
@@ -163,7 +150,7 @@ def closing(record: AttentionRecord) -> str:
     r = record
     n_keys, repeats = ("?", "?") if r.sizes is None else (r.sizes.n_keys, r.sizes.repeats)
     lines = [
-        describe_variance(r.dot_product_variance),
+        say("variance", verdicts.variance(r.dot_product_variance)),
         describe_saturation(r.softmax_saturation, n_keys),
     ]
     if r.additive_attention:

@@ -65,12 +65,9 @@ class SaturationFound:
     scaled_high: float
     one_value: bool
     peak_unscaled: float
-    wide_ratio: float
     small_ratio: float
     vanishes: bool
-    gradient_factor: (
-        float  # how many times smaller (vanishes) or larger the unscaled gradient is
-    )
+    gradient_factor: float  # times smaller (vanishes) or larger, the unscaled gradient
 
 
 def saturation(
@@ -82,7 +79,7 @@ def saturation(
     def ratio(d: int) -> float:
         return rows[d].gradient_norm_scaled / rows[d].gradient_norm_unscaled
 
-    low, high = min(peaks), max(peaks)
+    low, high, wide = min(peaks), max(peaks), ratio(widest)
     return SaturationFound(
         smallest,
         widest,
@@ -91,10 +88,9 @@ def saturation(
         high,
         f"{low:.{TABLE_DIGITS}f}" == f"{high:.{TABLE_DIGITS}f}",
         rows[widest].largest_weight_unscaled,
-        ratio(widest),
         ratio(smallest),
-        ratio(widest) >= 1,
-        ratio(widest) if ratio(widest) >= 1 else 1 / ratio(widest),
+        wide >= 1,
+        wide if wide >= 1 else 1 / wide,
     )
 
 

@@ -26,6 +26,7 @@ import torch
 
 from ...model.decoding import greedy_decode
 from ...model.transformer import Transformer, attention_maps
+from .head_scores import PUNCTUATION, SPECIAL_PIECES
 
 KINDS = ("encoder", "decoder_self", "decoder_cross")
 KIND_TITLES = {
@@ -35,7 +36,6 @@ KIND_TITLES = {
 }
 FIGURES = ("3", "4", "5", "explorer")
 _HEAD_COLOURS = "category10"
-_SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
 
 
 @dataclass
@@ -89,10 +89,8 @@ def sentence_attention(
         limit = min(max_new_tokens, 2 * len(src_ids) + 10)
         out = greedy_decode(model, src, limit)[0].tolist()
         tgt_ids = [t for t in out if t != tokenizer.pad_id]
-        if tgt_ids[-1] == tokenizer.eos_id:
-            tgt_ids = tgt_ids[
-                :-1
-            ]  # the decoder input stops before eos, as in teacher forcing
+        if tgt_ids[-1] == tokenizer.eos_id:  # the decoder's input stops before eos,
+            tgt_ids = tgt_ids[:-1]  # as in teacher forcing
     else:
         tgt_ids = [tokenizer.bos_id] + tokenizer.encode(translation)
     tgt = torch.tensor([tgt_ids], device=device)
@@ -127,17 +125,16 @@ def head_statistics(data: SentenceAttention) -> pd.DataFrame:
             if kind != "decoder_cross"
             else np.full(entropy.shape, np.nan)
         )
-        for layer in range(w.shape[0]):
-            for head in range(w.shape[1]):
-                rows.append(
-                    {
-                        "kind": kind,
-                        "layer": layer + 1,
-                        "head": head + 1,
-                        "entropy (bits)": float(entropy[layer, head]),
-                        "mean distance": float(distance[layer, head]),
-                    }
-                )
+        rows += [
+            {
+                "kind": kind,
+                "layer": layer + 1,
+                "head": head + 1,
+                "entropy (bits)": float(entropy[layer, head]),
+                "mean distance": float(distance[layer, head]),
+            }
+            for layer, head in np.ndindex(entropy.shape)
+        ]
     return pd.DataFrame(rows)
 
 
@@ -260,12 +257,12 @@ def find_word(tokens: Sequence[str], word: str) -> int:
     starts = [
         i
         for i, piece in enumerate(tokens)
-        if piece.startswith("▁") or piece in _SPECIAL_PIECES
+        if piece.startswith("▁") or piece in SPECIAL_PIECES
     ] or [0]
     for n, i in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(tokens)
         text = "".join(tokens[i:end]).lstrip("▁")
-        if wanted and (text == wanted or text.strip(".,;:!?'\"()-") == wanted):
+        if wanted and (text == wanted or text.strip(PUNCTUATION) == wanted):
             return i
     shown = " ".join(t.lstrip("▁") for t in tokens)
     raise ValueError(f"the word {word!r} is not in the sentence's pieces: {shown}")
@@ -275,21 +272,14 @@ def _lines_frame(
     w: np.ndarray, heads: Sequence[int], queries: Sequence[int] | None, threshold: float
 ) -> pd.DataFrame:
     """(layer's) w: (h, Q, K) -> one row per drawn line."""
-    rows = []
-    for head in heads:
-        qs = range(w.shape[1]) if queries is None else queries
-        for q in qs:
-            for k in range(w.shape[2]):
-                value = float(w[head, q, k])
-                if value >= threshold:
-                    rows.append(
-                        {
-                            "head": head + 1,
-                            "query": q,
-                            "key": k,
-                            "weight": round(value, 4),
-                        }
-                    )
+    qs = range(w.shape[1]) if queries is None else queries
+    rows = [
+        (head + 1, q, k, round(float(w[head, q, k]), 4))
+        for head in heads
+        for q in qs
+        for k in range(w.shape[2])
+        if float(w[head, q, k]) >= threshold
+    ]
     return pd.DataFrame(rows, columns=["head", "query", "key", "weight"])
 
 
@@ -309,44 +299,55 @@ def lines_chart(
     `w` is one layer's (heads, queries, keys) weights and `heads` are 0-based; lines under
     `threshold` are left out (they would be invisible and only weigh on the page).
     """
-    row = 16
-    height = row * max(len(query_tokens), len(key_tokens))
-    lines = _lines_frame(w, heads, queries, threshold)
-    lines["x"], lines["x2"] = 0, 1
-    y = alt.Scale(domain=[-0.5, max(len(query_tokens), len(key_tokens)) - 0.5])
-    x = alt.Scale(domain=[-0.55, 1.55])
-    colour = alt.Color(
-        "head:N", scale=alt.Scale(scheme=_HEAD_COLOURS), legend=alt.Legend(title="head")
+    n = max(len(query_tokens), len(key_tokens))
+    rules = _rules(
+        _lines_frame(w, heads, queries, threshold), n, "query", "key", ["head", "query"]
     )
-    rules = (
-        alt.Chart(lines)
-        .mark_rule(strokeWidth=2)
+    picked = set(queries) if queries is not None else set()
+    return alt.layer(
+        rules, *_token_columns(query_tokens, key_tokens, picked, n)
+    ).properties(width=width, height=_ROW * n, **({"title": title} if title else {}))
+
+
+# The lines run from the queries' column (x = 0) to the keys' (x = 1); the rows of words
+# (pixels), and Figure 3's lines' width.
+_X = alt.Scale(domain=[-0.55, 1.55])
+_ROW = 16
+_FIGURE3_STROKE = 2.0
+
+
+def _y(n: int) -> alt.Scale:
+    return alt.Scale(domain=[-0.5, n - 0.5])
+
+
+def _rules(
+    lines: pd.DataFrame, n: int, y: str, y2: str, tooltip: list, stroke: float = 2.0
+) -> alt.Chart:
+    """One line per row of `lines` from its query (`y`, left) to its key (`y2`, right), a
+    colour per head, its opacity the weight."""
+    return (
+        alt.Chart(lines.assign(x=0, x2=1))
+        .mark_rule(strokeWidth=stroke)
         .encode(
-            x=alt.X("x:Q", scale=x, axis=None),
+            x=alt.X("x:Q", scale=_X, axis=None),
             x2="x2:Q",
-            y=alt.Y("query:Q", scale=y, axis=None, sort="descending"),
-            y2="key:Q",
-            color=colour,
+            y=alt.Y(f"{y}:Q", scale=_y(n), axis=None, sort="descending"),
+            y2=f"{y2}:Q",
+            color=alt.Color(
+                "head:N",
+                scale=alt.Scale(scheme=_HEAD_COLOURS),
+                legend=alt.Legend(title="head"),
+            ),
             opacity=alt.Opacity(
                 "weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None
             ),
-            tooltip=["head", "query", "key", alt.Tooltip("weight:Q", format=".3f")],
+            tooltip=[*tooltip, "key", alt.Tooltip("weight:Q", format=".3f")],
         )
     )
-    highlighted = set(queries) if queries is not None else set()
-    left_text, right_text = _token_columns(query_tokens, key_tokens, highlighted, x, y)
-    chart = alt.layer(rules, left_text, right_text).properties(
-        width=width, height=height, **({"title": title} if title else {})
-    )
-    return chart
 
 
 def _token_columns(
-    query_tokens: Sequence[str],
-    key_tokens: Sequence[str],
-    picked: set[int],
-    x: alt.Scale,
-    y: alt.Scale,
+    query_tokens: Sequence[str], key_tokens: Sequence[str], picked: set[int], n: int
 ) -> tuple[alt.Chart, alt.Chart]:
     """The two columns of words the attention lines join: queries right-aligned on the left (the
     `picked` ones in red), keys left-aligned on the right; a piece that is only the word-start
@@ -369,8 +370,8 @@ def _token_columns(
             alt.Chart(frame)
             .mark_text(align=align, dx=dx)
             .encode(
-                x=alt.X("x:Q", scale=x),
-                y=alt.Y("i:Q", scale=y, sort="descending"),
+                x=alt.X("x:Q", scale=_X),
+                y=alt.Y("i:Q", scale=_y(n), sort="descending"),
                 text="token:N",
                 **colour,
             )
@@ -383,9 +384,12 @@ def _token_columns(
     )
 
 
-# Figure 3's rows of words (pixels), and its lines' width.
-_ROW = 16
-_FIGURE3_STROKE = 2.0
+def _layer_param(data: SentenceAttention, value: int) -> alt.Parameter:
+    """A dropdown of the layers, named `layer` in the chart's expressions."""
+    options = list(range(1, data.layers + 1))
+    return alt.param(
+        name="layer", value=value, bind=alt.binding_select(options=options, name="layer ")
+    )
 
 
 def _head_spacing(heads: int) -> float:
@@ -415,45 +419,26 @@ def figure3(
         else f"head{'s' if len(head_index) > 1 else ''} "
         + ", ".join(str(h + 1) for h in head_index)
     )
-    frames = []
-    for li in range(data.layers):
-        frame = _lines_frame(data.weights[kind][li], head_index, [q], threshold=0.0)
-        frame["layer"] = li + 1
-        frames.append(frame)
-    lines = pd.concat(frames, ignore_index=True)
-    lines["x"], lines["x2"] = 0, 1
+    lines = pd.concat(
+        [
+            _lines_frame(w, head_index, [q], threshold=0.0).assign(layer=li + 1)
+            for li, w in enumerate(data.weights[kind])
+        ],
+        ignore_index=True,
+    )
     # Each head's lines a few pixels above or below the others': heads that attend to the same
     # word would otherwise draw one line, the last head's hiding the others.
     slot = {h + 1: i - (len(head_index) - 1) / 2 for i, h in enumerate(head_index)}
     shift = lines["head"].map(slot) * _head_spacing(len(head_index)) / _ROW
     lines["y_query"], lines["y_key"] = lines["query"] + shift, lines["key"] + shift
     n = max(len(queries), len(keys))
-    y = alt.Scale(domain=[-0.5, n - 0.5])
-    x = alt.Scale(domain=[-0.55, 1.55])
-    pick = alt.param(
-        name="layer",
-        value=layer_index + 1,
-        bind=alt.binding_select(options=list(range(1, data.layers + 1)), name="layer "),
-    )
+    pick = _layer_param(data, layer_index + 1)
     rules = (
-        alt.Chart(lines)
-        .mark_rule(strokeWidth=_FIGURE3_STROKE)
-        .encode(
-            x=alt.X("x:Q", scale=x, axis=None),
-            x2="x2:Q",
-            y=alt.Y("y_query:Q", scale=y, axis=None, sort="descending"),
-            y2="y_key:Q",
-            color=alt.Color("head:N", scale=alt.Scale(scheme=_HEAD_COLOURS)),
-            opacity=alt.Opacity(
-                "weight:Q", scale=alt.Scale(domain=[0, 1], range=[0, 1]), legend=None
-            ),
-            tooltip=["layer", "head", "key", alt.Tooltip("weight:Q", format=".3f")],
-        )
+        _rules(lines, n, "y_query", "y_key", ["layer", "head"], _FIGURE3_STROKE)
         .transform_filter("datum.layer == layer")
         .add_params(pick)
     )
-    left_text, right_text = _token_columns(queries, keys, {q}, x, y)
-    return alt.layer(rules, left_text, right_text).properties(
+    return alt.layer(rules, *_token_columns(queries, keys, {q}, n)).properties(
         width=260,
         height=_ROW * n,
         title=f"Figure 3: attention of '{word}' in {which} ({KIND_TITLES[kind]})",
@@ -542,18 +527,16 @@ def explorer_tables(data: SentenceAttention) -> tuple[pd.DataFrame, pd.DataFrame
     rows = []
     for k, kind in enumerate(KINDS):
         w = np.rint(data.weights[kind] * 1000).astype(int)  # (L, h, Q, K)
-        for layer in range(w.shape[0]):
-            for head in range(w.shape[1]):
-                for q in range(w.shape[2]):
-                    rows.append(
-                        {
-                            "k": k,
-                            "l": layer + 1,
-                            "h": head + 1,
-                            "q": q,
-                            "w": w[layer, head, q].tolist(),
-                        }
-                    )
+        rows += [
+            {
+                "k": k,
+                "l": layer + 1,
+                "h": head + 1,
+                "q": q,
+                "w": w[layer, head, q].tolist(),
+            }
+            for layer, head, q in np.ndindex(w.shape[:3])
+        ]
     tokens = pd.DataFrame(
         [{"id": i, "t": t.replace("▁", "")} for i, t in enumerate(data.source_tokens)]
         + [
@@ -564,7 +547,7 @@ def explorer_tables(data: SentenceAttention) -> tuple[pd.DataFrame, pd.DataFrame
     return pd.DataFrame(rows), tokens
 
 
-def explorer(data: SentenceAttention, *, cell: int = 11) -> alt.Chart:
+def explorer(data: SentenceAttention) -> alt.Chart:
     """Dropdowns for the kind of attention, the layer and the head (or all heads, a panel each);
     hover a cell for the query, the key and the weight."""
     rows, tokens = explorer_tables(data)
@@ -577,11 +560,7 @@ def explorer(data: SentenceAttention, *, cell: int = 11) -> alt.Chart:
             options=[0, 1, 2], labels=[KIND_TITLES[k] for k in KINDS], name="attention "
         ),
     )
-    layer = alt.param(
-        name="layer",
-        value=data.layers,
-        bind=alt.binding_select(options=list(range(1, data.layers + 1)), name="layer "),
-    )
+    layer = _layer_param(data, data.layers)
     head = alt.param(
         name="head",
         value=0,
@@ -641,7 +620,7 @@ def explorer(data: SentenceAttention, *, cell: int = 11) -> alt.Chart:
                 alt.Tooltip("weight:Q", format=".3f"),
             ],
         )
-        .properties(width=alt.Step(cell), height=alt.Step(cell))
+        .properties(width=alt.Step(11), height=alt.Step(11))
         .add_params(kind, layer, head)
     )
     return chart.facet(facet=alt.Facet("h:N", title="head"), columns=2).properties(

@@ -27,8 +27,8 @@ import torch
 from ...model.transformer import Transformer, attention_maps
 from ...runtime.progress import progress_bar
 
-_SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
-_PUNCTUATION = ".,;:!?'\"()-"
+SPECIAL_PIECES = ("<s>", "</s>", "<pad>", "<unk>")
+PUNCTUATION = ".,;:!?'\"()-"
 
 # ----------------------------------------------------------------------------------------------
 # Word lists for the heuristics. Small on purpose: they cover the nouns and verbs that captions
@@ -114,10 +114,10 @@ ING_NOUNS = frozenset(
 
 def normalise(word: str) -> str:
     """Lower case, surrounding punctuation and a possessive 's removed: "Man's," -> "man"."""
-    word = word.lower().strip(_PUNCTUATION)
+    word = word.lower().strip(PUNCTUATION)
     if word.endswith("'s"):
         word = word[:-2]
-    return word.strip(_PUNCTUATION)
+    return word.strip(PUNCTUATION)
 
 
 def anaphora_pairs(words: Sequence[str]) -> list[tuple[int, int]]:
@@ -229,7 +229,7 @@ def words_of(pieces: Sequence[str]) -> tuple[list[str], list[list[int]]]:
     hold a letter or digit (special pieces such as `</s>` belong to no word)."""
     words, spans = [], []
     for i, piece in enumerate(pieces):
-        if piece in _SPECIAL_PIECES:
+        if piece in SPECIAL_PIECES:
             continue
         if piece.startswith("▁") or not words:
             words.append("")
@@ -392,29 +392,26 @@ def head_scores(
     ratios, over_control = np.concatenate(ratios), np.concatenate(over_control)
     low, high = np.quantile(ratios, [tail, 1 - tail], axis=0)
     control_low = np.quantile(over_control, tail, axis=0)
-    weight, baseline = flat.mean(0), base.mean()
+    weight, baseline = flat.mean(0), float(base.mean())
     every = control.mean(0)
-    rows = []
-    for index in range(flat.shape[1]):
-        layer, head = divmod(index, samples.heads)
-        rows.append(
-            {
-                "layer": layer + 1,
-                "head": head + 1,
-                "sentences": n,
-                "pairs": len(samples.pairs),
-                "weight": float(weight[index]),
-                "from every word": float(every[index]),
-                "even spread": float(baseline),
-                "ratio": float(weight[index] / baseline),
-                "low": float(low[index]),
-                "high": float(high[index]),
-                "over every word": float(weight[index] / max(every[index], 1e-12)),
-                "over every word low": float(control_low[index]),
-                "shows": bool(low[index] > 1 and control_low[index] > 1),
-            }
-        )
-    return pd.DataFrame(rows)
+    layer, head = np.divmod(np.arange(flat.shape[1]), samples.heads)
+    return pd.DataFrame(
+        {
+            "layer": layer + 1,
+            "head": head + 1,
+            "sentences": n,
+            "pairs": len(samples.pairs),
+            "weight": weight,
+            "from every word": every,
+            "even spread": baseline,
+            "ratio": weight / baseline,
+            "low": low,
+            "high": high,
+            "over every word": weight / np.maximum(every, 1e-12),
+            "over every word low": control_low,
+            "shows": (low > 1) & (control_low > 1),
+        }
+    )
 
 
 def passing_heads(scores: pd.DataFrame) -> pd.DataFrame:
@@ -477,7 +474,7 @@ def query_word(pieces: Sequence[str], phenomenon: str) -> str | None:
     """The query word of the phenomenon's first pair in one sentence's pieces, if any."""
     words, spans = words_of(pieces)
     found = [(q, k) for q, k in PHENOMENA[phenomenon](words) if spans[q] and spans[k]]
-    return words[found[0][0]].strip(_PUNCTUATION) if found else None
+    return words[found[0][0]].strip(PUNCTUATION) if found else None
 
 
 @dataclass
@@ -521,8 +518,8 @@ def example(
             best = Example(
                 s,
                 encoded[s].text,
-                words[q].strip(_PUNCTUATION),
-                words[k].strip(_PUNCTUATION),
+                words[q].strip(PUNCTUATION),
+                words[k].strip(PUNCTUATION),
                 weight,
                 b,
             )

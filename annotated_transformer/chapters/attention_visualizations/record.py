@@ -192,19 +192,7 @@ def build(
     )
 
 
-def write(
-    record: AttentionFiguresRecord,
-    profile_name: str,
-    config: Any,
-    wall_time_s: float,
-    results_dir: str | os.PathLike | None = None,
-) -> Path:
-    """`results/<profile_name>/attention_figures.json` (under `results_dir`, default the
-    results root), with the model's configuration; measured on the CPU, where the chapter runs
-    its model. The path written."""
-    return record.write(profile_name, wall_time_s, results_dir, config=config)
-
-
+write = AttentionFiguresRecord.write
 read = AttentionFiguresRecord.read
 
 

@@ -10,18 +10,16 @@ import pandas as pd
 
 
 def cost_quality_chart(
-    table2: pd.DataFrame,
-    *,
-    cost: str = "flops_en_de",
-    quality: str = "bleu_en_de",
-    title: str = "Paper, Table 2: BLEU against training cost (EN-DE)",
-    label_sides: Mapping[str, str] | None = None,
+    table2: pd.DataFrame, *, label_sides: Mapping[str, str] | None = None
 ) -> alt.LayerChart:
-    """Table 2 as a picture: quality against training cost (log), one labelled point per system.
+    """Table 2 as a picture: EN-DE BLEU against training cost (log), one labelled point
+    per system.
 
     `table2` has the columns `system`, `family` ("Transformer" or "earlier systems"), `ensemble`,
-    `cost` and `quality`; `label_sides` moves a crowded label "left" or "below" (default right).
+    `flops_en_de` and `bleu_en_de`; `label_sides` moves a crowded label "left" or "below"
+    (default right).
     """
+    cost, quality = "flops_en_de", "bleu_en_de"
     data = table2.assign(
         side=table2["system"].map(dict(label_sides or {})).fillna("right"),
         entry=np.where(table2["ensemble"].astype(bool), "ensemble", "single model"),
@@ -71,6 +69,7 @@ def cost_quality_chart(
         .transform_filter(f"datum.side == '{side}'")
         for side, placement in placements.items()
     ]
+    title = "Paper, Table 2: BLEU against training cost (EN-DE)"
     return alt.layer(points, *labels).properties(width=520, height=320, title=title)
 
 

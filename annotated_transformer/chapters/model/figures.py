@@ -8,10 +8,7 @@ from typing import Any, Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from ...viz.charts import (
-    _as_array,
-    heatmap,
-)
+from ...viz.charts import as_matrix, heatmap
 
 
 def positional_encoding_chart(
@@ -24,14 +21,7 @@ def positional_encoding_chart(
     """Sinusoidal positional encodings (section 3.5): a heatmap of positions by dimensions, and
     the curves of a few dimensions, one panel each, whose wavelengths grow geometrically with
     the index."""
-    values = _as_array(pe)
-    while values.ndim > 2 and values.shape[0] == 1:  # (1, max_len, d_model) buffers
-        values = values[0]
-    if values.ndim != 2:
-        raise ValueError(
-            f"positional encodings must be (positions, d_model), got shape {values.shape}"
-        )
-    values = values[:max_positions]
+    values = as_matrix(pe, "positional encodings (positions, d_model)")[:max_positions]
     bad = [d for d in dims if not 0 <= d < values.shape[1]]
     if bad:
         raise ValueError(f"dimensions {bad} are outside d_model={values.shape[1]}")
@@ -99,8 +89,6 @@ def block_diagram(
     *,
     colors: Mapping[str, str],
     title: str,
-    width: int = 620,
-    height: int = 520,
 ) -> alt.LayerChart:
     """A stack-of-boxes diagram (Figure 1): labelled boxes, dashed frames, one arrow.
 
@@ -152,7 +140,7 @@ def block_diagram(
         .mark_point(shape="triangle-right", filled=True, color="#555", size=60)
         .encode(X, Y),
     )
-    return chart.properties(width=width, height=height, title=title).configure_view(
+    return chart.properties(width=620, height=520, title=title).configure_view(
         stroke=None
     )
 

@@ -10,7 +10,6 @@ What its "metrics" hold, built by `build` from what the chapter counted and chec
 * `gap_in_vocabulary_rows`: per row the paper counts, the paper's count minus ours in rows of
   width d_model (how many more vocabulary entries would close it); positive where ours falls
   short;
-* `median_gap_in_vocabulary_rows`: the median of the positive gaps (`median_shortfall`);
 * `ffn_share_at_4x`: at d_ff = 4 d_model, the feed-forward network's share of an encoder
   layer's parameters and, per sentence length n, of its FLOPs (`ffn_share_at_4x`);
 * `positional_shift_max_abs_error`: the largest error of PE(pos + k) = M_k PE(pos) over the
@@ -26,10 +25,8 @@ What its "metrics" hold, built by `build` from what the chapter counted and chec
 from __future__ import annotations
 
 import dataclasses
-import os
 import statistics
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pandas as pd
 
@@ -84,7 +81,6 @@ class ModelRecord(ChapterRecord):
     params_m: dict[str, float]
     paper_params_m: dict[str, float]
     gap_in_vocabulary_rows: dict[str, float]
-    median_gap_in_vocabulary_rows: float | None
     ffn_share_at_4x: FfnShare
     positional_shift_max_abs_error: float
     tying_saves_m: float
@@ -105,15 +101,13 @@ def build(
     row, ours_m, paper_m, gap_in_vocabulary_rows), `split` (the feed-forward share table),
     `shift_errors` (one {"k", "positions_checked", "max_abs_error"} per shift) and the
     parameters the shared embedding matrix saves."""
-    row_gaps = gaps(counts)
     return ModelRecord(
         vocab_size=vocab_size,
         params_m={r.row: r.ours_m for r in counts.itertuples()},
         paper_params_m={
             r.row: r.paper_m for r in counts.dropna(subset=["paper_m"]).itertuples()
         },
-        gap_in_vocabulary_rows=row_gaps,
-        median_gap_in_vocabulary_rows=median_shortfall(row_gaps),
+        gap_in_vocabulary_rows=gaps(counts),
         ffn_share_at_4x=ffn_share_at_4x(split),
         positional_shift_max_abs_error=max(e["max_abs_error"] for e in shift_errors),
         tying_saves_m=tying_saves / 1e6,
@@ -121,14 +115,5 @@ def build(
     )
 
 
-def write(
-    record: ModelRecord,
-    profile_name: str,
-    wall_time_s: float,
-    results_dir: str | os.PathLike | None = None,
-) -> Path:
-    """`results/<profile_name>/model.json`; the path written."""
-    return record.write(profile_name, wall_time_s, results_dir)
-
-
+write = ModelRecord.write
 read = ModelRecord.read

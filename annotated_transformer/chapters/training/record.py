@@ -36,7 +36,7 @@ from typing import Any
 import pandas as pd
 
 from ...evaluation import results
-from ..chapter_record import ChapterRecord
+from ..chapter_record import ChapterRecord, beside_metrics
 from .sizes import TrainingSizes
 
 RESULTS_NAME = "training"
@@ -105,27 +105,10 @@ class TrainingRecord(ChapterRecord):
     warmup_experiment: WarmupExperiment
     extrapolation: tuple[ExtrapolationRow, ...]
     sizes: TrainingSizes
-    # from the file's config, not its metrics: the vocabulary of the profile that ran
-    vocab_size: int | None = None
-
-    def metrics(self) -> dict:
-        metrics = super().metrics()
-        del metrics["vocab_size"]
-        return metrics
-
-    @classmethod
-    def read(
-        cls, profile_name: str, results_dir: str | os.PathLike | None = None
-    ) -> TrainingRecord | None:
-        """The record the chapter last wrote for `profile_name` (a profile's results folder),
-        with its profile's vocabulary size, or None when the chapter has not run."""
-        found = results.read_result(cls.RESULTS_NAME, profile_name, results_dir)
-        if found is None:
-            return None
-        return dataclasses.replace(
-            cls.from_metrics(found["metrics"]),
-            vocab_size=found["config"]["profile"]["vocab_size"],
-        )
+    # from the file's config: the vocabulary of the profile that ran
+    vocab_size: int | None = beside_metrics(
+        lambda found: found["config"]["profile"]["vocab_size"]
+    )
 
 
 def build(

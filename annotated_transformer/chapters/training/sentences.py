@@ -81,21 +81,6 @@ def describe_perplexities(summary: Mapping, valid_log, eval_every: int) -> str:
     return say("perplexities", found, during=during)
 
 
-def describe_run(record: TrainingRecord) -> str:
-    """The profile's run: how long, and where it ended."""
-    return say("run", verdicts.run(record))
-
-
-def describe_speed(record: TrainingRecord) -> str:
-    """Seconds per step and throughput against the paper's base model."""
-    return say("speed", verdicts.speed(record))
-
-
-def describe_resume(identical: bool) -> str:
-    """Whether the stopped and resumed run ended with the straight run's weights."""
-    return say("resume.identical" if identical else "resume.differs")
-
-
 def describe_gradients(top_over_bottom: Mapping[str, float]) -> str:
     """The gradient of the top layer over that of the bottom one, at initialisation."""
     return say("gradients", verdicts.gradients(top_over_bottom))
@@ -155,9 +140,9 @@ def closing(record: TrainingRecord) -> str:
         describe_bpe(r.bpe, r.vocab_size),
         describe_padding(r.padding_fraction),
         describe_copy(r.copy_task.accuracy, r.copy_task.steps),
-        describe_run(r),
-        describe_speed(r),
-        describe_resume(r.resume_bit_identical),
+        say("run", verdicts.run(r)),
+        say("speed", verdicts.speed(r)),
+        say("resume.identical" if r.resume_bit_identical else "resume.differs"),
         describe_gradients(warm.top_over_bottom_gradient),
         describe_warmup(warm.final_nll, warm.final_nll_se),
         describe_extrapolation(

@@ -91,12 +91,11 @@ def crossover_chart(
     rules: Mapping[str, float],
     *,
     d: int,
-    x: str = "n",
-    color: str = "kind",
 ) -> alt.HConcatChart:
-    """Two layers compared as the length grows: counted FLOPs (`flops`, column "flops") beside
-    measured time (`times`, column "seconds"), both with the crossovers of `rules` marked
-    (`loglog_with_rules`)."""
+    """Two layers (`kind`) compared as the length `n` grows: counted FLOPs (`flops`,
+    column "flops") beside measured time (`times`, column "seconds"), both with the
+    crossovers of `rules` marked (`loglog_with_rules`)."""
+    x, color = "n", "kind"
     return side_by_side(
         loglog_with_rules(
             flops, x, "flops", color, rules, title=f"FLOPs, d = {d}", y_title="FLOPs"
@@ -121,24 +120,17 @@ _DASHES = ([1, 0], [6, 3], [2, 2], [8, 3, 2, 3])
 
 
 def sentence_lengths_chart(
-    lengths: pd.DataFrame,
-    d_model: int,
-    *,
-    value: str = "subwords",
-    color: str = "corpus",
-    title: str | None = None,
-    x_title: str = "sentence length (subwords)",
-    width: int = 560,
-    height: int = 260,
+    lengths: pd.DataFrame, d_model: int, *, title: str | None = None
 ) -> alt.LayerChart:
-    """The share of sentences at most n long (each group's empirical distribution function, a
-    step line per value of `color`, told apart by colour and dash), with `d_model` marked by a
-    dashed rule and named beside it.
+    """The share of sentences at most n long in `subwords` (each corpus's empirical
+    distribution function, a step line per `corpus`, told apart by colour and dash), with
+    `d_model` marked by a dashed rule and named beside it.
 
     Cumulative curves do not hide one another as four overlaid histograms do, and they read the
     chapter's question directly: how close to 100% each corpus is long before d_model. The length
     axis ends at the longest sentence or the rule and draws no gridlines; the share axis has
     headroom, and the name sits in the band above 100%, so that nothing crosses it."""
+    value, color = "subwords", "corpus"
     values = lengths[value].to_numpy(dtype=float)
     high = max(float(values.max()) if len(values) else 0.0, float(d_model)) * 1.02
     rows = []
@@ -157,6 +149,7 @@ def sentence_lengths_chart(
     legend = alt.Legend(orient="bottom", columns=2, labelLimit=0, symbolType="stroke")
     dashes = [list(_DASHES[i % len(_DASHES)]) for i in range(len(names))]
     x_scale = alt.Scale(domain=[0.0, float(high)], nice=False)
+    x_title = "sentence length (subwords)"
     x = alt.X("length:Q", title=x_title, scale=x_scale, axis=alt.Axis(grid=False))
     lines = (
         alt.Chart(curves)
@@ -203,5 +196,5 @@ def sentence_lengths_chart(
         .encode(x=alt.X("at:Q", scale=x_scale), y=alt.value(0), text="what")
     )
     return alt.layer(lines, rule, name).properties(
-        width=width, height=height, **({"title": title} if title else {})
+        width=560, height=260, **({"title": title} if title else {})
     )

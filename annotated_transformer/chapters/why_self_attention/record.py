@@ -7,9 +7,8 @@ What its "metrics" hold, built by `build` from what the chapter measured:
   self-attention's mixing step stops being faster than a recurrent layer's, interpolated on log
   scales (`table1.crossover`), or "above N" when it stays faster up to the longest length N;
   the introduction's summary reads `crossover_n`;
-* `crossover_n_flops`: the length where the two cost the same FLOPs (n = d);
-  `lstm_crossover_n_flops_with_projections`: the first length where a full attention sub-layer
-  (projections included) costs as many FLOPs as an LSTM;
+* `lstm_crossover_n_flops_with_projections`: the first length where a full attention
+  sub-layer (projections included) costs as many FLOPs as an LSTM;
 * `slopes`: per layer kind, the fitted exponents of time and memory against n and d
   (`time_vs_n`, `time_vs_d`, `memory_vs_n`, `memory_vs_d`) and Table 1's (`paper_n`, `paper_d`);
 * `max_path_length`: per kind of `table1.PATH_KINDS`, {n: maximum path length};
@@ -17,8 +16,7 @@ What its "metrics" hold, built by `build` from what the chapter measured:
 * `sizes`, `kernel_size`, `dataset`: what was measured;
 * `sentence_lengths`: per test corpus and language, the number of sentences, the median and
   longest length in subwords and the share shorter than `d_model`;
-* `d_model`: the width the sentence lengths are held against (the base model's 512);
-* `restricted_attention`: the window r and the time exponents of restricted and full attention.
+* `d_model`: the width the sentence lengths are held against (the base model's 512).
 
 Records written before `d_model` was recorded read back with the base model's 512.
 
@@ -30,8 +28,6 @@ section.
 from __future__ import annotations
 
 import dataclasses
-import os
-from pathlib import Path
 
 import pandas as pd
 import torch
@@ -78,16 +74,6 @@ class SentenceLengths:
     share_below_d: float
 
 
-@dataclasses.dataclass(frozen=True)
-class Restricted:
-    """Restricted self-attention's window r and the time exponents of it and of full
-    attention."""
-
-    r: int
-    time_slope: float
-    full_time_slope: float
-
-
 def slopes_by_kind(slopes: pd.DataFrame) -> dict[str, Slopes]:
     """{kind: Slopes} from the chapter's table of exponents (one row per layer kind): the
     record's `slopes`, which the page's sentence reads too."""
@@ -112,7 +98,6 @@ class WhySelfAttentionRecord(ChapterRecord):
     threads: int | None
     crossover_d: int
     crossover_n: float | str
-    crossover_n_flops: float
     lstm_crossover_n_flops_with_projections: int | None
     slopes: dict[str, Slopes]
     max_path_length: dict[str, dict[int, int]]
@@ -122,7 +107,6 @@ class WhySelfAttentionRecord(ChapterRecord):
     dataset: str = DATASET
     sentence_lengths: tuple[SentenceLengths, ...]
     d_model: int = 512
-    restricted_attention: Restricted
 
 
 def build(
@@ -139,13 +123,12 @@ def build(
     lstm_crossover: int | None,
     sentence_lengths: pd.DataFrame,
     d_model: int,
-    restricted: tuple[int, float, float],
 ) -> WhySelfAttentionRecord:
     """The record from the chapter's computed objects: `slopes` (one row per layer kind, as the
     chapter's table of exponents), `paths` (kind, n, max_path_length), the three sweeps'
     measurements (`table1.Measurement`'s columns), the measured and LSTM crossovers,
-    `sentence_lengths` (the table of section 3.8, share column `share_below_d`) and
-    `restricted` (r, its time exponent, full attention's)."""
+    and `sentence_lengths` (the table of section 3.8, share column
+    `share_below_d`)."""
     cross = sizes.crossover
     return WhySelfAttentionRecord(
         device_name=device_name(device),
@@ -154,7 +137,6 @@ def build(
         crossover_n=measured_crossover
         if measured_crossover is not None
         else f"above {max(cross.ns):,}",
-        crossover_n_flops=table1.flop_crossover_n(cross.d),
         lstm_crossover_n_flops_with_projections=lstm_crossover,
         slopes=slopes_by_kind(slopes),
         max_path_length={
@@ -173,21 +155,8 @@ def build(
             SentenceLengths(**row) for row in sentence_lengths.to_dict(orient="records")
         ),
         d_model=d_model,
-        restricted_attention=Restricted(*restricted),
     )
 
 
-def write(
-    record: WhySelfAttentionRecord,
-    profile_name: str,
-    wall_time_s: float,
-    results_dir: str | os.PathLike | None = None,
-    *,
-    device: torch.device,
-) -> Path:
-    """`results/<profile_name>/why_self_attention.json`, stamped with the provenance of the
-    device the chapter timed on; the path written."""
-    return record.write(profile_name, wall_time_s, results_dir, device=device)
-
-
+write = WhySelfAttentionRecord.write
 read = WhySelfAttentionRecord.read

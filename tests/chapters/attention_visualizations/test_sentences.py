@@ -144,7 +144,7 @@ PATHS = exports.GreedyPaths(
 
 def test_the_record_reads_back_as_written(tmp_path):
     built = _record(BEST_FAILS, NONE_PASSES, greedy_paths=PATHS)
-    path = record.write(built, "smoke", {"d_model": 8}, 1.234, results_dir=tmp_path)
+    path = record.write(built, "smoke", 1.234, tmp_path, config={"d_model": 8})
     assert path == tmp_path / "smoke" / f"{record.RESULTS_NAME}.json"
     assert record.read("smoke", tmp_path) == built
     stored = json.loads(path.read_text())
@@ -225,7 +225,7 @@ def test_gpu_book_sentence_reads_its_record_or_says_where_it_will_be():
 def test_committed_gpu_record_is_read_from_the_gpu_book_folder(tmp_path):
     assert record.committed_gpu(tmp_path) is None
     built = _record(BEST_FAILS, NONE_PASSES)
-    record.write(built, record.GPU_BOOK_FOLDER, None, 1.0, results_dir=tmp_path)
+    record.write(built, record.GPU_BOOK_FOLDER, 1.0, tmp_path)
     assert record.committed_gpu(tmp_path) == built
 
 
