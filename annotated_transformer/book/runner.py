@@ -102,6 +102,7 @@ from .chapters import (
     parameters_cell_index,
     select_chapters,
 )
+from .committed import RECORD, chapter_totals
 from .parameters import check_chapter_parameters
 from .site import (
     SITE_LISTING,
@@ -116,7 +117,6 @@ SUMMARY_CHAPTERS = ("00_introduction",)
 # Parameters the runner sets from its own options: a --param may not set them.
 RUNNER_PARAMETERS = {"profile_name": "--profile", "device": "--device"}
 LOCK_NAME = ".book.lock"
-RECORD = "book_run"
 # The chapters that train the book's run folder: the published run is set beside it while they run.
 TRAINING_CHAPTERS = ("04_training",)
 PUBLISHED_SUFFIX = ".published"  # the published run, while a training chapter runs
@@ -364,9 +364,7 @@ def _record_chapter(
 ) -> Path:
     """Write this chapter's entry into results/<profile>/book_run.json (others keep theirs).
 
-    The record's wall time is the sum of its good chapters' times, as `committed.import_run`
-    counts it: the book's time as the record holds it, whichever invocations ran its chapters (a
-    run of one chapter does not make the book that chapter's time).
+    The record's wall time and "ok" are `committed.chapter_totals`, as an import counts them.
 
     A chapter that did not succeed keeps, under "published", the good run whose notebook and
     results are still in place (none when it never succeeded). Each entry names its commit and
@@ -395,25 +393,13 @@ def _record_chapter(
             before if before.get("status") == "ok" else before.get("published")
         )
     chapters[run.chapter] = entry
-    chapters = dict(sorted(chapters.items()))
-    metrics = {
-        "chapters": chapters,
-        "ok": all(c.get("status") == "ok" for c in chapters.values()),
-        "profile": get_profile(profile).to_dict(),
-    }
+    metrics, wall_time_s = chapter_totals(chapters)
     return results.write_result(
         RECORD,
-        metrics,
+        metrics | {"profile": get_profile(profile).to_dict()},
         profile=profile,
         device=device,
-        wall_time_s=round(
-            sum(
-                float(c.get("wall_time_s") or 0)
-                for c in chapters.values()
-                if c.get("status") == "ok"
-            ),
-            2,
-        ),
+        wall_time_s=wall_time_s,
         root=results_dir,
     )
 
