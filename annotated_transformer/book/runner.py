@@ -170,10 +170,6 @@ class ChapterRun:
         return entry
 
 
-class ChapterFailed(RuntimeError):
-    """A chapter cell raised; the message names the chapter, the cell and its first line."""
-
-
 def register_kernel(jupyter_dir: str | os.PathLike) -> str:
     """Write a kernelspec named `python3` that runs *this* interpreter, under `jupyter_dir`.
 

@@ -232,7 +232,6 @@ PANELS: tuple[Panel, ...] = (
         _describe_parsing,
     ),
 )
-PANEL = {panel.name: panel for panel in PANELS}
 
 # The translation claims read chapter 05's file, else the one `train --profile <name>` writes,
 # else a committed run of the profile's recipe (`recipe_*`, results/gpu/).

@@ -21,7 +21,6 @@ from ..runtime.ownership import check_output, check_own_folder
 from ..runtime.precision import PRECISIONS
 from ..training import stopping
 from .arguments import positive_int, probability, setting
-from .flags import FLAGS, MODEL_FLAGS, flag_of
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -207,6 +206,34 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
     "eval_batch_tokens": ("number", "source tokens x beam per decoding batch"),
     "eval_max_sentences": ("number", "score only the first N test sentences"),
 }
+
+
+# The flag of each profile field `train` sets: its name with dashes, but for these. A message
+# about a field names its flag (`flag_of`).
+_RENAMED = {
+    "peak_lr": "--lr",
+    "warmup_steps": "--warmup",
+    "time_budget_minutes": "--minutes",
+    "beam_size": "--beam",
+    "length_penalty_alpha": "--alpha",
+}
+FLAGS = {
+    field: _RENAMED.get(field, "--" + field.replace("_", "-")) for field in _OVERRIDES
+}
+# The model's fields that `train` sets directly (into `model_overrides`), with their flags.
+MODEL_FLAGS = {
+    "n_layers": "--layers",
+    "d_model": "--d-model",
+    "d_ff": "--d-ff",
+    "n_heads": "--heads",
+    "dropout": "--dropout",
+    "label_smoothing": "--label-smoothing",
+}
+
+
+def flag_of(field: str) -> str | None:
+    """The flag that sets `field` (a profile or model field), or None."""
+    return FLAGS.get(field) or MODEL_FLAGS.get(field)
 
 
 def compile_setting(text: str) -> bool | str:
