@@ -432,17 +432,17 @@ def check_resumable(profile: Profile, checkpoint_path: str | Path, data_dir=None
             "vocab_size",
         ):
             if name in stored and stored[name] != getattr(profile, name):
-                _refuse_resume(
+                raise ResumeConflict(
                     checkpoint_path, name, stored[name], getattr(profile, name)
                 )
     theirs, mine = state.get("config", {}), profile.model_config().to_dict()
     for name in sorted(set(theirs) | set(mine)):
         if theirs.get(name) != mine.get(name):
-            _refuse_resume(checkpoint_path, name, theirs.get(name), mine.get(name))
+            raise ResumeConflict(checkpoint_path, name, theirs.get(name), mine.get(name))
     for name, old, new in profile.train_settings().resume_conflicts(
         state.get("settings", {})
     ):
-        _refuse_resume(checkpoint_path, name, old, new)
+        raise ResumeConflict(checkpoint_path, name, old, new)
 
 
 class ResumeConflict(ValueError):
@@ -460,10 +460,6 @@ class ResumeConflict(ValueError):
     def with_setting_label(self, label: str) -> "ResumeConflict":
         """The same refusal naming the setting as `label` (e.g. 'warmup_steps (--warmup)')."""
         return ResumeConflict(self.path, self.setting, self.old, self.new, label)
-
-
-def _refuse_resume(path, name: str, old, new) -> None:
-    raise ResumeConflict(path, name, old, new)
 
 
 # ------------------------------------------------------------------------------------------ evaluation

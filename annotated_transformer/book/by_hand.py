@@ -19,6 +19,7 @@ from ..evaluation import results
 from ..runtime.files import atomic_write_bytes, make_folder, point_link
 from ..runtime.progress import on_a_page
 from ..runtime.records import read_json
+from .progress import minutes
 
 AUTO = "auto"
 RECORD_NAME = "book_run.json"
@@ -122,12 +123,8 @@ def expected_time(profile_name: str, chapter: str | None) -> str | None:
                 continue
             good = entry if entry.get("status") == "ok" else entry.get("published")
             if isinstance(good, dict) and good.get("wall_time_s"):
-                return f"about {_duration(float(good['wall_time_s']))} in {where}"
+                return f"about {minutes(float(good['wall_time_s']))} in {where}"
     return None
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def _book_minutes(profile_name: str) -> str:

@@ -25,6 +25,20 @@ positive_float = POSITIVE.argument()
 probability = PROBABILITY.argument()
 
 
+def add_data_and_device(parser) -> None:
+    """--data-dir and --device, as `train` and `evaluate` take them."""
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder holding the corpus folders (multi30k/, wmt14/, ...); default: $AT_DATA_DIR, then a download",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="auto (a GPU when visible), cpu, cuda, cuda:1 ...",
+    )
+
+
 # The decoding flags `translate` and `evaluate` share, each naming the profile field it overrides
 # (None keeps the checkpoint's profile's value, so both commands decode alike by default).
 DECODING_FLAGS = {

@@ -20,32 +20,10 @@ from ..runtime.compiling import COMPILE_MODES
 from ..runtime.ownership import check_output, check_own_folder
 from ..runtime.precision import PRECISIONS
 from ..training import stopping
-from .arguments import positive_int, probability, setting
+from .arguments import add_data_and_device, positive_int, probability, setting
 
 
 # ------------------------------------------------------------------------------------------ CLI
-def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
-    """--profile, --data-dir and --device (shared by train and evaluate)."""
-    parser.add_argument(
-        "--profile",
-        default="cpu",
-        choices=PROFILE_NAMES,
-        help="picks every default: smoke (seconds, tests), cpu (Multi30k in 15 min on a laptop CPU), "
-        "gpu (Multi30k on one GPU), gpu-iwslt14, paper (WMT14 base on 8 GPUs), paper-big "
-        "(default: %(default)s)",
-    )
-    parser.add_argument(
-        "--data-dir",
-        default=None,
-        help="folder holding the corpus folders (multi30k/, wmt14/, ...); default: $AT_DATA_DIR, then a download",
-    )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help="auto (a GPU when visible), cpu, cuda, cuda:1 ...",
-    )
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
@@ -56,7 +34,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  torchrun --nproc_per_node=8 -m annotated_transformer train --profile paper   # WMT14, 8 GPUs\n\n"
         "Ctrl-C (or SIGTERM) saves a checkpoint and exits; --resume continues bit for bit."
     )
-    add_profile_arguments(parser)
+    parser.add_argument(
+        "--profile",
+        default="cpu",
+        choices=PROFILE_NAMES,
+        help="picks every default: smoke (seconds, tests), cpu (Multi30k in 15 min on a laptop CPU), "
+        "gpu (Multi30k on one GPU), gpu-iwslt14, paper (WMT14 base on 8 GPUs), paper-big "
+        "(default: %(default)s)",
+    )
+    add_data_and_device(parser)
     parser.add_argument(
         "--out",
         default=None,
