@@ -49,11 +49,9 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import filecmp
-import json
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -171,28 +169,23 @@ class ChapterRun:
 
 
 def register_kernel(jupyter_dir: str | os.PathLike) -> str:
-    """Write a kernelspec named `python3` that runs *this* interpreter, under `jupyter_dir`.
+    """Write a kernelspec named `python3` that runs *this* interpreter, under `jupyter_dir`
+    (ipykernel's own spec, as `ipykernel install` writes it).
 
     Put on JUPYTER_PATH, it shadows any other `python3` kernel, so chapters run in the same
     environment (venv, Colab runtime) as the runner and import the same package.
     """
+    from ipykernel.kernelspec import write_kernel_spec
+
     spec_dir = Path(jupyter_dir) / "kernels" / KERNEL_NAME
-    ensure_folder(spec_dir)
-    spec = {
-        # --log-level: ipykernel's start-up warnings (TCP without encryption) are noise here.
-        "argv": [
-            sys.executable,
-            "-m",
-            "ipykernel_launcher",
-            "-f",
-            "{connection_file}",
-            "--log-level=ERROR",
-        ],
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-        "metadata": {"debugger": False},
-    }
-    atomic_write_text(spec_dir / "kernel.json", json.dumps(spec, indent=1))
+    remove_folder(spec_dir)  # an earlier run's
+    ensure_folder(spec_dir.parent)
+    # --log-level: ipykernel's start-up warnings (TCP without encryption) are noise here.
+    write_kernel_spec(
+        spec_dir,
+        overrides={"metadata": {"debugger": False}},
+        extra_arguments=["--log-level=ERROR"],
+    )
     return KERNEL_NAME
 
 
