@@ -82,6 +82,7 @@ from ..runtime.ownership import (
     check_output,
     check_own_folder,
     mark_made_by,
+    relative_to_clone,
 )
 from ..training.run_folder import ASIDE_DIR
 from ..training.run_folder import LOCK_NAME as RUN_LOCK_NAME
@@ -124,18 +125,6 @@ PARTIAL_SUFFIX = ".partial"  # a training chapter's run that failed or was inter
 # Executing chapters
 
 
-def _within_clone(path: Path) -> str:
-    """`path` relative to the clone when it lies inside it: a committed record must not name the
-    machine's own folders (a fresh clone under /tmp ran the published `cpu` book)."""
-    root = results.repo_root()
-    if root is not None:
-        try:
-            return Path(path).resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            pass
-    return str(path)
-
-
 @dataclass
 class ChapterRun:
     """What happened to one chapter: status "ok" or "failed", wall time, and the error if any."""
@@ -158,7 +147,9 @@ class ChapterRun:
             "wall_time_s": round(self.wall_time_s, 2),
             "error": self.error,
             "cell_index": self.cell_index,
-            "notebook": _within_clone(self.notebook),
+            # a committed record names no folder of the machine's (a clone under /tmp ran
+            # the published `cpu` book)
+            "notebook": relative_to_clone(self.notebook),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
         if self.parameters is not None:
