@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -113,17 +114,13 @@ def stage_site(
         if (root / folder).is_dir():
             copy_tree(root / folder, stage / folder)
     # Pictures and other files the chapters link to (not sources: those become notebooks).
-    for path in (root / "book").rglob("*"):
-        rel = path.relative_to(root / "book")
-        if (
-            path.is_file()
-            and path.suffix not in (".py", ".ipynb")
-            and not any(
-                part in ("__pycache__", ".ipynb_checkpoints") for part in rel.parts
-            )
-        ):
-            ensure_folder((stage / "book" / rel).parent)
-            copy_file_as_is(path, stage / "book" / rel)
+    copy_tree(
+        root / "book",
+        stage / "book",
+        ignore=shutil.ignore_patterns(
+            "*.py", "*.ipynb", "__pycache__", ".ipynb_checkpoints"
+        ),
+    )
 
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     present = set()
