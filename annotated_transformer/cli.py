@@ -163,9 +163,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             except ModuleNotFoundError as error:
                 if missing_extra(name, error) is None:
                     raise
-                p.set_defaults(
-                    _run=_raiser(error), _options_unknown=True
-                )  # its options are the module's
+                # its options are the module's, unknown without it
+                p.set_defaults(_run=_raiser(error), _options_unknown=True)
                 continue
             module.add_arguments(p)
             p.set_defaults(_run=module.run)

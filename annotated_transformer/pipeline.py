@@ -87,9 +87,8 @@ def prepare_data(
     (`max_positions`, default the profile's model's)."""
     is_main = context is None or context.is_main
 
-    if (
-        is_main
-    ):  # rank 0 trains (or finds) the tokenizer; the others then load it from the cache
+    # rank 0 trains (or finds) the tokenizer; the others then load it from the cache
+    if is_main:
         shared = corpus_tokenizer(profile, data_dir)
     if context is not None:
         barrier(context)

@@ -26,14 +26,16 @@ AUTO = "auto"
 NOT_SEEDED = {RECORD_NAME}
 
 
-class NeedsTrainedModel(RuntimeError):
-    """A chapter that reads chapter 04's model found none; IPython shows it as one line naming
-    the ways on, without a traceback."""
+class OneLineError(Exception):
+    """An error IPython shows as one line, without a traceback: a chapter's own refusal."""
 
-    def _render_traceback_(
-        self,
-    ) -> list[str]:  # IPython's hook for an exception's own display
+    # IPython's hook for an exception's own display
+    def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
+
+
+class NeedsTrainedModel(OneLineError, RuntimeError):
+    """A chapter that reads chapter 04's model found none; one line naming the ways on."""
 
 
 def machine_profile() -> str:

@@ -903,9 +903,8 @@ def _run_chapter(
             kernel_name=kernel,
             progress=progress,
         )
-        if (
-            run.error
-        ):  # a results file the kernel read is named where it lives, not staged
+        # a results file the kernel read is named where it lives, not staged
+        if run.error:
             run.error = run.error.replace(str(staging / "results"), str(results_dir))
         with deferred_interrupts():
             if run.status == "ok":

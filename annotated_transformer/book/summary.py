@@ -619,13 +619,11 @@ def dataset_of(record: dict) -> str:
         else None
     )
     if isinstance(recipe, dict) and recipe.get("corpus"):
-        return f"{recipe['corpus']} {recipe.get('src_lang', '')}-{recipe.get('tgt_lang', '')}".rstrip(
-            "-"
-        )
+        languages = f"{recipe.get('src_lang', '')}-{recipe.get('tgt_lang', '')}"
+        return f"{recipe['corpus']} {languages}".rstrip("-")
     name = str(record.get("name", ""))
-    if (
-        name.startswith("translation_") and name.count("_") >= 3
-    ):  # translation_<corpus>_<src>_<tgt>
+    # translation_<corpus>_<src>_<tgt>
+    if name.startswith("translation_") and name.count("_") >= 3:
         corpus, src, tgt = name[len("translation_") :].rsplit("_", 2)
         return f"{corpus} {src}-{tgt}"
     return DATASET_OF.get(name, "")
