@@ -6,7 +6,7 @@ call here. Every default comes from a `Profile` (profiles/). Following one batch
 reads the corpus (data/reading.py via `load_parallel`), encodes it with the corpus's tokenizer
 (data/tokenizer.py) into `EncodedPairs` (data/batching.py); the `Trainer` (training/trainer.py) packs
 them into token batches (`TokenBatcher`) and trains on them through `teacher_forcing.batch_loss`
-(model/transformer.py, training/loss.py); `average` merges snapshots (training/checkpoint.py); `evaluate` translates the
+(model/transformer.py, training/loss.py); `average_last` merges snapshots (training/checkpoint.py); `evaluate` translates the
 test set (evaluation/scoring.py, model/decoding.py) and scores it; `write_results` stamps provenance (evaluation/results.py).
 """
 
@@ -261,13 +261,6 @@ def train(
 
 
 # ------------------------------------------------------------------------------------------ averaging
-def average(out_dir: str | Path, last: int) -> tuple[dict, list[Path]]:
-    """The mean of the newest `last` snapshots of a run (section 6.1), written to `out_dir/averaged.pt`."""
-    averaged, used = average_last(out_dir, last)
-    atomic_torch_save(averaged, Path(out_dir) / AVERAGED_NAME)
-    return averaged, used
-
-
 def load_for_evaluation(
     path: str | Path, average_last_k: int | None = None
 ) -> tuple[dict, str]:
@@ -722,7 +715,8 @@ def _evaluate_and_file(
 ) -> None:
     """Average the last snapshots, score the test set, and file averaged.pt, the translations and
     the results, each naming the snapshots they came from."""
-    averaged, used = average(out_dir, profile.average_last)
+    averaged, used = average_last(out_dir, profile.average_last)  # section 6.1
+    atomic_torch_save(averaged, out_dir / AVERAGED_NAME)
     scores = evaluate(
         averaged,
         profile,

@@ -30,6 +30,7 @@ from ..chapters.why_self_attention.record import WhySelfAttentionRecord
 from ..evaluation import paper
 from ..evaluation.results import list_results, read_result, uncommitted_changes
 from ..model.config import preset
+from . import committed as committed_runs
 
 R = TypeVar("R")
 
@@ -637,8 +638,6 @@ def committed_book_runs(
 ) -> dict[str, dict]:
     """{profile: record} of each committed book run (`results/book_<profile>/book_run.json`)
     of the committed profiles other than the executing `profile`."""
-    from . import committed as committed_runs
-
     runs = {}
     for other in committed:
         if other != profile:
@@ -646,13 +645,6 @@ def committed_book_runs(
             if record is not None:
                 runs[other] = record
     return runs
-
-
-def book_run_column(profile: str, record: dict) -> str:
-    """A run's column of `book_run_table`: its profile and hardware ("gpu: NVIDIA H100 80GB HBM3")."""
-    from . import committed as committed_runs
-
-    return f"{profile}: {committed_runs.hardware(record)}"
 
 
 def describe_book_run(record: dict) -> str:
@@ -681,7 +673,7 @@ def book_run_table(
 ):
     """Each chapter's wall time in seconds, a column per book run: the executing `profile`'s
     `record` first, then each committed run (`committed_book_runs`), every column headed with its
-    profile and hardware (`book_run_column`). A chapter that did not succeed shows its status; one
+    profile and hardware ("gpu: NVIDIA H100 80GB HBM3"). A chapter that did not succeed shows its status; one
     that a run has not reached is None (the page shows a dash)."""
     import pandas as pd  # deferred, as in `summary_table`
 
@@ -690,7 +682,9 @@ def book_run_table(
         runs[profile or record.get("profile", "")] = record
     for name, run in (committed or {}).items():
         runs.setdefault(name, run)
-    columns = {name: book_run_column(name, run) for name, run in runs.items()}
+    columns = {
+        name: f"{name}: {committed_runs.hardware(run)}" for name, run in runs.items()
+    }
     chapters = sorted({c for run in runs.values() for c in run["metrics"]["chapters"]})
     rows = []
     for chapter in chapters:
@@ -782,8 +776,6 @@ def closing(
                 f"{title}: the {row['']} measured {ours}, on {row['measured on']} "
                 f"(the paper: {theirs}, on {paper['measured on']})."
             )
-    from . import committed as committed_runs
-
     for profile, record in (runs or {}).items():
         entries = record["metrics"]["chapters"].values()
         good = [e for e in entries if e.get("status") == "ok"]
