@@ -57,6 +57,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
+from unittest import mock
 
 from ..evaluation import results
 from ..profiles import get_profile
@@ -212,16 +213,8 @@ def book_environment(
     }
     if run_dir is not None:
         changes[results.BOOK_RUN_ENV] = str(run_dir)
-    saved = {k: os.environ.get(k) for k in changes}
-    os.environ.update(changes)
-    try:
+    with mock.patch.dict(os.environ, changes):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def execute_chapter(
@@ -886,8 +879,9 @@ def _run_chapter(
     staged_notebook = staging / f"{source.stem}.ipynb"
     published = executed_dir / "book" / f"{source.stem}.ipynb"
     kept = output_dir / "failed" / profile / f"{source.stem}.ipynb"
-    saved_results_env = os.environ.get(results.RESULTS_ENV)
-    os.environ[results.RESULTS_ENV] = str(stage_results(results_dir, profile, staging))
+    staged_env = {results.RESULTS_ENV: str(stage_results(results_dir, profile, staging))}
+    environment = mock.patch.dict(os.environ, staged_env)
+    environment.start()
     started = time.perf_counter()
     set_aside = trained_run_kept = False
     try:
@@ -966,10 +960,7 @@ def _run_chapter(
         if set_aside and not trained_run_kept:
             with deferred_interrupts():
                 return_published_run(run_dir)
-        if saved_results_env is None:
-            os.environ.pop(results.RESULTS_ENV, None)
-        else:
-            os.environ[results.RESULTS_ENV] = saved_results_env
+        environment.stop()
         remove_folder(staging)
 
 
