@@ -245,12 +245,8 @@ def stage_committed_runs(
             note = committed.page_note(other, chapter, record, profile, same)
             try:
                 closing = committed.closing_section(other, chapter, results_dir, root)
-            except (
-                KeyError,
-                TypeError,
-                ValueError,
-            ) as error:  # a record of an older form
-                closing = None
+            except (KeyError, TypeError, ValueError) as error:
+                closing = None  # a record of an older form
                 notes.append(
                     f"{other}/{chapter}: no closing section: the chapter's sentences cannot "
                     f"read the run's record ({type(error).__name__}: {error})"
