@@ -68,6 +68,9 @@ from .chapters import (
 )
 
 RECORD = "book_run"
+# Profiles whose results are committed (CI cannot rerun them); the summary and the site show them
+# beside the executing one.
+COMMITTED_PROFILES = ("gpu", "paper")
 NOTEBOOKS = "notebooks"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 # Files of a run's results folder that are not what a chapter wrote.

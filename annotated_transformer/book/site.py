@@ -215,10 +215,9 @@ def stage_committed_runs(
     `stage/<run profile>/`, finished as the book's pages are plus a note of where, when and in how
     long each ran; return their toc parts (none for a run without notebooks)."""
     from . import committed
-    from .summary import COMMITTED_PROFILES
 
     parts = []
-    for other in COMMITTED_PROFILES:
+    for other in committed.COMMITTED_PROFILES:
         if other == profile:
             continue
         folder = stage / other

@@ -31,12 +31,11 @@ from ..evaluation import paper
 from ..evaluation.results import list_results, read_result, uncommitted_changes
 from ..model.config import preset
 from . import committed as committed_runs
+from .committed import COMMITTED_PROFILES
 
 R = TypeVar("R")
 
 NOT_RUN = "not run yet"
-# Profiles whose results are committed (CI cannot rerun them); the summary shows them beside the executing one.
-COMMITTED_PROFILES = ("gpu", "paper")
 
 
 def result_folders(
