@@ -71,26 +71,6 @@ COMMANDS = {
         "book",
     ),
 }
-# Top-level modules that only the extras install (pyproject.toml's optional-dependencies).
-EXTRA_MODULES = {
-    "altair",
-    "pandas",
-    "scipy",
-    "statsmodels",
-    "nltk",
-    "vl_convert",
-    "jupyter_book",
-    "jupytext",
-    "papermill",
-    "ipykernel",
-    "nbformat",
-    "yaml",
-    "onnx",
-    "onnxruntime",
-    "onnxscript",
-}
-
-
 # What each extra must bring before its command starts: a command that imports a module of its
 # extra only late (table3 and parser-curve fit their statistics after hours of training) is
 # refused before any work.
@@ -99,6 +79,13 @@ EXTRA_NEEDS = {
     "charts": ("altair", "vl_convert", "pandas"),
     "web": ("onnx", "onnxruntime"),
     "book": ("papermill", "jupytext", "nbformat", "altair", "pandas"),
+}
+# Top-level modules that only the extras install (pyproject.toml's optional-dependencies).
+EXTRA_MODULES = {m for needs in EXTRA_NEEDS.values() for m in needs} | {
+    "jupyter_book",
+    "ipykernel",
+    "yaml",
+    "onnxscript",
 }
 
 
@@ -163,9 +150,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             except ModuleNotFoundError as error:
                 if missing_extra(name, error) is None:
                     raise
-                p.set_defaults(
-                    _run=_raiser(error), _options_unknown=True
-                )  # its options are the module's
+                # its options are the module's, unknown without it
+                p.set_defaults(_run=_raiser(error), _options_unknown=True)
                 continue
             module.add_arguments(p)
             p.set_defaults(_run=module.run)

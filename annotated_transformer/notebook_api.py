@@ -96,18 +96,12 @@ def checkpoint_file(path: str | os.PathLike) -> Path:
         raise ValueError(f"{path} is neither a run folder nor a checkpoint file")
     averaged, resume = path / AVERAGED_NAME, path / RESUME_NAME
     if averaged.is_file():
-        stale = averaged in derived.stale_files(path)
-        if not stale:
+        if averaged not in derived.stale_files(path):
             return averaged
-        if not resume.is_file():
-            raise ValueError(
-                f"{averaged} no longer averages the run's last snapshots: refresh it with "
-                f"`python -m annotated_transformer average --run {path}`"
-            )
+        newest = f", or load {resume} for the newest weights" if resume.is_file() else ""
         raise ValueError(
             f"{averaged} no longer averages the run's last snapshots: refresh it with "
-            f"`python -m annotated_transformer average --run {path}`, or load {resume} "
-            "for the newest weights"
+            f"`python -m annotated_transformer average --run {path}`{newest}"
         )
     if resume.is_file():
         return resume

@@ -6,7 +6,7 @@ call here. Every default comes from a `Profile` (profiles/). Following one batch
 reads the corpus (data/reading.py via `load_parallel`), encodes it with the corpus's tokenizer
 (data/tokenizer.py) into `EncodedPairs` (data/batching.py); the `Trainer` (training/trainer.py) packs
 them into token batches (`TokenBatcher`) and trains on them through `teacher_forcing.batch_loss`
-(model/transformer.py, training/loss.py); `average` merges snapshots (training/checkpoint.py); `evaluate` translates the
+(model/transformer.py, training/loss.py); `average_last` merges snapshots (training/checkpoint.py); `evaluate` translates the
 test set (evaluation/scoring.py, model/decoding.py) and scores it; `write_results` stamps provenance (evaluation/results.py).
 """
 
@@ -87,9 +87,8 @@ def prepare_data(
     (`max_positions`, default the profile's model's)."""
     is_main = context is None or context.is_main
 
-    if (
-        is_main
-    ):  # rank 0 trains (or finds) the tokenizer; the others then load it from the cache
+    # rank 0 trains (or finds) the tokenizer; the others then load it from the cache
+    if is_main:
         shared = corpus_tokenizer(profile, data_dir)
     if context is not None:
         barrier(context)
@@ -262,13 +261,6 @@ def train(
 
 
 # ------------------------------------------------------------------------------------------ averaging
-def average(out_dir: str | Path, last: int) -> tuple[dict, list[Path]]:
-    """The mean of the newest `last` snapshots of a run (section 6.1), written to `out_dir/averaged.pt`."""
-    averaged, used = average_last(out_dir, last)
-    atomic_torch_save(averaged, Path(out_dir) / AVERAGED_NAME)
-    return averaged, used
-
-
 def load_for_evaluation(
     path: str | Path, average_last_k: int | None = None
 ) -> tuple[dict, str]:
@@ -432,17 +424,17 @@ def check_resumable(profile: Profile, checkpoint_path: str | Path, data_dir=None
             "vocab_size",
         ):
             if name in stored and stored[name] != getattr(profile, name):
-                _refuse_resume(
+                raise ResumeConflict(
                     checkpoint_path, name, stored[name], getattr(profile, name)
                 )
     theirs, mine = state.get("config", {}), profile.model_config().to_dict()
     for name in sorted(set(theirs) | set(mine)):
         if theirs.get(name) != mine.get(name):
-            _refuse_resume(checkpoint_path, name, theirs.get(name), mine.get(name))
+            raise ResumeConflict(checkpoint_path, name, theirs.get(name), mine.get(name))
     for name, old, new in profile.train_settings().resume_conflicts(
         state.get("settings", {})
     ):
-        _refuse_resume(checkpoint_path, name, old, new)
+        raise ResumeConflict(checkpoint_path, name, old, new)
 
 
 class ResumeConflict(ValueError):
@@ -460,10 +452,6 @@ class ResumeConflict(ValueError):
     def with_setting_label(self, label: str) -> "ResumeConflict":
         """The same refusal naming the setting as `label` (e.g. 'warmup_steps (--warmup)')."""
         return ResumeConflict(self.path, self.setting, self.old, self.new, label)
-
-
-def _refuse_resume(path, name: str, old, new) -> None:
-    raise ResumeConflict(path, name, old, new)
 
 
 # ------------------------------------------------------------------------------------------ evaluation
@@ -727,7 +715,8 @@ def _evaluate_and_file(
 ) -> None:
     """Average the last snapshots, score the test set, and file averaged.pt, the translations and
     the results, each naming the snapshots they came from."""
-    averaged, used = average(out_dir, profile.average_last)
+    averaged, used = average_last(out_dir, profile.average_last)  # section 6.1
+    atomic_torch_save(averaged, out_dir / AVERAGED_NAME)
     scores = evaluate(
         averaged,
         profile,

@@ -18,23 +18,24 @@ from pathlib import Path
 from ..evaluation import results
 from ..runtime.files import atomic_write_bytes, make_folder, point_link
 from ..runtime.progress import on_a_page
-from ..runtime.records import read_json
+from .progress import RECORD_NAME, good_times, minutes
 
 AUTO = "auto"
-RECORD_NAME = "book_run.json"
 # What a chapter reads from the results of others is seeded from the published ones; the runner's
 # own record of its run is not (a chapter run by hand is not in it).
 NOT_SEEDED = {RECORD_NAME}
 
 
-class NeedsTrainedModel(RuntimeError):
-    """A chapter that reads chapter 04's model found none; IPython shows it as one line naming
-    the ways on, without a traceback."""
+class OneLineError(Exception):
+    """An error IPython shows as one line, without a traceback: a chapter's own refusal."""
 
-    def _render_traceback_(
-        self,
-    ) -> list[str]:  # IPython's hook for an exception's own display
+    # IPython's hook for an exception's own display
+    def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
+
+
+class NeedsTrainedModel(OneLineError, RuntimeError):
+    """A chapter that reads chapter 04's model found none; one line naming the ways on."""
 
 
 def machine_profile() -> str:
@@ -89,45 +90,28 @@ def seed_results(profile_name: str) -> Path:
     return root
 
 
-def _records(profile_name: str) -> list[tuple[dict, str]]:
-    """The book runs that timed this profile's chapters, newest kind first: the runner's last
-    run on this machine, then the committed run (with its hardware)."""
-    found = []
-    published = results.published_results_root() / profile_name / RECORD_NAME
-    committed = results.committed_root()
-    candidates = [(published, "the book's last run here")]
-    if committed is not None:
-        candidates.append((committed / f"book_{profile_name}" / RECORD_NAME, "committed"))
-    for path, where in candidates:
-        try:
-            record = read_json(path, "book_run")
-            chapters = record["metrics"]["chapters"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if where == "committed":
-            machine = (record.get("provenance") or {}).get("device_name") or "its machine"
-            where = f"the committed {profile_name} run on {machine}"
-        found.append((chapters, where))
-    return found
-
-
 def expected_time(profile_name: str, chapter: str | None) -> str | None:
     """'about 18 min in the committed cpu run on AMD EPYC (2 cores)', from the newest good run of
-    `chapter` under `profile_name` the book recorded; None when it has none."""
+    `chapter` under `profile_name` the book recorded: the runner's last run on this machine,
+    else the committed run (with its hardware); None when neither has one."""
     if chapter is None:
         return None
-    for chapters, where in _records(profile_name):
-        for name, entry in chapters.items():
-            if not name.startswith(f"{chapter}_") or not isinstance(entry, dict):
-                continue
-            good = entry if entry.get("status") == "ok" else entry.get("published")
-            if isinstance(good, dict) and good.get("wall_time_s"):
-                return f"about {_duration(float(good['wall_time_s']))} in {where}"
+    committed = results.committed_root()
+    records = [results.published_results_root() / profile_name / RECORD_NAME]
+    if committed is not None:
+        records.append(committed / f"book_{profile_name}" / RECORD_NAME)
+    for path in records:
+        times, record = good_times(path) or ({}, {})
+        for name, seconds in times.items():
+            if name.startswith(f"{chapter}_"):
+                machine = (record.get("provenance") or {}).get("device_name")
+                where = (
+                    "the book's last run here"
+                    if path == records[0]
+                    else f"the committed {profile_name} run on {machine or 'its machine'}"
+                )
+                return f"about {minutes(seconds)} in {where}"
     return None
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def _book_minutes(profile_name: str) -> str:

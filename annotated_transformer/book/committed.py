@@ -68,6 +68,9 @@ from .chapters import (
 )
 
 RECORD = "book_run"
+# Profiles whose results are committed (CI cannot rerun them); the summary and the site show them
+# beside the executing one.
+COMMITTED_PROFILES = ("gpu", "paper")
 NOTEBOOKS = "notebooks"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 # Files of a run's results folder that are not what a chapter wrote.
@@ -91,6 +94,17 @@ def run_folder(profile: str, results_dir: str | os.PathLike | None = None) -> Pa
 def read_run(profile: str, results_dir: str | os.PathLike | None = None) -> dict | None:
     """The committed record of `profile`'s book run, or None when there is none."""
     return results.read_result(RECORD, folder_name(profile), results_dir)
+
+
+def chapter_totals(chapters: dict) -> tuple[dict, float]:
+    """A book run record's {"chapters": entries in chapter order, "ok": whether all succeeded}
+    and its wall time: the sum of its good chapters' times, whichever invocations or machines
+    ran them (a run of one chapter does not make the book that chapter's time). The runner's
+    record and an import's are totalled alike."""
+    chapters = dict(sorted(chapters.items()))
+    good = [e for e in chapters.values() if e.get("status") == "ok"]
+    seconds = sum(float(e.get("wall_time_s") or 0) for e in good)
+    return {"chapters": chapters, "ok": len(good) == len(chapters)}, round(seconds, 2)
 
 
 def notebooks(profile: str, results_dir: str | os.PathLike | None = None) -> list[Path]:
@@ -805,12 +819,11 @@ def _merged(
     listing each incoming taken."""
     old = committed or {}
     metrics = dict(old.get("metrics") or {})
-    chapters = dict(sorted(chapters.items()))
+    totals, wall_time_s = chapter_totals(chapters)
     prov_old, prov_new = old.get("provenance") or {}, incoming.get("provenance") or {}
     newer = _date(prov_new.get("date")) >= _date(prov_old.get("date"))
     metrics.update(
-        chapters=chapters,
-        ok=all(e.get("status") == "ok" for e in chapters.values()),
+        totals,
         imports=[
             *(metrics.get("imports") or []),
             {
@@ -829,14 +842,7 @@ def _merged(
         "profile": incoming["profile"],
         "metrics": metrics,
         "config": None,
-        "wall_time_s": round(
-            sum(
-                float(e.get("wall_time_s") or 0)
-                for e in chapters.values()
-                if e.get("status") == "ok"
-            ),
-            2,
-        ),
+        "wall_time_s": wall_time_s,
         "run_folder": None,
         "provenance": prov_new if newer else prov_old,
     }

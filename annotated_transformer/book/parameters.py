@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..runtime.checks import OPTIONAL_COUNT, Bounds
+from .by_hand import OneLineError
 
 PARAMETERS_TAG = 'tags=["parameters"]'
 
@@ -55,13 +56,8 @@ PARAMETER_BOUNDS: dict[str, Bounds] = {
 }
 
 
-class ParameterError(ValueError):
-    """A parameter a chapter cannot take; IPython shows it as one line, without a traceback."""
-
-    def _render_traceback_(
-        self,
-    ) -> list[str]:  # IPython's hook for an exception's own display
-        return [f"{type(self).__name__}: {self}"]
+class ParameterError(OneLineError, ValueError):
+    """A parameter a chapter cannot take (one line in IPython)."""
 
 
 def parse_param(text: str) -> tuple[str, Any]:

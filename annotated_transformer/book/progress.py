@@ -122,6 +122,22 @@ def minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
+def good_times(path: Path) -> tuple[dict[str, float], dict] | None:
+    """{chapter: seconds} of each chapter's last good run in the book record at `path` (a chapter
+    that failed since keeps its published run's time), and the record; None when there is no
+    readable record."""
+    times = {}
+    try:
+        record = read_json(path, "book_run")
+        for name, entry in record["metrics"]["chapters"].items():
+            good = entry if entry.get("status") == "ok" else entry.get("published")
+            if isinstance(good, dict) and good.get("wall_time_s"):
+                times[name] = float(good["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return times, record
+
+
 def expected_times(
     profile: str, results_dir: Path, committed: Path | None
 ) -> tuple[dict[str, float], str]:
@@ -133,16 +149,7 @@ def expected_times(
         if root is None:
             continue
         folder = f"book_{profile}" if root is committed else profile
-        path = Path(root) / folder / RECORD_NAME
-        try:
-            chapters = read_json(path, "book_run")["metrics"]["chapters"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        times = {}
-        for name, entry in chapters.items():
-            good = entry if entry.get("status") == "ok" else entry.get("published")
-            if isinstance(good, dict) and good.get("wall_time_s"):
-                times[name] = float(good["wall_time_s"])
+        times = (good_times(Path(root) / folder / RECORD_NAME) or ({}, None))[0]
         if times:
             merged.update(times)  # the last run's own times win over the committed ones
             sources.append(where)

@@ -49,16 +49,15 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import filecmp
-import json
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
+from unittest import mock
 
 from ..evaluation import results
 from ..profiles import get_profile
@@ -84,6 +83,7 @@ from ..runtime.ownership import (
     check_output,
     check_own_folder,
     mark_made_by,
+    relative_to_clone,
 )
 from ..training.run_folder import ASIDE_DIR
 from ..training.run_folder import LOCK_NAME as RUN_LOCK_NAME
@@ -102,6 +102,7 @@ from .chapters import (
     parameters_cell_index,
     select_chapters,
 )
+from .committed import RECORD, chapter_totals
 from .parameters import check_chapter_parameters
 from .site import (
     SITE_LISTING,
@@ -116,7 +117,6 @@ SUMMARY_CHAPTERS = ("00_introduction",)
 # Parameters the runner sets from its own options: a --param may not set them.
 RUNNER_PARAMETERS = {"profile_name": "--profile", "device": "--device"}
 LOCK_NAME = ".book.lock"
-RECORD = "book_run"
 # The chapters that train the book's run folder: the published run is set beside it while they run.
 TRAINING_CHAPTERS = ("04_training",)
 PUBLISHED_SUFFIX = ".published"  # the published run, while a training chapter runs
@@ -124,18 +124,6 @@ PARTIAL_SUFFIX = ".partial"  # a training chapter's run that failed or was inter
 
 # ----------------------------------------------------------------------------------------------
 # Executing chapters
-
-
-def _within_clone(path: Path) -> str:
-    """`path` relative to the clone when it lies inside it: a committed record must not name the
-    machine's own folders (a fresh clone under /tmp ran the published `cpu` book)."""
-    root = results.repo_root()
-    if root is not None:
-        try:
-            return Path(path).resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            pass
-    return str(path)
 
 
 @dataclass
@@ -160,7 +148,9 @@ class ChapterRun:
             "wall_time_s": round(self.wall_time_s, 2),
             "error": self.error,
             "cell_index": self.cell_index,
-            "notebook": _within_clone(self.notebook),
+            # a committed record names no folder of the machine's (a clone under /tmp ran
+            # the published `cpu` book)
+            "notebook": relative_to_clone(self.notebook),
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
         if self.parameters is not None:
@@ -170,33 +160,24 @@ class ChapterRun:
         return entry
 
 
-class ChapterFailed(RuntimeError):
-    """A chapter cell raised; the message names the chapter, the cell and its first line."""
-
-
 def register_kernel(jupyter_dir: str | os.PathLike) -> str:
-    """Write a kernelspec named `python3` that runs *this* interpreter, under `jupyter_dir`.
+    """Write a kernelspec named `python3` that runs *this* interpreter, under `jupyter_dir`
+    (ipykernel's own spec, as `ipykernel install` writes it).
 
     Put on JUPYTER_PATH, it shadows any other `python3` kernel, so chapters run in the same
     environment (venv, Colab runtime) as the runner and import the same package.
     """
+    from ipykernel.kernelspec import write_kernel_spec
+
     spec_dir = Path(jupyter_dir) / "kernels" / KERNEL_NAME
-    ensure_folder(spec_dir)
-    spec = {
-        # --log-level: ipykernel's start-up warnings (TCP without encryption) are noise here.
-        "argv": [
-            sys.executable,
-            "-m",
-            "ipykernel_launcher",
-            "-f",
-            "{connection_file}",
-            "--log-level=ERROR",
-        ],
-        "display_name": "Python 3 (ipykernel)",
-        "language": "python",
-        "metadata": {"debugger": False},
-    }
-    atomic_write_text(spec_dir / "kernel.json", json.dumps(spec, indent=1))
+    remove_folder(spec_dir)  # an earlier run's
+    ensure_folder(spec_dir.parent)
+    # --log-level: ipykernel's start-up warnings (TCP without encryption) are noise here.
+    write_kernel_spec(
+        spec_dir,
+        overrides={"metadata": {"debugger": False}},
+        extra_arguments=["--log-level=ERROR"],
+    )
     return KERNEL_NAME
 
 
@@ -232,16 +213,8 @@ def book_environment(
     }
     if run_dir is not None:
         changes[results.BOOK_RUN_ENV] = str(run_dir)
-    saved = {k: os.environ.get(k) for k in changes}
-    os.environ.update(changes)
-    try:
+    with mock.patch.dict(os.environ, changes):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def execute_chapter(
@@ -364,9 +337,7 @@ def _record_chapter(
 ) -> Path:
     """Write this chapter's entry into results/<profile>/book_run.json (others keep theirs).
 
-    The record's wall time is the sum of its good chapters' times, as `committed.import_run`
-    counts it: the book's time as the record holds it, whichever invocations ran its chapters (a
-    run of one chapter does not make the book that chapter's time).
+    The record's wall time and "ok" are `committed.chapter_totals`, as an import counts them.
 
     A chapter that did not succeed keeps, under "published", the good run whose notebook and
     results are still in place (none when it never succeeded). Each entry names its commit and
@@ -395,25 +366,13 @@ def _record_chapter(
             before if before.get("status") == "ok" else before.get("published")
         )
     chapters[run.chapter] = entry
-    chapters = dict(sorted(chapters.items()))
-    metrics = {
-        "chapters": chapters,
-        "ok": all(c.get("status") == "ok" for c in chapters.values()),
-        "profile": get_profile(profile).to_dict(),
-    }
+    metrics, wall_time_s = chapter_totals(chapters)
     return results.write_result(
         RECORD,
-        metrics,
+        metrics | {"profile": get_profile(profile).to_dict()},
         profile=profile,
         device=device,
-        wall_time_s=round(
-            sum(
-                float(c.get("wall_time_s") or 0)
-                for c in chapters.values()
-                if c.get("status") == "ok"
-            ),
-            2,
-        ),
+        wall_time_s=wall_time_s,
         root=results_dir,
     )
 
@@ -920,8 +879,9 @@ def _run_chapter(
     staged_notebook = staging / f"{source.stem}.ipynb"
     published = executed_dir / "book" / f"{source.stem}.ipynb"
     kept = output_dir / "failed" / profile / f"{source.stem}.ipynb"
-    saved_results_env = os.environ.get(results.RESULTS_ENV)
-    os.environ[results.RESULTS_ENV] = str(stage_results(results_dir, profile, staging))
+    staged_env = {results.RESULTS_ENV: str(stage_results(results_dir, profile, staging))}
+    environment = mock.patch.dict(os.environ, staged_env)
+    environment.start()
     started = time.perf_counter()
     set_aside = trained_run_kept = False
     try:
@@ -937,9 +897,8 @@ def _run_chapter(
             kernel_name=kernel,
             progress=progress,
         )
-        if (
-            run.error
-        ):  # a results file the kernel read is named where it lives, not staged
+        # a results file the kernel read is named where it lives, not staged
+        if run.error:
             run.error = run.error.replace(str(staging / "results"), str(results_dir))
         with deferred_interrupts():
             if run.status == "ok":
@@ -1001,10 +960,7 @@ def _run_chapter(
         if set_aside and not trained_run_kept:
             with deferred_interrupts():
                 return_published_run(run_dir)
-        if saved_results_env is None:
-            os.environ.pop(results.RESULTS_ENV, None)
-        else:
-            os.environ[results.RESULTS_ENV] = saved_results_env
+        environment.stop()
         remove_folder(staging)
 
 

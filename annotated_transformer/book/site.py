@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -113,17 +114,13 @@ def stage_site(
         if (root / folder).is_dir():
             copy_tree(root / folder, stage / folder)
     # Pictures and other files the chapters link to (not sources: those become notebooks).
-    for path in (root / "book").rglob("*"):
-        rel = path.relative_to(root / "book")
-        if (
-            path.is_file()
-            and path.suffix not in (".py", ".ipynb")
-            and not any(
-                part in ("__pycache__", ".ipynb_checkpoints") for part in rel.parts
-            )
-        ):
-            ensure_folder((stage / "book" / rel).parent)
-            copy_file_as_is(path, stage / "book" / rel)
+    copy_tree(
+        root / "book",
+        stage / "book",
+        ignore=shutil.ignore_patterns(
+            "*.py", "*.ipynb", "__pycache__", ".ipynb_checkpoints"
+        ),
+    )
 
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     present = set()
@@ -218,10 +215,9 @@ def stage_committed_runs(
     `stage/<run profile>/`, finished as the book's pages are plus a note of where, when and in how
     long each ran; return their toc parts (none for a run without notebooks)."""
     from . import committed
-    from .summary import COMMITTED_PROFILES
 
     parts = []
-    for other in COMMITTED_PROFILES:
+    for other in committed.COMMITTED_PROFILES:
         if other == profile:
             continue
         folder = stage / other
@@ -248,12 +244,8 @@ def stage_committed_runs(
             note = committed.page_note(other, chapter, record, profile, same)
             try:
                 closing = committed.closing_section(other, chapter, results_dir, root)
-            except (
-                KeyError,
-                TypeError,
-                ValueError,
-            ) as error:  # a record of an older form
-                closing = None
+            except (KeyError, TypeError, ValueError) as error:
+                closing = None  # a record of an older form
                 notes.append(
                     f"{other}/{chapter}: no closing section: the chapter's sentences cannot "
                     f"read the run's record ({type(error).__name__}: {error})"

@@ -1,8 +1,9 @@
 """The reproduction summary the introduction prints: each claim of the paper beside what our runs measured.
 
 Every cell is read from a results file (`results.read_result`) or says that the file is missing, so
-no measured number is ever typed in; the paper's side is quoted from `paper.py`. A chapter that wants
-a row here writes the file and key that its `Claim` names.
+no measured number is ever typed in; the paper's side is quoted from `paper.py`. A claim reads its
+chapter's results record as the chapter's own type (`ChapterRecord`, its `record.py`), so a row
+here names the field the chapter writes.
 
 The claims come in panels, one per task (the model's size, training speed, translation, Table 3,
 parsing). A panel names, for the paper and for every profile, what its numbers were measured on
@@ -12,19 +13,29 @@ parsing). A panel names, for the paper and for every profile, what its numbers w
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
+from ..chapters.chapter_record import ChapterRecord, typed
+from ..chapters.constituency_parsing.record import ConstituencyParsingRecord
+from ..chapters.model.record import ModelRecord
+from ..chapters.model_variations.record import ModelVariationsRecord
+from ..chapters.training.record import TrainingRecord
+from ..chapters.translation_results.record import TranslationRecord
+from ..chapters.why_self_attention.record import WhySelfAttentionRecord
 from ..evaluation import paper
-from ..evaluation.results import list_results, lookup, read_result, uncommitted_changes
+from ..evaluation.results import list_results, read_result, uncommitted_changes
 from ..model.config import preset
+from . import committed as committed_runs
+from .committed import COMMITTED_PROFILES
+
+R = TypeVar("R")
 
 NOT_RUN = "not run yet"
-# Profiles whose results are committed (CI cannot rerun them); the summary shows them beside the executing one.
-COMMITTED_PROFILES = ("gpu", "paper")
 
 
 def result_folders(
@@ -48,34 +59,34 @@ class Claim:
     Attributes:
         label: what is compared (the panel says on what).
         paper: the paper's value as the summary prints it (text, because some are conditions or ranges).
-        result: results file stem(s), read from `results/<profile>/<result>.json`: the first that
-            holds `key` is read; a stem ending in "*" stands for every file it begins.
-        key: dotted path inside that file's "metrics".
+        record: the chapter's record type (`ChapterRecord`) whose file holds our number, read
+            from `results/<profile>/<RESULTS_NAME>.json`.
+        value: our number (or a cell's text) from the typed record and the file's whole record
+            (its provenance); None, or a field the file lacks, means "not in the file".
         chapter: the chapter that computes it.
         panel: the name of its `Panel`.
         fmt: how to print our number.
-        interval: key of our number's 95% interval: a half-width, printed as "± x", or a
-            [low, high] pair, printed as "(95%: low-high)"; a record without it takes the interval
-            a committed comparison computed on the same translations (`rescored_interval`).
-        noise: key of a list, one boolean per seed: whether a difference exceeds its resampling noise.
-        derive: when given, our cell is `derive(record)` (None: not in the file) instead of the
-            value at `key`: a verdict read from the chapter's own findings, for one.
+        interval: our number's 95% interval from the typed record: a half-width, printed as
+            "± x", or a (low, high) pair, printed as "(95%: low-high)"; a record without it takes
+            the interval a committed comparison computed on the same translations
+            (`rescored_interval`).
+        also: further results file stems read as the same record when the chapter's own file is
+            missing; a stem ending in "*" stands for every file it begins.
     """
 
     label: str
     paper: str
-    result: str | tuple[str, ...]
-    key: str
+    record: type[ChapterRecord]
+    value: Callable[[Any, dict], object]
     chapter: str
     panel: str
     fmt: str = "{:.2f}"
-    interval: str | None = None
-    noise: str | None = None
-    derive: Callable[[dict], object] | None = None
+    interval: Callable[[Any], object] | None = None
+    also: tuple[str, ...] = ()
 
     @property
     def results(self) -> tuple[str, ...]:
-        return (self.result,) if isinstance(self.result, str) else tuple(self.result)
+        return (self.record.RESULTS_NAME, *self.also)
 
 
 @dataclass(frozen=True)
@@ -221,18 +232,17 @@ PANELS: tuple[Panel, ...] = (
         _describe_parsing,
     ),
 )
-PANEL = {panel.name: panel for panel in PANELS}
 
 # The translation claims read chapter 05's file, else the one `train --profile <name>` writes,
 # else a committed run of the profile's recipe (`recipe_*`, results/gpu/).
-_TRANSLATION = ("translation", "translation_*", "recipe_*")
+_TRANSLATION = ("translation_*", "recipe_*")
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         "parameters, base (millions)",
         f"{paper.TABLE3['base'].params_m}",
-        "model",
-        "params_m.base",
+        ModelRecord,
+        lambda r, _: r.params_m["base"],
         "02_model",
         "model",
         "{:.1f}",
@@ -240,8 +250,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "parameters, big (millions)",
         f"{paper.TABLE3['big'].params_m}",
-        "model",
-        "params_m.big",
+        ModelRecord,
+        lambda r, _: r.params_m["big"],
         "02_model",
         "model",
         "{:.1f}",
@@ -250,8 +260,8 @@ CLAIMS: tuple[Claim, ...] = (
         "length below which self-attention is cheaper than a recurrent layer "
         "(the paper: by operations; ours: by measured time)",
         "n < d",
-        "why_self_attention",
-        "crossover_n",
+        WhySelfAttentionRecord,
+        lambda r, _: r.crossover_n,
         "03_why_self_attention",
         "model",
         "{:,.0f}",
@@ -259,8 +269,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "seconds per training step",
         f"{paper.TRAINING['base'].step_time_s}",
-        "training",
-        "step_time_s",
+        TrainingRecord,
+        lambda r, _: r.step_time_s,
         "04_training",
         "training",
         "{:.3f}",
@@ -268,36 +278,38 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "tokenized BLEU (the paper's kind)",
         f"{_BASE.bleu_en_de}",
-        _TRANSLATION,
-        "bleu_tokenized",
+        TranslationRecord,
+        lambda r, _: r.bleu_tokenized,
         "05_translation_results",
         "translation",
         "{:.1f}",
+        also=_TRANSLATION,
     ),
     Claim(
         "sacreBLEU ± 95%",
         "not reported",
-        _TRANSLATION,
-        "sacrebleu",
+        TranslationRecord,
+        lambda r, _: r.sacrebleu,
         "05_translation_results",
         "translation",
         "{:.1f}",
-        interval="sacrebleu_ci95",
+        interval=lambda r: r.sacrebleu_ci95,
+        also=_TRANSLATION,
     ),
     Claim(
         "training cost (FLOPs, Table 2's way)",
         _flops(_BASE.flops_en_de),
-        _TRANSLATION,
-        "training_flops",
+        TranslationRecord,
+        lambda r, record: training_cost_cell(r, record),
         "05_translation_results",
         "translation",
-        derive=lambda record: training_cost_cell(record),
+        also=_TRANSLATION,
     ),
     Claim(
         "dev perplexity per subword, base",
         f"{paper.TABLE3['base'].ppl}",
-        "model_variations",
-        "rows.base.ppl",
+        ModelVariationsRecord,
+        lambda r, _: r.rows["base"].ppl,
         "06_model_variations",
         "variations",
         "{:.2f}",
@@ -305,27 +317,33 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         "one head (A1) against base: change in dev perplexity, and chapter 06's verdict",
         f"{100 * (paper.TABLE3['A1'].ppl / paper.TABLE3['base'].ppl - 1):+.1f}% (worse)",
-        "model_variations",
-        "verdicts",
+        ModelVariationsRecord,
+        lambda r, _: finding_cell(r, "one head is worse"),
         "06_model_variations",
         "variations",
-        derive=lambda record: finding_cell(record["metrics"], "one head is worse"),
     ),
     Claim(
         # Ours: chapter 07's parser, tags in the word slots as the authors' code writes them.
         "F1, WSJ only (ours: the tags parser)",
         f"{paper.table4_row('Transformer (4 layers)', paper.WSJ_ONLY).f1}",
-        "constituency_parsing",
-        "f1",
+        ConstituencyParsingRecord,
+        lambda r, _: r.f1,
         "07_constituency_parsing",
         "parsing",
         "{:.1f}",
-        interval="f1_ci95",
+        interval=lambda r: r.f1_ci95,
     ),
 )
 
 
-def training_cost_cell(record: dict) -> str | None:
+def read_as(cls: type[R], metrics: dict) -> R:
+    """A results file's "metrics" as the record type `cls`, leniently: a field the file lacks
+    (an older record, or the `train --publish` file a translation claim also reads) is None."""
+    fields = {f.name: None for f in dataclasses.fields(cls) if f.init}
+    return typed(cls, fields | metrics)
+
+
+def training_cost_cell(metrics: TranslationRecord, record: dict) -> str | None:
     """The training cost as Table 2 counts it (training time x devices x the device's sustained
     rate), as chapter 05 prices a run: a record of chapter 05's holds it (`training_flops`, with
     `training_flops_how`); a run's own record holds its time, devices and GPU, priced at the GPU's
@@ -334,11 +352,10 @@ def training_cost_cell(record: dict) -> str | None:
     such. None when the record has no cost."""
     from ..chapters.translation_results.table2 import recorded_paper_way
 
-    metrics = record.get("metrics") or {}
-    value = metrics.get("training_flops")
+    value = metrics.training_flops
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    if "training_flops_how" in metrics:
+    if metrics.training_flops_how is not None:
         return _flops(value)
     paper_way = recorded_paper_way(record)
     if paper_way is not None:
@@ -366,32 +383,31 @@ def rescored_interval(record: dict, root=None) -> float | None:
     return None
 
 
-def chapter06_findings(metrics: dict) -> list[dict] | None:
+def chapter06_findings(record: ModelVariationsRecord) -> list[dict] | None:
     """Chapter 06's verdicts on its runs' final perplexities, assessed as the chapter assesses
     them (`findings.assess` on every row's per-seed validation perplexity, the whole corpus and
     the small one): the same verdicts however old the file's own stored ones are. None when the
     file holds no per-seed perplexities."""
     from ..chapters.model_variations import statistics as findings
 
-    rows = metrics.get("rows") or {}
-    if not rows:
+    if not record.rows:
         return None
-    per_seed = lambda r: {int(s): float(p) for s, p in zip(r["seeds"], r["ppl_seeds"])}
-    ppl = {
-        "full": {name: per_seed(r) for name, r in rows.items() if r.get("ppl_seeds")},
-        "small": {
-            name: per_seed(r)
-            for name, r in (metrics.get("overfit") or {}).items()
-            if r.get("ppl_seeds")
-        },
-    }
+
+    def per_seed(rows) -> dict:
+        return {
+            name: {int(s): float(p) for s, p in zip(r.seeds, r.ppl_seeds)}
+            for name, r in (rows or {}).items()
+            if r.ppl_seeds
+        }
+
+    ppl = {"full": per_seed(record.rows), "small": per_seed(record.overfit)}
     return findings.assess(findings.FINDINGS, ppl)
 
 
-def finding_cell(metrics: dict, name: str) -> str | None:
+def finding_cell(record: ModelVariationsRecord, name: str) -> str | None:
     """Chapter 06's verdict on finding `name` (`chapter06_findings`): each comparison's change in
     perplexity with its interval, then the verdict. None when the file cannot tell it."""
-    assessed = chapter06_findings(metrics) or []
+    assessed = chapter06_findings(record) or []
     found = [f for f in assessed if f["finding"] == name]
     if not found:
         return None
@@ -450,36 +466,36 @@ def _measured(
     if not present:
         return NOT_RUN, None
     for stem, record in present:
-        if claim.derive is not None:
-            value = claim.derive(record)
-        else:
-            value = lookup(record["metrics"], claim.key, default=None)
+        metrics = _field(read_as, claim.record, record["metrics"])
+        value = _field(claim.value, metrics, record)
         if value is not None:
-            return _format_claim(claim, record, value, root), record
+            return _format_claim(claim, metrics, record, value, root), record
     return f"not in {present[0][0]}.json", None
 
 
-def _format_claim(claim: Claim, record: dict, value, root=None) -> str:
+def _field(read: Callable, *args) -> object:
+    """`read(*args)`, or None where it reaches for what the file does not hold."""
+    try:
+        return read(*args)
+    except (LookupError, TypeError, AttributeError):
+        return None
+
+
+def _format_claim(claim: Claim, metrics, record: dict, value, root=None) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return str(value)
     if isinstance(value, float) and math.isnan(value):
         return "nan"
     text = claim.fmt.format(value).replace("e+", "e")  # 3.3e18, as the paper writes it
     if claim.interval:
-        interval = lookup(record["metrics"], claim.interval, default=None)
+        interval = _field(claim.interval, metrics)
         if interval is None:
             interval = rescored_interval(record, root)
         if isinstance(interval, (int, float)) and not isinstance(interval, bool):
             text += f" ± {claim.fmt.format(interval).lstrip('+')}"
-        elif isinstance(interval, list) and len(interval) == 2:
+        elif isinstance(interval, (list, tuple)) and len(interval) == 2:
             low, high = (claim.fmt.format(x) for x in interval)
             text += f" (95%: {low}-{high})"
-    if claim.noise:
-        seeds = lookup(record["metrics"], claim.noise, default=None)
-        if isinstance(seeds, list) and seeds:
-            text += (
-                f" (beyond noise in {sum(bool(s) for s in seeds)} of {len(seeds)} seeds)"
-            )
     return text
 
 
@@ -603,13 +619,11 @@ def dataset_of(record: dict) -> str:
         else None
     )
     if isinstance(recipe, dict) and recipe.get("corpus"):
-        return f"{recipe['corpus']} {recipe.get('src_lang', '')}-{recipe.get('tgt_lang', '')}".rstrip(
-            "-"
-        )
+        languages = f"{recipe.get('src_lang', '')}-{recipe.get('tgt_lang', '')}"
+        return f"{recipe['corpus']} {languages}".rstrip("-")
     name = str(record.get("name", ""))
-    if (
-        name.startswith("translation_") and name.count("_") >= 3
-    ):  # translation_<corpus>_<src>_<tgt>
+    # translation_<corpus>_<src>_<tgt>
+    if name.startswith("translation_") and name.count("_") >= 3:
         corpus, src, tgt = name[len("translation_") :].rsplit("_", 2)
         return f"{corpus} {src}-{tgt}"
     return DATASET_OF.get(name, "")
@@ -623,8 +637,6 @@ def committed_book_runs(
 ) -> dict[str, dict]:
     """{profile: record} of each committed book run (`results/book_<profile>/book_run.json`)
     of the committed profiles other than the executing `profile`."""
-    from . import committed as committed_runs
-
     runs = {}
     for other in committed:
         if other != profile:
@@ -632,13 +644,6 @@ def committed_book_runs(
             if record is not None:
                 runs[other] = record
     return runs
-
-
-def book_run_column(profile: str, record: dict) -> str:
-    """A run's column of `book_run_table`: its profile and hardware ("gpu: NVIDIA H100 80GB HBM3")."""
-    from . import committed as committed_runs
-
-    return f"{profile}: {committed_runs.hardware(record)}"
 
 
 def describe_book_run(record: dict) -> str:
@@ -667,7 +672,7 @@ def book_run_table(
 ):
     """Each chapter's wall time in seconds, a column per book run: the executing `profile`'s
     `record` first, then each committed run (`committed_book_runs`), every column headed with its
-    profile and hardware (`book_run_column`). A chapter that did not succeed shows its status; one
+    profile and hardware ("gpu: NVIDIA H100 80GB HBM3"). A chapter that did not succeed shows its status; one
     that a run has not reached is None (the page shows a dash)."""
     import pandas as pd  # deferred, as in `summary_table`
 
@@ -676,7 +681,9 @@ def book_run_table(
         runs[profile or record.get("profile", "")] = record
     for name, run in (committed or {}).items():
         runs.setdefault(name, run)
-    columns = {name: book_run_column(name, run) for name, run in runs.items()}
+    columns = {
+        name: f"{name}: {committed_runs.hardware(run)}" for name, run in runs.items()
+    }
     chapters = sorted({c for run in runs.values() for c in run["metrics"]["chapters"]})
     rows = []
     for chapter in chapters:
@@ -768,8 +775,6 @@ def closing(
                 f"{title}: the {row['']} measured {ours}, on {row['measured on']} "
                 f"(the paper: {theirs}, on {paper['measured on']})."
             )
-    from . import committed as committed_runs
-
     for profile, record in (runs or {}).items():
         entries = record["metrics"]["chapters"].values()
         good = [e for e in entries if e.get("status") == "ok"]

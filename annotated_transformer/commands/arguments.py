@@ -11,13 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..profiles import PROFILE_BOUNDS
-from ..runtime.checks import (
-    COUNT,
-    NON_NEGATIVE,
-    NON_NEGATIVE_INT,
-    POSITIVE,
-    PROBABILITY,
-)
+from ..runtime.checks import COUNT, POSITIVE, PROBABILITY
 
 
 def setting(field: str) -> Callable[[str], int | float]:
@@ -26,12 +20,23 @@ def setting(field: str) -> Callable[[str], int | float]:
 
 
 positive_int = COUNT.argument()
-non_negative_int = NON_NEGATIVE_INT.argument()
 positive_float = POSITIVE.argument()
-non_negative_float = NON_NEGATIVE.argument()
-probability = (
-    PROBABILITY.argument()
-)  # a rate such as dropout or label smoothing: 0 <= p < 1
+# a rate such as dropout or label smoothing: 0 <= p < 1
+probability = PROBABILITY.argument()
+
+
+def add_data_and_device(parser) -> None:
+    """--data-dir and --device, as `train` and `evaluate` take them."""
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder holding the corpus folders (multi30k/, wmt14/, ...); default: $AT_DATA_DIR, then a download",
+    )
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="auto (a GPU when visible), cpu, cuda, cuda:1 ...",
+    )
 
 
 # The decoding flags `translate` and `evaluate` share, each naming the profile field it overrides

@@ -88,13 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="file to write: .html, .svg or .png")
 
 
-def output_format(path: Path) -> str:
-    return export_format(path, f"--out {path}")
-
-
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    fmt = output_format(out)
+    fmt = export_format(out, f"--out {out}")
     check_outputs(
         [("--out", out)],
         [("--score-on", args.score_on), *pipeline.checkpoint_inputs(args.checkpoint)],

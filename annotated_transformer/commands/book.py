@@ -7,12 +7,10 @@ import sys
 
 from ..book.chapters import _print, _shown, discover_chapters, select_chapters
 from ..book.committed import import_run
-from ..book.parameters import parse_param, parse_params
+from ..book.parameters import parse_params
 from ..book.runner import run_book
 from ..book.sync import sync_notebooks
 from ..profiles import PROFILE_NAMES
-
-_parse_param = parse_param  # NAME=VALUE: a Python literal, else the bare word
 
 
 def add_arguments(parser) -> None:

@@ -22,7 +22,12 @@ from ..runtime.collisions import check_outputs
 from ..runtime.devices import resolve_device
 from ..runtime.files import atomic_write_text
 from ..runtime.ownership import check_output, owner_of_folder
-from .arguments import add_decoding_arguments, decoding_overrides, setting
+from .arguments import (
+    add_data_and_device,
+    add_decoding_arguments,
+    decoding_overrides,
+    setting,
+)
 from .translate import check_writable
 
 
@@ -49,16 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only for a checkpoint that records none (default: the checkpoint's own profile, "
         "else cpu); one of another corpus or direction is refused",
     )
-    parser.add_argument(
-        "--data-dir",
-        default=None,
-        help="folder holding the corpus folders (multi30k/, wmt14/, ...); default: $AT_DATA_DIR, then a download",
-    )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help="auto (a GPU when visible), cpu, cuda, cuda:1 ...",
-    )
+    add_data_and_device(parser)
     parser.add_argument(
         "--split",
         default=None,

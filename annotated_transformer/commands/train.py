@@ -20,33 +20,10 @@ from ..runtime.compiling import COMPILE_MODES
 from ..runtime.ownership import check_output, check_own_folder
 from ..runtime.precision import PRECISIONS
 from ..training import stopping
-from .arguments import positive_int, probability, setting
-from .flags import FLAGS, MODEL_FLAGS, flag_of
+from .arguments import add_data_and_device, positive_int, probability, setting
 
 
 # ------------------------------------------------------------------------------------------ CLI
-def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
-    """--profile, --data-dir and --device (shared by train and evaluate)."""
-    parser.add_argument(
-        "--profile",
-        default="cpu",
-        choices=PROFILE_NAMES,
-        help="picks every default: smoke (seconds, tests), cpu (Multi30k in 15 min on a laptop CPU), "
-        "gpu (Multi30k on one GPU), gpu-iwslt14, paper (WMT14 base on 8 GPUs), paper-big "
-        "(default: %(default)s)",
-    )
-    parser.add_argument(
-        "--data-dir",
-        default=None,
-        help="folder holding the corpus folders (multi30k/, wmt14/, ...); default: $AT_DATA_DIR, then a download",
-    )
-    parser.add_argument(
-        "--device",
-        default="auto",
-        help="auto (a GPU when visible), cpu, cuda, cuda:1 ...",
-    )
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.description = (
@@ -57,7 +34,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "  torchrun --nproc_per_node=8 -m annotated_transformer train --profile paper   # WMT14, 8 GPUs\n\n"
         "Ctrl-C (or SIGTERM) saves a checkpoint and exits; --resume continues bit for bit."
     )
-    add_profile_arguments(parser)
+    parser.add_argument(
+        "--profile",
+        default="cpu",
+        choices=PROFILE_NAMES,
+        help="picks every default: smoke (seconds, tests), cpu (Multi30k in 15 min on a laptop CPU), "
+        "gpu (Multi30k on one GPU), gpu-iwslt14, paper (WMT14 base on 8 GPUs), paper-big "
+        "(default: %(default)s)",
+    )
+    add_data_and_device(parser)
     parser.add_argument(
         "--out",
         default=None,
@@ -207,6 +192,34 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
     "eval_batch_tokens": ("number", "source tokens x beam per decoding batch"),
     "eval_max_sentences": ("number", "score only the first N test sentences"),
 }
+
+
+# The flag of each profile field `train` sets: its name with dashes, but for these. A message
+# about a field names its flag (`flag_of`).
+_RENAMED = {
+    "peak_lr": "--lr",
+    "warmup_steps": "--warmup",
+    "time_budget_minutes": "--minutes",
+    "beam_size": "--beam",
+    "length_penalty_alpha": "--alpha",
+}
+FLAGS = {
+    field: _RENAMED.get(field, "--" + field.replace("_", "-")) for field in _OVERRIDES
+}
+# The model's fields that `train` sets directly (into `model_overrides`), with their flags.
+MODEL_FLAGS = {
+    "n_layers": "--layers",
+    "d_model": "--d-model",
+    "d_ff": "--d-ff",
+    "n_heads": "--heads",
+    "dropout": "--dropout",
+    "label_smoothing": "--label-smoothing",
+}
+
+
+def flag_of(field: str) -> str | None:
+    """The flag that sets `field` (a profile or model field), or None."""
+    return FLAGS.get(field) or MODEL_FLAGS.get(field)
 
 
 def compile_setting(text: str) -> bool | str:

@@ -18,7 +18,7 @@ import jupytext
 import nbformat
 import pytest
 
-from annotated_transformer.book import chapters, runner, sphinx_assets, sync
+from annotated_transformer.book import chapters, parameters, runner, sphinx_assets, sync
 from annotated_transformer.book import site as site_build
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.evaluation import results
@@ -613,11 +613,11 @@ def test_sync_writes_the_notebook_from_the_source_without_outputs(tmp_path):
 
 
 def test_cli_parameters_are_python_literals_or_words():
-    assert book_command._parse_param("max_steps=50") == ("max_steps", 50)
-    assert book_command._parse_param("data_dir=/data/x") == ("data_dir", "/data/x")
-    assert book_command._parse_param("beam_size=None") == ("beam_size", None)
+    assert parameters.parse_param("max_steps=50") == ("max_steps", 50)
+    assert parameters.parse_param("data_dir=/data/x") == ("data_dir", "/data/x")
+    assert parameters.parse_param("beam_size=None") == ("beam_size", None)
     with pytest.raises(ValueError, match="NAME=VALUE"):
-        book_command._parse_param("max_steps")
+        parameters.parse_param("max_steps")
 
 
 # ----------------------------------------------------------------------------------------------

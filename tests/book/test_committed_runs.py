@@ -551,7 +551,7 @@ def test_the_gpu_column_reads_the_gpu_book_run_first(tmp_path):
             root=root,
             path=root / folder / "model.json",
         )
-    (claim,) = [c for c in summary.CLAIMS if c.key == "params_m.base"]
+    (claim,) = [c for c in summary.CLAIMS if c.label == "parameters, base (millions)"]
     column = summary.profile_column("gpu")
     shown = summary.summary_table("cpu", root=root).set_index("claim")[column]
     assert shown[claim.label] == "2.0"  # the committed book run's, before results/gpu/

@@ -6,9 +6,9 @@ import json
 from annotated_transformer.book import summary
 from annotated_transformer.evaluation.results import write_result
 
-F1 = next(c for c in summary.CLAIMS if c.key == "f1")
-SACREBLEU = next(c for c in summary.CLAIMS if c.key == "sacrebleu")
-COST = next(c for c in summary.CLAIMS if c.key == "training_flops")
+F1 = next(c for c in summary.CLAIMS if c.label.startswith("F1"))
+SACREBLEU = next(c for c in summary.CLAIMS if c.label.startswith("sacreBLEU"))
+COST = next(c for c in summary.CLAIMS if c.label.startswith("training cost"))
 
 
 def cell(claim, profile, root):

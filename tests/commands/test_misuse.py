@@ -22,8 +22,7 @@ import torch
 
 from annotated_transformer import pipeline
 from annotated_transformer.cli import main
-from annotated_transformer.commands.flags import FLAGS
-from annotated_transformer.commands.train import add_arguments, profile_from_args
+from annotated_transformer.commands.train import FLAGS, add_arguments, profile_from_args
 from annotated_transformer.evaluation import results
 from annotated_transformer.model.config import preset
 from annotated_transformer.model.decoding import (

@@ -30,7 +30,7 @@ import torch
 
 from annotated_transformer.book import runner
 from annotated_transformer.cli import main
-from annotated_transformer.commands.flags import FLAGS
+from annotated_transformer.commands.train import FLAGS
 from annotated_transformer.evaluation.scoring import translate
 from annotated_transformer.model.decoding import beam_search, greedy_decode
 from annotated_transformer.runtime import files, ownership
