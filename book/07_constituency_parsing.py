@@ -251,8 +251,12 @@ longest = max(range(len(all_trees)), key=tokens.__getitem__)
 median_ratio = statistics.median(n / w for n, w in zip(tokens, words))
 display(
     Markdown(
-        describe.describe_round_trip(
-            len(all_trees), median_ratio, tokens[longest], words[longest]
+        describe.say(
+            "round_trip",
+            trees=len(all_trees),
+            tokens_per_word=median_ratio,
+            longest_tokens=tokens[longest],
+            longest_words=words[longest],
         )
     )
 )

@@ -105,6 +105,13 @@ class ThisRun(ChapterState):
 
 
 # ------------------------------------------------------------------------ the record's parts
+class _Part:
+    @classmethod
+    def of(cls, value):
+        """`value` as this part (the mapping its computation gives, or the part as it is)."""
+        return value if isinstance(value, cls) else typed(cls, value)
+
+
 @dataclass(frozen=True)
 class Scored:
     """One parser's F1 in a paired bootstrap, with its 95% interval."""
@@ -114,7 +121,7 @@ class Scored:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(_Part):
     """A `paired_f1_bootstrap` of two parsers on the same sentences: the second's F1 minus the
     first's, its 95% interval and its p-value over `samples` resamples."""
 
@@ -126,16 +133,9 @@ class Comparison:
     samples: int
     sentences: int
 
-    @classmethod
-    def of(cls, value: Comparison | Mapping) -> Comparison:
-        """`value` as a Comparison (the bootstrap's own mapping, or a Comparison as it is)."""
-        if isinstance(value, cls):
-            return value
-        return typed(cls, value)
-
 
 @dataclass(frozen=True)
-class SourceDependence:
+class SourceDependence(_Part):
     """The dev loss a symbol with each tree's own sentence and with another of its length
     (`parsing.source_dependence`), and how many trees got another sentence."""
 
@@ -143,13 +143,6 @@ class SourceDependence:
     nll_other_sentence: float
     trees: int
     trees_with_another_sentence: int
-
-    @classmethod
-    def of(cls, value: SourceDependence | Mapping) -> SourceDependence:
-        """`value` as a SourceDependence (`source_dependence`'s mapping, or one as it is)."""
-        if isinstance(value, cls):
-            return value
-        return typed(cls, value)
 
 
 @dataclass(frozen=True)
@@ -362,10 +355,6 @@ def extended_rows(
     return rows
 
 
-def _reads(value: Mapping | None) -> SourceDependence | None:
-    return None if value is None else SourceDependence.of(value)
-
-
 def build(run: ThisRun) -> ConstituencyParsingRecord:
     """The record from what the chapter kept (the module's docstring lists its fields)."""
     tags, xx, live = run.tags, run.xx, run.live
@@ -382,12 +371,12 @@ def build(run: ThisRun) -> ConstituencyParsingRecord:
         learning_curve={
             f"{share:g}": r.to_dict() for share, r in sorted(live.runs.items())
         },
-        source_dependence=_reads(run.reads),
+        source_dependence=run.reads and SourceDependence.of(run.reads),
         variant_xx=VariantXX(
             **parser_scores(xx, with_invalid_dev=False),
             test=xx.report["decodings"],
             learning_curve=live.variant.to_dict(),
-            source_dependence=_reads(run.xx_reads),
+            source_dependence=run.xx_reads and SourceDependence.of(run.xx_reads),
             against_tags=Comparison.of(run.versus),
             against_right_branching_floor=Comparison.of(run.xx_over_floor),
             recipe=dataclasses.replace(run.recipe, tags=False).to_dict(),

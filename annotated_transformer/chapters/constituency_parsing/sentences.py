@@ -18,14 +18,10 @@ from .record import Comparison, ConstituencyParsingRecord, ExtendedRow
 from .scoring import EVALB_CUTOFF
 
 
-def margin(comparison: Comparison | Mapping, what: str) -> str:
+def say_margin(found: verdicts.Margin, what: str) -> str:
     """The second parser of a `paired_f1_bootstrap` comparison against the first, `what`:
     '6.6 points above the flat floor (10.6), beyond the resampling noise (...)', or, when the
     interval includes zero, 'not distinguishable from ...'."""
-    return say_margin(verdicts.margin(comparison), what)
-
-
-def say_margin(found: verdicts.Margin, what: str) -> str:
     side = say("side.above" if found.above else "side.below")
     if found.beyond_noise:
         return say("margin.beyond", found, side=side, what=what)
@@ -33,12 +29,8 @@ def say_margin(found: verdicts.Margin, what: str) -> str:
     return say("margin.within", found, here=here, what=what)
 
 
-def p_value(comparison: Comparison | Mapping) -> str:
-    """'p = 0.004', or 'p < 0.0005: no resample of 2,000 reversed it' when none did."""
-    return say_p_value(verdicts.p_value(comparison))
-
-
 def say_p_value(found: verdicts.PValue) -> str:
+    """'p = 0.004', or 'p < 0.0005: no resample of 2,000 reversed it' when none did."""
     if found.none_reversed:
         return say("p.none_reversed", found, bound=found.bound)
     return say("p.value", found)
@@ -58,18 +50,6 @@ def describe_plan(
         files=listed([share_words(s) for s in sorted(shares)]),
         runs=runs,
         ending=say("plan.with_variant" if variant else "plan.alone"),
-    )
-
-
-def describe_round_trip(
-    trees: int, tokens_per_word: float, longest_tokens: int, longest_words: int
-) -> str:
-    return say(
-        "round_trip",
-        trees=trees,
-        tokens_per_word=tokens_per_word,
-        longest_tokens=longest_tokens,
-        longest_words=longest_words,
     )
 
 
@@ -145,13 +125,9 @@ def describe_extended(
     )
 
 
-def chosen_words(job: Mapping) -> str:
-    """Which model and search dev chose for a share (`score_test`'s record): 'the average of its
-    snapshots of epochs 58 to 60 with beam 21' or 'its model of epoch 60 with greedy decoding'."""
-    return say_chosen(verdicts.chosen_model(job))
-
-
 def say_chosen(found: verdicts.ChosenModel) -> str:
+    """Which model and search dev chose for a share: 'the average of its snapshots of epochs 58
+    to 60 with beam 21' or 'its model of epoch 60 with greedy decoding'."""
     return say(
         "chosen.averaged" if found.averaged else "chosen.one",
         first=found.epochs[0],
@@ -236,7 +212,7 @@ def describe_test(
         f1_le40=headline["f1_le40"],
         sentences_le40=headline["sentences_le40"],
         cutoff=cutoff,
-        over=margin(over_floor, floor),
+        over=say_margin(verdicts.margin(over_floor), floor),
         invalid=unconstrained["invalid"],
         unconstrained_f1=unconstrained["f1"],
         symbols=unconstrained["symbols_per_output"],
