@@ -118,14 +118,6 @@ def describe_calibration(
     )
 
 
-def describe_no_calibration(warmup: int, peak: float) -> str:
-    return phrase("calibration.none", warmup=warmup, peak=peak)
-
-
-def describe_other_batches() -> str:
-    return phrase("calibration.other_batches")
-
-
 def describe_whole_epoch(
     by: pd.DataFrame, pre_at: Mapping[str, float], chosen: str, record: Mapping
 ) -> str:
@@ -148,25 +140,6 @@ def describe_whole_epoch(
                 f"whole_epoch.pre_norm.{reading}", provenance=describe_provenance(record)
             ),
         ]
-    )
-
-
-def describe_data(
-    train_pairs: int,
-    target_tokens: int,
-    valid_pairs: int,
-    bleu_sentences: int,
-    batch_tokens: int,
-    overfit_pairs: int,
-) -> str:
-    return phrase(
-        "data",
-        train_pairs=train_pairs,
-        target_tokens=target_tokens,
-        valid_pairs=valid_pairs,
-        bleu_sentences=bleu_sentences,
-        batch_tokens=batch_tokens,
-        overfit_pairs=overfit_pairs,
     )
 
 
@@ -488,13 +461,9 @@ def _finding(key: str) -> str:
     return lower_first(finding_name(key))
 
 
-def tally(budget: Mapping, name: str) -> str:
+def say_tally(found: findings.Tally) -> str:
     """One budget's verdicts counted in a sentence: "After 1 epoch (this run), of the 6 findings
     1 holds (small keys hurt), 1 does not hold (bigger is better) and 4 cannot be told (...)."""
-    return _say_tally(findings.tally(budget, name))
-
-
-def _say_tally(found: findings.Tally) -> str:
     groups = [
         phrase(
             "tally.group",
@@ -540,7 +509,7 @@ def closing(record: ModelVariationsRecord) -> str:
     its verdicts at its longest, the findings the longer budget changed, then each run's rank
     correlation with the paper's perplexities with its interval (`findings.closing`)."""
     found = findings.closing(record)
-    text = [_say_tally(t) for t in found.runs]
+    text = [say_tally(t) for t in found.runs]
     if found.moved is not None:
         moved = [
             phrase(
