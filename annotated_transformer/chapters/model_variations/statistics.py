@@ -8,7 +8,7 @@ same at perplexity 5 and at 50; it is shown as a change in percent.
 
 The default analysis (`method="pooled"`) fits every row of a corpus at once as a randomized block
 design: log perplexity = row + seed + noise, one noise variance for the whole table
-(`block_model`, ordinary least squares from statsmodels, which also copes with a missing run). A
+(`BlockModel`, ordinary least squares from statsmodels, which also copes with a missing run). A
 comparison is the difference of two row effects, its standard error comes from the pooled residual
 variance with (rows - 1) x (seeds - 1) degrees of freedom: 20 for 11 rows of 3 seeds, where a
 comparison's own seeds give 2. The price is an assumption: every row is as noisy as every other.
@@ -144,8 +144,9 @@ def paired(first: Mapping[int, float], second: Mapping[int, float]) -> Contrast:
 
 
 class BlockModel:
-    """log perplexity = row effect + seed effect + noise, fitted to every run of one corpus by
-    ordinary least squares (statsmodels), one noise variance for all rows.
+    """log perplexity = row effect + seed effect + noise, fitted to `runs[row][seed]` =
+    perplexity, every run of one corpus, by ordinary least squares (statsmodels), one noise
+    variance for all rows.
 
     The design has a column per row (its mean at the first seed) and one per further seed, so the
     difference of two rows is the difference of their columns, with the pooled standard error.
@@ -171,11 +172,6 @@ class BlockModel:
         self.df = len(y) - width
         self.fit = sm.OLS(np.array(y), np.array(x)).fit() if y and self.df >= 1 else None
 
-    @property
-    def residual_sd(self) -> float:
-        """The pooled noise of one run, in log perplexity (nan without residual freedom)."""
-        return math.sqrt(self.fit.scale) if self.fit is not None else math.nan
-
     def contrast(self, first: str, second: str) -> Contrast:
         seeds = tuple(sorted(set(self.runs[first]) & set(self.runs[second])))
         if self.fit is None:
@@ -187,11 +183,6 @@ class BlockModel:
         return Contrast(
             seeds, float(test.effect[0]), float(test.sd[0][0]), float(self.fit.df_resid)
         )
-
-
-def block_model(runs: Mapping[str, Mapping[int, float]]) -> BlockModel:
-    """The two-way (rows x seeds) model of `runs[row][seed]` = perplexity."""
-    return BlockModel(runs)
 
 
 def decide_pair(
@@ -248,7 +239,7 @@ def _contrasts(
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     models = (
-        {c: block_model(runs) for c, runs in ppl.items()} if method == "pooled" else {}
+        {c: BlockModel(runs) for c, runs in ppl.items()} if method == "pooled" else {}
     )
     tests = []
     for i, finding in enumerate(findings):
@@ -348,19 +339,6 @@ def assess(
     return out
 
 
-def describe(comparison: dict) -> str:
-    """One comparison as text: rows, mean change with its interval and level, detectable change."""
-    c = comparison
-    if c["difference_pct"] is None:
-        return f"{c['first']} vs {c['second']}: {c['reason']}"
-    low, high = c["interval_pct"]
-    return (
-        f"{c['first']} vs {c['second']}: {c['difference_pct']:+.1f}% "
-        f"[{low:+.1f}, {high:+.1f}] at {100 * (1 - c['level']):.1f}%, "
-        f"detectable {c['detectable_pct']:.1f}%"
-    )
-
-
 # ------------------------------------------------------------------------------ rank correlation
 # Over n rows, shuffled ranks agree or disagree perfectly 2 / n! of the time: 1 in 12 at n = 4,
 # 1 in 60 at n = 5. Below 5 rows not even a perfect ordering is rarer than the 1 in 20 a reading
@@ -369,21 +347,14 @@ def describe(comparison: dict) -> str:
 MIN_ORDER_ROWS = 5
 
 
-def ranks(values: Sequence[float]) -> np.ndarray:
-    """Ranks from 1; tied values share the mean of their ranks."""
-    _, inverse, counts = np.unique(
-        np.asarray(values, dtype=float), return_inverse=True, return_counts=True
-    )
-    ends = np.cumsum(counts)
-    return ((ends - counts + 1 + ends) / 2)[inverse]
-
-
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Spearman's rank correlation: Pearson's correlation of the ranks (nan if one side is constant)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or x.size < 2:
         raise ValueError("spearman needs two sequences of the same length, at least 2")
-    rx, ry = ranks(x) - (x.size + 1) / 2, ranks(y) - (y.size + 1) / 2
+    # tied values share the mean of their ranks
+    rx = stats.rankdata(x) - (x.size + 1) / 2
+    ry = stats.rankdata(y) - (y.size + 1) / 2
     denominator = math.sqrt(float((rx**2).sum() * (ry**2).sum()))
     return float((rx * ry).sum() / denominator) if denominator else float("nan")
 

@@ -449,7 +449,7 @@ def differences(
     BLEU in points (with the range over seeds; `faded` where a seed is within the noise of base).
     The frame `figures.table3_differences_chart` draws."""
     base = paper.TABLE3["base"]
-    model = f.block_model(final_ppl)
+    model = f.BlockModel(final_ppl)
     out = []
     for r in table.itertuples():
         if r.row == "base":
