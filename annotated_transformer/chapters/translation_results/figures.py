@@ -8,12 +8,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ...viz.charts import _interval_rules as _chart_interval_rules
-from ...viz.charts import edge_scale
-
-# How a run's training cost is priced (`experiments.translation.table2.COSTS`): the shapes of its
-# two points.
-_COSTS = ("paper's way", "counted")
+from ...viz.charts import _interval_rules, edge_scale
+from .table2 import COSTS
 
 
 def averaging_chart(
@@ -55,7 +51,7 @@ def averaging_chart(
             ],
         )
     )
-    bleu = alt.layer(line, _chart_interval_rules(sweep, x, "bleu", "ci95")).properties(
+    bleu = alt.layer(line, _interval_rules(sweep, x, "bleu", "ci95")).properties(
         width=260,
         height=200,
         # as short as the perplexity panel's: a longer one ran past the panel
@@ -392,7 +388,7 @@ def _cost_panel(
         {
             "shape": alt.Shape(
                 "cost:N",
-                scale=alt.Scale(domain=list(_COSTS), range=["circle", "diamond"]),
+                scale=alt.Scale(domain=list(COSTS), range=["circle", "diamond"]),
                 legend=alt.Legend(title="training cost", orient="bottom"),
             )
         }
@@ -427,25 +423,14 @@ def _cost_panel(
         )
     bars = interval_bars(points)
     if len(bars):
-        layers.insert(0, _interval_rules(bars, x, "bleu", "ci95", y_scale))
+        rules = _interval_rules(bars, x, "bleu", "ci95")  # on the panel's BLEU scale
+        layers.insert(0, rules.encode(y=alt.Y("low:Q", scale=y_scale)))
     # Two panels and their labels fit the book's 800-pixel column (at 260 px each they took
     # 852); a long title breaks at ": ".
     lines = title.split(": ", 1)
     title = [lines[0] + ":", lines[1]] if len(lines) == 2 else title
     return alt.layer(*layers).properties(
         width=_PANEL_WIDTH, height=_PANEL_HEIGHT, title=title
-    )
-
-
-def _interval_rules(
-    data: pd.DataFrame, x: alt.X, y: str, half_width: str, y_scale
-) -> alt.Chart:
-    """Error bars on the panel's BLEU scale (`charts._interval_rules`, with the scale set)."""
-    bars = data.assign(low=data[y] - data[half_width], high=data[y] + data[half_width])
-    return (
-        alt.Chart(bars)
-        .mark_rule(color="black")
-        .encode(x=x, y=alt.Y("low:Q", scale=y_scale), y2=alt.Y2("high:Q"))
     )
 
 

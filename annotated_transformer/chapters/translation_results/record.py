@@ -295,7 +295,7 @@ def build(
             device=run.device,
             origin=origin,
         ),
-        gpu_comparison=GpuRun(**gpu.record()) if gpu else None,
+        gpu_comparison=GpuRun(**vars(gpu)) if gpu else None,
         paper_recipe=PaperRecipe(
             **recipe_cost_fields(recipe_cost), **recipe_check_fields(check)
         ),

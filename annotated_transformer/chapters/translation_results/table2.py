@@ -95,9 +95,8 @@ class NoBookRun(RuntimeError):
     """Chapter 05 found no finished run of its profile; IPython shows it as one line naming the
     ways on, without a traceback."""
 
-    def _render_traceback_(
-        self,
-    ) -> list[str]:  # IPython's hook for an exception's own display
+    # IPython's hook for an exception's own display
+    def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
 
 
@@ -443,9 +442,6 @@ class GpuComparison:
         return run_points(
             self.short, self.sacrebleu, self.ci95, self.paper_way, self.counted
         )
-
-    def record(self) -> dict:
-        return dict(vars(self))
 
 
 # The `gpu` recipe's committed H100 run, under a name of its own so that a reader's

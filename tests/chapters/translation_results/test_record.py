@@ -141,7 +141,7 @@ def test_the_record_holds_what_the_summary_reads():
 
 def test_the_record_s_parts_are_typed():
     built = _built()
-    assert built.gpu_comparison == record.GpuRun(**_gpu().record())
+    assert built.gpu_comparison == record.GpuRun(**vars(_gpu()))
     assert built.averaging[1] == record.AveragingRow(
         k=2, snapshots="s4.pt .. s5.pt", ppl=6.992, bleu=36.04, ci95=1.64, minus_k1=1.0,
         p_value=0.011, beyond_noise=True,
