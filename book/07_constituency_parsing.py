@@ -456,9 +456,8 @@ this_run.keep(parameters=parameters)
 # such processes share the device, as chapter 06's rows do.
 
 # %%
-workers = (
-    sizes.workers
-)  # the profile's: 2 on the cpu profile's two cores, 4 sharing a GPU
+# the profile's: 2 on the cpu profile's two cores, 4 sharing a GPU
+workers = sizes.workers
 live = parsing_curve.chapter_runs(
     train_by_file, dev_trees, recipe, sizes.shares, workers=workers, device=str(device)
 )

@@ -96,9 +96,8 @@ class ThisRun(ChapterState):
     xx_reads: Mapping | None = None
     # the test (7.5, 7.6): both parsers evaluated, the paired bootstraps
     tags: Any = None  # report.Evaluated
-    floors: Mapping[str, Mapping] = field(
-        default_factory=dict
-    )  # floor first, tags second
+    # floor first, tags second
+    floors: Mapping[str, Mapping] = field(default_factory=dict)
     xx: Any = None  # report.Evaluated
     versus: Mapping | None = None  # tags first, XX second
     xx_over_floor: Mapping | None = None  # right-branching floor first, XX second

@@ -129,9 +129,8 @@ class Table3Run:
             "corpus": p.corpus,
             "vocab_size": p.vocab_size,
             "batch_tokens": p.batch_tokens,
-            "scale": list(
-                variations.scale_of(p).__dict__.values()
-            ),  # width, depth, heads
+            # width, depth, heads
+            "scale": list(variations.scale_of(p).__dict__.values()),
             "warmup_steps": self.scales.table3.warmup_steps,
             "peak_lr": self.scales.table3.peak_lr,
             "overfit_share": self.overfit_share,

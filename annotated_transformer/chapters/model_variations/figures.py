@@ -71,9 +71,8 @@ def row_styles(
                 continue
             dash = DASHES[position % len(DASHES)]
             free = [c for c in PALETTE if c not in in_panel and (c, dash) not in used]
-            if (
-                not free
-            ):  # more rows in one panel than colours: reuse a colour, not a pair
+            # more rows in one panel than colours: reuse a colour, not a pair
+            if not free:
                 free = [c for c in PALETTE if (c, dash) not in used]
             colour = free[0]
             styles[row] = (colour, dash)

@@ -115,9 +115,8 @@ class RowRecord:
     bleu_seeds: list[float]
     bleu_ci95_seeds: list[float]
     bleu_minus_base: float
-    bleu_beyond_noise_of_base_seeds: (
-        Any  # as `tables.beside_table3` gives it (None for base)
-    )
+    # as `tables.beside_table3` gives it (None for base)
+    bleu_beyond_noise_of_base_seeds: Any
     params_m: float
     seeds: list[int]
     epochs: list[float]
