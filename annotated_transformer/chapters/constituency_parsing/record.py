@@ -57,8 +57,6 @@ XX_LINEARIZATION = "XX in the word slots (the linearization of Vinyals et al.)"
 
 EXTENDED_CURVES = "parser_extended_cpu/curves.json"
 EXTENDED_TEST = "parser_extended_cpu/test.json"
-# the kind of record (runtime.records) each committed file is; the curves are a long run's export
-COMMITTED_KINDS = {EXTENDED_CURVES: "long_run_export", EXTENDED_TEST: "parser_test"}
 
 
 def treebank_name(treebank_dir: str | os.PathLike | None) -> str:
@@ -421,25 +419,17 @@ read = ConstituencyParsingRecord.read
 
 
 # ------------------------------------------------------------------------------ committed runs
-def read_committed(
-    root: str | Path | None, relative: str, kind: str | None = None
-) -> dict | None:
-    """The committed record `relative` under the clone's results folder `root`, checked as a
-    record of `kind` (default: `COMMITTED_KINDS`'s); None when there is no clone (`root` None)
-    or no such file."""
+def read_extended_test(root: str | Path | None, curves: Mapping | None) -> dict | None:
+    """The extended run's committed test scores (`parsing_extended.score_test`) under the clone's
+    results folder `root`, when they are of the run whose `curves` are committed (the same
+    recipe); else None (no clone, no file, or another run's)."""
     from ...runtime.records import read_record
 
-    path = Path(root) / relative if root else None
+    path = Path(root) / EXTENDED_TEST if root else None
     if path is None or not path.is_file():
         return None
-    return read_record(path, kind or COMMITTED_KINDS[relative])
-
-
-def read_extended_test(root: str | Path | None, curves: Mapping | None) -> dict | None:
-    """The extended run's committed test scores (`parsing_extended.score_test`), when they are
-    of the run whose `curves` are committed (the same recipe); else None."""
-    test = read_committed(root, EXTENDED_TEST)
-    if test is None or curves is None or test.get("recipe") != curves.get("recipe"):
+    test = read_record(path, "parser_test")
+    if curves is None or test.get("recipe") != curves.get("recipe"):
         return None
     return test
 
