@@ -17,7 +17,7 @@ What the record's "metrics" hold, built by `build` from what the chapter compute
 * `averaging`: the averaging sweep on the same validation sentences, one row per k;
   `averaged_checkpoints`: the snapshots of the profile's average;
 * `run`: the run's steps, training time, target tokens, device, and who trained it;
-* `gpu_comparison`: the committed `gpu` run beside this one (`table2.GpuComparison`), or None;
+* `gpu_comparison`: the committed `gpu` run beside this one (`GpuRun`), or None;
 * `paper_recipe`: section 5.7, the recipe counted (`recipe_cost_fields`) and its check's steps,
   losses, validation loss, vocabulary and seconds (`recipe_check_fields`).
 
@@ -44,7 +44,7 @@ from ..chapter_record import ChapterRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .table2 import FinishedRun, GpuComparison, RecipeCheck, RecipeCost, RunCost
+    from .table2 import FinishedRun, RecipeCheck, RecipeCost, RunCost
 
 RESULTS_NAME = "translation"
 _record = dataclasses.dataclass(frozen=True, kw_only=True)
@@ -115,16 +115,18 @@ class RunInfo:
 
 @_record
 class GpuRun:
-    """The committed `gpu` run beside this one: `table2.GpuComparison`'s fields."""
+    """The committed `gpu` run beside this one (`table2.gpu_comparison`): its label, its two
+    points on Table 2's axes, and the paired bootstrap of both runs on the same sentences
+    (`paired`), else its own interval."""
 
     label: str
-    short: str
+    short: str  # the label on the chart, where a long one would run past the column
     sacrebleu: float
     ci95: float | None
     paper_way: float
     counted: float
     paired: bool
-    difference: float | None
+    difference: float | None  # gpu minus this run, when paired
     p_value: float | None
     exceeds_noise: bool | None
 
@@ -259,7 +261,7 @@ def build(
     cache_rows: list[dict],
     averaged_from: Sequence[str],
     recipe: tuple[RecipeCost, RecipeCheck],
-    gpu: GpuComparison | None,
+    gpu: GpuRun | None,
     origin: str,
 ) -> TranslationRecord:
     """The record. `beamed`: the test set's one decoding (`pipeline.evaluate`, with its
@@ -295,7 +297,7 @@ def build(
             device=run.device,
             origin=origin,
         ),
-        gpu_comparison=GpuRun(**vars(gpu)) if gpu else None,
+        gpu_comparison=gpu,
         paper_recipe=PaperRecipe(
             **recipe_cost_fields(recipe_cost), **recipe_check_fields(check)
         ),

@@ -57,8 +57,8 @@ def _sweep() -> pd.DataFrame:
     )  # fmt: skip
 
 
-def _gpu() -> report.GpuComparison:
-    return report.GpuComparison(
+def _gpu() -> record.GpuRun:
+    return record.GpuRun(
         label="gpu, 9.4M", short="gpu, 9.4M", sacrebleu=39.43, ci95=1.6,
         paper_way=3.229085e17, counted=1.0538e15, paired=True, difference=1.77,
         p_value=0.001, exceeds_noise=True,
@@ -141,7 +141,7 @@ def test_the_record_holds_what_the_summary_reads():
 
 def test_the_record_s_parts_are_typed():
     built = _built()
-    assert built.gpu_comparison == record.GpuRun(**vars(_gpu()))
+    assert built.gpu_comparison == _gpu()
     assert built.averaging[1] == record.AveragingRow(
         k=2, snapshots="s4.pt .. s5.pt", ppl=6.992, bleu=36.04, ci95=1.64, minus_k1=1.0,
         p_value=0.011, beyond_noise=True,
