@@ -10,7 +10,7 @@ model, training (`fit`) and beam search are the translation ones. The parser's o
 vocabulary of the linearization's symbols and a source vocabulary of words, with separate
 embeddings (`ParserVocabularies`); a constraint that lets the search write valid trees only
 (`TreeConstraint`, a hook of `beam_search`); and the report beside two baselines
-(`report_parser`, `train_and_report`).
+(`report_parser`).
 
 Conventions of the linearization (`linearize`). The paper's text does not say which symbols fill the
 word slots; the authors' released code (tensor2tensor, ``data_generators/wsj_parsing.py``,
@@ -83,7 +83,6 @@ from .training import (  # noqa: F401
     load_parser,
     parser_max_len,
     report_parser,
-    train_and_report,
     train_parser,
     write_trees,
 )
