@@ -137,7 +137,6 @@ def _curves_panel(
     *,
     title: str,
     x_title: str,
-    y_title: str,
     width: int,
     height: int,
     points: bool = True,
@@ -151,7 +150,7 @@ def _curves_panel(
     )
     y = alt.Y(
         "ppl:Q",
-        title=y_title,
+        title="validation perplexity",
         scale=alt.Scale(type="log", domain=list(y_domain), nice=False),
     )
     tooltip = ["row", "epoch", alt.Tooltip("ppl:Q", format=".2f")]
@@ -168,21 +167,13 @@ def _curves_panel(
     return alt.layer(band, lines).properties(title=title, width=width, height=height)
 
 
-def validation_curves_chart(
-    curves: pd.DataFrame,
-    *,
-    groups: Mapping[str, Sequence[str]] = GROUPS,
-    x_title: str = "epochs of the training split",
-    y_title: str = "validation perplexity",
-    width: int = 190,  # three panels and their axes inside the book's 808 px chart box
-    height: int = 240,
-) -> alt.HConcatChart:
+def validation_curves_chart(curves: pd.DataFrame) -> alt.HConcatChart:
     """Mean validation curves (columns row, epoch, ppl), one panel per group of rows that holds
     a row besides base, base in each as the grey reference; one legend below for every row."""
     trained = set(curves.row)
     panels = [
         (title, [r for r in members if r in trained])
-        for title, members in groups.items()
+        for title, members in GROUPS.items()
         if trained & (set(members) - {REFERENCE})
     ]
     legend_rows = [r for _, members in panels for r in members]
@@ -195,10 +186,9 @@ def validation_curves_chart(
                     legend_rows,
                     (padded_domain(curves.epoch), padded_log_domain(curves.ppl)),
                     title=title,
-                    x_title=x_title,
-                    y_title=y_title,
-                    width=width,
-                    height=height,
+                    x_title="epochs of the training split",
+                    width=190,  # three panels and their axes inside the book's 808 px chart box
+                    height=240,
                 )
                 for title, members in panels
             ]
@@ -211,10 +201,6 @@ def overfitting_chart(
     curves: pd.DataFrame,
     *,
     title: str,
-    x_title: str = "epochs of the small corpus",
-    y_title: str = "validation perplexity",
-    width: int = 560,
-    height: int = 280,
     points: bool = True,
 ) -> alt.LayerChart:
     """Dropout's rows on the small corpus (columns row, epoch, ppl), base the grey reference;
@@ -225,10 +211,9 @@ def overfitting_chart(
             list(curves.row.unique()),
             (padded_domain(curves.epoch), padded_log_domain(curves.ppl)),
             title=title,
-            x_title=x_title,
-            y_title=y_title,
-            width=width,
-            height=height,
+            x_title="epochs of the small corpus",
+            width=560,
+            height=280,
             points=points,
         )
     )

@@ -12,15 +12,13 @@ from ...viz.charts import _interval_rules, edge_scale
 from .table2 import COSTS
 
 
-def averaging_chart(
-    sweep: pd.DataFrame, *, title: str, split: str = "validation"
-) -> alt.HConcatChart:
-    """Checkpoint averaging (section 6.1): perplexity and sacreBLEU on `split` against the number
-    of newest snapshots averaged, BLEU with its 95% interval as error bars.
+def averaging_chart(sweep: pd.DataFrame, *, title: str) -> alt.HConcatChart:
+    """Checkpoint averaging (section 6.1): perplexity and sacreBLEU on validation against the
+    number of newest snapshots averaged, BLEU with its 95% interval as error bars.
 
     `sweep` has the columns `k`, `ppl`, `bleu` and `ci95` (the interval's half-width).
     """
-    bleu_title = f"{split} sacreBLEU"
+    bleu_title = "validation sacreBLEU"
     x = alt.X(
         "k:Q",
         title="snapshots averaged (newest k)",
@@ -35,7 +33,9 @@ def averaging_chart(
             y=alt.Y("ppl:Q", title="perplexity", scale=edge_scale(zero=False)),
             tooltip=["k", alt.Tooltip("ppl:Q", format=".2f")],
         )
-        .properties(width=260, height=200, title=f"{split} perplexity (lower is better)")
+        .properties(
+            width=260, height=200, title="validation perplexity (lower is better)"
+        )
     )
     line = (
         alt.Chart(sweep)
@@ -470,9 +470,6 @@ def table2_panels(
     *,
     paper_title: str,
     our_title: str,
-    paper_y: str = "tokenized BLEU",
-    our_y: str = "sacreBLEU ± 95% interval",
-    title: str = "Table 2: BLEU against training cost, one panel per test set",
 ) -> alt.HConcatChart:
     """Table 2's BLEU against training cost, one panel per test set: the paper's systems on theirs,
     ours on ours (error bars where `our_points` has `ci95`). The cost axis is the same in both
@@ -490,7 +487,7 @@ def table2_panels(
             _cost_panel(
                 paper_points,
                 title=paper_title,
-                y_title=paper_y,
+                y_title="tokenized BLEU",
                 domain=domain,
                 color="#4c78a8",
                 overflow=LABEL_OVERFLOW[0],
@@ -498,7 +495,7 @@ def table2_panels(
             _cost_panel(
                 our_points,
                 title=our_title,
-                y_title=our_y,
+                y_title="sacreBLEU ± 95% interval",
                 domain=domain,
                 color="#f58518",
                 overflow=LABEL_OVERFLOW[1],
@@ -506,5 +503,5 @@ def table2_panels(
         )
         # the shapes' legend under the panel that draws them (shared, it went under the first)
         .resolve_scale(y="independent", shape="independent")
-        .properties(title=title)
+        .properties(title="Table 2: BLEU against training cost, one panel per test set")
     )
