@@ -79,7 +79,6 @@ def train_parser(
     out_dir: str | os.PathLike,
     *,
     device: torch.device | str = "cpu",
-    show_progress: bool = False,
     **fit_options,
 ) -> Fitted:
     """Train the parser through `fit`: sentence -> linearized tree, separate source and target
@@ -105,7 +104,7 @@ def train_parser(
             "task": "constituency parsing",
             "train_trees": len(data.trees["train"]),
         },
-        show_progress=show_progress,
+        show_progress=False,
         **fit_options,
     )
 

@@ -267,8 +267,6 @@ def assess(
     findings: Sequence[Finding],
     ppl: Mapping[str, Mapping[str, Mapping[int, float]]],
     *,
-    alpha: float = ALPHA,
-    margin: float = TIE_MARGIN,
     method: str = "pooled",
 ) -> list[dict]:
     """Every finding's verdict, from `ppl[corpus][row][seed]` (validation perplexities).
@@ -284,10 +282,10 @@ def assess(
     """
     tests = _contrasts(findings, ppl, method)
     decided = [
-        decide_pair(t[3], findings[t[0]].kind, margin) if t[3] else (1.0, CANNOT_TELL)
+        decide_pair(t[3], findings[t[0]].kind) if t[3] else (1.0, CANNOT_TELL)
         for t in tests
     ]
-    family = iter(holm([p for (p, _), t in zip(decided, tests) if t[5]], alpha))
+    family = iter(holm([p for (p, _), t in zip(decided, tests) if t[5]]))
     corrected = [next(family) if t[5] else (False, None) for t in tests]
     out = []
     for i, finding in enumerate(findings):
@@ -363,15 +361,14 @@ def spearman_interval(
     a: Sequence[float],
     b: Sequence[float],
     *,
-    confidence: float = 0.95,
     samples: int = 10_000,
-    seed: int = 0,
 ) -> dict:
     """Spearman's correlation with a percentile bootstrap interval over rows (pairs resampled
     together; resamples where one side is constant are dropped and counted). Fixed seed."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     rho = spearman(x, y)
-    rng = np.random.default_rng(seed)
+    confidence = 0.95
+    rng = np.random.default_rng(0)
     draws = rng.integers(0, x.size, size=(samples, x.size))
     values = np.array([spearman(x[d], y[d]) for d in draws])
     kept = values[np.isfinite(values)]
