@@ -285,15 +285,10 @@ def ppl_at_epoch(records: Sequence[dict], corpus: str, epoch: int) -> dict:
     return out
 
 
-def complete_epoch(
-    records: Sequence[dict],
-    corpus: str,
-    rows: Sequence[str],
-    seeds: Sequence[int] | None = None,
-) -> int:
-    """The last epoch that every job of `rows` x `seeds` on `corpus` has finished (0: none, or a
-    job not started). `seeds` default: every seed in `records`."""
-    seeds = sorted({r["seed"] for r in records}) if seeds is None else seeds
+def complete_epoch(records: Sequence[dict], corpus: str, rows: Sequence[str]) -> int:
+    """The last epoch that every job of `rows` x every seed in `records` on `corpus` has
+    finished (0: none, or a job not started)."""
+    seeds = sorted({r["seed"] for r in records})
     done = {
         (r["row"], r["seed"]): len(r["curve"]) for r in records if r["corpus"] == corpus
     }

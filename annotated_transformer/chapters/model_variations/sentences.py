@@ -334,7 +334,7 @@ def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = ""
     return f"{text} {note}" if note else text
 
 
-def change_sentence(early: Mapping, late: Mapping, names: Mapping[str, str] = {}) -> str:
+def change_sentence(early: Mapping, late: Mapping) -> str:
     """What the longer budget did to a finding: whether its verdict changed, and for every
     comparison both budgets read, whether the two rows swapped order or the gap narrowed or
     widened (and, while neither can tell, how the smallest detectable change moved)."""
@@ -385,10 +385,10 @@ def overfit_note(
     return phrase(f"small.note.{many}", turns=", and ".join(parts))
 
 
-def flattening_note(curves: Mapping[str, Sequence[float]], row: str = "base") -> str:
-    """How much `row`'s mean curve fell in its last epoch, and where it first fell by less than 1%
+def flattening_note(curves: Mapping[str, Sequence[float]]) -> str:
+    """How much base's mean curve fell in its last epoch, and where it first fell by less than 1%
     (the extended run's rule for having trained long enough)."""
-    found = findings.flattening(curves, row)
+    found = findings.flattening(curves)
     if found is None:
         return ""
     return phrase("flattening.flat" if found.flat_at else "flattening.learning", found)

@@ -75,12 +75,10 @@ FINDINGS: tuple[Finding, ...] = (
 )
 
 
-def finding_rows(
-    findings: Sequence[Finding] = FINDINGS, corpus: str = "full"
-) -> list[str]:
+def finding_rows(corpus: str = "full") -> list[str]:
     """The rows the findings read on `corpus`, in first-use order."""
     rows: list[str] = []
-    for finding in findings:
+    for finding in FINDINGS:
         if finding.corpus == corpus:
             for pair in finding.pairs:
                 rows += [r for r in pair if r not in rows]
@@ -185,9 +183,7 @@ class BlockModel:
         )
 
 
-def decide_pair(
-    pair: Contrast, kind: str, margin: float = TIE_MARGIN
-) -> tuple[float, str]:
+def decide_pair(pair: Contrast, kind: str) -> tuple[float, str]:
     """A comparison's p-value and the verdict it supports when the p-value is small enough.
 
     "worse": the two-sided p-value (twice the smaller one-sided one); its sign says which way.
@@ -198,6 +194,7 @@ def decide_pair(
         above, below = pair.p_above(0.0), pair.p_below(0.0)
         return min(1.0, 2 * min(above, below)), HOLDS if above < below else DOES_NOT_HOLD
     if kind == "tie":
+        margin = TIE_MARGIN
         inside = max(pair.p_above(-margin), pair.p_below(margin))
         outside = pair.p_above(margin) if pair.mean >= 0 else pair.p_below(-margin)
         if inside <= outside:
