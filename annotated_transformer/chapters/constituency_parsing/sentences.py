@@ -84,12 +84,7 @@ def describe_source_dependence(reads: Mapping) -> str:
 
 
 # ------------------------------------------------------------------------------ the extended run
-def describe_extended(
-    document: Mapping,
-    paper_f1: float,
-    paper_trees: int,
-    lead: str | None = None,
-) -> str:
+def describe_extended(document: Mapping, paper_f1: float, paper_trees: int) -> str:
     """Best dev F1 per share, whether it has stopped rising, and where the paper's F1 lies."""
     found = verdicts.extended(document, paper_f1, paper_trees)
     each = "; ".join(
@@ -118,7 +113,7 @@ def describe_extended(
         where += say("extended.no_rise")
     return say(
         "extended",
-        lead=lead or say("extended.lead"),
+        lead=say("extended.lead"),
         each=each,
         state=state,
         where=where,
@@ -201,7 +196,6 @@ def describe_test(
     floor: str,
     unconstrained: Mapping,
     gold_symbols: float,
-    cutoff: int = EVALB_CUTOFF,
 ) -> str:
     """The test F1 of the chosen search, against the better floor, and the unconstrained beam."""
     return say(
@@ -211,7 +205,7 @@ def describe_test(
         chosen=chosen,
         f1_le40=headline["f1_le40"],
         sentences_le40=headline["sentences_le40"],
-        cutoff=cutoff,
+        cutoff=EVALB_CUTOFF,
         over=say_margin(verdicts.margin(over_floor), floor),
         invalid=unconstrained["invalid"],
         unconstrained_f1=unconstrained["f1"],

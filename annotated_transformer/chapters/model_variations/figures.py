@@ -52,14 +52,13 @@ DASHES = (SOLID, (6, 3), (2, 2), (8, 3, 2, 3))
 
 
 def row_styles(
-    groups: Mapping[str, Sequence[str]] = GROUPS,
     rows: Sequence[str] = TABLE3_ALL_ROWS,
 ) -> dict[str, tuple[str, tuple[int, ...]]]:
     """{row: (colour, stroke dash)}: base grey and solid; every other row a (colour, dash) pair
     no other row has, a colour no other row of its panel (group) has, and the next dash of its
     panel, so that neighbouring rows of a panel differ in both. Rows in no group come last."""
     styles = {REFERENCE: (REFERENCE_COLOUR, SOLID)}
-    panels = [list(members) for members in groups.values()]
+    panels = [list(members) for members in GROUPS.values()]
     grouped = {r for members in panels for r in members}
     panels.append([r for r in rows if r not in grouped])
     used: set[tuple[str, tuple[int, ...]]] = set()
