@@ -404,7 +404,7 @@ compared = record.decoding_record(greedy, beamed, intervals, BEAM)
 table = tables.decoding_table(decoded, intervals, len(valid_sources))
 viz.show_table(table, **tables.DECODING_FORMATS)
 text = describe.describe_beam(
-    compared.greedy, compared.beam, len(valid_sources), valid.name
+    compared["greedy"], compared["beam"], len(valid_sources), valid.name
 )
 display(Markdown(text))
 

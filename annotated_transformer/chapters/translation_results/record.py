@@ -77,16 +77,6 @@ class BeamDecoding:
 
 
 @_record
-class Decodings:
-    """Greedy decoding and beam search on `decoding_sentences` sentences of `decoding_set`."""
-
-    decoding_set: str
-    decoding_sentences: int
-    greedy: Decoding
-    beam: BeamDecoding
-
-
-@_record
 class AveragingRow:
     """One point of the averaging sweep: the newest k snapshots merged, scored on validation,
     with the paired bootstrap against k = 1 (None at k = 1)."""
@@ -181,12 +171,11 @@ class TranslationRecord(ChapterRecord):
     paper_recipe: PaperRecipe
 
 
-def decoding_record(
-    greedy: dict, beamed: dict, intervals: dict, beam_name: str
-) -> Decodings:
-    """Greedy decoding and beam search as the results record holds them: the sentences they
-    decoded (the validation split's: a comparison that may choose is not made on test), scores,
-    seconds, the bootstrap's 95% half-widths, and the beam's p-value against greedy."""
+def decoding_record(greedy: dict, beamed: dict, intervals: dict, beam_name: str) -> dict:
+    """Greedy decoding and beam search as the results record holds them, its fields
+    `decoding_set`, `decoding_sentences`, `greedy` and `beam`: the sentences they decoded (the
+    validation split's: a comparison that may choose is not made on test), scores, seconds, the
+    bootstrap's 95% half-widths, and the beam's p-value against greedy."""
     if (greedy["test_set"], greedy["sentences"]) != (
         beamed["test_set"],
         beamed["sentences"],
@@ -196,7 +185,7 @@ def decoding_record(
         )
     test = intervals[beam_name]
     keep = ("sacrebleu", "bleu_tokenized", "decode_seconds")
-    return Decodings(
+    return dict(
         decoding_set=greedy["test_set"],
         decoding_sentences=greedy["sentences"],
         greedy=Decoding(
@@ -254,7 +243,7 @@ def build(
     profile: Profile,
     run: FinishedRun,
     beamed: dict,
-    decoded: Decodings,
+    decoded: dict,
     bleus: tuple[float, int],
     cost: RunCost,
     sweep: pd.DataFrame,
@@ -283,10 +272,7 @@ def build(
         sacrebleu_signature=beamed["sacrebleu_signature"],
         ppl=beamed["ppl"],
         **cost_fields(cost),
-        decoding_set=decoded.decoding_set,
-        decoding_sentences=decoded.decoding_sentences,
-        greedy=decoded.greedy,
-        beam=decoded.beam,
+        **decoded,
         kv_cache_seconds={row["decoder"]: row["seconds"] for row in cache_rows},
         averaging=averaging_rows(sweep),
         averaged_checkpoints=tuple(averaged_from),

@@ -27,7 +27,7 @@ def _cost() -> report.RunCost:
     )  # fmt: skip
 
 
-def _decoded() -> record.Decodings:
+def _decoded() -> dict:
     greedy = {"sacrebleu": 36.56, "bleu_tokenized": 36.5, "decode_seconds": 6.3}
     greedy |= {"test_set": "multi30k/val", "sentences": 1014}
     beamed = greedy | {
@@ -171,10 +171,13 @@ def test_a_record_without_later_fields_takes_their_defaults():
 
 def test_decoding_record_keeps_scores_intervals_and_the_test():
     decoded = _decoded()
-    assert decoded.greedy.sacrebleu_ci95 == 1.58
-    assert decoded.beam.p_value_against_greedy == 0.001
-    assert decoded.beam.exceeds_noise and decoded.beam.beam_size == 4
-    assert (decoded.decoding_set, decoded.decoding_sentences) == ("multi30k/val", 1014)
+    assert decoded["greedy"].sacrebleu_ci95 == 1.58
+    assert decoded["beam"].p_value_against_greedy == 0.001
+    assert decoded["beam"].exceeds_noise and decoded["beam"].beam_size == 4
+    assert (decoded["decoding_set"], decoded["decoding_sentences"]) == (
+        "multi30k/val",
+        1014,
+    )
     greedy = {"sacrebleu": 30.0, "bleu_tokenized": 30.1, "decode_seconds": 5.0}
     greedy |= {"test_set": "v", "sentences": 10}
     with pytest.raises(ValueError, match="different sentences"):
