@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from ..wording import capitalized, listed, plural
 from . import verdicts
 from .phrases import SCORE_TEST_COMMAND, say, search_words, share_words
-from .record import Comparison, ConstituencyParsingRecord, ExtendedRow
+from .record import Comparison, ConstituencyParsingRecord
 from .scoring import EVALB_CUTOFF
 
 
@@ -246,10 +246,9 @@ def paper_model() -> str:
     return say("paper_model", n_layers=paper.n_layers, d_model=paper.d_model)
 
 
-def describe_extended_closing(rows: Sequence[ExtendedRow], paper_f1: float) -> str:
-    """The extended run in one bullet (the record's `extended_run`): the largest share's best
-    dev F1, whether its rule stopped it, and its test F1 once scored, against the paper's."""
-    found = verdicts.extended_closing(rows, paper_f1)
+def say_extended_closing(found: verdicts.ExtendedClosing) -> str:
+    """The extended run in one bullet: the largest share's best dev F1, whether its rule stopped
+    it, and its test F1 once scored, against the paper's."""
     top = found.row
     if top.scored:
         low, high = top.test_f1_ci95
@@ -296,6 +295,6 @@ def closing(record: ConstituencyParsingRecord) -> str:
             p=say_p_value(found.variant_p),
         ),
     ]
-    if record.extended_run:
-        parts.append(describe_extended_closing(record.extended_run, record.paper_f1))
+    if found.extended:
+        parts.append(say_extended_closing(found.extended))
     return "\n".join(parts)
