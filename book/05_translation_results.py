@@ -635,6 +635,7 @@ ours = report.run_points(
 gpu = report.gpu_comparison(
     profile.name, test.name, mine, hypotheses, references, test.tgt
 )
+gpu = gpu and record.GpuRun(**gpu)
 if gpu:
     ours += report.run_points(
         gpu.short, gpu.sacrebleu, gpu.ci95, gpu.paper_way, gpu.counted

@@ -41,7 +41,6 @@ from ...runtime.files import scratch_folder
 from ...runtime.records import read_json
 from ...training.checkpoint import average_last, list_snapshots
 from ...training.training_log import read_metrics
-from .record import GpuRun
 
 
 # ------------------------------------------------------------------------------------------ the run
@@ -450,10 +449,11 @@ def committed_gpu_run(profile_name: str) -> tuple[dict | None, str, Path | None]
 
 def gpu_comparison(
     profile_name: str, test_set: str, mine: str, hypotheses, references, all_references
-) -> GpuRun | None:
+) -> dict | None:
     """The committed `gpu` run on this run's test set, compared with this run (`mine`, its label
-    and `hypotheses`) by the paired bootstrap when both translated the same sentences; None when
-    there is no such run or it scored another test set."""
+    and `hypotheses`) by the paired bootstrap when both translated the same sentences, as the
+    fields of the record's `GpuRun`; None when there is no such run or it scored another test
+    set."""
     record, label, file = committed_gpu_run(profile_name)
     metrics = (record or {}).get("metrics", {})
     if metrics.get("test", {}).get("test_set") != test_set or not (
@@ -477,7 +477,7 @@ def gpu_comparison(
         )
     size = f"{metrics['parameters'] / 1e6:.1f}M"
     short = "gpu (earlier)" if "earlier" in label else "gpu"
-    return GpuRun(
+    return dict(
         label=name,
         short=f"{short}, {size}",
         sacrebleu=metrics["sacrebleu"],
