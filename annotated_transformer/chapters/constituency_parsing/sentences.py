@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ...model.config import preset
 from ..wording import capitalized, listed, plural
 from . import verdicts
 from .phrases import SCORE_TEST_COMMAND, say, search_words, share_words
@@ -238,14 +239,6 @@ def describe_variant(
 
 
 # ------------------------------------------------------------------------------ what the run shows
-def paper_model() -> str:
-    """The paper's parser in words: 'a 4-layer model with d_model 1024'."""
-    from ...model.config import preset
-
-    paper = preset("parsing")
-    return say("paper_model", n_layers=paper.n_layers, d_model=paper.d_model)
-
-
 def say_extended_closing(found: verdicts.ExtendedClosing) -> str:
     """The extended run in one bullet: the largest share's best dev F1, whether its rule stopped
     it, and its test F1 once scored, against the paper's."""
@@ -275,7 +268,9 @@ def closing(record: ConstituencyParsingRecord) -> str:
     record holds one."""
     found = verdicts.closing(record)
     h, paper = found.headline, found.paper
-    against_paper = say("closing.paper", paper, paper_model=paper_model()) + say(
+    model = preset("parsing")  # the paper's parser: 'a 4-layer model with d_model 1024'
+    words = say("paper_model", n_layers=model.n_layers, d_model=model.d_model)
+    against_paper = say("closing.paper", paper, paper_model=words) + say(
         "closing.paper.far" if paper.top_below else "closing.paper.near", paper
     )
     if paper.reads_little:

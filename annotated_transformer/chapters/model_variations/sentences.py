@@ -17,6 +17,7 @@ from ...evaluation.results import describe_provenance
 from ..wording import capitalized, listed, plural, signed
 from . import findings
 from . import statistics as f
+from .phrases import VERDICT_ONE
 from .phrases import say as phrase
 from .record import ModelVariationsRecord
 from .verdicts import (
@@ -25,7 +26,6 @@ from .verdicts import (
     reproducing_command,
     share_words,
     verdict_count,
-    verdict_words,
 )
 
 
@@ -310,7 +310,7 @@ def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = ""
         clause = comparison_clause(found.kind, c, names)
         if aspect and not (c["verdict"] == f.DOES_NOT_HOLD and c["trained"]):
             if c["trained"]:
-                words = verdict_words(c["verdict"])
+                words = VERDICT_ONE[c["verdict"]]
                 clause = phrase(
                     "finding.aspect", aspect=aspect, verdict_words=words, clause=clause
                 )
@@ -327,7 +327,7 @@ def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = ""
         )
         text = phrase(
             "finding.read",
-            verdict_words=verdict_words(found.verdict),
+            verdict_words=VERDICT_ONE[found.verdict],
             because=because,
             clauses="; ".join(clauses),
         )
@@ -343,8 +343,8 @@ def change_sentence(early: Mapping, late: Mapping) -> str:
         return phrase("change.only_longer")
     head = phrase(
         "change.kept" if found.before == found.after else "change.changed",
-        before=verdict_words(found.before),
-        after=verdict_words(found.after),
+        before=VERDICT_ONE[found.before],
+        after=VERDICT_ONE[found.after],
     )
     moves = []
     for m in found.moves:
@@ -515,8 +515,8 @@ def closing(record: ModelVariationsRecord) -> str:
             phrase(
                 "moved",
                 finding=_finding(m.finding),
-                before=verdict_words(m.before),
-                after=verdict_words(m.after),
+                before=VERDICT_ONE[m.before],
+                after=VERDICT_ONE[m.after],
             )
             for m in found.moved
         ]

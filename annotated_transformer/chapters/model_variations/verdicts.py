@@ -363,12 +363,6 @@ def mean_curves(document: Mapping, corpus: str = "full") -> dict[str, list[float
 # ------------------------------------------------------------------------------ the words
 
 
-def verdict_words(verdict: str) -> str:
-    """A verdict as a sentence says it of one finding: "holds", "does not hold", "cannot be
-    told"."""
-    return VERDICT_ONE[verdict]
-
-
 def verdict_count(n: int, verdict: str) -> str:
     """ "1 holds", "2 hold", "0 do not hold": a count of findings with their verdict."""
     return say("count", n=n, words=(VERDICT_ONE if n == 1 else VERDICT_MANY)[verdict])
