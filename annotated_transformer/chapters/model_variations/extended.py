@@ -171,20 +171,13 @@ class Table3Run:
         }
         self.run.write_plan(RunPlan(KIND, plan.identity, raised, plan.stops))
 
-    def recorded_targets(self) -> dict[str, int] | None:
-        """The epochs per corpus the folder was trained to (None: none recorded yet)."""
-        return recorded_targets(self.out_dir)
-
     # ------------------------------------------------------------------ one epoch of one job
-    def folder(self, job: Job) -> Path:
-        return self.run.folder(job.name)
-
     def epochs_done(self, job: Job) -> int:
         return len(self.run.curve(job.name))
 
     def train_epoch(self, job: Job, data) -> dict:
         """Train `job` one more epoch (resuming its checkpoint) and record its validation perplexity."""
-        folder = self.folder(job)
+        folder = self.run.folder(job.name)
         epoch = self.epochs_done(job) + 1
         config = variations.row_config(job.row, self.profile)
         settings = variations.row_settings(
