@@ -332,16 +332,12 @@ def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike
     )
 
 
-def curves_view(export: RunExport) -> dict:
-    """An exported parser run as chapter 07 reads it: the export's view (`RunExport.view`: each
-    job its share, trees and curve; `stopped` by share) with the recipe and the stopping rule
-    (`min_epochs`, `max_epochs`) at its top."""
-    return {**export.view(), "recipe": dict(export.identity["recipe"]), **export.targets}
-
-
 def read_curves(path: str | os.PathLike) -> dict:
-    """The exported parser run in `path`, as `curves_view` gives it."""
-    return curves_view(read_export(path, KIND))
+    """The exported parser run in `path` as chapter 07 reads it: the export's view
+    (`RunExport.view`: each job its share, trees and curve; `stopped` by share) with the recipe
+    and the stopping rule (`min_epochs`, `max_epochs`) at its top."""
+    export = read_export(path, KIND)
+    return {**export.view(), "recipe": dict(export.identity["recipe"]), **export.targets}
 
 
 # --------------------------------------------------------------------------------- the test score
