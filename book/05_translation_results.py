@@ -154,9 +154,7 @@ decoding = profile.decode_settings(torch_device).replace(
     beam_size=int(beam_size or profile.beam_size)
 )
 beam = decoding.beam_size
-training_threads = (
-    profile.threads or torch.get_num_threads()
-)  # what pipeline.train runs with
+training_threads = profile.threads or torch.get_num_threads()  # as pipeline.train
 torch.set_num_threads(1 if profile.name == "smoke" else training_threads)
 chapter_start = time.perf_counter()
 recipe_steps = report.recipe_check_steps(profile.name, recipe_steps)
@@ -406,7 +404,7 @@ compared = record.decoding_record(greedy, beamed, intervals, BEAM)
 table = tables.decoding_table(decoded, intervals, len(valid_sources))
 viz.show_table(table, **tables.DECODING_FORMATS)
 text = describe.describe_beam(
-    compared.greedy, compared.beam, len(valid_sources), valid.name
+    compared["greedy"], compared["beam"], len(valid_sources), valid.name
 )
 display(Markdown(text))
 
@@ -540,9 +538,8 @@ split = tokenized_bleu(hypotheses, references, compound_splitting=True)
 unsplit = tokenized_bleu(hypotheses, references, compound_splitting=False)
 assert round(sacre["score"], 2) == tested["sacrebleu"]
 assert round(split["score"], 2) == tested["bleu_tokenized"]
-assert (
-    abs(split["score"] - sacre["score"]) <= 1.0
-)  # same 13a tokens; only the splitting differs
+# the same 13a tokens: only the splitting differs
+assert abs(split["score"] - sacre["score"]) <= 1.0
 viz.show_table(tables.bleu_table(sacre, unsplit, split), score="{:.2f}")
 
 # %% [markdown]
@@ -638,7 +635,12 @@ ours = report.run_points(
 gpu = report.gpu_comparison(
     profile.name, test.name, mine, hypotheses, references, test.tgt
 )
-ours_table = pd.DataFrame(ours + (gpu.points() if gpu else []))
+gpu = gpu and record.GpuRun(**gpu)
+if gpu:
+    ours += report.run_points(
+        gpu.short, gpu.sacrebleu, gpu.ci95, gpu.paper_way, gpu.counted
+    )
+ours_table = pd.DataFrame(ours)
 assert cost.counted < table2.training_flops.min() / 100  # orders of magnitude below
 
 # %% [markdown]
@@ -688,9 +690,8 @@ viz.show_table(tables.paper_recipe_table(paper_profile))
 
 # %%
 recipe_cost = report.paper_recipe_cost(paper_profile, data_dir)
-assert (
-    recipe_cost.implied_utilisation < 1
-)  # Table 2's figure exceeds the counted arithmetic
+# Table 2's figure exceeds the counted arithmetic
+assert recipe_cost.implied_utilisation < 1
 viz.show_table(tables.recipe_cost_table(recipe_cost))
 display(Markdown(describe.describe_recipe_cost(**record.recipe_cost_fields(recipe_cost))))
 

@@ -280,7 +280,7 @@ if calibration.chosen:
         "the profile's Table 3 warm-up and peak are not the calibration's choice"
     )
 else:
-    display(Markdown(say.describe_no_calibration(warmup, peak)))
+    display(Markdown(say.phrase("calibration.none", warmup=warmup, peak=peak)))
 
 
 # %% [markdown]
@@ -294,7 +294,7 @@ else:
 
 # %%
 if calibration.other_batches:
-    display(Markdown(say.describe_other_batches()))
+    display(Markdown(say.phrase("calibration.other_batches")))
 
 
 # %% [markdown]
@@ -341,13 +341,14 @@ mean_src = float(np.mean(data.train.src_lengths)) + 1
 mean_tgt = float(np.mean(data.train.tgt_lengths)) + 1
 display(
     Markdown(
-        say.describe_data(
-            len(data.train),
-            target_tokens,
-            len(data.valid),
-            len(bleu_sources),
-            table3_profile.batch_tokens,
-            overfit_pairs,
+        say.phrase(
+            "data",
+            train_pairs=len(data.train),
+            target_tokens=target_tokens,
+            valid_pairs=len(data.valid),
+            bleu_sentences=len(bleu_sources),
+            batch_tokens=table3_profile.batch_tokens,
+            overfit_pairs=overfit_pairs,
         )
     )
 )

@@ -251,8 +251,12 @@ longest = max(range(len(all_trees)), key=tokens.__getitem__)
 median_ratio = statistics.median(n / w for n, w in zip(tokens, words))
 display(
     Markdown(
-        describe.describe_round_trip(
-            len(all_trees), median_ratio, tokens[longest], words[longest]
+        describe.say(
+            "round_trip",
+            trees=len(all_trees),
+            tokens_per_word=median_ratio,
+            longest_tokens=tokens[longest],
+            longest_words=words[longest],
         )
     )
 )
@@ -452,9 +456,8 @@ this_run.keep(parameters=parameters)
 # such processes share the device, as chapter 06's rows do.
 
 # %%
-workers = (
-    sizes.workers
-)  # the profile's: 2 on the cpu profile's two cores, 4 sharing a GPU
+# the profile's: 2 on the cpu profile's two cores, 4 sharing a GPU
+workers = sizes.workers
 live = parsing_curve.chapter_runs(
     train_by_file, dev_trees, recipe, sizes.shares, workers=workers, device=str(device)
 )

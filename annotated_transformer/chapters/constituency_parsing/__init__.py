@@ -10,7 +10,7 @@ model, training (`fit`) and beam search are the translation ones. The parser's o
 vocabulary of the linearization's symbols and a source vocabulary of words, with separate
 embeddings (`ParserVocabularies`); a constraint that lets the search write valid trees only
 (`TreeConstraint`, a hook of `beam_search`); and the report beside two baselines
-(`report_parser`, `train_and_report`).
+(`report_parser`).
 
 Conventions of the linearization (`linearize`). The paper's text does not say which symbols fill the
 word slots; the authors' released code (tensor2tensor, ``data_generators/wsj_parsing.py``,
@@ -52,7 +52,6 @@ from .baselines import (  # noqa: F401
     right_branching_tree,
 )
 from .linearization import (  # noqa: F401
-    REPAIR_ROOT,
     WORD_SLOT,
     Delinearized,
     delinearize,
@@ -60,16 +59,12 @@ from .linearization import (  # noqa: F401
     with_slot_tags,
 )
 from .scoring import (  # noqa: F401
-    EQUIVALENT_LABELS,
     EVALB_CONVENTIONS,
-    EVALB_CUTOFF,
-    LENGTH_BINS,
     PUNCTUATION_TAGS,
     BracketScore,
     bracket_score,
     corpus_score,
     corpus_scores,
-    f1_by_length,
     labelled_brackets,
     paired_f1_bootstrap,
 )
@@ -88,13 +83,10 @@ from .training import (  # noqa: F401
     load_parser,
     parser_max_len,
     report_parser,
-    train_and_report,
     train_parser,
     write_trees,
 )
 from .treebank import (  # noqa: F401
-    EMPTY_ELEMENT,
-    UNCOUNTED_LABELS,
     clean_tree,
     is_preterminal,
     parse_bracketed,
@@ -105,13 +97,10 @@ from .treebank import (  # noqa: F401
 from .vocabulary import (  # noqa: F401
     BOS_ID,
     EOS_ID,
-    PAD_ID,
     SPECIAL_SYMBOLS,
     UNK_ID,
     ParserVocabularies,
     Vocabulary,
-    WordVocabulary,
     tree_vocabulary,
-    unknown_word_class,
     word_vocabulary,
 )

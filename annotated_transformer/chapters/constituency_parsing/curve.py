@@ -153,9 +153,8 @@ class ShareRun:
     seconds: float
     precision: str
     dev_loss: list[dict]  # {"step", "epochs", "nll"} about once an epoch
-    dev_f1: list[
-        dict
-    ]  # {"step", "epochs", "f1", "invalid"} per snapshot, greedy constrained
+    # {"step", "epochs", "f1", "invalid"} per snapshot, greedy constrained
+    dev_f1: list[dict]
     run_dir: str
     tags: bool = False  # True: tags in the word slots (the authors'); False: XX
 

@@ -123,10 +123,6 @@ class ParserCurveRun:
     def folder(self, share: float) -> Path:
         return self.run.folder(share_name(share))
 
-    def precision_of(self, share: float) -> str:
-        """The precision the job of `share` trained in (its record)."""
-        return self.run.job(share_name(share)).precision
-
     def curve(self, share: float) -> list[dict]:
         return self.run.curve(share_name(share))
 
@@ -184,7 +180,9 @@ class ParserCurveRun:
         if curve:
             # A job continues in the precision its curve was trained in: "auto" may mean another
             # one here (measured on a CPU; fp16 on a GPU without bf16), and one curve never mixes two.
-            settings = settings.replace(precision=self.precision_of(share))
+            settings = settings.replace(
+                precision=self.run.job(share_name(share)).precision
+            )
         started = time.perf_counter()
         fitted = parsing.train_parser(
             recipe.config(data),
@@ -231,8 +229,9 @@ class ParserCurveRun:
         return point
 
 
-def _cleaned_splits(data_dir, names: Sequence[str]) -> dict[str, list[list[Tree]]]:
-    """The cleaned trees of each split in `names`, by file, from the treebank."""
+def read_splits(data_dir=None, names: Sequence[str] = ("train", "dev")) -> list:
+    """The cleaned trees of each split in `names`, from the treebank: the training trees by
+    file, the others' all in one list."""
     from ...data import treebank_zip_path
 
     files = parsing.read_treebank(treebank_zip_path(data_dir))
@@ -241,13 +240,11 @@ def _cleaned_splits(data_dir, names: Sequence[str]) -> dict[str, list[list[Tree]
     def cleaned(fid):
         return [t for t in (parsing.clean_tree(x) for x in files[fid]) if t]
 
-    return {name: [cleaned(fid) for fid in split[name]] for name in names}
-
-
-def read_splits(data_dir=None) -> tuple[list[list[Tree]], list[Tree]]:
-    """(training trees by file, development trees), cleaned, from the treebank."""
-    splits = _cleaned_splits(data_dir, ("train", "dev"))
-    return splits["train"], [t for trees in splits["dev"] for t in trees]
+    by_file = {name: [cleaned(fid) for fid in split[name]] for name in names}
+    return [
+        trees if name == "train" else [t for file in trees for t in file]
+        for name, trees in by_file.items()
+    ]
 
 
 def train_all(
@@ -335,16 +332,12 @@ def export(run: ParserCurveRun, shares: Sequence[float], path: str | os.PathLike
     )
 
 
-def curves_view(export: RunExport) -> dict:
-    """An exported parser run as chapter 07 reads it: the export's view (`RunExport.view`: each
-    job its share, trees and curve; `stopped` by share) with the recipe and the stopping rule
-    (`min_epochs`, `max_epochs`) at its top."""
-    return {**export.view(), "recipe": dict(export.identity["recipe"]), **export.targets}
-
-
 def read_curves(path: str | os.PathLike) -> dict:
-    """The exported parser run in `path`, as `curves_view` gives it."""
-    return curves_view(read_export(path, KIND))
+    """The exported parser run in `path` as chapter 07 reads it: the export's view
+    (`RunExport.view`: each job its share, trees and curve; `stopped` by share) with the recipe
+    and the stopping rule (`min_epochs`, `max_epochs`) at its top."""
+    export = read_export(path, KIND)
+    return {**export.view(), "recipe": dict(export.identity["recipe"]), **export.targets}
 
 
 # --------------------------------------------------------------------------------- the test score
@@ -372,10 +365,6 @@ def open_run(out_dir: str | os.PathLike, device: str = "cpu") -> ParserCurveRun:
     rule = dict(plan.targets)
     recipe = {**plan.identity["recipe"], "epochs": rule["max_epochs"]}
     return ParserCurveRun(ParserRecipe.from_dict(recipe), out, **rule, device=str(device))
-
-
-def _recipe_record(run: ParserCurveRun) -> dict:
-    return {k: v for k, v in run.recipe.to_dict().items() if k != "epochs"}
 
 
 def _epochs_of(curve: Sequence[dict], state: dict, name: str) -> list[int]:
@@ -516,7 +505,7 @@ def _test_document(run: ParserCurveRun) -> dict:
     return {
         "what": "the extended parser run scored on the test sentences once per share, with the "
         "snapshot and the search chosen on the development trees",
-        "recipe": _recipe_record(run),
+        "recipe": run.identity()["recipe"],
         "choice": {
             "snapshots": list(SNAPSHOT_NAMES),
             "searches": [
@@ -583,7 +572,7 @@ def score_test(
             "export?): give the test results path (results/parser_extended_cpu/test.json)"
         )
     check_record(document, "parser_test", path)
-    if document.get("recipe") != _recipe_record(run):
+    if document.get("recipe") != run.identity()["recipe"]:
         raise ValueError(
             f"{path} holds the test scores of a run with another recipe: give another results "
             "path"
@@ -634,13 +623,7 @@ def score_test(
                     "the trees of one results file, so give --score-test a path in a folder of "
                     "its own"
                 )
-            if splits is None:
-                read = _cleaned_splits(data_dir, ("train", "dev", "test"))
-                splits = (
-                    read["train"],
-                    [t for trees in read["dev"] for t in trees],
-                    [t for trees in read["test"] for t in trees],
-                )
+            splits = splits or read_splits(data_dir, ("train", "dev", "test"))
             train_by_file, dev, test = splits
             bar = progress_bar(
                 total=len(todo) * (2 * 2 * len(dev) + len(test)),

@@ -28,10 +28,10 @@ def search_words(beam_size: int) -> str:
     return "greedy decoding" if beam_size == 1 else f"beam {beam_size}"
 
 
-def interval(ci: Sequence[float], signed: bool = False) -> str:
-    """'[47.2, 54.2]', or with signs '[+34.7, +41.5]'."""
+def interval(ci: Sequence[float]) -> str:
+    """'[47.2, 54.2]'."""
     low, high = ci
-    return f"[{low:+.1f}, {high:+.1f}]" if signed else f"[{low:.1f}, {high:.1f}]"
+    return f"[{low:.1f}, {high:.1f}]"
 
 
 say = Phrases(

@@ -57,8 +57,6 @@ XX_LINEARIZATION = "XX in the word slots (the linearization of Vinyals et al.)"
 
 EXTENDED_CURVES = "parser_extended_cpu/curves.json"
 EXTENDED_TEST = "parser_extended_cpu/test.json"
-# the kind of record (runtime.records) each committed file is; the curves are a long run's export
-COMMITTED_KINDS = {EXTENDED_CURVES: "long_run_export", EXTENDED_TEST: "parser_test"}
 
 
 def treebank_name(treebank_dir: str | os.PathLike | None) -> str:
@@ -96,15 +94,21 @@ class ThisRun(ChapterState):
     xx_reads: Mapping | None = None
     # the test (7.5, 7.6): both parsers evaluated, the paired bootstraps
     tags: Any = None  # report.Evaluated
-    floors: Mapping[str, Mapping] = field(
-        default_factory=dict
-    )  # floor first, tags second
+    # floor first, tags second
+    floors: Mapping[str, Mapping] = field(default_factory=dict)
     xx: Any = None  # report.Evaluated
     versus: Mapping | None = None  # tags first, XX second
     xx_over_floor: Mapping | None = None  # right-branching floor first, XX second
 
 
 # ------------------------------------------------------------------------ the record's parts
+class _Part:
+    @classmethod
+    def of(cls, value):
+        """`value` as this part (the mapping its computation gives, or the part as it is)."""
+        return value if isinstance(value, cls) else typed(cls, value)
+
+
 @dataclass(frozen=True)
 class Scored:
     """One parser's F1 in a paired bootstrap, with its 95% interval."""
@@ -114,7 +118,7 @@ class Scored:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(_Part):
     """A `paired_f1_bootstrap` of two parsers on the same sentences: the second's F1 minus the
     first's, its 95% interval and its p-value over `samples` resamples."""
 
@@ -126,16 +130,9 @@ class Comparison:
     samples: int
     sentences: int
 
-    @classmethod
-    def of(cls, value: Comparison | Mapping) -> Comparison:
-        """`value` as a Comparison (the bootstrap's own mapping, or a Comparison as it is)."""
-        if isinstance(value, cls):
-            return value
-        return typed(cls, value)
-
 
 @dataclass(frozen=True)
-class SourceDependence:
+class SourceDependence(_Part):
     """The dev loss a symbol with each tree's own sentence and with another of its length
     (`parsing.source_dependence`), and how many trees got another sentence."""
 
@@ -143,13 +140,6 @@ class SourceDependence:
     nll_other_sentence: float
     trees: int
     trees_with_another_sentence: int
-
-    @classmethod
-    def of(cls, value: SourceDependence | Mapping) -> SourceDependence:
-        """`value` as a SourceDependence (`source_dependence`'s mapping, or one as it is)."""
-        if isinstance(value, cls):
-            return value
-        return typed(cls, value)
 
 
 @dataclass(frozen=True)
@@ -362,10 +352,6 @@ def extended_rows(
     return rows
 
 
-def _reads(value: Mapping | None) -> SourceDependence | None:
-    return None if value is None else SourceDependence.of(value)
-
-
 def build(run: ThisRun) -> ConstituencyParsingRecord:
     """The record from what the chapter kept (the module's docstring lists its fields)."""
     tags, xx, live = run.tags, run.xx, run.live
@@ -382,12 +368,12 @@ def build(run: ThisRun) -> ConstituencyParsingRecord:
         learning_curve={
             f"{share:g}": r.to_dict() for share, r in sorted(live.runs.items())
         },
-        source_dependence=_reads(run.reads),
+        source_dependence=run.reads and SourceDependence.of(run.reads),
         variant_xx=VariantXX(
             **parser_scores(xx, with_invalid_dev=False),
             test=xx.report["decodings"],
             learning_curve=live.variant.to_dict(),
-            source_dependence=_reads(run.xx_reads),
+            source_dependence=run.xx_reads and SourceDependence.of(run.xx_reads),
             against_tags=Comparison.of(run.versus),
             against_right_branching_floor=Comparison.of(run.xx_over_floor),
             recipe=dataclasses.replace(run.recipe, tags=False).to_dict(),
@@ -433,25 +419,17 @@ read = ConstituencyParsingRecord.read
 
 
 # ------------------------------------------------------------------------------ committed runs
-def read_committed(
-    root: str | Path | None, relative: str, kind: str | None = None
-) -> dict | None:
-    """The committed record `relative` under the clone's results folder `root`, checked as a
-    record of `kind` (default: `COMMITTED_KINDS`'s); None when there is no clone (`root` None)
-    or no such file."""
+def read_extended_test(root: str | Path | None, curves: Mapping | None) -> dict | None:
+    """The extended run's committed test scores (`parsing_extended.score_test`) under the clone's
+    results folder `root`, when they are of the run whose `curves` are committed (the same
+    recipe); else None (no clone, no file, or another run's)."""
     from ...runtime.records import read_record
 
-    path = Path(root) / relative if root else None
+    path = Path(root) / EXTENDED_TEST if root else None
     if path is None or not path.is_file():
         return None
-    return read_record(path, kind or COMMITTED_KINDS[relative])
-
-
-def read_extended_test(root: str | Path | None, curves: Mapping | None) -> dict | None:
-    """The extended run's committed test scores (`parsing_extended.score_test`), when they are
-    of the run whose `curves` are committed (the same recipe); else None."""
-    test = read_committed(root, EXTENDED_TEST)
-    if test is None or curves is None or test.get("recipe") != curves.get("recipe"):
+    test = read_record(path, "parser_test")
+    if curves is None or test.get("recipe") != curves.get("recipe"):
         return None
     return test
 

@@ -247,13 +247,15 @@ EVALB_CUTOFF = 40
 
 
 def corpus_scores(
-    gold: Sequence[Tree], test: Sequence[Tree | Delinearized], cutoff: int = EVALB_CUTOFF
+    gold: Sequence[Tree], test: Sequence[Tree | Delinearized]
 ) -> dict[str, BracketScore]:
-    """evalb's two summaries: {"all": every sentence, "<=40": sentences of at most `cutoff` words}."""
-    short = [i for i, g in enumerate(gold) if len(g.leaves()) <= cutoff]
+    """evalb's two summaries: {"all": every sentence, "<=40": sentences of at most 40 words}."""
+    short = [i for i, g in enumerate(gold) if len(g.leaves()) <= EVALB_CUTOFF]
     return {
         "all": corpus_score(gold, test),
-        f"<={cutoff}": corpus_score([gold[i] for i in short], [test[i] for i in short]),
+        f"<={EVALB_CUTOFF}": corpus_score(
+            [gold[i] for i in short], [test[i] for i in short]
+        ),
     }
 
 
@@ -270,11 +272,11 @@ LENGTH_BINS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, None))
 
 
 def f1_by_length(
-    gold: Sequence[Tree], parses: Sequence[Tree | Delinearized], bins=LENGTH_BINS
+    gold: Sequence[Tree], parses: Sequence[Tree | Delinearized]
 ) -> dict[str, dict]:
     """{"1-10": {sentences, invalid, f1}, ...}: longer sentences have more brackets to miss."""
     table = {}
-    for low, high in bins:
+    for low, high in LENGTH_BINS:
         chosen = [
             i for i, t in enumerate(gold) if low <= len(t.leaves()) <= (high or 10**9)
         ]

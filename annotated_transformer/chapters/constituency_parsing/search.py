@@ -201,7 +201,6 @@ def evaluate_parser(
     vocabularies: ParserVocabularies,
     gold: Sequence[Tree],
     *,
-    name: str | None = None,
     beam_size: int = PAPER_BEAM,
     constrained: bool = True,
     **decoding,
@@ -217,12 +216,9 @@ def evaluate_parser(
         **decoding,
     )
     parses = [delinearize(line, t.leaves()) for line, t in zip(lines, gold)]
-    name = name or (
-        f"{'greedy' if beam_size == 1 else f'beam {beam_size}'}, "
-        f"{'constrained' if constrained else 'unconstrained'}"
-    )
     return ParseRun(
-        name,
+        f"{'greedy' if beam_size == 1 else f'beam {beam_size}'}, "
+        f"{'constrained' if constrained else 'unconstrained'}",
         beam_size,
         constrained,
         lines,

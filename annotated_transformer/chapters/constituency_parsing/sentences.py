@@ -11,21 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ...model.config import preset
 from ..wording import capitalized, listed, plural
 from . import verdicts
 from .phrases import SCORE_TEST_COMMAND, say, search_words, share_words
-from .record import Comparison, ConstituencyParsingRecord, ExtendedRow
+from .record import Comparison, ConstituencyParsingRecord
 from .scoring import EVALB_CUTOFF
 
 
-def margin(comparison: Comparison | Mapping, what: str) -> str:
+def say_margin(found: verdicts.Margin, what: str) -> str:
     """The second parser of a `paired_f1_bootstrap` comparison against the first, `what`:
     '6.6 points above the flat floor (10.6), beyond the resampling noise (...)', or, when the
     interval includes zero, 'not distinguishable from ...'."""
-    return say_margin(verdicts.margin(comparison), what)
-
-
-def say_margin(found: verdicts.Margin, what: str) -> str:
     side = say("side.above" if found.above else "side.below")
     if found.beyond_noise:
         return say("margin.beyond", found, side=side, what=what)
@@ -33,12 +30,8 @@ def say_margin(found: verdicts.Margin, what: str) -> str:
     return say("margin.within", found, here=here, what=what)
 
 
-def p_value(comparison: Comparison | Mapping) -> str:
-    """'p = 0.004', or 'p < 0.0005: no resample of 2,000 reversed it' when none did."""
-    return say_p_value(verdicts.p_value(comparison))
-
-
 def say_p_value(found: verdicts.PValue) -> str:
+    """'p = 0.004', or 'p < 0.0005: no resample of 2,000 reversed it' when none did."""
     if found.none_reversed:
         return say("p.none_reversed", found, bound=found.bound)
     return say("p.value", found)
@@ -58,18 +51,6 @@ def describe_plan(
         files=listed([share_words(s) for s in sorted(shares)]),
         runs=runs,
         ending=say("plan.with_variant" if variant else "plan.alone"),
-    )
-
-
-def describe_round_trip(
-    trees: int, tokens_per_word: float, longest_tokens: int, longest_words: int
-) -> str:
-    return say(
-        "round_trip",
-        trees=trees,
-        tokens_per_word=tokens_per_word,
-        longest_tokens=longest_tokens,
-        longest_words=longest_words,
     )
 
 
@@ -104,12 +85,7 @@ def describe_source_dependence(reads: Mapping) -> str:
 
 
 # ------------------------------------------------------------------------------ the extended run
-def describe_extended(
-    document: Mapping,
-    paper_f1: float,
-    paper_trees: int,
-    lead: str | None = None,
-) -> str:
+def describe_extended(document: Mapping, paper_f1: float, paper_trees: int) -> str:
     """Best dev F1 per share, whether it has stopped rising, and where the paper's F1 lies."""
     found = verdicts.extended(document, paper_f1, paper_trees)
     each = "; ".join(
@@ -138,20 +114,16 @@ def describe_extended(
         where += say("extended.no_rise")
     return say(
         "extended",
-        lead=lead or say("extended.lead"),
+        lead=say("extended.lead"),
         each=each,
         state=state,
         where=where,
     )
 
 
-def chosen_words(job: Mapping) -> str:
-    """Which model and search dev chose for a share (`score_test`'s record): 'the average of its
-    snapshots of epochs 58 to 60 with beam 21' or 'its model of epoch 60 with greedy decoding'."""
-    return say_chosen(verdicts.chosen_model(job))
-
-
 def say_chosen(found: verdicts.ChosenModel) -> str:
+    """Which model and search dev chose for a share: 'the average of its snapshots of epochs 58
+    to 60 with beam 21' or 'its model of epoch 60 with greedy decoding'."""
     return say(
         "chosen.averaged" if found.averaged else "chosen.one",
         first=found.epochs[0],
@@ -225,7 +197,6 @@ def describe_test(
     floor: str,
     unconstrained: Mapping,
     gold_symbols: float,
-    cutoff: int = EVALB_CUTOFF,
 ) -> str:
     """The test F1 of the chosen search, against the better floor, and the unconstrained beam."""
     return say(
@@ -235,8 +206,8 @@ def describe_test(
         chosen=chosen,
         f1_le40=headline["f1_le40"],
         sentences_le40=headline["sentences_le40"],
-        cutoff=cutoff,
-        over=margin(over_floor, floor),
+        cutoff=EVALB_CUTOFF,
+        over=say_margin(verdicts.margin(over_floor), floor),
         invalid=unconstrained["invalid"],
         unconstrained_f1=unconstrained["f1"],
         symbols=unconstrained["symbols_per_output"],
@@ -268,18 +239,9 @@ def describe_variant(
 
 
 # ------------------------------------------------------------------------------ what the run shows
-def paper_model() -> str:
-    """The paper's parser in words: 'a 4-layer model with d_model 1024'."""
-    from ...model.config import preset
-
-    paper = preset("parsing")
-    return say("paper_model", n_layers=paper.n_layers, d_model=paper.d_model)
-
-
-def describe_extended_closing(rows: Sequence[ExtendedRow], paper_f1: float) -> str:
-    """The extended run in one bullet (the record's `extended_run`): the largest share's best
-    dev F1, whether its rule stopped it, and its test F1 once scored, against the paper's."""
-    found = verdicts.extended_closing(rows, paper_f1)
+def say_extended_closing(found: verdicts.ExtendedClosing) -> str:
+    """The extended run in one bullet: the largest share's best dev F1, whether its rule stopped
+    it, and its test F1 once scored, against the paper's."""
     top = found.row
     if top.scored:
         low, high = top.test_f1_ci95
@@ -306,7 +268,9 @@ def closing(record: ConstituencyParsingRecord) -> str:
     record holds one."""
     found = verdicts.closing(record)
     h, paper = found.headline, found.paper
-    against_paper = say("closing.paper", paper, paper_model=paper_model()) + say(
+    model = preset("parsing")  # the paper's parser: 'a 4-layer model with d_model 1024'
+    words = say("paper_model", n_layers=model.n_layers, d_model=model.d_model)
+    against_paper = say("closing.paper", paper, paper_model=words) + say(
         "closing.paper.far" if paper.top_below else "closing.paper.near", paper
     )
     if paper.reads_little:
@@ -326,6 +290,6 @@ def closing(record: ConstituencyParsingRecord) -> str:
             p=say_p_value(found.variant_p),
         ),
     ]
-    if record.extended_run:
-        parts.append(describe_extended_closing(record.extended_run, record.paper_f1))
+    if found.extended:
+        parts.append(say_extended_closing(found.extended))
     return "\n".join(parts)

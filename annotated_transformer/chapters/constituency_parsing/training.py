@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import os
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -80,7 +79,6 @@ def train_parser(
     out_dir: str | os.PathLike,
     *,
     device: torch.device | str = "cpu",
-    show_progress: bool = False,
     **fit_options,
 ) -> Fitted:
     """Train the parser through `fit`: sentence -> linearized tree, separate source and target
@@ -106,7 +104,7 @@ def train_parser(
             "task": "constituency parsing",
             "train_trees": len(data.trees["train"]),
         },
-        show_progress=show_progress,
+        show_progress=False,
         **fit_options,
     )
 
@@ -185,30 +183,3 @@ def report_parser(
             "predicted_by": runs[0].name,
         }
     return record
-
-
-def train_and_report(
-    config: TransformerConfig,
-    data: ParsingData,
-    settings: TrainSettings,
-    run_dir: str | os.PathLike,
-    *,
-    device: torch.device | str = "cpu",
-    results_dir: str | os.PathLike | None = None,
-    **report_options,
-) -> tuple[Fitted, dict]:
-    """The chapter's one call: train (`train_parser`), then `report_parser` on the test split."""
-    started = time.perf_counter()
-    fitted = train_parser(config, data, settings, run_dir, device=device)
-    trained = time.perf_counter() - started
-    record = report_parser(fitted.model, data, results_dir=results_dir, **report_options)
-    record["training"] = {
-        "train_trees": len(data.trees["train"]),
-        "steps": fitted.result.progress.step,
-        "epochs": fitted.trainer.epochs_done(),
-        "dev_nll": fitted.result.valid.get("nll") if fitted.result.valid else None,
-        "seconds": round(trained, 1),
-        "source_vocabulary": len(data.vocabularies.source),
-        "target_vocabulary": len(data.vocabularies.target),
-    }
-    return fitted, record

@@ -360,7 +360,7 @@ def extended_test(
 
 
 # ---------------------------------------------------------------------------------- the search
-def search_profile(run, sentences: int | None = None) -> dict:
+def search_profile(run) -> dict:
     """What a `ParseRun` writes: its name, beam, symbols and counted brackets a sentence, and its
     commonest root with the share of trees it roots."""
     n = len(run.parses)

@@ -129,9 +129,8 @@ class Table3Run:
             "corpus": p.corpus,
             "vocab_size": p.vocab_size,
             "batch_tokens": p.batch_tokens,
-            "scale": list(
-                variations.scale_of(p).__dict__.values()
-            ),  # width, depth, heads
+            # width, depth, heads
+            "scale": list(variations.scale_of(p).__dict__.values()),
             "warmup_steps": self.scales.table3.warmup_steps,
             "peak_lr": self.scales.table3.peak_lr,
             "overfit_share": self.overfit_share,
@@ -172,20 +171,13 @@ class Table3Run:
         }
         self.run.write_plan(RunPlan(KIND, plan.identity, raised, plan.stops))
 
-    def recorded_targets(self) -> dict[str, int] | None:
-        """The epochs per corpus the folder was trained to (None: none recorded yet)."""
-        return recorded_targets(self.out_dir)
-
     # ------------------------------------------------------------------ one epoch of one job
-    def folder(self, job: Job) -> Path:
-        return self.run.folder(job.name)
-
     def epochs_done(self, job: Job) -> int:
         return len(self.run.curve(job.name))
 
     def train_epoch(self, job: Job, data) -> dict:
         """Train `job` one more epoch (resuming its checkpoint) and record its validation perplexity."""
-        folder = self.folder(job)
+        folder = self.run.folder(job.name)
         epoch = self.epochs_done(job) + 1
         config = variations.row_config(job.row, self.profile)
         settings = variations.row_settings(
@@ -286,15 +278,10 @@ def ppl_at_epoch(records: Sequence[dict], corpus: str, epoch: int) -> dict:
     return out
 
 
-def complete_epoch(
-    records: Sequence[dict],
-    corpus: str,
-    rows: Sequence[str],
-    seeds: Sequence[int] | None = None,
-) -> int:
-    """The last epoch that every job of `rows` x `seeds` on `corpus` has finished (0: none, or a
-    job not started). `seeds` default: every seed in `records`."""
-    seeds = sorted({r["seed"] for r in records}) if seeds is None else seeds
+def complete_epoch(records: Sequence[dict], corpus: str, rows: Sequence[str]) -> int:
+    """The last epoch that every job of `rows` x every seed in `records` on `corpus` has
+    finished (0: none, or a job not started)."""
+    seeds = sorted({r["seed"] for r in records})
     done = {
         (r["row"], r["seed"]): len(r["curve"]) for r in records if r["corpus"] == corpus
     }

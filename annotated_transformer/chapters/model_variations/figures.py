@@ -52,14 +52,13 @@ DASHES = (SOLID, (6, 3), (2, 2), (8, 3, 2, 3))
 
 
 def row_styles(
-    groups: Mapping[str, Sequence[str]] = GROUPS,
     rows: Sequence[str] = TABLE3_ALL_ROWS,
 ) -> dict[str, tuple[str, tuple[int, ...]]]:
     """{row: (colour, stroke dash)}: base grey and solid; every other row a (colour, dash) pair
     no other row has, a colour no other row of its panel (group) has, and the next dash of its
     panel, so that neighbouring rows of a panel differ in both. Rows in no group come last."""
     styles = {REFERENCE: (REFERENCE_COLOUR, SOLID)}
-    panels = [list(members) for members in groups.values()]
+    panels = [list(members) for members in GROUPS.values()]
     grouped = {r for members in panels for r in members}
     panels.append([r for r in rows if r not in grouped])
     used: set[tuple[str, tuple[int, ...]]] = set()
@@ -71,9 +70,8 @@ def row_styles(
                 continue
             dash = DASHES[position % len(DASHES)]
             free = [c for c in PALETTE if c not in in_panel and (c, dash) not in used]
-            if (
-                not free
-            ):  # more rows in one panel than colours: reuse a colour, not a pair
+            # more rows in one panel than colours: reuse a colour, not a pair
+            if not free:
                 free = [c for c in PALETTE if (c, dash) not in used]
             colour = free[0]
             styles[row] = (colour, dash)
@@ -138,7 +136,6 @@ def _curves_panel(
     *,
     title: str,
     x_title: str,
-    y_title: str,
     width: int,
     height: int,
     points: bool = True,
@@ -152,7 +149,7 @@ def _curves_panel(
     )
     y = alt.Y(
         "ppl:Q",
-        title=y_title,
+        title="validation perplexity",
         scale=alt.Scale(type="log", domain=list(y_domain), nice=False),
     )
     tooltip = ["row", "epoch", alt.Tooltip("ppl:Q", format=".2f")]
@@ -169,21 +166,13 @@ def _curves_panel(
     return alt.layer(band, lines).properties(title=title, width=width, height=height)
 
 
-def validation_curves_chart(
-    curves: pd.DataFrame,
-    *,
-    groups: Mapping[str, Sequence[str]] = GROUPS,
-    x_title: str = "epochs of the training split",
-    y_title: str = "validation perplexity",
-    width: int = 190,  # three panels and their axes inside the book's 808 px chart box
-    height: int = 240,
-) -> alt.HConcatChart:
+def validation_curves_chart(curves: pd.DataFrame) -> alt.HConcatChart:
     """Mean validation curves (columns row, epoch, ppl), one panel per group of rows that holds
     a row besides base, base in each as the grey reference; one legend below for every row."""
     trained = set(curves.row)
     panels = [
         (title, [r for r in members if r in trained])
-        for title, members in groups.items()
+        for title, members in GROUPS.items()
         if trained & (set(members) - {REFERENCE})
     ]
     legend_rows = [r for _, members in panels for r in members]
@@ -196,10 +185,9 @@ def validation_curves_chart(
                     legend_rows,
                     (padded_domain(curves.epoch), padded_log_domain(curves.ppl)),
                     title=title,
-                    x_title=x_title,
-                    y_title=y_title,
-                    width=width,
-                    height=height,
+                    x_title="epochs of the training split",
+                    width=190,  # three panels and their axes inside the book's 808 px chart box
+                    height=240,
                 )
                 for title, members in panels
             ]
@@ -212,10 +200,6 @@ def overfitting_chart(
     curves: pd.DataFrame,
     *,
     title: str,
-    x_title: str = "epochs of the small corpus",
-    y_title: str = "validation perplexity",
-    width: int = 560,
-    height: int = 280,
     points: bool = True,
 ) -> alt.LayerChart:
     """Dropout's rows on the small corpus (columns row, epoch, ppl), base the grey reference;
@@ -226,10 +210,9 @@ def overfitting_chart(
             list(curves.row.unique()),
             (padded_domain(curves.epoch), padded_log_domain(curves.ppl)),
             title=title,
-            x_title=x_title,
-            y_title=y_title,
-            width=width,
-            height=height,
+            x_title="epochs of the small corpus",
+            width=560,
+            height=280,
             points=points,
         )
     )

@@ -377,10 +377,9 @@ class Flattening:
     flat_at: int | None
 
 
-def flattening(
-    curves: Mapping[str, Sequence[float]], row: str = "base"
-) -> Flattening | None:
-    """None with fewer than two epochs of `row`."""
+def flattening(curves: Mapping[str, Sequence[float]]) -> Flattening | None:
+    """Base's; None with fewer than two epochs of it."""
+    row = "base"
     curve = curves.get(row, [])
     if len(curve) < 2:
         return None

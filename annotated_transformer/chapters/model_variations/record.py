@@ -36,7 +36,6 @@ the model configuration and training settings its runs used (seed aside).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,9 +114,8 @@ class RowRecord:
     bleu_seeds: list[float]
     bleu_ci95_seeds: list[float]
     bleu_minus_base: float
-    bleu_beyond_noise_of_base_seeds: (
-        Any  # as `tables.beside_table3` gives it (None for base)
-    )
+    # as `tables.beside_table3` gives it (None for base)
+    bleu_beyond_noise_of_base_seeds: Any
     params_m: float
     seeds: list[int]
     epochs: list[float]
@@ -329,7 +327,7 @@ def write(
     """`results/<profile_name>/<name>.json` (under `results_dir`, default the results root) of
     `record`, with the settings it trained with (`config`) and the device's provenance; the path
     written. `name` keeps a run beside the default one (`model_variations_seeds4`)."""
-    named = record if name == RESULTS_NAME else _named(name)(**_fields(record))
+    named = record if name == RESULTS_NAME else _named(name)(**vars(record))
     return named.write(
         profile_name, round(wall_time_s, 1), results_dir, device=device, config=config
     )
@@ -343,7 +341,7 @@ def read(
     """The record `write` wrote for `profile_name` under `name`, or None when the chapter has not
     run."""
     found = _named(name).read(profile_name, results_dir)
-    return None if found is None else ModelVariationsRecord(**_fields(found))
+    return None if found is None else ModelVariationsRecord(**vars(found))
 
 
 def _named(name: str) -> type[ModelVariationsRecord]:
@@ -351,10 +349,6 @@ def _named(name: str) -> type[ModelVariationsRecord]:
     if name == RESULTS_NAME:
         return ModelVariationsRecord
     return type("ModelVariationsRecord", (ModelVariationsRecord,), {"RESULTS_NAME": name})
-
-
-def _fields(record: ModelVariationsRecord) -> dict:
-    return {k.name: getattr(record, k.name) for k in dataclasses.fields(record)}
 
 
 # ------------------------------------------------------------------------------ committed runs

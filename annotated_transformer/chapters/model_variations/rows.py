@@ -185,9 +185,8 @@ class RowRun:
     # validation perplexity per subword at the end (eos included, no smoothing)
     ppl: float
     curve: list[dict]  # {"step", "epoch", "ppl"} through training, the end included
-    bleu: (
-        float | None
-    )  # sacreBLEU of greedy translations of the BLEU sentences (None: not scored)
+    # sacreBLEU of greedy translations of the BLEU sentences (None: not scored)
+    bleu: float | None
     params: int
     steps: int
     train_s: float
@@ -195,9 +194,8 @@ class RowRun:
     eval_s: float
     peak_lr: float | None
     warmup_steps: int
-    hypotheses: list[str] = field(
-        default_factory=list
-    )  # the greedy translations BLEU scored
+    # the greedy translations BLEU scored
+    hypotheses: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """The measurements, without the translations."""

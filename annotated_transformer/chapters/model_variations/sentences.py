@@ -17,6 +17,7 @@ from ...evaluation.results import describe_provenance
 from ..wording import capitalized, listed, plural, signed
 from . import findings
 from . import statistics as f
+from .phrases import VERDICT_ONE
 from .phrases import say as phrase
 from .record import ModelVariationsRecord
 from .verdicts import (
@@ -25,7 +26,6 @@ from .verdicts import (
     reproducing_command,
     share_words,
     verdict_count,
-    verdict_words,
 )
 
 
@@ -118,14 +118,6 @@ def describe_calibration(
     )
 
 
-def describe_no_calibration(warmup: int, peak: float) -> str:
-    return phrase("calibration.none", warmup=warmup, peak=peak)
-
-
-def describe_other_batches() -> str:
-    return phrase("calibration.other_batches")
-
-
 def describe_whole_epoch(
     by: pd.DataFrame, pre_at: Mapping[str, float], chosen: str, record: Mapping
 ) -> str:
@@ -148,25 +140,6 @@ def describe_whole_epoch(
                 f"whole_epoch.pre_norm.{reading}", provenance=describe_provenance(record)
             ),
         ]
-    )
-
-
-def describe_data(
-    train_pairs: int,
-    target_tokens: int,
-    valid_pairs: int,
-    bleu_sentences: int,
-    batch_tokens: int,
-    overfit_pairs: int,
-) -> str:
-    return phrase(
-        "data",
-        train_pairs=train_pairs,
-        target_tokens=target_tokens,
-        valid_pairs=valid_pairs,
-        bleu_sentences=bleu_sentences,
-        batch_tokens=batch_tokens,
-        overfit_pairs=overfit_pairs,
     )
 
 
@@ -337,7 +310,7 @@ def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = ""
         clause = comparison_clause(found.kind, c, names)
         if aspect and not (c["verdict"] == f.DOES_NOT_HOLD and c["trained"]):
             if c["trained"]:
-                words = verdict_words(c["verdict"])
+                words = VERDICT_ONE[c["verdict"]]
                 clause = phrase(
                     "finding.aspect", aspect=aspect, verdict_words=words, clause=clause
                 )
@@ -354,14 +327,14 @@ def run_sentence(finding: Mapping, names: Mapping[str, str] = {}, note: str = ""
         )
         text = phrase(
             "finding.read",
-            verdict_words=verdict_words(found.verdict),
+            verdict_words=VERDICT_ONE[found.verdict],
             because=because,
             clauses="; ".join(clauses),
         )
     return f"{text} {note}" if note else text
 
 
-def change_sentence(early: Mapping, late: Mapping, names: Mapping[str, str] = {}) -> str:
+def change_sentence(early: Mapping, late: Mapping) -> str:
     """What the longer budget did to a finding: whether its verdict changed, and for every
     comparison both budgets read, whether the two rows swapped order or the gap narrowed or
     widened (and, while neither can tell, how the smallest detectable change moved)."""
@@ -370,8 +343,8 @@ def change_sentence(early: Mapping, late: Mapping, names: Mapping[str, str] = {}
         return phrase("change.only_longer")
     head = phrase(
         "change.kept" if found.before == found.after else "change.changed",
-        before=verdict_words(found.before),
-        after=verdict_words(found.after),
+        before=VERDICT_ONE[found.before],
+        after=VERDICT_ONE[found.after],
     )
     moves = []
     for m in found.moves:
@@ -412,10 +385,10 @@ def overfit_note(
     return phrase(f"small.note.{many}", turns=", and ".join(parts))
 
 
-def flattening_note(curves: Mapping[str, Sequence[float]], row: str = "base") -> str:
-    """How much `row`'s mean curve fell in its last epoch, and where it first fell by less than 1%
+def flattening_note(curves: Mapping[str, Sequence[float]]) -> str:
+    """How much base's mean curve fell in its last epoch, and where it first fell by less than 1%
     (the extended run's rule for having trained long enough)."""
-    found = findings.flattening(curves, row)
+    found = findings.flattening(curves)
     if found is None:
         return ""
     return phrase("flattening.flat" if found.flat_at else "flattening.learning", found)
@@ -488,13 +461,9 @@ def _finding(key: str) -> str:
     return lower_first(finding_name(key))
 
 
-def tally(budget: Mapping, name: str) -> str:
+def say_tally(found: findings.Tally) -> str:
     """One budget's verdicts counted in a sentence: "After 1 epoch (this run), of the 6 findings
     1 holds (small keys hurt), 1 does not hold (bigger is better) and 4 cannot be told (...)."""
-    return _say_tally(findings.tally(budget, name))
-
-
-def _say_tally(found: findings.Tally) -> str:
     groups = [
         phrase(
             "tally.group",
@@ -540,14 +509,14 @@ def closing(record: ModelVariationsRecord) -> str:
     its verdicts at its longest, the findings the longer budget changed, then each run's rank
     correlation with the paper's perplexities with its interval (`findings.closing`)."""
     found = findings.closing(record)
-    text = [_say_tally(t) for t in found.runs]
+    text = [say_tally(t) for t in found.runs]
     if found.moved is not None:
         moved = [
             phrase(
                 "moved",
                 finding=_finding(m.finding),
-                before=verdict_words(m.before),
-                after=verdict_words(m.after),
+                before=VERDICT_ONE[m.before],
+                after=VERDICT_ONE[m.after],
             )
             for m in found.moved
         ]

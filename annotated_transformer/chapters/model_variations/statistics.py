@@ -8,7 +8,7 @@ same at perplexity 5 and at 50; it is shown as a change in percent.
 
 The default analysis (`method="pooled"`) fits every row of a corpus at once as a randomized block
 design: log perplexity = row + seed + noise, one noise variance for the whole table
-(`block_model`, ordinary least squares from statsmodels, which also copes with a missing run). A
+(`BlockModel`, ordinary least squares from statsmodels, which also copes with a missing run). A
 comparison is the difference of two row effects, its standard error comes from the pooled residual
 variance with (rows - 1) x (seeds - 1) degrees of freedom: 20 for 11 rows of 3 seeds, where a
 comparison's own seeds give 2. The price is an assumption: every row is as noisy as every other.
@@ -75,12 +75,10 @@ FINDINGS: tuple[Finding, ...] = (
 )
 
 
-def finding_rows(
-    findings: Sequence[Finding] = FINDINGS, corpus: str = "full"
-) -> list[str]:
+def finding_rows(corpus: str = "full") -> list[str]:
     """The rows the findings read on `corpus`, in first-use order."""
     rows: list[str] = []
-    for finding in findings:
+    for finding in FINDINGS:
         if finding.corpus == corpus:
             for pair in finding.pairs:
                 rows += [r for r in pair if r not in rows]
@@ -144,8 +142,9 @@ def paired(first: Mapping[int, float], second: Mapping[int, float]) -> Contrast:
 
 
 class BlockModel:
-    """log perplexity = row effect + seed effect + noise, fitted to every run of one corpus by
-    ordinary least squares (statsmodels), one noise variance for all rows.
+    """log perplexity = row effect + seed effect + noise, fitted to `runs[row][seed]` =
+    perplexity, every run of one corpus, by ordinary least squares (statsmodels), one noise
+    variance for all rows.
 
     The design has a column per row (its mean at the first seed) and one per further seed, so the
     difference of two rows is the difference of their columns, with the pooled standard error.
@@ -171,11 +170,6 @@ class BlockModel:
         self.df = len(y) - width
         self.fit = sm.OLS(np.array(y), np.array(x)).fit() if y and self.df >= 1 else None
 
-    @property
-    def residual_sd(self) -> float:
-        """The pooled noise of one run, in log perplexity (nan without residual freedom)."""
-        return math.sqrt(self.fit.scale) if self.fit is not None else math.nan
-
     def contrast(self, first: str, second: str) -> Contrast:
         seeds = tuple(sorted(set(self.runs[first]) & set(self.runs[second])))
         if self.fit is None:
@@ -189,14 +183,7 @@ class BlockModel:
         )
 
 
-def block_model(runs: Mapping[str, Mapping[int, float]]) -> BlockModel:
-    """The two-way (rows x seeds) model of `runs[row][seed]` = perplexity."""
-    return BlockModel(runs)
-
-
-def decide_pair(
-    pair: Contrast, kind: str, margin: float = TIE_MARGIN
-) -> tuple[float, str]:
+def decide_pair(pair: Contrast, kind: str) -> tuple[float, str]:
     """A comparison's p-value and the verdict it supports when the p-value is small enough.
 
     "worse": the two-sided p-value (twice the smaller one-sided one); its sign says which way.
@@ -207,6 +194,7 @@ def decide_pair(
         above, below = pair.p_above(0.0), pair.p_below(0.0)
         return min(1.0, 2 * min(above, below)), HOLDS if above < below else DOES_NOT_HOLD
     if kind == "tie":
+        margin = TIE_MARGIN
         inside = max(pair.p_above(-margin), pair.p_below(margin))
         outside = pair.p_above(margin) if pair.mean >= 0 else pair.p_below(-margin)
         if inside <= outside:
@@ -248,7 +236,7 @@ def _contrasts(
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     models = (
-        {c: block_model(runs) for c, runs in ppl.items()} if method == "pooled" else {}
+        {c: BlockModel(runs) for c, runs in ppl.items()} if method == "pooled" else {}
     )
     tests = []
     for i, finding in enumerate(findings):
@@ -276,8 +264,6 @@ def assess(
     findings: Sequence[Finding],
     ppl: Mapping[str, Mapping[str, Mapping[int, float]]],
     *,
-    alpha: float = ALPHA,
-    margin: float = TIE_MARGIN,
     method: str = "pooled",
 ) -> list[dict]:
     """Every finding's verdict, from `ppl[corpus][row][seed]` (validation perplexities).
@@ -293,10 +279,10 @@ def assess(
     """
     tests = _contrasts(findings, ppl, method)
     decided = [
-        decide_pair(t[3], findings[t[0]].kind, margin) if t[3] else (1.0, CANNOT_TELL)
+        decide_pair(t[3], findings[t[0]].kind) if t[3] else (1.0, CANNOT_TELL)
         for t in tests
     ]
-    family = iter(holm([p for (p, _), t in zip(decided, tests) if t[5]], alpha))
+    family = iter(holm([p for (p, _), t in zip(decided, tests) if t[5]]))
     corrected = [next(family) if t[5] else (False, None) for t in tests]
     out = []
     for i, finding in enumerate(findings):
@@ -348,19 +334,6 @@ def assess(
     return out
 
 
-def describe(comparison: dict) -> str:
-    """One comparison as text: rows, mean change with its interval and level, detectable change."""
-    c = comparison
-    if c["difference_pct"] is None:
-        return f"{c['first']} vs {c['second']}: {c['reason']}"
-    low, high = c["interval_pct"]
-    return (
-        f"{c['first']} vs {c['second']}: {c['difference_pct']:+.1f}% "
-        f"[{low:+.1f}, {high:+.1f}] at {100 * (1 - c['level']):.1f}%, "
-        f"detectable {c['detectable_pct']:.1f}%"
-    )
-
-
 # ------------------------------------------------------------------------------ rank correlation
 # Over n rows, shuffled ranks agree or disagree perfectly 2 / n! of the time: 1 in 12 at n = 4,
 # 1 in 60 at n = 5. Below 5 rows not even a perfect ordering is rarer than the 1 in 20 a reading
@@ -369,21 +342,14 @@ def describe(comparison: dict) -> str:
 MIN_ORDER_ROWS = 5
 
 
-def ranks(values: Sequence[float]) -> np.ndarray:
-    """Ranks from 1; tied values share the mean of their ranks."""
-    _, inverse, counts = np.unique(
-        np.asarray(values, dtype=float), return_inverse=True, return_counts=True
-    )
-    ends = np.cumsum(counts)
-    return ((ends - counts + 1 + ends) / 2)[inverse]
-
-
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Spearman's rank correlation: Pearson's correlation of the ranks (nan if one side is constant)."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or x.size < 2:
         raise ValueError("spearman needs two sequences of the same length, at least 2")
-    rx, ry = ranks(x) - (x.size + 1) / 2, ranks(y) - (y.size + 1) / 2
+    # tied values share the mean of their ranks
+    rx = stats.rankdata(x) - (x.size + 1) / 2
+    ry = stats.rankdata(y) - (y.size + 1) / 2
     denominator = math.sqrt(float((rx**2).sum() * (ry**2).sum()))
     return float((rx * ry).sum() / denominator) if denominator else float("nan")
 
@@ -392,15 +358,14 @@ def spearman_interval(
     a: Sequence[float],
     b: Sequence[float],
     *,
-    confidence: float = 0.95,
     samples: int = 10_000,
-    seed: int = 0,
 ) -> dict:
     """Spearman's correlation with a percentile bootstrap interval over rows (pairs resampled
     together; resamples where one side is constant are dropped and counted). Fixed seed."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     rho = spearman(x, y)
-    rng = np.random.default_rng(seed)
+    confidence = 0.95
+    rng = np.random.default_rng(0)
     draws = rng.integers(0, x.size, size=(samples, x.size))
     values = np.array([spearman(x[d], y[d]) for d in draws])
     kept = values[np.isfinite(values)]

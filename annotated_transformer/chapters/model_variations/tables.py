@@ -19,19 +19,6 @@ from . import sentences
 from . import statistics as f
 from . import verdicts as report
 
-# The fields a Table 3 row may change, in the paper's column order, with the words the tables use.
-FIELD_WORDS = {
-    "n_layers": "layers",
-    "d_model": "width",
-    "d_ff": "feed-forward",
-    "n_heads": "heads",
-    "d_k": "key size",
-    "d_v": "value size",
-    "dropout": "dropout",
-    "label_smoothing": "label smoothing",
-    "positional": "positions",
-}
-
 
 def change_words(change: Mapping) -> str:
     """What a row changes, in words: {"n_heads": 1, "d_k": 512, "d_v": 512} -> "1 head, keys and
@@ -54,8 +41,8 @@ def change_words(change: Mapping) -> str:
             parts.append(f"{'keys' if field == 'd_k' else 'values'} of {value}")
         elif field == "positional":
             parts.append(f"{value} positions")
-        else:
-            parts.append(f"{FIELD_WORDS[field]} {value:g}")
+        else:  # dropout, label smoothing
+            parts.append(f"{field.replace('_', ' ')} {value:g}")
     return ", ".join(parts) or "nothing (base)"
 
 
@@ -449,7 +436,7 @@ def differences(
     BLEU in points (with the range over seeds; `faded` where a seed is within the noise of base).
     The frame `figures.table3_differences_chart` draws."""
     base = paper.TABLE3["base"]
-    model = f.block_model(final_ppl)
+    model = f.BlockModel(final_ppl)
     out = []
     for r in table.itertuples():
         if r.row == "base":

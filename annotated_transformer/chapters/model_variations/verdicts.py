@@ -309,12 +309,12 @@ def reproducing_command(
     return "\n".join(lines)
 
 
-def extended_budgets(document: Mapping, rows: Sequence[str] | None = None) -> list[dict]:
-    """One budget per whole epoch that every full-corpus job of `rows` has finished (default: all
-    rows in the file), with dropout's rows at the same share of their own target: {"full_epoch",
-    "small_epoch", "label", "ppl", "findings"}."""
+def extended_budgets(document: Mapping) -> list[dict]:
+    """One budget per whole epoch that every full-corpus job has finished, with dropout's rows
+    at the same share of their own target: {"full_epoch", "small_epoch", "label", "ppl",
+    "findings"}."""
     jobs = document["jobs"]
-    rows = rows or sorted({j["row"] for j in jobs if j["corpus"] == "full"})
+    rows = sorted({j["row"] for j in jobs if j["corpus"] == "full"})
     share = document["identity"]["overfit_share"]
     full_done = extended.complete_epoch(jobs, "full", rows)
     small_rows = sorted({j["row"] for j in jobs if j["corpus"] == "small"})
@@ -361,12 +361,6 @@ def mean_curves(document: Mapping, corpus: str = "full") -> dict[str, list[float
 
 
 # ------------------------------------------------------------------------------ the words
-
-
-def verdict_words(verdict: str) -> str:
-    """A verdict as a sentence says it of one finding: "holds", "does not hold", "cannot be
-    told"."""
-    return VERDICT_ONE[verdict]
 
 
 def verdict_count(n: int, verdict: str) -> str:

@@ -8,23 +8,17 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from ...viz.charts import _interval_rules as _chart_interval_rules
-from ...viz.charts import edge_scale
-
-# How a run's training cost is priced (`experiments.translation.table2.COSTS`): the shapes of its
-# two points.
-_COSTS = ("paper's way", "counted")
+from ...viz.charts import _interval_rules, edge_scale
+from .table2 import COSTS
 
 
-def averaging_chart(
-    sweep: pd.DataFrame, *, title: str, split: str = "validation"
-) -> alt.HConcatChart:
-    """Checkpoint averaging (section 6.1): perplexity and sacreBLEU on `split` against the number
-    of newest snapshots averaged, BLEU with its 95% interval as error bars.
+def averaging_chart(sweep: pd.DataFrame, *, title: str) -> alt.HConcatChart:
+    """Checkpoint averaging (section 6.1): perplexity and sacreBLEU on validation against the
+    number of newest snapshots averaged, BLEU with its 95% interval as error bars.
 
     `sweep` has the columns `k`, `ppl`, `bleu` and `ci95` (the interval's half-width).
     """
-    bleu_title = f"{split} sacreBLEU"
+    bleu_title = "validation sacreBLEU"
     x = alt.X(
         "k:Q",
         title="snapshots averaged (newest k)",
@@ -39,7 +33,9 @@ def averaging_chart(
             y=alt.Y("ppl:Q", title="perplexity", scale=edge_scale(zero=False)),
             tooltip=["k", alt.Tooltip("ppl:Q", format=".2f")],
         )
-        .properties(width=260, height=200, title=f"{split} perplexity (lower is better)")
+        .properties(
+            width=260, height=200, title="validation perplexity (lower is better)"
+        )
     )
     line = (
         alt.Chart(sweep)
@@ -55,7 +51,7 @@ def averaging_chart(
             ],
         )
     )
-    bleu = alt.layer(line, _chart_interval_rules(sweep, x, "bleu", "ci95")).properties(
+    bleu = alt.layer(line, _interval_rules(sweep, x, "bleu", "ci95")).properties(
         width=260,
         height=200,
         # as short as the perplexity panel's: a longer one ran past the panel
@@ -392,7 +388,7 @@ def _cost_panel(
         {
             "shape": alt.Shape(
                 "cost:N",
-                scale=alt.Scale(domain=list(_COSTS), range=["circle", "diamond"]),
+                scale=alt.Scale(domain=list(COSTS), range=["circle", "diamond"]),
                 legend=alt.Legend(title="training cost", orient="bottom"),
             )
         }
@@ -427,25 +423,14 @@ def _cost_panel(
         )
     bars = interval_bars(points)
     if len(bars):
-        layers.insert(0, _interval_rules(bars, x, "bleu", "ci95", y_scale))
+        rules = _interval_rules(bars, x, "bleu", "ci95")  # on the panel's BLEU scale
+        layers.insert(0, rules.encode(y=alt.Y("low:Q", scale=y_scale)))
     # Two panels and their labels fit the book's 800-pixel column (at 260 px each they took
     # 852); a long title breaks at ": ".
     lines = title.split(": ", 1)
     title = [lines[0] + ":", lines[1]] if len(lines) == 2 else title
     return alt.layer(*layers).properties(
         width=_PANEL_WIDTH, height=_PANEL_HEIGHT, title=title
-    )
-
-
-def _interval_rules(
-    data: pd.DataFrame, x: alt.X, y: str, half_width: str, y_scale
-) -> alt.Chart:
-    """Error bars on the panel's BLEU scale (`charts._interval_rules`, with the scale set)."""
-    bars = data.assign(low=data[y] - data[half_width], high=data[y] + data[half_width])
-    return (
-        alt.Chart(bars)
-        .mark_rule(color="black")
-        .encode(x=x, y=alt.Y("low:Q", scale=y_scale), y2=alt.Y2("high:Q"))
     )
 
 
@@ -485,9 +470,6 @@ def table2_panels(
     *,
     paper_title: str,
     our_title: str,
-    paper_y: str = "tokenized BLEU",
-    our_y: str = "sacreBLEU ± 95% interval",
-    title: str = "Table 2: BLEU against training cost, one panel per test set",
 ) -> alt.HConcatChart:
     """Table 2's BLEU against training cost, one panel per test set: the paper's systems on theirs,
     ours on ours (error bars where `our_points` has `ci95`). The cost axis is the same in both
@@ -505,7 +487,7 @@ def table2_panels(
             _cost_panel(
                 paper_points,
                 title=paper_title,
-                y_title=paper_y,
+                y_title="tokenized BLEU",
                 domain=domain,
                 color="#4c78a8",
                 overflow=LABEL_OVERFLOW[0],
@@ -513,7 +495,7 @@ def table2_panels(
             _cost_panel(
                 our_points,
                 title=our_title,
-                y_title=our_y,
+                y_title="sacreBLEU ± 95% interval",
                 domain=domain,
                 color="#f58518",
                 overflow=LABEL_OVERFLOW[1],
@@ -521,5 +503,5 @@ def table2_panels(
         )
         # the shapes' legend under the panel that draws them (shared, it went under the first)
         .resolve_scale(y="independent", shape="independent")
-        .properties(title=title)
+        .properties(title="Table 2: BLEU against training cost, one panel per test set")
     )

@@ -18,7 +18,7 @@ This module reads them into tables, so that chapter 05 and the tests use one rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ...model.config import preset
@@ -79,19 +79,16 @@ def cpu_candidates(results: Path, sweep: Path = CPU_SWEEP) -> list[CpuCandidate]
     out = []
     for path in sorted((results / sweep).glob("valid_*.json")):
         record = read_json(path, "result")
-        m = record["metrics"]
+        measured = {
+            f.name: record["metrics"][f.name]
+            for f in fields(CpuCandidate)
+            if f.name not in ("name", "hypotheses")  # the rest are its results file's
+        }
         out.append(
             CpuCandidate(
                 name=record["name"].removeprefix("valid_"),
-                change=m["change"],
-                recipe=m["recipe"],
-                steps=m["steps"],
-                epochs=m["epochs"],
-                target_tokens_per_s=m["target_tokens_per_s"],
-                precision=m["precision"],
-                valid_ppl=m["valid_ppl"],
-                valid_sacrebleu=m["valid_sacrebleu"],
                 hypotheses=path.with_suffix(".de"),
+                **measured,
             )
         )
     return out
@@ -237,8 +234,6 @@ def beyond_noise_above(rows: list[dict]) -> list[str]:
 
 def budget_sweep(results: Path, recipe: dict, references: list[str]) -> BudgetSweep:
     """The step-budget sweep, bootstrapped against its candidate with the profile's `recipe`."""
-    from ...evaluation.scoring import paired_bootstrap
-
     runs = cpu_candidates(results, STEP_BUDGET_SWEEP)
     baseline = [c for c in runs if c.recipe == recipe]
     if len(baseline) != 1:
@@ -247,12 +242,19 @@ def budget_sweep(results: Path, recipe: dict, references: list[str]) -> BudgetSw
             f"found {len(baseline)}"
         )
     pick = baseline[0]
-    ordered = [pick] + [c for c in runs if c is not pick]
-    tests = paired_bootstrap(
+    return BudgetSweep(runs, pick, bootstrapped(runs, pick, references))
+
+
+def bootstrapped(candidates: list[CpuCandidate], pick: CpuCandidate, references) -> dict:
+    """sacreBLEU's paired bootstrap of every candidate's validation translations against
+    `pick`'s (the first system)."""
+    from ...evaluation.scoring import paired_bootstrap
+
+    ordered = [pick] + [c for c in candidates if c is not pick]
+    return paired_bootstrap(
         {c.name: c.hypotheses.read_text(encoding="utf-8").splitlines() for c in ordered},
         references,
     )
-    return BudgetSweep(runs, pick, tests)
 
 
 @dataclass(frozen=True)
@@ -294,7 +296,6 @@ def read_evidence(results: Path, data_dir=None) -> Evidence:
     """Read both sweeps, bootstrap the `cpu` candidates' validation translations, and check that
     the `cpu` and `gpu` profiles train and decode as their sweeps chose (ValueError if not)."""
     from ...data import load_parallel
-    from ...evaluation.scoring import paired_bootstrap
     from ...profiles import get_profile
 
     cpu_runs = cpu_candidates(results)
@@ -316,11 +317,7 @@ def read_evidence(results: Path, data_dir=None) -> Evidence:
     valid = load_parallel(
         cpu.corpus, cpu.valid_split, cpu.src_lang, cpu.tgt_lang, data_dir
     )
-    ordered = [cpu_pick] + [c for c in cpu_runs if c is not cpu_pick]
-    tests = paired_bootstrap(
-        {c.name: c.hypotheses.read_text(encoding="utf-8").splitlines() for c in ordered},
-        valid.tgt,
-    )
+    tests = bootstrapped(cpu_runs, cpu_pick, valid.tgt)
     budget = None
     if (results / STEP_BUDGET_SWEEP).is_dir():
         budget = budget_sweep(results, recipe_of(cpu), valid.tgt)

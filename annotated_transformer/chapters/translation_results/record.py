@@ -17,7 +17,7 @@ What the record's "metrics" hold, built by `build` from what the chapter compute
 * `averaging`: the averaging sweep on the same validation sentences, one row per k;
   `averaged_checkpoints`: the snapshots of the profile's average;
 * `run`: the run's steps, training time, target tokens, device, and who trained it;
-* `gpu_comparison`: the committed `gpu` run beside this one (`table2.GpuComparison`), or None;
+* `gpu_comparison`: the committed `gpu` run beside this one (`GpuRun`), or None;
 * `paper_recipe`: section 5.7, the recipe counted (`recipe_cost_fields`) and its check's steps,
   losses, validation loss, vocabulary and seconds (`recipe_check_fields`).
 
@@ -44,7 +44,7 @@ from ..chapter_record import ChapterRecord
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .table2 import FinishedRun, GpuComparison, RecipeCheck, RecipeCost, RunCost
+    from .table2 import FinishedRun, RecipeCheck, RecipeCost, RunCost
 
 RESULTS_NAME = "translation"
 _record = dataclasses.dataclass(frozen=True, kw_only=True)
@@ -77,16 +77,6 @@ class BeamDecoding:
 
 
 @_record
-class Decodings:
-    """Greedy decoding and beam search on `decoding_sentences` sentences of `decoding_set`."""
-
-    decoding_set: str
-    decoding_sentences: int
-    greedy: Decoding
-    beam: BeamDecoding
-
-
-@_record
 class AveragingRow:
     """One point of the averaging sweep: the newest k snapshots merged, scored on validation,
     with the paired bootstrap against k = 1 (None at k = 1)."""
@@ -115,16 +105,18 @@ class RunInfo:
 
 @_record
 class GpuRun:
-    """The committed `gpu` run beside this one: `table2.GpuComparison`'s fields."""
+    """The committed `gpu` run beside this one (`table2.gpu_comparison`): its label, its two
+    points on Table 2's axes, and the paired bootstrap of both runs on the same sentences
+    (`paired`), else its own interval."""
 
     label: str
-    short: str
+    short: str  # the label on the chart, where a long one would run past the column
     sacrebleu: float
     ci95: float | None
     paper_way: float
     counted: float
     paired: bool
-    difference: float | None
+    difference: float | None  # gpu minus this run, when paired
     p_value: float | None
     exceeds_noise: bool | None
 
@@ -179,12 +171,11 @@ class TranslationRecord(ChapterRecord):
     paper_recipe: PaperRecipe
 
 
-def decoding_record(
-    greedy: dict, beamed: dict, intervals: dict, beam_name: str
-) -> Decodings:
-    """Greedy decoding and beam search as the results record holds them: the sentences they
-    decoded (the validation split's: a comparison that may choose is not made on test), scores,
-    seconds, the bootstrap's 95% half-widths, and the beam's p-value against greedy."""
+def decoding_record(greedy: dict, beamed: dict, intervals: dict, beam_name: str) -> dict:
+    """Greedy decoding and beam search as the results record holds them, its fields
+    `decoding_set`, `decoding_sentences`, `greedy` and `beam`: the sentences they decoded (the
+    validation split's: a comparison that may choose is not made on test), scores, seconds, the
+    bootstrap's 95% half-widths, and the beam's p-value against greedy."""
     if (greedy["test_set"], greedy["sentences"]) != (
         beamed["test_set"],
         beamed["sentences"],
@@ -194,7 +185,7 @@ def decoding_record(
         )
     test = intervals[beam_name]
     keep = ("sacrebleu", "bleu_tokenized", "decode_seconds")
-    return Decodings(
+    return dict(
         decoding_set=greedy["test_set"],
         decoding_sentences=greedy["sentences"],
         greedy=Decoding(
@@ -252,14 +243,14 @@ def build(
     profile: Profile,
     run: FinishedRun,
     beamed: dict,
-    decoded: Decodings,
+    decoded: dict,
     bleus: tuple[float, int],
     cost: RunCost,
     sweep: pd.DataFrame,
     cache_rows: list[dict],
     averaged_from: Sequence[str],
     recipe: tuple[RecipeCost, RecipeCheck],
-    gpu: GpuComparison | None,
+    gpu: GpuRun | None,
     origin: str,
 ) -> TranslationRecord:
     """The record. `beamed`: the test set's one decoding (`pipeline.evaluate`, with its
@@ -281,10 +272,7 @@ def build(
         sacrebleu_signature=beamed["sacrebleu_signature"],
         ppl=beamed["ppl"],
         **cost_fields(cost),
-        decoding_set=decoded.decoding_set,
-        decoding_sentences=decoded.decoding_sentences,
-        greedy=decoded.greedy,
-        beam=decoded.beam,
+        **decoded,
         kv_cache_seconds={row["decoder"]: row["seconds"] for row in cache_rows},
         averaging=averaging_rows(sweep),
         averaged_checkpoints=tuple(averaged_from),
@@ -295,7 +283,7 @@ def build(
             device=run.device,
             origin=origin,
         ),
-        gpu_comparison=GpuRun(**gpu.record()) if gpu else None,
+        gpu_comparison=gpu,
         paper_recipe=PaperRecipe(
             **recipe_cost_fields(recipe_cost), **recipe_check_fields(check)
         ),

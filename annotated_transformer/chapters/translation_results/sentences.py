@@ -213,8 +213,7 @@ def describe_table2(paper_way: float, parameters: int) -> str:
 
 
 def describe_gpu_comparison(gpu: GpuRun, sentences: int) -> str:
-    """The committed `gpu` run beside this one (the record's `gpu_comparison`, or
-    `table2.GpuComparison`)."""
+    """The committed `gpu` run beside this one (the record's `gpu_comparison`)."""
     found = verdicts.gpu_comparison(gpu)
     costs = say("gpu.costs", found)
     if not found.paired:

@@ -95,9 +95,8 @@ class NoBookRun(RuntimeError):
     """Chapter 05 found no finished run of its profile; IPython shows it as one line naming the
     ways on, without a traceback."""
 
-    def _render_traceback_(
-        self,
-    ) -> list[str]:  # IPython's hook for an exception's own display
+    # IPython's hook for an exception's own display
+    def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
 
 
@@ -423,31 +422,6 @@ def run_points(label: str, bleu: float, ci95: float, paper_way: float, counted: 
     ]
 
 
-@dataclass(frozen=True)
-class GpuComparison:
-    """The committed `gpu` run beside this one: its label, its two points on Table 2's axes, and
-    the paired bootstrap of both runs on the same sentences (`paired`), else its own interval."""
-
-    label: str
-    short: str  # the label on the chart, where a long one would run past the column
-    sacrebleu: float
-    ci95: float
-    paper_way: float
-    counted: float
-    paired: bool
-    difference: float | None  # gpu minus this run, when paired
-    p_value: float | None
-    exceeds_noise: bool | None
-
-    def points(self) -> list[dict]:
-        return run_points(
-            self.short, self.sacrebleu, self.ci95, self.paper_way, self.counted
-        )
-
-    def record(self) -> dict:
-        return dict(vars(self))
-
-
 # The `gpu` recipe's committed H100 run, under a name of its own so that a reader's
 # `train --profile gpu --publish` (translation_multi30k_en_de.json) is never refused over it.
 COMMITTED_GPU_RUN = "recipe_d256x4_seed1"
@@ -475,10 +449,11 @@ def committed_gpu_run(profile_name: str) -> tuple[dict | None, str, Path | None]
 
 def gpu_comparison(
     profile_name: str, test_set: str, mine: str, hypotheses, references, all_references
-) -> GpuComparison | None:
+) -> dict | None:
     """The committed `gpu` run on this run's test set, compared with this run (`mine`, its label
-    and `hypotheses`) by the paired bootstrap when both translated the same sentences; None when
-    there is no such run or it scored another test set."""
+    and `hypotheses`) by the paired bootstrap when both translated the same sentences, as the
+    fields of the record's `GpuRun`; None when there is no such run or it scored another test
+    set."""
     record, label, file = committed_gpu_run(profile_name)
     metrics = (record or {}).get("metrics", {})
     if metrics.get("test", {}).get("test_set") != test_set or not (
@@ -502,7 +477,7 @@ def gpu_comparison(
         )
     size = f"{metrics['parameters'] / 1e6:.1f}M"
     short = "gpu (earlier)" if "earlier" in label else "gpu"
-    return GpuComparison(
+    return dict(
         label=name,
         short=f"{short}, {size}",
         sacrebleu=metrics["sacrebleu"],

@@ -381,7 +381,7 @@ class GpuComparison:
 
 
 def gpu_comparison(gpu: GpuRun) -> GpuComparison:
-    """From the record's `gpu_comparison` (or anything with its fields, `table2.GpuComparison`)."""
+    """From the record's `gpu_comparison` (`table2.gpu_comparison`'s)."""
     exceeds = bool(gpu.exceeds_noise)
     return GpuComparison(
         gpu.label,

@@ -144,6 +144,7 @@ def test_the_test_score_is_chosen_on_dev_decoded_once_and_never_redone(
 ):
     from annotated_transformer.chapters import constituency_parsing as parsing
     from annotated_transformer.chapters.constituency_parsing import sentences as describe
+    from annotated_transformer.chapters.constituency_parsing import verdicts
     from annotated_transformer.cli import main
 
     path = tmp_path / "results" / "test.json"
@@ -198,7 +199,8 @@ def test_the_test_score_is_chosen_on_dev_decoded_once_and_never_redone(
     low, high = test["f1_ci95"]
     assert f"**{test['f1']:.1f} F1** (95% interval [{low:.1f}, {high:.1f}])" in text
     assert (
-        f"dev chose {describe.chosen_words(job)} (dev F1 {chosen['dev_f1']:.1f}" in text
+        f"dev chose {describe.say_chosen(verdicts.chosen_model(job))} (dev F1 {chosen['dev_f1']:.1f}"
+        in text
     )
     assert (
         "The jobs on half and a quarter of the files are not scored on test yet" in text

@@ -560,11 +560,10 @@ def test_a_tiny_parser_trained_briefly_beats_an_untrained_one(sample_trees, tmp_
     before = parsing.evaluate_parser(
         untrained, data.vocabularies, few, beam_size=1, extra_length=20
     )
-    fitted, record = parsing.train_and_report(
-        config,
+    fitted = parsing.train_parser(config, data, settings, tmp_path / "run")
+    record = parsing.report_parser(
+        fitted.model,
         data,
-        settings,
-        tmp_path / "run",
         extra_length=20,
         decodings=(
             dict(beam_size=4, constrained=True),
@@ -578,7 +577,7 @@ def test_a_tiny_parser_trained_briefly_beats_an_untrained_one(sample_trees, tmp_
     assert parsing.parse_sentences(
         model, vocabs, sentence, extra_length=20
     ) == parsing.parse_sentences(fitted.model, vocabs, sentence, extra_length=20)
-    assert record["training"]["steps"] == 150 and after["invalid"] == 0
+    assert fitted.result.progress.step == 150 and after["invalid"] == 0
     assert after["f1"] > before.score.f1 + 30 and after["f1"] > 60, (after, before.score)
     assert after["f1"] > max(b["f1"] for b in record["baselines"].values())
 

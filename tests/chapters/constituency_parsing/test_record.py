@@ -174,11 +174,9 @@ def test_closing_says_when_the_extended_run_is_not_scored_or_not_there():
     assert alone.count("\n- ") == 2  # three bullets
 
 
-def test_read_committed_is_none_without_a_clone_or_a_file(tmp_path):
+def test_the_committed_extended_run_is_none_without_a_file(tmp_path):
     from annotated_transformer.training.long_run import JobRecord, RunExport, write_export
 
-    assert record.read_committed(None, record.EXTENDED_CURVES) is None
-    assert record.read_committed(tmp_path, record.EXTENDED_CURVES) is None
     assert record.committed_extended(tmp_path) == (None, None)
     view = extended_document()
     jobs = tuple(

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from annotated_transformer.chapters import constituency_parsing as parsing
-from annotated_transformer.chapters.constituency_parsing import phrases, report
+from annotated_transformer.chapters.constituency_parsing import phrases, report, verdicts
 from annotated_transformer.chapters.constituency_parsing import sentences as describe
 from annotated_transformer.chapters.constituency_parsing.curve import ShareRun
 from annotated_transformer.evaluation.paper import TABLE4, WSJ_ONLY
@@ -149,26 +149,32 @@ def test_extended_test_sentence_names_what_dev_chose_and_what_is_not_scored():
 
 
 def test_a_margin_beyond_the_noise_is_a_gain_and_one_within_it_is_not():
-    beyond = describe.margin(comparison(difference=6.0, ci=(1.9, 12.3)), "the flat floor")
+    beyond = describe.say_margin(
+        verdicts.margin(comparison(difference=6.0, ci=(1.9, 12.3))), "the flat floor"
+    )
     assert beyond.startswith(
         "6.0 points above the flat floor (10.0), beyond the resampling"
     )
     assert "[+1.9, +12.3]" in beyond and "excludes zero" in beyond
-    within = describe.margin(comparison(difference=6.0, ci=(-3.1, 14.1)), "the floor")
+    within = describe.say_margin(
+        verdicts.margin(comparison(difference=6.0, ci=(-3.1, 14.1))), "the floor"
+    )
     assert within.startswith("not distinguishable from the floor (10.0)")
     assert "6.0 points above on these sentences" in within and "beyond" not in within
-    below = describe.margin(
-        comparison(difference=-7.8, ci=(-15.3, -1.4)), "the tags parser"
+    below = describe.say_margin(
+        verdicts.margin(comparison(difference=-7.8, ci=(-15.3, -1.4))), "the tags parser"
     )
     assert below.startswith("7.8 points below the tags parser")
-    level = describe.margin(comparison(difference=0.01, ci=(-1, 1)), "x")
+    level = describe.say_margin(
+        verdicts.margin(comparison(difference=0.01, ci=(-1, 1))), "x"
+    )
     assert "level on these sentences" in level
 
 
 def test_p_value_says_when_no_resample_reversed_the_margin():
-    assert describe.p_value(comparison(p=0.004)) == "p = 0.004"
+    assert describe.say_p_value(verdicts.p_value(comparison(p=0.004))) == "p = 0.004"
     assert (
-        describe.p_value(comparison(p=0.0))
+        describe.say_p_value(verdicts.p_value(comparison(p=0.0)))
         == "p < 0.0005: no resample of 2,000 reversed it"
     )
 

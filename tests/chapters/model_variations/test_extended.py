@@ -252,7 +252,7 @@ def test_the_recorded_targets_are_only_raised(tmp_path, monkeypatch):
     run = extended.Table3Run(_tiny(), tmp_path / "run")
     run.write_identity({"full": 6, "small": 20})
     run.write_identity({"full": 4, "small": 30})
-    assert run.recorded_targets() == {"full": 6, "small": 30}
+    assert extended.recorded_targets(run.out_dir) == {"full": 6, "small": 30}
     # a folder from before the record, its curves at 3 epochs: a call for 2 records 3
     old = extended.Table3Run(_tiny(), tmp_path / "old")
     old.write_identity()
@@ -266,7 +266,7 @@ def test_the_recorded_targets_are_only_raised(tmp_path, monkeypatch):
     assert len(lines) == 1 and "records no targets" in lines[0]
     summary = extended.train_all(old, {Job("base", 1): 2}, show_progress=False)
     assert summary["trained"] == 0
-    assert old.recorded_targets() == {"full": 3}
+    assert extended.recorded_targets(old.out_dir) == {"full": 3}
 
 
 def test_an_interrupt_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):

@@ -26,7 +26,7 @@ def test_perplexity_whiskers_are_the_pooled_model_s_interval():
     )  # fmt: skip
     diffs = tables.differences(table, FINAL)
     ours = diffs[(diffs.metric == tables.PPL) & (diffs.who == "ours")].set_index("row")
-    model = f.block_model(FINAL)
+    model = f.BlockModel(FINAL)
     for row in ("A1", "B1", "C1", "C3"):
         low, high = model.contrast(row, "base").interval(0.95)
         assert ours.loc[row, "low"] == pytest.approx(f.percent(low))

@@ -175,7 +175,7 @@ def test_the_tally_counts_findings_under_their_verdicts():
     assert groups[f.DOES_NOT_HOLD] == ("bigger is better",)
     assert (counted.findings, counted.full_epoch, counted.name) == (6, 1, "this run")
     assert sum(len(g) for g in groups.values()) == 6
-    text = say.tally(_live(found), "this run")
+    text = say.say_tally(counted)
     assert "1 holds (small keys hurt), 1 does not hold (bigger is better)" in text
 
 

@@ -27,7 +27,7 @@ def _cost() -> report.RunCost:
     )  # fmt: skip
 
 
-def _decoded() -> record.Decodings:
+def _decoded() -> dict:
     greedy = {"sacrebleu": 36.56, "bleu_tokenized": 36.5, "decode_seconds": 6.3}
     greedy |= {"test_set": "multi30k/val", "sentences": 1014}
     beamed = greedy | {
@@ -57,8 +57,8 @@ def _sweep() -> pd.DataFrame:
     )  # fmt: skip
 
 
-def _gpu() -> report.GpuComparison:
-    return report.GpuComparison(
+def _gpu() -> record.GpuRun:
+    return record.GpuRun(
         label="gpu, 9.4M", short="gpu, 9.4M", sacrebleu=39.43, ci95=1.6,
         paper_way=3.229085e17, counted=1.0538e15, paired=True, difference=1.77,
         p_value=0.001, exceeds_noise=True,
@@ -141,7 +141,7 @@ def test_the_record_holds_what_the_summary_reads():
 
 def test_the_record_s_parts_are_typed():
     built = _built()
-    assert built.gpu_comparison == record.GpuRun(**_gpu().record())
+    assert built.gpu_comparison == _gpu()
     assert built.averaging[1] == record.AveragingRow(
         k=2, snapshots="s4.pt .. s5.pt", ppl=6.992, bleu=36.04, ci95=1.64, minus_k1=1.0,
         p_value=0.011, beyond_noise=True,
@@ -171,10 +171,13 @@ def test_a_record_without_later_fields_takes_their_defaults():
 
 def test_decoding_record_keeps_scores_intervals_and_the_test():
     decoded = _decoded()
-    assert decoded.greedy.sacrebleu_ci95 == 1.58
-    assert decoded.beam.p_value_against_greedy == 0.001
-    assert decoded.beam.exceeds_noise and decoded.beam.beam_size == 4
-    assert (decoded.decoding_set, decoded.decoding_sentences) == ("multi30k/val", 1014)
+    assert decoded["greedy"].sacrebleu_ci95 == 1.58
+    assert decoded["beam"].p_value_against_greedy == 0.001
+    assert decoded["beam"].exceeds_noise and decoded["beam"].beam_size == 4
+    assert (decoded["decoding_set"], decoded["decoding_sentences"]) == (
+        "multi30k/val",
+        1014,
+    )
     greedy = {"sacrebleu": 30.0, "bleu_tokenized": 30.1, "decode_seconds": 5.0}
     greedy |= {"test_set": "v", "sentences": 10}
     with pytest.raises(ValueError, match="different sentences"):
