@@ -4,8 +4,8 @@ What its "metrics" hold, built by `build` from what the chapter counted and chec
 
 * `vocab_size`: the shared vocabulary every count assumes (the paper's 37,000, section 5.1);
 * `params_m`: per row of Table 3 (`model.config.TABLE3_ALL_ROWS`), our parameter count in
-  millions, tied embeddings counted once; the introduction's summary reads `params_m.base` and
-  `params_m.big`;
+  millions, tied embeddings counted once; the introduction's summary reads its base and big
+  rows;
 * `paper_params_m`: the paper's count for the rows that list one;
 * `gap_in_vocabulary_rows`: per row the paper counts, the paper's count minus ours in rows of
   width d_model (how many more vocabulary entries would close it); positive where ours falls

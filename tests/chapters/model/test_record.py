@@ -83,9 +83,14 @@ def test_the_median_gap_is_over_the_rows_that_fall_short_only():
 
 def test_the_summary_reads_the_base_and_big_counts_from_this_record():
     claims = [c for c in summary.CLAIMS if c.chapter == "02_model"]
-    assert {c.key for c in claims} == {"params_m.base", "params_m.big"}
-    assert all(c.result == record.RESULTS_NAME for c in claims)
-    assert summary.DATASET_OF[record.RESULTS_NAME] == _built().dataset
+    built = _built()
+    assert all(c.record is record.ModelRecord for c in claims)
+    assert all(c.results[0] == record.RESULTS_NAME for c in claims)
+    assert [c.value(built, {}) for c in claims] == [
+        built.params_m["base"],
+        built.params_m["big"],
+    ]
+    assert summary.DATASET_OF[record.RESULTS_NAME] == built.dataset
 
 
 # ------------------------------------------------------------------------------ verdicts, by value
