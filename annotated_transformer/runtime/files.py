@@ -63,16 +63,21 @@ def _free_space(folder: Path) -> str:
     return f"{free / 2**20:,.0f} MiB"
 
 
-def disk_full_error(path: str | os.PathLike, error: BaseException) -> DiskFull | None:
-    """One line for a full disk while writing `path`, or None when `error` is something else."""
-    if _disk_full_cause(error) is None:
-        return None
-    folder = Path(path).parent
-    return DiskFull(
-        errno.ENOSPC,
-        f"no space left on the disk of {folder} to write {Path(path).name} ({_free_space(folder)} "
-        "free): free some space or write elsewhere; the previous version of the file is intact",
-    )
+@contextlib.contextmanager
+def _disk_full_named(path: str | os.PathLike) -> Iterator[None]:
+    """A full disk in the block, whatever library was writing, is one `DiskFull` line naming
+    `path`; any other error passes unchanged."""
+    try:
+        yield
+    except Exception as error:
+        if _disk_full_cause(error) is None:
+            raise
+        folder = Path(path).parent
+        raise DiskFull(
+            errno.ENOSPC,
+            f"no space left on the disk of {folder} to write {Path(path).name} ({_free_space(folder)} "
+            "free): free some space or write elsewhere; the previous version of the file is intact",
+        ) from error
 
 
 @contextlib.contextmanager
@@ -163,15 +168,9 @@ def written_through(path: str | os.PathLike) -> bool:
 def _write_through(given: Path, fill: Callable[[BinaryIO], None]) -> Path:
     """`fill` an output that is opened, not replaced. Appending: to a FIFO or a device it is
     writing, and through `/dev/stdout` to a file it keeps what the process wrote there before."""
-    try:
-        with open(given, "ab") as handle:
-            fill(handle)
-            handle.flush()
-    except Exception as error:
-        full = disk_full_error(given, error)
-        if full is None:
-            raise
-        raise full from error
+    with _disk_full_named(given), open(given, "ab") as handle:
+        fill(handle)
+        handle.flush()
     return given
 
 
@@ -204,15 +203,10 @@ def staged_files(folder: str | os.PathLike) -> Iterator[Path]:
     with _naming(folder):
         stage = Path(tempfile.mkdtemp(dir=folder, prefix=".staged.", suffix=".part"))
     try:
-        try:
+        with _disk_full_named(folder / "(staged files)"):
             yield stage
             files = sorted(p for p in stage.rglob("*") if p.is_file())
             _before_publish(stage, folder)
-        except Exception as error:
-            full = disk_full_error(folder / "(staged files)", error)
-            if full is None:
-                raise
-            raise full from error
         for path in files:
             target = folder / path.relative_to(stage)
             with _naming(target):
@@ -245,14 +239,9 @@ def staged_tree(
         )
     old = stage.with_suffix(".old")
     try:
-        try:
+        with _disk_full_named(folder / "(staged folder)"):
             yield stage
             _before_publish(stage, folder)
-        except Exception as error:
-            full = disk_full_error(folder / "(staged folder)", error)
-            if full is None:
-                raise
-            raise full from error
         with _naming(folder):
             os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
             if folder.exists():
@@ -311,27 +300,17 @@ class Publication:
                 suffix=".part",
             )
         self.staged.append((Path(tmp_name), target))
-        try:
+        with _disk_full_named(target):
             with os.fdopen(fd, "wb") as handle, open(source, "rb") as original:
                 shutil.copyfileobj(original, handle)
                 handle.flush()
                 os.fchmod(handle.fileno(), 0o666 & ~_umask())
                 os.fsync(handle.fileno())
-        except Exception as error:
-            full = disk_full_error(target, error)
-            if full is None:
-                raise
-            raise full from error
 
     def _commit(self) -> None:
         for tmp, target in self.staged:
-            try:
+            with _disk_full_named(target):
                 _before_publish(tmp, target)
-            except Exception as error:
-                full = disk_full_error(target, error)
-                if full is None:
-                    raise
-                raise full from error
         for _, target in self.staged:
             if target.is_dir():
                 raise IsADirectoryError(
@@ -625,17 +604,12 @@ def staged_path(path: str | os.PathLike) -> Iterator[Path]:
         )
     os.close(fd)
     try:
-        try:
+        with _disk_full_named(given):
             yield Path(tmp_name)
             with open(tmp_name, "rb") as handle:
                 os.fsync(handle.fileno())
             os.chmod(tmp_name, mode)  # mkstemp made it 0600
             _before_publish(Path(tmp_name), target)
-        except Exception as error:
-            full = disk_full_error(given, error)
-            if full is None:
-                raise
-            raise full from error
         with _naming(given):
             os.replace(tmp_name, target)
     finally:
