@@ -115,11 +115,6 @@ def published_book_run_dir(profile_name: str) -> Path:
     return (repo_root() or Path.cwd()) / "runs" / f"book-{profile_name}"
 
 
-def in_book_run() -> bool:
-    """True in a chapter kernel that the book runner started (it sets $AT_BOOK_RUN_DIR)."""
-    return bool(os.environ.get(BOOK_RUN_ENV))
-
-
 def committed_root() -> Path | None:
     """The clone's results/, where tuning sweeps and calibrations are committed (None in an
     installed copy): what a chapter reads its choices from, whatever $AT_RESULTS_DIR says."""

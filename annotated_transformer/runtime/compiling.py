@@ -32,7 +32,6 @@ from .checks import NON_NEGATIVE, POSITIVE, check_types
 from .precision import cached_measurement, measurement_key
 from .records import read_measured, write_measured
 
-COMPILE_CHOICES = (False, True, "auto")
 # torch.compile's modes: "reduce-overhead" replays the compiled graphs as CUDA graphs on a GPU
 # (one launch where there were hundreds), which wants few shapes (length buckets).
 COMPILE_MODES = (
@@ -93,15 +92,6 @@ def check_compile(value) -> bool | str:
     if isinstance(value, bool) or value == "auto":
         return value
     raise ValueError(f"compile must be true, false or 'auto', got {value!r}")
-
-
-def check_compile_mode(value) -> str:
-    """`value` when it is one of torch.compile's modes; else ValueError naming them."""
-    if value in COMPILE_MODES:
-        return value
-    raise ValueError(
-        f"compile_mode must be one of {', '.join(COMPILE_MODES)}, got {value!r}"
-    )
 
 
 def choose_compile(
