@@ -148,9 +148,8 @@ def choose_precision(
         )
     seconds = probe()
     winner = min(("fp32", "bf16"), key=lambda p: seconds[p])
-    measured = MeasuredPrecision(
-        winner, seconds
-    )  # a probe's wrong answer is refused here
+    # a probe's wrong answer is refused here
+    measured = MeasuredPrecision(winner, seconds)
     write_measured(CACHE_NAME, key, asdict(measured))
     return PrecisionChoice(winner, _measured_reason(seconds, "measured now"), seconds)
 

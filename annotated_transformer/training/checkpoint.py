@@ -84,9 +84,8 @@ def load_checkpoint(
         raise CheckpointError(
             f"{path} is not a checkpoint of this package (format {CHECKPOINT_FORMAT}); was it written by `train`?"
         )
-    if (
-        not mmap
-    ):  # a mapped look reads settings only; whoever uses the weights loads them whole
+    # a mapped look reads settings only; whoever uses the weights loads them whole
+    if not mmap:
         check_finite_weights(state["model"], path)
     return state
 
@@ -336,9 +335,8 @@ def model_from_checkpoint(
         )
     try:
         tokenizer = Tokenizer.from_bytes(checkpoint["tokenizer"])
-    except (
-        Exception
-    ) as error:  # sentencepiece raises RuntimeError, or ValueError for its ids
+    # sentencepiece raises RuntimeError, or ValueError for its ids
+    except Exception as error:
         raise CheckpointError(
             f"{name} holds no readable sentencepiece tokenizer ({type(error).__name__}): "
             "translation needs a checkpoint of a translation run (`train`)"

@@ -146,9 +146,8 @@ class Trainer:
             settings, self.context.world_size
         )
         self.batcher = run_batcher(train_data, settings, self.context.world_size)
-        self._tgt_label_counts = (
-            np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1
-        )  # tokens + eos
+        # tokens + eos
+        self._tgt_label_counts = np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1
 
         self.execution = execution
         # fp16 rounds gradients below 6e-8 to zero, so the loss is multiplied by a large factor
@@ -355,16 +354,14 @@ class Trainer:
                 if r.eval_every and p.step % r.eval_every == 0:
                     self.validate()
                 if stopping.snapshot_due(r, p, self.context):
-                    self._check_loss(
-                        stats, every_step=True
-                    )  # on every device before a save
+                    # on every device before a save
+                    self._check_loss(stats, every_step=True)
                     p.last_snapshot_time_s = stopping.budget_seconds_used(r, p)
                     self.save_snapshot()
                     self.save_resume_checkpoint()
                 stopped_by = stopping.stop_decision(r, p, self._stop, self.context)
-            if (
-                stats is not None
-            ):  # the last step, checked on every device before the end saves
+            # the last step, checked on every device before the end saves
+            if stats is not None:
                 self._check_loss(stats, every_step=True)
             self.log.close(p, self._step_lr)
             if stopped_by != "interrupted":  # the end of a run: validate and save

@@ -114,9 +114,8 @@ class TrainingLog:
         now = time.perf_counter()
         seconds = max(now - self.window_start, 1e-9)
         progress.target_tokens += int(tokens)
-        tokens = max(
-            tokens, 1.0
-        )  # a window without tokens reports zeros, not a division by 0
+        # a window without tokens reports zeros, not a division by 0
+        tokens = max(tokens, 1.0)
         record = {
             "kind": "train",
             "step": progress.step,

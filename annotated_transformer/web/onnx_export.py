@@ -175,9 +175,8 @@ def _export_into(
         # optional dependency, as for OnnxTranslator
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        logging.disable(
-            logging.WARNING
-        )  # its advice to pre-process applies to image models
+        # its advice to pre-process applies to image models
+        logging.disable(logging.WARNING)
         try:
             for path in (written["encoder"], written["decoder"]):
                 float_path = path.with_suffix(".float32.onnx")
