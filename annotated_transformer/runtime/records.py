@@ -314,6 +314,7 @@ FIXES = {
     "parser_test": _RESTORE + ", else move it away to score the stopped shares again",
     "onnx_model": "export the model again (export-onnx --out {folder})",
 }
+_GENERIC_FIX = "repair the file, or delete it and rerun what writes it"
 
 
 @cache
@@ -377,8 +378,9 @@ def _problem(error) -> str:
     return f"{here}: {error.message}"
 
 
-def _fix(kind: str, path: Path, fix: str | None) -> str:
-    return (fix if fix is not None else FIXES[kind]).format(path=path, folder=path.parent)
+def _fix(kind: str | None, path: Path, fix: str | None) -> str:
+    """`fix`, default the kind's (`_GENERIC_FIX` for JSON that is no record), filled in."""
+    return (fix or FIXES.get(kind, _GENERIC_FIX)).format(path=path, folder=path.parent)
 
 
 def problems(data: Any, kind: str) -> list[str]:
@@ -435,7 +437,6 @@ MAX_JSON_DEPTH = 100
 #   a value that is not finite still cannot make the log unreadable).
 MISSING_AS_NULL_KINDS = frozenset({"result", "metrics_log"})
 
-_GENERIC_FIX = "repair the file, or delete it and rerun what writes it"
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
@@ -478,12 +479,6 @@ def _too_deep(text: str) -> bool:
     )
 
 
-def _kind_fix(kind: str | None, path: Path, fix: str | None) -> str:
-    if kind not in FIXES:
-        return (fix or _GENERIC_FIX).format(path=path, folder=path.parent)
-    return _fix(kind, path, fix)
-
-
 def parse_json(
     text: str | bytes,
     path: str | os.PathLike,
@@ -498,9 +493,7 @@ def parse_json(
     path = Path(path)
 
     def refuse(what: str) -> RecordError:
-        return RecordError(
-            f"{path} is not valid JSON ({what}); {_kind_fix(kind, path, fix)}"
-        )
+        return RecordError(f"{path} is not valid JSON ({what}); {_fix(kind, path, fix)}")
 
     if len(text) > MAX_JSON_SIZE:
         raise refuse(
@@ -562,7 +555,7 @@ def _read_bytes(path: Path, kind: str | None, fix: str | None) -> bytes:
         raise RecordError(
             f"{path} is not valid JSON (it is {size / 2**20:.0f} MiB, more than the "
             f"{MAX_JSON_SIZE // 2**20} MiB the package reads as JSON); "
-            f"{_kind_fix(kind, path, fix)}"
+            f"{_fix(kind, path, fix)}"
         )
     return path.read_bytes()
 
@@ -627,7 +620,7 @@ def json_text(
         fix = fix or "the file is left as it was (a bug of the writer: report it)"
         raise RecordError(
             f"not writing {path}: {field_name(field) or 'the value'} is {_data_at(data, field)}, "
-            f"which JSON has no number for; {_kind_fix(kind, path, fix)}"
+            f"which JSON has no number for; {_fix(kind, path, fix)}"
         ) from None
 
 
