@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -59,15 +59,7 @@ class JobRecord:
     curve: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "job": dict(self.job),
-            "precision": self.precision,
-            "device": self.device,
-            "facts": dict(self.facts),
-            "curve": [dict(p) for p in self.curve],
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> JobRecord:
@@ -116,12 +108,7 @@ class RunPlan:
     stops: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {
-            "kind": self.kind,
-            "identity": dict(self.identity),
-            "targets": dict(self.targets),
-            "stops": {k: dict(v) for k, v in self.stops.items()},
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> RunPlan:
@@ -143,15 +130,7 @@ class RunExport:
     notes: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {
-            "kind": self.kind,
-            "identity": dict(self.identity),
-            "targets": dict(self.targets),
-            "written": self.written,
-            "machine": self.machine,
-            "notes": dict(self.notes),
-            "jobs": [j.to_dict() for j in self.jobs],
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> RunExport:
