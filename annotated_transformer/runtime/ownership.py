@@ -53,8 +53,8 @@ PARSER_MARKER = "parser_run.json"  # chapters/constituency_parsing/extended.PLAN
 BOOK_MARKER = "book_run.json"  # book/runner.RECORD + ".json"
 EXPORT_MARKER = "model.json"  # web/onnx_export.MODEL_FILE, an "onnx_model" record
 CLAIM_MARKER = ".made-by"  # a claimed folder: the command that claimed it, one line
-# The empty lock file that train, table3 and parser-curve take in the folder they fill
-# (training/run_folder.LOCK_NAME): all that a run killed as it started may leave.
+# The empty lock file that train, table3 and parser-curve take in the folder they fill (through
+# training/run_folder): all that a run killed as it started may leave.
 LOCK_NAME = ".lock"
 
 # What each command's folder is called in a message.
@@ -65,6 +65,14 @@ KINDS = {
     "book": "the book's results folder",
     "export-onnx": "the ONNX export",
 }
+
+# The one file that marks a folder of each other kind: (marker, its maker, the folder in words).
+_MARKERS = (
+    (TABLE3_MARKER, "table3", KINDS["table3"]),
+    (PARSER_MARKER, "parser-curve", KINDS["parser-curve"]),
+    (BOOK_MARKER, "book", KINDS["book"]),
+    (SITE_MARKER, "book", "the site"),
+)
 
 # What a command's output is called when it is put beside a folder, not into it.
 BESIDE = {
@@ -97,23 +105,14 @@ def owner_of_folder(folder: str | os.PathLike) -> Owner | None:
         return None
     for marker in RUN_MARKERS:
         if (folder / marker).is_file():
-            return Owner(folder, "train", "the run folder", marker)
+            return Owner(folder, "train", KINDS["train"], marker)
     snapshots = sorted(folder.glob(SNAPSHOT_GLOB))
     if snapshots:
-        return Owner(
-            folder,
-            "train",
-            "the run folder",
-            snapshots[-1].relative_to(folder).as_posix(),
-        )
-    if (folder / TABLE3_MARKER).is_file():
-        return Owner(folder, "table3", "the Table 3 extended run", TABLE3_MARKER)
-    if (folder / PARSER_MARKER).is_file():
-        return Owner(folder, "parser-curve", "the parser's extended run", PARSER_MARKER)
-    if (folder / BOOK_MARKER).is_file():
-        return Owner(folder, "book", "the book's results folder", BOOK_MARKER)
-    if (folder / SITE_MARKER).is_file():
-        return Owner(folder, "book", "the site", SITE_MARKER)
+        evidence = snapshots[-1].relative_to(folder).as_posix()
+        return Owner(folder, "train", KINDS["train"], evidence)
+    for marker, maker, kind in _MARKERS:
+        if (folder / marker).is_file():
+            return Owner(folder, maker, kind, marker)
     if _is_export(folder / EXPORT_MARKER):
         return Owner(folder, "export-onnx", KINDS["export-onnx"], EXPORT_MARKER)
     maker = _claimed_by(folder)
@@ -157,19 +156,6 @@ def mark_made_by(folder: str | os.PathLike, command: str) -> None:
 
 def _real(path: Path) -> Path:
     return Path(os.path.realpath(path.expanduser()))
-
-
-def owner_of(path: str | os.PathLike, *, itself: bool = False) -> Owner | None:
-    """The nearest owned folder that holds `path` (after following symlinks); with `itself`, `path`
-    may be that folder (an output folder such as export-onnx's --out)."""
-    real = _real(Path(path))
-    folders = [real] if itself else []
-    folders += list(real.parents)
-    for folder in folders:
-        owner = owner_of_folder(folder)
-        if owner is not None:
-            return owner
-    return None
 
 
 def shown(path: Path) -> str:
@@ -239,7 +225,7 @@ def check_output(
                 f"under another name ({flag.split()[-1]}), or into another results root (AT_RESULTS_DIR)"
             )
         return
-    owner = owner_of(path, itself=folder)
+    owner = owner_above(path, itself=folder)
     if owner is None or owner.maker == maker:
         return
     raise _refusal(flag, path, owner, command=command, folder=folder)
@@ -277,9 +263,11 @@ def _empty_lock(entry: Path) -> bool:
     )
 
 
-def owner_above(path: str | os.PathLike) -> Owner | None:
-    """The nearest owned folder strictly above `path` (after following symlinks), else None."""
-    for folder in _real(Path(path)).parents:
+def owner_above(path: str | os.PathLike, *, itself: bool = False) -> Owner | None:
+    """The nearest owned folder strictly above `path` (after following symlinks), else None; with
+    `itself`, `path` may be that folder (an output folder such as export-onnx's --out)."""
+    real = _real(Path(path))
+    for folder in [real, *real.parents] if itself else real.parents:
         owner = owner_of_folder(folder)
         if owner is not None:
             return owner
