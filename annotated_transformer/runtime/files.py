@@ -165,13 +165,15 @@ def written_through(path: str | os.PathLike) -> bool:
     return stat.S_ISREG(mode) and _names_an_open_file(Path(path))
 
 
-def _write_through(given: Path, fill: Callable[[BinaryIO], None]) -> Path:
-    """`fill` an output that is opened, not replaced. Appending: to a FIFO or a device it is
-    writing, and through `/dev/stdout` to a file it keeps what the process wrote there before."""
-    with _disk_full_named(given), open(given, "ab") as handle:
-        fill(handle)
-        handle.flush()
-    return given
+def _staging_file(given: Path) -> tuple[Path, int, str]:
+    """(the file `given` is published as: a link's target; the open descriptor and the name of a
+    new staging sibling of it); an error making the sibling names `given`."""
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    target.parent.mkdir(parents=True, exist_ok=True)
+    prefix = staging_prefix(target.parent, target.name)
+    with _naming(given):
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".part")
+    return target, fd, name
 
 
 def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> Path:
@@ -180,13 +182,14 @@ def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> P
 
     If `fill` raises (a checksum that does not match, say), nothing is moved and the error propagates.
     Returns `path` as given (a symlink's own name, not its target's). An output that is not a
-    regular file (`written_through`) is opened and written instead.
+    regular file (`written_through`) is opened and appended to instead: a FIFO or a device it is
+    writing, and through `/dev/stdout` to a file it keeps what the process wrote there before.
     """
     given = Path(path)
-    if written_through(given):
-        return _write_through(given, fill)
-    with staged_path(given) as staged, open(staged, "wb") as handle:
+    mode = "ab" if written_through(given) else "wb"
+    with staged_path(given) as staged, open(staged, mode) as handle:
         fill(handle)
+        handle.flush()
     return given
 
 
@@ -229,14 +232,9 @@ def staged_tree(
     folder = Path(folder)
     check_replaceable_tree(folder, marker)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    prefix = staging_prefix(folder.parent, folder.name)
     with _naming(folder):
-        stage = Path(
-            tempfile.mkdtemp(
-                dir=folder.parent,
-                prefix=staging_prefix(folder.parent, folder.name),
-                suffix=".part",
-            )
-        )
+        stage = Path(tempfile.mkdtemp(dir=folder.parent, prefix=prefix, suffix=".part"))
     old = stage.with_suffix(".old")
     try:
         with _disk_full_named(folder / "(staged folder)"):
@@ -290,15 +288,7 @@ class Publication:
 
     def add(self, path: str | os.PathLike, source: str | os.PathLike) -> None:
         """Publish a copy of the file `source` as `path`."""
-        target = Path(path)
-        target = Path(os.path.realpath(target)) if target.is_symlink() else target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with _naming(target):
-            fd, tmp_name = tempfile.mkstemp(
-                dir=target.parent,
-                prefix=staging_prefix(target.parent, target.name),
-                suffix=".part",
-            )
+        target, fd, tmp_name = _staging_file(Path(path))
         self.staged.append((Path(tmp_name), target))
         with _disk_full_named(target):
             with os.fdopen(fd, "wb") as handle, open(source, "rb") as original:
@@ -459,10 +449,8 @@ def make_folder(folder: str | os.PathLike, flag: str) -> Path:
 
 
 def remove_partial_writes(folder: str | os.PathLike) -> list[Path]:
-    """Delete the temporary files of `atomic_write`s that a killed process left in `folder`.
-
-    Only safe while no other process writes there: callers hold the folder's lock.
-    """
+    """Delete the temporary files of `atomic_write`s that a killed process left in `folder`:
+    only safe while no other process writes there, so callers hold the folder's lock."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
@@ -588,20 +576,14 @@ def staged_path(path: str | os.PathLike) -> Iterator[Path]:
     itself, for the library to open and write."""
     given = Path(path)
     if written_through(given):
-        yield given
+        with _disk_full_named(given):
+            yield given
         return
-    target = Path(os.path.realpath(given)) if given.is_symlink() else given
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode = stat.S_IMODE(target.stat().st_mode)
+        mode = stat.S_IMODE(given.stat().st_mode)  # a link's target's
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    with _naming(given):
-        fd, tmp_name = tempfile.mkstemp(
-            dir=target.parent,
-            prefix=staging_prefix(target.parent, target.name),
-            suffix=".part",
-        )
+    target, fd, tmp_name = _staging_file(given)
     os.close(fd)
     try:
         with _disk_full_named(given):
