@@ -60,12 +60,8 @@ class Tokenizer:
     # -- construction and serialization ------------------------------------------------------------
     @classmethod
     def from_bytes(cls, model_proto: bytes) -> "Tokenizer":
-        """Rebuild from `to_bytes()` output, e.g. the copy stored in a checkpoint.
-
-        Raises:
-            ValueError: the bytes are not a whole sentencepiece model (empty, cut short, another
-                file), or a model with other special ids.
-        """
+        """Rebuild from `to_bytes()` output (the copy a checkpoint stores); ValueError for bytes
+        that are no whole sentencepiece model (empty, cut short, another file) or other ids."""
         processor = spm.SentencePieceProcessor()
         try:
             processor.LoadFromSerializedProto(bytes(model_proto))
@@ -413,10 +409,8 @@ def _non_empty(sentences: Iterable[str]) -> Iterable[str]:
 @dataclass(frozen=True)
 class CorpusTokenizer:
     """The recipe of a corpus's shared tokenizer: trained on both sides of one training split with
-    these options, once, then loaded from the cache. The cache file's name carries a hash of the
-    training files' sha256 and the options, so a changed file or option never reuses a stale model;
-    what is loaded is checked against the options too (`_load_cached`: its piece count, model type
-    and normalization), so a file that holds another tokenizer under that name is never used."""
+    these options, once, then loaded from the cache, under a name that hashes the training files'
+    sha256 and the options (a changed file or option never reuses a stale model)."""
 
     corpus: str
     vocab_size: int = 8000
