@@ -109,14 +109,12 @@ BOOK_RUN = {
     **RESULT,
     "properties": {
         **RESULT["properties"],
-        "metrics": {
-            **_object(["chapters"], ok={"type": "boolean"}, profile=_OBJECT),
-            "properties": {
-                "chapters": {"type": "object", "additionalProperties": _CHAPTER_ENTRY},
-                "ok": {"type": "boolean"},
-                "profile": _OBJECT,
-            },
-        },
+        "metrics": _object(
+            ["chapters"],
+            chapters={"type": "object", "additionalProperties": _CHAPTER_ENTRY},
+            ok={"type": "boolean"},
+            profile=_OBJECT,
+        ),
     },
 }
 
@@ -150,15 +148,12 @@ LONG_RUN_KINDS = {
 }
 
 
-def _by_kind(then: Callable[[dict, list], dict]) -> list[dict]:
-    """JSON Schema's if/then per kind of long run: `then(job schema, point fields)`."""
-    return [
-        {
-            "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
-            "then": then(job, point),
-        }
-        for kind, (job, point) in LONG_RUN_KINDS.items()
-    ]
+def _when(kind: str, then: dict) -> dict:
+    """JSON Schema's if/then: a record of that `kind` is also a `then`."""
+    return {
+        "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
+        "then": then,
+    }
 
 
 LONG_RUN_JOB = {
@@ -172,11 +167,10 @@ LONG_RUN_JOB = {
         facts=_OBJECT,
         curve=_list(_LONG_RUN_POINT),
     ),
-    "allOf": _by_kind(
-        lambda job, point: _object(
-            job=job, curve=_list(_object(point)) if point else _list(_OBJECT)
-        )
-    ),
+    "allOf": [
+        _when(kind, _object(job=job, curve=_list(_object(point))))
+        for kind, (job, point) in LONG_RUN_KINDS.items()
+    ],
 }
 _LONG_RUN_TABLE3_IDENTITY = _object(
     ["overfit_share", "precision"],
@@ -212,19 +206,19 @@ LONG_RUN_EXPORT = {
     # Table 3's readers read the identity's share and precision and both corpora's targets, and
     # `table3 --merge` when and where each part was written; the parser's readers its recipe.
     "allOf": [
-        {
-            "if": {"required": ["kind"], "properties": {"kind": {"const": "table3"}}},
-            "then": _object(
+        _when(
+            "table3",
+            _object(
                 ["written", "machine"],
                 identity=_LONG_RUN_TABLE3_IDENTITY,
                 targets=_object(["full", "small"], full=_integer(0), small=_integer(0)),
                 written=_STRING,
                 machine=_STRING,
             ),
-        },
-        {
-            "if": {"required": ["kind"], "properties": {"kind": {"const": "parser"}}},
-            "then": _object(
+        ),
+        _when(
+            "parser",
+            _object(
                 ["identity", "targets"],
                 identity=_object(["recipe"], recipe=_OBJECT, device_type=_STRING),
                 targets=_object(
@@ -233,7 +227,7 @@ LONG_RUN_EXPORT = {
                     max_epochs=_integer(1),
                 ),
             ),
-        },
+        ),
     ],
 }
 PARSER_TEST = _object(
