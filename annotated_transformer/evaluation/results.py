@@ -307,14 +307,10 @@ def write_result(
         metrics: the numbers, nested dicts allowed (e.g. {"bleu_tokenized": 27.1, "rows": {...}}).
         profile: the profile that produced them; keeps CI numbers apart from GPU ones.
         config: the model or run configuration (a dict or a dataclass), for reproducing the run.
-        wall_time_s: how long the run took.
         device: the device used ("cpu", "cuda", a torch.device; None: what "auto" picks).
         root: results root (default: `results_root()`).
         path: write here instead (a run folder's own results file).
         run_folder: the run the numbers come from, recorded (resolved) as "run_folder".
-
-    Returns:
-        The path written.
     """
     if not isinstance(metrics, dict):
         raise TypeError(f"metrics must be a dict, got {type(metrics).__name__}")
