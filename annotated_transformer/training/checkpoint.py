@@ -25,6 +25,7 @@ import torch
 from ..data.tokenizer import Tokenizer
 from ..model.config import TransformerConfig
 from ..model.transformer import Transformer
+from ..runtime.compiling import failure_summary
 from ..runtime.files import remove_file, save_torch
 from .settings import FIXED_ON_RESUME
 
@@ -71,9 +72,8 @@ def load_checkpoint(
     try:
         state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as error:  # torch raises RuntimeError, EOFError, UnpicklingError, ... for a damaged file
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointError(
-            f"{path} is not a readable checkpoint ({type(error).__name__}: {first_line[:200]}): it is damaged, "
+            f"{path} is not a readable checkpoint ({failure_summary(error)}): it is damaged, "
             "truncated or not a file this package wrote; use another snapshot (checkpoints/step_*.pt) or retrain"
         ) from error
     if (
@@ -358,9 +358,8 @@ def model_from_checkpoint(
         )
         model.load_state_dict(checkpoint["model"])
     except (KeyError, TypeError, ValueError, RuntimeError) as error:
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointError(
-            f"{name}: its weights do not fit its configuration ({first_line[:160]}): it is not a "
+            f"{name}: its weights do not fit its configuration ({failure_summary(error)}): it is not a "
             "checkpoint this package wrote, or it was edited"
         ) from error
     return model.to(device).eval(), tokenizer
