@@ -309,6 +309,7 @@ FIXES = {
     "onnx_model": "export the model again (export-onnx --out {folder})",
 }
 _GENERIC_FIX = "repair the file, or delete it and rerun what writes it"
+_WRITER_FIX = "the file is left as it was (a bug of the writer: report it)"
 
 
 @cache
@@ -611,7 +612,7 @@ def json_text(
         if field is None:
             raise
         path = Path(path)
-        fix = fix or "the file is left as it was (a bug of the writer: report it)"
+        fix = fix or _WRITER_FIX
         raise RecordError(
             f"not writing {path}: {field_name(field) or 'the value'} is {_data_at(data, field)}, "
             f"which JSON has no number for; {_fix(kind, path, fix)}"
@@ -652,29 +653,19 @@ def record_text(
     *,
     indent: int = 1,
     default: Callable[[Any], Any] | None = None,
-    fix: str | None = None,
 ) -> str:
     """`data` as the JSON text of a record of `kind` for `path`, checked first (as it will be
     read back): RecordError when a reader would refuse it."""
-    fix = fix or "the file is left as it was (a bug of the writer: report it)"
-    text = json_text(data, path, kind, indent=indent, default=default, fix=fix)
-    check_record(parse_json(text, path, kind, fix=fix), kind, path, fix=fix, writing=True)
+    text = json_text(data, path, kind, indent=indent, default=default, fix=_WRITER_FIX)
+    parsed = parse_json(text, path, kind, fix=_WRITER_FIX)
+    check_record(parsed, kind, path, fix=_WRITER_FIX, writing=True)
     return text
 
 
-def write_record(
-    path: str | os.PathLike,
-    kind: str,
-    data: Mapping,
-    *,
-    indent: int = 1,
-    default: Callable[[Any], Any] | None = None,
-    newline: bool = False,
-) -> Path:
+def write_record(path: str | os.PathLike, kind: str, data: Mapping) -> Path:
     """Check `data` against `kind`'s schema, then write it to `path` atomically; a record a
     reader would refuse is never written (RecordError, the file left as it was)."""
-    text = record_text(data, kind, path, indent=indent, default=default)
-    return atomic_write_text(path, text + ("\n" if newline else ""))
+    return atomic_write_text(path, record_text(data, kind, path))
 
 
 # ------------------------------------------------------------------------------ measured choices
