@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .collisions import real_path
 from .files import SITE_MARKER, atomic_write_text, clone_root
 from .records import read_json, read_record
 
@@ -154,10 +155,6 @@ def mark_made_by(folder: str | os.PathLike, command: str) -> None:
         atomic_write_text(Path(folder) / CLAIM_MARKER, f"{command}\n")
 
 
-def _real(path: Path) -> Path:
-    return Path(os.path.realpath(path.expanduser()))
-
-
 def shown(path: Path) -> str:
     """A path as a message shows it: relative to the working folder when inside it."""
     try:
@@ -169,7 +166,7 @@ def shown(path: Path) -> str:
 def book_chapter_of(path: str | os.PathLike) -> str | None:
     """The chapter that the book's record (`book_run.json` beside `path`) says wrote `path`
     ("the book's record itself" for the record), else None."""
-    path = _real(Path(path))
+    path = real_path(path)
     record_path = path.parent / BOOK_MARKER
     if not record_path.is_file():
         return None
@@ -209,8 +206,8 @@ def check_output(
     if path is None:
         return
     path = Path(path)
-    real = _real(path)
-    if real in {_real(Path(p)) for p in mine}:
+    real = real_path(path)
+    if real in {real_path(p) for p in mine}:
         # the maker's documented write, in a folder that no one above may own
         above = owner_above(real.parent)
         if above is not None:
@@ -242,8 +239,8 @@ def _refusal(
 ) -> OwnedFolderError:
     """The one line refusing `path` inside (or as) `owner`'s folder; `fix`: what to do instead
     (default: write the output outside it, beside the folder)."""
-    real = _real(path)
-    where = _real(owner.folder)
+    real = real_path(path)
+    where = real_path(owner.folder)
     beside = where.parent / f"{where.name}-{BESIDE.get(command, command)}"
     inside = real.relative_to(where) if real != where else Path()
     instead = beside / inside if folder else beside / real.name
@@ -266,7 +263,7 @@ def _empty_lock(entry: Path) -> bool:
 def owner_above(path: str | os.PathLike, *, itself: bool = False) -> Owner | None:
     """The nearest owned folder strictly above `path` (after following symlinks), else None; with
     `itself`, `path` may be that folder (an output folder such as export-onnx's --out)."""
-    real = _real(Path(path))
+    real = real_path(path)
     for folder in [real, *real.parents] if itself else real.parents:
         owner = owner_of_folder(folder)
         if owner is not None:
@@ -284,28 +281,26 @@ def check_own_folder(
     made: Callable[[Path], bool] | None = None,
     mark: str | None = None,
 ) -> None:
-    """The claim of a folder that a command makes and fills: refuse it, in one line and before
-    anything in it is moved or deleted, where a folder above it is owned by anyone, where it is
-    another command's, or where it holds files the command did not make; a new or empty folder,
-    or one that `maker` (default: `command`) made, passes. `average --run` claims a folder that
-    `train` made (maker="train"). `fix`: what the refusal of an owned folder says to do instead
-    (default: name a folder outside it). `made`: which entries of an unmarked folder are the
-    command's own, for folders it filled before it marked them (`book`'s output folder). `mark`:
-    the one file that marks the folder as the maker's, where it makes folders of other kinds too
-    (`book --output-dir` is its claim, `CLAIM_MARKER`: a Sphinx site's `.buildinfo` is not)."""
+    """The claim of a folder that a command makes and fills (the module's docstring says the
+    rule); a new or empty folder, or one that `maker` (default: `command`; `average --run`
+    claims `train`'s) made, passes. `fix`: what the refusal of an owned folder says to do instead
+    (default: a folder outside it). `made`: which entries of an unmarked folder are the command's
+    own (`book`'s output folder, filled before it was marked). `mark`: the one file that marks the
+    folder as the maker's, where it makes folders of other kinds too (`book --output-dir`'s claim
+    is `CLAIM_MARKER`, not a Sphinx site's `.buildinfo`)."""
     maker = maker or command
     path = Path(path)
     above = owner_above(path)
     if above is not None:
         raise _refusal(flag, path, above, command=command, folder=True, fix=fix)
-    owner = owner_of_folder(_real(path))
+    owner = owner_of_folder(real_path(path))
     if owner is not None and owner.maker == maker and mark not in (None, owner.evidence):
         owner = None  # the maker's folder of another kind: its files are not this claim's
     if owner is not None:
         if owner.maker == maker:
             return
         raise _refusal(flag, path, owner, command=command, folder=True, fix=fix)
-    real = _real(path)
+    real = real_path(path)
     if not real.is_dir():
         return  # new (or a file, which the command names as such)
     theirs = sorted(
@@ -332,7 +327,7 @@ def check_export(
     inside the run folder it reads (`run_dir`) or inside a folder another command made."""
     if path is None:
         return
-    if run_dir is not None and _real(Path(path)).is_relative_to(_real(Path(run_dir))):
+    if run_dir is not None and real_path(path).is_relative_to(real_path(run_dir)):
         raise OwnedFolderError(
             f"--export {shown(Path(path))} lies inside the run folder {shown(Path(run_dir))}, "
             "whose files it reads; export to a path outside it"
