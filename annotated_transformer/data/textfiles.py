@@ -2,9 +2,8 @@
 
 Every text the package reads from a user or a corpus comes through `text_lines`: a corpus file,
 the sentences `translate` is given (a file, ``/dev/stdin``, a FIFO, a shell's ``<(...)``, or the
-standard input stream itself), sentences to score attention on, a treebank's .mrg files.
-`decoded_lines` does the same for bytes already in memory, and `raw_lines` gives the lines as
-bytes to the one caller that copies them byte for byte (a checksummed selection of lines).
+standard input stream itself, or bytes already in memory as a stream), sentences to score
+attention on, a treebank's .mrg files; `raw_lines` gives the lines as bytes to the one caller that copies them byte for byte (a checksummed selection of lines).
 
 A source is opened once and read once, front to back: gzip is told from its first two bytes
 (the staged copies are ``<split>.<lang>.gz`` while downloads keep the publisher's format, so
@@ -254,8 +253,3 @@ def text_lines(source: Source, name: str | None = None) -> Iterator[str]:
     """
     with _opened(source, name) as (lines, shown, kind):
         yield from _decode(lines, shown, kind)
-
-
-def decoded_lines(raw: bytes, name: str) -> list[str]:
-    """`text_lines` for bytes already read: `name` is what an error calls them."""
-    return list(text_lines(io.BytesIO(raw), name))
