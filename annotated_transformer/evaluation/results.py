@@ -29,6 +29,7 @@ import torch
 
 from ..runtime.devices import device_name, resolve_device
 from ..runtime.files import atomic_write_text, clone_root
+from ..runtime.ownership import relative_to_clone
 from ..runtime.records import read_json, read_record, record_text
 
 SCHEMA_VERSION = 1
@@ -201,15 +202,9 @@ def check_replaceable(
 
 
 def _folder_text(folder: str | os.PathLike | None) -> str | None:
-    """A run folder as a results file records it: relative to the clone when inside it (a committed
-    file then names no path of the machine that wrote it), else absolute."""
-    if folder is None:
-        return None
-    resolved = Path(folder).resolve()
-    clone = repo_root()
-    if clone is not None and resolved.is_relative_to(clone.resolve()):
-        return resolved.relative_to(clone.resolve()).as_posix()
-    return str(resolved)
+    """A run folder as a results file records it (`relative_to_clone`: a committed file then
+    names no path of the machine that wrote it)."""
+    return None if folder is None else relative_to_clone(folder)
 
 
 def run_folder_of_record(record: dict) -> Path | None:
