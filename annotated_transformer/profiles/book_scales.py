@@ -105,14 +105,8 @@ class Table3Scale:
 
 @dataclass(frozen=True)
 class BookScales:
-    """How much of the book's other experiments a profile affords.
-
-    Attributes:
-        minutes: what the whole book should take under this profile.
-        table3: how chapter 06 trains the rows of Table 3.
-
-    Chapters 01-04 and 07 keep their own sizes under each profile in their folder's `sizes`.
-    """
+    """How much of the book a profile affords: the whole book's `minutes` and Table 3's scale
+    (chapters 01-04 and 07 keep their own sizes under each profile in their folder's `sizes`)."""
 
     minutes: float
     table3: Table3Scale
@@ -124,11 +118,7 @@ class BookScales:
     @classmethod
     def from_dict(cls, values: dict) -> "BookScales":
         """Rebuild from `Profile.to_dict()["book"]`, an older version's too (`Table3Scale.recorded`);
-        unknown keys are ignored.
-
-        Raises:
-            TypeError: a field missing.
-        """
+        unknown keys are ignored, a missing field is a TypeError."""
         return cls(
             **{k: v for k, v in values.items() if k == "minutes"},
             table3=Table3Scale.recorded(values),

@@ -81,12 +81,7 @@ def flat_fields() -> dict[str, dataclasses.Field]:
 
 @dataclass(frozen=True)
 class Profile:
-    """Everything a run needs besides where the data is and where to write.
-
-    Learning rate: the paper's schedule (section 5.3) is lr = d_model^-0.5 * min(step^-0.5, step *
-    warmup^-1.5); `peak_lr` rescales that curve so its top (at step == warmup_steps) is the given
-    rate, and None keeps the paper's own scale (7.0e-4 for base with 4000 warm-up steps).
-    """
+    """Everything a run needs besides where the data is and where to write."""
 
     name: str
     description: str

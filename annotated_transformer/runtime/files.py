@@ -287,7 +287,6 @@ class Publication:
         self.staged: list[tuple[Path, Path]] = []
 
     def add(self, path: str | os.PathLike, source: str | os.PathLike) -> None:
-        """Publish a copy of the file `source` as `path`."""
         target, fd, tmp_name = _staging_file(Path(path))
         self.staged.append((Path(tmp_name), target))
         with _disk_full_named(target):
@@ -320,7 +319,6 @@ class Publication:
 
 @contextlib.contextmanager
 def publication() -> Iterator[Publication]:
-    """A `Publication`: its files are moved into place together when the block ends."""
     pub = Publication()
     try:
         yield pub
@@ -380,7 +378,7 @@ def move_aside(source: str | os.PathLike, target: str | os.PathLike) -> Path:
 
 
 def remove_empty_folder(folder: str | os.PathLike) -> bool:
-    """Remove `folder` if it is empty (a folder that still holds anything is kept); whether it went."""
+    """Remove `folder` if it is empty; whether it went."""
     try:
         Path(folder).rmdir()
     except OSError:
@@ -390,8 +388,7 @@ def remove_empty_folder(folder: str | os.PathLike) -> bool:
 
 @contextlib.contextmanager
 def scratch_folder(prefix: str = "at-") -> Iterator[Path]:
-    """A private temporary folder for work whose files are not outputs; it goes, with all it
-    holds, when the block ends."""
+    """A private temporary folder for files that are not outputs, gone when the block ends."""
     with tempfile.TemporaryDirectory(prefix=prefix) as folder:
         yield Path(folder)
 
@@ -480,8 +477,7 @@ def save_torch(path: str | os.PathLike, obj: object) -> Path:
 
 
 def copy_file(source: str | os.PathLike, path: str | os.PathLike) -> Path:
-    """Publish a copy of the file `source` as `path` through `atomic_write` (a best checkpoint kept
-    beside the run's own): a reader sees the old copy or the new one."""
+    """Publish a copy of the file `source` as `path` through `atomic_write`."""
 
     def fill(handle: BinaryIO) -> None:
         with open(source, "rb") as original:
@@ -505,8 +501,7 @@ def append_line(path: str | os.PathLike, line: str) -> Path:
 
 
 def remove_file(path: str | os.PathLike) -> bool:
-    """Delete the file `path` (a missing one is fine): for outputs a command retires by its own
-    rule, such as snapshots beyond the number kept. Whether it was there."""
+    """Delete the file `path`, if there (whether it was): an output retired by its own rule."""
     try:
         Path(path).unlink()
     except FileNotFoundError:
@@ -515,14 +510,13 @@ def remove_file(path: str | os.PathLike) -> bool:
 
 
 def remove_folder(folder: str | os.PathLike) -> None:
-    """Delete `folder` and all it holds, as far as it can (a missing one is fine): only for a
-    scratch folder a demonstration owns whole and starts afresh."""
+    """Delete `folder` and all it holds, as far as it can: only a scratch folder owned whole."""
     shutil.rmtree(folder, ignore_errors=True)
 
 
 def new_folder(folder: str | os.PathLike) -> Path:
-    """Make the fresh folder `folder` and its parents, refusing (FileExistsError) one that is
-    there: for a staging folder, which must not mix with an earlier one's files."""
+    """Make the fresh folder `folder` and its parents; FileExistsError for one that is there (a
+    staging folder must not mix with an earlier one's files)."""
     folder = Path(folder)
     folder.mkdir(parents=True)
     return folder
