@@ -222,11 +222,7 @@ MAX_CHANGED_FILES = 20
 
 def provenance(device: Any = None) -> dict:
     """Who made a number: git commit (whether the tree had edits, and to which tracked files),
-    torch, device, date (UTC).
-
-    "device" is the device type ("cuda", "cpu"), "device_name" the hardware (`devices.device_name`);
-    `device` None means what "auto" picks.
-    """
+    torch, the device's type and hardware (`device` None: what "auto" picks), date (UTC)."""
     resolved = resolve_device(str(device) if device is not None else "auto")
     commit = _git("rev-parse", "HEAD")
     dirty, changed = None, []

@@ -194,15 +194,12 @@ def check_output(
     publish: bool = False,
     maker: str | None = None,
 ) -> None:
-    """Refuse, in one line, an output that belongs to another command's folder.
-
-    flag: how the user named the output ("--output"); path: the output (None: not asked for);
-    command: the command writing it; mine: outputs the command documents as its own inside a
-    folder it did not make; folder: the output is a folder the command fills (it may not be an
-    owned folder either); publish: `--publish` into the book's results folder, where only the
-    names the book's chapters wrote are the book's; maker: an owner that the output may lie in
-    (the command's own folders: `book --results-dir` inside its --output-dir).
-    """
+    """Refuse, in one line, an output (`path` as `flag` names it; None: not asked for) that
+    belongs to another command's folder. `mine`: outputs `command` documents as its own inside a
+    folder it did not make; `folder`: the output is a folder the command fills (it may not be an
+    owned folder either); `publish`: `--publish` into the book's results folder, where only the
+    names the book's chapters wrote are the book's; `maker`: an owner the output may lie in (the
+    command's own folders: `book --results-dir` inside its --output-dir)."""
     if path is None:
         return
     path = Path(path)
