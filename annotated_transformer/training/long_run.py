@@ -182,23 +182,20 @@ def deadline(minutes: float | None) -> Callable[[], bool]:
     return lambda: time.monotonic() < end
 
 
+@dataclass
 class LongRun:
     """The run folder `out_dir` of a long run of `kind`, whose plan is `plan_name` (the file that
     marks the folder as the `command`'s); `what` names such a run in words ("a Table 3 run")."""
 
-    def __init__(
-        self,
-        out_dir: str | os.PathLike,
-        kind: str,
-        plan_name: str,
-        command: str,
-        what: str,
-    ):
-        self.out_dir = Path(out_dir)
-        self.kind = kind
-        self.plan_path = self.out_dir / plan_name
-        self.command = command
-        self.what = what
+    out_dir: Path
+    kind: str
+    plan_name: str
+    command: str
+    what: str
+
+    def __post_init__(self):
+        self.out_dir = Path(self.out_dir)  # a str too
+        self.plan_path = self.out_dir / self.plan_name
 
     # ------------------------------------------------------------------------------ the plan
     def plan(self) -> RunPlan | None:
