@@ -19,62 +19,23 @@ from .batching import (
     TokenBatcher,
     collate_pairs,
     collate_sources,
-    pack_by_tokens,
-    padding_fraction,
-    pair_fits,
 )
-from .corpora import (
-    CORPORA,
-    ChecksumError,
-    CorpusInfo,
-    DataNotFoundError,
-    cache_dir,
-    corpus_info,
-    corpus_path,
-    download_file,
-    split_files,
-    treebank_zip_path,
-    verify_checksums,
-)
-from .reading import ParallelCorpus, load_parallel, read_parallel_files
+from .corpora import DataNotFoundError, treebank_zip_path
+from .reading import load_parallel
 from .synthetic import synthetic_batch
-from .tokenizer import (
-    SPECIAL_IDS,
-    CorpusTokenizer,
-    Tokenizer,
-    tokenizer_cache_path,
-    tokenizer_for_corpus,
-    train_tokenizer,
-)
+from .tokenizer import Tokenizer, tokenizer_for_corpus, train_tokenizer
 
 __all__ = [
-    "CORPORA",
-    "ChecksumError",
-    "CorpusInfo",
     "DataNotFoundError",
     "EncodedPairs",
     "LengthBuckets",
-    "ParallelCorpus",
-    "SPECIAL_IDS",
     "TokenBatcher",
     "Tokenizer",
-    "cache_dir",
     "collate_pairs",
     "collate_sources",
-    "corpus_info",
-    "corpus_path",
-    "download_file",
     "load_parallel",
-    "pack_by_tokens",
-    "padding_fraction",
-    "pair_fits",
-    "read_parallel_files",
-    "split_files",
     "synthetic_batch",
-    "CorpusTokenizer",
-    "tokenizer_cache_path",
     "tokenizer_for_corpus",
     "train_tokenizer",
     "treebank_zip_path",
-    "verify_checksums",
 ]

@@ -87,18 +87,14 @@ class LengthBuckets:
         self.sizes: tuple[int, ...] = tuple(sizes)
 
     @classmethod
-    def doubling(
-        cls, largest: int, smallest: int = 8, per_doubling: int = 2
-    ) -> "LengthBuckets":
-        """Sizes from `smallest` up in `per_doubling` even steps per doubling (2: 8, 12, 16, 24, 32, ...),
-        each a multiple of 4, and `largest` last: padding wastes under 1 / per_doubling of a width."""
-        if largest < 1 or smallest < 1 or per_doubling < 1:
-            raise ValueError("largest, smallest and per_doubling must be >= 1")
-        sizes, low = set(), smallest
+    def doubling(cls, largest: int) -> "LengthBuckets":
+        """Sizes from 8 up in two even steps per doubling (8, 12, 16, 24, 32, ...), each a multiple
+        of 4, and `largest` last: padding wastes under half a width."""
+        if largest < 1:
+            raise ValueError(f"largest must be >= 1, got {largest}")
+        sizes, low = set(), 8
         while low < largest:
-            for i in range(per_doubling):
-                size = low + low * i // per_doubling
-                sizes.add(-(-size // 4) * 4)
+            sizes.update((low, low + low // 2))  # multiples of 4 from 8 on
             low *= 2
         return cls(sorted(s for s in sizes if s < largest) + [largest])
 

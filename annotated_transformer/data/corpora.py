@@ -165,14 +165,12 @@ class CorpusInfo:
     title: str  # for messages ("no Multi30k files ...")
     languages: tuple[str, ...]
     default_direction: tuple[str, str] | None  # (src, tgt) when the caller names none
-    splits: dict[
-        str, str
-    ]  # split -> file stem; files are "<stem>.<lang>" (optionally .gz)
+    # split -> file stem; files are "<stem>.<lang>" (optionally .gz)
+    splits: dict[str, str]
     training_splits: tuple[str, ...]  # the only splits a tokenizer may be trained on
     aliases: dict[str, str] = field(default_factory=dict)
-    sources: dict[str, Source] = field(
-        default_factory=dict
-    )  # local file name -> how to make it
+    # local file name -> how to make it
+    sources: dict[str, Source] = field(default_factory=dict)
     extra_files: tuple[str, ...] = ()  # non-parallel files (the treebank zip)
 
     def canonical_split(self, split: str) -> str:
@@ -492,9 +490,8 @@ def _extract_archive_members(members: ArchiveMembers, dest: Path, folder: Path) 
                     while block := extracted.read(1 << 20):
                         out.write(block)
                         last = block[-1:]
-                    if (
-                        last != b"\n"
-                    ):  # keep the next member's first line on a line of its own
+                    # keep the next member's first line on a line of its own
+                    if last != b"\n":
                         out.write(b"\n")
                     found = True
                     break

@@ -49,10 +49,6 @@ class ParallelCorpus:
         return iter(zip(self.src, self.tgt))
 
 
-def _count_rest(lines: Iterator[str]) -> int:
-    return sum(1 for _ in lines)
-
-
 def read_parallel_files(
     src_path: str | os.PathLike,
     tgt_path: str | os.PathLike,
@@ -86,8 +82,8 @@ def read_parallel_files(
     ):
         if src_raw is None or tgt_raw is None:
             # One file ended early: count both to say by how much.
-            n_src = count - 1 + (src_raw is not None) + _count_rest(src_lines)
-            n_tgt = count - 1 + (tgt_raw is not None) + _count_rest(tgt_lines)
+            n_src = count - 1 + (src_raw is not None) + sum(1 for _ in src_lines)
+            n_tgt = count - 1 + (tgt_raw is not None) + sum(1 for _ in tgt_lines)
             raise ValueError(
                 f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}: line i of one must translate line i "
                 "of the other; re-fetch the pair or fix the files"

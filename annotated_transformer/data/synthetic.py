@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+from .tokenizer import SPECIAL_IDS
+
 
 def synthetic_batch(
     task: str,
@@ -15,16 +17,14 @@ def synthetic_batch(
     vocab_size: int,
     *,
     generator: torch.Generator | None = None,
-    n_special: int = 4,
-    pad_id: int = 0,
-    bos_id: int = 1,
-    eos_id: int = 2,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Return (src, tgt) for the copy or reverse task.
 
     src is `tokens + [eos]`, padded with pad_id; tgt is `[bos] + answer + [eos]`, padded. A length
     range (lo, hi) draws each sequence's length uniformly from [lo, hi].
     """
+    n_special, pad_id = len(SPECIAL_IDS), SPECIAL_IDS["pad"]
+    bos_id, eos_id = SPECIAL_IDS["bos"], SPECIAL_IDS["eos"]
     if task not in ("copy", "reverse"):
         raise ValueError(f"task must be 'copy' or 'reverse', got {task!r}")
     if vocab_size <= n_special + 1:

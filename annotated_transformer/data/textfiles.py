@@ -2,9 +2,8 @@
 
 Every text the package reads from a user or a corpus comes through `text_lines`: a corpus file,
 the sentences `translate` is given (a file, ``/dev/stdin``, a FIFO, a shell's ``<(...)``, or the
-standard input stream itself), sentences to score attention on, a treebank's .mrg files.
-`decoded_lines` does the same for bytes already in memory, and `raw_lines` gives the lines as
-bytes to the one caller that copies them byte for byte (a checksummed selection of lines).
+standard input stream itself, or bytes already in memory as a stream), sentences to score
+attention on, a treebank's .mrg files; `raw_lines` gives the lines as bytes to the one caller that copies them byte for byte (a checksummed selection of lines).
 
 A source is opened once and read once, front to back: gzip is told from its first two bytes
 (the staged copies are ``<split>.<lang>.gz`` while downloads keep the publisher's format, so
@@ -162,25 +161,22 @@ def _looks_utf16(raw: bytes) -> bool:
     return False
 
 
-def _fix(name: str, encoding: str, kind: str) -> str:
-    """The command that converts the text, for a source of `kind` (as `_lines` says)."""
-    convert = f"iconv -f {encoding} -t utf-8"
-    out = f"{Path(name).name}.utf8"
-    if kind == "gzip":
-        return f"zcat {name} | {convert} | gzip > {out}.gz"
-    if kind == "gzip-stream":
-        return f"pipe it through zcat | {convert}"
-    if kind == "stream":
-        return f"pipe it through {convert}"
-    return f"{convert} {name} > {out}"
+def _fix(name: str, kind: str, convert: str, suffix: str) -> str:
+    """The command that passes the text through the filter `convert`, for a source of `kind`
+    (as `_opened` says)."""
+    out = f"{Path(name).name}.{suffix}"
+    return {
+        "gzip": f"zcat {name} | {convert} | gzip > {out}.gz",
+        "gzip-stream": f"pipe it through zcat | {convert}",
+        "stream": f"pipe it through {convert}",
+    }.get(kind, f"{convert} < {name} > {out}")
 
 
 def not_utf8_error(
     name: str, number: int, offset: int, raw: bytes, at: int, *, kind: str = "plain"
 ) -> TextInputError:
     """The one-line error for line `number` (1-based) of `name`, which starts at byte `offset` of
-    the text and holds a byte that is not UTF-8 text at `at` of `raw` (the line's bytes); `kind`
-    as `_fix` takes it."""
+    the text and holds a byte that is not UTF-8 text at `at` of `raw` (the line's bytes)."""
     where = f"{name}: line {number}, byte {offset + at} (0x{raw[at]:02x})"
     bom = number == 1 and raw.startswith(UTF16_BOMS)
     if bom or _looks_utf16(raw):
@@ -191,7 +187,7 @@ def not_utf8_error(
         )
         return TextInputError(
             f"{where}: the text is UTF-16 (it {why}), not UTF-8: convert it to UTF-8, "
-            f"e.g. {_fix(name, 'utf-16', kind)}"
+            f"e.g. {_fix(name, kind, 'iconv -f utf-16 -t utf-8', 'utf8')}"
         )
     if raw[at] == 0:
         return TextInputError(
@@ -200,20 +196,14 @@ def not_utf8_error(
         )
     return TextInputError(
         f"{where} is not UTF-8 (cp1252 or Latin-1 text, perhaps): convert it to UTF-8, "
-        f"e.g. {_fix(name, 'cp1252', kind)}"
+        f"e.g. {_fix(name, kind, 'iconv -f cp1252 -t utf-8', 'utf8')}"
     )
 
 
 def bare_cr_error(name: str, number: int, at: int, kind: str) -> TextInputError:
     """The one-line error for a b"\\r" at byte `at` of the text, in line `number`, that no
     b"\\n" follows."""
-    convert = "tr '\\r' '\\n'"
-    out = f"{Path(name).name}.unix"
-    fix = {
-        "gzip": f"zcat {name} | {convert} | gzip > {out}.gz",
-        "gzip-stream": f"pipe it through zcat | {convert}",
-        "stream": f"pipe it through {convert}",
-    }.get(kind, f"{convert} < {name} > {out}")
+    fix = _fix(name, kind, "tr '\\r' '\\n'", "unix")
     return TextInputError(
         f"{name}: line {number}, byte {at}: a carriage return (\\r) that no line feed "
         "follows; lines must end in \\n or \\r\\n (a file with old Mac line ends is otherwise "
@@ -263,8 +253,3 @@ def text_lines(source: Source, name: str | None = None) -> Iterator[str]:
     """
     with _opened(source, name) as (lines, shown, kind):
         yield from _decode(lines, shown, kind)
-
-
-def decoded_lines(raw: bytes, name: str) -> list[str]:
-    """`text_lines` for bytes already read: `name` is what an error calls them."""
-    return list(text_lines(io.BytesIO(raw), name))

@@ -60,12 +60,8 @@ class Tokenizer:
     # -- construction and serialization ------------------------------------------------------------
     @classmethod
     def from_bytes(cls, model_proto: bytes) -> "Tokenizer":
-        """Rebuild from `to_bytes()` output, e.g. the copy stored in a checkpoint.
-
-        Raises:
-            ValueError: the bytes are not a whole sentencepiece model (empty, cut short, another
-                file), or a model with other special ids.
-        """
+        """Rebuild from `to_bytes()` output (the copy a checkpoint stores); ValueError for bytes
+        that are no whole sentencepiece model (empty, cut short, another file) or other ids."""
         processor = spm.SentencePieceProcessor()
         try:
             processor.LoadFromSerializedProto(bytes(model_proto))
@@ -129,11 +125,9 @@ class Tokenizer:
         """Subword ids of text, without bos/eos (the collate function adds them where the model needs them)."""
         return self._processor.encode(text, out_type=int)
 
-    def encode_batch(
-        self, texts: Sequence[str], num_threads: int = -1
-    ) -> list[list[int]]:
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """encode() for many sentences at once, in sentencepiece's C++ threads (much faster than a loop)."""
-        return self._processor.encode(list(texts), out_type=int, num_threads=num_threads)
+        return self._processor.encode(list(texts), out_type=int, num_threads=-1)
 
     def pieces(self, text: str) -> list[str]:
         """The subword strings of text, to show how BPE splits words."""
@@ -313,18 +307,12 @@ def _other_text(path: Path, model: bytes, trained_on: dict) -> str | None:
 
 def _load_cached(path: Path, options: dict, trained_on: dict) -> Tokenizer | None:
     """The tokenizer cached at `path` when it is the one `options` (the key's settings) ask for,
-    trained on the text `trained_on` names (its record says so); None when there is none, so the
-    caller trains it.
+    trained on the text `trained_on` names (its record says so); None sends the caller to train it.
 
-    A file that loads but holds another tokenizer (another number of pieces, model type or
-    normalization: copied in by hand, or written by an older recipe under the same name) is not
-    used and not deleted: it is moved aside, to a name saying what it holds
-    (`<name>.holds-<pieces>-<type>.model`), and None sends the caller to train the tokenizer asked
-    for into the key. A user who asked for 1,000 pieces expects a model of 1,000 pieces; refusing
-    would make them delete a file by hand to get what retraining gives anyway, and moving it
-    aside loses nothing. A file that does not load at all (truncated, damaged) is refused in one
-    line naming it: nothing in it is worth keeping, but the reason it broke (a full disk, a
-    copy cut short) is worth a look before it is replaced.
+    Another tokenizer under that name (copied in by hand, or an older recipe's) is moved aside to
+    a name saying what it holds (`<name>.holds-<pieces>-<type>.model`), not refused: retraining
+    gives what the user asked for, and moving it aside loses nothing. A file that does not load
+    is refused in one line naming it: why it broke (a full disk, a copy cut short) is worth a look.
     """
     if not path.is_file():
         return None
@@ -413,10 +401,8 @@ def _non_empty(sentences: Iterable[str]) -> Iterable[str]:
 @dataclass(frozen=True)
 class CorpusTokenizer:
     """The recipe of a corpus's shared tokenizer: trained on both sides of one training split with
-    these options, once, then loaded from the cache. The cache file's name carries a hash of the
-    training files' sha256 and the options, so a changed file or option never reuses a stale model;
-    what is loaded is checked against the options too (`_load_cached`: its piece count, model type
-    and normalization), so a file that holds another tokenizer under that name is never used."""
+    these options, once, then loaded from the cache, under a name that hashes the training files'
+    sha256 and the options (a changed file or option never reuses a stale model)."""
 
     corpus: str
     vocab_size: int = 8000
@@ -424,31 +410,6 @@ class CorpusTokenizer:
     split: str | None = None
     model_type: str = "bpe"
     lowercase: bool = False
-
-    def _source(self, data_dir, download: bool):
-        info = corpus_info(self.corpus)
-        split = info.canonical_split(self.split or info.training_splits[0])
-        if split not in info.training_splits:
-            raise ValueError(
-                f"{split!r} is not a training split of {info.title} ({', '.join(info.training_splits)}): a "
-                "tokenizer learned on dev or test text would leak them into the model's vocabulary"
-            )
-        files = split_files(
-            info.name,
-            split,
-            info.languages[0],
-            info.languages[1],
-            data_dir,
-            download=download,
-        )
-        return (
-            info,
-            split,
-            files,
-            _trainer_options(
-                self.vocab_size, self.model_type, self.lowercase, 1.0, 2_000_000
-            ),
-        )
 
     def cache_path(self, data_dir=None, cache_dir=None, download: bool = True) -> Path:
         """Where this tokenizer is (or will be) cached: `cache_dir`, default $AT_CACHE_DIR/tokenizers
@@ -458,7 +419,18 @@ class CorpusTokenizer:
     def _keyed(self, data_dir, cache_dir, download: bool):
         """(cache path, corpus info, split, trainer options, what text it trains on): the key and
         what it is made of."""
-        info, split, files, options = self._source(data_dir, download)
+        info = corpus_info(self.corpus)
+        split = info.canonical_split(self.split or info.training_splits[0])
+        if split not in info.training_splits:
+            raise ValueError(
+                f"{split!r} is not a training split of {info.title} ({', '.join(info.training_splits)}): a "
+                "tokenizer learned on dev or test text would leak them into the model's vocabulary"
+            )
+        src, tgt = info.languages
+        files = split_files(info.name, split, src, tgt, data_dir, download=download)
+        options = _trainer_options(
+            self.vocab_size, self.model_type, self.lowercase, 1.0, 2_000_000
+        )
         files_sha256 = [sha256_of(path) for path in files]
         key = {
             "format": _CACHE_FORMAT,

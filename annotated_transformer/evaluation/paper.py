@@ -97,12 +97,12 @@ TABLE2_SUSTAINED_FLOPS: dict[str, float] = {
 }
 
 
-def table2_row(model: str, ensemble: bool = False) -> Table2Row:
-    """The Table 2 row of `model` ("Transformer (base)", "ConvS2S", ...), single model or ensemble."""
+def table2_row(model: str) -> Table2Row:
+    """The Table 2 row of the single model `model` ("Transformer (base)", "ConvS2S", ...)."""
     for row in TABLE2:
-        if row.model == model and row.ensemble == ensemble:
+        if row.model == model and not row.ensemble:
             return row
-    raise KeyError(f"no {'ensemble ' if ensemble else ''}row {model!r} in Table 2")
+    raise KeyError(f"no row {model!r} in Table 2")
 
 
 # ----------------------------------------------------------------------------------------------

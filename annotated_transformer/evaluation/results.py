@@ -29,6 +29,7 @@ import torch
 
 from ..runtime.devices import device_name, resolve_device
 from ..runtime.files import atomic_write_text, clone_root
+from ..runtime.ownership import relative_to_clone
 from ..runtime.records import read_json, read_record, record_text
 
 SCHEMA_VERSION = 1
@@ -113,11 +114,6 @@ def published_book_run_dir(profile_name: str) -> Path:
     """The book's own run folder of `profile_name`: `runs/book-<profile>` in the clone (else in
     the working directory)."""
     return (repo_root() or Path.cwd()) / "runs" / f"book-{profile_name}"
-
-
-def in_book_run() -> bool:
-    """True in a chapter kernel that the book runner started (it sets $AT_BOOK_RUN_DIR)."""
-    return bool(os.environ.get(BOOK_RUN_ENV))
 
 
 def committed_root() -> Path | None:
@@ -206,15 +202,9 @@ def check_replaceable(
 
 
 def _folder_text(folder: str | os.PathLike | None) -> str | None:
-    """A run folder as a results file records it: relative to the clone when inside it (a committed
-    file then names no path of the machine that wrote it), else absolute."""
-    if folder is None:
-        return None
-    resolved = Path(folder).resolve()
-    clone = repo_root()
-    if clone is not None and resolved.is_relative_to(clone.resolve()):
-        return resolved.relative_to(clone.resolve()).as_posix()
-    return str(resolved)
+    """A run folder as a results file records it (`relative_to_clone`: a committed file then
+    names no path of the machine that wrote it)."""
+    return None if folder is None else relative_to_clone(folder)
 
 
 def run_folder_of_record(record: dict) -> Path | None:
@@ -232,11 +222,7 @@ MAX_CHANGED_FILES = 20
 
 def provenance(device: Any = None) -> dict:
     """Who made a number: git commit (whether the tree had edits, and to which tracked files),
-    torch, device, date (UTC).
-
-    "device" is the device type ("cuda", "cpu"), "device_name" the hardware (`devices.device_name`);
-    `device` None means what "auto" picks.
-    """
+    torch, the device's type and hardware (`device` None: what "auto" picks), date (UTC)."""
     resolved = resolve_device(str(device) if device is not None else "auto")
     commit = _git("rev-parse", "HEAD")
     dirty, changed = None, []
@@ -312,14 +298,10 @@ def write_result(
         metrics: the numbers, nested dicts allowed (e.g. {"bleu_tokenized": 27.1, "rows": {...}}).
         profile: the profile that produced them; keeps CI numbers apart from GPU ones.
         config: the model or run configuration (a dict or a dataclass), for reproducing the run.
-        wall_time_s: how long the run took.
         device: the device used ("cpu", "cuda", a torch.device; None: what "auto" picks).
         root: results root (default: `results_root()`).
         path: write here instead (a run folder's own results file).
         run_folder: the run the numbers come from, recorded (resolved) as "run_folder".
-
-    Returns:
-        The path written.
     """
     if not isinstance(metrics, dict):
         raise TypeError(f"metrics must be a dict, got {type(metrics).__name__}")

@@ -21,6 +21,7 @@ import re
 import time
 from typing import Mapping, Sequence
 
+import numpy as np
 import sacrebleu
 import torch
 import torch.nn as nn
@@ -340,13 +341,8 @@ def perplexity_pairs(
     the model's `max_positions` (`EncodedPairs.fitting`), and those wider than one batch of
     `batch_tokens` alone, which `teacher_forced_loss` would skip."""
     fitting, over_positions = pairs.fitting(max_positions)
-    keep = [
-        i
-        for i, (s, t) in enumerate(
-            zip(fitting.src_lengths.tolist(), fitting.tgt_lengths.tolist())
-        )
-        if s + SRC_SPECIALS <= batch_tokens and t + TGT_SPECIALS <= batch_tokens
-    ]
+    src, tgt = fitting.src_lengths + SRC_SPECIALS, fitting.tgt_lengths + TGT_SPECIALS
+    keep = np.flatnonzero((src <= batch_tokens) & (tgt <= batch_tokens)).tolist()
     over_batch = len(fitting) - len(keep)
     if over_batch:
         fitting = fitting.subset(keep)

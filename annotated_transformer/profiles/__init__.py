@@ -25,7 +25,6 @@ from .book_scales import (
 from .catalogue import (
     PROFILE_NAMES,
     PROFILES,
-    TABLE3_CPU_ROWS,
     comparable_record,
     get_profile,
     profile_from_record,
@@ -47,7 +46,6 @@ __all__ = [
     "PROFILE_BOUNDS",
     "PROFILE_NAMES",
     "TABLE3_BOUNDS",
-    "TABLE3_CPU_ROWS",
     "BookScales",
     "DataSettings",
     "EvaluationSettings",

@@ -8,7 +8,6 @@ experiments are each chapter's (`chapters/<chapter>/sizes.py`).
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass
 
 from ..data.tokenizer import SPECIAL_IDS
@@ -47,20 +46,6 @@ def _as_tuples(value):
     if isinstance(value, list):
         return tuple(_as_tuples(v) for v in value)
     return value
-
-
-def _record(cls, values: dict):
-    """Record `cls` from its `dataclasses.asdict` form (as JSON gives it back: lists for tuples),
-    the records it holds included; a missing or unknown field raises TypeError."""
-    hints = typing.get_type_hints(cls)
-    return cls(
-        **{
-            name: _record(hints[name], value)
-            if isinstance(value, dict) and dataclasses.is_dataclass(hints.get(name))
-            else _as_tuples(value)
-            for name, value in values.items()
-        }
-    )
 
 
 @dataclass(frozen=True)
@@ -115,19 +100,13 @@ class Table3Scale:
                 if key.startswith("table3_")
             }
         known = {f.name for f in dataclasses.fields(cls)}
-        return _record(cls, {k: v for k, v in values.items() if k in known})
+        return cls(**{k: _as_tuples(v) for k, v in values.items() if k in known})
 
 
 @dataclass(frozen=True)
 class BookScales:
-    """How much of the book's other experiments a profile affords.
-
-    Attributes:
-        minutes: what the whole book should take under this profile.
-        table3: how chapter 06 trains the rows of Table 3.
-
-    Chapters 01-04 and 07 keep their own sizes under each profile in their folder's `sizes`.
-    """
+    """How much of the book a profile affords: the whole book's `minutes` and Table 3's scale
+    (chapters 01-04 and 07 keep their own sizes under each profile in their folder's `sizes`)."""
 
     minutes: float
     table3: Table3Scale
@@ -135,19 +114,11 @@ class BookScales:
     def __post_init__(self):
         check_types(self, "book")
         check_all("book", dataclasses.asdict(self), BOOK_BOUNDS)
-        if not isinstance(self.table3, Table3Scale):
-            raise ValueError(
-                f"book.table3 must be a Table3Scale, got {type(self.table3).__name__}"
-            )
 
     @classmethod
     def from_dict(cls, values: dict) -> "BookScales":
         """Rebuild from `Profile.to_dict()["book"]`, an older version's too (`Table3Scale.recorded`);
-        unknown keys are ignored.
-
-        Raises:
-            TypeError: a field missing.
-        """
+        unknown keys are ignored, a missing field is a TypeError."""
         return cls(
             **{k: v for k, v in values.items() if k == "minutes"},
             table3=Table3Scale.recorded(values),

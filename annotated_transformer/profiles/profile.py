@@ -49,15 +49,9 @@ FLAT_ORDER: tuple[str, ...] = (
     *("corpus", "src_lang", "tgt_lang", "train_split", "valid_split", "test_split"),
     *("max_train_pairs", "max_valid_pairs", "max_sentence_words", "vocab_size"),
     *("preset", "model_overrides"),
-    *(
-        "batch_tokens",
-        "accumulation",
-        "peak_lr",
-        "warmup_steps",
-        "adam_betas",
-        "adam_eps",
-    ),
-    *("clip_norm", "max_steps", "max_epochs", "time_budget_minutes", "budget_clock"),
+    *("batch_tokens", "accumulation", "peak_lr", "warmup_steps", "adam_betas"),
+    *("adam_eps", "clip_norm", "max_steps", "max_epochs"),
+    *("time_budget_minutes", "budget_clock"),
     *("precision", "compile", "compile_mode", "length_buckets", "cuda_graphs"),
     *("threads", "seed", "log_every", "eval_every"),
     *("save_every_steps", "save_every_minutes", "keep_snapshots", "average_last"),
@@ -66,7 +60,7 @@ FLAT_ORDER: tuple[str, ...] = (
 )
 # What each number of a profile may be: each part's own bounds (the flags parse with these).
 PROFILE_BOUNDS: dict[str, Bounds] = {
-    **{k: v for k, v in train_settings.BOUNDS.items()},
+    **train_settings.BOUNDS,
     **DATA_BOUNDS,
     **EVALUATION_BOUNDS,
     "threads": OPTIONAL_COUNT,
@@ -87,12 +81,7 @@ def flat_fields() -> dict[str, dataclasses.Field]:
 
 @dataclass(frozen=True)
 class Profile:
-    """Everything a run needs besides where the data is and where to write.
-
-    Learning rate: the paper's schedule (section 5.3) is lr = d_model^-0.5 * min(step^-0.5, step *
-    warmup^-1.5); `peak_lr` rescales that curve so its top (at step == warmup_steps) is the given
-    rate, and None keeps the paper's own scale (7.0e-4 for base with 4000 warm-up steps).
-    """
+    """Everything a run needs besides where the data is and where to write."""
 
     name: str
     description: str
@@ -108,8 +97,6 @@ class Profile:
         """The rules that span parts; each part checked its own fields when it was made."""
         check_types(self, "")  # its own fields, and each part of its part's type
         OPTIONAL_COUNT.check("threads", self.threads)
-        if not isinstance(self.book, BookScales):
-            raise ValueError(f"book must be a BookScales, got {type(self.book).__name__}")
         if self.train.name != self.name:  # the progress bar says which profile trains
             object.__setattr__(self, "train", self.train.replace(name=self.name))
         train, evaluation = self.train, self.evaluation

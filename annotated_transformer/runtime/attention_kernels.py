@@ -33,9 +33,8 @@ import torch
 
 ENVIRONMENT = "AT_CUDNN_ATTENTION"
 
-_allowed_here: bool | None = (
-    None  # set by allow_cudnn_attention(); None: the environment decides
-)
+# set by allow_cudnn_attention(); None: the environment decides
+_allowed_here: bool | None = None
 
 
 def cudnn_attention_allowed() -> bool:

@@ -128,11 +128,8 @@ def check_types(record, owner: str | None = None, choices: dict | None = None) -
     of them, a dataclass an instance of it; annotations of other kinds are not checked.
 
     `choices` names the values a field of a few may take (`{"precision": PRECISIONS}`), which
-    are then checked instead of its annotation.
-
-    Raises:
-        ValueError: one line, '<owner>.<field> must be <type>, got <value> (<its type>)';
-            `owner` defaults to the record's class name ("" names the bare field).
+    are then checked instead of its annotation. A ValueError is one line, '<owner>.<field> must
+    be <type>, got <value> (<its type>)'; `owner` defaults to the class name ("": the field's).
     """
     cls = type(record)
     owner = cls.__name__ if owner is None else owner

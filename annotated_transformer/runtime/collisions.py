@@ -17,7 +17,8 @@ from typing import Iterable
 Named = tuple[str, "str | os.PathLike | None"]
 
 
-def _real(path: str | os.PathLike) -> Path:
+def real_path(path: str | os.PathLike) -> Path:
+    """`path` after `~` and every symlink on the way: how two names of one file compare."""
     return Path(os.path.realpath(Path(path).expanduser()))
 
 
@@ -32,9 +33,9 @@ def check_outputs(
     outputs: files the command writes; inputs: files (or folders) it reads; folders: folders it
     writes into or replaces. A None path is skipped (an option not given).
     """
-    outputs = [(name, _real(p)) for name, p in outputs if p is not None]
-    inputs = [(name, Path(p), _real(p)) for name, p in inputs if p is not None]
-    folders = [(name, _real(p)) for name, p in folders if p is not None]
+    outputs = [(name, real_path(p)) for name, p in outputs if p is not None]
+    inputs = [(name, Path(p), real_path(p)) for name, p in inputs if p is not None]
+    folders = [(name, real_path(p)) for name, p in folders if p is not None]
     for out_name, out in outputs:
         for in_name, given, real in inputs:
             if out == real:

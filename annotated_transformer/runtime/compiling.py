@@ -30,9 +30,8 @@ import torch
 
 from .checks import NON_NEGATIVE, POSITIVE, check_types
 from .precision import cached_measurement, measurement_key
-from .records import read_measured, write_measured
+from .records import write_measured
 
-COMPILE_CHOICES = (False, True, "auto")
 # torch.compile's modes: "reduce-overhead" replays the compiled graphs as CUDA graphs on a GPU
 # (one launch where there were hundreds), which wants few shapes (length buckets).
 COMPILE_MODES = (
@@ -81,27 +80,12 @@ class MeasuredCompile:
         ):
             bounds.check(f"MeasuredCompile.seconds[{name!r}]", self.seconds.get(name))
 
-    @classmethod
-    def cached(cls, entry) -> "MeasuredCompile | None":
-        """The cache's entry as a measurement; None when there is none or it is not one (the
-        step is then measured again)."""
-        return cached_measurement(cls, entry, CACHE_NAME)
-
 
 def check_compile(value) -> bool | str:
     """`value` when it is a compile setting (True, False or "auto"); else ValueError naming them."""
     if isinstance(value, bool) or value == "auto":
         return value
     raise ValueError(f"compile must be true, false or 'auto', got {value!r}")
-
-
-def check_compile_mode(value) -> str:
-    """`value` when it is one of torch.compile's modes; else ValueError naming them."""
-    if value in COMPILE_MODES:
-        return value
-    raise ValueError(
-        f"compile_mode must be one of {', '.join(COMPILE_MODES)}, got {value!r}"
-    )
 
 
 def choose_compile(
@@ -143,7 +127,7 @@ def choose_compile(
             **(shape or {}),
         }
     )
-    cached = MeasuredCompile.cached(read_measured(CACHE_NAME).get(key))
+    cached = cached_measurement(MeasuredCompile, CACHE_NAME, key)
     when = "measured before"
     if cached is not None:
         seconds = cached.seconds

@@ -38,30 +38,20 @@ class DistributedContext:
         return self.rank == 0
 
 
-def launched_by_torchrun() -> bool:
-    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
-
-
-def init_distributed(
-    device: str = "auto", backend: str | None = None, timeout_minutes: float = 30.0
-) -> DistributedContext:
-    """Join the process group torchrun describes (or return a single-process context when not launched by it).
-
-    device "auto" takes this process's GPU (cuda:LOCAL_RANK) when CUDA is present, else the CPU; the backend
-    defaults to nccl for GPUs and gloo for CPUs.
-    """
-    if not launched_by_torchrun() or int(os.environ.get("WORLD_SIZE", "1")) == 1:
+def init_distributed(device: str = "auto") -> DistributedContext:
+    """Join the process group torchrun describes (or return a single-process context when not
+    launched by it): nccl between GPUs, gloo on CPUs, each rank on `device` (`resolve_device`)."""
+    # not launched by torchrun (which sets RANK and WORLD_SIZE), or alone
+    if "RANK" not in os.environ or int(os.environ.get("WORLD_SIZE", "1")) == 1:
         return DistributedContext(device=resolve_device(device))
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     chosen = resolve_device(device, local_rank)
     if chosen.type == "cuda":
         torch.cuda.set_device(chosen)
-    backend = backend or ("nccl" if chosen.type == "cuda" else "gloo")
+    backend = "nccl" if chosen.type == "cuda" else "gloo"
     if not dist.is_initialized():
-        dist.init_process_group(
-            backend=backend, timeout=datetime.timedelta(minutes=timeout_minutes)
-        )
+        dist.init_process_group(backend=backend, timeout=datetime.timedelta(minutes=30))
     return DistributedContext(
         rank=rank, world_size=world_size, local_rank=local_rank, device=chosen
     )

@@ -63,16 +63,21 @@ def _free_space(folder: Path) -> str:
     return f"{free / 2**20:,.0f} MiB"
 
 
-def disk_full_error(path: str | os.PathLike, error: BaseException) -> DiskFull | None:
-    """One line for a full disk while writing `path`, or None when `error` is something else."""
-    if _disk_full_cause(error) is None:
-        return None
-    folder = Path(path).parent
-    return DiskFull(
-        errno.ENOSPC,
-        f"no space left on the disk of {folder} to write {Path(path).name} ({_free_space(folder)} "
-        "free): free some space or write elsewhere; the previous version of the file is intact",
-    )
+@contextlib.contextmanager
+def _disk_full_named(path: str | os.PathLike) -> Iterator[None]:
+    """A full disk in the block, whatever library was writing, is one `DiskFull` line naming
+    `path`; any other error passes unchanged."""
+    try:
+        yield
+    except Exception as error:
+        if _disk_full_cause(error) is None:
+            raise
+        folder = Path(path).parent
+        raise DiskFull(
+            errno.ENOSPC,
+            f"no space left on the disk of {folder} to write {Path(path).name} ({_free_space(folder)} "
+            "free): free some space or write elsewhere; the previous version of the file is intact",
+        ) from error
 
 
 @contextlib.contextmanager
@@ -160,19 +165,15 @@ def written_through(path: str | os.PathLike) -> bool:
     return stat.S_ISREG(mode) and _names_an_open_file(Path(path))
 
 
-def _write_through(given: Path, fill: Callable[[BinaryIO], None]) -> Path:
-    """`fill` an output that is opened, not replaced. Appending: to a FIFO or a device it is
-    writing, and through `/dev/stdout` to a file it keeps what the process wrote there before."""
-    try:
-        with open(given, "ab") as handle:
-            fill(handle)
-            handle.flush()
-    except Exception as error:
-        full = disk_full_error(given, error)
-        if full is None:
-            raise
-        raise full from error
-    return given
+def _staging_file(given: Path) -> tuple[Path, int, str]:
+    """(the file `given` is published as: a link's target; the open descriptor and the name of a
+    new staging sibling of it); an error making the sibling names `given`."""
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    target.parent.mkdir(parents=True, exist_ok=True)
+    prefix = staging_prefix(target.parent, target.name)
+    with _naming(given):
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=".part")
+    return target, fd, name
 
 
 def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> Path:
@@ -181,13 +182,14 @@ def atomic_write(path: str | os.PathLike, fill: Callable[[BinaryIO], None]) -> P
 
     If `fill` raises (a checksum that does not match, say), nothing is moved and the error propagates.
     Returns `path` as given (a symlink's own name, not its target's). An output that is not a
-    regular file (`written_through`) is opened and written instead.
+    regular file (`written_through`) is opened and appended to instead: a FIFO or a device it is
+    writing, and through `/dev/stdout` to a file it keeps what the process wrote there before.
     """
     given = Path(path)
-    if written_through(given):
-        return _write_through(given, fill)
-    with staged_path(given) as staged, open(staged, "wb") as handle:
+    mode = "ab" if written_through(given) else "wb"
+    with staged_path(given) as staged, open(staged, mode) as handle:
         fill(handle)
+        handle.flush()
     return given
 
 
@@ -204,15 +206,10 @@ def staged_files(folder: str | os.PathLike) -> Iterator[Path]:
     with _naming(folder):
         stage = Path(tempfile.mkdtemp(dir=folder, prefix=".staged.", suffix=".part"))
     try:
-        try:
+        with _disk_full_named(folder / "(staged files)"):
             yield stage
             files = sorted(p for p in stage.rglob("*") if p.is_file())
             _before_publish(stage, folder)
-        except Exception as error:
-            full = disk_full_error(folder / "(staged files)", error)
-            if full is None:
-                raise
-            raise full from error
         for path in files:
             target = folder / path.relative_to(stage)
             with _naming(target):
@@ -235,24 +232,14 @@ def staged_tree(
     folder = Path(folder)
     check_replaceable_tree(folder, marker)
     folder.parent.mkdir(parents=True, exist_ok=True)
+    prefix = staging_prefix(folder.parent, folder.name)
     with _naming(folder):
-        stage = Path(
-            tempfile.mkdtemp(
-                dir=folder.parent,
-                prefix=staging_prefix(folder.parent, folder.name),
-                suffix=".part",
-            )
-        )
+        stage = Path(tempfile.mkdtemp(dir=folder.parent, prefix=prefix, suffix=".part"))
     old = stage.with_suffix(".old")
     try:
-        try:
+        with _disk_full_named(folder / "(staged folder)"):
             yield stage
             _before_publish(stage, folder)
-        except Exception as error:
-            full = disk_full_error(folder / "(staged folder)", error)
-            if full is None:
-                raise
-            raise full from error
         with _naming(folder):
             os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
             if folder.exists():
@@ -300,38 +287,19 @@ class Publication:
         self.staged: list[tuple[Path, Path]] = []
 
     def add(self, path: str | os.PathLike, source: str | os.PathLike) -> None:
-        """Publish a copy of the file `source` as `path`."""
-        target = Path(path)
-        target = Path(os.path.realpath(target)) if target.is_symlink() else target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with _naming(target):
-            fd, tmp_name = tempfile.mkstemp(
-                dir=target.parent,
-                prefix=staging_prefix(target.parent, target.name),
-                suffix=".part",
-            )
+        target, fd, tmp_name = _staging_file(Path(path))
         self.staged.append((Path(tmp_name), target))
-        try:
+        with _disk_full_named(target):
             with os.fdopen(fd, "wb") as handle, open(source, "rb") as original:
                 shutil.copyfileobj(original, handle)
                 handle.flush()
                 os.fchmod(handle.fileno(), 0o666 & ~_umask())
                 os.fsync(handle.fileno())
-        except Exception as error:
-            full = disk_full_error(target, error)
-            if full is None:
-                raise
-            raise full from error
 
     def _commit(self) -> None:
         for tmp, target in self.staged:
-            try:
+            with _disk_full_named(target):
                 _before_publish(tmp, target)
-            except Exception as error:
-                full = disk_full_error(target, error)
-                if full is None:
-                    raise
-                raise full from error
         for _, target in self.staged:
             if target.is_dir():
                 raise IsADirectoryError(
@@ -351,7 +319,6 @@ class Publication:
 
 @contextlib.contextmanager
 def publication() -> Iterator[Publication]:
-    """A `Publication`: its files are moved into place together when the block ends."""
     pub = Publication()
     try:
         yield pub
@@ -411,7 +378,7 @@ def move_aside(source: str | os.PathLike, target: str | os.PathLike) -> Path:
 
 
 def remove_empty_folder(folder: str | os.PathLike) -> bool:
-    """Remove `folder` if it is empty (a folder that still holds anything is kept); whether it went."""
+    """Remove `folder` if it is empty; whether it went."""
     try:
         Path(folder).rmdir()
     except OSError:
@@ -421,8 +388,7 @@ def remove_empty_folder(folder: str | os.PathLike) -> bool:
 
 @contextlib.contextmanager
 def scratch_folder(prefix: str = "at-") -> Iterator[Path]:
-    """A private temporary folder for work whose files are not outputs; it goes, with all it
-    holds, when the block ends."""
+    """A private temporary folder for files that are not outputs, gone when the block ends."""
     with tempfile.TemporaryDirectory(prefix=prefix) as folder:
         yield Path(folder)
 
@@ -480,10 +446,8 @@ def make_folder(folder: str | os.PathLike, flag: str) -> Path:
 
 
 def remove_partial_writes(folder: str | os.PathLike) -> list[Path]:
-    """Delete the temporary files of `atomic_write`s that a killed process left in `folder`.
-
-    Only safe while no other process writes there: callers hold the folder's lock.
-    """
+    """Delete the temporary files of `atomic_write`s that a killed process left in `folder`:
+    only safe while no other process writes there, so callers hold the folder's lock."""
     folder = Path(folder)
     if not folder.is_dir():
         return []
@@ -513,8 +477,7 @@ def save_torch(path: str | os.PathLike, obj: object) -> Path:
 
 
 def copy_file(source: str | os.PathLike, path: str | os.PathLike) -> Path:
-    """Publish a copy of the file `source` as `path` through `atomic_write` (a best checkpoint kept
-    beside the run's own): a reader sees the old copy or the new one."""
+    """Publish a copy of the file `source` as `path` through `atomic_write`."""
 
     def fill(handle: BinaryIO) -> None:
         with open(source, "rb") as original:
@@ -538,8 +501,7 @@ def append_line(path: str | os.PathLike, line: str) -> Path:
 
 
 def remove_file(path: str | os.PathLike) -> bool:
-    """Delete the file `path` (a missing one is fine): for outputs a command retires by its own
-    rule, such as snapshots beyond the number kept. Whether it was there."""
+    """Delete the file `path`, if there (whether it was): an output retired by its own rule."""
     try:
         Path(path).unlink()
     except FileNotFoundError:
@@ -548,14 +510,13 @@ def remove_file(path: str | os.PathLike) -> bool:
 
 
 def remove_folder(folder: str | os.PathLike) -> None:
-    """Delete `folder` and all it holds, as far as it can (a missing one is fine): only for a
-    scratch folder a demonstration owns whole and starts afresh."""
+    """Delete `folder` and all it holds, as far as it can: only a scratch folder owned whole."""
     shutil.rmtree(folder, ignore_errors=True)
 
 
 def new_folder(folder: str | os.PathLike) -> Path:
-    """Make the fresh folder `folder` and its parents, refusing (FileExistsError) one that is
-    there: for a staging folder, which must not mix with an earlier one's files."""
+    """Make the fresh folder `folder` and its parents; FileExistsError for one that is there (a
+    staging folder must not mix with an earlier one's files)."""
     folder = Path(folder)
     folder.mkdir(parents=True)
     return folder
@@ -609,33 +570,22 @@ def staged_path(path: str | os.PathLike) -> Iterator[Path]:
     itself, for the library to open and write."""
     given = Path(path)
     if written_through(given):
-        yield given
+        with _disk_full_named(given):
+            yield given
         return
-    target = Path(os.path.realpath(given)) if given.is_symlink() else given
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode = stat.S_IMODE(target.stat().st_mode)
+        mode = stat.S_IMODE(given.stat().st_mode)  # a link's target's
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    with _naming(given):
-        fd, tmp_name = tempfile.mkstemp(
-            dir=target.parent,
-            prefix=staging_prefix(target.parent, target.name),
-            suffix=".part",
-        )
+    target, fd, tmp_name = _staging_file(given)
     os.close(fd)
     try:
-        try:
+        with _disk_full_named(given):
             yield Path(tmp_name)
             with open(tmp_name, "rb") as handle:
                 os.fsync(handle.fileno())
             os.chmod(tmp_name, mode)  # mkstemp made it 0600
             _before_publish(Path(tmp_name), target)
-        except Exception as error:
-            full = disk_full_error(given, error)
-            if full is None:
-                raise
-            raise full from error
         with _naming(given):
             os.replace(tmp_name, target)
     finally:

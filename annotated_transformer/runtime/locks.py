@@ -26,15 +26,12 @@ def folder_lock(
 ) -> Iterator[None]:
     """Hold the lock file `path` for the block; raise `error(busy)` at once if another process
     holds it."""
-    lock = FileLock(str(path))
     try:
-        lock.acquire(timeout=0)
+        held = FileLock(str(path)).acquire(timeout=0)
     except Timeout:
         raise error(busy) from None
-    try:
+    with held:  # released when the block ends
         yield
-    finally:
-        lock.release()
 
 
 @contextlib.contextmanager

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .collisions import real_path
 from .files import SITE_MARKER, atomic_write_text, clone_root
 from .records import read_json, read_record
 
@@ -53,8 +54,8 @@ PARSER_MARKER = "parser_run.json"  # chapters/constituency_parsing/extended.PLAN
 BOOK_MARKER = "book_run.json"  # book/runner.RECORD + ".json"
 EXPORT_MARKER = "model.json"  # web/onnx_export.MODEL_FILE, an "onnx_model" record
 CLAIM_MARKER = ".made-by"  # a claimed folder: the command that claimed it, one line
-# The empty lock file that train, table3 and parser-curve take in the folder they fill
-# (training/run_folder.LOCK_NAME): all that a run killed as it started may leave.
+# The empty lock file that train, table3 and parser-curve take in the folder they fill (through
+# training/run_folder): all that a run killed as it started may leave.
 LOCK_NAME = ".lock"
 
 # What each command's folder is called in a message.
@@ -65,6 +66,14 @@ KINDS = {
     "book": "the book's results folder",
     "export-onnx": "the ONNX export",
 }
+
+# The one file that marks a folder of each other kind: (marker, its maker, the folder in words).
+_MARKERS = (
+    (TABLE3_MARKER, "table3", KINDS["table3"]),
+    (PARSER_MARKER, "parser-curve", KINDS["parser-curve"]),
+    (BOOK_MARKER, "book", KINDS["book"]),
+    (SITE_MARKER, "book", "the site"),
+)
 
 # What a command's output is called when it is put beside a folder, not into it.
 BESIDE = {
@@ -97,23 +106,14 @@ def owner_of_folder(folder: str | os.PathLike) -> Owner | None:
         return None
     for marker in RUN_MARKERS:
         if (folder / marker).is_file():
-            return Owner(folder, "train", "the run folder", marker)
+            return Owner(folder, "train", KINDS["train"], marker)
     snapshots = sorted(folder.glob(SNAPSHOT_GLOB))
     if snapshots:
-        return Owner(
-            folder,
-            "train",
-            "the run folder",
-            snapshots[-1].relative_to(folder).as_posix(),
-        )
-    if (folder / TABLE3_MARKER).is_file():
-        return Owner(folder, "table3", "the Table 3 extended run", TABLE3_MARKER)
-    if (folder / PARSER_MARKER).is_file():
-        return Owner(folder, "parser-curve", "the parser's extended run", PARSER_MARKER)
-    if (folder / BOOK_MARKER).is_file():
-        return Owner(folder, "book", "the book's results folder", BOOK_MARKER)
-    if (folder / SITE_MARKER).is_file():
-        return Owner(folder, "book", "the site", SITE_MARKER)
+        evidence = snapshots[-1].relative_to(folder).as_posix()
+        return Owner(folder, "train", KINDS["train"], evidence)
+    for marker, maker, kind in _MARKERS:
+        if (folder / marker).is_file():
+            return Owner(folder, maker, kind, marker)
     if _is_export(folder / EXPORT_MARKER):
         return Owner(folder, "export-onnx", KINDS["export-onnx"], EXPORT_MARKER)
     maker = _claimed_by(folder)
@@ -155,23 +155,6 @@ def mark_made_by(folder: str | os.PathLike, command: str) -> None:
         atomic_write_text(Path(folder) / CLAIM_MARKER, f"{command}\n")
 
 
-def _real(path: Path) -> Path:
-    return Path(os.path.realpath(path.expanduser()))
-
-
-def owner_of(path: str | os.PathLike, *, itself: bool = False) -> Owner | None:
-    """The nearest owned folder that holds `path` (after following symlinks); with `itself`, `path`
-    may be that folder (an output folder such as export-onnx's --out)."""
-    real = _real(Path(path))
-    folders = [real] if itself else []
-    folders += list(real.parents)
-    for folder in folders:
-        owner = owner_of_folder(folder)
-        if owner is not None:
-            return owner
-    return None
-
-
 def shown(path: Path) -> str:
     """A path as a message shows it: relative to the working folder when inside it."""
     try:
@@ -183,7 +166,7 @@ def shown(path: Path) -> str:
 def book_chapter_of(path: str | os.PathLike) -> str | None:
     """The chapter that the book's record (`book_run.json` beside `path`) says wrote `path`
     ("the book's record itself" for the record), else None."""
-    path = _real(Path(path))
+    path = real_path(path)
     record_path = path.parent / BOOK_MARKER
     if not record_path.is_file():
         return None
@@ -211,20 +194,17 @@ def check_output(
     publish: bool = False,
     maker: str | None = None,
 ) -> None:
-    """Refuse, in one line, an output that belongs to another command's folder.
-
-    flag: how the user named the output ("--output"); path: the output (None: not asked for);
-    command: the command writing it; mine: outputs the command documents as its own inside a
-    folder it did not make; folder: the output is a folder the command fills (it may not be an
-    owned folder either); publish: `--publish` into the book's results folder, where only the
-    names the book's chapters wrote are the book's; maker: an owner that the output may lie in
-    (the command's own folders: `book --results-dir` inside its --output-dir).
-    """
+    """Refuse, in one line, an output (`path` as `flag` names it; None: not asked for) that
+    belongs to another command's folder. `mine`: outputs `command` documents as its own inside a
+    folder it did not make; `folder`: the output is a folder the command fills (it may not be an
+    owned folder either); `publish`: `--publish` into the book's results folder, where only the
+    names the book's chapters wrote are the book's; `maker`: an owner the output may lie in (the
+    command's own folders: `book --results-dir` inside its --output-dir)."""
     if path is None:
         return
     path = Path(path)
-    real = _real(path)
-    if real in {_real(Path(p)) for p in mine}:
+    real = real_path(path)
+    if real in {real_path(p) for p in mine}:
         # the maker's documented write, in a folder that no one above may own
         above = owner_above(real.parent)
         if above is not None:
@@ -239,7 +219,7 @@ def check_output(
                 f"under another name ({flag.split()[-1]}), or into another results root (AT_RESULTS_DIR)"
             )
         return
-    owner = owner_of(path, itself=folder)
+    owner = owner_above(path, itself=folder)
     if owner is None or owner.maker == maker:
         return
     raise _refusal(flag, path, owner, command=command, folder=folder)
@@ -256,8 +236,8 @@ def _refusal(
 ) -> OwnedFolderError:
     """The one line refusing `path` inside (or as) `owner`'s folder; `fix`: what to do instead
     (default: write the output outside it, beside the folder)."""
-    real = _real(path)
-    where = _real(owner.folder)
+    real = real_path(path)
+    where = real_path(owner.folder)
     beside = where.parent / f"{where.name}-{BESIDE.get(command, command)}"
     inside = real.relative_to(where) if real != where else Path()
     instead = beside / inside if folder else beside / real.name
@@ -277,9 +257,11 @@ def _empty_lock(entry: Path) -> bool:
     )
 
 
-def owner_above(path: str | os.PathLike) -> Owner | None:
-    """The nearest owned folder strictly above `path` (after following symlinks), else None."""
-    for folder in _real(Path(path)).parents:
+def owner_above(path: str | os.PathLike, *, itself: bool = False) -> Owner | None:
+    """The nearest owned folder strictly above `path` (after following symlinks), else None; with
+    `itself`, `path` may be that folder (an output folder such as export-onnx's --out)."""
+    real = real_path(path)
+    for folder in [real, *real.parents] if itself else real.parents:
         owner = owner_of_folder(folder)
         if owner is not None:
             return owner
@@ -296,28 +278,26 @@ def check_own_folder(
     made: Callable[[Path], bool] | None = None,
     mark: str | None = None,
 ) -> None:
-    """The claim of a folder that a command makes and fills: refuse it, in one line and before
-    anything in it is moved or deleted, where a folder above it is owned by anyone, where it is
-    another command's, or where it holds files the command did not make; a new or empty folder,
-    or one that `maker` (default: `command`) made, passes. `average --run` claims a folder that
-    `train` made (maker="train"). `fix`: what the refusal of an owned folder says to do instead
-    (default: name a folder outside it). `made`: which entries of an unmarked folder are the
-    command's own, for folders it filled before it marked them (`book`'s output folder). `mark`:
-    the one file that marks the folder as the maker's, where it makes folders of other kinds too
-    (`book --output-dir` is its claim, `CLAIM_MARKER`: a Sphinx site's `.buildinfo` is not)."""
+    """The claim of a folder that a command makes and fills (the module's docstring says the
+    rule); a new or empty folder, or one that `maker` (default: `command`; `average --run`
+    claims `train`'s) made, passes. `fix`: what the refusal of an owned folder says to do instead
+    (default: a folder outside it). `made`: which entries of an unmarked folder are the command's
+    own (`book`'s output folder, filled before it was marked). `mark`: the one file that marks the
+    folder as the maker's, where it makes folders of other kinds too (`book --output-dir`'s claim
+    is `CLAIM_MARKER`, not a Sphinx site's `.buildinfo`)."""
     maker = maker or command
     path = Path(path)
     above = owner_above(path)
     if above is not None:
         raise _refusal(flag, path, above, command=command, folder=True, fix=fix)
-    owner = owner_of_folder(_real(path))
+    owner = owner_of_folder(real_path(path))
     if owner is not None and owner.maker == maker and mark not in (None, owner.evidence):
         owner = None  # the maker's folder of another kind: its files are not this claim's
     if owner is not None:
         if owner.maker == maker:
             return
         raise _refusal(flag, path, owner, command=command, folder=True, fix=fix)
-    real = _real(path)
+    real = real_path(path)
     if not real.is_dir():
         return  # new (or a file, which the command names as such)
     theirs = sorted(
@@ -344,7 +324,7 @@ def check_export(
     inside the run folder it reads (`run_dir`) or inside a folder another command made."""
     if path is None:
         return
-    if run_dir is not None and _real(Path(path)).is_relative_to(_real(Path(run_dir))):
+    if run_dir is not None and real_path(path).is_relative_to(real_path(run_dir)):
         raise OwnedFolderError(
             f"--export {shown(Path(path))} lies inside the run folder {shown(Path(run_dir))}, "
             "whose files it reads; export to a path outside it"

@@ -70,15 +70,12 @@ class MeasuredPrecision:
         for name in ("fp32", "bf16"):
             POSITIVE.check(f"MeasuredPrecision.seconds[{name!r}]", self.seconds.get(name))
 
-    @classmethod
-    def cached(cls, entry) -> "MeasuredPrecision | None":
-        """The cache's entry as a measurement; None when there is none, or when it is not one
-        (edited by hand, written by another version): the step is then measured again."""
-        return cached_measurement(cls, entry, CACHE_NAME)
 
-
-def cached_measurement(cls, entry, name: str):
-    """`cls(**entry)`, or None (logged in one line) when `entry` does not make one."""
+def cached_measurement(cls, name: str, key: str):
+    """`cls(**entry)` of the entry `key` of the cache file `name`; None when there is none, or
+    when it is not one (edited by hand, written by another version: logged in one line), and
+    the step is then measured again."""
+    entry = read_measured(name).get(key)
     if entry is None:
         return None
     try:
@@ -140,7 +137,7 @@ def choose_precision(
             "fp32", "auto: bf16 instructions, but no step was timed; fp32"
         )
     key = measurement_key(shape or {})
-    cached = MeasuredPrecision.cached(read_measured(CACHE_NAME).get(key))
+    cached = cached_measurement(MeasuredPrecision, CACHE_NAME, key)
     if cached is not None:
         seconds = cached.seconds
         return PrecisionChoice(
@@ -148,9 +145,8 @@ def choose_precision(
         )
     seconds = probe()
     winner = min(("fp32", "bf16"), key=lambda p: seconds[p])
-    measured = MeasuredPrecision(
-        winner, seconds
-    )  # a probe's wrong answer is refused here
+    # a probe's wrong answer is refused here
+    measured = MeasuredPrecision(winner, seconds)
     write_measured(CACHE_NAME, key, asdict(measured))
     return PrecisionChoice(winner, _measured_reason(seconds, "measured now"), seconds)
 

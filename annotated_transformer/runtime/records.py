@@ -109,14 +109,12 @@ BOOK_RUN = {
     **RESULT,
     "properties": {
         **RESULT["properties"],
-        "metrics": {
-            **_object(["chapters"], ok={"type": "boolean"}, profile=_OBJECT),
-            "properties": {
-                "chapters": {"type": "object", "additionalProperties": _CHAPTER_ENTRY},
-                "ok": {"type": "boolean"},
-                "profile": _OBJECT,
-            },
-        },
+        "metrics": _object(
+            ["chapters"],
+            chapters={"type": "object", "additionalProperties": _CHAPTER_ENTRY},
+            ok={"type": "boolean"},
+            profile=_OBJECT,
+        ),
     },
 }
 
@@ -150,15 +148,12 @@ LONG_RUN_KINDS = {
 }
 
 
-def _by_kind(then: Callable[[dict, list], dict]) -> list[dict]:
-    """JSON Schema's if/then per kind of long run: `then(job schema, point fields)`."""
-    return [
-        {
-            "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
-            "then": then(job, point),
-        }
-        for kind, (job, point) in LONG_RUN_KINDS.items()
-    ]
+def _when(kind: str, then: dict) -> dict:
+    """JSON Schema's if/then: a record of that `kind` is also a `then`."""
+    return {
+        "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
+        "then": then,
+    }
 
 
 LONG_RUN_JOB = {
@@ -172,11 +167,10 @@ LONG_RUN_JOB = {
         facts=_OBJECT,
         curve=_list(_LONG_RUN_POINT),
     ),
-    "allOf": _by_kind(
-        lambda job, point: _object(
-            job=job, curve=_list(_object(point)) if point else _list(_OBJECT)
-        )
-    ),
+    "allOf": [
+        _when(kind, _object(job=job, curve=_list(_object(point))))
+        for kind, (job, point) in LONG_RUN_KINDS.items()
+    ],
 }
 _LONG_RUN_TABLE3_IDENTITY = _object(
     ["overfit_share", "precision"],
@@ -212,19 +206,19 @@ LONG_RUN_EXPORT = {
     # Table 3's readers read the identity's share and precision and both corpora's targets, and
     # `table3 --merge` when and where each part was written; the parser's readers its recipe.
     "allOf": [
-        {
-            "if": {"required": ["kind"], "properties": {"kind": {"const": "table3"}}},
-            "then": _object(
+        _when(
+            "table3",
+            _object(
                 ["written", "machine"],
                 identity=_LONG_RUN_TABLE3_IDENTITY,
                 targets=_object(["full", "small"], full=_integer(0), small=_integer(0)),
                 written=_STRING,
                 machine=_STRING,
             ),
-        },
-        {
-            "if": {"required": ["kind"], "properties": {"kind": {"const": "parser"}}},
-            "then": _object(
+        ),
+        _when(
+            "parser",
+            _object(
                 ["identity", "targets"],
                 identity=_object(["recipe"], recipe=_OBJECT, device_type=_STRING),
                 targets=_object(
@@ -233,7 +227,7 @@ LONG_RUN_EXPORT = {
                     max_epochs=_integer(1),
                 ),
             ),
-        },
+        ),
     ],
 }
 PARSER_TEST = _object(
@@ -314,6 +308,8 @@ FIXES = {
     "parser_test": _RESTORE + ", else move it away to score the stopped shares again",
     "onnx_model": "export the model again (export-onnx --out {folder})",
 }
+_GENERIC_FIX = "repair the file, or delete it and rerun what writes it"
+_WRITER_FIX = "the file is left as it was (a bug of the writer: report it)"
 
 
 @cache
@@ -377,8 +373,9 @@ def _problem(error) -> str:
     return f"{here}: {error.message}"
 
 
-def _fix(kind: str, path: Path, fix: str | None) -> str:
-    return (fix if fix is not None else FIXES[kind]).format(path=path, folder=path.parent)
+def _fix(kind: str | None, path: Path, fix: str | None) -> str:
+    """`fix`, default the kind's (`_GENERIC_FIX` for JSON that is no record), filled in."""
+    return (fix or FIXES.get(kind, _GENERIC_FIX)).format(path=path, folder=path.parent)
 
 
 def problems(data: Any, kind: str) -> list[str]:
@@ -435,7 +432,6 @@ MAX_JSON_DEPTH = 100
 #   a value that is not finite still cannot make the log unreadable).
 MISSING_AS_NULL_KINDS = frozenset({"result", "metrics_log"})
 
-_GENERIC_FIX = "repair the file, or delete it and rerun what writes it"
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
@@ -478,12 +474,6 @@ def _too_deep(text: str) -> bool:
     )
 
 
-def _kind_fix(kind: str | None, path: Path, fix: str | None) -> str:
-    if kind not in FIXES:
-        return (fix or _GENERIC_FIX).format(path=path, folder=path.parent)
-    return _fix(kind, path, fix)
-
-
 def parse_json(
     text: str | bytes,
     path: str | os.PathLike,
@@ -498,9 +488,7 @@ def parse_json(
     path = Path(path)
 
     def refuse(what: str) -> RecordError:
-        return RecordError(
-            f"{path} is not valid JSON ({what}); {_kind_fix(kind, path, fix)}"
-        )
+        return RecordError(f"{path} is not valid JSON ({what}); {_fix(kind, path, fix)}")
 
     if len(text) > MAX_JSON_SIZE:
         raise refuse(
@@ -562,7 +550,7 @@ def _read_bytes(path: Path, kind: str | None, fix: str | None) -> bytes:
         raise RecordError(
             f"{path} is not valid JSON (it is {size / 2**20:.0f} MiB, more than the "
             f"{MAX_JSON_SIZE // 2**20} MiB the package reads as JSON); "
-            f"{_kind_fix(kind, path, fix)}"
+            f"{_fix(kind, path, fix)}"
         )
     return path.read_bytes()
 
@@ -624,10 +612,10 @@ def json_text(
         if field is None:
             raise
         path = Path(path)
-        fix = fix or "the file is left as it was (a bug of the writer: report it)"
+        fix = fix or _WRITER_FIX
         raise RecordError(
             f"not writing {path}: {field_name(field) or 'the value'} is {_data_at(data, field)}, "
-            f"which JSON has no number for; {_kind_fix(kind, path, fix)}"
+            f"which JSON has no number for; {_fix(kind, path, fix)}"
         ) from None
 
 
@@ -665,29 +653,19 @@ def record_text(
     *,
     indent: int = 1,
     default: Callable[[Any], Any] | None = None,
-    fix: str | None = None,
 ) -> str:
     """`data` as the JSON text of a record of `kind` for `path`, checked first (as it will be
     read back): RecordError when a reader would refuse it."""
-    fix = fix or "the file is left as it was (a bug of the writer: report it)"
-    text = json_text(data, path, kind, indent=indent, default=default, fix=fix)
-    check_record(parse_json(text, path, kind, fix=fix), kind, path, fix=fix, writing=True)
+    text = json_text(data, path, kind, indent=indent, default=default, fix=_WRITER_FIX)
+    parsed = parse_json(text, path, kind, fix=_WRITER_FIX)
+    check_record(parsed, kind, path, fix=_WRITER_FIX, writing=True)
     return text
 
 
-def write_record(
-    path: str | os.PathLike,
-    kind: str,
-    data: Mapping,
-    *,
-    indent: int = 1,
-    default: Callable[[Any], Any] | None = None,
-    newline: bool = False,
-) -> Path:
+def write_record(path: str | os.PathLike, kind: str, data: Mapping) -> Path:
     """Check `data` against `kind`'s schema, then write it to `path` atomically; a record a
     reader would refuse is never written (RecordError, the file left as it was)."""
-    text = record_text(data, kind, path, indent=indent, default=default)
-    return atomic_write_text(path, text + ("\n" if newline else ""))
+    return atomic_write_text(path, record_text(data, kind, path))
 
 
 # ------------------------------------------------------------------------------ measured choices

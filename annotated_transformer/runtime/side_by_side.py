@@ -61,12 +61,10 @@ def usable_cores() -> int:
 GPU_WORKERS_PER_CORE = 2
 
 
-def check_workers(
-    workers: int, device: torch.device | str, flag: str = "--workers"
-) -> int:
+def check_workers(workers: int, device: torch.device | str) -> int:
     """`workers` when the machine can run that many processes side by side: at most its usable
     cores on a CPU (one thread each), at most GPU_WORKERS_PER_CORE times them on a GPU; else one
-    ValueError naming `flag` and the most this machine takes (a process each, at hundreds of MB
+    ValueError naming --workers and the most this machine takes (a process each, at hundreds of MB
     each, would exhaust the memory long before finishing)."""
     cores = usable_cores()
     on_cpu = torch.device(device).type == "cpu"
@@ -78,8 +76,8 @@ def check_workers(
             else f"at most {GPU_WORKERS_PER_CORE} processes per usable core feeding a GPU"
         )
         raise ValueError(
-            f"{flag} {workers} is more than this machine runs side by side ({cores} usable "
-            f"cores, {where}): give {flag} {most} or fewer"
+            f"--workers {workers} is more than this machine runs side by side ({cores} usable "
+            f"cores, {where}): give --workers {most} or fewer"
         )
     return workers
 

@@ -25,6 +25,7 @@ import torch
 from ..data.tokenizer import Tokenizer
 from ..model.config import TransformerConfig
 from ..model.transformer import Transformer
+from ..runtime.compiling import failure_summary
 from ..runtime.files import remove_file, save_torch
 from .settings import FIXED_ON_RESUME
 
@@ -71,9 +72,8 @@ def load_checkpoint(
     try:
         state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as error:  # torch raises RuntimeError, EOFError, UnpicklingError, ... for a damaged file
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointError(
-            f"{path} is not a readable checkpoint ({type(error).__name__}: {first_line[:200]}): it is damaged, "
+            f"{path} is not a readable checkpoint ({failure_summary(error)}): it is damaged, "
             "truncated or not a file this package wrote; use another snapshot (checkpoints/step_*.pt) or retrain"
         ) from error
     if (
@@ -84,9 +84,8 @@ def load_checkpoint(
         raise CheckpointError(
             f"{path} is not a checkpoint of this package (format {CHECKPOINT_FORMAT}); was it written by `train`?"
         )
-    if (
-        not mmap
-    ):  # a mapped look reads settings only; whoever uses the weights loads them whole
+    # a mapped look reads settings only; whoever uses the weights loads them whole
+    if not mmap:
         check_finite_weights(state["model"], path)
     return state
 
@@ -336,9 +335,8 @@ def model_from_checkpoint(
         )
     try:
         tokenizer = Tokenizer.from_bytes(checkpoint["tokenizer"])
-    except (
-        Exception
-    ) as error:  # sentencepiece raises RuntimeError, or ValueError for its ids
+    # sentencepiece raises RuntimeError, or ValueError for its ids
+    except Exception as error:
         raise CheckpointError(
             f"{name} holds no readable sentencepiece tokenizer ({type(error).__name__}): "
             "translation needs a checkpoint of a translation run (`train`)"
@@ -360,9 +358,8 @@ def model_from_checkpoint(
         )
         model.load_state_dict(checkpoint["model"])
     except (KeyError, TypeError, ValueError, RuntimeError) as error:
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise CheckpointError(
-            f"{name}: its weights do not fit its configuration ({first_line[:160]}): it is not a "
+            f"{name}: its weights do not fit its configuration ({failure_summary(error)}): it is not a "
             "checkpoint this package wrote, or it was edited"
         ) from error
     return model.to(device).eval(), tokenizer

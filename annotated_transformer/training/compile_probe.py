@@ -61,13 +61,12 @@ def time_eager_and_compiled(
     settings: TrainSettings,
     *,
     precision: str,
-    rounds: int = 2,
 ) -> dict[str, float]:
     """Seconds of the run's step (forward, loss, backward, fused Adam) eager and compiled, on copies of
     `model`, over the pairs of `batches` (each a list of indices into `data`).
 
     The first round through the batches warms up; its compiled excess over a steady round is the
-    compile time. Then `rounds` rounds alternate the two, so load on the machine hits both alike.
+    compile time. Then two rounds alternate the two, so load on the machine hits both alike.
     Returns {"eager": s per step, "compiled": s per step, "compile": s once}. Whatever compiling
     raises propagates (the caller falls back to eager). Learning rate 0: the copies keep their
     weights, so every round computes the same thing.
@@ -109,7 +108,7 @@ def time_eager_and_compiled(
             optimizer.zero_grad(set_to_none=True)
 
     rounds_of = {name: functools.partial(one_round, name) for name in variants}
-    first, steady = time_alternately(rounds_of, rounds)
+    first, steady = time_alternately(rounds_of, rounds=2)
     return {
         "eager": steady["eager"] / len(tensors),
         "compiled": steady["compiled"] / len(tensors),

@@ -30,9 +30,8 @@ class StepExecution:
     precision_reason: str
     compiled: bool
     compile_reason: str
-    compile_failed: bool = (
-        False  # compiling was tried and raised; compile_reason says what
-    )
+    # compiling was tried and raised; compile_reason says what
+    compile_failed: bool = False
     # On a CPU the eager step computes logits for real target tokens only (4% of a `base` step,
     # results/benchmarks/cpu_train.json). A compiled graph keeps every row (a boolean selection's
     # size depends on the data, which breaks the graph), and a GPU keeps them too: selecting costs

@@ -70,15 +70,11 @@ def fit(
     on_step: Callable[[Trainer], None] | None = None,
     on_start: Callable[[Trainer], None] | None = None,
 ) -> Fitted:
-    """Build a model from `config` and train it on `train` under `settings` into `out_dir`.
-
-    Args:
-        tokenizer: stored in every checkpoint (anything with `to_bytes()` and `vocab_size`).
-        vocab_size: the embeddings' size; default the tokenizer's, shared by source and target.
-        context: ranks and device under torchrun; default one process on `device`.
-        resume: True continues from `out_dir/last.pt`; a path names another resume checkpoint.
-        metadata: stored in every checkpoint and in the metrics' start record.
-        on_start: called with the trainer once it is built (and resumed), before the first step.
+    """Build a model from `config` and train it on `train` under `settings` into `out_dir`, with
+    the `Trainer`'s arguments; `vocab_size` defaults to the tokenizer's, shared by source and
+    target, `context` to one process on `device`. `resume`: True continues from
+    `out_dir/last.pt`, a path names another resume checkpoint. `on_start(trainer)` is called once
+    the trainer is built (and resumed), before the first step.
 
     The seed is `settings.seed`: the initial weights come from it alone, dropout from
     `seed * 1000 + rank` (different on every rank, as it should be).

@@ -36,6 +36,7 @@ import torch
 import torch.nn as nn
 
 from ..runtime import attention_kernels
+from ..runtime.compiling import failure_summary
 from ..runtime.precision import autocast_context
 from .loss import LossParts
 
@@ -164,10 +165,9 @@ class GraphedLosses:
         try:
             step = self._capture(src, tgt)
         except RuntimeError as error:
-            first = (str(error).splitlines() or [type(error).__name__])[0][:200]
             raise RuntimeError(
                 f"capturing the training step as CUDA graphs for batches of shape {key} "
-                f"failed ({first}): train without --cuda-graphs"
+                f"failed ({failure_summary(error)}): train without --cuda-graphs"
             ) from error
         self._by_shape[key] = step
         return step

@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -59,15 +59,7 @@ class JobRecord:
     curve: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "job": dict(self.job),
-            "precision": self.precision,
-            "device": self.device,
-            "facts": dict(self.facts),
-            "curve": [dict(p) for p in self.curve],
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> JobRecord:
@@ -116,12 +108,7 @@ class RunPlan:
     stops: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {
-            "kind": self.kind,
-            "identity": dict(self.identity),
-            "targets": dict(self.targets),
-            "stops": {k: dict(v) for k, v in self.stops.items()},
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> RunPlan:
@@ -143,15 +130,7 @@ class RunExport:
     notes: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {
-            "kind": self.kind,
-            "identity": dict(self.identity),
-            "targets": dict(self.targets),
-            "written": self.written,
-            "machine": self.machine,
-            "notes": dict(self.notes),
-            "jobs": [j.to_dict() for j in self.jobs],
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> RunExport:
@@ -203,23 +182,20 @@ def deadline(minutes: float | None) -> Callable[[], bool]:
     return lambda: time.monotonic() < end
 
 
+@dataclass
 class LongRun:
     """The run folder `out_dir` of a long run of `kind`, whose plan is `plan_name` (the file that
     marks the folder as the `command`'s); `what` names such a run in words ("a Table 3 run")."""
 
-    def __init__(
-        self,
-        out_dir: str | os.PathLike,
-        kind: str,
-        plan_name: str,
-        command: str,
-        what: str,
-    ):
-        self.out_dir = Path(out_dir)
-        self.kind = kind
-        self.plan_path = self.out_dir / plan_name
-        self.command = command
-        self.what = what
+    out_dir: Path
+    kind: str
+    plan_name: str
+    command: str
+    what: str
+
+    def __post_init__(self):
+        self.out_dir = Path(self.out_dir)  # a str too
+        self.plan_path = self.out_dir / self.plan_name
 
     # ------------------------------------------------------------------------------ the plan
     def plan(self) -> RunPlan | None:

@@ -10,12 +10,10 @@ from ..runtime.compat import is_compiling
 
 
 class LossParts(NamedTuple):
-    loss: (
-        torch.Tensor
-    )  # the label-smoothed loss, summed over real tokens (what is optimised)
-    nll: (
-        torch.Tensor
-    )  # plain negative log-likelihood, summed (perplexity = exp(nll / tokens))
+    # the label-smoothed loss, summed over real tokens (what is optimised)
+    loss: torch.Tensor
+    # plain negative log-likelihood, summed (perplexity = exp(nll / tokens))
+    nll: torch.Tensor
     tokens: torch.Tensor  # number of non-padding target tokens
 
 

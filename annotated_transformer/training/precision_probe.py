@@ -48,7 +48,6 @@ def time_both_precisions(
     device: torch.device,
     *,
     real_rows_only: bool,
-    steps: int = 3,
 ) -> dict[str, float]:
     """Median seconds of `model`'s forward and backward on the pairs `indices` of `data`, fp32 and bf16
     interleaved (`probe_timing`), on a copy of the model, so measuring changes nothing about the
@@ -72,7 +71,7 @@ def time_both_precisions(
         model.zero_grad(set_to_none=True)
 
     variants = {p: functools.partial(step, p) for p in ("fp32", "bf16")}
-    return time_alternately(variants, rounds=steps)[1]
+    return time_alternately(variants, rounds=3)[1]
 
 
 def training_precision(

@@ -79,10 +79,7 @@ def check_resumable(
     micro_batches_per_step: int,
     data: dict | None = None,
 ) -> None:
-    """Raise ValueError, naming the change, unless this run may continue the one `state` saved.
-
-    Everything that shapes the model, the batches or the schedule must be what it was.
-    """
+    """Raise ValueError, naming the change, unless this run may continue the one `state` saved."""
     if state.get("kind") != "resume":
         raise ValueError(
             f"{source} holds weights only (a snapshot or an average): resume from the run's last.pt"

@@ -27,13 +27,12 @@ from typing import Iterator
 
 from ..runtime.files import move_aside, remove_empty_folder, remove_partial_writes
 from ..runtime.locks import folder_lock
-from ..runtime.ownership import made_by, mark_made_by
+from ..runtime.ownership import LOCK_NAME, made_by, mark_made_by
 from ..runtime.records import read_json
 from .checkpoint import RESUME_NAME, SNAPSHOT_DIR, list_snapshots
 
 logger = logging.getLogger(__name__)
 
-LOCK_NAME = ".lock"
 METRICS_NAME = "metrics.jsonl"
 RESULTS_NAME = "results.json"  # the run's scores, filed with the run (pipeline.run)
 AVERAGED_NAME = "averaged.pt"  # the run's model: the mean of its last snapshots
@@ -47,9 +46,8 @@ RUN_FILES = (
     RESULTS_NAME,
 )
 EVALUATION_PATTERN = "evaluation_*.json"  # what `evaluate` files with a run
-ASIDE_DIR = (
-    "replaced"  # where a run's old files go, one folder per time they were set aside
-)
+# where a run's old files go, one folder per time they were set aside
+ASIDE_DIR = "replaced"
 
 
 class RunFolderError(ValueError):

@@ -2,7 +2,7 @@
 target tokens, each summed over the step's micro-batches.
 
 The three sums live in one float64 tensor on the device: adding a micro-batch or a step costs no
-host synchronisation, and a report all-reduces them in one call. The names say which is which.
+host synchronisation, and a report all-reduces them in one call.
 """
 
 from __future__ import annotations
@@ -14,8 +14,17 @@ import torch
 from ..runtime.distributed import DistributedContext, all_reduce_sum
 
 
+def per_token(loss_sum: float, nll_sum: float, tokens: float) -> dict[str, float]:
+    """The loss and nll a target token and the perplexity (capped at e^50): what validation and
+    the metrics' `train` records report; no tokens report zeros, not a division by 0."""
+    tokens = max(tokens, 1.0)
+    nll = nll_sum / tokens
+    return {"loss": loss_sum / tokens, "nll": nll, "ppl": math.exp(min(nll, 50.0))}
+
+
 class StepStats:
-    """Sums of (loss, nll, target tokens); `values` is the float64 tensor that holds them."""
+    """Sums of (loss, nll, target tokens), in this order in `values`, the float64 tensor that
+    holds them."""
 
     __slots__ = ("values",)
 
@@ -42,22 +51,6 @@ class StepStats:
 
     def zero_(self) -> None:
         self.values.zero_()
-
-    @property
-    def loss_sum(self) -> torch.Tensor:
-        return self.values[0]
-
-    @property
-    def nll_sum(self) -> torch.Tensor:
-        return self.values[1]
-
-    @property
-    def tokens(self) -> torch.Tensor:
-        return self.values[2]
-
-    def losses_are_finite(self) -> bool:
-        """Whether the loss and the nll sums are finite numbers (one host synchronisation)."""
-        return bool(torch.isfinite(self.values[:2]).all())
 
     def mean_loss(self) -> float:
         """The loss a target token on this rank, NaN where the nll is not finite (one host

@@ -163,9 +163,8 @@ def snapshot_due(
         and budget_seconds_used(r, p) - p.last_snapshot_time_s
         >= 60.0 * r.save_every_minutes
     )
-    if (
-        context.is_distributed
-    ):  # rank 0 writes, then all ranks meet at a barrier: all must decide alike
+    # rank 0 writes, then all ranks meet at a barrier: all must decide alike
+    if context.is_distributed:
         by_time = p.step % STOP_CHECK_EVERY == 0 and bool(
             max_over_ranks(int(by_time), context)
         )

@@ -8,7 +8,6 @@ paper's Table 3.
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import torch
@@ -21,6 +20,7 @@ from ..runtime.compat import maybe_mark_dynamic
 from ..runtime.distributed import DistributedContext, all_reduce_sum
 from ..runtime.precision import autocast_context
 from .loss import LossParts, label_smoothed_cross_entropy
+from .step_stats import per_token
 
 
 def batch_loss(
@@ -115,10 +115,4 @@ def teacher_forced_loss(
     if context is not None:
         all_reduce_sum(sums, context)
     loss_sum, nll_sum, tokens = sums.tolist()
-    tokens = max(tokens, 1.0)
-    return {
-        "loss": loss_sum / tokens,
-        "nll": nll_sum / tokens,
-        "ppl": math.exp(min(nll_sum / tokens, 50.0)),
-        "tokens": int(tokens),
-    }
+    return {**per_token(loss_sum, nll_sum, tokens), "tokens": int(max(tokens, 1.0))}

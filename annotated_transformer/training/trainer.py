@@ -58,20 +58,8 @@ from .resume_state import (
 from .schedule import NoamSchedule, build_optimizer, schedule_factor
 from .settings import TrainSettings
 from .step_stats import StepStats
-from .stopping import STOP_CHECK_EVERY
 from .teacher_forcing import batch_loss, teacher_forced_loss
 from .training_log import TrainingLog
-
-# Names other modules import from here, wherever they are defined.
-__all__ = [
-    "STOP_CHECK_EVERY",
-    "Trainer",
-    "TrainResult",
-    "TrainingDiverged",
-    "TrainingProgress",
-    "build_optimizer",
-    "schedule_factor",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -88,19 +76,11 @@ class Trainer:
     """Trains `model` on `train_data` following `settings`; writes metrics and checkpoints under `out_dir`.
 
     Most callers use `training.fit`, which builds the model and seeds it the same way every time.
-
-    Args:
-        model: a Transformer on its device (not wrapped: the trainer adds DDP and torch.compile itself).
-        tokenizer: stored in every checkpoint (anything with `to_bytes()`), so checkpoints are self-contained.
-        train_data, valid_data: encoded pairs (see `annotated_transformer.data.EncodedPairs`).
-        settings: how to train, for how long and when to save (`TrainSettings`).
-        out_dir: `metrics.jsonl`, `last.pt` (resume) and `checkpoints/step_*.pt` (snapshots) go here.
-        context: rank, world size and device (default: one process on the model's device).
-        execution: precision and compiling, decided before (`execution.choose_execution`).
-        show_progress: draw a tqdm bar on rank 0.
-        on_step: called as on_step(trainer) after every optimizer step (tests use it to interrupt a run).
-        metadata: JSON-able facts stored in every checkpoint and in the `start` record of the metrics
-            (the pipeline stores its profile there, so a checkpoint knows its corpus and direction).
+    `model` is a Transformer on its device, not wrapped (the trainer adds DDP and torch.compile
+    itself). The `tokenizer` (anything with `to_bytes()`) goes into every checkpoint, so each is
+    self-contained, and so do the JSON-able facts of `metadata`, also written in the metrics'
+    `start` record (the pipeline's profile: a checkpoint knows its corpus and direction).
+    `on_step(trainer)` is called after every optimizer step (tests use it to interrupt a run).
     """
 
     def __init__(
@@ -146,9 +126,8 @@ class Trainer:
             settings, self.context.world_size
         )
         self.batcher = run_batcher(train_data, settings, self.context.world_size)
-        self._tgt_label_counts = (
-            np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1
-        )  # tokens + eos
+        # tokens + eos
+        self._tgt_label_counts = np.asarray(train_data.tgt_lengths, dtype=np.int64) + 1
 
         self.execution = execution
         # fp16 rounds gradients below 6e-8 to zero, so the loss is multiplied by a large factor
@@ -355,16 +334,14 @@ class Trainer:
                 if r.eval_every and p.step % r.eval_every == 0:
                     self.validate()
                 if stopping.snapshot_due(r, p, self.context):
-                    self._check_loss(
-                        stats, every_step=True
-                    )  # on every device before a save
+                    # on every device before a save
+                    self._check_loss(stats, every_step=True)
                     p.last_snapshot_time_s = stopping.budget_seconds_used(r, p)
                     self.save_snapshot()
                     self.save_resume_checkpoint()
                 stopped_by = stopping.stop_decision(r, p, self._stop, self.context)
-            if (
-                stats is not None
-            ):  # the last step, checked on every device before the end saves
+            # the last step, checked on every device before the end saves
+            if stats is not None:
                 self._check_loss(stats, every_step=True)
             self.log.close(p, self._step_lr)
             if stopped_by != "interrupted":  # the end of a run: validate and save

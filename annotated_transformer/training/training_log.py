@@ -11,7 +11,6 @@ runner executes.
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from ..runtime.records import read_lines
 from .resume_state import TrainingProgress
 from .run_folder import METRICS_NAME
 from .settings import TrainSettings
-from .step_stats import StepStats
+from .step_stats import StepStats, per_token
 from .stopping import budget_seconds_used
 
 
@@ -114,18 +113,13 @@ class TrainingLog:
         now = time.perf_counter()
         seconds = max(now - self.window_start, 1e-9)
         progress.target_tokens += int(tokens)
-        tokens = max(
-            tokens, 1.0
-        )  # a window without tokens reports zeros, not a division by 0
         record = {
             "kind": "train",
             "step": progress.step,
             "epoch": progress.epoch,
-            "loss": loss_sum / tokens,
-            "nll": nll_sum / tokens,
-            "ppl": math.exp(min(nll_sum / tokens, 50.0)),
+            **per_token(loss_sum, nll_sum, tokens),
             "lr": lr,
-            "target_tokens_per_s": tokens / seconds,
+            "target_tokens_per_s": max(tokens, 1.0) / seconds,
             "target_tokens": progress.target_tokens,
             "train_time_s": round(progress.train_time_s, 2),
             "train_cpu_s": round(progress.train_cpu_s, 2),

@@ -167,10 +167,8 @@ def widget_html(
 ) -> str:
     """The page's translation box; `static_url` and `live_url` are the site's `_static` and
     `live` folders seen from the page."""
-    static_url, live_url = (
-        html.escape(static_url.rstrip("/")),
-        html.escape(live_url.rstrip("/")),
-    )
+    static_url = html.escape(static_url.rstrip("/"))
+    live_url = html.escape(live_url.rstrip("/"))
     return (
         f'<div class="at-live" data-model="{live_url}/{SITE_MODEL}/" '
         f'data-runtime="{live_url}/{SITE_RUNTIME}/">'
@@ -230,10 +228,8 @@ def stage_for_site(stage_dir: str | os.PathLike, exports: str | os.PathLike) -> 
         export = exports / FLOAT32_EXPORT
     if not (export / "model.json").is_file():
         return [
-            (
-                f"live translation: no export in {export} (chapter 08 writes it under this profile); "
-                "the page's widget will say it cannot load its model"
-            )
+            f"live translation: no export in {export} (chapter 08 writes it under this profile); "
+            "the page's widget will say it cannot load its model"
         ]
     try:
         # the export's description, checked before anything is staged: the page's widget cannot

@@ -135,6 +135,7 @@ def _export_into(
     src = torch.tensor([tokenizer.encode("A dog runs.") + [tokenizer.eos_id]])
     prefix = torch.tensor([[tokenizer.bos_id, 5, 6]])
     written = {}
+    common = dict(opset_version=OPSET, dynamo=False)
     # The tracer warns about Python numbers taken from shapes (the head size, the position table's
     # length): both are fixed by the model, so the constants it records are right for every input.
     with recording_attention(model), warnings.catch_warnings():
@@ -147,13 +148,12 @@ def _export_into(
             out / ENCODER_FILE,
             input_names=["src"],
             output_names=["memory", "attention"],
-            opset_version=OPSET,
-            dynamo=False,
             dynamic_axes={
                 "src": {1: "source"},
                 "memory": {1: "source"},
                 "attention": {2: "source", 3: "source"},
             },
+            **common,
         )
         torch.onnx.export(
             _DecoderGraph(model),
@@ -161,23 +161,21 @@ def _export_into(
             out / DECODER_FILE,
             input_names=["src", "memory", "prefix"],
             output_names=["logits", "attention"],
-            opset_version=OPSET,
-            dynamo=False,
             dynamic_axes={
                 "src": {1: "source"},
                 "memory": {1: "source"},
                 "prefix": {1: "target"},
                 "attention": {2: "target", 3: "source"},
             },
+            **common,
         )
     written["encoder"], written["decoder"] = out / ENCODER_FILE, out / DECODER_FILE
     if quantize:
         # optional dependency, as for OnnxTranslator
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        logging.disable(
-            logging.WARNING
-        )  # its advice to pre-process applies to image models
+        # its advice to pre-process applies to image models
+        logging.disable(logging.WARNING)
         try:
             for path in (written["encoder"], written["decoder"]):
                 float_path = path.with_suffix(".float32.onnx")

@@ -16,13 +16,16 @@ from annotated_transformer.chapters.constituency_parsing.treebank import read_tr
 from annotated_transformer.data.reading import read_parallel_files
 from annotated_transformer.data.textfiles import (
     TextInputError,
-    decoded_lines,
     raw_lines,
     text_lines,
 )
 from tests.support.pipes import feed_fifo
 
 LINES = b"Two dogs play.\nA man reads.\nA girl sits.\n"
+
+
+def _decoded(raw: bytes, name: str) -> list[str]:
+    return list(text_lines(io.BytesIO(raw), name))
 
 
 def refusal(source, name: str | None = None) -> str:
@@ -48,9 +51,7 @@ def test_a_stream_gives_its_lines_gzipped_or_not_and_is_left_open():
     stream = io.BytesIO(gzip.compress(LINES))
     assert list(text_lines(stream, "standard input")) == LINES.decode().splitlines()
     assert not stream.closed
-    assert decoded_lines(b"\x1f", "standard input") == [
-        "\x1f"
-    ]  # one byte of the magic: text
+    assert _decoded(b"\x1f", "standard input") == ["\x1f"]  # one byte of the magic: text
 
 
 def test_gzip_is_told_by_its_bytes_not_its_name(tmp_path):
@@ -88,7 +89,7 @@ def test_a_corpus_with_old_mac_line_ends_is_refused_not_read_as_one_pair(tmp_pat
 
 
 def test_crlf_and_lf_lines_read_alike():
-    assert decoded_lines(b"a\r\nb\n\r\nc", "x") == ["a", "b", "", "c"]
+    assert _decoded(b"a\r\nb\n\r\nc", "x") == ["a", "b", "", "c"]
 
 
 # ------------------------------------------------------------------------------------------ not UTF-8

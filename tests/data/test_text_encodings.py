@@ -4,6 +4,7 @@ the fix; no line is dropped unless the caller asks, and then it is counted."""
 from __future__ import annotations
 
 import gzip
+import io
 import re
 from pathlib import Path
 
@@ -11,10 +12,14 @@ import pytest
 
 from annotated_transformer.data import tokenizer_for_corpus
 from annotated_transformer.data.reading import load_parallel, read_parallel_files
-from annotated_transformer.data.textfiles import decoded_lines, text_lines
+from annotated_transformer.data.textfiles import text_lines
 
 ENGLISH = ["Two dogs play in the snow.", "A man rides a bike.", "A girl reads a book."]
 GERMAN = ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt Rad.", "Ein Mädchen liest."]
+
+
+def _decoded(raw: bytes, name: str) -> list[str]:
+    return list(text_lines(io.BytesIO(raw), name))
 
 
 def write(path: Path, data: bytes, gzipped: bool = False) -> Path:
@@ -91,8 +96,8 @@ def test_standard_input_that_is_not_utf8_is_refused_by_that_name():
         ValueError,
         match=r"^standard input: line 2, byte 6 \(0xfc\) .*pipe it through iconv -f cp1252",
     ):
-        decoded_lines(b"Gut.\nM\xfcde\n", "standard input")
-    assert decoded_lines("Müde.\n\nGut.".encode(), "standard input") == [
+        _decoded(b"Gut.\nM\xfcde\n", "standard input")
+    assert _decoded("Müde.\n\nGut.".encode(), "standard input") == [
         "Müde.",
         "",
         "Gut.",

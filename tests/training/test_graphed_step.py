@@ -348,7 +348,7 @@ def _logging_losses(trainer) -> list[float]:
 
     def step(batch):
         stats = take(batch)
-        losses.append(float(stats.loss_sum))
+        losses.append(float(stats.values[0]))
         return stats
 
     trainer.train_step = step
