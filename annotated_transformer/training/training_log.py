@@ -10,14 +10,13 @@ runner executes.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from ..runtime.distributed import DistributedContext
 from ..runtime.files import append_line
 from ..runtime.progress import on_a_page, progress_bar
-from ..runtime.records import read_lines
+from ..runtime.records import json_text, read_lines
 from .resume_state import TrainingProgress
 from .run_folder import METRICS_NAME
 from .settings import TrainSettings
@@ -44,7 +43,8 @@ class TrainingLog:
         """Append `record` to metrics.jsonl (rank 0 only)."""
         if not self.context.is_main:
             return
-        append_line(self.out_dir / METRICS_NAME, json.dumps(record))
+        path = self.out_dir / METRICS_NAME
+        append_line(path, json_text(record, path, "metrics_log"))
 
     def open(self, progress: TrainingProgress) -> None:
         """Start the bar (rank 0, when asked for) and an empty window of steps."""

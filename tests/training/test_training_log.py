@@ -44,6 +44,15 @@ def test_records_are_json_lines_in_order_and_the_folder_is_made(tmp_path):
     ]
 
 
+def test_a_value_that_is_not_finite_is_written_as_null_and_the_log_reads_back(tmp_path):
+    log = TrainingLog(tmp_path, SETTINGS, DistributedContext(), show_progress=False)
+    log.write({"kind": "diverged", "step": 4, "loss": float("nan"), "ppl": math.inf})
+    assert "NaN" not in (tmp_path / "metrics.jsonl").read_text()
+    assert read_metrics(tmp_path) == [
+        {"kind": "diverged", "step": 4, "loss": None, "ppl": None}
+    ]
+
+
 def test_only_rank_0_writes(tmp_path):
     other = DistributedContext(rank=1, world_size=2)
     TrainingLog(tmp_path, SETTINGS, other, show_progress=False).write({"kind": "start"})
