@@ -73,10 +73,11 @@ def explicit_attention(
 
 
 #: On a CPU, attention of bf16 or fp16 inputs runs in float32 when True. The CPU's fused kernel
-#: computes its backward in bf16 at a fraction of its float32 speed (torch 2.13: 101 ms a step
-#: against 8 ms on an AMX Xeon in the `cpu` recipe), while attention holds a few percent of the
-#: model's multiply-adds, so float32 here costs nothing in speed and gains range. A switch so that
-#: `benchmarks/bench_step.py` can time the step both ways in one process.
+#: computes its backward in bf16 at a fraction of its float32 speed (torch 2.13, the `cpu` recipe
+#: on a 2-core AMX Xeon: 80 ms of a 197 ms bf16 step, against 6.5 ms in float32, and the step 1.57x
+#: as fast; `results/benchmarks/cpu_step_profile_xeon_amx.json`), while attention holds a few
+#: percent of the model's multiply-adds. A switch so that `benchmarks/bench_step.py` can time the
+#: step both ways in one process (its `eager_half_attention` variant).
 CPU_ATTENTION_IN_FLOAT32 = True
 
 
