@@ -157,9 +157,16 @@ def resolve_precision(precision: str, device: torch.device | str) -> str:
     return choose_precision(precision, device).precision
 
 
+#: The revision of the training step's own code that a measured answer was timed on: raised when a
+#: change to the step can reverse which way is faster (2: a CPU's attention in float32 under bf16
+#: autocast, which made bf16 1.57x as fast on an AMX Xeon), so answers cached before it are
+#: measured again.
+STEP_REVISION = 2
+
+
 def measurement_key(shape: dict) -> str:
     """What a measured answer depends on: the CPU, its bf16 instructions, the instruction sets torch's
-    kernels and oneDNN's products are held to, torch, the threads, the shape."""
+    kernels and oneDNN's products are held to, torch, the step's revision, the threads, the shape."""
     bf16_flags = sorted(f for f in cpu_flags() if "bf16" in f or f.startswith("amx"))
     return json.dumps(
         {
@@ -168,6 +175,7 @@ def measurement_key(shape: dict) -> str:
             "kernels": cpu_capability(),
             "onednn_cap": onednn_isa_cap(),
             "torch": torch.__version__,
+            "step": STEP_REVISION,
             "threads": torch.get_num_threads(),
             **shape,
         },

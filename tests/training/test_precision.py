@@ -183,7 +183,7 @@ def test_bf16_counts_as_native_only_where_onednn_may_use_the_instructions(
     assert devices.cpu_has_bf16_instructions() is ("avx512_bf16" in flags)
 
 
-def test_a_measured_precision_is_not_reused_under_other_caps(monkeypatch):
+def test_a_measured_precision_is_not_reused_under_other_caps_or_another_step(monkeypatch):
     from annotated_transformer.runtime import devices
 
     monkeypatch.setattr(P, "cpu_capability", lambda: "AVX512")
@@ -193,7 +193,9 @@ def test_a_measured_precision_is_not_reused_under_other_caps(monkeypatch):
     held_aten = P.measurement_key({"d_model": 8})
     monkeypatch.setattr(P, "onednn_isa_cap", lambda: "AVX512_CORE_BF16")
     held_both = P.measurement_key({"d_model": 8})
-    assert len({full, held_aten, held_both}) == 3
+    monkeypatch.setattr(P, "STEP_REVISION", P.STEP_REVISION + 1)
+    next_step = P.measurement_key({"d_model": 8})
+    assert len({full, held_aten, held_both, next_step}) == 4
     assert devices.cpu_capability() == torch.backends.cpu.get_cpu_capability().upper()
 
 
