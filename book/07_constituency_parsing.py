@@ -420,13 +420,15 @@ this_run.keep(
 
 
 # %%
-def spelled(tree) -> bool:
+def writable(tree) -> bool:
     symbols = parsing.linearize(tree, tags=True).split()
     return vocabularies.target.decode(vocabularies.target.encode(symbols)) == symbols
 
 
-assert all(spelled(t) for t in train_trees)
-unspelled = {name: sum(not spelled(t) for t in splits[name]) for name in ("dev", "test")}
+assert all(writable(t) for t in train_trees)
+unwritable = {
+    name: sum(not writable(t) for t in splits[name]) for name in ("dev", "test")
+}
 viz.show_table(
     report.model_table(
         config,
@@ -440,7 +442,7 @@ viz.show_table(
 )
 parameters = count_parameters(build_model(config, vocabularies.sizes, seed=recipe.seed))
 lengths = report.mean_lengths(train_trees)
-display(Markdown(describe.describe_model(parameters, unspelled, *lengths)))
+display(Markdown(describe.describe_model(parameters, unwritable, *lengths)))
 this_run.keep(parameters=parameters)
 
 # %% [markdown]

@@ -61,9 +61,9 @@ say = Phrases(
             {tokens_per_word:.1f} symbols per word; the longest has {longest_tokens:,} symbols
             for {longest_words:,} words.""",
         "model": """The model has {parameters_m:.2f}M parameters. The target vocabulary of the
-            training trees spells all of them and {spells}. A target averages
+            training trees writes all of them and {writes}. A target averages
             {target_symbols:.0f} symbols against {source_words:.0f} words for its source.""",
-        "model.spells_all": "every dev and test tree too",
+        "model.writes_all": "every dev and test tree too",
         "model.misses": """all but {missed} trees (a label or tag that training never
             uses)""",
         "model.missed": "{n} {split}",

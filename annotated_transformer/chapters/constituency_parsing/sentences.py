@@ -56,18 +56,20 @@ def describe_plan(
 
 def describe_model(
     parameters: int,
-    unspelled: Mapping[str, int],
+    unwritable: Mapping[str, int],
     target_symbols: float,
     source_words: float,
 ) -> str:
-    """The parser's size, and what its target vocabulary cannot spell."""
-    found = verdicts.model_size(parameters, unspelled, target_symbols, source_words)
-    if found.spells_all:
-        spells = say("model.spells_all")
+    """The parser's size, and what its target vocabulary cannot write."""
+    found = verdicts.model_size(parameters, unwritable, target_symbols, source_words)
+    if found.writes_all:
+        writes = say("model.writes_all")
     else:
-        missed = [say("model.missed", n=n, split=split) for split, n in unspelled.items()]
-        spells = say("model.misses", missed=listed(missed))
-    return say("model", found, spells=spells)
+        missed = [
+            say("model.missed", n=n, split=split) for split, n in unwritable.items()
+        ]
+        writes = say("model.misses", missed=listed(missed))
+    return say("model", found, writes=writes)
 
 
 # ----------------------------------------------------------------------------------- the live run

@@ -94,25 +94,25 @@ def p_value(comparison: Comparison | Mapping) -> PValue:
 @dataclasses.dataclass(frozen=True)
 class ModelSize:
     """The parser's parameters in millions, and the dev and test trees its target vocabulary
-    cannot spell (a label or tag that training never uses), by split."""
+    cannot write (a label or tag that training never uses), by split."""
 
     parameters_m: float
-    unspelled: dict[str, int]
+    unwritable: dict[str, int]
     target_symbols: float
     source_words: float
 
     @property
-    def spells_all(self) -> bool:
-        return not any(self.unspelled.values())
+    def writes_all(self) -> bool:
+        return not any(self.unwritable.values())
 
 
 def model_size(
     parameters: int,
-    unspelled: Mapping[str, int],
+    unwritable: Mapping[str, int],
     target_symbols: float,
     source_words: float,
 ) -> ModelSize:
-    return ModelSize(parameters / 1e6, dict(unspelled), target_symbols, source_words)
+    return ModelSize(parameters / 1e6, dict(unwritable), target_symbols, source_words)
 
 
 # ------------------------------------------------------------------------------ the live runs

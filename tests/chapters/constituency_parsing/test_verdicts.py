@@ -54,10 +54,10 @@ def test_the_p_value_bound_is_one_over_the_resamples_where_none_reversed_it():
     assert none.none_reversed and none.bound == 1 / 2000
 
 
-def test_the_model_spells_every_tree_only_where_no_split_misses_one():
-    assert verdicts.model_size(200_000, {"dev": 0, "test": 0}, 62.4, 24.2).spells_all
+def test_the_model_writes_every_tree_only_where_no_split_misses_one():
+    assert verdicts.model_size(200_000, {"dev": 0, "test": 0}, 62.4, 24.2).writes_all
     some = verdicts.model_size(212_345, {"dev": 1, "test": 2}, 62, 24)
-    assert not some.spells_all and some.parameters_m == pytest.approx(0.212345)
+    assert not some.writes_all and some.parameters_m == pytest.approx(0.212345)
 
 
 def test_training_reads_the_run_on_all_the_files_and_the_variant():
