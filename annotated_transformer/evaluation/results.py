@@ -339,22 +339,6 @@ def list_results(profile: str, root: str | os.PathLike | None = None) -> list[di
     return [r for r in records if r is not None]
 
 
-_MISSING = object()
-
-
-def lookup(metrics: dict, key: str, default: Any = _MISSING) -> Any:
-    """metrics["rows"]["base"]["ppl"] for key "rows.base.ppl"; KeyError (or default) when absent."""
-    value: Any = metrics
-    for part in key.split("."):
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif default is not _MISSING:
-            return default
-        else:
-            raise KeyError(f"{key!r}: no {part!r} in the results metrics")
-    return value
-
-
 def describe_provenance(record: dict) -> str:
     """'measured on NVIDIA H100 80GB HBM3 on 2025-01-31 at commit 1a2b3c4' for a results record."""
     prov = record.get("provenance") or {}

@@ -74,14 +74,6 @@ def test_results_root_follows_the_environment(tmp_path, monkeypatch):
     assert results.results_path("a", "cpu") == tmp_path / "cpu" / "a.json"
 
 
-def test_lookup_follows_dotted_keys():
-    metrics = {"rows": {"A1": {"bleu": 24.9}}}
-    assert results.lookup(metrics, "rows.A1.bleu") == 24.9
-    assert results.lookup(metrics, "rows.B1.bleu", default=None) is None
-    with pytest.raises(KeyError, match="B1"):
-        results.lookup(metrics, "rows.B1.bleu")
-
-
 def test_summary_says_not_run_yet_instead_of_inventing_numbers(tmp_path):
     table = summary.summary_table("smoke", root=tmp_path)
     measured = [summary.profile_column(p) for p in ("smoke", "gpu", "paper")]
