@@ -72,12 +72,14 @@ def explicit_attention(
     return weights @ v, weights
 
 
-#: On a CPU, attention of bf16 or fp16 inputs runs in float32 when True. The CPU's fused kernel
-#: computes its backward in bf16 at a fraction of its float32 speed (torch 2.13, the `cpu` recipe
-#: on a 2-core AMX Xeon: 80 ms of a 197 ms bf16 step, against 6.5 ms in float32, and the step 1.57x
-#: as fast; `results/benchmarks/cpu_step_profile_xeon_amx.json`), while attention holds a few
-#: percent of the model's multiply-adds. A switch so that `benchmarks/bench_step.py` can time the
-#: step both ways in one process (its `eager_half_attention` variant).
+#: On a CPU, attention of bf16 or fp16 inputs that gradients flow through runs in float32 when
+#: True. The CPU's fused kernel computes its backward in bf16 at a fraction of its float32 speed
+#: (torch 2.13, the `cpu` recipe on a 2-core AMX Xeon: 80 ms of a 197 ms bf16 step, against 6.5 ms
+#: in float32, and the step 1.57x as fast; `results/benchmarks/cpu_step_profile_xeon_amx.json`),
+#: while attention holds a few percent of the model's multiply-adds. Without gradients (decoding)
+#: the bf16 kernel stays: there a float32 copy of the growing key/value cache every step made
+#: greedy and beam search about 1.3x slower. A switch so that `benchmarks/bench_step.py` can time
+#: the step both ways in one process (its `eager_half_attention` variant).
 CPU_ATTENTION_IN_FLOAT32 = True
 
 
@@ -99,6 +101,8 @@ def fused_attention(
         CPU_ATTENTION_IN_FLOAT32
         and q.device.type == "cpu"
         and q.dtype in (torch.bfloat16, torch.float16)
+        and q.requires_grad
+        and torch.is_grad_enabled()
     ):
         with torch.autocast("cpu", enabled=False):
             out = F.scaled_dot_product_attention(

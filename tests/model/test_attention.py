@@ -109,9 +109,10 @@ def test_unequal_key_and_value_widths():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_cpu_half_precision_attention_runs_the_float32_kernel(dtype):
-    """On a CPU, attention of bf16/fp16 inputs (under autocast, as training runs it) is the float32
-    kernel's result rounded once, not the half-precision kernel's, and its gradients reach the
-    half-precision inputs in their dtype."""
+    """On a CPU, attention of bf16/fp16 inputs that gradients flow through (under autocast, as
+    training runs it) is the float32 kernel's result rounded once, not the half-precision kernel's,
+    and its gradients reach the half-precision inputs in their dtype; without gradients it is the
+    half-precision kernel's."""
     torch.manual_seed(0)
     q, k, v = (t.to(dtype).requires_grad_() for t in random_qkv(t=40, s=40, dk=64, dv=64))
     mask = torch.ones(2, 1, 1, 40, dtype=torch.bool)
@@ -131,3 +132,12 @@ def test_cpu_half_precision_attention_runs_the_float32_kernel(dtype):
     for grad, want in zip(grads, expected):
         assert grad.dtype == dtype
         torch.testing.assert_close(grad, want.to(dtype), atol=0, rtol=0)
+    with (
+        torch.no_grad()
+    ):  # decoding: no backward to speed up, the half-precision kernel stays
+        half = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=allowed
+        )
+        torch.testing.assert_close(
+            fused_attention(q, k, v, mask, True), half, atol=0, rtol=0
+        )
