@@ -113,6 +113,7 @@ from annotated_transformer.evaluation import results
 from annotated_transformer.model.layers import EncoderLayer
 from annotated_transformer.profiles import get_profile
 from annotated_transformer.runtime.devices import resolve_device
+from annotated_transformer.runtime.records import read_json
 from annotated_transformer.training import loss as losses
 from annotated_transformer.training import stopping
 from annotated_transformer.training.schedule import (
@@ -746,6 +747,29 @@ display(Markdown(sentences.describe_perplexities(summary, valid_log, profile.eva
 # %%
 throughput = tables.throughput_table(summary, torch_device, profile.name)
 viz.show_table(throughput, **tables.THROUGHPUT_FORMATS)
+
+# %% [markdown]
+# On a CPU the matrix products are not the whole step. `benchmarks/bench_step.py --profiler` splits
+# the `cpu` recipe's step by kind of operation under `torch.profiler` and times a plain matmul of the
+# model's shapes in the same process, for the peak beside it. The committed measurement, from an
+# Intel Xeon with AMX on 2 cores, has three columns: fp32; bf16 as the trainer runs it; and bf16
+# as it ran before attention was given float32 on a CPU. PyTorch's CPU kernel for attention in
+# bf16 was the largest single cost of that step, well above the matmuls. Under bf16 autocast the
+# package now runs attention in float32 wherever gradients flow (`CPU_ATTENTION_IN_FLOAT32` in
+# `model/attention.py`), and decoding keeps the bf16 kernel, which is faster there. What is left
+# is mostly element-wise work: the casts autocast makes, the loss over the vocabulary and the
+# residual additions. To measure your own machine:
+# `python benchmarks/bench_step.py --profile cpu --precision fp32 bf16 --variants eager eager_half_attention --profiler`.
+
+# %%
+if committed := results.committed_root():
+    step_profile = read_json(committed / tables.STEP_PROFILE, "benchmark")
+    viz.show_table(tables.step_profile_table(step_profile))
+    speedups = tables.step_speedups(step_profile)
+    print(
+        f"bf16's step: {speedups['bf16 over fp32']:.2f}x fp32's, "
+        f"{speedups['float32 attention']:.2f}x its own with attention in bf16"
+    )
 
 # %% [markdown]
 # The run published its translation results with their provenance; read back, they hold the

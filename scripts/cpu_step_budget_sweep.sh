@@ -12,14 +12,19 @@
 #   bash scripts/cpu_step_budget_sweep.sh probe A "" D "--batch-tokens 768"   # step times
 #   bash scripts/cpu_step_budget_sweep.sh train A 2074 "" D 2917 "--batch-tokens 768"
 #
+# PRECISION=bf16 KERNELS=native sweeps for a CPU whose `auto` trains in bf16 on its own kernels (then
+# time the probes with PROBE_THREADS=2 on a quiet machine, as the profile trains).
+#
 # Then `python scripts/record_cpu_candidate.py --folder tuning_multi30k_avx2 runs/budget/A "..."`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-.venv/bin/python}
 out=${SWEEP_DIR:-runs/budget}
 mkdir -p "$out"
-export OMP_NUM_THREADS=1 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
-common=(--profile cpu --no-eval --overwrite --precision fp32 --threads 1 --minutes 1000)
+if [ "${KERNELS:-avx2}" = avx2 ]; then
+  export ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+fi
+common=(--profile cpu --no-eval --overwrite --precision "${PRECISION:-fp32}" --minutes 1000)
 mode=$1
 shift
 if [ "$mode" = probe ]; then
@@ -28,7 +33,7 @@ if [ "$mode" = probe ]; then
     shift 2
     log="$out/probe_$name.log"
     # shellcheck disable=SC2086  # the flags are words on purpose
-    if ! "$python" -m annotated_transformer train "${common[@]}" --out "$out/probe_$name" \
+    if ! "$python" -m annotated_transformer train "${common[@]}" --threads "${PROBE_THREADS:-1}" --out "$out/probe_$name" \
       --max-steps 150 --eval-every 0 $flags >"$log" 2>&1; then
       echo "$name: the probe failed, see $log" >&2
       exit 1
@@ -41,7 +46,7 @@ elif [ "$mode" = train ]; then
     shift 3
     echo "=== $name: $steps steps ($flags) $(date -u +%H:%M:%S), load $(cut -d' ' -f1 /proc/loadavg)"
     # shellcheck disable=SC2086
-    "$python" -m annotated_transformer train "${common[@]}" --out "$out/$name" --max-steps "$steps" \
+    "$python" -m annotated_transformer train "${common[@]}" --threads 1 --out "$out/$name" --max-steps "$steps" \
       --save-every-steps $((steps / 15)) --save-every-minutes 1000 $flags
     "$python" -m annotated_transformer evaluate --checkpoint "$out/$name" --split val \
       --hypotheses "$out/$name.val.de"

@@ -266,6 +266,51 @@ THROUGHPUT_FORMATS = {
 }
 
 
+STEP_PROFILE = "benchmarks/cpu_step_profile_xeon_amx.json"
+# bench_step's variants as the table names them: the step the trainer runs, and the step before
+# attention ran in float32 under bf16 autocast on a CPU.
+STEP_VARIANTS = {"eager": "", "eager_half_attention": ", attention in bf16 (before)"}
+
+
+def step_profile_table(record: Mapping) -> pd.DataFrame:
+    """A committed `bench_step.py --profiler` record: where one training step's time goes, by kind
+    of operation (the profiler's self time, ms), then the unprofiled step beside the same
+    process's plain matmul peak. One column per precision and variant; fp32 has no half-precision
+    attention to compare, so its second variant is left out."""
+    peaks = record["profiler"]["matmul_peak"]
+    columns = {}
+    for name, run in record["profiler"]["runs"].items():
+        precision, variant = name.split(" ", 1)
+        if precision == "fp32" and variant != "eager":
+            continue
+        timed = record["training"][precision]["variants"][variant]
+        peak = peaks[precision]["peak_gflops_per_s"]
+        column = {
+            f"{kind} (ms)": f"{ms:.1f}"
+            for kind, ms in run["by_kind_ms_per_step"].items()
+            if ms > 0
+        }
+        column["step, unprofiled (ms)"] = f"{1000 * timed['per_step_s']:.1f}"
+        column["step GFLOP/s"] = f"{timed['gflops_per_s']:,.0f}"
+        column["plain matmul peak GFLOP/s"] = f"{peak:,.0f}"
+        column["step's share of the peak"] = f"{timed['gflops_per_s'] / peak:.0%}"
+        columns[precision + STEP_VARIANTS[variant]] = column
+    return pd.DataFrame(columns).rename_axis("per step").reset_index()
+
+
+def step_speedups(record: Mapping) -> dict[str, float]:
+    """From a `step_profile_table` record: how much faster bf16's step is than fp32's, and than
+    bf16's step before attention ran in float32 (ratios of the unprofiled step times)."""
+
+    def step(precision: str, variant: str) -> float:
+        return record["training"][precision]["variants"][variant]["per_step_s"]
+
+    return {
+        "bf16 over fp32": step("fp32", "eager") / step("bf16", "eager"),
+        "float32 attention": step("bf16", "eager_half_attention") / step("bf16", "eager"),
+    }
+
+
 def resume_table(straight: Mapping, stopped: Mapping, resumed: Mapping, stop_at: int):
     """The resume demonstration's three runs: steps, why each stopped, final validation loss."""
     row = lambda run, s, loss: {
