@@ -242,9 +242,10 @@ else:
 # vocabulary.
 
 # %%
-if evidence is not None and evidence.budget is not None:
-    viz.show_table(recipe_choice.budget_table(evidence.budget))
-    display(Markdown(describe.describe_budget_choice(evidence.budget.rows())))
+for sweep in evidence.budgets if evidence is not None else ():
+    display(Markdown(f"At the step budget of {sweep.kind}:"))
+    viz.show_table(recipe_choice.budget_table(sweep))
+    display(Markdown(describe.describe_budget_choice(sweep.rows(), sweep.kind)))
 
 # %% [markdown]
 # The chosen `cpu` run then picked its decoding on the same validation split: how many snapshots

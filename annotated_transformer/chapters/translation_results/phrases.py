@@ -32,12 +32,12 @@ say = Phrases(
             chosen one""",
         "rival.tied": """{name}'s score matches it to two decimals, within the resampling noise
             (p = {p_value:.3f}), so the validation set cannot tell it from the chosen one""",
-        "budget.beaten_by_one": """{winners} beats it beyond the noise: the slow CPU kind should
-            train that recipe instead.""",
-        "budget.beaten_by_many": """{winners} beat it beyond the noise: the slow CPU kind should
-            train that recipe instead.""",
-        "budget.kept": """No rival beats it beyond the noise, so the `cpu` profile trains the
-            same recipe on every CPU kind.""",
+        "budget.beaten_by_one": """{winners} beats it beyond the noise: {kind} should train
+            that recipe instead.""",
+        "budget.beaten_by_many": """{winners} beat it beyond the noise: {kind} should train
+            that recipe instead.""",
+        "budget.kept": """No rival beats it beyond the noise, so {kind} trains the profile's
+            recipe too.""",
         "decode": """Of the {compared} settings compared with the paper's ({baseline},
             {base:.2f} on validation), {up} beat it beyond the resampling noise, {down} fall
             below it beyond the noise and {within} are within it.""",

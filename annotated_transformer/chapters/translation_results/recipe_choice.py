@@ -7,9 +7,10 @@ scored once, for the recipe picked. The evidence is committed with the repositor
 
 - `results/tuning_multi30k_cpu/valid_*.json` (with `valid_*.de`, the translations of the 1,014
   validation sentences): the `cpu` sweep, each candidate trained 15 minutes on 2 cores;
-- `results/tuning_multi30k_avx2/valid_*.json`: the `cpu` recipe against rivals at the step budget of
-  the slowest CPU kind, an AVX2-only AMD EPYC (2,074 steps of the recipe in its 15 minutes), each
-  candidate trained for the steps its own measured step time buys there
+- `results/tuning_multi30k_avx2/valid_*.json` and `results/tuning_multi30k_amx/valid_*.json`: the
+  `cpu` recipe against rivals at the step budget of the slowest CPU kind met (an AVX2-only AMD EPYC,
+  2,074 steps of the recipe in its 15 minutes) and of the fastest (an Intel Xeon with AMX, 4,877),
+  each candidate trained for the steps its own measured step time buys there
   (`scripts/cpu_step_budget_sweep.sh`);
 - `results/gpu/logs/*_metrics.jsonl`: the `gpu` sweep's validation curves (every 250 steps).
 
@@ -26,6 +27,11 @@ from ...runtime.records import read_json, read_lines
 
 CPU_SWEEP = Path("tuning_multi30k_cpu")
 STEP_BUDGET_SWEEP = Path("tuning_multi30k_avx2")
+# Every step-budget sweep, with the CPU kind whose budget it trained at.
+STEP_BUDGET_SWEEPS = {
+    STEP_BUDGET_SWEEP: "an AVX2-only AMD EPYC (fp32, the slowest kind met)",
+    Path("tuning_multi30k_amx"): "an Intel Xeon with AMX (bf16, the fastest kind met)",
+}
 GPU_LOGS = Path("gpu") / "logs"
 # The gpu sweep's runs that compete (the others in logs/ repeat the chosen recipe of that day).
 GPU_SWEEP = ("sweep_base6", "sweep_base6ff2048", "sweep_d256x4", "sweep_d128x4")
@@ -203,10 +209,11 @@ def candidate_rows(
 
 @dataclass(frozen=True)
 class BudgetSweep:
-    """The `cpu` recipe against rivals at the slowest CPU kind's step budget. A rival would give
-    that kind a recipe of its own only by beating the profile's beyond the bootstrap's noise (as a
-    decoding setting must beat the paper's); `pick` is the profile's recipe otherwise."""
+    """The `cpu` recipe against rivals at one CPU kind's step budget. A rival would give that kind
+    a recipe of its own only by beating the profile's beyond the bootstrap's noise (as a decoding
+    setting must beat the paper's); `pick` is the profile's recipe."""
 
+    kind: str  # the CPU kind whose budget the sweep trained at, in words
     candidates: list[CpuCandidate]
     pick: CpuCandidate
     tests: dict  # name -> paired_bootstrap's entry, the profile's recipe first
@@ -232,17 +239,21 @@ def beyond_noise_above(rows: list[dict]) -> list[str]:
     ]
 
 
-def budget_sweep(results: Path, recipe: dict, references: list[str]) -> BudgetSweep:
-    """The step-budget sweep, bootstrapped against its candidate with the profile's `recipe`."""
-    runs = cpu_candidates(results, STEP_BUDGET_SWEEP)
+def budget_sweep(
+    results: Path, folder: Path, recipe: dict, references: list[str]
+) -> BudgetSweep:
+    """The step-budget sweep in `folder`, bootstrapped against its candidate with the profile's
+    `recipe`."""
+    runs = cpu_candidates(results, folder)
     baseline = [c for c in runs if c.recipe == recipe]
     if len(baseline) != 1:
         raise ValueError(
-            f"{STEP_BUDGET_SWEEP} needs exactly one candidate with the cpu profile's recipe, "
+            f"{folder} needs exactly one candidate with the cpu profile's recipe, "
             f"found {len(baseline)}"
         )
     pick = baseline[0]
-    return BudgetSweep(runs, pick, bootstrapped(runs, pick, references))
+    kind = STEP_BUDGET_SWEEPS[folder]
+    return BudgetSweep(kind, runs, pick, bootstrapped(runs, pick, references))
 
 
 def bootstrapped(candidates: list[CpuCandidate], pick: CpuCandidate, references) -> dict:
@@ -270,8 +281,8 @@ class Evidence:
     gpu: list[GpuCandidate]
     gpu_pick: GpuCandidate
 
-    # the AVX2-only CPU's step-budget sweep; None: not committed
-    budget: BudgetSweep | None = None
+    # the step-budget sweeps committed, one per CPU kind
+    budgets: tuple[BudgetSweep, ...] = ()
 
     def cpu_rows(self) -> list[dict]:
         """One dict per `cpu` candidate: name, validation scores, the test against the chosen."""
@@ -318,15 +329,18 @@ def read_evidence(results: Path, data_dir=None) -> Evidence:
         cpu.corpus, cpu.valid_split, cpu.src_lang, cpu.tgt_lang, data_dir
     )
     tests = bootstrapped(cpu_runs, cpu_pick, valid.tgt)
-    budget = None
-    if (results / STEP_BUDGET_SWEEP).is_dir():
-        budget = budget_sweep(results, recipe_of(cpu), valid.tgt)
-        if budget.winners:
+    budgets = tuple(
+        budget_sweep(results, folder, recipe_of(cpu), valid.tgt)
+        for folder in STEP_BUDGET_SWEEPS
+        if (results / folder).is_dir()
+    )
+    for sweep in budgets:
+        if sweep.winners:
             raise ValueError(
-                f"{', '.join(budget.winners)} beat the cpu recipe at the AVX2-only CPU's step "
-                "budget beyond the noise: the profile should take it on that kind"
+                f"{', '.join(sweep.winners)} beat the cpu recipe at the step budget of "
+                f"{sweep.kind} beyond the noise: the profile should take it on that kind"
             )
-    return Evidence(cpu_runs, cpu_pick, tests, choice, gpu_runs, gpu_pick, budget)
+    return Evidence(cpu_runs, cpu_pick, tests, choice, gpu_runs, gpu_pick, budgets)
 
 
 def cpu_table(evidence: Evidence):

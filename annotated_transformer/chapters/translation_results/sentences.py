@@ -70,16 +70,16 @@ def describe_cpu_choice(rows: Sequence[Mapping]) -> str:
     return _choice(verdicts.candidate_choice(rows), "choice.candidate")
 
 
-def describe_budget_choice(rows: Sequence[Mapping]) -> str:
-    """The step-budget sweep's verdict (`BudgetSweep.rows`, the profile's recipe marked chosen):
-    whether a rival beats the recipe beyond the noise, which would give the slow CPU kind a recipe
-    of its own."""
+def describe_budget_choice(rows: Sequence[Mapping], kind: str) -> str:
+    """A step-budget sweep's verdict (`BudgetSweep.rows`, the profile's recipe marked chosen):
+    whether a rival beats the recipe beyond the noise, which would give `kind` (the CPU kind whose
+    budget it is) a recipe of its own."""
     found = verdicts.candidate_choice(rows)
     text = _choice(found, "choice.recipe")
     if not found.winners:
-        return text + " " + say("budget.kept")
+        return text + " " + say("budget.kept", kind=kind)
     key = "budget.beaten_by_one" if len(found.winners) == 1 else "budget.beaten_by_many"
-    return text + " " + say(key, winners=listed(found.winners))
+    return text + " " + say(key, winners=listed(found.winners), kind=kind)
 
 
 def describe_decode_choice(

@@ -181,17 +181,26 @@ def test_a_change_within_the_noise_is_never_called_a_difference():
     rows = _cpu_rows(0.3, False)
     assert "B's score differs from it by -0.50" in describe.describe_cpu_choice(rows)
     rows[1]["valid_sacrebleu"] = 36.299  # a tie to two decimals reads +0.00, never -0.00
-    assert "B's score matches it to two decimals" in describe.describe_budget_choice(rows)
+    assert "B's score matches it to two decimals" in describe.describe_budget_choice(
+        rows, KIND
+    )
+
+
+KIND = "a CPU kind"
 
 
 def test_the_budget_sentence_keeps_the_recipe_unless_a_rival_wins():
-    kept = describe.describe_budget_choice(_cpu_rows(0.01, True))
-    assert kept.startswith("The profile's recipe, A") and "every CPU kind" in kept
+    kept = describe.describe_budget_choice(_cpu_rows(0.01, True), KIND)
+    assert kept.startswith("The profile's recipe, A")
+    assert kept.endswith(f"so {KIND} trains the profile's recipe too.")
     rows = _cpu_rows(0.01, True)
     rows[1]["valid_sacrebleu"] = 37.1
-    assert "B beats it beyond the noise" in describe.describe_budget_choice(rows)
+    beaten = describe.describe_budget_choice(rows, KIND)
+    assert f"B beats it beyond the noise: {KIND} should train that recipe" in beaten
     rows.append(dict(rows[1], name="C"))
-    assert "B and C beat it beyond the noise" in describe.describe_budget_choice(rows)
+    assert "B and C beat it beyond the noise" in describe.describe_budget_choice(
+        rows, KIND
+    )
 
 
 def test_the_plan_names_the_split_that_compares_and_the_one_scored():
@@ -237,14 +246,14 @@ def test_every_phrase_renders_with_what_its_sentence_gives(monkeypatch):
         _cpu_rows(0.3, True)[:1],
     ]:
         describe.describe_cpu_choice(rows)
-        describe.describe_budget_choice(rows)
+        describe.describe_budget_choice(rows, KIND)
     tied = _cpu_rows(0.3, False)
     tied[1]["valid_sacrebleu"] = 36.3
     describe.describe_cpu_choice(tied)
     better = _cpu_rows(0.01, True)
     better[1]["valid_sacrebleu"] = 37.1
-    describe.describe_budget_choice(better)
-    describe.describe_budget_choice(better + [dict(better[1], name="C")])
+    describe.describe_budget_choice(better, KIND)
+    describe.describe_budget_choice(better + [dict(better[1], name="C")], KIND)
     settings = {"paper": {"bleu": 1.0}, "x": {"bleu": 2.0, "p_value": 0.01,
                                                "exceeds_noise": True}}  # fmt: skip
     describe.describe_decode_choice(settings, "paper", "x")

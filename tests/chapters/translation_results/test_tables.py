@@ -176,7 +176,9 @@ def test_recipe_tables_mark_the_chosen_and_say_noise():
 
 @needs_sweeps
 def test_budget_sweep_keeps_the_profile_recipe_unless_a_rival_wins_beyond_noise():
-    runs = recipe_choice.cpu_candidates(RESULTS, recipe_choice.STEP_BUDGET_SWEEP)
+    folder = recipe_choice.STEP_BUDGET_SWEEP
+    kind = recipe_choice.STEP_BUDGET_SWEEPS[folder]
+    runs = recipe_choice.cpu_candidates(RESULTS, folder)
     recipe = recipe_choice.recipe_of(get_profile("cpu"))
     base = next(c for c in runs if c.recipe == recipe)
     tests = {c.name: {"bleu": c.valid_sacrebleu, "ci95": 1.5} for c in runs}
@@ -184,7 +186,7 @@ def test_budget_sweep_keeps_the_profile_recipe_unless_a_rival_wins_beyond_noise(
     assert rivals, "the step-budget sweep has no rival to the recipe"
     for c in rivals:
         tests[c.name] |= {"p_value": 0.3, "exceeds_noise": False}
-    sweep = recipe_choice.BudgetSweep(runs, base, tests)
+    sweep = recipe_choice.BudgetSweep(kind, runs, base, tests)
     assert sweep.winners == []
     table = recipe_choice.budget_table(sweep)
     assert "target tokens/s" not in table.columns
@@ -196,4 +198,4 @@ def test_budget_sweep_keeps_the_profile_recipe_unless_a_rival_wins_beyond_noise(
     if worse != better:
         tests[worse] |= {"bleu": tests[base.name]["bleu"] - 1, "p_value": 0.01}
         tests[worse]["exceeds_noise"] = True
-    assert recipe_choice.BudgetSweep(runs, base, tests).winners == [better]
+    assert recipe_choice.BudgetSweep(kind, runs, base, tests).winners == [better]
