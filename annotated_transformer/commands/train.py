@@ -127,6 +127,11 @@ _OVERRIDES: dict[str, tuple[str, str | None]] = {
     "warmup_steps": ("number", "warm-up steps of the schedule"),
     "adam_eps": ("number", "Adam's epsilon"),
     "clip_norm": ("number", "clip the gradient norm to this (default: no clipping)"),
+    "dropout_from_epoch": (
+        "number",
+        "train without dropout before this epoch (counted from 0) and with the model's after "
+        "it (default: the profile's; 0: dropout throughout)",
+    ),
     "max_steps": ("number", "stop after this many optimizer steps"),
     "max_epochs": ("number", "stop after this many passes over the training pairs"),
     "time_budget_minutes": ("number", "stop after this much training time"),

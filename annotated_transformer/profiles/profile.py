@@ -50,7 +50,7 @@ FLAT_ORDER: tuple[str, ...] = (
     *("max_train_pairs", "max_valid_pairs", "max_sentence_words", "vocab_size"),
     *("preset", "model_overrides"),
     *("batch_tokens", "accumulation", "peak_lr", "warmup_steps", "adam_betas"),
-    *("adam_eps", "clip_norm", "max_steps", "max_epochs"),
+    *("adam_eps", "clip_norm", "dropout_from_epoch", "max_steps", "max_epochs"),
     *("time_budget_minutes", "budget_clock"),
     *("precision", "compile", "compile_mode", "length_buckets", "cuda_graphs"),
     *("threads", "seed", "log_every", "eval_every"),

@@ -34,6 +34,7 @@ BOUNDS: dict[str, Bounds] = {
     "warmup_steps": COUNT,
     "adam_eps": POSITIVE,
     "clip_norm": OPTIONAL_POSITIVE,
+    "dropout_from_epoch": NON_NEGATIVE_INT,
     "max_steps": OPTIONAL_COUNT,
     "max_epochs": OPTIONAL_COUNT,
     "time_budget_minutes": OPTIONAL_POSITIVE,
@@ -57,11 +58,12 @@ FIXED_ON_RESUME = (
     "adam_betas",
     "adam_eps",
     "clip_norm",
+    "dropout_from_epoch",
     "seed",
     "length_buckets",
 )
 # What a checkpoint written before a fixed setting existed trained with: compared as if saved.
-BEFORE_IT_EXISTED = {"length_buckets": False}
+BEFORE_IT_EXISTED = {"length_buckets": False, "dropout_from_epoch": 0}
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,10 @@ class TrainSettings:
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = 1e-9
     clip_norm: float | None = None  # the paper clips nothing
+    # the model's dropout only from this epoch on (counted from 0), none before: 0 is the
+    # paper's dropout throughout; a later start lets a short run learn at full speed and still
+    # regularizes a long one once it begins to overfit ("late dropout", Liu et al., 2023)
+    dropout_from_epoch: int = 0
     # length: whichever limit comes first (None: no limit of that kind)
     max_steps: int | None = None
     max_epochs: int | None = None
@@ -121,6 +127,11 @@ class TrainSettings:
         check_all("", dataclasses.asdict(self), BOUNDS)
         for beta in self.adam_betas:  # two numbers: check_types saw to that
             PROBABILITY.check("adam_betas", beta)
+        if self.dropout_from_epoch and self.cuda_graphs:
+            raise ValueError(
+                "dropout_from_epoch changes the dropout rate during the run, which captured CUDA "
+                "graphs would not see: leave out --cuda-graphs or --dropout-from-epoch"
+            )
         if (
             self.max_steps is None
             and self.max_epochs is None

@@ -100,6 +100,10 @@ class Trainer:
     ):
         self.model = model
         self.config = model.config
+        # each dropout module's own rate, for `dropout_from_epoch` to switch on and off
+        self._dropout_rates = {
+            m: m.p for m in model.modules() if isinstance(m, nn.Dropout)
+        }
         self.tokenizer = tokenizer
         self.train_data, self.valid_data = train_data, valid_data
         self.settings = settings
@@ -316,6 +320,7 @@ class Trainer:
                 if global_batch is None:
                     stopped_by = "max_epochs"
                     break
+                self._apply_dropout_start()
                 # the rate this step's update uses: the log and a divergence name it, not the next one's
                 self._step_lr = self.scheduler.get_last_lr()[0]
                 stats = self.train_step(global_batch)
@@ -357,6 +362,15 @@ class Trainer:
         return TrainResult(
             out_dir=self.out_dir, progress=p, stopped_by=stopped_by, valid=valid
         )
+
+    def _apply_dropout_start(self) -> None:
+        """No dropout before epoch `dropout_from_epoch`, the model's own rates from it on: set
+        before every step from the epoch alone, so a resumed run drops out as the straight one."""
+        start = self.settings.dropout_from_epoch
+        if start:
+            on = self.progress.epoch >= start
+            for module, rate in self._dropout_rates.items():
+                module.p = rate if on else 0.0
 
     def _next_global_batch(self) -> list[list[int]] | None:
         """The next step's micro-batches, moving to the next epoch when this one is used up."""

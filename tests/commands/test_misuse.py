@@ -535,7 +535,10 @@ NUMERIC = sorted(
     and "tuple" not in str(f.type)
 )
 BOUNDARY = {"0": 0, "negative": -1, "inf": math.inf, "nan": math.nan, "2**63": 2**63}
-ACCEPTS_ZERO = {"seed", "eval_every", "length_penalty_alpha", "max_len_a", "max_len_b"}
+ACCEPTS_ZERO = {
+    *("seed", "eval_every", "dropout_from_epoch"),
+    *("length_penalty_alpha", "max_len_a", "max_len_b"),
+}
 
 
 def test_every_numeric_setting_has_bounds_and_a_flag():

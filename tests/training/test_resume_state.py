@@ -46,6 +46,7 @@ OTHER_VALUES = {
     "adam_betas": (0.9, 0.999),
     "adam_eps": 1e-8,
     "clip_norm": 1.0,
+    "dropout_from_epoch": 4,
     "seed": 4,
     "length_buckets": True,
 }

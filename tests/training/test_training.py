@@ -71,6 +71,42 @@ def test_interrupted_and_resumed_run_ends_bit_identical(tmp_path):
         assert torch.equal(a, b), f"{name} differs after resume"
 
 
+def test_dropout_from_an_epoch_is_off_before_it_on_after_and_resumes_bit_identical(
+    tmp_path,
+):
+    profile = tiny_profile(dropout_from_epoch=1)  # about 8 steps an epoch: crossed at 12
+    rates = []
+
+    def record_rates(trainer):
+        modules = [m for m in trainer.model.modules() if isinstance(m, torch.nn.Dropout)]
+        rates.append((trainer.progress.epoch, {m.p for m in modules}))
+
+    straight = make_trainer(profile, tmp_path / "straight", on_step=record_rates)
+    straight.train()
+    assert {epoch for epoch, _ in rates} == {0, 1}
+    assert all(p == ({0.0} if epoch == 0 else {0.1}) for epoch, p in rates)
+
+    def interrupt_at_step_5(trainer):
+        if trainer.progress.step == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    make_trainer(profile, tmp_path / "stopped", on_step=interrupt_at_step_5).train()
+    resumed = make_trainer(profile, tmp_path / "stopped", model_seed=99)
+    resumed.resume_from(tmp_path / "stopped" / "last.pt")
+    resumed.train()
+    for (name, a), (_, b) in zip(
+        straight.model.state_dict().items(), resumed.model.state_dict().items()
+    ):
+        assert torch.equal(a, b), f"{name} differs after resume"
+    # and the dropout it switched on is what the run trains with: not the run without it
+    never = make_trainer(tiny_profile(dropout_from_epoch=2), tmp_path / "never")
+    never.train()
+    assert not all(
+        torch.equal(a, b)
+        for a, b in zip(straight.model.parameters(), never.model.parameters())
+    )
+
+
 def test_a_bucketed_run_steps_on_bucketed_shapes_learns_and_resumes_bit_identical(
     tmp_path,
 ):

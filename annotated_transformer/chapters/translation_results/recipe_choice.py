@@ -44,7 +44,10 @@ RECIPE_FIELDS = (
     "accumulation",
     "peak_lr",
     "warmup_steps",
+    "dropout_from_epoch",
 )
+# What a recipe written before one of its fields existed trained with.
+RECIPE_BEFORE = {"dropout_from_epoch": 0}
 
 
 def shape(recipe: dict) -> str:
@@ -61,7 +64,9 @@ def shape(recipe: dict) -> str:
 def recipe_of(profile) -> dict:
     """The recipe fields of a `Profile` (or of a profile record read from a log)."""
     if isinstance(profile, dict):
-        return {field: profile.get(field) for field in RECIPE_FIELDS}
+        return {
+            field: profile.get(field, RECIPE_BEFORE.get(field)) for field in RECIPE_FIELDS
+        }
     return {field: getattr(profile, field) for field in RECIPE_FIELDS}
 
 
@@ -90,6 +95,7 @@ def cpu_candidates(results: Path, sweep: Path = CPU_SWEEP) -> list[CpuCandidate]
             for f in fields(CpuCandidate)
             if f.name not in ("name", "hypotheses")  # the rest are its results file's
         }
+        measured["recipe"] = recipe_of(measured["recipe"])
         out.append(
             CpuCandidate(
                 name=record["name"].removeprefix("valid_"),
