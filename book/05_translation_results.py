@@ -232,14 +232,17 @@ else:
     display(Markdown(describe.describe_cpu_choice(evidence.cpu_rows())))
 
 # %% [markdown]
-# Those candidates trained in bf16 on a CPU that has it. On an AMD EPYC with AVX2 only, fp32 is the
-# fast path and a step costs more, so the same 15 minutes buy fewer steps. Would a recipe with
-# cheaper or smaller steps do better there? `scripts/cpu_step_budget_sweep.sh` trained the recipe
-# and rivals for the steps each one affords on that CPU (the recipe's steps there, scaled by each
-# rival's measured step time against the recipe's with the kernels held to AVX2), and scored them
-# on the validation split. A rival would give that kind of CPU a recipe of its own only by beating
-# the profile's beyond the bootstrap's noise. Perplexity per subword compares only within one
-# vocabulary.
+# Those candidates trained in bf16 on a CPU that has it, with the step of their day. The same 15
+# minutes buy very different numbers of steps on different kinds of CPU: about 2,100 on an AMD
+# EPYC with AVX2 only, where fp32 is the fast path, and about 4,900 on an Intel Xeon with AMX,
+# where bf16 attention now runs in float32 (chapter 04). A recipe that suits one budget need not
+# suit the other: without dropout the model learns fastest, and after about seven epochs it starts
+# to overfit. `scripts/cpu_step_budget_sweep.sh` trains the recipe and its rivals for the steps
+# each affords on a given kind (the recipe's steps there, scaled by each rival's measured step time
+# against the recipe's) and scores them on the validation split. The profile's recipe has to hold
+# at both ends: a rival that beats it beyond the bootstrap's noise at either budget fails the
+# chapter, and a recipe replaces the 15-minute sweep's choice only by beating it at one of them.
+# Perplexity per subword compares only within one vocabulary.
 
 # %%
 for sweep in evidence.budgets if evidence is not None else ():

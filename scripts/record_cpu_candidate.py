@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from annotated_transformer.chapters.translation_results.recipe_choice import (  # noqa: E402
     CPU_SWEEP,
-    RECIPE_FIELDS,
+    recipe_of,
 )
 from annotated_transformer.evaluation.results import check_replaceable, write_result  # noqa: E402
 
@@ -67,7 +67,7 @@ def main() -> None:
     )
     hypotheses = args.run.parent / f"{name}.val.de"
     recorded = start["profile"]
-    recipe = {field: recorded[field] for field in RECIPE_FIELDS}
+    recipe = recipe_of(recorded)
     metrics = {
         "change": args.change,
         "recipe": recipe,

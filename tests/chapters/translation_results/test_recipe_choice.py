@@ -14,11 +14,17 @@ RESULTS = results.committed_root()
 pytestmark = pytest.mark.skipif(RESULTS is None, reason="needs the clone's results/")
 
 
-def test_the_cpu_profile_is_the_candidate_with_the_best_validation_bleu():
+def test_the_cpu_profile_is_the_best_candidate_or_one_every_budget_sweep_trained():
     candidates = recipe_choice.cpu_candidates(RESULTS)
     assert len(candidates) >= 2
     chosen = recipe_choice.chosen_cpu(candidates)
-    assert recipe_choice.recipe_of(get_profile("cpu")) == chosen.recipe
+    recipe = recipe_choice.recipe_of(get_profile("cpu"))
+    if recipe != chosen.recipe:
+        # a later recipe, trained at every CPU kind's step budget (`read_evidence` checks that it
+        # beat the 15-minute sweep's choice at one and lost beyond the noise at none)
+        for folder in recipe_choice.STEP_BUDGET_SWEEPS:
+            trained = recipe_choice.cpu_candidates(RESULTS, folder)
+            assert [c.recipe for c in trained].count(recipe) == 1, folder
     for c in candidates:
         assert c.hypotheses.is_file()
         assert len(c.hypotheses.read_text(encoding="utf-8").splitlines()) == 1014

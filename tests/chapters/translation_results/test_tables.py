@@ -199,3 +199,10 @@ def test_budget_sweep_keeps_the_profile_recipe_unless_a_rival_wins_beyond_noise(
         tests[worse] |= {"bleu": tests[base.name]["bleu"] - 1, "p_value": 0.01}
         tests[worse]["exceeds_noise"] = True
     assert recipe_choice.BudgetSweep(kind, runs, base, tests).winners == [better]
+    # the profile's recipe beats the one a rival trained only when that rival lost beyond noise
+    sweep = recipe_choice.BudgetSweep(kind, runs, base, tests)
+    assert not sweep.beats(next(c for c in runs if c.name == better).recipe)
+    assert sweep.beats(next(c for c in runs if c.name == worse).recipe) == (
+        worse != better
+    )
+    assert not sweep.beats({"a recipe": "no candidate trained"})
