@@ -127,11 +127,6 @@ class TrainSettings:
         check_all("", dataclasses.asdict(self), BOUNDS)
         for beta in self.adam_betas:  # two numbers: check_types saw to that
             PROBABILITY.check("adam_betas", beta)
-        if self.dropout_from_epoch and self.cuda_graphs:
-            raise ValueError(
-                "dropout_from_epoch changes the dropout rate during the run, which captured CUDA "
-                "graphs would not see: leave out --cuda-graphs or --dropout-from-epoch"
-            )
         if (
             self.max_steps is None
             and self.max_epochs is None

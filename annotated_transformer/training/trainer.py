@@ -171,6 +171,12 @@ class Trainer:
                 pad_id=self.config.pad_id,
                 precision=execution.precision,
             )
+            if self.graphed.graphed and settings.dropout_from_epoch:
+                raise ValueError(
+                    "--dropout-from-epoch changes the dropout rate during the run, which the "
+                    "captured CUDA graphs would not see: leave out --cuda-graphs, or pass "
+                    "--dropout-from-epoch 0"
+                )
             if not self.graphed.graphed:
                 logger.warning(
                     "--cuda-graphs on %s: no CUDA graphs there, so the step runs eagerly "
