@@ -71,6 +71,24 @@ def test_interrupted_and_resumed_run_ends_bit_identical(tmp_path):
         assert torch.equal(a, b), f"{name} differs after resume"
 
 
+def _assert_stopped_at_5_and_resumed_ends_as(straight, profile, folder):
+    """`profile` stopped after step 5 (as by Ctrl-C) in `folder` and resumed ends with the very
+    weights of the `straight` run."""
+
+    def interrupt_at_step_5(trainer):
+        if trainer.progress.step == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    make_trainer(profile, folder, on_step=interrupt_at_step_5).train()
+    resumed = make_trainer(profile, folder, model_seed=99)
+    resumed.resume_from(folder / "last.pt")
+    resumed.train()
+    for (name, a), (_, b) in zip(
+        straight.model.state_dict().items(), resumed.model.state_dict().items()
+    ):
+        assert torch.equal(a, b), f"{name} differs after resume"
+
+
 def test_dropout_from_an_epoch_is_off_before_it_on_after_and_resumes_bit_identical(
     tmp_path,
 ):
@@ -86,18 +104,7 @@ def test_dropout_from_an_epoch_is_off_before_it_on_after_and_resumes_bit_identic
     assert {epoch for epoch, _ in rates} == {0, 1}
     assert all(p == ({0.0} if epoch == 0 else {0.1}) for epoch, p in rates)
 
-    def interrupt_at_step_5(trainer):
-        if trainer.progress.step == 5:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    make_trainer(profile, tmp_path / "stopped", on_step=interrupt_at_step_5).train()
-    resumed = make_trainer(profile, tmp_path / "stopped", model_seed=99)
-    resumed.resume_from(tmp_path / "stopped" / "last.pt")
-    resumed.train()
-    for (name, a), (_, b) in zip(
-        straight.model.state_dict().items(), resumed.model.state_dict().items()
-    ):
-        assert torch.equal(a, b), f"{name} differs after resume"
+    _assert_stopped_at_5_and_resumed_ends_as(straight, profile, tmp_path / "stopped")
     # and the dropout it switched on is what the run trains with: not the run without it
     never = make_trainer(tiny_profile(dropout_from_epoch=2), tmp_path / "never")
     never.train()
@@ -132,18 +139,7 @@ def test_a_bucketed_run_steps_on_bucketed_shapes_learns_and_resumes_bit_identica
     assert all(s[1] in sizes and t[1] in sizes and s[0] == t[0] for s, t in seen)
     assert len(set(seen)) < len(seen) and result.valid["loss"] < before - 0.3
 
-    def interrupt_at_step_5(trainer):
-        if trainer.progress.step == 5:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    make_trainer(profile, tmp_path / "stopped", on_step=interrupt_at_step_5).train()
-    resumed = make_trainer(profile, tmp_path / "stopped", model_seed=99)
-    resumed.resume_from(tmp_path / "stopped" / "last.pt")
-    resumed.train()
-    for (name, a), (_, b) in zip(
-        straight.model.state_dict().items(), resumed.model.state_dict().items()
-    ):
-        assert torch.equal(a, b), f"{name} differs after resume"
+    _assert_stopped_at_5_and_resumed_ends_as(straight, profile, tmp_path / "stopped")
 
 
 def test_the_compile_mode_reaches_torch_compile_for_the_model_and_the_loss(
