@@ -157,11 +157,12 @@ def resolve_precision(precision: str, device: torch.device | str) -> str:
     return choose_precision(precision, device).precision
 
 
-#: The revision of the training step's own code that a measured answer was timed on: raised when a
-#: change to the step can reverse which way is faster (2: a CPU's attention in float32 under bf16
-#: autocast, which made bf16 1.57x as fast on an AMX Xeon), so answers cached before it are
-#: measured again.
-STEP_REVISION = 2
+#: The revision of the training step's own code and of its probe that a measured answer was timed
+#: on: raised when a change can reverse which way is faster (2: a CPU's attention in float32 under
+#: bf16 autocast, which made bf16 1.57x as fast on an AMX Xeon; 3: the probe times distinct batches,
+#: where one batch timed again and again hid bf16's kernels built per shape), so answers cached
+#: before it are measured again.
+STEP_REVISION = 3
 
 
 def measurement_key(shape: dict) -> str:

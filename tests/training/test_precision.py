@@ -252,3 +252,45 @@ def test_a_measurement_of_the_wrong_type_is_refused_at_construction(seconds, say
         P.PrecisionChoice("bf16", "measured", {"fp32": "1.0"})
     with pytest.raises(ValueError, match="PrecisionChoice.precision must be one of"):
         P.PrecisionChoice("bf-16", "as asked")
+
+
+@pytest.mark.parametrize("batches", [9, 2])
+def test_the_probe_steps_each_precision_through_distinct_batches(monkeypatch, batches):
+    # oneDNN builds bf16 kernels per shape, and a run meets a new shape at almost every step: one
+    # batch timed again and again made bf16 look faster for a model it trained 1.5x slower. Each
+    # precision walks the same batches in order, each once (round again where there are few).
+    from annotated_transformer import Transformer
+    from annotated_transformer.training import precision_probe
+    from tests.support.training import copy_pairs
+
+    seen = {"fp32": [], "bf16": []}
+    real_batch_loss = precision_probe.batch_loss
+
+    def recording(model, src, tgt, *, precision, **kwargs):
+        seen[precision].append(tuple(src.shape))
+        return real_batch_loss(model, src, tgt, precision=precision, **kwargs)
+
+    monkeypatch.setattr(precision_probe, "batch_loss", recording)
+    data = copy_pairs(60, 0)
+    # batch k holds k // 7 + 1 pairs of the (k % 7)-th length, so every batch has its own shape
+    by_length = {}
+    for j in range(len(data)):
+        by_length.setdefault(len(data[j][0]), []).append(j)
+    groups = [pairs for _, pairs in sorted(by_length.items())]
+    chosen = [groups[k % 7][: k // 7 + 1] for k in range(batches)]
+    shapes = [(len(pairs), len(data[pairs[0]][0])) for pairs in chosen]
+    assert len(set(shapes)) == batches
+    profile = tiny_profile()
+    seconds = precision_probe.time_both_precisions(
+        Transformer(profile.model_config(), VOCAB, VOCAB),
+        data,
+        chosen,
+        torch.device("cpu"),
+        real_rows_only=True,
+    )
+    assert set(seconds) == {"fp32", "bf16"} and all(s > 0 for s in seconds.values())
+    calls = max(batches, 4)  # a warm-up and at least three timed rounds
+    extra = seen["fp32"][0][1] - shapes[0][1]  # the end-of-sequence token collating adds
+    walked = [(rows, length - extra) for rows, length in seen["fp32"]]
+    assert walked == [shapes[k % batches] for k in range(calls)]
+    assert seen["fp32"] == seen["bf16"]
