@@ -16,12 +16,12 @@ import functools
 import torch
 import torch.nn as nn
 
-from ..data.batching import EncodedPairs, TokenBatcher, collate_pairs
+from ..data.batching import EncodedPairs, TokenBatcher
 from ..runtime.compiling import CompileChoice, choose_compile
 from ..runtime.distributed import DistributedContext, max_over_ranks
 from .loss import label_smoothed_cross_entropy
 from .precision_probe import run_shape
-from .probe_timing import time_alternately
+from .probe_timing import collated_batches, time_alternately
 from .schedule import build_optimizer
 from .settings import TrainSettings
 from .teacher_forcing import batch_loss
@@ -72,10 +72,7 @@ def time_eager_and_compiled(
     weights, so every round computes the same thing.
     """
     c = model.config
-    tensors = []
-    for indices in batches:
-        src, tgt = collate_pairs([data[j] for j in indices], c.pad_id, c.bos_id, c.eos_id)
-        tensors.append((src.to(device), tgt.to(device)))
+    tensors = collated_batches(c, data, batches, device)
     cpu = device.type == "cpu"
     variants = {}
     for name in ("eager", "compiled"):

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
+
+from ..data.batching import EncodedPairs, collate_pairs
 
 
 def _seconds(call: Callable[[], object]) -> float:
@@ -34,3 +36,17 @@ def time_alternately(
             for name in names[::-1] if r % 2 else names:
                 times[name].append(_seconds(variants[name]))
     return first, {name: statistics.median(t) for name, t in times.items()}
+
+
+def collated_batches(
+    config, data: EncodedPairs, batches: Sequence[list[int]], device: torch.device
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(source, target) tensors on `device` of each batch of pair indices into `data`, collated
+    with `config`'s special ids, so a probe's timings hold no collating."""
+    tensors = []
+    for indices in batches:
+        src, tgt = collate_pairs(
+            [data[j] for j in indices], config.pad_id, config.bos_id, config.eos_id
+        )
+        tensors.append((src.to(device), tgt.to(device)))
+    return tensors
