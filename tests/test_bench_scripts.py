@@ -377,3 +377,34 @@ def test_on_a_gpu_host_syncs_names_our_line_that_read_a_value_back():
     assert record["per_step"] >= 1
     assert [w.split(":")[0] for w in record["where"]] == ["tests/test_bench_scripts.py"]
     assert torch.cuda.get_sync_debug_mode() == 0
+
+
+@pytest.mark.slow
+def test_kernel_cache_benchmark_trains_both_sizes_to_the_same_numbers(tmp_path, data_dir):
+    record = run_script(
+        "bench_kernel_cache.py", tmp_path / "cache.json", tmp_path,
+        AT_DATA_DIR=str(data_dir), AT_OFFLINE="1",
+    )  # fmt: skip
+    assert record["cache_sizes"] == {"onednn_default": 1024, "package": 16384}
+    for runs in record["runs"].values():
+        assert [run["steps"] for run in runs] == [record["steps"]]
+        assert runs[0]["max_rss_mb"] > 50
+    # ten smoke steps need fewer kernels than either size keeps: both build the same ones
+    default, package = record["runs"]["onednn_default"], record["runs"]["package"]
+    assert default[0]["kernels_built"] == package[0]["kernels_built"]
+    # the cache size changes which kernels are kept, never what they compute
+    assert record["same_valid_loss"]
+
+
+def test_the_package_sizes_onednns_kernel_cache_and_keeps_a_size_of_your_own():
+    def seen(**env: str) -> str:
+        code = "import annotated_transformer, os; print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
+        run = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+            env={"PATH": "/usr/bin:/bin", **env},
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        return run.stdout.strip()
+
+    assert seen() == "16384"
+    assert seen(ONEDNN_PRIMITIVE_CACHE_CAPACITY="64") == "64"

@@ -23,7 +23,7 @@ from annotated_transformer.book import site as site_build
 from annotated_transformer.commands import book as book_command
 from annotated_transformer.evaluation import results
 from annotated_transformer.profiles import PROFILE_NAMES
-from annotated_transformer.viz import audit
+from tests.support import chart_audit as audit
 from tests.support.browser import Browser, BrowserGone, find_chromium
 from tests.support.pages import audit_page, faults, served
 

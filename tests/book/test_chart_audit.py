@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from annotated_transformer.viz import audit
+from tests.support import chart_audit as audit
 from annotated_transformer.viz.display import book_html, chart_spec
 
 

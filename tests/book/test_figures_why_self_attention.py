@@ -7,7 +7,7 @@ import pytest
 
 from annotated_transformer import viz
 from annotated_transformer.chapters.why_self_attention import figures as figures
-from annotated_transformer.viz.audit import series_collisions
+from tests.support.chart_audit import series_collisions
 
 
 def _lengths(tall_share: float) -> pd.DataFrame:

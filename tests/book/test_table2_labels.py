@@ -14,7 +14,7 @@ from annotated_transformer.chapters.translation_results import (
     figures as translation_results_figures,
 )
 from annotated_transformer.chapters.translation_results import table2 as report
-from annotated_transformer.viz import audit
+from tests.support import chart_audit as audit
 
 # The committed cpu run and the earlier gpu run, as chapter 05 draws them: the cpu run's two
 # costs lie three pixels apart, and both runs carry error bars.

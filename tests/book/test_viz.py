@@ -24,7 +24,7 @@ from annotated_transformer.chapters.why_self_attention import (
 )
 from annotated_transformer.chapters.wording import plus_minus
 from annotated_transformer.runtime.progress import BOOK_BUILD_ENV
-from annotated_transformer.viz import audit
+from tests.support import chart_audit as audit
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

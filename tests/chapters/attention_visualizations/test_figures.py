@@ -13,7 +13,7 @@ from annotated_transformer.chapters.attention_visualizations import figures as a
 from annotated_transformer.cli import main
 from annotated_transformer.model.transformer import attention_maps
 from annotated_transformer.training.checkpoint import model_from_checkpoint
-from annotated_transformer.viz import audit
+from tests.support import chart_audit as audit
 from tests.support.browser import Browser, find_chromium
 from tests.support.tiny_checkpoint import SENTENCES, write_tiny_checkpoint
 

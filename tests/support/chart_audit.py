@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..runtime.records import parse_json, read_json
+from annotated_transformer.runtime.records import parse_json, read_json
 
 # Sizes of Vega's categorical schemes the book may use; Vega-Lite's default for a nominal
 # colour is "tableau10".
