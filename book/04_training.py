@@ -772,6 +772,32 @@ if committed := results.committed_root():
     )
 
 # %% [markdown]
+# The profile steps over the same few batches again and again; a run does not. Its token batches
+# change shape at almost every step, and oneDNN builds its bf16 kernels for each shape it meets:
+# the `cpu` recipe meets a few hundred batch shapes, each again every epoch, a few thousand
+# kernels, where oneDNN keeps the last 1,024 by default. The package keeps 16,384
+# (`ONEDNN_KERNEL_CACHE`, set when it is imported). `benchmarks/bench_kernel_cache.py` trains the
+# recipe's first steps with both sizes, in fresh processes taking turns, and counts the kernels
+# built (committed from the same Xeon):
+
+# %%
+if committed := results.committed_root():
+    kernel_cache = read_json(committed / tables.KERNEL_CACHE, "benchmark")
+    for name, timed in kernel_cache["runs"].items():
+        size = kernel_cache["cache_sizes"][name]
+        built = ", ".join(
+            f"{r['kernels_built']:,} kernels in {r['kernel_build_s']:.0f} s"
+            for r in timed
+        )
+        took = ", ".join(f"{r['train_time_s']:.0f} s" for r in timed)
+        print(
+            f"cache of {size:,}: {kernel_cache['steps']:,} steps in {took}; built {built}"
+        )
+    print(
+        f"{kernel_cache['speed_over_default']:.2f}x, the same validation loss: {kernel_cache['same_valid_loss']}"
+    )
+
+# %% [markdown]
 # The run published its translation results with their provenance; read back, they hold the
 # scores above (`record.published_translation` checks it):
 
