@@ -7,8 +7,8 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from tests.support import chart_audit as audit
 from annotated_transformer.viz.display import book_html, chart_spec
+from tests.support import chart_audit as audit
 
 
 def curves(n: int) -> pd.DataFrame:
