@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import torch
-from common import REPO, log, provenance, write_json
+from common import log, provenance, run_fresh, write_json
 
 from annotated_transformer import ONEDNN_KERNEL_CACHE
 
@@ -37,7 +35,6 @@ def train_once(
     """One training run in a fresh process with the cache at `capacity`: seconds, loss, memory,
     and the kernels oneDNN built (its verbose log: one line a kernel built, with milliseconds)."""
     env = {
-        **os.environ,
         "ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(capacity),
         "ONEDNN_VERBOSE": "profile_create",
     }
@@ -45,14 +42,8 @@ def train_once(
                "--precision", precision, "--max-steps", str(steps), "--minutes", "600",
                "--eval-every", str(steps), "--no-eval", "--out", str(out)]  # fmt: skip
     log_path = out.with_suffix(".log")
-    with open(log_path, "w") as output:
-        process = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=output, stderr=output
-        )
-        # wait4, not wait: the child's own peak memory, where getrusage gives the largest child's
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
+    returncode, max_rss_mb = run_fresh(command, env, log_path)
+    if returncode != 0:
         tail = log_path.read_text()[-800:]
         raise SystemExit(f"train failed with the cache at {capacity}:\n{tail}")
     built = [
@@ -62,12 +53,17 @@ def train_once(
     ]
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     stop = next(x for x in lines if x["kind"] == "stop")
+    if stop["step"] != steps:  # the two sizes must time the same work
+        raise SystemExit(
+            f"train stopped at step {stop['step']} of {steps} with the cache at {capacity} "
+            f"({stop.get('stopped_by')}): the sizes would be compared on unequal work"
+        )
     valid = [x for x in lines if x["kind"] == "valid"][-1]
     return {
         "train_time_s": stop["train_time_s"],
         "steps": stop["step"],
         "valid_loss": valid["loss"],
-        "max_rss_mb": usage.ru_maxrss / 1024,
+        "max_rss_mb": max_rss_mb,
         "kernels_built": len(built),
         "kernel_build_s": sum(built) / 1000,
     }

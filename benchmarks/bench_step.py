@@ -53,7 +53,6 @@ import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
@@ -64,7 +63,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from bench_beam import eos_biased, sources  # noqa: E402
-from common import REPO, interleaved, log, provenance, sync, write_json  # noqa: E402
+from common import REPO, interleaved, log, provenance, run_fresh, sync, write_json  # noqa: E402
 
 from annotated_transformer import Transformer, beam_search, greedy_decode  # noqa: E402
 from annotated_transformer.data import EncodedPairs  # noqa: E402
@@ -1016,7 +1015,7 @@ def bench_threads(args, settings: list[dict]) -> dict:
     for setting in settings:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "child.json"
-            command = [sys.executable, __file__, "--profile", args.profile, "--precision",
+            command = [sys.executable, str(Path(__file__).resolve()), "--profile", args.profile, "--precision",
                        "fp32", "--variants", "eager", "--rounds", str(args.thread_rounds),
                        "--batches", str(args.batches), "--decode", "greedy", "--decoders",
                        "eager_cache", "--decode-batch", str(args.thread_decode_batch),
@@ -1026,10 +1025,12 @@ def bench_threads(args, settings: list[dict]) -> dict:
                     command += [f"--{flag}", str(setting[flag])]
             command += ["--quick"] if args.quick else []
             started = time.perf_counter()
-            env = {**os.environ, **setting.get("env", {})}
-            proc = subprocess.run(command, env=env, capture_output=True, text=True)
-            if proc.returncode != 0:
-                rows.append({"name": setting["name"], "error": proc.stderr[-600:]})
+            log_path = Path(tmp) / "child.log"
+            returncode, _ = run_fresh(command, setting.get("env", {}), log_path)
+            if returncode != 0:
+                rows.append(
+                    {"name": setting["name"], "error": log_path.read_text()[-600:]}
+                )
                 log(f"threads {setting['name']}: failed")
                 continue
             child = json.loads(out.read_text())

@@ -126,6 +126,21 @@ def log(message: str) -> None:
     )
 
 
+def run_fresh(
+    command: list[str], env: dict[str, str], log_path: Path
+) -> tuple[int, float]:
+    """`command` in a fresh process with `env` added to this one's, its output into `log_path`:
+    (exit status, the child's own peak resident memory in MB). For what a process reads once
+    (OpenMP's pool, oneDNN's cache size), which only a new process can measure again."""
+    with open(log_path, "w") as output:
+        process = subprocess.Popen(
+            command, cwd=REPO, env={**os.environ, **env}, stdout=output, stderr=output
+        )
+        # wait4, not wait: the child's own peak memory, where getrusage gives the largest child's
+        _, status, usage = os.wait4(process.pid, 0)
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024
+
+
 def write_json(path, record: dict, indent: int = 2) -> None:
     """The record written whole (a reader never sees half of it), its folder made on the way."""
     atomic_write_text(path, json.dumps(record, indent=indent, default=float) + "\n")

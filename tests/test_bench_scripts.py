@@ -408,3 +408,26 @@ def test_the_package_sizes_onednns_kernel_cache_and_keeps_a_size_of_your_own():
 
     assert seen() == "16384"
     assert seen(ONEDNN_PRIMITIVE_CACHE_CAPACITY="64") == "64"
+
+
+def test_kernel_cache_benchmark_refuses_a_run_that_stopped_short(tmp_path, monkeypatch):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import bench_kernel_cache
+
+    def stopped_at_step_7(command, env, log_path):
+        out = Path(command[command.index("--out") + 1])
+        out.mkdir()
+        stop = {
+            "kind": "stop",
+            "step": 7,
+            "train_time_s": 1.0,
+            "stopped_by": "interrupted",
+        }
+        valid = {"kind": "valid", "step": 7, "loss": 3.0}
+        (out / "metrics.jsonl").write_text(f"{json.dumps(valid)}\n{json.dumps(stop)}\n")
+        log_path.write_text("")
+        return 0, 100.0
+
+    monkeypatch.setattr(bench_kernel_cache, "run_fresh", stopped_at_step_7)
+    with pytest.raises(SystemExit, match="stopped at step 7 of 10 .*unequal work"):
+        bench_kernel_cache.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
