@@ -148,17 +148,32 @@ def bar_chart(
     return _sized(alt.Chart(df).mark_bar().encode(**encoding), width, height, title)
 
 
-def _label_axis(labels: Sequence[str] | None, n: int, max_ticks: int = 40) -> dict:
-    """Axis settings for index-encoded positions: show labels (which may repeat, like tokens)."""
+#: About the width of a character of an axis label (10 px type), to tell whether labels fit.
+LABEL_CHAR_PX = 6
+
+
+def _label_axis(
+    labels: Sequence[str] | None,
+    n: int,
+    max_ticks: int = 40,
+    *,
+    across_px: int | None = None,
+) -> dict:
+    """Axis settings for index-encoded positions: show labels (which may repeat, like tokens).
+
+    `across_px`: the room each label has along a horizontal axis (a cell's width); labels longer
+    than that are tilted so neighbours do not run together. A vertical axis keeps them level."""
     if labels is None:
         step = max(1, int(np.ceil(n / max_ticks)))
         return dict(values=list(range(0, n, step)), labelAngle=0)
     if len(labels) != n:
         raise ValueError(f"got {len(labels)} labels for an axis of length {n}")
+    longest = max((len(str(s)) for s in labels), default=0)
+    tilted = across_px is not None and longest * LABEL_CHAR_PX > across_px
     # Encoding the index keeps repeated tokens apart; labelExpr prints the token.
     return dict(
         labelExpr=f"{json.dumps([str(s) for s in labels])}[datum.value]",
-        labelAngle=-45 if n > 8 else 0,
+        labelAngle=-45 if tilted else 0,
     )
 
 
@@ -210,7 +225,9 @@ def heatmap(
         .mark_rect()
         .encode(
             x=alt.X(
-                "column:O", title=x_title, axis=alt.Axis(**_label_axis(x_labels, n_cols))
+                "column:O",
+                title=x_title,
+                axis=alt.Axis(**_label_axis(x_labels, n_cols, across_px=size)),
             ),
             y=alt.Y(
                 "row:O", title=y_title, axis=alt.Axis(**_label_axis(y_labels, n_rows))

@@ -77,6 +77,30 @@ def test_heatmap_keeps_repeated_token_labels_apart():
         viz.heatmap(np.zeros((300, 300)))
 
 
+def test_heatmap_tilts_column_labels_only_where_they_would_run_together():
+    def angles(tokens, cell=None):
+        chart = viz.heatmap(
+            torch.rand(len(tokens), len(tokens)), tokens, tokens, cell=cell
+        )
+        encoding = viz.chart_spec(chart)["encoding"]
+        return encoding["x"]["axis"]["labelAngle"], encoding["y"]["axis"]["labelAngle"]
+
+    sentence = [
+        "Two",
+        "dogs",
+        "run",
+        "through",
+        "the",
+        "snow",
+    ]  # 24 px cells for 6 tokens
+    assert angles(sentence) == (
+        -45,
+        0,
+    )  # "through" is wider than its cell; rows stay level
+    assert angles(["a", "b", "c"]) == (0, 0)
+    assert angles(sentence, cell=60) == (0, 0)
+
+
 def test_mask_chart_shows_a_causal_mask():
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
     spec = viz.chart_spec(attention_figures.mask_chart(causal))
