@@ -1,7 +1,7 @@
 """The Transformer of "Attention Is All You Need" (Vaswani et al., 2017), fast and verified."""
 
-import os
-import warnings
+import os as _os
+import warnings as _warnings
 
 from .model import *  # noqa: F403 (the model's public names: model/__init__.py)
 from .model import __all__ as _model_names
@@ -12,7 +12,7 @@ from .model import __all__ as _model_names
 # at oneDNN's first kernel, not at import, so it is set where the package starts; a size of your own
 # in the environment is kept.
 ONEDNN_KERNEL_CACHE = 16384
-os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_KERNEL_CACHE))
+_os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_KERNEL_CACHE))
 
 # A notebook's first calls (notebook_api.py): load a trained model, translate, draw attention.
 # They are imported on first use, so `import annotated_transformer` stays the model alone.
@@ -37,11 +37,12 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted({*globals(), *_NOTEBOOK_NAMES})
+    public = {name for name in globals() if not name.startswith("_")}
+    return sorted({*public, *_NOTEBOOK_NAMES, "__version__"})
 
 
 # In a kernel without ipywidgets (papermill, the built site) tqdm.auto falls back to its text bar, which
 # is what those pages should show; its warning about the missing widget would only clutter them.
-warnings.filterwarnings("ignore", message="IProgress not found")
+_warnings.filterwarnings("ignore", message="IProgress not found")
 
 __version__ = "0.1.0"

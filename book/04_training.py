@@ -753,9 +753,9 @@ viz.show_table(throughput, **tables.THROUGHPUT_FORMATS)
 # the `cpu` recipe's step by kind of operation under `torch.profiler` and times a plain matmul of the
 # model's shapes in the same process, for the peak beside it. The committed measurement, from an
 # Intel Xeon with AMX on 2 cores, has three columns: fp32; bf16 as the trainer runs it; and bf16
-# as it ran before attention was given float32 on a CPU. PyTorch's CPU kernel for attention in
-# bf16 was the largest single cost of that step, well above the matmuls. Under bf16 autocast the
-# package now runs attention in float32 wherever gradients flow (`CPU_ATTENTION_IN_FLOAT32` in
+# with attention in bf16 too. PyTorch's CPU kernel for attention in bf16 is the largest single
+# cost of that last step, well above the matmuls, so under bf16 autocast the package runs
+# attention in float32 wherever gradients flow (`CPU_ATTENTION_IN_FLOAT32` in
 # `model/attention.py`), and decoding keeps the bf16 kernel, which is faster there. What is left
 # is mostly element-wise work: the casts autocast makes, the loss over the vocabulary and the
 # residual additions. To measure your own machine:
@@ -773,29 +773,34 @@ if committed := results.committed_root():
 
 # %% [markdown]
 # The profile steps over the same few batches again and again; a run does not. Its token batches
-# change shape at almost every step, and oneDNN builds its bf16 kernels for each shape it meets:
-# the `cpu` recipe meets a few hundred batch shapes, each again every epoch, a few thousand
-# kernels, where oneDNN keeps the last 1,024 by default. The package keeps 16,384
-# (`ONEDNN_KERNEL_CACHE`, set when it is imported). `benchmarks/bench_kernel_cache.py` trains the
-# recipe's first steps with both sizes, in fresh processes taking turns, and counts the kernels
-# built (committed from the same Xeon):
+# change shape at almost every step, and oneDNN builds a bf16 kernel for each matrix product of
+# each shape it meets. The `cpu` recipe's batches come in a few hundred shapes, and with several
+# products a step they need a few thousand kernels: more than the 1,024 oneDNN keeps by default,
+# so it builds them again every epoch. The package keeps 16,384 (`ONEDNN_KERNEL_CACHE`, set when
+# it is imported; a size of your own in the environment wins). `benchmarks/bench_kernel_cache.py`
+# trains the recipe's first steps with each size, in fresh processes taking turns, and counts the
+# kernels oneDNN built (committed from the same Xeon):
 
 # %%
 if committed := results.committed_root():
     kernel_cache = read_json(committed / tables.KERNEL_CACHE, "benchmark")
     for name, timed in kernel_cache["runs"].items():
-        size = kernel_cache["cache_sizes"][name]
-        built = ", ".join(
-            f"{r['kernels_built']:,} kernels in {r['kernel_build_s']:.0f} s"
-            for r in timed
-        )
-        took = ", ".join(f"{r['train_time_s']:.0f} s" for r in timed)
-        print(
-            f"cache of {size:,}: {kernel_cache['steps']:,} steps in {took}; built {built}"
-        )
+        print(f"kernel cache of {kernel_cache['cache_sizes'][name]:,}:")
+        for i, run in enumerate(timed, 1):
+            print(
+                f"  run {i}: {run['steps']:,} steps in {run['train_time_s']:.0f} s, "
+                f"{run['kernels_built']:,} kernels built in {run['kernel_build_s']:.0f} s"
+            )
+    same = "the same in every run" if kernel_cache["same_valid_loss"] else "not the same"
     print(
-        f"{kernel_cache['speed_over_default']:.2f}x, the same validation loss: {kernel_cache['same_valid_loss']}"
+        f"the larger cache trains {kernel_cache['speed_over_default']:.2f}x as fast "
+        f"(medians); validation loss: {same}"
     )
+
+# %% [markdown]
+# With the larger cache each kernel is built once, and the same steps end in the same loss. The
+# time saved is more than the building time oneDNN reports; where the rest goes is not measured
+# here.
 
 # %% [markdown]
 # The run published its translation results with their provenance; read back, they hold the

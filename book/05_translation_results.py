@@ -232,10 +232,10 @@ else:
     display(Markdown(describe.describe_cpu_choice(evidence.cpu_rows())))
 
 # %% [markdown]
-# Those candidates trained in bf16 on a CPU that has it, with the step of their day. The same 15
-# minutes buy very different numbers of steps on different kinds of CPU: about 2,100 on an AMD
-# EPYC with AVX2 only, where fp32 is the fast path, and about 4,900 on an Intel Xeon with AMX,
-# where bf16 attention now runs in float32 (chapter 04). A recipe that suits one budget need not
+# Those candidates trained in bf16 on an AMD EPYC with AVX512-BF16. The same 15 minutes buy very
+# different numbers of steps on different kinds of CPU: about 2,100 on an AMD EPYC with AVX2 only,
+# where fp32 is the fast path, and about 4,900 on an Intel Xeon with AMX, where bf16 matrix
+# products run natively (chapter 04). A recipe that suits one budget need not
 # suit the other: without dropout the model learns fastest, and after about seven epochs it starts
 # to overfit. `scripts/cpu_step_budget_sweep.sh` trains the recipe and its rivals for the steps
 # each affords on a given kind (the recipe's steps there, scaled by each rival's measured step time

@@ -241,12 +241,21 @@ def test_a_saved_chart_and_the_notebook_frame_draw_in_chromium(chart, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ the README
-def readme_notebook_example() -> str:
+def readme_notebook_example(heading: str = "### Use it in your own notebook") -> str:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Use it in your own notebook") :]
+    section = readme[readme.index(heading) :]
     match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match, "the README's notebook section has no python block"
+    assert match, f"the README's section {heading!r} has no python block"
     return match.group(1)
+
+
+def test_the_readmes_model_example_runs_as_written():
+    namespace: dict = {}
+    code = readme_notebook_example("### The model and the pipeline")
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["logits"].shape == (2, 9, 37000)
+    pad = namespace["config"].pad_id
+    assert namespace["real"].shape[0] == (namespace["tgt_out"] != pad).sum()
 
 
 def test_the_readmes_notebook_example_runs(run, tmp_path, monkeypatch):
@@ -273,6 +282,8 @@ def test_every_public_name_has_a_docstring_and_the_new_ones_an_example():
         )
     assert annotated_transformer.translate is api.translate
     assert set(api.__all__) <= set(dir(annotated_transformer))
+    # tab completion offers the package's names, not the modules it imports for itself
+    assert {"os", "warnings"}.isdisjoint(dir(annotated_transformer))
 
 
 def test_the_docstring_examples_run(run, tmp_path, monkeypatch):

@@ -258,9 +258,10 @@ def swaps(points_of: Mapping[str, pd.DataFrame]) -> list[tuple[str, str, list[fl
 
 # ------------------------------------------------------------------------------ verdict tables
 def short_label(budget: Mapping) -> str:
-    """A budget as a column header: "1 epoch (dropout: 10)"."""
-    n = budget["full_epoch"]
-    return f"{n:g} epoch{'' if n == 1 else 's'} (dropout: {budget['small_epoch']:g})"
+    """A budget as a column header: "1 epoch (dropout rows: 10 epochs)", the dropout rows' epochs
+    being of their small share of the pairs."""
+    n, m = budget["full_epoch"], budget["small_epoch"]
+    return f"{n:g} epoch{'' if n == 1 else 's'} (dropout rows: {m:g} epoch{'' if m == 1 else 's'})"
 
 
 def doubling_budgets(budgets: Sequence[Mapping]) -> list[Mapping]:

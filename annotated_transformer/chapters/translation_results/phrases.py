@@ -20,7 +20,7 @@ say = Phrases(
         "model.set": "{n:,} sentences of `{name}`",
         # the recipes
         "choice": "{subject}, {name} ({change}), scores {score} sacreBLEU on validation",
-        "choice.candidate": "The chosen candidate",
+        "choice.candidate": "This sweep's pick",
         "choice.recipe": "The profile's recipe",
         "choice.no_rival": "; it had no rival.",
         "rival.lower": """{name} scores {gap:.2f} lower, beyond the resampling noise

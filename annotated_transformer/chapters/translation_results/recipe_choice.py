@@ -367,9 +367,9 @@ def read_evidence(results: Path, data_dir=None) -> Evidence:
 
 
 def cpu_table(evidence: Evidence):
-    """The `cpu` candidates: what each changes, its validation scores and its test against the
-    chosen one."""
-    return _sweep_table(evidence.cpu, evidence.cpu_rows())
+    """The 15-minute sweep's `cpu` candidates: what each changes, its validation scores and its
+    test against the sweep's pick (which a step-budget sweep may since have replaced)."""
+    return _sweep_table(evidence.cpu, evidence.cpu_rows(), "this sweep's pick")
 
 
 def budget_table(sweep: BudgetSweep):
@@ -378,7 +378,9 @@ def budget_table(sweep: BudgetSweep):
     return _sweep_table(sweep.candidates, sweep.rows()).drop(columns="target tokens/s")
 
 
-def _sweep_table(candidates: list[CpuCandidate], scored: list[dict]):
+def _sweep_table(
+    candidates: list[CpuCandidate], scored: list[dict], chosen: str = "chosen"
+):
     import pandas as pd
 
     by_name = {c.name: c for c in candidates}
@@ -391,13 +393,13 @@ def _sweep_table(candidates: list[CpuCandidate], scored: list[dict]):
         )  # fmt: skip
         rows.append(
             {
-                "candidate": c.name + (" (chosen)" if r["chosen"] else ""),
+                "candidate": c.name + (f" ({chosen})" if r["chosen"] else ""),
                 "change": c.change,
                 "steps, epochs": f"{c.steps:,}, {c.epochs:.1f}",
                 "target tokens/s": f"{c.target_tokens_per_s:,.0f}",
                 "valid perplexity": f"{c.valid_ppl:.2f}",
                 "valid sacreBLEU ± 95%": f"{r['valid_sacrebleu']:.2f} ± {r['ci95']:.2f}",
-                "against the chosen": against,
+                f"against the {chosen.split()[-1]}": against,
             }
         )
     return pd.DataFrame(rows)

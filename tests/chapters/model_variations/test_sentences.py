@@ -236,7 +236,11 @@ def test_comparison_cells_are_short_and_say_the_verdict():
     found = f.assess(f.FINDINGS, {"full": _runs({"A1": 0.3})})
     budget = {"full_epoch": 1, "small_epoch": 10, "findings": found}
     table = tables.comparison_table([budget])
-    assert list(table.columns) == ["finding", "comparison", "1 epoch (dropout: 10)"]
+    assert list(table.columns) == [
+        "finding",
+        "comparison",
+        "1 epoch (dropout rows: 10 epochs)",
+    ]
     cell = table.iloc[0, 2]
     assert cell.startswith("holds: +3") and "% to +" in cell
     assert table[table.comparison == "C6 vs C7"].iloc[0, 2] == "not trained here"

@@ -34,7 +34,7 @@ def test_step_profile_table_columns_and_share_of_peak():
     )
     table = tables.step_profile_table(record).set_index("per step")
     # fp32 has no half-precision attention: its second variant is not a column
-    assert list(table.columns) == ["fp32", "bf16", "bf16, attention in bf16 (before)"]
+    assert list(table.columns) == ["fp32", "bf16", "bf16, attention in bf16 too"]
     assert "softmax (ms)" not in table.index  # a kind that took no time is no row
     assert table.loc["matmul (ms)", "bf16"] == "50.0"
     assert table.loc["step's share of the peak", "fp32"] == "50%"  # 200 of 400 GFLOP/s

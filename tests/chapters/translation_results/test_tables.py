@@ -159,11 +159,9 @@ def test_recipe_tables_mark_the_chosen_and_say_noise():
         recipe_choice.chosen_gpu(gpu),
     )  # fmt: skip
     table = recipe_choice.cpu_table(evidence)
-    chosen = table[table.candidate.str.endswith("(chosen)")]
-    assert len(chosen) == 1 and chosen["against the chosen"].iloc[0] == ""
-    assert (table["against the chosen"] == "p = 0.300, within noise").sum() == len(
-        cpu
-    ) - 1
+    chosen = table[table.candidate.str.endswith("(this sweep's pick)")]
+    assert len(chosen) == 1 and chosen["against the pick"].iloc[0] == ""
+    assert (table["against the pick"] == "p = 0.300, within noise").sum() == len(cpu) - 1
     decode = recipe_choice.decode_table(evidence.decoding)
     labels = decode["snapshots, beam, α"]
     assert labels.str.contains("(chosen)", regex=False).sum() == 1
