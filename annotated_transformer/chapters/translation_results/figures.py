@@ -266,11 +266,13 @@ def bleu_domain(points: pd.DataFrame) -> list[float]:
 
 def interval_bars(points: pd.DataFrame) -> pd.DataFrame:
     """Where a panel draws its error bars (`training_flops`, `bleu`, `ci95`): at each point with
-    a `ci95`, so that every bar stands on its point. A run priced two ways has one interval for
-    both points, drawn at each."""
+    a `ci95`, so that every bar stands on its point. A run priced two ways has one BLEU and one
+    interval, drawn once, at its cost counted the paper's way (the cost the paper's panel shows)."""
     columns = ["training_flops", "bleu", "ci95"]
     if "ci95" not in points:
         return pd.DataFrame(columns=columns)
+    if "cost" in points:
+        points = points[points["cost"] == COSTS[0]]
     return points.dropna(subset=["ci95"])[columns].reset_index(drop=True)
 
 
@@ -408,7 +410,7 @@ def _cost_panel(
     labels, scene, rows = label_layout(points, domain, y_domain, overflow)
     placements = place_labels(labels, scene)
     layers = [
-        base.mark_point(filled=True, size=70, color=color),
+        base.mark_point(filled=True, size=90, color=color),
         *_label_layers(rows, placements, cost_channel, y_scale),
     ]
     if "run" in points:  # a run's two costs, joined at its one BLEU
