@@ -769,11 +769,12 @@ def closing(
             measured = [label for label in labels if _shown(row[label])]
             if not measured:
                 continue
-            ours = "; ".join(f"{label}: {row[label]}" for label in measured)
-            theirs = "; ".join(f"{paper[label]}" for label in measured)
+            pairs = "; ".join(
+                f"{label}: {row[label]} (the paper: {paper[label]})" for label in measured
+            )
             sentences.append(
-                f"{title}: the {row['']} measured {ours}, on {row['measured on']} "
-                f"(the paper: {theirs}, on {paper['measured on']})."
+                f"{title}: the {row['']} measured {pairs}; on {row['measured on']} "
+                f"(the paper: on {paper['measured on']})."
             )
     for profile, record in (runs or {}).items():
         entries = record["metrics"]["chapters"].values()

@@ -103,9 +103,8 @@ def test_the_introduction_s_closing_says_only_what_its_tables_hold(cpu_root):
             cells = [c for c in table.columns if c not in ("", "measured on")]
             shown = [c for c in cells if row[c] != summary.SHOWN_NOT_RUN]
             assert len(mine) == (1 if shown else 0), (title, row[""])
-            for label in shown:
-                assert f"{label}: {row[label]}" in mine[0]
-                assert str(paper[label]) in mine[0]
+            for label in shown:  # each measurement beside the paper's
+                assert f"{label}: {row[label]} (the paper: {paper[label]})" in mine[0]
             said += len(mine)
     assert said == len(lines) >= 5  # every panel of the committed cpu run has a sentence
 
@@ -125,7 +124,10 @@ def test_the_introduction_s_closing_leaves_out_what_did_not_run(tmp_path):
     assert line.startswith(
         "English-to-German translation (Table 2; chapter 05): the cpu run"
     )
-    assert "sacreBLEU ± 95%: 36.1 ± 1.2" in line and "36.1;" in line
+    assert (
+        "sacreBLEU ± 95%: 36.1 ± 1.2 (the paper: " in line
+        and ": 36.1 (the paper: " in line
+    )
     assert "training cost" not in line and "not in" not in line
 
 
