@@ -8,8 +8,9 @@
         --batch-tokens 24576 --variants eager compiled --out results/gpu/speed_step.json  # a GPU
 
 The step is `Trainer.train_step` (forward, label-smoothed loss, backward, fused Adam, schedule) on the
-profile's model with seeded weights, over synthetic pairs of Multi30k's lengths (`synthetic_pairs`),
-the first `--batches` global batches of one micro-batch each, the same every round (learning rate 0
+profile's model with seeded weights, over synthetic pairs of Multi30k's lengths (`synthetic_pairs`;
+`--real-data`: the profile's own training pairs through its BPE, as `train` reads them), the first
+`--batches` global batches of one micro-batch each, the same every round (learning rate 0
 keeps the weights, so every round computes the same step). Each variant (`VARIANTS`) in each
 `--precision` is a trainer of its own on the same weights; all of them are interleaved in rotating
 order within every round (`common.interleaved`, medians with min and max and process CPU time),
@@ -74,6 +75,7 @@ from annotated_transformer.model.static_decoding import (  # noqa: E402
     StaticBeamDecoder,
     StaticGreedyDecoder,
 )
+from annotated_transformer.pipeline import prepare_data  # noqa: E402
 from annotated_transformer.profiles import Profile, get_profile  # noqa: E402
 from annotated_transformer.runtime import attention_kernels  # noqa: E402
 from annotated_transformer.runtime.compiling import MARGIN, effective_speed  # noqa: E402
@@ -160,11 +162,12 @@ def make_trainer(
     batch_tokens: int | None = None,
     quick: bool = False,
     seed: int = 0,
+    data: EncodedPairs | None = None,
 ) -> Trainer:
-    """A trainer of `profile`'s model (seeded weights) on synthetic pairs, its step changed as
-    `variant` says (with --quick, torch.compile's "eager" backend and no mode)."""
+    """A trainer of `profile`'s model (seeded weights) on `data` (default: synthetic pairs), its
+    step changed as `variant` says (with --quick, torch.compile's "eager" backend and no mode)."""
     model = build_model(profile.model_config(), profile.vocab_size, seed=seed).to(device)
-    data = synthetic_pairs(2000, profile.vocab_size)
+    data = data if data is not None else synthetic_pairs(2000, profile.vocab_size)
     settings = profile.train_settings().replace(precision=precision, compile=False)
     if batch_tokens:
         settings = settings.replace(batch_tokens=batch_tokens)
@@ -1123,6 +1126,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="training variants to time (eager, the reference, always); none: no training")
     add("--batch-tokens", type=int, default=None)
     add("--batches", type=int, default=1, help="global batches of distinct shapes a round")
+    add("--real-data", action="store_true",
+        help="the profile's own training pairs (its corpus and BPE, AT_DATA_DIR), not synthetic")
     add("--rounds", type=int, default=None, help="timed rounds (default 10; --quick 2)")
     add("--warmup", type=int, default=1, help="rounds before timing (the first compiles)")
     add("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
@@ -1218,10 +1223,12 @@ def main(argv: list[str] | None = None) -> dict:
     if args.variants:
         torch._dynamo.reset()
         precisions = args.precision or default_precisions(device)
+        data = prepare_data(profile).train if args.real_data else None
+        record["data"] = f"{profile.corpus} training pairs" if data else "synthetic pairs"
         trainers = {
             (p, name): make_trainer(
                 profile, device, p, VARIANTS[name], batch_tokens=args.batch_tokens,
-                quick=args.quick,
+                quick=args.quick, data=data,
             )
             for p in precisions
             for name in args.variants

@@ -749,6 +749,15 @@ throughput = tables.throughput_table(summary, torch_device, profile.name)
 viz.show_table(throughput, **tables.THROUGHPUT_FORMATS)
 
 # %% [markdown]
+# The run published its translation results with their provenance; read back, they hold the
+# scores above (`record.published_translation` checks it):
+
+# %%
+print(record.published_translation(summary, profile.results_folder))
+
+# %% [markdown]
+# ### Where a CPU step's time goes
+#
 # On a CPU the matrix products are not the whole step. `benchmarks/bench_step.py --profiler` splits
 # the `cpu` recipe's step by kind of operation under `torch.profiler` and times a plain matmul of the
 # model's shapes in the same process, for the peak beside it. The committed measurement, from an
@@ -801,13 +810,6 @@ if committed := results.committed_root():
 # With the larger cache each kernel is built once, and the same steps end in the same loss. The
 # time saved is more than the building time oneDNN reports; where the rest goes is not measured
 # here.
-
-# %% [markdown]
-# The run published its translation results with their provenance; read back, they hold the
-# scores above (`record.published_translation` checks it):
-
-# %%
-print(record.published_translation(summary, profile.results_folder))
 
 # %% [markdown]
 # ### Stopping and resuming exactly

@@ -431,3 +431,18 @@ def test_kernel_cache_benchmark_refuses_a_run_that_stopped_short(tmp_path, monke
     monkeypatch.setattr(bench_kernel_cache, "run_fresh", stopped_at_step_7)
     with pytest.raises(SystemExit, match="stopped at step 7 of 10 .*unequal work"):
         bench_kernel_cache.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
+
+
+@pytest.mark.slow
+def test_step_benchmark_steps_through_the_profiles_own_pairs(tmp_path, data_dir):
+    def batches(*args: str) -> list:
+        record = run_script(
+            "bench_step.py", tmp_path / "real.json", tmp_path, "--precision", "fp32",
+            "--batches", "2", *args, AT_DATA_DIR=str(data_dir), AT_OFFLINE="1",
+        )  # fmt: skip
+        return record["data"], record["training"]["batch_shapes_rows_by_target_length"]
+
+    real, real_batches = batches("--real-data")
+    synthetic, synthetic_batches = batches()
+    assert (real, synthetic) == ("multi30k training pairs", "synthetic pairs")
+    assert real_batches != synthetic_batches  # other pairs, so other shapes
