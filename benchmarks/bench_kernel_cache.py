@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from common import log, provenance, run_fresh, write_json
+from common import REPO, log, provenance, run_fresh, write_json
 
 from annotated_transformer import ONEDNN_KERNEL_CACHE
 
@@ -42,7 +42,7 @@ def train_once(
                "--precision", precision, "--max-steps", str(steps), "--minutes", "600",
                "--eval-every", str(steps), "--no-eval", "--out", str(out)]  # fmt: skip
     log_path = out.with_suffix(".log")
-    returncode, max_rss_mb = run_fresh(command, env, log_path)
+    returncode, max_rss_mb = run_fresh(command, env, log_path, cwd=REPO)
     if returncode != 0:
         tail = log_path.read_text()[-800:]
         raise SystemExit(f"train failed with the cache at {capacity}:\n{tail}")

@@ -1027,6 +1027,7 @@ def bench_threads(args, settings: list[dict]) -> dict:
                 if setting.get(flag):
                     command += [f"--{flag}", str(setting[flag])]
             command += ["--quick"] if args.quick else []
+            command += ["--real-data"] if args.real_data else []
             started = time.perf_counter()
             log_path = Path(tmp) / "child.log"
             returncode, _ = run_fresh(command, setting.get("env", {}), log_path)

@@ -127,18 +127,26 @@ def log(message: str) -> None:
 
 
 def run_fresh(
-    command: list[str], env: dict[str, str], log_path: Path
+    command: list[str], env: dict[str, str], log_path: Path, cwd: Path | None = None
 ) -> tuple[int, float]:
     """`command` in a fresh process with `env` added to this one's, its output into `log_path`:
-    (exit status, the child's own peak resident memory in MB). For what a process reads once
-    (OpenMP's pool, oneDNN's cache size), which only a new process can measure again."""
-    with open(log_path, "w") as output:
-        process = subprocess.Popen(
-            command, cwd=REPO, env={**os.environ, **env}, stdout=output, stderr=output
-        )
-        # wait4, not wait: the child's own peak memory, where getrusage gives the largest child's
-        _, status, usage = os.wait4(process.pid, 0)
-    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024
+    (exit status, its peak resident memory in MB, which on Linux counts from the fork, so it is at
+    least this process's at that moment). For what a process reads once (OpenMP's pool, oneDNN's
+    cache size), which only a new process can measure again. An interrupt stops the child too."""
+    with (
+        open(log_path, "w") as output,
+        subprocess.Popen(
+            command, cwd=cwd, env={**os.environ, **env}, stdout=output, stderr=output
+        ) as process,
+    ):
+        try:
+            # wait4, not wait: this child's peak memory, where getrusage gives the largest child's
+            _, status, usage = os.wait4(process.pid, 0)
+        except BaseException:
+            process.kill()
+            raise
+        process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, usage.ru_maxrss / 1024
 
 
 def write_json(path, record: dict, indent: int = 2) -> None:

@@ -388,7 +388,6 @@ def test_kernel_cache_benchmark_trains_both_sizes_to_the_same_numbers(tmp_path, 
     assert record["cache_sizes"] == {"onednn_default": 1024, "package": 16384}
     for runs in record["runs"].values():
         assert [run["steps"] for run in runs] == [record["steps"]]
-        assert runs[0]["max_rss_mb"] > 50
     # ten smoke steps need fewer kernels than either size keeps: both build the same ones
     default, package = record["runs"]["onednn_default"], record["runs"]["package"]
     assert default[0]["kernels_built"] == package[0]["kernels_built"]
@@ -411,10 +410,10 @@ def test_the_package_sizes_onednns_kernel_cache_and_keeps_a_size_of_your_own():
 
 
 def test_kernel_cache_benchmark_refuses_a_run_that_stopped_short(tmp_path, monkeypatch):
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import bench_kernel_cache
 
-    def stopped_at_step_7(command, env, log_path):
+    def stopped_at_step_7(command, env, log_path, cwd=None):
         out = Path(command[command.index("--out") + 1])
         out.mkdir()
         stop = {

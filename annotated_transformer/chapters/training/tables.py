@@ -268,8 +268,8 @@ THROUGHPUT_FORMATS = {
 
 STEP_PROFILE = "benchmarks/cpu_step_profile_xeon_amx.json"
 KERNEL_CACHE = "benchmarks/cpu_primitive_cache.json"
-# bench_step's variants as the table names them: the step the trainer runs, and the step before
-# attention ran in float32 under bf16 autocast on a CPU.
+# bench_step's variants as the table names them: the step the trainer runs, and the same step with
+# attention left in bf16 under bf16 autocast on a CPU.
 STEP_VARIANTS = {"eager": "", "eager_half_attention": ", attention in bf16 too"}
 
 

@@ -368,7 +368,7 @@ def read_evidence(results: Path, data_dir=None) -> Evidence:
 
 def cpu_table(evidence: Evidence):
     """The 15-minute sweep's `cpu` candidates: what each changes, its validation scores and its
-    test against the sweep's pick (which a step-budget sweep may since have replaced)."""
+    test against the sweep's pick (a step-budget sweep may choose another recipe)."""
     return _sweep_table(evidence.cpu, evidence.cpu_rows(), "this sweep's pick")
 
 
