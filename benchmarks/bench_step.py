@@ -1225,7 +1225,8 @@ def main(argv: list[str] | None = None) -> dict:
         torch._dynamo.reset()
         precisions = args.precision or default_precisions(device)
         data = prepare_data(profile).train if args.real_data else None
-        record["data"] = f"{profile.corpus} training pairs" if data else "synthetic pairs"
+        real = data is not None
+        record["data"] = f"{profile.corpus} training pairs" if real else "synthetic pairs"
         trainers = {
             (p, name): make_trainer(
                 profile, device, p, VARIANTS[name], batch_tokens=args.batch_tokens,

@@ -369,7 +369,9 @@ def read_evidence(results: Path, data_dir=None) -> Evidence:
 def cpu_table(evidence: Evidence):
     """The 15-minute sweep's `cpu` candidates: what each changes, its validation scores and its
     test against the sweep's pick (a step-budget sweep may choose another recipe)."""
-    return _sweep_table(evidence.cpu, evidence.cpu_rows(), "this sweep's pick")
+    return _sweep_table(
+        evidence.cpu, evidence.cpu_rows(), "this sweep's pick", "against the pick"
+    )
 
 
 def budget_table(sweep: BudgetSweep):
@@ -379,7 +381,10 @@ def budget_table(sweep: BudgetSweep):
 
 
 def _sweep_table(
-    candidates: list[CpuCandidate], scored: list[dict], chosen: str = "chosen"
+    candidates: list[CpuCandidate],
+    scored: list[dict],
+    chosen: str = "chosen",
+    against_column: str = "against the chosen",
 ):
     import pandas as pd
 
@@ -399,7 +404,7 @@ def _sweep_table(
                 "target tokens/s": f"{c.target_tokens_per_s:,.0f}",
                 "valid perplexity": f"{c.valid_ppl:.2f}",
                 "valid sacreBLEU ± 95%": f"{r['valid_sacrebleu']:.2f} ± {r['ci95']:.2f}",
-                f"against the {chosen.split()[-1]}": against,
+                against_column: against,
             }
         )
     return pd.DataFrame(rows)
