@@ -71,6 +71,7 @@ from annotated_transformer.data import EncodedPairs  # noqa: E402
 from annotated_transformer.data.batching import LengthBuckets, TokenBatcher  # noqa: E402
 from annotated_transformer.model import attention  # noqa: E402
 from annotated_transformer.model.flops import forward_flops, mfu  # noqa: E402
+from annotated_transformer.model.layers import Dropout  # noqa: E402
 from annotated_transformer.model.static_decoding import (  # noqa: E402
     StaticBeamDecoder,
     StaticGreedyDecoder,
@@ -116,6 +117,8 @@ class Variant:
     loss_strategy: str | None = None
     # on a CPU, attention in the autocast dtype (bf16) rather than float32 (model.attention)
     half_attention: bool = False
+    # on a CPU, each dropout mask drawn a float per element (rand_like), not from 16-bit lanes
+    float_dropout_mask: bool = False
 
 
 VARIANTS = {
@@ -124,6 +127,7 @@ VARIANTS = {
     "eager_cudnn_attention": Variant(cudnn_attention=True),
     "eager_row_blocks_loss": Variant(loss_strategy="row_blocks"),
     "eager_half_attention": Variant(half_attention=True),
+    "eager_float_dropout_mask": Variant(float_dropout_mask=True),
     "eager_bucketed": Variant(buckets=True),
     "eager_bucketed_cudnn_attention": Variant(buckets=True, cudnn_attention=True),
     "eager_bucketed_graphed": Variant(buckets=True, cuda_graphs=True),
@@ -134,6 +138,19 @@ VARIANTS = {
         compile="model_and_loss", buckets=True, mode="reduce-overhead"
     ),
 }
+
+
+def _draw_dropout_masks_a_float_each(model: torch.nn.Module) -> None:
+    """The model's CPU dropout as one float per element: rand_like, a comparison and a scale."""
+
+    def forward(self, x):
+        if not self.training or self.p == 0.0:
+            return x
+        return x * torch.rand_like(x).ge_(self.p).mul_(1.0 / (1.0 - self.p))
+
+    for module in model.modules():
+        if isinstance(module, Dropout):
+            module.forward = forward.__get__(module)
 
 
 class _NoTokenizer:
@@ -167,6 +184,8 @@ def make_trainer(
     """A trainer of `profile`'s model (seeded weights) on `data` (default: synthetic pairs), its
     step changed as `variant` says (with --quick, torch.compile's "eager" backend and no mode)."""
     model = build_model(profile.model_config(), profile.vocab_size, seed=seed).to(device)
+    if variant.float_dropout_mask:
+        _draw_dropout_masks_a_float_each(model)
     data = data if data is not None else synthetic_pairs(2000, profile.vocab_size)
     settings = profile.train_settings().replace(precision=precision, compile=False)
     if batch_tokens:
@@ -417,7 +436,7 @@ def classify(name: str, enclosing: tuple[str, ...] = ()) -> str:
     (innermost first; for a backward operator, the forward operator it differentiates and what
     enclosed that). Attention kernels and matrix products by their own name wherever they run;
     then the optimizer, the loss over the vocabulary and batching by what encloses them; then
-    softmax by name; then layer norm and dropout (the trainer's CPU dropout is `rand_like`, `ge_` and `mul`:
+    softmax by name; then layer norm and dropout (the trainer's CPU dropout is `random_`, `ge` and `mul`:
     known by the range around the module); everything else (residual adds, embeddings, casts,
     copies, zero fills) is other elementwise work."""
     own = name.lower()

@@ -356,8 +356,9 @@ def test_presets():
 
 
 def test_cpu_dropout_keeps_one_minus_p_and_rescales():
-    """The model's CPU dropout mask: kept elements scaled by 1 / (1 - p), the rest zero, about
-    1 - p kept, the gradient is the same mask, and eval mode or p = 0 leaves the input as it is."""
+    """The model's CPU dropout mask: about 1 - p kept, the kept elements scaled by the inverse of
+    the share a lane keeps (p rounded to a multiple of 1 / 65,536), the rest zero, the gradient the
+    same mask, and eval mode, p = 0 and p = 1 as nn.Dropout has them."""
     from annotated_transformer.model.layers import Dropout
 
     torch.manual_seed(0)
@@ -366,12 +367,33 @@ def test_cpu_dropout_keeps_one_minus_p_and_rescales():
     y = drop(x)
     kept = y != 0
     assert abs(kept.float().mean().item() - 0.8) < 0.01
-    torch.testing.assert_close(y[kept], x[kept] / 0.8)
+    scale = 65536 / (65536 - round(0.2 * 65536))
+    assert abs(1 / scale - 0.8) <= 1 / 131072
+    torch.testing.assert_close(y[kept], x[kept] * scale)
     y.sum().backward()
-    torch.testing.assert_close(x.grad, kept.float() / 0.8)
+    torch.testing.assert_close(x.grad, kept.float() * scale)
     assert torch.equal(drop.eval()(x), x)
     assert torch.equal(Dropout(0.0).train()(x), x)
     assert torch.equal(Dropout(1.0).train()(x), torch.zeros_like(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_cpu_dropout_lanes_are_independent_and_unbiased(dtype, p):
+    """Four mask elements come from one 64-bit draw: each of the four lanes (element index mod 4)
+    keeps its own 1 - p, neighbouring elements are not correlated, and the output's mean is the
+    input's, in float32 and bf16."""
+    from annotated_transformer.model.layers import Dropout
+
+    torch.manual_seed(1)
+    ones = torch.ones(400, 1000, dtype=dtype)
+    y = Dropout(p).train()(ones).float()
+    kept = (y != 0).float().flatten()
+    for lane in range(4):
+        assert abs(kept[lane::4].mean().item() - (1 - p)) < 0.005
+    neighbours = torch.corrcoef(torch.stack([kept[:-1], kept[1:]]))[0, 1].item()
+    assert abs(neighbours) < 0.01
+    assert abs(y.mean().item() - 1.0) < 0.01
 
 
 def test_a_seed_gives_one_initialisation_with_separate_embeddings():

@@ -268,6 +268,8 @@ THROUGHPUT_FORMATS = {
 
 STEP_PROFILE = "benchmarks/cpu_step_profile_xeon_amx.json"
 KERNEL_CACHE = "benchmarks/cpu_primitive_cache.json"
+DROPOUT_MASK = "benchmarks/cpu_dropout_mask_xeon_amx.json"
+DROPOUT_MASK_CURVES = "benchmarks/cpu_dropout_mask_loss_curves.json"
 # bench_step's variants as the table names them: the step the trainer runs, and the same step with
 # attention left in bf16 under bf16 autocast on a CPU.
 STEP_VARIANTS = {"eager": "", "eager_half_attention": ", attention in bf16 too"}
@@ -310,6 +312,31 @@ def step_speedups(record: Mapping) -> dict[str, float]:
         "bf16 over fp32": step("fp32", "eager") / step("bf16", "eager"),
         "float32 attention": step("bf16", "eager_half_attention") / step("bf16", "eager"),
     }
+
+
+def dropout_mask_lines(timed: Mapping, curves: Mapping) -> list[str]:
+    """What the committed dropout-mask records show: the step with the package's mask against one
+    float an element (a `bench_step.py` record, same process), then each mask's validation
+    perplexity after the recipe's first steps with dropout throughout, two seeds each, beside the
+    gap between the seeds."""
+    lines = []
+    for precision, variants in timed["training"].items():
+        if not isinstance(variants, Mapping) or "variants" not in variants:
+            continue
+        ours = variants["variants"]["eager"]["per_step_s"]
+        floats = variants["variants"]["eager_float_dropout_mask"]["per_step_s"]
+        lines.append(
+            f"{precision} step: {1000 * ours:.0f} ms with lanes, {1000 * floats:.0f} ms "
+            f"with a float an element ({floats / ours:.2f}x)"
+        )
+    last = str(max(int(step) for step in curves["runs"]["lanes_seed0"]["valid_ppl"]))
+    ppl = {name: run["valid_ppl"][last] for name, run in curves["runs"].items()}
+    lines.append(
+        f"validation perplexity after {int(last):,} steps, seeds 0 and 1: lanes "
+        f"{ppl['lanes_seed0']:.2f} and {ppl['lanes_seed1']:.2f}, a float an element "
+        f"{ppl['float_seed0']:.2f} and {ppl['float_seed1']:.2f}"
+    )
+    return lines
 
 
 def resume_table(straight: Mapping, stopped: Mapping, resumed: Mapping, stop_at: int):

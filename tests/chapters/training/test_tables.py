@@ -52,3 +52,43 @@ def test_the_committed_step_profile_reads():
     table = tables.step_profile_table(record)
     assert len(table.columns) == 4  # the row names, fp32, bf16 and bf16 before
     assert set(tables.step_speedups(record)) == {"bf16 over fp32", "float32 attention"}
+
+
+def test_dropout_mask_lines_name_each_precision_and_the_last_validation():
+    timed = {
+        "training": {
+            "batch_tokens": 1024,  # a setting beside the precisions, not one of them
+            "bf16": {
+                "variants": {
+                    "eager": {"per_step_s": 0.16},
+                    "eager_float_dropout_mask": {"per_step_s": 0.18},
+                }
+            },
+        }
+    }
+    run = lambda ppl: {"valid_ppl": {"300": 50.0, "1000": ppl}}
+    curves = {
+        "runs": {
+            "lanes_seed0": run(15.5),
+            "lanes_seed1": run(16.25),
+            "float_seed0": run(15.75),
+            "float_seed1": run(16.0),
+        }
+    }
+    step, ppl = tables.dropout_mask_lines(timed, curves)
+    assert step == "bf16 step: 160 ms with lanes, 180 ms with a float an element (1.12x)"
+    assert ppl == (
+        "validation perplexity after 1,000 steps, seeds 0 and 1: lanes 15.50 and 16.25, "
+        "a float an element 15.75 and 16.00"
+    )
+
+
+def test_the_committed_dropout_mask_records_read():
+    root = committed_root()
+    if root is None:
+        pytest.skip("no committed results beside the package")
+    lines = tables.dropout_mask_lines(
+        read_json(root / tables.DROPOUT_MASK, "benchmark"),
+        read_json(root / tables.DROPOUT_MASK_CURVES, "benchmark"),
+    )
+    assert [line.split(" ", 1)[0] for line in lines] == ["bf16", "fp32", "validation"]
