@@ -812,11 +812,12 @@ if committed := results.committed_root():
 # here.
 
 # %% [markdown]
-# Dropout is the next cost the profile names. PyTorch's CPU dropout draws a random float for
-# every element, one generator call each, on one thread; the recipe's later epochs make 17 masks
-# a step. The package's `Dropout` makes four masks' elements from one 64-bit draw instead: each
-# 16-bit lane is dropped when it falls below p's share of its 65,536 values, and the kept ones
-# are scaled by the inverse of the share kept. By hand, from the same seed:
+# The profile above has no dropout: the recipe turns it on only from its fifth epoch, and then
+# its masks cost more than their arithmetic suggests. PyTorch's CPU dropout draws a random float
+# for every element, one generator call each, on one thread, and a step makes 17 masks. The
+# package's `Dropout` makes four masks' elements from one 64-bit draw instead: each 16-bit lane
+# is dropped when it falls below p's share of its 65,536 values, and the kept ones are scaled by
+# the inverse of the share kept. By hand, from the same seed:
 
 # %%
 p_drop, activations = 0.1, torch.randn(64, 256)
@@ -831,14 +832,18 @@ print(f"{(by_hand == 0).float().mean():.3f} of the elements dropped at p = {p_dr
 
 # %% [markdown]
 # Timed against the float-an-element mask in one process on 20 of the recipe's own batches, and
-# trained both ways for the recipe's first 1,000 steps with dropout from the start (committed from
-# the same Xeon):
+# trained both ways for the recipe's first 1,000 steps with dropout from the start, three seeds
+# each (committed from the same Xeon):
 
 # %%
 if committed := results.committed_root():
     mask_timing = read_json(committed / tables.DROPOUT_MASK, "benchmark")
     mask_curves = read_json(committed / tables.DROPOUT_MASK_CURVES, "benchmark")
     print("\n".join(tables.dropout_mask_lines(mask_timing, mask_curves)))
+
+# %% [markdown]
+# Where dropout is on, the lanes make the step faster, and the runs trained with them end where
+# the float mask's end: each mask's three seeds overlap the other's in validation perplexity.
 
 # %% [markdown]
 # ### Stopping and resuming exactly

@@ -317,8 +317,7 @@ def step_speedups(record: Mapping) -> dict[str, float]:
 def dropout_mask_lines(timed: Mapping, curves: Mapping) -> list[str]:
     """What the committed dropout-mask records show: the step with the package's mask against one
     float an element (a `bench_step.py` record, same process), then each mask's validation
-    perplexity after the recipe's first steps with dropout throughout, two seeds each, beside the
-    gap between the seeds."""
+    perplexity after the recipe's first steps with dropout throughout, seed by seed."""
     lines = []
     for precision, variants in timed["training"].items():
         if not isinstance(variants, Mapping) or "variants" not in variants:
@@ -329,12 +328,16 @@ def dropout_mask_lines(timed: Mapping, curves: Mapping) -> list[str]:
             f"{precision} step: {1000 * ours:.0f} ms with lanes, {1000 * floats:.0f} ms "
             f"with a float an element ({floats / ours:.2f}x)"
         )
-    last = str(max(int(step) for step in curves["runs"]["lanes_seed0"]["valid_ppl"]))
-    ppl = {name: run["valid_ppl"][last] for name, run in curves["runs"].items()}
+    last = max(int(step) for step in curves["runs"]["lanes_seed0"]["valid_ppl"])
+    by_mask: dict[str, dict[int, float]] = {}
+    for name, run in curves["runs"].items():
+        mask, seed = name.rsplit("_seed", 1)
+        by_mask.setdefault(mask, {})[int(seed)] = run["valid_ppl"][str(last)]
+    seeds = sorted(by_mask["lanes"])
+    ppl = lambda mask: ", ".join(f"{by_mask[mask][seed]:.2f}" for seed in seeds)
     lines.append(
-        f"validation perplexity after {int(last):,} steps, seeds 0 and 1: lanes "
-        f"{ppl['lanes_seed0']:.2f} and {ppl['lanes_seed1']:.2f}, a float an element "
-        f"{ppl['float_seed0']:.2f} and {ppl['float_seed1']:.2f}"
+        f"validation perplexity after {last:,} steps, seeds {', '.join(map(str, seeds))}: "
+        f"lanes {ppl('lanes')}; a float an element {ppl('float')}"
     )
     return lines
 

@@ -78,8 +78,8 @@ def test_dropout_mask_lines_name_each_precision_and_the_last_validation():
     step, ppl = tables.dropout_mask_lines(timed, curves)
     assert step == "bf16 step: 160 ms with lanes, 180 ms with a float an element (1.12x)"
     assert ppl == (
-        "validation perplexity after 1,000 steps, seeds 0 and 1: lanes 15.50 and 16.25, "
-        "a float an element 15.75 and 16.00"
+        "validation perplexity after 1,000 steps, seeds 0, 1: lanes 15.50, 16.25; "
+        "a float an element 15.75, 16.00"
     )
 
 
