@@ -432,6 +432,39 @@ def test_kernel_cache_benchmark_refuses_a_run_that_stopped_short(tmp_path, monke
         bench_kernel_cache.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
 
 
+@pytest.mark.parametrize("onednn_runs_bf16", [True, False])
+def test_kernel_cache_benchmark_refuses_a_bf16_log_without_kernels(
+    tmp_path, monkeypatch, onednn_runs_bf16
+):
+    """Where oneDNN runs bf16's products, a run builds kernels: a log naming none means this
+    oneDNN did not log them, and the count is refused. Where bf16 is emulated, none is the count."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import bench_kernel_cache
+
+    def ran_without_a_kernel_logged(command, env, log_path, cwd=None):
+        out = Path(command[command.index("--out") + 1])
+        out.mkdir()
+        stop = {
+            "kind": "stop",
+            "step": 10,
+            "train_time_s": 1.0,
+            "stopped_by": "max_steps",
+        }
+        valid = {"kind": "valid", "step": 10, "loss": 3.0}
+        (out / "metrics.jsonl").write_text(f"{json.dumps(valid)}\n{json.dumps(stop)}\n")
+        log_path.write_text("train smoke: 100%|##########| 10/10\n")
+        return 0, 100.0
+
+    monkeypatch.setattr(bench_kernel_cache, "run_fresh", ran_without_a_kernel_logged)
+    monkeypatch.setattr(bench_kernel_cache, "cpu_supports_bf16", lambda: onednn_runs_bf16)
+    if onednn_runs_bf16:
+        with pytest.raises(SystemExit, match="names no kernel built in a bf16 run"):
+            bench_kernel_cache.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
+    else:
+        run = bench_kernel_cache.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
+        assert run["kernels_built"] == 0
+
+
 @pytest.mark.slow
 def test_step_benchmark_steps_through_the_profiles_own_pairs(tmp_path, data_dir):
     def batches(*args: str) -> list:
