@@ -141,11 +141,12 @@ VARIANTS = {
 
 
 def _draw_dropout_masks_a_float_each(model: torch.nn.Module) -> None:
-    """The model's CPU dropout as one float per element: rand_like, a comparison and a scale."""
+    """The model's CPU dropout as one float per element: rand_like, a comparison and a scale
+    (elsewhere the package's own: nn.Dropout)."""
 
     def forward(self, x):
-        if not self.training or self.p == 0.0:
-            return x
+        if not self.training or self.p == 0.0 or x.device.type != "cpu":
+            return torch.nn.Dropout.forward(self, x)
         return x * torch.rand_like(x).ge_(self.p).mul_(1.0 / (1.0 - self.p))
 
     for module in model.modules():

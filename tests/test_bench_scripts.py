@@ -409,27 +409,34 @@ def test_the_package_sizes_onednns_kernel_cache_and_keeps_a_size_of_your_own():
     assert seen(ONEDNN_PRIMITIVE_CACHE_CAPACITY="64") == "64"
 
 
-def test_kernel_cache_benchmark_refuses_a_run_that_stopped_short(tmp_path, monkeypatch):
+def _kernel_cache_benchmark_with_a_run_that(monkeypatch, stopped_at, stopped_by, log):
+    """bench_kernel_cache with its training process replaced by one that wrote a run stopped at
+    step `stopped_at` (`stopped_by`) and the oneDNN log text `log`."""
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import bench_kernel_cache
 
-    def stopped_at_step_7(command, env, log_path, cwd=None):
+    def trained(command, env, log_path, cwd=None):
         out = Path(command[command.index("--out") + 1])
         out.mkdir()
         stop = {
             "kind": "stop",
-            "step": 7,
+            "step": stopped_at,
             "train_time_s": 1.0,
-            "stopped_by": "interrupted",
+            "stopped_by": stopped_by,
         }
-        valid = {"kind": "valid", "step": 7, "loss": 3.0}
+        valid = {"kind": "valid", "step": stopped_at, "loss": 3.0}
         (out / "metrics.jsonl").write_text(f"{json.dumps(valid)}\n{json.dumps(stop)}\n")
-        log_path.write_text("")
+        log_path.write_text(log)
         return 0, 100.0
 
-    monkeypatch.setattr(bench_kernel_cache, "run_fresh", stopped_at_step_7)
+    monkeypatch.setattr(bench_kernel_cache, "run_fresh", trained)
+    return bench_kernel_cache
+
+
+def test_kernel_cache_benchmark_refuses_a_run_that_stopped_short(tmp_path, monkeypatch):
+    bench = _kernel_cache_benchmark_with_a_run_that(monkeypatch, 7, "interrupted", "")
     with pytest.raises(SystemExit, match="stopped at step 7 of 10 .*unequal work"):
-        bench_kernel_cache.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
+        bench.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
 
 
 @pytest.mark.parametrize("onednn_runs_bf16", [True, False])
@@ -438,30 +445,15 @@ def test_kernel_cache_benchmark_refuses_a_bf16_log_without_kernels(
 ):
     """Where oneDNN runs bf16's products, a run builds kernels: a log naming none means this
     oneDNN did not log them, and the count is refused. Where bf16 is emulated, none is the count."""
-    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
-    import bench_kernel_cache
-
-    def ran_without_a_kernel_logged(command, env, log_path, cwd=None):
-        out = Path(command[command.index("--out") + 1])
-        out.mkdir()
-        stop = {
-            "kind": "stop",
-            "step": 10,
-            "train_time_s": 1.0,
-            "stopped_by": "max_steps",
-        }
-        valid = {"kind": "valid", "step": 10, "loss": 3.0}
-        (out / "metrics.jsonl").write_text(f"{json.dumps(valid)}\n{json.dumps(stop)}\n")
-        log_path.write_text("train smoke: 100%|##########| 10/10\n")
-        return 0, 100.0
-
-    monkeypatch.setattr(bench_kernel_cache, "run_fresh", ran_without_a_kernel_logged)
-    monkeypatch.setattr(bench_kernel_cache, "cpu_supports_bf16", lambda: onednn_runs_bf16)
+    bench = _kernel_cache_benchmark_with_a_run_that(
+        monkeypatch, 10, "max_steps", "train smoke: 100%|##########| 10/10\n"
+    )
+    monkeypatch.setattr(bench, "cpu_supports_bf16", lambda: onednn_runs_bf16)
     if onednn_runs_bf16:
         with pytest.raises(SystemExit, match="names no kernel built in a bf16 run"):
-            bench_kernel_cache.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
+            bench.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
     else:
-        run = bench_kernel_cache.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
+        run = bench.train_once(1024, "smoke", 10, "bf16", tmp_path / "run")
         assert run["kernels_built"] == 0
 
 
